@@ -1,0 +1,171 @@
+"""`python -m playground generate|bench`: the command-line contract other tools rely on.
+
+Bad input exits with status 2 and one line `error: ...` on stderr, before any model work when the
+input alone shows the mistake."""
+import argparse
+import json
+import sys
+import warnings
+
+from playground import session
+from playground.errors import PlaygroundError
+from playground.events import RunResult
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr and status 2."""
+
+    def error(self, message):
+        raise PlaygroundError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="python -m playground", description="Speculative decoding playground")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    gen = commands.add_parser("generate", help="generate once, speculatively (and optionally target-only)")
+    add_model_args(gen)
+    gen.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
+    gen.add_argument("--prompt-ids", help="comma-separated token ids instead of text, e.g. 1,2,3")
+    gen.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    gen.add_argument("--system", help="system prompt for chat models")
+    add_sampling_args(gen)
+    gen.add_argument("--baseline", action="store_true", help="also decode with the target alone and compare")
+    gen.add_argument("--num-samples", type=int, default=1, help="N runs seeded seed..seed+N-1")
+    gen.add_argument("--json", action="store_true", help="print one JSON object")
+    gen.set_defaults(func=cmd_generate)
+    return parser
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="a preset name from presets/ (default: demo without a GPU)")
+    p.add_argument("--target", help="target model: Hugging Face id or local directory")
+    p.add_argument("--draft", help="draft model: Hugging Face id, local directory, or 'ngram' (prompt lookup)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+
+
+def add_sampling_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--k", type=int, help="draft tokens per round (1..32)")
+    p.add_argument("--temperature", type=float, help="0 for greedy")
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=int)
+
+
+def resolve_models(args):
+    """-> (preset or None, target id, draft id); explicit --target/--draft override the preset."""
+    from playground.presets import default_preset_name, get_preset
+    preset = None
+    if args.preset or not (args.target and args.draft):
+        preset = get_preset(args.preset or default_preset_name())
+    target = args.target or preset.target
+    draft = args.draft or (preset.draft if preset else None)
+    return preset, target, draft
+
+
+def pick(value, preset, name, default):
+    """The flag if given, else the preset's value, else the default."""
+    if value is not None:
+        return value
+    return getattr(preset, name) if preset is not None else default
+
+
+def parse_prompt_ids(text: str) -> list[int]:
+    try:
+        ids = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise PlaygroundError(f"--prompt-ids must be comma-separated integers, got '{text}'") from None
+    if not ids:
+        raise PlaygroundError("the prompt is empty")
+    return ids
+
+
+def cmd_generate(args) -> int:
+    preset, target, draft = resolve_models(args)
+    cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
+                           top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
+                           seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128))
+    if args.num_samples < 1:
+        raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
+    prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
+    prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
+    if prompt_ids is None and not prompt.strip():
+        raise PlaygroundError("the prompt is empty")
+    pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
+    if prompt_ids is None:
+        chat = pick(None, preset, "chat", False) and not args.raw
+        prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""))
+    session.check_prompt_ids(pair, prompt_ids)
+    out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples)
+    print(json.dumps(out) if args.json else format_text(out))
+    return 0
+
+
+def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int) -> dict:
+    if baseline:  # warm both paths up so neither pays one-time costs inside the timing
+        warm = session.settings(k=cfg.k, max_new_tokens=4)
+        session.run(pair, prompt_ids, warm)
+        session.run(pair, prompt_ids, warm, speculative=False)
+    result = session.run(pair, prompt_ids, cfg)
+    out = result_dict(result)
+    if baseline:
+        base = session.run(pair, prompt_ids, cfg, speculative=False)
+        out["baseline"] = {"token_ids": base.token_ids, "text": base.text, "wall_s": base.stats["wall_s"],
+                           "tokens_per_s": base.stats["tokens_per_s"]}
+        out["speedup"] = base.stats["wall_s"] / result.stats["wall_s"]
+        if cfg.sampling.greedy:
+            out["identical_to_baseline"] = base.token_ids == result.token_ids
+    if num_samples > 1:
+        out["samples"] = [result.token_ids] + [
+            session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i)).token_ids for i in range(1, num_samples)]
+    return out
+
+
+def _reseeded(cfg, seed):
+    import dataclasses
+    return dataclasses.replace(cfg, seed=seed)
+
+
+def result_dict(result: RunResult) -> dict:
+    return {"text": result.text, "token_ids": result.token_ids, "finish_reason": result.finish_reason,
+            "stats": result.stats}
+
+
+def format_text(out: dict) -> str:
+    s = out["stats"]
+    lines = [out["text"], "", f"-- {s['generated_tokens']} tokens in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
+             f"acceptance {s['acceptance_rate']:.2f}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
+    if "speedup" in out:
+        same = {True: ", identical to the target alone", False: ", DIFFERENT from the target alone"}
+        lines.append(f"-- speedup {out['speedup']:.2f}x over the target alone"
+                     + same.get(out.get("identical_to_baseline"), ""))
+    return "\n".join(lines)
+
+
+def _progress_printer():
+    """Loading progress on stderr for people at a terminal; silent for scripts (stderr holds errors)."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda fraction, message: print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
+
+
+def _quiet_libraries() -> None:
+    warnings.filterwarnings("ignore")
+    from huggingface_hub.utils import disable_progress_bars
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    disable_progress_bars()
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        _quiet_libraries()
+        return args.func(args)
+    except PlaygroundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,115 @@
+"""Proposers guess the next tokens for the target to verify. The interface is three methods:
+
+    start(prompt) -> passes         prefill whatever state the proposer keeps
+    propose(k, ctx) -> Proposal     up to k tokens (fewer is fine, zero too)
+    commit(n_accepted, new_tokens)  the round's outcome: n of the proposal kept, then new_tokens
+                                    (the accepted drafts plus the target's token) are committed
+
+Each proposer owns its state (the draft model its KV cache); the engine never reaches into it."""
+from dataclasses import dataclass
+
+import torch
+
+from playground.config import SamplingParams
+from playground.engine.runner import ModelRunner
+from playground.engine.sampling import draw, warp
+
+
+@dataclass(slots=True)
+class DraftContext:
+    """What a proposer may use to draft: the sampling settings, the run's generator, and the
+    constraint guide (None when unconstrained) whose state it must respect."""
+    sampling: SamplingParams
+    generator: torch.Generator | None
+    guide: object | None = None
+
+
+@dataclass(slots=True)
+class Proposal:
+    tokens: torch.Tensor  # [k'] long, on the proposer's device
+    probs: torch.Tensor | None  # [k', V] warped draft probabilities; None for deterministic guesses
+    passes: int  # draft forward passes spent
+    stop_reason: str = ""  # why fewer than k tokens were proposed ('' when k were)
+
+
+class DraftModelProposer:
+    """A small causal LM drafting autoregressively with its own KV cache."""
+    name = "draft model"
+
+    def __init__(self, runner: ModelRunner):
+        self.runner = runner
+        self.seq: list[int] = []  # committed tokens; the cache holds a prefix of them
+
+    def start(self, prompt: list[int]) -> int:
+        self.runner.reset()
+        self.seq = list(prompt)
+        if len(prompt) < 2:
+            return 0
+        self.runner.forward(self._ids(prompt[:-1]), last_only=True)
+        return 1
+
+    def propose(self, k: int, ctx: DraftContext) -> Proposal:
+        pending = self._ids(self.seq[self.runner.length:])  # 1 or 2 committed tokens not yet cached
+        tokens, probs = [], []
+        for _ in range(k):
+            logits = self.runner.forward(pending, last_only=True)  # [1, V]
+            if ctx.guide is not None:
+                logits = ctx.guide.mask_draft(logits, tokens)
+            p = warp(logits, ctx.sampling)  # [1, V]
+            token = draw(p, logits, ctx.sampling, ctx.generator)  # [1]
+            tokens.append(token)
+            probs.append(p)
+            pending = token
+        if not tokens:
+            return Proposal(self._ids([]), None, 0, "k=0")
+        return Proposal(torch.cat(tokens), torch.cat(probs), k)
+
+    def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
+        # The cache holds seq + the first k-1 drafts; of those, the first n_accepted are now committed.
+        self.runner.crop(min(self.runner.length, len(self.seq) + n_accepted))
+        self.seq.extend(new_tokens)
+
+    def _ids(self, ids: list[int]) -> torch.Tensor:
+        return torch.tensor(ids, dtype=torch.long, device=self.runner.device)
+
+
+class PromptLookupProposer:
+    """Prompt lookup decoding: find the latest earlier occurrence of the last n tokens (n = max_ngram
+    down to 1) in the prompt and output so far, and propose what followed it. No model, no passes."""
+    name = "prompt lookup"
+
+    def __init__(self, device: torch.device | str = "cpu", max_ngram: int = 3):
+        self.device = torch.device(device)
+        self.max_ngram = max_ngram
+        self.seq: list[int] = []
+        self.index: dict[tuple, int] = {}  # n-gram -> end position of its latest occurrence
+        self.indexed_to = 0  # n-grams ending before this position are in the index
+
+    def start(self, prompt: list[int]) -> int:
+        self.seq, self.index, self.indexed_to = list(prompt), {}, 0
+        return 0
+
+    def propose(self, k: int, ctx: DraftContext) -> Proposal:
+        self._index_new_ngrams()
+        guess = self._lookup(k)
+        if ctx.guide is not None:
+            guess = ctx.guide.allowed_prefix(guess)
+        stop = "" if len(guess) == k else "no match" if not guess else "match ended"
+        return Proposal(torch.tensor(guess, dtype=torch.long, device=self.device), None, 0, stop)
+
+    def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
+        self.seq.extend(new_tokens)
+
+    def _index_new_ngrams(self) -> None:
+        """Register every n-gram that has a continuation, i.e. ends before the last position."""
+        for end in range(max(self.indexed_to, 1), len(self.seq)):
+            for n in range(1, min(self.max_ngram, end) + 1):
+                self.index[tuple(self.seq[end - n:end])] = end
+        self.indexed_to = max(self.indexed_to, len(self.seq))
+
+    def _lookup(self, k: int) -> list[int]:
+        for n in range(min(self.max_ngram, len(self.seq)), 0, -1):
+            end = self.index.get(tuple(self.seq[-n:]))
+            if end is not None:
+                return self.seq[end:end + k]
+        return []

@@ -1,0 +1,43 @@
+"""Logits -> the probabilities plain sampling would draw from (temperature, top-k, top-p), and draws.
+
+Both models go through the same warp, so the acceptance rule compares like with like."""
+import torch
+
+from playground.config import SamplingParams
+
+
+def warp(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """[n, V] logits -> [n, V] float32 probabilities. Greedy gives the plain softmax (for display;
+    greedy decisions use argmax, never these numbers)."""
+    logits = logits.float()
+    if params.greedy:
+        return torch.softmax(logits, dim=-1)
+    logits = logits / params.temperature
+    if params.top_k and params.top_k < logits.shape[-1]:
+        kth = torch.topk(logits, params.top_k, dim=-1).values[..., -1:]  # [n, 1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    if params.top_p < 1.0:
+        probs = _top_p(probs, params.top_p)
+    return probs
+
+
+def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Keep the smallest set of most likely tokens whose mass reaches top_p (the top one always)."""
+    sorted_p, order = torch.sort(probs, dim=-1, descending=True)
+    mass_before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly more likely tokens
+    sorted_p = sorted_p.masked_fill(mass_before >= top_p, 0.0)
+    kept = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
+def draw(probs: torch.Tensor, logits: torch.Tensor, params: SamplingParams,
+         generator: torch.Generator | None) -> torch.Tensor:
+    """One token per row: argmax of the logits when greedy, else a seeded draw. [n, V] -> [n]."""
+    if params.greedy:
+        return logits.argmax(dim=-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def make_generator(seed: int, device: torch.device | str) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed)

@@ -1,0 +1,56 @@
+"""The one event vocabulary shared by the engine, metrics, JSON output, UI and tests."""
+from dataclasses import dataclass, field
+
+ACCEPTED, REJECTED, CORRECTED, BONUS, FORCED = "accepted", "rejected", "corrected", "bonus", "forced"
+KINDS = (ACCEPTED, REJECTED, CORRECTED, BONUS, FORCED)
+COMMITTED_KINDS = (ACCEPTED, CORRECTED, BONUS, FORCED)  # everything but rejected is part of the text
+
+
+@dataclass(slots=True)
+class TokenEvent:
+    kind: str
+    token_id: int
+    text: str
+    p_target: float | None = None  # probability the target gave this token (warped; softmax when greedy)
+    p_draft: float | None = None  # same for the draft; None for prompt lookup and target-only tokens
+
+
+@dataclass(slots=True)
+class Prefill:
+    """The prompt pass of both models, before the first round."""
+    prompt_tokens: int
+    target_passes: int
+    draft_passes: int
+    target_s: float
+    draft_s: float
+
+
+@dataclass(slots=True)
+class Round:
+    """One draft-then-verify round. `tokens` lists accepted drafts, then rejected drafts, then the
+    corrected or bonus token, in the order they are shown; forced tokens come first when present."""
+    index: int
+    tokens: list[TokenEvent]
+    proposed: int
+    accepted: int
+    target_passes: int
+    draft_passes: int
+    draft_s: float
+    target_s: float
+    wall_s: float
+    finish_reason: str | None = None  # set on the last round: "eos", "length", ...
+    k: int = 0  # the draft length asked for this round
+    stop_reason: str = ""  # why drafting stopped early (adaptive K), empty when it drafted k
+
+    @property
+    def committed(self) -> list[TokenEvent]:
+        return [t for t in self.tokens if t.kind in COMMITTED_KINDS]
+
+
+@dataclass(slots=True)
+class RunResult:
+    token_ids: list[int]
+    text: str
+    stats: dict
+    finish_reason: str
+    rounds: list[Round] = field(default_factory=list)

@@ -1,0 +1,48 @@
+"""Run statistics, computed from the engine's events alone (no engine import)."""
+from playground.events import FORCED, Prefill, Round
+
+
+def summarize(events: list, wall_s: float) -> dict:
+    """Events of one run (a Prefill, then Rounds) and its wall time -> the stats of the CLI contract."""
+    prefill = next((e for e in events if isinstance(e, Prefill)), None)
+    rounds = [e for e in events if isinstance(e, Round)]
+    generated = sum(len(r.committed) for r in rounds)
+    proposed = sum(r.proposed for r in rounds)
+    accepted = sum(r.accepted for r in rounds)
+    target_passes = sum(r.target_passes for r in rounds) + (prefill.target_passes if prefill else 0)
+    draft_passes = sum(r.draft_passes for r in rounds) + (prefill.draft_passes if prefill else 0)
+    return {
+        "rounds": len(rounds),
+        "target_passes": target_passes,
+        "draft_passes": draft_passes,
+        "proposed": proposed,
+        "accepted": accepted,
+        "acceptance_rate": _ratio(accepted, proposed),
+        "mean_accepted_per_round": _ratio(accepted, len(rounds)),
+        "tokens_per_target_pass": _ratio(generated, target_passes),
+        "tokens_per_round": _ratio(generated, len(rounds)),
+        "generated_tokens": generated,
+        "forced": sum(t.kind == FORCED for r in rounds for t in r.tokens),
+        "wall_s": wall_s,
+        "tokens_per_s": _ratio(generated, wall_s),
+        "draft_s": sum(r.draft_s for r in rounds) + (prefill.draft_s if prefill else 0.0),
+        "target_s": sum(r.target_s for r in rounds) + (prefill.target_s if prefill else 0.0),
+    }
+
+
+def expected_tokens_per_round(acceptance: float, k: int) -> float:
+    """(1 - a^(k+1)) / (1 - a): tokens per target pass when each draft token is accepted with
+    probability a independently (Leviathan et al. 2023, eq. 1)."""
+    if acceptance >= 1.0:
+        return k + 1.0
+    return (1 - acceptance ** (k + 1)) / (1 - acceptance)
+
+
+def expected_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
+    """Speedup over the target alone when a draft pass costs `cost_ratio` target passes and the
+    verify pass costs one: tokens per round / (k * c + 1)."""
+    return expected_tokens_per_round(acceptance, k) / (k * cost_ratio + 1)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else 0.0

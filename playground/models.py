@@ -1,0 +1,237 @@
+"""Load target/draft pairs: device and dtype, tokenizer checks, an LRU of loaded models, progress and
+errors that name the model and say what to do."""
+import collections
+import os
+import pathlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from playground.errors import PlaygroundError
+
+NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
+DEMO_DIR = pathlib.Path(__file__).parent / "demo_pair"
+ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft"}
+WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]
+Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
+
+
+@dataclass(slots=True)
+class Pair:
+    target: torch.nn.Module
+    draft: torch.nn.Module | None  # None: prompt lookup
+    tokenizer: object
+    target_id: str
+    draft_id: str
+    vocab: int  # logits width both models share; ids at or past it are never produced
+    eos_ids: frozenset[int]
+
+    @property
+    def device(self) -> torch.device:
+        return self.target.device
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise PlaygroundError(f"device '{name}' asked for, but no CUDA GPU is available here; use --device cpu")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise PlaygroundError(f"unknown device '{name}': use auto, cpu or cuda") from None
+
+
+def default_dtype(device: torch.device) -> torch.dtype:
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
+class ModelCache:
+    """A small LRU of loaded (model, tokenizer) pairs, evicting the oldest while memory runs short."""
+
+    def __init__(self, max_entries: int = 4):
+        self.max_entries = max_entries
+        self.entries: collections.OrderedDict = collections.OrderedDict()
+
+    def get(self, key):
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return self.entries[key]
+        return None
+
+    def put(self, key, value) -> None:
+        self.entries[key] = value
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.max_entries:
+            self.entries.popitem(last=False)
+
+    def make_room(self, need_bytes: int, device: torch.device) -> None:
+        while self.entries and free_memory(device) < need_bytes * 1.2:
+            self.entries.popitem(last=False)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+
+
+CACHE = ModelCache()
+
+
+def free_memory(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    with open("/proc/meminfo") as f:
+        info = dict(line.split(":", 1) for line in f)
+    return int(info["MemAvailable"].split()[0]) * 1024
+
+
+def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = None,
+               progress: Progress | None = None):
+    """-> (model in eval mode, tokenizer); cached across calls."""
+    dtype = dtype or default_dtype(device)
+    key = (model_id, str(device), str(dtype))
+    if (hit := CACHE.get(key)) is not None:
+        return hit
+    path = locate(model_id, progress)
+    need = checkpoint_bytes(path, dtype)
+    CACHE.make_room(need, device)
+    _report(progress, 0.9, f"loading {model_id} to {device}")
+    model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
+    CACHE.put(key, (model, tokenizer))
+    _report(progress, 1.0, f"{model_id} ready")
+    return model, tokenizer
+
+
+def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
+    """A local directory as is; a hub id from the local cache, downloading only what loading needs."""
+    if model_id in ALIASES:
+        return ALIASES[model_id]
+    local = pathlib.Path(model_id).expanduser()
+    if local.is_dir():
+        if not (local / "config.json").exists():
+            raise PlaygroundError(f"model '{model_id}': the directory has no config.json")
+        return local
+    if local.is_absolute() or model_id.startswith((".", "~")) or model_id.count("/") > 1:
+        raise PlaygroundError(f"model '{model_id}' not found: no such directory")
+    return _download(model_id, progress)
+
+
+def _download(model_id: str, progress: Progress | None) -> pathlib.Path:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub import errors as hub_errors
+    _report(progress, 0.0, f"fetching {model_id}")
+    try:
+        return pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES,
+                                              tqdm_class=_tqdm_reporting(progress, model_id)))
+    except hub_errors.HFValidationError:
+        raise PlaygroundError(f"model '{model_id}' not found: not a directory and not a valid Hugging Face id") from None
+    except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError):
+        raise PlaygroundError(f"model '{model_id}' not found on the Hugging Face hub (or it is gated: "
+                              "log in with `hf auth login`)") from None
+    except hub_errors.LocalEntryNotFoundError:
+        raise PlaygroundError(
+            f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
+            f"HF_HUB_OFFLINE=1). Pre-download it where there is network: `hf download {model_id}`") from None
+
+
+def _from_pretrained(model_id, path, device, dtype, need_bytes):
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
+                                                     **_placement(device, need_bytes))
+    except torch.OutOfMemoryError:
+        raise PlaygroundError(f"out of memory loading '{model_id}' on {device}: "
+                              "pick a smaller preset (e.g. qwen2.5-1.5b or demo)") from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise PlaygroundError(f"model '{model_id}' could not be loaded: {_first_line(exc)}") from None
+    return model.eval(), tokenizer
+
+
+def _placement(device: torch.device, need_bytes: int) -> dict:
+    """One device when it fits; otherwise let accelerate spread the model (device_map='auto')."""
+    if device.type == "cuda" and (torch.cuda.device_count() > 1 or need_bytes > free_memory(device) * 0.9):
+        return {"device_map": "auto"}
+    return {"device_map": device}
+
+
+def checkpoint_bytes(path: pathlib.Path, dtype: torch.dtype) -> int:
+    """Memory the weights will take, from the checkpoint files (rescaled to the load dtype)."""
+    files = list(path.glob("*.safetensors")) or list(path.glob("*.bin"))
+    size = sum(f.stat().st_size for f in files)
+    stored = _stored_dtype_bytes(path)
+    return int(size * torch.finfo(dtype).bits / 8 / stored) if stored else size
+
+
+def _stored_dtype_bytes(path: pathlib.Path) -> int:
+    import json
+    try:
+        cfg = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return 0
+    name = str(cfg.get("dtype") or cfg.get("torch_dtype") or "")
+    return {"float32": 4, "float16": 2, "bfloat16": 2}.get(name, 0)
+
+
+def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.dtype | None = None,
+              progress: Progress | None = None) -> Pair:
+    """Load (or reuse) both models; refuse a draft whose tokenizer differs from the target's."""
+    dev = resolve_device(device)
+    sub = _sub_progress(progress, 0.0, 0.5) if draft_id != NGRAM else progress
+    target, tokenizer = load_model(target_id, dev, dtype, sub)
+    draft = None
+    if draft_id != NGRAM:
+        draft, draft_tokenizer = load_model(draft_id, dev, dtype, _sub_progress(progress, 0.5, 1.0))
+        check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_id)
+    widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None]
+    return Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer))
+
+
+def check_same_tokenizer(target_tok, draft_tok, target_id: str, draft_id: str) -> None:
+    if target_tok.get_vocab() != draft_tok.get_vocab():
+        raise PlaygroundError(
+            f"tokenizers differ: draft '{draft_id}' ({len(draft_tok)} tokens) does not share the tokenizer of "
+            f"target '{target_id}' ({len(target_tok)} tokens); pick a draft from the target's family")
+
+
+def eos_token_ids(model, tokenizer) -> frozenset[int]:
+    ids = set()
+    configured = getattr(model.generation_config, "eos_token_id", None)
+    if configured is not None:
+        ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return frozenset(ids)
+
+
+def custom_models_allowed() -> bool:
+    """Model ids typed by a user (UI, share links) load only where the host opts in."""
+    return os.environ.get("PLAYGROUND_ALLOW_CUSTOM_MODELS", "") == "1"
+
+
+def _report(progress: Progress | None, fraction: float, message: str) -> None:
+    if progress is not None:
+        progress(fraction, message)
+
+
+def _sub_progress(progress: Progress | None, lo: float, hi: float) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda f, msg: progress(lo + (hi - lo) * f, msg)
+
+
+def _tqdm_reporting(progress: Progress | None, model_id: str):
+    """A tqdm class that forwards download progress (bytes) to `progress`, scaled to 0..0.9."""
+    from tqdm.auto import tqdm
+
+    class Reporting(tqdm):
+        def update(self, n=1):
+            out = super().update(n)
+            if progress is not None and self.total:
+                progress(0.9 * min(1.0, self.n / self.total), f"downloading {model_id}")
+            return out
+    return Reporting
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,81 @@
+"""Presets: one small TOML file per pair in presets/, read and validated here."""
+import dataclasses
+import os
+import pathlib
+import tomllib
+from dataclasses import dataclass
+
+import torch
+
+from playground.errors import PlaygroundError
+
+PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
+GPU_DEFAULT, CPU_DEFAULT = "qwen2.5-7b", "demo"
+
+# Tokenizer families: a draft must come from its target's family (checked by the tests, and at load
+# time by comparing the vocabularies themselves).
+FAMILIES = {
+    "Qwen/Qwen2.5-Coder-": "qwen2.5",
+    "Qwen/Qwen2.5-": "qwen2.5",
+    "Qwen/Qwen3-": "qwen3",
+    "deepseek-ai/deepseek-coder-": "deepseek-coder",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-": "deepseek-r1-distill-qwen",
+    "demo-": "demo",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    purpose: str
+    target: str
+    draft: str  # a model id, or "ngram" for prompt lookup
+    k: int = 4
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 128
+    prompt: str = ""
+    chat: bool = False  # apply the chat template to the prompt (instruct models)
+    system: str = ""
+    schema: str = ""  # JSON Schema text (optional constraint)
+    regex: str = ""  # regular expression (optional constraint)
+    gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
+
+
+FIELDS = {f.name for f in dataclasses.fields(Preset)}
+
+
+def family(model_id: str) -> str | None:
+    return next((fam for prefix, fam in FAMILIES.items() if model_id.startswith(prefix)), None)
+
+
+def read_preset(path: pathlib.Path) -> Preset:
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise PlaygroundError(f"preset {path.name}: {exc}") from None
+    unknown = set(data) - FIELDS
+    if unknown:
+        raise PlaygroundError(f"preset {path.name}: unknown keys {sorted(unknown)}")
+    try:
+        return Preset(**data)
+    except TypeError as exc:
+        raise PlaygroundError(f"preset {path.name}: {exc}") from None
+
+
+def all_presets(directory: pathlib.Path = PRESETS_DIR) -> dict[str, Preset]:
+    presets = (read_preset(p) for p in sorted(directory.glob("*.toml")))
+    return {p.name: p for p in presets}
+
+
+def get_preset(name: str) -> Preset:
+    presets = all_presets()
+    if name not in presets:
+        raise PlaygroundError(f"unknown preset '{name}'; available: {', '.join(presets)}")
+    return presets[name]
+
+
+def default_preset_name() -> str:
+    """PLAYGROUND_PRESET if set, else a Qwen pair with CUDA and the offline demo pair without."""
+    return os.environ.get("PLAYGROUND_PRESET") or (GPU_DEFAULT if torch.cuda.is_available() else CPU_DEFAULT)

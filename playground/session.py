@@ -1,0 +1,74 @@
+"""One run, between the callers (CLI, UI, benchmarks) and the engine: prompt encoding, runners and
+proposers, result collection. Callers never build engine objects themselves."""
+import time
+from collections.abc import Iterator
+
+from playground.config import SamplingParams, SpecConfig
+from playground.engine.proposers import DraftModelProposer, PromptLookupProposer
+from playground.engine.runner import ModelRunner
+from playground.engine.speculative import NoProposer, speculate
+from playground.errors import PlaygroundError
+from playground.events import Prefill, Round, RunResult
+from playground.metrics import summarize
+from playground.models import Pair, load_pair
+
+__all__ = ["encode_prompt", "generate", "load_pair", "run", "settings"]
+
+
+def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+             max_new_tokens: int = 128) -> SpecConfig:
+    """Validated run settings (raises PlaygroundError naming the bad value)."""
+    return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed,
+                      sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
+
+
+def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None) -> list[int]:
+    """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models)."""
+    if not text or not text.strip():
+        raise PlaygroundError("the prompt is empty")
+    tok = pair.tokenizer
+    if chat and getattr(tok, "chat_template", None):
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": text}]
+        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+        return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+    return tok(text, add_special_tokens=False).input_ids or [tok.eos_token_id]
+
+
+def check_prompt_ids(pair: Pair, ids: list[int]) -> list[int]:
+    if not ids:
+        raise PlaygroundError("the prompt is empty")
+    bad = [i for i in ids if not 0 <= i < pair.vocab]
+    if bad:
+        raise PlaygroundError(f"prompt ids out of the vocabulary range 0..{pair.vocab - 1}: {bad[:5]}")
+    return ids
+
+
+def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig,
+             speculative: bool = True) -> Iterator[Prefill | Round]:
+    """Stream the events of one run: speculative with the pair's draft, or target-only."""
+    check_prompt_ids(pair, prompt_ids)
+    target = ModelRunner(pair.target, pair.vocab)
+    return speculate(target, _proposer(pair, speculative), prompt_ids, cfg, pair.tokenizer, pair.eos_ids)
+
+
+def _proposer(pair: Pair, speculative: bool):
+    if not speculative:
+        return NoProposer()
+    if pair.draft is None:
+        return PromptLookupProposer(pair.device)
+    return DraftModelProposer(ModelRunner(pair.draft, pair.vocab))
+
+
+def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True) -> RunResult:
+    """Run to the end and collect tokens, text and stats."""
+    started = time.perf_counter()
+    events = list(generate(pair, prompt_ids, cfg, speculative))
+    return collect(pair, events, time.perf_counter() - started)
+
+
+def collect(pair: Pair, events: list, wall_s: float) -> RunResult:
+    rounds = [e for e in events if isinstance(e, Round)]
+    ids = [t.token_id for r in rounds for t in r.committed]
+    finish = rounds[-1].finish_reason if rounds else "stopped"
+    text = pair.tokenizer.decode(ids, skip_special_tokens=True)
+    return RunResult(ids, text, summarize(events, wall_s), finish or "stopped", rounds)

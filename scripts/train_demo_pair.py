@@ -1,0 +1,217 @@
+"""Train the offline demo pair: a byte-level BPE tokenizer, a Qwen2 target and a distilled Qwen2 draft.
+
+Corpus: the Python standard library's own source (on every machine, no download). Files are sorted
+by path; every 10th one is held out for evaluation. Everything is seeded, so a rerun on the same
+Python version reproduces the same weights. On a 2-core CPU the default budgets finish in about
+half an hour (bf16 autocast); on a GPU in a few minutes.
+
+    python scripts/train_demo_pair.py [--out playground/demo_pair] [--scale 1.0]
+
+`--scale 0.01` is a smoke run (seconds) that exercises every phase.
+"""
+import argparse
+import json
+import math
+import pathlib
+import sysconfig
+import time
+
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen2Config
+
+SEED = 0
+VOCAB_SIZE = 4096
+EOS = "<|endoftext|>"
+SEQ_LEN = 256
+BATCH = 16
+TARGET_TOKENS = 3_600_000
+DRAFT_TOKENS = 1_300_000
+# Qwen2 shapes: the target is ~10.7M parameters, the draft ~1.6M; both tie input/output embeddings,
+# so the pair stays under 25 MB in bf16.
+TARGET_SHAPE = dict(hidden_size=320, num_hidden_layers=8, num_attention_heads=8,
+                    num_key_value_heads=4, intermediate_size=896)
+DRAFT_SHAPE = dict(hidden_size=192, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, intermediate_size=512)
+EXCLUDED_DIRS = {"test", "tests", "idlelib", "site-packages", "__pycache__", "turtledemo"}
+
+
+def corpus_files() -> list[pathlib.Path]:
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    files = (f for f in root.rglob("*.py") if not EXCLUDED_DIRS & set(f.relative_to(root).parts))
+    return sorted(files, key=lambda f: f.relative_to(root).as_posix())
+
+
+def split_files(files):
+    held = [f for i, f in enumerate(files) if i % 10 == 0]
+    train = [f for i, f in enumerate(files) if i % 10 != 0]
+    return train, held
+
+
+def read(f: pathlib.Path) -> str:
+    return f.read_text(encoding="utf-8", errors="replace")
+
+
+def train_tokenizer(texts: list[str]) -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=[EOS], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS)
+
+
+def encode_all(tokenizer, texts: list[str]) -> torch.Tensor:
+    ids = []
+    for text in texts:
+        ids.extend(tokenizer(text).input_ids)
+        ids.append(tokenizer.eos_token_id)
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def build_model(shape: dict, tokenizer) -> torch.nn.Module:
+    cfg = Qwen2Config(vocab_size=len(tokenizer), tie_word_embeddings=True, max_position_embeddings=2048,
+                      eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.eos_token_id,
+                      pad_token_id=tokenizer.eos_token_id, **shape)
+    return AutoModelForCausalLM.from_config(cfg)
+
+
+def random_windows(ids: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    starts = torch.randint(0, len(ids) - SEQ_LEN - 1, (BATCH,), generator=gen)
+    return torch.stack([ids[s:s + SEQ_LEN + 1] for s in starts.tolist()])  # [B, T+1]
+
+
+def lr_at(step: int, total: int, peak: float) -> float:
+    warm = max(1, total // 20)
+    if step < warm:
+        return peak * (step + 1) / warm
+    progress = (step - warm) / max(1, total - warm)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def autocast(device: str):
+    return torch.autocast(device, dtype=torch.bfloat16)
+
+
+def train_loop(name, model, ids, tokens, loss_fn, device, peak_lr):
+    """Generic AdamW loop over random windows; loss_fn(model, batch) -> scalar."""
+    steps = max(1, tokens // (BATCH * SEQ_LEN))
+    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=0.1)
+    gen = torch.Generator().manual_seed(SEED + len(name))
+    model.train()
+    start = time.perf_counter()
+    for step in range(steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, steps, peak_lr)
+        batch = random_windows(ids, gen).to(device)
+        loss = loss_fn(model, batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if step % 25 == 0 or step == steps - 1:
+            report_progress(name, step, steps, loss.item(), time.perf_counter() - start)
+    model.eval()
+
+
+def report_progress(name, step, steps, loss, elapsed):
+    done = (step + 1) * BATCH * SEQ_LEN
+    eta = elapsed / (step + 1) * (steps - step - 1)
+    print(f"[{name}] step {step + 1}/{steps} loss {loss:.3f} {done / elapsed:.0f} tok/s "
+          f"elapsed {elapsed / 60:.1f} min, eta {eta / 60:.1f} min", flush=True)
+
+
+def lm_loss(model, batch):
+    with autocast(batch.device.type):
+        logits = model(input_ids=batch[:, :-1]).logits  # [B, T, V]
+    return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
+
+
+def distill_loss(target):
+    """Forward KL(p_target || p_draft) on the target's full distribution, plus the data loss."""
+    def loss(draft, batch):
+        inputs = batch[:, :-1]
+        with torch.no_grad(), autocast(batch.device.type):
+            t_logp = F.log_softmax(target(input_ids=inputs).logits.float(), -1)  # [B, T, V]
+        with autocast(batch.device.type):
+            d_logits = draft(input_ids=inputs).logits.float()
+        d_logp = F.log_softmax(d_logits, -1)
+        kl = (t_logp.exp() * (t_logp - d_logp)).sum(-1).mean()
+        return kl + 0.25 * F.cross_entropy(d_logits.flatten(0, 1), batch[:, 1:].flatten())
+    return loss
+
+
+@torch.no_grad()
+def evaluate(target, draft, ids, device):
+    """Held-out perplexity of both, and how often the draft's argmax equals the target's (a proxy
+    for the greedy acceptance rate)."""
+    gen = torch.Generator().manual_seed(SEED + 99)
+    losses, agree, count = {"target": 0.0, "draft": 0.0}, 0, 0
+    for _ in range(8):
+        batch = random_windows(ids, gen).to(device)
+        with autocast(device):
+            t_logits, d_logits = target(input_ids=batch[:, :-1]).logits, draft(input_ids=batch[:, :-1]).logits
+        labels = batch[:, 1:].flatten()
+        losses["target"] += F.cross_entropy(t_logits.float().flatten(0, 1), labels).item() / 8
+        losses["draft"] += F.cross_entropy(d_logits.float().flatten(0, 1), labels).item() / 8
+        agree += (t_logits.argmax(-1) == d_logits.argmax(-1)).sum().item()
+        count += labels.numel()
+    return {"target_ppl": math.exp(losses["target"]), "draft_ppl": math.exp(losses["draft"]),
+            "greedy_agreement": agree / count}
+
+
+def heldout_prompts(tokenizer, texts: list[str], n: int = 24) -> list[str]:
+    """Prompts cut from held-out files: the lines up to and including a `def` line."""
+    prompts = []
+    for text in texts:
+        lines = text.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith("def ") and i >= 4 and len(prompts) < n:
+                prompt = "".join(lines[max(0, i - 6):i + 1])
+                if len(tokenizer(prompt).input_ids) <= 96:
+                    prompts.append(prompt)
+                break
+    return prompts
+
+
+def save(model, tokenizer, out: pathlib.Path):
+    out.mkdir(parents=True, exist_ok=True)
+    model.to(torch.bfloat16).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="playground/demo_pair")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the token budgets")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = parser.parse_args()
+    torch.manual_seed(SEED)
+    t0 = time.perf_counter()
+    train_files, held_files = split_files(corpus_files())
+    train_texts, held_texts = [read(f) for f in train_files], [read(f) for f in held_files]
+    print(f"corpus: {len(train_files)} training files, {len(held_files)} held out", flush=True)
+    tokenizer = train_tokenizer(train_texts)
+    train_ids, held_ids = encode_all(tokenizer, train_texts), encode_all(tokenizer, held_texts)
+    print(f"tokenizer: {len(tokenizer)} entries; {len(train_ids):,} training tokens, "
+          f"{len(held_ids):,} held out ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    target = build_model(TARGET_SHAPE, tokenizer).to(args.device)
+    train_loop("target", target, train_ids, int(TARGET_TOKENS * args.scale), lm_loss, args.device, 3e-3)
+    draft = build_model(DRAFT_SHAPE, tokenizer).to(args.device)
+    train_loop("draft", draft, train_ids, int(DRAFT_TOKENS * args.scale), distill_loss(target), args.device, 4e-3)
+
+    metrics = evaluate(target, draft, held_ids, args.device)
+    out = pathlib.Path(args.out)
+    save(target, tokenizer, out / "target")
+    save(draft, tokenizer, out / "draft")
+    (out / "heldout_prompts.json").write_text(json.dumps(heldout_prompts(tokenizer, held_texts), indent=1))
+    metrics["train_minutes"] = round((time.perf_counter() - t0) / 60, 1)
+    (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1))
+    print("done:", json.dumps(metrics), flush=True)
+
+
+if __name__ == "__main__":
+    main()

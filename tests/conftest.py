@@ -1,0 +1,33 @@
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from tests import tiny  # noqa: E402
+
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return tiny.byte_bpe_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def target(tokenizer):
+    return tiny.tiny_model("qwen2", vocab=len(tokenizer), eos_id=tokenizer.eos_token_id)
+
+
+@pytest.fixture(scope="session")
+def noisy_draft(target):
+    return tiny.perturbed_copy(target, noise=0.5)
+
+
+@pytest.fixture(scope="session")
+def saved_pair(tmp_path_factory, tokenizer, target, noisy_draft):
+    root = tmp_path_factory.mktemp("pair")
+    return tiny.save(target, tokenizer, root / "target"), tiny.save(noisy_draft, tokenizer, root / "draft")

@@ -1,0 +1,99 @@
+"""The CLI contract: one JSON object with --json, and every bad input gives status 2 and exactly one
+line `error: ...` on stderr (never a traceback)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from playground.cli import main
+from tests import tiny
+
+
+@pytest.fixture(scope="module")
+def other_tokenizer_model(tmp_path_factory):
+    tok = tiny.byte_bpe_tokenizer(vocab_size=290)
+    model = tiny.tiny_model("qwen2", vocab=len(tok), seed=4, eos_id=tok.eos_token_id)
+    return tiny.save(model, tok, tmp_path_factory.mktemp("other") / "model")
+
+
+def run_cli(capsys, *args):
+    code = main(["generate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_report_with_baseline(capsys, saved_pair):
+    target, draft = saved_pair
+    code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
+                             "--k", "3", "--max-new-tokens", "17", "--baseline", "--json")
+    assert code == 0 and err == ""
+    report = json.loads(out)
+    assert len(report["token_ids"]) == 17
+    assert report["identical_to_baseline"] is True
+    assert report["baseline"]["token_ids"] == report["token_ids"]
+    assert report["speedup"] > 0
+    stats = report["stats"]
+    for key in ("rounds", "target_passes", "draft_passes", "proposed", "accepted", "acceptance_rate",
+                "mean_accepted_per_round", "tokens_per_target_pass", "wall_s", "tokens_per_s"):
+        assert key in stats
+    assert stats["acceptance_rate"] == pytest.approx(stats["accepted"] / stats["proposed"])
+    assert stats["target_passes"] == stats["rounds"] + 1  # the prompt pass is counted
+
+
+def test_samples_are_seeded_runs(capsys, saved_pair):
+    target, draft = saved_pair
+    args = ["--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--temperature", "1",
+            "--max-new-tokens", "6", "--json"]
+    report = json.loads(run_cli(capsys, *args, "--seed", "3", "--num-samples", "3")[1])
+    assert len(report["samples"]) == 3 and report["samples"][0] == report["token_ids"]
+    second = json.loads(run_cli(capsys, *args, "--seed", "4")[1])
+    assert report["samples"][1] == second["token_ids"]
+
+
+def test_prompt_lookup_draft(capsys, saved_pair):
+    target, _ = saved_pair
+    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", "ngram", "--prompt", "a = 1\nb = 1\na = 1\n",
+                           "--max-new-tokens", "12", "--baseline", "--json")
+    assert code == 0 and json.loads(out)["identical_to_baseline"] is True
+
+
+BAD_INPUTS = {
+    "unknown model path": (["--target", "/nonexistent/model", "--draft", "ngram"], "not found"),
+    "hub id offline": (["--target", "no-such-org/no-such-model", "--draft", "ngram"], "hf download"),
+    "k too small": (["--k", "0"], "k must be between 1 and 32"),
+    "k too large": (["--k", "33"], "k must be between 1 and 32"),
+    "negative temperature": (["--temperature", "-0.5"], "temperature must be >= 0"),
+    "empty prompt": (["--prompt", "  "], "prompt is empty"),
+    "non-integer prompt ids": (["--prompt-ids", "1,x,3"], "comma-separated integers"),
+    "unknown preset": (["--preset", "nope"], "unknown preset"),
+    "unknown flag": (["--frobnicate"], "unrecognized arguments"),
+    "top-p out of range": (["--top-p", "1.5"], "top-p"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_status_2(capsys, saved_pair, case):
+    args, message = BAD_INPUTS[case]
+    target, draft = saved_pair
+    base = ["--target", str(target), "--draft", str(draft), "--prompt", "x"]
+    code, out, err = run_cli(capsys, *base, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+
+
+def test_mismatched_tokenizers_named(capsys, saved_pair, other_tokenizer_model):
+    target, _ = saved_pair
+    code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(other_tokenizer_model), "--prompt", "x")
+    assert code == 2 and err.count("\n") == 1
+    assert "tokenizers differ" in err and str(target) in err and str(other_tokenizer_model) in err
+
+
+def test_subprocess_has_no_traceback(saved_pair):
+    target, _ = saved_pair
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-m", "playground", "generate", "--target", str(target), "--draft",
+                           "ngram", "--prompt-ids", "1,2,oops"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: --prompt-ids must be comma-separated integers, got '1,2,oops'"]

@@ -1,0 +1,71 @@
+"""Tiny real transformers models and tokenizers built offline, for tests (random weights)."""
+import pathlib
+import sysconfig
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast, Qwen2Config,
+                          Qwen3Config)
+
+from playground.models import Pair, eos_token_ids
+
+EOS = "<|endoftext|>"
+CONFIGS = {"qwen2": Qwen2Config, "qwen3": Qwen3Config, "llama": LlamaConfig}
+
+
+def stdlib_texts(n_files: int = 40) -> list[str]:
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(root.glob("*.py"))[:n_files]
+    return [f.read_text(encoding="utf-8", errors="replace") for f in files]
+
+
+def byte_bpe_tokenizer(vocab_size: int = 320) -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOS], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(stdlib_texts(), trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS)
+
+
+def letters_tokenizer(n: int) -> PreTrainedTokenizerFast:
+    """A word-level tokenizer over n-1 letters plus EOS (id n-1): for small-vocabulary statistics."""
+    vocab = {chr(ord("a") + i): i for i in range(n - 1)} | {EOS: n - 1}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=EOS))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS)
+
+
+def tiny_model(arch: str = "qwen2", vocab: int = 320, hidden: int = 64, layers: int = 2, seed: int = 0,
+               eos_id: int = 0, init_std: float = 0.02, dtype=torch.float32):
+    torch.manual_seed(seed)
+    cfg = CONFIGS[arch](vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                        num_key_value_heads=2, intermediate_size=hidden * 2, max_position_embeddings=512,
+                        head_dim=hidden // 4, tie_word_embeddings=False, initializer_range=init_std,
+                        eos_token_id=eos_id, bos_token_id=eos_id, pad_token_id=eos_id)
+    return AutoModelForCausalLM.from_config(cfg).to(dtype).eval()
+
+
+def perturbed_copy(model, noise: float, seed: int = 1):
+    """The same model with Gaussian noise on every weight: a draft that agrees often, not always."""
+    copy = type(model)(model.config).to(model.dtype).eval()
+    copy.load_state_dict(model.state_dict())
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in copy.parameters():
+            p.add_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * noise * p.std().clamp(min=1e-3))
+    return copy
+
+
+def make_pair(target, draft, tokenizer, eos_ids=None) -> Pair:
+    widths = [m.config.vocab_size for m in (target, draft) if m is not None]
+    eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(target, tokenizer)
+    return Pair(target, draft, tokenizer, "tiny-target", "tiny-draft" if draft is not None else "ngram",
+                min(widths), eos)
+
+
+def save(model, tokenizer, path: pathlib.Path) -> pathlib.Path:
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
