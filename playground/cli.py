@@ -4,6 +4,7 @@ Bad input exits with status 2 and one line `error: ...` on stderr, before any mo
 input alone shows the mistake."""
 import argparse
 import json
+import pathlib
 import sys
 import warnings
 
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
     gen.add_argument("--system", help="system prompt for chat models")
     add_sampling_args(gen)
+    add_constraint_args(gen)
     gen.add_argument("--baseline", action="store_true", help="also decode with the target alone and compare")
     gen.add_argument("--num-samples", type=int, default=1, help="N runs seeded seed..seed+N-1")
     gen.add_argument("--json", action="store_true", help="print one JSON object")
@@ -50,6 +52,35 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-new-tokens", type=int)
+
+
+def add_constraint_args(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--schema", help="JSON Schema: a file, or the JSON text itself")
+    group.add_argument("--regex", help="regular expression the whole output must match")
+    group.add_argument("--grammar", help="grammar file (Lark for llguidance, EBNF for xgrammar)")
+    p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
+
+
+def constraint_from_args(args, preset):
+    """-> a checked ConstraintSpec or None; flags win over the preset's constraint."""
+    from playground.constraints import from_user
+    schema = read_text_arg(args.schema, "schema") if args.schema else ""
+    grammar = read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""
+    regex = args.regex or ""
+    if not (schema or grammar or regex) and preset is not None:
+        schema, regex = preset.schema, preset.regex
+    return from_user(schema=schema, regex=regex, grammar=grammar, backend=args.constraint_backend)
+
+
+def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:
+    """The value itself when it is JSON text (starts with '{'), else the contents of that file."""
+    if not must_be_file and value.lstrip().startswith("{"):
+        return value
+    path = pathlib.Path(value)
+    if not path.is_file():
+        raise PlaygroundError(f"--{what}: no such file '{value}'")
+    return path.read_text()
 
 
 def resolve_models(args):
@@ -91,25 +122,27 @@ def cmd_generate(args) -> int:
     prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
     if prompt_ids is None and not prompt.strip():
         raise PlaygroundError("the prompt is empty")
+    spec = constraint_from_args(args, preset)
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
+    constraint = session.constrain(pair, spec)
     if prompt_ids is None:
         chat = pick(None, preset, "chat", False) and not args.raw
         prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""))
     session.check_prompt_ids(pair, prompt_ids)
-    out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples)
+    out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
     print(json.dumps(out) if args.json else format_text(out))
     return 0
 
 
-def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int) -> dict:
+def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
     if baseline:  # warm both paths up so neither pays one-time costs inside the timing
         warm = session.settings(k=cfg.k, max_new_tokens=4)
-        session.run(pair, prompt_ids, warm)
-        session.run(pair, prompt_ids, warm, speculative=False)
-    result = session.run(pair, prompt_ids, cfg)
+        session.run(pair, prompt_ids, warm, constraint=constraint)
+        session.run(pair, prompt_ids, warm, speculative=False, constraint=constraint)
+    result = session.run(pair, prompt_ids, cfg, constraint=constraint)
     out = result_dict(result)
     if baseline:
-        base = session.run(pair, prompt_ids, cfg, speculative=False)
+        base = session.run(pair, prompt_ids, cfg, speculative=False, constraint=constraint)
         out["baseline"] = {"token_ids": base.token_ids, "text": base.text, "wall_s": base.stats["wall_s"],
                            "tokens_per_s": base.stats["tokens_per_s"]}
         out["speedup"] = base.stats["wall_s"] / result.stats["wall_s"]
@@ -117,7 +150,8 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int) -> 
             out["identical_to_baseline"] = base.token_ids == result.token_ids
     if num_samples > 1:
         out["samples"] = [result.token_ids] + [
-            session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i)).token_ids for i in range(1, num_samples)]
+            session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint).token_ids
+            for i in range(1, num_samples)]
     return out
 
 
@@ -128,13 +162,15 @@ def _reseeded(cfg, seed):
 
 def result_dict(result: RunResult) -> dict:
     return {"text": result.text, "token_ids": result.token_ids, "finish_reason": result.finish_reason,
-            "stats": result.stats}
+            "valid": result.valid, "validation_error": result.validation_error, "stats": result.stats}
 
 
 def format_text(out: dict) -> str:
     s = out["stats"]
     lines = [out["text"], "", f"-- {s['generated_tokens']} tokens in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {s['acceptance_rate']:.2f}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
+    if out["valid"] is not None:
+        lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
     if "speedup" in out:
         same = {True: ", identical to the target alone", False: ", DIFFERENT from the target alone"}
         lines.append(f"-- speedup {out['speedup']:.2f}x over the target alone"

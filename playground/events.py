@@ -54,3 +54,5 @@ class RunResult:
     stats: dict
     finish_reason: str
     rounds: list[Round] = field(default_factory=list)
+    valid: bool | None = None  # None when unconstrained
+    validation_error: str | None = None

@@ -4,6 +4,8 @@ import time
 from collections.abc import Iterator
 
 from playground.config import SamplingParams, SpecConfig
+from playground.constraints import Constraint, ConstraintSpec, compile_constraint
+from playground.constraints.guide import Guide
 from playground.engine.proposers import DraftModelProposer, PromptLookupProposer
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
@@ -12,7 +14,7 @@ from playground.events import Prefill, Round, RunResult
 from playground.metrics import summarize
 from playground.models import Pair, load_pair
 
-__all__ = ["encode_prompt", "generate", "load_pair", "run", "settings"]
+__all__ = ["constrain", "encode_prompt", "generate", "load_pair", "run", "settings"]
 
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
@@ -43,12 +45,18 @@ def check_prompt_ids(pair: Pair, ids: list[int]) -> list[int]:
     return ids
 
 
-def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig,
-             speculative: bool = True) -> Iterator[Prefill | Round]:
-    """Stream the events of one run: speculative with the pair's draft, or target-only."""
+def constrain(pair: Pair, spec: ConstraintSpec | None) -> Constraint | None:
+    """Compile a checked constraint for the pair's tokenizer (cached)."""
+    return compile_constraint(spec, pair.tokenizer, pair.vocab, pair.eos_ids) if spec is not None else None
+
+
+def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
+             guide: Guide | None = None) -> Iterator[Prefill | Round]:
+    """Stream the events of one run: speculative with the pair's draft, or target-only; `guide`
+    (from Constraint.guide) keeps every token inside the constraint."""
     check_prompt_ids(pair, prompt_ids)
     target = ModelRunner(pair.target, pair.vocab)
-    return speculate(target, _proposer(pair, speculative), prompt_ids, cfg, pair.tokenizer, pair.eos_ids)
+    return speculate(target, _proposer(pair, speculative), prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
 
 
 def _proposer(pair: Pair, speculative: bool):
@@ -59,16 +67,27 @@ def _proposer(pair: Pair, speculative: bool):
     return DraftModelProposer(ModelRunner(pair.draft, pair.vocab))
 
 
-def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True) -> RunResult:
-    """Run to the end and collect tokens, text and stats."""
+def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
+        constraint: Constraint | None = None) -> RunResult:
+    """Run to the end and collect tokens, text, stats and (constrained) validity."""
+    guide = new_guide(constraint, cfg)
     started = time.perf_counter()
-    events = list(generate(pair, prompt_ids, cfg, speculative))
-    return collect(pair, events, time.perf_counter() - started)
+    events = list(generate(pair, prompt_ids, cfg, speculative, guide))
+    return collect(pair, events, time.perf_counter() - started, constraint, guide)
 
 
-def collect(pair: Pair, events: list, wall_s: float) -> RunResult:
+def new_guide(constraint: Constraint | None, cfg: SpecConfig) -> Guide | None:
+    return constraint.guide(cfg.k + 2) if constraint is not None else None
+
+
+def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | None = None,
+            guide: Guide | None = None) -> RunResult:
     rounds = [e for e in events if isinstance(e, Round)]
     ids = [t.token_id for r in rounds for t in r.committed]
-    finish = rounds[-1].finish_reason if rounds else "stopped"
+    finish = (rounds[-1].finish_reason if rounds else None) or "stopped"
     text = pair.tokenizer.decode(ids, skip_special_tokens=True)
-    return RunResult(ids, text, summarize(events, wall_s), finish or "stopped", rounds)
+    result = RunResult(ids, text, summarize(events, wall_s), finish, rounds)
+    if constraint is not None:
+        complete = finish == "eos" or (finish == "length" and guide.accepting())
+        result.valid, result.validation_error = constraint.validate(text, ids, complete)
+    return result

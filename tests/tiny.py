@@ -58,6 +58,26 @@ def perturbed_copy(model, noise: float, seed: int = 1):
     return copy
 
 
+def prefer_tokens(model, token_ids: list[int], bias: float):
+    """Give the output layer a bias towards some tokens (in place). Used to make a random model close
+    JSON strings, numbers and arrays soon, so constrained outputs finish within the token budget."""
+    head = model.get_output_embeddings()
+    biased = torch.nn.Linear(head.in_features, head.out_features, bias=True, dtype=head.weight.dtype)
+    with torch.no_grad():
+        biased.weight.copy_(head.weight)
+        biased.bias.zero_()
+        biased.bias[token_ids] = bias
+    model.set_output_embeddings(biased)
+    return model
+
+
+def closing_tokens(tokenizer) -> list[int]:
+    """Ids of tokens that end something in JSON or a pattern: quotes, commas, brackets, EOS."""
+    vocab = tokenizer.get_vocab()
+    text = {i: tokenizer.decode([i]) for i in vocab.values()}
+    return [i for i, t in text.items() if any(c in t for c in '",}]') or i == tokenizer.eos_token_id]
+
+
 def make_pair(target, draft, tokenizer, eos_ids=None) -> Pair:
     widths = [m.config.vocab_size for m in (target, draft) if m is not None]
     eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(target, tokenizer)

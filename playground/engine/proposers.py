@@ -12,7 +12,7 @@ import torch
 
 from playground.config import SamplingParams
 from playground.engine.runner import ModelRunner
-from playground.engine.sampling import draw, warp
+from playground.engine.sampling import draw, mask_logits, warp
 
 
 @dataclass(slots=True)
@@ -45,24 +45,29 @@ class DraftModelProposer:
         self.seq = list(prompt)
         if len(prompt) < 2:
             return 0
-        self.runner.forward(self._ids(prompt[:-1]), last_only=True)
+        self.runner.forward(self._ids(prompt[:-1]), keep=1)
         return 1
 
     def propose(self, k: int, ctx: DraftContext) -> Proposal:
-        pending = self._ids(self.seq[self.runner.length:])  # 1 or 2 committed tokens not yet cached
-        tokens, probs = [], []
+        pending = self._ids(self.seq[self.runner.length:])  # committed tokens not yet cached (1 or more)
+        tokens, probs, guide = [], [], ctx.guide
         for _ in range(k):
-            logits = self.runner.forward(pending, last_only=True)  # [1, V]
-            if ctx.guide is not None:
-                logits = ctx.guide.mask_draft(logits, tokens)
+            logits = self.runner.forward(pending, keep=1)  # [1, V]
+            if guide is not None:
+                logits = mask_logits(logits, guide.next_mask()[None])
             p = warp(logits, ctx.sampling)  # [1, V]
             token = draw(p, logits, ctx.sampling, ctx.generator)  # [1]
             tokens.append(token)
             probs.append(p)
             pending = token
+            if guide is not None:  # the constraint needs the token on the host anyway
+                guide.consume_draft(int(token))
+                if guide.draft_stopped():
+                    break
         if not tokens:
             return Proposal(self._ids([]), None, 0, "k=0")
-        return Proposal(torch.cat(tokens), torch.cat(probs), k)
+        stop = "" if len(tokens) == k else "draft wrote EOS"
+        return Proposal(torch.cat(tokens), torch.cat(probs), len(tokens), stop)
 
     def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
         # The cache holds seq + the first k-1 drafts; of those, the first n_accepted are now committed.

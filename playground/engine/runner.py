@@ -23,10 +23,10 @@ class ModelRunner:
     def reset(self) -> None:
         self.cache = DynamicCache(config=self.model.config)
 
-    def forward(self, ids: torch.Tensor, last_only: bool = False) -> torch.Tensor:
-        """ids [n] (long, on the model's device) -> logits [n, vocab] (or [1, vocab] if last_only)."""
-        out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True,
-                         logits_to_keep=1 if last_only else 0)
+    def forward(self, ids: torch.Tensor, keep: int = 0) -> torch.Tensor:
+        """ids [n] (long, on the model's device) -> logits of the last `keep` positions [keep, vocab]
+        (all n when keep is 0)."""
+        out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
         return out.logits[0, :, : self.vocab]
 
     def crop(self, length: int) -> None:

@@ -41,3 +41,10 @@ def draw(probs: torch.Tensor, logits: torch.Tensor, params: SamplingParams,
 
 def make_generator(seed: int, device: torch.device | str) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
+
+
+def mask_logits(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.Tensor:
+    """Forbid tokens: logits [n, V], bitmask [n, W] int32 where bit j of word i allows token 32i+j."""
+    bits = torch.arange(32, dtype=torch.int32, device=logits.device)
+    allowed = ((bitmask.to(logits.device, non_blocking=True)[:, :, None] >> bits) & 1).bool()  # [n, W, 32]
+    return logits.masked_fill(~allowed.flatten(1)[:, : logits.shape[-1]], float("-inf"))

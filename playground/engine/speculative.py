@@ -5,6 +5,11 @@ committed sequence. The target holds all of it but the last token, which is the 
 next verify pass: [last, x_1..x_k] -> k+1 rows of logits, one pass. After the verdict both caches are
 cropped back to the committed tokens; nothing is ever recomputed.
 
+With a constraint guide, each round first commits the tokens the grammar forces (no draft, no
+verification: the target reads them at the head of its next verify pass), the draft proposes under
+the grammar's masks, the verify rows are masked with the states after the preceding drafts, and the
+guide is rolled back past rejected drafts.
+
 Target-only decoding is the same loop with a proposer that proposes nothing (every round is one
 target pass and one token), so the baseline shares the sampling, EOS and timing code exactly."""
 import time
@@ -17,10 +22,10 @@ from playground.config import SpecConfig
 from playground.engine.detok import Detokenizer
 from playground.engine.proposers import DraftContext, Proposal
 from playground.engine.runner import ModelRunner
-from playground.engine.sampling import make_generator, warp
+from playground.engine.sampling import make_generator, mask_logits, warp
 from playground.engine.timing import Clock
 from playground.engine.verify import verify_greedy, verify_sampled
-from playground.events import ACCEPTED, BONUS, CORRECTED, REJECTED, Prefill, Round, TokenEvent
+from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Prefill, Round, TokenEvent
 
 
 class NoProposer:
@@ -44,19 +49,21 @@ class _Run:
     detok: Detokenizer
     ctx: DraftContext
     clock: Clock
-    generated: int = 0
+    budget: int  # tokens still allowed
     rounds: int = 0
 
 
 def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig, tokenizer,
-              eos_ids: set[int]) -> Iterator[Prefill | Round]:
-    """Yield a Prefill event, then one Round per draft-and-verify round until EOS or max tokens."""
+              eos_ids: set[int], guide=None) -> Iterator[Prefill | Round]:
+    """Yield a Prefill event, then one Round per draft-and-verify round until EOS or max tokens.
+    `guide` (optional) constrains every token to a grammar; see playground.constraints.guide."""
     if not prompt:
         raise ValueError("the prompt must hold at least one token")
     clock = Clock(target.device)
     generator = None if cfg.sampling.greedy else make_generator(cfg.seed, target.device)
     yield _prefill(target, proposer, prompt, clock)
-    run = _Run(list(prompt), Detokenizer(tokenizer, prompt), DraftContext(cfg.sampling, generator), clock)
+    ctx = DraftContext(cfg.sampling, generator, guide)
+    run = _Run(list(prompt), Detokenizer(tokenizer, prompt), ctx, clock, cfg.max_new_tokens)
     while True:
         event = _round(target, proposer, run, cfg, eos_ids)
         yield event
@@ -66,27 +73,52 @@ def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig,
 
 @torch.inference_mode()
 def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: set[int]) -> Round:
-    k = min(cfg.k, cfg.max_new_tokens - run.generated - 1)  # never draft past the token budget
-    clock, started = run.clock, time.perf_counter()
+    clock, guide, started = run.clock, run.ctx.guide, time.perf_counter()
+    events = _forced(proposer, run, eos_ids) if guide is not None else []
+    if run.budget == 0 or (events and events[-1].token_id in eos_ids):
+        finish = "eos" if events[-1].token_id in eos_ids else "length"
+        return _round_event(run, events, 0, 0, None, 0.0, 0.0, started, finish, 0)
+    k = min(cfg.k, run.budget - 1)  # never draft past the token budget
     t0 = clock.mark()
     proposal = proposer.propose(k, run.ctx)
     t1 = clock.mark()
-    ids = torch.cat([torch.tensor([run.seq[-1]], device=target.device), proposal.tokens.to(target.device)])
-    logits = target.forward(ids)  # [k'+1, V]: one verify pass
+    drafts = proposal.tokens.to(target.device)
+    pending = torch.tensor(run.seq[target.length:], device=target.device)  # last token (+ forced ones)
+    logits = target.forward(torch.cat([pending, drafts]), keep=len(drafts) + 1)  # [k'+1, V]: one pass
+    if guide is not None:
+        logits = mask_logits(logits, guide.verify_masks())
     verdict = _judge(logits, proposal, cfg, run.ctx.generator)  # the round's one host sync
     t2 = clock.mark()
-    new, kept, events, finish = _commit_events(verdict, run.detok, eos_ids)
+    new, kept, committed, finish = _commit_events(verdict, run.detok, eos_ids)
     run.seq.extend(new)
     target.crop(len(run.seq) - 1)
     proposer.commit(kept, new)
-    run.generated += len(new)
-    run.rounds += 1
-    if finish is None and run.generated >= cfg.max_new_tokens:
+    if guide is not None:
+        guide.settle(kept, new[-1] if len(new) > kept else None)
+    run.budget -= len(new)
+    if finish is None and run.budget == 0:
         finish = "length"
-    return Round(index=run.rounds, tokens=events, proposed=len(verdict.drafts), accepted=kept,
-                 target_passes=1, draft_passes=proposal.passes, draft_s=clock.seconds(t0, t1),
-                 target_s=clock.seconds(t1, t2), wall_s=time.perf_counter() - started,
-                 finish_reason=finish, k=k, stop_reason=proposal.stop_reason)
+    return _round_event(run, events + committed, len(verdict.drafts), kept, proposal,
+                        clock.seconds(t0, t1), clock.seconds(t1, t2), started, finish, k)
+
+
+def _forced(proposer, run: _Run, eos_ids) -> list[TokenEvent]:
+    """Commit the tokens the grammar forces, without drafting (the target reads them in its next pass)."""
+    forced = run.ctx.guide.forced(run.budget)
+    if forced:
+        run.seq.extend(forced)
+        proposer.commit(0, forced)
+        run.budget -= len(forced)
+    return [TokenEvent(FORCED, t, run.detok.push(t), 1.0, None) for t in forced]
+
+
+def _round_event(run: _Run, events, proposed, kept, proposal, draft_s, target_s, started, finish, k) -> Round:
+    run.rounds += 1
+    return Round(index=run.rounds, tokens=events, proposed=proposed, accepted=kept,
+                 target_passes=1 if proposal is not None else 0,
+                 draft_passes=proposal.passes if proposal is not None else 0, draft_s=draft_s,
+                 target_s=target_s, wall_s=time.perf_counter() - started, finish_reason=finish, k=k,
+                 stop_reason=proposal.stop_reason if proposal is not None else "forced")
 
 
 @torch.inference_mode()
@@ -96,7 +128,7 @@ def _prefill(target: ModelRunner, proposer, prompt: list[int], clock: Clock) -> 
     t0 = clock.mark()
     target_passes = 0
     if len(prompt) > 1:
-        target.forward(torch.tensor(prompt[:-1], device=target.device), last_only=True)
+        target.forward(torch.tensor(prompt[:-1], device=target.device), keep=1)
         target_passes = 1
     t1 = clock.mark()
     draft_passes = proposer.start(prompt)

@@ -1,0 +1,122 @@
+"""One generation's constraint state, with the bookkeeping speculation needs (the approach of vLLM
+and SGLang): the draft proposes under the mask of the current state, each drafted token is consumed
+tentatively so the next position's mask follows it, the target's k+1 verify rows are masked with
+the states after the preceding drafts, and after the verdict the matcher is rolled back past the
+rejected drafts and fed the target's own token.
+
+EOS never reaches the matcher: the mask allows it only where the structure may end, and it ends the
+generation, so it is kept as a marker here (llguidance does not record an EOS consumed in a
+stopped state, which would make rollback counts drift)."""
+import torch
+
+
+class Guide:
+    def __init__(self, matcher, vocab: int, eos_ids: frozenset[int], max_rows: int):
+        self.matcher = matcher
+        self.vocab = vocab
+        self.eos_ids = eos_ids
+        self.bitmask = torch.full((max_rows, (vocab + 31) // 32), -1, dtype=torch.int32)  # [rows, W]
+        self.rows = 0  # mask rows filled this round (row i: the state before draft token i+1)
+        self.drafted: list[int] = []  # draft tokens consumed tentatively this round
+        self.ended = False  # an EOS was committed
+        self.first_row_ready = False  # bitmask[0] already holds the current state's mask
+
+    # -- masks -------------------------------------------------------------------------------------
+    # The effective mask of a state is the grammar's mask, narrowed to the backend's first jump-forward
+    # token when there is one. It depends on the state alone, so where a round happens to start does
+    # not change what is forced: target-only and speculative decoding see the same masks everywhere.
+
+    def _fill(self, row: torch.Tensor) -> None:
+        if self.ended or self.draft_stopped():
+            row.fill_(-1)  # past an EOS nothing is used; allow all rather than nothing
+            return
+        jump = self.matcher.forced_tokens()
+        if jump:
+            row.zero_()
+            row[jump[0] // 32] = _bit(jump[0] % 32)
+        else:
+            self.matcher.fill_bitmask(row)
+
+    def forced(self, budget: int) -> list[int]:
+        """Commit and return the tokens the grammar forces from here (effective mask of one token:
+        jump-forward text, or EOS once the structure is complete and nothing else may follow)."""
+        out: list[int] = []
+        while len(out) < budget and not self.ended:
+            self._fill(self.bitmask[0])
+            token = _single(self.bitmask[0])
+            if token is None:
+                self.first_row_ready = True  # the first draft position reuses this mask
+                break
+            self._commit([token])
+            out.append(token)
+        return out
+
+    def _commit(self, tokens: list[int]) -> bool:
+        for token in tokens:
+            if token in self.eos_ids:
+                self.ended = True
+            elif not self.matcher.consume(token):
+                return False
+        return True
+
+    # -- one round ---------------------------------------------------------------------------------
+
+    def next_mask(self) -> torch.Tensor:
+        """Fill and return the mask for the next drafted position ([W] int32, CPU)."""
+        row = self.bitmask[self.rows]
+        if not (self.rows == 0 and self.first_row_ready):
+            self._fill(row)
+        self.first_row_ready = False
+        self.rows += 1
+        return row
+
+    def consume_draft(self, token: int) -> None:
+        if token not in self.eos_ids and not self.matcher.consume(token):
+            raise RuntimeError(f"draft token {token} was not allowed by the mask it was drawn under")
+        self.drafted.append(token)
+
+    def allowed_prefix(self, tokens: list[int]) -> list[int]:
+        """Consume guessed tokens while the mask allows them; the rest are dropped."""
+        kept = []
+        for token in tokens:
+            row = self.next_mask()
+            if token >= self.vocab or not (row[token // 32].item() >> (token % 32)) & 1:
+                self.rows -= 1  # that row will be refilled as the state after the kept tokens
+                break
+            self.consume_draft(token)
+            kept.append(token)
+        return kept
+
+    def draft_stopped(self) -> bool:
+        """True once the draft has proposed an EOS: nothing after it can be committed."""
+        return bool(self.drafted) and self.drafted[-1] in self.eos_ids
+
+    def verify_masks(self) -> torch.Tensor:
+        """[k+1, W]: the masks for the target's verify rows (fills the state after the last draft)."""
+        self.next_mask()
+        return self.bitmask[: self.rows]
+
+    def settle(self, kept: int, target_token: int | None) -> None:
+        """Keep `kept` drafts, roll the rest back, then commit the target's token (if one follows)."""
+        self.matcher.rollback(sum(t not in self.eos_ids for t in self.drafted[kept:]))
+        self.ended = self.ended or any(t in self.eos_ids for t in self.drafted[:kept])
+        self.drafted, self.rows, self.first_row_ready = [], 0, False
+        if target_token is not None and not self.ended:
+            self._commit([target_token])
+
+    def accepting(self) -> bool:
+        return self.ended or self.matcher.accepting()
+
+
+def _bit(j: int) -> int:
+    """Bit j of an int32 word, as the signed value torch stores."""
+    return (1 << j) - (1 << 32) if j == 31 else 1 << j
+
+
+def _single(row: torch.Tensor) -> int | None:
+    """The token a mask row allows, if it allows exactly one."""
+    words = row.nonzero().flatten()
+    if len(words) != 1:
+        return None
+    word = row[words[0]].item() & 0xFFFFFFFF
+    return int(words[0]) * 32 + word.bit_length() - 1 if word & (word - 1) == 0 else None

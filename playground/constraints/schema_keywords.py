@@ -1,0 +1,40 @@
+"""Walk a JSON Schema's keywords (not property names) to find ones a backend cannot enforce."""
+
+SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+             "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+
+
+def keywords(schema):
+    """Yield (keyword, value) for every keyword of the schema and its subschemas."""
+    if not isinstance(schema, dict):
+        return
+    for key, value in schema.items():
+        yield key, value
+        if key in SUBSCHEMA:
+            yield from keywords(value)
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            for sub in value:
+                yield from keywords(sub)
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                yield from keywords(sub)
+
+
+def drop_noops(schema):
+    """Remove keywords that constrain nothing but that some backends refuse (uniqueItems: false)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "uniqueItems" and value is False:
+            continue
+        if key in SUBSCHEMA:
+            value = drop_noops(value)
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            value = [drop_noops(sub) for sub in value]
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            value = {name: drop_noops(sub) for name, sub in value.items()}
+        out[key] = value
+    return out

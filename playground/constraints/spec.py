@@ -1,0 +1,70 @@
+"""What the user asked for (a JSON Schema, a regex or a grammar, and a backend), checked before
+any compilation so a mistake is reported next to its cause."""
+import json
+import re
+from dataclasses import dataclass
+
+import jsonschema
+
+from playground.errors import PlaygroundError
+
+KINDS = ("json", "regex", "grammar")
+BACKENDS = ("llguidance", "xgrammar")
+
+
+@dataclass(frozen=True, slots=True)
+class ConstraintSpec:
+    kind: str  # json | regex | grammar
+    text: str  # the schema (JSON text), the pattern, or the grammar (Lark for llguidance, EBNF for xgrammar)
+    backend: str = "llguidance"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise PlaygroundError(f"unknown constraint kind '{self.kind}': use one of {', '.join(KINDS)}")
+        if self.backend not in BACKENDS:
+            raise PlaygroundError(f"unknown constraint backend '{self.backend}': use llguidance or xgrammar")
+        if not self.text.strip():
+            raise PlaygroundError(f"the {self.kind} constraint is empty")
+
+    @property
+    def schema(self) -> dict | bool:
+        return parse_schema(self.text)
+
+
+def parse_schema(text: str) -> dict | bool:
+    """Strict JSON text -> a schema that passes the JSON Schema meta-schema (draft 2020-12)."""
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlaygroundError(f"the schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    if not isinstance(schema, (dict, bool)):
+        raise PlaygroundError("the schema must be a JSON object")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "the top level"
+        raise PlaygroundError(f"the schema is not a valid JSON Schema at {where}: {exc.message}") from None
+    return schema
+
+
+def check_regex(pattern: str) -> None:
+    """The output is later checked with Python's re.fullmatch, so the pattern must compile there too."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise PlaygroundError(f"invalid regex: {exc}") from None
+
+
+def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance"):
+    """At most one of the three may be given; None when none is."""
+    given = [(kind, text) for kind, text in (("json", schema), ("regex", regex), ("grammar", grammar)) if text and text.strip()]
+    if len(given) > 1:
+        raise PlaygroundError("give one constraint only: a schema, a regex or a grammar")
+    if not given:
+        return None
+    spec = ConstraintSpec(given[0][0], given[0][1], backend)
+    if spec.kind == "json":
+        parse_schema(spec.text)
+    elif spec.kind == "regex":
+        check_regex(spec.text)
+    return spec

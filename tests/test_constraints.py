@@ -1,0 +1,227 @@
+"""Constrained generation with both backends: every output valid (schemas and regexes of real-world
+shape, greedy and sampled), speculative greedy equal to constrained target-only greedy, the matcher
+rolled back exactly, sampling exact relative to the masked target distribution, clean errors."""
+import json
+import re
+
+import pytest
+import torch
+
+from playground import session
+from playground.cli import main
+from playground.constraints import ConstraintSpec
+from playground.errors import PlaygroundError
+from playground.events import FORCED, Round
+from tests import tiny
+from tests.constraint_cases import REGEXES, SCHEMAS, XGRAMMAR_REFUSES
+from tests.test_engine_sampling import chi_square_p
+
+BACKENDS = ["llguidance", "xgrammar"]
+RUNS = [(0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3)]  # greedy, then sampled at temperature 1 with three seeds
+JSON_PROMPT = "# the settings, as JSON\nconfig = "
+
+
+@pytest.fixture(scope="module")
+def pair(target, noisy_draft, tokenizer):
+    return tiny.make_pair(target, noisy_draft, tokenizer)
+
+
+@pytest.fixture(scope="module")
+def closing_pair(tokenizer):
+    """A random pair biased towards closing tokens, so outputs end within the budget (a random model
+    left alone can write digits forever); what it writes in between is still random."""
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=41, eos_id=tokenizer.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.5, seed=42)
+    closing = tiny.closing_tokens(tokenizer)
+    return tiny.make_pair(tiny.prefer_tokens(target, closing, 0.6), tiny.prefer_tokens(draft, closing, 0.6), tokenizer)
+
+
+def constrained(pair, kind, text, backend):
+    return session.constrain(pair, ConstraintSpec(kind, text, backend))
+
+
+def strip_strings(text: str) -> str:
+    return re.sub(r'"(\\.|[^"\\])*"', '""', text)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_schema_outputs_are_valid(closing_pair, tokenizer, backend, name):
+    pair = closing_pair
+    if backend == "xgrammar" and name in XGRAMMAR_REFUSES:
+        with pytest.raises(PlaygroundError, match=XGRAMMAR_REFUSES[name]):
+            constrained(pair, "json", json.dumps(SCHEMAS[name]), backend)
+        return
+    constraint = constrained(pair, "json", json.dumps(SCHEMAS[name]), backend)
+    prompt = tokenizer(JSON_PROMPT).input_ids
+    for temperature, seed in RUNS:
+        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=320)
+        result = session.run(pair, prompt, cfg, constraint=constraint)
+        assert result.valid, (temperature, seed, result.text, result.validation_error)
+        assert result.finish_reason == "eos"
+        assert not re.search(r"\s\s", strip_strings(result.text)), result.text  # no runs of whitespace
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", REGEXES)
+def test_regex_outputs_are_valid(closing_pair, tokenizer, backend, name):
+    pair = closing_pair
+    constraint = constrained(pair, "regex", REGEXES[name], backend)
+    prompt = tokenizer("value = ").input_ids
+    for temperature, seed in RUNS:
+        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=96)
+        result = session.run(pair, prompt, cfg, constraint=constraint)
+        assert result.valid, (temperature, seed, result.text, result.validation_error)
+        assert re.fullmatch(REGEXES[name], result.text)
+
+
+IDENTITY_CASES = [("json", json.dumps(SCHEMAS["order"])), ("json", json.dumps(SCHEMAS["recursive_tree"])),
+                  ("json", json.dumps(SCHEMAS["event"])), ("regex", REGEXES["email"]), ("regex", REGEXES["url"])]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", [1, 3, 8])
+@pytest.mark.parametrize("case", range(len(IDENTITY_CASES)))
+def test_speculative_equals_constrained_target_only(pair, tokenizer, target, backend, k, case):
+    kind, text = IDENTITY_CASES[case]
+    constraint = constrained(pair, kind, text, backend)
+    prompt = tokenizer(JSON_PROMPT).input_ids
+    cfg = session.settings(k=k, max_new_tokens=200)
+    speculative = session.run(pair, prompt, cfg, constraint=constraint)
+    alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
+    assert speculative.token_ids == alone.token_ids
+    assert speculative.valid and alone.valid
+    # with the same draft as target every guess is accepted: the bonus path under constraints
+    same = session.run(tiny.make_pair(target, target, tokenizer), prompt, cfg, constraint=constraint)
+    assert same.token_ids == alone.token_ids
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
+    constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)
+    result = session.run(pair, tokenizer(JSON_PROMPT).input_ids, session.settings(k=4, max_new_tokens=200),
+                         constraint=constraint)
+    forced = [t for r in result.rounds for t in r.tokens if t.kind == FORCED]
+    assert result.stats["forced"] == len(forced) > 0
+    assert '"debug": ' in "".join(t.text for t in forced) or '"debug"' in "".join(t.text for t in forced)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_rollback_leaves_the_matcher_as_if_fed_only_committed_tokens(target, tokenizer, backend, temperature):
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=2.0), tokenizer)  # rejects often
+    constraint = constrained(pair, "json", json.dumps(SCHEMAS["product"]), backend)
+    cfg = session.settings(k=5, temperature=temperature, seed=4, max_new_tokens=200)
+    guide = constraint.guide(cfg.k + 2)
+    committed, checked = [], 0
+    for event in session.generate(pair, tokenizer(JSON_PROMPT).input_ids, cfg, guide=guide):
+        if not isinstance(event, Round):
+            continue
+        committed += [t.token_id for t in event.committed]
+        if event.accepted < event.proposed and event.finish_reason is None:
+            fresh = constraint.guide(2)
+            assert fresh._commit(committed)
+            assert torch.equal(fresh.next_mask(), guide.next_mask())
+            guide.rows = 0  # undo the probe's row
+            assert fresh.accepting() == guide.accepting()
+            checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constrained_sampling_matches_masked_target(tokenizer, backend):
+    """Thousands of seeded runs under the regex [0-9]{2}: the joint distribution of the emitted
+    tokens equals the target's distribution renormalised over what the grammar allows."""
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=31,
+                             eos_id=tokenizer.eos_token_id, init_std=0.3)
+    draft = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=32,
+                            eos_id=tokenizer.eos_token_id, init_std=0.3)
+    pair = tiny.make_pair(target, draft, tokenizer)
+    constraint = constrained(pair, "regex", "[0-9]{2}", backend)
+    prompt = tokenizer("n = ").input_ids
+    expected = masked_joint(target, constraint, prompt, tokenizer.eos_token_id)
+    counts, n = {}, 2000
+    for seed in range(n):
+        cfg = session.settings(k=3, temperature=1.0, seed=seed, max_new_tokens=4)
+        ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    assert set(counts) <= set(expected)
+    assert chi_square_p(counts, expected, n) > 1e-3
+
+
+def masked_joint(model, constraint, prompt, eos_id):
+    """Exact probability of every complete constrained output, by walking the grammar."""
+    out, frontier = {}, [((), 1.0)]
+    while frontier:
+        seq, prob = frontier.pop()
+        if seq and seq[-1] == eos_id:
+            out[seq] = prob
+            continue
+        guide = constraint.guide(2)
+        guide._commit(list(seq))
+        mask = guide.next_mask()
+        allowed = [t for t in range(model.config.vocab_size) if (mask[t // 32].item() >> (t % 32)) & 1]
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([prompt + list(seq)])).logits[0, -1].double()
+        probs = torch.softmax(logits[allowed], -1)
+        frontier += [(seq + (t,), prob * p.item()) for t, p in zip(allowed, probs)]
+    return out
+
+
+BAD_CONSTRAINTS = {
+    "malformed schema": (["--schema", '{"type": "object",'], "not valid JSON"),
+    "unsupported keyword": (["--schema", '{"type": "array", "uniqueItems": true}'], "uniqueItems"),
+    "unsupported keyword xgrammar": (["--schema", '{"not": {"type": "string"}}', "--constraint-backend", "xgrammar"], "not"),
+    "invalid regex": (["--regex", "([0-9]"], "invalid regex"),
+    "regex the backend refuses": (["--regex", "a(?=b)"], "look-around"),
+    "unsatisfiable": (["--schema", '{"type": "string", "minLength": 5, "maxLength": 2}'], "Unsatisfiable"),
+    "unsatisfiable xgrammar": (["--schema", '{"type": "string", "minLength": 5, "maxLength": 2}',
+                                "--constraint-backend", "xgrammar"], "minLength"),
+    "grammar does not parse": (["--grammar", "GRAMMAR"], "cannot use this grammar"),
+    "invalid schema": (["--schema", '{"type": "strin"}'], "not a valid JSON Schema"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_CONSTRAINTS)
+def test_bad_constraints_are_one_line_errors(capsys, saved_pair, tmp_path, case):
+    args, message = BAD_CONSTRAINTS[case]
+    grammar = tmp_path / "bad.lark"
+    grammar.write_text('start: "x" NUM\nNUM: /[0-9]+\n')
+    args = [str(grammar) if a == "GRAMMAR" else a for a in args]
+    target, draft = saved_pair
+    code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x", *args])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+
+
+def test_cli_reports_validity_and_forced(capsys, saved_pair):
+    target, draft = saved_pair
+    schema = json.dumps(SCHEMAS["flags"])
+    code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x = ",
+                 "--schema", schema, "--max-new-tokens", "120", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["valid"] is True and report["validation_error"] is None
+    assert report["stats"]["forced"] > 0
+    json.loads(report["text"])
+
+
+def test_truncated_output_is_reported(capsys, saved_pair):
+    target, draft = saved_pair
+    code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x = ",
+                 "--schema", json.dumps(SCHEMAS["api_response"]), "--max-new-tokens", "5", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["valid"] is False and report["validation_error"].startswith("truncated")
+
+
+def test_grammar_constraint(pair, tokenizer, tmp_path):
+    lark = 'start: "let " NAME " = " NUM ";"\nNAME: /[a-z]{1,6}/\nNUM: /[0-9]{1,3}/\n'
+    constraint = constrained(pair, "grammar", lark, "llguidance")
+    for temperature, seed in RUNS:
+        result = session.run(pair, tokenizer("x").input_ids, session.settings(k=3, temperature=temperature, seed=seed,
+                                                                              max_new_tokens=40), constraint=constraint)
+        assert result.valid and re.fullmatch(r"let [a-z]{1,6} = [0-9]{1,3};", result.text), result.text
+    ebnf = 'root ::= "let " [a-z] [a-z]? " = " [0-9] [0-9]? ";"'
+    constraint = constrained(pair, "grammar", ebnf, "xgrammar")
+    result = session.run(pair, tokenizer("x").input_ids, session.settings(k=3, max_new_tokens=40), constraint=constraint)
+    assert result.valid and re.fullmatch(r"let [a-z]{1,2} = [0-9]{1,2};", result.text), result.text
