@@ -3,7 +3,13 @@
 Corpus: the Python standard library's own source (on every machine, no download). Files are sorted
 by path; every 10th one is held out for evaluation. Everything is seeded, so a rerun on the same
 Python version reproduces the same weights. On a 2-core CPU the default budgets finish in about
-half an hour (bf16 autocast); on a GPU in a few minutes.
+35 minutes (bf16 autocast); on a GPU in a few minutes.
+
+Phases: tokenizer; target (next-token loss); draft distilled from the target on real text; then
+on-policy distillation: the target writes continuations of training prompts (greedy and sampled)
+and the draft learns to match the target's distributions on them. At inference the draft must
+predict the target's own output, so this phase is what raises acceptance (measured while building
+this script: per-token greedy agreement 0.46 after the real-text phase, 0.79 after this one).
 
     python scripts/train_demo_pair.py [--out playground/demo_pair] [--scale 1.0]
 
@@ -26,14 +32,17 @@ VOCAB_SIZE = 4096
 EOS = "<|endoftext|>"
 SEQ_LEN = 256
 BATCH = 16
-TARGET_TOKENS = 3_600_000
-DRAFT_TOKENS = 1_300_000
-# Qwen2 shapes: the target is ~10.7M parameters, the draft ~1.6M; both tie input/output embeddings,
+TARGET_TOKENS = 3_400_000
+DRAFT_TOKENS = 600_000
+ONPOLICY_BATCHES = 24  # generation batches of GEN_BATCH prompts
+GEN_BATCH, GEN_PROMPT, GEN_NEW = 64, 32, 96
+ONPOLICY_STEPS = 900
+# Qwen2 shapes: the target is ~9.7M parameters, the draft ~2.4M; both tie input/output embeddings,
 # so the pair stays under 25 MB in bf16.
 TARGET_SHAPE = dict(hidden_size=320, num_hidden_layers=8, num_attention_heads=8,
-                    num_key_value_heads=4, intermediate_size=896)
-DRAFT_SHAPE = dict(hidden_size=192, num_hidden_layers=2, num_attention_heads=4,
-                   num_key_value_heads=2, intermediate_size=512)
+                    num_key_value_heads=4, intermediate_size=768)
+DRAFT_SHAPE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, intermediate_size=640)
 EXCLUDED_DIRS = {"test", "tests", "idlelib", "site-packages", "__pycache__", "turtledemo"}
 
 
@@ -83,6 +92,10 @@ def random_windows(ids: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return torch.stack([ids[s:s + SEQ_LEN + 1] for s in starts.tolist()])  # [B, T+1]
 
 
+def steps_for(tokens: float) -> int:
+    return max(1, int(tokens) // (BATCH * SEQ_LEN))
+
+
 def lr_at(step: int, total: int, peak: float) -> float:
     warm = max(1, total // 20)
     if step < warm:
@@ -95,31 +108,30 @@ def autocast(device: str):
     return torch.autocast(device, dtype=torch.bfloat16)
 
 
-def train_loop(name, model, ids, tokens, loss_fn, device, peak_lr):
-    """Generic AdamW loop over random windows; loss_fn(model, batch) -> scalar."""
-    steps = max(1, tokens // (BATCH * SEQ_LEN))
-    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=0.1)
+def train_loop(name, model, steps, next_batch, loss_fn, device, peak_lr, weight_decay=0.1):
+    """Generic AdamW loop; next_batch(generator) -> [B, T+1] ids, loss_fn(model, batch) -> scalar."""
+    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(SEED + len(name))
     model.train()
-    start = time.perf_counter()
+    start, seen = time.perf_counter(), 0
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, steps, peak_lr)
-        batch = random_windows(ids, gen).to(device)
+        batch = next_batch(gen).to(device)
         loss = loss_fn(model, batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        seen += batch.numel()
         if step % 25 == 0 or step == steps - 1:
-            report_progress(name, step, steps, loss.item(), time.perf_counter() - start)
+            report_progress(name, step, steps, loss.item(), seen, time.perf_counter() - start)
     model.eval()
 
 
-def report_progress(name, step, steps, loss, elapsed):
-    done = (step + 1) * BATCH * SEQ_LEN
+def report_progress(name, step, steps, loss, seen, elapsed):
     eta = elapsed / (step + 1) * (steps - step - 1)
-    print(f"[{name}] step {step + 1}/{steps} loss {loss:.3f} {done / elapsed:.0f} tok/s "
+    print(f"[{name}] step {step + 1}/{steps} loss {loss:.3f} {seen / elapsed:.0f} tok/s "
           f"elapsed {elapsed / 60:.1f} min, eta {eta / 60:.1f} min", flush=True)
 
 
@@ -129,8 +141,9 @@ def lm_loss(model, batch):
     return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
 
 
-def distill_loss(target):
-    """Forward KL(p_target || p_draft) on the target's full distribution, plus the data loss."""
+def distill_loss(target, data_weight: float = 0.25, skip: int = 0):
+    """Forward KL(p_target || p_draft) on the target's full distribution (positions from `skip` on),
+    plus `data_weight` times the next-token loss."""
     def loss(draft, batch):
         inputs = batch[:, :-1]
         with torch.no_grad(), autocast(batch.device.type):
@@ -138,15 +151,50 @@ def distill_loss(target):
         with autocast(batch.device.type):
             d_logits = draft(input_ids=inputs).logits.float()
         d_logp = F.log_softmax(d_logits, -1)
-        kl = (t_logp.exp() * (t_logp - d_logp)).sum(-1).mean()
-        return kl + 0.25 * F.cross_entropy(d_logits.flatten(0, 1), batch[:, 1:].flatten())
+        kl = (t_logp.exp() * (t_logp - d_logp)).sum(-1)[:, skip:].mean()
+        if not data_weight:
+            return kl
+        return kl + data_weight * F.cross_entropy(d_logits.flatten(0, 1), batch[:, 1:].flatten())
     return loss
 
 
 @torch.no_grad()
+def target_continuations(target, ids, device, batches: int) -> torch.Tensor:
+    """[batches * GEN_BATCH, GEN_PROMPT + GEN_NEW]: the target continuing random training windows,
+    two batches greedy for one sampled at temperature 0.7 (greedy is what acceptance is judged on)."""
+    gen = torch.Generator().manual_seed(SEED + 7)
+    out, start = [], time.perf_counter()
+    for i in range(batches):
+        starts = torch.randint(0, len(ids) - GEN_PROMPT, (GEN_BATCH,), generator=gen).tolist()
+        prompts = torch.stack([ids[s:s + GEN_PROMPT] for s in starts]).to(device)
+        sampled = dict(do_sample=True, temperature=0.7) if i % 3 == 2 else dict(do_sample=False)
+        with autocast(device):
+            out.append(target.generate(prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=GEN_NEW,
+                                       min_new_tokens=GEN_NEW, pad_token_id=0, **sampled).cpu())
+        print(f"[on-policy data] batch {i + 1}/{batches}, {(i + 1) * GEN_BATCH * GEN_NEW:,} tokens "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
+    return torch.cat(out)
+
+
+def onpolicy_agreement(target, draft, tokenizer, prompts: list[str], device) -> float:
+    """How often the draft's argmax equals the target's on the target's own greedy continuations of
+    held-out prompts: the per-token greedy acceptance probability."""
+    agree = total = 0
+    for prompt in prompts:
+        ids = tokenizer(prompt, return_tensors="pt").input_ids.to(device)
+        with torch.no_grad():
+            out = target.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=96, do_sample=False,
+                                  pad_token_id=0)
+            rows = slice(ids.shape[1] - 1, -1)
+            agree += (target(out).logits[0, rows].argmax(-1) == draft(out).logits[0, rows].argmax(-1)).sum().item()
+            total += out.shape[1] - ids.shape[1]
+    return agree / total
+
+
+@torch.no_grad()
 def evaluate(target, draft, ids, device):
-    """Held-out perplexity of both, and how often the draft's argmax equals the target's (a proxy
-    for the greedy acceptance rate)."""
+    """Held-out perplexity of both, and how often the draft's argmax equals the target's on real
+    held-out text (teacher forcing)."""
     gen = torch.Generator().manual_seed(SEED + 99)
     losses, agree, count = {"target": 0.0, "draft": 0.0}, 0, 0
     for _ in range(8):
@@ -159,7 +207,7 @@ def evaluate(target, draft, ids, device):
         agree += (t_logits.argmax(-1) == d_logits.argmax(-1)).sum().item()
         count += labels.numel()
     return {"target_ppl": math.exp(losses["target"]), "draft_ppl": math.exp(losses["draft"]),
-            "greedy_agreement": agree / count}
+            "heldout_agreement": agree / count}
 
 
 def heldout_prompts(tokenizer, texts: list[str], n: int = 24) -> list[str]:
@@ -198,16 +246,25 @@ def main():
     print(f"tokenizer: {len(tokenizer)} entries; {len(train_ids):,} training tokens, "
           f"{len(held_ids):,} held out ({time.perf_counter() - t0:.0f} s)", flush=True)
 
+    windows = lambda gen: random_windows(train_ids, gen)  # noqa: E731
     target = build_model(TARGET_SHAPE, tokenizer).to(args.device)
-    train_loop("target", target, train_ids, int(TARGET_TOKENS * args.scale), lm_loss, args.device, 3e-3)
+    train_loop("target", target, steps_for(TARGET_TOKENS * args.scale), windows, lm_loss, args.device, 3e-3)
     draft = build_model(DRAFT_SHAPE, tokenizer).to(args.device)
-    train_loop("draft", draft, train_ids, int(DRAFT_TOKENS * args.scale), distill_loss(target), args.device, 4e-3)
+    train_loop("draft", draft, steps_for(DRAFT_TOKENS * args.scale), windows, distill_loss(target), args.device, 4e-3)
 
+    target.eval()
+    data = target_continuations(target, train_ids, args.device, max(1, round(ONPOLICY_BATCHES * args.scale)))
+    picks = lambda gen: data[torch.randint(0, len(data), (BATCH,), generator=gen)]  # noqa: E731
+    train_loop("draft on-policy", draft, max(1, round(ONPOLICY_STEPS * args.scale)), picks,
+               distill_loss(target, data_weight=0.0, skip=GEN_PROMPT - 1), args.device, 1e-3, weight_decay=0.0)
+
+    prompts = heldout_prompts(tokenizer, held_texts)
     metrics = evaluate(target, draft, held_ids, args.device)
+    metrics["onpolicy_greedy_agreement"] = onpolicy_agreement(target, draft, tokenizer, prompts[:12], args.device)
     out = pathlib.Path(args.out)
     save(target, tokenizer, out / "target")
     save(draft, tokenizer, out / "draft")
-    (out / "heldout_prompts.json").write_text(json.dumps(heldout_prompts(tokenizer, held_texts), indent=1))
+    (out / "heldout_prompts.json").write_text(json.dumps(prompts, indent=1))
     metrics["train_minutes"] = round((time.perf_counter() - t0) / 60, 1)
     (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1))
     print("done:", json.dumps(metrics), flush=True)
