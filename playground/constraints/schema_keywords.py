@@ -6,20 +6,26 @@ SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 
 
-def keywords(schema):
-    """Yield (keyword, value) for every keyword of the schema and its subschemas."""
+def subschemas(schema):
+    """Yield the schema and every schema nested in it (through keywords, not property names)."""
     if not isinstance(schema, dict):
         return
+    yield schema
     for key, value in schema.items():
-        yield key, value
         if key in SUBSCHEMA:
-            yield from keywords(value)
+            yield from subschemas(value)
         elif key in SUBSCHEMA_LISTS and isinstance(value, list):
             for sub in value:
-                yield from keywords(sub)
+                yield from subschemas(sub)
         elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
             for sub in value.values():
-                yield from keywords(sub)
+                yield from subschemas(sub)
+
+
+def keywords(schema):
+    """Yield (keyword, value) for every keyword of the schema and its subschemas."""
+    for sub in subschemas(schema):
+        yield from sub.items()
 
 
 def drop_noops(schema):

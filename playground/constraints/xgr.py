@@ -6,7 +6,7 @@ import json
 import torch
 import xgrammar as xgr
 
-from playground.constraints.schema_keywords import drop_noops, keywords
+from playground.constraints.schema_keywords import drop_noops, keywords, subschemas
 from playground.constraints.spec import ConstraintSpec
 from playground.errors import PlaygroundError
 
@@ -80,14 +80,13 @@ class XGrammarMatcher:
 def _bounded_formats(schema) -> list[str]:
     """xgrammar drops minLength/maxLength on a string that also has a format, and its ipv4 format
     lets leading zeros through (JSON Schema's ipv4 does not)."""
-    if any(k == "format" and v in INEXACT_FORMATS for k, v in keywords(schema)):
-        return ["format " + "/".join(sorted(INEXACT_FORMATS))]
-    for key, value in keywords(schema):
-        if isinstance(value, dict) and "format" in value and ({"minLength", "maxLength"} & set(value)):
-            return ["minLength/maxLength together with format"]
-    if isinstance(schema, dict) and "format" in schema and ({"minLength", "maxLength"} & set(schema)):
-        return ["minLength/maxLength together with format"]
-    return []
+    found = []
+    for sub in subschemas(schema):
+        if sub.get("format") in INEXACT_FORMATS:
+            found.append(f"format {sub['format']}")
+        if "format" in sub and {"minLength", "maxLength"} & set(sub):
+            found.append("minLength/maxLength together with format")
+    return sorted(set(found))
 
 
 def _clean(exc: Exception) -> str:
