@@ -9,6 +9,7 @@ def summarize(events: list, wall_s: float) -> dict:
     generated = sum(len(r.committed) for r in rounds)
     proposed = sum(r.proposed for r in rounds)
     accepted = sum(r.accepted for r in rounds)
+    rejections = sum(r.accepted < r.proposed for r in rounds)
     target_passes = sum(r.target_passes for r in rounds) + (prefill.target_passes if prefill else 0)
     draft_passes = sum(r.draft_passes for r in rounds) + (prefill.draft_passes if prefill else 0)
     return {
@@ -18,6 +19,7 @@ def summarize(events: list, wall_s: float) -> dict:
         "proposed": proposed,
         "accepted": accepted,
         "acceptance_rate": _ratio(accepted, proposed),
+        "token_acceptance": _ratio(accepted, accepted + rejections),
         "mean_accepted_per_round": _ratio(accepted, len(rounds)),
         "tokens_per_target_pass": _ratio(generated, target_passes),
         "tokens_per_round": _ratio(generated, len(rounds)),
@@ -32,7 +34,10 @@ def summarize(events: list, wall_s: float) -> dict:
 
 def expected_tokens_per_round(acceptance: float, k: int) -> float:
     """(1 - a^(k+1)) / (1 - a): tokens per target pass when each draft token is accepted with
-    probability a independently (Leviathan et al. 2023, eq. 1)."""
+    probability a independently (Leviathan et al. 2023, eq. 1). `a` is that per-token probability
+    (stats["token_acceptance"]: accepted / (accepted + rejections), its estimate from a run), not
+    the share of proposed tokens accepted, which is lower because tokens after a rejection are
+    proposed but never judged."""
     if acceptance >= 1.0:
         return k + 1.0
     return (1 - acceptance ** (k + 1)) / (1 - acceptance)

@@ -40,6 +40,7 @@ class Preset:
     system: str = ""
     schema: str = ""  # JSON Schema text (optional constraint)
     regex: str = ""  # regular expression (optional constraint)
+    schema_in_prompt: bool = False  # append the schema to the prompt so the model knows the shape
     gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from playground.config import SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
-from playground.engine.proposers import DraftModelProposer, PromptLookupProposer
+from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
 from playground.errors import PlaygroundError
@@ -18,16 +18,21 @@ __all__ = ["constrain", "encode_prompt", "generate", "load_pair", "run", "settin
 
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-             max_new_tokens: int = 128) -> SpecConfig:
-    """Validated run settings (raises PlaygroundError naming the bad value)."""
-    return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed,
+             max_new_tokens: int = 128, policy: str = "fixed", confidence: float = 0.5) -> SpecConfig:
+    """Validated run settings (raises PlaygroundError naming the bad value). With an adaptive
+    `policy` ("schedule" or "confidence"), k is the most the draft proposes in a round."""
+    return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed, policy=policy, confidence=confidence,
                       sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
 
 
-def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None) -> list[int]:
-    """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models)."""
+def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None,
+                  schema: str | None = None) -> list[int]:
+    """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models); `schema`
+    (JSON Schema text) is appended to the request so the model knows the shape it must write."""
     if not text or not text.strip():
         raise PlaygroundError("the prompt is empty")
+    if schema:
+        text = f"{text}\n\nAnswer with JSON that matches this JSON Schema:\n{schema.strip()}"
     tok = pair.tokenizer
     if chat and getattr(tok, "chat_template", None):
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": text}]
@@ -55,7 +60,7 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
     """Stream the events of one run: speculative with the pair's draft, or target-only; `guide`
     (from Constraint.guide) keeps every token inside the constraint."""
     check_prompt_ids(pair, prompt_ids)
-    target = ModelRunner(pair.target, pair.vocab)
+    target = ModelRunner(pair.target, pair.vocab, pair.target_threads)
     return speculate(target, _proposer(pair, speculative), prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
 
 
@@ -64,7 +69,8 @@ def _proposer(pair: Pair, speculative: bool):
         return NoProposer()
     if pair.draft is None:
         return PromptLookupProposer(pair.device)
-    return DraftModelProposer(ModelRunner(pair.draft, pair.vocab))
+    draft = DraftModelProposer(ModelRunner(pair.draft, pair.vocab, pair.draft_threads))
+    return CascadeProposer(draft, PromptLookupProposer(pair.device)) if pair.cascade else draft
 
 
 def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,

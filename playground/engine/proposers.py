@@ -13,6 +13,7 @@ import torch
 from playground.config import SamplingParams
 from playground.engine.runner import ModelRunner
 from playground.engine.sampling import draw, mask_logits, warp
+from playground.engine.verify import verify_greedy, verify_sampled
 
 
 @dataclass(slots=True)
@@ -22,6 +23,7 @@ class DraftContext:
     sampling: SamplingParams
     generator: torch.Generator | None
     guide: object | None = None
+    min_confidence: float | None = None  # stop drafting before a token the draft is less sure of
 
 
 @dataclass(slots=True)
@@ -50,12 +52,24 @@ class DraftModelProposer:
 
     def propose(self, k: int, ctx: DraftContext) -> Proposal:
         pending = self._ids(self.seq[self.runner.length:])  # committed tokens not yet cached (1 or more)
-        tokens, probs, guide = [], [], ctx.guide
+        tokens, probs, passes, stop = self.draft_loop(pending, k, ctx)
+        if not tokens:
+            return Proposal(self._ids([]), None, passes, stop or "k=0")
+        return Proposal(torch.cat(tokens), torch.cat(probs), passes, stop)
+
+    def draft_loop(self, pending: torch.Tensor, k: int, ctx: DraftContext):
+        """Draft up to k tokens after feeding `pending` -> (tokens, probs, passes, stop reason)."""
+        tokens, probs, guide, passes = [], [], ctx.guide, 0
         for _ in range(k):
             logits = self.runner.forward(pending, keep=1)  # [1, V]
+            passes += 1
             if guide is not None:
                 logits = mask_logits(logits, guide.next_mask()[None])
             p = warp(logits, ctx.sampling)  # [1, V]
+            if ctx.min_confidence is not None and (top := p.max().item()) < ctx.min_confidence:
+                if guide is not None:
+                    guide.rows -= 1  # that mask row was not used
+                return tokens, probs, passes, f"draft unsure (p={top:.2f} < {ctx.min_confidence})"
             token = draw(p, logits, ctx.sampling, ctx.generator)  # [1]
             tokens.append(token)
             probs.append(p)
@@ -63,11 +77,8 @@ class DraftModelProposer:
             if guide is not None:  # the constraint needs the token on the host anyway
                 guide.consume_draft(int(token))
                 if guide.draft_stopped():
-                    break
-        if not tokens:
-            return Proposal(self._ids([]), None, 0, "k=0")
-        stop = "" if len(tokens) == k else "draft wrote EOS"
-        return Proposal(torch.cat(tokens), torch.cat(probs), len(tokens), stop)
+                    return tokens, probs, passes, "draft wrote EOS"
+        return tokens, probs, passes, ""
 
     def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
         # The cache holds seq + the first k-1 drafts; of those, the first n_accepted are now committed.
@@ -95,8 +106,7 @@ class PromptLookupProposer:
         return 0
 
     def propose(self, k: int, ctx: DraftContext) -> Proposal:
-        self._index_new_ngrams()
-        guess = self._lookup(k)
+        guess = self.guess(k)
         if ctx.guide is not None:
             guess = ctx.guide.allowed_prefix(guess)
         stop = "" if len(guess) == k else "no match" if not guess else "match ended"
@@ -104,6 +114,11 @@ class PromptLookupProposer:
 
     def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
         self.seq.extend(new_tokens)
+
+    def guess(self, k: int) -> list[int]:
+        """Up to k tokens that followed the latest earlier occurrence of the current suffix."""
+        self._index_new_ngrams()
+        return self._lookup(k)
 
     def _index_new_ngrams(self) -> None:
         """Register every n-gram that has a continuation, i.e. ends before the last position."""
@@ -118,3 +133,38 @@ class PromptLookupProposer:
             if end is not None:
                 return self.seq[end:end + k]
         return []
+
+
+class CascadeProposer:
+    """Prompt lookup drafts for the draft model, which drafts for the target. The draft model checks
+    the looked-up guess in one pass with the same acceptance rule (keeping exactly what it would
+    have written itself), then drafts the rest alone. Its proposals keep the draft model's
+    distribution, so the target's check stays exact. Under a constraint it drafts alone."""
+    name = "cascade"
+
+    def __init__(self, draft: DraftModelProposer, lookup: PromptLookupProposer):
+        self.draft, self.lookup = draft, lookup
+
+    def start(self, prompt: list[int]) -> int:
+        self.lookup.start(prompt)
+        return self.draft.start(prompt)
+
+    def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
+        self.lookup.commit(n_accepted, new_tokens)
+        self.draft.commit(n_accepted, new_tokens)
+
+    def propose(self, k: int, ctx: DraftContext) -> Proposal:
+        guess = self.lookup.guess(k - 1) if ctx.guide is None and k > 1 else []  # + the draft's own token <= k
+        if not guess:
+            return self.draft.propose(k, ctx)
+        runner, g = self.draft.runner, self.draft._ids(guess)
+        pending = self.draft._ids(self.draft.seq[runner.length:])
+        logits = runner.forward(torch.cat([pending, g]), keep=len(guess) + 1)  # [m+1, V]: one pass
+        p = warp(logits, ctx.sampling)
+        n, nxt = verify_greedy(logits, g) if ctx.sampling.greedy else verify_sampled(p, None, g, ctx.generator)
+        n = int(n)
+        runner.crop(runner.length - (len(guess) - n))  # keep the guesses the draft agreed with
+        tokens, probs = [g[:n], nxt.view(1)], [p[: n + 1]]
+        more, more_probs, passes, stop = self.draft.draft_loop(nxt.view(1), k - n - 1, ctx)
+        return Proposal(torch.cat(tokens + more), torch.cat(probs + more_probs), 1 + passes,
+                        stop or f"lookup gave {len(guess)}, draft kept {n}")

@@ -22,6 +22,7 @@ from playground.config import SpecConfig
 from playground.engine.detok import Detokenizer
 from playground.engine.proposers import DraftContext, Proposal
 from playground.engine.runner import ModelRunner
+from playground.engine.schedule import make_schedule
 from playground.engine.sampling import make_generator, mask_logits, warp
 from playground.engine.timing import Clock
 from playground.engine.verify import verify_greedy, verify_sampled
@@ -50,6 +51,7 @@ class _Run:
     ctx: DraftContext
     clock: Clock
     budget: int  # tokens still allowed
+    schedule: object  # next_k() / observe(): the draft-length policy
     rounds: int = 0
 
 
@@ -62,8 +64,10 @@ def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig,
     clock = Clock(target.device)
     generator = None if cfg.sampling.greedy else make_generator(cfg.seed, target.device)
     yield _prefill(target, proposer, prompt, clock)
-    ctx = DraftContext(cfg.sampling, generator, guide)
-    run = _Run(list(prompt), Detokenizer(tokenizer, prompt), ctx, clock, cfg.max_new_tokens)
+    confidence = cfg.confidence if cfg.policy == "confidence" else None
+    ctx = DraftContext(cfg.sampling, generator, guide, confidence)
+    run = _Run(list(prompt), Detokenizer(tokenizer, prompt), ctx, clock, cfg.max_new_tokens,
+               make_schedule(cfg.policy, cfg.k))
     while True:
         event = _round(target, proposer, run, cfg, eos_ids)
         yield event
@@ -78,7 +82,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     if run.budget == 0 or (events and events[-1].token_id in eos_ids):
         finish = "eos" if events[-1].token_id in eos_ids else "length"
         return _round_event(run, events, 0, 0, None, 0.0, 0.0, started, finish, 0)
-    k = min(cfg.k, run.budget - 1)  # never draft past the token budget
+    k = min(run.schedule.next_k(), run.budget - 1)  # never draft past the token budget
     t0 = clock.mark()
     proposal = proposer.propose(k, run.ctx)
     t1 = clock.mark()
@@ -95,6 +99,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     proposer.commit(kept, new)
     if guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
+    run.schedule.observe(len(verdict.drafts), kept)
     run.budget -= len(new)
     if finish is None and run.budget == 0:
         finish = "length"

@@ -1,0 +1,69 @@
+"""Smarter drafting (adaptive draft length, cascades) stays lossless: greedy output equals the
+target's, sampling reproduces the target's distribution, and no round proposes more than k."""
+import pytest
+
+from playground import session
+from playground.engine.schedule import HeuristicK
+from tests import tiny
+from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
+from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, chi_square_p, exact_joint, small  # noqa: F401
+
+MODES = {"schedule": dict(policy="schedule"), "confidence": dict(policy="confidence", confidence=0.6),
+         "cascade": dict(policy="fixed")}
+
+
+def mode_pair(mode, target, draft, tokenizer, eos_ids=()):
+    pair = tiny.make_pair(target, draft, tokenizer, eos_ids=eos_ids)
+    pair.cascade = mode == "cascade"
+    return pair
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [2, 5, 9])
+def test_greedy_identity(mode, k, target, noisy_draft, tokenizer):
+    pair = mode_pair(mode, target, noisy_draft, tokenizer)
+    prompt = tokenizer(PROMPT + "name\n    for name in os.listdir(path):\n        ").input_ids
+    result = session.run(pair, prompt, session.settings(k=k, max_new_tokens=48, **MODES[mode]))
+    assert result.token_ids == hf_greedy(target, prompt, 48, eos_id=NO_EOS)
+    assert all(r.proposed <= k for r in result.rounds)  # never more than the ceiling
+
+
+def test_schedule_follows_plus_two_minus_one(target, noisy_draft, tokenizer):
+    pair = mode_pair("schedule", target, noisy_draft, tokenizer)
+    result = session.run(pair, tokenizer(PROMPT).input_ids, session.settings(k=8, max_new_tokens=80, policy="schedule"))
+    expected = HeuristicK(8)
+    for r in result.rounds[:-1]:  # the last round is cut by the token budget
+        assert r.k == expected.next_k()
+        expected.observe(r.proposed, r.accepted)
+    assert len({r.k for r in result.rounds}) > 1
+
+
+def test_confidence_stop_is_shown(target, noisy_draft, tokenizer):
+    pair = mode_pair("confidence", target, noisy_draft, tokenizer)
+    result = session.run(pair, tokenizer(PROMPT).input_ids,
+                         session.settings(k=6, max_new_tokens=40, policy="confidence", confidence=0.05))
+    stops = [r.stop_reason for r in result.rounds if r.stop_reason.startswith("draft unsure")]
+    assert stops and all(r.proposed < 6 for r in result.rounds if r.stop_reason.startswith("draft unsure"))
+
+
+def test_cascade_uses_lookup_and_saves_draft_passes(target, tokenizer):
+    repetitive = tokenizer("a = [1, 2, 3]\nb = [1, 2, 3]\nc = [1, 2, 3]\nd = [1, 2, 3]\n").input_ids
+    pair = mode_pair("cascade", target, target, tokenizer)  # the draft agrees with every true guess
+    cascade = session.run(pair, repetitive, session.settings(k=6, max_new_tokens=40))
+    plain = session.run(mode_pair("fixed", target, target, tokenizer), repetitive, session.settings(k=6, max_new_tokens=40))
+    assert cascade.token_ids == plain.token_ids
+    assert any("lookup gave" in r.stop_reason for r in cascade.rounds)
+    assert cascade.stats["draft_passes"] < plain.stats["draft_passes"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sampling_matches_target(small, mode):  # noqa: F811
+    tok, target, draft = small
+    pair = mode_pair(mode, target, draft, tok)
+    params = CASES["plain"]
+    counts = {}
+    for seed in range(N_RUNS):
+        cfg = session.settings(k=2, max_new_tokens=3, seed=seed, **params, **MODES[mode])
+        ids = tuple(session.run(pair, [3, 1, 4, 1, 5, 9, 2, 6, 5, 3], cfg).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN
