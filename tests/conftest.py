@@ -31,3 +31,18 @@ def noisy_draft(target):
 def saved_pair(tmp_path_factory, tokenizer, target, noisy_draft):
     root = tmp_path_factory.mktemp("pair")
     return tiny.save(target, tokenizer, root / "target"), tiny.save(noisy_draft, tokenizer, root / "draft")
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """The real app on 127.0.0.1 (a free port), stopped after the tests."""
+    import socket
+
+    import app
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app.demo.queue(default_concurrency_limit=app.CONCURRENCY).launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, show_error=True)
+    yield f"http://127.0.0.1:{port}/"
+    app.demo.close()

@@ -1,0 +1,384 @@
+"""Speculative decoding & structured output playground: the web UI. Layout and wiring only; the
+`playground` package does the work and this module renders what it yields."""
+import spaces  # noqa: F401  (first: on ZeroGPU it must load before anything touches CUDA)
+
+import json
+import os
+import tempfile
+
+import gradio as gr
+
+from playground import experiments, live, plots, render, session
+from playground.constraints.spec import check_regex, parse_schema
+from playground.errors import PlaygroundError
+from playground.metrics import expected_speedup, expected_tokens_per_round, summarize
+from playground.models import custom_models_allowed, load_pair
+from playground.presets import all_presets, default_preset_name
+from playground.share import Settings, from_query, share_url
+
+PRESETS = all_presets()
+DEFAULT = Settings.from_preset(PRESETS[default_preset_name()])
+GPU_SECONDS = int(os.environ.get("PLAYGROUND_GPU_SECONDS", "120"))  # ZeroGPU budget per run
+CONCURRENCY = int(os.environ.get("PLAYGROUND_CONCURRENCY", "1"))  # runs sharing the device at once
+MODELS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})
+CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
+EXAMPLE_CONSTRAINTS = {
+    "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "languages": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}},
+        "required": ["name", "age", "languages"], "additionalProperties": False}, indent=1)),
+    "JSON: package metadata": ("JSON schema", PRESETS["demo-json"].schema.strip()),
+    "regex: ISO date": ("regex", r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"),
+    "regex: IPv4": ("regex", r"((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"),
+    "regex: semantic version": ("regex", r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})"),
+}
+ABOUT = """
+**How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
+forward pass. Green tokens are guesses the target kept, red struck-through ones it refused (they are not
+part of the text), orange is the target's own token where it refused, blue the extra token it adds when
+every guess was kept, grey a token the constraint forces. Hover a token for its probabilities.
+
+**Why the output does not change.** Under greedy decoding a guess is kept only if it is the target's own
+choice, so the text is exactly the target's. When sampling, a guess `x` is kept with probability
+`min(1, p_target(x) / p_draft(x))` and a refusal draws from `max(0, p_target - p_draft)` renormalised:
+the output has exactly the target's distribution.
+
+**Expected tokens per target pass** when each guess is kept with probability `α` and the draft makes `k`
+guesses: `(1 - α^(k+1)) / (1 - α)`. `α` is per token; the *acceptance rate* shown (kept / proposed) is lower,
+because guesses after a refusal are proposed but never judged. The speedup also pays for the draft: divide by
+`k * c + 1`, where `c` is a draft pass's cost in target passes.
+"""
+
+
+# -- settings <-> components -----------------------------------------------------------------------
+
+def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
+                         system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
+                         confidence) -> Settings:
+    return Settings(preset=preset or "", target=target or "", draft=draft or "", k=int(k), temperature=float(temperature),
+                    top_p=float(top_p), top_k=int(top_k), seed=int(seed), max_new_tokens=int(max_new_tokens),
+                    prompt=prompt or "", system=system or "", chat=bool(chat),
+                    schema=constraint if kind == "JSON schema" else "", regex=constraint if kind == "regex" else "",
+                    backend=backend, compare=bool(compare), schema_in_prompt=bool(schema_in_prompt),
+                    policy=policy, confidence=float(confidence))
+
+
+def inputs_from_settings(s: Settings) -> list:
+    kind = "JSON schema" if s.schema.strip() else "regex" if s.regex.strip() else "none"
+    text = s.schema.strip() or s.regex
+    return [s.preset, s.target, s.draft, s.k, s.temperature, s.top_p, s.top_k, s.seed, s.max_new_tokens, s.prompt,
+            s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence]
+
+
+def preset_note(name: str) -> str:
+    preset = PRESETS.get(name)
+    if preset is None:
+        return ""
+    return f"{preset.purpose}" + (" *A GPU is recommended.*" if preset.gpu else "")
+
+
+def apply_preset(name: str):
+    if name not in PRESETS:
+        raise gr.Error(f"unknown preset '{name}'")
+    return inputs_from_settings(Settings.from_preset(PRESETS[name])) + [preset_note(name)]
+
+
+def example_settings(name: str, prompt: str):
+    values = apply_preset(name)
+    return [*values[:9], prompt, *values[10:]]
+
+
+def restore_from_url(request: gr.Request):
+    """demo.load: settings from the page's query parameters; what is ignored is said, never run."""
+    params = dict(request.query_params) if request is not None else {}
+    if not params:
+        return inputs_from_settings(DEFAULT) + [preset_note(DEFAULT.preset), ""]
+    settings, notices = from_query(params, custom_models_allowed())
+    note = "".join(f"- {n}\n" for n in notices)
+    return inputs_from_settings(settings) + [preset_note(settings.preset), note and f"**Link notices**\n{note}"]
+
+
+def make_share_link(*values, request: gr.Request = None) -> str:
+    base = str(request.request.base_url) if request is not None and request.request is not None else "http://localhost:7860/"
+    return share_url(base, settings_from_inputs(*values))
+
+
+def check_constraint(kind: str, text: str) -> str:
+    """Checks as the user types (JSON, meta-schema, regex syntax); the backend checks the rest at Run."""
+    if kind == "none" or not (text or "").strip():
+        return ""
+    try:
+        parse_schema(text) if kind == "JSON schema" else check_regex(text)
+    except PlaygroundError as exc:
+        return f'<span class="badge badge-bad" id="constraint-error">{exc}</span>'
+    return '<span class="badge badge-ok">looks fine</span>'
+
+
+# -- the run -----------------------------------------------------------------------------------------
+
+def _view(snap: live.Snapshot, final: bool):
+    """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over)."""
+    result = snap.result
+    stats = result.stats if result else summarize(snap.events, live.engine_seconds(snap.events))
+    stream = render.token_stream(snap.events, snap.eos_ids)
+    metric = render.metrics(stats, snap.settings.k, live.speedup(snap),
+                            (snap.baseline.token_ids == result.token_ids) if snap.baseline and snap.settings.temperature == 0 else None)
+    if not final:
+        return [stream, metric, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(),
+                gr.skip()]
+    baseline_text = snap.baseline.text if snap.baseline else ""
+    pretty = _pretty_json(result.text) if snap.settings.schema.strip() else None
+    return [stream, metric, result.text, baseline_text, render.validity_badge(result.valid, result.validation_error),
+            pretty, plots.accepted_histogram(snap.events, snap.settings.k), plots.acceptance_by_position(snap.events),
+            plots.cumulative_tokens(snap.events, snap.baseline_events),
+            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), _download(snap)]
+
+
+def _pretty_json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _download(snap: live.Snapshot) -> str:
+    path = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="speculative-run-", delete=False)
+    with path:
+        json.dump(live.run_to_dict(snap), path, indent=1)
+    return path.name
+
+
+@spaces.GPU(duration=GPU_SECONDS)
+def run(*values, progress=gr.Progress()):
+    """Run the current settings: stream the coloured tokens and metrics, then charts and files."""
+    settings = settings_from_inputs(*values)
+    yield [render.token_stream([]), render.metrics(None, settings.k), "", "", "", None, None, None, None, None, None,
+           None]  # clear the previous run at once
+    try:
+        snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg))
+        snap = None
+        for snap in snaps:
+            if snap.phase == "speculative":
+                yield _view(snap, final=False) + [gr.skip()]
+            elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
+                done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
+                note = f"measuring the target alone for comparison: {done} tokens so far"
+                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note), gr.skip(),
+                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8
+    except PlaygroundError as exc:
+        raise gr.Error(str(exc)) from None
+    measured = {"k": settings.k, "acceptance_rate": snap.result.stats["token_acceptance"], "speedup": live.speedup(snap)}
+    yield _view(snap, final=True) + [measured]
+
+
+def remember_run(measured: dict | None, history: list) -> list:
+    """Keep this browser session's measured runs for the speedup calculator."""
+    if measured and measured.get("speedup"):
+        return (history or []) + [measured]
+    return history or []
+
+
+# -- experiments ---------------------------------------------------------------------------------
+
+@spaces.GPU(duration=GPU_SECONDS * 3)
+def run_sweep(axis, values_text, prompts_text, *values, progress=gr.Progress()):
+    settings = settings_from_inputs(*values)
+    try:
+        values_list = experiments.parse_values(values_text, int if axis == "k" else float)
+        prompts = experiments.prompt_lines(prompts_text) or [settings.prompt]
+        pair, _, cfg, constraint = live.prepare(settings, lambda f, msg: progress(f, desc=msg))
+        prompt_ids = [session.encode_prompt(pair, p, settings.chat, settings.system or None) for p in prompts]
+        rows = []
+        for rows in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
+            yield _table(rows), plots.sweep_chart(rows, axis), gr.skip()
+    except (PlaygroundError, ValueError) as exc:
+        raise gr.Error(str(exc)) from None
+    path = tempfile.NamedTemporaryFile("w", suffix=".csv", prefix=f"sweep-{axis}-", delete=False)
+    with path:
+        path.write(experiments.to_csv(rows))
+    yield _table(rows), plots.sweep_chart(rows, axis), path.name
+
+
+def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
+    return [[round(r[c], 3) if isinstance(r[c], float) else r[c] for c in columns] for r in rows]
+
+
+@spaces.GPU(duration=GPU_SECONDS * 3)
+def run_comparison(variants, prompts_text, *values, progress=gr.Progress()):
+    """Several ways of drafting for the current target, on one prompt set."""
+    settings = settings_from_inputs(*values)
+    if not variants:
+        raise gr.Error("pick at least one way of drafting")
+    try:
+        live.check_models(settings)
+        _, _, cfg, _ = live.prepare(settings, lambda f, msg: progress(f, desc=msg))
+        prompts = experiments.prompt_lines(prompts_text) or [settings.prompt]
+        encode = lambda pair, text: session.encode_prompt(pair, text, settings.chat, settings.system or None)  # noqa: E731
+        for rows in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
+                                               lambda f, msg: progress(f, desc=msg)):
+            yield _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)
+    except (PlaygroundError, ValueError) as exc:
+        raise gr.Error(str(exc)) from None
+
+
+def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
+    per_round = expected_tokens_per_round(acceptance, int(k))
+    speed = expected_speedup(acceptance, int(k), cost_ratio)
+    best = max(range(1, 17), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))
+    text = (f"**{per_round:.2f}** tokens per target pass, expected speedup **{speed:.2f}x** "
+            f"(best k for these numbers: {best})")
+    return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
+
+
+# -- the public web API ----------------------------------------------------------------------------
+
+def generate(prompt: str, preset: str = "demo", k: int = 0, temperature: float = -1.0, max_new_tokens: int = 0,
+             seed: int = 0, schema: str = "", regex: str = "", compare: bool = False) -> dict:  # a generator of dicts
+    """Stream a run of a preset as JSON snapshots: tokens with kinds and probabilities, stats, validity.
+    k, temperature and max_new_tokens fall back to the preset's values when left at 0 / -1 / 0."""
+    if preset not in PRESETS:
+        raise gr.Error(f"unknown preset '{preset}'; available: {', '.join(PRESETS)}")
+    base = Settings.from_preset(PRESETS[preset])
+    settings = Settings(**{**{f: getattr(base, f) for f in base.__slots__}, "prompt": prompt or base.prompt,
+                           "k": k or base.k, "temperature": base.temperature if temperature < 0 else temperature,
+                           "max_new_tokens": max_new_tokens or base.max_new_tokens, "seed": seed,
+                           "schema": schema or (base.schema if not regex else ""), "regex": regex, "compare": compare})
+    try:
+        for snap in live.live_run(settings):
+            yield live.run_to_dict(snap)
+    except PlaygroundError as exc:
+        raise gr.Error(str(exc)) from None
+
+
+# -- layout ------------------------------------------------------------------------------------------
+
+with gr.Blocks(title="Speculative decoding playground") as demo:
+    gr.HTML(f"<style>{render.CSS}</style>")
+    gr.Markdown("# Speculative decoding & structured output playground\n"
+                "A small draft model guesses, the large target verifies several tokens in one pass, the output "
+                "stays exactly the target's. Paste a JSON Schema or a regex and every token stays valid.")
+    link_notice = gr.Markdown()
+    with gr.Tab("Playground"):
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset")
+                note = gr.Markdown(preset_note(DEFAULT.preset))
+                target = gr.Dropdown(MODELS, value=DEFAULT.target, label="Target model",
+                                     allow_custom_value=custom_models_allowed())
+                draft = gr.Dropdown(MODELS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
+                                    allow_custom_value=custom_models_allowed())
+                k = gr.Slider(1, 16, value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
+                policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
+                                  info="schedule: +2 after a fully kept round, -1 after a rejection; confidence: the "
+                                       "draft stops when unsure. With both, k is the ceiling.")
+                confidence = gr.Slider(0.05, 0.95, value=0.5, step=0.05, label="Confidence threshold")
+                temperature = gr.Slider(0, 2, value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
+                max_new_tokens = gr.Slider(8, 1024, value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
+                                           elem_id="max-tokens")
+                compare = gr.Checkbox(value=True, label="Compare with the target alone")
+                with gr.Accordion("Advanced", open=False):
+                    top_p = gr.Slider(0.05, 1, value=DEFAULT.top_p, step=0.05, label="Top-p")
+                    top_k = gr.Slider(0, 200, value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
+                    seed = gr.Number(value=0, precision=0, label="Seed")
+                    chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
+                    system = gr.Textbox(label="System prompt", lines=2)
+                    backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
+            with gr.Column(scale=2):
+                prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
+                with gr.Accordion("Structured output (JSON Schema or regex)", open=bool(DEFAULT.schema or DEFAULT.regex)):
+                    kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
+                    constraint = gr.Code(language="json", lines=6, label="Schema or pattern", interactive=True)
+                    constraint_check = gr.HTML()
+                    schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt")
+                    example_constraint = gr.Dropdown(list(EXAMPLE_CONSTRAINTS), label="Examples", value=None)
+                with gr.Row():
+                    run_btn = gr.Button("Run", variant="primary", elem_id="run-button")
+                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button")
+                    share_btn = gr.Button("Share link", elem_id="share-button")
+                share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link")
+                gr.HTML(render.legend())
+                stream = gr.HTML(render.token_stream([]), elem_id="stream")
+                metrics_html = gr.HTML(render.metrics(None, DEFAULT.k))
+                badge = gr.HTML()
+                with gr.Tabs():
+                    with gr.Tab("Text"):
+                        text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
+                    with gr.Tab("Target alone"):
+                        baseline_text = gr.Textbox(label="Target-only output", lines=8, buttons=["copy"])
+                    with gr.Tab("JSON"):
+                        pretty = gr.JSON(label="Parsed output", open=True)
+                    with gr.Tab("Charts"):
+                        with gr.Row():
+                            hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot")
+                            pos_plot = gr.Plot(label="By draft position")
+                        with gr.Row():
+                            cum_plot = gr.Plot(label="Tokens vs passes")
+                            time_plot = gr.Plot(label="Time split")
+                download = gr.DownloadButton("Download run (JSON)", value=None)
+        SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
+                    kind, constraint, backend, compare, schema_in_prompt, policy, confidence]
+        offline = [[p.name, p.prompt] for p in PRESETS.values() if p.target.startswith("demo-")]
+        gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note], fn=example_settings, run_on_click=True,
+                    label="Offline examples (click to load)", api_visibility="private")
+        with gr.Accordion("How to read this", open=False):
+            gr.Markdown(ABOUT)
+
+    with gr.Tab("Experiments"):
+        gr.Markdown("Sweep one setting over a set of prompts (one per line, `\\n` for a newline); everything else "
+                    "comes from the Playground tab. Both columns are measured side by side in this process.")
+        with gr.Row():
+            axis = gr.Radio(["k", "temperature"], value="k", label="Sweep")
+            sweep_values = gr.Textbox(value="1,2,3,4,6,8", label="Values")
+        sweep_prompts = gr.Textbox(lines=4, label="Prompts (empty: the prompt of the Playground tab)")
+        sweep_btn = gr.Button("Run sweep", variant="primary")
+        sweep_table = gr.Dataframe(headers=experiments.COLUMNS, label="Results", interactive=False)
+        sweep_plot = gr.Plot()
+        sweep_csv = gr.DownloadButton("Download CSV", value=None)
+        gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
+                    "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
+        variants = gr.CheckboxGroup(list(experiments.VARIANTS), value=list(experiments.VARIANTS), label="Drafts")
+        compare_btn = gr.Button("Compare drafts", variant="primary")
+        compare_table = gr.Dataframe(headers=experiments.COMPARE_COLUMNS, label="Results", interactive=False)
+        compare_plot = gr.Plot()
+        gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
+                    "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
+                    "(k c + 1)`. Your measured runs (their estimated α) appear as red crosses.")
+        with gr.Row():
+            calc_a = gr.Slider(0, 0.99, value=0.7, step=0.01, label="per-token acceptance α")
+            calc_k = gr.Slider(1, 16, value=4, step=1, label="k")
+            calc_c = gr.Slider(0.01, 1, value=0.1, step=0.01, label="cost ratio c")
+        calc_text = gr.Markdown()
+        calc_plot = gr.Plot()
+
+    history = gr.State([])
+    measured = gr.State(None)
+    RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
+                   download, measured]
+
+    preset.input(apply_preset, preset, SETTINGS + [note], api_visibility="private")
+    demo.load(restore_from_url, None, SETTINGS + [note, link_notice], api_visibility="private")
+    run_event = run_btn.click(run, SETTINGS, RUN_OUTPUTS, api_name="run", concurrency_limit=CONCURRENCY,
+                              concurrency_id="device")
+    run_event.then(remember_run, [measured, history], history, api_visibility="private")
+    stop_btn.click(None, None, None, cancels=[run_event], api_visibility="private")
+    share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link")
+    for trigger in (kind.change, constraint.change):
+        trigger(check_constraint, [kind, constraint], constraint_check, api_visibility="private")
+    example_constraint.input(lambda name: EXAMPLE_CONSTRAINTS[name] if name else (gr.skip(), gr.skip()),
+                             example_constraint, [kind, constraint], api_visibility="private")
+    sweep_event = sweep_btn.click(run_sweep, [axis, sweep_values, sweep_prompts] + SETTINGS,
+                                  [sweep_table, sweep_plot, sweep_csv], api_name="sweep",
+                                  concurrency_limit=CONCURRENCY, concurrency_id="device")
+    compare_btn.click(run_comparison, [variants, sweep_prompts] + SETTINGS, [compare_table, compare_plot],
+                      api_name="compare_drafts", concurrency_limit=CONCURRENCY, concurrency_id="device")
+    for slider in (calc_a, calc_k, calc_c):
+        slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
+    history.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
+    demo.load(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
+    gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id="device")
+
+if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, moved to the GPU per call
+    load_pair(DEFAULT.target, DEFAULT.draft)
+
+if __name__ == "__main__":
+    demo.queue(default_concurrency_limit=CONCURRENCY).launch(show_error=True)

@@ -1,0 +1,134 @@
+"""Sweeps for the Experiments tab: K or temperature over a prompt set, speculative against the
+target alone, measured side by side in one process (interleaved per prompt, after a warm-up)."""
+import csv
+import dataclasses
+import io
+from collections.abc import Iterator
+
+from playground import session
+from playground.config import SpecConfig
+from playground.live import engine_seconds
+
+COLUMNS = ["k", "temperature", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s",
+           "speedup", "prompts", "tokens"]
+
+
+def prompt_lines(text: str) -> list[str]:
+    """One prompt per non-empty line, with the two characters \\n standing for a newline."""
+    return [line.replace("\\n", "\n") for line in (text or "").splitlines() if line.strip()]
+
+
+def parse_values(text: str, kind=float) -> list:
+    """'1, 2,4' -> [1, 2, 4]; raises ValueError with the offending item."""
+    values = []
+    for item in text.replace(";", ",").split(","):
+        if item.strip():
+            try:
+                values.append(kind(item.strip()))
+            except ValueError:
+                raise ValueError(f"'{item.strip()}' is not a number") from None
+    if not values:
+        raise ValueError("give at least one value")
+    return values
+
+
+def _timed(pair, ids, cfg, speculative, constraint) -> tuple[float, dict]:
+    guide = session.new_guide(constraint, cfg)
+    events = list(session.generate(pair, ids, cfg, speculative, guide))
+    seconds = engine_seconds(events)
+    return seconds, session.collect(pair, events, seconds, constraint, guide).stats
+
+
+def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
+    if axis == "k":
+        return dataclasses.replace(cfg, k=int(value))
+    return dataclasses.replace(cfg, sampling=dataclasses.replace(cfg.sampling, temperature=float(value)))
+
+
+def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: list,
+          constraint=None) -> Iterator[list[dict]]:
+    """Yield the table so far after each value; every row aggregates all prompts."""
+    for ids in prompts[:1]:  # warm-up, so one-time costs are in neither column
+        _timed(pair, ids, dataclasses.replace(cfg, max_new_tokens=4), True, constraint)
+    rows = []
+    baselines: dict = {}
+    for value in values:
+        run_cfg = _with(cfg, axis, value)
+        totals = dict(spec_s=0.0, base_s=0.0, tokens=0, base_tokens=0, proposed=0, accepted=0, passes=0)
+        for i, ids in enumerate(prompts):
+            key = (i, run_cfg.sampling)
+            if key not in baselines:  # the target alone depends on the sampling, not on k
+                baselines[key] = _timed(pair, ids, run_cfg, False, constraint)
+            spec_s, stats = _timed(pair, ids, run_cfg, True, constraint)
+            base_s, base_stats = baselines[key]
+            totals["spec_s"] += spec_s
+            totals["base_s"] += base_s
+            totals["tokens"] += stats["generated_tokens"]
+            totals["base_tokens"] += base_stats["generated_tokens"]
+            for name in ("proposed", "accepted"):
+                totals[name] += stats[name]
+            totals["passes"] += stats["target_passes"]
+        rows.append(_row(run_cfg, totals, len(prompts)))
+        yield rows
+
+
+def _row(cfg: SpecConfig, t: dict, n_prompts: int) -> dict:
+    spec_rate = t["tokens"] / t["spec_s"] if t["spec_s"] else 0.0
+    base_rate = t["base_tokens"] / t["base_s"] if t["base_s"] else 0.0
+    return {"k": cfg.k, "temperature": cfg.sampling.temperature,
+            "acceptance_rate": t["accepted"] / t["proposed"] if t["proposed"] else 0.0,
+            "tokens_per_target_pass": t["tokens"] / t["passes"] if t["passes"] else 0.0,
+            "tokens_per_s": spec_rate, "baseline_tokens_per_s": base_rate,
+            "speedup": spec_rate / base_rate if base_rate else 0.0, "prompts": n_prompts, "tokens": t["tokens"]}
+
+
+def to_csv(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
+    return out.getvalue()
+
+
+
+# Draft comparison: ways of drafting for one target, from the draft model of the current settings.
+VARIANTS = {
+    "draft model": ("{draft}", "fixed"),
+    "prompt lookup": ("ngram", "fixed"),
+    "cascade (lookup -> draft)": ("ngram+{draft}", "fixed"),
+    "adaptive: schedule": ("{draft}", "schedule"),
+    "adaptive: confidence": ("{draft}", "confidence"),
+}
+COMPARE_COLUMNS = ["variant", "draft", "policy", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s",
+                   "baseline_tokens_per_s", "speedup"]
+
+
+def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],
+                   encode, progress=None) -> Iterator[list[dict]]:
+    """One row per variant (all on the same prompts, the target alone measured once per prompt).
+    `encode(pair, text)` turns a prompt into ids; `draft` is a model id (a cascade's or not)."""
+    model = draft.removeprefix("ngram+")
+    rows, baselines = [], {}
+    for name in variants:
+        draft_id, policy = (v.format(draft=model) for v in VARIANTS[name])
+        pair = session.load_pair(target, draft_id, progress=progress)
+        run_cfg = dataclasses.replace(cfg, policy=policy)
+        totals = dict(spec_s=0.0, base_s=0.0, tokens=0, base_tokens=0, proposed=0, accepted=0, passes=0)
+        for i, text in enumerate(prompts):
+            ids = encode(pair, text)
+            if i not in baselines:
+                _timed(pair, ids, dataclasses.replace(cfg, max_new_tokens=4), False, None)  # warm-up
+                baselines[i] = _timed(pair, ids, cfg, False, None)
+            _timed(pair, ids, dataclasses.replace(run_cfg, max_new_tokens=4), True, None)
+            spec_s, stats = _timed(pair, ids, run_cfg, True, None)
+            base_s, base_stats = baselines[i]
+            totals["spec_s"] += spec_s
+            totals["base_s"] += base_s
+            totals["tokens"] += stats["generated_tokens"]
+            totals["base_tokens"] += base_stats["generated_tokens"]
+            totals["proposed"] += stats["proposed"]
+            totals["accepted"] += stats["accepted"]
+            totals["passes"] += stats["target_passes"]
+        rows.append({"variant": name, "draft": draft_id, "policy": policy, **_row(run_cfg, totals, len(prompts))})
+        yield rows

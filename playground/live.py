@@ -1,0 +1,113 @@
+"""One interactive run for the UI and the web API: load the pair (with progress), check the
+constraint, stream the speculative run, then (optionally) the target alone, as snapshots.
+
+Times are the engine's own (prefill plus each round's wall time), so the time the caller spends
+rendering between rounds never counts against either run."""
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from playground import session
+from playground.constraints import from_user
+from playground.errors import PlaygroundError
+from playground.events import Prefill, Round, RunResult
+from playground.models import custom_models_allowed
+from playground.presets import all_presets
+from playground.share import Settings
+
+MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second while streaming
+
+
+@dataclass(slots=True)
+class Snapshot:
+    phase: str  # "speculative", "baseline" or "done"
+    settings: Settings
+    events: list = field(default_factory=list)  # speculative Prefill + Rounds so far
+    baseline_events: list = field(default_factory=list)
+    result: RunResult | None = None
+    baseline: RunResult | None = None
+    eos_ids: frozenset = frozenset()
+
+
+def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
+    """Hosted instances run only their presets' models unless PLAYGROUND_ALLOW_CUSTOM_MODELS=1."""
+    allow = custom_models_allowed() if allow_custom is None else allow_custom
+    known = {m for p in all_presets().values() for m in (p.target, p.draft)}
+    for role, model in (("target", settings.target), ("draft", settings.draft)):
+        if not model:
+            raise PlaygroundError(f"no {role} model chosen")
+        if not allow and model not in known:
+            raise PlaygroundError(f"{role} '{model}' is not one of this host's preset models "
+                                  "(set PLAYGROUND_ALLOW_CUSTOM_MODELS=1 to allow any)")
+
+
+def prepare(settings: Settings, progress: Callable[[float, str], None] | None = None,
+            allow_custom: bool | None = None):
+    """Check everything cheap first, then load: -> (pair, prompt ids, config, constraint)."""
+    check_models(settings, allow_custom)
+    cfg = session.settings(k=settings.k, temperature=settings.temperature, top_p=settings.top_p,
+                           top_k=settings.top_k, seed=settings.seed, max_new_tokens=settings.max_new_tokens,
+                           policy=settings.policy, confidence=settings.confidence)
+    spec = from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend)
+    if not settings.prompt.strip():
+        raise PlaygroundError("the prompt is empty")
+    pair = session.load_pair(settings.target, settings.draft, progress=progress)
+    constraint = session.constrain(pair, spec)
+    ids = session.encode_prompt(pair, settings.prompt, settings.chat, settings.system or None,
+                                settings.schema if settings.schema_in_prompt else None)
+    return pair, ids, cfg, constraint
+
+
+def live_run(settings: Settings, progress=None, allow_custom: bool | None = None) -> Iterator[Snapshot]:
+    pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
+    snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids)
+    snap.result = yield from _stream(pair, ids, cfg, constraint, True, snap, snap.events)
+    if settings.compare:
+        snap.phase = "baseline"
+        snap.baseline = yield from _stream(pair, ids, cfg, constraint, False, snap, snap.baseline_events)
+    snap.phase = "done"
+    yield snap
+
+
+def _stream(pair, ids, cfg, constraint, speculative: bool, snap: Snapshot, sink: list):
+    guide = session.new_guide(constraint, cfg)
+    last = 0.0
+    for event in session.generate(pair, ids, cfg, speculative, guide):
+        sink.append(event)
+        if time.perf_counter() - last >= MIN_UPDATE_S:
+            last = time.perf_counter()
+            yield snap
+    return session.collect(pair, sink, engine_seconds(sink), constraint, guide)
+
+
+def engine_seconds(events: list) -> float:
+    prefill = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
+    return prefill + sum(e.wall_s for e in events if isinstance(e, Round))
+
+
+def run_to_dict(snap: Snapshot) -> dict:
+    """A finished (or stopped) run as plain data: settings, tokens with kinds and probabilities,
+    stats, validity, and the baseline. Used for the JSON download and the web API."""
+    out = {"settings": {k: getattr(snap.settings, k) for k in snap.settings.__slots__}, "phase": snap.phase}
+    rounds = [e for e in snap.events if isinstance(e, Round)]
+    out["rounds"] = [{"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s,
+                      "target_s": r.target_s, "wall_s": r.wall_s,
+                      "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
+                                  "p_draft": t.p_draft} for t in r.tokens]} for r in rounds]
+    if snap.result is not None:
+        out |= {"text": snap.result.text, "token_ids": snap.result.token_ids, "stats": snap.result.stats,
+                "finish_reason": snap.result.finish_reason, "valid": snap.result.valid,
+                "validation_error": snap.result.validation_error}
+    if snap.baseline is not None:
+        out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,
+                           "stats": snap.baseline.stats}
+        out["speedup"] = speedup(snap)
+        if snap.settings.temperature == 0:
+            out["identical_to_baseline"] = snap.baseline.token_ids == snap.result.token_ids
+    return out
+
+
+def speedup(snap: Snapshot) -> float | None:
+    if snap.result is None or snap.baseline is None or not snap.result.stats["wall_s"]:
+        return None
+    return snap.baseline.stats["wall_s"] / snap.result.stats["wall_s"]

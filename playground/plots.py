@@ -1,0 +1,135 @@
+"""Plotly figures from events and measurements (no engine import)."""
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from playground.events import Prefill, Round
+from playground.metrics import expected_speedup
+from playground.render import COLOURS
+
+LAYOUT = dict(template="plotly_white", height=300, margin=dict(l=50, r=20, t=50, b=45), legend=dict(orientation="h", y=-0.25))
+
+
+def _rounds(events) -> list[Round]:
+    return [e for e in events if isinstance(e, Round) and e.target_passes]
+
+
+def accepted_histogram(events, k: int) -> go.Figure:
+    """How many draft tokens each round kept (0..k)."""
+    counts = [0] * (k + 1)
+    for r in _rounds(events):
+        counts[min(r.accepted, k)] += 1
+    fig = go.Figure(go.Bar(x=list(range(k + 1)), y=counts, marker_color=COLOURS["accepted"]))
+    return fig.update_layout(title="Accepted draft tokens per round", xaxis_title="accepted in the round",
+                             yaxis_title="rounds", **LAYOUT)
+
+
+def position_acceptance(events) -> tuple[list[float], list[float]]:
+    """Per draft position i = 1..k, two definitions:
+    prefix survival: of rounds that drafted position i, the share whose first i drafts were all kept;
+    conditional: of rounds that drafted i and kept 1..i-1, the share that also kept i."""
+    rounds = _rounds(events)
+    depth = max((r.proposed for r in rounds), default=0)
+    survival, conditional = [], []
+    for i in range(1, depth + 1):
+        drafted = [r for r in rounds if r.proposed >= i]
+        reached = [r for r in drafted if r.accepted >= i - 1]
+        kept = sum(r.accepted >= i for r in drafted)
+        survival.append(kept / len(drafted) if drafted else 0.0)
+        conditional.append(kept / len(reached) if reached else 0.0)
+    return survival, conditional
+
+
+def acceptance_by_position(events) -> go.Figure:
+    survival, conditional = position_acceptance(events)
+    xs = list(range(1, len(survival) + 1))
+    fig = go.Figure([go.Scatter(x=xs, y=survival, mode="lines+markers", name="prefix survival P(kept 1..i)"),
+                     go.Scatter(x=xs, y=conditional, mode="lines+markers", name="conditional P(kept i | kept 1..i-1)")])
+    return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i",
+                             yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)
+
+
+def _cumulative(events) -> tuple[list[int], list[int]]:
+    passes = sum(e.target_passes for e in events if isinstance(e, Prefill))
+    xs, ys, tokens = [passes], [0], 0
+    for e in events:
+        if isinstance(e, Round):
+            passes += e.target_passes
+            tokens += len(e.committed)
+            xs.append(passes)
+            ys.append(tokens)
+    return xs, ys
+
+
+def cumulative_tokens(events, baseline_events=()) -> go.Figure:
+    fig = go.Figure()
+    for name, evs, colour in (("speculative", events, COLOURS["bonus"]), ("target only", baseline_events, "#6b7280")):
+        if evs:
+            xs, ys = _cumulative(evs)
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line=dict(color=colour)))
+    return fig.update_layout(title="Tokens written vs target passes", xaxis_title="target forward passes",
+                             yaxis_title="tokens", **LAYOUT)
+
+
+def time_split(stats: dict | None, baseline_stats: dict | None = None) -> go.Figure:
+    """Where the time went: draft passes, target passes, and everything else (sampling, constraint,
+    bookkeeping)."""
+    runs = [(n, s) for n, s in (("speculative", stats), ("target only", baseline_stats)) if s]
+    fig = go.Figure()
+    for part, colour in (("draft", COLOURS["accepted"]), ("target", COLOURS["bonus"]), ("overhead", "#9ca3af")):
+        ys = [_part(s, part) for _, s in runs]
+        fig.add_trace(go.Bar(x=[n for n, _ in runs], y=ys, name=part, marker_color=colour))
+    return fig.update_layout(barmode="stack", title="Time split", yaxis_title="seconds", **LAYOUT)
+
+
+def _part(stats: dict, part: str) -> float:
+    if part == "overhead":
+        return max(0.0, stats["wall_s"] - stats["draft_s"] - stats["target_s"])
+    return stats[f"{part}_s"]
+
+
+def sweep_chart(rows: list[dict], x: str) -> go.Figure:
+    """Speedup and acceptance against the swept setting (k or temperature); best speedup marked."""
+    xs = [r[x] for r in rows]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name="acceptance",
+                             line=dict(dash="dot")), secondary_y=True)
+    fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
+                             name="tokens per pass", line=dict(dash="dash")), secondary_y=False)
+    if rows:
+        best = max(rows, key=lambda r: r["speedup"])
+        fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} = {best[x]}",
+                                 marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
+    fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
+    fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
+    return fig.update_layout(title=f"Sweep over {x}", xaxis_title=x, **LAYOUT)
+
+
+def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = ()) -> go.Figure:
+    """Expected speedup vs k for the chosen acceptance and draft/target cost ratio; measured runs
+    (acceptance, k, speedup) as points."""
+    ks = list(range(1, 17))
+    fig = go.Figure(go.Scatter(x=ks, y=[expected_speedup(acceptance, kk, cost_ratio) for kk in ks], mode="lines",
+                               name=f"expected (a={acceptance:.2f}, c={cost_ratio:.2f})"))
+    fig.add_trace(go.Scatter(x=[k], y=[expected_speedup(acceptance, k, cost_ratio)], mode="markers",
+                             name=f"k = {k}", marker=dict(size=14, color="#f59e0b")))
+    if measured:
+        fig.add_trace(go.Scatter(x=[m["k"] for m in measured], y=[m["speedup"] for m in measured], mode="markers",
+                                 name="measured runs", marker=dict(size=10, symbol="x", color="#dc2626"),
+                                 text=[f"a={m['acceptance_rate']:.2f}" for m in measured]))
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
+    return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
+
+
+def draft_comparison(rows: list[dict]) -> go.Figure:
+    """Speedup (bars) and acceptance (diamonds) of each way of drafting for one target."""
+    names = [r["variant"] for r in rows]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup", marker_color=COLOURS["bonus"]),
+                  secondary_y=False)
+    fig.add_trace(go.Scatter(x=names, y=[r["acceptance_rate"] for r in rows], mode="markers", name="acceptance",
+                             marker=dict(size=14, symbol="diamond", color=COLOURS["accepted"])), secondary_y=True)
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
+    fig.update_yaxes(title_text="speedup over the target alone", secondary_y=False)
+    fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
+    return fig.update_layout(title="Draft comparison", **LAYOUT)

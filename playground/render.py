@@ -1,0 +1,110 @@
+"""Events -> HTML for the UI: the colour-coded token stream with hover details, the legend, and the
+live metrics. Pure functions of events and stats (no engine, no Gradio)."""
+import html
+
+from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, REJECTED, Round
+from playground.metrics import expected_tokens_per_round
+
+COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS: "#2563eb", FORCED: "#6b7280"}
+MEANING = {
+    ACCEPTED: "draft token the target kept",
+    REJECTED: "draft token the target refused (not part of the text)",
+    CORRECTED: "the target's own token where it refused the draft",
+    BONUS: "the target's extra token after a fully accepted round",
+    FORCED: "the only token the constraint allows (no draft, no check)",
+}
+
+CSS = """
+.tokstream { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7;
+             white-space: pre-wrap; word-break: break-word; padding: 10px; border-radius: 8px;
+             border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
+.tok { border-radius: 3px; padding: 0 1px; }
+""" + "".join(f".tok-{k} {{ background: {c}26; border-bottom: 2px solid {c}; }}\n" for k, c in COLOURS.items()) + """
+.tok-rejected { text-decoration: line-through; color: #dc2626; opacity: 0.75; }
+.tok-eos { font-size: 11px; color: #6b7280; }
+.round-sep { display: inline-block; width: 0; border-left: 1px dotted #9ca3af; height: 1.1em; margin: 0 1px;
+             vertical-align: middle; }
+.round-sep.stopped { border-left: 2px solid #f59e0b; }
+.legend span.key { display: inline-block; margin-right: 14px; font-size: 13px; }
+.legend i { display: inline-block; width: 12px; height: 12px; border-radius: 3px; margin-right: 4px; vertical-align: -1px; }
+.metrics { display: flex; flex-wrap: wrap; gap: 8px; }
+.metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; min-width: 120px; }
+.metric b { display: block; font-size: 20px; }
+.metric small { color: var(--body-text-color-subdued); }
+.badge { display: inline-block; padding: 3px 10px; border-radius: 12px; font-weight: 600; }
+.badge-ok { background: #16a34a22; color: #15803d; } .badge-bad { background: #dc262622; color: #b91c1c; }
+"""
+
+
+def legend() -> str:
+    keys = "".join(f'<span class="key" title="{MEANING[k]}"><i style="background:{COLOURS[k]}"></i>{k}</span>'
+                   for k in KINDS)
+    rounds = ('<span class="key" title="a dotted line separates rounds; an orange one marks a round whose drafting '
+              'stopped early (adaptive length, EOS, no lookup match): hover it for why">'
+              '<span class="round-sep"></span> round &nbsp;<span class="round-sep stopped"></span> stopped early</span>')
+    return f'<div class="legend">{keys}{rounds}</div>'
+
+
+def token_stream(events: list, eos_ids=frozenset()) -> str:
+    """All rounds' tokens, a dotted separator between rounds; hover for kind and probabilities."""
+    parts = []
+    for event in events:
+        if not isinstance(event, Round):
+            continue
+        if parts:
+            stopped = " stopped" if event.target_passes and event.proposed < event.k else ""
+            parts.append(f'<span class="round-sep{stopped}" title="{html.escape(_round_title(event))}"></span>')
+        parts.extend(_token_html(t, eos_ids) for t in event.tokens)
+    body = "".join(parts) or '<span style="color:#9ca3af">tokens appear here, coloured by what happened to them</span>'
+    return f'<div class="tokstream" id="token-stream">{body}</div>'
+
+
+def committed_text(events: list) -> str:
+    """The text so far: every token but the rejected ones."""
+    return "".join(t.text for e in events if isinstance(e, Round) for t in e.committed)
+
+
+def _round_title(r: Round) -> str:
+    why = f" ({r.stop_reason})" if r.stop_reason else ""
+    return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}"
+
+
+def _token_html(t, eos_ids) -> str:
+    title = t.kind + "".join(f" · {name} {p:.3f}" for name, p in (("p_target", t.p_target), ("p_draft", t.p_draft))
+                             if p is not None)
+    if t.token_id in eos_ids and not t.text:
+        return f'<span class="tok tok-{t.kind} tok-eos" title="{title} · end of sequence">⏎eos</span>'
+    text = html.escape(t.text) if t.text else "·"
+    return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" title="{html.escape(title)}">{text}</span>'
+
+
+def metrics(stats: dict | None, k: int, speedup: float | None = None, identical: bool | None = None,
+            note: str = "") -> str:
+    if not stats:
+        return '<div class="metrics"></div>'
+    alpha = stats["token_acceptance"]
+    cards = [
+        ("acceptance rate", f"{stats['acceptance_rate']:.2f}", "accepted / proposed draft tokens"),
+        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}", f"of k = {k}"),
+        ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} passes, prompt pass included"),
+        ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
+         f"tokens per round, (1 - α^(k+1)) / (1 - α) at per-token acceptance α = {alpha:.2f}; measured "
+         f"{stats['tokens_per_round']:.2f}"),
+        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} tokens in {stats['wall_s']:.2f} s"),
+    ]
+    if speedup is not None:
+        same = {True: "identical to the target alone", False: "differs from the target alone"}.get(identical, "sampled")
+        cards.append(("speedup", f"{speedup:.2f}x", same))
+    body = "".join(f'<div class="metric"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
+                   for name, value, detail in cards)
+    if note:
+        body += f'<div class="metric"><small>{html.escape(note)}</small></div>'
+    return f'<div class="metrics" id="metrics">{body}</div>'
+
+
+def validity_badge(valid: bool | None, error: str | None) -> str:
+    if valid is None:
+        return ""
+    if valid:
+        return '<span class="badge badge-ok" id="valid-badge">valid</span>'
+    return f'<span class="badge badge-bad" id="valid-badge">invalid: {html.escape(error or "")}</span>'

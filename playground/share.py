@@ -1,0 +1,145 @@
+"""Every setting of a run, and its round trip through URL query parameters (share links).
+
+Reading a link never executes anything: each parameter is parsed and range-checked; unknown or
+invalid ones are dropped with a notice, and model ids outside the presets are refused unless the
+host allows custom models."""
+import dataclasses
+import urllib.parse
+from dataclasses import dataclass
+
+from playground.config import MAX_K
+from playground.presets import Preset, all_presets
+
+
+@dataclass(slots=True)
+class Settings:
+    preset: str = "demo"
+    target: str = ""
+    draft: str = ""
+    k: int = 4
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+    max_new_tokens: int = 128
+    prompt: str = ""
+    system: str = ""
+    chat: bool = False
+    schema: str = ""
+    regex: str = ""
+    backend: str = "llguidance"
+    compare: bool = True
+    schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)
+    policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)
+    confidence: float = 0.5
+
+    @classmethod
+    def from_preset(cls, preset: Preset) -> "Settings":
+        return cls(preset=preset.name, target=preset.target, draft=preset.draft, k=preset.k,
+                   temperature=preset.temperature, top_p=preset.top_p, top_k=preset.top_k,
+                   max_new_tokens=preset.max_new_tokens, prompt=preset.prompt, system=preset.system,
+                   chat=preset.chat, schema=preset.schema, regex=preset.regex,
+                   schema_in_prompt=preset.schema_in_prompt)
+
+
+def _int(lo, hi):
+    return lambda v: _ranged(int(v), lo, hi)
+
+
+def _float(lo, hi):
+    return lambda v: _ranged(float(v), lo, hi)
+
+
+def _ranged(v, lo, hi):
+    if not lo <= v <= hi:
+        raise ValueError(f"must be between {lo} and {hi}")
+    return v
+
+
+def _bool(v: str) -> bool:
+    if v.lower() in ("1", "true", "yes", "on"):
+        return True
+    if v.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
+def _text(limit: int):
+    def parse(v: str) -> str:
+        if len(v) > limit:
+            raise ValueError(f"longer than {limit} characters")
+        return v
+    return parse
+
+
+def _choice(*options):
+    def parse(v: str) -> str:
+        if v not in options:
+            raise ValueError(f"must be one of {', '.join(options)}")
+        return v
+    return parse
+
+
+PARSERS = {
+    "preset": _text(64), "target": _text(200), "draft": _text(200),
+    "k": _int(1, MAX_K), "temperature": _float(0.0, 5.0), "top_p": _float(0.01, 1.0), "top_k": _int(0, 1000),
+    "seed": _int(0, 2**31 - 1), "max_new_tokens": _int(1, 4096), "prompt": _text(20000), "system": _text(4000),
+    "chat": _bool, "schema": _text(20000), "regex": _text(2000), "backend": _choice("llguidance", "xgrammar"),
+    "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
+    "confidence": _float(0.01, 0.99),
+}
+
+
+def to_query(settings: Settings, defaults: Settings | None = None) -> str:
+    """Query string of the settings that differ from the preset's own (short links); the preset
+    name is always included."""
+    base = defaults or _preset_defaults(settings.preset) or Settings()
+    values = dataclasses.asdict(settings)
+    keep = {k: v for k, v in values.items() if k == "preset" or v != getattr(base, k)}
+    return urllib.parse.urlencode({k: _encode(v) for k, v in keep.items()})
+
+
+def _encode(v) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, list[str]]:
+    """Query parameters -> (settings, notices about what was ignored)."""
+    notices, parsed = [], {}
+    for key, raw in params.items():
+        if key.startswith("__"):  # added by the hosting page (Spaces adds __sign)
+            continue
+        if key not in PARSERS:
+            notices.append(f"ignored unknown parameter '{key}'")
+            continue
+        try:
+            parsed[key] = PARSERS[key](raw)
+        except ValueError as exc:
+            notices.append(f"ignored {key}={raw[:40]!r}: {exc}")
+    presets = all_presets()
+    name = parsed.pop("preset", None)
+    if name is not None and name not in presets:
+        notices.append(f"ignored unknown preset '{name}'")
+        name = None
+    settings = Settings.from_preset(presets[name]) if name else Settings()
+    _check_models(parsed, presets, allow_custom, notices)
+    return dataclasses.replace(settings, **parsed), notices
+
+
+def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list[str]) -> None:
+    """Only models that some preset uses may come from a link, unless the host opts in."""
+    if allow_custom:
+        return
+    known = {p.target for p in presets.values()} | {p.draft for p in presets.values()}
+    for key in ("target", "draft"):
+        if key in parsed and parsed[key] not in known:
+            notices.append(f"ignored {key}={parsed.pop(key)!r}: this host only runs the models of its presets")
+
+
+def _preset_defaults(name: str) -> Settings | None:
+    preset = all_presets().get(name)
+    return Settings.from_preset(preset) if preset else None
+
+
+def share_url(base_url: str, settings: Settings) -> str:
+    return base_url.split("?")[0] + "?" + to_query(settings)

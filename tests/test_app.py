@@ -1,0 +1,93 @@
+"""The web app: event functions called directly, then the real server driven by gradio_client."""
+import json
+import re
+import urllib.parse
+
+import pytest
+from gradio_client import Client
+
+import app
+from playground.events import KINDS
+from playground.share import Settings, from_query
+
+
+def run_preset(name: str, **overrides) -> list:
+    settings = Settings.from_preset(app.PRESETS[name])
+    for key, value in overrides.items():
+        setattr(settings, key, value)
+    return list(app.run(*app.inputs_from_settings(settings), progress=lambda *a, **k: None))
+
+
+def test_run_streams_every_token_kind_with_consistent_stats():
+    plain = run_preset("demo", max_new_tokens=96)
+    constrained = run_preset("demo-json")
+    assert len(plain) > 2  # streamed: several updates before the final one
+    html = plain[-1][0] + constrained[-1][0]
+    assert set(re.findall(r'data-kind="(\w+)"', html)) == set(KINDS)
+    for outputs in (plain, constrained):
+        report = json.loads(open(outputs[-1][10]).read())  # the downloadable run
+        stats = report["stats"]
+        tokens = [t for r in report["rounds"] for t in r["tokens"]]
+        committed = [t["id"] for t in tokens if t["kind"] != "rejected"]
+        assert committed == report["token_ids"] and stats["generated_tokens"] == len(committed)
+        assert stats["proposed"] == sum(t["kind"] in ("accepted", "rejected") for t in tokens)
+        assert stats["accepted"] == sum(t["kind"] == "accepted" for t in tokens)
+        assert stats["acceptance_rate"] == pytest.approx(stats["accepted"] / stats["proposed"])
+        assert report["identical_to_baseline"] is True and report["speedup"] > 0
+        assert outputs[-1][11]["k"] == report["settings"]["k"]  # measured point for the calculator
+    report = json.loads(open(constrained[-1][10]).read())
+    assert report["valid"] is True and constrained[-1][5] == json.loads(report["text"])
+    assert report["stats"]["forced"] > 0
+
+
+def test_preset_switch_and_url_restore():
+    values = app.apply_preset("demo-ngram")
+    assert values[0] == "demo-ngram" and values[2] == "ngram"
+
+    class Request:
+        query_params = {"preset": "demo", "k": "7", "temperature": "0.5", "bogus": "1", "target": "evil/model"}
+    values = app.restore_from_url(Request())
+    assert values[3] == 7 and values[4] == 0.5 and values[1] == "demo-target"
+    assert "bogus" in values[-1] and "evil/model" in values[-1]
+
+
+def test_constraint_checked_as_typed():
+    assert "badge-bad" in app.check_constraint("JSON schema", '{"type": ')
+    assert "badge-bad" in app.check_constraint("regex", "([a-z]")
+    assert "badge-ok" in app.check_constraint("regex", "[a-z]+")
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url, verbose=False)
+
+
+def test_api_streams_a_run(client):
+    job = client.submit("def add(a, b):\n", "demo", 4, 0.0, 48, 0, "", "", True, api_name="/generate")
+    snapshots = list(job)
+    assert len(snapshots) > 1
+    final = snapshots[-1]
+    assert final["phase"] == "done" and len(final["token_ids"]) == final["stats"]["generated_tokens"] <= 48
+    assert final["identical_to_baseline"] is True
+    kinds = {t["kind"] for r in final["rounds"] for t in r["tokens"]}
+    assert "accepted" in kinds
+
+
+def test_api_constrained_run_is_valid_json(client):
+    final = client.predict("config = ", "demo-json", 0, -1.0, 0, 1, "", "", False, api_name="/generate")
+    assert final["valid"] is True
+    json.loads(final["text"])
+
+
+def test_api_invalid_schema_is_a_clean_error(client):
+    with pytest.raises(Exception, match="the schema is not valid JSON"):
+        client.predict("x", "demo", 4, 0.0, 16, 0, '{"type": ', "", False, api_name="/generate")
+
+
+def test_api_share_link_round_trip(client):
+    sent = Settings.from_preset(app.PRESETS["demo"])
+    sent.k, sent.temperature, sent.seed, sent.prompt, sent.regex = 6, 0.7, 42, "x = [1, 2,", "[0-9]+"
+    url = client.predict(*app.inputs_from_settings(sent), api_name="/share_link")
+    params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))
+    restored, notices = from_query(params, allow_custom=False)
+    assert restored == sent and notices == []

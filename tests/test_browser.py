@@ -1,0 +1,59 @@
+"""The app in headless Chromium (Debian's package, driven by Playwright without a browser download):
+open a share link, run, see coloured tokens and a rendered chart, press Stop. Screenshots are saved
+under artifacts/ for a human to look at."""
+import pathlib
+import shutil
+import urllib.parse
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = pathlib.Path(__file__).resolve().parent.parent / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    if not pathlib.Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: install Debian's chromium package (scripts/test.sh does)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser.new_page(viewport={"width": 1400, "height": 1600})
+        browser.close()
+
+
+def token_count(page) -> int:
+    return page.locator("#token-stream .tok").count()
+
+
+def test_share_link_run_chart_and_stop(page, app_url):
+    query = urllib.parse.urlencode({"preset": "demo", "k": "3", "max_new_tokens": "96",
+                                    "prompt": "def add(a, b):\n", "junk": "1"})
+    page.goto(f"{app_url}?{query}")
+    expect(page.get_by_text("ignored unknown parameter 'junk'")).to_be_visible(timeout=30_000)
+    expect(page.locator("#k-slider input[type=number]")).to_have_value("3")
+    expect(page.locator("#prompt-box textarea")).to_have_value("def add(a, b):\n")
+
+    page.click("#run-button")
+    expect(page.locator("#token-stream .tok-accepted").first).to_be_visible(timeout=60_000)
+    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
+    page.get_by_role("tab", name="Charts").click()
+    expect(page.locator("#hist-plot .js-plotly-plot").first).to_be_visible(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "browser-run.png"), full_page=True)
+
+    page.locator("#max-tokens input[type=number]").fill("1024")
+    page.locator("#max-tokens input[type=number]").press("Enter")
+    page.get_by_role("tab", name="Text").click()
+    page.click("#run-button")
+    expect(page.locator("#metrics").get_by_text("speedup")).to_have_count(0, timeout=30_000)  # cleared
+    page.wait_for_function("document.querySelectorAll('#token-stream .tok').length > 20", timeout=60_000)
+    page.click("#stop-button")
+    page.wait_for_timeout(1500)
+    stopped_at = token_count(page)
+    page.wait_for_timeout(2000)
+    assert token_count(page) == stopped_at  # nothing streams after Stop
+    page.screenshot(path=str(ARTIFACTS / "browser-stopped.png"), full_page=True)
+    assert stopped_at < 1024
