@@ -35,6 +35,20 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--num-samples", type=int, default=1, help="N runs seeded seed..seed+N-1")
     gen.add_argument("--json", action="store_true", help="print one JSON object")
     gen.set_defaults(func=cmd_generate)
+    bench = commands.add_parser("bench", help="this engine vs target-only and transformers, side by side")
+    add_model_args(bench)
+    bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths")
+    bench.add_argument("--temperature", default="0", help="comma-separated temperatures")
+    bench.add_argument("--prompts", help="a JSON list of prompts, or a text file with one prompt per line "
+                                         "(\\n for a newline); default: the demo pair's held-out prompts or the preset's")
+    bench.add_argument("--num-prompts", type=int, default=8)
+    bench.add_argument("--max-new-tokens", type=int, default=96)
+    bench.add_argument("--repeat", type=int, default=3)
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--raw", action="store_true", help="no chat template")
+    bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
+    bench.add_argument("--out", help="directory for rows.json, table.md and charts")
+    bench.set_defaults(func=cmd_bench)
     return parser
 
 
@@ -52,6 +66,8 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1) or confidence (k = ceiling)")
+    p.add_argument("--confidence", type=float, default=0.5, help="the confidence policy's threshold")
 
 
 def add_constraint_args(p: argparse.ArgumentParser) -> None:
@@ -60,6 +76,7 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group.add_argument("--regex", help="regular expression the whole output must match")
     group.add_argument("--grammar", help="grammar file (Lark for llguidance, EBNF for xgrammar)")
     p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
+    p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
 
 
 def constraint_from_args(args, preset):
@@ -115,7 +132,8 @@ def cmd_generate(args) -> int:
     preset, target, draft = resolve_models(args)
     cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
-                           seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128))
+                           seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
+                           policy=args.policy, confidence=args.confidence)
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
     prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
@@ -127,7 +145,9 @@ def cmd_generate(args) -> int:
     constraint = session.constrain(pair, spec)
     if prompt_ids is None:
         chat = pick(None, preset, "chat", False) and not args.raw
-        prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""))
+        in_prompt = args.schema_in_prompt or pick(None, preset, "schema_in_prompt", False)
+        schema = spec.text if spec is not None and spec.kind == "json" and in_prompt else None
+        prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""), schema)
     session.check_prompt_ids(pair, prompt_ids)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
     print(json.dumps(out) if args.json else format_text(out))
@@ -153,6 +173,54 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
             session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint).token_ids
             for i in range(1, num_samples)]
     return out
+
+
+def cmd_bench(args) -> int:
+    from playground import bench
+    from playground.experiments import parse_values
+    preset, target, draft = resolve_models(args)
+    try:
+        ks, temperatures = parse_values(args.k, int), parse_values(args.temperature, float)
+    except ValueError as exc:
+        raise PlaygroundError(f"--k / --temperature: {exc}") from None
+    for k in ks:
+        session.settings(k=k)  # validates the range before loading anything
+    if args.repeat < 1 or args.num_prompts < 1:
+        raise PlaygroundError("--repeat and --num-prompts must be >= 1")
+    texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
+    pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
+    chat = pick(None, preset, "chat", False) and not args.raw
+    prompts = [session.encode_prompt(pair, t, chat) for t in texts]
+    pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
+    log = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log)
+    if args.out:
+        for path in bench.write_outputs(rows, pathlib.Path(args.out), f"{target} + {draft}", log):
+            log(f"wrote {path}")
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        print(bench.markdown_table(rows))
+    return 0
+
+
+def read_prompts(path: str | None, preset, target: str) -> list[str]:
+    from playground.experiments import prompt_lines
+    from playground.models import DEMO_DIR
+    if path is None:
+        if target.startswith("demo-"):
+            return json.loads((DEMO_DIR / "heldout_prompts.json").read_text())
+        return [preset.prompt] if preset is not None else ["def fib(n):\n"]
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise PlaygroundError(f"--prompts: no such file '{path}'")
+    if file.suffix == ".json":
+        prompts = json.loads(file.read_text())
+    else:
+        prompts = prompt_lines(file.read_text())
+    if not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
+        raise PlaygroundError(f"--prompts: {path} holds no prompts")
+    return prompts
 
 
 def _reseeded(cfg, seed):

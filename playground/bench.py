@@ -1,0 +1,251 @@
+"""`python -m playground bench`: this engine against target-only decoding and transformers' own
+assisted generation and prompt lookup, in one process, interleaved, after a warm-up; medians of
+repeats. Speed is only ever reported as ratios taken side by side in the same run.
+
+Rows (one per method, k, temperature): tokens_per_s, speedup over `target`, acceptance_rate,
+tokens_per_target_pass, efficiency (engine rows: the time predicted from measured per-pass costs and
+the run's own rounds, over the measured time; 1.0 means no overhead outside model passes) and
+identical (greedy rows: the same tokens as `target` on every prompt)."""
+import dataclasses
+import json
+import pathlib
+import statistics
+import time
+
+import torch
+
+from playground import session
+from playground.config import SpecConfig
+from playground.models import NGRAM, Pair
+
+METHODS = ("target", "engine", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
+
+
+@dataclasses.dataclass(slots=True)
+class Sample:
+    """One method on one prompt."""
+    ids: list[int]
+    seconds: float
+    target_passes: int
+    proposed: int
+    accepted: int
+    rounds: list = dataclasses.field(default_factory=list)  # engine rounds, for the efficiency
+
+
+class PassCounter:
+    """Counts forward calls of a model (transformers' generate exposes no pass count)."""
+
+    def __init__(self, model):
+        self.calls = 0
+        self.handle = model.register_forward_pre_hook(self._count) if model is not None else None
+
+    def _count(self, *_):
+        self.calls += 1
+
+    def close(self):
+        if self.handle is not None:
+            self.handle.remove()
+
+
+def _hf_kwargs(pair: Pair, cfg: SpecConfig) -> dict:
+    s = cfg.sampling
+    sampling = dict(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k or None) \
+        if not s.greedy else dict(do_sample=False, temperature=None, top_p=None, top_k=None)
+    eos = sorted(pair.eos_ids)
+    return dict(max_new_tokens=cfg.max_new_tokens, eos_token_id=eos, pad_token_id=eos[0] if eos else 0, **sampling)
+
+
+@torch.inference_mode()
+def run_hf(pair: Pair, ids: list[int], cfg: SpecConfig, method: str) -> Sample:
+    """transformers' generate: plain, with the draft as assistant, or with prompt lookup."""
+    torch.manual_seed(cfg.seed)
+    inputs = torch.tensor([ids], device=pair.device)
+    extra: dict = {}
+    if method == "hf-assisted":
+        assistant = pair.draft.generation_config
+        assistant.num_assistant_tokens, assistant.num_assistant_tokens_schedule = cfg.k, "constant"
+        assistant.assistant_confidence_threshold = 0.0
+        extra = dict(assistant_model=pair.draft)
+    elif method == "hf-prompt-lookup":
+        extra = dict(prompt_lookup_num_tokens=cfg.k)
+    target_calls, draft_calls = PassCounter(pair.target), PassCounter(pair.draft if "assisted" in method else None)
+    start = time.perf_counter()
+    out = pair.target.generate(inputs, attention_mask=torch.ones_like(inputs), **_hf_kwargs(pair, cfg), **extra)
+    seconds = time.perf_counter() - start
+    target_calls.close(), draft_calls.close()
+    new = out[0, len(ids):].tolist()
+    new = new[: next((i + 1 for i, t in enumerate(new) if t in pair.eos_ids), len(new))]
+    rounds = target_calls.calls  # assisted: every target call verifies a candidate
+    proposed = draft_calls.calls if method == "hf-assisted" else 0
+    return Sample(new, seconds, target_calls.calls, proposed, max(0, len(new) - rounds) if method != "target" else 0)
+
+
+def run_engine(pair: Pair, ids: list[int], cfg: SpecConfig) -> Sample:
+    result = session.run(pair, ids, cfg)
+    s = result.stats
+    return Sample(result.token_ids, s["wall_s"], s["target_passes"], s["proposed"], s["accepted"], result.rounds)
+
+
+def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sample:
+    if method == "engine":
+        return run_engine(pairs["draft"], ids, cfg)
+    if method == "engine-prompt-lookup":
+        return run_engine(pairs["ngram"], ids, cfg)
+    return run_hf(pairs["draft"], ids, cfg, method)
+
+
+def available_methods(pair: Pair) -> list[str]:
+    return [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
+
+
+def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat: int, methods: list[str],
+                  pass_costs: dict | None = None) -> list[dict]:
+    """All methods for one (k, temperature), interleaved per prompt; a row per method."""
+    for method in methods:  # warm-up: one-time costs stay out of every column
+        run_method(method, pairs, prompts[0], dataclasses.replace(cfg, max_new_tokens=8))
+    totals = {m: [] for m in methods}
+    samples = {m: [] for m in methods}
+    for _ in range(repeat):
+        per_method = {m: [] for m in methods}
+        for ids in prompts:
+            for method in methods:
+                per_method[method].append(run_method(method, pairs, ids, cfg))
+        for method in methods:
+            totals[method].append(sum(s.seconds for s in per_method[method]))
+            samples[method] = per_method[method]  # the last repeat's samples give tokens and counts
+    return [_row(m, cfg, totals, samples, pass_costs) for m in methods]
+
+
+def _row(method: str, cfg: SpecConfig, totals: dict, samples: dict, pass_costs: dict | None) -> dict:
+    tokens = sum(len(s.ids) for s in samples[method])
+    seconds = statistics.median(totals[method])
+    base = statistics.median(totals["target"]) if "target" in totals else None
+    base_tokens = sum(len(s.ids) for s in samples["target"]) if "target" in samples else 0
+    proposed = sum(s.proposed for s in samples[method])
+    row = {"method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
+           "tokens_per_s": tokens / seconds if seconds else 0.0,
+           "speedup": (tokens / seconds) / (base_tokens / base) if base and base_tokens and seconds else None,
+           "acceptance_rate": sum(s.accepted for s in samples[method]) / proposed if proposed else None,
+           "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in samples[method])),
+           "seconds": seconds, "tokens": tokens}
+    if method.startswith("engine") and pass_costs is not None:
+        row["efficiency"] = predicted_seconds(samples[method], pass_costs, method) / (seconds or 1.0)
+    if cfg.sampling.greedy and "target" in samples:
+        row["identical"] = all(a.ids == b.ids for a, b in zip(samples[method], samples["target"]))
+    return row
+
+
+def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
+    """Time the runs would take with nothing but model passes: per round, its draft passes at the
+    measured draft cost plus one verify pass at the measured cost for its width."""
+    total = 0.0
+    for sample in samples:
+        total += costs["prefill"]
+        for r in sample.rounds:
+            width = min(r.proposed + 1, max(costs["verify"]))
+            total += costs["verify"][width] + (r.draft_passes * costs["draft"] if method == "engine" else 0.0)
+    return total
+
+
+@torch.inference_mode()
+def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30) -> dict:
+    """Median seconds of one draft pass (1 token) and of a target verify pass per width, at a
+    realistic context length, with the same runners (and thread settings) the engine uses."""
+    from playground.engine.runner import ModelRunner
+
+    def timed(runner: ModelRunner, width: int) -> float:
+        ids = torch.arange(width, device=runner.device) % 100
+        runner.reset()
+        runner.forward(torch.arange(context, device=runner.device) % 100, keep=1)
+        times = []
+        for _ in range(reps):
+            _sync(runner.device)
+            start = time.perf_counter()
+            runner.forward(ids, keep=width)
+            _sync(runner.device)
+            times.append(time.perf_counter() - start)
+            runner.crop(context)
+        return statistics.median(times)
+    target = ModelRunner(pair.target, pair.vocab, pair.target_threads)
+    costs = {"verify": {w: timed(target, w) for w in widths}, "prefill": 0.0, "draft": 0.0}
+    costs["prefill"] = costs["verify"][max(widths)]  # a short prompt's prefill costs about a wide pass
+    if pair.draft is not None:
+        costs["draft"] = timed(ModelRunner(pair.draft, pair.vocab, pair.draft_threads), 1)
+    return costs
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
+              max_new_tokens: int, seed: int = 0, log=print) -> list[dict]:
+    pair = pairs["draft"]
+    methods = available_methods(pair)
+    context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
+    costs = measure_pass_costs(pair, context, range(1, max(ks) + 2))
+    log(f"pass costs at context {context}: draft {costs['draft'] * 1e3:.2f} ms, verify "
+        + ", ".join(f"{w}: {s * 1e3:.2f} ms" for w, s in costs["verify"].items()))
+    rows = []
+    for temperature in temperatures:
+        for k in ks:
+            cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+            setting_rows = bench_setting(pairs, prompts, cfg, repeat, methods, costs)
+            for row in setting_rows:
+                log(_fmt(row))
+            rows += setting_rows
+    return rows
+
+
+def _fmt(row: dict) -> str:
+    parts = [f"{row['method']:>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
+    for key, fmt in (("speedup", "{:.2f}x"), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
+                     ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
+        if row.get(key) is not None:
+            parts.append(fmt.format(row[key]))
+    return "  ".join(parts)
+
+
+def markdown_table(rows: list[dict]) -> str:
+    head = "| method | k | T | tokens/s | speedup | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
+    cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
+    return head + "".join(
+        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | {cell(r['speedup'], '{:.2f}x')} | "
+        f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
+        f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
+
+
+def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) -> list[pathlib.Path]:
+    """rows.json, table.md and a plotly chart (HTML; PNG too when kaleido and a browser are there)."""
+    import plotly.graph_objects as go
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rows.json").write_text(json.dumps(rows, indent=1))
+    (out / "table.md").write_text(f"# {title}\n\n" + markdown_table(rows))
+    fig = go.Figure()
+    for method in dict.fromkeys(r["method"] for r in rows):
+        for temperature in dict.fromkeys(r["temperature"] for r in rows):
+            mine = [r for r in rows if r["method"] == method and r["temperature"] == temperature]
+            fig.add_trace(go.Scatter(x=[r["k"] for r in mine], y=[r["speedup"] for r in mine], mode="lines+markers",
+                                     name=f"{method} T={temperature}"))
+    fig.update_layout(title=title, xaxis_title="k", yaxis_title="speedup over target-only", template="plotly_white")
+    written = [out / "rows.json", out / "table.md", out / "speedup.html"]
+    fig.write_html(out / "speedup.html", include_plotlyjs="cdn")
+    try:
+        fig.write_image(out / "speedup.png", width=900, height=500)
+        written.append(out / "speedup.png")
+    except Exception as exc:  # kaleido or its browser missing: the HTML chart is there
+        log(f"(no PNG chart: {type(exc).__name__} {str(exc).splitlines()[0] if str(exc) else ''})")
+    return written
+
+
+def ngram_pair(pair: Pair) -> Pair:
+    return dataclasses.replace(pair, draft=None, draft_id=NGRAM)
+
+
+def smoke(pair: Pair, prompts: list[list[int]]) -> list[dict]:
+    """A run small enough for CI (seconds): every method once at k=4, greedy, 24 tokens."""
+    cfg = session.settings(k=4, max_new_tokens=24)
+    pairs = {"draft": pair, "ngram": ngram_pair(pair)}
+    return bench_setting(pairs, prompts[:2], cfg, 1, available_methods(pair), None)
+

@@ -1,0 +1,53 @@
+"""Smarter drafting on the demo pair: adaptive draft length against the best fixed k, and the
+cascade (prompt lookup -> draft -> target) against the draft alone, greedy and at temperature 0.7.
+
+    python scripts/bench_drafting.py [--prompts 8] [--max-new-tokens 96] [--ceiling 8]
+
+Every speedup is measured against the target alone on the same prompts in the same process."""
+import argparse
+import dataclasses
+import json
+import pathlib
+import platform
+import sys
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from playground import experiments, session  # noqa: E402
+from playground.models import DEMO_DIR  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--ceiling", type=int, default=8, help="k for the adaptive policies (the most per round)")
+    args = parser.parse_args()
+    print(f"machine: {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    texts = json.loads((DEMO_DIR / "heldout_prompts.json").read_text())[: args.prompts]
+    pair = session.load_pair("demo-target", "demo-draft", "cpu")
+    prompts = [session.encode_prompt(pair, t) for t in texts]
+    encode = lambda p, text: session.encode_prompt(p, text)  # noqa: E731
+    print("| T | drafting | k | acceptance | tokens/pass | tokens/s | target alone tokens/s | speedup |")
+    print("|---|---|---|---|---|---|---|---|")
+    for temperature in (0.0, 0.7):
+        cfg = session.settings(temperature=temperature, max_new_tokens=args.max_new_tokens)
+        rows = list(experiments.sweep(pair, prompts, cfg, "k", [1, 2, 3, 4, 5, 6]))[-1]
+        for row in rows:
+            show(temperature, "draft model, fixed k", row["k"], row)
+        best = max(rows, key=lambda r: r["speedup"])["k"]
+        for k, variants in ((best, ["draft model", "cascade (lookup -> draft)"]),
+                            (args.ceiling, ["adaptive: schedule", "adaptive: confidence"])):
+            run_cfg = dataclasses.replace(cfg, k=k)
+            for row in list(experiments.compare_drafts("demo-target", "demo-draft", texts, run_cfg, variants, encode))[-1]:
+                show(temperature, row["variant"], f"{k}" if "adaptive" not in row["variant"] else f"<= {k}", row)
+
+
+def show(temperature, name, k, row):
+    print(f"| {temperature} | {name} | {k} | {row['acceptance_rate']:.2f} | {row['tokens_per_target_pass']:.2f} | "
+          f"{row['tokens_per_s']:.1f} | {row['baseline_tokens_per_s']:.1f} | {row['speedup']:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

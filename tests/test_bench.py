@@ -1,0 +1,46 @@
+"""The benchmark harness runs every method on a tiny pair in seconds (a smoke check: no thresholds
+on time here; those live in BENCHMARKS.md) and its greedy rows agree on the tokens."""
+import json
+
+from playground import bench
+from playground.cli import main
+from tests import tiny
+
+
+def test_smoke_every_method(target, noisy_draft, tokenizer):
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    prompts = [tokenizer("def walk(path):\n    for name in ").input_ids, tokenizer("x = [1, 2, 3]\ny = [").input_ids]
+    rows = bench.smoke(pair, prompts)
+    assert [r["method"] for r in rows] == list(bench.METHODS)
+    for row in rows:
+        assert row["tokens_per_s"] > 0 and row["identical"] is True, row
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["target"]["speedup"] == 1.0
+    assert 0 <= by_method["engine"]["acceptance_rate"] <= 1
+    assert by_method["engine"]["tokens_per_target_pass"] > by_method["target"]["tokens_per_target_pass"]
+
+
+def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
+    target, draft = saved_pair
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("def f(x):\\n    return\nclass A:\n")
+    code = main(["bench", "--target", str(target), "--draft", str(draft), "--k", "2,3", "--prompts", str(prompts),
+                 "--max-new-tokens", "12", "--repeat", "1", "--json", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = json.loads(out)
+    assert {(r["method"], r["k"]) for r in rows} == {(m, k) for m in bench.METHODS for k in (2, 3)}
+    for row in rows:
+        for key in ("method", "k", "temperature", "tokens_per_s", "speedup", "acceptance_rate", "tokens_per_target_pass"):
+            assert key in row
+        assert row["identical"] is True
+        if row["method"].startswith("engine"):
+            assert row["efficiency"] > 0
+    assert (tmp_path / "out" / "table.md").read_text().count("\n") >= 2 + len(rows)
+    assert (tmp_path / "out" / "speedup.html").exists()
+
+
+def test_cli_bench_bad_k(capsys, saved_pair):
+    target, draft = saved_pair
+    assert main(["bench", "--target", str(target), "--draft", str(draft), "--k", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error: k must be between 1 and 32")
