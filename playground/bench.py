@@ -6,6 +6,7 @@ Rows (one per method, k, temperature): tokens_per_s, speedup over `target`, acce
 tokens_per_target_pass, efficiency (engine rows: the time predicted from measured per-pass costs and
 the run's own rounds, over the measured time; 1.0 means no overhead outside model passes) and
 identical (greedy rows: the same tokens as `target` on every prompt)."""
+import contextlib
 import dataclasses
 import json
 import pathlib
@@ -48,11 +49,30 @@ class PassCounter:
 
 
 def _hf_kwargs(pair: Pair, cfg: SpecConfig) -> dict:
+    """generate() settings equal to the engine's. Every setting not passed is filled from the model's
+    generation_config.json (Qwen2.5-Instruct ships repetition_penalty 1.05 and top_k 20), so the
+    ones that change the distribution are passed explicitly; top_k 0 means no top-k."""
     s = cfg.sampling
-    sampling = dict(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k or None) \
-        if not s.greedy else dict(do_sample=False, temperature=None, top_p=None, top_k=None)
+    sampling = dict(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k) \
+        if not s.greedy else dict(do_sample=False)
     eos = sorted(pair.eos_ids)
-    return dict(max_new_tokens=cfg.max_new_tokens, eos_token_id=eos, pad_token_id=eos[0] if eos else 0, **sampling)
+    return dict(max_new_tokens=cfg.max_new_tokens, eos_token_id=eos, pad_token_id=eos[0] if eos else 0,
+                repetition_penalty=1.0, **sampling)
+
+
+@contextlib.contextmanager
+def constant_assistant(draft, k: int):
+    """The draft as transformers' assistant proposing exactly k tokens a round (no schedule, no
+    confidence stop), its own generation_config restored afterwards (the model is cached)."""
+    config = draft.generation_config
+    saved = (config.num_assistant_tokens, config.num_assistant_tokens_schedule, config.assistant_confidence_threshold)
+    config.num_assistant_tokens, config.num_assistant_tokens_schedule = k, "constant"
+    config.assistant_confidence_threshold = 0.0
+    try:
+        yield draft
+    finally:
+        (config.num_assistant_tokens, config.num_assistant_tokens_schedule,
+         config.assistant_confidence_threshold) = saved
 
 
 @torch.inference_mode()
@@ -61,17 +81,15 @@ def run_hf(pair: Pair, ids: list[int], cfg: SpecConfig, method: str) -> Sample:
     torch.manual_seed(cfg.seed)
     inputs = torch.tensor([ids], device=pair.device)
     extra: dict = {}
-    if method == "hf-assisted":
-        assistant = pair.draft.generation_config
-        assistant.num_assistant_tokens, assistant.num_assistant_tokens_schedule = cfg.k, "constant"
-        assistant.assistant_confidence_threshold = 0.0
-        extra = dict(assistant_model=pair.draft)
-    elif method == "hf-prompt-lookup":
+    if method == "hf-prompt-lookup":
         extra = dict(prompt_lookup_num_tokens=cfg.k)
     target_calls, draft_calls = PassCounter(pair.target), PassCounter(pair.draft if "assisted" in method else None)
-    start = time.perf_counter()
-    out = pair.target.generate(inputs, attention_mask=torch.ones_like(inputs), **_hf_kwargs(pair, cfg), **extra)
-    seconds = time.perf_counter() - start
+    with constant_assistant(pair.draft, cfg.k) if method == "hf-assisted" else contextlib.nullcontext():
+        if method == "hf-assisted":
+            extra = dict(assistant_model=pair.draft)
+        start = time.perf_counter()
+        out = pair.target.generate(inputs, attention_mask=torch.ones_like(inputs), **_hf_kwargs(pair, cfg), **extra)
+        seconds = time.perf_counter() - start
     target_calls.close(), draft_calls.close()
     new = out[0, len(ids):].tolist()
     new = new[: next((i + 1 for i, t in enumerate(new) if t in pair.eos_ids), len(new))]
@@ -94,8 +112,17 @@ def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sam
     return run_hf(pairs["draft"], ids, cfg, method)
 
 
-def available_methods(pair: Pair) -> list[str]:
-    return [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
+def available_methods(pair: Pair, cfg: SpecConfig, log=print) -> list[str]:
+    methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
+    if "hf-assisted" in methods and not cfg.sampling.greedy and _logits_widths_differ(pair):
+        log("(no hf-assisted row when sampling: transformers subtracts the two models' distributions and "
+            "these logits widths differ)")
+        methods.remove("hf-assisted")
+    return methods
+
+
+def _logits_widths_differ(pair: Pair) -> bool:
+    return pair.target.get_output_embeddings().weight.shape[0] != pair.draft.get_output_embeddings().weight.shape[0]
 
 
 def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat: int, methods: list[str],
@@ -182,7 +209,6 @@ def _sync(device: torch.device) -> None:
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
               max_new_tokens: int, seed: int = 0, log=print) -> list[dict]:
     pair = pairs["draft"]
-    methods = available_methods(pair)
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     costs = measure_pass_costs(pair, context, range(1, max(ks) + 2))
     log(f"pass costs at context {context}: draft {costs['draft'] * 1e3:.2f} ms, verify "
@@ -191,7 +217,7 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     for temperature in temperatures:
         for k in ks:
             cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
-            setting_rows = bench_setting(pairs, prompts, cfg, repeat, methods, costs)
+            setting_rows = bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log), costs)
             for row in setting_rows:
                 log(_fmt(row))
             rows += setting_rows
@@ -247,5 +273,5 @@ def smoke(pair: Pair, prompts: list[list[int]]) -> list[dict]:
     """A run small enough for CI (seconds): every method once at k=4, greedy, 24 tokens."""
     cfg = session.settings(k=4, max_new_tokens=24)
     pairs = {"draft": pair, "ngram": ngram_pair(pair)}
-    return bench_setting(pairs, prompts[:2], cfg, 1, available_methods(pair), None)
+    return bench_setting(pairs, prompts[:2], cfg, 1, available_methods(pair, cfg), None)
 

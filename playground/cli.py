@@ -183,8 +183,9 @@ def cmd_bench(args) -> int:
         ks, temperatures = parse_values(args.k, int), parse_values(args.temperature, float)
     except ValueError as exc:
         raise PlaygroundError(f"--k / --temperature: {exc}") from None
-    for k in ks:
-        session.settings(k=k)  # validates the range before loading anything
+    for k in ks:  # every setting is checked before anything loads
+        for t in temperatures:
+            session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens)
     if args.repeat < 1 or args.num_prompts < 1:
         raise PlaygroundError("--repeat and --num-prompts must be >= 1")
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
@@ -214,11 +215,12 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
     file = pathlib.Path(path)
     if not file.is_file():
         raise PlaygroundError(f"--prompts: no such file '{path}'")
-    if file.suffix == ".json":
-        prompts = json.loads(file.read_text())
-    else:
-        prompts = prompt_lines(file.read_text())
-    if not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
+    try:
+        text = file.read_text(encoding="utf-8")
+        prompts = json.loads(text) if file.suffix == ".json" else prompt_lines(text)
+    except ValueError as exc:  # bad JSON or bad UTF-8
+        raise PlaygroundError(f"--prompts: cannot read {path}: {exc}") from None
+    if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
         raise PlaygroundError(f"--prompts: {path} holds no prompts")
     return prompts
 

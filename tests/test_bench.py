@@ -44,3 +44,28 @@ def test_cli_bench_bad_k(capsys, saved_pair):
     target, draft = saved_pair
     assert main(["bench", "--target", str(target), "--draft", str(draft), "--k", "0"]) == 2
     assert capsys.readouterr().err.startswith("error: k must be between 1 and 32")
+
+
+def test_cli_bench_bad_input_is_refused_before_loading(capsys, saved_pair, tmp_path):
+    target, draft = saved_pair
+    models = ["bench", "--target", str(target), "--draft", str(draft)]
+    assert main(models + ["--temperature", "0,-1"]) == 2
+    assert "temperature" in capsys.readouterr().err
+    for name, text in (("bad.json", "[\"def f():\""), ("obj.json", '{"a": "b"}')):
+        (tmp_path / name).write_text(text)
+        assert main(models + ["--prompts", str(tmp_path / name)]) == 2
+        assert capsys.readouterr().err.startswith("error: --prompts: ")
+
+
+def test_transformers_rows_ignore_the_models_own_generation_config(target, noisy_draft, tokenizer):
+    """A checkpoint's generation_config.json (Qwen2.5-Instruct: repetition_penalty 1.05) must not
+    change the transformers rows: they decode with the same settings as the engine."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    saved = target.generation_config.repetition_penalty, noisy_draft.generation_config.num_assistant_tokens
+    target.generation_config.repetition_penalty = 3.0
+    try:
+        rows = bench.smoke(pair, [tokenizer("x = [1, 2, 3]\ny = [").input_ids])
+    finally:
+        target.generation_config.repetition_penalty = saved[0]
+    assert all(row["identical"] is True for row in rows), rows
+    assert noisy_draft.generation_config.num_assistant_tokens == saved[1]  # the cached draft is left as it was
