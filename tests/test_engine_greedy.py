@@ -78,6 +78,8 @@ def test_stops_exactly_at_eos_inside_a_round(draft_name, k, drafts, target, toke
     assert result.finish_reason == "eos"
     last_round = result.rounds[-1]
     assert last_round.tokens[-1].token_id == eos  # nothing after the EOS, not even rejected drafts
+    if draft_name == "same":  # drafts behind an accepted EOS are never judged: they are not rejections
+        assert result.stats["acceptance_rate"] == 1.0 and result.stats["token_acceptance"] == 1.0
 
 
 def test_full_acceptance_gives_bonus_tokens(target, tokenizer, prompts):

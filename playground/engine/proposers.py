@@ -166,5 +166,4 @@ class CascadeProposer:
         runner.crop(runner.length - (len(guess) - n))  # keep the guesses the draft agreed with
         tokens, probs = [g[:n], nxt.view(1)], [p[: n + 1]]
         more, more_probs, passes, stop = self.draft.draft_loop(nxt.view(1), k - n - 1, ctx)
-        return Proposal(torch.cat(tokens + more), torch.cat(probs + more_probs), 1 + passes,
-                        stop or f"lookup gave {len(guess)}, draft kept {n}")
+        return Proposal(torch.cat(tokens + more), torch.cat(probs + more_probs), 1 + passes, stop)

@@ -99,11 +99,12 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     proposer.commit(kept, new)
     if guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
-    run.schedule.observe(len(verdict.drafts), kept)
+    judged = kept if len(new) == kept else len(verdict.drafts)  # drafts after an accepted EOS were never judged
+    run.schedule.observe(judged, kept)
     run.budget -= len(new)
     if finish is None and run.budget == 0:
         finish = "length"
-    return _round_event(run, events + committed, len(verdict.drafts), kept, proposal,
+    return _round_event(run, events + committed, judged, kept, proposal,
                         clock.seconds(t0, t1), clock.seconds(t1, t2), started, finish, k)
 
 
