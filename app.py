@@ -8,11 +8,11 @@ import tempfile
 
 import gradio as gr
 
-from playground import experiments, live, plots, render, session
+from playground import experiments, live, plots, render
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
 from playground.metrics import expected_speedup, expected_tokens_per_round, summarize
-from playground.models import custom_models_allowed, load_pair
+from playground.models import NGRAM, custom_models_allowed, load_pair
 from playground.presets import all_presets, default_preset_name
 from playground.share import Settings, from_query, share_url
 
@@ -185,9 +185,10 @@ def run_sweep(axis, values_text, prompts_text, *values, progress=gr.Progress()):
     settings = settings_from_inputs(*values)
     try:
         values_list = experiments.parse_values(values_text, int if axis == "k" else float)
-        prompts = experiments.prompt_lines(prompts_text) or [settings.prompt]
-        pair, _, cfg, constraint = live.prepare(settings, lambda f, msg: progress(f, desc=msg))
-        prompt_ids = [session.encode_prompt(pair, p, settings.chat, settings.system or None) for p in prompts]
+        cfg, spec = live.checked_config(settings)
+        prompts = _experiment_prompts(prompts_text, settings)
+        pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
+        prompt_ids = [live.encode(pair, settings, p) for p in prompts]
         rows = []
         for rows in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
             yield _table(rows), plots.sweep_chart(rows, axis), gr.skip()
@@ -197,6 +198,14 @@ def run_sweep(axis, values_text, prompts_text, *values, progress=gr.Progress()):
     with path:
         path.write(experiments.to_csv(rows))
     yield _table(rows), plots.sweep_chart(rows, axis), path.name
+
+
+def _experiment_prompts(prompts_text: str, settings) -> list[str]:
+    """The Experiments box's prompts, or the Playground's prompt when the box is empty."""
+    prompts = experiments.prompt_lines(prompts_text) or ([settings.prompt] if settings.prompt.strip() else [])
+    if not prompts:
+        raise PlaygroundError("no prompts: write some in the prompts box (one per line) or in the Playground")
+    return prompts
 
 
 def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
@@ -210,10 +219,11 @@ def run_comparison(variants, prompts_text, *values, progress=gr.Progress()):
     if not variants:
         raise gr.Error("pick at least one way of drafting")
     try:
-        live.check_models(settings)
-        _, _, cfg, _ = live.prepare(settings, lambda f, msg: progress(f, desc=msg))
-        prompts = experiments.prompt_lines(prompts_text) or [settings.prompt]
-        encode = lambda pair, text: session.encode_prompt(pair, text, settings.chat, settings.system or None)  # noqa: E731
+        cfg, _ = live.checked_config(settings)
+        if settings.draft.removeprefix(f"{NGRAM}+") == NGRAM:
+            raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
+        prompts = _experiment_prompts(prompts_text, settings)
+        encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
         for rows in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                lambda f, msg: progress(f, desc=msg)):
             yield _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)

@@ -54,22 +54,30 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
     baselines: dict = {}
     for value in values:
         run_cfg = _with(cfg, axis, value)
-        totals = dict(spec_s=0.0, base_s=0.0, tokens=0, base_tokens=0, proposed=0, accepted=0, passes=0)
+        totals = _zero_totals()
         for i, ids in enumerate(prompts):
             key = (i, run_cfg.sampling)
             if key not in baselines:  # the target alone depends on the sampling, not on k
                 baselines[key] = _timed(pair, ids, run_cfg, False, constraint)
-            spec_s, stats = _timed(pair, ids, run_cfg, True, constraint)
-            base_s, base_stats = baselines[key]
-            totals["spec_s"] += spec_s
-            totals["base_s"] += base_s
-            totals["tokens"] += stats["generated_tokens"]
-            totals["base_tokens"] += base_stats["generated_tokens"]
-            for name in ("proposed", "accepted"):
-                totals[name] += stats[name]
-            totals["passes"] += stats["target_passes"]
+            _add(totals, _timed(pair, ids, run_cfg, True, constraint), baselines[key])
         rows.append(_row(run_cfg, totals, len(prompts)))
         yield rows
+
+
+def _zero_totals() -> dict:
+    return {"spec_s": 0.0, "base_s": 0.0, "tokens": 0, "base_tokens": 0, "proposed": 0, "accepted": 0, "passes": 0}
+
+
+def _add(totals: dict, spec: tuple[float, dict], base: tuple[float, dict]) -> None:
+    """Add one prompt's speculative and target-only (seconds, stats) to the running totals."""
+    (spec_s, stats), (base_s, base_stats) = spec, base
+    totals["spec_s"] += spec_s
+    totals["base_s"] += base_s
+    totals["tokens"] += stats["generated_tokens"]
+    totals["base_tokens"] += base_stats["generated_tokens"]
+    totals["proposed"] += stats["proposed"]
+    totals["accepted"] += stats["accepted"]
+    totals["passes"] += stats["target_passes"]
 
 
 def _row(cfg: SpecConfig, t: dict, n_prompts: int) -> dict:
@@ -89,7 +97,6 @@ def to_csv(rows: list[dict]) -> str:
     for row in rows:
         writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
     return out.getvalue()
-
 
 
 # Draft comparison: ways of drafting for one target, from the draft model of the current settings.
@@ -114,21 +121,13 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
         draft_id, policy = (v.format(draft=model) for v in VARIANTS[name])
         pair = session.load_pair(target, draft_id, progress=progress)
         run_cfg = dataclasses.replace(cfg, policy=policy)
-        totals = dict(spec_s=0.0, base_s=0.0, tokens=0, base_tokens=0, proposed=0, accepted=0, passes=0)
+        totals = _zero_totals()
         for i, text in enumerate(prompts):
             ids = encode(pair, text)
             if i not in baselines:
                 _timed(pair, ids, dataclasses.replace(cfg, max_new_tokens=4), False, None)  # warm-up
                 baselines[i] = _timed(pair, ids, cfg, False, None)
             _timed(pair, ids, dataclasses.replace(run_cfg, max_new_tokens=4), True, None)
-            spec_s, stats = _timed(pair, ids, run_cfg, True, None)
-            base_s, base_stats = baselines[i]
-            totals["spec_s"] += spec_s
-            totals["base_s"] += base_s
-            totals["tokens"] += stats["generated_tokens"]
-            totals["base_tokens"] += base_stats["generated_tokens"]
-            totals["proposed"] += stats["proposed"]
-            totals["accepted"] += stats["accepted"]
-            totals["passes"] += stats["target_passes"]
+            _add(totals, _timed(pair, ids, run_cfg, True, None), baselines[i])
         rows.append({"variant": name, "draft": draft_id, "policy": policy, **_row(run_cfg, totals, len(prompts))})
         yield rows

@@ -44,18 +44,33 @@ def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
 def prepare(settings: Settings, progress: Callable[[float, str], None] | None = None,
             allow_custom: bool | None = None):
     """Check everything cheap first, then load: -> (pair, prompt ids, config, constraint)."""
+    cfg, spec = checked_config(settings, allow_custom)
+    if not settings.prompt.strip():
+        raise PlaygroundError("the prompt is empty")
+    pair, constraint = load(settings, spec, progress)
+    return pair, encode(pair, settings, settings.prompt), cfg, constraint
+
+
+def checked_config(settings: Settings, allow_custom: bool | None = None):
+    """The cheap checks (models allowed, settings in range, constraint well formed), nothing
+    loaded: -> (config, constraint spec or None)."""
     check_models(settings, allow_custom)
     cfg = session.settings(k=settings.k, temperature=settings.temperature, top_p=settings.top_p,
                            top_k=settings.top_k, seed=settings.seed, max_new_tokens=settings.max_new_tokens,
                            policy=settings.policy, confidence=settings.confidence)
-    spec = from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend)
-    if not settings.prompt.strip():
-        raise PlaygroundError("the prompt is empty")
+    return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend)
+
+
+def load(settings: Settings, spec, progress=None):
+    """-> (pair, compiled constraint or None), reporting progress while models load."""
     pair = session.load_pair(settings.target, settings.draft, progress=progress)
-    constraint = session.constrain(pair, spec)
-    ids = session.encode_prompt(pair, settings.prompt, settings.chat, settings.system or None,
-                                settings.schema if settings.schema_in_prompt else None)
-    return pair, ids, cfg, constraint
+    return pair, session.constrain(pair, spec)
+
+
+def encode(pair, settings: Settings, text: str) -> list[int]:
+    """A prompt as these settings send it: chat template, system prompt, schema appended if asked."""
+    return session.encode_prompt(pair, text, settings.chat, settings.system or None,
+                                 settings.schema if settings.schema_in_prompt else None)
 
 
 def live_run(settings: Settings, progress=None, allow_custom: bool | None = None) -> Iterator[Snapshot]:

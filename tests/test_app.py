@@ -3,6 +3,7 @@ import json
 import re
 import urllib.parse
 
+import gradio as gr
 import pytest
 from gradio_client import Client
 
@@ -49,6 +50,21 @@ def test_preset_switch_and_url_restore():
     values = app.restore_from_url(Request())
     assert values[3] == 7 and values[4] == 0.5 and values[1] == "demo-target"
     assert "bogus" in values[-1] and "evil/model" in values[-1]
+
+
+def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
+    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
+    inputs = app.inputs_from_settings(settings)
+    quiet = dict(progress=lambda *a, **k: None)
+    table, _, csv_path = list(app.run_sweep("k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs, **quiet))[-1]
+    assert [row[0] for row in table] == [1, 3] and all(row[-2] == 2 for row in table)  # 2 prompts each
+    assert open(csv_path).read().startswith("k,temperature")
+    with pytest.raises(gr.Error, match="no prompts"):
+        list(app.run_sweep("k", "2", "", *inputs, **quiet))
+    settings.draft = "ngram"
+    with pytest.raises(gr.Error, match="needs a draft model"):
+        list(app.run_comparison(["draft model"], "def f():", *app.inputs_from_settings(settings), **quiet))
 
 
 def test_constraint_checked_as_typed():
