@@ -14,7 +14,7 @@ from playground.errors import PlaygroundError
 from playground.metrics import expected_speedup, expected_tokens_per_round, summarize
 from playground.models import NGRAM, custom_models_allowed, load_pair
 from playground.presets import all_presets, default_preset_name
-from playground.share import Settings, from_query, share_url
+from playground.share import RANGES, Settings, from_query, share_url
 
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(PRESETS[default_preset_name()])
@@ -277,18 +277,18 @@ with gr.Blocks(title="Speculative decoding playground") as demo:
                                      allow_custom_value=custom_models_allowed())
                 draft = gr.Dropdown(MODELS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     allow_custom_value=custom_models_allowed())
-                k = gr.Slider(1, 16, value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
+                k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="schedule: +2 after a fully kept round, -1 after a rejection; confidence: the "
                                        "draft stops when unsure. With both, k is the ceiling.")
-                confidence = gr.Slider(0.05, 0.95, value=0.5, step=0.05, label="Confidence threshold")
-                temperature = gr.Slider(0, 2, value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
-                max_new_tokens = gr.Slider(8, 1024, value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
+                confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold")
+                temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
+                max_new_tokens = gr.Slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
                                            elem_id="max-tokens")
                 compare = gr.Checkbox(value=True, label="Compare with the target alone")
                 with gr.Accordion("Advanced", open=False):
-                    top_p = gr.Slider(0.05, 1, value=DEFAULT.top_p, step=0.05, label="Top-p")
-                    top_k = gr.Slider(0, 200, value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
+                    top_p = gr.Slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.05, label="Top-p")
+                    top_k = gr.Slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
                     chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
                     system = gr.Textbox(label="System prompt", lines=2)

@@ -7,7 +7,6 @@ import dataclasses
 import urllib.parse
 from dataclasses import dataclass
 
-from playground.config import MAX_K
 from playground.presets import Preset, all_presets
 
 
@@ -80,13 +79,19 @@ def _choice(*options):
     return parse
 
 
+# The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
+# reset an out-of-range value to the slider's minimum without a word).
+RANGES = {"k": (1, 16), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
+          "max_new_tokens": (8, 1024), "confidence": (0.05, 0.95)}
+
 PARSERS = {
     "preset": _text(64), "target": _text(200), "draft": _text(200),
-    "k": _int(1, MAX_K), "temperature": _float(0.0, 5.0), "top_p": _float(0.01, 1.0), "top_k": _int(0, 1000),
-    "seed": _int(0, 2**31 - 1), "max_new_tokens": _int(1, 4096), "prompt": _text(20000), "system": _text(4000),
+    "k": _int(*RANGES["k"]), "temperature": _float(*RANGES["temperature"]), "top_p": _float(*RANGES["top_p"]),
+    "top_k": _int(*RANGES["top_k"]), "seed": _int(0, 2**31 - 1), "max_new_tokens": _int(*RANGES["max_new_tokens"]),
+    "prompt": _text(20000), "system": _text(4000),
     "chat": _bool, "schema": _text(20000), "regex": _text(2000), "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
-    "confidence": _float(0.01, 0.99),
+    "confidence": _float(*RANGES["confidence"]),
 }
 
 

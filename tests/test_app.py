@@ -9,7 +9,7 @@ from gradio_client import Client
 
 import app
 from playground.events import KINDS
-from playground.share import Settings, from_query
+from playground.share import RANGES, Settings, from_query
 
 
 def run_preset(name: str, **overrides) -> list:
@@ -65,6 +65,16 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings.draft = "ngram"
     with pytest.raises(gr.Error, match="needs a draft model"):
         list(app.run_comparison(["draft model"], "def f():", *app.inputs_from_settings(settings), **quiet))
+
+
+def test_links_and_presets_stay_inside_what_the_sliders_show():
+    settings, notices = from_query({"k": "20", "max_new_tokens": "96", "temperature": "3"}, allow_custom=False)
+    assert settings.max_new_tokens == 96 and settings.k == Settings().k  # out of range: ignored, with a notice
+    assert any("k=" in n for n in notices) and any("temperature=" in n for n in notices)
+    for preset in app.PRESETS.values():
+        for key, (lo, hi) in RANGES.items():
+            value = getattr(Settings.from_preset(preset), key)
+            assert lo <= value <= hi, (preset.name, key, value)
 
 
 def test_constraint_checked_as_typed():
