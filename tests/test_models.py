@@ -1,0 +1,159 @@
+"""Presets parse and pair drafts with targets of the same tokenizer family; the shipped demo pair
+loads offline and decodes losslessly; loading errors name the model and say what to do."""
+import json
+import pathlib
+
+import pytest
+import torch
+
+from playground import models, session
+from playground.constraints import from_user
+from playground.errors import PlaygroundError
+from playground.presets import FAMILIES, all_presets, default_preset_name, family, read_preset
+from tests import tiny
+from tests.test_engine_greedy import hf_greedy
+
+REQUIRED = {"demo", "demo-json", "qwen2.5-7b", "qwen2.5-1.5b", "qwen3-8b", "qwen2.5-coder-7b",
+            "deepseek-coder-6.7b", "deepseek-r1-distill-7b"}
+
+
+def test_presets_parse_and_pair_within_a_family():
+    presets = all_presets()
+    assert REQUIRED <= set(presets)
+    assert any(p.draft == models.NGRAM for p in presets.values())  # a prompt-lookup preset
+    for p in presets.values():
+        assert p.purpose and len(p.purpose.splitlines()) == 1
+        assert 1 <= p.k <= 32 and p.temperature >= 0 and 0 < p.top_p <= 1 and p.max_new_tokens > 0 and p.prompt
+        assert family(p.target) is not None, p.target
+        draft = p.draft.removeprefix(models.CASCADE)
+        assert draft == models.NGRAM or family(draft) == family(p.target), p.name
+        assert not (p.schema and p.regex)
+        if p.schema:
+            assert from_user(schema=p.schema) is not None
+
+
+def test_preset_files_start_with_their_purpose():
+    for path in sorted(pathlib.Path("presets").glob("*.toml")):
+        assert path.read_text().splitlines()[0].startswith("purpose = ")
+
+
+def test_bad_preset_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\npurpose = "y"\ntarget = "t"\ndraft = "d"\nspeed = 3\n')
+    with pytest.raises(PlaygroundError, match="unknown keys"):
+        read_preset(path)
+
+
+def test_default_preset(monkeypatch):
+    monkeypatch.delenv("PLAYGROUND_PRESET", raising=False)
+    assert default_preset_name() == ("qwen2.5-7b" if torch.cuda.is_available() else "demo")
+    monkeypatch.setenv("PLAYGROUND_PRESET", "demo-json")
+    assert default_preset_name() == "demo-json"
+
+
+def test_families_cover_every_preset_model():
+    for p in all_presets().values():
+        for model in (p.target, p.draft.removeprefix(models.CASCADE)):
+            assert model == models.NGRAM or any(model.startswith(prefix) for prefix in FAMILIES)
+
+
+def test_demo_pair_ships_small_and_loads_offline():
+    weights = list(models.DEMO_DIR.glob("*/model.safetensors"))
+    assert len(weights) == 2
+    assert sum(w.stat().st_size for w in weights) <= 25_000_000
+    pair = models.load_pair("demo-target", "demo-draft", "cpu")
+    assert pair.target.config.model_type in ("qwen2", "qwen3") and pair.target.dtype == torch.float32
+    prompts = json.loads((models.DEMO_DIR / "heldout_prompts.json").read_text())[:3]
+    accepted = proposed = 0
+    for text in prompts:  # held-out code: the draft must be a real distillation of the target
+        prompt = session.encode_prompt(pair, text)
+        result = session.run(pair, prompt, session.settings(k=4, max_new_tokens=40))
+        assert result.token_ids == hf_greedy(pair.target, prompt, 40, eos_id=pair.tokenizer.eos_token_id)
+        accepted, proposed = accepted + result.stats["accepted"], proposed + result.stats["proposed"]
+    assert accepted / proposed > 0.4
+
+
+def test_models_are_cached(saved_pair):
+    target, draft = saved_pair
+    first = models.load_pair(str(target), str(draft), "cpu")
+    again = models.load_pair(str(target), str(draft), "cpu")
+    assert first.target is again.target and first.draft is again.draft
+
+
+def test_progress_is_reported(saved_pair):
+    target, draft = saved_pair
+    models.CACHE.entries.clear()
+    seen = []
+    models.load_pair(str(target), str(draft), "cpu", progress=lambda f, msg: seen.append((f, msg)))
+    assert seen[-1][0] == 1.0 and any("loading" in m for _, m in seen)
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)
+
+
+@pytest.mark.parametrize("model_id, message", [
+    ("/no/such/dir", "not found: no such directory"),
+    ("someone/missing-model", "hf download someone/missing-model"),
+    ("not a valid id!", "not a valid Hugging Face id"),
+])
+def test_loading_errors_name_the_model(model_id, message):
+    with pytest.raises(PlaygroundError, match=message) as err:
+        models.load_pair(model_id, models.NGRAM, "cpu")
+    assert model_id in str(err.value)
+
+
+def test_tokenizer_mismatch_names_both(saved_pair, tmp_path):
+    target, _ = saved_pair
+    tok = tiny.byte_bpe_tokenizer(vocab_size=300)
+    other = tiny.save(tiny.tiny_model(vocab=len(tok), eos_id=0), tok, tmp_path / "other")
+    with pytest.raises(PlaygroundError, match="tokenizers differ") as err:
+        models.load_pair(str(target), str(other), "cpu")
+    assert str(target) in str(err.value) and str(other) in str(err.value)
+
+
+def test_out_of_memory_suggests_a_smaller_preset(saved_pair, monkeypatch):
+    """A real OOM needs a GPU; the mapping of the exception to the message is what is checked."""
+    target, _ = saved_pair
+    models.CACHE.entries.clear()
+
+    def oom(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+    monkeypatch.setattr(models.AutoModelForCausalLM, "from_pretrained", oom)
+    with pytest.raises(PlaygroundError, match="out of memory loading .* smaller preset"):
+        models.load_pair(str(target), models.NGRAM, "cpu")
+
+
+def test_remote_code_is_never_trusted(saved_pair, monkeypatch):
+    target, _ = saved_pair
+    models.CACHE.entries.clear()
+    seen = {}
+    real = models.AutoModelForCausalLM.from_pretrained
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(models.AutoModelForCausalLM, "from_pretrained", spy)
+    models.load_pair(str(target), models.NGRAM, "cpu")
+    assert seen["trust_remote_code"] is False
+
+
+def test_custom_models_need_the_host_opt_in(monkeypatch):
+    from playground import live
+    from playground.share import Settings
+    settings = Settings(target="someone/else", draft=models.NGRAM, prompt="x")
+    monkeypatch.delenv("PLAYGROUND_ALLOW_CUSTOM_MODELS", raising=False)
+    with pytest.raises(PlaygroundError, match="not one of this host's preset models"):
+        live.check_models(settings)
+    monkeypatch.setenv("PLAYGROUND_ALLOW_CUSTOM_MODELS", "1")
+    live.check_models(settings)
+
+
+def test_chat_template_and_system_prompt(saved_pair):
+    target, draft = saved_pair
+    pair = models.load_pair(str(target), str(draft), "cpu")
+    pair.tokenizer.chat_template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+                                    "{% if add_generation_prompt %}<assistant>{% endif %}")
+    ids = session.encode_prompt(pair, "hi", chat=True, system="be brief")
+    assert pair.tokenizer.decode(ids) == "<system>be brief<user>hi<assistant>"
+    assert pair.tokenizer.decode(session.encode_prompt(pair, "hi", chat=False)) == "hi"
+    with_schema = pair.tokenizer.decode(session.encode_prompt(pair, "hi", chat=True, schema='{"type": "object"}'))
+    assert with_schema.startswith("<user>hi") and '{"type": "object"}' in with_schema
+    pair.tokenizer.chat_template = None
