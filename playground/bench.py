@@ -175,29 +175,41 @@ def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
 
 
 @torch.inference_mode()
-def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30) -> dict:
+def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, burst: int = 4) -> dict:
     """Median seconds of one draft pass (1 token) and of a target verify pass per width, at a
-    realistic context length, with the same runners (and thread settings) the engine uses."""
+    realistic context length, with the same runners (and thread settings) the engine uses. The
+    passes alternate as in decoding: each verify pass follows a burst of draft passes and each
+    burst follows a verify pass, so neither model finds its weights in a cache the other has just
+    used (on a CPU, measuring a model alone makes its passes look up to 2x cheaper)."""
     from playground.engine.runner import ModelRunner
 
-    def timed(runner: ModelRunner, width: int) -> float:
-        ids = torch.arange(width, device=runner.device) % 100
+    def prime(runner: ModelRunner) -> None:
         runner.reset()
         runner.forward(torch.arange(context, device=runner.device) % 100, keep=1)
-        times = []
-        for _ in range(reps):
-            _sync(runner.device)
-            start = time.perf_counter()
-            runner.forward(ids, keep=width)
-            _sync(runner.device)
-            times.append(time.perf_counter() - start)
-            runner.crop(context)
-        return statistics.median(times)
+
+    def timed_pass(runner: ModelRunner, width: int) -> float:
+        ids = torch.arange(width, device=runner.device) % 100
+        _sync(runner.device)
+        start = time.perf_counter()
+        runner.forward(ids, keep=width)
+        _sync(runner.device)
+        runner.crop(context)
+        return time.perf_counter() - start
+
     target = ModelRunner(pair.target, pair.vocab, pair.target_threads)
-    costs = {"verify": {w: timed(target, w) for w in widths}, "prefill": 0.0, "draft": 0.0}
+    draft = ModelRunner(pair.draft, pair.vocab, pair.draft_threads) if pair.draft is not None else None
+    prime(target)
+    if draft is not None:
+        prime(draft)
+    verify, drafting = {w: [] for w in widths}, []
+    for _ in range(reps):
+        for w in widths:
+            if draft is not None:
+                drafting += [timed_pass(draft, 1) for _ in range(burst)]
+            verify[w].append(timed_pass(target, w))
+    costs = {"verify": {w: statistics.median(t) for w, t in verify.items()}, "prefill": 0.0,
+             "draft": statistics.mean(drafting) if drafting else 0.0}
     costs["prefill"] = costs["verify"][max(widths)]  # a short prompt's prefill costs about a wide pass
-    if pair.draft is not None:
-        costs["draft"] = timed(ModelRunner(pair.draft, pair.vocab, pair.draft_threads), 1)
     return costs
 
 

@@ -1,7 +1,7 @@
 """Smarter drafting on the demo pair: adaptive draft length against the best fixed k, and the
 cascade (prompt lookup -> draft -> target) against the draft alone, greedy and at temperature 0.7.
 
-    python scripts/bench_drafting.py [--prompts 8] [--max-new-tokens 96] [--ceiling 8]
+    python scripts/bench_drafting.py [--prompts 8] [--max-new-tokens 96] [--ceiling 8] [--confidence 0.1 0.2 ...]
 
 Every speedup is measured against the target alone on the same prompts in the same process."""
 import argparse
@@ -23,6 +23,8 @@ def main():
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--ceiling", type=int, default=8, help="k for the adaptive policies (the most per round)")
+    parser.add_argument("--confidence", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5],
+                        help="thresholds for the confidence policy")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
     texts = json.loads((DEMO_DIR / "heldout_prompts.json").read_text())[: args.prompts]
@@ -37,11 +39,13 @@ def main():
         for row in rows:
             show(temperature, "draft model, fixed k", row["k"], row)
         best = max(rows, key=lambda r: r["speedup"])["k"]
-        for k, variants in ((best, ["draft model", "cascade (lookup -> draft)"]),
-                            (args.ceiling, ["adaptive: schedule", "adaptive: confidence"])):
-            run_cfg = dataclasses.replace(cfg, k=k)
+        runs = [(best, 0.5, ["draft model", "cascade (lookup -> draft)"]), (args.ceiling, 0.5, ["adaptive: schedule"])]
+        runs += [(args.ceiling, c, ["adaptive: confidence"]) for c in args.confidence]
+        for k, confidence, variants in runs:
+            run_cfg = dataclasses.replace(cfg, k=k, confidence=confidence)
             for row in list(experiments.compare_drafts("demo-target", "demo-draft", texts, run_cfg, variants, encode))[-1]:
-                show(temperature, row["variant"], f"{k}" if "adaptive" not in row["variant"] else f"<= {k}", row)
+                name = row["variant"] + (f" {confidence}" if row["policy"] == "confidence" else "")
+                show(temperature, name, f"{k}" if "adaptive" not in name else f"<= {k}", row)
 
 
 def show(temperature, name, k, row):
