@@ -52,8 +52,8 @@ def test_cascade_uses_lookup_and_saves_draft_passes(target, tokenizer):
     cascade = session.run(pair, repetitive, session.settings(k=6, max_new_tokens=40))
     plain = session.run(mode_pair("fixed", target, target, tokenizer), repetitive, session.settings(k=6, max_new_tokens=40))
     assert cascade.token_ids == plain.token_ids
-    assert any("lookup gave" in r.stop_reason for r in cascade.rounds)
-    assert cascade.stats["draft_passes"] < plain.stats["draft_passes"]
+    assert cascade.stats["draft_passes"] < plain.stats["draft_passes"]  # looked-up tokens checked in one pass
+    assert all(r.stop_reason == "" for r in cascade.rounds if r.proposed == r.k)  # a full round has no stop reason
 
 
 @pytest.mark.parametrize("mode", MODES)
