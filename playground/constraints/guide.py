@@ -9,6 +9,8 @@ generation, so it is kept as a marker here (llguidance does not record an EOS co
 stopped state, which would make rollback counts drift)."""
 import torch
 
+from playground.errors import PlaygroundError
+
 
 class Guide:
     def __init__(self, matcher, vocab: int, eos_ids: frozenset[int], max_rows: int):
@@ -36,6 +38,14 @@ class Guide:
             row[jump[0] // 32] = _bit(jump[0] % 32)
         else:
             self.matcher.fill_bitmask(row)
+        self._raise_if_stuck()
+
+    def _raise_if_stuck(self) -> None:
+        """A matcher that hit a limit (llguidance's parser limits, say) says so once; never let
+        that look like an ordinary end of the output."""
+        error = self.matcher.error()
+        if error:
+            raise PlaygroundError(f"the constraint engine gave up on this constraint: {error}")
 
     def forced(self, budget: int) -> list[int]:
         """Commit and return the tokens the grammar forces from here (effective mask of one token:
@@ -56,6 +66,7 @@ class Guide:
             if token in self.eos_ids:
                 self.ended = True
             elif not self.matcher.consume(token):
+                self._raise_if_stuck()
                 return False
         return True
 
@@ -72,6 +83,7 @@ class Guide:
 
     def consume_draft(self, token: int) -> None:
         if token not in self.eos_ids and not self.matcher.consume(token):
+            self._raise_if_stuck()
             raise RuntimeError(f"draft token {token} was not allowed by the mask it was drawn under")
         self.drafted.append(token)
 

@@ -59,6 +59,9 @@ class LLGuidanceMatcher:
     def accepting(self) -> bool:
         return self.m.is_accepting()
 
+    def error(self) -> str | None:
+        return _clean(self.m.get_error()) if self.m.is_error() else None
+
 
 def _clean(message: str) -> str:
     """The line of an llguidance message that says what is wrong, without the grammar listing."""

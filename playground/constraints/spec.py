@@ -1,12 +1,14 @@
 """What the user asked for (a JSON Schema, a regex or a grammar, and a backend), checked before
 any compilation so a mistake is reported next to its cause."""
 import json
-import re
 from dataclasses import dataclass
 
 import jsonschema
 
+from playground.constraints import safety
+from playground.constraints.safety import check_pattern, check_schema_safe
 from playground.errors import PlaygroundError
+from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, at_most
 
 KINDS = ("json", "regex", "grammar")
 BACKENDS = ("llguidance", "xgrammar")
@@ -25,6 +27,9 @@ class ConstraintSpec:
             raise PlaygroundError(f"unknown constraint backend '{self.backend}': use llguidance or xgrammar")
         if not self.text.strip():
             raise PlaygroundError(f"the {self.kind} constraint is empty")
+        limit = {"json": MAX_SCHEMA_CHARS, "regex": MAX_REGEX_CHARS, "grammar": MAX_GRAMMAR_CHARS}[self.kind]
+        name = "schema" if self.kind == "json" else self.kind
+        at_most(len(self.text), limit, f"the length of the {name} (characters)")
 
     @property
     def schema(self) -> dict | bool:
@@ -32,27 +37,31 @@ class ConstraintSpec:
 
 
 def parse_schema(text: str) -> dict | bool:
-    """Strict JSON text -> a schema that passes the JSON Schema meta-schema (draft 2020-12)."""
+    """Strict JSON text -> a schema that passes the JSON Schema meta-schema (draft 2020-12) and the
+    safety checks (bounded, local references only, a finite instance)."""
+    at_most(len(text), MAX_SCHEMA_CHARS, "the length of the schema (characters)")
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlaygroundError(f"the schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise PlaygroundError("the schema is nested too deeply") from None
     if not isinstance(schema, (dict, bool)):
         raise PlaygroundError("the schema must be a JSON object")
+    safety.depth(schema)  # before the meta-schema check, which recurses
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "the top level"
         raise PlaygroundError(f"the schema is not a valid JSON Schema at {where}: {exc.message}") from None
+    check_schema_safe(schema)
     return schema
 
 
 def check_regex(pattern: str) -> None:
-    """The output is later checked with Python's re.fullmatch, so the pattern must compile there too."""
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise PlaygroundError(f"invalid regex: {exc}") from None
+    """The output is later checked with Python's syntax (by the `regex` module), so the pattern
+    must mean the same there."""
+    check_pattern(pattern)
 
 
 def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance"):

@@ -1,11 +1,61 @@
-"""Check a finished output against what was asked: strict json.loads plus jsonschema, or
-re.fullmatch. Returns (valid, first error or None)."""
+"""Check a finished output against what was asked: strict json.loads plus jsonschema, or a full match
+of the regex. Returns (valid, first error or None).
+
+Nothing here can reach outside the process or run unbounded: references resolve in an empty
+registry that never retrieves anything (jsonschema's default would fetch http:// and file:// URLs),
+and every regex, the schema's `pattern`s included, runs in the `regex` module (Python's syntax)
+with a timeout instead of `re`, whose backtracking holds the interpreter lock until it finishes."""
 import json
-import re
 
 import jsonschema
+import referencing
+import regex
+from jsonschema.exceptions import ValidationError
+
+from playground.limits import CHECK_SECONDS
 
 FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
+NO_RETRIEVAL = referencing.Registry()  # resolving anything outside the document fails instead of fetching
+
+
+class CheckTimeout(Exception):
+    pass
+
+
+def search(pattern: str, text: str) -> bool:
+    try:
+        return regex.search(pattern, text, timeout=CHECK_SECONDS) is not None
+    except TimeoutError:
+        raise CheckTimeout(f"matching /{pattern[:60]}/ took longer than {CHECK_SECONDS:g} s") from None
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator, patterns, instance, schema):
+    if validator.is_type(instance, "object"):
+        for pattern, subschema in patterns.items():
+            for key, value in instance.items():
+                if search(pattern, key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator, extra_schema, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    named, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = [k for k in instance if k not in named and not any(search(p, k) for p in patterns)]
+    if validator.is_type(extra_schema, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra_schema, path=key)
+    elif extra_schema is False and extras:
+        yield ValidationError(f"additional properties are not allowed ({', '.join(map(repr, extras))})")
+
+
+SafeValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {
+    "pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties})
 
 
 def validate_json(text: str, schema) -> tuple[bool, str | None]:
@@ -13,8 +63,15 @@ def validate_json(text: str, schema) -> tuple[bool, str | None]:
         value = json.loads(text)  # strict: raw control characters in strings are errors
     except json.JSONDecodeError as exc:
         return False, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema, format_checker=FORMATS).iter_errors(value))
+    except RecursionError:
+        return False, "not valid JSON: nested too deeply"
+    validator = SafeValidator(schema, format_checker=FORMATS, registry=NO_RETRIEVAL)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except CheckTimeout as exc:
+        return False, f"could not be checked: {exc}"
+    except referencing.exceptions.Unresolvable as exc:
+        return False, f"could not be checked: unresolvable reference {exc}"
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         return False, f"at {where}: {error.message}"
@@ -22,6 +79,8 @@ def validate_json(text: str, schema) -> tuple[bool, str | None]:
 
 
 def validate_regex(text: str, pattern: str) -> tuple[bool, str | None]:
-    if re.fullmatch(pattern, text) is None:
-        return False, f"does not fully match /{pattern}/"
-    return True, None
+    try:
+        matched = regex.fullmatch(pattern, text, timeout=CHECK_SECONDS) is not None
+    except TimeoutError:
+        return False, f"could not be checked: matching took longer than {CHECK_SECONDS:g} s"
+    return (True, None) if matched else (False, f"does not fully match /{pattern}/")

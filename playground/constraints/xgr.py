@@ -76,6 +76,9 @@ class XGrammarMatcher:
     def accepting(self) -> bool:
         return self.m.is_completed()
 
+    def error(self) -> str | None:
+        return None  # xgrammar has no error state: a refused token just returns False
+
 
 def _bounded_formats(schema) -> list[str]:
     """xgrammar drops minLength/maxLength on a string that also has a format, and its ipv4 format

@@ -1,0 +1,165 @@
+"""Checks that make a schema or a pattern safe to compile and to check, whatever its author meant:
+bounded in size, never reaching outside the document, and with a finite instance to write.
+
+- `$ref` must point inside the schema (`#...`): a remote or file reference would make a validator
+  fetch a URL or read a file (jsonschema's legacy resolver does both).
+- A schema whose every instance must contain itself (a required property referring back to its
+  parent, say) has no finite instance; xgrammar grows without bound trying to build it.
+- A pattern must mean the same to the constraint engine and to the checker: nested character sets
+  and set operations (`[[:alpha:]&&[x]]`) are read one way by llguidance and another by Python,
+  whose backtracking then never finishes on the output the engine allowed."""
+import re
+import urllib.parse
+import warnings
+
+from playground.constraints.schema_keywords import subschemas
+from playground.errors import PlaygroundError
+from playground.limits import (MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT, MAX_SCHEMA_DEPTH,
+                               MAX_SCHEMA_NODES, at_most)
+
+REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+SCALARS = {"string", "number", "integer", "boolean", "null"}
+REPEAT = re.compile(r"(?<!\\)\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
+
+
+def check_schema_safe(schema) -> None:
+    """Size bounds, local references only, and a finite instance (depth() is checked first, by the caller)."""
+    if schema is False:
+        raise PlaygroundError("the schema `false` allows no value at all: nothing could ever be written")
+    nodes = list(subschemas(schema))
+    at_most(len(nodes), MAX_SCHEMA_NODES, "the number of subschemas")
+    for node in nodes:
+        at_most(len(node.get("properties") or {}), MAX_PROPERTIES, "the number of properties of one object")
+        for pattern in _patterns(node):
+            check_pattern(pattern, "a schema pattern")
+    _check_refs(schema, schema)
+    if not has_finite_instance(schema, nodes):
+        raise PlaygroundError("this schema has no finite instance: a required property (or a minimum of items) "
+                              "refers back to a schema that contains it, so the output could never end; "
+                              "make the recursion optional")
+
+
+def depth(value, limit: int = MAX_SCHEMA_DEPTH) -> int:
+    """Nesting of JSON objects and arrays, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            if level > limit:
+                raise PlaygroundError(f"the schema is nested more than {limit} levels deep")
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _patterns(node: dict) -> list[str]:
+    found = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+    return found + list(node.get("patternProperties") or {})
+
+
+def _check_refs(value, root) -> None:
+    """Every reference keyword, anywhere in the document, must resolve inside it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in REF_KEYWORDS:
+                if isinstance(item.get(key), str):
+                    resolve(item[key], root)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def resolve(ref: str, root):
+    """A local reference ('#', '#/$defs/a', '#name' for an $anchor) -> the schema it names."""
+    if not ref.startswith("#"):
+        raise PlaygroundError(f"$ref '{ref[:80]}' points outside the schema: only local references ('#/...') "
+                              "are allowed (nothing is ever fetched or read from files)")
+    fragment = urllib.parse.unquote(ref[1:])
+    target = _anchor(root, fragment) if fragment and not fragment.startswith("/") else _pointer(root, fragment)
+    if not isinstance(target, (dict, bool)):
+        raise PlaygroundError(f"$ref '{ref[:80]}' does not point to a schema inside this schema")
+    return target
+
+
+def _pointer(root, pointer: str):
+    node = root
+    for part in pointer.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _anchor(root, name: str):
+    return next((node for node in subschemas(root) if node.get("$anchor") == name), None)
+
+
+def has_finite_instance(schema, nodes: list[dict]) -> bool:
+    """Least fixpoint: a schema has a finite instance if some type it allows can be written with
+    subschemas already known to have one. Recursion that every instance must take never gets known."""
+    known: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in nodes:
+            if id(node) not in known and _finite_given(node, known, schema):
+                known.add(id(node))
+                changed = True
+    return _is_known(schema, known)
+
+
+def _is_known(node, known: set[int]) -> bool:
+    return node if isinstance(node, bool) else id(node) in known
+
+
+def _finite_given(node: dict, known: set[int], root) -> bool:
+    sub = lambda s: _is_known(s, known)  # noqa: E731
+    if "$ref" in node and isinstance(node["$ref"], str) and not sub(resolve(node["$ref"], root)):
+        return False
+    if not all(map(sub, node.get("allOf", []))):
+        return False
+    if any(key in node and not any(map(sub, node[key])) for key in ("anyOf", "oneOf")):
+        return False
+    if "const" in node or "enum" in node:
+        return True
+    types = node.get("type", list(SCALARS | {"object", "array"}))
+    types = [types] if isinstance(types, str) else types
+    return any(t in SCALARS or (t == "object" and _object_finite(node, sub)) or (t == "array" and _array_finite(node, sub))
+               for t in types)
+
+
+def _object_finite(node: dict, sub) -> bool:
+    props, extra = node.get("properties", {}), node.get("additionalProperties", True)
+    return all(sub(props[name]) if name in props else sub(extra) for name in node.get("required", []))
+
+
+def _array_finite(node: dict, sub) -> bool:
+    need, prefix = node.get("minItems", 0), node.get("prefixItems", [])
+    if need == 0:
+        return True
+    return all(map(sub, prefix[:need])) and (need <= len(prefix) or sub(node.get("items", True)))
+
+
+def check_pattern(pattern: str, what: str = "the regex") -> None:
+    """Bounded, valid for Python, and read the same way by the constraint engines and the checker."""
+    at_most(len(pattern), MAX_REGEX_CHARS, f"the length of {what}")
+    for match in REPEAT.finditer(pattern):
+        for count in filter(None, match.groups()):
+            at_most(int(count), MAX_REPEAT_COUNT, f"a repetition count in {what}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # Python warns where its reading will change
+        re.purge()  # a cached pattern would compile without its warning
+        try:
+            re.compile(pattern)
+        except FutureWarning:
+            raise PlaygroundError(f"{what} uses nested character sets or set operations ([[...]], &&, --, ~~, ||), "
+                                  "which the constraint engine and Python read differently: write the class "
+                                  "out (e.g. [a-zA-Z] instead of [[:alpha:]])") from None
+        except (re.error, RecursionError, OverflowError) as exc:
+            raise PlaygroundError(f"invalid regex ({what}): {exc}") from None

@@ -1,0 +1,36 @@
+"""Every size a request can ask for, bounded: a public Space must not be held or exhausted by one
+request. Each bound can be changed by the host through an environment variable."""
+import os
+
+from playground.errors import PlaygroundError
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw.strip() else default
+    except ValueError:
+        raise PlaygroundError(f"environment variable {name} must be an integer, got {raw!r}") from None
+
+
+MAX_NEW_TOKENS = _env_int("PLAYGROUND_MAX_NEW_TOKENS", 2048)  # per run; also capped by the context length
+MAX_PROMPT_CHARS = _env_int("PLAYGROUND_MAX_PROMPT_CHARS", 20_000)
+MAX_SAMPLES = _env_int("PLAYGROUND_MAX_SAMPLES", 64)  # generate --num-samples
+MAX_SWEEP_VALUES = _env_int("PLAYGROUND_MAX_SWEEP_VALUES", 16)  # values of one sweep (and bench --k x --temperature)
+MAX_SWEEP_PROMPTS = _env_int("PLAYGROUND_MAX_SWEEP_PROMPTS", 32)
+MAX_REPEAT = _env_int("PLAYGROUND_MAX_REPEAT", 20)  # bench --repeat
+MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 20_000)
+MAX_GRAMMAR_CHARS = _env_int("PLAYGROUND_MAX_GRAMMAR_CHARS", 64_000)
+MAX_REGEX_CHARS = 2_000
+MAX_SCHEMA_DEPTH = 32  # nesting of JSON objects and arrays in a schema
+MAX_SCHEMA_NODES = 2_000  # subschemas in a schema
+MAX_PROPERTIES = 256  # properties of one object schema (xgrammar takes 26 s to compile 2,000 optional ones)
+MAX_REPEAT_COUNT = 1_000  # n and m of a {n,m} repetition in a regex or schema pattern
+CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `regex` module's timeout)
+
+
+def at_most(value: int, limit: int, what: str, hint: str = "") -> int:
+    """Refuse a size over its limit, naming both."""
+    if value > limit:
+        raise PlaygroundError(f"{what} is {value}, more than this host allows ({limit}){hint}")
+    return value

@@ -1,0 +1,161 @@
+"""Hostile constraints: a schema or pattern may never fetch a URL, read a file, hang the process or
+exhaust its memory; each is refused up front with one clear line, or checked in bounded time."""
+import json
+import resource
+import socket
+import threading
+import time
+
+import pytest
+
+from playground.cli import main
+from playground.constraints import from_user
+from playground.constraints.validate import validate_json, validate_regex
+from playground.errors import PlaygroundError
+
+
+@pytest.fixture
+def listener():
+    """A TCP listener on loopback that records every connection made to it."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    hits, stop = [], threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                hits.append(conn.recv(200))
+                conn.close()
+            except OSError:
+                pass
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], hits
+    stop.set()
+    thread.join(2)
+    server.close()
+
+
+def cli_error(capsys, saved_pair, *args) -> str:
+    target, draft = saved_pair
+    code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "16",
+                 "--json", *args])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_remote_and_file_refs_are_refused_and_nothing_is_fetched(capsys, saved_pair, listener, backend):
+    port, hits = listener
+    for ref in (f"http://127.0.0.1:{port}/x.json", "file:///etc/hostname", f"http://127.0.0.1:{port}/x.json#/a"):
+        err = cli_error(capsys, saved_pair, "--constraint-backend", backend, "--schema", json.dumps({"$ref": ref}))
+        assert "points outside the schema" in err
+    nested = {"type": "object", "properties": {"a": {"$ref": f"http://127.0.0.1:{port}/y"}}}
+    assert "points outside" in cli_error(capsys, saved_pair, "--constraint-backend", backend, "--schema", json.dumps(nested))
+    time.sleep(0.3)
+    assert hits == []
+
+
+def test_validation_never_retrieves_a_reference(listener):
+    port, hits = listener
+    valid, error = validate_json("1", {"$ref": f"http://127.0.0.1:{port}/x.json"})
+    assert valid is False and "unresolvable" in error
+    valid, error = validate_json("1", {"$ref": "file:///etc/hostname"})
+    assert valid is False and "hostname" not in (error or "").split("unresolvable")[0]
+    time.sleep(0.3)
+    assert hits == []
+
+
+def test_local_refs_still_work():
+    spec = from_user(schema=json.dumps({"$defs": {"n": {"type": "integer"}}, "type": "object",
+                                        "properties": {"a": {"$ref": "#/$defs/n"}, "b": {"$ref": "#"}}}))
+    assert spec is not None
+    with pytest.raises(PlaygroundError, match="does not point to a schema"):
+        from_user(schema=json.dumps({"$ref": "#/$defs/missing"}))
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]},
+    {"$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/a"}, "minItems": 1}}, "$ref": "#/$defs/a"},
+    {"$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}}, "required": ["b"]},
+               "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"},
+])
+def test_schemas_without_a_finite_instance_are_refused(schema):
+    for backend in ("llguidance", "xgrammar"):
+        with pytest.raises(PlaygroundError, match="no finite instance"):
+            from_user(schema=json.dumps(schema), backend=backend)
+
+
+def test_optional_recursion_is_allowed():
+    tree = {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array",
+            "items": {"$ref": "#"}}}, "required": ["value"]}
+    assert from_user(schema=json.dumps(tree), backend="xgrammar") is not None
+    either = {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]}]}
+    assert from_user(schema=json.dumps(either)) is not None
+
+
+def test_xgrammar_recursive_schema_stays_bounded(capsys, saved_pair):
+    """The case that grew to 23 GB: refused before compiling, memory unchanged."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    schema = '{"type":"object","properties":{"x":{"$ref":"#"}},"required":["x"]}'
+    assert "no finite instance" in cli_error(capsys, saved_pair, "--constraint-backend", "xgrammar", "--schema", schema)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # KiB
+
+
+BAD_SCHEMAS = {
+    "false": ("false", "allows no value"),
+    "deeply nested": ('{"items":' * 100 + "{}" + "}" * 100, "nested more than"),
+    "very deeply nested": ("[" * 100_000 + "]" * 100_000, "characters"),
+    "nested JSON value": ('{"const":' + "[" * 5000 + "]" * 5000 + "}", "nested"),
+    "too many properties": (json.dumps({"type": "object", "properties": {f"p{i}": {} for i in range(300)}}),
+                            "number of properties"),
+    "too long": (json.dumps({"description": "x" * 30_000}), "length of the schema"),
+    "divergent pattern": (json.dumps({"type": "string", "pattern": "(x+)+[[:alpha:]&&[x]]"}), "read differently"),
+    "huge repetition in a pattern": (json.dumps({"type": "string", "pattern": "a{1000000}"}), "repetition count"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SCHEMAS)
+def test_bad_schemas_are_clear_errors(case):
+    text, message = BAD_SCHEMAS[case]
+    with pytest.raises(PlaygroundError, match=message):
+        from_user(schema=text)
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("(x+)+[[:alpha:]&&[x]]", "read differently"), ("[a-z--[aeiou]]", "read differently"),
+    ("a{1000000}", "repetition count"), ("[a-z]{1,20000}", "repetition count"), ("(", "invalid regex"),
+    ("x" * 3000, "length"),
+])
+def test_bad_regexes_are_clear_errors(pattern, message):
+    with pytest.raises(PlaygroundError, match=message):
+        from_user(regex=pattern)
+
+
+def test_redos_regex_is_refused_by_the_cli_fast(capsys, saved_pair):
+    started = time.monotonic()
+    err = cli_error(capsys, saved_pair, "--regex", "(x+)+[[:alpha:]&&[x]]", "--max-new-tokens", "30")
+    assert "read differently" in err and time.monotonic() - started < 30
+
+
+def test_checks_of_catastrophic_patterns_are_bounded():
+    """Were such a pattern to reach the checker, it gives up after its timeout instead of hanging."""
+    started = time.monotonic()
+    valid, error = validate_regex("x" * 40 + "!", "(x+)+y")
+    assert valid is False and time.monotonic() - started < 30
+    valid, error = validate_json(json.dumps("x" * 40 + "!"), {"anyOf": [{"pattern": "^(x+)+y$"}, {"type": "integer"}]})
+    assert valid is False and time.monotonic() - started < 60
+
+
+def test_pattern_keywords_still_validate():
+    schema = {"type": "object", "patternProperties": {"^n_": {"type": "integer"}}, "additionalProperties": False,
+              "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}}}
+    assert validate_json('{"id": "abc", "n_1": 2}', schema) == (True, None)
+    assert validate_json('{"id": "ABC"}', schema)[0] is False
+    assert validate_json('{"n_1": "x"}', schema)[0] is False
+    assert "additional properties" in validate_json('{"other": 1}', schema)[1]
