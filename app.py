@@ -2,24 +2,32 @@
 `playground` package does the work and this module renders what it yields."""
 import spaces  # noqa: F401  (first: on ZeroGPU it must load before anything touches CUDA)
 
+import html
 import json
+import logging
 import os
+import pathlib
 import tempfile
+import time
 
 import gradio as gr
 
 from playground import experiments, live, plots, render
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
+from playground.limits import MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round, summarize
 from playground.models import NGRAM, custom_models_allowed, load_pair
-from playground.presets import all_presets, default_preset_name
+from playground.presets import all_presets, default_preset
 from playground.share import RANGES, Settings, from_query, share_url
 
 PRESETS = all_presets()
-DEFAULT = Settings.from_preset(PRESETS[default_preset_name()])
+DEFAULT = Settings.from_preset(default_preset())
 GPU_SECONDS = int(os.environ.get("PLAYGROUND_GPU_SECONDS", "120"))  # ZeroGPU budget per run
 CONCURRENCY = int(os.environ.get("PLAYGROUND_CONCURRENCY", "1"))  # runs sharing the device at once
+DOWNLOADS = pathlib.Path(tempfile.mkdtemp(prefix="playground-downloads-"))  # run JSON and sweep CSV files
+DOWNLOAD_TTL_S = 3600  # older downloads are removed (Gradio's cached copies too: delete_cache below)
+log = logging.getLogger("playground.app")
 MODELS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})
 CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
 EXAMPLE_CONSTRAINTS = {
@@ -27,7 +35,7 @@ EXAMPLE_CONSTRAINTS = {
         "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
         "languages": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}},
         "required": ["name", "age", "languages"], "additionalProperties": False}, indent=1)),
-    "JSON: package metadata": ("JSON schema", PRESETS["demo-json"].schema.strip()),
+    **({"JSON: package metadata": ("JSON schema", PRESETS["demo-json"].schema.strip())} if "demo-json" in PRESETS else {}),
     "regex: ISO date": ("regex", r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"),
     "regex: IPv4": ("regex", r"((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"),
     "regex: semantic version": ("regex", r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})"),
@@ -55,12 +63,31 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
                          system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
                          confidence) -> Settings:
-    return Settings(preset=preset or "", target=target or "", draft=draft or "", k=int(k), temperature=float(temperature),
-                    top_p=float(top_p), top_k=int(top_k), seed=int(seed), max_new_tokens=int(max_new_tokens),
-                    prompt=prompt or "", system=system or "", chat=bool(chat),
+    """Component values (or an API caller's) -> Settings; a wrong type is a PlaygroundError naming it."""
+    constraint = typed("constraint", constraint, str)
+    return Settings(preset=typed("preset", preset, str), target=typed("target", target, str),
+                    draft=typed("draft", draft, str), k=typed("k", k, int), temperature=typed("temperature", temperature, float),
+                    top_p=typed("top_p", top_p, float), top_k=typed("top_k", top_k, int), seed=typed("seed", seed, int),
+                    max_new_tokens=typed("max_new_tokens", max_new_tokens, int), prompt=typed("prompt", prompt, str),
+                    system=typed("system", system, str), chat=typed("chat", chat, bool),
                     schema=constraint if kind == "JSON schema" else "", regex=constraint if kind == "regex" else "",
-                    backend=backend, compare=bool(compare), schema_in_prompt=bool(schema_in_prompt),
-                    policy=policy, confidence=float(confidence))
+                    backend=typed("backend", backend, str), compare=typed("compare", compare, bool),
+                    schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
+                    policy=typed("policy", policy, str), confidence=typed("confidence", confidence, float))
+
+
+def typed(name: str, value, kind: type):
+    """An API value of the expected type (None is the empty value); ints must be whole numbers."""
+    if value is None:
+        return kind()
+    if kind is str and isinstance(value, str) or kind is bool and isinstance(value, bool):
+        return value
+    if kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if kind is int and value != int(value):
+            raise PlaygroundError(f"{name} must be a whole number, got {value!r}")
+        return kind(value)
+    raise PlaygroundError(f"{name} must be {'a number' if kind in (int, float) else 'a ' + kind.__name__}, "
+                          f"got {str(value)[:40]!r} ({type(value).__name__})")
 
 
 def inputs_from_settings(s: Settings) -> list:
@@ -94,13 +121,31 @@ def restore_from_url(request: gr.Request):
     if not params:
         return inputs_from_settings(DEFAULT) + [preset_note(DEFAULT.preset), ""]
     settings, notices = from_query(params, custom_models_allowed())
-    note = "".join(f"- {n}\n" for n in notices)
+    note = "".join(f"- {_md_escape(n)}\n" for n in notices)
     return inputs_from_settings(settings) + [preset_note(settings.preset), note and f"**Link notices**\n{note}"]
 
 
-def make_share_link(*values, request: gr.Request = None) -> str:
-    base = str(request.request.base_url) if request is not None and request.request is not None else "http://localhost:7860/"
-    return share_url(base, settings_from_inputs(*values))
+def _md_escape(text: str) -> str:
+    """User text shown through Markdown: no HTML, links or formatting of its own."""
+    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~" else c for c in html.escape(text))
+
+
+def make_share_link(request: gr.Request, *values) -> str:
+    """A link to this page (whatever host and port serve it) that restores every setting."""
+    try:
+        return share_url(page_url(request), settings_from_inputs(*values))
+    except PlaygroundError as exc:
+        raise gr.Error(str(exc)) from None
+
+
+def page_url(request: gr.Request | None) -> str:
+    """The page's own address, as the browser sees it (behind a proxy: its forwarded host and scheme)."""
+    if request is None or request.request is None:
+        return "http://localhost:7860/"
+    url, headers = request.request.base_url, request.headers
+    host = headers.get("x-forwarded-host") or headers.get("host") or url.netloc
+    scheme = headers.get("x-forwarded-proto") or url.scheme
+    return f"{scheme}://{host}{url.path}"
 
 
 def check_constraint(kind: str, text: str) -> str:
@@ -110,7 +155,7 @@ def check_constraint(kind: str, text: str) -> str:
     try:
         parse_schema(text) if kind == "JSON schema" else check_regex(text)
     except PlaygroundError as exc:
-        return f'<span class="badge badge-bad" id="constraint-error">{exc}</span>'
+        return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
     return '<span class="badge badge-ok">looks fine</span>'
 
 
@@ -128,10 +173,13 @@ def _view(snap: live.Snapshot, final: bool):
                 gr.skip()]
     baseline_text = snap.baseline.text if snap.baseline else ""
     pretty = _pretty_json(result.text) if snap.settings.schema.strip() else None
-    return [stream, metric, result.text, baseline_text, render.validity_badge(result.valid, result.validation_error),
+    download = _download(snap)
+    badge = render.validity_badge(result.valid, result.validation_error) + ("" if download else render.warning(
+        "the download file could not be written (is the server's disk full?); the run is shown above"))
+    return [stream, metric, result.text, baseline_text, badge,
             pretty, plots.accepted_histogram(snap.events, snap.settings.k), plots.acceptance_by_position(snap.events),
             plots.cumulative_tokens(snap.events, snap.baseline_events),
-            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), _download(snap)]
+            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download]
 
 
 def _pretty_json(text: str):
@@ -141,17 +189,39 @@ def _pretty_json(text: str):
         return None
 
 
-def _download(snap: live.Snapshot) -> str:
-    path = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="speculative-run-", delete=False)
-    with path:
-        json.dump(live.run_to_dict(snap), path, indent=1)
-    return path.name
+def _download(snap: live.Snapshot) -> str | None:
+    """The run as a JSON file, or None when it cannot be written (a full disk must not lose the run)."""
+    return write_download(lambda f: json.dump(live.run_to_dict(snap), f, indent=1), "speculative-run-", ".json")
+
+
+def write_download(write, prefix: str, suffix: str) -> str | None:
+    """A file in this app's own download folder, where files older than DOWNLOAD_TTL_S are removed."""
+    _prune_downloads()
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, dir=DOWNLOADS, delete=False) as f:
+            write(f)
+        return f.name
+    except OSError as exc:
+        log.warning("could not write a download: %s", exc)
+        return None
+
+
+def _prune_downloads() -> None:
+    for old in DOWNLOADS.glob("*"):
+        try:
+            if time.time() - old.stat().st_mtime > DOWNLOAD_TTL_S:
+                old.unlink()
+        except OSError:
+            pass
 
 
 @spaces.GPU(duration=GPU_SECONDS)
-def run(*values, progress=gr.Progress()):
+def run(progress=gr.Progress(), *values):
     """Run the current settings: stream the coloured tokens and metrics, then charts and files."""
-    settings = settings_from_inputs(*values)
+    try:
+        settings = settings_from_inputs(*values)
+    except PlaygroundError as exc:
+        raise gr.Error(str(exc)) from None
     yield [render.token_stream([]), render.metrics(None, settings.k), "", "", "", None, None, None, None, None, None,
            None]  # clear the previous run at once
     try:
@@ -181,9 +251,13 @@ def remember_run(measured: dict | None, history: list) -> list:
 # -- experiments ---------------------------------------------------------------------------------
 
 @spaces.GPU(duration=GPU_SECONDS * 3)
-def run_sweep(axis, values_text, prompts_text, *values, progress=gr.Progress()):
-    settings = settings_from_inputs(*values)
+def run_sweep(progress=gr.Progress(), *inputs):
+    """inputs: the sweep's axis, values and prompts, then the Playground's settings."""
     try:
+        axis, values_text, prompts_text, *values = inputs
+        axis, values_text, prompts_text = (typed(n, v, str) for n, v in
+                                           zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
+        settings = settings_from_inputs(*values)
         values_list = experiments.parse_values(values_text, int if axis == "k" else float)
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
@@ -194,15 +268,14 @@ def run_sweep(axis, values_text, prompts_text, *values, progress=gr.Progress()):
             yield _table(rows), plots.sweep_chart(rows, axis), gr.skip()
     except (PlaygroundError, ValueError) as exc:
         raise gr.Error(str(exc)) from None
-    path = tempfile.NamedTemporaryFile("w", suffix=".csv", prefix=f"sweep-{axis}-", delete=False)
-    with path:
-        path.write(experiments.to_csv(rows))
-    yield _table(rows), plots.sweep_chart(rows, axis), path.name
+    csv_path = write_download(lambda f: f.write(experiments.to_csv(rows)), f"sweep-{axis}-", ".csv")
+    yield _table(rows), plots.sweep_chart(rows, axis), csv_path
 
 
 def _experiment_prompts(prompts_text: str, settings) -> list[str]:
     """The Experiments box's prompts, or the Playground's prompt when the box is empty."""
     prompts = experiments.prompt_lines(prompts_text) or ([settings.prompt] if settings.prompt.strip() else [])
+    at_most(len(prompts), MAX_SWEEP_PROMPTS, "the number of prompts")
     if not prompts:
         raise PlaygroundError("no prompts: write some in the prompts box (one per line) or in the Playground")
     return prompts
@@ -213,12 +286,15 @@ def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
 
 
 @spaces.GPU(duration=GPU_SECONDS * 3)
-def run_comparison(variants, prompts_text, *values, progress=gr.Progress()):
-    """Several ways of drafting for the current target, on one prompt set."""
-    settings = settings_from_inputs(*values)
-    if not variants:
-        raise gr.Error("pick at least one way of drafting")
+def run_comparison(progress=gr.Progress(), *inputs):
+    """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
+    prompts, then the Playground's settings."""
     try:
+        variants, prompts_text, *values = inputs
+        settings = settings_from_inputs(*values)
+        prompts_text = typed("prompts", prompts_text, str)
+        if not variants or not isinstance(variants, list) or not set(variants) <= set(experiments.VARIANTS):
+            raise PlaygroundError(f"pick at least one way of drafting among {', '.join(experiments.VARIANTS)}")
         cfg, _ = live.checked_config(settings)
         if settings.draft.removeprefix(f"{NGRAM}+") == NGRAM:
             raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
@@ -246,8 +322,16 @@ def generate(prompt: str, preset: str = "demo", k: int = 0, temperature: float =
              seed: int = 0, schema: str = "", regex: str = "", compare: bool = False) -> dict:  # a generator of dicts
     """Stream a run of a preset as JSON snapshots: tokens with kinds and probabilities, stats, validity.
     k, temperature and max_new_tokens fall back to the preset's values when left at 0 / -1 / 0."""
+    try:
+        prompt, preset, schema, regex = (typed(name, value, str) for name, value in
+                                         zip(("prompt", "preset", "schema", "regex"), (prompt, preset, schema, regex)))
+        k, max_new_tokens, seed = (typed(name, value, int) for name, value in
+                                   zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
+        temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
+    except PlaygroundError as exc:
+        raise gr.Error(str(exc)) from None
     if preset not in PRESETS:
-        raise gr.Error(f"unknown preset '{preset}'; available: {', '.join(PRESETS)}")
+        raise gr.Error(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}")
     base = Settings.from_preset(PRESETS[preset])
     settings = Settings(**{**{f: getattr(base, f) for f in base.__slots__}, "prompt": prompt or base.prompt,
                            "k": k or base.k, "temperature": base.temperature if temperature < 0 else temperature,
@@ -262,7 +346,7 @@ def generate(prompt: str, preset: str = "demo", k: int = 0, temperature: float =
 
 # -- layout ------------------------------------------------------------------------------------------
 
-with gr.Blocks(title="Speculative decoding playground") as demo:
+with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNLOAD_TTL_S)) as demo:
     gr.HTML(f"<style>{render.CSS}</style>")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "

@@ -11,6 +11,7 @@ import warnings
 from playground import session
 from playground.errors import PlaygroundError
 from playground.events import RunResult
+from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -94,10 +95,20 @@ def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:
     """The value itself when it is JSON text (starts with '{'), else the contents of that file."""
     if not must_be_file and value.lstrip().startswith("{"):
         return value
+    return read_utf8(value, f"--{what}")
+
+
+def read_utf8(value: str, what: str) -> str:
+    """A text file's contents, or one clear error (missing, unreadable, not UTF-8)."""
     path = pathlib.Path(value)
     if not path.is_file():
-        raise PlaygroundError(f"--{what}: no such file '{value}'")
-    return path.read_text()
+        raise PlaygroundError(f"{what}: no such file '{value}'")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlaygroundError(f"{what}: {value} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise PlaygroundError(f"{what}: cannot read {value}: {exc.strerror or exc}") from None
 
 
 def resolve_models(args):
@@ -136,6 +147,7 @@ def cmd_generate(args) -> int:
                            policy=args.policy, confidence=args.confidence)
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
+    at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
     prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
     if prompt_ids is None and not prompt.strip():
@@ -148,7 +160,7 @@ def cmd_generate(args) -> int:
         in_prompt = args.schema_in_prompt or pick(None, preset, "schema_in_prompt", False)
         schema = spec.text if spec is not None and spec.kind == "json" and in_prompt else None
         prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""), schema)
-    session.check_prompt_ids(pair, prompt_ids)
+    session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
     print(json.dumps(out) if args.json else format_text(out))
     return 0
@@ -185,9 +197,13 @@ def cmd_bench(args) -> int:
         raise PlaygroundError(f"--k / --temperature: {exc}") from None
     for k in ks:  # every setting is checked before anything loads
         for t in temperatures:
-            session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens)
+            session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed)
+    at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations")
     if args.repeat < 1 or args.num_prompts < 1:
         raise PlaygroundError("--repeat and --num-prompts must be >= 1")
+    at_most(args.repeat, MAX_REPEAT, "--repeat")
+    at_most(args.num_prompts, MAX_SWEEP_PROMPTS, "--num-prompts")
+    out_dir = writable_dir(args.out) if args.out else None
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     chat = pick(None, preset, "chat", False) and not args.raw
@@ -195,14 +211,30 @@ def cmd_bench(args) -> int:
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
     rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log)
-    if args.out:
-        for path in bench.write_outputs(rows, pathlib.Path(args.out), f"{target} + {draft}", log):
-            log(f"wrote {path}")
+    if out_dir:
+        try:
+            for path in bench.write_outputs(rows, out_dir, f"{target} + {draft}", log):
+                log(f"wrote {path}")
+        except OSError as exc:
+            raise PlaygroundError(f"--out: cannot write into {out_dir}: {exc.strerror or exc}") from None
     if args.json:
         print(json.dumps(rows))
     else:
         print(bench.markdown_table(rows))
     return 0
+
+
+def writable_dir(value: str) -> pathlib.Path:
+    """--out, created if needed; checked before any model work so a typo costs nothing."""
+    path = pathlib.Path(value)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise PlaygroundError(f"--out: cannot write into {value}: {exc.strerror or exc}") from None
+    return path
 
 
 def read_prompts(path: str | None, preset, target: str) -> list[str]:
@@ -212,13 +244,10 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
         if target.startswith("demo-"):
             return json.loads((DEMO_DIR / "heldout_prompts.json").read_text())
         return [preset.prompt] if preset is not None else ["def fib(n):\n"]
-    file = pathlib.Path(path)
-    if not file.is_file():
-        raise PlaygroundError(f"--prompts: no such file '{path}'")
+    text = read_utf8(path, "--prompts")
     try:
-        text = file.read_text(encoding="utf-8")
-        prompts = json.loads(text) if file.suffix == ".json" else prompt_lines(text)
-    except ValueError as exc:  # bad JSON or bad UTF-8
+        prompts = json.loads(text) if path.endswith(".json") else prompt_lines(text)
+    except (ValueError, RecursionError) as exc:
         raise PlaygroundError(f"--prompts: cannot read {path}: {exc}") from None
     if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
         raise PlaygroundError(f"--prompts: {path} holds no prompts")

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from playground import session
 from playground.config import SpecConfig
+from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.live import engine_seconds
 
 COLUMNS = ["k", "temperature", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s",
@@ -29,6 +30,7 @@ def parse_values(text: str, kind=float) -> list:
                 raise ValueError(f"'{item.strip()}' is not a number") from None
     if not values:
         raise ValueError("give at least one value")
+    at_most(len(values), MAX_SWEEP_VALUES, "the number of values")
     return values
 
 

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from playground import packaged
 from playground.errors import PlaygroundError
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
@@ -31,6 +33,7 @@ class Pair:
     target_threads: int | None = None  # CPU threads for short passes (None: all)
     draft_threads: int | None = None
     cascade: bool = False  # prompt lookup feeds the draft model
+    context: int = 2**31  # positions both models can attend to (prompt + new tokens)
 
     @property
     def device(self) -> torch.device:
@@ -97,7 +100,10 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
     if (hit := CACHE.get(key)) is not None:
         return hit
     path = locate(model_id, progress)
-    need = checkpoint_bytes(path, dtype)
+    try:
+        need = checkpoint_bytes(path, dtype)
+    except OSError as exc:
+        raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
     CACHE.make_room(need, device)
     _report(progress, 0.9, f"loading {model_id} to {device}")
     model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
@@ -123,7 +129,13 @@ def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
     """A local directory as is; a hub id from the local cache, downloading only what loading needs."""
     if model_id in ALIASES:
         return ALIASES[model_id]
-    local = pathlib.Path(model_id).expanduser()
+    if model_id in packaged.PACKAGED:
+        found = packaged.local_dir(model_id, progress)
+        return found if isinstance(found, pathlib.Path) else _download(found, progress)
+    try:
+        local = pathlib.Path(model_id).expanduser()
+    except RuntimeError:  # ~user with no such user
+        raise PlaygroundError(f"model '{model_id}' not found: no such user directory") from None
     if local.is_dir():
         if not (local / "config.json").exists():
             raise PlaygroundError(f"model '{model_id}': the directory has no config.json")
@@ -159,9 +171,29 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     except torch.OutOfMemoryError:
         raise PlaygroundError(f"out of memory loading '{model_id}' on {device}: "
                               "pick a smaller preset (e.g. qwen2.5-1.5b or demo)") from None
-    except (OSError, ValueError, KeyError) as exc:
+    except SafetensorError as exc:
+        raise PlaygroundError(f"model '{model_id}': its weights file is damaged (empty, truncated or not "
+                              f"safetensors): {_first_line(exc)}") from None
+    except OSError as exc:
+        raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
+    except RuntimeError as exc:
+        if "mismatch" not in str(exc):
+            raise
+        raise PlaygroundError(f"model '{model_id}': config.json and the weights disagree on tensor shapes "
+                              "(a config from another model?)") from None
+    except (ValueError, KeyError) as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_first_line(exc)}") from None
+    if len(tokenizer) < 2:
+        raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
+                              "files next to the weights)")
     return model.eval(), tokenizer
+
+
+def _os_reason(exc: OSError) -> str:
+    """The system's reason and the file, where the error has them (not transformers' guess)."""
+    if exc.strerror and exc.filename:
+        return f"{exc.strerror}: {exc.filename}"
+    return _first_line(exc)
 
 
 def _placement(device: torch.device, need_bytes: int) -> dict:
@@ -174,6 +206,8 @@ def _placement(device: torch.device, need_bytes: int) -> dict:
 def checkpoint_bytes(path: pathlib.Path, dtype: torch.dtype) -> int:
     """Memory the weights will take, from the checkpoint files (rescaled to the load dtype)."""
     files = list(path.glob("*.safetensors")) or list(path.glob("*.bin"))
+    for f in files:  # safetensors reports an unreadable file as missing: open each one first
+        open(f, "rb").close()
     size = sum(f.stat().st_size for f in files)
     stored = _stored_dtype_bytes(path)
     return int(size * torch.finfo(dtype).bits / 8 / stored) if stored else size
@@ -203,7 +237,12 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
         check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_model_id)
     widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None]
     return Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer),
-                target_threads, draft_threads, cascade)
+                target_threads, draft_threads, cascade, min(context_length(m) for m in (target, draft) if m is not None))
+
+
+def context_length(model) -> int:
+    """Positions the model was built for (rotary models degrade past it; others cannot go past)."""
+    return getattr(model.config.get_text_config(), "max_position_embeddings", None) or 2**31
 
 
 def check_same_tokenizer(target_tok, draft_tok, target_id: str, draft_id: str) -> None:

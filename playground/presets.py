@@ -1,5 +1,6 @@
 """Presets: one small TOML file per pair in presets/, read and validated here."""
 import dataclasses
+import logging
 import os
 import pathlib
 import tomllib
@@ -45,6 +46,8 @@ class Preset:
 
 
 FIELDS = {f.name for f in dataclasses.fields(Preset)}
+log = logging.getLogger(__name__)
+_warned: set[str] = set()
 
 
 def family(model_id: str) -> str | None:
@@ -53,9 +56,11 @@ def family(model_id: str) -> str | None:
 
 def read_preset(path: pathlib.Path) -> Preset:
     try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PlaygroundError(f"preset {path.name}: {exc}") from None
+    except OSError as exc:
+        raise PlaygroundError(f"preset {path.name} cannot be read: {exc.strerror or exc}") from None
     unknown = set(data) - FIELDS
     if unknown:
         raise PlaygroundError(f"preset {path.name}: unknown keys {sorted(unknown)}")
@@ -66,8 +71,18 @@ def read_preset(path: pathlib.Path) -> Preset:
 
 
 def all_presets(directory: pathlib.Path = PRESETS_DIR) -> dict[str, Preset]:
-    presets = (read_preset(p) for p in sorted(directory.glob("*.toml")))
-    return {p.name: p for p in presets}
+    """Every readable preset; a broken file is skipped with a warning (once), never stops the app."""
+    presets = {}
+    for path in sorted(directory.glob("*.toml")):
+        try:
+            preset = read_preset(path)
+        except PlaygroundError as exc:
+            if str(path) not in _warned:
+                _warned.add(str(path))
+                log.warning("skipping %s", exc)
+            continue
+        presets[preset.name] = preset
+    return presets
 
 
 def get_preset(name: str) -> Preset:
@@ -80,3 +95,14 @@ def get_preset(name: str) -> Preset:
 def default_preset_name() -> str:
     """PLAYGROUND_PRESET if set, else a Qwen pair with CUDA and the offline demo pair without."""
     return os.environ.get("PLAYGROUND_PRESET") or (GPU_DEFAULT if torch.cuda.is_available() else CPU_DEFAULT)
+
+
+def default_preset() -> Preset:
+    """The default preset, or the first readable one when that is missing or broken."""
+    presets = all_presets()
+    if not presets:
+        raise PlaygroundError(f"no readable preset in {PRESETS_DIR}")
+    name = default_preset_name()
+    if name not in presets:
+        log.warning("preset %r is not available; starting on %r", name, next(iter(presets)))
+    return presets.get(name) or next(iter(presets.values()))

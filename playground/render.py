@@ -102,6 +102,10 @@ def metrics(stats: dict | None, k: int, speedup: float | None = None, identical:
     return f'<div class="metrics" id="metrics">{body}</div>'
 
 
+def warning(message: str) -> str:
+    return f'<span class="badge badge-bad">{html.escape(message)}</span>'
+
+
 def validity_badge(valid: bool | None, error: str | None) -> str:
     if valid is None:
         return ""

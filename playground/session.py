@@ -11,6 +11,7 @@ from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
 from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
+from playground.limits import MAX_PROMPT_CHARS, at_most
 from playground.metrics import summarize
 from playground.models import Pair, load_pair
 
@@ -29,8 +30,12 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
                   schema: str | None = None) -> list[int]:
     """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models); `schema`
     (JSON Schema text) is appended to the request so the model knows the shape it must write."""
-    if not text or not text.strip():
+    if not isinstance(text, str) or not text.strip():
         raise PlaygroundError("the prompt is empty")
+    at_most(len(text), MAX_PROMPT_CHARS, "the prompt's length (characters)")
+    _check_utf8(text, "the prompt")
+    if system:
+        _check_utf8(system, "the system prompt")
     if schema:
         text = f"{text}\n\nAnswer with JSON that matches this JSON Schema:\n{schema.strip()}"
     tok = pair.tokenizer
@@ -41,12 +46,24 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
     return tok(text, add_special_tokens=False).input_ids or [tok.eos_token_id]
 
 
-def check_prompt_ids(pair: Pair, ids: list[int]) -> list[int]:
+def _check_utf8(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PlaygroundError(f"{what} is not valid UTF-8 (at character {exc.start})") from None
+
+
+def check_prompt_ids(pair: Pair, ids: list[int], max_new_tokens: int = 0) -> list[int]:
+    """In the vocabulary, and short enough that prompt + new tokens fit both models' context."""
     if not ids:
         raise PlaygroundError("the prompt is empty")
     bad = [i for i in ids if not 0 <= i < pair.vocab]
     if bad:
         raise PlaygroundError(f"prompt ids out of the vocabulary range 0..{pair.vocab - 1}: {bad[:5]}")
+    if len(ids) + max_new_tokens > pair.context:
+        raise PlaygroundError(f"the prompt is {len(ids)} tokens and max new tokens {max_new_tokens}: together more "
+                              f"than the models' context of {pair.context} tokens; shorten the prompt or lower max "
+                              "new tokens")
     return ids
 
 
@@ -59,7 +76,7 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
              guide: Guide | None = None) -> Iterator[Prefill | Round]:
     """Stream the events of one run: speculative with the pair's draft, or target-only; `guide`
     (from Constraint.guide) keeps every token inside the constraint."""
-    check_prompt_ids(pair, prompt_ids)
+    check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     target = ModelRunner(pair.target, pair.vocab, pair.target_threads)
     return speculate(target, _proposer(pair, speculative), prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
 

@@ -7,7 +7,10 @@ import dataclasses
 import urllib.parse
 from dataclasses import dataclass
 
-from playground.presets import Preset, all_presets
+from playground.errors import PlaygroundError
+from playground.presets import Preset, all_presets, default_preset
+
+MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
 
 
 @dataclass(slots=True)
@@ -123,10 +126,12 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
             notices.append(f"ignored {key}={raw[:40]!r}: {exc}")
     presets = all_presets()
     name = parsed.pop("preset", None)
-    if name is not None and name not in presets:
-        notices.append(f"ignored unknown preset '{name}'")
-        name = None
-    settings = Settings.from_preset(presets[name]) if name else Settings()
+    if name not in presets:
+        fallback = default_preset()
+        notices.append(f"unknown preset '{name[:40]}': using '{fallback.name}'" if name is not None
+                       else f"the link names no preset: using '{fallback.name}'")
+        name = fallback.name
+    settings = Settings.from_preset(presets[name])
     _check_models(parsed, presets, allow_custom, notices)
     return dataclasses.replace(settings, **parsed), notices
 
@@ -147,4 +152,10 @@ def _preset_defaults(name: str) -> Settings | None:
 
 
 def share_url(base_url: str, settings: Settings) -> str:
-    return base_url.split("?")[0] + "?" + to_query(settings)
+    """The link, or PlaygroundError when it would be longer than servers accept."""
+    url = base_url.split("?")[0] + "?" + to_query(settings)
+    if len(url) > MAX_LINK_CHARS:
+        raise PlaygroundError(f"this link would be {len(url)} characters long, more than servers accept "
+                              f"({MAX_LINK_CHARS}); shorten the prompt, system prompt or schema (non-ASCII text "
+                              "takes up to 9 characters per letter in a link)")
+    return url

@@ -11,12 +11,13 @@ import app
 from playground.events import KINDS
 from playground.share import RANGES, Settings, from_query
 
+QUIET = lambda *a, **k: None  # noqa: E731  (a progress callback that shows nothing)
 
 def run_preset(name: str, **overrides) -> list:
     settings = Settings.from_preset(app.PRESETS[name])
     for key, value in overrides.items():
         setattr(settings, key, value)
-    return list(app.run(*app.inputs_from_settings(settings), progress=lambda *a, **k: None))
+    return list(app.run(QUIET, *app.inputs_from_settings(settings)))
 
 
 def test_run_streams_every_token_kind_with_consistent_stats():
@@ -56,15 +57,14 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings = Settings.from_preset(app.PRESETS["demo"])
     settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
     inputs = app.inputs_from_settings(settings)
-    quiet = dict(progress=lambda *a, **k: None)
-    table, _, csv_path = list(app.run_sweep("k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs, **quiet))[-1]
+    table, _, csv_path = list(app.run_sweep(QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
     assert [row[0] for row in table] == [1, 3] and all(row[-2] == 2 for row in table)  # 2 prompts each
     assert open(csv_path).read().startswith("k,temperature")
     with pytest.raises(gr.Error, match="no prompts"):
-        list(app.run_sweep("k", "2", "", *inputs, **quiet))
+        list(app.run_sweep(QUIET, "k", "2", "", *inputs))
     settings.draft = "ngram"
     with pytest.raises(gr.Error, match="needs a draft model"):
-        list(app.run_comparison(["draft model"], "def f():", *app.inputs_from_settings(settings), **quiet))
+        list(app.run_comparison(QUIET, ["draft model"], "def f():", *app.inputs_from_settings(settings)))
 
 
 def test_links_and_presets_stay_inside_what_the_sliders_show():

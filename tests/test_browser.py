@@ -57,3 +57,17 @@ def test_share_link_run_chart_and_stop(page, app_url):
     assert token_count(page) == stopped_at  # nothing streams after Stop
     page.screenshot(path=str(ARTIFACTS / "browser-stopped.png"), full_page=True)
     assert stopped_at < 1024
+
+
+def test_a_link_carrying_script_runs_none(page, app_url):
+    """Stored XSS: a schema quoting HTML is shown as text in the constraint check, never run."""
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    query = urllib.parse.urlencode({"preset": "demo", "schema": '{"type": "<img src=x onerror=alert(1)>"}',
+                                    "<img src=y onerror=alert(2)>": "1"})
+    page.goto(f"{app_url}?{query}")
+    page.get_by_text("Structured output").first.click()
+    expect(page.locator("#constraint-error")).to_be_visible(timeout=30_000)
+    expect(page.locator("#constraint-error")).to_contain_text("<img src=x onerror=alert(1)>")
+    page.wait_for_timeout(1500)
+    assert dialogs == [] and page.locator("#constraint-error img").count() == 0

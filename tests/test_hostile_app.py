@@ -1,0 +1,115 @@
+"""Hostile input through the running app (real server, gradio_client): every bad request is one clear
+error naming its cause, nothing is fetched, and the server keeps answering other users at once."""
+import json
+import os
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+from gradio_client import Client
+
+import app
+from playground.share import MAX_LINK_CHARS, Settings, from_query
+from tests.test_hostile_constraints import listener  # noqa: F401  (fixture)
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url, verbose=False)
+
+
+def page_answers_quickly(url: str) -> bool:
+    started = time.monotonic()
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.status == 200 and time.monotonic() - started < 30
+
+
+def generate_error(client, *args) -> str:
+    with pytest.raises(Exception) as info:
+        client.predict(*args, api_name="/generate")
+    return str(info.value)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("x", "demo", 4, 0.0, 10**9, 0, "", "", False), "max new tokens must be between 1 and"),
+    (("x", "demo", "abc", 0.0, 16, 0, "", "", False), "k must be a number"),
+    ((123, "demo", 4, 0.0, 16, 0, "", "", False), "prompt must be a str"),
+    (("x", "demo", 4, float("1e308"), 16, 0, "", "", False), "temperature must be 0"),
+    (("x", "demo", 4, 1e-45, 16, 0, "", "", False), "temperature must be 0"),
+    (("x", "demo", 4, 0.0, 16, 2**63, "", "", False), "seed must be between"),
+    (("x", "demo", 4, 0.0, 16, 0, "", "(x+)+[[:alpha:]&&[x]]", False), "read differently"),
+    (("x", "demo", 4, 0.0, 16, 0, "false", "", False), "allows no value"),
+    (("x", "demo", 4, 0.0, 16, 0, '{"type":"object","properties":{"x":{"$ref":"#"}},"required":["x"]}', "", False), "no finite instance"),
+    (("x" * 30_000, "demo", 4, 0.0, 16, 0, "", "", False), "prompt's length"),
+    (("x " * 6_000, "demo", 4, 0.0, 1024, 0, "", "", False), "context"),
+])
+def test_bad_api_calls_are_clear_errors_and_the_server_stays_responsive(client, app_url, args, message):
+    assert message in generate_error(client, *args)
+    assert page_answers_quickly(app_url)
+
+
+def test_api_refs_are_refused_without_any_request(client, listener):  # noqa: F811
+    port, hits = listener
+    schema = json.dumps({"type": "object", "properties": {"a": {"$ref": f"http://127.0.0.1:{port}/s.json"}}})
+    assert "points outside the schema" in generate_error(client, "x", "demo", 4, 0.0, 16, 0, schema, "", False)
+    time.sleep(0.3)
+    assert hits == []
+
+
+def test_sweeps_are_bounded(client):
+    values = ",".join(str(1 + i % 8) for i in range(5000))
+    inputs = app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))
+    with pytest.raises(Exception, match="number of values"):
+        client.predict("k", values, "", *inputs, api_name="/sweep")
+    with pytest.raises(Exception, match="number of prompts"):
+        client.predict("k", "2", "\n".join(f"p{i}" for i in range(100)), *inputs, api_name="/sweep")
+
+
+def test_wrong_types_on_the_run_endpoint_are_refused_with_the_value(client, app_url):
+    inputs = app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))
+    inputs[3] = "abc"  # k: Gradio's slider refuses it before the app sees it
+    with pytest.raises(Exception, match="(?s)slider.*'abc'"):
+        client.predict(*inputs, api_name="/run")
+    assert page_answers_quickly(app_url)
+
+
+def test_share_link_uses_the_serving_host_and_refuses_overlong_links(client, app_url):
+    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings.prompt = "def f():\n    return 1\n"
+    url = client.predict(*app.inputs_from_settings(settings), api_name="/share_link")
+    assert url.startswith(app_url) and "localhost:7860" not in url
+    settings.prompt = "é" * 2000  # under the prompt limit, but 6 characters each in a link
+    with pytest.raises(Exception, match="servers accept"):
+        client.predict(*app.inputs_from_settings(settings), api_name="/share_link")
+    assert MAX_LINK_CHARS < 16_000
+
+
+def test_links_without_a_known_preset_fall_back_to_the_default_and_say_so():
+    for params in ({"k": "999", "target": "evil/model", "foo": "bar"}, {"preset": "nope"}):
+        settings, notices = from_query(params, allow_custom=False)
+        default = Settings.from_preset(app.PRESETS[settings.preset])
+        assert settings.target == default.target and settings.prompt == default.prompt
+        assert any("preset" in n for n in notices)
+
+
+def test_link_notices_and_constraint_messages_are_escaped():
+    class Request:
+        query_params = {"preset": "demo", "<img src=x onerror=alert(1)>": "1", "k": "<script>alert(1)</script>"}
+    notice = app.restore_from_url(Request())[-1]
+    assert "<img" not in notice and "<script" not in notice
+    message = app.check_constraint("JSON schema", '{"type": "<img src=x onerror=alert(1)>"}')
+    assert "<img" not in message and "&lt;img" in message
+
+
+def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
+    old = app.write_download(lambda f: f.write("{}"), "old-", ".json")
+    os.utime(old, (time.time() - 2 * app.DOWNLOAD_TTL_S,) * 2)
+    fresh = app.write_download(lambda f: f.write("{}"), "new-", ".json")
+    assert not os.path.exists(old) and os.path.exists(fresh)
+    monkeypatch.setattr(app, "DOWNLOADS", app.DOWNLOADS / "missing" / "dir")
+    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings.max_new_tokens, settings.compare = 16, False
+    final = list(app.run(lambda *a, **k: None, *app.inputs_from_settings(settings)))[-1]
+    assert final[2] and final[10] is None  # the text is shown, the download is not
+    assert "could not be written" in final[4]

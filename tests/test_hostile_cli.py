@@ -1,0 +1,129 @@
+"""Careless or hostile CLI input and broken files: status 2 and one `error:` line naming the cause,
+never a traceback, never a silent wrong answer."""
+import json
+import os
+import shutil
+
+import pytest
+
+from playground import models, presets
+from playground.cli import main
+from playground.constraints import compile_constraint, from_user
+from playground.errors import PlaygroundError
+
+
+def one_line_error(capsys, *argv) -> str:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (code, out[:200], err)
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err
+
+
+def gen(saved_pair, *args) -> list[str]:
+    target, draft = saved_pair
+    return ["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x", *args]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", str(2**63)], "seed must be between"),
+    (["--temperature", "inf"], "temperature must be 0"),
+    (["--temperature", "1e308"], "temperature must be 0"),
+    (["--temperature", "1e-45"], "temperature must be 0"),
+    (["--temperature", "nan"], "temperature must be 0"),
+    (["--max-new-tokens", "1000000000"], "max new tokens must be between"),
+    (["--num-samples", "10000"], "--num-samples is 10000"),
+    (["--schema", "false"], "no such file"),
+    (["--schema", '{"items":' * 99 + "{}" + "}" * 99], "nested more than"),
+])
+def test_bad_values_are_one_line_errors(capsys, saved_pair, args, message):
+    assert message in one_line_error(capsys, *gen(saved_pair, *args))
+
+
+def test_prompt_longer_than_the_context_is_refused(capsys, saved_pair):
+    target, _ = saved_pair
+    context = json.loads((target / "config.json").read_text())["max_position_embeddings"]
+    ids = ",".join(["5"] * context)
+    assert "context" in one_line_error(capsys, *gen(saved_pair, "--prompt-ids", ids, "--max-new-tokens", "8"))
+
+
+def test_files_that_are_not_utf8_or_missing(capsys, saved_pair, tmp_path):
+    latin = tmp_path / "schema.json"
+    latin.write_bytes(b'{"description": "caf\xe9"}')
+    assert "not UTF-8" in one_line_error(capsys, *gen(saved_pair, "--schema", str(latin)))
+    grammar = tmp_path / "g.lark"
+    grammar.write_bytes(b'start: "\xff"\n')
+    assert "not UTF-8" in one_line_error(capsys, *gen(saved_pair, "--grammar", str(grammar)))
+    assert "no such" in one_line_error(capsys, *gen(saved_pair, "--schema", "~nosuchuser/s.json"))
+
+
+def test_prompt_with_invalid_utf8_is_refused(capsys, saved_pair):
+    broken = b"caf\xe9".decode("utf-8", "surrogateescape")  # what Python makes of such bytes in argv
+    target, draft = saved_pair
+    assert "not valid UTF-8" in one_line_error(capsys, "generate", "--target", str(target), "--draft", str(draft),
+                                               "--prompt", broken)
+
+
+def test_bench_out_must_be_writable(capsys, saved_pair, tmp_path):
+    target, draft = saved_pair
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    err = one_line_error(capsys, "bench", "--target", str(target), "--draft", str(draft), "--out", str(blocker / "sub"))
+    assert "--out: cannot write" in err
+    err = one_line_error(capsys, "bench", "--target", str(target), "--draft", str(draft), "--k", ",".join(["2"] * 40))
+    assert "more than this host allows" in err
+    err = one_line_error(capsys, "bench", "--target", str(target), "--draft", str(draft), "--k", "1,2,3,4,5",
+                         "--temperature", "0,0.5,1,1.5")
+    assert "combinations" in err
+
+
+@pytest.fixture(scope="module")
+def broken_models(saved_pair, tmp_path_factory):
+    good, root = saved_pair[0], tmp_path_factory.mktemp("broken")
+
+    def variant(name, change):
+        path = root / name
+        shutil.copytree(good, path)
+        change(path)
+        return path
+    weights = "model.safetensors"
+    config = json.loads((good / "config.json").read_text())
+    return {
+        "empty weights": (variant("empty", lambda p: (p / weights).write_bytes(b"")), "damaged"),
+        "truncated weights": (variant("trunc", lambda p: (p / weights).write_bytes((good / weights).read_bytes()[:4000])), "damaged"),
+        "config mismatch": (variant("shape", lambda p: (p / "config.json").write_text(json.dumps({**config, "hidden_size": 96}))),
+                            "disagree on tensor shapes"),
+        "no tokenizer": (variant("notok", lambda p: [f.unlink() for f in p.glob("tokenizer*")]), "no usable tokenizer"),
+        "weights are a directory": (variant("dir", lambda p: ((p / weights).unlink(), (p / weights).mkdir())), "Is a directory"),
+        "dangling weights": (variant("dangling", lambda p: ((p / weights).unlink(), os.symlink("/nonexistent/w", p / weights))),
+                             "No such file"),
+    }
+
+
+@pytest.mark.parametrize("case", ["empty weights", "truncated weights", "config mismatch", "no tokenizer",
+                                  "weights are a directory", "dangling weights"])
+def test_broken_model_directories_are_named(capsys, saved_pair, broken_models, case):
+    path, message = broken_models[case]
+    models.CACHE.entries.clear()
+    err = one_line_error(capsys, "generate", "--target", str(path), "--draft", str(saved_pair[1]), "--prompt", "x")
+    assert message in err and str(path) in err
+
+
+def test_an_unreadable_preset_is_skipped_with_a_warning(tmp_path, caplog):
+    shutil.copy(presets.PRESETS_DIR / "demo.toml", tmp_path / "demo.toml")
+    (tmp_path / "broken.toml").write_bytes(b"name = \"x\"\npurpose = \"\xff\"\n")
+    (tmp_path / "unknown.toml").write_text('name = "y"\nwhat = 1\n')
+    with caplog.at_level("WARNING"):
+        found = presets.all_presets(tmp_path)
+    assert list(found) == ["demo"]
+    assert "broken.toml" in caplog.text and "unknown.toml" in caplog.text
+
+
+def test_a_matcher_error_is_a_clear_error_not_a_crash(saved_pair, tokenizer):
+    """llguidance enters an error state when fed a token its mask forbids; the guide reports it."""
+    spec = from_user(regex="[0-9]{2}")
+    constraint = compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id}))
+    guide = constraint.guide(4)
+    letter = tokenizer("a", add_special_tokens=False).input_ids[0]
+    with pytest.raises(PlaygroundError, match="gave up on this constraint"):
+        guide.settle(0, letter)
