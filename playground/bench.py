@@ -114,6 +114,9 @@ def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sam
 
 def available_methods(pair: Pair, cfg: SpecConfig, log=print) -> list[str]:
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
+    if "hf-assisted" in methods and pair.draft_vocab_map is not None:
+        log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
+        methods.remove("hf-assisted")
     if "hf-assisted" in methods and not cfg.sampling.greedy and _logits_widths_differ(pair):
         log("(no hf-assisted row when sampling: transformers subtracts the two models' distributions and "
             "these logits widths differ)")
@@ -197,7 +200,7 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
         return time.perf_counter() - start
 
     target = ModelRunner(pair.target, pair.vocab, pair.target_threads)
-    draft = ModelRunner(pair.draft, pair.vocab, pair.draft_threads) if pair.draft is not None else None
+    draft = ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map) if pair.draft is not None else None
     prime(target)
     if draft is not None:
         prime(draft)

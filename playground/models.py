@@ -16,7 +16,9 @@ from playground.errors import PlaygroundError
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
 DEMO_DIR = pathlib.Path(__file__).parent / "demo_pair"
-ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft"}
+SMOLLM2_DRAFT_DIR = pathlib.Path(__file__).parent / "smollm2_draft"
+ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft", "smollm2-draft": SMOLLM2_DRAFT_DIR}
+VOCAB_MAP_FILE = "draft_vocab.safetensors"  # a draft with a reduced vocabulary: d2t, its rows' token ids
 WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
 
@@ -38,6 +40,15 @@ class Pair:
     @property
     def device(self) -> torch.device:
         return self.target.device
+
+    @property
+    def draft_vocab_map(self) -> torch.Tensor | None:
+        return vocab_map(self.draft) if self.draft is not None else None
+
+
+def vocab_map(model) -> torch.Tensor | None:
+    """d2t [N] of a reduced-vocabulary draft (see engine.runner), None for an ordinary model."""
+    return getattr(model, "playground_vocab_map", None)
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -186,7 +197,17 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     if len(tokenizer) < 2:
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
+    if (path / VOCAB_MAP_FILE).is_file():
+        model.playground_vocab_map = _read_vocab_map(model_id, path / VOCAB_MAP_FILE, model, len(tokenizer))
     return model.eval(), tokenizer
+
+
+def _read_vocab_map(model_id: str, file: pathlib.Path, model, vocab: int) -> torch.Tensor:
+    from safetensors.torch import load_file
+    d2t = load_file(file)["d2t"].long()  # [N - 1]: the model's last row stands for every other token
+    if d2t.dim() != 1 or len(d2t) != model.config.vocab_size - 1 or not 0 <= int(d2t.min()) <= int(d2t.max()) < vocab:
+        raise PlaygroundError(f"model '{model_id}': {file.name} does not match its config and tokenizer")
+    return d2t
 
 
 def _os_reason(exc: OSError) -> str:
@@ -235,7 +256,7 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
     if draft_id != NGRAM:
         draft, draft_tokenizer, draft_threads = load_model(draft_model_id, dev, dtype, _sub_progress(progress, 0.5, 1.0))
         check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_model_id)
-    widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None]
+    widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None and vocab_map(m) is None]
     return Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer),
                 target_threads, draft_threads, cascade, min(context_length(m) for m in (target, draft) if m is not None))
 

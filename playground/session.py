@@ -86,7 +86,7 @@ def _proposer(pair: Pair, speculative: bool):
         return NoProposer()
     if pair.draft is None:
         return PromptLookupProposer(pair.device)
-    draft = DraftModelProposer(ModelRunner(pair.draft, pair.vocab, pair.draft_threads))
+    draft = DraftModelProposer(ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map))
     return CascadeProposer(draft, PromptLookupProposer(pair.device)) if pair.cascade else draft
 
 

@@ -7,7 +7,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast, Qwen2Config,
                           Qwen3Config)
 
-from playground.models import Pair, eos_token_ids
+from playground.models import Pair, eos_token_ids, vocab_map
 
 EOS = "<|endoftext|>"
 CONFIGS = {"qwen2": Qwen2Config, "qwen3": Qwen3Config, "llama": LlamaConfig}
@@ -79,7 +79,7 @@ def closing_tokens(tokenizer) -> list[int]:
 
 
 def make_pair(target, draft, tokenizer, eos_ids=None) -> Pair:
-    widths = [m.config.vocab_size for m in (target, draft) if m is not None]
+    widths = [m.config.vocab_size for m in (target, draft) if m is not None and vocab_map(m) is None]
     eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(target, tokenizer)
     return Pair(target, draft, tokenizer, "tiny-target", "tiny-draft" if draft is not None else "ngram",
                 min(widths), eos)

@@ -4,6 +4,8 @@ from playground.engine.cache import new_cache
 
 
 DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
+UNREACHABLE = -1e4  # logit of the tokens a reduced-vocabulary draft cannot write: exp() underflows to 0,
+                    # yet stays finite, so a constraint that allows only such tokens still leaves a distribution
 
 
 class ModelRunner:
@@ -12,14 +14,25 @@ class ModelRunner:
     `vocab` limits the logits to the range both models of a pair share (e.g. Qwen2.5-0.5B has
     151936 rows, 7B 152064; ids past the tokenizer are padding). `threads` (CPU only) is the
     intra-op thread count for short passes: a tiny model decodes faster on one thread than on
-    several, whose start-up costs more than its small matrix products."""
+    several, whose start-up costs more than its small matrix products.
 
-    def __init__(self, model: torch.nn.Module, vocab: int, threads: int | None = None):
+    `vocab_map` (a draft with a reduced vocabulary, d2t [N]): output row i of the model is token
+    d2t[i] of the pair; inputs are mapped back, every other token to the model's last row ('other').
+    The logits come back full width with UNREACHABLE elsewhere, so the draft's distribution gives
+    those tokens probability 0 and the acceptance rule stays exact."""
+
+    def __init__(self, model: torch.nn.Module, vocab: int, threads: int | None = None,
+                 vocab_map: torch.Tensor | None = None):
         self.model = model
         self.vocab = vocab
         self.device = model.device
         self.threads = threads if model.device.type == "cpu" else None
         self.cache = new_cache(model.config)
+        self.d2t = self.t2d = None
+        if vocab_map is not None:
+            self.d2t = vocab_map.to(self.device, torch.long)
+            self.t2d = torch.full((vocab,), model.config.vocab_size - 1, dtype=torch.long, device=self.device)
+            self.t2d[self.d2t] = torch.arange(len(self.d2t), device=self.device)
 
     @property
     def length(self) -> int:
@@ -42,8 +55,13 @@ class ModelRunner:
             torch.set_num_threads(default)
 
     def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        if self.t2d is not None:
+            ids = self.t2d[ids]
         out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
-        return out.logits[0, :, : self.vocab]
+        if self.d2t is None:
+            return out.logits[0, :, : self.vocab]
+        rows = out.logits[0, :, : len(self.d2t)]  # [n, N]
+        return rows.new_full((rows.shape[0], self.vocab), UNREACHABLE).index_copy_(1, self.d2t, rows)  # [n, V]
 
     def crop(self, length: int) -> None:
         """Forget cached positions from `length` on (transformers 5: crop(-m) drops the last m)."""
