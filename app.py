@@ -16,7 +16,7 @@ from playground import experiments, live, plots, render
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_PROMPTS, at_most
-from playground.metrics import expected_speedup, expected_tokens_per_round, summarize
+from playground.metrics import engine_seconds, expected_speedup, expected_tokens_per_round, summarize
 from playground.models import NGRAM, custom_models_allowed, load_pair
 from playground.presets import all_presets, default_preset
 from playground.share import RANGES, Settings, from_query, share_url
@@ -164,7 +164,7 @@ def check_constraint(kind: str, text: str) -> str:
 def _view(snap: live.Snapshot, final: bool):
     """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over)."""
     result = snap.result
-    stats = result.stats if result else summarize(snap.events, live.engine_seconds(snap.events))
+    stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
     stream = render.token_stream(snap.events, snap.eos_ids)
     metric = render.metrics(stats, snap.settings.k, live.speedup(snap),
                             (snap.baseline.token_ids == result.token_ids) if snap.baseline and snap.settings.temperature == 0 else None)
@@ -237,7 +237,9 @@ def run(progress=gr.Progress(), *values):
                        render.committed_text(snap.baseline_events)] + [gr.skip()] * 8
     except PlaygroundError as exc:
         raise gr.Error(str(exc)) from None
-    measured = {"k": settings.k, "acceptance_rate": snap.result.stats["token_acceptance"], "speedup": live.speedup(snap)}
+    measure = live.speedup(snap)
+    trusted = measure["speedup"] if measure and not measure["noisy"] else None
+    measured = {"k": settings.k, "acceptance_rate": snap.result.stats["token_acceptance"], "speedup": trusted}
     yield _view(snap, final=True) + [measured]
 
 

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from playground import session
 from playground.config import SpecConfig
 from playground.limits import MAX_SWEEP_VALUES, at_most
-from playground.live import engine_seconds
+from playground.metrics import engine_seconds
 
 COLUMNS = ["k", "temperature", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s",
-           "speedup", "prompts", "tokens"]
+           "speedup", "speedup_low", "speedup_high", "prompts", "tokens"]  # low/high: the per-prompt spread
 
 
 def prompt_lines(text: str) -> list[str]:
@@ -53,21 +53,21 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
     for ids in prompts[:1]:  # warm-up, so one-time costs are in neither column
         _timed(pair, ids, dataclasses.replace(cfg, max_new_tokens=4), True, constraint)
     rows = []
-    baselines: dict = {}
     for value in values:
         run_cfg = _with(cfg, axis, value)
         totals = _zero_totals()
-        for i, ids in enumerate(prompts):
-            key = (i, run_cfg.sampling)
-            if key not in baselines:  # the target alone depends on the sampling, not on k
-                baselines[key] = _timed(pair, ids, run_cfg, False, constraint)
-            _add(totals, _timed(pair, ids, run_cfg, True, constraint), baselines[key])
+        for i, ids in enumerate(prompts):  # the target alone is re-measured beside every point, order alternating
+            first, second = (True, False) if i % 2 == 0 else (False, True)
+            runs = {first: _timed(pair, ids, run_cfg, first, constraint)}
+            runs[second] = _timed(pair, ids, run_cfg, second, constraint)
+            _add(totals, runs[True], runs[False])
         rows.append(_row(run_cfg, totals, len(prompts)))
         yield rows
 
 
 def _zero_totals() -> dict:
-    return {"spec_s": 0.0, "base_s": 0.0, "tokens": 0, "base_tokens": 0, "proposed": 0, "accepted": 0, "passes": 0}
+    return {"spec_s": 0.0, "base_s": 0.0, "tokens": 0, "base_tokens": 0, "proposed": 0, "accepted": 0, "passes": 0,
+            "ratios": []}
 
 
 def _add(totals: dict, spec: tuple[float, dict], base: tuple[float, dict]) -> None:
@@ -80,6 +80,8 @@ def _add(totals: dict, spec: tuple[float, dict], base: tuple[float, dict]) -> No
     totals["proposed"] += stats["proposed"]
     totals["accepted"] += stats["accepted"]
     totals["passes"] += stats["target_passes"]
+    if spec_s and base_s and base_stats["generated_tokens"]:
+        totals["ratios"].append((stats["generated_tokens"] / spec_s) / (base_stats["generated_tokens"] / base_s))
 
 
 def _row(cfg: SpecConfig, t: dict, n_prompts: int) -> dict:
@@ -89,7 +91,8 @@ def _row(cfg: SpecConfig, t: dict, n_prompts: int) -> dict:
             "acceptance_rate": t["accepted"] / t["proposed"] if t["proposed"] else 0.0,
             "tokens_per_target_pass": t["tokens"] / t["passes"] if t["passes"] else 0.0,
             "tokens_per_s": spec_rate, "baseline_tokens_per_s": base_rate,
-            "speedup": spec_rate / base_rate if base_rate else 0.0, "prompts": n_prompts, "tokens": t["tokens"]}
+            "speedup": spec_rate / base_rate if base_rate else 0.0, "speedup_low": min(t["ratios"], default=0.0),
+            "speedup_high": max(t["ratios"], default=0.0), "prompts": n_prompts, "tokens": t["tokens"]}
 
 
 def to_csv(rows: list[dict]) -> str:

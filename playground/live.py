@@ -1,5 +1,7 @@
 """One interactive run for the UI and the web API: load the pair (with progress), check the
-constraint, stream the speculative run, then (optionally) the target alone, as snapshots.
+constraint, and stream the speculative run as snapshots; with the comparison on, the target alone
+runs interleaved with it (a speculative round, then target-only rounds up to the same length), so
+background load hits both alike and the speedup is measured side by side.
 
 Times are the engine's own (prefill plus each round's wall time), so the time the caller spends
 rendering between rounds never counts against either run."""
@@ -10,7 +12,8 @@ from dataclasses import dataclass, field
 from playground import session
 from playground.constraints import from_user
 from playground.errors import PlaygroundError
-from playground.events import Prefill, Round, RunResult
+from playground.events import Round, RunResult
+from playground.metrics import engine_seconds, side_by_side_speedup
 from playground.models import custom_models_allowed
 from playground.presets import all_presets
 from playground.share import Settings
@@ -76,28 +79,47 @@ def encode(pair, settings: Settings, text: str) -> list[int]:
 def live_run(settings: Settings, progress=None, allow_custom: bool | None = None) -> Iterator[Snapshot]:
     pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
     snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids)
-    snap.result = yield from _stream(pair, ids, cfg, constraint, True, snap, snap.events)
-    if settings.compare:
+    spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
+    base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
+    last = 0.0
+    while spec.step():
+        while base is not None and base.tokens < spec.tokens and base.step():  # catch up: side by side
+            pass
+        if time.perf_counter() - last >= MIN_UPDATE_S:
+            last = time.perf_counter()
+            yield snap
+    snap.result = spec.result()
+    if base is not None:
         snap.phase = "baseline"
-        snap.baseline = yield from _stream(pair, ids, cfg, constraint, False, snap, snap.baseline_events)
+        while base.step():  # the target alone finishes what it has not caught up with
+            if time.perf_counter() - last >= MIN_UPDATE_S:
+                last = time.perf_counter()
+                yield snap
+        snap.baseline = base.result()
     snap.phase = "done"
     yield snap
 
 
-def _stream(pair, ids, cfg, constraint, speculative: bool, snap: Snapshot, sink: list):
-    guide = session.new_guide(constraint, cfg)
-    last = 0.0
-    for event in session.generate(pair, ids, cfg, speculative, guide):
-        sink.append(event)
-        if time.perf_counter() - last >= MIN_UPDATE_S:
-            last = time.perf_counter()
-            yield snap
-    return session.collect(pair, sink, engine_seconds(sink), constraint, guide)
+class _Stream:
+    """One generation advanced a round at a time into `sink`."""
 
+    def __init__(self, pair, ids, cfg, constraint, speculative: bool, sink: list):
+        self.pair, self.constraint, self.sink = pair, constraint, sink
+        self.guide = session.new_guide(constraint, cfg)
+        self.events = session.generate(pair, ids, cfg, speculative, self.guide)
+        self.tokens = 0
 
-def engine_seconds(events: list) -> float:
-    prefill = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
-    return prefill + sum(e.wall_s for e in events if isinstance(e, Round))
+    def step(self) -> bool:
+        """Advance one event; False once the generation has ended."""
+        event = next(self.events, None)
+        if event is None:
+            return False
+        self.sink.append(event)
+        self.tokens += len(event.committed) if isinstance(event, Round) else 0
+        return True
+
+    def result(self) -> RunResult:
+        return session.collect(self.pair, self.sink, engine_seconds(self.sink), self.constraint, self.guide)
 
 
 def run_to_dict(snap: Snapshot) -> dict:
@@ -116,13 +138,16 @@ def run_to_dict(snap: Snapshot) -> dict:
     if snap.baseline is not None:
         out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,
                            "stats": snap.baseline.stats}
-        out["speedup"] = speedup(snap)
+        measure = speedup(snap)
+        out["speedup"] = None if measure["noisy"] else measure["speedup"]
+        out["speedup_measure"] = measure
         if snap.settings.temperature == 0:
             out["identical_to_baseline"] = snap.baseline.token_ids == snap.result.token_ids
     return out
 
 
-def speedup(snap: Snapshot) -> float | None:
+def speedup(snap: Snapshot) -> dict | None:
+    """The side-by-side measure (metrics.side_by_side_speedup) once both runs are over, else None."""
     if snap.result is None or snap.baseline is None or not snap.result.stats["wall_s"]:
         return None
-    return snap.baseline.stats["wall_s"] / snap.result.stats["wall_s"]
+    return side_by_side_speedup(snap.events, snap.baseline_events)

@@ -78,8 +78,9 @@ def _token_html(t, eos_ids) -> str:
     return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" title="{html.escape(title)}">{text}</span>'
 
 
-def metrics(stats: dict | None, k: int, speedup: float | None = None, identical: bool | None = None,
+def metrics(stats: dict | None, k: int, speedup: dict | None = None, identical: bool | None = None,
             note: str = "") -> str:
+    """speedup: metrics.side_by_side_speedup's measure (None before the comparison is over)."""
     if not stats:
         return '<div class="metrics"></div>'
     alpha = stats["token_acceptance"]
@@ -94,12 +95,20 @@ def metrics(stats: dict | None, k: int, speedup: float | None = None, identical:
     ]
     if speedup is not None:
         same = {True: "identical to the target alone", False: "differs from the target alone"}.get(identical, "sampled")
-        cards.append(("speedup", f"{speedup:.2f}x", same))
+        cards.append(_speedup_card(speedup, same))
     body = "".join(f'<div class="metric"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
                    for name, value, detail in cards)
     if note:
         body += f'<div class="metric"><small>{html.escape(note)}</small></div>'
     return f'<div class="metrics" id="metrics">{body}</div>'
+
+
+def _speedup_card(m: dict, same: str) -> tuple[str, str, str]:
+    """The ratio with its spread over the output's quarters, or why it is not shown."""
+    if m["noisy"]:
+        return "speedup", "too noisy", html.escape(f"not shown: {m['reason']}; run again for a number to trust ({same})")
+    return ("speedup", f"{m['speedup']:.2f}x",
+            f"measured side by side, {m['low']:.2f}-{m['high']:.2f}x across the output's quarters; {same}")
 
 
 def warning(message: str) -> str:
