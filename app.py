@@ -30,6 +30,7 @@ DOWNLOAD_TTL_S = 3600  # older downloads are removed (Gradio's cached copies too
 log = logging.getLogger("playground.app")
 MODELS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})
 CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
+SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values reset when the axis changes
 EXAMPLE_CONSTRAINTS = {
     "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {
         "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
@@ -167,7 +168,8 @@ def _view(snap: live.Snapshot, final: bool):
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
     stream = render.token_stream(snap.events, snap.eos_ids)
     metric = render.metrics(stats, snap.settings.k, live.speedup(snap),
-                            (snap.baseline.token_ids == result.token_ids) if snap.baseline and snap.settings.temperature == 0 else None)
+                            (snap.baseline.token_ids == result.token_ids) if snap.baseline and snap.settings.temperature == 0 else None,
+                            theory=snap.settings.draft != NGRAM)
     if not final:
         return [stream, metric, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(),
                 gr.skip()]
@@ -233,7 +235,7 @@ def run(progress=gr.Progress(), *values):
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {done} tokens so far"
-                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note), gr.skip(),
+                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM), gr.skip(),
                        render.committed_text(snap.baseline_events)] + [gr.skip()] * 8
     except PlaygroundError as exc:
         raise gr.Error(str(exc)) from None
@@ -261,6 +263,9 @@ def run_sweep(progress=gr.Progress(), *inputs):
                                            zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
         settings = settings_from_inputs(*values)
         values_list = experiments.parse_values(values_text, int if axis == "k" else float)
+        lo, hi = RANGES["k" if axis == "k" else "temperature"]
+        if not all(lo <= v <= hi for v in values_list):
+            raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range)")
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
         pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
@@ -424,7 +429,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     "comes from the Playground tab. Both columns are measured side by side in this process.")
         with gr.Row():
             axis = gr.Radio(["k", "temperature"], value="k", label="Sweep")
-            sweep_values = gr.Textbox(value="1,2,3,4,6,8", label="Values")
+            sweep_values = gr.Textbox(value=SWEEP_DEFAULTS["k"], label="Values")
         sweep_prompts = gr.Textbox(lines=4, label="Prompts (empty: the prompt of the Playground tab)")
         sweep_btn = gr.Button("Run sweep", variant="primary")
         sweep_table = gr.Dataframe(headers=experiments.COLUMNS, label="Results", interactive=False)
@@ -462,6 +467,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         trigger(check_constraint, [kind, constraint], constraint_check, api_visibility="private")
     example_constraint.input(lambda name: EXAMPLE_CONSTRAINTS[name] if name else (gr.skip(), gr.skip()),
                              example_constraint, [kind, constraint], api_visibility="private")
+    axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     sweep_event = sweep_btn.click(run_sweep, [axis, sweep_values, sweep_prompts] + SETTINGS,
                                   [sweep_table, sweep_plot, sweep_csv], api_name="sweep",
                                   concurrency_limit=CONCURRENCY, concurrency_id="device")

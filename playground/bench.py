@@ -271,12 +271,13 @@ def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) ->
                                      name=f"{method} T={temperature}"))
     fig.update_layout(title=title, xaxis_title="k", yaxis_title="speedup over target-only", template="plotly_white")
     written = [out / "rows.json", out / "table.md", out / "speedup.html"]
-    fig.write_html(out / "speedup.html", include_plotlyjs="cdn")
+    fig.write_html(out / "speedup.html", include_plotlyjs=True)  # plotly.js inside: the chart works offline
     try:
         fig.write_image(out / "speedup.png", width=900, height=500)
         written.append(out / "speedup.png")
     except Exception as exc:  # kaleido or its browser missing: the HTML chart is there
-        log(f"(no PNG chart: {type(exc).__name__} {str(exc).splitlines()[0] if str(exc) else ''})")
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "kaleido could not render it here"
+        log(f"(no PNG chart: {reason}; speedup.html has the chart)")
     return written
 
 

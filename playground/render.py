@@ -74,13 +74,16 @@ def _token_html(t, eos_ids) -> str:
                              if p is not None)
     if t.token_id in eos_ids and not t.text:
         return f'<span class="tok tok-{t.kind} tok-eos" title="{title} · end of sequence">⏎eos</span>'
-    text = html.escape(t.text) if t.text else "·"
+    text = t.text if t.kind != REJECTED else t.text.replace("\n", "↵")  # a refused newline stays on its line
+    text = html.escape(text) if text else "·"
     return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" title="{html.escape(title)}">{text}</span>'
 
 
 def metrics(stats: dict | None, k: int, speedup: dict | None = None, identical: bool | None = None,
-            note: str = "") -> str:
-    """speedup: metrics.side_by_side_speedup's measure (None before the comparison is over)."""
+            note: str = "", theory: bool = True) -> str:
+    """speedup: metrics.side_by_side_speedup's measure (None before the comparison is over).
+    theory: show the expected tokens per round, whose formula assumes a draft model's per-token
+    acceptance (prompt lookup's guesses are not drawn that way)."""
     if not stats:
         return '<div class="metrics"></div>'
     alpha = stats["token_acceptance"]
@@ -88,11 +91,13 @@ def metrics(stats: dict | None, k: int, speedup: dict | None = None, identical: 
         ("acceptance rate", f"{stats['acceptance_rate']:.2f}", "accepted / proposed draft tokens"),
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}", f"of k = {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} passes, prompt pass included"),
-        ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
-         f"tokens per round, (1 - α^(k+1)) / (1 - α) at per-token acceptance α = {alpha:.2f}; measured "
-         f"{stats['tokens_per_round']:.2f}"),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} tokens in {stats['wall_s']:.2f} s"),
     ]
+    if theory:
+        cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
+                         f"tokens per round, (1 - α^(k+1)) / (1 - α) at per-token acceptance α = {alpha:.2f}, "
+                         f"if each guess were kept independently with that probability; measured "
+                         f"{stats['tokens_per_round']:.2f}"))
     if speedup is not None:
         same = {True: "identical to the target alone", False: "differs from the target alone"}.get(identical, "sampled")
         cards.append(_speedup_card(speedup, same))
