@@ -66,8 +66,10 @@ def test_a_link_carrying_script_runs_none(page, app_url):
     query = urllib.parse.urlencode({"preset": "demo", "schema": '{"type": "<img src=x onerror=alert(1)>"}',
                                     "<img src=y onerror=alert(2)>": "1"})
     page.goto(f"{app_url}?{query}")
-    page.get_by_text("Structured output").first.click()
+    expect(page.get_by_text("ignored unknown parameter '<img src=y onerror=alert(2)>'")).to_be_visible(timeout=30_000)
+    page.get_by_text("Structured output (JSON Schema or regex)").click()
     expect(page.locator("#constraint-error")).to_be_visible(timeout=30_000)
     expect(page.locator("#constraint-error")).to_contain_text("<img src=x onerror=alert(1)>")
     page.wait_for_timeout(1500)
+    page.screenshot(path=str(ARTIFACTS / "browser-xss-link.png"), full_page=True)
     assert dialogs == [] and page.locator("#constraint-error img").count() == 0
