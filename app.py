@@ -108,7 +108,18 @@ def preset_note(name: str) -> str:
 def apply_preset(name: str):
     if name not in PRESETS:
         raise gr.Error(f"unknown preset '{name}'")
-    return inputs_from_settings(Settings.from_preset(PRESETS[name])) + [preset_note(name)]
+    settings = Settings.from_preset(PRESETS[name])
+    return inputs_from_settings(settings) + [preset_note(name), constraint_section(settings)]
+
+
+def constraint_section(settings: Settings):
+    """The Structured output section opens when the settings carry a constraint, so it is seen."""
+    return gr.update(open=True) if (settings.schema.strip() or settings.regex.strip()) else gr.skip()
+
+
+def constraint_editor(kind: str):
+    """JSON highlighting for a schema only (a regex is not JSON)."""
+    return gr.update(language="json" if kind == "JSON schema" else None)
 
 
 def example_settings(name: str, prompt: str):
@@ -120,10 +131,11 @@ def restore_from_url(request: gr.Request):
     """demo.load: settings from the page's query parameters; what is ignored is said, never run."""
     params = dict(request.query_params) if request is not None else {}
     if not params:
-        return inputs_from_settings(DEFAULT) + [preset_note(DEFAULT.preset), ""]
+        return inputs_from_settings(DEFAULT) + [preset_note(DEFAULT.preset), constraint_section(DEFAULT), ""]
     settings, notices = from_query(params, custom_models_allowed())
     note = "".join(f"- {_md_escape(n)}\n" for n in notices)
-    return inputs_from_settings(settings) + [preset_note(settings.preset), note and f"**Link notices**\n{note}"]
+    return inputs_from_settings(settings) + [preset_note(settings.preset), constraint_section(settings),
+                                             note and f"**Link notices**\n{note}"]
 
 
 def _md_escape(text: str) -> str:
@@ -373,7 +385,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="schedule: +2 after a fully kept round, -1 after a rejection; confidence: the "
                                        "draft stops when unsure. With both, k is the ceiling.")
-                confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold")
+                confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
+                                       visible=False)  # shown with the confidence policy only
                 temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
                 max_new_tokens = gr.Slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
                                            elem_id="max-tokens")
@@ -387,7 +400,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
-                with gr.Accordion("Structured output (JSON Schema or regex)", open=bool(DEFAULT.schema or DEFAULT.regex)):
+                with gr.Accordion("Structured output (JSON Schema or regex)",
+                                  open=bool(DEFAULT.schema or DEFAULT.regex)) as constraint_acc:
                     kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
                     constraint = gr.Code(language="json", lines=6, label="Schema or pattern", interactive=True)
                     constraint_check = gr.HTML()
@@ -420,7 +434,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
                     kind, constraint, backend, compare, schema_in_prompt, policy, confidence]
         offline = [[p.name, p.prompt] for p in PRESETS.values() if p.target.startswith("demo-")]
-        gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note], fn=example_settings, run_on_click=True,
+        gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
                     label="Offline examples (click to load)", api_visibility="private")
         with gr.Accordion("How to read this", open=False):
             gr.Markdown(ABOUT)
@@ -457,8 +471,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
                    download, measured]
 
-    preset.input(apply_preset, preset, SETTINGS + [note], api_visibility="private")
-    demo.load(restore_from_url, None, SETTINGS + [note, link_notice], api_visibility="private")
+    preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private")
+    demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private")
+    policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
+    kind.change(constraint_editor, kind, constraint, api_visibility="private")
     run_event = run_btn.click(run, SETTINGS, RUN_OUTPUTS, api_name="run", concurrency_limit=CONCURRENCY,
                               concurrency_id="device")
     run_event.then(remember_run, [measured, history], history, api_visibility="private")

@@ -120,3 +120,14 @@ def test_api_share_link_round_trip(client):
     params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))
     restored, notices = from_query(params, allow_custom=False)
     assert restored == sent and notices == []
+
+
+def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_not_json():
+    assert app.apply_preset("demo-json")[-1] == gr.update(open=True)
+    assert app.apply_preset("demo")[-1] != gr.update(open=True)
+
+    class Request:
+        query_params = {"preset": "demo", "regex": "[0-9]+"}
+    assert app.restore_from_url(Request())[-2] == gr.update(open=True)
+    assert app.constraint_editor("regex")["language"] is None
+    assert app.constraint_editor("JSON schema")["language"] == "json"
