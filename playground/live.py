@@ -81,23 +81,33 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids)
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
-    last = 0.0
+    due = _throttle()
     while spec.step():
         while base is not None and base.tokens < spec.tokens and base.step():  # catch up: side by side
             pass
-        if time.perf_counter() - last >= MIN_UPDATE_S:
-            last = time.perf_counter()
+        if due():
             yield snap
     snap.result = spec.result()
     if base is not None:
         snap.phase = "baseline"
         while base.step():  # the target alone finishes what it has not caught up with
-            if time.perf_counter() - last >= MIN_UPDATE_S:
-                last = time.perf_counter()
+            if due():
                 yield snap
         snap.baseline = base.result()
     snap.phase = "done"
     yield snap
+
+
+def _throttle():
+    """-> a function that is True at most once every MIN_UPDATE_S seconds."""
+    last = [0.0]
+
+    def due() -> bool:
+        if time.perf_counter() - last[0] < MIN_UPDATE_S:
+            return False
+        last[0] = time.perf_counter()
+        return True
+    return due
 
 
 class _Stream:

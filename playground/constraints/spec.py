@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from playground.constraints import safety
-from playground.constraints.safety import check_pattern, check_schema_safe
+from playground.constraints.safety import check_pattern, check_schema_safe, depth
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, at_most
 
@@ -48,7 +47,7 @@ def parse_schema(text: str) -> dict | bool:
         raise PlaygroundError("the schema is nested too deeply") from None
     if not isinstance(schema, (dict, bool)):
         raise PlaygroundError("the schema must be a JSON object")
-    safety.depth(schema)  # before the meta-schema check, which recurses
+    depth(schema)  # before the meta-schema check, which recurses
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
