@@ -2,6 +2,13 @@
 
 Public API (two names): `load_pair` gives a ready target/draft pair, `generate` streams one run.
 """
-from playground.session import generate, load_pair
-
 __all__ = ["generate", "load_pair"]
+
+
+def __getattr__(name: str):
+    """Lazy, so that `playground.packaged` or `playground.limits` load without the engine and its
+    constraint backends (the draft-training script runs where those are not installed)."""
+    if name in __all__:
+        from playground import session
+        return getattr(session, name)
+    raise AttributeError(f"module 'playground' has no attribute {name!r}")

