@@ -63,7 +63,7 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 
 def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
                          system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
-                         confidence) -> Settings:
+                         confidence, compile=False) -> Settings:
     """Component values (or an API caller's) -> Settings; a wrong type is a PlaygroundError naming it."""
     constraint = typed("constraint", constraint, str)
     return Settings(preset=typed("preset", preset, str), target=typed("target", target, str),
@@ -74,7 +74,8 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
                     schema=constraint if kind == "JSON schema" else "", regex=constraint if kind == "regex" else "",
                     backend=typed("backend", backend, str), compare=typed("compare", compare, bool),
                     schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
-                    policy=typed("policy", policy, str), confidence=typed("confidence", confidence, float))
+                    policy=typed("policy", policy, str), confidence=typed("confidence", confidence, float),
+                    compile=typed("compile", compile, bool))
 
 
 def typed(name: str, value, kind: type):
@@ -95,7 +96,7 @@ def inputs_from_settings(s: Settings) -> list:
     kind = "JSON schema" if s.schema.strip() else "regex" if s.regex.strip() else "none"
     text = s.schema.strip() or s.regex
     return [s.preset, s.target, s.draft, s.k, s.temperature, s.top_p, s.top_k, s.seed, s.max_new_tokens, s.prompt,
-            s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence]
+            s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence, s.compile]
 
 
 def preset_note(name: str) -> str:
@@ -398,6 +399,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
                     system = gr.Textbox(label="System prompt", lines=2)
                     backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
+                    compile_passes = gr.Checkbox(
+                        value=False, label="Compiled passes (static KV cache, torch.compile)",
+                        info="The target's verify pass (and on a GPU the draft's step) runs compiled. The first run "
+                             "with a model, k and context size compiles first (about 20 s a pass on a 2-core CPU).")
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
                 with gr.Accordion("Structured output (JSON Schema or regex)",
@@ -432,7 +437,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                             time_plot = gr.Plot(label="Time split")
                 download = gr.DownloadButton("Download run (JSON)", value=None)
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
-                    kind, constraint, backend, compare, schema_in_prompt, policy, confidence]
+                    kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes]
         offline = [[p.name, p.prompt] for p in PRESETS.values() if p.target.startswith("demo-")]
         gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
                     label="Offline examples (click to load)", api_visibility="private")

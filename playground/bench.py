@@ -5,7 +5,11 @@ repeats. Speed is only ever reported as ratios taken side by side in the same ru
 Rows (one per method, k, temperature): tokens_per_s, speedup over `target`, acceptance_rate,
 tokens_per_target_pass, efficiency (engine rows: the time predicted from measured per-pass costs and
 the run's own rounds, over the measured time; 1.0 means no overhead outside model passes) and
-identical (greedy rows: the same tokens as `target` on every prompt)."""
+identical (greedy rows: the same tokens as `target` on every prompt).
+
+With `compiled`, an `engine-compiled` row runs the engine on static caches with compiled passes
+(playground.engine.static); its graphs are compiled before any timing, and its efficiency uses pass
+costs measured with the compiled passes."""
 import contextlib
 import dataclasses
 import json
@@ -17,9 +21,12 @@ import torch
 
 from playground import session
 from playground.config import SpecConfig
+from playground.engine.runner import ModelRunner
+from playground.engine.static import StaticRunner
 from playground.models import NGRAM, Pair
 
 METHODS = ("target", "engine", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
+COMPILED = "engine-compiled"
 
 
 @dataclasses.dataclass(slots=True)
@@ -107,13 +114,17 @@ def run_engine(pair: Pair, ids: list[int], cfg: SpecConfig) -> Sample:
 def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sample:
     if method == "engine":
         return run_engine(pairs["draft"], ids, cfg)
+    if method == COMPILED:
+        return run_engine(pairs["draft"], ids, dataclasses.replace(cfg, compile=True))
     if method == "engine-prompt-lookup":
         return run_engine(pairs["ngram"], ids, cfg)
     return run_hf(pairs["draft"], ids, cfg, method)
 
 
-def available_methods(pair: Pair, cfg: SpecConfig, log=print) -> list[str]:
+def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False) -> list[str]:
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
+    if compiled and pair.draft is not None:
+        methods.insert(methods.index("engine") + 1, COMPILED)
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
         methods.remove("hf-assisted")
@@ -158,8 +169,9 @@ def _row(method: str, cfg: SpecConfig, totals: dict, samples: dict, pass_costs: 
            "acceptance_rate": sum(s.accepted for s in samples[method]) / proposed if proposed else None,
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in samples[method])),
            "seconds": seconds, "tokens": tokens}
-    if method.startswith("engine") and pass_costs is not None:
-        row["efficiency"] = predicted_seconds(samples[method], pass_costs, method) / (seconds or 1.0)
+    costs = (pass_costs or {}).get("compiled") if method == COMPILED else pass_costs
+    if method.startswith("engine") and costs is not None:
+        row["efficiency"] = predicted_seconds(samples[method], costs, method) / (seconds or 1.0)
     if cfg.sampling.greedy and "target" in samples:
         row["identical"] = all(a.ids == b.ids for a, b in zip(samples[method], samples["target"]))
     return row
@@ -173,18 +185,18 @@ def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
         total += costs["prefill"]
         for r in sample.rounds:
             width = min(r.proposed + 1, max(costs["verify"]))
-            total += costs["verify"][width] + (r.draft_passes * costs["draft"] if method == "engine" else 0.0)
+            total += costs["verify"][width] + (r.draft_passes * costs["draft"] if method in ("engine", COMPILED) else 0.0)
     return total
 
 
 @torch.inference_mode()
-def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, burst: int = 4) -> dict:
+def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, burst: int = 4,
+                       compiled: bool = False) -> dict:
     """Median seconds of one draft pass (1 token) and of a target verify pass per width, at a
     realistic context length, with the same runners (and thread settings) the engine uses. The
     passes alternate as in decoding: each verify pass follows a burst of draft passes and each
     burst follows a verify pass, so neither model finds its weights in a cache the other has just
     used (on a CPU, measuring a model alone makes its passes look up to 2x cheaper)."""
-    from playground.engine.runner import ModelRunner
 
     def prime(runner: ModelRunner) -> None:
         runner.reset()
@@ -199,8 +211,7 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
         runner.crop(context)
         return time.perf_counter() - start
 
-    target = ModelRunner(pair.target, pair.vocab, pair.target_threads)
-    draft = ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map) if pair.draft is not None else None
+    target, draft = _cost_runners(pair, context + max(widths) + 1, widths, compiled)
     prime(target)
     if draft is not None:
         prime(draft)
@@ -216,27 +227,51 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
     return costs
 
 
+def _cost_runners(pair: Pair, capacity: int, widths: range, compiled: bool):
+    """The runners the engine would use: eager, or static with every measured width compiled."""
+    if not compiled:
+        return (ModelRunner(pair.target, pair.vocab, pair.target_threads),
+                ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map)
+                if pair.draft is not None else None)
+    target = StaticRunner(pair.target, pair.vocab, capacity, {(w, w) for w in widths}, pair.target_threads)
+    draft = StaticRunner(pair.draft, pair.vocab, capacity, {(1, 1)}, pair.draft_threads, pair.draft_vocab_map) \
+        if pair.draft is not None else None
+    for runner in (target, draft):
+        if isinstance(runner, StaticRunner):
+            runner.warm()
+    return target, draft
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
 
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
-              max_new_tokens: int, seed: int = 0, log=print) -> list[dict]:
+              max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False) -> list[dict]:
     pair = pairs["draft"]
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     costs = measure_pass_costs(pair, context, range(1, max(ks) + 2))
-    log(f"pass costs at context {context}: draft {costs['draft'] * 1e3:.2f} ms, verify "
-        + ", ".join(f"{w}: {s * 1e3:.2f} ms" for w, s in costs["verify"].items()))
+    _log_costs(log, "pass costs", context, costs)
+    if compiled and pair.draft is not None:
+        started = time.perf_counter()
+        costs["compiled"] = measure_pass_costs(pair, context, range(1, max(ks) + 2), compiled=True)
+        _log_costs(log, f"compiled pass costs ({time.perf_counter() - started:.0f} s compiling and measuring)",
+                   context, costs["compiled"])
     rows = []
     for temperature in temperatures:
         for k in ks:
             cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
-            setting_rows = bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log), costs)
+            setting_rows = bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs)
             for row in setting_rows:
                 log(_fmt(row))
             rows += setting_rows
     return rows
+
+
+def _log_costs(log, title: str, context: int, costs: dict) -> None:
+    log(f"{title} at context {context}: draft {costs['draft'] * 1e3:.2f} ms, verify "
+        + ", ".join(f"{w}: {s * 1e3:.2f} ms" for w, s in costs["verify"].items()))
 
 
 def _fmt(row: dict) -> str:

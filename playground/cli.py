@@ -3,6 +3,7 @@
 Bad input exits with status 2 and one line `error: ...` on stderr, before any model work when the
 input alone shows the mistake."""
 import argparse
+import dataclasses
 import json
 import pathlib
 import sys
@@ -58,6 +59,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="target model: Hugging Face id or local directory")
     p.add_argument("--draft", help="draft model: Hugging Face id, local directory, or 'ngram' (prompt lookup)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--compile", action="store_true", help="static KV caches and compiled draft/verify passes "
+                   "(compiled once per process; the compile time is reported apart; bench: adds engine-compiled)")
 
 
 def add_sampling_args(p: argparse.ArgumentParser) -> None:
@@ -144,7 +147,7 @@ def cmd_generate(args) -> int:
     cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
                            seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
-                           policy=args.policy, confidence=args.confidence)
+                           policy=args.policy, confidence=args.confidence, compile=args.compile)
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
     at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
@@ -167,12 +170,15 @@ def cmd_generate(args) -> int:
 
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
+    compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer())
     if baseline:  # warm both paths up so neither pays one-time costs inside the timing
-        warm = session.settings(k=cfg.k, max_new_tokens=4)
+        warm = dataclasses.replace(cfg, max_new_tokens=4)
         session.run(pair, prompt_ids, warm, constraint=constraint)
         session.run(pair, prompt_ids, warm, speculative=False, constraint=constraint)
     result = session.run(pair, prompt_ids, cfg, constraint=constraint)
     out = result_dict(result)
+    if cfg.compile:
+        out["compile_s"] = compile_s
     if baseline:
         base = session.run(pair, prompt_ids, cfg, speculative=False, constraint=constraint)
         out["baseline"] = {"token_ids": base.token_ids, "text": base.text, "wall_s": base.stats["wall_s"],
@@ -210,7 +216,8 @@ def cmd_bench(args) -> int:
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log)
+    rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
+                           compiled=args.compile)
     if out_dir:
         try:
             for path in bench.write_outputs(rows, out_dir, f"{target} + {draft}", log):
@@ -270,6 +277,8 @@ def format_text(out: dict) -> str:
     s = out["stats"]
     lines = [out["text"], "", f"-- {s['generated_tokens']} tokens in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {s['acceptance_rate']:.2f}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
+    if "compile_s" in out:
+        lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)")
     if out["valid"] is not None:
         lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
     if "speedup" in out:

@@ -38,6 +38,7 @@ class SpecConfig:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     policy: str = "fixed"  # draft length: fixed k, the +2/-1 schedule, or stop when the draft is unsure
     confidence: float = 0.5  # the "confidence" policy stops drafting below this top probability
+    compile: bool = False  # static KV caches and compiled draft / verify passes (playground.engine.static)
 
     def __post_init__(self):
         if not 1 <= self.k <= MAX_K:

@@ -51,7 +51,10 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
     if not settings.prompt.strip():
         raise PlaygroundError("the prompt is empty")
     pair, constraint = load(settings, spec, progress)
-    return pair, encode(pair, settings, settings.prompt), cfg, constraint
+    ids = encode(pair, settings, settings.prompt)
+    session.check_prompt_ids(pair, ids, cfg.max_new_tokens)
+    session.compile_graphs(pair, len(ids), cfg, progress)  # first runs only: "compiling ..." while it lasts
+    return pair, ids, cfg, constraint
 
 
 def checked_config(settings: Settings, allow_custom: bool | None = None):
@@ -60,7 +63,7 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
     check_models(settings, allow_custom)
     cfg = session.settings(k=settings.k, temperature=settings.temperature, top_p=settings.top_p,
                            top_k=settings.top_k, seed=settings.seed, max_new_tokens=settings.max_new_tokens,
-                           policy=settings.policy, confidence=settings.confidence)
+                           policy=settings.policy, confidence=settings.confidence, compile=settings.compile)
     return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend)
 
 

@@ -9,6 +9,7 @@ from playground.constraints.guide import Guide
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
+from playground.engine.static import StaticRunner, supports_static
 from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
 from playground.limits import MAX_PROMPT_CHARS, at_most
@@ -19,11 +20,13 @@ __all__ = ["constrain", "encode_prompt", "generate", "load_pair", "run", "settin
 
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-             max_new_tokens: int = 128, policy: str = "fixed", confidence: float = 0.5) -> SpecConfig:
+             max_new_tokens: int = 128, policy: str = "fixed", confidence: float = 0.5,
+             compile: bool = False) -> SpecConfig:
     """Validated run settings (raises PlaygroundError naming the bad value). With an adaptive
-    `policy` ("schedule" or "confidence"), k is the most the draft proposes in a round."""
+    `policy` ("schedule" or "confidence"), k is the most the draft proposes in a round; `compile`
+    runs the draft and verify passes compiled on static caches."""
     return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed, policy=policy, confidence=confidence,
-                      sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
+                      compile=compile, sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
 
 
 def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None,
@@ -75,25 +78,66 @@ def constrain(pair: Pair, spec: ConstraintSpec | None) -> Constraint | None:
 def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
              guide: Guide | None = None) -> Iterator[Prefill | Round]:
     """Stream the events of one run: speculative with the pair's draft, or target-only; `guide`
-    (from Constraint.guide) keeps every token inside the constraint."""
+    (from Constraint.guide) keeps every token inside the constraint. With cfg.compile, graphs not
+    compiled yet are compiled here, before the run's clock starts (see compile_graphs)."""
     check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
-    target = ModelRunner(pair.target, pair.vocab, pair.target_threads)
-    return speculate(target, _proposer(pair, speculative), prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
+    target, draft = runners(pair, len(prompt_ids), cfg, speculative)
+    for runner in (target, draft):
+        if isinstance(runner, StaticRunner):
+            runner.warm()
+    return speculate(target, _proposer(pair, speculative, draft), prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
 
 
-def _proposer(pair: Pair, speculative: bool):
+def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = True):
+    """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
+    static caches with compiled passes: the target's verify over k+1 tokens and its one-token step,
+    the draft's step over one or two new tokens. Models with sliding-window layers stay eager."""
+    has_draft = speculative and pair.draft is not None
+    capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
+
+    def make(model, threads, vocab_map, shapes):
+        if cfg.compile and supports_static(model):
+            return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map)
+        return ModelRunner(model, pair.vocab, threads, vocab_map)
+    target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
+    target = make(pair.target, pair.target_threads, None, target_shapes)
+    draft = make(pair.draft, pair.draft_threads, pair.draft_vocab_map, {(1, 1), (2, 1)}) if has_draft else None
+    return target, draft
+
+
+def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None) -> float:
+    """Compile what a cfg.compile run of this prompt length needs and is not compiled yet (once per
+    process); -> seconds spent. `progress(fraction, message)` is told before each graph."""
+    if not cfg.compile:
+        return 0.0
+    static = [(name, r) for name, r in zip(("target", "draft"), runners(pair, prompt_len, cfg))
+              if isinstance(r, StaticRunner)]
+    total, done = sum(len(r.pending_compiles()) for _, r in static), 0
+    for name, runner in static:
+        def tell(width: int, name: str = name) -> None:
+            nonlocal done
+            done += 1
+            if progress:
+                progress((done - 1) / total, f"compiling the {name}'s {width}-token pass ({done}/{total}; once "
+                                             "per model, k and context size)")
+        runner.warm(tell)
+    return sum(r.compile_s for _, r in static)
+
+
+def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None):
     if not speculative:
         return NoProposer()
     if pair.draft is None:
         return PromptLookupProposer(pair.device)
-    draft = DraftModelProposer(ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map))
-    return CascadeProposer(draft, PromptLookupProposer(pair.device)) if pair.cascade else draft
+    proposer = DraftModelProposer(draft)
+    return CascadeProposer(proposer, PromptLookupProposer(pair.device)) if pair.cascade else proposer
 
 
 def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
         constraint: Constraint | None = None) -> RunResult:
     """Run to the end and collect tokens, text, stats and (constrained) validity."""
     guide = new_guide(constraint, cfg)
+    compile_graphs(pair, len(prompt_ids), cfg)  # once per process; never inside the run's time
     started = time.perf_counter()
     events = list(generate(pair, prompt_ids, cfg, speculative, guide))
     return collect(pair, events, time.perf_counter() - started, constraint, guide)

@@ -34,6 +34,7 @@ class Settings:
     schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)
     policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)
     confidence: float = 0.5
+    compile: bool = False  # static caches and compiled passes (playground.engine.static)
 
     @classmethod
     def from_preset(cls, preset: Preset) -> "Settings":
@@ -94,7 +95,7 @@ PARSERS = {
     "prompt": _text(20000), "system": _text(4000),
     "chat": _bool, "schema": _text(20000), "regex": _text(2000), "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
-    "confidence": _float(*RANGES["confidence"]),
+    "confidence": _float(*RANGES["confidence"]), "compile": _bool,
 }
 
 

@@ -58,9 +58,13 @@ class ModelRunner:
         if self.t2d is not None:
             ids = self.t2d[ids]
         out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
+        return self._full_width(out.logits[0])
+
+    def _full_width(self, logits: torch.Tensor) -> torch.Tensor:
+        """The model's logits [n, model vocab] -> the pair's [n, V] (a reduced vocabulary scattered back)."""
         if self.d2t is None:
-            return out.logits[0, :, : self.vocab]
-        rows = out.logits[0, :, : len(self.d2t)]  # [n, N]
+            return logits[:, : self.vocab]
+        rows = logits[:, : len(self.d2t)]  # [n, N]
         return rows.new_full((rows.shape[0], self.vocab), UNREACHABLE).index_copy_(1, self.d2t, rows)  # [n, V]
 
     def crop(self, length: int) -> None:

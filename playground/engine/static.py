@@ -1,0 +1,120 @@
+"""A runner on a static KV cache whose short passes run compiled.
+
+The cache (transformers' StaticCache) is allocated once per generation at a capacity the run can
+reach, rounded up to a power of two so runs share compiled graphs. A pass writes its keys and values
+at positions [length, length + n); a rollback only moves the length (each layer's write pointer is
+a tensor, so moving it costs no recompilation). Stale positions past the length need no clearing:
+the causal mask hides every key after the query's own position.
+
+Passes whose (width, logits kept) is in `shapes` (the draft's one-token step, the target's
+k+1-token verify) go through `torch.compile(model.forward, dynamic=False)`: one graph per (model, width, capacity),
+compiled on first use and kept for the life of the process (inductor's C++ backend on a CPU;
+"reduce-overhead", i.e. CUDA graphs, on a GPU). Other widths (the prefill, a short final round)
+run the same model eagerly on the same cache."""
+import time
+
+import torch
+from transformers import StaticCache
+
+from playground.engine.runner import ModelRunner
+from playground.errors import PlaygroundError
+
+MIN_CAPACITY = 256
+torch._dynamo.config.recompile_limit = 64  # graphs per forward code object: every model, width, capacity
+torch._dynamo.config.accumulated_recompile_limit = 1024
+
+
+def capacity_bucket(need: int) -> int:
+    """The smallest power of two >= need, at least MIN_CAPACITY."""
+    return max(MIN_CAPACITY, 1 << max(need - 1, 1).bit_length())
+
+
+def supports_static(model: torch.nn.Module) -> bool:
+    """Static caches here assume every layer attends to the whole sequence (no sliding windows)."""
+    text = model.config.get_text_config(decoder=True)
+    types = getattr(text, "layer_types", None) or ["full_attention"]
+    return all(t == "full_attention" for t in types)
+
+
+def compiled_forward(model: torch.nn.Module):
+    """The model's compiled forward, made once per model and kept on it."""
+    fn = model.__dict__.get("_playground_compiled")
+    if fn is None:
+        mode = "reduce-overhead" if model.device.type == "cuda" else None
+        fn = torch.compile(model.forward, dynamic=False, mode=mode)
+        model.__dict__["_playground_compiled"] = fn
+        model.__dict__["_playground_graphs"] = set()  # signatures compiled so far
+    return fn
+
+
+class StaticRunner(ModelRunner):
+    """ModelRunner with a static cache of at least `capacity` positions and compiled passes for the
+    (width, keep) pairs in `shapes`. `compile_s` adds up the time of passes that compiled a new graph."""
+
+    def __init__(self, model: torch.nn.Module, vocab: int, capacity: int, shapes, threads: int | None = None,
+                 vocab_map: torch.Tensor | None = None):
+        super().__init__(model, vocab, threads, vocab_map)
+        self.capacity = capacity_bucket(capacity)
+        self.cache = StaticCache(config=model.config, max_cache_len=self.capacity)
+        self.shapes = frozenset(shapes)
+        self.compiled = compiled_forward(model)
+        self.compile_s = 0.0
+        self._length = 0
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def reset(self) -> None:
+        self.crop(0)
+
+    def crop(self, length: int) -> None:
+        """Forget positions from `length` on: move every layer's write pointer back."""
+        self._length = min(self._length, length)
+        for layer in self.cache.layers:
+            layer.cumulative_length.fill_(self._length)
+
+    def pending_compiles(self) -> list[tuple[int, int]]:
+        """The (width, keep) shapes not compiled yet at this capacity."""
+        seen = self.model.__dict__["_playground_graphs"]
+        return sorted(s for s in self.shapes if s + (self.capacity,) not in seen)
+
+    def warm(self, before_each=None) -> float:
+        """Compile every pending shape now (placeholder tokens at position 0, then forgotten);
+        `before_each(width)` is called first for each. -> seconds spent compiling so far."""
+        for width, keep in self.pending_compiles():
+            if before_each:
+                before_each(width)
+            self.forward(torch.zeros(width, dtype=torch.long, device=self.device), keep=keep)
+            self.reset()
+        return self.compile_s
+
+    def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        n = len(ids)
+        if self._length + n > self.capacity:
+            raise PlaygroundError(f"the static cache holds {self.capacity} positions; this pass needs "
+                                  f"{self._length + n}")
+        if self.t2d is not None:
+            ids = self.t2d[ids]
+        position = torch.arange(self._length, self._length + n, device=self.device)
+        args = dict(input_ids=ids[None], past_key_values=self.cache, cache_position=position,
+                    position_ids=position[None], use_cache=True, logits_to_keep=keep)
+        if (n, keep) in self.shapes:
+            logits = self._compiled_pass(args, (n, keep, self.capacity))
+        else:
+            logits = self.model(**args).logits
+        self._length += n
+        return self._full_width(logits[0])
+
+    def _compiled_pass(self, args: dict, signature: tuple) -> torch.Tensor:
+        seen = self.model.__dict__["_playground_graphs"]
+        started = time.perf_counter()
+        if self.device.type == "cuda":
+            torch.compiler.cudagraph_mark_step_begin()
+        logits = self.compiled(**args).logits
+        if self.device.type == "cuda":
+            logits = logits.clone()  # the graph's output buffer is overwritten by its next replay
+        if signature not in seen:
+            seen.add(signature)
+            self.compile_s += time.perf_counter() - started
+        return logits

@@ -1,0 +1,121 @@
+"""Compiled passes on static caches (settings(compile=True)) keep every promise of the eager engine:
+greedy output identical to transformers' own greedy decoding of the target, the target's sampling
+distribution (chi-square), constraints, EOS inside a round, exact rollback; and a second run
+compiles nothing. Real torch.compile (inductor's C++ backend on this CPU), tiny real models."""
+import pytest
+import torch
+
+from playground import session
+from playground.constraints import from_user
+from playground.engine.runner import ModelRunner
+from playground.engine.static import StaticRunner, capacity_bucket
+from tests import tiny
+from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
+from tests.test_engine_sampling import N_RUNS, P_MIN, PROMPT as SAMPLING_PROMPT, chi_square_p, exact_joint
+
+
+def compiled(k: int, max_new_tokens: int, **kw):
+    return session.settings(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "qwen3", "llama"])
+def test_greedy_identity_compiled(arch, tokenizer):
+    target = tiny.tiny_model(arch, vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.4, seed=3)
+    pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    expected = hf_greedy(target, prompt, 40, eos_id=NO_EOS)
+    for k in (2, 5):
+        result = session.run(pair, prompt, compiled(k, 40))
+        assert result.token_ids == expected, (arch, k)
+        assert result.stats["accepted"] > 0  # the draft was really verified, not bypassed
+    assert session.run(pair, prompt, compiled(2, 40), speculative=False).token_ids == expected
+
+
+def test_eos_inside_a_round_compiled(target, noisy_draft, tokenizer):
+    prompt = tokenizer(PROMPT).input_ids
+    free = hf_greedy(target, prompt, 30, eos_id=NO_EOS)
+    eos = free[6]  # a token the target writes 7th: the run must stop there, mid-round or not
+    expected = hf_greedy(target, prompt, 30, eos_id=eos)
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[eos])
+    for k in (3, 4):
+        result = session.run(pair, prompt, compiled(k, 30))
+        assert result.token_ids == expected and result.finish_reason == "eos", k
+
+
+def test_sampling_distribution_compiled():
+    tok = tiny.letters_tokenizer(12)
+    target = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=21, eos_id=11, init_std=0.6)
+    draft = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=22, eos_id=11, init_std=0.6)
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])
+    params = dict(temperature=1.0, top_k=0, top_p=1.0)
+    counts = {}
+    for seed in range(N_RUNS):
+        ids = tuple(session.run(pair, SAMPLING_PROMPT, compiled(2, 3, seed=seed, **params)).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN
+
+
+def test_constrained_run_compiled(target, noisy_draft, tokenizer):
+    pair = tiny.make_pair(target, noisy_draft, tokenizer)
+    constraint = session.constrain(pair, from_user(regex=r"[a-z]{3,12}"))
+    prompt = tokenizer(PROMPT).input_ids
+    eager = session.run(pair, prompt, session.settings(k=3, max_new_tokens=20), constraint=constraint)
+    result = session.run(pair, prompt, compiled(3, 20), constraint=constraint)
+    assert result.valid, result.validation_error
+    assert result.token_ids == eager.token_ids
+
+
+def test_rollback_leaves_no_trace(target):
+    """After passes that are rolled back, the next pass sees only the kept prefix: its logits equal
+    those of an eager runner that never saw the rejected tokens."""
+    static = StaticRunner(target, target.config.vocab_size, 64, {(4, 4), (1, 1)})
+    eager = ModelRunner(target, target.config.vocab_size)
+    prefix, rejected = torch.arange(10, 20), torch.tensor([7, 8, 9, 10])
+    static.forward(prefix, keep=1)
+    eager.forward(prefix, keep=1)
+    static.forward(rejected, keep=4)  # a verify pass whose tokens are all rejected
+    static.crop(len(prefix))
+    assert static.length == len(prefix)
+    for token in (3, 5):
+        a = static.forward(torch.tensor([token]), keep=1)
+        b = eager.forward(torch.tensor([token]), keep=1)
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    static.reset()
+    assert static.length == 0
+
+
+def test_second_run_compiles_nothing(target, noisy_draft, tokenizer):
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    cfg = compiled(3, 24)
+    session.compile_graphs(pair, len(prompt), cfg)
+    first = session.run(pair, prompt, cfg)
+    graphs = dict(torch._dynamo.utils.counters["stats"])
+    assert session.compile_graphs(pair, len(prompt), cfg) == 0.0
+    second = session.run(pair, prompt, cfg)
+    assert dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") == graphs.get("unique_graphs")
+    assert second.token_ids == first.token_ids
+
+
+def test_capacity_buckets():
+    assert [capacity_bucket(n) for n in (1, 200, 256, 257, 1000)] == [256, 256, 256, 512, 1024]
+
+
+def test_cli_compile_flag(capsys, saved_pair, tmp_path):
+    import json
+
+    from playground.cli import main
+    target, draft = saved_pair
+    common = ["--target", str(target), "--draft", str(draft), "--k", "2"]
+    assert main(["generate", *common, "--prompt", "def f(x):", "--max-new-tokens", "12", "--json"]) == 0
+    eager = json.loads(capsys.readouterr().out)
+    assert main(["generate", *common, "--prompt", "def f(x):", "--max-new-tokens", "12", "--json", "--compile"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["token_ids"] == eager["token_ids"] and out["compile_s"] >= 0
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("def f(x):\n")
+    assert main(["bench", *common, "--prompts", str(prompts), "--max-new-tokens", "10", "--repeat", "1", "--json",
+                 "--compile"]) == 0
+    rows = {r["method"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["engine-compiled"]["identical"] is True and rows["engine-compiled"]["efficiency"] > 0
