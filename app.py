@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import pathlib
+import re
 import tempfile
 import time
 
@@ -26,6 +27,7 @@ DEFAULT = Settings.from_preset(default_preset())
 GPU_SECONDS = int(os.environ.get("PLAYGROUND_GPU_SECONDS", "120"))  # ZeroGPU budget per run
 CONCURRENCY = int(os.environ.get("PLAYGROUND_CONCURRENCY", "1"))  # runs sharing the device at once
 DOWNLOADS = pathlib.Path(tempfile.mkdtemp(prefix="playground-downloads-"))  # run JSON and sweep CSV files
+STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per session whose run must stop
 DOWNLOAD_TTL_S = 3600  # older downloads are removed (Gradio's cached copies too: delete_cache below)
 log = logging.getLogger("playground.app")
 MODELS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})
@@ -78,6 +80,12 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
                     compile=typed("compile", compile, bool))
 
 
+def user_error(exc: PlaygroundError) -> gr.Error:
+    """A user's mistake for an API caller or a popup: one line in the server log, no traceback."""
+    log.info("refused: %s", exc)
+    return gr.Error(str(exc), print_exception=False)
+
+
 def typed(name: str, value, kind: type):
     """An API value of the expected type (None is the empty value); ints must be whole numbers."""
     if value is None:
@@ -108,7 +116,7 @@ def preset_note(name: str) -> str:
 
 def apply_preset(name: str):
     if name not in PRESETS:
-        raise gr.Error(f"unknown preset '{name}'")
+        raise user_error(PlaygroundError(f"unknown preset '{name[:40]}'"))
     settings = Settings.from_preset(PRESETS[name])
     return inputs_from_settings(settings) + [preset_note(name), constraint_section(settings)]
 
@@ -150,7 +158,7 @@ def make_share_link(request: gr.Request, *values) -> str:
     try:
         return share_url(page_url(request), settings_from_inputs(*values))
     except PlaygroundError as exc:
-        raise gr.Error(str(exc)) from None
+        raise user_error(exc) from None
 
 
 def page_url(request: gr.Request | None) -> str:
@@ -176,8 +184,9 @@ def check_constraint(kind: str, text: str) -> str:
 
 # -- the run -----------------------------------------------------------------------------------------
 
-def _view(snap: live.Snapshot, final: bool):
-    """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over)."""
+def _view(snap: live.Snapshot, final: bool, first: bool = False):
+    """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over; the first
+    snapshot clears what the previous run left)."""
     result = snap.result
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
     stream = render.token_stream(snap.events, snap.eos_ids)
@@ -185,13 +194,15 @@ def _view(snap: live.Snapshot, final: bool):
                             (snap.baseline.token_ids == result.token_ids) if snap.baseline and snap.settings.temperature == 0 else None,
                             theory=snap.settings.draft != NGRAM)
     if not final:
-        return [stream, metric, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(),
-                gr.skip()]
+        rest = ["", "", "", None, None, None, None, None, None] if first else [gr.skip()] * 9
+        return [stream, metric, *rest]
     baseline_text = snap.baseline.text if snap.baseline else ""
     pretty = _pretty_json(result.text) if snap.settings.schema.strip() else None
     download = _download(snap)
-    badge = render.validity_badge(result.valid, result.validation_error) + ("" if download else render.warning(
-        "the download file could not be written (is the server's disk full?); the run is shown above"))
+    badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
+             render.validity_badge(result.valid, result.validation_error))
+    badge += "" if download else render.warning("the download file could not be written (is the server's disk full?); "
+                                                "the run is shown above")
     return [stream, metric, result.text, baseline_text, badge,
             pretty, plots.accepted_histogram(snap.events, snap.settings.k), plots.acceptance_by_position(snap.events),
             plots.cumulative_tokens(snap.events, snap.baseline_events),
@@ -231,32 +242,70 @@ def _prune_downloads() -> None:
             pass
 
 
+def stop_flag(request: gr.Request | None) -> pathlib.Path | None:
+    """The file that asks this browser session's run to stop: a file, so that a ZeroGPU worker
+    process sees it too; None for a caller without a session."""
+    key = getattr(request, "session_hash", None) or ""
+    return STOPS / key if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", key) else None
+
+
+def request_stop(request: gr.Request) -> None:
+    flag = stop_flag(request)
+    if flag is not None:
+        flag.touch()
+
+
 @spaces.GPU(duration=GPU_SECONDS)
-def run(progress=gr.Progress(), *values):
-    """Run the current settings: stream the coloured tokens and metrics, then charts and files."""
+def run(request: gr.Request, progress=gr.Progress(), *values):
+    """Run the current settings: stream the coloured tokens and metrics, then charts and files. A
+    mistake is shown once, next to its cause, and leaves the last run's outputs as they were; Stop
+    ends the run with what it has produced."""
+    flag = stop_flag(request)
     try:
         settings = settings_from_inputs(*values)
-    except PlaygroundError as exc:
-        raise gr.Error(str(exc)) from None
-    yield [render.token_stream([]), render.metrics(None, settings.k), "", "", "", None, None, None, None, None, None,
-           None]  # clear the previous run at once
-    try:
-        snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg))
+        snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
+                              should_stop=lambda: flag is not None and flag.exists())
         snap = None
-        for snap in snaps:
+        for i, snap in enumerate(snaps):
             if snap.phase == "speculative":
-                yield _view(snap, final=False) + [gr.skip()]
+                yield _view(snap, final=False, first=i == 0) + [gr.skip()] + (_messages(settings) if i == 0 else SKIP_MESSAGES)
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {done} tokens so far"
                 yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM), gr.skip(),
-                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8
+                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES
     except PlaygroundError as exc:
-        raise gr.Error(str(exc)) from None
+        log.info("run refused (%s): %s", exc.where or "run", exc)
+        yield [gr.skip()] * 12 + _messages(None, exc)
+        return
+    finally:
+        if flag is not None:
+            flag.unlink(missing_ok=True)
     measure = live.speedup(snap)
     trusted = measure["speedup"] if measure and not measure["noisy"] else None
     measured = {"k": settings.k, "acceptance_rate": snap.result.stats["token_acceptance"], "speedup": trusted}
-    yield _view(snap, final=True) + [measured]
+    yield _view(snap, final=True) + [measured] + SKIP_MESSAGES
+
+
+def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> list:
+    """-> values for MESSAGES: the error next to the input it is about (a constraint's opens its
+    section) and the other messages cleared; with no error, the constraint's own check again."""
+    values = ["", "", "", gr.skip(), gr.skip()]  # model, prompt, run, constraint check, constraint section
+    if exc is not None:
+        where = exc.where if exc.where in ("model", "prompt", "constraint") else "run"
+        slot = {"model": 0, "prompt": 1, "run": 2, "constraint": 3}[where]
+        values[slot] = render.error(str(exc), where)
+        if where == "constraint":
+            values[4] = gr.update(open=True)
+    elif settings is not None:
+        kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
+        values[3] = check_constraint(kind, settings.schema.strip() or settings.regex)
+    return values
+
+
+SKIP_MESSAGES = [gr.skip()] * 5
+BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
+IDLE = gr.update(interactive=True), gr.update(interactive=False)
 
 
 def remember_run(measured: dict | None, history: list) -> list:
@@ -285,12 +334,23 @@ def run_sweep(progress=gr.Progress(), *inputs):
         pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
         prompt_ids = [live.encode(pair, settings, p) for p in prompts]
         rows = []
+        yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
         for rows in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
-            yield _table(rows), plots.sweep_chart(rows, axis), gr.skip()
+            status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
+                      if len(rows) < len(values_list) else "finishing")
+            yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
     except (PlaygroundError, ValueError) as exc:
-        raise gr.Error(str(exc)) from None
+        yield experiment_error(exc, 3)
+        return
     csv_path = write_download(lambda f: f.write(experiments.to_csv(rows)), f"sweep-{axis}-", ".csv")
-    yield _table(rows), plots.sweep_chart(rows, axis), csv_path
+    done = f"done: {len(rows)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
+
+
+def experiment_error(exc: Exception, outputs: int) -> list:
+    """A refused experiment: its message above the results, which stay as they were."""
+    log.info("experiment refused: %s", exc)
+    return [render.error(str(exc), "experiment")] + [gr.skip()] * outputs
 
 
 def _experiment_prompts(prompts_text: str, settings) -> list[str]:
@@ -300,6 +360,11 @@ def _experiment_prompts(prompts_text: str, settings) -> list[str]:
     if not prompts:
         raise PlaygroundError("no prompts: write some in the prompts box (one per line) or in the Playground")
     return prompts
+
+
+def _headers(columns: list[str]) -> list[str]:
+    """Column names that wrap on a narrow screen ("tokens per s", not "tokens_per_s")."""
+    return [c.replace("_", " ") for c in columns]
 
 
 def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
@@ -321,11 +386,15 @@ def run_comparison(progress=gr.Progress(), *inputs):
             raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
         prompts = _experiment_prompts(prompts_text, settings)
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
+        yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
         for rows in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                lambda f, msg: progress(f, desc=msg)):
-            yield _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)
+            status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants)
+                      else f"done: {len(rows)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each")
+            yield render.progress_note(status, final=len(rows) == len(variants)), \
+                _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)
     except (PlaygroundError, ValueError) as exc:
-        raise gr.Error(str(exc)) from None
+        yield experiment_error(exc, 2)
 
 
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
@@ -350,9 +419,9 @@ def generate(prompt: str, preset: str = "demo", k: int = 0, temperature: float =
                                    zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
         temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
     except PlaygroundError as exc:
-        raise gr.Error(str(exc)) from None
+        raise user_error(exc) from None
     if preset not in PRESETS:
-        raise gr.Error(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}")
+        raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
     base = Settings.from_preset(PRESETS[preset])
     settings = Settings(**{**{f: getattr(base, f) for f in base.__slots__}, "prompt": prompt or base.prompt,
                            "k": k or base.k, "temperature": base.temperature if temperature < 0 else temperature,
@@ -362,7 +431,7 @@ def generate(prompt: str, preset: str = "demo", k: int = 0, temperature: float =
         for snap in live.live_run(settings):
             yield live.run_to_dict(snap)
     except PlaygroundError as exc:
-        raise gr.Error(str(exc)) from None
+        raise user_error(exc) from None
 
 
 # -- layout ------------------------------------------------------------------------------------------
@@ -382,6 +451,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                                      allow_custom_value=custom_models_allowed())
                 draft = gr.Dropdown(MODELS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     allow_custom_value=custom_models_allowed())
+                model_msg = gr.HTML()
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="schedule: +2 after a fully kept round, -1 after a rejection; confidence: the "
@@ -405,6 +475,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                              "with a model, k and context size compiles first (about 20 s a pass on a 2-core CPU).")
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
+                prompt_msg = gr.HTML()
                 with gr.Accordion("Structured output (JSON Schema or regex)",
                                   open=bool(DEFAULT.schema or DEFAULT.regex)) as constraint_acc:
                     kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
@@ -414,18 +485,20 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     example_constraint = gr.Dropdown(list(EXAMPLE_CONSTRAINTS), label="Examples", value=None)
                 with gr.Row():
                     run_btn = gr.Button("Run", variant="primary", elem_id="run-button")
-                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button")
+                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button", interactive=False)
                     share_btn = gr.Button("Share link", elem_id="share-button")
-                share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link")
+                run_msg = gr.HTML()
+                share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False)
                 gr.HTML(render.legend())
                 stream = gr.HTML(render.token_stream([]), elem_id="stream")
                 metrics_html = gr.HTML(render.metrics(None, DEFAULT.k))
                 badge = gr.HTML()
                 with gr.Tabs():
                     with gr.Tab("Text"):
-                        text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
-                    with gr.Tab("Target alone"):
-                        baseline_text = gr.Textbox(label="Target-only output", lines=8, buttons=["copy"])
+                        with gr.Row():
+                            text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
+                            baseline_text = gr.Textbox(label="Target alone (for comparison)", lines=8, buttons=["copy"],
+                                                       elem_id="baseline-text", visible=DEFAULT.compare)
                     with gr.Tab("JSON"):
                         pretty = gr.JSON(label="Parsed output", open=True)
                     with gr.Tab("Charts"):
@@ -452,14 +525,18 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             sweep_values = gr.Textbox(value=SWEEP_DEFAULTS["k"], label="Values")
         sweep_prompts = gr.Textbox(lines=4, label="Prompts (empty: the prompt of the Playground tab)")
         sweep_btn = gr.Button("Run sweep", variant="primary")
-        sweep_table = gr.Dataframe(headers=experiments.COLUMNS, label="Results", interactive=False)
+        sweep_status = gr.HTML()
+        sweep_table = gr.Dataframe(headers=_headers(experiments.COLUMNS), label="Results", interactive=False, wrap=True,
+                                   elem_id="sweep-table")
         sweep_plot = gr.Plot()
         sweep_csv = gr.DownloadButton("Download CSV", value=None)
         gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
                     "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
         variants = gr.CheckboxGroup(list(experiments.VARIANTS), value=list(experiments.VARIANTS), label="Drafts")
         compare_btn = gr.Button("Compare drafts", variant="primary")
-        compare_table = gr.Dataframe(headers=experiments.COMPARE_COLUMNS, label="Results", interactive=False)
+        compare_status = gr.HTML()
+        compare_table = gr.Dataframe(headers=_headers(experiments.COMPARE_COLUMNS), label="Results", interactive=False, wrap=True,
+                                     elem_id="compare-table")
         compare_plot = gr.Plot()
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
@@ -475,26 +552,32 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     measured = gr.State(None)
     RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
                    download, measured]
+    MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc]  # see _messages
 
     preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private")
     demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private")
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
-    run_event = run_btn.click(run, SETTINGS, RUN_OUTPUTS, api_name="run", concurrency_limit=CONCURRENCY,
-                              concurrency_id="device")
-    run_event.then(remember_run, [measured, history], history, api_visibility="private")
-    stop_btn.click(None, None, None, cancels=[run_event], api_visibility="private")
-    share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link")
+    compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
+    (run_btn.click(lambda: BUSY, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
+     .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES, api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
+           concurrency_id="device", show_progress_on=[stream])  # it can act; one progress indicator, on the stream
+     .then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
+     .then(remember_run, [measured, history], history, api_visibility="private"))
+    stop_btn.click(request_stop, None, None, queue=False, api_visibility="private")
+    share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link").success(
+        lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     for trigger in (kind.change, constraint.change):
         trigger(check_constraint, [kind, constraint], constraint_check, api_visibility="private")
     example_constraint.input(lambda name: EXAMPLE_CONSTRAINTS[name] if name else (gr.skip(), gr.skip()),
                              example_constraint, [kind, constraint], api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
-    sweep_event = sweep_btn.click(run_sweep, [axis, sweep_values, sweep_prompts] + SETTINGS,
-                                  [sweep_table, sweep_plot, sweep_csv], api_name="sweep",
-                                  concurrency_limit=CONCURRENCY, concurrency_id="device")
-    compare_btn.click(run_comparison, [variants, sweep_prompts] + SETTINGS, [compare_table, compare_plot],
-                      api_name="compare_drafts", concurrency_limit=CONCURRENCY, concurrency_id="device")
+    sweep_btn.click(run_sweep, [axis, sweep_values, sweep_prompts] + SETTINGS,
+                    [sweep_status, sweep_table, sweep_plot, sweep_csv], api_name="sweep",
+                    concurrency_limit=CONCURRENCY, concurrency_id="device", show_progress_on=[sweep_status])
+    compare_btn.click(run_comparison, [variants, sweep_prompts] + SETTINGS, [compare_status, compare_table, compare_plot],
+                      api_name="compare_drafts", concurrency_limit=CONCURRENCY, concurrency_id="device",
+                      show_progress_on=[compare_status])
     for slider in (calc_a, calc_k, calc_c):
         slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
     history.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
@@ -505,4 +588,6 @@ if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, move
     load_pair(DEFAULT.target, DEFAULT.draft)
 
 if __name__ == "__main__":
+    logging.basicConfig(format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
     demo.queue(default_concurrency_limit=CONCURRENCY).launch(show_error=True)

@@ -112,8 +112,8 @@ VARIANTS = {
     "adaptive: schedule": ("{draft}", "schedule"),
     "adaptive: confidence": ("{draft}", "confidence"),
 }
-COMPARE_COLUMNS = ["variant", "draft", "policy", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s",
-                   "baseline_tokens_per_s", "speedup"]
+COMPARE_COLUMNS = ["variant", "speedup", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s",
+                   "baseline_tokens_per_s", "draft", "policy"]  # the result first: a narrow screen still shows it
 
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from playground import session
 from playground.constraints import from_user
-from playground.errors import PlaygroundError
+from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
 from playground.metrics import engine_seconds, side_by_side_speedup
 from playground.models import custom_models_allowed
@@ -48,11 +48,13 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
             allow_custom: bool | None = None):
     """Check everything cheap first, then load: -> (pair, prompt ids, config, constraint)."""
     cfg, spec = checked_config(settings, allow_custom)
-    if not settings.prompt.strip():
-        raise PlaygroundError("the prompt is empty")
+    with blamed_on("prompt"):
+        if not settings.prompt.strip():
+            raise PlaygroundError("the prompt is empty")
     pair, constraint = load(settings, spec, progress)
-    ids = encode(pair, settings, settings.prompt)
-    session.check_prompt_ids(pair, ids, cfg.max_new_tokens)
+    with blamed_on("prompt"):
+        ids = encode(pair, settings, settings.prompt)
+        session.check_prompt_ids(pair, ids, cfg.max_new_tokens)
     session.compile_graphs(pair, len(ids), cfg, progress)  # first runs only: "compiling ..." while it lasts
     return pair, ids, cfg, constraint
 
@@ -60,17 +62,22 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
 def checked_config(settings: Settings, allow_custom: bool | None = None):
     """The cheap checks (models allowed, settings in range, constraint well formed), nothing
     loaded: -> (config, constraint spec or None)."""
-    check_models(settings, allow_custom)
-    cfg = session.settings(k=settings.k, temperature=settings.temperature, top_p=settings.top_p,
-                           top_k=settings.top_k, seed=settings.seed, max_new_tokens=settings.max_new_tokens,
-                           policy=settings.policy, confidence=settings.confidence, compile=settings.compile)
-    return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend)
+    with blamed_on("model"):
+        check_models(settings, allow_custom)
+    with blamed_on("settings"):
+        cfg = session.settings(k=settings.k, temperature=settings.temperature, top_p=settings.top_p,
+                               top_k=settings.top_k, seed=settings.seed, max_new_tokens=settings.max_new_tokens,
+                               policy=settings.policy, confidence=settings.confidence, compile=settings.compile)
+    with blamed_on("constraint"):
+        return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend)
 
 
 def load(settings: Settings, spec, progress=None):
     """-> (pair, compiled constraint or None), reporting progress while models load."""
-    pair = session.load_pair(settings.target, settings.draft, progress=progress)
-    return pair, session.constrain(pair, spec)
+    with blamed_on("model"):
+        pair = session.load_pair(settings.target, settings.draft, progress=progress)
+    with blamed_on("constraint"):
+        return pair, session.constrain(pair, spec)
 
 
 def encode(pair, settings: Settings, text: str) -> list[int]:
@@ -79,13 +86,16 @@ def encode(pair, settings: Settings, text: str) -> list[int]:
                                  settings.schema if settings.schema_in_prompt else None)
 
 
-def live_run(settings: Settings, progress=None, allow_custom: bool | None = None) -> Iterator[Snapshot]:
+def live_run(settings: Settings, progress=None, allow_custom: bool | None = None,
+             should_stop: Callable[[], bool] = lambda: False) -> Iterator[Snapshot]:
+    """Snapshots of the run as it goes; once `should_stop()` is true the run ends early with what it
+    has (phase "stopped": text, stats and baseline so far)."""
     pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
     snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids)
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
-    while spec.step():
+    while not should_stop() and spec.step():
         while base is not None and base.tokens < spec.tokens and base.step():  # catch up: side by side
             pass
         if due():
@@ -93,11 +103,11 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     snap.result = spec.result()
     if base is not None:
         snap.phase = "baseline"
-        while base.step():  # the target alone finishes what it has not caught up with
+        while not should_stop() and base.step():  # the target alone finishes what it has not caught up with
             if due():
                 yield snap
         snap.baseline = base.result()
-    snap.phase = "done"
+    snap.phase = "done" if spec.done and (base is None or base.done) else "stopped"
     yield snap
 
 
@@ -120,12 +130,13 @@ class _Stream:
         self.pair, self.constraint, self.sink = pair, constraint, sink
         self.guide = session.new_guide(constraint, cfg)
         self.events = session.generate(pair, ids, cfg, speculative, self.guide)
-        self.tokens = 0
+        self.tokens, self.done = 0, False
 
     def step(self) -> bool:
         """Advance one event; False once the generation has ended."""
         event = next(self.events, None)
         if event is None:
+            self.done = True
             return False
         self.sink.append(event)
         self.tokens += len(event.committed) if isinstance(event, Round) else 0

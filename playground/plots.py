@@ -6,7 +6,9 @@ from playground.events import Prefill, Round
 from playground.metrics import expected_speedup
 from playground.render import COLOURS
 
-LAYOUT = dict(template="plotly_white", height=300, margin=dict(l=50, r=20, t=50, b=45), legend=dict(orientation="h", y=-0.25))
+# The legend sits at the very bottom of the figure (container coordinates), below the x-axis title.
+LAYOUT = dict(template="plotly_white", height=340, margin=dict(l=50, r=20, t=50, b=100),
+              legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.01, x=0))
 
 
 def _rounds(events) -> list[Round]:

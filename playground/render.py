@@ -33,6 +33,15 @@ CSS = """
 .metric small { color: var(--body-text-color-subdued); }
 .badge { display: inline-block; padding: 3px 10px; border-radius: 12px; font-weight: 600; }
 .badge-ok { background: #16a34a22; color: #15803d; } .badge-bad { background: #dc262622; color: #b91c1c; }
+.badge-stopped { background: #f59e0b22; color: #b45309; }
+.field-error { color: #b91c1c; background: #dc262614; border-left: 3px solid #dc2626; padding: 4px 8px;
+               border-radius: 4px; font-size: 14px; white-space: pre-wrap; }
+.progress-note { font-size: 14px; color: var(--body-text-color-subdued); }
+.spinner { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border: 2px solid #9ca3af;
+           border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; }
+@keyframes spin { to { transform: rotate(360deg); } }
+#output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
+                                                 font-size: 13px; }
 """
 
 
@@ -118,6 +127,22 @@ def _speedup_card(m: dict, same: str) -> tuple[str, str, str]:
 
 def warning(message: str) -> str:
     return f'<span class="badge badge-bad">{html.escape(message)}</span>'
+
+
+def error(message: str, where: str) -> str:
+    """A user error, shown once next to the input it is about."""
+    return f'<div class="field-error" id="{where}-error" role="alert">{html.escape(message)}</div>'
+
+
+def progress_note(message: str, final: bool = False) -> str:
+    """An experiment's progress line, kept while its results arrive."""
+    mark = "" if final else '<span class="spinner"></span>'
+    return f'<div class="progress-note" id="experiment-progress">{mark}{html.escape(message)}</div>'
+
+
+def stopped(tokens: int) -> str:
+    return (f'<span class="badge badge-stopped" id="stopped-badge">stopped after {tokens} tokens: the text, '
+            f'stats and charts are what the run had produced</span>')
 
 
 def validity_badge(valid: bool | None, error: str | None) -> str:

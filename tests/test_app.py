@@ -1,4 +1,5 @@
 """The web app: event functions called directly, then the real server driven by gradio_client."""
+import html
 import json
 import re
 import urllib.parse
@@ -17,7 +18,7 @@ def run_preset(name: str, **overrides) -> list:
     settings = Settings.from_preset(app.PRESETS[name])
     for key, value in overrides.items():
         setattr(settings, key, value)
-    return list(app.run(QUIET, *app.inputs_from_settings(settings)))
+    return list(app.run(None, QUIET, *app.inputs_from_settings(settings)))
 
 
 def test_run_streams_every_token_kind_with_consistent_stats():
@@ -59,14 +60,14 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings = Settings.from_preset(app.PRESETS["demo"])
     settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
     inputs = app.inputs_from_settings(settings)
-    table, _, csv_path = list(app.run_sweep(QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
+    status, table, _, csv_path = list(app.run_sweep(QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
     assert [row[0] for row in table] == [1, 3] and all(row[-2] == 2 for row in table)  # 2 prompts each
-    assert open(csv_path).read().startswith("k,temperature")
-    with pytest.raises(gr.Error, match="no prompts"):
-        list(app.run_sweep(QUIET, "k", "2", "", *inputs))
+    assert open(csv_path).read().startswith("k,temperature") and "done: 2 values of k, 2 prompts each" in status
+    refused = list(app.run_sweep(QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
+    assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
     settings.draft = "ngram"
-    with pytest.raises(gr.Error, match="needs a draft model"):
-        list(app.run_comparison(QUIET, ["draft model"], "def f():", *app.inputs_from_settings(settings)))
+    refused = list(app.run_comparison(QUIET, ["draft model"], "def f():", *app.inputs_from_settings(settings)))
+    assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 2
 
 
 def test_links_and_presets_stay_inside_what_the_sliders_show():
@@ -82,6 +83,10 @@ def test_links_and_presets_stay_inside_what_the_sliders_show():
 
 def test_constraint_checked_as_typed():
     assert "badge-bad" in app.check_constraint("JSON schema", '{"type": ')
+    unsatisfiable = app.check_constraint("JSON schema", '{"type": "integer", "minimum": 5, "maximum": 2}')
+    assert "no JSON value can satisfy this schema: minimum (5) is greater than maximum (2)" in unsatisfiable
+    assert "no string can follow all of its string rules" in app.check_constraint(
+        "JSON schema", '{"type": "string", "pattern": "^a$", "minLength": 3}')
     assert "badge-bad" in app.check_constraint("regex", "([a-z]")
     assert "badge-ok" in app.check_constraint("regex", "[a-z]+")
 
@@ -131,3 +136,48 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
     assert app.restore_from_url(Request())[-2] == gr.update(open=True)
     assert app.constraint_editor("regex")["language"] is None
     assert app.constraint_editor("JSON schema")["language"] == "json"
+
+
+MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15}  # after RUN_OUTPUTS: see app._messages
+
+
+@pytest.mark.parametrize("change, where, message", [
+    ({"prompt": "   "}, "prompt", "the prompt is empty"),
+    ({"target": "evil/model"}, "model", "not one of this host's preset models"),
+    ({"regex": "", "schema": '{"type": "string", "minLength": 5, "maxLength": 2}'}, "constraint",
+     "no JSON value can satisfy this schema"),
+    ({"max_new_tokens": 10**6}, "run", "max new tokens must be between"),
+])
+def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(caplog, change, where, message):
+    with caplog.at_level("INFO", logger="playground"):
+        outputs = run_preset("demo", **change)
+    assert len(outputs) == 1
+    final = outputs[0]
+    assert final[:12] == [gr.skip()] * 12  # the last run's stream, text, charts and download stay
+    assert html.escape(message) in final[MESSAGE_SLOTS[where]] and f'id="{where}-error"' in final[MESSAGE_SLOTS[where]]
+    for slot, i in MESSAGE_SLOTS.items():  # the other messages are cleared (the constraint's own check stays)
+        assert slot == where or final[i] == ("" if slot != "constraint" else gr.skip())
+    assert (final[16] == gr.update(open=True)) == (where == "constraint")  # its section opens to show it
+    lines = [r.getMessage() for r in caplog.records]  # the server log: one line, no traceback
+    assert len(lines) == 1 and lines[0].startswith("run refused (") and message in lines[0]
+    assert not any(r.exc_info for r in caplog.records)
+
+
+def test_stop_ends_the_run_with_what_it_produced():
+    class Request:
+        session_hash = "stop-test-session"
+    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings.max_new_tokens = 1024
+    outputs = []
+    for i, out in enumerate(app.run(Request(), QUIET, *app.inputs_from_settings(settings))):
+        outputs.append(out)
+        if i == 3:
+            app.request_stop(Request())
+    final = outputs[-1]
+    report = json.loads(open(final[10]).read())
+    assert report["phase"] == "stopped" and 0 < len(report["token_ids"]) < 1024
+    assert final[2] == report["text"] and final[2].strip()  # the partial text can be copied
+    assert f"stopped after {len(report['token_ids'])} tokens" in final[4]
+    assert final[6] is not None and "speedup" in final[1]  # charts and stats so far
+    assert not app.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
+    assert len(list(app.run(Request(), QUIET, *app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))))) > 1

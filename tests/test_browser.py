@@ -2,6 +2,7 @@
 open a share link, run, see coloured tokens and a rendered chart, press Stop. Screenshots are saved
 under artifacts/ for a human to look at."""
 import pathlib
+import re
 import shutil
 import urllib.parse
 
@@ -29,6 +30,12 @@ def token_count(page) -> int:
     return page.locator("#token-stream .tok").count()
 
 
+def error_labels(page) -> int:
+    """Gradio's red "Error" labels on output boxes (a generated token may read "Error" too: not those)."""
+    return page.evaluate("""[...document.querySelectorAll('body *')].filter(e => e.children.length === 0
+        && e.textContent.trim() === 'Error' && !e.closest('#token-stream')).length""")
+
+
 def test_share_link_run_chart_and_stop(page, app_url):
     query = urllib.parse.urlencode({"preset": "demo", "k": "3", "max_new_tokens": "96",
                                     "prompt": "def add(a, b):\n", "junk": "1"})
@@ -50,13 +57,47 @@ def test_share_link_run_chart_and_stop(page, app_url):
     page.click("#run-button")
     expect(page.locator("#metrics").get_by_text("speedup")).to_have_count(0, timeout=30_000)  # cleared
     page.wait_for_function("document.querySelectorAll('#token-stream .tok').length > 20", timeout=60_000)
+    expect(page.locator("#run-button")).to_be_disabled()  # each button enabled only when it can act
+    expect(page.locator("#stop-button")).to_be_enabled()
     page.click("#stop-button")
-    page.wait_for_timeout(1500)
+    expect(page.locator("#stopped-badge")).to_contain_text("stopped after", timeout=30_000)
     stopped_at = token_count(page)
     page.wait_for_timeout(2000)
-    assert token_count(page) == stopped_at  # nothing streams after Stop
+    assert token_count(page) == stopped_at < 1024  # nothing streams after Stop
+    assert page.locator("#output-text textarea").input_value().strip()  # the partial text can be copied
+    expect(page.locator("#run-button")).to_be_enabled()
+    expect(page.locator("#stop-button")).to_be_disabled()
+    assert error_labels(page) == 0  # no red "Error" labels
     page.screenshot(path=str(ARTIFACTS / "browser-stopped.png"), full_page=True)
-    assert stopped_at < 1024
+
+
+def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=30_000)
+    expect(page.locator("#share-link")).to_be_hidden()  # no empty link box before there is a link
+    page.click("#share-button")
+    expect(page.locator("#share-link textarea")).to_have_value(re.compile("max_new_tokens=16"), timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)  # the run is over
+    expect(page.locator("#run-button")).to_be_enabled()
+    text = page.locator("#output-text textarea").input_value()
+    page.locator("#prompt-box textarea").fill("   ")
+    page.click("#run-button")
+    expect(page.locator("#prompt-error")).to_have_text("the prompt is empty", timeout=30_000)
+    expect(page.locator("[role=alert]")).to_have_count(1)  # once, beside the prompt
+    assert error_labels(page) == 0
+    assert page.locator("#output-text textarea").input_value() == text and token_count(page) > 0  # kept
+    page.screenshot(path=str(ARTIFACTS / "browser-refused.png"), full_page=True)
+
+
+def test_sweep_progress_stays_while_rows_arrive(page, app_url):
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=12")
+    page.get_by_role("tab", name="Experiments").click()
+    page.get_by_label("Values").fill("1,2,3")
+    page.get_by_role("button", name="Run sweep").click()
+    page.wait_for_function("document.querySelectorAll('#sweep-table tbody tr').length >= 1", timeout=120_000)
+    expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"measuring k = \d \(\d of 3\)|done"))
+    expect(page.locator("#experiment-progress")).to_contain_text("done: 3 values of k", timeout=120_000)
 
 
 def test_a_link_carrying_script_runs_none(page, app_url):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import jsonschema
 
 from playground.constraints.safety import check_pattern, check_schema_safe, depth
+from playground.constraints.satisfiable import check_satisfiable
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, at_most
 
@@ -36,8 +37,8 @@ class ConstraintSpec:
 
 
 def parse_schema(text: str) -> dict | bool:
-    """Strict JSON text -> a schema that passes the JSON Schema meta-schema (draft 2020-12) and the
-    safety checks (bounded, local references only, a finite instance)."""
+    """Strict JSON text -> a schema that passes the JSON Schema meta-schema (draft 2020-12), the
+    safety checks (bounded, local references only, a finite instance) and that some value satisfies."""
     at_most(len(text), MAX_SCHEMA_CHARS, "the length of the schema (characters)")
     try:
         schema = json.loads(text)
@@ -54,6 +55,7 @@ def parse_schema(text: str) -> dict | bool:
         where = "/".join(str(p) for p in exc.path) or "the top level"
         raise PlaygroundError(f"the schema is not a valid JSON Schema at {where}: {exc.message}") from None
     check_schema_safe(schema)
+    check_satisfiable(schema)
     return schema
 
 
