@@ -13,7 +13,7 @@ import time
 
 import gradio as gr
 
-from playground import experiments, live, plots, render
+from playground import experiments, live, plots, race, render
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_PROMPTS, at_most
@@ -268,15 +268,16 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         snap = None
         for i, snap in enumerate(snaps):
             if snap.phase == "speculative":
-                yield _view(snap, final=False, first=i == 0) + [gr.skip()] + (_messages(settings) if i == 0 else SKIP_MESSAGES)
+                yield (_view(snap, final=False, first=i == 0) + [gr.skip()]
+                       + (_messages(settings) if i == 0 else SKIP_MESSAGES) + [None if i == 0 else gr.skip()])
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {done} tokens so far"
                 yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM), gr.skip(),
-                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES
+                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip()]
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
-        yield [gr.skip()] * 12 + _messages(None, exc)
+        yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()]
         return
     finally:
         if flag is not None:
@@ -284,7 +285,23 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measure = live.speedup(snap)
     trusted = measure["speedup"] if measure and not measure["noisy"] else None
     measured = {"k": settings.k, "acceptance_rate": snap.result.stats["token_acceptance"], "speedup": trusted}
-    yield _view(snap, final=True) + [measured] + SKIP_MESSAGES
+    yield _view(snap, final=True) + [measured] + SKIP_MESSAGES + [race.lanes(snap.events, snap.baseline_events)]
+
+
+def replay_race(lanes: list | None):
+    """The last comparison replayed at its measured pace (slowed or sped up so the slower run lasts
+    race.REPLAY_S); a frame is sent only when a run finishes a round. No GPU: it only waits."""
+    if not lanes:
+        yield render.progress_note("run with \"Compare with the target alone\" on, then replay the race here", final=True)
+        return
+    times, scale = race.replay_times(lanes)
+    started, shown = time.monotonic(), None
+    for i, t in enumerate(times):
+        rounds = tuple(lane.at(t)[1] for lane in lanes)
+        if rounds != shown or i == len(times) - 1:
+            shown = rounds
+            yield race.frame_html(lanes, t, scale)
+        time.sleep(max(0.0, started + (i + 1) * race.FRAME_S - time.monotonic()))
 
 
 def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> list:
@@ -437,7 +454,7 @@ def generate(prompt: str, preset: str = "demo", k: int = 0, temperature: float =
 # -- layout ------------------------------------------------------------------------------------------
 
 with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNLOAD_TTL_S)) as demo:
-    gr.HTML(f"<style>{render.CSS}</style>")
+    gr.HTML(f"<style>{render.CSS}{race.CSS}</style>")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema or a regex and every token stays valid.")
@@ -447,11 +464,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             with gr.Column(scale=1, min_width=300):
                 preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset")
                 note = gr.Markdown(preset_note(DEFAULT.preset))
+                model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
                 target = gr.Dropdown(MODELS, value=DEFAULT.target, label="Target model",
                                      allow_custom_value=custom_models_allowed())
                 draft = gr.Dropdown(MODELS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     allow_custom_value=custom_models_allowed())
-                model_msg = gr.HTML()
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="schedule: +2 after a fully kept round, -1 after a rejection; confidence: the "
@@ -499,6 +516,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                             text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
                             baseline_text = gr.Textbox(label="Target alone (for comparison)", lines=8, buttons=["copy"],
                                                        elem_id="baseline-text", visible=DEFAULT.compare)
+                    with gr.Tab("Race", elem_id="race-tab") as race_tab:
+                        race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
+                        race_html = gr.HTML(render.progress_note("after a run with the comparison on, both runs replay "
+                                                                 "here side by side at their measured pace", final=True))
                     with gr.Tab("JSON"):
                         pretty = gr.JSON(label="Parsed output", open=True)
                     with gr.Tab("Charts"):
@@ -553,6 +574,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
                    download, measured]
     MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc]  # see _messages
+    race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
 
     preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private")
     demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private")
@@ -560,11 +582,14 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
     (run_btn.click(lambda: BUSY, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
-     .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES, api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
+     .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
            concurrency_id="device", show_progress_on=[stream])  # it can act; one progress indicator, on the stream
      .then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
      .then(remember_run, [measured, history], history, api_visibility="private"))
     stop_btn.click(request_stop, None, None, queue=False, api_visibility="private")
+    for trigger in (race_tab.select, race_btn.click):
+        trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
+                show_progress="hidden")
     share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     for trigger in (kind.change, constraint.change):

@@ -9,6 +9,7 @@ import pytest
 from gradio_client import Client
 
 import app
+from playground import race
 from playground.events import KINDS
 from playground.share import RANGES, Settings, from_query
 
@@ -181,3 +182,22 @@ def test_stop_ends_the_run_with_what_it_produced():
     assert final[6] is not None and "speedup" in final[1]  # charts and stats so far
     assert not app.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
     assert len(list(app.run(Request(), QUIET, *app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))))) > 1
+
+
+def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
+    final = run_preset("demo", max_new_tokens=64)[-1]
+    spec, base = lanes = final[-1]
+    assert spec.texts[-1] == final[2] and base.texts[-1] == final[3]  # each lane ends with its run's text
+    assert all(a < b for lane in lanes for a, b in zip(lane.ends, lane.ends[1:]))  # time only moves forward
+    report = json.loads(open(final[10]).read())
+    assert len(base.ends) == report["baseline"]["stats"]["target_passes"] - 1  # one round per target pass
+    assert spec.total == pytest.approx(report["stats"]["wall_s"], rel=1e-6)  # the clock the stats use
+    times, scale = race.replay_times(lanes)
+    assert times[-1] == max(spec.total, base.total) and scale * times[-1] == pytest.approx(race.REPLAY_S)
+    assert spec.at(0.0) == ("", 0) and spec.at(spec.total) == (spec.texts[-1], len(spec.ends))
+    monkeypatch.setattr(race, "REPLAY_S", 0.4)
+    frames = list(app.replay_race(lanes))
+    assert len(frames) > 2 and frames[-1].count("finished in") == 2 and "finished in" not in frames[0]
+    assert "run with" in next(app.replay_race(None))  # nothing to race before a comparison
+    tricky = race.Lane("<b>x</b>", [0.1], ["<script>alert(1)</script>"])
+    assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)

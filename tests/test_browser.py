@@ -90,6 +90,18 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     page.screenshot(path=str(ARTIFACTS / "browser-refused.png"), full_page=True)
 
 
+def test_the_race_tab_replays_the_comparison(page, app_url):
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=48")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
+    page.get_by_role("tab", name="Race").click()
+    expect(page.locator("#race .race-lane")).to_have_count(2, timeout=15_000)
+    expect(page.locator("#race .race-lane[data-finished=true]")).to_have_count(2, timeout=30_000)  # both reach the end
+    texts = page.locator("#race .race-text").all_inner_texts()
+    assert texts[0] == texts[1] == page.locator("#output-text textarea").input_value()  # greedy: the same text
+
+
 def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=12")
     page.get_by_role("tab", name="Experiments").click()

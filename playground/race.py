@@ -1,0 +1,81 @@
+"""The race view: both runs of a comparison replayed side by side at their measured pace, so a user
+watches speculation finish first. Pure functions of events (no engine, no Gradio)."""
+import html
+from dataclasses import dataclass
+
+from playground.events import Prefill, Round
+
+REPLAY_S = 8.0  # the slower run replays in about this long, whatever it measured
+FRAME_S = 0.05  # one frame of the replay every 50 ms
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    name: str
+    ends: list[float]  # engine seconds at the end of each round, prefill included
+    texts: list[str]  # the text after each round
+
+    def at(self, t: float) -> tuple[str, int]:
+        """-> (text, rounds finished) at engine time t."""
+        done = sum(end <= t for end in self.ends)
+        return (self.texts[done - 1] if done else ""), done
+
+    @property
+    def total(self) -> float:
+        return self.ends[-1] if self.ends else 0.0
+
+
+def lane(name: str, events: list) -> Lane:
+    """Events -> a lane: the cumulative engine time (metrics.engine_seconds' clock) at each round's end."""
+    t = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
+    ends, texts, text = [], [], ""
+    for e in events:
+        if isinstance(e, Round):
+            t += e.wall_s
+            text += "".join(tok.text for tok in e.committed)
+            ends.append(t)
+            texts.append(text)
+    return Lane(name, ends, texts)
+
+
+def lanes(events: list, baseline_events: list) -> list[Lane] | None:
+    """The two lanes of a finished comparison, or None when there is nothing to race."""
+    spec, base = lane("speculative", events), lane("target alone", baseline_events)
+    return [spec, base] if spec.ends and base.ends else None
+
+
+def replay_times(race: list[Lane]) -> tuple[list[float], float]:
+    """-> (engine times of the frames, slow-down factor): the slower lane lasts about REPLAY_S."""
+    slowest = max(lane.total for lane in race)
+    scale = REPLAY_S / slowest if slowest > 0 else 1.0  # replay seconds per engine second
+    frames = int(slowest * scale / FRAME_S) + 1
+    return [min(slowest, i * FRAME_S / scale) for i in range(frames + 1)], scale
+
+
+def frame_html(race: list[Lane], t: float, scale: float) -> str:
+    """Both lanes as they stood at engine time t: text so far, a bar of tokens, and the finish time."""
+    cards = []
+    for ln in race:
+        text, done = ln.at(t)
+        finished = done == len(ln.ends)
+        share = len(text) / max(1, len(ln.texts[-1]))
+        status = f"finished in {ln.total:.2f} s" if finished else f"{t:.2f} s"
+        cards.append(f'<div class="race-lane" data-finished="{str(finished).lower()}">'
+                     f'<div class="race-head"><b>{html.escape(ln.name)}</b><span>{status}</span></div>'
+                     f'<div class="race-bar"><i style="width:{100 * share:.1f}%"></i></div>'
+                     f'<pre class="race-text">\n{html.escape(text)}</pre></div>')  # HTML drops a newline after <pre>
+    pace = ("replayed at the measured pace" if abs(scale - 1) < 0.01 else
+            f"replayed {scale:.1f}x slower than measured, to be watched" if scale > 1 else
+            f"replayed {1 / scale:.1f}x faster than measured")
+    return f'<div class="race" id="race"><small>{pace}</small><div class="race-lanes">{"".join(cards)}</div></div>'
+
+
+CSS = """
+.race-lanes { display: flex; gap: 10px; } .race-lane { flex: 1; min-width: 0; }
+.race-head { display: flex; justify-content: space-between; font-size: 14px; }
+.race-bar { height: 6px; background: #e5e7eb; border-radius: 3px; margin: 4px 0; }
+.race-bar i { display: block; height: 100%; background: #2563eb; border-radius: 3px; }
+.race-lane[data-finished="true"] .race-bar i { background: #16a34a; }
+.race-text { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; white-space: pre-wrap;
+             word-break: break-word; max-height: 320px; overflow-y: auto; margin: 0; }
+"""
