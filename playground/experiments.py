@@ -41,6 +41,13 @@ def _timed(pair, ids, cfg, speculative, constraint) -> tuple[float, dict]:
     return seconds, session.collect(pair, events, seconds, constraint, guide).stats
 
 
+def _side_by_side(pair, ids, cfg, constraint, speculative_first: bool):
+    """-> (speculative, target alone) (seconds, stats), run one right after the other."""
+    first = _timed(pair, ids, cfg, speculative_first, constraint)
+    second = _timed(pair, ids, cfg, not speculative_first, constraint)
+    return (first, second) if speculative_first else (second, first)
+
+
 def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
     if axis == "k":
         return dataclasses.replace(cfg, k=int(value))
@@ -57,10 +64,7 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
         run_cfg = _with(cfg, axis, value)
         totals = _zero_totals()
         for i, ids in enumerate(prompts):  # the target alone is re-measured beside every point, order alternating
-            first, second = (True, False) if i % 2 == 0 else (False, True)
-            runs = {first: _timed(pair, ids, run_cfg, first, constraint)}
-            runs[second] = _timed(pair, ids, run_cfg, second, constraint)
-            _add(totals, runs[True], runs[False])
+            _add(totals, *_side_by_side(pair, ids, run_cfg, constraint, speculative_first=i % 2 == 0))
         rows.append(_row(run_cfg, totals, len(prompts)))
         yield rows
 
@@ -118,10 +122,11 @@ COMPARE_COLUMNS = ["variant", "speedup", "acceptance_rate", "tokens_per_target_p
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],
                    encode, progress=None) -> Iterator[list[dict]]:
-    """One row per variant (all on the same prompts, the target alone measured once per prompt).
+    """One row per variant, all on the same prompts; the target alone is re-measured beside every
+    variant and prompt, in alternating order, so a change of load hits both columns alike.
     `encode(pair, text)` turns a prompt into ids; `draft` is a model id (a cascade's or not)."""
     model = draft.removeprefix("ngram+")
-    rows, baselines = [], {}
+    rows = []
     for name in variants:
         draft_id, policy = (v.format(draft=model) for v in VARIANTS[name])
         pair = session.load_pair(target, draft_id, progress=progress)
@@ -129,10 +134,8 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
         totals = _zero_totals()
         for i, text in enumerate(prompts):
             ids = encode(pair, text)
-            if i not in baselines:
-                _timed(pair, ids, dataclasses.replace(cfg, max_new_tokens=4), False, None)  # warm-up
-                baselines[i] = _timed(pair, ids, cfg, False, None)
-            _timed(pair, ids, dataclasses.replace(run_cfg, max_new_tokens=4), True, None)
-            _add(totals, _timed(pair, ids, run_cfg, True, None), baselines[i])
+            for speculative in (True, False):  # warm-up: one-time costs in neither column
+                _timed(pair, ids, dataclasses.replace(run_cfg, max_new_tokens=4), speculative, None)
+            _add(totals, *_side_by_side(pair, ids, run_cfg, None, speculative_first=i % 2 == 0))
         rows.append({"variant": name, "draft": draft_id, "policy": policy, **_row(run_cfg, totals, len(prompts))})
         yield rows

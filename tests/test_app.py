@@ -201,3 +201,14 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     assert "run with" in next(app.replay_race(None))  # nothing to race before a comparison
     tricky = race.Lane("<b>x</b>", [0.1], ["<script>alert(1)</script>"])
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
+
+
+def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
+    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings.max_new_tokens = 16
+    status, table, _ = list(app.run_comparison(QUIET, ["draft model", "prompt lookup"], "def f(x):",
+                                               *app.inputs_from_settings(settings)))[-1]
+    columns = {c: i for i, c in enumerate(app.experiments.COMPARE_COLUMNS)}
+    assert "done: 2 ways of drafting, 1 prompt each" in status and [r[0] for r in table] == ["draft model", "prompt lookup"]
+    baselines = [r[columns["baseline_tokens_per_s"]] for r in table]
+    assert all(b > 0 for b in baselines) and baselines[0] != baselines[1]  # two measurements, not one reused
