@@ -311,7 +311,7 @@ def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) ->
         fig.write_image(out / "speedup.png", width=900, height=500)
         written.append(out / "speedup.png")
     except Exception as exc:  # kaleido or its browser missing: the HTML chart is there
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "kaleido could not render it here"
+        reason = " ".join(str(exc).split())[:160] or "kaleido could not render it here"
         log(f"(no PNG chart: {reason}; speedup.html has the chart)")
     return written
 

@@ -181,6 +181,10 @@ def test_stop_ends_the_run_with_what_it_produced():
     assert f"stopped after {len(report['token_ids'])} tokens" in final[4]
     assert final[6] is not None and "speedup" in final[1]  # charts and stats so far
     assert not app.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
+
+    class Hostile:
+        session_hash = "../../tmp/x"
+    assert app.stop_flag(Hostile()) is None and app.stop_flag(None) is None  # no path outside the flag folder
     assert len(list(app.run(Request(), QUIET, *app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))))) > 1
 
 
