@@ -285,7 +285,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measure = live.speedup(snap)
     trusted = measure["speedup"] if measure and not measure["noisy"] else None
     measured = {"k": settings.k, "acceptance_rate": snap.result.stats["token_acceptance"], "speedup": trusted}
-    yield _view(snap, final=True) + [measured] + SKIP_MESSAGES + [race.lanes(snap.events, snap.baseline_events)]
+    yield _view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
 
 
 def replay_race(lanes: list | None):
