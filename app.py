@@ -309,9 +309,8 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
     section) and the other messages cleared; with no error, the constraint's own check again."""
     values = ["", "", "", gr.skip(), gr.skip()]  # model, prompt, run, constraint check, constraint section
     if exc is not None:
-        where = exc.where if exc.where in ("model", "prompt", "constraint") else "run"
-        slot = {"model": 0, "prompt": 1, "run": 2, "constraint": 3}[where]
-        values[slot] = render.error(str(exc), where)
+        where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
+        values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
         if where == "constraint":
             values[4] = gr.update(open=True)
     elif settings is not None:
@@ -321,6 +320,7 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
 
 
 SKIP_MESSAGES = [gr.skip()] * 5
+MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3}  # indices in _messages' values
 BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
 IDLE = gr.update(interactive=True), gr.update(interactive=False)
 

@@ -1,12 +1,9 @@
 """One exception type for every mistake a user can make; its message is shown as is (CLI, UI)."""
 from contextlib import contextmanager
 
-PLACES = ("model", "constraint", "prompt", "settings")  # where the UI shows a message next to its cause
-
-
 class PlaygroundError(ValueError):
     """Bad input or an environment problem, phrased for the user: what is wrong and how to fix it.
-    `where` (one of PLACES, or "" when unknown) names the input it is about."""
+    `where` ("model", "prompt", "constraint", "settings", or "" when unknown) names the input it is about."""
     where: str = ""
 
 
