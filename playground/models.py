@@ -11,6 +11,7 @@ from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from playground import packaged
+from playground.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, make_batch_invariant
 from playground.errors import PlaygroundError
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
@@ -62,8 +63,31 @@ def resolve_device(name: str = "auto") -> torch.device:
         raise PlaygroundError(f"unknown device '{name}': use auto, cpu or cuda") from None
 
 
-def default_dtype(device: torch.device) -> torch.dtype:
-    return torch.bfloat16 if device.type == "cuda" else torch.float32
+SMALL_MODEL = 100_000_000  # parameters
+
+
+def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
+    """bfloat16 on a GPU. On a CPU, bfloat16 for a model past SMALL_MODEL parameters when the CPU has
+    bfloat16 dot products (its short passes then cost about what a one-token pass costs, and
+    batch_invariant keeps greedy speculation exact); float32 otherwise, where bfloat16 would be
+    emulated or the model is too small to gain. PLAYGROUND_CPU_DTYPE=float32|bfloat16 overrides."""
+    if device.type == "cuda":
+        return torch.bfloat16
+    chosen = os.environ.get("PLAYGROUND_CPU_DTYPE", "")
+    if chosen in ("float32", "bfloat16"):
+        return getattr(torch, chosen)
+    big = float32_bytes > 4 * SMALL_MODEL
+    return torch.bfloat16 if big and native_bf16() else torch.float32
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX; Linux's CPU flags)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 class ModelCache:
@@ -105,13 +129,14 @@ def free_memory(device: torch.device) -> int:
 
 def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = None,
                progress: Progress | None = None):
-    """-> (model in eval mode, tokenizer, its CPU decode thread count or None); cached across calls."""
-    dtype = dtype or default_dtype(device)
-    key = (model_id, str(device), str(dtype))
+    """-> (model in eval mode, tokenizer, its CPU decode thread count or None); cached across calls.
+    dtype None: default_dtype for the device and the model's size."""
+    key = (model_id, str(device), str(dtype or "default"))
     if (hit := CACHE.get(key)) is not None:
         return hit
     path = locate(model_id, progress)
     try:
+        dtype = dtype or default_dtype(device, checkpoint_bytes(path, torch.float32))
         need = checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
@@ -122,9 +147,6 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
     CACHE.put(key, loaded)
     _report(progress, 1.0, f"{model_id} ready")
     return loaded
-
-
-SMALL_MODEL = 100_000_000  # parameters
 
 
 def fastest_decode_threads(model) -> int | None:
@@ -188,7 +210,7 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
-                                                     **_placement(device, need_bytes))
+                                                     **_placement(device, need_bytes), **_attention(device, dtype))
     except torch.OutOfMemoryError:
         raise PlaygroundError(f"out of memory loading '{model_id}' on {device}: "
                               "pick a smaller preset (e.g. qwen2.5-1.5b or demo)") from None
@@ -207,6 +229,8 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     if len(tokenizer) < 2:
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
+    if _attention(device, dtype):
+        make_batch_invariant(model)
     if (path / VOCAB_MAP_FILE).is_file():
         model.playground_vocab_map = _read_vocab_map(model_id, path / VOCAB_MAP_FILE, model, len(tokenizer))
     return model.eval(), tokenizer
@@ -225,6 +249,13 @@ def _os_reason(exc: OSError) -> str:
     if exc.strerror and exc.filename:
         return f"{exc.strerror}: {exc.filename}"
     return _first_line(exc)
+
+
+def _attention(device: torch.device, dtype: torch.dtype) -> dict:
+    """Half precision on a CPU: the attention batch_invariant needs (see there); else transformers' choice."""
+    if device.type == "cpu" and dtype in (torch.bfloat16, torch.float16):
+        return {"attn_implementation": BATCH_INVARIANT_ATTENTION}
+    return {}
 
 
 def _placement(device: torch.device, need_bytes: int) -> dict:

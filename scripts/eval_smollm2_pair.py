@@ -54,7 +54,8 @@ def main() -> None:
     prompts = [session.encode_prompt(pair, t, chat=True) for t in texts]
     session.run(pair, prompts[0], session.settings(k=4, max_new_tokens=8))  # warm-up
     costs = bench.measure_pass_costs(pair, 96, range(1, 8))
-    print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+          f"target {pair.target.dtype}, draft {pair.draft.dtype}")
     print(f"draft pass {costs['draft'] * 1e3:.2f} ms, target pass {costs['verify'][1] * 1e3:.2f} ms "
           f"(c = {costs['draft'] / costs['verify'][1]:.3f}); verify at 5 tokens {costs['verify'][5] * 1e3:.2f} ms")
     print("| k | acceptance | per-token α | tokens/target pass | speedup (per-prompt range) | identical |")

@@ -4,6 +4,7 @@ ships here. Greedy speculation must reproduce the target alone, and the draft mu
 import json
 
 import pytest
+import torch
 
 from playground import models, packaged, session
 from playground.constraints import from_user
@@ -40,6 +41,28 @@ def test_greedy_speculation_is_the_target_alone(pair):
         accepted += result.stats["accepted"]
         judged += result.stats["accepted"] + sum(r.accepted < r.proposed for r in result.rounds)
     assert accepted / judged > 0.2  # per-token acceptance: a distilled draft (a random one is near 0 of 49k)
+
+
+def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
+    """Where the CPU makes bfloat16 the default (or a user asks for it), the verify pass of k+1 tokens
+    must give the logits of one-token passes exactly: greedy speculation is then the target alone."""
+    bf16 = models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu", dtype=torch.bfloat16)
+    assert bf16.target.playground_batch_invariant
+    text = json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[1]
+    ids = session.encode_prompt(bf16, text, chat=True)
+    runner = session.runners(bf16, len(ids), session.settings(k=4), speculative=False)[0]
+    following = session.run(bf16, ids, session.settings(max_new_tokens=12), speculative=False).token_ids
+    rows = {}
+    for width in (1, 2, 5):
+        runner.reset()
+        runner.forward(torch.tensor(ids), keep=1)
+        rows[width] = torch.cat([runner.forward(torch.tensor(following[i:i + width]))
+                                 for i in range(0, 10, width)])[:10]  # logits of 10 positions
+    assert torch.equal(rows[1], rows[2]) and torch.equal(rows[1], rows[5])
+    cfg = session.settings(max_new_tokens=48)
+    alone = session.run(bf16, ids, cfg, speculative=False).token_ids
+    for k in (1, 3, 4):
+        assert session.run(bf16, ids, session.settings(k=k, max_new_tokens=48)).token_ids == alone
 
 
 def test_json_preset_writes_a_valid_record(pair):
