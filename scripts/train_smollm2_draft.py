@@ -62,8 +62,8 @@ def log(*args) -> None:
     print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
 
 
-def load_target(device: str, gguf: str | None):
-    """The float32 target; from a given GGUF file (converted into the cache) or the installed package."""
+def load_target(device: str, gguf: str | None, dtype: torch.dtype = torch.float32):
+    """The target in `dtype`; from a given GGUF file (converted into the cache) or the installed package."""
     if gguf:
         path = packaged.cache_root() / "models" / TARGET
         if not (path / "config.json").is_file():
@@ -71,7 +71,7 @@ def load_target(device: str, gguf: str | None):
     else:
         path = packaged.local_dir(TARGET)
     tok = AutoTokenizer.from_pretrained(TOKENIZER)  # the converted one's special tokens vary by version
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval().to(device)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval().to(device)
     checksum = sum(float(p.double().sum()) for p in model.parameters())
     log(f"target loaded from {path} on {device}; weight checksum {checksum:.6f}")
     return model, tok
@@ -138,7 +138,8 @@ def generate_batch(model, tok, prompts_: list[str], temperature: float, seed: in
 def generate_all(model, tok, args) -> list[dict]:
     """Greedy answers to every prompt, then --repeats sampled (T=0.8) answers each, batch by batch,
     until done or --gen-minutes have passed."""
-    tag = f"scale{args.scale}" + (f"-si{args.self_instruct}-r{args.repeats}" if args.self_instruct else "")
+    tag = f"scale{args.scale}" + (f"-si{args.self_instruct}-r{args.repeats}" if args.self_instruct else "") \
+        + ("" if args.dtype == "float32" else f"-{args.dtype}")
     path = ART / f"generations-{tag}.pt"
     if path.exists():
         return torch.load(path)
@@ -271,6 +272,8 @@ def main() -> None:
     parser.add_argument("--self-instruct", type=int, default=0, help="user prompts the target writes itself")
     parser.add_argument("--repeats", type=int, default=1, help="sampled answers per prompt, besides the greedy one")
     parser.add_argument("--gen-minutes", type=float, default=0, help="stop generating after this long (0: never)")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="the target's dtype while generating (bfloat16: the CPU default where it has bf16 dot products)")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="base")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--train-minutes", type=float, default=0, help="train as many epochs as fit (0: --epochs)")
@@ -278,7 +281,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(SEED)
     started = time.time()
-    target, tok = load_target(args.device, args.gguf)
+    target, tok = load_target(args.device, args.gguf, getattr(torch, args.dtype))
     rows = generate_all(target, tok, args)
     gen_s = time.time() - started
     if args.generate_only:
