@@ -14,7 +14,8 @@ Phases (everything seeded; artifacts/ keeps the generations, so a rerun resumes)
   1. generate: the target answers every training prompt (scripts/smollm2_prompts.py) greedily and
      with sampling (T=0.8), keeping its top-TOPK next-token probabilities at every step; with
      --self-instruct N it first samples N user turns from itself (the chat prefix up to
-     "<|im_start|>user"), which widens the topics far beyond the templates, and answers them too;
+     "<|im_start|>user"), which widens the topics far beyond the templates, and answers them too
+     (--extra adds the answers of earlier generation files);
   2. vocabulary: the most frequent tokens of those answers;
   3. train: cross-entropy of the draft against the target's top-TOPK probabilities (forward KL),
      for --epochs or, with --train-minutes, for as many epochs as fit.
@@ -277,12 +278,15 @@ def main() -> None:
     parser.add_argument("--shape", choices=sorted(SHAPES), default="base")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--train-minutes", type=float, default=0, help="train as many epochs as fit (0: --epochs)")
+    parser.add_argument("--extra", nargs="*", default=[], help="generations files to train on as well")
     parser.add_argument("--generate-only", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(SEED)
     started = time.time()
     target, tok = load_target(args.device, args.gguf, getattr(torch, args.dtype))
     rows = generate_all(target, tok, args)
+    for extra in args.extra:  # earlier generations, e.g. of the float32 target
+        rows += torch.load(extra)
     gen_s = time.time() - started
     if args.generate_only:
         return

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from playground import models, session
 from playground.batch_invariant import two_row_linear
+from playground.engine.static import StaticRunner
 from tests.test_engine_greedy import hf_greedy
 
 
@@ -50,6 +51,8 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     alone = hf_greedy(pair.target, prompt, 40, eos_id=pair.tokenizer.eos_token_id)
     for k in (1, 2, 4):
         assert session.run(pair, prompt, session.settings(k=k, max_new_tokens=40)).token_ids == alone
+    compiled = session.settings(k=2, compile=True)  # compiled graphs would not be batch-invariant: eager
+    assert not any(isinstance(r, StaticRunner) for r in session.runners(pair, len(prompt), compiled))
 
 
 def test_float32_models_are_left_alone(saved_pair):
