@@ -21,7 +21,7 @@ Phases (everything seeded; artifacts/ keeps the generations, so a rerun resumes)
      for --epochs or, with --train-minutes, for as many epochs as fit.
 
     python scripts/train_smollm2_draft.py [--out playground/smollm2_draft] [--scale 1.0]
-    # on a GPU (the shipped draft): --device cuda --self-instruct 6000 --repeats 3 --train-minutes 4
+    # the shipped draft: its training_metrics.json holds the command; on a GPU add --device cuda
 """
 import argparse
 import json
@@ -184,7 +184,7 @@ def build_draft(target, d2t: torch.Tensor, shape: dict) -> torch.nn.Module:
                        pad_token_id=cfg.pad_token_id, **shape)
     torch.manual_seed(SEED)
     draft = AutoModelForCausalLM.from_config(dcfg)
-    emb = target.get_input_embeddings().weight.detach().cpu()  # [V, 576]
+    emb = target.get_input_embeddings().weight.detach().cpu().float()  # [V, 576]
     rows = torch.cat([emb[d2t], emb.mean(0, keepdim=True)])  # [N, 576]
     centred = rows - rows.mean(0)
     _, _, v = torch.linalg.svd(centred, full_matrices=False)
