@@ -229,10 +229,8 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
 
 def _cost_runners(pair: Pair, capacity: int, widths: range, compiled: bool):
     """The runners the engine would use: eager, or static with every measured width compiled."""
-    if not compiled:
-        return (ModelRunner(pair.target, pair.vocab, pair.target_threads),
-                ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map)
-                if pair.draft is not None else None)
+    if not compiled or pair.feature_draft:
+        return session.eager_runners(pair)
     target = StaticRunner(pair.target, pair.vocab, capacity, {(w, w) for w in widths}, pair.target_threads)
     draft = StaticRunner(pair.draft, pair.vocab, capacity, {(1, 1)}, pair.draft_threads, pair.draft_vocab_map) \
         if pair.draft is not None else None

@@ -13,13 +13,15 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from playground import packaged
 from playground.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, make_batch_invariant
 from playground.errors import PlaygroundError
+from playground.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
 DEMO_DIR = pathlib.Path(__file__).parent / "demo_pair"
 SMOLLM2_DRAFT_DIR = pathlib.Path(__file__).parent / "smollm2_draft"
-ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft", "smollm2-draft": SMOLLM2_DRAFT_DIR}
-VOCAB_MAP_FILE = "draft_vocab.safetensors"  # a draft with a reduced vocabulary: d2t, its rows' token ids
+SMOLLM2_FEATURE_DIR = pathlib.Path(__file__).parent / "smollm2_feature_draft"
+ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft", "smollm2-draft": SMOLLM2_DRAFT_DIR,
+           "smollm2-feature-draft": SMOLLM2_FEATURE_DIR}
 WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
 
@@ -41,6 +43,11 @@ class Pair:
     @property
     def device(self) -> torch.device:
         return self.target.device
+
+    @property
+    def feature_draft(self) -> bool:
+        """The draft reads the target's hidden states (see playground.feature_draft)."""
+        return isinstance(self.draft, FeatureDraft)
 
     @property
     def draft_vocab_map(self) -> torch.Tensor | None:
@@ -294,12 +301,46 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
     sub = _sub_progress(progress, 0.0, 0.5) if draft_id != NGRAM else progress
     target, tokenizer, target_threads = load_model(target_id, dev, dtype, sub)
     draft, draft_threads = None, None
-    if draft_id != NGRAM:
+    if draft_id != NGRAM and (feature_dir := _feature_draft_dir(draft_model_id)) is not None:
+        if cascade:
+            raise PlaygroundError(f"draft '{draft_model_id}' reads the target's features, which prompt lookup's "
+                                  "guesses do not have: use it without 'ngram+'")
+        draft, draft_threads = load_feature_model(draft_model_id, feature_dir, target, target_id, len(tokenizer))
+    elif draft_id != NGRAM:
         draft, draft_tokenizer, draft_threads = load_model(draft_model_id, dev, dtype, _sub_progress(progress, 0.5, 1.0))
         check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_model_id)
     widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None and vocab_map(m) is None]
     return Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer),
                 target_threads, draft_threads, cascade, min(context_length(m) for m in (target, draft) if m is not None))
+
+
+def _feature_draft_dir(draft_id: str) -> pathlib.Path | None:
+    """The directory of a feature draft (a packaged alias or a local directory), else None."""
+    path = ALIASES.get(draft_id) or pathlib.Path(draft_id)
+    try:
+        return path if path.is_dir() and is_feature_draft(path) else None
+    except (OSError, RuntimeError):
+        return None
+
+
+def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str, vocab: int):
+    """-> (feature draft attached to this target, its CPU decode threads); cached per target."""
+    key = ("feature", draft_id, target_id, str(target.device), str(target.dtype))
+    if (hit := CACHE.get(key)) is not None:
+        return hit
+    from safetensors.torch import load_file
+    try:
+        d2t = load_file(path / VOCAB_MAP_FILE)["d2t"].long()  # [N - 1] token ids the draft can write
+        if d2t.dim() != 1 or not len(d2t) or not 0 <= int(d2t.min()) <= int(d2t.max()) < vocab:
+            raise ValueError(f"{VOCAB_MAP_FILE} does not match the target's tokenizer")
+        draft = load_feature_draft(path, target, d2t)
+    except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
+        raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
+                              f"{_first_line(exc)}") from None
+    draft.playground_vocab_map = d2t
+    loaded = (draft, fastest_decode_threads(draft))
+    CACHE.put(key, loaded)
+    return loaded
 
 
 def context_length(model) -> int:

@@ -7,6 +7,7 @@ from playground.config import SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
+from playground.engine.feature_runner import FeatureRunner
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
 from playground.engine.static import StaticRunner, supports_static
@@ -91,18 +92,33 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
 def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = True):
     """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
     static caches with compiled passes: the target's verify over k+1 tokens and its one-token step,
-    the draft's step over one or two new tokens. Models with sliding-window layers stay eager."""
+    the draft's step over one or two new tokens. Models with sliding-window layers and pairs with a
+    feature draft (it reads the eager target's hidden states) stay eager."""
     has_draft = speculative and pair.draft is not None
+    if not cfg.compile or (has_draft and pair.feature_draft):
+        return eager_runners(pair, has_draft)
     capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
 
     def make(model, threads, vocab_map, shapes):
-        if cfg.compile and supports_static(model):
+        if supports_static(model):
             return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map)
         return ModelRunner(model, pair.vocab, threads, vocab_map)
     target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
     target = make(pair.target, pair.target_threads, None, target_shapes)
     draft = make(pair.draft, pair.draft_threads, pair.draft_vocab_map, {(1, 1), (2, 1)}) if has_draft else None
     return target, draft
+
+
+def eager_runners(pair: Pair, with_draft: bool = True):
+    """-> (target runner, draft runner or None) on growing caches; a feature draft's runner reads
+    the target runner's hidden states."""
+    feature = with_draft and pair.feature_draft
+    target = ModelRunner(pair.target, pair.vocab, pair.target_threads, keep_hidden=feature)
+    if not with_draft or pair.draft is None:
+        return target, None
+    runner = FeatureRunner if feature else ModelRunner
+    extra = (target,) if feature else ()
+    return target, runner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map, *extra)
 
 
 def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None) -> float:

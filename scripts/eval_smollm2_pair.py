@@ -2,7 +2,7 @@
 the speedup over the target alone, the two runs side by side per prompt (order alternating), plus
 the cost of a draft pass in target passes. Prints a Markdown table for the README.
 
-    python scripts/eval_smollm2_pair.py [--k 3,4,5,6] [--prompts 12] [--max-new-tokens 128]
+    python scripts/eval_smollm2_pair.py [--k 3,4,5,6] [--prompts 12] [--max-new-tokens 128] [--draft ...]
 """
 import argparse
 import json
@@ -48,8 +48,9 @@ def main() -> None:
     parser.add_argument("--k", default="3,4,5,6")
     parser.add_argument("--prompts", type=int, default=12)
     parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--draft", default="smollm2-draft", help="smollm2-draft or smollm2-feature-draft (or a directory)")
     args = parser.parse_args()
-    pair = session.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu")
+    pair = session.load_pair("smollm2-135m-instruct", args.draft, "cpu")
     texts = json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[: args.prompts]
     prompts = [session.encode_prompt(pair, t, chat=True) for t in texts]
     session.run(pair, prompts[0], session.settings(k=4, max_new_tokens=8))  # warm-up

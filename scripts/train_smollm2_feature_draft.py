@@ -1,0 +1,202 @@
+"""Train the feature draft for SmolLM2-135M-Instruct (see playground/feature_draft.py): one Llama
+decoder layer that extends the target's last hidden state, reading the target's embedding and the
+rows of its head for the draft vocabulary of the token draft (playground/smollm2_draft).
+
+Data: the generations train_smollm2_draft.py made (the target's own greedy and sampled answers, with
+its top-32 next-token probabilities). Phases (artifacts/ keeps the features, so a rerun resumes):
+  1. features: the target (bfloat16) reads every prompt + answer once; its last hidden states are kept;
+  2. train: at every position the draft reads (f_{i-1}, x_i) and is trained to give f_i (smooth L1,
+     in units of the features' spread) and the target's next-token distribution (forward KL on its
+     top 32), EAGLE's two losses; the input features carry uniform noise, as in EAGLE, so the
+     draft tolerates reading its own predictions when it drafts several tokens.
+
+    python scripts/train_smollm2_feature_draft.py --generations artifacts/smollm2_draft/generations-*.pt
+"""
+import argparse
+import json
+import math
+import pathlib
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft  # noqa: E402
+from smollm2_prompts import prompts  # noqa: E402
+from train_smollm2_draft import ART, SEED, TOKENIZER, generate_batch, load_target, log  # noqa: E402
+
+VOCAB_FILE = TOKENIZER / "draft_vocab.safetensors"
+NOISE = 0.2  # uniform noise on the input features, in units of their standard deviation
+W_CLS = 0.3  # weight of the distribution loss next to the feature loss
+LR, BATCH = 2e-3, 16
+VALIDATION = slice(12, 60)  # held-out prompts for choosing the checkpoint (eval_smollm2_pair.py uses the first 12)
+
+
+@torch.no_grad()
+def extract_features(target, rows: list[dict], path: pathlib.Path, batch: int = 16) -> list[torch.Tensor]:
+    """-> per row the target's last hidden states over prompt + answer [T, H] (bfloat16)."""
+    if path.exists():
+        return torch.load(path)
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["prompt"]) + len(rows[i]["answer"]))
+    feats, started = [None] * len(rows), time.time()
+    for n, chunk in enumerate(range(0, len(order), batch)):
+        idx = order[chunk:chunk + batch]
+        seqs = [rows[i]["prompt"] + rows[i]["answer"] for i in idx]
+        width = max(map(len, seqs))
+        ids = torch.tensor([s + [0] * (width - len(s)) for s in seqs])  # right padding: causal, harmless
+        hidden = target.get_decoder()(input_ids=ids).last_hidden_state  # [B, W, H]
+        for i, s, h in zip(idx, seqs, hidden):
+            feats[i] = h[: len(s)].to(torch.bfloat16).clone()
+        if n % 20 == 0:
+            log(f"features {chunk + len(idx)}/{len(rows)} rows, {time.time() - started:.0f} s")
+    torch.save(feats, path)
+    return feats
+
+
+def examples(rows, feats, t2d, other: int):
+    """Per row: tokens x [T], features [T, H], top ids in draft rows [T, K] and their probabilities
+    (zero outside the answer and for tokens outside the draft vocabulary) at the position whose next
+    token they describe."""
+    for r, f in zip(rows, feats):
+        seq = torch.tensor(r["prompt"] + r["answer"])
+        top_ids = torch.full((len(seq), r["top_ids"].shape[1]), other, dtype=torch.long)
+        top_p = torch.zeros(len(seq), r["top_ids"].shape[1])
+        start = len(r["prompt"]) - 1
+        top_ids[start:start + len(r["answer"])] = t2d[r["top_ids"].long()]
+        top_p[start:start + len(r["answer"])] = r["top_p"].float()
+        top_p[top_ids == other] = 0
+        yield seq, f, top_ids, top_p
+
+
+def collate(items):
+    """Pairs j = 0..T-2 of each row, padded: inputs (f_j, x_{j+1}), targets f_{j+1} and the
+    distribution of x_{j+2} (stored at position j+1); mask [B, T-1] marks real pairs."""
+    width = max(len(x) for x, *_ in items) - 1
+    b, h, k = len(items), items[0][1].shape[1], items[0][2].shape[1]
+    ids = torch.zeros(b, width, dtype=torch.long)
+    f_in, f_out = torch.zeros(b, width, h), torch.zeros(b, width, h)
+    top_ids, top_p = torch.zeros(b, width, k, dtype=torch.long), torch.zeros(b, width, k)
+    mask = torch.zeros(b, width, dtype=torch.bool)
+    for i, (x, f, ti, tp) in enumerate(items):
+        n = len(x) - 1
+        ids[i, :n], f_in[i, :n], f_out[i, :n] = x[1:], f[:-1].float(), f[1:].float()
+        top_ids[i, :n], top_p[i, :n], mask[i, :n] = ti[1:], tp[1:], True
+    return ids, f_in, f_out, top_ids, top_p, mask
+
+
+def validation_rows(target, tok) -> list[dict]:
+    """The target's greedy answers to held-out prompts (other topics than the training prompts)."""
+    path = ART / "validation-greedy-bf16.pt"
+    if not path.exists():
+        torch.save(generate_batch(target, tok, prompts(held_out=True)[VALIDATION], 0.0, SEED), path)
+    return torch.load(path)
+
+
+@torch.no_grad()
+def top1_agreement(draft: FeatureDraft, data: list) -> float:
+    """How often the draft's first guess (on the target's features) is the target's greedy token."""
+    draft.eval()
+    ids, f_in, _, top_ids, top_p, mask = collate(data)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = draft.fc(torch.cat([f_in, draft.target_embedding(ids).float()], dim=-1))
+        logits = draft.model(inputs_embeds=h).last_hidden_state.float() @ draft.head.T.float()
+    has = top_p.sum(-1) > 0
+    draft.train()
+    return (logits.argmax(-1) == top_ids[..., 0])[has & mask].float().mean().item()
+
+
+def train(draft: FeatureDraft, data: list, val: list, minutes: float, scale: float) -> dict:
+    """AdamW, warm-up then cosine decay over as many epochs as fit in `minutes` (set by the first);
+    the weights kept are those with the best validation agreement (checked every half epoch)."""
+    params = [p for n, p in draft.named_parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=LR, weight_decay=0.0, betas=(0.9, 0.95))
+    gen = torch.Generator().manual_seed(SEED)
+    per_epoch, epochs, step, started = math.ceil(len(data) / BATCH), 1, 0, time.time()
+    epoch, last, best = 0, {}, (top1_agreement(draft, val), 0, None)
+    while epoch < epochs:
+        for chunk in torch.randperm(len(data), generator=gen).split(BATCH):
+            ids, f_in, f_out, top_ids, top_p, mask = collate([data[i] for i in chunk])
+            total = epochs * per_epoch
+            for group in opt.param_groups:
+                group["lr"] = LR * min(1, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * min(step / total, 1)))
+            noisy = f_in + (torch.rand_like(f_in) * 2 - 1) * NOISE * scale
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                emb = draft.target_embedding(ids).float()
+                h = draft.fc(torch.cat([noisy, emb], dim=-1))
+                out = draft.model(inputs_embeds=h).last_hidden_state.float()  # [B, T, H]
+                logits = (out @ draft.head.T).float()  # [B, T, N - 1]
+            reg = F.smooth_l1_loss(out[mask] / scale, f_out[mask] / scale)
+            logp = F.log_softmax(logits, -1)
+            has = top_p.sum(-1) > 0
+            cls = -(logp.gather(-1, top_ids.clamp(max=logits.shape[-1] - 1)) * top_p).sum() / has.sum().clamp(min=1)
+            loss = reg + W_CLS * cls
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            step += 1
+            if step % 50 == 0:
+                agree = (logp.argmax(-1) == top_ids[..., 0])[has].float().mean().item()
+                last = dict(reg=round(reg.item(), 4), cls=round(cls.item(), 4), top1=round(agree, 4))
+                log(f"epoch {epoch} step {step}/{total}: {last}, {time.time() - started:.0f} s")
+            if step % (per_epoch // 2) == 0:
+                score = top1_agreement(draft, val)
+                log(f"validation top-1 {score:.4f} at step {step}")
+                if score > best[0]:
+                    best = (score, step, {k: v.clone() for k, v in draft.state_dict().items()})
+        epoch += 1
+        if epoch == 1:
+            epochs = max(1, int(60 * minutes / (time.time() - started)))
+            log(f"{epochs} epochs fit in {minutes} minutes")
+    draft.load_state_dict(best[2])
+    return dict(epochs=epochs, steps=step, train_s=round(time.time() - started), validation_top1=round(best[0], 4),
+                best_step=best[1], **last)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--generations", nargs="+", required=True)
+    parser.add_argument("--out", default="playground/smollm2_feature_draft")
+    parser.add_argument("--intermediate", type=int, default=1536)
+    parser.add_argument("--train-minutes", type=float, default=30)
+    parser.add_argument("--limit", type=int, default=0, help="use only this many rows (smoke runs)")
+    args = parser.parse_args()
+    torch.manual_seed(SEED)
+    started = time.time()
+    target, tok = load_target("cpu", None, torch.bfloat16)
+    rows = [r for g in args.generations for r in torch.load(g)]
+    rows = rows[: args.limit] if args.limit else rows
+    tag = f"features-{len(rows)}" + ("-limit" if args.limit else "")
+    feats = extract_features(target, rows, ART / f"{tag}.pt")
+    d2t = load_file(VOCAB_FILE)["d2t"].long()
+    other = len(d2t)
+    t2d = torch.full((len(tok),), other, dtype=torch.long)
+    t2d[d2t] = torch.arange(len(d2t))
+    sample = torch.cat([f.float() for f in feats[:200]])
+    scale = sample.std().item()  # the features' spread: the noise and the feature loss are in its units
+    log(f"{len(rows)} rows, {sum(len(f) for f in feats)} positions, feature std {scale:.3f}")
+    val_rows = validation_rows(target, tok)
+    val_feats = extract_features(target, val_rows, ART / "features-validation.pt")
+    torch.manual_seed(SEED)
+    target = target.float().requires_grad_(False)
+    draft = FeatureDraft(draft_config(target.config, args.intermediate)).attach(target, d2t)
+    draft.model.embed_tokens.weight.requires_grad_(False)
+    data = list(examples(rows, feats, t2d, other))
+    val = list(examples(val_rows, val_feats, t2d, other))
+    metrics = train(draft, data, val, args.train_minutes, scale)
+    out = pathlib.Path(args.out)
+    save_feature_draft(draft, d2t, out)
+    metrics.update(rows=len(rows), positions=sum(len(f) for f in feats), feature_std=round(scale, 4),
+                   parameters=sum(p.numel() for p in draft.parameters()), noise=NOISE, w_cls=W_CLS,
+                   total_s=round(time.time() - started), torch=torch.__version__,
+                   command="scripts/train_smollm2_feature_draft.py " + " ".join(sys.argv[1:]))
+    (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    log("done", metrics)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""A feature draft (EAGLE-style: it reads the target's hidden states) keeps speculation exact, greedy
+and sampled, with a constraint too; after every round its cache holds only pairs made from the
+target's own features; it loads from a directory and refuses what it cannot serve."""
+import pytest
+import torch
+
+from playground import models, session
+from playground.constraints import compile_constraint, from_user
+from playground.engine.cache import new_cache
+from playground.engine.proposers import DraftModelProposer
+from playground.engine.speculative import speculate
+from playground.engine.static import StaticRunner
+from playground.errors import PlaygroundError
+from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft
+from tests import tiny
+from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, V, chi_square_p, exact_joint, sample_counts
+
+
+def feature_draft(target, d2t: list[int], seed: int = 0, std: float = 0.3) -> FeatureDraft:
+    torch.manual_seed(seed)
+    cfg = draft_config(target.config, 2 * target.config.hidden_size)
+    cfg.initializer_range = std
+    draft = FeatureDraft(cfg)
+    with torch.no_grad():
+        for p in draft.parameters():  # larger weights than the default init: peaked, varied guesses
+            p.normal_(0, std) if p.dim() > 1 else None
+    draft = draft.eval().attach(target, torch.tensor(d2t))
+    draft.playground_vocab_map = torch.tensor(d2t)
+    return draft
+
+
+@pytest.fixture(scope="module")
+def pair(tokenizer, target):
+    d2t = list(range(0, len(tokenizer), 2))  # half the vocabulary, EOS (id 0) included
+    return tiny.make_pair(target, feature_draft(target, d2t), tokenizer)
+
+
+def test_greedy_output_is_the_target_alone(pair):
+    prompt = pair.tokenizer("def parse(text):\n").input_ids
+    for k in (1, 3, 5):
+        cfg = session.settings(k=k, max_new_tokens=40)
+        spec = session.run(pair, prompt, cfg)
+        assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+        assert spec.stats["proposed"] > 0 and spec.stats["draft_passes"] > 0
+
+
+def test_the_cache_keeps_only_pairs_made_from_the_targets_features(pair):
+    """After a run, the draft's cached keys equal one fresh pass over the committed tokens with the
+    target's features: every guessed feature was replaced once the target's was known."""
+    prompt = pair.tokenizer("import os\nimport sys\n").input_ids
+    target_runner, draft_runner = session.eager_runners(pair)
+    proposer = DraftModelProposer(draft_runner)
+    rounds = list(speculate(target_runner, proposer, prompt, session.settings(k=4, max_new_tokens=30),
+                            pair.tokenizer, set()))[1:]
+    assert sum(r.proposed > r.accepted for r in rounds) >= 2  # rollbacks happened
+    seq, n = proposer.seq, draft_runner.length
+    assert draft_runner.exact == n and n >= len(seq) - 6
+    with torch.no_grad():
+        features = pair.target.get_decoder()(input_ids=torch.tensor([seq])).last_hidden_state[0]
+        fresh = new_cache(pair.draft.config)
+        pair.draft.step(torch.tensor(seq[1:n]), features[: n - 1], fresh)
+    got, want = draft_runner.cache.layers[0], fresh.layers[0]
+    assert torch.allclose(got.keys, want.keys, atol=1e-5) and torch.allclose(got.values, want.values, atol=1e-5)
+
+
+def test_sampling_matches_the_target():
+    tok = tiny.letters_tokenizer(V)
+    target = tiny.tiny_model("qwen2", vocab=V, hidden=32, layers=1, seed=21, eos_id=V - 1, init_std=0.6)
+    pair = tiny.make_pair(target, feature_draft(target, [0, 2, 3, 5, 7, 8, 10], std=0.6), tok, eos_ids=[])
+    counts = sample_counts(pair, k=2, length=3, params=CASES["warped"])
+    assert chi_square_p(counts, exact_joint(target, 3, CASES["warped"]), N_RUNS) > P_MIN
+
+
+@pytest.mark.parametrize("text", ["x = ", "x"])  # "x": one token, no target feature before the forced ones
+def test_constrained_runs_stay_exact_and_valid(pair, text):
+    constraint = compile_constraint(from_user(regex="id: [0-9]{2,5}-[a-z]{3}"), pair.tokenizer, pair.vocab,
+                                    pair.eos_ids)
+    prompt = pair.tokenizer(text).input_ids
+    for temperature in (0.0, 1.0):
+        cfg = session.settings(k=3, temperature=temperature, max_new_tokens=16)
+        result = session.run(pair, prompt, cfg, constraint=constraint)
+        assert result.valid and result.stats["proposed"] > 0, result.text
+        if temperature == 0:
+            assert result.token_ids == session.run(pair, prompt, cfg, speculative=False, constraint=constraint).token_ids
+
+
+def test_loads_from_a_directory_and_stays_eager_under_compile(tmp_path, tokenizer, target):
+    t_dir = tiny.save(target, tokenizer, tmp_path / "target")
+    save_feature_draft(feature_draft(target, list(range(0, len(tokenizer), 3))), torch.arange(0, len(tokenizer), 3),
+                       tmp_path / "draft")
+    pair = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
+    assert pair.feature_draft and pair.draft.head.shape == (len(range(0, len(tokenizer), 3)), 64)
+    prompt = tokenizer("class A:\n").input_ids
+    cfg = session.settings(k=3, max_new_tokens=20, compile=True)
+    assert not any(isinstance(r, StaticRunner) for r in session.runners(pair, len(prompt), cfg))
+    assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+
+
+def test_refuses_a_target_of_another_width_and_prompt_lookup_cascades(tmp_path, tokenizer, target):
+    save_feature_draft(feature_draft(target, [0, 1, 2]), torch.tensor([0, 1, 2]), tmp_path / "draft")
+    wider = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=96, eos_id=tokenizer.eos_token_id)
+    t_dir = tiny.save(wider, tokenizer, tmp_path / "wide")
+    with pytest.raises(PlaygroundError, match="features of width 64"):
+        models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
+    narrow = tiny.save(target, tokenizer, tmp_path / "narrow")
+    with pytest.raises(PlaygroundError, match="without 'ngram\\+'"):
+        models.load_pair(str(narrow), "ngram+" + str(tmp_path / "draft"), "cpu")
