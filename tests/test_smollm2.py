@@ -25,8 +25,9 @@ def pair(tmp_path_factory):
         yield models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu")
 
 
-def test_draft_ships_small_and_is_cheap():
-    files = [f for f in models.SMOLLM2_DRAFT_DIR.iterdir() if f.is_file()]
+@pytest.mark.parametrize("folder", [models.SMOLLM2_DRAFT_DIR, models.SMOLLM2_FEATURE_DIR])
+def test_drafts_ship_small(folder):
+    files = [f for f in folder.iterdir() if f.is_file()]
     assert sum(f.stat().st_size for f in files) <= 25_000_000
 
 
@@ -65,8 +66,24 @@ def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
         assert session.run(bf16, ids, session.settings(k=k, max_new_tokens=48)).token_ids == alone
 
 
-def test_json_preset_writes_a_valid_record(pair):
+def test_feature_draft_is_exact_and_distilled(pair):
+    """The draft that reads the target's features: greedy speculation is the target alone in
+    bfloat16, and it guesses far better than chance."""
+    feature = models.load_pair("smollm2-135m-instruct", "smollm2-feature-draft", "cpu", dtype=torch.bfloat16)
+    assert feature.feature_draft and feature.draft.head.shape == (8191, 576)
+    text = json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[2]
+    ids = session.encode_prompt(feature, text, chat=True)
+    alone = session.run(feature, ids, session.settings(max_new_tokens=48), speculative=False).token_ids
+    for k in (2, 4):
+        result = session.run(feature, ids, session.settings(k=k, max_new_tokens=48))
+        assert result.token_ids == alone
+        judged = result.stats["accepted"] + sum(r.accepted < r.proposed for r in result.rounds)
+        assert result.stats["accepted"] / judged > 0.25
+
+
+def test_json_preset_writes_a_valid_record(pair):  # pair: the target converted into the test's cache
     preset = get_preset("smollm2-json")
+    pair = models.load_pair(preset.target, preset.draft, "cpu")
     constraint = session.constrain(pair, from_user(schema=preset.schema))
     ids = session.encode_prompt(pair, preset.prompt, chat=True)
     result = session.run(pair, ids, session.settings(k=preset.k, max_new_tokens=preset.max_new_tokens),
