@@ -319,7 +319,7 @@ def _feature_draft_dir(draft_id: str) -> pathlib.Path | None:
     path = ALIASES.get(draft_id) or pathlib.Path(draft_id)
     try:
         return path if path.is_dir() and is_feature_draft(path) else None
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):
         return None
 
 

@@ -116,9 +116,9 @@ def eager_runners(pair: Pair, with_draft: bool = True):
     target = ModelRunner(pair.target, pair.vocab, pair.target_threads, keep_hidden=feature)
     if not with_draft or pair.draft is None:
         return target, None
-    runner = FeatureRunner if feature else ModelRunner
-    extra = (target,) if feature else ()
-    return target, runner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map, *extra)
+    if feature:
+        return target, FeatureRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map, target)
+    return target, ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map)
 
 
 def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None) -> float:
