@@ -192,7 +192,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     stream = render.token_stream(snap.events, snap.eos_ids)
     metric = render.metrics(stats, snap.settings.k, live.speedup(snap),
                             (snap.baseline.token_ids == result.token_ids) if snap.baseline and snap.settings.temperature == 0 else None,
-                            theory=snap.settings.draft != NGRAM)
+                            note=snap.note, theory=snap.settings.draft != NGRAM)
     if not final:
         rest = ["", "", "", None, None, None, None, None, None] if first else [gr.skip()] * 9
         return [stream, metric, *rest]

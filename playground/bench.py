@@ -123,7 +123,12 @@ def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sam
 
 def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False) -> list[str]:
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
-    if compiled and pair.draft is not None:
+    why = session.compile_fallback(pair, dataclasses.replace(cfg, compile=True)) if compiled else ""
+    if compiled and pair.draft is not None and pair.feature_draft:
+        log(f"(no engine-compiled row: {why})")
+    elif compiled and pair.draft is not None:
+        if why:
+            log(f"(engine-compiled runs partly eager: {why})")
         methods.insert(methods.index("engine") + 1, COMPILED)
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
@@ -229,7 +234,7 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
 
 def _cost_runners(pair: Pair, capacity: int, widths: range, compiled: bool):
     """The runners the engine would use: eager, or static with every measured width compiled."""
-    if not compiled or pair.feature_draft:
+    if not compiled:
         return session.eager_runners(pair)
     target = StaticRunner(pair.target, pair.vocab, capacity, {(w, w) for w in widths}, pair.target_threads)
     draft = StaticRunner(pair.draft, pair.vocab, capacity, {(1, 1)}, pair.draft_threads, pair.draft_vocab_map) \
@@ -251,7 +256,7 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     costs = measure_pass_costs(pair, context, range(1, max(ks) + 2))
     _log_costs(log, "pass costs", context, costs)
-    if compiled and pair.draft is not None:
+    if compiled and pair.draft is not None and not pair.feature_draft:
         started = time.perf_counter()
         costs["compiled"] = measure_pass_costs(pair, context, range(1, max(ks) + 2), compiled=True)
         _log_costs(log, f"compiled pass costs ({time.perf_counter() - started:.0f} s compiling and measuring)",

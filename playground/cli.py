@@ -179,6 +179,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
     out = result_dict(result)
     if cfg.compile:
         out["compile_s"] = compile_s
+        out["compile_note"] = session.compile_fallback(pair, cfg)
     if baseline:
         base = session.run(pair, prompt_ids, cfg, speculative=False, constraint=constraint)
         out["baseline"] = {"token_ids": base.token_ids, "text": base.text, "wall_s": base.stats["wall_s"],
@@ -278,7 +279,8 @@ def format_text(out: dict) -> str:
     lines = [out["text"], "", f"-- {s['generated_tokens']} tokens in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {s['acceptance_rate']:.2f}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
     if "compile_s" in out:
-        lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)")
+        lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
+                     + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
     if out["valid"] is not None:
         lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
     if "speedup" in out:

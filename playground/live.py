@@ -30,6 +30,7 @@ class Snapshot:
     result: RunResult | None = None
     baseline: RunResult | None = None
     eos_ids: frozenset = frozenset()
+    note: str = ""  # said next to the metrics: why compiled passes were asked for but not used
 
 
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
@@ -91,7 +92,7 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     """Snapshots of the run as it goes; once `should_stop()` is true the run ends early with what it
     has (phase "stopped": text, stats and baseline so far)."""
     pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
-    snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids)
+    snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids, note=session.compile_fallback(pair, cfg))
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()

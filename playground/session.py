@@ -10,7 +10,7 @@ from playground.engine.proposers import CascadeProposer, DraftModelProposer, Pro
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
-from playground.engine.static import StaticRunner, supports_static
+from playground.engine.static import StaticRunner, why_not_static
 from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
 from playground.limits import MAX_PROMPT_CHARS, at_most
@@ -100,13 +100,25 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
 
     def make(model, threads, vocab_map, shapes):
-        if supports_static(model):
+        if not why_not_static(model):
             return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map)
         return ModelRunner(model, pair.vocab, threads, vocab_map)
     target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
     target = make(pair.target, pair.target_threads, None, target_shapes)
     draft = make(pair.draft, pair.draft_threads, pair.draft_vocab_map, {(1, 1), (2, 1)}) if has_draft else None
     return target, draft
+
+
+def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True) -> str:
+    """Why a cfg.compile run of this pair runs eager, in part or whole; "" when it does not."""
+    if not cfg.compile:
+        return ""
+    has_draft = speculative and pair.draft is not None
+    if has_draft and pair.feature_draft:
+        return "compiled passes are off for this pair: its feature draft reads the eager target's hidden states"
+    reasons = [f"the {name}: {why}" for name, model in (("target", pair.target), ("draft", pair.draft if has_draft else None))
+               if model is not None and (why := why_not_static(model))]
+    return "; ".join(reasons)
 
 
 def eager_runners(pair: Pair, with_draft: bool = True):

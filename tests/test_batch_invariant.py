@@ -53,6 +53,8 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
         assert session.run(pair, prompt, session.settings(k=k, max_new_tokens=40)).token_ids == alone
     compiled = session.settings(k=2, compile=True)  # compiled graphs would not be batch-invariant: eager
     assert not any(isinstance(r, StaticRunner) for r in session.runners(pair, len(prompt), compiled))
+    note = session.compile_fallback(pair, compiled)
+    assert "the target: half precision on a CPU" in note and "the draft: half precision" in note
 
 
 def test_float32_models_are_left_alone(saved_pair):

@@ -29,15 +29,18 @@ def capacity_bucket(need: int) -> int:
     return max(MIN_CAPACITY, 1 << max(need - 1, 1).bit_length())
 
 
-def supports_static(model: torch.nn.Module) -> bool:
-    """Static caches here assume every layer attends to the whole sequence (no sliding windows).
+def why_not_static(model: torch.nn.Module) -> str:
+    """"" when a static cache with compiled passes serves this model, else why it stays eager.
+    Static caches here assume every layer attends to the whole sequence (no sliding windows).
     A batch-invariant model (half precision on a CPU) stays eager too: compiled graphs sum in other
     orders per width, and SmolLM2 in bf16 then broke greedy identity on 2 of 3 prompts (measured)."""
     if getattr(model, "playground_batch_invariant", False):
-        return False
+        return "half precision on a CPU runs eager (compiled passes would change its greedy tokens)"
     text = model.config.get_text_config(decoder=True)
     types = getattr(text, "layer_types", None) or ["full_attention"]
-    return all(t == "full_attention" for t in types)
+    if not all(t == "full_attention" for t in types):
+        return "sliding-window layers run eager (the static cache assumes full attention)"
+    return ""
 
 
 def compiled_forward(model: torch.nn.Module):
