@@ -17,8 +17,10 @@ import json
 import pathlib
 
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from transformers import LlamaConfig, LlamaModel
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 MARKER = "playground_feature_draft"  # key in config.json that marks such a draft
 VOCAB_MAP_FILE = "draft_vocab.safetensors"  # d2t [N - 1]: the token ids of the head's rows
@@ -61,6 +63,40 @@ class FeatureDraft(torch.nn.Module):
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
         return features @ self.head.T  # [n, N - 1]
+
+
+def unrolled(draft: FeatureDraft, ids: torch.Tensor, features: torch.Tensor, depth: int) -> list[torch.Tensor]:
+    """`depth` drafting steps at every position at once, as training sees them (EAGLE-3's
+    training-time test). ids [B, T]: x_{j+1}; features [B, T, H]: the target's f_j (pair j).
+    -> outputs o^s [B, T, H] for s = 1..depth: o^s_j predicts f_{j+1} as the s-th drafted step does
+    when the exact prefix ends at pair j-s+1, so it reads o^{s-1}_{j-1} (its own previous guess) and
+    attends to exact pairs <= j-s+1 and to the guessed pairs after them (step m at position j-s+m).
+    Rows j < s-1 have no such prefix: they are computed but mean nothing."""
+    layer, attn = draft.model.layers[0], draft.model.layers[0].self_attn
+    b, t, _ = features.shape
+    position = torch.arange(t, device=features.device)
+    cos, sin = draft.model.rotary_emb(features, position[None].expand(b, t))
+    embedded = draft.target_embedding(ids).to(features.dtype)
+    keys, values, outs, inp = [], [], [], features
+    for s in range(1, depth + 1):
+        if s > 1:
+            inp = torch.cat([torch.zeros_like(outs[-1][:, :1]), outs[-1][:, :-1]], dim=1)  # o^{s-1}_{j-1}
+        h = draft.fc(torch.cat([inp, embedded], dim=-1))  # [B, T, H]
+        x = layer.input_layernorm(h)
+        q, k, v = (proj(x).view(b, t, -1, attn.head_dim).transpose(1, 2)
+                   for proj in (attn.q_proj, attn.k_proj, attn.v_proj))  # [B, heads, T, d]
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        keys.append(k), values.append(v)
+        # key (m, i) is pair i as step m made it: step 1 (exact) up to j-s+1, step m at j-s+m
+        step, col = torch.arange(1, s + 1).repeat_interleave(t), position.repeat(s)
+        row = position[:, None]
+        allowed = torch.where(step == 1, col <= row - s + 1, col == row - s + step)  # [T, s*T]
+        a = F.scaled_dot_product_attention(q, torch.cat(keys, 2), torch.cat(values, 2), attn_mask=allowed.to(q.device),
+                                           scale=attn.scaling, enable_gqa=True)
+        h = h + attn.o_proj(a.transpose(1, 2).reshape(b, t, -1))
+        h = h + layer.mlp(layer.post_attention_layernorm(h))
+        outs.append(draft.model.norm(h))
+    return outs
 
 
 def is_feature_draft(path: pathlib.Path) -> bool:

@@ -7,10 +7,13 @@ its top-32 next-token probabilities). Phases (artifacts/ keeps the features, so 
   1. features: the target (bfloat16) reads every prompt + answer once; its last hidden states are kept;
   2. train: at every position the draft reads (f_{i-1}, x_i) and is trained to give f_i (smooth L1,
      in units of the features' spread) and the target's next-token distribution (forward KL on its
-     top 32), EAGLE's two losses; the input features carry uniform noise, as in EAGLE, so the
-     draft tolerates reading its own predictions when it drafts several tokens.
+     top 32), EAGLE's two losses; the input features carry uniform noise, as in EAGLE. With
+     --depth D (EAGLE-3's training-time test) the losses also cover drafted steps 2..D, which read
+     the draft's own predicted features and attend to its own guessed pairs, as when it drafts
+     (playground.feature_draft.unrolled).
 
     python scripts/train_smollm2_feature_draft.py --generations artifacts/smollm2_draft/generations-*.pt
+    python scripts/train_smollm2_feature_draft.py --generations ... --init playground/smollm2_feature_draft --lr 5e-4
 """
 import argparse
 import json
@@ -25,7 +28,7 @@ from safetensors.torch import load_file
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft  # noqa: E402
+from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled  # noqa: E402
 from smollm2_prompts import prompts  # noqa: E402
 from train_smollm2_draft import ART, SEED, TOKENIZER, generate_batch, load_target, log  # noqa: E402
 
@@ -96,65 +99,86 @@ def validation_rows(target, tok) -> list[dict]:
     return torch.load(path)
 
 
-@torch.no_grad()
-def top1_agreement(draft: FeatureDraft, data: list) -> float:
-    """How often the draft's first guess (on the target's features) is the target's greedy token."""
-    draft.eval()
-    ids, f_in, _, top_ids, top_p, mask = collate(data)
+def step_losses(draft: FeatureDraft, batch, depth: int, scale: float, noise: float):
+    """-> per drafted step s = 1..depth: (feature loss, distribution loss, top-1 agreement with the
+    target's greedy token), over the positions where step s has an exact prefix (see `unrolled`).
+    scale: the features' spread, the unit of the feature loss; noise: uniform noise on the target's
+    features (same unit), as in EAGLE, so the draft tolerates reading its own predictions."""
+    ids, f_in, f_out, top_ids, top_p, mask = batch
+    noisy = f_in + (torch.rand_like(f_in) * 2 - 1) * noise * scale
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        h = draft.fc(torch.cat([f_in, draft.target_embedding(ids).float()], dim=-1))
-        logits = draft.model(inputs_embeds=h).last_hidden_state.float() @ draft.head.T.float()
-    has = top_p.sum(-1) > 0
+        outs = unrolled(draft, ids, noisy, depth)
+    has = (top_p.sum(-1) > 0) & mask
+    result = []
+    for s, out in enumerate(outs, start=1):
+        out = out.float()
+        valid, scored = mask.clone(), has.clone()
+        valid[:, : s - 1] = scored[:, : s - 1] = False
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = (out @ draft.head.T).float()  # [B, T, N - 1]
+        logp = F.log_softmax(logits, -1)
+        reg = F.smooth_l1_loss(out[valid] / scale, f_out[valid] / scale)
+        picked = logp.gather(-1, top_ids.clamp(max=logits.shape[-1] - 1)) * top_p
+        cls = -picked.sum(-1)[scored].sum() / scored.sum().clamp(min=1)
+        agree = (logp.argmax(-1) == top_ids[..., 0])[scored].float().mean()
+        result.append((reg, cls, agree))
+    return result
+
+
+@torch.no_grad()
+def agreement(draft: FeatureDraft, data: list, depth: int, scale: float) -> list[float]:
+    """Per drafted step, how often the draft's guess is the target's greedy token (no noise)."""
+    draft.eval()
+    scores = [a.item() for _, _, a in step_losses(draft, collate(data), depth, scale, 0.0)]
     draft.train()
-    return (logits.argmax(-1) == top_ids[..., 0])[has & mask].float().mean().item()
+    return scores
 
 
-def train(draft: FeatureDraft, data: list, val: list, minutes: float, scale: float) -> dict:
+def expected_run(scores: list[float]) -> float:
+    """a_1 + a_1 a_2 + ...: a proxy of the tokens a round accepts, for choosing checkpoints."""
+    return sum(math.prod(scores[:s]) for s in range(1, len(scores) + 1))
+
+
+def train(draft: FeatureDraft, data: list, val: list, minutes: float, depth: int, lr: float, scale: float) -> dict:
     """AdamW, warm-up then cosine decay over as many epochs as fit in `minutes` (set by the first);
-    the weights kept are those with the best validation agreement (checked every half epoch)."""
+    the weights kept are those with the best validation score (checked every half epoch). Step s's
+    losses weigh 0.8^(s-1): later guesses count only when the earlier ones were accepted."""
     params = [p for n, p in draft.named_parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=LR, weight_decay=0.0, betas=(0.9, 0.95))
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(SEED)
     per_epoch, epochs, step, started = math.ceil(len(data) / BATCH), 1, 0, time.time()
-    epoch, last, best = 0, {}, (top1_agreement(draft, val), 0, None)
+    scores = agreement(draft, val, depth, scale)
+    log(f"validation top-1 per step {[round(a, 4) for a in scores]} at the start")
+    epoch, last, best = 0, {}, (expected_run(scores), scores, 0, {k: v.clone() for k, v in draft.state_dict().items()})
     while epoch < epochs:
         for chunk in torch.randperm(len(data), generator=gen).split(BATCH):
-            ids, f_in, f_out, top_ids, top_p, mask = collate([data[i] for i in chunk])
             total = epochs * per_epoch
             for group in opt.param_groups:
-                group["lr"] = LR * min(1, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * min(step / total, 1)))
-            noisy = f_in + (torch.rand_like(f_in) * 2 - 1) * NOISE * scale
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                emb = draft.target_embedding(ids).float()
-                h = draft.fc(torch.cat([noisy, emb], dim=-1))
-                out = draft.model(inputs_embeds=h).last_hidden_state.float()  # [B, T, H]
-                logits = (out @ draft.head.T).float()  # [B, T, N - 1]
-            reg = F.smooth_l1_loss(out[mask] / scale, f_out[mask] / scale)
-            logp = F.log_softmax(logits, -1)
-            has = top_p.sum(-1) > 0
-            cls = -(logp.gather(-1, top_ids.clamp(max=logits.shape[-1] - 1)) * top_p).sum() / has.sum().clamp(min=1)
-            loss = reg + W_CLS * cls
+                group["lr"] = lr * min(1, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * min(step / total, 1)))
+            per_step = step_losses(draft, collate([data[i] for i in chunk]), depth, scale, NOISE)
+            loss = sum(0.8 ** s * (reg + W_CLS * cls) for s, (reg, cls, _) in enumerate(per_step))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step += 1
             if step % 50 == 0:
-                agree = (logp.argmax(-1) == top_ids[..., 0])[has].float().mean().item()
-                last = dict(reg=round(reg.item(), 4), cls=round(cls.item(), 4), top1=round(agree, 4))
+                last = dict(reg=[round(r.item(), 4) for r, _, _ in per_step],
+                            cls=[round(c.item(), 4) for _, c, _ in per_step],
+                            top1=[round(a.item(), 4) for _, _, a in per_step])
                 log(f"epoch {epoch} step {step}/{total}: {last}, {time.time() - started:.0f} s")
             if step % (per_epoch // 2) == 0:
-                score = top1_agreement(draft, val)
-                log(f"validation top-1 {score:.4f} at step {step}")
-                if score > best[0]:
-                    best = (score, step, {k: v.clone() for k, v in draft.state_dict().items()})
+                scores = agreement(draft, val, depth, scale)
+                log(f"validation top-1 per step {[round(a, 4) for a in scores]} at step {step}")
+                if expected_run(scores) > best[0]:
+                    best = (expected_run(scores), scores, step, {k: v.clone() for k, v in draft.state_dict().items()})
         epoch += 1
         if epoch == 1:
             epochs = max(1, int(60 * minutes / (time.time() - started)))
             log(f"{epochs} epochs fit in {minutes} minutes")
-    draft.load_state_dict(best[2])
-    return dict(epochs=epochs, steps=step, train_s=round(time.time() - started), validation_top1=round(best[0], 4),
-                best_step=best[1], **last)
+    draft.load_state_dict(best[3])
+    return dict(epochs=epochs, steps=step, train_s=round(time.time() - started), depth=depth, lr=lr,
+                validation_top1_per_step=[round(a, 4) for a in best[1]], best_step=best[2], **last)
 
 
 def main() -> None:
@@ -163,6 +187,9 @@ def main() -> None:
     parser.add_argument("--out", default="playground/smollm2_feature_draft")
     parser.add_argument("--intermediate", type=int, default=1536)
     parser.add_argument("--train-minutes", type=float, default=30)
+    parser.add_argument("--depth", type=int, default=3, help="drafted steps trained at once (1: first guesses only)")
+    parser.add_argument("--lr", type=float, default=LR)
+    parser.add_argument("--init", help="start from this trained draft (a directory) instead of random weights")
     parser.add_argument("--limit", type=int, default=0, help="use only this many rows (smoke runs)")
     args = parser.parse_args()
     torch.manual_seed(SEED)
@@ -177,17 +204,19 @@ def main() -> None:
     t2d = torch.full((len(tok),), other, dtype=torch.long)
     t2d[d2t] = torch.arange(len(d2t))
     sample = torch.cat([f.float() for f in feats[:200]])
-    scale = sample.std().item()  # the features' spread: the noise and the feature loss are in its units
+    scale = sample.std().item()  # the features' spread
     log(f"{len(rows)} rows, {sum(len(f) for f in feats)} positions, feature std {scale:.3f}")
     val_rows = validation_rows(target, tok)
     val_feats = extract_features(target, val_rows, ART / "features-validation.pt")
     torch.manual_seed(SEED)
     target = target.float().requires_grad_(False)
     draft = FeatureDraft(draft_config(target.config, args.intermediate)).attach(target, d2t)
+    if args.init:
+        draft.load_state_dict(load_file(pathlib.Path(args.init) / "model.safetensors"))
     draft.model.embed_tokens.weight.requires_grad_(False)
     data = list(examples(rows, feats, t2d, other))
     val = list(examples(val_rows, val_feats, t2d, other))
-    metrics = train(draft, data, val, args.train_minutes, scale)
+    metrics = train(draft, data, val, args.train_minutes, args.depth, args.lr, scale)
     out = pathlib.Path(args.out)
     save_feature_draft(draft, d2t, out)
     metrics.update(rows=len(rows), positions=sum(len(f) for f in feats), feature_std=round(scale, 4),

@@ -4,14 +4,14 @@ target's own features; it loads from a directory and refuses what it cannot serv
 import pytest
 import torch
 
-from playground import models, session
+from playground import cli, models, session
 from playground.constraints import compile_constraint, from_user
 from playground.engine.cache import new_cache
 from playground.engine.proposers import DraftModelProposer
 from playground.engine.speculative import speculate
 from playground.engine.static import StaticRunner
 from playground.errors import PlaygroundError
-from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft
+from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled
 from tests import tiny
 from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, V, chi_square_p, exact_joint, sample_counts
 
@@ -63,6 +63,24 @@ def test_the_cache_keeps_only_pairs_made_from_the_targets_features(pair):
     assert torch.allclose(got.keys, want.keys, atol=1e-5) and torch.allclose(got.values, want.values, atol=1e-5)
 
 
+def test_training_unrolls_drafting_as_the_runner_drafts(pair):
+    """`unrolled` (the training's view of several drafted steps) gives, at every position, what
+    drafting with the cache gives: an exact prefix, then steps that read the draft's own guesses."""
+    seq = pair.tokenizer("def parse(text):\n    return text.split()\n").input_ids
+    with torch.no_grad():
+        features = pair.target.get_decoder()(input_ids=torch.tensor([seq])).last_hidden_state  # [1, T+1, H]
+        ids, feats = torch.tensor([seq[1:]]), features[:, :-1]  # pair j: (f_j, x_{j+1})
+        outs = unrolled(pair.draft, ids, feats, depth=3)
+        for end in (0, 3, 7):  # exact pairs 0..end, then steps 2 and 3 on the draft's guesses
+            cache = new_cache(pair.draft.config)
+            guess = pair.draft.step(ids[0, : end + 1], feats[0, : end + 1], cache)[0][-1]
+            assert torch.allclose(guess, outs[0][0, end], atol=1e-4)
+            for s in (2, 3):
+                j = end + s - 1
+                guess = pair.draft.step(ids[0, j:j + 1], guess[None], cache)[0][-1]
+                assert torch.allclose(guess, outs[s - 1][0, j], atol=1e-4)
+
+
 def test_sampling_matches_the_target():
     tok = tiny.letters_tokenizer(V)
     target = tiny.tiny_model("qwen2", vocab=V, hidden=32, layers=1, seed=21, eos_id=V - 1, init_std=0.6)
@@ -94,6 +112,9 @@ def test_loads_from_a_directory_and_stays_eager_under_compile(tmp_path, tokenize
     cfg = session.settings(k=3, max_new_tokens=20, compile=True)
     assert not any(isinstance(r, StaticRunner) for r in session.runners(pair, len(prompt), cfg))
     assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+    out = cli.generate_report(pair, prompt, cfg, baseline=False, num_samples=1)  # the user is told, not left guessing
+    assert "feature draft" in out["compile_note"] and "feature draft" in cli.format_text(out)
+    assert session.compile_fallback(pair, cfg, speculative=False) == ""  # the target alone does compile
 
 
 def test_refuses_a_target_of_another_width_and_prompt_lookup_cascades(tmp_path, tokenizer, target):
