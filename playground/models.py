@@ -324,9 +324,10 @@ def _feature_draft_dir(draft_id: str) -> pathlib.Path | None:
 
 
 def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str, vocab: int):
-    """-> (feature draft attached to this target, its CPU decode threads); cached per target."""
-    key = ("feature", draft_id, target_id, str(target.device), str(target.dtype))
-    if (hit := CACHE.get(key)) is not None:
+    """-> (feature draft attached to this target, its CPU decode threads); kept on the target object,
+    so it is freed with the target when the LRU evicts it (it holds the target's embedding)."""
+    kept = target.__dict__.setdefault("_playground_feature_drafts", {})
+    if (hit := kept.get(draft_id)) is not None:
         return hit
     from safetensors.torch import load_file
     try:
@@ -338,8 +339,7 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None
     draft.playground_vocab_map = d2t
-    loaded = (draft, fastest_decode_threads(draft))
-    CACHE.put(key, loaded)
+    kept[draft_id] = loaded = (draft, fastest_decode_threads(draft))
     return loaded
 
 

@@ -1,6 +1,8 @@
 """A feature draft (EAGLE-style: it reads the target's hidden states) keeps speculation exact, greedy
 and sampled, with a constraint too; after every round its cache holds only pairs made from the
 target's own features; it loads from a directory and refuses what it cannot serve."""
+import weakref
+
 import pytest
 import torch
 
@@ -115,6 +117,21 @@ def test_loads_from_a_directory_and_stays_eager_under_compile(tmp_path, tokenize
     out = cli.generate_report(pair, prompt, cfg, baseline=False, num_samples=1)  # the user is told, not left guessing
     assert "feature draft" in out["compile_note"] and "feature draft" in cli.format_text(out)
     assert session.compile_fallback(pair, cfg, speculative=False) == ""  # the target alone does compile
+
+
+def test_the_draft_lives_as_long_as_its_target(tmp_path, tokenizer, target):
+    """Kept on the target: loaded once per target, freed with it when the LRU evicts the target."""
+    t_dir = tiny.save(target, tokenizer, tmp_path / "target")
+    save_feature_draft(feature_draft(target, [0, 1, 2]), torch.tensor([0, 1, 2]), tmp_path / "draft")
+    first = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
+    assert models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu").draft is first.draft
+    gone = weakref.ref(first.draft)
+    for key in [k for k in models.CACHE.entries if k[0] == str(t_dir)]:  # the LRU evicts the target
+        models.CACHE.entries.pop(key)
+    again = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
+    assert again.draft.target_embedding is again.target.get_input_embeddings()
+    del first
+    assert gone() is None
 
 
 def test_refuses_a_target_of_another_width_and_prompt_lookup_cascades(tmp_path, tokenizer, target):
