@@ -128,7 +128,7 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
         log(f"(no engine-compiled row: {why})")
     elif compiled and pair.draft is not None:
         if why:
-            log(f"(engine-compiled runs partly eager: {why})")
+            log(f"(engine-compiled, eager where it cannot compile: {why})")
         methods.insert(methods.index("engine") + 1, COMPILED)
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
@@ -233,12 +233,13 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
 
 
 def _cost_runners(pair: Pair, capacity: int, widths: range, compiled: bool):
-    """The runners the engine would use: eager, or static with every measured width compiled."""
+    """The runners the engine would use: eager, or static with every measured width compiled where
+    the model supports it."""
     if not compiled:
         return session.eager_runners(pair)
-    target = StaticRunner(pair.target, pair.vocab, capacity, {(w, w) for w in widths}, pair.target_threads)
-    draft = StaticRunner(pair.draft, pair.vocab, capacity, {(1, 1)}, pair.draft_threads, pair.draft_vocab_map) \
-        if pair.draft is not None else None
+    target = session.static_or_eager(pair, pair.target, capacity, {(w, w) for w in widths}, pair.target_threads)
+    draft = session.static_or_eager(pair, pair.draft, capacity, {(1, 1)}, pair.draft_threads,
+                                    pair.draft_vocab_map) if pair.draft is not None else None
     for runner in (target, draft):
         if isinstance(runner, StaticRunner):
             runner.warm()

@@ -72,6 +72,8 @@ def unrolled(draft: FeatureDraft, ids: torch.Tensor, features: torch.Tensor, dep
     when the exact prefix ends at pair j-s+1, so it reads o^{s-1}_{j-1} (its own previous guess) and
     attends to exact pairs <= j-s+1 and to the guessed pairs after them (step m at position j-s+m).
     Rows j < s-1 have no such prefix: they are computed but mean nothing."""
+    if len(draft.model.layers) != 1:
+        raise ValueError("unrolled computes one-layer drafts only")
     layer, attn = draft.model.layers[0], draft.model.layers[0].self_attn
     b, t, _ = features.shape
     position = torch.arange(t, device=features.device)
@@ -88,10 +90,10 @@ def unrolled(draft: FeatureDraft, ids: torch.Tensor, features: torch.Tensor, dep
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
         keys.append(k), values.append(v)
         # key (m, i) is pair i as step m made it: step 1 (exact) up to j-s+1, step m at j-s+m
-        step, col = torch.arange(1, s + 1).repeat_interleave(t), position.repeat(s)
+        step, col = torch.arange(1, s + 1, device=position.device).repeat_interleave(t), position.repeat(s)
         row = position[:, None]
         allowed = torch.where(step == 1, col <= row - s + 1, col == row - s + step)  # [T, s*T]
-        a = F.scaled_dot_product_attention(q, torch.cat(keys, 2), torch.cat(values, 2), attn_mask=allowed.to(q.device),
+        a = F.scaled_dot_product_attention(q, torch.cat(keys, 2), torch.cat(values, 2), attn_mask=allowed,
                                            scale=attn.scaling, enable_gqa=True)
         h = h + attn.o_proj(a.transpose(1, 2).reshape(b, t, -1))
         h = h + layer.mlp(layer.post_attention_layernorm(h))

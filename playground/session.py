@@ -92,30 +92,35 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
 def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = True):
     """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
     static caches with compiled passes: the target's verify over k+1 tokens and its one-token step,
-    the draft's step over one or two new tokens. Models with sliding-window layers and pairs with a
-    feature draft (it reads the eager target's hidden states) stay eager."""
+    the draft's step over one or two new tokens. Models with sliding-window layers stay eager, and
+    so do pairs with a feature draft (it reads the eager target's hidden states), target-only runs
+    included, so a comparison sets eager against eager."""
     has_draft = speculative and pair.draft is not None
-    if not cfg.compile or (has_draft and pair.feature_draft):
+    if not cfg.compile or pair.feature_draft:
         return eager_runners(pair, has_draft)
     capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
-
-    def make(model, threads, vocab_map, shapes):
-        if not why_not_static(model):
-            return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map)
-        return ModelRunner(model, pair.vocab, threads, vocab_map)
     target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
-    target = make(pair.target, pair.target_threads, None, target_shapes)
-    draft = make(pair.draft, pair.draft_threads, pair.draft_vocab_map, {(1, 1), (2, 1)}) if has_draft else None
+    target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads)
+    draft = static_or_eager(pair, pair.draft, capacity, {(1, 1), (2, 1)}, pair.draft_threads,
+                            pair.draft_vocab_map) if has_draft else None
     return target, draft
+
+
+def static_or_eager(pair: Pair, model, capacity: int, shapes: set, threads, vocab_map=None) -> ModelRunner:
+    """A StaticRunner with compiled passes at these (width, kept logits) shapes where the model
+    supports one (see why_not_static), else an eager runner."""
+    if not why_not_static(model):
+        return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map)
+    return ModelRunner(model, pair.vocab, threads, vocab_map)
 
 
 def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True) -> str:
     """Why a cfg.compile run of this pair runs eager, in part or whole; "" when it does not."""
     if not cfg.compile:
         return ""
-    has_draft = speculative and pair.draft is not None
-    if has_draft and pair.feature_draft:
+    if pair.feature_draft:
         return "compiled passes are off for this pair: its feature draft reads the eager target's hidden states"
+    has_draft = speculative and pair.draft is not None
     reasons = [f"the {name}: {why}" for name, model in (("target", pair.target), ("draft", pair.draft if has_draft else None))
                if model is not None and (why := why_not_static(model))]
     return "; ".join(reasons)

@@ -140,15 +140,17 @@ def expected_run(scores: list[float]) -> float:
 
 
 def train(draft: FeatureDraft, data: list, val: list, minutes: float, depth: int, lr: float, scale: float) -> dict:
-    """AdamW, warm-up then cosine decay over as many epochs as fit in `minutes` (set by the first);
+    """AdamW, warm-up then cosine decay over as many epochs as fit in `minutes` (estimated from the
+    first 20 steps, inside the warm-up, so the cosine runs once over the whole run);
     the weights kept are those with the best validation score (checked every half epoch). Step s's
     losses weigh 0.8^(s-1): later guesses count only when the earlier ones were accepted."""
     params = [p for n, p in draft.named_parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(SEED)
-    per_epoch, epochs, step, started = math.ceil(len(data) / BATCH), 1, 0, time.time()
+    per_epoch, epochs, step = math.ceil(len(data) / BATCH), 1, 0
     scores = agreement(draft, val, depth, scale)
     log(f"validation top-1 per step {[round(a, 4) for a in scores]} at the start")
+    started = time.time()
     epoch, last, best = 0, {}, (expected_run(scores), scores, 0, {k: v.clone() for k, v in draft.state_dict().items()})
     while epoch < epochs:
         for chunk in torch.randperm(len(data), generator=gen).split(BATCH):
@@ -162,20 +164,20 @@ def train(draft: FeatureDraft, data: list, val: list, minutes: float, depth: int
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             step += 1
+            if step == 20:
+                epochs = max(1, int(60 * minutes / ((time.time() - started) / 20 * per_epoch * 1.05)))
+                log(f"{epochs} epochs fit in {minutes} minutes")
             if step % 50 == 0:
                 last = dict(reg=[round(r.item(), 4) for r, _, _ in per_step],
                             cls=[round(c.item(), 4) for _, c, _ in per_step],
                             top1=[round(a.item(), 4) for _, _, a in per_step])
                 log(f"epoch {epoch} step {step}/{total}: {last}, {time.time() - started:.0f} s")
-            if step % (per_epoch // 2) == 0:
+            if step % max(1, per_epoch // 2) == 0:
                 scores = agreement(draft, val, depth, scale)
                 log(f"validation top-1 per step {[round(a, 4) for a in scores]} at step {step}")
                 if expected_run(scores) > best[0]:
                     best = (expected_run(scores), scores, step, {k: v.clone() for k, v in draft.state_dict().items()})
         epoch += 1
-        if epoch == 1:
-            epochs = max(1, int(60 * minutes / (time.time() - started)))
-            log(f"{epochs} epochs fit in {minutes} minutes")
     draft.load_state_dict(best[3])
     return dict(epochs=epochs, steps=step, train_s=round(time.time() - started), depth=depth, lr=lr,
                 validation_top1_per_step=[round(a, 4) for a in best[1]], best_step=best[2], **last)
