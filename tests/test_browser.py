@@ -74,6 +74,7 @@ def test_share_link_run_chart_and_stop(page, app_url):
 def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
     expect(page.locator("#stop-button")).to_be_disabled(timeout=30_000)
+    expect(page.locator("#max-tokens input[type=number]")).to_have_value("16", timeout=30_000)  # link restored
     expect(page.locator("#share-link")).to_be_hidden()  # no empty link box before there is a link
     page.click("#share-button")
     expect(page.locator("#share-link textarea")).to_have_value(re.compile("max_new_tokens=16"), timeout=30_000)
