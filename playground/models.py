@@ -1,6 +1,7 @@
 """Load target/draft pairs: device and dtype, tokenizer checks, an LRU of loaded models, progress and
 errors that name the model and say what to do."""
 import collections
+import gc
 import os
 import pathlib
 from dataclasses import dataclass
@@ -114,13 +115,20 @@ class ModelCache:
         self.entries[key] = value
         self.entries.move_to_end(key)
         while len(self.entries) > self.max_entries:
-            self.entries.popitem(last=False)
+            self._evict_oldest()
 
     def make_room(self, need_bytes: int, device: torch.device) -> None:
         while self.entries and free_memory(device) < need_bytes * 1.2:
-            self.entries.popitem(last=False)
+            self._evict_oldest()
             if device.type == "cuda":
                 torch.cuda.empty_cache()
+
+    def _evict_oldest(self) -> None:
+        """Drop the oldest entry and collect it now: patched (bf16 CPU) and compiled models sit in
+        reference cycles, which would otherwise keep their weights until some later collection,
+        and make_room would see no memory freed and evict everything."""
+        self.entries.popitem(last=False)
+        gc.collect()
 
 
 CACHE = ModelCache()

@@ -1,7 +1,9 @@
 """Presets parse and pair drafts with targets of the same tokenizer family; the shipped demo pair
 loads offline and decodes losslessly; loading errors name the model and say what to do."""
+import gc
 import json
 import pathlib
+import weakref
 
 import pytest
 import torch
@@ -78,6 +80,22 @@ def test_models_are_cached(saved_pair):
     first = models.load_pair(str(target), str(draft), "cpu")
     again = models.load_pair(str(target), str(draft), "cpu")
     assert first.target is again.target and first.draft is again.draft
+
+
+def test_eviction_frees_a_model_at_once(saved_pair):
+    """make_room drops the oldest entries and collects them before it measures free memory again: a
+    bf16 CPU model (its patched products hold reference cycles) is gone at once, not at some later GC."""
+    target, _ = saved_pair
+    models.CACHE.entries.clear()
+    model, _, _ = models.load_model(str(target), torch.device("cpu"), torch.bfloat16)
+    gone = [weakref.ref(m) for m in model.modules() if isinstance(m, torch.nn.Linear)]  # the weights' holders
+    del model
+    gc.disable()  # only make_room's own collection may free them
+    try:
+        models.CACHE.make_room(2**62, torch.device("cpu"))  # more than any machine has: evict everything
+        assert not models.CACHE.entries and gone and all(ref() is None for ref in gone)
+    finally:
+        gc.enable()
 
 
 def test_progress_is_reported(saved_pair):
