@@ -123,13 +123,14 @@ def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sam
 
 def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False) -> list[str]:
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
-    why = session.compile_fallback(pair, dataclasses.replace(cfg, compile=True)) if compiled else ""
-    if compiled and pair.draft is not None and pair.feature_draft:
-        log(f"(no engine-compiled row: {why})")
-    elif compiled and pair.draft is not None:
-        if why:
-            log(f"(engine-compiled, eager where it cannot compile: {why})")
-        methods.insert(methods.index("engine") + 1, COMPILED)
+    if compiled and pair.draft is not None:
+        why = session.compile_fallback(pair, dataclasses.replace(cfg, compile=True))
+        if pair.feature_draft:
+            log(f"(no engine-compiled row: {why})")
+        else:
+            if why:
+                log(f"(engine-compiled, eager where it cannot compile: {why})")
+            methods.insert(methods.index("engine") + 1, COMPILED)
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
         methods.remove("hf-assisted")
