@@ -62,11 +62,22 @@ class StaticRunner(ModelRunner):
                  vocab_map: torch.Tensor | None = None):
         super().__init__(model, vocab, threads, vocab_map)
         self.capacity = capacity_bucket(capacity)
-        self.cache = StaticCache(config=model.config, max_cache_len=self.capacity)
+        self.cache = self._allocated_cache(model)
         self.shapes = frozenset(shapes)
         self.compiled = compiled_forward(model)
         self.compile_s = 0.0
         self._length = 0
+
+    def _allocated_cache(self, model: torch.nn.Module) -> StaticCache:
+        """A StaticCache with its buffers [1, kv heads, capacity, head dim] allocated now, not on the
+        first pass: compiled graphs guard on whether the cache is allocated, so a graph compiled
+        (in `warm`) before a run's eager prefill would be compiled again inside the run."""
+        cache = StaticCache(config=model.config, max_cache_len=self.capacity)
+        text = model.config.get_text_config(decoder=True)
+        heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+        head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+        cache.early_initialization(1, heads, head_dim, model.dtype, model.device)
+        return cache
 
     @property
     def length(self) -> int:
@@ -86,9 +97,12 @@ class StaticRunner(ModelRunner):
         seen = self.model.__dict__["_playground_graphs"]
         return sorted(s for s in self.shapes if s + (self.capacity,) not in seen)
 
+    @torch.inference_mode()
     def warm(self, before_each=None) -> float:
         """Compile every pending shape now (placeholder tokens at position 0, then forgotten);
-        `before_each(width)` is called first for each. -> seconds spent compiling so far."""
+        `before_each(width)` is called first for each. -> seconds spent compiling so far.
+        Inference mode as in the engine's runs: a graph compiled with autograd on would be
+        compiled again, inside the run's clock, when the run (under inference mode) first calls it."""
         for width, keep in self.pending_compiles():
             if before_each:
                 before_each(width)
