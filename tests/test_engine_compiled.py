@@ -2,6 +2,9 @@
 greedy output identical to transformers' own greedy decoding of the target, the target's sampling
 distribution (chi-square), constraints, EOS inside a round, exact rollback; and no run
 compiles inside its clock. Real torch.compile (inductor's C++ backend on this CPU), tiny real models."""
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -99,6 +102,32 @@ def test_runs_compile_nothing_after_compile_graphs(target, noisy_draft, tokenize
     second = session.run(pair, prompt, cfg)
     assert dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") == graphs
     assert second.token_ids == first.token_ids
+
+
+def test_each_model_runs_its_own_graphs():
+    """Compiled calls check only guards on their arguments (guards_on_arguments), so models must not
+    share graphs: two models with the same cache and input shapes but other weights and vocabularies
+    each give their own eager logits."""
+    models = [tiny.tiny_model(vocab=320, seed=0), tiny.tiny_model(vocab=400, seed=1)]
+    prefix, step = torch.arange(10, 20), torch.tensor([7])
+    for model in models + models:  # the second model's pass may not take the first's graph, nor the reverse
+        static = StaticRunner(model, model.config.vocab_size, 64, {(1, 1)})
+        eager = ModelRunner(model, model.config.vocab_size)
+        static.forward(prefix, keep=1), eager.forward(prefix, keep=1)
+        torch.testing.assert_close(static.forward(step, keep=1), eager.forward(step, keep=1), rtol=1e-4, atol=1e-4)
+
+
+def test_a_compiled_model_is_freed_with_its_graphs():
+    """A model's own compiled forward (and dynamo's graphs on its code object) keep nothing alive
+    once the model is dropped: the model cache's eviction frees its memory."""
+    model = tiny.tiny_model(seed=2)
+    static = StaticRunner(model, model.config.vocab_size, 64, {(1, 1)})
+    static.warm()
+    static.forward(torch.tensor([5]), keep=1)
+    gone = weakref.ref(model)
+    del model, static
+    gc.collect()
+    assert gone() is None
 
 
 def test_capacity_buckets():
