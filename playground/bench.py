@@ -172,6 +172,7 @@ def _row(method: str, cfg: SpecConfig, totals: dict, samples: dict, pass_costs: 
     row = {"method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
            "tokens_per_s": tokens / seconds if seconds else 0.0,
            "speedup": (tokens / seconds) / (base_tokens / base) if base and base_tokens and seconds else None,
+           "speedup_range": _speedup_range(totals[method], totals.get("target"), tokens, base_tokens),
            "acceptance_rate": sum(s.accepted for s in samples[method]) / proposed if proposed else None,
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in samples[method])),
            "seconds": seconds, "tokens": tokens}
@@ -181,6 +182,15 @@ def _row(method: str, cfg: SpecConfig, totals: dict, samples: dict, pass_costs: 
     if cfg.sampling.greedy and "target" in samples:
         row["identical"] = all(a.ids == b.ids for a, b in zip(samples[method], samples["target"]))
     return row
+
+
+def _speedup_range(seconds: list[float], base: list[float] | None, tokens: int, base_tokens: int):
+    """[lowest, highest] speedup over the repeats, each repeat's method against the same repeat's
+    target-only runs (interleaved with it); None without a target row."""
+    if not base or not base_tokens or not all(seconds):
+        return None
+    ratios = [(tokens / s) / (base_tokens / b) for s, b in zip(seconds, base)]
+    return [min(ratios), max(ratios)]
 
 
 def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
@@ -281,7 +291,7 @@ def _log_costs(log, title: str, context: int, costs: dict) -> None:
 
 def _fmt(row: dict) -> str:
     parts = [f"{row['method']:>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
-    for key, fmt in (("speedup", "{:.2f}x"), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
+    for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", "({0[0]:.2f}-{0[1]:.2f})"), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
                      ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
         if row.get(key) is not None:
             parts.append(fmt.format(row[key]))
@@ -289,10 +299,11 @@ def _fmt(row: dict) -> str:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = "| method | k | T | tokens/s | speedup | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
+    head = "| method | k | T | tokens/s | speedup (range over repeats) | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
-        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | {cell(r['speedup'], '{:.2f}x')} | "
+        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | {cell(r['speedup'], '{:.2f}x')}"
+        f"{cell(r.get('speedup_range'), ' ({0[0]:.2f}-{0[1]:.2f})')} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
 

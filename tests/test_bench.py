@@ -16,6 +16,8 @@ def test_smoke_every_method(target, noisy_draft, tokenizer):
         assert row["tokens_per_s"] > 0 and row["identical"] is True, row
     by_method = {r["method"]: r for r in rows}
     assert by_method["target"]["speedup"] == 1.0
+    for row in rows:  # one repeat: the range is that repeat's own ratio
+        assert row["speedup_range"] == [row["speedup"]] * 2
     assert 0 <= by_method["engine"]["acceptance_rate"] <= 1
     assert by_method["engine"]["tokens_per_target_pass"] > by_method["target"]["tokens_per_target_pass"]
 
