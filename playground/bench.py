@@ -187,7 +187,7 @@ def _row(method: str, cfg: SpecConfig, totals: dict, samples: dict, pass_costs: 
 def _speedup_range(seconds: list[float], base: list[float] | None, tokens: int, base_tokens: int):
     """[lowest, highest] speedup over the repeats, each repeat's method against the same repeat's
     target-only runs (interleaved with it); None without a target row."""
-    if not base or not base_tokens or not all(seconds):
+    if not base or not base_tokens or not all(seconds) or not all(base):
         return None
     ratios = [(tokens / s) / (base_tokens / b) for s, b in zip(seconds, base)]
     return [min(ratios), max(ratios)]

@@ -118,16 +118,19 @@ def test_each_model_runs_its_own_graphs():
 
 
 def test_a_compiled_model_is_freed_with_its_graphs():
-    """A model's own compiled forward (and dynamo's graphs on its code object) keep nothing alive
-    once the model is dropped: the model cache's eviction frees its memory."""
+    """Neither the model nor its graphs outlive it: dynamo keeps graphs on the code object of the
+    model's own forward, which outlives the model, so they are dropped when the model is freed."""
     model = tiny.tiny_model(seed=2)
     static = StaticRunner(model, model.config.vocab_size, 64, {(1, 1)})
     static.warm()
     static.forward(torch.tensor([5]), keep=1)
+    code = static.compiled._torchdynamo_orig_callable.__code__
+    assert len(torch._C._dynamo.eval_frame._debug_get_cache_entry_list(code)) == 1
     gone = weakref.ref(model)
     del model, static
     gc.collect()
     assert gone() is None
+    assert torch._C._dynamo.eval_frame._debug_get_cache_entry_list(code) == []
 
 
 def test_capacity_buckets():

@@ -7,7 +7,7 @@ a tensor, so moving it costs no recompilation). Stale positions past the length 
 the causal mask hides every key after the query's own position.
 
 Passes whose (width, logits kept) is in `shapes` (the draft's one-token step, the target's
-k+1-token verify) go through `torch.compile(model.forward, dynamic=False)`: one graph per (model, width, capacity),
+k+1-token verify) run compiled (`torch.compile(..., dynamic=False)`): one graph per (model, width, capacity),
 compiled on first use and kept for the life of the process (inductor's C++ backend with a C++
 wrapper on a CPU; "reduce-overhead", i.e. CUDA graphs, on a GPU). Other widths (the prefill, a short
 final round) run the same model eagerly on the same cache.
@@ -16,9 +16,11 @@ A compiled call first checks dynamo's guards: by default ~750 of them for the 2-
 (its module tree, transformers' globals), 0.4-0.6 ms a call on this CPU, a tenth of a round. Each
 model therefore gets a forward with a code object of its own (dynamo keeps graphs per code object,
 so a call looks only among its model's graphs) whose guards look only at the call's arguments and at
-torch's global state (`guards_on_arguments`): 0.05-0.1 ms a call."""
+torch's global state (`guards_on_arguments`): 0.05-0.1 ms a call. A runner's passes all run in
+inference mode, so its cache and every graph agree on the tensors' kind."""
 import time
 import types
+import weakref
 
 import torch
 from transformers import StaticCache
@@ -61,7 +63,14 @@ def compiled_forward(model: torch.nn.Module):
             fn = torch.compile(own_forward(model), dynamic=False, options=options)
         model.__dict__["_playground_compiled"] = fn
         model.__dict__["_playground_graphs"] = set()  # signatures compiled so far
+        weakref.finalize(model, forget_graphs, fn._torchdynamo_orig_callable.__code__)
     return fn
+
+
+def forget_graphs(code: types.CodeType) -> None:
+    """Drop the graphs dynamo keeps on a freed model's code object, which outlives the model
+    (without this, ~6.7 MiB per dropped test-sized model with three graphs, measured)."""
+    torch._C._dynamo.eval_frame.reset_code(code)
 
 
 ARGUMENTS = "inputs"  # the name of own_forward's keyword arguments, which guard sources start with
@@ -82,11 +91,13 @@ GLOBAL_STATE = {"GRAD_MODE", "GLOBAL_STATE", "TORCH_FUNCTION_STATE", "DEFAULT_DE
 def guards_on_arguments(entries) -> list[bool]:
     """Dynamo's guard filter: keep the guards on the call's arguments (token ids, positions,
     logits_to_keep, the cache's buffers, length pointers, layer count and capacity) and on torch's
-    global state (inference mode...); drop those on the model's modules and on library globals.
-    Sound here because the function is this model's own (own_forward), the parameters are inputs
-    of the graph read at every call, and nothing changes a loaded model's modules, or transformers'
-    functions, after its first compile."""
-    return [e.guard_type in GLOBAL_STATE or (e.name or "").startswith(ARGUMENTS + "[") for e in entries]
+    global state (inference mode...), the set of argument names included; drop those on the
+    model's modules and on library globals.
+    Sound here because the function is this model's own (own_forward) and nothing changes a loaded
+    model's modules or weights, or transformers' functions, after its first compile (a graph would
+    not see, say, a replaced lm_head or a hook added to a layer)."""
+    return [e.guard_type in GLOBAL_STATE or e.name == ARGUMENTS or (e.name or "").startswith(ARGUMENTS + "[")
+            for e in entries]
 
 
 class StaticRunner(ModelRunner):
@@ -108,10 +119,13 @@ class StaticRunner(ModelRunner):
         first pass: compiled graphs guard on whether the cache is allocated, so a graph compiled
         (in `warm`) before a run's eager prefill would be compiled again inside the run."""
         cache = StaticCache(config=model.config, max_cache_len=self.capacity)
+        if len(set(getattr(model, "hf_device_map", {}).values())) > 1:
+            return cache  # spread over devices: each layer's buffers go where its first keys are
         text = model.config.get_text_config(decoder=True)
         heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
         head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-        cache.early_initialization(1, heads, head_dim, model.dtype, model.device)
+        with torch.inference_mode():  # buffers of the kind the passes (in inference mode) write
+            cache.early_initialization(1, heads, head_dim, model.dtype, model.device)
         return cache
 
     @property
@@ -145,6 +159,7 @@ class StaticRunner(ModelRunner):
             self.reset()
         return self.compile_s
 
+    @torch.inference_mode()
     def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
         n = len(ids)
         if self._length + n > self.capacity:
@@ -152,6 +167,8 @@ class StaticRunner(ModelRunner):
                                   f"{self._length + n}")
         if self.t2d is not None:
             ids = self.t2d[ids]
+        elif not ids.is_inference():
+            ids = ids.clone()  # an inference tensor, as in every other call: graphs guard on the kind
         position = torch.arange(self._length, self._length + n, device=self.device)
         args = dict(input_ids=ids[None], past_key_values=self.cache, cache_position=position,
                     position_ids=position[None], use_cache=True, logits_to_keep=keep)
