@@ -146,12 +146,9 @@ class StaticRunner(ModelRunner):
         seen = self.model.__dict__["_playground_graphs"]
         return sorted(s for s in self.shapes if s + (self.capacity,) not in seen)
 
-    @torch.inference_mode()
     def warm(self, before_each=None) -> float:
         """Compile every pending shape now (placeholder tokens at position 0, then forgotten);
-        `before_each(width)` is called first for each. -> seconds spent compiling so far.
-        Inference mode as in the engine's runs: a graph compiled with autograd on would be
-        compiled again, inside the run's clock, when the run (under inference mode) first calls it."""
+        `before_each(width)` is called first for each. -> seconds spent compiling so far."""
         for width, keep in self.pending_compiles():
             if before_each:
                 before_each(width)
@@ -159,8 +156,8 @@ class StaticRunner(ModelRunner):
             self.reset()
         return self.compile_s
 
-    @torch.inference_mode()
-    def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+    @torch.inference_mode()  # always, warm-up included: a graph compiled with autograd on would be
+    def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:  # compiled again in a run
         n = len(ids)
         if self._length + n > self.capacity:
             raise PlaygroundError(f"the static cache holds {self.capacity} positions; this pass needs "
