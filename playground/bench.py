@@ -289,9 +289,12 @@ def _log_costs(log, title: str, context: int, costs: dict) -> None:
         + ", ".join(f"{w}: {s * 1e3:.2f} ms" for w, s in costs["verify"].items()))
 
 
+RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
+
+
 def _fmt(row: dict) -> str:
     parts = [f"{row['method']:>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
-    for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", "({0[0]:.2f}-{0[1]:.2f})"), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
+    for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", RANGE), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
                      ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
         if row.get(key) is not None:
             parts.append(fmt.format(row[key]))
@@ -303,7 +306,7 @@ def markdown_table(rows: list[dict]) -> str:
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
         f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | {cell(r['speedup'], '{:.2f}x')}"
-        f"{cell(r.get('speedup_range'), ' ({0[0]:.2f}-{0[1]:.2f})')} | "
+        f"{cell(r.get('speedup_range'), ' ' + RANGE)} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
 
