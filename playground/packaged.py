@@ -51,6 +51,11 @@ def gguf_path(model: PackagedModel) -> pathlib.Path | None:
     return found[0] if found and found[0].is_file() else None
 
 
+def available_offline(name: str) -> bool:
+    """Whether the model loads without a network: converted already, or its package is installed."""
+    return (cache_root() / "models" / name / "config.json").is_file() or gguf_path(PACKAGED[name]) is not None
+
+
 def local_dir(name: str, progress: Progress | None = None) -> pathlib.Path | str:
     """-> a directory holding the converted checkpoint, or the hub id when the package is absent."""
     model = PACKAGED[name]

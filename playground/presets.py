@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import torch
 
+from playground import models, packaged
 from playground.errors import PlaygroundError
 
 PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
-GPU_DEFAULT, CPU_DEFAULT = "qwen2.5-7b", "demo"  # smollm2 once its draft meets its bars (issue 13)
+GPU_DEFAULT, CPU_DEFAULT, CPU_FALLBACK = "qwen2.5-7b", "smollm2", "demo"
 
 # Tokenizer families: a draft must come from its target's family (checked by the tests, and at load
 # time by comparing the vocabularies themselves).
@@ -95,8 +96,16 @@ def get_preset(name: str) -> Preset:
 
 
 def default_preset_name() -> str:
-    """PLAYGROUND_PRESET if set, else a Qwen pair with CUDA and the offline demo pair without."""
-    return os.environ.get("PLAYGROUND_PRESET") or (GPU_DEFAULT if torch.cuda.is_available() else CPU_DEFAULT)
+    """PLAYGROUND_PRESET if set; else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
+    offline and runs in bf16 (a CPU with bf16 dot products: in float32 a short verify pass costs
+    about two one-token passes, and its drafts ran slower than the target alone); else the toy demo pair."""
+    if os.environ.get("PLAYGROUND_PRESET"):
+        return os.environ["PLAYGROUND_PRESET"]
+    if torch.cuda.is_available():
+        return GPU_DEFAULT
+    smollm2 = all_presets().get(CPU_DEFAULT)
+    in_bf16 = models.default_dtype(torch.device("cpu"), float32_bytes=4 * 135_000_000) == torch.bfloat16
+    return CPU_DEFAULT if smollm2 and in_bf16 and packaged.available_offline(smollm2.target) else CPU_FALLBACK
 
 
 def default_preset() -> Preset:

@@ -3,6 +3,8 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The app under test opens on the fast toy pair; test_default_preset covers the real default.
+os.environ.setdefault("PLAYGROUND_PRESET", "demo")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -8,7 +8,7 @@ import weakref
 import pytest
 import torch
 
-from playground import models, session
+from playground import models, packaged, session
 from playground.constraints import from_user
 from playground.errors import PlaygroundError
 from playground.presets import FAMILIES, all_presets, default_preset_name, family, read_preset
@@ -46,11 +46,23 @@ def test_bad_preset_file_is_a_clear_error(tmp_path):
         read_preset(path)
 
 
-def test_default_preset(monkeypatch):
-    monkeypatch.delenv("PLAYGROUND_PRESET", raising=False)
-    assert default_preset_name() == ("qwen2.5-7b" if torch.cuda.is_available() else "demo")
+def test_default_preset(monkeypatch, tmp_path):
+    """Without a GPU: the SmolLM2 pair where it loads offline and runs in bf16, else the demo pair."""
     monkeypatch.setenv("PLAYGROUND_PRESET", "demo-json")
     assert default_preset_name() == "demo-json"
+    monkeypatch.delenv("PLAYGROUND_PRESET")
+    if torch.cuda.is_available():
+        assert default_preset_name() == "qwen2.5-7b"
+        return
+    monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "bfloat16")
+    assert packaged.available_offline("smollm2-135m-instruct")  # installed by the README's test command
+    assert default_preset_name() == "smollm2"
+    monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "float32")  # a CPU without bf16 dot products
+    assert default_preset_name() == "demo"
+    monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "bfloat16")
+    monkeypatch.setenv("PLAYGROUND_CACHE", str(tmp_path))  # nothing converted yet...
+    monkeypatch.setattr(packaged, "gguf_path", lambda model: None)  # ...and no package: it would need the hub
+    assert default_preset_name() == "demo"
 
 
 def test_families_cover_every_preset_model():
