@@ -239,6 +239,9 @@ def main() -> None:
                    parameters=sum(p.numel() for p in draft.parameters()), noise=NOISE, w_cls=W_CLS,
                    total_s=round(time.time() - started), torch=torch.__version__,
                    command="scripts/train_smollm2_feature_draft.py " + " ".join(sys.argv[1:]))
+    earlier = pathlib.Path(args.init or "") / "training_metrics.json"
+    if args.init and earlier.is_file():  # the runs it continues, nested
+        metrics["init_from"] = json.loads(earlier.read_text())
     (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     log("done", metrics)
 
