@@ -425,10 +425,12 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
 
 # -- the public web API ----------------------------------------------------------------------------
 
-def generate(prompt: str, preset: str = "demo", k: int = 0, temperature: float = -1.0, max_new_tokens: int = 0,
-             seed: int = 0, schema: str = "", regex: str = "", compare: bool = False) -> dict:  # a generator of dicts
-    """Stream a run of a preset as JSON snapshots: tokens with kinds and probabilities, stats, validity.
-    k, temperature and max_new_tokens fall back to the preset's values when left at 0 / -1 / 0."""
+def generate(prompt: str, preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
+             max_new_tokens: int = 0, seed: int = 0, schema: str = "", regex: str = "",
+             compare: bool = False) -> dict:  # a generator of dicts
+    """Stream a run of a preset (the page's default one unless named) as JSON snapshots: tokens with
+    kinds and probabilities, stats, validity. k, temperature and max_new_tokens fall back to the
+    preset's values when left at 0 / -1 / 0."""
     try:
         prompt, preset, schema, regex = (typed(name, value, str) for name, value in
                                          zip(("prompt", "preset", "schema", "regex"), (prompt, preset, schema, regex)))
