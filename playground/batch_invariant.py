@@ -14,17 +14,20 @@ What it costs: nothing measurable. A bfloat16 pass of 1 to 5 tokens costs about 
 for SmolLM2-135M on 2 cores), so the extra row is free, while float32's small products are not
 flat (72 ms at one token, 109-134 ms at two to five)."""
 import torch
-import torch.nn.functional as F
+
+from playground.packed_linear import ATTR, linear
 
 ATTENTION = "eager"  # the attention implementation whose rows do not depend on the query count
 
 
 def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """nn.Linear.forward, with a single input row computed as the first of two equal rows."""
+    """nn.Linear.forward, with a single input row computed as the first of two equal rows (from the
+    packed weight where playground.packed_linear gave the module one)."""
+    packed = self.__dict__.get(ATTR)
     if x.numel() != x.shape[-1]:
-        return F.linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias, packed)
     rows = x.reshape(1, -1).expand(2, -1).contiguous()  # [2, in]
-    return F.linear(rows, self.weight, self.bias)[:1].reshape(*x.shape[:-1], -1)
+    return linear(rows, self.weight, self.bias, packed)[:1].reshape(*x.shape[:-1], -1)
 
 
 def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:

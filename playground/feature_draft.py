@@ -22,6 +22,8 @@ from safetensors.torch import load_file, save_file
 from transformers import LlamaConfig, LlamaModel
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
+from playground.packed_linear import linear, pack, pack_linears
+
 MARKER = "playground_feature_draft"  # key in config.json that marks such a draft
 VOCAB_MAP_FILE = "draft_vocab.safetensors"  # d2t [N - 1]: the token ids of the head's rows
 
@@ -37,6 +39,7 @@ class FeatureDraft(torch.nn.Module):
         self.model = LlamaModel(config)  # its own embedding table is unused (vocab_size 1)
         self.target_embedding = None  # set by attach (not a submodule: the target owns it)
         self.register_buffer("head", torch.empty(0, h), persistent=False)  # [N - 1, H] rows of W
+        self.packed_head = None  # the head packed for oneDNN (see pack)
 
     @property
     def device(self) -> torch.device:
@@ -62,7 +65,13 @@ class FeatureDraft(torch.nn.Module):
         return out, self.logits(out[-keep:] if keep else out)
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
-        return features @ self.head.T  # [n, N - 1]
+        return linear(features, self.head, None, self.packed_head)  # [n, N - 1]
+
+    def pack(self) -> "FeatureDraft":
+        """Pack its products' weights for oneDNN where it is a bfloat16 CPU model (after attach)."""
+        pack_linears(self)
+        self.packed_head = pack(self.head)
+        return self
 
 
 def unrolled(draft: FeatureDraft, ids: torch.Tensor, features: torch.Tensor, depth: int) -> list[torch.Tensor]:

@@ -15,6 +15,7 @@ from playground import packaged
 from playground.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, make_batch_invariant
 from playground.errors import PlaygroundError
 from playground.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
+from playground.packed_linear import pack_linears
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
@@ -245,6 +246,8 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
     if _attention(device, dtype):
+        if native_bf16():  # packed weights: faster products, checked exact on native bfloat16 only
+            pack_linears(model)
         make_batch_invariant(model)
     if (path / VOCAB_MAP_FILE).is_file():
         model.playground_vocab_map = _read_vocab_map(model_id, path / VOCAB_MAP_FILE, model, len(tokenizer))
@@ -343,6 +346,8 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         if d2t.dim() != 1 or not len(d2t) or not 0 <= int(d2t.min()) <= int(d2t.max()) < vocab:
             raise ValueError(f"{VOCAB_MAP_FILE} does not match the target's tokenizer")
         draft = load_feature_draft(path, target, d2t)
+        if native_bf16():
+            draft.pack()  # a bfloat16 CPU draft's products from packed weights (see packed_linear)
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None

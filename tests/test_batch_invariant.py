@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from playground import models, session
+from playground import models, packed_linear, session
 from playground.batch_invariant import two_row_linear
 from playground.engine.static import StaticRunner
 from tests.test_engine_greedy import hf_greedy
@@ -47,6 +47,8 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     for model in (pair.target, pair.draft):
         assert model.dtype == torch.bfloat16 and model.config._attn_implementation == "eager"
         assert model.playground_batch_invariant
+        packed = [packed_linear.ATTR in m.__dict__ for m in model.modules() if isinstance(m, torch.nn.Linear)]
+        assert packed and all(p == models.native_bf16() for p in packed)  # packed where exactness was checked
     prompt = session.encode_prompt(pair, "def parse(text):\n")
     alone = hf_greedy(pair.target, prompt, 40, eos_id=pair.tokenizer.eos_token_id)
     for k in (1, 2, 4):
@@ -61,3 +63,30 @@ def test_float32_models_are_left_alone(saved_pair):
     target, _ = saved_pair
     model, _, _ = models.load_model(str(target), torch.device("cpu"), torch.float32)
     assert not getattr(model, "playground_batch_invariant", False)
+
+
+@pytest.mark.skipif(not models.native_bf16(), reason="packed weights are used only on CPUs with native bfloat16")
+@pytest.mark.parametrize("shape", [(1536, 576), (576, 1536), (8191, 576)])
+def test_packed_rows_do_not_depend_on_the_row_count(shape):
+    """What batch_invariant relies on: with packed weights, products of 2 to 16 rows agree row by row,
+    bitwise (one row is computed as two), and they are the unpacked product up to rounding."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(shape[1], shape[0], bias=False).to(torch.bfloat16)
+    assert packed_linear.pack_linears(layer)
+    x = torch.randn(16, shape[1], dtype=torch.bfloat16)
+    with torch.inference_mode():
+        full = two_row_linear(layer, x)
+        for n in range(1, 16):
+            assert torch.equal(two_row_linear(layer, x[:n]), full[:n])
+        assert torch.allclose(full.float(), F.linear(x, layer.weight).float(), rtol=0.02, atol=0.02)
+
+
+def test_what_is_not_packed(monkeypatch):
+    layer = torch.nn.Linear(8, 4)
+    assert not packed_linear.pack_linears(layer)  # float32: stays on F.linear
+    small = torch.nn.Linear(8, 4).to(torch.bfloat16)
+    monkeypatch.setattr(packed_linear, "MAX_PACKED_BYTES", 8 * 4 * 2 - 1)
+    assert not packed_linear.pack_linears(small)  # a second copy too big to keep
+    assert packed_linear.ATTR not in small.__dict__
+    x = torch.randn(3, 8, dtype=torch.bfloat16)
+    assert torch.equal(packed_linear.linear(x, small.weight, small.bias, None), F.linear(x, small.weight, small.bias))
