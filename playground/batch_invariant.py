@@ -10,9 +10,12 @@ differ between passes of k+1 tokens and of one. Products of 2 to 16 rows agree r
 and so does the eager attention (matmul, softmax, matmul). Hence: eager attention, and every
 one-row linear computed as two identical rows, keeping the first.
 
-What it costs: nothing measurable. A bfloat16 pass of 1 to 5 tokens costs about the same (61-73 ms
-for SmolLM2-135M on 2 cores), so the extra row is free, while float32's small products are not
-flat (72 ms at one token, 109-134 ms at two to five)."""
+What it costs: with unpacked weights, little: a bfloat16 pass of 1 to 5 tokens costs about the
+same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row products were
+1.08x faster), while float32's small products are not flat
+(72 ms at one token, 109-134 ms at two to five). With packed weights (playground.packed_linear) a
+one-token pass costs 38 ms with two rows against 34 ms with one (and a 4-token pass 33 ms): the
+exact target alone runs about 1.18x slower than one with one-row products, whose tokens differ."""
 import torch
 
 from playground.packed_linear import ATTR, linear
