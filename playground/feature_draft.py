@@ -9,12 +9,7 @@ One draft step, at the pair for token x_i (position i-1 of the draft's cache):
     logits(x_{i+1}) = W f'_i          W: the target's output head, rows of the draft vocabulary
 
 While the target's f_{i-1} is known (every committed position but the last) the draft reads it; for
-the positions it drafts itself it reads its own prediction f'_{i-1}.
-
-With `playground_feature_layers` in its config (EAGLE-3's fused features) the target's feature is
-wider: the outputs of those decoder layers, each RMS-normalized, then the last hidden state
-[(L + 1) H]; a bias-free `fuse` maps it to [H] before fc. Its own predictions f' stay [H] and are
-read as they are (fc's input then skips `fuse`). Only the decoder, its norm and
+the positions it drafts itself it reads its own prediction f'_{i-1}. Only the decoder, its norm and
 fc ship (a few MB): E and W are the target's, attached at load time, so the draft works only with
 the target it was trained on (same hidden size and tokenizer). The acceptance rule does not depend
 on how the draft computes its distribution, so speculation stays exact."""
@@ -30,7 +25,6 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 from playground.packed_linear import linear, pack, pack_linears
 
 MARKER = "playground_feature_draft"  # key in config.json that marks such a draft
-LAYERS = "playground_feature_layers"  # key in config.json: the target's layers fused into its features
 VOCAB_MAP_FILE = "draft_vocab.safetensors"  # d2t [N - 1]: the token ids of the head's rows
 
 
@@ -41,8 +35,6 @@ class FeatureDraft(torch.nn.Module):
         super().__init__()
         self.config = config
         h = config.hidden_size
-        self.feature_layers = tuple(getattr(config, LAYERS, None) or ())
-        self.fuse = torch.nn.Linear((len(self.feature_layers) + 1) * h, h, bias=False) if self.feature_layers else None
         self.fc = torch.nn.Linear(2 * h, h, bias=True)
         self.model = LlamaModel(config)  # its own embedding table is unused (vocab_size 1)
         self.target_embedding = None  # set by attach (not a submodule: the target owns it)
@@ -65,18 +57,12 @@ class FeatureDraft(torch.nn.Module):
         return self
 
     def step(self, ids: torch.Tensor, features: torch.Tensor, cache, keep: int = 0):
-        """ids [n] tokens x_i.., features f_{i-1}.. ([n, (L + 1) H] the target's, or [n, H]) -> (predicted
-        features [n, H], logits of the last `keep` positions over the draft vocabulary [keep, N - 1];
-        all n when keep is 0)."""
+        """ids [n] tokens x_i.., features [n, H] f_{i-1}.. -> (predicted features [n, H], logits of
+        the last `keep` positions over the draft vocabulary [keep, N - 1]; all n when keep is 0)."""
         embedded = self.target_embedding(ids).to(self.dtype)  # [n, H]
-        features = self.fused(features.to(self.dtype))
-        h = self.fc(torch.cat([features, embedded], dim=-1))[None]  # [1, n, H]
+        h = self.fc(torch.cat([features.to(self.dtype), embedded], dim=-1))[None]  # [1, n, H]
         out = self.model(inputs_embeds=h, past_key_values=cache, use_cache=True).last_hidden_state[0]
         return out, self.logits(out[-keep:] if keep else out)
-
-    def fused(self, features: torch.Tensor) -> torch.Tensor:
-        """The target's features [.., (L + 1) H] -> [.., H]; features already [.., H] as they are."""
-        return features if features.shape[-1] == self.config.hidden_size else self.fuse(features)
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
         return linear(features, self.head, None, self.packed_head)  # [n, N - 1]
@@ -102,7 +88,7 @@ def unrolled(draft: FeatureDraft, ids: torch.Tensor, features: torch.Tensor, dep
     position = torch.arange(t, device=features.device)
     cos, sin = draft.model.rotary_emb(features, position[None].expand(b, t))
     embedded = draft.target_embedding(ids).to(features.dtype)
-    keys, values, outs, inp = [], [], [], draft.fused(features)
+    keys, values, outs, inp = [], [], [], features
     for s in range(1, depth + 1):
         if s > 1:
             inp = torch.cat([torch.zeros_like(outs[-1][:, :1]), outs[-1][:, :-1]], dim=1)  # o^{s-1}_{j-1}
@@ -124,18 +110,6 @@ def unrolled(draft: FeatureDraft, ids: torch.Tensor, features: torch.Tensor, dep
     return outs
 
 
-def target_features(out, layers: tuple[int, ...]) -> torch.Tensor:
-    """A target decoder's output (with hidden_states when `layers`) -> the features a draft reads:
-    [.., T, H] the last hidden state; with layers [.., T, (L + 1) H], the outputs of those layers
-    (hidden_states[l], l < the layer count), RMS-normalized since their scales differ by orders of
-    magnitude, then the last hidden state."""
-    if not layers:
-        return out.last_hidden_state
-    parts = [out.hidden_states[l].float() for l in layers]
-    parts = [p * torch.rsqrt(p.pow(2).mean(-1, keepdim=True) + 1e-6) for p in parts]
-    return torch.cat([p.to(out.last_hidden_state.dtype) for p in parts] + [out.last_hidden_state], dim=-1)
-
-
 def is_feature_draft(path: pathlib.Path) -> bool:
     try:
         return bool(json.loads((path / "config.json").read_text()).get(MARKER))
@@ -149,9 +123,6 @@ def load_feature_draft(path: pathlib.Path, target: torch.nn.Module, d2t: torch.T
     if config.hidden_size != target.config.get_text_config().hidden_size:
         raise ValueError(f"it reads features of width {config.hidden_size}, the target's are "
                          f"{target.config.get_text_config().hidden_size}")
-    layers, depth = getattr(config, LAYERS, None) or [], target.config.get_text_config().num_hidden_layers
-    if not all(isinstance(l, int) and 0 < l < depth for l in layers) or len(layers) > depth:
-        raise ValueError(f"it reads the target's layers {layers}; the target has {depth}")
     draft = FeatureDraft(config)
     draft.load_state_dict(load_file(path / "model.safetensors"), strict=True)
     draft = draft.to(device=target.device, dtype=target.dtype).eval()
@@ -167,15 +138,12 @@ def save_feature_draft(draft: FeatureDraft, d2t: torch.Tensor, out: pathlib.Path
     save_file({"d2t": d2t.to(torch.int32).contiguous()}, out / VOCAB_MAP_FILE)
 
 
-def draft_config(target_config, intermediate_size: int, layers: tuple[int, ...] = ()) -> LlamaConfig:
-    """A one-layer decoder as wide as the target, with the target's rotary settings; `layers`: the
-    target's layers whose outputs it reads beside the last hidden state."""
+def draft_config(target_config, intermediate_size: int) -> LlamaConfig:
+    """A one-layer decoder as wide as the target, with the target's rotary settings."""
     t = target_config.get_text_config()
-    if any(not 0 < l < t.num_hidden_layers for l in layers):
-        raise ValueError(f"feature layers must lie in 1..{t.num_hidden_layers - 1}")
     return LlamaConfig(vocab_size=1, hidden_size=t.hidden_size, intermediate_size=intermediate_size,
                        num_hidden_layers=1, num_attention_heads=t.num_attention_heads,
                        num_key_value_heads=t.num_key_value_heads, head_dim=getattr(t, "head_dim", None),
                        max_position_embeddings=t.max_position_embeddings, rms_norm_eps=t.rms_norm_eps,
                        rope_parameters=dict(t.rope_parameters), pad_token_id=None, bos_token_id=None, eos_token_id=None,
-                       tie_word_embeddings=False, **{MARKER: True}, **({LAYERS: list(layers)} if layers else {}))
+                       tie_word_embeddings=False, **{MARKER: True})

@@ -130,8 +130,7 @@ def eager_runners(pair: Pair, with_draft: bool = True):
     """-> (target runner, draft runner or None) on growing caches; a feature draft's runner reads
     the target runner's hidden states."""
     feature = with_draft and pair.feature_draft
-    target = ModelRunner(pair.target, pair.vocab, pair.target_threads,
-                         keep_hidden=pair.draft.feature_layers if feature else None)
+    target = ModelRunner(pair.target, pair.vocab, pair.target_threads, keep_hidden=feature)
     if not with_draft or pair.draft is None:
         return target, None
     if feature:

@@ -14,10 +14,6 @@ its top-32 next-token probabilities). Phases (artifacts/ keeps the features, so 
 
     python scripts/train_smollm2_feature_draft.py --generations artifacts/smollm2_draft/generations-*.pt
     python scripts/train_smollm2_feature_draft.py --generations ... --init playground/smollm2_feature_draft --lr 5e-4
-
-With --layers (e.g. 2,15,27: EAGLE-3's low, middle and high layers) the features are those layers'
-outputs beside the last hidden state; --init from a draft without them starts with `fuse` passing
-the last hidden state through, so training begins where that draft ends.
 """
 import argparse
 import json
@@ -32,7 +28,7 @@ from safetensors.torch import load_file
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, target_features, unrolled  # noqa: E402
+from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled  # noqa: E402
 from smollm2_prompts import prompts  # noqa: E402
 from train_smollm2_draft import ART, SEED, TOKENIZER, generate_batch, load_target, log  # noqa: E402
 
@@ -40,15 +36,12 @@ VOCAB_FILE = TOKENIZER / "draft_vocab.safetensors"
 NOISE = 0.2  # uniform noise on the input features, in units of their standard deviation
 W_CLS = 0.3  # weight of the distribution loss next to the feature loss
 LR, BATCH = 2e-3, 16
-HIDDEN = 576  # the target's hidden size: the last columns of the features are its last hidden state
 VALIDATION = slice(12, 60)  # held-out prompts for choosing the checkpoint (eval_smollm2_pair.py uses the first 12)
 
 
 @torch.no_grad()
-def extract_features(target, rows: list[dict], path: pathlib.Path, layers: tuple[int, ...],
-                     batch: int = 16) -> list[torch.Tensor]:
-    """-> per row the target's features over prompt + answer [T, (L + 1) H] (bfloat16): its last hidden
-    states, after the normalized outputs of `layers` (playground.feature_draft.target_features)."""
+def extract_features(target, rows: list[dict], path: pathlib.Path, batch: int = 16) -> list[torch.Tensor]:
+    """-> per row the target's last hidden states over prompt + answer [T, H] (bfloat16)."""
     if path.exists():
         return torch.load(path)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]["prompt"]) + len(rows[i]["answer"]))
@@ -58,7 +51,7 @@ def extract_features(target, rows: list[dict], path: pathlib.Path, layers: tuple
         seqs = [rows[i]["prompt"] + rows[i]["answer"] for i in idx]
         width = max(map(len, seqs))
         ids = torch.tensor([s + [0] * (width - len(s)) for s in seqs])  # right padding: causal, harmless
-        hidden = target_features(target.get_decoder()(input_ids=ids, output_hidden_states=bool(layers)), layers)
+        hidden = target.get_decoder()(input_ids=ids).last_hidden_state  # [B, W, H]
         for i, s, h in zip(idx, seqs, hidden):
             feats[i] = h[: len(s)].to(torch.bfloat16).clone()
         if n % 20 == 0:
@@ -67,24 +60,17 @@ def extract_features(target, rows: list[dict], path: pathlib.Path, layers: tuple
     return feats
 
 
-def features_file(tag: str, layers: tuple[int, ...]) -> pathlib.Path:
-    """features-<tag>.pt; with fused layers features-<tag>-L3-15-27.pt."""
-    return ART / (f"features-{tag}" + (f"-L{'-'.join(map(str, layers))}" if layers else "") + ".pt")
-
-
-def generations_with_features(target, paths: list[str], limit: int,
-                              layers: tuple[int, ...]) -> tuple[list[dict], list[torch.Tensor]]:
+def generations_with_features(target, paths: list[str], limit: int) -> tuple[list[dict], list[torch.Tensor]]:
     """The rows of the generations files and their features, computed once per file (cached in ART as
     features-<the file's tag>.pt), so adding a file computes only its own; --limit keeps the first rows."""
     if limit:
         rows = [r for g in paths for r in torch.load(g)][:limit]
-        return rows, extract_features(target, rows, features_file(f"{limit}-limit", layers), layers)
+        return rows, extract_features(target, rows, ART / f"features-{limit}-limit.pt")
     rows, feats = [], []
     for g in paths:
         part = torch.load(g)
         rows += part
-        tag = pathlib.Path(g).stem.removeprefix("generations-")
-        feats += extract_features(target, part, features_file(tag, layers), layers)
+        feats += extract_features(target, part, ART / pathlib.Path(g).name.replace("generations-", "features-"))
     return rows, feats
 
 
@@ -104,19 +90,17 @@ def examples(rows, feats, t2d, other: int):
 
 
 def collate(items):
-    """Pairs j = 0..T-2 of each row, padded: inputs (f_j, x_{j+1}), targets f_{j+1} (the last hidden
-    state: the last H columns of the features) and the distribution of x_{j+2} (stored at position
-    j+1); mask [B, T-1] marks real pairs."""
+    """Pairs j = 0..T-2 of each row, padded: inputs (f_j, x_{j+1}), targets f_{j+1} and the
+    distribution of x_{j+2} (stored at position j+1); mask [B, T-1] marks real pairs."""
     width = max(len(x) for x, *_ in items) - 1
-    b, w, k = len(items), items[0][1].shape[1], items[0][2].shape[1]
-    h = HIDDEN
+    b, h, k = len(items), items[0][1].shape[1], items[0][2].shape[1]
     ids = torch.zeros(b, width, dtype=torch.long)
-    f_in, f_out = torch.zeros(b, width, w), torch.zeros(b, width, h)
+    f_in, f_out = torch.zeros(b, width, h), torch.zeros(b, width, h)
     top_ids, top_p = torch.zeros(b, width, k, dtype=torch.long), torch.zeros(b, width, k)
     mask = torch.zeros(b, width, dtype=torch.bool)
     for i, (x, f, ti, tp) in enumerate(items):
         n = len(x) - 1
-        ids[i, :n], f_in[i, :n], f_out[i, :n] = x[1:], f[:-1].float(), f[1:, -h:].float()
+        ids[i, :n], f_in[i, :n], f_out[i, :n] = x[1:], f[:-1].float(), f[1:].float()
         top_ids[i, :n], top_p[i, :n], mask[i, :n] = ti[1:], tp[1:], True
     return ids, f_in, f_out, top_ids, top_p, mask
 
@@ -133,13 +117,9 @@ def step_losses(draft: FeatureDraft, batch, depth: int, scale: float, noise: flo
     """-> per drafted step s = 1..depth: (feature loss, distribution loss, top-1 agreement with the
     target's greedy token), over the positions where step s has an exact prefix (see `unrolled`).
     scale: the features' spread, the unit of the feature loss; noise: uniform noise on the target's
-    features (same unit), as in EAGLE, so the draft tolerates reading its own predictions; not on
-    the fused layers' outputs, which are exact whenever it reads them (its predictions replace the
-    fused feature as a whole, which --depth trains for)."""
+    features (same unit), as in EAGLE, so the draft tolerates reading its own predictions."""
     ids, f_in, f_out, top_ids, top_p, mask = batch
-    unit = torch.zeros(f_in.shape[-1])
-    unit[-HIDDEN:] = scale
-    noisy = f_in + (torch.rand_like(f_in) * 2 - 1) * noise * unit
+    noisy = f_in + (torch.rand_like(f_in) * 2 - 1) * noise * scale
     with torch.autocast("cpu", dtype=torch.bfloat16):
         outs = unrolled(draft, ids, noisy, depth)
     has = (top_p.sum(-1) > 0) & mask
@@ -230,31 +210,25 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=LR)
     parser.add_argument("--init", help="start from this trained draft (a directory) instead of random weights")
     parser.add_argument("--limit", type=int, default=0, help="use only this many rows (smoke runs)")
-    parser.add_argument("--layers", default="", help="target layers fused into the features, e.g. 3,15,27 (EAGLE-3)")
     args = parser.parse_args()
     torch.manual_seed(SEED)
     started = time.time()
     target, tok = load_target("cpu", None, torch.bfloat16)
-    assert target.config.hidden_size == HIDDEN
-    layers = tuple(int(x) for x in args.layers.split(",") if x)
-    rows, feats = generations_with_features(target, args.generations, args.limit, layers)
+    rows, feats = generations_with_features(target, args.generations, args.limit)
     d2t = load_file(VOCAB_FILE)["d2t"].long()
     other = len(d2t)
     t2d = torch.full((len(tok),), other, dtype=torch.long)
     t2d[d2t] = torch.arange(len(d2t))
-    sample = torch.cat([f[:, -HIDDEN:].float() for f in feats[:200]])
+    sample = torch.cat([f.float() for f in feats[:200]])
     scale = sample.std().item()  # the features' spread
     log(f"{len(rows)} rows, {sum(len(f) for f in feats)} positions, feature std {scale:.3f}")
     val_rows = validation_rows(target, tok)
-    val_feats = extract_features(target, val_rows, features_file("validation", layers), layers)
+    val_feats = extract_features(target, val_rows, ART / "features-validation.pt")
     torch.manual_seed(SEED)
     target = target.float().requires_grad_(False)
-    draft = FeatureDraft(draft_config(target.config, args.intermediate, layers)).attach(target, d2t)
+    draft = FeatureDraft(draft_config(target.config, args.intermediate)).attach(target, d2t)
     if args.init:
-        state = load_file(pathlib.Path(args.init) / "model.safetensors")
-        if layers and "fuse.weight" not in state:  # from a draft of the last hidden state: start as it is
-            state["fuse.weight"] = torch.cat([torch.zeros(HIDDEN, len(layers) * HIDDEN), torch.eye(HIDDEN)], 1)
-        draft.load_state_dict(state)
+        draft.load_state_dict(load_file(pathlib.Path(args.init) / "model.safetensors"))
     draft.model.embed_tokens.weight.requires_grad_(False)
     data = list(examples(rows, feats, t2d, other))
     val = list(examples(val_rows, val_feats, t2d, other))

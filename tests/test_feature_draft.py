@@ -1,7 +1,6 @@
 """A feature draft (EAGLE-style: it reads the target's hidden states) keeps speculation exact, greedy
 and sampled, with a constraint too; after every round its cache holds only pairs made from the
-target's own features; it loads from a directory and refuses what it cannot serve. The tests that
-use `pair` run twice: on the last hidden state, and on it fused with a lower layer's output (EAGLE-3)."""
+target's own features; it loads from a directory and refuses what it cannot serve."""
 import weakref
 
 import pytest
@@ -14,14 +13,14 @@ from playground.engine.proposers import DraftModelProposer
 from playground.engine.speculative import speculate
 from playground.engine.static import StaticRunner
 from playground.errors import PlaygroundError
-from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, target_features, unrolled
+from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled
 from tests import tiny
 from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, V, chi_square_p, exact_joint, sample_counts
 
 
-def feature_draft(target, d2t: list[int], seed: int = 0, std: float = 0.3, layers=()) -> FeatureDraft:
+def feature_draft(target, d2t: list[int], seed: int = 0, std: float = 0.3) -> FeatureDraft:
     torch.manual_seed(seed)
-    cfg = draft_config(target.config, 2 * target.config.hidden_size, layers)
+    cfg = draft_config(target.config, 2 * target.config.hidden_size)
     cfg.initializer_range = std
     draft = FeatureDraft(cfg)
     with torch.no_grad():
@@ -32,17 +31,10 @@ def feature_draft(target, d2t: list[int], seed: int = 0, std: float = 0.3, layer
     return draft
 
 
-@pytest.fixture(scope="module", params=[(), (1,)], ids=["last", "fused"])
-def pair(request, tokenizer, target):
+@pytest.fixture(scope="module")
+def pair(tokenizer, target):
     d2t = list(range(0, len(tokenizer), 2))  # half the vocabulary, EOS (id 0) included
-    return tiny.make_pair(target, feature_draft(target, d2t, layers=request.param), tokenizer)
-
-
-def features_of(pair, seq: list[int]) -> torch.Tensor:
-    """The target's features over seq, as the draft reads them [1, T, (L + 1) H]."""
-    layers = pair.draft.feature_layers
-    out = pair.target.get_decoder()(input_ids=torch.tensor([seq]), output_hidden_states=bool(layers))
-    return target_features(out, layers)
+    return tiny.make_pair(target, feature_draft(target, d2t), tokenizer)
 
 
 def test_greedy_output_is_the_target_alone(pair):
@@ -66,7 +58,7 @@ def test_the_cache_keeps_only_pairs_made_from_the_targets_features(pair):
     seq, n = proposer.seq, draft_runner.length
     assert draft_runner.exact == n and n >= len(seq) - 6
     with torch.no_grad():
-        features = features_of(pair, seq)[0]
+        features = pair.target.get_decoder()(input_ids=torch.tensor([seq])).last_hidden_state[0]
         fresh = new_cache(pair.draft.config)
         pair.draft.step(torch.tensor(seq[1:n]), features[: n - 1], fresh)
     got, want = draft_runner.cache.layers[0], fresh.layers[0]
@@ -78,7 +70,7 @@ def test_training_unrolls_drafting_as_the_runner_drafts(pair):
     drafting with the cache gives: an exact prefix, then steps that read the draft's own guesses."""
     seq = pair.tokenizer("def parse(text):\n    return text.split()\n").input_ids
     with torch.no_grad():
-        features = features_of(pair, seq)  # [1, T+1, (L + 1) H]
+        features = pair.target.get_decoder()(input_ids=torch.tensor([seq])).last_hidden_state  # [1, T+1, H]
         ids, feats = torch.tensor([seq[1:]]), features[:, :-1]  # pair j: (f_j, x_{j+1})
         outs = unrolled(pair.draft, ids, feats, depth=3)
         for end in (0, 3, 7):  # exact pairs 0..end, then steps 2 and 3 on the draft's guesses
@@ -149,10 +141,6 @@ def test_refuses_a_target_of_another_width_and_prompt_lookup_cascades(tmp_path, 
     t_dir = tiny.save(wider, tokenizer, tmp_path / "wide")
     with pytest.raises(PlaygroundError, match="features of width 64"):
         models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
-    deep = tiny.tiny_model("qwen2", vocab=len(tokenizer), layers=4, eos_id=tokenizer.eos_token_id)
-    save_feature_draft(feature_draft(deep, [0, 1, 2], layers=(3,)), torch.tensor([0, 1, 2]), tmp_path / "fused")
-    with pytest.raises(PlaygroundError, match=r"layers \[3\]; the target has 2"):  # the 2-layer target
-        models.load_pair(str(tiny.save(target, tokenizer, tmp_path / "shallow")), str(tmp_path / "fused"), "cpu")
     narrow = tiny.save(target, tokenizer, tmp_path / "narrow")
     with pytest.raises(PlaygroundError, match="without 'ngram\\+'"):
         models.load_pair(str(narrow), "ngram+" + str(tmp_path / "draft"), "cpu")

@@ -1,7 +1,6 @@
 """The runner of a feature draft (playground.feature_draft): a ModelRunner whose model reads, with
-each token x_i, a feature of position i-1: the target's (its last hidden state, after the outputs
-of the draft's feature layers) where the target has computed it, else the draft's own prediction
-from its previous step ([H]).
+each token x_i, a feature of position i-1: the target's last hidden state where the target has
+computed it, else the draft's own prediction from its previous step.
 
 Bookkeeping, in token positions (the draft consumes tokens like any draft; x_0 has no feature and
 is consumed without a pass, so the cache holds the pair of token i at position i-1):
@@ -18,11 +17,10 @@ from playground.engine.runner import ModelRunner
 class FeatureRunner(ModelRunner):
     def __init__(self, model, vocab: int, threads: int | None, vocab_map: torch.Tensor, target: ModelRunner):
         super().__init__(model, vocab, threads, vocab_map)
-        if target.keep_hidden != model.feature_layers:
-            raise ValueError(f"a feature draft needs a target runner made with keep_hidden={model.feature_layers}")
+        if not target.keep_hidden:
+            raise ValueError("a feature draft needs a target runner made with keep_hidden=True")
         self.target = target
-        width = (len(model.feature_layers) + 1) * model.config.hidden_size
-        self.features = torch.empty(256, width, dtype=model.dtype, device=self.device)  # [positions, (L + 1) H]
+        self.features = torch.empty(256, model.config.hidden_size, dtype=model.dtype, device=self.device)
         self.n_true = self.offset = self.exact = 0
         self.guess, self.guess_at = None, -1  # the draft's last predicted feature [H] and its position
 
@@ -67,8 +65,8 @@ class FeatureRunner(ModelRunner):
 
     def _features_for(self, start: int, n: int) -> tuple[torch.Tensor, int]:
         """-> (the features of the next m <= n tokens, f_{start-1}..; how many are the target's).
-        The target's while it has them [m, (L + 1) H]; else one token on the draft's last guess [1, H]
-        (zeros where there is none, as before the target's first pass: a poor guess, still exact)."""
+        The target's while it has them; else one token on the draft's last guess (zeros where there
+        is none, as before the target's first pass: a poor guess, still exact)."""
         known = max(0, min(n, self.n_true - (start - 1)))
         if known:
             return self.features[start - 1:start - 1 + known], known

@@ -1,7 +1,6 @@
 """One causal LM with its KV cache. `crop` is the only place in the engine where a cache is rolled back."""
 import torch
 from playground.engine.cache import new_cache
-from playground.feature_draft import target_features
 
 
 DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
@@ -22,13 +21,12 @@ class ModelRunner:
     The logits come back full width with UNREACHABLE elsewhere, so the draft's distribution gives
     those tokens probability 0 and the acceptance rule stays exact.
 
-    `keep_hidden` (the target of a feature draft: the layers it reads, () for the last hidden state
-    only): each pass also keeps the features the draft reads, `hidden` [n, (L + 1) H] for positions
-    hidden_start.. (playground.feature_draft.target_features; the head is then applied here to the
-    last hidden states of the rows the model itself would have kept, so the logits are the same)."""
+    `keep_hidden` (the target of a feature draft): each pass also keeps the model's last hidden
+    states, `hidden` [n, H] for positions hidden_start.. (the head is then applied here, to the rows
+    the model itself would have kept, so the logits are the same)."""
 
     def __init__(self, model: torch.nn.Module, vocab: int, threads: int | None = None,
-                 vocab_map: torch.Tensor | None = None, keep_hidden: tuple[int, ...] | None = None):
+                 vocab_map: torch.Tensor | None = None, keep_hidden: bool = False):
         self.model = model
         self.keep_hidden = keep_hidden
         self.hidden, self.hidden_start = None, 0
@@ -65,18 +63,16 @@ class ModelRunner:
     def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
         if self.t2d is not None:
             ids = self.t2d[ids]
-        if self.keep_hidden is not None:
+        if self.keep_hidden:
             return self._full_width(self._forward_keeping_hidden(ids, keep))
         out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
         return self._full_width(out.logits[0])
 
     def _forward_keeping_hidden(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
         self.hidden_start = self.length
-        out = self.model.get_decoder()(input_ids=ids[None], past_key_values=self.cache, use_cache=True,
-                                       output_hidden_states=bool(self.keep_hidden))
-        self.hidden = target_features(out, self.keep_hidden)[0]  # [n, (L + 1) H]
-        last = out.last_hidden_state[0]  # [n, H]
-        return self.model.get_output_embeddings()(last[-keep:] if keep else last)
+        out = self.model.get_decoder()(input_ids=ids[None], past_key_values=self.cache, use_cache=True)
+        self.hidden = out.last_hidden_state[0]  # [n, H]
+        return self.model.get_output_embeddings()(self.hidden[-keep:] if keep else self.hidden)
 
     def _full_width(self, logits: torch.Tensor) -> torch.Tensor:
         """The model's logits [n, model vocab] -> the pair's [n, V] (a reduced vocabulary scattered back)."""
