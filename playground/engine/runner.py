@@ -1,4 +1,6 @@
 """One causal LM with its KV cache. `crop` is the only place in the engine where a cache is rolled back."""
+import contextlib
+
 import torch
 from playground.engine.cache import new_cache
 
@@ -51,12 +53,21 @@ class ModelRunner:
     def forward(self, ids: torch.Tensor, keep: int = 0) -> torch.Tensor:
         """ids [n] (long, on the model's device) -> logits of the last `keep` positions [keep, vocab]
         (all n when keep is 0)."""
-        if self.threads is None or len(ids) > DECODE_TOKENS:
+        if len(ids) > DECODE_TOKENS:
             return self._forward(ids, keep)
+        with self.decode_threads():
+            return self._forward(ids, keep)
+
+    @contextlib.contextmanager
+    def decode_threads(self):
+        """Run short passes on the model's decode thread count (CPU; compiled graphs guard on it)."""
+        if self.threads is None:
+            yield
+            return
         default = torch.get_num_threads()
         torch.set_num_threads(self.threads)
         try:
-            return self._forward(ids, keep)
+            yield
         finally:
             torch.set_num_threads(default)
 
@@ -75,14 +86,18 @@ class ModelRunner:
         return self.model.get_output_embeddings()(self.hidden[-keep:] if keep else self.hidden)
 
     def _full_width(self, logits: torch.Tensor) -> torch.Tensor:
-        """The model's logits [n, model vocab] -> the pair's [n, V] (a reduced vocabulary scattered back)."""
-        if self.d2t is None:
-            return logits[:, : self.vocab]
-        rows = logits[:, : len(self.d2t)]  # [n, N]
-        return rows.new_full((rows.shape[0], self.vocab), UNREACHABLE).index_copy_(1, self.d2t, rows)  # [n, V]
+        return full_width(logits, self.vocab, self.d2t)
 
     def crop(self, length: int) -> None:
         """Forget cached positions from `length` on (transformers 5: crop(-m) drops the last m)."""
         extra = self.length - length
         if extra > 0:
             self.cache.crop(-extra)
+
+
+def full_width(logits: torch.Tensor, vocab: int, d2t: torch.Tensor | None) -> torch.Tensor:
+    """A model's logits [n, model vocab] -> the pair's [n, V] (a reduced vocabulary scattered back)."""
+    if d2t is None:
+        return logits[:, :vocab]
+    rows = logits[:, : len(d2t)]  # [n, N]
+    return rows.new_full((rows.shape[0], vocab), UNREACHABLE).index_copy_(1, d2t, rows)  # [n, V]

@@ -1,16 +1,18 @@
-"""A runner on a static KV cache whose short passes run compiled.
+"""A runner on a persistent static KV cache (playground.engine.static_cache) whose short passes run
+compiled.
 
-The cache (transformers' StaticCache) is allocated once per generation at a capacity the run can
-reach, rounded up to a power of two so runs share compiled graphs. A pass writes its keys and values
-at positions [length, length + n); a rollback only moves the length (each layer's write pointer is
-a tensor, so moving it costs no recompilation). Stale positions past the length need no clearing:
-the causal mask hides every key after the query's own position.
+Each model keeps one cache per capacity for the life of the process, so its compiled graphs (and
+CUDA graphs, which hold the cache's addresses) serve every later run: on a CPU capacities are powers
+of two from 256 (a small cache keeps attention cheap there); on a GPU there are two, GPU_CAPACITY
+for every run that fits and the pair's whole context for longer ones, so no prompt length or
+max-new-tokens compiles again (attention reads the whole capacity behind its mask: 4096 positions
+of Qwen2.5-7B are 235 MB, 1.5% of a pass's weights).
 
-Passes whose (width, logits kept) is in `shapes` (the draft's one-token step, the target's
-k+1-token verify) run compiled (`torch.compile(..., dynamic=False)`): one graph per (model, width, capacity),
-compiled on first use and kept for the life of the process (inductor's C++ backend with a C++
-wrapper on a CPU; "reduce-overhead", i.e. CUDA graphs, on a GPU). Other widths (the prefill, a short
-final round) run the same model eagerly on the same cache.
+Passes whose (width, logits kept) is in `shapes` run compiled (`torch.compile(..., dynamic=False)`):
+one graph per (model, width, capacity), compiled on first use and kept for the life of the process
+(inductor's C++ backend with a C++ wrapper on a CPU; Triton on a GPU, where each such pass is also
+captured as a CUDA graph and replayed: see playground.engine.graphs). Other widths (the prefill, a
+short final round) run the same model eagerly on the same cache.
 
 A compiled call first checks dynamo's guards: by default ~750 of them for the 2-layer demo draft
 (its module tree, transformers' globals), 0.4-0.6 ms a call on this CPU, a tenth of a round. Each
@@ -23,19 +25,29 @@ import types
 import weakref
 
 import torch
-from transformers import StaticCache
 
-from playground.engine.runner import ModelRunner
+from playground.engine.graphs import program
+from playground.engine.runner import ModelRunner, full_width
+from playground.engine.static_cache import PointerCache, borrow_cache
 from playground.errors import PlaygroundError
 
 MIN_CAPACITY = 256
-torch._dynamo.config.recompile_limit = 64  # graphs per model: every width and capacity
-torch._dynamo.config.accumulated_recompile_limit = 1024
+GPU_CAPACITY = 4096
 
 
-def capacity_bucket(need: int) -> int:
-    """The smallest power of two >= need, at least MIN_CAPACITY."""
+def capacity_bucket(need: int, device: str = "cpu", longest: int | None = None) -> int:
+    """The cache capacity for a run needing `need` positions: on a CPU the smallest power of two
+    >= need, at least MIN_CAPACITY; on a GPU GPU_CAPACITY, or `longest` (the pair's context) beyond."""
+    if device == "cuda":
+        return GPU_CAPACITY if need <= GPU_CAPACITY else max(need, longest or 0)
     return max(MIN_CAPACITY, 1 << max(need - 1, 1).bit_length())
+
+
+def allow_recompiles() -> None:
+    """Dynamo's limits on graphs per code object, raised when a compiled pass is first asked for
+    (not on import): one graph per width and capacity of each model."""
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+    torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 1024)
 
 
 def why_not_static(model: torch.nn.Module) -> str:
@@ -45,6 +57,8 @@ def why_not_static(model: torch.nn.Module) -> str:
     orders per width, and SmolLM2 in bf16 then broke greedy identity on 2 of 3 prompts (measured)."""
     if getattr(model, "playground_batch_invariant", False):
         return "half precision on a CPU runs eager (compiled passes would change its greedy tokens)"
+    if len(set(getattr(model, "hf_device_map", {}).values())) > 1:
+        return "a model spread over several devices runs eager (its static cache lives on one)"
     text = model.config.get_text_config(decoder=True)
     types = getattr(text, "layer_types", None) or ["full_attention"]
     if not all(t == "full_attention" for t in types):
@@ -56,11 +70,11 @@ def compiled_forward(model: torch.nn.Module):
     """The model's compiled forward, made once per model and kept on it."""
     fn = model.__dict__.get("_playground_compiled")
     if fn is None:
-        if model.device.type == "cuda":
-            fn = torch.compile(own_forward(model), dynamic=False, mode="reduce-overhead")
-        else:  # a C++ wrapper calls the kernels without a Python line per op (-6% a demo round, measured)
-            options = {"cpp_wrapper": True, "guard_filter_fn": guards_on_arguments}
-            fn = torch.compile(own_forward(model), dynamic=False, options=options)
+        allow_recompiles()
+        options = {"guard_filter_fn": guards_on_arguments}
+        if model.device.type == "cpu":  # a C++ wrapper calls the kernels without a Python line per op (-6% a demo round)
+            options["cpp_wrapper"] = True
+        fn = torch.compile(own_forward(model), dynamic=False, options=options)  # on CUDA: graphs captured by hand
         model.__dict__["_playground_compiled"] = fn
         model.__dict__["_playground_graphs"] = set()  # signatures compiled so far
         weakref.finalize(model, forget_graphs, fn._torchdynamo_orig_callable.__code__)
@@ -100,33 +114,50 @@ def guards_on_arguments(entries) -> list[bool]:
             for e in entries]
 
 
+class CacheBusy(PlaygroundError):
+    """The model's persistent cache is held by another run (concurrent generations)."""
+
+
+class DevicePass:
+    """One pass of a model on its static cache as a function of device tensors alone: ids [n] ->
+    the pair's logits [keep, V], keys and values written at the pointer, the pointer advanced by n.
+    No host sync and no Python state, so a CUDA graph can capture it; it holds no runner, so graphs
+    kept past a run keep only the model and its cache alive."""
+
+    def __init__(self, model, compiled, cache: PointerCache, shapes, vocab: int, t2d, d2t):
+        self.model, self.compiled, self.cache, self.shapes = model, compiled, cache, shapes
+        self.vocab, self.t2d, self.d2t, self.device = vocab, t2d, d2t, model.device
+
+    def __call__(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        n = ids.shape[0]
+        if self.t2d is not None:
+            ids = self.t2d[ids]
+        fn = self.compiled if (n, keep) in self.shapes else self.model
+        logits = fn(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep).logits
+        self.cache.pointer.add_(n)
+        return full_width(logits[0], self.vocab, self.d2t)
+
+
 class StaticRunner(ModelRunner):
-    """ModelRunner with a static cache of at least `capacity` positions and compiled passes for the
-    (width, keep) pairs in `shapes`. `compile_s` adds up the time of passes that compiled a new graph."""
+    """ModelRunner on the model's persistent cache of at least `capacity` positions (a GPU's long
+    runs up to `longest`), with compiled passes for the (width, keep) pairs in `shapes`, replayed as
+    CUDA graphs on a GPU. `compile_s` adds up the time of passes that compiled a new graph. Raises
+    CacheBusy when another live run holds that cache."""
 
     def __init__(self, model: torch.nn.Module, vocab: int, capacity: int, shapes, threads: int | None = None,
-                 vocab_map: torch.Tensor | None = None):
+                 vocab_map: torch.Tensor | None = None, longest: int | None = None):
         super().__init__(model, vocab, threads, vocab_map)
-        self.capacity = capacity_bucket(capacity)
-        self.cache = self._allocated_cache(model)
-        self.shapes = frozenset(shapes)
+        self.capacity = capacity_bucket(capacity, self.device.type, longest)
+        cache = borrow_cache(model, self.capacity, self)
+        if cache is None:
+            raise CacheBusy(f"the static cache of {type(model).__name__} is in use by another run")
+        self.cache, self.shapes = cache, frozenset(shapes)
         self.compiled = compiled_forward(model)
+        self.device_pass = DevicePass(model, self.compiled, cache, self.shapes, vocab, self.t2d, self.d2t)
+        self.capture = self.device.type == "cuda"
         self.compile_s = 0.0
         self._length = 0
-
-    def _allocated_cache(self, model: torch.nn.Module) -> StaticCache:
-        """A StaticCache with its buffers [1, kv heads, capacity, head dim] allocated now, not on the
-        first pass: compiled graphs guard on whether the cache is allocated, so a graph compiled
-        (in `warm`) before a run's eager prefill would be compiled again inside the run."""
-        cache = StaticCache(config=model.config, max_cache_len=self.capacity)
-        if len(set(getattr(model, "hf_device_map", {}).values())) > 1:
-            return cache  # spread over devices: each layer's buffers go where its first keys are
-        text = model.config.get_text_config(decoder=True)
-        heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
-        head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-        with torch.inference_mode():  # buffers of the kind the passes (in inference mode) write
-            cache.early_initialization(1, heads, head_dim, model.dtype, model.device)
-        return cache
+        cache.move_to(0)
 
     @property
     def length(self) -> int:
@@ -136,10 +167,9 @@ class StaticRunner(ModelRunner):
         self.crop(0)
 
     def crop(self, length: int) -> None:
-        """Forget positions from `length` on: move every layer's write pointer back."""
+        """Forget positions from `length` on: move the cache's write pointer back."""
         self._length = min(self._length, length)
-        for layer in self.cache.layers:
-            layer.cumulative_length.fill_(self._length)
+        self.cache.move_to(self._length)
 
     def pending_compiles(self) -> list[tuple[int, int]]:
         """The (width, keep) shapes not compiled yet at this capacity."""
@@ -147,8 +177,8 @@ class StaticRunner(ModelRunner):
         return sorted(s for s in self.shapes if s + (self.capacity,) not in seen)
 
     def warm(self, before_each=None) -> float:
-        """Compile every pending shape now (placeholder tokens at position 0, then forgotten);
-        `before_each(width)` is called first for each. -> seconds spent compiling so far."""
+        """Compile (and on a GPU capture) every pending shape now (placeholder tokens at position 0,
+        then forgotten); `before_each(width)` is called first for each. -> seconds spent so far."""
         for width, keep in self.pending_compiles():
             if before_each:
                 before_each(width)
@@ -162,29 +192,30 @@ class StaticRunner(ModelRunner):
         if self._length + n > self.capacity:
             raise PlaygroundError(f"the static cache holds {self.capacity} positions; this pass needs "
                                   f"{self._length + n}")
-        if self.t2d is not None:
-            ids = self.t2d[ids]
-        elif not ids.is_inference():
+        if not ids.is_inference():
             ids = ids.clone()  # an inference tensor, as in every other call: graphs guard on the kind
-        position = torch.arange(self._length, self._length + n, device=self.device)
-        args = dict(input_ids=ids[None], past_key_values=self.cache, cache_position=position,
-                    position_ids=position[None], use_cache=True, logits_to_keep=keep)
-        if (n, keep) in self.shapes:
-            logits = self._compiled_pass(args, (n, keep, self.capacity))
+        started, signature = time.perf_counter(), (n, keep, self.capacity)
+        if (n, keep) not in self.shapes:
+            logits = self.device_pass(ids, keep)
+        elif self.capture:
+            logits = self._replayed(ids, keep).clone()  # the graph's output is rewritten by its next replay
         else:
-            logits = self.model(**args).logits
-        self._length += n
-        return self._full_width(logits[0])
-
-    def _compiled_pass(self, args: dict, signature: tuple) -> torch.Tensor:
+            logits = self.device_pass(ids, keep)
         seen = self.model.__dict__["_playground_graphs"]
-        started = time.perf_counter()
-        if self.device.type == "cuda":
-            torch.compiler.cudagraph_mark_step_begin()
-        logits = self.compiled(**args).logits
-        if self.device.type == "cuda":
-            logits = logits.clone()  # the graph's output buffer is overwritten by its next replay
-        if signature not in seen:
+        if (n, keep) in self.shapes and signature not in seen:
             seen.add(signature)
             self.compile_s += time.perf_counter() - started
+        self._length += n
         return logits
+
+    def _replayed(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        """The pass replayed from its CUDA graph (captured on first use, kept with the cache)."""
+        key = ("pass", len(ids), keep, self.vocab)
+        found = self.cache.graphs.get(key)
+        if found is None:
+            buffer, device_pass = torch.zeros_like(ids), self.device_pass  # the graph may not hold the runner
+            found = self.cache.graphs[key] = (buffer, program(lambda: device_pass(buffer, keep), True))
+            self.cache.move_to(self._length)  # capture's warm-up passes advanced the pointer
+        buffer, graph = found
+        buffer.copy_(ids)
+        return graph()

@@ -1,0 +1,57 @@
+"""CUDA graphs made by hand: a function of static buffers is captured once and replayed per call.
+
+The function's inputs and outputs live at fixed addresses (buffers the caller fills before a
+replay and reads after it); a replay runs every kernel the capture recorded, with none of the
+Python that launched them. The graphs of a process share one memory pool: they run one after
+another on one stream, so their scratch memory may overlap, while every output they return stays
+referenced and is never reused.
+
+Before capture the function runs twice on a side stream (CUDA's rule for capture: lazy
+initialisation, cuBLAS workspaces and autotuning happen outside the graph). Those runs write what
+the function writes (KV cache positions past the committed ones, output buffers): callers capture
+only functions whose writes are rewritten by the next real replay."""
+import torch
+
+_pool = None
+
+
+def shared_pool():
+    global _pool
+    if _pool is None:
+        _pool = torch.cuda.graph_pool_handle()
+    return _pool
+
+
+class Captured:
+    """fn() captured as a CUDA graph; calling replays it and returns what fn returned at capture
+    (tensors whose contents each replay rewrites)."""
+
+    def __init__(self, fn):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, pool=shared_pool()):
+            self.out = fn()
+
+    def __call__(self):
+        self.graph.replay()
+        return self.out
+
+
+class Direct:
+    """The same interface without a graph (CPU, or CUDA graphs off): each call runs fn."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self):
+        return self.fn()
+
+
+def program(fn, capture: bool):
+    """fn as a replayable program: captured when `capture` (CUDA), run directly otherwise."""
+    return Captured(fn) if capture else Direct(fn)

@@ -1,0 +1,94 @@
+"""Static KV caches kept for the life of a model, one per capacity, with one write pointer.
+
+transformers' StaticCache gives every layer its own write pointer (`cumulative_length`) that each
+pass advances in place: moving a cache back means one kernel per layer, and a CUDA graph that ran
+passes advances all of them again on every replay. Here all layers share one pointer, a 0-d long
+tensor on the model's device: a pass writes its n keys and values at [pointer, pointer + n), the
+attention mask and the rotary positions read the same pointer (transformers derives both from
+`get_seq_length`), and the caller advances it once per pass. A rollback is one `fill_`.
+
+Positions past the pointer hold stale keys that need no clearing: the causal mask hides every key
+after the query's own position. Everything here is made in inference mode, like every pass that
+uses it (an inference tensor cannot be updated in place outside inference mode).
+
+The cache of a model is made once per capacity and kept on the model (CUDA graphs captured on it
+hold its buffers' addresses); a run borrows it, and a second run wanting it while the first still
+holds it gets None (the caller then runs eager on a cache of its own)."""
+import weakref
+
+import torch
+from transformers.cache_utils import Cache, StaticLayer
+
+
+class PointerLayer(StaticLayer):
+    """A StaticLayer that writes at the cache's shared pointer and never advances it itself."""
+
+    def __init__(self, max_cache_len: int, pointer: torch.Tensor):
+        super().__init__(max_cache_len=max_cache_len)
+        self.pointer = pointer  # shared by every layer of the cache
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        super().lazy_initialization(key_states, value_states)
+        self.cumulative_length = self.pointer  # what transformers reads as the length
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        positions = self.pointer + torch.arange(key_states.shape[-2], device=self.pointer.device)  # [n]
+        self.keys.index_copy_(2, positions, key_states)  # keys [1, kv heads, capacity, head dim]
+        self.values.index_copy_(2, positions, value_states)
+        return self.keys, self.values
+
+    def get_seq_length(self) -> torch.Tensor:
+        return self.pointer
+
+    def reset(self) -> None:
+        self.pointer.zero_()
+
+
+class PointerCache(Cache):
+    """One static cache of `capacity` positions for batch 1, allocated now, with one pointer."""
+
+    def __init__(self, model: torch.nn.Module, capacity: int):
+        text = model.config.get_text_config(decoder=True)
+        heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+        head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+        with torch.inference_mode():
+            self.pointer = torch.zeros((), dtype=torch.long, device=model.device)
+            super().__init__(layers=[PointerLayer(capacity, self.pointer) for _ in range(text.num_hidden_layers)])
+            self.early_initialization(1, heads, head_dim, model.dtype, model.device)
+        torch._dynamo.mark_static_address(self.pointer)
+        self.capacity = capacity
+        self.owner = None  # weakref to the runner using it now
+        self.graphs: dict = {}  # CUDA graphs captured on this cache (playground.engine.static)
+
+    def move_to(self, length: int) -> None:
+        """Set the write pointer (the number of positions the next pass sees before its own)."""
+        with torch.inference_mode():
+            self.pointer.fill_(length)
+
+    def advance(self, n: int) -> None:
+        with torch.inference_mode():
+            self.pointer.add_(n)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for layer in self.layers for t in (layer.keys, layer.values))
+
+
+def borrow_cache(model: torch.nn.Module, capacity: int, owner) -> PointerCache | None:
+    """The model's cache of this capacity (made on first use, then kept), lent to `owner` until
+    `owner` is freed or gives it back; None while another live owner holds it."""
+    caches = model.__dict__.setdefault("_playground_caches", {})
+    cache = caches.get(capacity)
+    if cache is None:
+        cache = caches[capacity] = PointerCache(model, capacity)
+    holder = cache.owner() if cache.owner is not None else None
+    if holder is not None and holder is not owner:
+        return None
+    cache.owner = weakref.ref(owner)
+    return cache
+
+
+def give_back(cache: PointerCache, owner) -> None:
+    if cache.owner is not None and cache.owner() is owner:
+        cache.owner = None
