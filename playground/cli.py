@@ -13,6 +13,7 @@ from playground import session
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
+from playground.metrics import first_difference
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -170,7 +171,7 @@ def cmd_generate(args) -> int:
 
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
-    compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer())
+    compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
     if baseline:  # warm both paths up so neither pays one-time costs inside the timing
         warm = dataclasses.replace(cfg, max_new_tokens=4)
         session.run(pair, prompt_ids, warm, constraint=constraint)
@@ -187,6 +188,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         out["speedup"] = base.stats["wall_s"] / result.stats["wall_s"]
         if cfg.sampling.greedy:
             out["identical_to_baseline"] = base.token_ids == result.token_ids
+            out["first_difference"] = first_difference(result.token_ids, base.token_ids)
     if num_samples > 1:
         out["samples"] = [result.token_ids] + [
             session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint).token_ids
@@ -284,7 +286,8 @@ def format_text(out: dict) -> str:
     if out["valid"] is not None:
         lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
     if "speedup" in out:
-        same = {True: ", identical to the target alone", False: ", DIFFERENT from the target alone"}
+        same = {True: ", identical to the target alone",
+                False: f", DIFFERENT from the target alone from token {(out.get('first_difference') or 0) + 1}"}
         lines.append(f"-- speedup {out['speedup']:.2f}x over the target alone"
                      + same.get(out.get("identical_to_baseline"), ""))
     return "\n".join(lines)

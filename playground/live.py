@@ -13,7 +13,7 @@ from playground import session
 from playground.constraints import from_user
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
-from playground.metrics import engine_seconds, side_by_side_speedup
+from playground.metrics import engine_seconds, first_difference, side_by_side_speedup
 from playground.models import custom_models_allowed
 from playground.presets import all_presets
 from playground.share import Settings
@@ -56,7 +56,7 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
     with blamed_on("prompt"):
         ids = encode(pair, settings, settings.prompt)
         session.check_prompt_ids(pair, ids, cfg.max_new_tokens)
-    session.compile_graphs(pair, len(ids), cfg, progress)  # first runs only: "compiling ..." while it lasts
+    session.compile_graphs(pair, len(ids), cfg, progress, constrained=constraint is not None)  # first runs only: "compiling ..." while it lasts
     return pair, ids, cfg, constraint
 
 
@@ -168,6 +168,7 @@ def run_to_dict(snap: Snapshot) -> dict:
         out["speedup_measure"] = measure
         if snap.settings.temperature == 0:
             out["identical_to_baseline"] = snap.baseline.token_ids == snap.result.token_ids
+            out["first_difference"] = first_difference(snap.result.token_ids, snap.baseline.token_ids)
     return out
 
 

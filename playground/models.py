@@ -4,7 +4,7 @@ import collections
 import gc
 import os
 import pathlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -41,6 +41,8 @@ class Pair:
     draft_threads: int | None = None
     cascade: bool = False  # prompt lookup feeds the draft model
     context: int = 2**31  # positions both models can attend to (prompt + new tokens)
+    programs: collections.OrderedDict = field(default_factory=collections.OrderedDict)  # the engine's
+    # captured round programs for this pair (playground.engine.fused), freed with it
 
     @property
     def device(self) -> torch.device:

@@ -1,16 +1,18 @@
 """One run, between the callers (CLI, UI, benchmarks) and the engine: prompt encoding, runners and
 proposers, result collection. Callers never build engine objects themselves."""
+import os
 import time
 from collections.abc import Iterator
 
-from playground.config import SamplingParams, SpecConfig
+from playground.config import MAX_K, SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
-from playground.engine.static import StaticRunner, why_not_static
+from playground.engine.fused import FusedProposer, programs_for
+from playground.engine.static import CacheBusy, StaticRunner, why_not_static
 from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
 from playground.limits import MAX_PROMPT_CHARS, at_most
@@ -82,27 +84,54 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
     (from Constraint.guide) keeps every token inside the constraint. With cfg.compile, graphs not
     compiled yet are compiled here, before the run's clock starts (see compile_graphs)."""
     check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
-    target, draft = runners(pair, len(prompt_ids), cfg, speculative)
+    fused = fuses(pair, cfg, speculative, guide is None, len(prompt_ids))
+    target, draft = runners(pair, len(prompt_ids), cfg, speculative, fused)
     for runner in (target, draft):
         if isinstance(runner, StaticRunner):
             runner.warm()
-    return speculate(target, _proposer(pair, speculative, draft), prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
+    fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
+    proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft)
+    return speculate(target, proposer, prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
 
 
-def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = True):
+FUSED_DEVICES = {"cuda"}  # where compiled runs replay whole rounds as graphs (tests add "cpu": same code, no capture)
+
+
+def fuses(pair: Pair, cfg: SpecConfig, speculative: bool = True, unconstrained: bool = True,
+          prompt_len: int = 2) -> bool:
+    """Whether a cfg.compile run replays its rounds as two device programs (playground.engine.fused):
+    on a GPU, with a token draft (or none: the target alone) on static caches, no constraint (the
+    grammar needs each draft token on the host), no cascade, no confidence stop, a prompt of 2+ tokens."""
+    if not (cfg.compile and unconstrained and pair.device.type in FUSED_DEVICES and prompt_len >= 2):
+        return False
+    if compile_fallback(pair, cfg, speculative):
+        return False
+    if not speculative:
+        return True
+    return pair.draft is not None and not pair.cascade and cfg.policy != "confidence"
+
+
+def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = True, fused: bool = False):
     """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
-    static caches with compiled passes: the target's verify over k+1 tokens and its one-token step,
-    the draft's step over one or two new tokens. Models with sliding-window layers stay eager, and
-    so do pairs with a feature draft (it reads the eager target's hidden states), target-only runs
-    included, so a comparison sets eager against eager."""
+    static caches with compiled passes: the target's verify over k+1 tokens and its one-token step
+    (fused: the k+1 verify alone, which the target alone replays too), the draft's step over one or
+    two new tokens. Models with sliding-window layers stay eager, and so do pairs with a feature draft
+    (it reads the eager target's hidden states), target-only runs included, so a comparison sets eager
+    against eager. A static cache held by another run (concurrent generations): eager for this one."""
     has_draft = speculative and pair.draft is not None
-    if not cfg.compile or pair.feature_draft:
+    if not cfg.compile or pair.feature_draft or on_zero_gpu():
         return eager_runners(pair, has_draft)
     capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
-    target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
-    target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads)
-    draft = static_or_eager(pair, pair.draft, capacity, {(1, 1), (2, 1)}, pair.draft_threads,
-                            pair.draft_vocab_map) if has_draft else None
+    if fused:
+        target_shapes = {(cfg.k + 1, cfg.k + 1)}
+    else:
+        target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
+    try:
+        target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads)
+        draft = static_or_eager(pair, pair.draft, capacity, {(1, 1), (2, 1)}, pair.draft_threads,
+                                pair.draft_vocab_map) if has_draft else None
+    except CacheBusy:
+        return eager_runners(pair, has_draft)
     return target, draft
 
 
@@ -110,20 +139,38 @@ def static_or_eager(pair: Pair, model, capacity: int, shapes: set, threads, voca
     """A StaticRunner with compiled passes at these (width, kept logits) shapes where the model
     supports one (see why_not_static), else an eager runner."""
     if not why_not_static(model):
-        return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map)
+        longest = min(pair.context, MAX_GPU_CONTEXT) + MAX_K + 2
+        return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map, longest)
     return ModelRunner(model, pair.vocab, threads, vocab_map)
+
+
+MAX_GPU_CONTEXT = 32768  # the long cache of a GPU run (prompt + new tokens past GPU_CAPACITY)
+
+
+def _fused_proposer(pair: Pair, cfg: SpecConfig, target, draft) -> FusedProposer:
+    programs = programs_for(pair.programs, target.device_pass, draft.device_pass if draft else None, cfg.k,
+                            cfg.sampling, capture=pair.device.type == "cuda")
+    return FusedProposer(programs, target, draft)
 
 
 def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True) -> str:
     """Why a cfg.compile run of this pair runs eager, in part or whole; "" when it does not."""
     if not cfg.compile:
         return ""
+    if on_zero_gpu():
+        return ("compiled passes are off on ZeroGPU: compiling takes minutes and each GPU lease lasts about two; "
+                "this run is eager")
     if pair.feature_draft:
         return "compiled passes are off for this pair: its feature draft reads the eager target's hidden states"
     has_draft = speculative and pair.draft is not None
     reasons = [f"the {name}: {why}" for name, model in (("target", pair.target), ("draft", pair.draft if has_draft else None))
                if model is not None and (why := why_not_static(model))]
     return "; ".join(reasons)
+
+
+def on_zero_gpu() -> bool:
+    """Whether this process runs on a Hugging Face ZeroGPU Space (a GPU lent per call)."""
+    return bool(os.environ.get("SPACES_ZERO_GPU"))
 
 
 def eager_runners(pair: Pair, with_draft: bool = True):
@@ -138,14 +185,19 @@ def eager_runners(pair: Pair, with_draft: bool = True):
     return target, ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map)
 
 
-def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None) -> float:
+def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, speculative: bool = True,
+                   constrained: bool = False) -> float:
     """Compile what a cfg.compile run of this prompt length needs and is not compiled yet (once per
-    process); -> seconds spent. `progress(fraction, message)` is told before each graph."""
+    process; on a GPU also capture its graphs); -> seconds spent. `progress(fraction, message)` is
+    told before each graph."""
     if not cfg.compile:
         return 0.0
-    static = [(name, r) for name, r in zip(("target", "draft"), runners(pair, prompt_len, cfg))
-              if isinstance(r, StaticRunner)]
-    total, done = sum(len(r.pending_compiles()) for _, r in static), 0
+    started = time.perf_counter()
+    fused = fuses(pair, cfg, speculative, not constrained, prompt_len)
+    target, draft = runners(pair, prompt_len, cfg, speculative, fused)
+    fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
+    static = [(name, r) for name, r in (("target", target), ("draft", draft)) if isinstance(r, StaticRunner)]
+    total, done = sum(len(r.pending_compiles()) for _, r in static) + fused, 0
     for name, runner in static:
         def tell(width: int, name: str = name) -> None:
             nonlocal done
@@ -154,7 +206,12 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None) 
                 progress((done - 1) / total, f"compiling the {name}'s {width}-token pass ({done}/{total}; once "
                                              "per model, k and context size)")
         runner.warm(tell)
-    return sum(r.compile_s for _, r in static)
+    captured = 0
+    if fused:
+        if progress:
+            progress(done / total, "capturing the round's graphs (once per k and sampling setting)")
+        captured = _fused_proposer(pair, cfg, target, draft).programs.capture_all()
+    return time.perf_counter() - started if any(r.compile_s for _, r in static) or captured else 0.0
 
 
 def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None):
@@ -170,7 +227,7 @@ def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = 
         constraint: Constraint | None = None) -> RunResult:
     """Run to the end and collect tokens, text, stats and (constrained) validity."""
     guide = new_guide(constraint, cfg)
-    compile_graphs(pair, len(prompt_ids), cfg)  # once per process; never inside the run's time
+    compile_graphs(pair, len(prompt_ids), cfg, speculative=speculative, constrained=constraint is not None)  # never in its time
     started = time.perf_counter()
     events = list(generate(pair, prompt_ids, cfg, speculative, guide))
     return collect(pair, events, time.perf_counter() - started, constraint, guide)

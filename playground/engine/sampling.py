@@ -48,3 +48,10 @@ def mask_logits(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.Tensor:
     bits = torch.arange(32, dtype=torch.int32, device=logits.device)
     allowed = ((bitmask.to(logits.device, non_blocking=True)[:, :, None] >> bits) & 1).bool()  # [n, W, 32]
     return logits.masked_fill(~allowed.flatten(1)[:, : logits.shape[-1]], float("-inf"))
+
+
+def race_draw(probs: torch.Tensor, race: torch.Tensor) -> torch.Tensor:
+    """One token per row by the exponential race: argmax_j p_j / e_j with e ~ Exp(1) i.i.d. picks j
+    with probability p_j / sum(p). probs [n, V], race [n, V] -> [n]. Its noise is drawn outside
+    (see playground.engine.fused), so a CUDA graph can replay it."""
+    return (probs / race.clamp(min=1e-30)).argmax(dim=-1)

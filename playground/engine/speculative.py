@@ -20,6 +20,7 @@ import torch
 
 from playground.config import SpecConfig
 from playground.engine.detok import Detokenizer
+from playground.engine.fused import FusedProposer
 from playground.engine.proposers import DraftContext, Proposal
 from playground.engine.runner import ModelRunner
 from playground.engine.schedule import make_schedule
@@ -86,16 +87,15 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     t0 = clock.mark()
     proposal = proposer.propose(k, run.ctx)
     t1 = clock.mark()
-    drafts = proposal.tokens.to(target.device)
-    pending = torch.tensor(run.seq[target.length:], device=target.device)  # last token (+ forced ones)
-    logits = target.forward(torch.cat([pending, drafts]), keep=len(drafts) + 1)  # [k'+1, V]: one pass
-    if guide is not None:
-        logits = mask_logits(logits, guide.verify_masks())
-    verdict = _judge(logits, proposal, cfg, run.ctx.generator)  # the round's one host sync
+    if isinstance(proposer, FusedProposer):  # the verify pass and the rule replayed as one graph
+        verdict = _parse(proposer.verify(), proposal.passes, proposer.programs.k, proposal.probs is not None)
+    else:
+        verdict = _verify(target, proposal, run, cfg)
     t2 = clock.mark()
     new, kept, committed, finish = _commit_events(verdict, run.detok, eos_ids)
     run.seq.extend(new)
-    target.crop(len(run.seq) - 1)
+    if not isinstance(proposer, FusedProposer):  # the fused programs place both caches' pointers themselves
+        target.crop(len(run.seq) - 1)
     proposer.commit(kept, new)
     if guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
@@ -155,6 +155,16 @@ class Verdict:
     p_draft: list[float | None]
 
 
+def _verify(target: ModelRunner, proposal: Proposal, run: _Run, cfg: SpecConfig) -> Verdict:
+    """The target's pass over [pending, drafts], masked by the guide, then the acceptance rule."""
+    drafts = proposal.tokens.to(target.device)
+    pending = torch.tensor(run.seq[target.length:], device=target.device)  # last token (+ forced ones)
+    logits = target.forward(torch.cat([pending, drafts]), keep=len(drafts) + 1)  # [k'+1, V]: one pass
+    if run.ctx.guide is not None:
+        logits = mask_logits(logits, run.ctx.guide.verify_masks())
+    return _judge(logits, proposal, cfg, run.ctx.generator)  # the round's one host sync
+
+
 def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator) -> Verdict:
     """Apply the acceptance rule on the device, then read everything back in one transfer."""
     x, q = proposal.tokens.to(logits.device), proposal.probs
@@ -169,14 +179,19 @@ def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator)
     if q is not None:
         q = q.to(p.device)
         parts += [q[rows, x], q[n.clamp(max=k - 1), nxt].view(1)]
-    host = torch.cat(parts).tolist()
-    n_, nxt_ = int(host[0]), int(host[1])
+    return _parse(torch.cat(parts).tolist(), k, k, q is not None)
+
+
+def _parse(host: list[float], k: int, width: int, with_q: bool) -> Verdict:
+    """A report [n, next, x (width), p(x) (width), p(next), q(x) (width), q(next)] -> the Verdict
+    of its first k drafts (k <= width: a fused round judges k' drafts in a graph made for k)."""
+    n, nxt = int(host[0]), int(host[1])
     drafts = [int(t) for t in host[2:2 + k]]
-    p_target = host[2 + k:3 + 2 * k]
-    p_draft = host[3 + 2 * k:] if q is not None else [None] * (k + 1)
-    if n_ == k:  # a bonus token has no draft probability
+    p_target = host[2 + width:2 + width + k] + [host[2 + 2 * width]]
+    p_draft = host[3 + 2 * width:3 + 2 * width + k] + [host[3 + 3 * width]] if with_q else [None] * (k + 1)
+    if n == k:  # a bonus token has no draft probability
         p_draft = p_draft[:k] + [None]
-    return Verdict(n_, nxt_, drafts, p_target, p_draft)
+    return Verdict(n, nxt, drafts, p_target, p_draft)
 
 
 def _commit_events(v: Verdict, detok: Detokenizer, eos_ids: set[int]):

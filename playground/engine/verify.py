@@ -4,37 +4,58 @@ tensor functions. Everything stays on the device: the caller reads (n, next) wit
 Notation: draft tokens x_1..x_k, target probabilities p (k+1 rows, the last one for the bonus),
 draft probabilities q (k rows). Accept x_i with probability min(1, p_i(x_i) / q_i(x_i)); at the
 first rejection i draw from normalize(max(0, p_i - q_i)); if all k pass, draw the bonus from p_k+1.
-The output then has exactly the target's distribution."""
+The output then has exactly the target's distribution.
+
+`limit` (a 0-d tensor or int <= k) judges only the first `limit` drafts, as if the rest were never
+proposed: a verify pass of fixed width k+1 then serves every shorter proposal (the fused round,
+playground.engine.fused, drafts k' <= k tokens into a graph made for k)."""
 import torch
 
 
-def verify_greedy(target_logits: torch.Tensor, draft_tokens: torch.Tensor):
+def verify_greedy(target_logits: torch.Tensor, draft_tokens: torch.Tensor, limit=None):
     """target_logits [k+1, V], draft_tokens [k] -> (n accepted, next token), both 0-d tensors."""
     choice = target_logits.argmax(dim=-1)  # [k+1]
-    n = _accepted_prefix(choice[:-1] == draft_tokens)
+    n = _accepted_prefix(_within(choice[:-1] == draft_tokens, limit))
     return n, choice[n]
 
 
 def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.Tensor,
-                   generator: torch.Generator | None):
-    """p [k+1, V], q [k, V] or None, draft_tokens [k] -> (n accepted, next token).
+                   generator: torch.Generator | None, limit=None):
+    """p [k+1, V], q [k, V] or None, draft_tokens [k] -> (n accepted, next token); draws its noise
+    from `generator` (see accept_sampled)."""
+    u = torch.rand(draft_tokens.shape[0], device=p.device, generator=generator)
+    race = torch.empty(p.shape[-1], device=p.device).exponential_(generator=generator)
+    return accept_sampled(p, q, draft_tokens, u, race, limit)
+
+
+def accept_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.Tensor, u: torch.Tensor,
+                   race: torch.Tensor, limit=None):
+    """The rule with its randomness given: u [k] uniform on [0, 1), race [V] Exp(1) noise.
 
     q None means a deterministic proposal (prompt lookup): q is one-hot at x_i, so the rule becomes
-    accept with probability p_i(x_i), and the residual is p_i with x_i removed."""
+    accept with probability p_i(x_i), and the residual is p_i with x_i removed. The next token is
+    drawn from its (unnormalised) row r by the exponential race, argmax_j r_j / race_j, which picks
+    j with probability r_j / sum(r): no normalising, no host sync, the same in a CUDA graph."""
     k = draft_tokens.shape[0]
     if q is None:
         q = torch.zeros_like(p[:k]).scatter_(-1, draft_tokens[:, None], 1.0)
     rows = torch.arange(k, device=p.device)
     p_x, q_x = p[rows, draft_tokens], q[rows, draft_tokens]  # [k]
-    u = torch.rand(k, device=p.device, generator=generator)
-    n = _accepted_prefix(u * q_x < p_x)  # u < p/q without dividing by zero
+    n = _accepted_prefix(_within(u * q_x < p_x, limit))  # u < p/q without dividing by zero
     residual = (p[:k] - q).clamp_(min=0.0)  # [k, V]
     dists = torch.cat([residual, p[k:]], dim=0)  # [k+1, V]: row n is where we draw from
     row = dists[n]
-    total = row.sum()
+    if limit is not None:  # all `limit` drafts accepted: the bonus comes from the target's own row
+        row = torch.where(n < limit, row, p[n])
     # a zero residual only happens when p == q on that row, where rejection is impossible; guard anyway
-    row = torch.where(total > 0, row / total.clamp(min=1e-30), p[n])
-    return n, torch.multinomial(row, 1, generator=generator)[0]
+    row = torch.where(row.sum() > 0, row, p[n])
+    return n, (row / race.clamp(min=1e-30)).argmax()
+
+
+def _within(ok: torch.Tensor, limit) -> torch.Tensor:
+    if limit is None:
+        return ok
+    return ok & (torch.arange(ok.shape[0], device=ok.device) < limit)
 
 
 def _accepted_prefix(ok: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,168 @@
+"""A speculative round as two device programs, each captured once as a CUDA graph and replayed per
+round: the draft's k steps, and the target's verify pass with the acceptance rule. The host writes
+six numbers, replays the two graphs and reads one report back: one host synchronisation a round,
+and no Python per kernel (an eager 0.5B draft step is ~30 ms of launches on the lent H100's host;
+replayed, its kernels run back to back).
+
+    meta    [a, b, last, k', draft start, target start]: set by the host before each round
+    draft   feeds [a, b] (the last two committed tokens) at `draft start`, then drafts k' tokens,
+            each fed back: `drafts` [k], `q` [k, V] (its warped distributions)
+    verify  feeds [last, x_1..x_k] at `target start` (always k+1 wide) and judges the first k'
+            drafts (verify.py's `limit`) -> report [n, next, x, p(x), p(next), q(x), q(next)]
+
+Feeding the last two committed tokens keeps the draft's cache right with no bookkeeping: after any
+round its cache holds every committed position but the last two, whatever was accepted (positions
+past those hold rejected guesses and are overwritten). Drafts are drawn on the device: greedy by
+argmax, sampled by the exponential race with noise drawn from the run's generator before the
+replay. The target alone (no draft) is the verify program with k' = 0: the same pass width as
+verification, so its greedy tokens are those speculation keeps (a GEMM's rows do not depend on
+which row they are; a narrower pass may round differently).
+
+Without CUDA the same programs run directly (playground.engine.graphs.Direct): tests check them on
+a CPU."""
+from collections import OrderedDict
+
+import torch
+
+from playground.engine.graphs import program
+from playground.engine.proposers import Proposal
+from playground.engine.sampling import race_draw, warp
+from playground.engine.verify import accept_sampled, verify_greedy
+
+META = 6
+MAX_PROGRAMS = 8  # program sets (k, sampling, caches) kept per pair; each holds graphs and buffers
+
+
+class Programs:
+    """The buffers and programs of one (target pass, draft pass or None, k, sampling)."""
+
+    def __init__(self, target_pass, draft_pass, k: int, sampling, capture: bool):
+        self.target, self.draft, self.k, self.sampling, self.capture = target_pass, draft_pass, k, sampling, capture
+        device, vocab = target_pass.device, target_pass.vocab
+        with torch.inference_mode():
+            self.meta = torch.zeros(META, dtype=torch.long, device=device)
+            self.meta_host = torch.zeros(META, dtype=torch.long, pin_memory=capture)
+            self.drafts = torch.zeros(k, dtype=torch.long, device=device)  # [k]
+            self.q = torch.zeros(k, vocab, device=device)  # [k, V]
+            self.draft_race = torch.ones(k, vocab, device=device)  # [k, V] Exp(1) noise for the drafts' draws
+            self.u = torch.zeros(k, device=device)  # [k] uniform noise of the acceptance test
+            self.race = torch.ones(vocab, device=device)  # [V] noise of the target's own draw
+        self.meta_view = self.meta_host.numpy()
+        self._drafting: dict[int, object] = {}
+        self._verifying = None
+
+    def capture_all(self) -> int:
+        """Make every program not made yet (each k' <= k), with the caches' pointers at 0; -> how many."""
+        wanted = range(1, self.k + 1) if self.draft is not None else range(0)
+        new = sum(kp not in self._drafting for kp in wanted) + (self._verifying is None)
+        if new:
+            self.set_meta(0, 0, 0, 0, 0, 0)
+            for kp in wanted:
+                self.drafting(kp)
+            self.verifying()
+        return new
+
+    def set_meta(self, *values: int) -> None:
+        self.meta_view[:] = values
+        with torch.inference_mode():
+            self.meta.copy_(self.meta_host, non_blocking=True)
+
+    def draw_noise(self, generator: torch.Generator) -> None:
+        with torch.inference_mode():
+            self.draft_race.exponential_(generator=generator)
+            self.u.uniform_(generator=generator)
+            self.race.exponential_(generator=generator)
+
+    def drafting(self, kp: int):
+        if kp not in self._drafting:
+            with torch.inference_mode():
+                self._drafting[kp] = program(lambda: self._draft(kp), self.capture)
+        return self._drafting[kp]
+
+    def verifying(self):
+        if self._verifying is None:
+            with torch.inference_mode():
+                self._verifying = program(self._verify, self.capture)
+        return self._verifying
+
+    def _draft(self, kp: int) -> torch.Tensor:
+        d, greedy = self.draft, self.sampling.greedy
+        d.cache.pointer.copy_(self.meta[4])
+        logits = d(self.meta[0:2], keep=1)  # [1, V]
+        for i in range(kp):
+            p = warp(logits, self.sampling)  # [1, V]
+            token = logits.argmax(dim=-1) if greedy else race_draw(p, self.draft_race[i:i + 1])  # [1]
+            self.drafts[i:i + 1].copy_(token)
+            self.q[i:i + 1].copy_(p)
+            if i + 1 < kp:
+                logits = d(self.drafts[i:i + 1], keep=1)
+        return self.drafts
+
+    def _verify(self) -> torch.Tensor:
+        """-> report [3k + 4] float32 (token ids are exact in float32 below 2^24)."""
+        t, k, x, limit = self.target, self.k, self.drafts, self.meta[3]
+        t.cache.pointer.copy_(self.meta[5])
+        logits = t(torch.cat([self.meta[2:3], x]), keep=k + 1)  # [k+1, V]: one pass
+        p = warp(logits, self.sampling)  # [k+1, V]
+        if self.sampling.greedy:
+            n, nxt = verify_greedy(logits, x, limit)
+        else:
+            n, nxt = accept_sampled(p, self.q, x, self.u, self.race, limit)
+        rows = torch.arange(k, device=p.device)
+        parts = [n.view(1).float(), nxt.view(1).float(), x.float(), p[rows, x], p[n, nxt].view(1)]
+        if self.draft is not None:
+            parts += [self.q[rows, x], self.q[n.clamp(max=k - 1), nxt].view(1)]
+        return torch.cat(parts)
+
+
+def programs_for(store: OrderedDict, target_pass, draft_pass, k: int, sampling, capture: bool) -> Programs:
+    """The program set for these passes, k and sampling, from `store` (kept per pair) or made now."""
+    key = (id(target_pass.cache), id(draft_pass.cache) if draft_pass else None, k, sampling, target_pass.vocab)
+    found = store.get(key)
+    if found is None:
+        found = store[key] = Programs(target_pass, draft_pass, k, sampling, capture)
+        while len(store) > MAX_PROGRAMS:
+            store.popitem(last=False)
+    store.move_to_end(key)
+    return found
+
+
+class FusedProposer:
+    """Drafts and verifies in one go through a Programs set (see the module's docstring); the round
+    loop calls `propose`, then `verify` instead of its own target pass. Without a draft it proposes
+    nothing and `verify` is the target alone at verification's width."""
+
+    def __init__(self, programs: Programs, target_runner, draft_runner=None):
+        self.programs, self.target, self.draft = programs, target_runner, draft_runner
+        self.name = "draft model" if draft_runner is not None else "target only"
+        self.seq: list[int] = []
+        self.k_used = 0
+
+    def start(self, prompt: list[int]) -> int:
+        """Prefill the draft with all prompt tokens but the last (the target's prefill is the loop's)."""
+        self.seq = list(prompt)
+        if self.draft is None:
+            return 0
+        self.draft.reset()
+        self.draft.forward(torch.tensor(prompt[:-1], device=self.draft.device), keep=1)
+        return 1
+
+    def propose(self, k: int, ctx) -> Proposal:
+        pr, seq = self.programs, self.seq
+        kp = min(k, pr.k) if self.draft is not None else 0
+        pr.set_meta(seq[-2], seq[-1], seq[-1], kp, len(seq) - 2, len(seq) - 1)
+        if not pr.sampling.greedy:
+            pr.draw_noise(ctx.generator)
+        if kp:
+            with torch.inference_mode(), self.draft.decode_threads():
+                pr.drafting(kp)()
+        self.k_used = kp
+        return Proposal(pr.drafts[:kp], pr.q[:kp] if self.draft is not None else None, kp, "")
+
+    def verify(self) -> list[float]:
+        """Replay the verify program and read its report: the round's one host sync."""
+        with torch.inference_mode(), self.target.decode_threads():
+            return self.programs.verifying()().tolist()
+
+    def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
+        self.seq.extend(new_tokens)

@@ -1,0 +1,169 @@
+"""The fused round (playground.engine.fused: the draft's k steps and the verify pass with the
+acceptance rule as two device programs, captured as CUDA graphs on a GPU) keeps every promise of the
+engine. Here the same programs run without capture on this CPU (session.FUSED_DEVICES); the
+tests marked `gpu` run them captured on CUDA (scripts/gpu_check.py runs those)."""
+import pytest
+import torch
+
+from playground import session
+from playground.engine import fused
+from playground.engine.verify import accept_sampled
+from tests import tiny
+from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
+from tests.test_engine_sampling import N_RUNS, P_MIN, PROMPT as SAMPLING_PROMPT, chi_square_p, exact_joint
+
+
+@pytest.fixture(autouse=True)
+def fused_on_cpu(monkeypatch):
+    monkeypatch.setattr(session, "FUSED_DEVICES", {"cpu", "cuda"})
+
+
+def compiled(k: int, max_new_tokens: int, **kw):
+    return session.settings(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
+
+
+def rounds_fused(pair, prompt, cfg, speculative=True) -> bool:
+    return session.fuses(pair, cfg, speculative, True, len(prompt))
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+def test_greedy_identity_fused(arch, tokenizer):
+    target = tiny.tiny_model(arch, vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.4, seed=3)
+    pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    expected = hf_greedy(target, prompt, 37, eos_id=NO_EOS)  # 37: the last round is cut by the budget
+    for k in (1, 3, 5):
+        assert rounds_fused(pair, prompt, compiled(k, 37))
+        result = session.run(pair, prompt, compiled(k, 37))
+        assert result.token_ids == expected, (arch, k)
+        assert 0 < result.stats["accepted"] < result.stats["proposed"]  # drafts were judged, some refused
+    alone = session.run(pair, prompt, compiled(3, 37), speculative=False)
+    assert alone.token_ids == expected and alone.stats["proposed"] == 0
+
+
+def test_adaptive_k_fused(target, noisy_draft, tokenizer):
+    """The schedule policy drafts k' <= k tokens into programs made for k: only k' are judged."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    result = session.run(pair, prompt, compiled(6, 40, policy="schedule"))
+    assert result.token_ids == hf_greedy(target, prompt, 40, eos_id=NO_EOS)
+    asked = {r.k for r in result.rounds}
+    assert len(asked) > 1 and max(r.proposed for r in result.rounds) <= 6
+    assert all(r.proposed <= r.k for r in result.rounds)
+
+
+def test_eos_inside_a_round_fused(target, noisy_draft, tokenizer):
+    prompt = tokenizer(PROMPT).input_ids
+    free = hf_greedy(target, prompt, 30, eos_id=NO_EOS)
+    eos = free[6]
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[eos])
+    for k in (3, 4):
+        result = session.run(pair, prompt, compiled(k, 30))
+        assert result.token_ids == hf_greedy(target, prompt, 30, eos_id=eos) and result.finish_reason == "eos"
+
+
+def test_reduced_vocabulary_draft_fused(target, tokenizer):
+    """A draft predicting only some tokens (SmolLM2's drafts): its ids are mapped in the programs."""
+    keep = torch.arange(0, len(tokenizer), 2)  # every other token
+    draft = tiny.tiny_model(vocab=len(keep) + 1, seed=4)
+    draft.playground_vocab_map = keep
+    pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    result = session.run(pair, prompt, compiled(3, 24))
+    assert result.token_ids == hf_greedy(target, prompt, 24, eos_id=NO_EOS)
+    drafted = [t.token_id for r in result.rounds for t in r.tokens if t.kind in ("accepted", "rejected")]
+    assert drafted and all(t % 2 == 0 for t in drafted)
+
+
+@pytest.fixture(scope="module")
+def letters():
+    tok = tiny.letters_tokenizer(12)
+    target = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=21, eos_id=11, init_std=0.6)
+    draft = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=22, eos_id=11, init_std=0.6)
+    return tok, target, draft
+
+
+def sampled_counts(pair, k: int, params: dict, speculative: bool = True) -> dict:
+    counts = {}
+    for seed in range(N_RUNS):
+        ids = tuple(session.run(pair, SAMPLING_PROMPT, compiled(k, 3, seed=seed, **params), speculative).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("params", [dict(temperature=1.0), dict(temperature=0.7, top_k=6, top_p=0.9)])
+def test_sampling_distribution_fused(letters, params):
+    tok, target, draft = letters
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])
+    assert rounds_fused(pair, SAMPLING_PROMPT, compiled(2, 3, **params))
+    full = dict(temperature=1.0, top_k=0, top_p=1.0) | params
+    assert chi_square_p(sampled_counts(pair, 2, params), exact_joint(target, 3, full), N_RUNS) > P_MIN
+
+
+def test_sampling_target_alone_fused(letters):
+    tok, target, draft = letters
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])
+    params = dict(temperature=1.0, top_k=0, top_p=1.0)
+    counts = sampled_counts(pair, 2, dict(temperature=1.0), speculative=False)
+    assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN
+
+
+def test_a_broken_fused_rule_is_caught(letters, monkeypatch):
+    """Negative control: the fused rule with its uniform noise at 0 accepts every draft the target
+    allows (the draft's distribution, not the target's), and the same chi-square test rejects it."""
+    def accepts_all(p, q, x, u, race, limit=None):
+        return accept_sampled(p, q, x, torch.zeros_like(u), race, limit)
+    monkeypatch.setattr(fused, "accept_sampled", accepts_all)
+    tok, target, draft = letters
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])
+    params = dict(temperature=1.0, top_k=0, top_p=1.0)
+    assert chi_square_p(sampled_counts(pair, 2, dict(temperature=1.0)), exact_joint(target, 3, params), N_RUNS) < P_MIN
+
+
+def test_one_host_sync_per_round(target, noisy_draft, tokenizer, monkeypatch):
+    """A fused round reads the device once: every host read of a tensor (.tolist, .item, bool, int)
+    after the prefill is counted, and there is one per round (the report)."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    cfg = compiled(4, 30)
+    session.compile_graphs(pair, len(prompt), cfg)
+    reads = []
+    for name in ("tolist", "item", "__bool__", "__int__", "__float__", "__index__"):
+        original = getattr(torch.Tensor, name)
+        def counted(self, *a, _original=original, _name=name, **kw):
+            reads.append(_name)
+            return _original(self, *a, **kw)
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    events = session.generate(pair, prompt, cfg)
+    next(events)  # the prefill (eager passes, whose mask code may read the device)
+    reads.clear()
+    rounds = sum(1 for _ in events)
+    monkeypatch.undo()
+    assert rounds > 3 and reads == ["tolist"] * rounds, reads
+
+
+def test_programs_are_kept_per_pair(target, noisy_draft, tokenizer):
+    """A second run, of another prompt length and budget, makes no program and compiles nothing."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    ids = tokenizer(PROMPT).input_ids
+    session.run(pair, ids, compiled(3, 20))
+    made = {key: id(p) for key, p in pair.programs.items()}
+    graphs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
+    assert session.compile_graphs(pair, len(ids) - 5, compiled(3, 50)) == 0.0
+    session.run(pair, ids[:-5], compiled(3, 50))
+    assert {key: id(p) for key, p in pair.programs.items()} == made
+    assert dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") == graphs
+
+
+def test_concurrent_runs_do_not_share_a_cache(target, noisy_draft, tokenizer):
+    """While one run holds a model's persistent cache, a second runs eager on its own; both right."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    expected = hf_greedy(target, prompt, 16, eos_id=NO_EOS)
+    first = session.generate(pair, prompt, compiled(2, 16))
+    head = [next(first), next(first)]
+    second = session.run(pair, prompt, compiled(2, 16))
+    rest = list(first)
+    ids = [t.token_id for e in head[1:] + rest for t in e.committed]
+    assert ids == expected and second.token_ids == expected
