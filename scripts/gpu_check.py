@@ -1,0 +1,260 @@
+"""Every GPU measurement of the compiled CUDA path in one command, one table at the end.
+
+    python scripts/gpu_check.py [--only tests,cli,demo,real] [--tokens 128] [--repeats 3]
+
+- tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
+- cli:   `python -m playground generate --preset demo --device cuda --compile --baseline` (no crash,
+         identity, compile seconds).
+- demo:  the shipped demo pair; real: Qwen2.5-7B / Qwen2.5-0.5B shapes with random bf16 weights
+         (speed does not depend on the weights), twice: as built (acceptance ~0: a round's pure
+         overhead) and with every o_proj and down_proj zeroed, the target's head set to its
+         embedding and the draft's embedding to the target's times a random 3584x896 projection
+         (both predict the last token again: acceptance 1, every product still full size).
+
+Each setting runs, interleaved `repeats` times on one 128-token prompt: the target alone compiled
+at one token a pass ("alone-1") and at verification's width k+1 ("alone-W", the baseline the
+engine uses: its greedy tokens are speculation's), speculation compiled (fixed k, and the +2/-1
+schedule), and eager speculation and target alone once. Decode time per token excludes the prompt
+pass. The floor is the bytes a pass must read (every weight but an untied embedding table) over
+the copy bandwidth measured here. Results also go to $OUT/gpu_check.json (or --out)."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from playground import session  # noqa: E402
+from playground.engine.fused import FusedProposer, Programs  # noqa: E402
+from playground.engine.speculative import speculate  # noqa: E402
+from playground.engine.static import StaticRunner  # noqa: E402
+from playground.events import Round  # noqa: E402
+from playground.models import Pair, load_pair  # noqa: E402
+
+QWEN25_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+                 num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False)
+QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                  num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True)
+
+
+def copy_bandwidth() -> float:
+    """Bytes read + written per second by a 1 GiB device-to-device copy (median of 10)."""
+    src = torch.randn(1 << 28, device="cuda")
+    dst = torch.empty_like(src)
+    times = []
+    for i in range(13):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3) if i >= 3 else None
+    return 2 * src.numel() * src.element_size() / statistics.median(times)
+
+
+def read_bytes(model) -> int:
+    """Bytes one pass reads: every weight, but only a row of an embedding table the head does not share."""
+    total = sum(p.numel() * p.element_size() for p in model.parameters())
+    emb, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    return total - (emb.numel() * emb.element_size() if emb.data_ptr() != head.data_ptr() else 0)
+
+
+def words_tokenizer(vocab: int):
+    """A real fast tokenizer with `vocab` one-word tokens (random-weight models need no text)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab)}, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=f"w{vocab - 1}")
+
+
+def real_size_pair() -> Pair:
+    from transformers import AutoModelForCausalLM, Qwen2Config
+    models = []
+    for shape in (QWEN25_7B, QWEN25_05B):
+        torch.manual_seed(0)
+        with torch.device("cuda"):
+            models.append(AutoModelForCausalLM.from_config(Qwen2Config(max_position_embeddings=32768, **shape),
+                                                           dtype=torch.bfloat16).eval())
+    target, draft = models
+    return Pair(target, draft, words_tokenizer(152064), "qwen2.5-7b-shapes", "qwen2.5-0.5b-shapes", 151936,
+                frozenset(), context=32768)
+
+
+@torch.no_grad()
+def predict_last_token(pair: Pair) -> None:
+    """Acceptance 1 at full cost: layers add nothing, and both heads score the input token highest."""
+    for model in (pair.target, pair.draft):
+        for name, p in model.named_parameters():
+            if name.endswith(("o_proj.weight", "down_proj.weight")):
+                p.zero_()
+    emb = pair.target.get_input_embeddings().weight  # [152064, 3584]
+    pair.target.get_output_embeddings().weight.copy_(emb)
+    projection = torch.randn(emb.shape[1], pair.draft.config.hidden_size, device=emb.device, dtype=emb.dtype)
+    pair.draft.get_input_embeddings().weight.copy_(emb[:pair.draft.config.vocab_size] @ projection / emb.shape[1] ** 0.5)
+
+
+def decode(events) -> tuple[list[int], float, list[Round]]:
+    rounds = [e for e in events if isinstance(e, Round)]
+    return [t.token_id for r in rounds for t in r.committed], sum(r.wall_s for r in rounds), rounds
+
+
+def narrow_target_alone(pair: Pair, prompt: list[int], cfg):
+    """The target alone replaying a one-token pass (the fastest target alone; not the engine's baseline)."""
+    runner = StaticRunner(pair.target, pair.vocab, len(prompt) + cfg.max_new_tokens + 2, {(1, 1)})
+    runner.warm()
+    key = ("narrow", id(runner.cache), cfg.sampling)
+    if key not in pair.programs:
+        pair.programs[key] = Programs(runner.device_pass, None, 0, cfg.sampling, capture=pair.device.type == "cuda")
+        pair.programs[key].capture_all()
+    proposer = FusedProposer(pair.programs[key], runner)
+    return speculate(runner, proposer, prompt, cfg, pair.tokenizer, pair.eos_ids)
+
+
+def timed_compile(pair, prompt, cfg, speculative=True) -> float:
+    started = time.perf_counter()
+    session.compile_graphs(pair, len(prompt), cfg, speculative=speculative)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - started
+
+
+def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, floor_s: float) -> dict:
+    """Every row of one setting, interleaved; -> {row: stats}."""
+    spec = session.settings(k=k, max_new_tokens=tokens, compile=True)
+    sched = session.settings(k=k, max_new_tokens=tokens, compile=True, policy="schedule")
+    eager = session.settings(k=k, max_new_tokens=min(tokens, 48))  # eager is slow: fewer tokens say enough
+    out = {"compile_s": {"speculative": timed_compile(pair, prompt, spec), "schedule": timed_compile(pair, prompt, sched),
+                         "alone-W": timed_compile(pair, prompt, spec, speculative=False)}}
+    runs = {"alone-1": lambda: narrow_target_alone(pair, prompt, spec),
+            "alone-W": lambda: session.generate(pair, prompt, spec, speculative=False),
+            f"spec k={k}": lambda: session.generate(pair, prompt, spec),
+            f"spec k<={k} schedule": lambda: session.generate(pair, prompt, sched)}
+    started = time.perf_counter()
+    list(runs["alone-1"]())  # its pass is compiled and its graphs captured here, outside the timed repeats
+    out["compile_s"]["alone-1 (first run)"] = time.perf_counter() - started
+    seen: dict = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, make in runs.items():
+            seen[name].append(decode(make()))
+    for name, cfg in (("eager alone", eager), (f"eager spec k={k}", eager)):
+        seen[name] = [decode(session.generate(pair, prompt, cfg, speculative="spec" in name))]
+    second = prompt[: len(prompt) // 2 + 3]  # another length: must compile nothing
+    graphs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
+    out["second_prompt_compile_s"] = timed_compile(pair, second, spec) + timed_compile(pair, second, spec, False)
+    list(session.generate(pair, second, session.settings(k=k, max_new_tokens=tokens + 7, compile=True)))
+    out["second_prompt_new_graphs"] = (dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") or 0) - (graphs or 0)
+    exact = seen["alone-W"][0][0]
+    for name, results in seen.items():
+        out[name] = row(results, exact, seen["alone-1"], floor_s, tokens)
+    return out
+
+
+def row(results, exact: list[int], narrow, floor_s: float, tokens: int) -> dict:
+    per_token = [wall / max(1, len(ids)) for ids, wall, _ in results]
+    rounds = [r for _, _, rs in results for r in rs]
+    drafted = [r for r in rounds if r.draft_passes]
+    ids = results[0][0]
+    speedups = [(n[1] / len(n[0])) / (wall / len(ids_)) for (ids_, wall, _), n in zip(results, narrow)]  # per token
+    return {"ms_per_token": 1e3 * statistics.median(per_token), "ms_per_token_range": [1e3 * min(per_token), 1e3 * max(per_token)],
+            "tok_s": 1 / statistics.median(per_token), "x_floor": statistics.median(per_token) / floor_s,
+            "ms_per_round": 1e3 * statistics.median(r.wall_s for r in rounds),
+            "draft_step_ms": 1e3 * statistics.median(r.draft_s / r.draft_passes for r in drafted) if drafted else None,
+            "verify_ms": 1e3 * statistics.median(r.target_s for r in rounds),
+            "tokens_per_round": len(ids) / max(1, len(results[0][2])),
+            "speedup_vs_alone1": (statistics.median(speedups), min(speedups), max(speedups)) if speedups else None,
+            "identical_to_alone_W": ids == exact, "first_divergence": first_divergence(ids, exact),
+            "tokens": len(ids)}
+
+
+def first_divergence(a: list[int], b: list[int]) -> int | None:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
+
+
+def run_tests() -> dict:
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/"], capture_output=True, text=True,
+                          timeout=400)
+    print(done.stdout[-3000:], done.stderr[-2000:])
+    return {"rc": done.returncode, "summary": done.stdout.strip().splitlines()[-1:] if done.stdout else []}
+
+
+def run_cli() -> dict:
+    cmd = [sys.executable, "-m", "playground", "generate", "--preset", "demo", "--device", "cuda", "--compile",
+           "--baseline", "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    if done.returncode:
+        return {"rc": done.returncode, "error": done.stderr[-1500:]}
+    out = json.loads(done.stdout)
+    return {"rc": 0, "speedup": out.get("speedup"), "identical": out.get("identical_to_baseline"),
+            "compile_s": out.get("compile_s"), "tokens_per_s": out["stats"]["tokens_per_s"]}
+
+
+def print_table(name: str, result: dict) -> None:
+    print(f"\n{name}: compile {json.dumps({k: round(v, 1) for k, v in result['compile_s'].items()})} s; second prompt "
+          f"{result['second_prompt_compile_s']:.2f} s, {result['second_prompt_new_graphs']} new graphs")
+    print(f"{'row':24} {'tok/s':>7} {'ms/tok':>14} {'x floor':>7} {'ms/round':>8} {'draft ms':>8} {'verify ms':>9} "
+          f"{'tok/round':>9} {'vs alone-1':>18} identical")
+    for label, r in result.items():
+        if not isinstance(r, dict) or "tok_s" not in r:
+            continue
+        span = f"{r['ms_per_token']:.2f} ({r['ms_per_token_range'][0]:.2f}-{r['ms_per_token_range'][1]:.2f})"
+        vs = "{:.2f}x ({:.2f}-{:.2f})".format(*r["speedup_vs_alone1"]) if r["speedup_vs_alone1"] else "-"
+        draft = f"{r['draft_step_ms']:.3f}" if r["draft_step_ms"] is not None else "-"
+        same = "yes" if r["identical_to_alone_W"] else f"no (token {r['first_divergence']})"
+        print(f"{label:24} {r['tok_s']:7.1f} {span:>14} {r['x_floor']:7.2f} {r['ms_per_round']:8.2f} {draft:>8} "
+              f"{r['verify_ms']:9.2f} {r['tokens_per_round']:9.2f} {vs:>18} {same}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="tests,cli,demo,real")
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = parser.parse_args()
+    import transformers
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "transformers": transformers.__version__,
+              "copy_bytes_per_s": copy_bandwidth()}
+    print(f"{report['device']}, torch {torch.__version__}, transformers {transformers.__version__}: copy "
+          f"{report['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + written)", flush=True)
+    only = args.only.split(",")
+    save = lambda: json.dump(report, open(os.path.join(args.out, "gpu_check.json"), "w"), indent=1, default=str)  # noqa: E731
+    if "tests" in only:
+        report["tests"] = run_tests()
+        save()
+    prompt = list(range(1000, 1128))
+    if "real" in only:
+        pair = real_size_pair()
+        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
+        report["floor_ms"] = {"target": 1e3 * floor, "draft": 1e3 * read_bytes(pair.draft) / report["copy_bytes_per_s"]}
+        print(f"floors: target {report['floor_ms']['target']:.2f} ms, draft {report['floor_ms']['draft']:.3f} ms", flush=True)
+        report["real acceptance 0"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
+        print_table("Qwen2.5-7B/0.5B shapes, random weights (acceptance ~0)", report["real acceptance 0"])
+        save()
+        predict_last_token(pair)
+        report["real acceptance 1"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
+        print_table("Qwen2.5-7B/0.5B shapes, last-token predictors (acceptance 1)", report["real acceptance 1"])
+        save()
+        del pair
+    if "cli" in only:
+        report["cli"] = run_cli()
+        print("cli", report["cli"], flush=True)
+        save()
+    if "demo" in only:
+        pair = load_pair("demo-target", "demo-draft", device="cuda")
+        demo_prompt = session.encode_prompt(pair, open(os.path.join(os.path.dirname(__file__), "..", "playground",
+                                                                     "engine", "speculative.py")).read()[:600])
+        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
+        report["demo"] = measure(pair, demo_prompt, args.tokens, args.k, args.repeats, floor)
+        print_table("demo pair", report["demo"])
+        save()
+        del pair
+
+
+if __name__ == "__main__":
+    main()

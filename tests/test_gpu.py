@@ -1,0 +1,81 @@
+"""The compiled CUDA path on a GPU (marked `gpu`: skipped without CUDA; scripts/gpu_check.py runs
+them): passes and whole rounds replayed from captured CUDA graphs keep greedy identity with the
+target alone at verification's width, the target's sampling distribution, constraints, and compile
+nothing for a second prompt; `--compile` on CUDA runs from the CLI."""
+import json
+
+import pytest
+import torch
+
+from playground import session
+from playground.constraints import from_user
+from tests import tiny
+from tests.test_engine_greedy import PROMPT
+from tests.test_engine_sampling import N_RUNS, P_MIN, PROMPT as SAMPLING_PROMPT, chi_square_p, exact_joint
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+
+def compiled(k: int, max_new_tokens: int, **kw):
+    return session.settings(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def cuda_pair(tokenizer):
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id).cuda()
+    draft = tiny.perturbed_copy(target, noise=0.4, seed=3).cuda()
+    return tiny.make_pair(target, draft, tokenizer, eos_ids=[])
+
+
+def test_fused_rounds_are_captured_and_exact(cuda_pair, tokenizer):
+    prompt = tokenizer(PROMPT).input_ids
+    assert session.fuses(cuda_pair, compiled(3, 40), True, True, len(prompt))
+    for k in (1, 3, 5):
+        cfg = compiled(k, 40)
+        spec = session.run(cuda_pair, prompt, cfg)
+        alone = session.run(cuda_pair, prompt, cfg, speculative=False)
+        assert spec.token_ids == alone.token_ids and len(spec.token_ids) == 40, k
+        assert 0 < spec.stats["accepted"] < spec.stats["proposed"]
+    graphs = [p for p in cuda_pair.programs.values()]
+    assert graphs and all(p.capture for p in graphs)
+
+
+def test_a_second_prompt_compiles_nothing(cuda_pair, tokenizer):
+    prompt = tokenizer(PROMPT).input_ids
+    session.run(cuda_pair, prompt, compiled(4, 30))
+    before = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
+    made = set(cuda_pair.programs)
+    for ids, tokens in ((prompt[:5], 60), (prompt + prompt, 17)):
+        assert session.compile_graphs(cuda_pair, len(ids), compiled(4, tokens)) == 0.0
+        session.run(cuda_pair, ids, compiled(4, tokens))
+    assert dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") == before
+    assert set(cuda_pair.programs) == made
+
+
+def test_sampling_distribution_captured():
+    tok = tiny.letters_tokenizer(12)
+    target = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=21, eos_id=11, init_std=0.6)
+    draft = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=22, eos_id=11, init_std=0.6)
+    expected = exact_joint(target, 3, dict(temperature=1.0, top_k=0, top_p=1.0))
+    pair = tiny.make_pair(target.cuda(), draft.cuda(), tok, eos_ids=[])
+    counts = {}
+    for seed in range(N_RUNS):
+        ids = tuple(session.run(pair, SAMPLING_PROMPT, compiled(2, 3, seed=seed, temperature=1.0)).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    assert chi_square_p(counts, expected, N_RUNS) > P_MIN
+
+
+def test_constrained_compiled_run_on_cuda(cuda_pair, tokenizer):
+    """Constrained runs replay captured per-pass graphs (the grammar reads each draft on the host)."""
+    constraint = session.constrain(cuda_pair, from_user(regex=r"[a-z]{3,12}"))
+    prompt = tokenizer(PROMPT).input_ids
+    result = session.run(cuda_pair, prompt, compiled(3, 20), constraint=constraint)
+    assert result.valid, result.validation_error
+
+
+def test_cli_compile_on_cuda(capsys):
+    from playground.cli import main
+    assert main(["generate", "--preset", "demo", "--device", "cuda", "--compile", "--baseline", "--json",
+                 "--max-new-tokens", "64"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["identical_to_baseline"] is True and out["compile_s"] >= 0 and len(out["token_ids"]) == 64
