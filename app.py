@@ -17,7 +17,7 @@ from playground import experiments, live, plots, race, render
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_PROMPTS, at_most
-from playground.metrics import engine_seconds, expected_speedup, expected_tokens_per_round, summarize
+from playground.metrics import engine_seconds, expected_speedup, expected_tokens_per_round, identity_note, summarize
 from playground.models import NGRAM, custom_models_allowed, load_pair
 from playground.presets import all_presets, default_preset
 from playground.share import RANGES, Settings, from_query, share_url
@@ -190,9 +190,9 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     result = snap.result
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
     stream = render.token_stream(snap.events, snap.eos_ids)
-    metric = render.metrics(stats, snap.settings.k, live.speedup(snap),
-                            (snap.baseline.token_ids == result.token_ids) if snap.baseline and snap.settings.temperature == 0 else None,
-                            note=snap.note, theory=snap.settings.draft != NGRAM)
+    same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0) if snap.baseline else ""
+    metric = render.metrics(stats, snap.settings.k, live.speedup(snap), same, note=snap.note,
+                            theory=snap.settings.draft != NGRAM)
     if not final:
         rest = ["", "", "", None, None, None, None, None, None] if first else [gr.skip()] * 9
         return [stream, metric, *rest]
@@ -425,6 +425,7 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
 
 # -- the public web API ----------------------------------------------------------------------------
 
+@spaces.GPU(duration=GPU_SECONDS)
 def generate(prompt: str, preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
              max_new_tokens: int = 0, seed: int = 0, schema: str = "", regex: str = "",
              compare: bool = False) -> dict:  # a generator of dicts

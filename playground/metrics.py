@@ -91,5 +91,22 @@ def _quarters(n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    """Index of the first token where two outputs differ (the shorter one's length if one is a
+    prefix of the other), None when they are identical."""
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+    if at is None and len(a) != len(b):
+        at = min(len(a), len(b))
+    return at
+
+
+def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool) -> str:
+    """What a greedy comparison showed, in words: identical, or from which token it differs."""
+    if base_ids is None or not greedy:
+        return "sampled" if base_ids is not None else ""
+    at = first_difference(spec_ids, base_ids)
+    return "identical to the target alone" if at is None else f"differs from the target alone from token {at + 1}"
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0

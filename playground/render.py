@@ -88,9 +88,10 @@ def _token_html(t, eos_ids) -> str:
     return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" title="{html.escape(title)}">{text}</span>'
 
 
-def metrics(stats: dict | None, k: int, speedup: dict | None = None, identical: bool | None = None,
+def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str = "sampled",
             note: str = "", theory: bool = True) -> str:
-    """speedup: metrics.side_by_side_speedup's measure (None before the comparison is over).
+    """speedup: metrics.side_by_side_speedup's measure (None before the comparison is over); same:
+    metrics.identity_note of the two outputs.
     theory: show the expected tokens per round, whose formula assumes a draft model's per-token
     acceptance (prompt lookup's guesses are not drawn that way)."""
     if not stats:
@@ -108,8 +109,7 @@ def metrics(stats: dict | None, k: int, speedup: dict | None = None, identical: 
                          f"if each guess were kept independently with that probability; measured "
                          f"{stats['tokens_per_round']:.2f}"))
     if speedup is not None:
-        same = {True: "identical to the target alone", False: "differs from the target alone"}.get(identical, "sampled")
-        cards.append(_speedup_card(speedup, same))
+        cards.append(_speedup_card(speedup, html.escape(same)))
     body = "".join(f'<div class="metric"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
                    for name, value, detail in cards)
     if note:

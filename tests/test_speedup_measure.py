@@ -31,3 +31,13 @@ def test_a_changing_load_is_reported_instead_of_a_ratio():
 def test_short_runs_are_too_short_to_judge():
     m = side_by_side_speedup(rounds([0.03] * 2, 4), rounds([0.02] * 8, 1))
     assert m["noisy"] and "only 8 tokens" in m["reason"]
+
+
+def test_identity_is_said_with_the_first_difference():
+    from playground.metrics import first_difference, identity_note
+    assert first_difference([1, 2, 3], [1, 2, 3]) is None
+    assert first_difference([1, 2, 3], [1, 5, 3]) == 1
+    assert first_difference([1, 2], [1, 2, 3]) == 2
+    assert identity_note([1, 2], [1, 2], greedy=True) == "identical to the target alone"
+    assert identity_note([1, 2, 3], [1, 2, 4], greedy=True) == "differs from the target alone from token 3"
+    assert identity_note([1, 2], [7, 8], greedy=False) == "sampled"
