@@ -187,31 +187,35 @@ def eager_runners(pair: Pair, with_draft: bool = True):
 
 def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, speculative: bool = True,
                    constrained: bool = False) -> float:
-    """Compile what a cfg.compile run of this prompt length needs and is not compiled yet (once per
-    process; on a GPU also capture its graphs); -> seconds spent. `progress(fraction, message)` is
-    told before each graph."""
+    """Compile what a cfg.compile run of this prompt length needs and is not compiled yet, and on
+    a GPU capture its graphs: for a speculative run also the target alone that a comparison runs
+    beside it (on the model's second cache). Once per process; -> seconds spent (0.0 when nothing
+    was new). `progress(fraction, message)` is told before each graph."""
     if not cfg.compile:
         return 0.0
     started = time.perf_counter()
-    fused = fuses(pair, cfg, speculative, not constrained, prompt_len)
-    target, draft = runners(pair, prompt_len, cfg, speculative, fused)
-    fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
-    static = [(name, r) for name, r in (("target", target), ("draft", draft)) if isinstance(r, StaticRunner)]
-    total, done = sum(len(r.pending_compiles()) for _, r in static) + fused, 0
-    for name, runner in static:
-        def tell(width: int, name: str = name) -> None:
-            nonlocal done
-            done += 1
-            if progress:
-                progress((done - 1) / total, f"compiling the {name}'s {width}-token pass ({done}/{total}; once "
-                                             "per model, k and context size)")
-        runner.warm(tell)
-    captured = 0
-    if fused:
+    sides = []  # (runners, fused) per side, all held at once so each side borrows its own caches
+    for side in ((True, False) if speculative else (False,)):
+        fused = fuses(pair, cfg, side, not constrained, prompt_len)
+        target, draft = runners(pair, prompt_len, cfg, side, fused)
+        sides.append(((target, draft), fused and isinstance(target, StaticRunner)))
+    static = [(name, r) for (pair_runners, _) in sides for name, r in zip(("target", "draft"), pair_runners)
+              if isinstance(r, StaticRunner)]
+    total = sum(len(r.pending_compiles()) for _, r in static) + sum(f for _, f in sides)
+    done, made = 0, 0
+
+    def tell(message: str) -> None:
+        nonlocal done
+        done += 1
         if progress:
-            progress(done / total, "capturing the round's graphs (once per k and sampling setting)")
-        captured = _fused_proposer(pair, cfg, target, draft).programs.capture_all()
-    return time.perf_counter() - started if any(r.compile_s for _, r in static) or captured else 0.0
+            progress((done - 1) / max(total, 1), f"{message} ({done}/{total}; once per model, k and context size)")
+    for name, runner in static:
+        runner.warm(lambda width, name=name: tell(f"compiling the {name}'s {width}-token pass"))
+    for (target, draft), fused in sides:
+        if fused:
+            tell("capturing the round's graphs")
+            made += _fused_proposer(pair, cfg, target, draft).programs.capture_all()
+    return time.perf_counter() - started if any(r.compile_s for _, r in static) or made else 0.0
 
 
 def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None):

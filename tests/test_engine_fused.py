@@ -167,3 +167,49 @@ def test_concurrent_runs_do_not_share_a_cache(target, noisy_draft, tokenizer):
     rest = list(first)
     ids = [t.token_id for e in head[1:] + rest for t in e.committed]
     assert ids == expected and second.token_ids == expected
+
+
+class StubPass:
+    """A model pass stand-in of pure tensor work: logits from a fixed table, the pointer advanced."""
+
+    def __init__(self, vocab: int, seed: int):
+        self.vocab, self.device = vocab, torch.device("cpu")
+        with torch.inference_mode():
+            self.cache = type("Cache", (), {"pointer": torch.zeros((), dtype=torch.long)})()
+            self.table = torch.randn(vocab, vocab, generator=torch.Generator().manual_seed(seed)) * 3
+
+    def __call__(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        self.cache.pointer.add_(ids.shape[0])
+        return self.table[ids][-keep:]  # [keep, V]
+
+
+class HostReads(torch.utils._python_dispatch.TorchDispatchMode):
+    """Fails on any operator that reads a tensor's value back to the host (forbidden while a CUDA
+    graph is captured; t[i] with a 0-d index tensor is one)."""
+    FORBIDDEN = {"aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero",
+                 "aten::masked_select", "aten::equal"}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        assert func._schema.name not in self.FORBIDDEN, f"{func._schema.name} reads the device inside a program"
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("sampling", [dict(temperature=0.0), dict(temperature=0.8, top_k=5, top_p=0.9)])
+@pytest.mark.parametrize("with_draft", [True, False])
+def test_programs_never_read_the_device(sampling, with_draft):
+    """Everything the captured programs run besides the model passes (drafting, the acceptance rule,
+    the report) stays on the device: CUDA graph capture would fail on a host read."""
+    from playground.config import SamplingParams
+    params = SamplingParams(**sampling)
+    programs = fused.Programs(StubPass(40, 1), StubPass(40, 2) if with_draft else None, 3, params, capture=False)
+    programs.set_meta(7, 8, 8, 2, 5, 6)
+    if not params.greedy:
+        programs.draw_noise(torch.Generator().manual_seed(0))
+    with torch.inference_mode(), HostReads():
+        if with_draft:
+            programs.drafting(3)()
+            programs.drafting(2)()
+        report = programs.verifying()()
+    assert report.shape == (3 * 3 + 4 if with_draft else 2 * 3 + 3,)
+    n = int(report[0])
+    assert 0 <= n <= (2 if with_draft else 0)  # k' = 2 of k = 3 judged

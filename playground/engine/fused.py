@@ -109,9 +109,9 @@ class Programs:
         else:
             n, nxt = accept_sampled(p, self.q, x, self.u, self.race, limit)
         rows = torch.arange(k, device=p.device)
-        parts = [n.view(1).float(), nxt.view(1).float(), x.float(), p[rows, x], p[n, nxt].view(1)]
+        parts = [n.view(1).float(), nxt.view(1).float(), x.float(), p[rows, x], p[n.view(1), nxt.view(1)]]
         if self.draft is not None:
-            parts += [self.q[rows, x], self.q[n.clamp(max=k - 1), nxt].view(1)]
+            parts += [self.q[rows, x], self.q[n.clamp(max=k - 1).view(1), nxt.view(1)]]
         return torch.cat(parts)
 
 

@@ -10,9 +10,12 @@ Before capture the function runs twice on a side stream (CUDA's rule for capture
 initialisation, cuBLAS workspaces and autotuning happen outside the graph). Those runs write what
 the function writes (KV cache positions past the committed ones, output buffers): callers capture
 only functions whose writes are rewritten by the next real replay."""
+import threading
+
 import torch
 
 _pool = None
+CAPTURING = threading.Lock()  # one capture at a time in the process
 
 
 def shared_pool():
@@ -27,15 +30,16 @@ class Captured:
     (tensors whose contents each replay rewrites)."""
 
     def __init__(self, fn):
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=shared_pool()):
-            self.out = fn()
+        with CAPTURING:  # thread-local capture: another thread's CUDA work does not break this one
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(2):
+                    fn()
+            torch.cuda.current_stream().wait_stream(stream)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph, pool=shared_pool(), capture_error_mode="thread_local"):
+                self.out = fn()
 
     def __call__(self):
         self.graph.replay()

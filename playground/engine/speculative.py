@@ -175,10 +175,10 @@ def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator)
         n, nxt = verify_sampled(p, q.to(p.device) if q is not None else None, x, generator)
     k = x.shape[0]
     rows = torch.arange(k, device=p.device)
-    parts = [n.view(1).float(), nxt.view(1).float(), x.float(), p[rows, x], p[n, nxt].view(1)]
+    parts = [n.view(1).float(), nxt.view(1).float(), x.float(), p[rows, x], p[n.view(1), nxt.view(1)]]
     if q is not None:
         q = q.to(p.device)
-        parts += [q[rows, x], q[n.clamp(max=k - 1), nxt].view(1)]
+        parts += [q[rows, x], q[n.clamp(max=k - 1).view(1), nxt.view(1)]]
     return _parse(torch.cat(parts).tolist(), k, k, q is not None)
 
 

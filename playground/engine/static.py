@@ -38,8 +38,8 @@ GPU_CAPACITY = 4096
 def capacity_bucket(need: int, device: str = "cpu", longest: int | None = None) -> int:
     """The cache capacity for a run needing `need` positions: on a CPU the smallest power of two
     >= need, at least MIN_CAPACITY; on a GPU GPU_CAPACITY, or `longest` (the pair's context) beyond."""
-    if device == "cuda":
-        return GPU_CAPACITY if need <= GPU_CAPACITY else max(need, longest or 0)
+    if device == "cuda":  # a multiple of 64: attention kernels want aligned key lengths
+        return GPU_CAPACITY if need <= GPU_CAPACITY else -(-max(need, longest or 0) // 64) * 64
     return max(MIN_CAPACITY, 1 << max(need - 1, 1).bit_length())
 
 
@@ -172,9 +172,11 @@ class StaticRunner(ModelRunner):
         self.cache.move_to(self._length)
 
     def pending_compiles(self) -> list[tuple[int, int]]:
-        """The (width, keep) shapes not compiled yet at this capacity."""
+        """The (width, keep) shapes not compiled yet at this capacity (on a GPU: or not captured yet
+        on this cache, whose graphs are its own)."""
         seen = self.model.__dict__["_playground_graphs"]
-        return sorted(s for s in self.shapes if s + (self.capacity,) not in seen)
+        return sorted(s for s in self.shapes if s + (self.capacity,) not in seen
+                      or (self.capture and ("pass", *s, self.vocab) not in self.cache.graphs))
 
     def warm(self, before_each=None) -> float:
         """Compile (and on a GPU capture) every pending shape now (placeholder tokens at position 0,

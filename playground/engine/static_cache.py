@@ -11,9 +11,10 @@ Positions past the pointer hold stale keys that need no clearing: the causal mas
 after the query's own position. Everything here is made in inference mode, like every pass that
 uses it (an inference tensor cannot be updated in place outside inference mode).
 
-The cache of a model is made once per capacity and kept on the model (CUDA graphs captured on it
-hold its buffers' addresses); a run borrows it, and a second run wanting it while the first still
-holds it gets None (the caller then runs eager on a cache of its own)."""
+A model's caches are made once per capacity and kept on the model (CUDA graphs captured on them
+hold their buffers' addresses): two per capacity, for a speculative run and the target alone
+interleaved beside it; a run borrows one, and a third run wanting one while both are held gets
+None (the caller then runs eager on a cache of its own)."""
 import weakref
 
 import torch
@@ -75,20 +76,20 @@ class PointerCache(Cache):
         return sum(t.numel() * t.element_size() for layer in self.layers for t in (layer.keys, layer.values))
 
 
+MAX_CACHES = 2  # per model and capacity: a speculative run and the target alone interleaved beside it
+
+
 def borrow_cache(model: torch.nn.Module, capacity: int, owner) -> PointerCache | None:
-    """The model's cache of this capacity (made on first use, then kept), lent to `owner` until
-    `owner` is freed or gives it back; None while another live owner holds it."""
-    caches = model.__dict__.setdefault("_playground_caches", {})
-    cache = caches.get(capacity)
+    """A cache of this capacity for `owner` until `owner` is freed or gives it back: the first of
+    the model's caches no live owner holds, or a new one (made once, then kept); None when
+    MAX_CACHES are all held."""
+    caches = model.__dict__.setdefault("_playground_caches", {}).setdefault(capacity, [])
+    cache = next((c for c in caches if c.owner is None or c.owner() in (None, owner)), None)
     if cache is None:
-        cache = caches[capacity] = PointerCache(model, capacity)
-    holder = cache.owner() if cache.owner is not None else None
-    if holder is not None and holder is not owner:
-        return None
+        if len(caches) >= MAX_CACHES:
+            return None
+        cache = PointerCache(model, capacity)
+        caches.append(cache)
     cache.owner = weakref.ref(owner)
     return cache
 
-
-def give_back(cache: PointerCache, owner) -> None:
-    if cache.owner is not None and cache.owner() is owner:
-        cache.owner = None

@@ -16,7 +16,7 @@ def verify_greedy(target_logits: torch.Tensor, draft_tokens: torch.Tensor, limit
     """target_logits [k+1, V], draft_tokens [k] -> (n accepted, next token), both 0-d tensors."""
     choice = target_logits.argmax(dim=-1)  # [k+1]
     n = _accepted_prefix(_within(choice[:-1] == draft_tokens, limit))
-    return n, choice[n]
+    return n, pick(choice, n)
 
 
 def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.Tensor,
@@ -44,12 +44,18 @@ def accept_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.
     n = _accepted_prefix(_within(u * q_x < p_x, limit))  # u < p/q without dividing by zero
     residual = (p[:k] - q).clamp_(min=0.0)  # [k, V]
     dists = torch.cat([residual, p[k:]], dim=0)  # [k+1, V]: row n is where we draw from
-    row = dists[n]
+    row, p_n = pick(dists, n), pick(p, n)
     if limit is not None:  # all `limit` drafts accepted: the bonus comes from the target's own row
-        row = torch.where(n < limit, row, p[n])
+        row = torch.where(n < limit, row, p_n)
     # a zero residual only happens when p == q on that row, where rejection is impossible; guard anyway
-    row = torch.where(row.sum() > 0, row, p[n])
+    row = torch.where(row.sum() > 0, row, p_n)
     return n, (row / race.clamp(min=1e-30)).argmax()
+
+
+def pick(t: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+    """t[i] for a 0-d index tensor without reading it on the host (t[i] would: a sync, and a
+    CUDA graph cannot be captured around one)."""
+    return t.index_select(0, i.view(1)).squeeze(0)
 
 
 def _within(ok: torch.Tensor, limit) -> torch.Tensor:

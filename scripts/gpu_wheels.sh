@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Wheels the lent GPU machine lacks (it has torch 2.11 and Python 3.12, no network), into .whl/ for
+# the device tool's `carry`: transformers/tokenizers at the project's versions, the constraint
+# libraries and their needs (~27 MB). Then, on the device (one section per call fits its 10 minutes):
+#   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only tests,real
+# The working tree travels too (64 MiB in all): move playground/smollm2_*draft/ out while it does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+grep -qx "/.whl/" .git/info/exclude 2>/dev/null || echo "/.whl/" >> .git/info/exclude
+mkdir -p .whl
+for spec in transformers==5.23.0 tokenizers==0.23.3 jsonschema==4.26.0 referencing==0.37.0 rpds-py==0.30.0 \
+            jsonschema-specifications==2025.9.1 llguidance==1.9.1 xgrammar==0.2.8 apache-tvm-ffi==0.1.15.post2 \
+            pydantic==2.13.4 pydantic-core==2.46.4 annotated-types==0.7.0 typing-inspection==0.4.2; do
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_24_x86_64 \
+    --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_31_x86_64 \
+    -d .whl "$spec"
+done
+du -sh .whl
