@@ -16,16 +16,17 @@ import gradio as gr
 from playground import experiments, live, plots, race, render
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
-from playground.limits import MAX_SWEEP_PROMPTS, at_most
+from playground.limits import CONCURRENCY, MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import engine_seconds, expected_speedup, expected_tokens_per_round, identity_note, summarize
 from playground.models import NGRAM, custom_models_allowed, load_pair
+from playground.pacing import paced
 from playground.presets import all_presets, default_preset
 from playground.share import RANGES, Settings, from_query, share_url
+from playground.speedup import MAX_BLOCKS
 
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())
 GPU_SECONDS = int(os.environ.get("PLAYGROUND_GPU_SECONDS", "120"))  # ZeroGPU budget per run
-CONCURRENCY = int(os.environ.get("PLAYGROUND_CONCURRENCY", "1"))  # runs sharing the device at once
 DOWNLOADS = pathlib.Path(tempfile.mkdtemp(prefix="playground-downloads-"))  # run JSON and sweep CSV files
 STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per session whose run must stop
 DOWNLOAD_TTL_S = 3600  # older downloads are removed (Gradio's cached copies too: delete_cache below)
@@ -275,6 +276,11 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                 note = f"measuring the target alone for comparison: {done} tokens so far"
                 yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM), gr.skip(),
                        render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip()]
+            elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
+                note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}): "
+                        f"{snap.speedup.reason}")
+                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM)] \
+                    + [gr.skip()] * 10 + SKIP_MESSAGES + [gr.skip()]
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
         yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()]
@@ -283,8 +289,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         if flag is not None:
             flag.unlink(missing_ok=True)
     measure = live.speedup(snap)
-    trusted = measure["speedup"] if measure and not measure["noisy"] else None
-    measured = {"k": settings.k, "acceptance_rate": snap.result.stats["token_acceptance"], "speedup": trusted}
+    trusted = measure.speedup if measure else None
+    measured = {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": trusted}
     yield _view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
 
 
@@ -348,11 +354,17 @@ def run_sweep(progress=gr.Progress(), *inputs):
             raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range)")
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
-        pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
-        prompt_ids = [live.encode(pair, settings, p) for p in prompts]
         rows = []
         yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
-        for rows in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
+
+        def sweep(stop):  # on an engine thread (playground.pacing)
+            pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
+            prompt_ids = [live.encode(pair, settings, p) for p in prompts]
+            for done in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
+                yield done
+                if stop.is_set():
+                    return
+        for rows in paced(sweep, live.PAGE_UPDATE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
                       if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
@@ -404,8 +416,14 @@ def run_comparison(progress=gr.Progress(), *inputs):
         prompts = _experiment_prompts(prompts_text, settings)
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
-        for rows in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
-                                               lambda f, msg: progress(f, desc=msg)):
+
+        def comparison(stop):  # on an engine thread (playground.pacing)
+            for done in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
+                                                   lambda f, msg: progress(f, desc=msg)):
+                yield done
+                if stop.is_set():
+                    return
+        for rows in paced(comparison, live.PAGE_UPDATE_S):
             status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants)
                       else f"done: {len(rows)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each")
             yield render.progress_note(status, final=len(rows) == len(variants)), \
@@ -417,7 +435,7 @@ def run_comparison(progress=gr.Progress(), *inputs):
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
-    best = max(range(1, 17), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))
+    best = max(range(1, RANGES["k"][1] + 1), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))
     text = (f"**{per_round:.2f}** tokens per target pass, expected speedup **{speed:.2f}x** "
             f"(best k for these numbers: {best})")
     return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
@@ -535,7 +553,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 download = gr.DownloadButton("Download run (JSON)", value=None)
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
                     kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes]
-        offline = [[p.name, p.prompt] for p in PRESETS.values() if p.target.startswith("demo-")]
+        offline = [[p.name, p.prompt] for p in PRESETS.values() if p.offline]
         gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
                     label="Offline examples (click to load)", api_visibility="private")
         with gr.Accordion("How to read this", open=False):
@@ -567,7 +585,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     "(k c + 1)`. Your measured runs (their estimated α) appear as red crosses.")
         with gr.Row():
             calc_a = gr.Slider(0, 0.99, value=0.7, step=0.01, label="per-token acceptance α")
-            calc_k = gr.Slider(1, 16, value=4, step=1, label="k")
+            calc_k = gr.Slider(*RANGES["k"], value=4, step=1, label="k")
             calc_c = gr.Slider(0.01, 1, value=0.1, step=0.01, label="cost ratio c")
         calc_text = gr.Markdown()
         calc_plot = gr.Plot()

@@ -1,15 +1,19 @@
-"""`python -m playground bench`: this engine against target-only decoding and transformers' own
-assisted generation and prompt lookup, in one process, interleaved, after a warm-up; medians of
-repeats. Speed is only ever reported as ratios taken side by side in the same run.
+"""`python -m playground bench`: this engine against its own target alone, transformers' plain
+generate, assisted generation and prompt lookup, in one process, after a warm-up. Every speedup is
+measured by playground.speedup against the engine's target alone (the baseline the page and the
+CLI use), with its 95% interval, or left out with the reason when it cannot be told; rows are
+printed (and with --out written) as each is measured.
 
-Rows (one per method, k, temperature): tokens_per_s, speedup over `target`, acceptance_rate,
-tokens_per_target_pass, efficiency (engine rows: the time predicted from measured per-pass costs and
-the run's own rounds, over the measured time; 1.0 means no overhead outside model passes) and
-identical (greedy rows: the same tokens as `target` on every prompt).
+Rows (one per method, k, temperature): tokens_per_s, speedup and speedup_range, measurements (the
+interleaved blocks it took), note, acceptance_rate, tokens_per_target_pass, efficiency (engine rows:
+the time predicted from measured per-pass costs and the run's own rounds, over the measured time;
+1.0 means no overhead outside model passes) and identical (greedy rows: the same tokens as the
+target alone on every prompt). `target` is the engine's target alone, `hf-target` transformers'
+plain generate.
 
 With `compiled`, an `engine-compiled` row runs the engine on static caches with compiled passes
-(playground.engine.static); its graphs are compiled before any timing, and its efficiency uses pass
-costs measured with the compiled passes."""
+(playground.engine.static), against the compiled target alone; its graphs are compiled before any
+timing, and its efficiency uses pass costs measured with the compiled passes."""
 import contextlib
 import dataclasses
 import json
@@ -23,9 +27,12 @@ from playground import session
 from playground.config import SpecConfig
 from playground.engine.runner import ModelRunner
 from playground.engine.static import StaticRunner
+from playground.events import Round
+from playground.metrics import summarize
 from playground.models import NGRAM, Pair
+from playground.speedup import Block, Timed, interleave, measure, timed
 
-METHODS = ("target", "engine", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
+METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
 COMPILED = "engine-compiled"
 
 
@@ -102,22 +109,32 @@ def run_hf(pair: Pair, ids: list[int], cfg: SpecConfig, method: str) -> Sample:
     new = new[: next((i + 1 for i, t in enumerate(new) if t in pair.eos_ids), len(new))]
     rounds = target_calls.calls  # assisted: every target call verifies a candidate
     proposed = draft_calls.calls if method == "hf-assisted" else 0
-    return Sample(new, seconds, target_calls.calls, proposed, max(0, len(new) - rounds) if method != "target" else 0)
+    return Sample(new, seconds, target_calls.calls, proposed, max(0, len(new) - rounds) if method != "hf-target" else 0)
 
 
-def run_engine(pair: Pair, ids: list[int], cfg: SpecConfig) -> Sample:
-    result = session.run(pair, ids, cfg)
-    s = result.stats
-    return Sample(result.token_ids, s["wall_s"], s["target_passes"], s["proposed"], s["accepted"], result.rounds)
+def engine_sample(events: list) -> Sample:
+    stats = summarize(events, 0.0)
+    ids = [t.token_id for e in events if isinstance(e, Round) for t in e.committed]
+    return Sample(ids, timed(events).seconds, stats["target_passes"], stats["proposed"], stats["accepted"],
+                  [e for e in events if isinstance(e, Round)])
+
+
+ENGINE = ("engine", COMPILED, "engine-prompt-lookup")
+
+
+def engine_setup(method: str, pairs: dict, cfg: SpecConfig):
+    """-> (pair, settings) an engine method runs with (the target alone beside it uses the same)."""
+    pair = pairs["ngram"] if method == "engine-prompt-lookup" else pairs["draft"]
+    return pair, dataclasses.replace(cfg, compile=method == COMPILED)
 
 
 def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sample:
-    if method == "engine":
-        return run_engine(pairs["draft"], ids, cfg)
-    if method == COMPILED:
-        return run_engine(pairs["draft"], ids, dataclasses.replace(cfg, compile=True))
-    if method == "engine-prompt-lookup":
-        return run_engine(pairs["ngram"], ids, cfg)
+    """One run of a method alone (warm-ups): its Sample."""
+    if method == "target":
+        return engine_sample(list(session.generate(pairs["draft"], ids, cfg, speculative=False)))
+    if method in ENGINE:
+        pair, run_cfg = engine_setup(method, pairs, cfg)
+        return engine_sample(list(session.generate(pair, ids, run_cfg)))
     return run_hf(pairs["draft"], ids, cfg, method)
 
 
@@ -146,51 +163,80 @@ def _logits_widths_differ(pair: Pair) -> bool:
 
 
 def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat: int, methods: list[str],
-                  pass_costs: dict | None = None) -> list[dict]:
-    """All methods for one (k, temperature), interleaved per prompt; a row per method."""
+                  pass_costs: dict | None = None, on_row=None) -> list[dict]:
+    """All methods for one (k, temperature): each measured against the engine's target alone by
+    playground.speedup (interleaved round by round for engine methods, back to back in alternating
+    order for transformers' opaque runs), at least `repeat` blocks (2 for opaque runs, whose
+    rounds cannot be resampled); a row per method, each handed to `on_row` once measured."""
     for method in methods:  # warm-up: one-time costs stay out of every column
         run_method(method, pairs, prompts[0], dataclasses.replace(cfg, max_new_tokens=8))
-    totals = {m: [] for m in methods}
-    samples = {m: [] for m in methods}
-    for _ in range(repeat):
-        per_method = {m: [] for m in methods}
-        for ids in prompts:
-            for method in methods:
-                per_method[method].append(run_method(method, pairs, ids, cfg))
-        for method in methods:
-            totals[method].append(sum(s.seconds for s in per_method[method]))
-            samples[method] = per_method[method]  # the last repeat's samples give tokens and counts
-    return [_row(m, cfg, totals, samples, pass_costs) for m in methods]
+    rows, alone = [], []  # alone: the eager target alone's runs beside the other methods (its own row)
+    for method in methods[1:]:
+        seen: list[list[tuple[Sample, Sample]]] = []
+        opaque = method not in ENGINE
+        result = measure(lambda: _block(method, pairs, prompts, cfg, seen), min_blocks=max(repeat, 2 if opaque else 1))
+        if method != COMPILED:
+            alone += [base for block in seen for _, base in block]
+        rows.append(_row(method, cfg, result, seen[-1], pass_costs))
+        if on_row:
+            on_row(rows[-1])
+    rows.insert(0, _target_row(cfg, alone))
+    if on_row:
+        on_row(rows[0])
+    return rows
 
 
-def _row(method: str, cfg: SpecConfig, totals: dict, samples: dict, pass_costs: dict | None) -> dict:
-    tokens = sum(len(s.ids) for s in samples[method])
-    seconds = statistics.median(totals[method])
-    base = statistics.median(totals["target"]) if "target" in totals else None
-    base_tokens = sum(len(s.ids) for s in samples["target"]) if "target" in samples else 0
-    proposed = sum(s.proposed for s in samples[method])
+def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, seen: list) -> Block:
+    """One block: every prompt's run of `method` beside a run of the engine's target alone."""
+    block, samples = Block(Timed(), Timed()), []
+    for i, ids in enumerate(prompts):
+        if method in ENGINE:
+            pair, run_cfg = engine_setup(method, pairs, cfg)
+            spec, base = session.generate(pair, ids, run_cfg), session.generate(pair, ids, run_cfg, speculative=False)
+            sides = {"spec": [], "base": []}
+            for side, event in interleave(spec, base):
+                sides[side].append(event)
+            block.add(sides["spec"], sides["base"])
+            samples.append((engine_sample(sides["spec"]), engine_sample(sides["base"])))
+            continue
+        first_hf = i % 2 == 0  # alternate the order, so a drift in load favours neither
+        hf = run_hf(pairs["draft"], ids, cfg, method) if first_hf else None
+        base_events = list(session.generate(pairs["draft"], ids, cfg, speculative=False))
+        hf = hf or run_hf(pairs["draft"], ids, cfg, method)
+        block.spec.parts.append((hf.seconds, len(hf.ids)))
+        block.base.parts += timed(base_events).parts
+        samples.append((hf, engine_sample(base_events)))
+    seen.append(samples)
+    return block
+
+
+def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sample]], pass_costs: dict | None) -> dict:
+    """A method's row: the measured speedup, and counts from its last block's runs."""
+    mine = [m for m, _ in samples]
+    tokens = sum(len(s.ids) for s in mine)
+    proposed = sum(s.proposed for s in mine)
     row = {"method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
-           "tokens_per_s": tokens / seconds if seconds else 0.0,
-           "speedup": (tokens / seconds) / (base_tokens / base) if base and base_tokens and seconds else None,
-           "speedup_range": _speedup_range(totals[method], totals.get("target"), tokens, base_tokens),
-           "acceptance_rate": sum(s.accepted for s in samples[method]) / proposed if proposed else None,
-           "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in samples[method])),
-           "seconds": seconds, "tokens": tokens}
+           "tokens_per_s": result.spec_tokens_per_s, "speedup": result.speedup,
+           "speedup_range": [result.low, result.high], "measurements": result.blocks, "note": result.reason,
+           "acceptance_rate": sum(s.accepted for s in mine) / proposed if proposed else None,
+           "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in mine)),
+           "seconds": sum(s.seconds for s in mine), "tokens": tokens}
     costs = (pass_costs or {}).get("compiled") if method == COMPILED else pass_costs
-    if method.startswith("engine") and costs is not None:
-        row["efficiency"] = predicted_seconds(samples[method], costs, method) / (seconds or 1.0)
-    if cfg.sampling.greedy and "target" in samples:
-        row["identical"] = all(a.ids == b.ids for a, b in zip(samples[method], samples["target"]))
+    if method in ENGINE and costs is not None:
+        row["efficiency"] = predicted_seconds(mine, costs, method) / (row["seconds"] or 1.0)
+    if cfg.sampling.greedy:
+        row["identical"] = all(m.ids == b.ids for m, b in samples)
     return row
 
 
-def _speedup_range(seconds: list[float], base: list[float] | None, tokens: int, base_tokens: int):
-    """[lowest, highest] speedup over the repeats, each repeat's method against the same repeat's
-    target-only runs (interleaved with it); None without a target row."""
-    if not base or not base_tokens or not all(seconds) or not all(base):
-        return None
-    ratios = [(tokens / s) / (base_tokens / b) for s, b in zip(seconds, base)]
-    return [min(ratios), max(ratios)]
+def _target_row(cfg: SpecConfig, runs: list[Sample]) -> dict:
+    """The engine's target alone: the baseline of every row (speedup 1 by definition)."""
+    tokens, seconds = sum(len(s.ids) for s in runs), sum(s.seconds for s in runs)
+    return {"method": "target", "k": cfg.k, "temperature": cfg.sampling.temperature,
+            "tokens_per_s": tokens / seconds if seconds else 0.0, "speedup": 1.0, "speedup_range": [1.0, 1.0],
+            "measurements": 0, "note": "the baseline of every row", "acceptance_rate": None,
+            "tokens_per_target_pass": 1.0 if runs else 0.0, "seconds": seconds, "tokens": tokens,
+            **({"identical": True} if cfg.sampling.greedy else {})}
 
 
 def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
@@ -263,9 +309,11 @@ def _sync(device: torch.device) -> None:
 
 
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
-              max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False) -> list[dict]:
+              max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False, on_row=None) -> list[dict]:
+    """Every (temperature, k) setting; each row is logged, and handed to `on_row`, once measured."""
     pair = pairs["draft"]
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
+    log(f"measuring pass costs at context {context}...")
     costs = measure_pass_costs(pair, context, range(1, max(ks) + 2))
     _log_costs(log, "pass costs", context, costs)
     if compiled and pair.draft is not None and not pair.feature_draft:
@@ -274,13 +322,18 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
         _log_costs(log, f"compiled pass costs ({time.perf_counter() - started:.0f} s compiling and measuring)",
                    context, costs["compiled"])
     rows = []
-    for temperature in temperatures:
-        for k in ks:
-            cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
-            setting_rows = bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs)
-            for row in setting_rows:
-                log(_fmt(row))
-            rows += setting_rows
+
+    def done(row: dict) -> None:
+        rows.append(row)
+        log(_fmt(row))
+        if on_row:
+            on_row(rows)
+    settings = [(t, k) for t in temperatures for k in ks]
+    for i, (temperature, k) in enumerate(settings):
+        cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+        log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompts, >= {repeat} "
+            f"measurement{'s' * (repeat > 1)} per method)")
+        bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs, done)
     return rows
 
 
@@ -294,29 +347,37 @@ RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
 
 def _fmt(row: dict) -> str:
     parts = [f"{row['method']:>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
+    if row["speedup"] is None:
+        parts.append(f"speedup: cannot tell ({row['note']})")
     for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", RANGE), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
                      ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
-        if row.get(key) is not None:
+        if row.get(key) is not None and (key != "speedup_range" or row["speedup"] is not None):
             parts.append(fmt.format(row[key]))
     return "  ".join(parts)
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = "| method | k | T | tokens/s | speedup (range over repeats) | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
+    head = "| method | k | T | tokens/s | speedup (95% interval) | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
-        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | {cell(r['speedup'], '{:.2f}x')}"
-        f"{cell(r.get('speedup_range'), ' ' + RANGE)} | "
+        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
+        f"{cell(r['speedup'], '{:.2f}x') + cell(r.get('speedup_range'), ' ' + RANGE) if r['speedup'] is not None else 'cannot tell'} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
+
+
+def write_rows(rows: list[dict], out: pathlib.Path, title: str) -> None:
+    """rows.json and table.md as they stand (rewritten after every row, so a long bench leaves what
+    it measured even when stopped)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rows.json").write_text(json.dumps(rows, indent=1))
+    (out / "table.md").write_text(f"# {title}\n\n" + markdown_table(rows))
 
 
 def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) -> list[pathlib.Path]:
     """rows.json, table.md and a plotly chart (HTML; PNG too when kaleido and a browser are there)."""
     import plotly.graph_objects as go
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "rows.json").write_text(json.dumps(rows, indent=1))
-    (out / "table.md").write_text(f"# {title}\n\n" + markdown_table(rows))
+    write_rows(rows, out, title)
     fig = go.Figure()
     for method in dict.fromkeys(r["method"] for r in rows):
         for temperature in dict.fromkeys(r["temperature"] for r in rows):

@@ -13,7 +13,8 @@ from playground import session
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
-from playground.metrics import first_difference
+from playground.metrics import engine_seconds, first_difference
+from playground.speedup import engine_block, measure
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -172,20 +173,24 @@ def cmd_generate(args) -> int:
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
     compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
-    if baseline:  # warm both paths up so neither pays one-time costs inside the timing
-        warm = dataclasses.replace(cfg, max_new_tokens=4)
-        session.run(pair, prompt_ids, warm, constraint=constraint)
-        session.run(pair, prompt_ids, warm, speculative=False, constraint=constraint)
-    result = session.run(pair, prompt_ids, cfg, constraint=constraint)
+    if baseline:  # the target alone interleaved beside the run, measured by playground.speedup
+        make = engine_block(pair, [prompt_ids], cfg, constraint)
+        first = make()
+        events = first.spec_runs[0]
+        result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0])
+    else:
+        result = session.run(pair, prompt_ids, cfg, constraint=constraint)
     out = result_dict(result)
     if cfg.compile:
         out["compile_s"] = compile_s
         out["compile_note"] = session.compile_fallback(pair, cfg)
     if baseline:
-        base = session.run(pair, prompt_ids, cfg, speculative=False, constraint=constraint)
+        base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]))
+        measured = measure(make, [first])
         out["baseline"] = {"token_ids": base.token_ids, "text": base.text, "wall_s": base.stats["wall_s"],
                            "tokens_per_s": base.stats["tokens_per_s"]}
-        out["speedup"] = base.stats["wall_s"] / result.stats["wall_s"]
+        out["speedup"] = measured.speedup
+        out["speedup_measure"] = dataclasses.asdict(measured)
         if cfg.sampling.greedy:
             out["identical_to_baseline"] = base.token_ids == result.token_ids
             out["first_difference"] = first_difference(result.token_ids, base.token_ids)
@@ -219,19 +224,25 @@ def cmd_bench(args) -> int:
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    title = f"{target} + {draft}"
+    on_row = (lambda rows: _written(lambda: bench.write_rows(rows, out_dir, title), out_dir)) if out_dir else None
     rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
-                           compiled=args.compile)
+                           compiled=args.compile, on_row=on_row)
     if out_dir:
-        try:
-            for path in bench.write_outputs(rows, out_dir, f"{target} + {draft}", log):
-                log(f"wrote {path}")
-        except OSError as exc:
-            raise PlaygroundError(f"--out: cannot write into {out_dir}: {exc.strerror or exc}") from None
+        for path in _written(lambda: bench.write_outputs(rows, out_dir, title, log), out_dir):
+            log(f"wrote {path}")
     if args.json:
         print(json.dumps(rows))
     else:
         print(bench.markdown_table(rows))
     return 0
+
+
+def _written(write, out_dir: pathlib.Path):
+    try:
+        return write()
+    except OSError as exc:
+        raise PlaygroundError(f"--out: cannot write into {out_dir}: {exc.strerror or exc}") from None
 
 
 def writable_dir(value: str) -> pathlib.Path:
@@ -285,11 +296,14 @@ def format_text(out: dict) -> str:
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
     if out["valid"] is not None:
         lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
-    if "speedup" in out:
+    if "speedup_measure" in out:
         same = {True: ", identical to the target alone",
                 False: f", DIFFERENT from the target alone from token {(out.get('first_difference') or 0) + 1}"}
-        lines.append(f"-- speedup {out['speedup']:.2f}x over the target alone"
-                     + same.get(out.get("identical_to_baseline"), ""))
+        m = out["speedup_measure"]
+        told = (f"{m['speedup']:.2f}x over the target alone ({m['low']:.2f}-{m['high']:.2f}x, 95% interval, "
+                f"{m['blocks']} interleaved measurement{'s' * (m['blocks'] > 1)})" if m["speedup"] is not None else
+                f"cannot tell ({m['reason']}; about {m['estimate']:.2f}x)")
+        lines.append(f"-- speedup {told}" + same.get(out.get("identical_to_baseline"), ""))
     return "\n".join(lines)
 
 

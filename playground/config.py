@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS
 
-MAX_K = 32
+MAX_K = 16  # the page's slider, the CLI and the API alike
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0  # outside, logits / T overflows or flattens to noise
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds
 POLICIES = ("fixed", "schedule", "confidence")  # see playground.engine.schedule

@@ -7,11 +7,14 @@ from collections.abc import Iterator
 
 from playground import session
 from playground.config import SpecConfig
+from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
-from playground.metrics import engine_seconds
+from playground.metrics import summarize
+from playground.speedup import engine_block, measure
 
-COLUMNS = ["k", "temperature", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s",
-           "speedup", "speedup_low", "speedup_high", "prompts", "tokens"]  # low/high: the per-prompt spread
+COLUMNS = ["k", "temperature", "acceptance_rate", "token_acceptance", "tokens_per_target_pass", "tokens_per_s",
+           "baseline_tokens_per_s", "speedup", "speedup_low", "speedup_high", "measurements", "note", "prompts",
+           "tokens"]  # speedup empty when it cannot tell (note says why); low/high: its 95% interval
 
 
 def prompt_lines(text: str) -> list[str]:
@@ -34,20 +37,6 @@ def parse_values(text: str, kind=float) -> list:
     return values
 
 
-def _timed(pair, ids, cfg, speculative, constraint) -> tuple[float, dict]:
-    guide = session.new_guide(constraint, cfg)
-    events = list(session.generate(pair, ids, cfg, speculative, guide))
-    seconds = engine_seconds(events)
-    return seconds, session.collect(pair, events, seconds, constraint, guide).stats
-
-
-def _side_by_side(pair, ids, cfg, constraint, speculative_first: bool):
-    """-> (speculative, target alone) (seconds, stats), run one right after the other."""
-    first = _timed(pair, ids, cfg, speculative_first, constraint)
-    second = _timed(pair, ids, cfg, not speculative_first, constraint)
-    return (first, second) if speculative_first else (second, first)
-
-
 def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
     if axis == "k":
         return dataclasses.replace(cfg, k=int(value))
@@ -56,47 +45,40 @@ def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
 
 def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: list,
           constraint=None) -> Iterator[list[dict]]:
-    """Yield the table so far after each value; every row aggregates all prompts."""
-    for ids in prompts[:1]:  # warm-up, so one-time costs are in neither column
-        _timed(pair, ids, dataclasses.replace(cfg, max_new_tokens=4), True, constraint)
+    """Yield the table so far after each value; every row aggregates all prompts, its speedup
+    measured by playground.speedup (the target alone interleaved beside every prompt)."""
     rows = []
-    for value in values:
+    for i, value in enumerate(values):
         run_cfg = _with(cfg, axis, value)
-        totals = _zero_totals()
-        for i, ids in enumerate(prompts):  # the target alone is re-measured beside every point, order alternating
-            _add(totals, *_side_by_side(pair, ids, run_cfg, constraint, speculative_first=i % 2 == 0))
-        rows.append(_row(run_cfg, totals, len(prompts)))
+        rows.append(_row(run_cfg, measured(pair, prompts, run_cfg, constraint, warm=i == 0), len(prompts)))
         yield rows
 
 
-def _zero_totals() -> dict:
-    return {"spec_s": 0.0, "base_s": 0.0, "tokens": 0, "base_tokens": 0, "proposed": 0, "accepted": 0, "passes": 0,
-            "ratios": []}
+def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, warm: bool = True):
+    """-> (Speedup, the blocks' speculative events) for these prompts and settings."""
+    blocks = []
+    make = engine_block(pair, prompts, cfg, constraint, warm=warm)
+
+    def block():
+        blocks.append(make())
+        return blocks[-1]
+    return measure(block), [run for b in blocks for run in b.spec_runs]
 
 
-def _add(totals: dict, spec: tuple[float, dict], base: tuple[float, dict]) -> None:
-    """Add one prompt's speculative and target-only (seconds, stats) to the running totals."""
-    (spec_s, stats), (base_s, base_stats) = spec, base
-    totals["spec_s"] += spec_s
-    totals["base_s"] += base_s
-    totals["tokens"] += stats["generated_tokens"]
-    totals["base_tokens"] += base_stats["generated_tokens"]
-    totals["proposed"] += stats["proposed"]
-    totals["accepted"] += stats["accepted"]
-    totals["passes"] += stats["target_passes"]
-    if spec_s and base_s and base_stats["generated_tokens"]:
-        totals["ratios"].append((stats["generated_tokens"] / spec_s) / (base_stats["generated_tokens"] / base_s))
-
-
-def _row(cfg: SpecConfig, t: dict, n_prompts: int) -> dict:
-    spec_rate = t["tokens"] / t["spec_s"] if t["spec_s"] else 0.0
-    base_rate = t["base_tokens"] / t["base_s"] if t["base_s"] else 0.0
+def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
+    sp, runs = result
+    stats = summarize([e for run in runs for e in run], 0.0)
     return {"k": cfg.k, "temperature": cfg.sampling.temperature,
-            "acceptance_rate": t["accepted"] / t["proposed"] if t["proposed"] else 0.0,
-            "tokens_per_target_pass": t["tokens"] / t["passes"] if t["passes"] else 0.0,
-            "tokens_per_s": spec_rate, "baseline_tokens_per_s": base_rate,
-            "speedup": spec_rate / base_rate if base_rate else 0.0, "speedup_low": min(t["ratios"], default=0.0),
-            "speedup_high": max(t["ratios"], default=0.0), "prompts": n_prompts, "tokens": t["tokens"]}
+            "acceptance_rate": stats["acceptance_rate"], "token_acceptance": stats["token_acceptance"],
+            "tokens_per_target_pass": stats["tokens_per_target_pass"],
+            "tokens_per_s": sp.spec_tokens_per_s, "baseline_tokens_per_s": sp.base_tokens_per_s,
+            "speedup": sp.speedup, "speedup_low": sp.low, "speedup_high": sp.high, "speedup_estimate": sp.estimate,
+            "measurements": sp.blocks, "note": sp.reason, "prompts": n_prompts, "tokens": stats["generated_tokens"]}
+
+
+def _unavailable(name: str, draft_id: str, policy: str, why: str) -> dict:
+    row = {c: None for c in COLUMNS}
+    return row | {"variant": name, "draft": draft_id, "policy": policy, "note": f"not run: {why}"}
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -116,26 +98,28 @@ VARIANTS = {
     "adaptive: schedule": ("{draft}", "schedule"),
     "adaptive: confidence": ("{draft}", "confidence"),
 }
-COMPARE_COLUMNS = ["variant", "speedup", "acceptance_rate", "tokens_per_target_pass", "tokens_per_s",
-                   "baseline_tokens_per_s", "draft", "policy"]  # the result first: a narrow screen still shows it
+COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "acceptance_rate", "token_acceptance",
+                   "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "note", "draft",
+                   "policy"]  # the result first: a narrow screen still shows it
 
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],
                    encode, progress=None) -> Iterator[list[dict]]:
-    """One row per variant, all on the same prompts; the target alone is re-measured beside every
-    variant and prompt, in alternating order, so a change of load hits both columns alike.
-    `encode(pair, text)` turns a prompt into ids; `draft` is a model id (a cascade's or not)."""
+    """One row per variant, all on the same prompts, each measured by playground.speedup (the
+    target alone interleaved beside every prompt). `encode(pair, text)` turns a prompt into ids;
+    `draft` is a model id (a cascade's or not)."""
     model = draft.removeprefix("ngram+")
     rows = []
     for name in variants:
         draft_id, policy = (v.format(draft=model) for v in VARIANTS[name])
-        pair = session.load_pair(target, draft_id, progress=progress)
         run_cfg = dataclasses.replace(cfg, policy=policy)
-        totals = _zero_totals()
-        for i, text in enumerate(prompts):
-            ids = encode(pair, text)
-            for speculative in (True, False):  # warm-up: one-time costs in neither column
-                _timed(pair, ids, dataclasses.replace(run_cfg, max_new_tokens=4), speculative, None)
-            _add(totals, *_side_by_side(pair, ids, run_cfg, None, speculative_first=i % 2 == 0))
-        rows.append({"variant": name, "draft": draft_id, "policy": policy, **_row(run_cfg, totals, len(prompts))})
+        try:
+            pair = session.load_pair(target, draft_id, progress=progress)
+        except PlaygroundError as exc:  # a way this draft cannot draft (a feature draft under a cascade)
+            rows.append(_unavailable(name, draft_id, policy, str(exc)))
+            yield rows
+            continue
+        ids = [encode(pair, text) for text in prompts]
+        rows.append({"variant": name, "draft": draft_id, "policy": policy,
+                     **_row(run_cfg, measured(pair, ids, run_cfg), len(prompts))})
         yield rows

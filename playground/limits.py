@@ -13,6 +13,7 @@ def _env_int(name: str, default: int) -> int:
         raise PlaygroundError(f"environment variable {name} must be an integer, got {raw!r}") from None
 
 
+CONCURRENCY = max(1, _env_int("PLAYGROUND_CONCURRENCY", 1))  # runs sharing the device at once (the app's queue)
 MAX_NEW_TOKENS = _env_int("PLAYGROUND_MAX_NEW_TOKENS", 2048)  # per run; also capped by the context length
 MAX_PROMPT_CHARS = _env_int("PLAYGROUND_MAX_PROMPT_CHARS", 20_000)
 MAX_SAMPLES = _env_int("PLAYGROUND_MAX_SAMPLES", 64)  # generate --num-samples

@@ -1,10 +1,12 @@
 """One interactive run for the UI and the web API: load the pair (with progress), check the
 constraint, and stream the speculative run as snapshots; with the comparison on, the target alone
 runs interleaved with it (a speculative round, then target-only rounds up to the same length), so
-background load hits both alike and the speedup is measured side by side.
+background load hits both alike and the speedup is measured side by side (playground.speedup).
 
-Times are the engine's own (prefill plus each round's wall time), so the time the caller spends
-rendering between rounds never counts against either run."""
+The run goes on an engine thread and the caller takes the newest snapshot at its own pace (at most
+4 a second; playground.pacing): drawing and sending a page never pauses generation. Times are the
+engine's own (prefill plus each round's wall time)."""
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -13,12 +15,15 @@ from playground import session
 from playground.constraints import from_user
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
-from playground.metrics import engine_seconds, first_difference, side_by_side_speedup
+from playground.metrics import engine_seconds, first_difference
 from playground.models import custom_models_allowed
 from playground.presets import all_presets
+from playground.pacing import paced
 from playground.share import Settings
+from playground.speedup import MAX_BLOCKS, Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
-MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second while streaming
+MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second made while streaming
+PAGE_UPDATE_S = 0.5  # at most 2 a second handed to the page (each is drawn and sent while the run goes on)
 
 
 @dataclass(slots=True)
@@ -31,6 +36,7 @@ class Snapshot:
     baseline: RunResult | None = None
     eos_ids: frozenset = frozenset()
     note: str = ""  # said next to the metrics: why compiled passes were asked for but not used
+    speedup: Speedup | None = None  # the comparison's measured speedup (speedup.measuring)
 
 
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
@@ -88,27 +94,67 @@ def encode(pair, settings: Settings, text: str) -> list[int]:
 
 
 def live_run(settings: Settings, progress=None, allow_custom: bool | None = None,
-             should_stop: Callable[[], bool] = lambda: False) -> Iterator[Snapshot]:
-    """Snapshots of the run as it goes; once `should_stop()` is true the run ends early with what it
-    has (phase "stopped": text, stats and baseline so far)."""
-    pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
+             should_stop: Callable[[], bool] = lambda: False, every: float = PAGE_UPDATE_S) -> Iterator[Snapshot]:
+    """The run's snapshots: loaded and checked (`progress` told while models load), then streamed.
+    It runs on an engine thread and the newest snapshot is handed over at most every `every`
+    seconds, the last always (playground.pacing), so the engine never waits while the caller draws
+    and sends a page; every=0: in the caller's thread, each snapshot in turn. Once `should_stop()`
+    is true the run ends early with what it has (phase "stopped": text, stats and baseline so far).
+    With the comparison on, the target alone runs interleaved with it (speedup.interleave); when
+    that one measurement cannot tell the speedup, more are made (phase "measuring")."""
+    def run(stop=None) -> Iterator[Snapshot]:
+        pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
+        stopping = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
+        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping)
+    return paced(run, every) if every else run()
+
+
+def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
+    """The run's snapshots, each a copy (its lists its own) made at most every MIN_UPDATE_S."""
+    for snap in _run(settings, pair, ids, cfg, constraint, should_stop):
+        yield dataclasses.replace(snap, events=list(snap.events), baseline_events=list(snap.baseline_events))
+
+
+def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
     snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids, note=session.compile_fallback(pair, cfg))
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
-    while not should_stop() and spec.step():
-        while base is not None and base.tokens < spec.tokens and base.step():  # catch up: side by side
-            pass
+    steps = interleave(spec.events, base.events) if base else (("spec", e) for e in spec.events)
+    for side, event in steps:
+        (spec if side == "spec" else base).take(event)
+        if spec.done and snap.result is None:
+            snap.result, snap.phase = spec.result(), "baseline" if base else snap.phase
+        if should_stop():
+            break
         if due():
             yield snap
-    snap.result = spec.result()
+    if snap.result is None:
+        snap.result = spec.result()
     if base is not None:
-        snap.phase = "baseline"
-        while not should_stop() and base.step():  # the target alone finishes what it has not caught up with
-            if due():
-                yield snap
         snap.baseline = base.result()
     snap.phase = "done" if spec.done and (base is None or base.done) else "stopped"
+    if base is not None:
+        yield from _measured(snap, pair, ids, cfg, constraint, should_stop)
+        return
+    yield snap
+
+
+def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
+    """The speedup of the streamed comparison, with more interleaved measurements (not streamed)
+    while it cannot tell; the snapshot says so while they run. A stopped run: what it measured."""
+    first = Block(Timed(), Timed())
+    first.add(snap.events, snap.baseline_events)
+    if snap.phase == "stopped":
+        snap.speedup = estimate([first])
+        yield snap
+        return
+    more = engine_block(pair, [ids], cfg, constraint, warm=False)
+    for snap.speedup in measuring(more, [first]):
+        if snap.speedup.noisy and snap.speedup.blocks < MAX_BLOCKS and not should_stop():
+            snap.phase = "measuring"
+            yield snap
+    snap.phase = "done"
     yield snap
 
 
@@ -125,23 +171,18 @@ def _throttle():
 
 
 class _Stream:
-    """One generation advanced a round at a time into `sink`."""
+    """One generation, its events collected into `sink` as they are taken."""
 
     def __init__(self, pair, ids, cfg, constraint, speculative: bool, sink: list):
         self.pair, self.constraint, self.sink = pair, constraint, sink
         self.guide = session.new_guide(constraint, cfg)
         self.events = session.generate(pair, ids, cfg, speculative, self.guide)
-        self.tokens, self.done = 0, False
+        self.done = False
 
-    def step(self) -> bool:
-        """Advance one event; False once the generation has ended."""
-        event = next(self.events, None)
-        if event is None:
-            self.done = True
-            return False
+    def take(self, event) -> None:
         self.sink.append(event)
-        self.tokens += len(event.committed) if isinstance(event, Round) else 0
-        return True
+        if isinstance(event, Round) and event.finish_reason is not None:
+            self.done = True
 
     def result(self) -> RunResult:
         return session.collect(self.pair, self.sink, engine_seconds(self.sink), self.constraint, self.guide)
@@ -163,17 +204,15 @@ def run_to_dict(snap: Snapshot) -> dict:
     if snap.baseline is not None:
         out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,
                            "stats": snap.baseline.stats}
-        measure = speedup(snap)
-        out["speedup"] = None if measure["noisy"] else measure["speedup"]
-        out["speedup_measure"] = measure
+        measure = snap.speedup
+        out["speedup"] = measure.speedup if measure else None
+        out["speedup_measure"] = dataclasses.asdict(measure) if measure else None
         if snap.settings.temperature == 0:
             out["identical_to_baseline"] = snap.baseline.token_ids == snap.result.token_ids
             out["first_difference"] = first_difference(snap.result.token_ids, snap.baseline.token_ids)
     return out
 
 
-def speedup(snap: Snapshot) -> dict | None:
-    """The side-by-side measure (metrics.side_by_side_speedup) once both runs are over, else None."""
-    if snap.result is None or snap.baseline is None or not snap.result.stats["wall_s"]:
-        return None
-    return side_by_side_speedup(snap.events, snap.baseline_events)
+def speedup(snap: Snapshot) -> Speedup | None:
+    """The measured speedup once the comparison is over, else None."""
+    return snap.speedup

@@ -49,46 +49,10 @@ def expected_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
     return expected_tokens_per_round(acceptance, k) / (k * cost_ratio + 1)
 
 
-NOISY_SPREAD = 1.5  # target-alone passes varying more than this (90th / 10th percentile): the load changed
-MIN_TOKENS = 16  # fewer tokens than this: too short to say anything about speed
-
-
-def side_by_side_speedup(spec_events: list, base_events: list) -> dict:
-    """Speedup of a run over the target alone, both measured interleaved in one process: the total
-    ratio of engine times, the ratio in each quarter of the output (its spread), and whether the
-    measurement can be trusted (enough tokens; target-alone passes of steady cost, i.e. the
-    machine's load did not change under the run)."""
-    spec, base = _seconds_per_token(spec_events), _seconds_per_token(base_events)
-    n = min(len(spec), len(base))
-    total = _ratio(engine_seconds(base_events), engine_seconds(spec_events))
-    quarters = [_ratio(sum(base[a:b]), sum(spec[a:b])) for a, b in _quarters(n)]
-    steady = sorted(r.wall_s for r in base_events if isinstance(r, Round) and r.target_passes)
-    variation = steady[int(0.9 * (len(steady) - 1))] / steady[int(0.1 * (len(steady) - 1))] if len(steady) > 4 else 1.0
-    noisy = n < MIN_TOKENS or variation > NOISY_SPREAD
-    reason = (f"only {n} tokens" if n < MIN_TOKENS else
-              f"the target alone's passes varied {variation:.1f}x during the run (other load on the machine)" if noisy else "")
-    return {"speedup": total, "low": min(quarters, default=total), "high": max(quarters, default=total),
-            "noisy": noisy, "reason": reason, "pass_variation": variation}
-
-
-def _seconds_per_token(events: list) -> list[float]:
-    """Each round's wall time shared among the tokens it committed, in output order."""
-    out = []
-    for r in events:
-        if isinstance(r, Round) and r.committed:
-            out += [r.wall_s / len(r.committed)] * len(r.committed)
-    return out
-
-
 def engine_seconds(events: list) -> float:
     """Prefill plus each round's own wall time: what the caller does between rounds never counts."""
     prefill = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
     return prefill + sum(e.wall_s for e in events if isinstance(e, Round))
-
-
-def _quarters(n: int) -> list[tuple[int, int]]:
-    cuts = [round(n * i / 4) for i in range(5)]
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def first_difference(a: list[int], b: list[int]) -> int | None:

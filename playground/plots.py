@@ -93,13 +93,15 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     """Speedup and acceptance against the swept setting (k or temperature); best speedup marked."""
     xs = [r[x] for r in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup (95% interval)",
+                             error_y=_interval(rows)), secondary_y=False)
     fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name="acceptance",
                              line=dict(dash="dot")), secondary_y=True)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
                              name="tokens per pass", line=dict(dash="dash")), secondary_y=False)
-    if rows:
-        best = max(rows, key=lambda r: r["speedup"])
+    told = [r for r in rows if r["speedup"] is not None]  # a speedup that could not be told is a gap
+    if told:
+        best = max(told, key=lambda r: r["speedup"])
         fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} = {best[x]}",
                                  marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
@@ -112,13 +114,13 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
     (acceptance, k, speedup) as points."""
     ks = list(range(1, 17))
     fig = go.Figure(go.Scatter(x=ks, y=[expected_speedup(acceptance, kk, cost_ratio) for kk in ks], mode="lines",
-                               name=f"expected (a={acceptance:.2f}, c={cost_ratio:.2f})"))
+                               name=f"expected (α={acceptance:.2f}, c={cost_ratio:.2f})"))
     fig.add_trace(go.Scatter(x=[k], y=[expected_speedup(acceptance, k, cost_ratio)], mode="markers",
                              name=f"k = {k}", marker=dict(size=14, color="#f59e0b")))
     if measured:
         fig.add_trace(go.Scatter(x=[m["k"] for m in measured], y=[m["speedup"] for m in measured], mode="markers",
                                  name="measured runs", marker=dict(size=10, symbol="x", color="#dc2626"),
-                                 text=[f"a={m['acceptance_rate']:.2f}" for m in measured]))
+                                 text=[f"per-token acceptance α={m['alpha']:.2f}" for m in measured]))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
 
@@ -127,11 +129,19 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
     """Speedup (bars) and acceptance (diamonds) of each way of drafting for one target."""
     names = [r["variant"] for r in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup", marker_color=COLOURS["bonus"]),
-                  secondary_y=False)
+    fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup (95% interval)",
+                         marker_color=COLOURS["bonus"], error_y=_interval(rows)), secondary_y=False)
     fig.add_trace(go.Scatter(x=names, y=[r["acceptance_rate"] for r in rows], mode="markers", name="acceptance",
                              marker=dict(size=14, symbol="diamond", color=COLOURS["accepted"])), secondary_y=True)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
     fig.update_yaxes(title_text="speedup over the target alone", secondary_y=False)
     fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
     return fig.update_layout(title="Draft comparison", **LAYOUT)
+
+
+def _interval(rows: list[dict]) -> dict:
+    """Error bars from each row's measured interval (none where the speedup could not be told)."""
+    told = [r["speedup"] is not None for r in rows]
+    return dict(type="data", symmetric=False,
+                array=[r["speedup_high"] - r["speedup"] if t else 0 for r, t in zip(rows, told)],
+                arrayminus=[r["speedup"] - r["speedup_low"] if t else 0 for r, t in zip(rows, told)])

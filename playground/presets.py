@@ -47,6 +47,17 @@ class Preset:
     schema_in_prompt: bool = False  # append the schema to the prompt so the model knows the shape
     gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
 
+    @property
+    def offline(self) -> bool:
+        """Whether both models load here without a network (shipped, or packaged and installed)."""
+        return all(model_offline(m) for m in (self.target, self.draft.removeprefix("ngram+")))
+
+
+def model_offline(model_id: str) -> bool:
+    if model_id == "ngram" or model_id in models.ALIASES:
+        return True
+    return model_id in packaged.PACKAGED and packaged.available_offline(model_id)
+
 
 FIELDS = {f.name for f in dataclasses.fields(Preset)}
 log = logging.getLogger(__name__)

@@ -90,7 +90,7 @@ def _token_html(t, eos_ids) -> str:
 
 def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str = "sampled",
             note: str = "", theory: bool = True) -> str:
-    """speedup: metrics.side_by_side_speedup's measure (None before the comparison is over); same:
+    """speedup: the comparison's playground.speedup.Speedup (None before it is over); same:
     metrics.identity_note of the two outputs.
     theory: show the expected tokens per round, whose formula assumes a draft model's per-token
     acceptance (prompt lookup's guesses are not drawn that way)."""
@@ -109,7 +109,7 @@ def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str =
                          f"if each guess were kept independently with that probability; measured "
                          f"{stats['tokens_per_round']:.2f}"))
     if speedup is not None:
-        cards.append(_speedup_card(speedup, html.escape(same)))
+        cards.append(_speedup_card(speedup, same))
     body = "".join(f'<div class="metric"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
                    for name, value, detail in cards)
     if note:
@@ -117,12 +117,12 @@ def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str =
     return f'<div class="metrics" id="metrics">{body}</div>'
 
 
-def _speedup_card(m: dict, same: str) -> tuple[str, str, str]:
-    """The ratio with its spread over the output's quarters, or why it is not shown."""
-    if m["noisy"]:
-        return "speedup", "too noisy", html.escape(f"not shown: {m['reason']}; run again for a number to trust ({same})")
-    return ("speedup", f"{m['speedup']:.2f}x",
-            f"measured side by side, {m['low']:.2f}-{m['high']:.2f}x across the output's quarters; {same}")
+def _speedup_card(m, same: str) -> tuple[str, str, str]:
+    """The ratio with its interval (playground.speedup.Speedup), or why it cannot be told."""
+    blocks = f"{m.blocks} interleaved measurements" if m.blocks > 1 else "measured side by side"
+    if m.noisy:
+        return "speedup", "cannot tell", html.escape(f"{m.reason}; about {m.estimate:.2f}x ({same})")
+    return ("speedup", f"{m.speedup:.2f}x", html.escape(f"{blocks}, {m.low:.2f}-{m.high:.2f}x (95% interval); {same}"))
 
 
 def warning(message: str) -> str:

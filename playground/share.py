@@ -7,6 +7,7 @@ import dataclasses
 import urllib.parse
 from dataclasses import dataclass
 
+from playground.config import MAX_K
 from playground.errors import PlaygroundError
 from playground.presets import Preset, all_presets, default_preset
 
@@ -85,7 +86,7 @@ def _choice(*options):
 
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
 # reset an out-of-range value to the slider's minimum without a word).
-RANGES = {"k": (1, 16), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
+RANGES = {"k": (1, MAX_K), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
           "max_new_tokens": (8, 1024), "confidence": (0.05, 0.95)}
 
 PARSERS = {

@@ -16,8 +16,12 @@ def test_smoke_every_method(target, noisy_draft, tokenizer):
         assert row["tokens_per_s"] > 0 and row["identical"] is True, row
     by_method = {r["method"]: r for r in rows}
     assert by_method["target"]["speedup"] == 1.0
-    for row in rows:  # one repeat: the range is that repeat's own ratio
-        assert row["speedup_range"] == [row["speedup"]] * 2
+    for row in rows:  # a speedup with its interval around it, or none and the reason
+        if row["speedup"] is None:
+            assert row["note"] and row["measurements"] == 4, row
+        else:
+            low, high = row["speedup_range"]
+            assert low <= row["speedup"] <= high, row
     assert 0 <= by_method["engine"]["acceptance_rate"] <= 1
     assert by_method["engine"]["tokens_per_target_pass"] > by_method["target"]["tokens_per_target_pass"]
 
@@ -45,7 +49,7 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
 def test_cli_bench_bad_k(capsys, saved_pair):
     target, draft = saved_pair
     assert main(["bench", "--target", str(target), "--draft", str(draft), "--k", "0"]) == 2
-    assert capsys.readouterr().err.startswith("error: k must be between 1 and 32")
+    assert capsys.readouterr().err.startswith("error: k must be between 1 and 16")
 
 
 def test_cli_bench_bad_input_is_refused_before_loading(capsys, saved_pair, tmp_path):

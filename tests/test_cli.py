@@ -62,8 +62,8 @@ def test_prompt_lookup_draft(capsys, saved_pair):
 BAD_INPUTS = {
     "unknown model path": (["--target", "/nonexistent/model", "--draft", "ngram"], "not found"),
     "hub id offline": (["--target", "no-such-org/no-such-model", "--draft", "ngram"], "hf download"),
-    "k too small": (["--k", "0"], "k must be between 1 and 32"),
-    "k too large": (["--k", "33"], "k must be between 1 and 32"),
+    "k too small": (["--k", "0"], "k must be between 1 and 16"),
+    "k too large": (["--k", "17"], "k must be between 1 and 16"),
     "negative temperature": (["--temperature", "-0.5"], "temperature must be 0 (greedy) or between"),
     "empty prompt": (["--prompt", "  "], "prompt is empty"),
     "non-integer prompt ids": (["--prompt-ids", "1,x,3"], "comma-separated integers"),

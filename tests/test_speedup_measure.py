@@ -1,36 +1,97 @@
-"""The speedup shown to users: side by side, with its spread, and withheld when the machine's load
-changed under the run. Pure functions of events, checked on constructed timings."""
+"""The one speedup measurement (playground.speedup): a fake clock with known per-pass costs gives
+the known ratio and a tight interval in one block; a noisy clock makes it measure more blocks and
+then say why it cannot tell; real tiny models measured through engine_block give the runs' own
+outputs. Plus the identity wording."""
+import random
+
+import pytest
+
+from playground import session
 from playground.events import BONUS, CORRECTED, Prefill, Round, TokenEvent
-from playground.metrics import side_by_side_speedup
+from playground.speedup import MAX_BLOCKS, MIN_TOKENS, TOLERANCE, Block, Timed, engine_block, estimate, interleave, measure
+from tests import tiny
+from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
+
+TARGET_PASS, DRAFT_PASS, K = 0.020, 0.002, 3  # seconds per pass on the fake clock
 
 
-def rounds(seconds: list[float], tokens_each: int) -> list:
-    kinds = [CORRECTED] * (tokens_each - 1) + [BONUS]
-    out = [Prefill(10, 1, 0, 0.01, 0.0)]
-    for i, s in enumerate(seconds):
-        out.append(Round(i + 1, [TokenEvent(k, 5, "x") for k in kinds], 0, 0, 1, 0, 0.0, s, s))
-    return out
+class FakeClock:
+    """Per-pass costs, each multiplied by a random factor in [1 / jitter, jitter]."""
+
+    def __init__(self, jitter: float = 1.0, seed: int = 0):
+        self.jitter, self.rng = jitter, random.Random(seed)
+
+    def cost(self, seconds: float) -> float:
+        return seconds * (self.jitter ** self.rng.uniform(-1, 1))
+
+    def run(self, rounds: int, tokens_each: int, draft_passes: int) -> list:
+        """A run's events: a prefill, then rounds of `draft_passes` draft passes and one target pass."""
+        kinds = [CORRECTED] * (tokens_each - 1) + [BONUS]
+        out = [Prefill(10, 1, 0, self.cost(TARGET_PASS), 0.0)]
+        for i in range(rounds):
+            wall = sum(self.cost(DRAFT_PASS) for _ in range(draft_passes)) + self.cost(TARGET_PASS)
+            out.append(Round(i + 1, [TokenEvent(k, 5, "x") for k in kinds], draft_passes, tokens_each - 1, 1,
+                             draft_passes, 0.0, wall, wall))
+        return out
 
 
-def test_steady_runs_give_the_ratio_and_its_spread():
-    spec = rounds([0.03] * 10 + [0.06] * 10, tokens_each=4)  # 80 tokens; the second half slower per round
-    base = rounds([0.02] * 80, tokens_each=1)
-    m = side_by_side_speedup(spec, base)
-    assert not m["noisy"] and m["reason"] == ""
-    assert abs(m["speedup"] - (0.01 + 1.6) / (0.01 + 0.9)) < 1e-9
-    assert abs(m["high"] - 0.08 / 0.03) < 1e-9 and abs(m["low"] - 0.08 / 0.06) < 1e-9
+def fake_block(clock: FakeClock, tokens: int = 120) -> Block:
+    block = Block(Timed(), Timed())
+    block.add(clock.run(tokens // 3, 3, K), clock.run(tokens, 1, 0))  # 3 tokens a round: 2 accepted + the target's
+    return block
 
 
-def test_a_changing_load_is_reported_instead_of_a_ratio():
-    spec = rounds([0.03] * 20, tokens_each=4)
-    base = rounds([0.02] * 40 + [0.05] * 40, tokens_each=1)  # the machine got 2.5x slower halfway
-    m = side_by_side_speedup(spec, base)
-    assert m["noisy"] and "varied" in m["reason"]
+def test_known_costs_give_the_known_ratio_in_one_block():
+    sp = measure(lambda: fake_block(FakeClock()))
+    per_token_spec = (K * DRAFT_PASS + TARGET_PASS) / 3
+    expected = ((121 * TARGET_PASS) / 120) / ((TARGET_PASS + 40 * 3 * per_token_spec) / 120)  # prefills included
+    assert sp.blocks == 1 and sp.reason == ""
+    assert sp.speedup == pytest.approx(expected) and sp.low == pytest.approx(expected) == sp.high
 
 
-def test_short_runs_are_too_short_to_judge():
-    m = side_by_side_speedup(rounds([0.03] * 2, 4), rounds([0.02] * 8, 1))
-    assert m["noisy"] and "only 8 tokens" in m["reason"]
+def test_a_little_jitter_is_a_tight_interval_around_the_ratio():
+    sp = measure(lambda: fake_block(FakeClock(jitter=1.1, seed=3)))
+    assert sp.speedup is not None and sp.blocks == 1
+    assert sp.low < sp.speedup < sp.high and sp.high / sp.low <= TOLERANCE
+
+
+def test_a_noisy_clock_measures_more_then_says_why():
+    clock, made = FakeClock(jitter=6.0, seed=1), []
+
+    def block():
+        made.append(fake_block(clock, tokens=24))
+        return made[-1]
+    sp = measure(block)
+    assert len(made) == MAX_BLOCKS == sp.blocks
+    assert sp.speedup is None and sp.noisy and "ranged" in sp.reason and sp.low < sp.estimate < sp.high
+
+
+def test_too_few_tokens_is_said():
+    sp = estimate([fake_block(FakeClock(), tokens=9)])  # 9 tokens alone, 3 rounds of 3 speculating
+    assert 9 < MIN_TOKENS and sp.speedup is None and sp.reason == "only 9 tokens"
+
+
+def test_interleave_lets_the_target_alone_catch_up_after_each_round():
+    spec = FakeClock().run(3, 3, K)
+    base = FakeClock().run(10, 1, 0)
+    order = [(side, len(e.committed) if isinstance(e, Round) else 0) for side, e in interleave(iter(spec), iter(base))]
+    assert order[:6] == [("spec", 0), ("spec", 3), ("base", 0), ("base", 1), ("base", 1), ("base", 1)]
+    assert sum(n for side, n in order if side == "base") == 10 and order[-1][0] == "base"
+
+
+def test_engine_blocks_measure_real_runs(target, noisy_draft, tokenizer):
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    ids = tokenizer(PROMPT).input_ids
+    make = engine_block(pair, [ids, ids[:5]], session.settings(k=3, max_new_tokens=20))
+    block = make()
+    assert [len(r) for r in block.spec_runs] and len(block.base_runs) == 2
+    for spec, base, prompt in zip(block.spec_runs, block.base_runs, (ids, ids[:5])):
+        expected = hf_greedy(target, prompt, 20, eos_id=NO_EOS)
+        assert [t.token_id for e in spec if isinstance(e, Round) for t in e.committed] == expected
+        assert [t.token_id for e in base if isinstance(e, Round) for t in e.committed] == expected
+    assert block.spec.tokens == block.base.tokens == 40
+    sp = estimate([block])
+    assert sp.estimate > 0 and sp.low <= sp.estimate <= sp.high
 
 
 def test_identity_is_said_with_the_first_difference():

@@ -1,0 +1,58 @@
+"""Where the app's model work runs, and how its results reach the page.
+
+Every run, sweep and comparison of the app goes on the engine threads (one per concurrent run,
+PLAYGROUND_CONCURRENCY), and the caller takes its newest result at its own pace (`paced`): Gradio
+asks a generator for its next value only once it has drawn and sent the last, so a run streamed
+directly waits while the page is made (measured on a 2-core CPU: 0.65-0.76 of the CLI's speed).
+
+Why the same few threads, not a new one per run: torch's OpenMP gives each thread that runs a
+parallel product a team of workers of its own, and with more workers alive than cores (a second
+team) it stops spinning between products: SmolLM2's 2-row bf16 products took 2.5x longer from a
+second thread (34 -> 85 us for 1536x576 on 2 cores, measured) and its runs 30% longer. Work on
+these threads alone keeps one team per thread."""
+import contextvars
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from playground.limits import CONCURRENCY
+
+_engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix="playground-engine")
+
+
+PAGE_SHARE = 0.03  # the most of the time the caller may spend on handed-over items (drawing, sending)
+
+
+def paced(make: Callable[[threading.Event], Iterator], every: float) -> Iterator:
+    """Run the iterator `make(stop)` on an engine thread (in the caller's context, so Gradio's
+    progress reaches the page) and yield its newest item at most every `every` seconds, and no more
+    often than keeps the caller's own time per item under PAGE_SHARE of the wall time (its work
+    competes with the engine for the CPU); the last item always. An error there is raised here.
+    Closing this generator sets `stop` (the work should end at its next item) without waiting."""
+    stop, finished, failure = threading.Event(), threading.Event(), []
+    newest = [0, None]  # [items made, the last] (an item may be the same object, grown)
+
+    def work() -> None:
+        try:
+            for item in make(stop):
+                newest[:] = [newest[0] + 1, item]
+        except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
+            failure.append(exc)
+        finally:
+            finished.set()
+    _engine.submit(contextvars.copy_context().run, work)
+    sent, wait = 0, every
+    try:
+        while not finished.wait(wait):
+            count, item = newest
+            if count != sent:
+                sent, handed = count, time.perf_counter()
+                yield item
+                wait = max(every, (time.perf_counter() - handed) / PAGE_SHARE)
+        if failure:
+            raise failure[0]
+        if newest[0] != sent:
+            yield newest[1]
+    finally:
+        stop.set()

@@ -1,0 +1,212 @@
+"""The one measurement of speculation against the target alone: the page, the sweeps, Compare
+drafts, the calculator's points, the CLI and bench all take their speedup from here.
+
+A block is one run of each on the same prompt(s) in one process, interleaved round by round: after
+each speculative round the target alone catches up to the same number of tokens, so a change of
+load hits both alike. Times are the engine's own (prefill plus each round's wall time): what the
+caller does between rounds (rendering, streaming) never counts.
+
+    speedup  R = (target-alone seconds per token) / (speculative seconds per token), all blocks pooled
+    interval one block: a bootstrap over its rounds (2.5th-97.5th percentile of 400 resamples, fixed
+             seed); several blocks: that, widened to the range of the blocks' own estimates
+    verdict  an interval wider than TOLERANCE (high / low) or fewer than MIN_TOKENS tokens: measure
+             another block, up to MAX_BLOCKS; still wide: no number, and the reason says how wide
+
+Callers with opaque runs (bench's transformers rows) build their blocks from `Timed` parts
+themselves: a whole run is then one part."""
+import dataclasses
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from playground import session
+from playground.events import Prefill, Round
+
+TOLERANCE = 1.25  # high / low: about +-11% around the estimate
+MAX_BLOCKS = 4
+MIN_TOKENS = 16
+RESAMPLES = 400
+
+
+@dataclass(slots=True)
+class Timed:
+    """One run's time as parts: (seconds, tokens) of its prefill (0 tokens) and of each round."""
+    parts: list[tuple[float, int]] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s for s, _ in self.parts)
+
+    @property
+    def tokens(self) -> int:
+        return sum(n for _, n in self.parts)
+
+
+def timed(events: list) -> Timed:
+    """Engine events -> their engine time: the prefill's passes, then each round's wall time."""
+    parts = [(e.target_s + e.draft_s, 0) for e in events if isinstance(e, Prefill)]
+    return Timed(parts + [(e.wall_s, len(e.committed)) for e in events if isinstance(e, Round)])
+
+
+@dataclass(slots=True)
+class Block:
+    """One interleaved measurement: the times of both sides, and their events per prompt (callers
+    take the outputs and statistics from them)."""
+    spec: Timed
+    base: Timed
+    spec_runs: list[list] = field(default_factory=list)
+    base_runs: list[list] = field(default_factory=list)
+    guides: list = field(default_factory=list)  # the speculative runs' constraint guides (None: unconstrained)
+
+    def ratio(self) -> float:
+        return _ratio(self.spec.parts, self.base.parts)
+
+    def add(self, spec_events: list, base_events: list, guide=None) -> None:
+        self.spec.parts += timed(spec_events).parts
+        self.base.parts += timed(base_events).parts
+        self.spec_runs.append(spec_events)
+        self.base_runs.append(base_events)
+        self.guides.append(guide)
+
+
+@dataclass(slots=True)
+class Speedup:
+    """A measured speedup: `speedup` None when it cannot tell (`reason` says why); `estimate` is
+    the point estimate either way."""
+    speedup: float | None
+    estimate: float
+    low: float
+    high: float
+    blocks: int
+    reason: str = ""
+    spec_tokens_per_s: float = 0.0
+    base_tokens_per_s: float = 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.speedup is None
+
+    def describe(self) -> str:
+        if self.speedup is None:
+            return f"cannot tell: {self.reason}"
+        return f"{self.speedup:.2f}x ({self.low:.2f}-{self.high:.2f}, {self.blocks} block{'s' * (self.blocks > 1)})"
+
+
+def estimate(blocks: list[Block]) -> Speedup:
+    """The pooled ratio of these blocks, its interval, and whether it is tight enough to give."""
+    spec = [p for b in blocks for p in b.spec.parts]
+    base = [p for b in blocks for p in b.base.parts]
+    value = _ratio(spec, base)
+    low, high = _bootstrap(blocks)
+    ratios = [b.ratio() for b in blocks] if len(blocks) > 1 else []
+    low, high = min(low, value, *ratios), max(high, value, *ratios)
+    tokens = min(sum(n for _, n in spec), sum(n for _, n in base))
+    reason = ""
+    if tokens < MIN_TOKENS:
+        reason = f"only {tokens} tokens"
+    elif not low or high / low > TOLERANCE:
+        reason = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurement"
+                  f"{'s' * (len(blocks) > 1)} (other load on the machine)")
+    return Speedup(None if reason else value, value, low, high, len(blocks), reason,
+                   _rate(spec), _rate(base))
+
+
+def measure(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
+            max_blocks: int = MAX_BLOCKS) -> Speedup:
+    """The final estimate of `measuring`."""
+    result = None
+    for result in measuring(block, first, min_blocks, max_blocks):
+        pass
+    return result
+
+
+def measuring(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
+              max_blocks: int = MAX_BLOCKS) -> Iterator[Speedup]:
+    """Measure blocks until the estimate is tight (at least `min_blocks`, at most `max_blocks`,
+    `first` counted), yielding the estimate after each; `block()` measures one more (None: only
+    `first`). The last estimate yielded is the result."""
+    blocks = list(first)
+    while True:
+        if blocks and len(blocks) >= min_blocks:
+            result = estimate(blocks)
+            yield result
+            if result.speedup is not None or len(blocks) >= max_blocks or block is None:
+                return
+        blocks.append(block())
+
+
+def interleave(spec: Iterator, base: Iterator) -> Iterator[tuple[str, object]]:
+    """Two event streams stepped side by side: each speculative event, then target-alone events
+    until it has as many tokens; -> ("spec" | "base", event) in that order, the rest of the target
+    alone's at the end."""
+    counts = {"spec": 0, "base": 0}
+    base_done = False
+    for event in spec:
+        counts["spec"] += _tokens(event)
+        yield "spec", event
+        while not base_done and counts["base"] < counts["spec"]:
+            event = next(base, None)
+            if event is None:
+                base_done = True
+                break
+            counts["base"] += _tokens(event)
+            yield "base", event
+    if not base_done:
+        for event in base:
+            yield "base", event
+
+
+def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: bool = True) -> Callable[[], Block]:
+    """A maker of blocks: each prompt's speculative run and the target alone, interleaved round by
+    round, one prompt after the other (runs never hold the models' caches at once). With `warm`,
+    both run once for 4 tokens first, so one-time costs stay out of every block."""
+    def run(block: Block, ids: list[int], run_cfg) -> None:
+        guides = [session.new_guide(constraint, run_cfg) for _ in range(2)]
+        spec, base = (session.generate(pair, ids, run_cfg, side, guide) for side, guide in zip((True, False), guides))
+        seen = {"spec": [], "base": []}
+        for side, event in interleave(spec, base):
+            seen[side].append(event)
+        block.add(seen["spec"], seen["base"], guides[0])
+
+    def block() -> Block:
+        made = Block(Timed(), Timed())
+        for ids in prompts:
+            run(made, ids, cfg)
+        return made
+    if warm and prompts:
+        run(Block(Timed(), Timed()), prompts[0], dataclasses.replace(cfg, max_new_tokens=min(4, cfg.max_new_tokens)))
+    return block
+
+
+def _tokens(event) -> int:
+    return len(event.committed) if isinstance(event, Round) else 0
+
+
+def _ratio(spec: list[tuple[float, int]], base: list[tuple[float, int]]) -> float:
+    """(base seconds / base tokens) / (spec seconds / spec tokens)."""
+    s_sec, s_tok = sum(s for s, _ in spec), sum(n for _, n in spec)
+    b_sec, b_tok = sum(s for s, _ in base), sum(n for _, n in base)
+    return (b_sec / b_tok) / (s_sec / s_tok) if s_sec and s_tok and b_tok else 0.0
+
+
+def _rate(parts: list[tuple[float, int]]) -> float:
+    seconds = sum(s for s, _ in parts)
+    return sum(n for _, n in parts) / seconds if seconds else 0.0
+
+
+def _bootstrap(blocks: list[Block]) -> tuple[float, float]:
+    """2.5th and 97.5th percentiles of the pooled ratio with each block's rounds resampled (its
+    prefill kept), speculative and target-alone independently."""
+    rng = random.Random(0)
+    fixed = [[p for p in b.spec.parts if p[1] == 0] for b in blocks], [[p for p in b.base.parts if p[1] == 0] for b in blocks]
+    rounds = [[p for p in b.spec.parts if p[1]] for b in blocks], [[p for p in b.base.parts if p[1]] for b in blocks]
+    if not all(rounds[0]) or not all(rounds[1]):
+        return 0.0, 0.0
+    ratios = []
+    for _ in range(RESAMPLES):
+        sides = [[p for f, r in zip(fixed[i], rounds[i]) for p in f + rng.choices(r, k=len(r))] for i in (0, 1)]
+        ratios.append(_ratio(*sides))
+    ratios.sort()
+    return ratios[int(0.025 * RESAMPLES)], ratios[int(0.975 * RESAMPLES) - 1]
+
+

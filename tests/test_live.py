@@ -1,0 +1,49 @@
+"""The page's stream is paced: the run goes on its own thread and the page takes the newest
+snapshot when it is ready, so a slow page never pauses generation; the last snapshot always
+arrives; closing the stream stops the run."""
+import time
+
+from playground import live
+from playground.share import Settings
+from playground.presets import get_preset
+
+
+def demo_settings(**overrides) -> Settings:
+    settings = Settings.from_preset(get_preset("demo"))
+    for key, value in overrides.items():
+        setattr(settings, key, value)
+    return settings
+
+
+def test_a_slow_page_does_not_pause_the_run():
+    asked = []  # the run asks should_stop once per step, from its own thread
+
+    def should_stop() -> bool:
+        asked.append(time.perf_counter())
+        return False
+    snaps = live.live_run(demo_settings(max_new_tokens=96, compare=False), should_stop=should_stop)
+    first = next(snaps)
+    seen = len(asked)
+    time.sleep(1.0)  # the page draws slowly: the run goes on meanwhile
+    assert len(asked) > seen + 2, (seen, len(asked))
+    rest = list(snaps)
+    last = rest[-1] if rest else first
+    assert last.phase == "done" and last.result is not None and len(last.result.token_ids) == 96
+    assert len(rest) <= 2 + (asked[-1] - asked[0]) / live.PAGE_UPDATE_S  # at most one snapshot per pace
+
+
+def test_unpaced_runs_give_every_snapshot_in_turn():
+    snaps = list(live.live_run(demo_settings(max_new_tokens=48, compare=True), every=0))
+    assert snaps[-1].phase == "done" and snaps[-1].speedup is not None
+    assert [len(s.events) for s in snaps] == sorted(len(s.events) for s in snaps)  # copies, each as it was
+
+
+def test_closing_the_stream_stops_the_run():
+    asked = []
+    snaps = live.live_run(demo_settings(max_new_tokens=1024, compare=False), should_stop=lambda: asked.append(1) or False)
+    next(snaps)
+    snaps.close()  # the page went away
+    time.sleep(0.5)
+    count = len(asked)
+    time.sleep(0.5)
+    assert len(asked) == count  # the run has ended: nothing asks any more
