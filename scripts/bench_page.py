@@ -5,6 +5,8 @@ side's tokens/s in engine time (what the page's and the CLI's tokens/s cards say
 wall-clock tokens/s from submit to the last update, with medians and their ratio.
 
     python scripts/bench_page.py [--preset smollm2] [--repeats 3] [--max-new-tokens 128]
+    python scripts/bench_page.py --speedups 10   # the preset as a newcomer runs it: "Compare" on, its
+                                                 # own prompt; how many runs show a speedup, and which
 """
 import argparse
 import json
@@ -48,6 +50,20 @@ def start_app(preset: str):
     raise SystemExit("the app did not start in 2 minutes")
 
 
+def page_speedups(client, preset, runs: int) -> None:
+    """The preset's own prompt and settings with "Compare with the target alone" on, `runs` times."""
+    told = []
+    for i in range(runs):
+        settings = Settings.from_preset(preset)
+        settings.compare = True
+        m = page_run(client, settings)["report"]["speedup_measure"]
+        told.append(m["speedup"] is not None)
+        shown = (f"{m['speedup']:.2f}x ({m['low']:.2f}-{m['high']:.2f}), {m['blocks']} measurement(s)" if told[-1]
+                 else f"cannot tell: {m['reason']}")
+        print(f"run {i + 1}: {shown}", flush=True)
+    print(f"\n{preset.name}: {sum(told)} of {runs} runs showed a speedup")
+
+
 def page_run(client, settings: Settings) -> dict:
     import app  # only for the order of the page's inputs
     started = time.perf_counter()
@@ -60,7 +76,7 @@ def page_run(client, settings: Settings) -> dict:
     report = json.loads(open(outputs[10]).read())
     stats = report["stats"]
     return {"engine_tok_s": stats["tokens_per_s"], "wall_tok_s": stats["generated_tokens"] / wall,
-            "tokens": stats["generated_tokens"], "ids": report["token_ids"]}
+            "tokens": stats["generated_tokens"], "ids": report["token_ids"], "report": report}
 
 
 def cli_run(preset: str, prompt: str, max_new_tokens: int) -> dict:
@@ -79,9 +95,16 @@ def main() -> None:
     parser.add_argument("--preset", default="smollm2")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--speedups", type=int, default=0, help="instead: this many runs with Compare on")
     args = parser.parse_args()
     preset = get_preset(args.preset)
     proc, client = start_app(args.preset)
+    if args.speedups:
+        try:
+            page_speedups(client, preset, args.speedups)
+        finally:
+            proc.terminate()
+        return
     page, cli = [], []
     try:
         for repeat in range(args.repeats):
