@@ -1,6 +1,6 @@
 """Make a CPU model's logits independent of how many tokens a pass carries, so that a verify pass
 over k+1 tokens gives bitwise the logits that k+1 one-token passes give, and greedy speculation
-stays identical to the target alone in bfloat16.
+stays identical to the target alone (bfloat16, and float32 models past models.SMALL_MODEL).
 
 Why it is needed: in bfloat16 on a CPU (oneDNN), a matrix product with one input row takes another
 kernel than one with two or more rows (a matrix-vector product that sums in another order), and
@@ -15,12 +15,50 @@ same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row
 1.08x faster), while float32's small products are not flat
 (72 ms at one token, 109-134 ms at two to five). With packed weights (playground.packed_linear) a
 one-token pass costs 38 ms with two rows against 34 ms with one (and a 4-token pass 33 ms): the
-exact target alone runs about 1.18x slower than one with one-row products, whose tokens differ."""
+exact target alone runs about 1.18x slower than one with one-row products, whose tokens differ.
+
+float32 (CPUs without bf16 dot products, most laptops): MKL's small float32 products are neither
+flat nor row-invariant, oneDNN's from packed weights are both (rows of 2 to 16 bitwise; one row
+too with AVX2 kernels, not with AVX512 ones, hence two rows everywhere), and the eager attention's
+float32 matmuls are not: ROW_INVARIANT attention computes each query alone, as a one-token pass
+does. SmolLM2-135M in float32 on 2 cores (AMD EPYC with oneDNN, ATen and MKL held to AVX2), a
+pass of 1/2/3/4/5 tokens after 150: 44/43/46/48/51 ms (1.16x at 5, interleaved medians), bitwise
+equal to one-token passes; it was 55/88/107/78/70 ms with SDPA and MKL, rows differing by 5e-5."""
 import torch
+from torch import nn
+from transformers import AttentionInterface
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.packed_linear import ATTR, linear
 
-ATTENTION = "eager"  # the attention implementation whose rows do not depend on the query count
+ATTENTION = "eager"  # bfloat16: the attention implementation whose rows do not depend on the query count
+ROW_INVARIANT = "playground_row_invariant"  # float32: the same, by explicit reductions (below)
+
+
+def row_invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """Causal attention computed one query at a time over exactly the keys it may see: query
+    [B, H, q, d], key and value [B, KV, kv, d] (the pass's q tokens last) -> ([B, q, H, d], None).
+    Each row is then the very computation a one-token pass makes for that position (the same
+    products on the same shapes), whatever the pass's width: bitwise the same rows. Batched
+    products (matmul over all queries, or elementwise sums over the masked keys) are not: their
+    kernels and blockings follow the query count and the key count (1,710 of 1,710 rows differed
+    with matmul, 345 of 1,188 with sums). Needs no mask: batch 1, no padding, causal."""
+    k = repeat_kv(key, module.num_key_value_groups)  # [B, H, kv, d]
+    v = repeat_kv(value, module.num_key_value_groups)
+    width, keys = query.shape[-2], k.shape[-2]
+    rows = []
+    for i in range(width):
+        seen = keys - width + i + 1  # the keys of every position up to this query's own
+        scores = torch.matmul(query[:, :, i:i + 1], k[:, :, :seen].transpose(2, 3)) * scaling  # [B, H, 1, seen]
+        weights = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+        rows.append(torch.matmul(weights, v[:, :, :seen]))  # [B, H, 1, d]
+    out = torch.cat(rows, dim=2) if width > 1 else rows[0]  # [B, H, q, d]
+    return out.transpose(1, 2).contiguous(), None
+
+
+AttentionInterface.register(ROW_INVARIANT, row_invariant_attention)
+AttentionMaskInterface.register(ROW_INVARIANT, ALL_MASK_ATTENTION_FUNCTIONS["eager"])  # an additive causal mask
 
 
 def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -36,8 +74,8 @@ def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
 def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place)."""
     attention = getattr(model.config, "_attn_implementation", None)
-    if attention != ATTENTION:
-        raise ValueError(f"load the model with attn_implementation='{ATTENTION}' (it has {attention})")
+    if attention not in (ATTENTION, ROW_INVARIANT):
+        raise ValueError(f"load the model with attn_implementation='{ATTENTION}' or '{ROW_INVARIANT}' (it has {attention})")
     for module in model.modules():
         if isinstance(module, torch.nn.Linear):
             module.forward = two_row_linear.__get__(module)

@@ -12,7 +12,8 @@ from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from playground import packaged
-from playground.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, make_batch_invariant
+from playground.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT
+from playground.batch_invariant import make_batch_invariant
 from playground.errors import PlaygroundError
 from playground.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 from playground.packed_linear import pack_linears
@@ -228,7 +229,7 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
-                                                     **_placement(device, need_bytes), **_attention(device, dtype))
+                                                     **_placement(device, need_bytes), **_attention(device, dtype, need_bytes))
     except torch.OutOfMemoryError:
         raise PlaygroundError(f"out of memory loading '{model_id}' on {device}: "
                               "pick a smaller preset (e.g. qwen2.5-1.5b or demo)") from None
@@ -247,8 +248,8 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     if len(tokenizer) < 2:
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
-    if _attention(device, dtype):
-        if native_bf16():  # packed weights: faster products, checked exact on native bfloat16 only
+    if _attention(device, dtype, need_bytes):
+        if dtype == torch.float32 or native_bf16():  # bfloat16 packed: checked exact on native bfloat16 only
             pack_linears(model)
         make_batch_invariant(model)
     if (path / VOCAB_MAP_FILE).is_file():
@@ -271,10 +272,14 @@ def _os_reason(exc: OSError) -> str:
     return _first_line(exc)
 
 
-def _attention(device: torch.device, dtype: torch.dtype) -> dict:
-    """Half precision on a CPU: the attention batch_invariant needs (see there); else transformers' choice."""
+def _attention(device: torch.device, dtype: torch.dtype, need_bytes: int) -> dict:
+    """The attention batch_invariant needs (see there) for half precision on a CPU, and for float32
+    models past SMALL_MODEL on a CPU (smaller ones, like the demo pair, keep transformers' choice and
+    may run compiled); else transformers' choice."""
     if device.type == "cpu" and dtype in (torch.bfloat16, torch.float16):
         return {"attn_implementation": BATCH_INVARIANT_ATTENTION}
+    if device.type == "cpu" and dtype == torch.float32 and need_bytes > 4 * SMALL_MODEL:
+        return {"attn_implementation": BATCH_INVARIANT_ROW_INVARIANT}
     return {}
 
 

@@ -47,7 +47,7 @@ def test_bad_preset_file_is_a_clear_error(tmp_path):
 
 
 def test_default_preset(monkeypatch, tmp_path):
-    """Without a GPU: the SmolLM2 pair where it loads offline and runs in bf16, else the demo pair."""
+    """Without a GPU: the SmolLM2 pair where it loads offline (bf16 or float32), else the demo pair."""
     monkeypatch.setenv("PLAYGROUND_PRESET", "demo-json")
     assert default_preset_name() == "demo-json"
     monkeypatch.delenv("PLAYGROUND_PRESET")
@@ -58,7 +58,7 @@ def test_default_preset(monkeypatch, tmp_path):
     assert packaged.available_offline("smollm2-135m-instruct")  # installed by the README's test command
     assert default_preset_name() == "smollm2"
     monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "float32")  # a CPU without bf16 dot products
-    assert default_preset_name() == "demo"
+    assert default_preset_name() == "smollm2"
     monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "bfloat16")
     monkeypatch.setenv("PLAYGROUND_CACHE", str(tmp_path))  # nothing converted yet...
     monkeypatch.setattr(packaged, "gguf_path", lambda model: None)  # ...and no package: it would need the hub

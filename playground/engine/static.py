@@ -53,10 +53,12 @@ def allow_recompiles() -> None:
 def why_not_static(model: torch.nn.Module) -> str:
     """"" when a static cache with compiled passes serves this model, else why it stays eager.
     Static caches here assume every layer attends to the whole sequence (no sliding windows).
-    A batch-invariant model (half precision on a CPU) stays eager too: compiled graphs sum in other
-    orders per width, and SmolLM2 in bf16 then broke greedy identity on 2 of 3 prompts (measured)."""
+    A batch-invariant model (models.py: bf16, or a float32 one past 100M parameters, on a CPU) stays
+    eager too: compiled graphs sum in other orders per width, and SmolLM2 in bf16 then broke greedy
+    identity on 2 of 3 prompts (measured)."""
     if getattr(model, "playground_batch_invariant", False):
-        return "half precision on a CPU runs eager (compiled passes would change its greedy tokens)"
+        return ("a batch-invariant CPU model runs eager (its passes give the same logits at any width; compiled "
+                "ones would not, and would change its greedy tokens)")
     if len(set(getattr(model, "hf_device_map", {}).values())) > 1:
         return "a model spread over several devices runs eager (its static cache lives on one)"
     text = model.config.get_text_config(decoder=True)
