@@ -201,7 +201,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     pretty = _pretty_json(result.text) if snap.settings.schema.strip() else None
     download = _download(snap)
     badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
-             render.validity_badge(result.valid, result.validation_error))
+             render.validity_badge(result.valid, result.validation_error, result.constraint_notes))
     badge += "" if download else render.warning("the download file could not be written (is the server's disk full?); "
                                                 "the run is shown above")
     return [stream, metric, result.text, baseline_text, badge,

@@ -284,7 +284,8 @@ def _reseeded(cfg, seed):
 
 def result_dict(result: RunResult) -> dict:
     return {"text": result.text, "token_ids": result.token_ids, "finish_reason": result.finish_reason,
-            "valid": result.valid, "validation_error": result.validation_error, "stats": result.stats}
+            "valid": result.valid, "validation_error": result.validation_error,
+            "constraint_notes": result.constraint_notes, "stats": result.stats}
 
 
 def format_text(out: dict) -> str:
@@ -296,6 +297,7 @@ def format_text(out: dict) -> str:
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
     if out["valid"] is not None:
         lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
+        lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
     if "speedup_measure" in out:
         same = {True: ", identical to the target alone",
                 False: f", DIFFERENT from the target alone from token {(out.get('first_difference') or 0) + 1}"}

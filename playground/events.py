@@ -56,3 +56,4 @@ class RunResult:
     rounds: list[Round] = field(default_factory=list)
     valid: bool | None = None  # None when unconstrained
     validation_error: str | None = None
+    constraint_notes: list[str] = field(default_factory=list)  # what the constraint engine did not enforce while writing

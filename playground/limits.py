@@ -20,13 +20,18 @@ MAX_SAMPLES = _env_int("PLAYGROUND_MAX_SAMPLES", 64)  # generate --num-samples
 MAX_SWEEP_VALUES = _env_int("PLAYGROUND_MAX_SWEEP_VALUES", 16)  # values of one sweep (and bench --k x --temperature)
 MAX_SWEEP_PROMPTS = _env_int("PLAYGROUND_MAX_SWEEP_PROMPTS", 32)
 MAX_REPEAT = _env_int("PLAYGROUND_MAX_REPEAT", 20)  # bench --repeat
-MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 20_000)
+# A schema's size bounds only the checks made before compiling (well under a second at the limit);
+# the compile itself is bounded in time and memory (COMPILE_SECONDS, COMPILE_BYTES).
+MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 256_000)  # minified: what the engines read
+MAX_SCHEMA_TEXT_CHARS = max(MAX_SCHEMA_CHARS, 2**20)  # as typed (pretty-printing included), before it is parsed
 MAX_GRAMMAR_CHARS = _env_int("PLAYGROUND_MAX_GRAMMAR_CHARS", 64_000)
 MAX_REGEX_CHARS = 2_000
 MAX_SCHEMA_DEPTH = 32  # nesting of JSON objects and arrays in a schema
 MAX_SCHEMA_NODES = 2_000  # subschemas in a schema
 MAX_PROPERTIES = 256  # properties of one object schema (xgrammar takes 26 s to compile 2,000 optional ones)
 MAX_REPEAT_COUNT = 1_000  # n and m of a {n,m} repetition in a regex or schema pattern
+COMPILE_SECONDS = _env_int("PLAYGROUND_COMPILE_SECONDS", 20)  # one constraint compile, in a bounded worker
+COMPILE_BYTES = _env_int("PLAYGROUND_COMPILE_MIB", 2048) * 2**20  # memory that compile may add
 CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `regex` module's timeout)
 
 

@@ -116,7 +116,8 @@ def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> I
 
 
 def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
-    snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids, note=session.compile_fallback(pair, cfg))
+    notes = [session.compile_fallback(pair, cfg), *(constraint.notes if constraint else ())]
+    snap = Snapshot("speculative", settings, eos_ids=pair.eos_ids, note="; ".join(filter(None, notes)))
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
@@ -200,7 +201,7 @@ def run_to_dict(snap: Snapshot) -> dict:
     if snap.result is not None:
         out |= {"text": snap.result.text, "token_ids": snap.result.token_ids, "stats": snap.result.stats,
                 "finish_reason": snap.result.finish_reason, "valid": snap.result.valid,
-                "validation_error": snap.result.validation_error}
+                "validation_error": snap.result.validation_error, "constraint_notes": snap.result.constraint_notes}
     if snap.baseline is not None:
         out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,
                            "stats": snap.baseline.stats}

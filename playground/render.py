@@ -34,6 +34,7 @@ CSS = """
 .badge { display: inline-block; padding: 3px 10px; border-radius: 12px; font-weight: 600; }
 .badge-ok { background: #16a34a22; color: #15803d; } .badge-bad { background: #dc262622; color: #b91c1c; }
 .badge-stopped { background: #f59e0b22; color: #b45309; }
+.constraint-note { font-size: 13px; color: #b45309; margin-top: 4px; }
 .field-error { color: #b91c1c; background: #dc262614; border-left: 3px solid #dc2626; padding: 4px 8px;
                border-radius: 4px; font-size: 14px; white-space: pre-wrap; }
 .progress-note { font-size: 14px; color: var(--body-text-color-subdued); }
@@ -145,9 +146,10 @@ def stopped(tokens: int) -> str:
             f'stats and charts are what the run had produced</span>')
 
 
-def validity_badge(valid: bool | None, error: str | None) -> str:
+def validity_badge(valid: bool | None, error: str | None, notes: list[str] = ()) -> str:
+    """The check's verdict, then what the constraint engine did not enforce while writing."""
     if valid is None:
         return ""
-    if valid:
-        return '<span class="badge badge-ok" id="valid-badge">valid</span>'
-    return f'<span class="badge badge-bad" id="valid-badge">invalid: {html.escape(error or "")}</span>'
+    badge = ('<span class="badge badge-ok" id="valid-badge">valid</span>' if valid else
+             f'<span class="badge badge-bad" id="valid-badge">invalid: {html.escape(error or "")}</span>')
+    return badge + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)

@@ -251,4 +251,5 @@ def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | No
     if constraint is not None:
         complete = finish == "eos" or (finish == "length" and guide.accepting())
         result.valid, result.validation_error = constraint.validate(text, ids, complete)
+        result.constraint_notes = list(constraint.notes)
     return result

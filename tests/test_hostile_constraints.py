@@ -110,11 +110,12 @@ def test_xgrammar_recursive_schema_stays_bounded(capsys, saved_pair):
 BAD_SCHEMAS = {
     "false": ("false", "allows no value"),
     "deeply nested": ('{"items":' * 100 + "{}" + "}" * 100, "nested more than"),
-    "very deeply nested": ("[" * 100_000 + "]" * 100_000, "characters"),
+    "very deeply nested": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    "too long as typed": ("[" * 600_000 + "]" * 600_000, "length of the schema as typed"),
     "nested JSON value": ('{"const":' + "[" * 5000 + "]" * 5000 + "}", "nested"),
     "too many properties": (json.dumps({"type": "object", "properties": {f"p{i}": {} for i in range(300)}}),
                             "number of properties"),
-    "too long": (json.dumps({"description": "x" * 30_000}), "length of the schema"),
+    "too long": (json.dumps({"description": "x" * 300_000}), "length of the schema, minified"),
     "divergent pattern": (json.dumps({"type": "string", "pattern": "(x+)+[[:alpha:]&&[x]]"}), "read differently"),
     "huge repetition in a pattern": (json.dumps({"type": "string", "pattern": "a{1000000}"}), "repetition count"),
 }

@@ -1,5 +1,6 @@
 """What the stream shows: a rejected newline stays on its line as a visible, struck-through symbol."""
 from playground.events import ACCEPTED, CORRECTED, REJECTED, Round, TokenEvent
+from playground import render
 from playground.render import token_stream
 
 
@@ -22,3 +23,9 @@ def test_the_theory_card_is_shown_only_for_draft_models():
     stats = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)],
                       0.01)
     assert "theory" in metrics(stats, 2) and "theory" not in metrics(stats, 2, theory=False)
+
+
+def test_the_verdict_carries_what_the_engine_did_not_enforce():
+    html_text = render.validity_badge(True, None, ["not enforced while writing (checked after the run): <uniqueItems>"])
+    assert 'id="valid-badge">valid<' in html_text and 'class="constraint-note"' in html_text
+    assert "&lt;uniqueItems&gt;" in html_text and "<uniqueItems>" not in html_text

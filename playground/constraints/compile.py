@@ -1,17 +1,26 @@
 """Compile a ConstraintSpec for one tokenizer, with caches: one backend object per tokenizer (the
-expensive part: llguidance ~1 s, xgrammar's tokenizer info) and one compiled grammar per text."""
+expensive part: llguidance ~1 s, xgrammar's tokenizer info) and the last COMPILED_KEPT compiled
+grammars. Each compile runs in a bounded worker (playground.constraints.worker): a schema that
+makes a compiler grow without bound is refused, and the server lives."""
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
+from playground.constraints import worker
+from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide
 from playground.constraints.llg import LLGuidanceBackend
-from playground.constraints.spec import ConstraintSpec
+from playground.constraints.spec import ConstraintSpec, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
 from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
 
 BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
+COMPILED_KEPT = 32  # compiled constraints kept, at most
+COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
-_compiled: dict = {}  # (backend key, spec) -> compiled grammar
+_compiled: OrderedDict = OrderedDict()  # (backend key, spec) -> (compiled grammar, notes, size), newest last
+_lock = threading.Lock()  # guards both caches (runs may compile from several threads); never held while compiling
 
 
 @dataclass(slots=True)
@@ -21,6 +30,7 @@ class Constraint:
     compiled: object
     vocab: int
     eos_ids: frozenset[int]
+    notes: tuple[str, ...] = ()  # what the backend does not enforce while writing (checked after the run)
 
     def guide(self, max_rows: int) -> Guide:
         return Guide(self.backend.matcher(self.compiled), self.vocab, self.eos_ids, max_rows)
@@ -28,7 +38,8 @@ class Constraint:
     def validate(self, text: str, token_ids: list[int], complete: bool) -> tuple[bool, str | None]:
         """complete: the structure was finished (EOS or an accepting state) before the budget ran out."""
         if not complete:
-            return False, "truncated: max new tokens ran out before the structure was complete"
+            return False, "truncated: max new tokens ran out before the structure was complete" + (
+                truncation_hint(text) if self.spec.kind == "json" else "")
         if self.spec.kind == "json":
             return validate_json(text, self.spec.schema)
         if self.spec.kind == "regex":
@@ -45,14 +56,34 @@ class Constraint:
 
 def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: frozenset[int]) -> Constraint:
     key = (spec.backend, id(tokenizer), vocab, eos_ids)
-    if key not in _backends:
-        _backends[key] = (tokenizer, BACKENDS[spec.backend](tokenizer, vocab, eos_ids))
-    backend = _backends[key][1]
-    if (key, spec) not in _compiled:
-        compiled = backend.compile(spec)
-        _check_satisfiable(backend, compiled, spec, vocab)
-        _compiled[(key, spec)] = compiled
-    return Constraint(spec, backend, _compiled[(key, spec)], vocab, eos_ids)
+    with _lock:
+        if key not in _backends:
+            _backends[key] = (tokenizer, BACKENDS[spec.backend](tokenizer, vocab, eos_ids))
+        backend, found = _backends[key][1], _compiled.get((key, spec))
+        if found:
+            _compiled.move_to_end((key, spec))
+    if not found:
+        if spec.kind == "json":
+            parse_schema(spec.text)  # checked here: the parse is cached in this process, not in the worker's
+        payload, notes = worker.bounded(_compile_checked, backend, spec, vocab)
+        found = (backend.load(payload), tuple(notes), len(payload))
+        with _lock:
+            _compiled[(key, spec)] = found
+            while len(_compiled) > COMPILED_KEPT or (len(_compiled) > 1 and _kept_chars() > COMPILED_KEPT_CHARS):
+                _compiled.popitem(last=False)
+    return Constraint(spec, backend, found[0], vocab, eos_ids, found[1])
+
+
+def _kept_chars() -> int:
+    return sum(size for _, _, size in _compiled.values())
+
+
+def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
+    """In the worker: compile, and check that some first token is allowed -> (what backend.load
+    takes, notes)."""
+    compiled, notes = backend.compile(spec)
+    _check_satisfiable(backend, compiled, spec, vocab)
+    return backend.dump(compiled), notes
 
 
 def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:

@@ -1,16 +1,21 @@
-"""llguidance backend: compiles in about a millisecond and refuses schema keywords it cannot enforce."""
+"""llguidance backend: compiles in about a millisecond. Keywords it cannot enforce while writing
+(uniqueItems, not, unknown formats...) are compiled past and named in the constraint's notes; the
+output is checked against them after the run (playground.constraints.validate)."""
 import json
+import re
 
 import llguidance
 import llguidance.hf
 import torch
 
-from playground.constraints.schema_keywords import drop_noops
+from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
 from playground.constraints.spec import ConstraintSpec
 from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
-JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+# Given as overrides: a schema's own "x-guidance" options cannot turn free whitespace back on.
+JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ", "lenient": True}
+SILENT = {"dependentRequired"}  # compiled past by llguidance 1.9.1 without a warning (tried with an output that breaks it)
 
 
 class LLGuidanceBackend:
@@ -19,20 +24,28 @@ class LLGuidanceBackend:
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
         self.tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab, eos_token=sorted(eos_ids) or None)
 
-    def compile(self, spec: ConstraintSpec) -> str:
-        """-> a checked llguidance grammar; PlaygroundError names what is wrong."""
+    def compile(self, spec: ConstraintSpec) -> tuple[str, list[str]]:
+        """-> (a checked llguidance grammar, notes on what it does not enforce); PlaygroundError
+        names what is wrong."""
         grammar = self._grammar(spec)
         is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, self.tokenizer)
         if is_error:
             raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}")
-        return grammar
+        silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] if spec.kind == "json" else []
+        return grammar, _notes(messages, silent)
 
     def _grammar(self, spec: ConstraintSpec) -> str:
         if spec.kind == "json":
-            return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(drop_noops(spec.schema)), defaults=JSON_OPTIONS)
+            return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(spec.engine_schema), overrides=JSON_OPTIONS)
         if spec.kind == "regex":
             return llguidance.LLMatcher.grammar_from_regex(spec.text)
         return llguidance.LLMatcher.grammar_from_lark(spec.text)
+
+    def dump(self, grammar: str) -> str:
+        return grammar
+
+    def load(self, grammar: str) -> str:
+        return grammar
 
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
         return LLGuidanceMatcher(llguidance.LLMatcher(self.tokenizer, grammar))
@@ -61,6 +74,22 @@ class LLGuidanceMatcher:
 
     def error(self) -> str | None:
         return _clean(self.m.get_error()) if self.m.is_error() else None
+
+
+def _notes(warnings: list[str], silent: list[str]) -> list[str]:
+    """llguidance's warnings ('Unimplemented keys: ["not"]', 'Unknown format: foo', 'oneOf not fully
+    supported...') -> notes for the user, the keywords it compiled past in one."""
+    names, notes = list(silent), []
+    for warning in warnings:
+        if match := re.match(r"Unimplemented keys: (\[.*\])", warning):
+            names += json.loads(match.group(1))
+        elif match := re.match(r"Unknown format: (.*)", warning):
+            names.append(f"format {match.group(1)}")
+        elif warning.startswith("oneOf not fully supported"):
+            notes.append(ONE_OF)
+        else:
+            notes.append(f"llguidance: {_clean(warning)[:200]}")
+    return unenforced_note(names) + sorted(set(notes))
 
 
 def _clean(message: str) -> str:

@@ -12,9 +12,11 @@ import re
 import urllib.parse
 import warnings
 
+import regex
+
 from playground.constraints.schema_keywords import subschemas
 from playground.errors import PlaygroundError
-from playground.limits import (MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT, MAX_SCHEMA_DEPTH,
+from playground.limits import (CHECK_SECONDS, MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT, MAX_SCHEMA_DEPTH,
                                MAX_SCHEMA_NODES, at_most)
 
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
@@ -26,13 +28,13 @@ def check_schema_safe(schema) -> None:
     """Size bounds, local references only, and a finite instance (depth() is checked first, by the caller)."""
     if schema is False:
         raise PlaygroundError("the schema `false` allows no value at all: nothing could ever be written")
-    nodes = list(subschemas(schema))
+    _check_refs(schema, schema)
+    nodes = reachable(schema)
     at_most(len(nodes), MAX_SCHEMA_NODES, "the number of subschemas")
     for node in nodes:
         at_most(len(node.get("properties") or {}), MAX_PROPERTIES, "the number of properties of one object")
         for pattern in _patterns(node):
             check_pattern(pattern, "a schema pattern")
-    _check_refs(schema, schema)
     if not has_finite_instance(schema, nodes):
         raise PlaygroundError("this schema has no finite instance: a required property (or a minimum of items) "
                               "refers back to a schema that contains it, so the output could never end; "
@@ -55,6 +57,21 @@ def depth(value, limit: int = MAX_SCHEMA_DEPTH) -> int:
 def _patterns(node: dict) -> list[str]:
     found = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
     return found + list(node.get("patternProperties") or {})
+
+
+def reachable(schema) -> list[dict]:
+    """The schema's subschemas, and those of every node a reference reaches, even one that sits
+    outside any keyword (`#/port`, a plain key used as a store of definitions)."""
+    found, queue = {}, [schema]
+    while queue and len(found) <= MAX_SCHEMA_NODES:
+        for node in subschemas(queue.pop()):
+            if id(node) in found:
+                continue
+            found[id(node)] = node
+            for key in REF_KEYWORDS:
+                if isinstance(node.get(key), str) and isinstance(target := resolve(node[key], schema), dict):
+                    queue.append(target)
+    return list(found.values())
 
 
 def _check_refs(value, root) -> None:
@@ -135,8 +152,22 @@ def _finite_given(node: dict, known: set[int], root) -> bool:
 
 
 def _object_finite(node: dict, sub) -> bool:
+    """Every required property can be written: it is held to its `properties` entry and to every
+    `patternProperties` entry its name matches; `additionalProperties` only where neither applies."""
     props, extra = node.get("properties", {}), node.get("additionalProperties", True)
-    return all(sub(props[name]) if name in props else sub(extra) for name in node.get("required", []))
+    patterns = node.get("patternProperties", {})
+    def writable(name: str) -> bool:
+        matched = [schema for pattern, schema in patterns.items() if _matches(pattern, name)]
+        held = ([props[name]] if name in props else []) + matched
+        return all(map(sub, held)) if held else sub(extra)
+    return all(map(writable, node.get("required", [])))
+
+
+def _matches(pattern: str, name: str) -> bool:
+    try:
+        return regex.search(pattern, name, timeout=CHECK_SECONDS) is not None
+    except (regex.error, TimeoutError):
+        return False  # cannot tell: never refuse for it (the compile is bounded anyway: constraints.worker)
 
 
 def _array_finite(node: dict, sub) -> bool:

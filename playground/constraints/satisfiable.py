@@ -6,6 +6,7 @@ import re
 
 import llguidance
 
+from playground.constraints import worker
 from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
 
@@ -21,15 +22,20 @@ PLAIN = [  # llguidance's reason -> words for a person
 
 def check_satisfiable(schema) -> None:
     """PlaygroundError when no value satisfies `schema`; other llguidance objections (keywords it
-    cannot enforce) are left to the chosen backend at Run."""
-    try:
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(drop_noops(schema)))
-        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, None)
-    except (ValueError, TypeError, RuntimeError):
-        return
-    reason = next((m[len(PREFIX):].strip() for m in messages if m.startswith(PREFIX)), None) if is_error else None
+    cannot enforce) are left to the chosen backend at Run. It is a compile, so it runs bounded."""
+    reason = worker.bounded(_unsatisfiable, schema)
     if reason is not None:
         raise PlaygroundError(f"no JSON value can satisfy this schema: {plain(reason)}")
+
+
+def _unsatisfiable(schema) -> str | None:
+    """llguidance's reason why no value satisfies the schema, or None."""
+    try:
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(drop_noops(schema)), overrides={"lenient": True})
+        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, None)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+    return next((m[len(PREFIX):].strip() for m in messages if m.startswith(PREFIX)), None) if is_error else None
 
 
 def plain(reason: str) -> str:

@@ -1,5 +1,6 @@
 """Walk a JSON Schema's keywords (not property names) to find ones a backend cannot enforce."""
 
+
 SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
              "unevaluatedProperties", "unevaluatedItems", "additionalItems")
 SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
@@ -44,3 +45,12 @@ def drop_noops(schema):
             value = {name: drop_noops(sub) for name, sub in value.items()}
         out[key] = value
     return out
+
+
+ONE_OF = ("oneOf is enforced as anyOf (the backend cannot prove its branches exclusive); an output that matches "
+          "two is caught by the check")
+
+
+def unenforced_note(names: list[str]) -> list[str]:
+    """The note naming the keywords a backend compiles past (none: no note)."""
+    return [f"not enforced while writing (checked after the run): {', '.join(sorted(set(names)))}"] if names else []

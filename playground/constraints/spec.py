@@ -1,14 +1,17 @@
 """What the user asked for (a JSON Schema, a regex or a grammar, and a backend), checked before
 any compilation so a mistake is reported next to its cause."""
+import functools
 import json
 from dataclasses import dataclass
 
 import jsonschema
 
+from playground.constraints import drafts
 from playground.constraints.safety import check_pattern, check_schema_safe, depth
 from playground.constraints.satisfiable import check_satisfiable
+from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
-from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, at_most
+from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
 KINDS = ("json", "regex", "grammar")
 BACKENDS = ("llguidance", "xgrammar")
@@ -27,19 +30,34 @@ class ConstraintSpec:
             raise PlaygroundError(f"unknown constraint backend '{self.backend}': use llguidance or xgrammar")
         if not self.text.strip():
             raise PlaygroundError(f"the {self.kind} constraint is empty")
-        limit = {"json": MAX_SCHEMA_CHARS, "regex": MAX_REGEX_CHARS, "grammar": MAX_GRAMMAR_CHARS}[self.kind]
-        name = "schema" if self.kind == "json" else self.kind
+        limit = {"json": MAX_SCHEMA_TEXT_CHARS, "regex": MAX_REGEX_CHARS, "grammar": MAX_GRAMMAR_CHARS}[self.kind]
+        name = "schema as typed" if self.kind == "json" else self.kind
         at_most(len(self.text), limit, f"the length of the {name} (characters)")
 
     @property
     def schema(self) -> dict | bool:
-        return parse_schema(self.text)
+        """The schema as written: outputs are validated against it, by its declared draft's rules."""
+        return parse_schema(self.text).schema
+
+    @property
+    def engine_schema(self) -> dict | bool:
+        """The same schema in draft 2020-12 words, without no-op keywords: what the engines compile."""
+        return parse_schema(self.text).engine
 
 
-def parse_schema(text: str) -> dict | bool:
-    """Strict JSON text -> a schema that passes the JSON Schema meta-schema (draft 2020-12), the
-    safety checks (bounded, local references only, a finite instance) and that some value satisfies."""
-    at_most(len(text), MAX_SCHEMA_CHARS, "the length of the schema (characters)")
+@dataclass(frozen=True, slots=True)
+class Schema:
+    schema: dict | bool  # as written
+    draft: type  # the jsonschema validator class of its declared draft
+    engine: dict | bool  # in draft 2020-12 words (playground.constraints.drafts)
+
+
+@functools.lru_cache(maxsize=64)
+def parse_schema(text: str) -> Schema:
+    """Strict JSON text -> a schema that passes its declared draft's meta-schema, the safety checks
+    (bounded, local references only, a finite instance) and that some value satisfies. Sizes count
+    the schema minified: pretty-printing costs the engines nothing."""
+    at_most(len(text), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -49,14 +67,18 @@ def parse_schema(text: str) -> dict | bool:
     if not isinstance(schema, (dict, bool)):
         raise PlaygroundError("the schema must be a JSON object")
     depth(schema)  # before the meta-schema check, which recurses
+    at_most(len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False)), MAX_SCHEMA_CHARS,
+            "the length of the schema, minified (characters)")
+    draft = drafts.declared(schema)
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
+        draft.check_schema(schema)
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "the top level"
-        raise PlaygroundError(f"the schema is not a valid JSON Schema at {where}: {exc.message}") from None
-    check_schema_safe(schema)
-    check_satisfiable(schema)
-    return schema
+        raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at {where}: {exc.message}") from None
+    engine = drop_noops(drafts.to_2020_12(schema, draft))
+    check_schema_safe(engine)
+    check_satisfiable(engine)
+    return Schema(schema, draft, engine)
 
 
 def check_regex(pattern: str) -> None:

@@ -1,10 +1,12 @@
-"""Check a finished output against what was asked: strict json.loads plus jsonschema, or a full match
-of the regex. Returns (valid, first error or None).
+"""Check a finished output against what was asked: strict json.loads (a key twice in one object is
+an error: what it means is up to each reader) plus jsonschema by the rules of the draft the schema
+declares, or a full match of the regex. Returns (valid, first error or None).
 
 Nothing here can reach outside the process or run unbounded: references resolve in an empty
 registry that never retrieves anything (jsonschema's default would fetch http:// and file:// URLs),
 and every regex, the schema's `pattern`s included, runs in the `regex` module (Python's syntax)
 with a timeout instead of `re`, whose backtracking holds the interpreter lock until it finishes."""
+import functools
 import json
 
 import jsonschema
@@ -12,9 +14,9 @@ import referencing
 import regex
 from jsonschema.exceptions import ValidationError
 
+from playground.constraints.drafts import declared
 from playground.limits import CHECK_SECONDS
 
-FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 NO_RETRIEVAL = referencing.Registry()  # resolving anything outside the document fails instead of fetching
 
 
@@ -54,18 +56,37 @@ def _additional_properties(validator, extra_schema, instance, schema):
         yield ValidationError(f"additional properties are not allowed ({', '.join(map(repr, extras))})")
 
 
-SafeValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {
-    "pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties})
+SAFE = {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties}
+
+
+@functools.cache
+def safe_validator(draft: type) -> type:
+    """The draft's validator with the keywords that run a regex replaced by bounded ones."""
+    return jsonschema.validators.extend(draft, SAFE)
+
+
+class DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) < len(keys):
+        raise DuplicateKey(next(key for i, key in enumerate(keys) if key in keys[:i]))
+    return dict(pairs)
 
 
 def validate_json(text: str, schema) -> tuple[bool, str | None]:
     try:
-        value = json.loads(text)  # strict: raw control characters in strings are errors
+        value = json.loads(text, object_pairs_hook=_no_duplicates)  # strict: raw control characters in strings are errors
     except json.JSONDecodeError as exc:
         return False, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except DuplicateKey as exc:
+        return False, f"the key {str(exc)[:80]!r} appears twice in one object"
     except RecursionError:
         return False, "not valid JSON: nested too deeply"
-    validator = SafeValidator(schema, format_checker=FORMATS, registry=NO_RETRIEVAL)
+    draft = declared(schema)
+    validator = safe_validator(draft)(schema, format_checker=draft.FORMAT_CHECKER, registry=NO_RETRIEVAL)
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except CheckTimeout as exc:

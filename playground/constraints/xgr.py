@@ -1,18 +1,21 @@
 """xgrammar backend (vLLM's and SGLang's default). It compiles silently past keywords it does not
-enforce, so those are refused here by name; its bounded strings can emit raw control characters
-(xgrammar issue 800), which the grammar text is patched to exclude."""
+enforce, so those are named here in the constraint's notes (the output is checked against them
+after the run); its bounded strings can emit raw control characters (xgrammar issue 800), which the
+grammar text is patched to exclude."""
 import json
 
 import torch
 import xgrammar as xgr
 
-from playground.constraints.schema_keywords import drop_noops, keywords, subschemas
+from playground.constraints import worker
+from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
 from playground.constraints.spec import ConstraintSpec
 from playground.errors import PlaygroundError
 
+# Keywords xgrammar 0.2.8 compiles past without enforcing them (each tried with an output that
+# breaks it); it does enforce propertyNames, multipleOf on integers and unevaluated*: false.
 UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContains", "maxContains",
-              "propertyNames", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
-              "unevaluatedItems", "multipleOf"}
+              "dependentRequired", "dependentSchemas"}
 INEXACT_FORMATS = {"ipv4"}
 SEPARATORS = (", ", ": ")
 # xgrammar's class for characters of a length-bounded string, and the JSON-legal one to use instead
@@ -23,32 +26,47 @@ class XGrammarBackend:
     name = "xgrammar"
 
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
-        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab, stop_token_ids=sorted(eos_ids) or None)
-        self.compiler = xgr.GrammarCompiler(info, max_threads=2)
+        self.info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab, stop_token_ids=sorted(eos_ids) or None)
         self.tokenizer = tokenizer
 
-    def compile(self, spec: ConstraintSpec) -> xgr.CompiledGrammar:
+    def compile(self, spec: ConstraintSpec) -> tuple[xgr.CompiledGrammar, list[str]]:
+        """-> (the compiled grammar, notes on what it does not enforce)."""
+        compiler = xgr.GrammarCompiler(self.info, max_threads=2, cache_enabled=False)  # one compile, in a worker
+        log: list[str] = []
+        notes: list[str] = []
         try:
-            if spec.kind == "json":
-                return self.compiler.compile_grammar(self._json_grammar(spec.schema))
-            if spec.kind == "regex":
-                return self.compiler.compile_regex(spec.text)
-            return self.compiler.compile_grammar(spec.text)
+            with worker.stderr_lines(log):
+                if spec.kind == "json":
+                    grammar, notes = _json_grammar(spec.engine_schema)
+                    compiled = compiler.compile_grammar(grammar)
+                elif spec.kind == "regex":
+                    compiled = compiler.compile_regex(spec.text)
+                else:
+                    compiled = compiler.compile_grammar(spec.text)
         except RuntimeError as exc:
             raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}") from None
+        return compiled, notes + _warned(log)  # the log is complete only once the block is left
 
-    def _json_grammar(self, schema) -> str:
-        schema = drop_noops(schema)
-        refused = sorted({k for k, v in keywords(schema) if k in UNENFORCED or (k == "allOf" and len(v) > 1)})
-        refused += _bounded_formats(schema)
-        if refused:
-            raise PlaygroundError(f"xgrammar cannot enforce {', '.join(refused)} (it would ignore them): "
-                                  "use the llguidance backend or drop them")
-        grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS)
-        return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR)
+    def dump(self, compiled: xgr.CompiledGrammar) -> str:
+        return compiled.serialize_json()
+
+    def load(self, serialized: str) -> xgr.CompiledGrammar:
+        return xgr.CompiledGrammar.deserialize_json(serialized, self.info)
 
     def matcher(self, compiled: xgr.CompiledGrammar) -> "XGrammarMatcher":
         return XGrammarMatcher(xgr.GrammarMatcher(compiled), self.tokenizer)
+
+
+def _json_grammar(schema) -> tuple[str, list[str]]:
+    names = sorted({k for node in subschemas(schema) for k, v in node.items() if _unenforced(k, v, node)})
+    try:
+        grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS)
+    except RuntimeError as exc:  # strict mode (no properties or items beyond those named) left too few
+        if "not allowed" not in str(exc) and "aren't allowed" not in str(exc):
+            raise
+        grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
+                                               strict_mode=False)
+    return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR), unenforced_note(names + _inexact_formats(schema))
 
 
 class XGrammarMatcher:
@@ -80,7 +98,27 @@ class XGrammarMatcher:
         return None  # xgrammar has no error state: a refused token just returns False
 
 
-def _bounded_formats(schema) -> list[str]:
+def _unenforced(key: str, value, node: dict) -> bool:
+    if key in ("unevaluatedProperties", "unevaluatedItems"):
+        return value is not False  # false is xgrammar's strict mode; a schema here is not enforced
+    if key == "multipleOf":
+        return node.get("type") != "integer"
+    return key in UNENFORCED or (key == "allOf" and len(value) > 1)
+
+
+def _warned(log: list[str]) -> list[str]:
+    """xgrammar's own warnings while converting ('... Warning: oneOf with overlapping ... branches
+    ...; falling back to anyOf semantics') -> notes, once each."""
+    notes = []
+    for line in log:
+        warning = line.split("Warning: ", 1)[1].strip() if "Warning: " in line else None
+        if warning is None or warning.startswith("Support for allOf"):  # allOf: named by _json_grammar already
+            continue
+        notes.append(ONE_OF if warning.startswith("oneOf with overlapping") else f"xgrammar: {warning[:200]}")
+    return sorted(set(notes))
+
+
+def _inexact_formats(schema) -> list[str]:
     """xgrammar drops minLength/maxLength on a string that also has a format, and its ipv4 format
     lets leading zeros through (JSON Schema's ipv4 does not)."""
     found = []

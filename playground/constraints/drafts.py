@@ -1,0 +1,80 @@
+"""A schema means what its declared draft says ($schema; draft 2020-12 when it declares none or one
+this library does not know). It is checked and its outputs validated by that draft's rules, and the
+constraint engines, which read draft 2020-12, are given the same meaning in 2020-12 words:
+
+    draft-04 exclusiveMaximum: true, maximum: m  ->  exclusiveMaximum: m   (and the same for minimum)
+    drafts 4-2019-09 items: [a, b], additionalItems: c  ->  prefixItems: [a, b], items: c
+    drafts 4-7 dependencies: {p: [q]} / {p: {...}}  ->  dependentRequired / dependentSchemas
+    drafts 4-7 {$ref: r, ...siblings}  ->  {$ref: r} (siblings of $ref are ignored there), keeping
+               $defs/definitions that other references may point into"""
+import jsonschema
+from jsonschema.validators import validator_for
+
+from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS
+from playground.errors import PlaygroundError
+
+LATEST = jsonschema.Draft202012Validator
+BEFORE_2019 = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
+ARRAY_ITEMS = BEFORE_2019 + (jsonschema.Draft201909Validator,)
+NAMES = {jsonschema.Draft4Validator: "draft-04", jsonschema.Draft6Validator: "draft-06",
+         jsonschema.Draft7Validator: "draft-07", jsonschema.Draft201909Validator: "draft 2019-09", LATEST: "draft 2020-12"}
+
+
+def declared(schema) -> type:
+    """The jsonschema validator class of the draft the schema declares."""
+    cls = validator_for(schema, default=LATEST) if isinstance(schema, dict) else LATEST
+    if cls is jsonschema.Draft3Validator:
+        raise PlaygroundError("the schema declares draft-03, whose rules the constraint engines do not follow: "
+                              "declare draft-04 or later (required became a list of names in draft-04)")
+    return cls
+
+
+def to_2020_12(schema, cls: type):
+    """The schema in draft 2020-12 words (a new value; the input is not changed)."""
+    if cls is LATEST or not isinstance(schema, dict):
+        return schema
+    return _node(schema, cls)
+
+
+def _node(node, cls: type):
+    if not isinstance(node, dict):
+        return node
+    node = {key: _children(key, value, cls) for key, value in node.items()}
+    if cls in BEFORE_2019 and "$ref" in node:
+        node = {key: value for key, value in node.items() if key in ("$ref", "definitions", "$defs")}
+    if cls is jsonschema.Draft4Validator:
+        _exclusive_bounds(node)
+    if cls in ARRAY_ITEMS and isinstance(node.get("items"), list):
+        node["prefixItems"] = node.pop("items")
+        if "additionalItems" in node:
+            node["items"] = node.pop("additionalItems")
+    if cls in BEFORE_2019 and isinstance(node.get("dependencies"), dict):
+        _split_dependencies(node)
+    return node
+
+
+def _children(key: str, value, cls: type):
+    if key in SUBSCHEMA_LISTS + ("items",) and isinstance(value, list):
+        return [_node(v, cls) for v in value]
+    if key in SUBSCHEMA_MAPS + ("dependencies",) and isinstance(value, dict):
+        return {name: _node(v, cls) for name, v in value.items()}
+    return _node(value, cls) if key in SUBSCHEMA else value
+
+
+def _exclusive_bounds(node: dict) -> None:
+    """draft-04: exclusiveMinimum/Maximum are booleans that make minimum/maximum strict."""
+    for bound, flag in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if isinstance(node.get(flag), bool):
+            if node.pop(flag) and bound in node:
+                node[flag] = node.pop(bound)
+
+
+def _split_dependencies(node: dict) -> None:
+    """dependencies: a list of names is dependentRequired, a schema is dependentSchemas."""
+    dependencies = node.pop("dependencies")
+    required = {k: v for k, v in dependencies.items() if isinstance(v, list)}
+    schemas = {k: v for k, v in dependencies.items() if not isinstance(v, list)}
+    if required:
+        node["dependentRequired"] = required
+    if schemas:
+        node["dependentSchemas"] = schemas

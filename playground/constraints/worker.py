@@ -1,0 +1,116 @@
+"""Run a constraint compile where it cannot take the server down: in a forked child process with a
+memory allowance and a time limit. A schema can make a compiler grow without bound (xgrammar built
+8 GiB in 29 s from a 2.3 KB self-recursive schema), and nothing about the schema's size predicts
+it, so the compile itself is what gets bounded.
+
+The child inherits the backend (tokenizer tables already built, copy-on-write), caps its private
+memory with RLIMIT_DATA at what it has plus COMPILE_BYTES, compiles, and sends back a picklable
+result (llguidance: the grammar text; xgrammar: the compiled grammar serialized). The parent waits
+at most COMPILE_SECONDS and kills it past that. Where fork is not available or not safe (not
+Linux) the compile runs in-process, unbounded, which is only fit for a trusted local user."""
+import multiprocessing
+import os
+import resource
+import sys
+import tempfile
+import time
+import traceback
+from contextlib import contextmanager
+
+from playground.errors import PlaygroundError
+from playground.limits import COMPILE_BYTES, COMPILE_SECONDS
+
+FORKS = sys.platform.startswith("linux")
+_in_child = False  # True inside a worker child: its fd 2 is its own to redirect
+
+
+def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | None = None):
+    """compile_fn(*args) in a child bounded in time and memory -> its (picklable) result.
+    PlaygroundError from the child is raised here as is; running out of either bound is a
+    PlaygroundError saying which."""
+    seconds = COMPILE_SECONDS if seconds is None else seconds
+    extra_bytes = COMPILE_BYTES if extra_bytes is None else extra_bytes
+    if not FORKS or _in_child:  # inside a worker already: its bounds hold
+        return compile_fn(*args)
+    receive, send = multiprocessing.Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(target=_child, args=(send, extra_bytes, compile_fn, args), daemon=True)
+    started = time.monotonic()
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(seconds):
+            raise PlaygroundError(f"compiling this constraint took longer than {seconds:g} s and was stopped: "
+                                  "simplify the schema (fewer alternatives, less recursion)")
+        try:
+            kind, value = receive.recv()
+        except EOFError:  # the child died without a word: killed by the memory cap, or crashed
+            child.join(1)
+            raise PlaygroundError(_died(child.exitcode, extra_bytes, time.monotonic() - started)) from None
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+    if kind == "ok":
+        return value
+    if kind == "memory":
+        raise PlaygroundError(_over_memory(extra_bytes))
+    raise PlaygroundError(value)
+
+
+def _child(send, extra_bytes: int, compile_fn, args) -> None:
+    global _in_child
+    _in_child = True
+    _cap_memory(extra_bytes)
+    try:
+        send.send(("ok", compile_fn(*args)))
+    except PlaygroundError as exc:
+        send.send(("error", str(exc)))
+    except MemoryError:
+        send.send(("memory", ""))
+    except BaseException as exc:  # noqa: BLE001 - the parent must hear why, whatever it was
+        text = f"{type(exc).__name__}: {exc}"
+        kind = "memory" if "bad_alloc" in text or "Cannot allocate memory" in text else "error"
+        send.send((kind, f"the constraint compiler failed: {text.splitlines()[0][:300]}" if text else traceback.format_exc(limit=1)))
+    finally:
+        send.close()
+
+
+def _cap_memory(extra_bytes: int) -> None:
+    """RLIMIT_DATA counts private writable memory (heap and anonymous maps), what a compiler grows."""
+    with open("/proc/self/status") as status:
+        data_kib = next(int(line.split()[1]) for line in status if line.startswith("VmData:"))
+    limit = data_kib * 1024 + extra_bytes
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def _over_memory(extra_bytes: int) -> str:
+    return (f"compiling this constraint needed more than {extra_bytes / 2**30:g} GiB and was stopped: "
+            "simplify the schema (fewer alternatives, less recursion)")
+
+
+def _died(exitcode: int | None, extra_bytes: int, seconds: float) -> str:
+    return (f"the constraint compiler stopped without an answer after {seconds:.1f} s (exit code {exitcode}), as it "
+            f"does when it runs past its {extra_bytes / 2**30:g} GiB allowance: simplify the schema (fewer "
+            "alternatives, less recursion)")
+
+
+@contextmanager
+def stderr_lines(lines: list[str]):
+    """Inside a worker child, what native code writes to fd 2 meanwhile (xgrammar's warnings on what
+    it does not enforce) is appended to `lines` instead of printed; elsewhere nothing is captured
+    (redirecting fd 2 would take other threads' output too)."""
+    if not _in_child:
+        yield
+        return
+    with tempfile.TemporaryFile() as log:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            lines += log.read(1 << 20).decode(errors="replace").splitlines()

@@ -1,0 +1,178 @@
+"""What real-world schemas need (JSONSchemaBench, scripts/bench_schemas.py), each with a small schema
+of its own: a compile bounded in memory and time, the draft a schema declares, duplicate keys,
+references to nodes outside any keyword, required names matched by patternProperties, sizes
+counted minified, oneOf and unknown formats, and a cut output that says where and why."""
+import json
+import time
+
+import pytest
+
+from playground.constraints import ConstraintSpec, compile_constraint, from_user, worker
+from playground.constraints.validate import validate_json
+from playground.errors import PlaygroundError
+
+BACKENDS = ["llguidance", "xgrammar"]
+DRAFT4 = "http://json-schema.org/draft-04/schema#"
+
+
+def compiled(tokenizer, schema, backend: str):
+    spec = from_user(schema=json.dumps(schema), backend=backend)
+    return compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id}))
+
+
+# -- the compile is bounded, whatever the schema ---------------------------------------------------
+
+def _allocate(n_bytes: int) -> int:
+    return len(bytearray(n_bytes))
+
+
+def _sleep(seconds: float) -> str:
+    time.sleep(seconds)
+    return "woke"
+
+
+def test_a_compile_past_its_memory_allowance_is_refused_and_the_server_lives():
+    assert worker.bounded(_allocate, 10 * 2**20, extra_bytes=256 * 2**20) == 10 * 2**20
+    with pytest.raises(PlaygroundError, match="needed more than 0.25 GiB"):
+        worker.bounded(_allocate, 2**30, extra_bytes=256 * 2**20)
+
+
+def test_a_compile_past_its_time_is_stopped():
+    started = time.monotonic()
+    with pytest.raises(PlaygroundError, match="longer than 1 s"):
+        worker.bounded(_sleep, 60, seconds=1)
+    assert time.monotonic() - started < 10
+
+
+def test_errors_in_the_worker_come_back_as_they_were(tokenizer):
+    with pytest.raises(PlaygroundError, match="xgrammar cannot use this grammar"):
+        compile_constraint(ConstraintSpec("grammar", "root ::= (", "xgrammar"), tokenizer, len(tokenizer), frozenset())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_required_self_recursion_without_a_root_type_is_bounded(tokenizer, backend, monkeypatch):
+    """No root type: a string is an instance, so the schema is finite and passes the check; a
+    compiler that assumes an object must recurse. Compiled or refused, within the worker's bounds."""
+    monkeypatch.setattr(worker, "COMPILE_BYTES", 512 * 2**20)
+    monkeypatch.setattr(worker, "COMPILE_SECONDS", 20)
+    schema = {"properties": {"a": {"$ref": "#"}, "b": {"$ref": "#"}}, "required": ["a", "b"]}
+    try:
+        constraint = compiled(tokenizer, schema, backend)
+    except PlaygroundError as exc:
+        assert "simplify the schema" in str(exc), exc
+    else:
+        assert constraint.guide(1).next_mask().any()
+
+
+# -- the declared draft ----------------------------------------------------------------------------
+
+def test_draft4_dependencies_are_checked_by_draft4_rules():
+    schema = {"$schema": DRAFT4, "type": "object", "dependencies": {"card": ["billing"]}}
+    assert validate_json('{"card": 1}', schema) == (False, "at (root): 'billing' is a dependency of 'card'")
+    assert validate_json('{"card": 1, "billing": 2}', schema) == (True, None)
+    latest = {"type": "object", "dependentRequired": {"card": ["billing"]}}
+    assert validate_json('{"card": 1}', latest)[0] is False
+
+
+def test_draft4_exclusive_bounds_keep_their_meaning_for_the_engines():
+    schema = {"$schema": DRAFT4, "type": "integer", "minimum": 0, "maximum": 3, "exclusiveMaximum": True}
+    spec = from_user(schema=json.dumps(schema))
+    assert spec.engine_schema["exclusiveMaximum"] == 3 and "maximum" not in spec.engine_schema
+    assert validate_json("3", spec.schema)[0] is False and validate_json("2", spec.schema)[0] is True
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_draft4_outputs_are_held_to_dependencies(tokenizer, backend):
+    schema = {"$schema": DRAFT4, "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "dependencies": {"a": ["b"]}}
+    constraint = compiled(tokenizer, schema, backend)
+    assert constraint.notes == ("not enforced while writing (checked after the run): dependentRequired",)
+    assert constraint.validate('{"a": 1}', [], complete=True)[0] is False
+
+
+def test_draft3_is_refused_by_name():
+    with pytest.raises(PlaygroundError, match="draft-03"):
+        from_user(schema=json.dumps({"$schema": "http://json-schema.org/draft-03/schema#", "type": "object"}))
+
+
+def test_a_key_twice_is_never_valid():
+    valid, error = validate_json('{"a": 1, "a": 2}', {"type": "object"})
+    assert valid is False and "'a' appears twice" in error
+
+
+# -- finiteness: no false "no finite instance" -----------------------------------------------------
+
+def test_a_reference_to_a_node_outside_any_keyword_is_followed():
+    schema = {"type": "object", "port": {"type": "integer"}, "properties": {"p": {"$ref": "#/port"}}, "required": ["p"]}
+    assert from_user(schema=json.dumps(schema)) is not None
+
+
+def test_a_required_name_matched_only_by_pattern_properties_is_writable():
+    schema = {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False,
+              "required": ["x-street"]}
+    assert from_user(schema=json.dumps(schema)) is not None
+    recursive = {"type": "object", "patternProperties": {"^x-": {"$ref": "#"}}, "required": ["x-a"]}
+    with pytest.raises(PlaygroundError, match="no finite instance"):
+        from_user(schema=json.dumps(recursive))
+
+
+# -- sizes and options -----------------------------------------------------------------------------
+
+def test_the_size_limit_counts_the_schema_minified(monkeypatch):
+    from playground.constraints import spec as spec_module
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(20)}}
+    pretty, minified = json.dumps(schema, indent=8), json.dumps(schema, separators=(",", ":"))
+    monkeypatch.setattr(spec_module, "MAX_SCHEMA_CHARS", len(minified))
+    spec_module.parse_schema.cache_clear()
+    assert len(pretty) > 2 * len(minified) and from_user(schema=pretty) is not None
+    monkeypatch.setattr(spec_module, "MAX_SCHEMA_CHARS", len(minified) - 1)
+    spec_module.parse_schema.cache_clear()
+    with pytest.raises(PlaygroundError, match="minified"):
+        from_user(schema=pretty)
+    spec_module.parse_schema.cache_clear()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_overlapping_one_of_compiles_as_any_of_with_a_note(tokenizer, backend):
+    schema = {"oneOf": [{"type": "object", "properties": {"a": {"type": "string"}}},
+                        {"type": "object", "properties": {"b": {"type": "string"}}}]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert any("oneOf is enforced as anyOf" in note for note in constraint.notes), constraint.notes
+    assert constraint.validate("{}", [], complete=True)[0] is False  # matches both branches: not oneOf
+
+
+def test_an_unknown_format_is_an_annotation_not_a_refusal(tokenizer):
+    constraint = compiled(tokenizer, {"type": "string", "format": "color-hex"}, "llguidance")
+    assert constraint.notes == ("not enforced while writing (checked after the run): format color-hex",)
+    assert compiled(tokenizer, {"type": "string", "format": "color-hex"}, "xgrammar") is not None
+
+
+def test_a_schema_cannot_turn_free_whitespace_back_on(tokenizer):
+    """llguidance reads options from the schema's own "x-guidance" key; ours override them."""
+    constraint = compiled(tokenizer, {"type": "object", "x-guidance": {"whitespace_flexible": True}}, "llguidance")
+    guide = constraint.guide(2)
+    guide._commit(tokenizer("{", add_special_tokens=False).input_ids)
+    mask = guide.next_mask()
+    space = tokenizer(" ", add_special_tokens=False).input_ids
+    assert len(space) == 1 and not (mask[space[0] // 32].item() >> (space[0] % 32)) & 1
+
+
+# -- a cut output says where and why ---------------------------------------------------------------
+
+@pytest.mark.parametrize("text, where", [
+    ('{"tags": ["a", "b", ', "inside the array at /tags after 2 items: an array with no maxItems"),
+    ('{"name": "abcabcabc', "inside the string at /name: the schema sets no maxLength"),
+    ('{"n": 123456789', "inside the number at /n: a number with no maximum"),
+])
+def test_a_cut_output_says_where_and_what_would_end_it(tokenizer, text, where):
+    constraint = compiled(tokenizer, {"type": "object"}, "llguidance")
+    valid, error = constraint.validate(text, [], complete=False)
+    assert valid is False and error.startswith("truncated") and where in error, error
+
+
+def test_xgrammar_allows_unnamed_items_where_the_schema_needs_them(tokenizer):
+    """xgrammar's strict mode allows no items or properties beyond those named; where a minimum
+    needs more, the schema is compiled by JSON Schema's own rule instead of refused."""
+    for schema in ({"type": "array", "minItems": 2}, {"type": "object", "minProperties": 1}):
+        constraint = compiled(tokenizer, schema, "xgrammar")
+        assert constraint.notes == () and constraint.guide(1).next_mask().any()
