@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from playground.config import MAX_K, SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
+from playground.detok import with_text
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.runner import ModelRunner
@@ -91,7 +92,7 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
             runner.warm()
     fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
     proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft)
-    return speculate(target, proposer, prompt_ids, cfg, pair.tokenizer, pair.eos_ids, guide)
+    return with_text(speculate(target, proposer, prompt_ids, cfg, pair.eos_ids, guide), pair.tokenizer, prompt_ids)
 
 
 FUSED_DEVICES = {"cuda"}  # where compiled runs replay whole rounds as graphs (tests add "cpu": same code, no capture)

@@ -116,7 +116,7 @@ def narrow_target_alone(pair: Pair, prompt: list[int], cfg):
         pair.programs[key] = Programs(runner.device_pass, None, 0, cfg.sampling, capture=pair.device.type == "cuda")
         pair.programs[key].capture_all()
     proposer = FusedProposer(pair.programs[key], runner)
-    return speculate(runner, proposer, prompt, cfg, pair.tokenizer, pair.eos_ids)
+    return speculate(runner, proposer, prompt, cfg, pair.eos_ids)
 
 
 def timed_compile(pair, prompt, cfg, speculative=True) -> float:

@@ -29,7 +29,7 @@ def test_caches_hold_exactly_the_committed_tokens(target, tokenizer, k, temperat
     cfg = session.settings(k=k, temperature=temperature, max_new_tokens=40, seed=1)
     seq = list(prompt)
     rejected_rounds = 0
-    for event in speculate(t_runner, DraftModelProposer(d_runner), prompt, cfg, tokenizer, set()):
+    for event in speculate(t_runner, DraftModelProposer(d_runner), prompt, cfg, set()):
         if not isinstance(event, Round):
             continue
         seq += [t.token_id for t in event.committed]

@@ -52,8 +52,7 @@ def test_the_cache_keeps_only_pairs_made_from_the_targets_features(pair):
     prompt = pair.tokenizer("import os\nimport sys\n").input_ids
     target_runner, draft_runner = session.eager_runners(pair)
     proposer = DraftModelProposer(draft_runner)
-    rounds = list(speculate(target_runner, proposer, prompt, session.settings(k=4, max_new_tokens=30),
-                            pair.tokenizer, set()))[1:]
+    rounds = list(speculate(target_runner, proposer, prompt, session.settings(k=4, max_new_tokens=30), set()))[1:]
     assert sum(r.proposed > r.accepted for r in rounds) >= 2  # rollbacks happened
     seq, n = proposer.seq, draft_runner.length
     assert draft_runner.exact == n and n >= len(seq) - 6

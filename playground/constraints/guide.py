@@ -81,6 +81,10 @@ class Guide:
         self.rows += 1
         return row
 
+    def unuse_mask(self) -> None:
+        """The last mask handed out was not drafted under: its row is refilled for the next one."""
+        self.rows -= 1
+
     def consume_draft(self, token: int) -> None:
         if token not in self.eos_ids and not self.matcher.consume(token):
             self._raise_if_stuck()
@@ -93,7 +97,7 @@ class Guide:
         for token in tokens:
             row = self.next_mask()
             if token >= self.vocab or not (row[token // 32].item() >> (token % 32)) & 1:
-                self.rows -= 1  # that row will be refilled as the state after the kept tokens
+                self.unuse_mask()  # that row will be refilled as the state after the kept tokens
                 break
             self.consume_draft(token)
             kept.append(token)

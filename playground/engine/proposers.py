@@ -68,7 +68,7 @@ class DraftModelProposer:
             p = warp(logits, ctx.sampling)  # [1, V]
             if ctx.min_confidence is not None and (top := p.max().item()) < ctx.min_confidence:
                 if guide is not None:
-                    guide.rows -= 1  # that mask row was not used
+                    guide.unuse_mask()
                 return tokens, probs, passes, f"draft unsure (p={top:.2f} < {ctx.min_confidence})"
             token = draw(p, logits, ctx.sampling, ctx.generator)  # [1]
             tokens.append(token)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import torch
 
 from playground.config import SpecConfig
-from playground.engine.detok import Detokenizer
 from playground.engine.fused import FusedProposer
 from playground.engine.proposers import DraftContext, Proposal
 from playground.engine.runner import ModelRunner
@@ -48,7 +47,6 @@ class NoProposer:
 class _Run:
     """Mutable state of one generation."""
     seq: list[int]  # prompt + committed tokens
-    detok: Detokenizer
     ctx: DraftContext
     clock: Clock
     budget: int  # tokens still allowed
@@ -56,10 +54,11 @@ class _Run:
     rounds: int = 0
 
 
-def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig, tokenizer,
+def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig,
               eos_ids: set[int], guide=None) -> Iterator[Prefill | Round]:
     """Yield a Prefill event, then one Round per draft-and-verify round until EOS or max tokens.
-    `guide` (optional) constrains every token to a grammar; see playground.constraints.guide."""
+    `guide` (optional) constrains every token to a grammar; see playground.constraints.guide.
+    Tokens are ids: their text is the caller's (playground.detok.with_text)."""
     if not prompt:
         raise ValueError("the prompt must hold at least one token")
     clock = Clock(target.device)
@@ -67,8 +66,7 @@ def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig,
     yield _prefill(target, proposer, prompt, clock)
     confidence = cfg.confidence if cfg.policy == "confidence" else None
     ctx = DraftContext(cfg.sampling, generator, guide, confidence)
-    run = _Run(list(prompt), Detokenizer(tokenizer, prompt), ctx, clock, cfg.max_new_tokens,
-               make_schedule(cfg.policy, cfg.k))
+    run = _Run(list(prompt), ctx, clock, cfg.max_new_tokens, make_schedule(cfg.policy, cfg.k))
     while True:
         event = _round(target, proposer, run, cfg, eos_ids)
         yield event
@@ -92,7 +90,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     else:
         verdict = _verify(target, proposal, run, cfg)
     t2 = clock.mark()
-    new, kept, committed, finish = _commit_events(verdict, run.detok, eos_ids)
+    new, kept, committed, finish = _commit_events(verdict, eos_ids)
     run.seq.extend(new)
     if not isinstance(proposer, FusedProposer):  # the fused programs place both caches' pointers themselves
         target.crop(len(run.seq) - 1)
@@ -115,7 +113,7 @@ def _forced(proposer, run: _Run, eos_ids) -> list[TokenEvent]:
         run.seq.extend(forced)
         proposer.commit(0, forced)
         run.budget -= len(forced)
-    return [TokenEvent(FORCED, t, run.detok.push(t), 1.0, None) for t in forced]
+    return [TokenEvent(FORCED, t, "", 1.0, None) for t in forced]
 
 
 def _round_event(run: _Run, events, proposed, kept, proposal, draft_s, target_s, started, finish, k) -> Round:
@@ -194,20 +192,20 @@ def _parse(host: list[float], k: int, width: int, with_q: bool) -> Verdict:
     return Verdict(n, nxt, drafts, p_target, p_draft)
 
 
-def _commit_events(v: Verdict, detok: Detokenizer, eos_ids: set[int]):
+def _commit_events(v: Verdict, eos_ids: set[int]):
     """-> (committed ids, how many of them are drafts, events in display order, finish reason or
     None). Stops right after an EOS: nothing behind it is emitted."""
     new, events = [], []
     for i in range(v.n):
         token = v.drafts[i]
         new.append(token)
-        events.append(TokenEvent(ACCEPTED, token, detok.push(token), v.p_target[i], v.p_draft[i]))
+        events.append(TokenEvent(ACCEPTED, token, "", v.p_target[i], v.p_draft[i]))
         if token in eos_ids:
             return new, len(new), events, "eos"
     for i in range(v.n, len(v.drafts)):
         token = v.drafts[i]
-        events.append(TokenEvent(REJECTED, token, detok.peek(token), v.p_target[i], v.p_draft[i]))
+        events.append(TokenEvent(REJECTED, token, "", v.p_target[i], v.p_draft[i]))
     kind = BONUS if v.n == len(v.drafts) else CORRECTED
     new.append(v.next)
-    events.append(TokenEvent(kind, v.next, detok.push(v.next), v.p_target[-1], v.p_draft[-1]))
+    events.append(TokenEvent(kind, v.next, "", v.p_target[-1], v.p_draft[-1]))
     return new, v.n, events, "eos" if v.next in eos_ids else None

@@ -1,6 +1,10 @@
-"""Text of each token as it is committed. Byte-level BPE can split one UTF-8 character over several
+"""Text of each token as it is committed. The engine speaks token ids; the caller fills in their text
+here, from the events as they come. Byte-level BPE can split one UTF-8 character over several
 tokens, so a token's text is the growth of the decoded text, held back while a character is
 incomplete (the approach of vLLM's incremental detokenizer)."""
+from collections.abc import Iterable, Iterator
+
+from playground.events import REJECTED, Round
 
 REPLACEMENT = "\ufffd"
 
@@ -35,3 +39,15 @@ class Detokenizer:
         """Text a token would add without committing it (for rejected draft tokens)."""
         delta = self._delta(self.ids + [token_id])
         return delta if delta is not None else self._decode([token_id])
+
+
+def with_text(events: Iterable, tokenizer, prompt_ids: list[int]) -> Iterator:
+    """The engine's events, each token's text filled in as it streams by: committed tokens (forced,
+    accepted, corrected, bonus) extend the text in their round's order; a rejected draft shows what
+    it would have added at its place."""
+    detok = Detokenizer(tokenizer, prompt_ids)
+    for event in events:
+        if isinstance(event, Round):
+            for token in event.tokens:
+                token.text = detok.peek(token.token_id) if token.kind == REJECTED else detok.push(token.token_id)
+        yield event

@@ -1,0 +1,56 @@
+"""The engine's side of its boundary: it speaks token ids and events (no tokenizer, no text, no
+constraint internals), and importing it changes nothing global in torch."""
+import ast
+import inspect
+import json
+import pathlib
+import subprocess
+import sys
+
+from playground.engine import speculative
+
+ENGINE = pathlib.Path(speculative.__file__).parent
+TEXT_MODULES = ("tokenizers", "transformers.tokenization", "playground.detok", "playground.constraints")
+
+
+def imported_modules(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return names | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+
+def test_the_engine_imports_no_text_and_no_constraint_internals():
+    for path in ENGINE.glob("*.py"):
+        bad = [m for m in imported_modules(path) if m.startswith(TEXT_MODULES)]
+        assert not bad, f"{path.name} imports {bad}"
+    assert "tokenizer" not in inspect.signature(speculative.speculate).parameters
+
+
+def test_the_engine_uses_only_the_guides_methods():
+    """A proposer may call the guide, never assign to its fields."""
+    for path in ENGINE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+            for target in targets:
+                assert not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                            and target.value.id == "guide"), f"{path.name}:{node.lineno} assigns to the guide"
+
+
+CONFIG = """
+import json, sys, torch, torch._dynamo.config as d, torch._inductor.config as i
+def snapshot():
+    return json.dumps({"dynamo": {k: repr(v) for k, v in d.get_config_copy().items()},
+                       "inductor": {k: repr(v) for k, v in i.get_config_copy().items()}}, sort_keys=True)
+before = snapshot()
+import pkgutil, importlib, playground.engine
+for m in pkgutil.iter_modules(playground.engine.__path__):
+    importlib.import_module("playground.engine." + m.name)
+import playground.session
+print(json.dumps({"same": snapshot() == before}))
+"""
+
+
+def test_importing_the_engine_changes_no_torch_configuration():
+    out = subprocess.run([sys.executable, "-c", CONFIG], capture_output=True, text=True, timeout=300,
+                         cwd=ENGINE.parent.parent, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {"same": True}
