@@ -13,16 +13,16 @@ import time
 
 import gradio as gr
 
-from playground import experiments, live, plots, race, render
+from playground.ui import experiments, live, plots, race, render
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
 from playground.limits import CONCURRENCY, MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import engine_seconds, expected_speedup, expected_tokens_per_round, identity_note, summarize
-from playground.models import NGRAM, custom_models_allowed, load_pair
-from playground.pacing import paced
+from playground.models.loading import NGRAM, custom_models_allowed, load_pair
+from playground.ui.pacing import paced
 from playground.presets import all_presets, default_preset
-from playground.share import RANGES, Settings, from_query, share_url
-from playground.speedup import MAX_BLOCKS
+from playground.ui.share import RANGES, Settings, from_query, share_url
+from playground.measure.speedup import MAX_BLOCKS
 
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())
@@ -357,7 +357,7 @@ def run_sweep(progress=gr.Progress(), *inputs):
         rows = []
         yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
 
-        def sweep(stop):  # on an engine thread (playground.pacing)
+        def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
             for done in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
@@ -417,7 +417,7 @@ def run_comparison(progress=gr.Progress(), *inputs):
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
 
-        def comparison(stop):  # on an engine thread (playground.pacing)
+        def comparison(stop):  # on an engine thread (playground.ui.pacing)
             for done in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                    lambda f, msg: progress(f, desc=msg)):
                 yield done

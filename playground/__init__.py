@@ -6,7 +6,7 @@ __all__ = ["generate", "load_pair"]
 
 
 def __getattr__(name: str):
-    """Lazy, so that `playground.packaged` or `playground.limits` load without the engine and its
+    """Lazy, so that `playground.models.packaged` or `playground.limits` load without the engine and its
     constraint backends (the draft-training script runs where those are not installed)."""
     if name in __all__:
         from playground import session

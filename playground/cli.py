@@ -14,7 +14,7 @@ from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.metrics import engine_seconds, first_difference
-from playground.speedup import engine_block, measure
+from playground.measure.speedup import engine_block, measure
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -173,7 +173,7 @@ def cmd_generate(args) -> int:
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
     compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
-    if baseline:  # the target alone interleaved beside the run, measured by playground.speedup
+    if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
         make = engine_block(pair, [prompt_ids], cfg, constraint)
         first = make()
         events = first.spec_runs[0]
@@ -202,8 +202,8 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
 
 
 def cmd_bench(args) -> int:
-    from playground import bench
-    from playground.experiments import parse_values
+    from playground.measure import bench
+    from playground.ui.experiments import parse_values
     preset, target, draft = resolve_models(args)
     try:
         ks, temperatures = parse_values(args.k, int), parse_values(args.temperature, float)
@@ -259,8 +259,8 @@ def writable_dir(value: str) -> pathlib.Path:
 
 
 def read_prompts(path: str | None, preset, target: str) -> list[str]:
-    from playground.experiments import prompt_lines
-    from playground.models import DEMO_DIR, SMOLLM2_DRAFT_DIR
+    from playground.ui.experiments import prompt_lines
+    from playground.models.loading import DEMO_DIR, SMOLLM2_DRAFT_DIR
     if path is None:
         if target.startswith("demo-"):
             return json.loads((DEMO_DIR / "heldout_prompts.json").read_text())

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from playground import models, packaged
+from playground.models import loading as models
+from playground.models import packaged
 from playground.errors import PlaygroundError
 
 PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
@@ -109,7 +110,7 @@ def get_preset(name: str) -> Preset:
 def default_preset_name() -> str:
     """PLAYGROUND_PRESET if set; else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
     offline (bf16 on CPUs with bf16 dot products, float32 with packed products elsewhere: both
-    flat in the pass width and exact, see playground.batch_invariant); else the toy demo pair."""
+    flat in the pass width and exact, see playground.models.batch_invariant); else the toy demo pair."""
     if os.environ.get("PLAYGROUND_PRESET"):
         return os.environ["PLAYGROUND_PRESET"]
     if torch.cuda.is_available():

@@ -18,7 +18,7 @@ from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
 from playground.limits import MAX_PROMPT_CHARS, at_most
 from playground.metrics import summarize
-from playground.models import Pair, load_pair
+from playground.models.loading import Pair, load_pair
 
 __all__ = ["constrain", "encode_prompt", "generate", "load_pair", "run", "settings"]
 

@@ -14,8 +14,9 @@ import sys
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from playground import experiments, session  # noqa: E402
-from playground.models import DEMO_DIR  # noqa: E402
+from playground import session  # noqa: E402
+from playground.ui import experiments  # noqa: E402
+from playground.models.loading import DEMO_DIR  # noqa: E402
 
 
 def main():

@@ -1,4 +1,4 @@
-"""Packed weights (playground/packed_linear.py) against unpacked ones on the SmolLM2 pair, greedy,
+"""Packed weights (playground/models/packed_linear.py) against unpacked ones on the SmolLM2 pair, greedy,
 one process, the two variants alternating per prompt and repeat on the same models (packing is
 switched off by hiding the packed copies), so background load hits both alike. Prints tokens/s
 of the target alone and of speculation at each k, per variant, and whether the tokens agree.
@@ -19,8 +19,11 @@ import time
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from playground import bench, models, packed_linear, session  # noqa: E402
-from playground.batch_invariant import two_row_linear  # noqa: E402
+from playground import session  # noqa: E402
+from playground.measure import bench  # noqa: E402
+from playground.models import loading as models  # noqa: E402
+from playground.models import packed_linear  # noqa: E402
+from playground.models.batch_invariant import two_row_linear  # noqa: E402
 
 
 def packed_state(pair) -> dict:

@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from playground import packaged  # noqa: E402
+from playground.models import packaged  # noqa: E402
 from playground.constraints import ConstraintSpec, compile as constraint_compile, from_user, worker  # noqa: E402
 from playground.errors import PlaygroundError  # noqa: E402
 

@@ -15,7 +15,9 @@ import pathlib
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from playground import bench, models, session  # noqa: E402
+from playground import session  # noqa: E402
+from playground.measure import bench  # noqa: E402
+from playground.models import loading as models  # noqa: E402
 
 
 def timed(pair, ids, cfg, speculative: bool):

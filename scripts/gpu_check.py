@@ -37,7 +37,7 @@ from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
-from playground.models import Pair, load_pair  # noqa: E402
+from playground.models.loading import Pair, load_pair  # noqa: E402
 
 QWEN25_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                  num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False)

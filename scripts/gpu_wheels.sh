@@ -4,7 +4,7 @@
 # libraries and their needs (~27 MB). Then, on the device (one section per call fits its 10 minutes):
 #   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
 #     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only tests,real
-# The working tree travels too (64 MiB in all): move playground/smollm2_*draft/ out while it does.
+# The working tree travels too (64 MiB in all): move playground/models/smollm2_*draft/ out while it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 grep -qx "/.whl/" .git/info/exclude 2>/dev/null || echo "/.whl/" >> .git/info/exclude

@@ -13,7 +13,7 @@ this script: per-token greedy agreement 0.46 after the real-text phase, 0.79 aft
 target is rounded to bf16 before the draft learns from it, so the draft matches the shipped target
 (agreement 0.79 -> 0.84 on the held-out prompts, with 1200 on-policy steps instead of 750).
 
-    python scripts/train_demo_pair.py [--out playground/demo_pair] [--scale 1.0]
+    python scripts/train_demo_pair.py [--out playground/models/demo_pair] [--scale 1.0]
 
 `--scale 0.01` is a smoke run (seconds) that exercises every phase.
 """
@@ -243,7 +243,7 @@ def save(model, tokenizer, out: pathlib.Path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="playground/demo_pair")
+    parser.add_argument("--out", default="playground/models/demo_pair")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the token budgets")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()

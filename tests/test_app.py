@@ -9,9 +9,9 @@ import pytest
 from gradio_client import Client
 
 import app
-from playground import race
+from playground.ui import race
 from playground.events import KINDS
-from playground.share import RANGES, Settings, from_query
+from playground.ui.share import RANGES, Settings, from_query
 
 QUIET = lambda *a, **k: None  # noqa: E731  (a progress callback that shows nothing)
 

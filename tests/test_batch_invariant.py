@@ -6,8 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from playground import models, packed_linear, session
-from playground.batch_invariant import ROW_INVARIANT, two_row_linear
+from playground import session
+from playground.models import loading as models
+from playground.models import packed_linear
+from playground.models.batch_invariant import ROW_INVARIANT, two_row_linear
 from playground.engine.runner import ModelRunner
 from playground.engine.static import StaticRunner
 from tests.test_engine_greedy import hf_greedy

@@ -2,7 +2,7 @@
 on time here; those live in BENCHMARKS.md) and its greedy rows agree on the tokens."""
 import json
 
-from playground import bench
+from playground.measure import bench
 from playground.cli import main
 from tests import tiny
 

@@ -54,3 +54,25 @@ def test_importing_the_engine_changes_no_torch_configuration():
     out = subprocess.run([sys.executable, "-c", CONFIG], capture_output=True, text=True, timeout=300,
                          cwd=ENGINE.parent.parent, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == {"same": True}
+
+
+# Rooms from the top down: a room may import rooms below it, never one above (UI -> session ->
+# engine -> models); constraints sit beside the engine, which only calls the guide it is given.
+ROOMS = ["ui", "measure", "session", "engine", "constraints", "models"]
+PACKAGE = ENGINE.parent
+
+
+def room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "playground" and parts[1] in ROOMS else None
+
+
+def test_imports_point_down_between_rooms():
+    for path in PACKAGE.rglob("*.py"):
+        own = room("playground." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        if own is None:
+            continue
+        for module in imported_modules(path):
+            other = room(module)
+            if other and other != own:
+                assert ROOMS.index(other) > ROOMS.index(own), f"{path.relative_to(PACKAGE)} imports {module}: up a room"

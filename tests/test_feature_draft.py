@@ -6,14 +6,15 @@ import weakref
 import pytest
 import torch
 
-from playground import cli, models, session
+from playground import cli, session
+from playground.models import loading as models
 from playground.constraints import compile_constraint, from_user
 from playground.engine.cache import new_cache
 from playground.engine.proposers import DraftModelProposer
 from playground.engine.speculative import speculate
 from playground.engine.static import StaticRunner
 from playground.errors import PlaygroundError
-from playground.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled
+from playground.models.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled
 from tests import tiny
 from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, V, chi_square_p, exact_joint, sample_counts
 
@@ -148,7 +149,7 @@ def test_refuses_a_target_of_another_width_and_prompt_lookup_cascades(tmp_path, 
 def test_compare_drafts_says_which_ways_a_feature_draft_cannot_draft(tmp_path, tokenizer, target):
     """Every default way of drafting on a feature draft: the cascade cannot run (prompt lookup's
     guesses have no target features) and says so in its row; the others are measured."""
-    from playground import experiments
+    from playground.ui import experiments
     t_dir = tiny.save(target, tokenizer, tmp_path / "target")
     save_feature_draft(feature_draft(target, list(range(0, len(tokenizer), 3))), torch.arange(0, len(tokenizer), 3),
                        tmp_path / "draft")

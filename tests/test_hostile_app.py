@@ -10,7 +10,7 @@ import pytest
 from gradio_client import Client
 
 import app
-from playground.share import MAX_LINK_CHARS, Settings, from_query
+from playground.ui.share import MAX_LINK_CHARS, Settings, from_query
 from tests.test_hostile_constraints import listener  # noqa: F401  (fixture)
 
 

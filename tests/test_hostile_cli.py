@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from playground import models, presets
+from playground import presets
+from playground.models import loading as models
 from playground.cli import main
 from playground.constraints import compile_constraint, from_user
 from playground.errors import PlaygroundError

@@ -3,8 +3,8 @@ snapshot when it is ready, so a slow page never pauses generation; the last snap
 arrives; closing the stream stops the run."""
 import time
 
-from playground import live
-from playground.share import Settings
+from playground.ui import live
+from playground.ui.share import Settings
 from playground.presets import get_preset
 
 

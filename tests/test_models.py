@@ -8,7 +8,9 @@ import weakref
 import pytest
 import torch
 
-from playground import models, packaged, session
+from playground import session
+from playground.models import loading as models
+from playground.models import packaged
 from playground.constraints import from_user
 from playground.errors import PlaygroundError
 from playground.presets import FAMILIES, all_presets, default_preset_name, family, read_preset
@@ -166,8 +168,8 @@ def test_remote_code_is_never_trusted(saved_pair, monkeypatch):
 
 
 def test_custom_models_need_the_host_opt_in(monkeypatch):
-    from playground import live
-    from playground.share import Settings
+    from playground.ui import live
+    from playground.ui.share import Settings
     settings = Settings(target="someone/else", draft=models.NGRAM, prompt="x")
     monkeypatch.delenv("PLAYGROUND_ALLOW_CUSTOM_MODELS", raising=False)
     with pytest.raises(PlaygroundError, match="not one of this host's preset models"):

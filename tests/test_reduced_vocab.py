@@ -6,7 +6,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from playground import models, session
+from playground import session
+from playground.models import loading as models
 from playground.constraints import compile_constraint, from_user
 from playground.errors import PlaygroundError
 from tests import tiny

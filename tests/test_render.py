@@ -1,7 +1,7 @@
 """What the stream shows: a rejected newline stays on its line as a visible, struck-through symbol."""
 from playground.events import ACCEPTED, CORRECTED, REJECTED, Round, TokenEvent
-from playground import render
-from playground.render import token_stream
+from playground.ui import render
+from playground.ui.render import token_stream
 
 
 def test_a_rejected_newline_is_a_symbol_not_a_line_break():
@@ -19,7 +19,7 @@ def test_stream_text_is_escaped():
 
 def test_the_theory_card_is_shown_only_for_draft_models():
     from playground.metrics import summarize
-    from playground.render import metrics
+    from playground.ui.render import metrics
     stats = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)],
                       0.01)
     assert "theory" in metrics(stats, 2) and "theory" not in metrics(stats, 2, theory=False)

@@ -6,7 +6,9 @@ import json
 import pytest
 import torch
 
-from playground import models, packaged, session
+from playground import session
+from playground.models import loading as models
+from playground.models import packaged
 from playground.constraints import from_user
 from playground.presets import get_preset
 

@@ -1,4 +1,4 @@
-"""The one speedup measurement (playground.speedup): a fake clock with known per-pass costs gives
+"""The one speedup measurement (playground.measure.speedup): a fake clock with known per-pass costs gives
 the known ratio and a tight interval in one block; a noisy clock makes it measure more blocks and
 then say why it cannot tell; real tiny models measured through engine_block give the runs' own
 outputs. Plus the identity wording."""
@@ -8,7 +8,7 @@ import pytest
 
 from playground import session
 from playground.events import BONUS, CORRECTED, Prefill, Round, TokenEvent
-from playground.speedup import MAX_BLOCKS, MIN_TOKENS, TOLERANCE, Block, Timed, engine_block, estimate, interleave, measure
+from playground.measure.speedup import MAX_BLOCKS, MIN_TOKENS, TOLERANCE, Block, Timed, engine_block, estimate, interleave, measure
 from tests import tiny
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
 

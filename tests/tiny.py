@@ -7,7 +7,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (AutoModelForCausalLM, LlamaConfig, PreTrainedTokenizerFast, Qwen2Config,
                           Qwen3Config)
 
-from playground.models import Pair, eos_token_ids, vocab_map
+from playground.models.loading import Pair, eos_token_ids, vocab_map
 
 EOS = "<|endoftext|>"
 CONFIGS = {"qwen2": Qwen2Config, "qwen3": Qwen3Config, "llama": LlamaConfig}

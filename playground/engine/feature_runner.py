@@ -1,4 +1,4 @@
-"""The runner of a feature draft (playground.feature_draft): a ModelRunner whose model reads, with
+"""The runner of a feature draft (playground.models.feature_draft): a ModelRunner whose model reads, with
 each token x_i, a feature of position i-1: the target's last hidden state where the target has
 computed it, else the draft's own prediction from its previous step.
 

@@ -10,7 +10,7 @@ from playground.config import SpecConfig
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.metrics import summarize
-from playground.speedup import engine_block, measure
+from playground.measure.speedup import engine_block, measure
 
 COLUMNS = ["k", "temperature", "acceptance_rate", "token_acceptance", "tokens_per_target_pass", "tokens_per_s",
            "baseline_tokens_per_s", "speedup", "speedup_low", "speedup_high", "measurements", "note", "prompts",
@@ -46,7 +46,7 @@ def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
 def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: list,
           constraint=None) -> Iterator[list[dict]]:
     """Yield the table so far after each value; every row aggregates all prompts, its speedup
-    measured by playground.speedup (the target alone interleaved beside every prompt)."""
+    measured by playground.measure.speedup (the target alone interleaved beside every prompt)."""
     rows = []
     for i, value in enumerate(values):
         run_cfg = _with(cfg, axis, value)
@@ -105,7 +105,7 @@ COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "accepta
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],
                    encode, progress=None) -> Iterator[list[dict]]:
-    """One row per variant, all on the same prompts, each measured by playground.speedup (the
+    """One row per variant, all on the same prompts, each measured by playground.measure.speedup (the
     target alone interleaved beside every prompt). `encode(pair, text)` turns a prompt into ids;
     `draft` is a model id (a cascade's or not)."""
     model = draft.removeprefix("ngram+")

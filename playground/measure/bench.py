@@ -1,6 +1,6 @@
 """`python -m playground bench`: this engine against its own target alone, transformers' plain
 generate, assisted generation and prompt lookup, in one process, after a warm-up. Every speedup is
-measured by playground.speedup against the engine's target alone (the baseline the page and the
+measured by playground.measure.speedup against the engine's target alone (the baseline the page and the
 CLI use), with its 95% interval, or left out with the reason when it cannot be told; rows are
 printed (and with --out written) as each is measured.
 
@@ -29,8 +29,8 @@ from playground.engine.runner import ModelRunner
 from playground.engine.static import StaticRunner
 from playground.events import Round
 from playground.metrics import summarize
-from playground.models import NGRAM, Pair
-from playground.speedup import Block, Timed, interleave, measure, timed
+from playground.models.loading import NGRAM, Pair
+from playground.measure.speedup import Block, Timed, interleave, measure, timed
 
 METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
 COMPILED = "engine-compiled"
@@ -165,7 +165,7 @@ def _logits_widths_differ(pair: Pair) -> bool:
 def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat: int, methods: list[str],
                   pass_costs: dict | None = None, on_row=None) -> list[dict]:
     """All methods for one (k, temperature): each measured against the engine's target alone by
-    playground.speedup (interleaved round by round for engine methods, back to back in alternating
+    playground.measure.speedup (interleaved round by round for engine methods, back to back in alternating
     order for transformers' opaque runs), at least `repeat` blocks (2 for opaque runs, whose
     rounds cannot be resampled); a row per method, each handed to `on_row` once measured."""
     for method in methods:  # warm-up: one-time costs stay out of every column

@@ -1,10 +1,10 @@
 """One interactive run for the UI and the web API: load the pair (with progress), check the
 constraint, and stream the speculative run as snapshots; with the comparison on, the target alone
 runs interleaved with it (a speculative round, then target-only rounds up to the same length), so
-background load hits both alike and the speedup is measured side by side (playground.speedup).
+background load hits both alike and the speedup is measured side by side (playground.measure.speedup).
 
 The run goes on an engine thread and the caller takes the newest snapshot at its own pace (at most
-4 a second; playground.pacing): drawing and sending a page never pauses generation. Times are the
+4 a second; playground.ui.pacing): drawing and sending a page never pauses generation. Times are the
 engine's own (prefill plus each round's wall time)."""
 import dataclasses
 import time
@@ -16,11 +16,11 @@ from playground.constraints import from_user
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
 from playground.metrics import engine_seconds, first_difference
-from playground.models import custom_models_allowed
+from playground.models.loading import custom_models_allowed
 from playground.presets import all_presets
-from playground.pacing import paced
-from playground.share import Settings
-from playground.speedup import MAX_BLOCKS, Block, Speedup, Timed, engine_block, estimate, interleave, measuring
+from playground.ui.pacing import paced
+from playground.ui.share import Settings
+from playground.measure.speedup import MAX_BLOCKS, Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
 MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second made while streaming
 PAGE_UPDATE_S = 0.5  # at most 2 a second handed to the page (each is drawn and sent while the run goes on)
@@ -97,7 +97,7 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
              should_stop: Callable[[], bool] = lambda: False, every: float = PAGE_UPDATE_S) -> Iterator[Snapshot]:
     """The run's snapshots: loaded and checked (`progress` told while models load), then streamed.
     It runs on an engine thread and the newest snapshot is handed over at most every `every`
-    seconds, the last always (playground.pacing), so the engine never waits while the caller draws
+    seconds, the last always (playground.ui.pacing), so the engine never waits while the caller draws
     and sends a page; every=0: in the caller's thread, each snapshot in turn. Once `should_stop()`
     is true the run ends early with what it has (phase "stopped": text, stats and baseline so far).
     With the comparison on, the target alone runs interleaved with it (speedup.interleave); when

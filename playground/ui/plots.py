@@ -4,7 +4,7 @@ from plotly.subplots import make_subplots
 
 from playground.events import Prefill, Round
 from playground.metrics import expected_speedup
-from playground.render import COLOURS
+from playground.ui.render import COLOURS
 
 # The legend sits at the very bottom of the figure (container coordinates), below the x-axis title.
 LAYOUT = dict(template="plotly_white", height=340, margin=dict(l=50, r=20, t=50, b=100),

@@ -91,7 +91,7 @@ def _token_html(t, eos_ids) -> str:
 
 def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str = "sampled",
             note: str = "", theory: bool = True) -> str:
-    """speedup: the comparison's playground.speedup.Speedup (None before it is over); same:
+    """speedup: the comparison's playground.measure.speedup.Speedup (None before it is over); same:
     metrics.identity_note of the two outputs.
     theory: show the expected tokens per round, whose formula assumes a draft model's per-token
     acceptance (prompt lookup's guesses are not drawn that way)."""
@@ -119,7 +119,7 @@ def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str =
 
 
 def _speedup_card(m, same: str) -> tuple[str, str, str]:
-    """The ratio with its interval (playground.speedup.Speedup), or why it cannot be told."""
+    """The ratio with its interval (playground.measure.speedup.Speedup), or why it cannot be told."""
     blocks = f"{m.blocks} interleaved measurements" if m.blocks > 1 else "measured side by side"
     if m.noisy:
         return "speedup", "cannot tell", html.escape(f"{m.reason}; about {m.estimate:.2f}x ({same})")

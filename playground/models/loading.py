@@ -11,12 +11,12 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from playground import packaged
-from playground.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT
-from playground.batch_invariant import make_batch_invariant
+from playground.models import packaged
+from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT
+from playground.models.batch_invariant import make_batch_invariant
 from playground.errors import PlaygroundError
-from playground.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
-from playground.packed_linear import pack_linears
+from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
+from playground.models.packed_linear import pack_linears
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
@@ -51,7 +51,7 @@ class Pair:
 
     @property
     def feature_draft(self) -> bool:
-        """The draft reads the target's hidden states (see playground.feature_draft)."""
+        """The draft reads the target's hidden states (see playground.models.feature_draft)."""
         return isinstance(self.draft, FeatureDraft)
 
     @property

@@ -13,7 +13,7 @@ one-row linear computed as two identical rows, keeping the first.
 What it costs: with unpacked weights, little: a bfloat16 pass of 1 to 5 tokens costs about the
 same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row products were
 1.08x faster), while float32's small products are not flat
-(72 ms at one token, 109-134 ms at two to five). With packed weights (playground.packed_linear) a
+(72 ms at one token, 109-134 ms at two to five). With packed weights (playground.models.packed_linear) a
 one-token pass costs 38 ms with two rows against 34 ms with one (and a 4-token pass 33 ms): the
 exact target alone runs about 1.18x slower than one with one-row products, whose tokens differ.
 
@@ -30,7 +30,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.models.llama.modeling_llama import repeat_kv
 
-from playground.packed_linear import ATTR, linear
+from playground.models.packed_linear import ATTR, linear
 
 ATTENTION = "eager"  # bfloat16: the attention implementation whose rows do not depend on the query count
 ROW_INVARIANT = "playground_row_invariant"  # float32: the same, by explicit reductions (below)
@@ -63,7 +63,7 @@ AttentionMaskInterface.register(ROW_INVARIANT, ALL_MASK_ATTENTION_FUNCTIONS["eag
 
 def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """nn.Linear.forward, with a single input row computed as the first of two equal rows (from the
-    packed weight where playground.packed_linear gave the module one)."""
+    packed weight where playground.models.packed_linear gave the module one)."""
     packed = self.__dict__.get(ATTR)
     if x.numel() != x.shape[-1]:
         return linear(x, self.weight, self.bias, packed)

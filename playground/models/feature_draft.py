@@ -22,7 +22,7 @@ from safetensors.torch import load_file, save_file
 from transformers import LlamaConfig, LlamaModel
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-from playground.packed_linear import linear, pack, pack_linears
+from playground.models.packed_linear import linear, pack, pack_linears
 
 MARKER = "playground_feature_draft"  # key in config.json that marks such a draft
 VOCAB_MAP_FILE = "draft_vocab.safetensors"  # d2t [N - 1]: the token ids of the head's rows
