@@ -130,14 +130,21 @@ def test_rollback_leaves_the_matcher_as_if_fed_only_committed_tokens(target, tok
     assert checked > 0
 
 
+@pytest.mark.parametrize("draft_vocab", ["full", "reduced"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_constrained_sampling_matches_masked_target(tokenizer, backend):
+def test_constrained_sampling_matches_masked_target(tokenizer, backend, draft_vocab):
     """Thousands of seeded runs under the regex [0-9]{2}: the joint distribution of the emitted
-    tokens equals the target's distribution renormalised over what the grammar allows."""
+    tokens equals the target's distribution renormalised over what the grammar allows; also with a
+    draft that writes only every other token id (so some allowed digits are never drafted)."""
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=31,
                              eos_id=tokenizer.eos_token_id, init_std=0.3)
-    draft = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=32,
+    kept = list(range(len(tokenizer))) if draft_vocab == "full" else list(range(0, len(tokenizer), 2))
+    draft = tiny.tiny_model("qwen2", vocab=len(kept) + (draft_vocab == "reduced"), hidden=32, layers=1, seed=32,
                             eos_id=tokenizer.eos_token_id, init_std=0.3)
+    if draft_vocab == "reduced":
+        draft.playground_vocab_map = torch.tensor(kept)
+        digits = [t for t in range(len(tokenizer)) if tokenizer.decode([t]).isdigit()]
+        assert {t % 2 for t in digits} == {0, 1}  # the draft can write some digits and not others
     pair = tiny.make_pair(target, draft, tokenizer)
     constraint = constrained(pair, "regex", "[0-9]{2}", backend)
     prompt = tokenizer("n = ").input_ids
