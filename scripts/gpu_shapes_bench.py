@@ -7,11 +7,16 @@ over the measured copy bandwidth), and the draft's one-token step eager vs repla
 import argparse
 import json
 import os
+import pathlib
 import statistics
+import sys
 import time
 
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache, Qwen2Config, StaticCache
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from playground.engine.graphs import Captured  # noqa: E402
 
 QWEN25_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                  num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False)
@@ -90,18 +95,10 @@ def draft_step(model, device: str) -> dict:
     out = {"eager": timed(step)}
     if not torch.cuda.is_available():
         return out
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        logits = step()
-    graph.replay()
+    graph = Captured(step)  # the engine's own capture (warm-up on a side stream, then one graph)
+    logits = graph()
     reference = step()
-    out["graph"] = timed(graph.replay)
+    out["graph"] = timed(graph)
     out["graph_matches_eager"] = bool(torch.equal(logits, reference))
     return out
 

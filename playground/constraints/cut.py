@@ -3,13 +3,15 @@ model can loop inside whatever the schema leaves open (an array with no maxItems
 maxLength, an integer with no maximum): the fix is in the schema, or more tokens."""
 import json
 
-FIXES = {
-    "string": "the schema sets no maxLength (or enum, or pattern) that would make it end",
-    "key": "the object allows more property names than the model stopped at (additionalProperties, patternProperties)",
-    "number": "a number with no maximum (or minimum) can go on with digits",
-    "array": "an array with no maxItems can go on with items",
-    "object": "the object allows more properties (additionalProperties) and the model kept adding them",
-    "literal": "the model was writing true, false or null",
+FIXES = {  # kind of the open value -> (why it may not end, the bound that would end it)
+    "string": ("the schema sets no maxLength (or enum, or pattern) that would make it end", "maxLength"),
+    "key": ("the object allows more property names than the model stopped at (additionalProperties, patternProperties)",
+            "additionalProperties: false"),
+    "number": ("a number with no maximum (or minimum) can go on with digits", "maximum"),
+    "array": ("an array with no maxItems can go on with items", "maxItems"),
+    "object": ("the object allows more properties (additionalProperties) and the model kept adding them",
+               "additionalProperties: false"),
+    "literal": ("the model was writing true, false or null", None),
 }
 
 
@@ -22,9 +24,9 @@ def truncation_hint(text: str) -> str:
     pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path) if path else "the top level"
     place = f"the {'property name' if kind == 'key' else kind} at {pointer}"
     items = f" after {count} items" if kind == "array" else ""
-    bound = {"string": "maxLength", "array": "maxItems", "number": "maximum", "literal": None}.get(kind, "additionalProperties: false")
+    why, bound = FIXES[kind]
     fix = f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens"
-    return f" (cut inside {place}{items}: {FIXES[kind]}; {fix})"
+    return f" (cut inside {place}{items}: {why}; {fix})"
 
 
 def open_at(text: str) -> tuple[str, list, int] | None:

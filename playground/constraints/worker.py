@@ -14,7 +14,6 @@ import resource
 import sys
 import tempfile
 import time
-import traceback
 from contextlib import contextmanager
 
 from playground.errors import PlaygroundError
@@ -71,7 +70,7 @@ def _child(send, extra_bytes: int, compile_fn, args) -> None:
     except BaseException as exc:  # noqa: BLE001 - the parent must hear why, whatever it was
         text = f"{type(exc).__name__}: {exc}"
         kind = "memory" if "bad_alloc" in text or "Cannot allocate memory" in text else "error"
-        send.send((kind, f"the constraint compiler failed: {text.splitlines()[0][:300]}" if text else traceback.format_exc(limit=1)))
+        send.send((kind, f"the constraint compiler failed: {text.splitlines()[0][:300]}"))
     finally:
         send.close()
 
