@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
 from playground.ui import experiments  # noqa: E402
-from playground.models.loading import DEMO_DIR  # noqa: E402
+from playground.models.locate import DEMO_DIR  # noqa: E402
 
 
 def main():

@@ -20,8 +20,9 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
-from playground.measure import bench  # noqa: E402
+from playground.measure import pass_costs  # noqa: E402
 from playground.models import loading as models  # noqa: E402
+from playground.models import locate  # noqa: E402
 from playground.models import packed_linear  # noqa: E402
 from playground.models.batch_invariant import two_row_linear  # noqa: E402
 
@@ -63,13 +64,13 @@ def main() -> None:
     state = packed_state(pair)
     if not state:
         sys.exit("nothing is packed here (packing needs a CPU with native bfloat16)")
-    texts = json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[: args.prompts]
+    texts = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[: args.prompts]
     prompts = [session.encode_prompt(pair, t, chat=True) for t in texts]
     methods = [("target", 0), ("target, one-row", -1)] + [(f"k={k}", int(k)) for k in args.k.split(",")]
     session.run(pair, prompts[0], session.settings(k=4, max_new_tokens=8))  # warm-up
     for packed in (True, False):
         use(state, packed)
-        costs = bench.measure_pass_costs(pair, 96, range(1, 6))
+        costs = pass_costs.measure_pass_costs(pair, 96, range(1, 6))
         print(f"{'packed' if packed else 'unpacked'}: draft pass {costs['draft'] * 1e3:.2f} ms, target pass "
               f"{costs['verify'][1] * 1e3:.2f} ms, at 5 tokens {costs['verify'][5] * 1e3:.2f} ms")
     seconds = {(m, p): [] for m, _ in methods for p in (True, False)}

@@ -65,9 +65,9 @@ def page_speedups(client, preset, runs: int) -> None:
 
 
 def page_run(client, settings: Settings) -> dict:
-    import app  # only for the order of the page's inputs
+    from playground.ui.inputs import inputs_from_settings  # the order of the page's inputs
     started = time.perf_counter()
-    job = client.submit(*app.inputs_from_settings(settings), api_name="/run")
+    job = client.submit(*inputs_from_settings(settings), api_name="/run")
     outputs = None
     for outputs in job:
         pass

@@ -16,8 +16,9 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
-from playground.measure import bench  # noqa: E402
+from playground.measure import pass_costs  # noqa: E402
 from playground.models import loading as models  # noqa: E402
+from playground.models import locate  # noqa: E402
 
 
 def timed(pair, ids, cfg, speculative: bool):
@@ -53,10 +54,10 @@ def main() -> None:
     parser.add_argument("--draft", default="smollm2-draft", help="smollm2-draft or smollm2-feature-draft (or a directory)")
     args = parser.parse_args()
     pair = session.load_pair("smollm2-135m-instruct", args.draft, "cpu")
-    texts = json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[: args.prompts]
+    texts = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[: args.prompts]
     prompts = [session.encode_prompt(pair, t, chat=True) for t in texts]
     session.run(pair, prompts[0], session.settings(k=4, max_new_tokens=8))  # warm-up
-    costs = bench.measure_pass_costs(pair, 96, range(1, 8))
+    costs = pass_costs.measure_pass_costs(pair, 96, range(1, 8))
     print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
           f"target {pair.target.dtype}, draft {pair.draft.dtype}")
     print(f"draft pass {costs['draft'] * 1e3:.2f} ms, target pass {costs['verify'][1] * 1e3:.2f} ms "

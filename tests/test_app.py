@@ -8,7 +8,7 @@ import gradio as gr
 import pytest
 from gradio_client import Client
 
-import app
+from playground.ui import experiments, experiments_tab, files, inputs as page_inputs, playground_tab
 from playground.ui import race
 from playground.events import KINDS
 from playground.ui.share import RANGES, Settings, from_query
@@ -16,10 +16,10 @@ from playground.ui.share import RANGES, Settings, from_query
 QUIET = lambda *a, **k: None  # noqa: E731  (a progress callback that shows nothing)
 
 def run_preset(name: str, **overrides) -> list:
-    settings = Settings.from_preset(app.PRESETS[name])
+    settings = Settings.from_preset(page_inputs.PRESETS[name])
     for key, value in overrides.items():
         setattr(settings, key, value)
-    return list(app.run(None, QUIET, *app.inputs_from_settings(settings)))
+    return list(playground_tab.run(None, QUIET, *page_inputs.inputs_from_settings(settings)))
 
 
 def test_run_streams_every_token_kind_with_consistent_stats():
@@ -49,49 +49,49 @@ def test_run_streams_every_token_kind_with_consistent_stats():
 
 
 def test_preset_switch_and_url_restore():
-    values = app.apply_preset("demo-ngram")
+    values = page_inputs.apply_preset("demo-ngram")
     assert values[0] == "demo-ngram" and values[2] == "ngram"
 
     class Request:
         query_params = {"preset": "demo", "k": "7", "temperature": "0.5", "bogus": "1", "target": "evil/model"}
-    values = app.restore_from_url(Request())
+    values = page_inputs.restore_from_url(Request())
     assert values[3] == 7 and values[4] == 0.5 and values[1] == "demo-target"
     assert "bogus" in values[-1] and "evil/model" in values[-1]
 
 
 def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
-    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
-    inputs = app.inputs_from_settings(settings)
-    status, table, _, csv_path = list(app.run_sweep(QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
+    inputs = page_inputs.inputs_from_settings(settings)
+    status, table, _, csv_path = list(experiments_tab.run_sweep(QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
     assert [row[0] for row in table] == [1, 3] and all(row[-2] == 2 for row in table)  # 2 prompts each
     assert open(csv_path).read().startswith("k,temperature") and "done: 2 values of k, 2 prompts each" in status
-    refused = list(app.run_sweep(QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
+    refused = list(experiments_tab.run_sweep(QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
     assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
     settings.draft = "ngram"
-    refused = list(app.run_comparison(QUIET, ["draft model"], "def f():", *app.inputs_from_settings(settings)))
+    refused = list(experiments_tab.run_comparison(QUIET, ["draft model"], "def f():", *page_inputs.inputs_from_settings(settings)))
     assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 2
 
 
 def test_links_and_presets_stay_inside_what_the_sliders_show():
     settings, notices = from_query({"k": "20", "max_new_tokens": "96", "temperature": "3"}, allow_custom=False)
-    default = Settings.from_preset(app.PRESETS[settings.preset])  # no preset in the link: the default one
+    default = Settings.from_preset(page_inputs.PRESETS[settings.preset])  # no preset in the link: the default one
     assert settings.max_new_tokens == 96 and settings.k == default.k  # out of range: ignored, with a notice
     assert any("k=" in n for n in notices) and any("temperature=" in n for n in notices)
-    for preset in app.PRESETS.values():
+    for preset in page_inputs.PRESETS.values():
         for key, (lo, hi) in RANGES.items():
             value = getattr(Settings.from_preset(preset), key)
             assert lo <= value <= hi, (preset.name, key, value)
 
 
 def test_constraint_checked_as_typed():
-    assert "badge-bad" in app.check_constraint("JSON schema", '{"type": ')
-    unsatisfiable = app.check_constraint("JSON schema", '{"type": "integer", "minimum": 5, "maximum": 2}')
+    assert "badge-bad" in page_inputs.check_constraint("JSON schema", '{"type": ')
+    unsatisfiable = page_inputs.check_constraint("JSON schema", '{"type": "integer", "minimum": 5, "maximum": 2}')
     assert "no JSON value can satisfy this schema: minimum (5) is greater than maximum (2)" in unsatisfiable
-    assert "no string can follow all of its string rules" in app.check_constraint(
+    assert "no string can follow all of its string rules" in page_inputs.check_constraint(
         "JSON schema", '{"type": "string", "pattern": "^a$", "minLength": 3}')
-    assert "badge-bad" in app.check_constraint("regex", "([a-z]")
-    assert "badge-ok" in app.check_constraint("regex", "[a-z]+")
+    assert "badge-bad" in page_inputs.check_constraint("regex", "([a-z]")
+    assert "badge-ok" in page_inputs.check_constraint("regex", "[a-z]+")
 
 
 @pytest.fixture(scope="module")
@@ -122,26 +122,26 @@ def test_api_invalid_schema_is_a_clean_error(client):
 
 
 def test_api_share_link_round_trip(client):
-    sent = Settings.from_preset(app.PRESETS["demo"])
+    sent = Settings.from_preset(page_inputs.PRESETS["demo"])
     sent.k, sent.temperature, sent.seed, sent.prompt, sent.regex = 6, 0.7, 42, "x = [1, 2,", "[0-9]+"
-    url = client.predict(*app.inputs_from_settings(sent), api_name="/share_link")
+    url = client.predict(*page_inputs.inputs_from_settings(sent), api_name="/share_link")
     params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))
     restored, notices = from_query(params, allow_custom=False)
     assert restored == sent and notices == []
 
 
 def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_not_json():
-    assert app.apply_preset("demo-json")[-1] == gr.update(open=True)
-    assert app.apply_preset("demo")[-1] != gr.update(open=True)
+    assert page_inputs.apply_preset("demo-json")[-1] == gr.update(open=True)
+    assert page_inputs.apply_preset("demo")[-1] != gr.update(open=True)
 
     class Request:
         query_params = {"preset": "demo", "regex": "[0-9]+"}
-    assert app.restore_from_url(Request())[-2] == gr.update(open=True)
-    assert app.constraint_editor("regex")["language"] is None
-    assert app.constraint_editor("JSON schema")["language"] == "json"
+    assert page_inputs.restore_from_url(Request())[-2] == gr.update(open=True)
+    assert page_inputs.constraint_editor("regex")["language"] is None
+    assert page_inputs.constraint_editor("JSON schema")["language"] == "json"
 
 
-MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15}  # after RUN_OUTPUTS: see app._messages
+MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15}  # after RUN_OUTPUTS: see playground_tab._messages
 
 
 @pytest.mark.parametrize("change, where, message", [
@@ -169,25 +169,25 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
 def test_stop_ends_the_run_with_what_it_produced():
     class Request:
         session_hash = "stop-test-session"
-    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 1024
     outputs = []
-    for i, out in enumerate(app.run(Request(), QUIET, *app.inputs_from_settings(settings))):
+    for i, out in enumerate(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(settings))):
         outputs.append(out)
         if i == 3:
-            app.request_stop(Request())
+            files.request_stop(Request())
     final = outputs[-1]
     report = json.loads(open(final[10]).read())
     assert report["phase"] == "stopped" and 0 < len(report["token_ids"]) < 1024
     assert final[2] == report["text"] and final[2].strip()  # the partial text can be copied
     assert f"stopped after {len(report['token_ids'])} tokens" in final[4]
     assert final[6] is not None and "speedup" in final[1]  # charts and stats so far
-    assert not app.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
+    assert not files.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
 
     class Hostile:
         session_hash = "../../tmp/x"
-    assert app.stop_flag(Hostile()) is None and app.stop_flag(None) is None  # no path outside the flag folder
-    assert len(list(app.run(Request(), QUIET, *app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))))) > 1
+    assert files.stop_flag(Hostile()) is None and files.stop_flag(None) is None  # no path outside the flag folder
+    assert len(list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))))) > 1
 
 
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
@@ -202,19 +202,19 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     assert times[-1] == max(spec.total, base.total) and scale * times[-1] == pytest.approx(race.REPLAY_S)
     assert spec.at(0.0) == ("", 0) and spec.at(spec.total) == (spec.texts[-1], len(spec.ends))
     monkeypatch.setattr(race, "REPLAY_S", 0.4)
-    frames = list(app.replay_race(lanes))
+    frames = list(playground_tab.replay_race(lanes))
     assert len(frames) > 2 and frames[-1].count("finished in") == 2 and "finished in" not in frames[0]
-    assert "run with" in next(app.replay_race(None))  # nothing to race before a comparison
+    assert "run with" in next(playground_tab.replay_race(None))  # nothing to race before a comparison
     tricky = race.Lane("<b>x</b>", [0.1], ["<script>alert(1)</script>"])
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
 
 
 def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
-    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 16
-    status, table, _ = list(app.run_comparison(QUIET, ["draft model", "prompt lookup"], "def f(x):",
-                                               *app.inputs_from_settings(settings)))[-1]
-    columns = {c: i for i, c in enumerate(app.experiments.COMPARE_COLUMNS)}
+    status, table, _ = list(experiments_tab.run_comparison(QUIET, ["draft model", "prompt lookup"], "def f(x):",
+                                               *page_inputs.inputs_from_settings(settings)))[-1]
+    columns = {c: i for i, c in enumerate(experiments.COMPARE_COLUMNS)}
     assert "done: 2 ways of drafting, 1 prompt each" in status and [r[0] for r in table] == ["draft model", "prompt lookup"]
     baselines = [r[columns["baseline_tokens_per_s"]] for r in table]
     assert all(b > 0 for b in baselines) and baselines[0] != baselines[1]  # two measurements, not one reused

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from playground import session
 from playground.models import loading as models
+from playground.models import placement
 from playground.models import packed_linear
 from playground.models.batch_invariant import ROW_INVARIANT, two_row_linear
 from playground.engine.runner import ModelRunner
@@ -16,20 +17,20 @@ from tests.test_engine_greedy import hf_greedy
 
 
 def test_cpu_dtype_follows_size_and_native_bf16(monkeypatch):
-    big, small = 4 * models.SMALL_MODEL + 1, 4 * models.SMALL_MODEL // 10
+    big, small = 4 * placement.SMALL_MODEL + 1, 4 * placement.SMALL_MODEL // 10
     cpu = torch.device("cpu")
     monkeypatch.delenv("PLAYGROUND_CPU_DTYPE", raising=False)
-    monkeypatch.setattr(models, "native_bf16", lambda: True)
-    assert models.default_dtype(cpu, big) == torch.bfloat16
-    assert models.default_dtype(cpu, small) == torch.float32  # too small to gain
-    monkeypatch.setattr(models, "native_bf16", lambda: False)
-    assert models.default_dtype(cpu, big) == torch.float32  # bfloat16 would be emulated
+    monkeypatch.setattr(placement, "native_bf16", lambda: True)
+    assert placement.default_dtype(cpu, big) == torch.bfloat16
+    assert placement.default_dtype(cpu, small) == torch.float32  # too small to gain
+    monkeypatch.setattr(placement, "native_bf16", lambda: False)
+    assert placement.default_dtype(cpu, big) == torch.float32  # bfloat16 would be emulated
     monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "bfloat16")
-    assert models.default_dtype(cpu, small) == torch.bfloat16
+    assert placement.default_dtype(cpu, small) == torch.bfloat16
     monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "float32")
-    monkeypatch.setattr(models, "native_bf16", lambda: True)
-    assert models.default_dtype(cpu, big) == torch.float32
-    assert models.default_dtype(torch.device("cuda"), small) == torch.bfloat16
+    monkeypatch.setattr(placement, "native_bf16", lambda: True)
+    assert placement.default_dtype(cpu, big) == torch.float32
+    assert placement.default_dtype(torch.device("cuda"), small) == torch.bfloat16
 
 
 @pytest.mark.parametrize("shape", [(48,), (1, 48), (1, 1, 48), (1, 5, 48), (3, 48)])
@@ -51,7 +52,7 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
         assert model.dtype == torch.bfloat16 and model.config._attn_implementation == "eager"
         assert model.playground_batch_invariant
         packed = [packed_linear.ATTR in m.__dict__ for m in model.modules() if isinstance(m, torch.nn.Linear)]
-        assert packed and all(p == models.native_bf16() for p in packed)  # packed where exactness was checked
+        assert packed and all(p == placement.native_bf16() for p in packed)  # packed where exactness was checked
     prompt = session.encode_prompt(pair, "def parse(text):\n")
     alone = hf_greedy(pair.target, prompt, 40, eos_id=pair.tokenizer.eos_token_id)
     for k in (1, 2, 4):
@@ -73,7 +74,7 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch):
     products and the row-invariant attention, so a pass of any width gives bitwise the logits of
     one-token passes, and greedy speculation is the target alone. (SMALL_MODEL lowered here so
     the tiny test pair counts as big.)"""
-    monkeypatch.setattr(models, "SMALL_MODEL", 1000)
+    monkeypatch.setattr(placement, "SMALL_MODEL", 1000)
     target, draft = saved_pair
     models.CACHE.entries.clear()
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.float32)
@@ -102,7 +103,7 @@ def test_packed_rows_do_not_depend_on_the_row_count(shape, dtype):
     """What batch_invariant relies on: with packed weights, products of 2 to 16 rows agree row by row,
     bitwise (one row is computed as two), and they are the unpacked product up to rounding.
     (bfloat16 is packed only on CPUs with native bfloat16: checked there.)"""
-    if dtype == torch.bfloat16 and not models.native_bf16():
+    if dtype == torch.bfloat16 and not placement.native_bf16():
         pytest.skip("bfloat16 weights are packed only on CPUs with native bfloat16")
     torch.manual_seed(0)
     layer = torch.nn.Linear(shape[1], shape[0], bias=False).to(dtype)

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from gradio_client import Client
 
-import app
+from playground.ui import files, inputs as page_inputs, playground_tab
 from playground.ui.share import MAX_LINK_CHARS, Settings, from_query
 from tests.test_hostile_constraints import listener  # noqa: F401  (fixture)
 
@@ -59,7 +59,7 @@ def test_api_refs_are_refused_without_any_request(client, listener):  # noqa: F8
 
 def test_sweeps_are_bounded(client):
     values = ",".join(str(1 + i % 8) for i in range(5000))
-    inputs = app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))
+    inputs = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
     status, table, _, csv = client.predict("k", values, "", *inputs, api_name="/sweep")
     assert "number of values" in status and not isinstance(csv, str)  # refused with its reason, no file
     status, table, _, csv = client.predict("k", "2", "\n".join(f"p{i}" for i in range(100)), *inputs, api_name="/sweep")
@@ -67,7 +67,7 @@ def test_sweeps_are_bounded(client):
 
 
 def test_wrong_types_on_the_run_endpoint_are_refused_with_the_value(client, app_url):
-    inputs = app.inputs_from_settings(Settings.from_preset(app.PRESETS["demo"]))
+    inputs = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
     inputs[3] = "abc"  # k: Gradio's slider refuses it before the app sees it
     with pytest.raises(Exception, match="(?s)slider.*'abc'"):
         client.predict(*inputs, api_name="/run")
@@ -75,20 +75,20 @@ def test_wrong_types_on_the_run_endpoint_are_refused_with_the_value(client, app_
 
 
 def test_share_link_uses_the_serving_host_and_refuses_overlong_links(client, app_url):
-    settings = Settings.from_preset(app.PRESETS["demo"])
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.prompt = "def f():\n    return 1\n"
-    url = client.predict(*app.inputs_from_settings(settings), api_name="/share_link")
+    url = client.predict(*page_inputs.inputs_from_settings(settings), api_name="/share_link")
     assert url.startswith(app_url) and "localhost:7860" not in url
     settings.prompt = "é" * 2000  # under the prompt limit, but 6 characters each in a link
     with pytest.raises(Exception, match="servers accept"):
-        client.predict(*app.inputs_from_settings(settings), api_name="/share_link")
+        client.predict(*page_inputs.inputs_from_settings(settings), api_name="/share_link")
     assert MAX_LINK_CHARS < 16_000
 
 
 def test_links_without_a_known_preset_fall_back_to_the_default_and_say_so():
     for params in ({"k": "999", "target": "evil/model", "foo": "bar"}, {"preset": "nope"}):
         settings, notices = from_query(params, allow_custom=False)
-        default = Settings.from_preset(app.PRESETS[settings.preset])
+        default = Settings.from_preset(page_inputs.PRESETS[settings.preset])
         assert settings.target == default.target and settings.prompt == default.prompt
         assert any("preset" in n for n in notices)
 
@@ -96,20 +96,20 @@ def test_links_without_a_known_preset_fall_back_to_the_default_and_say_so():
 def test_link_notices_and_constraint_messages_are_escaped():
     class Request:
         query_params = {"preset": "demo", "<img src=x onerror=alert(1)>": "1", "k": "<script>alert(1)</script>"}
-    notice = app.restore_from_url(Request())[-1]
+    notice = page_inputs.restore_from_url(Request())[-1]
     assert "\\<img" in notice and "\\<script" in notice and notice.count("<") == notice.count("\\<")
-    message = app.check_constraint("JSON schema", '{"type": "<img src=x onerror=alert(1)>"}')
+    message = page_inputs.check_constraint("JSON schema", '{"type": "<img src=x onerror=alert(1)>"}')
     assert "<img" not in message and "&lt;img" in message
 
 
 def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
-    old = app.write_download(lambda f: f.write("{}"), "old-", ".json")
-    os.utime(old, (time.time() - 2 * app.DOWNLOAD_TTL_S,) * 2)
-    fresh = app.write_download(lambda f: f.write("{}"), "new-", ".json")
+    old = files.write_download(lambda f: f.write("{}"), "old-", ".json")
+    os.utime(old, (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)
+    fresh = files.write_download(lambda f: f.write("{}"), "new-", ".json")
     assert not os.path.exists(old) and os.path.exists(fresh)
-    monkeypatch.setattr(app, "DOWNLOADS", app.DOWNLOADS / "missing" / "dir")
-    settings = Settings.from_preset(app.PRESETS["demo"])
+    monkeypatch.setattr(files, "DOWNLOADS", files.DOWNLOADS / "missing" / "dir")
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens, settings.compare = 16, False
-    final = list(app.run(None, lambda *a, **k: None, *app.inputs_from_settings(settings)))[-1]
+    final = list(playground_tab.run(None, lambda *a, **k: None, *page_inputs.inputs_from_settings(settings)))[-1]
     assert final[2] and final[10] is None  # the text is shown, the download is not
     assert "could not be written" in final[4]

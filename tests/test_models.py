@@ -10,6 +10,7 @@ import torch
 
 from playground import session
 from playground.models import loading as models
+from playground.models import locate
 from playground.models import packaged
 from playground.constraints import from_user
 from playground.errors import PlaygroundError
@@ -74,12 +75,12 @@ def test_families_cover_every_preset_model():
 
 
 def test_demo_pair_ships_small_and_loads_offline():
-    weights = list(models.DEMO_DIR.glob("*/model.safetensors"))
+    weights = list(locate.DEMO_DIR.glob("*/model.safetensors"))
     assert len(weights) == 2
     assert sum(w.stat().st_size for w in weights) <= 25_000_000
     pair = models.load_pair("demo-target", "demo-draft", "cpu")
     assert pair.target.config.model_type in ("qwen2", "qwen3") and pair.target.dtype == torch.float32
-    prompts = json.loads((models.DEMO_DIR / "heldout_prompts.json").read_text())[:3]
+    prompts = json.loads((locate.DEMO_DIR / "heldout_prompts.json").read_text())[:3]
     accepted = proposed = 0
     for text in prompts:  # held-out code: the draft must be a real distillation of the target
         prompt = session.encode_prompt(pair, text)

@@ -8,6 +8,7 @@ import torch
 
 from playground import session
 from playground.models import loading as models
+from playground.models import locate
 from playground.models import packaged
 from playground.constraints import from_user
 from playground.presets import get_preset
@@ -27,7 +28,7 @@ def pair(tmp_path_factory):
         yield models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu")
 
 
-@pytest.mark.parametrize("folder", [models.SMOLLM2_DRAFT_DIR, models.SMOLLM2_FEATURE_DIR])
+@pytest.mark.parametrize("folder", [locate.SMOLLM2_DRAFT_DIR, locate.SMOLLM2_FEATURE_DIR])
 def test_drafts_ship_small(folder):
     files = [f for f in folder.iterdir() if f.is_file()]
     assert sum(f.stat().st_size for f in files) <= 25_000_000
@@ -36,7 +37,7 @@ def test_drafts_ship_small(folder):
 def test_greedy_speculation_is_the_target_alone(pair):
     assert pair.vocab == 49152 and pair.draft_vocab_map is not None and pair.context >= 2048
     accepted = judged = 0
-    for text in json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[:2]:
+    for text in json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[:2]:
         ids = session.encode_prompt(pair, text, chat=True)
         cfg = session.settings(k=3, max_new_tokens=32)
         result = session.run(pair, ids, cfg)
@@ -51,7 +52,7 @@ def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
     must give the logits of one-token passes exactly: greedy speculation is then the target alone."""
     bf16 = models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu", dtype=torch.bfloat16)
     assert bf16.target.playground_batch_invariant
-    text = json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[1]
+    text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[1]
     ids = session.encode_prompt(bf16, text, chat=True)
     runner = session.runners(bf16, len(ids), session.settings(k=4), speculative=False)[0]
     following = session.run(bf16, ids, session.settings(max_new_tokens=12), speculative=False).token_ids
@@ -73,7 +74,7 @@ def test_feature_draft_is_exact_and_distilled(pair):
     bfloat16, and it guesses far better than chance."""
     feature = models.load_pair("smollm2-135m-instruct", "smollm2-feature-draft", "cpu", dtype=torch.bfloat16)
     assert feature.feature_draft and feature.draft.head.shape == (8191, 576)
-    text = json.loads((models.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[2]
+    text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[2]
     ids = session.encode_prompt(feature, text, chat=True)
     alone = session.run(feature, ids, session.settings(max_new_tokens=48), speculative=False).token_ids
     for k in (2, 4):

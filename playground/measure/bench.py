@@ -16,20 +16,17 @@ With `compiled`, an `engine-compiled` row runs the engine on static caches with 
 timing, and its efficiency uses pass costs measured with the compiled passes."""
 import contextlib
 import dataclasses
-import json
-import pathlib
-import statistics
 import time
 
 import torch
 
 from playground import session
 from playground.config import SpecConfig
-from playground.engine.runner import ModelRunner
-from playground.engine.static import StaticRunner
 from playground.events import Round
 from playground.metrics import summarize
 from playground.models.loading import NGRAM, Pair
+from playground.measure.pass_costs import log_costs, measure_pass_costs
+from playground.measure.report import row_line
 from playground.measure.speedup import Block, Timed, interleave, measure, timed
 
 METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
@@ -251,63 +248,6 @@ def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
     return total
 
 
-@torch.inference_mode()
-def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, burst: int = 4,
-                       compiled: bool = False) -> dict:
-    """Median seconds of one draft pass (1 token) and of a target verify pass per width, at a
-    realistic context length, with the same runners (and thread settings) the engine uses. The
-    passes alternate as in decoding: each verify pass follows a burst of draft passes and each
-    burst follows a verify pass, so neither model finds its weights in a cache the other has just
-    used (on a CPU, measuring a model alone makes its passes look up to 2x cheaper)."""
-
-    def prime(runner: ModelRunner) -> None:
-        runner.reset()
-        runner.forward(torch.arange(context, device=runner.device) % 100, keep=1)
-
-    def timed_pass(runner: ModelRunner, width: int) -> float:
-        ids = torch.arange(width, device=runner.device) % 100
-        _sync(runner.device)
-        start = time.perf_counter()
-        runner.forward(ids, keep=width)
-        _sync(runner.device)
-        runner.crop(context)
-        return time.perf_counter() - start
-
-    target, draft = _cost_runners(pair, context + max(widths) + 1, widths, compiled)
-    prime(target)
-    if draft is not None:
-        prime(draft)
-    verify, drafting = {w: [] for w in widths}, []
-    for _ in range(reps):
-        for w in widths:
-            if draft is not None:
-                drafting += [timed_pass(draft, 1) for _ in range(burst)]
-            verify[w].append(timed_pass(target, w))
-    costs = {"verify": {w: statistics.median(t) for w, t in verify.items()}, "prefill": 0.0,
-             "draft": statistics.mean(drafting) if drafting else 0.0}
-    costs["prefill"] = costs["verify"][max(widths)]  # a short prompt's prefill costs about a wide pass
-    return costs
-
-
-def _cost_runners(pair: Pair, capacity: int, widths: range, compiled: bool):
-    """The runners the engine would use: eager, or static with every measured width compiled where
-    the model supports it."""
-    if not compiled:
-        return session.eager_runners(pair)
-    target = session.static_or_eager(pair, pair.target, capacity, {(w, w) for w in widths}, pair.target_threads)
-    draft = session.static_or_eager(pair, pair.draft, capacity, {(1, 1)}, pair.draft_threads,
-                                    pair.draft_vocab_map) if pair.draft is not None else None
-    for runner in (target, draft):
-        if isinstance(runner, StaticRunner):
-            runner.warm()
-    return target, draft
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
               max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False, on_row=None) -> list[dict]:
     """Every (temperature, k) setting; each row is logged, and handed to `on_row`, once measured."""
@@ -315,17 +255,17 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     log(f"measuring pass costs at context {context}...")
     costs = measure_pass_costs(pair, context, range(1, max(ks) + 2))
-    _log_costs(log, "pass costs", context, costs)
+    log_costs(log, "pass costs", context, costs)
     if compiled and pair.draft is not None and not pair.feature_draft:
         started = time.perf_counter()
         costs["compiled"] = measure_pass_costs(pair, context, range(1, max(ks) + 2), compiled=True)
-        _log_costs(log, f"compiled pass costs ({time.perf_counter() - started:.0f} s compiling and measuring)",
+        log_costs(log, f"compiled pass costs ({time.perf_counter() - started:.0f} s compiling and measuring)",
                    context, costs["compiled"])
     rows = []
 
     def done(row: dict) -> None:
         rows.append(row)
-        log(_fmt(row))
+        log(row_line(row))
         if on_row:
             on_row(rows)
     settings = [(t, k) for t in temperatures for k in ks]
@@ -335,65 +275,6 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
             f"measurement{'s' * (repeat > 1)} per method)")
         bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs, done)
     return rows
-
-
-def _log_costs(log, title: str, context: int, costs: dict) -> None:
-    log(f"{title} at context {context}: draft {costs['draft'] * 1e3:.2f} ms, verify "
-        + ", ".join(f"{w}: {s * 1e3:.2f} ms" for w, s in costs["verify"].items()))
-
-
-RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
-
-
-def _fmt(row: dict) -> str:
-    parts = [f"{row['method']:>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
-    if row["speedup"] is None:
-        parts.append(f"speedup: cannot tell ({row['note']})")
-    for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", RANGE), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
-                     ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
-        if row.get(key) is not None and (key != "speedup_range" or row["speedup"] is not None):
-            parts.append(fmt.format(row[key]))
-    return "  ".join(parts)
-
-
-def markdown_table(rows: list[dict]) -> str:
-    head = "| method | k | T | tokens/s | speedup (95% interval) | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
-    cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
-    return head + "".join(
-        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
-        f"{cell(r['speedup'], '{:.2f}x') + cell(r.get('speedup_range'), ' ' + RANGE) if r['speedup'] is not None else 'cannot tell'} | "
-        f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
-        f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
-
-
-def write_rows(rows: list[dict], out: pathlib.Path, title: str) -> None:
-    """rows.json and table.md as they stand (rewritten after every row, so a long bench leaves what
-    it measured even when stopped)."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "rows.json").write_text(json.dumps(rows, indent=1))
-    (out / "table.md").write_text(f"# {title}\n\n" + markdown_table(rows))
-
-
-def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) -> list[pathlib.Path]:
-    """rows.json, table.md and a plotly chart (HTML; PNG too when kaleido and a browser are there)."""
-    import plotly.graph_objects as go
-    write_rows(rows, out, title)
-    fig = go.Figure()
-    for method in dict.fromkeys(r["method"] for r in rows):
-        for temperature in dict.fromkeys(r["temperature"] for r in rows):
-            mine = [r for r in rows if r["method"] == method and r["temperature"] == temperature]
-            fig.add_trace(go.Scatter(x=[r["k"] for r in mine], y=[r["speedup"] for r in mine], mode="lines+markers",
-                                     name=f"{method} T={temperature}"))
-    fig.update_layout(title=title, xaxis_title="k", yaxis_title="speedup over target-only", template="plotly_white")
-    written = [out / "rows.json", out / "table.md", out / "speedup.html"]
-    fig.write_html(out / "speedup.html", include_plotlyjs=True)  # plotly.js inside: the chart works offline
-    try:
-        fig.write_image(out / "speedup.png", width=900, height=500)
-        written.append(out / "speedup.png")
-    except Exception as exc:  # kaleido or its browser missing: the HTML chart is there
-        reason = " ".join(str(exc).split())[:160] or "kaleido could not render it here"
-        log(f"(no PNG chart: {reason}; speedup.html has the chart)")
-    return written
 
 
 def ngram_pair(pair: Pair) -> Pair:

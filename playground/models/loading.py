@@ -1,32 +1,25 @@
-"""Load target/draft pairs: device and dtype, tokenizer checks, an LRU of loaded models, progress and
-errors that name the model and say what to do."""
+"""Load target/draft pairs: an LRU of loaded models, tokenizer checks, feature drafts, and errors
+that name the model and say what to do. Where the files come from: locate; device, dtype and
+memory: placement."""
 import collections
 import gc
 import os
 import pathlib
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from playground.models import packaged
-from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT
-from playground.models.batch_invariant import make_batch_invariant
 from playground.errors import PlaygroundError
+from playground.models import placement
+from playground.models.batch_invariant import make_batch_invariant
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
+from playground.models.locate import ALIASES, Progress, locate, report, sub_progress
 from playground.models.packed_linear import pack_linears
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
-DEMO_DIR = pathlib.Path(__file__).parent / "demo_pair"
-SMOLLM2_DRAFT_DIR = pathlib.Path(__file__).parent / "smollm2_draft"
-SMOLLM2_FEATURE_DIR = pathlib.Path(__file__).parent / "smollm2_feature_draft"
-ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft", "smollm2-draft": SMOLLM2_DRAFT_DIR,
-           "smollm2-feature-draft": SMOLLM2_FEATURE_DIR}
-WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]
-Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
 
 
 @dataclass(slots=True)
@@ -64,44 +57,6 @@ def vocab_map(model) -> torch.Tensor | None:
     return getattr(model, "playground_vocab_map", None)
 
 
-def resolve_device(name: str = "auto") -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise PlaygroundError(f"device '{name}' asked for, but no CUDA GPU is available here; use --device cpu")
-    try:
-        return torch.device(name)
-    except RuntimeError:
-        raise PlaygroundError(f"unknown device '{name}': use auto, cpu or cuda") from None
-
-
-SMALL_MODEL = 100_000_000  # parameters
-
-
-def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
-    """bfloat16 on a GPU. On a CPU, bfloat16 for a model past SMALL_MODEL parameters when the CPU has
-    bfloat16 dot products (its short passes then cost about what a one-token pass costs, and
-    batch_invariant keeps greedy speculation exact); float32 otherwise, where bfloat16 would be
-    emulated or the model is too small to gain. PLAYGROUND_CPU_DTYPE=float32|bfloat16 overrides."""
-    if device.type == "cuda":
-        return torch.bfloat16
-    chosen = os.environ.get("PLAYGROUND_CPU_DTYPE", "")
-    if chosen in ("float32", "bfloat16"):
-        return getattr(torch, chosen)
-    big = float32_bytes > 4 * SMALL_MODEL
-    return torch.bfloat16 if big and native_bf16() else torch.float32
-
-
-def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX; Linux's CPU flags)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 class ModelCache:
     """A small LRU of loaded (model, tokenizer) pairs, evicting the oldest while memory runs short."""
 
@@ -122,7 +77,7 @@ class ModelCache:
             self._evict_oldest()
 
     def make_room(self, need_bytes: int, device: torch.device) -> None:
-        while self.entries and free_memory(device) < need_bytes * 1.2:
+        while self.entries and placement.free_memory(device) < need_bytes * 1.2:
             self._evict_oldest()
             if device.type == "cuda":
                 torch.cuda.empty_cache()
@@ -138,14 +93,6 @@ class ModelCache:
 CACHE = ModelCache()
 
 
-def free_memory(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    with open("/proc/meminfo") as f:
-        info = dict(line.split(":", 1) for line in f)
-    return int(info["MemAvailable"].split()[0]) * 1024
-
-
 def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = None,
                progress: Progress | None = None):
     """-> (model in eval mode, tokenizer, its CPU decode thread count or None); cached across calls.
@@ -155,81 +102,24 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
         return hit
     path = locate(model_id, progress)
     try:
-        dtype = dtype or default_dtype(device, checkpoint_bytes(path, torch.float32))
-        need = checkpoint_bytes(path, dtype)
+        dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32))
+        need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
     CACHE.make_room(need, device)
-    _report(progress, 0.9, f"loading {model_id} to {device}")
+    report(progress, 0.9, f"loading {model_id} to {device}")
     model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
-    loaded = (model, tokenizer, fastest_decode_threads(model))
+    loaded = (model, tokenizer, placement.fastest_decode_threads(model))
     CACHE.put(key, loaded)
-    _report(progress, 1.0, f"{model_id} ready")
+    report(progress, 1.0, f"{model_id} ready")
     return loaded
-
-
-def fastest_decode_threads(model) -> int | None:
-    """CPU threads for a model's short passes. A small model's matrix products are too small to
-    split: starting the thread team costs more than it saves (measured here: the 1.6M demo draft
-    takes 1.0 ms per pass on one thread, 1.9 ms on two). None means all threads (GPU, big models)."""
-    if model.device.type != "cpu" or sum(p.numel() for p in model.parameters()) > SMALL_MODEL:
-        return None
-    return 1
-
-
-def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
-    """A local directory as is; a hub id from the local cache, downloading only what loading needs."""
-    if model_id in ALIASES:
-        return ALIASES[model_id]
-    if model_id in packaged.PACKAGED:
-        return _packaged(model_id, progress)
-    try:
-        local = pathlib.Path(model_id).expanduser()
-    except RuntimeError:  # ~user with no such user
-        raise PlaygroundError(f"model '{model_id}' not found: no such user directory") from None
-    if local.is_dir():
-        if not (local / "config.json").exists():
-            raise PlaygroundError(f"model '{model_id}': the directory has no config.json")
-        return local
-    if local.is_absolute() or model_id.startswith((".", "~")) or model_id.count("/") > 1:
-        raise PlaygroundError(f"model '{model_id}' not found: no such directory")
-    return _download(model_id, progress)
-
-
-def _packaged(model_id: str, progress: Progress | None) -> pathlib.Path:
-    """The converted copy of a packaged model; from the hub when its package is not installed."""
-    found = packaged.local_dir(model_id, progress)
-    if isinstance(found, pathlib.Path):
-        return found
-    try:
-        return _download(found, progress)
-    except PlaygroundError as exc:
-        raise PlaygroundError(f"{exc}; or install it for offline use: {packaged.PACKAGED[model_id].install}") from None
-
-
-def _download(model_id: str, progress: Progress | None) -> pathlib.Path:
-    from huggingface_hub import snapshot_download
-    from huggingface_hub import errors as hub_errors
-    _report(progress, 0.0, f"fetching {model_id}")
-    try:
-        return pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES,
-                                              tqdm_class=_tqdm_reporting(progress, model_id)))
-    except hub_errors.HFValidationError:
-        raise PlaygroundError(f"model '{model_id}' not found: not a directory and not a valid Hugging Face id") from None
-    except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError):
-        raise PlaygroundError(f"model '{model_id}' not found on the Hugging Face hub (or it is gated: "
-                              "log in with `hf auth login`)") from None
-    except hub_errors.LocalEntryNotFoundError:
-        raise PlaygroundError(
-            f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
-            f"HF_HUB_OFFLINE=1). Pre-download it where there is network: `hf download {model_id}`") from None
 
 
 def _from_pretrained(model_id, path, device, dtype, need_bytes):
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
-                                                     **_placement(device, need_bytes), **_attention(device, dtype, need_bytes))
+                                                     **placement.device_map_for(device, need_bytes), **placement.attention_for(device, dtype, need_bytes))
     except torch.OutOfMemoryError:
         raise PlaygroundError(f"out of memory loading '{model_id}' on {device}: "
                               "pick a smaller preset (e.g. qwen2.5-1.5b or demo)") from None
@@ -248,8 +138,8 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     if len(tokenizer) < 2:
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
-    if _attention(device, dtype, need_bytes):
-        if dtype == torch.float32 or native_bf16():  # bfloat16 packed: checked exact on native bfloat16 only
+    if placement.attention_for(device, dtype, need_bytes):
+        if dtype == torch.float32 or placement.native_bf16():  # bfloat16 packed: checked exact on native bfloat16 only
             pack_linears(model)
         make_batch_invariant(model)
     if (path / VOCAB_MAP_FILE).is_file():
@@ -272,51 +162,13 @@ def _os_reason(exc: OSError) -> str:
     return _first_line(exc)
 
 
-def _attention(device: torch.device, dtype: torch.dtype, need_bytes: int) -> dict:
-    """The attention batch_invariant needs (see there) for half precision on a CPU, and for float32
-    models past SMALL_MODEL on a CPU (smaller ones, like the demo pair, keep transformers' choice and
-    may run compiled); else transformers' choice."""
-    if device.type == "cpu" and dtype in (torch.bfloat16, torch.float16):
-        return {"attn_implementation": BATCH_INVARIANT_ATTENTION}
-    if device.type == "cpu" and dtype == torch.float32 and need_bytes > 4 * SMALL_MODEL:
-        return {"attn_implementation": BATCH_INVARIANT_ROW_INVARIANT}
-    return {}
-
-
-def _placement(device: torch.device, need_bytes: int) -> dict:
-    """One device when it fits; otherwise let accelerate spread the model (device_map='auto')."""
-    if device.type == "cuda" and (torch.cuda.device_count() > 1 or need_bytes > free_memory(device) * 0.9):
-        return {"device_map": "auto"}
-    return {"device_map": device}
-
-
-def checkpoint_bytes(path: pathlib.Path, dtype: torch.dtype) -> int:
-    """Memory the weights will take, from the checkpoint files (rescaled to the load dtype)."""
-    files = list(path.glob("*.safetensors")) or list(path.glob("*.bin"))
-    for f in files:  # safetensors reports an unreadable file as missing: open each one first
-        open(f, "rb").close()
-    size = sum(f.stat().st_size for f in files)
-    stored = _stored_dtype_bytes(path)
-    return int(size * torch.finfo(dtype).bits / 8 / stored) if stored else size
-
-
-def _stored_dtype_bytes(path: pathlib.Path) -> int:
-    import json
-    try:
-        cfg = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError):
-        return 0
-    name = str(cfg.get("dtype") or cfg.get("torch_dtype") or "")
-    return {"float32": 4, "float16": 2, "bfloat16": 2}.get(name, 0)
-
-
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.dtype | None = None,
               progress: Progress | None = None) -> Pair:
     """Load (or reuse) both models; refuse a draft whose tokenizer differs from the target's."""
-    dev = resolve_device(device)
+    dev = placement.resolve_device(device)
     cascade = draft_id.startswith(CASCADE)
     draft_model_id = draft_id[len(CASCADE):] if cascade else draft_id
-    sub = _sub_progress(progress, 0.0, 0.5) if draft_id != NGRAM else progress
+    sub = sub_progress(progress, 0.0, 0.5) if draft_id != NGRAM else progress
     target, tokenizer, target_threads = load_model(target_id, dev, dtype, sub)
     draft, draft_threads = None, None
     if draft_id != NGRAM and (feature_dir := _feature_draft_dir(draft_model_id)) is not None:
@@ -325,7 +177,7 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
                                   "guesses do not have: use it without 'ngram+'")
         draft, draft_threads = load_feature_model(draft_model_id, feature_dir, target, target_id, len(tokenizer))
     elif draft_id != NGRAM:
-        draft, draft_tokenizer, draft_threads = load_model(draft_model_id, dev, dtype, _sub_progress(progress, 0.5, 1.0))
+        draft, draft_tokenizer, draft_threads = load_model(draft_model_id, dev, dtype, sub_progress(progress, 0.5, 1.0))
         check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_model_id)
     widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None and vocab_map(m) is None]
     return Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer),
@@ -353,13 +205,13 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         if d2t.dim() != 1 or not len(d2t) or not 0 <= int(d2t.min()) <= int(d2t.max()) < vocab:
             raise ValueError(f"{VOCAB_MAP_FILE} does not match the target's tokenizer")
         draft = load_feature_draft(path, target, d2t)
-        if native_bf16():
+        if placement.native_bf16():
             draft.pack()  # a bfloat16 CPU draft's products from packed weights (see packed_linear)
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None
     draft.playground_vocab_map = d2t
-    kept[draft_id] = loaded = (draft, fastest_decode_threads(draft))
+    kept[draft_id] = loaded = (draft, placement.fastest_decode_threads(draft))
     return loaded
 
 
@@ -388,30 +240,6 @@ def eos_token_ids(model, tokenizer) -> frozenset[int]:
 def custom_models_allowed() -> bool:
     """Model ids typed by a user (UI, share links) load only where the host opts in."""
     return os.environ.get("PLAYGROUND_ALLOW_CUSTOM_MODELS", "") == "1"
-
-
-def _report(progress: Progress | None, fraction: float, message: str) -> None:
-    if progress is not None:
-        progress(fraction, message)
-
-
-def _sub_progress(progress: Progress | None, lo: float, hi: float) -> Progress | None:
-    if progress is None:
-        return None
-    return lambda f, msg: progress(lo + (hi - lo) * f, msg)
-
-
-def _tqdm_reporting(progress: Progress | None, model_id: str):
-    """A tqdm class that forwards download progress (bytes) to `progress`, scaled to 0..0.9."""
-    from tqdm.auto import tqdm
-
-    class Reporting(tqdm):
-        def update(self, n=1):
-            out = super().update(n)
-            if progress is not None and self.total:
-                progress(0.9 * min(1.0, self.n / self.total), f"downloading {model_id}")
-            return out
-    return Reporting
 
 
 def _first_line(exc: Exception) -> str:

@@ -1,0 +1,164 @@
+"""The CLI's flags, and the reading of what they name (models, prompt files, schemas, the output
+folder): every mistake is a PlaygroundError, raised before any model loads."""
+import argparse
+import json
+import pathlib
+
+from playground.errors import PlaygroundError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr and status 2."""
+
+    def error(self, message):
+        raise PlaygroundError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="python -m playground", description="Speculative decoding playground")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    gen = commands.add_parser("generate", help="generate once, speculatively (and optionally target-only)")
+    add_model_args(gen)
+    gen.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
+    gen.add_argument("--prompt-ids", help="comma-separated token ids instead of text, e.g. 1,2,3")
+    gen.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    gen.add_argument("--system", help="system prompt for chat models")
+    add_sampling_args(gen)
+    add_constraint_args(gen)
+    gen.add_argument("--baseline", action="store_true", help="also decode with the target alone and compare")
+    gen.add_argument("--num-samples", type=int, default=1, help="N runs seeded seed..seed+N-1")
+    gen.add_argument("--json", action="store_true", help="print one JSON object")
+    bench = commands.add_parser("bench", help="this engine vs target-only and transformers, side by side")
+    add_model_args(bench)
+    bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths")
+    bench.add_argument("--temperature", default="0", help="comma-separated temperatures")
+    bench.add_argument("--prompts", help="a JSON list of prompts, or a text file with one prompt per line "
+                                         "(\\n for a newline); default: the demo pair's held-out prompts or the preset's")
+    bench.add_argument("--num-prompts", type=int, default=8)
+    bench.add_argument("--max-new-tokens", type=int, default=96)
+    bench.add_argument("--repeat", type=int, default=3)
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--raw", action="store_true", help="no chat template")
+    bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
+    bench.add_argument("--out", help="directory for rows.json, table.md and charts")
+    return parser
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="a preset name from presets/ (default: demo without a GPU)")
+    p.add_argument("--target", help="target model: Hugging Face id or local directory")
+    p.add_argument("--draft", help="draft model: Hugging Face id, local directory, or 'ngram' (prompt lookup)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--compile", action="store_true", help="static KV caches and compiled draft/verify passes "
+                   "(compiled once per process; the compile time is reported apart; bench: adds engine-compiled)")
+
+
+def add_sampling_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--k", type=int, help="draft tokens per round (1..32)")
+    p.add_argument("--temperature", type=float, help="0 for greedy")
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1) or confidence (k = ceiling)")
+    p.add_argument("--confidence", type=float, default=0.5, help="the confidence policy's threshold")
+
+
+def add_constraint_args(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--schema", help="JSON Schema: a file, or the JSON text itself")
+    group.add_argument("--regex", help="regular expression the whole output must match")
+    group.add_argument("--grammar", help="grammar file (Lark for llguidance, EBNF for xgrammar)")
+    p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
+    p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
+
+
+def constraint_from_args(args, preset):
+    """-> a checked ConstraintSpec or None; flags win over the preset's constraint."""
+    from playground.constraints import from_user
+    schema = read_text_arg(args.schema, "schema") if args.schema else ""
+    grammar = read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""
+    regex = args.regex or ""
+    if not (schema or grammar or regex) and preset is not None:
+        schema, regex = preset.schema, preset.regex
+    return from_user(schema=schema, regex=regex, grammar=grammar, backend=args.constraint_backend)
+
+
+def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:
+    """The value itself when it is JSON text (starts with '{'), else the contents of that file."""
+    if not must_be_file and value.lstrip().startswith("{"):
+        return value
+    return read_utf8(value, f"--{what}")
+
+
+def read_utf8(value: str, what: str) -> str:
+    """A text file's contents, or one clear error (missing, unreadable, not UTF-8)."""
+    path = pathlib.Path(value)
+    if not path.is_file():
+        raise PlaygroundError(f"{what}: no such file '{value}'")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlaygroundError(f"{what}: {value} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise PlaygroundError(f"{what}: cannot read {value}: {exc.strerror or exc}") from None
+
+
+def resolve_models(args):
+    """-> (preset or None, target id, draft id); explicit --target/--draft override the preset."""
+    from playground.presets import default_preset_name, get_preset
+    preset = None
+    if args.preset or not (args.target and args.draft):
+        preset = get_preset(args.preset or default_preset_name())
+    target = args.target or preset.target
+    draft = args.draft or (preset.draft if preset else None)
+    return preset, target, draft
+
+
+def pick(value, preset, name, default):
+    """The flag if given, else the preset's value, else the default."""
+    if value is not None:
+        return value
+    return getattr(preset, name) if preset is not None else default
+
+
+def parse_prompt_ids(text: str) -> list[int]:
+    try:
+        ids = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise PlaygroundError(f"--prompt-ids must be comma-separated integers, got '{text}'") from None
+    if not ids:
+        raise PlaygroundError("the prompt is empty")
+    return ids
+
+
+def writable_dir(value: str) -> pathlib.Path:
+    """--out, created if needed; checked before any model work so a typo costs nothing."""
+    path = pathlib.Path(value)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise PlaygroundError(f"--out: cannot write into {value}: {exc.strerror or exc}") from None
+    return path
+
+
+def read_prompts(path: str | None, preset, target: str) -> list[str]:
+    from playground.ui.experiments import prompt_lines
+    from playground.models.locate import DEMO_DIR, SMOLLM2_DRAFT_DIR
+    if path is None:
+        if target.startswith("demo-"):
+            return json.loads((DEMO_DIR / "heldout_prompts.json").read_text())
+        if target == "smollm2-135m-instruct":
+            return json.loads((SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())
+        return [preset.prompt] if preset is not None else ["def fib(n):\n"]
+    text = read_utf8(path, "--prompts")
+    try:
+        prompts = json.loads(text) if path.endswith(".json") else prompt_lines(text)
+    except (ValueError, RecursionError) as exc:
+        raise PlaygroundError(f"--prompts: cannot read {path}: {exc}") from None
+    if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
+        raise PlaygroundError(f"--prompts: {path} holds no prompts")
+    return prompts

@@ -1,0 +1,58 @@
+"""bench's rows as people read them: one line per row while it runs, a Markdown table, and the
+files --out writes (rows.json, table.md, a plotly chart)."""
+import json
+import pathlib
+
+
+RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
+
+
+def row_line(row: dict) -> str:
+    parts = [f"{row['method']:>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
+    if row["speedup"] is None:
+        parts.append(f"speedup: cannot tell ({row['note']})")
+    for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", RANGE), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
+                     ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
+        if row.get(key) is not None and (key != "speedup_range" or row["speedup"] is not None):
+            parts.append(fmt.format(row[key]))
+    return "  ".join(parts)
+
+
+def markdown_table(rows: list[dict]) -> str:
+    head = "| method | k | T | tokens/s | speedup (95% interval) | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
+    cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
+    return head + "".join(
+        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
+        f"{cell(r['speedup'], '{:.2f}x') + cell(r.get('speedup_range'), ' ' + RANGE) if r['speedup'] is not None else 'cannot tell'} | "
+        f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
+        f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
+
+
+def write_rows(rows: list[dict], out: pathlib.Path, title: str) -> None:
+    """rows.json and table.md as they stand (rewritten after every row, so a long bench leaves what
+    it measured even when stopped)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rows.json").write_text(json.dumps(rows, indent=1))
+    (out / "table.md").write_text(f"# {title}\n\n" + markdown_table(rows))
+
+
+def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) -> list[pathlib.Path]:
+    """rows.json, table.md and a plotly chart (HTML; PNG too when kaleido and a browser are there)."""
+    import plotly.graph_objects as go
+    write_rows(rows, out, title)
+    fig = go.Figure()
+    for method in dict.fromkeys(r["method"] for r in rows):
+        for temperature in dict.fromkeys(r["temperature"] for r in rows):
+            mine = [r for r in rows if r["method"] == method and r["temperature"] == temperature]
+            fig.add_trace(go.Scatter(x=[r["k"] for r in mine], y=[r["speedup"] for r in mine], mode="lines+markers",
+                                     name=f"{method} T={temperature}"))
+    fig.update_layout(title=title, xaxis_title="k", yaxis_title="speedup over target-only", template="plotly_white")
+    written = [out / "rows.json", out / "table.md", out / "speedup.html"]
+    fig.write_html(out / "speedup.html", include_plotlyjs=True)  # plotly.js inside: the chart works offline
+    try:
+        fig.write_image(out / "speedup.png", width=900, height=500)
+        written.append(out / "speedup.png")
+    except Exception as exc:  # kaleido or its browser missing: the HTML chart is there
+        reason = " ".join(str(exc).split())[:160] or "kaleido could not render it here"
+        log(f"(no PNG chart: {reason}; speedup.html has the chart)")
+    return written

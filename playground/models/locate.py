@@ -1,0 +1,88 @@
+"""Finding a model's files: the shipped aliases (demo pair, SmolLM2 drafts), a packaged model
+(playground.models.packaged), a local directory, or the Hugging Face hub (only the files loading
+needs, with download progress); every miss is a PlaygroundError that says what to do."""
+import pathlib
+from typing import Callable
+
+from playground.errors import PlaygroundError
+from playground.models import packaged
+
+DEMO_DIR = pathlib.Path(__file__).parent / "demo_pair"
+SMOLLM2_DRAFT_DIR = pathlib.Path(__file__).parent / "smollm2_draft"
+SMOLLM2_FEATURE_DIR = pathlib.Path(__file__).parent / "smollm2_feature_draft"
+ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft", "smollm2-draft": SMOLLM2_DRAFT_DIR,
+           "smollm2-feature-draft": SMOLLM2_FEATURE_DIR}
+WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]
+Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
+
+
+def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
+    """A local directory as is; a hub id from the local cache, downloading only what loading needs."""
+    if model_id in ALIASES:
+        return ALIASES[model_id]
+    if model_id in packaged.PACKAGED:
+        return _packaged(model_id, progress)
+    try:
+        local = pathlib.Path(model_id).expanduser()
+    except RuntimeError:  # ~user with no such user
+        raise PlaygroundError(f"model '{model_id}' not found: no such user directory") from None
+    if local.is_dir():
+        if not (local / "config.json").exists():
+            raise PlaygroundError(f"model '{model_id}': the directory has no config.json")
+        return local
+    if local.is_absolute() or model_id.startswith((".", "~")) or model_id.count("/") > 1:
+        raise PlaygroundError(f"model '{model_id}' not found: no such directory")
+    return _download(model_id, progress)
+
+
+def _packaged(model_id: str, progress: Progress | None) -> pathlib.Path:
+    """The converted copy of a packaged model; from the hub when its package is not installed."""
+    found = packaged.local_dir(model_id, progress)
+    if isinstance(found, pathlib.Path):
+        return found
+    try:
+        return _download(found, progress)
+    except PlaygroundError as exc:
+        raise PlaygroundError(f"{exc}; or install it for offline use: {packaged.PACKAGED[model_id].install}") from None
+
+
+def _download(model_id: str, progress: Progress | None) -> pathlib.Path:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub import errors as hub_errors
+    report(progress, 0.0, f"fetching {model_id}")
+    try:
+        return pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES,
+                                              tqdm_class=_tqdm_reporting(progress, model_id)))
+    except hub_errors.HFValidationError:
+        raise PlaygroundError(f"model '{model_id}' not found: not a directory and not a valid Hugging Face id") from None
+    except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError):
+        raise PlaygroundError(f"model '{model_id}' not found on the Hugging Face hub (or it is gated: "
+                              "log in with `hf auth login`)") from None
+    except hub_errors.LocalEntryNotFoundError:
+        raise PlaygroundError(
+            f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
+            f"HF_HUB_OFFLINE=1). Pre-download it where there is network: `hf download {model_id}`") from None
+
+
+def report(progress: Progress | None, fraction: float, message: str) -> None:
+    if progress is not None:
+        progress(fraction, message)
+
+
+def sub_progress(progress: Progress | None, lo: float, hi: float) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda f, msg: progress(lo + (hi - lo) * f, msg)
+
+
+def _tqdm_reporting(progress: Progress | None, model_id: str):
+    """A tqdm class that forwards download progress (bytes) to `progress`, scaled to 0..0.9."""
+    from tqdm.auto import tqdm
+
+    class Reporting(tqdm):
+        def update(self, n=1):
+            out = super().update(n)
+            if progress is not None and self.total:
+                progress(0.9 * min(1.0, self.n / self.total), f"downloading {model_id}")
+            return out
+    return Reporting

@@ -1,0 +1,103 @@
+"""Where a model goes and in what precision: the device, the dtype for this CPU or GPU, the memory
+its weights will take, the attention implementation that keeps verification exact on a CPU, and the
+thread count for its short passes."""
+import json
+import os
+import pathlib
+
+import torch
+
+from playground.errors import PlaygroundError
+from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise PlaygroundError(f"device '{name}' asked for, but no CUDA GPU is available here; use --device cpu")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise PlaygroundError(f"unknown device '{name}': use auto, cpu or cuda") from None
+
+
+SMALL_MODEL = 100_000_000  # parameters
+
+
+def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
+    """bfloat16 on a GPU. On a CPU, bfloat16 for a model past SMALL_MODEL parameters when the CPU has
+    bfloat16 dot products (its short passes then cost about what a one-token pass costs, and
+    batch_invariant keeps greedy speculation exact); float32 otherwise, where bfloat16 would be
+    emulated or the model is too small to gain. PLAYGROUND_CPU_DTYPE=float32|bfloat16 overrides."""
+    if device.type == "cuda":
+        return torch.bfloat16
+    chosen = os.environ.get("PLAYGROUND_CPU_DTYPE", "")
+    if chosen in ("float32", "bfloat16"):
+        return getattr(torch, chosen)
+    big = float32_bytes > 4 * SMALL_MODEL
+    return torch.bfloat16 if big and native_bf16() else torch.float32
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX; Linux's CPU flags)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def free_memory(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    with open("/proc/meminfo") as f:
+        info = dict(line.split(":", 1) for line in f)
+    return int(info["MemAvailable"].split()[0]) * 1024
+
+
+def fastest_decode_threads(model) -> int | None:
+    """CPU threads for a model's short passes. A small model's matrix products are too small to
+    split: starting the thread team costs more than it saves (measured here: the 1.6M demo draft
+    takes 1.0 ms per pass on one thread, 1.9 ms on two). None means all threads (GPU, big models)."""
+    if model.device.type != "cpu" or sum(p.numel() for p in model.parameters()) > SMALL_MODEL:
+        return None
+    return 1
+
+
+def attention_for(device: torch.device, dtype: torch.dtype, need_bytes: int) -> dict:
+    """The attention batch_invariant needs (see there) for half precision on a CPU, and for float32
+    models past SMALL_MODEL on a CPU (smaller ones, like the demo pair, keep transformers' choice and
+    may run compiled); else transformers' choice."""
+    if device.type == "cpu" and dtype in (torch.bfloat16, torch.float16):
+        return {"attn_implementation": BATCH_INVARIANT_ATTENTION}
+    if device.type == "cpu" and dtype == torch.float32 and need_bytes > 4 * SMALL_MODEL:
+        return {"attn_implementation": BATCH_INVARIANT_ROW_INVARIANT}
+    return {}
+
+
+def device_map_for(device: torch.device, need_bytes: int) -> dict:
+    """One device when it fits; otherwise let accelerate spread the model (device_map='auto')."""
+    if device.type == "cuda" and (torch.cuda.device_count() > 1 or need_bytes > free_memory(device) * 0.9):
+        return {"device_map": "auto"}
+    return {"device_map": device}
+
+
+def checkpoint_bytes(path: pathlib.Path, dtype: torch.dtype) -> int:
+    """Memory the weights will take, from the checkpoint files (rescaled to the load dtype)."""
+    files = list(path.glob("*.safetensors")) or list(path.glob("*.bin"))
+    for f in files:  # safetensors reports an unreadable file as missing: open each one first
+        open(f, "rb").close()
+    size = sum(f.stat().st_size for f in files)
+    stored = _stored_dtype_bytes(path)
+    return int(size * torch.finfo(dtype).bits / 8 / stored) if stored else size
+
+
+def _stored_dtype_bytes(path: pathlib.Path) -> int:
+    try:
+        cfg = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return 0
+    name = str(cfg.get("dtype") or cfg.get("torch_dtype") or "")
+    return {"float32": 4, "float16": 2, "bfloat16": 2}.get(name, 0)

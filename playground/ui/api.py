@@ -1,0 +1,36 @@
+"""The public web API beside the page's own endpoints: /generate streams one run of a preset as
+JSON snapshots."""
+from playground.errors import PlaygroundError
+from playground.ui import live
+from playground.ui.gpu import on_gpu
+from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
+from playground.ui.share import Settings
+
+
+@on_gpu()
+def generate(prompt: str, preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
+             max_new_tokens: int = 0, seed: int = 0, schema: str = "", regex: str = "",
+             compare: bool = False) -> dict:  # a generator of dicts
+    """Stream a run of a preset (the page's default one unless named) as JSON snapshots: tokens with
+    kinds and probabilities, stats, validity. k, temperature and max_new_tokens fall back to the
+    preset's values when left at 0 / -1 / 0."""
+    try:
+        prompt, preset, schema, regex = (typed(name, value, str) for name, value in
+                                         zip(("prompt", "preset", "schema", "regex"), (prompt, preset, schema, regex)))
+        k, max_new_tokens, seed = (typed(name, value, int) for name, value in
+                                   zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
+        temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
+    except PlaygroundError as exc:
+        raise user_error(exc) from None
+    if preset not in PRESETS:
+        raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
+    base = Settings.from_preset(PRESETS[preset])
+    settings = Settings(**{**{f: getattr(base, f) for f in base.__slots__}, "prompt": prompt or base.prompt,
+                           "k": k or base.k, "temperature": base.temperature if temperature < 0 else temperature,
+                           "max_new_tokens": max_new_tokens or base.max_new_tokens, "seed": seed,
+                           "schema": schema or (base.schema if not regex else ""), "regex": regex, "compare": compare})
+    try:
+        for snap in live.live_run(settings):
+            yield live.run_to_dict(snap)
+    except PlaygroundError as exc:
+        raise user_error(exc) from None

@@ -1,0 +1,120 @@
+"""The Experiments tab's callbacks: a K or temperature sweep, the draft comparison and the speedup
+calculator, each streaming its table and chart; a refused experiment leaves the last results."""
+import logging
+
+import gradio as gr
+
+from playground.errors import PlaygroundError
+from playground.limits import MAX_SWEEP_PROMPTS, at_most
+from playground.metrics import expected_speedup, expected_tokens_per_round
+from playground.models.loading import NGRAM
+from playground.ui import experiments, live, plots, render
+from playground.ui.files import write_download
+from playground.ui.gpu import on_gpu
+from playground.ui.inputs import settings_from_inputs, typed
+from playground.ui.pacing import paced
+from playground.ui.share import RANGES
+
+SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values reset when the axis changes
+log = logging.getLogger("playground.ui")
+
+
+@on_gpu(runs=3)
+def run_sweep(progress=gr.Progress(), *inputs):
+    """inputs: the sweep's axis, values and prompts, then the Playground's settings."""
+    try:
+        axis, values_text, prompts_text, *values = inputs
+        axis, values_text, prompts_text = (typed(n, v, str) for n, v in
+                                           zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
+        settings = settings_from_inputs(*values)
+        values_list = experiments.parse_values(values_text, int if axis == "k" else float)
+        lo, hi = RANGES["k" if axis == "k" else "temperature"]
+        if not all(lo <= v <= hi for v in values_list):
+            raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range)")
+        cfg, spec = live.checked_config(settings)
+        prompts = _experiment_prompts(prompts_text, settings)
+        rows = []
+        yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
+
+        def sweep(stop):  # on an engine thread (playground.ui.pacing)
+            pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
+            prompt_ids = [live.encode(pair, settings, p) for p in prompts]
+            for done in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
+                yield done
+                if stop.is_set():
+                    return
+        for rows in paced(sweep, live.PAGE_UPDATE_S):
+            status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
+                      if len(rows) < len(values_list) else "finishing")
+            yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
+    except (PlaygroundError, ValueError) as exc:
+        yield experiment_error(exc, 3)
+        return
+    csv_path = write_download(lambda f: f.write(experiments.to_csv(rows)), f"sweep-{axis}-", ".csv")
+    done = f"done: {len(rows)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
+
+
+def experiment_error(exc: Exception, outputs: int) -> list:
+    """A refused experiment: its message above the results, which stay as they were."""
+    log.info("experiment refused: %s", exc)
+    return [render.error(str(exc), "experiment")] + [gr.skip()] * outputs
+
+
+def _experiment_prompts(prompts_text: str, settings) -> list[str]:
+    """The Experiments box's prompts, or the Playground's prompt when the box is empty."""
+    prompts = experiments.prompt_lines(prompts_text) or ([settings.prompt] if settings.prompt.strip() else [])
+    at_most(len(prompts), MAX_SWEEP_PROMPTS, "the number of prompts")
+    if not prompts:
+        raise PlaygroundError("no prompts: write some in the prompts box (one per line) or in the Playground")
+    return prompts
+
+
+def column_headers(columns: list[str]) -> list[str]:
+    """Column names that wrap on a narrow screen ("tokens per s", not "tokens_per_s")."""
+    return [c.replace("_", " ") for c in columns]
+
+
+def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
+    return [[round(r[c], 3) if isinstance(r[c], float) else r[c] for c in columns] for r in rows]
+
+
+@on_gpu(runs=3)
+def run_comparison(progress=gr.Progress(), *inputs):
+    """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
+    prompts, then the Playground's settings."""
+    try:
+        variants, prompts_text, *values = inputs
+        settings = settings_from_inputs(*values)
+        prompts_text = typed("prompts", prompts_text, str)
+        if not variants or not isinstance(variants, list) or not set(variants) <= set(experiments.VARIANTS):
+            raise PlaygroundError(f"pick at least one way of drafting among {', '.join(experiments.VARIANTS)}")
+        cfg, _ = live.checked_config(settings)
+        if settings.draft.removeprefix(f"{NGRAM}+") == NGRAM:
+            raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
+        prompts = _experiment_prompts(prompts_text, settings)
+        encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
+        yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
+
+        def comparison(stop):  # on an engine thread (playground.ui.pacing)
+            for done in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
+                                                   lambda f, msg: progress(f, desc=msg)):
+                yield done
+                if stop.is_set():
+                    return
+        for rows in paced(comparison, live.PAGE_UPDATE_S):
+            status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants)
+                      else f"done: {len(rows)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each")
+            yield render.progress_note(status, final=len(rows) == len(variants)), \
+                _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)
+    except (PlaygroundError, ValueError) as exc:
+        yield experiment_error(exc, 2)
+
+
+def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
+    per_round = expected_tokens_per_round(acceptance, int(k))
+    speed = expected_speedup(acceptance, int(k), cost_ratio)
+    best = max(range(1, RANGES["k"][1] + 1), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))
+    text = (f"**{per_round:.2f}** tokens per target pass, expected speedup **{speed:.2f}x** "
+            f"(best k for these numbers: {best})")
+    return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])

@@ -1,0 +1,48 @@
+"""The server's files per browser session: downloads (a run's JSON, a sweep's CSV), removed after
+an hour, and stop flags (a file, so that a ZeroGPU worker process sees it too)."""
+import logging
+import pathlib
+import re
+import tempfile
+import time
+
+import gradio as gr
+
+DOWNLOADS = pathlib.Path(tempfile.mkdtemp(prefix="playground-downloads-"))  # run JSON and sweep CSV files
+STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per session whose run must stop
+DOWNLOAD_TTL_S = 3600  # older downloads are removed (Gradio's cached copies too: delete_cache below)
+log = logging.getLogger("playground.ui")
+
+
+def write_download(write, prefix: str, suffix: str) -> str | None:
+    """A file in this app's own download folder, where files older than DOWNLOAD_TTL_S are removed."""
+    _prune_downloads()
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, dir=DOWNLOADS, delete=False) as f:
+            write(f)
+        return f.name
+    except OSError as exc:
+        log.warning("could not write a download: %s", exc)
+        return None
+
+
+def _prune_downloads() -> None:
+    for old in DOWNLOADS.glob("*"):
+        try:
+            if time.time() - old.stat().st_mtime > DOWNLOAD_TTL_S:
+                old.unlink()
+        except OSError:
+            pass
+
+
+def stop_flag(request: gr.Request | None) -> pathlib.Path | None:
+    """The file that asks this browser session's run to stop: a file, so that a ZeroGPU worker
+    process sees it too; None for a caller without a session."""
+    key = getattr(request, "session_hash", None) or ""
+    return STOPS / key if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", key) else None
+
+
+def request_stop(request: gr.Request) -> None:
+    flag = stop_flag(request)
+    if flag is not None:
+        flag.touch()

@@ -1,0 +1,148 @@
+"""The page's inputs: Settings <-> component values (typed, for API callers too), presets and
+share links applied to them, the constraint box's checks as the user types."""
+import html
+import json
+import logging
+
+import gradio as gr
+
+from playground.constraints.spec import check_regex, parse_schema
+from playground.errors import PlaygroundError
+from playground.models.loading import custom_models_allowed
+from playground.presets import all_presets, default_preset
+from playground.ui.share import Settings, from_query, share_url
+
+PRESETS = all_presets()
+DEFAULT = Settings.from_preset(default_preset())
+log = logging.getLogger("playground.ui")
+MODELS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})
+CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
+EXAMPLE_CONSTRAINTS = {
+    "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "languages": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}},
+        "required": ["name", "age", "languages"], "additionalProperties": False}, indent=1)),
+    **({"JSON: package metadata": ("JSON schema", PRESETS["demo-json"].schema.strip())} if "demo-json" in PRESETS else {}),
+    "regex: ISO date": ("regex", r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"),
+    "regex: IPv4": ("regex", r"((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"),
+    "regex: semantic version": ("regex", r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})"),
+}
+
+
+def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
+                         system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
+                         confidence, compile=False) -> Settings:
+    """Component values (or an API caller's) -> Settings; a wrong type is a PlaygroundError naming it."""
+    constraint = typed("constraint", constraint, str)
+    return Settings(preset=typed("preset", preset, str), target=typed("target", target, str),
+                    draft=typed("draft", draft, str), k=typed("k", k, int), temperature=typed("temperature", temperature, float),
+                    top_p=typed("top_p", top_p, float), top_k=typed("top_k", top_k, int), seed=typed("seed", seed, int),
+                    max_new_tokens=typed("max_new_tokens", max_new_tokens, int), prompt=typed("prompt", prompt, str),
+                    system=typed("system", system, str), chat=typed("chat", chat, bool),
+                    schema=constraint if kind == "JSON schema" else "", regex=constraint if kind == "regex" else "",
+                    backend=typed("backend", backend, str), compare=typed("compare", compare, bool),
+                    schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
+                    policy=typed("policy", policy, str), confidence=typed("confidence", confidence, float),
+                    compile=typed("compile", compile, bool))
+
+
+def user_error(exc: PlaygroundError) -> gr.Error:
+    """A user's mistake for an API caller or a popup: one line in the server log, no traceback."""
+    log.info("refused: %s", exc)
+    return gr.Error(str(exc), print_exception=False)
+
+
+def typed(name: str, value, kind: type):
+    """An API value of the expected type (None is the empty value); ints must be whole numbers."""
+    if value is None:
+        return kind()
+    if kind is str and isinstance(value, str) or kind is bool and isinstance(value, bool):
+        return value
+    if kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if kind is int and value != int(value):
+            raise PlaygroundError(f"{name} must be a whole number, got {value!r}")
+        return kind(value)
+    raise PlaygroundError(f"{name} must be {'a number' if kind in (int, float) else 'a ' + kind.__name__}, "
+                          f"got {str(value)[:40]!r} ({type(value).__name__})")
+
+
+def inputs_from_settings(s: Settings) -> list:
+    kind = "JSON schema" if s.schema.strip() else "regex" if s.regex.strip() else "none"
+    text = s.schema.strip() or s.regex
+    return [s.preset, s.target, s.draft, s.k, s.temperature, s.top_p, s.top_k, s.seed, s.max_new_tokens, s.prompt,
+            s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence, s.compile]
+
+
+def preset_note(name: str) -> str:
+    preset = PRESETS.get(name)
+    if preset is None:
+        return ""
+    return f"{preset.purpose}" + (" *A GPU is recommended.*" if preset.gpu else "")
+
+
+def apply_preset(name: str):
+    if name not in PRESETS:
+        raise user_error(PlaygroundError(f"unknown preset '{name[:40]}'"))
+    settings = Settings.from_preset(PRESETS[name])
+    return inputs_from_settings(settings) + [preset_note(name), constraint_section(settings)]
+
+
+def constraint_section(settings: Settings):
+    """The Structured output section opens when the settings carry a constraint, so it is seen."""
+    return gr.update(open=True) if (settings.schema.strip() or settings.regex.strip()) else gr.skip()
+
+
+def constraint_editor(kind: str):
+    """JSON highlighting for a schema only (a regex is not JSON)."""
+    return gr.update(language="json" if kind == "JSON schema" else None)
+
+
+def example_settings(name: str, prompt: str):
+    values = apply_preset(name)
+    return [*values[:9], prompt, *values[10:]]
+
+
+def restore_from_url(request: gr.Request):
+    """demo.load: settings from the page's query parameters; what is ignored is said, never run."""
+    params = dict(request.query_params) if request is not None else {}
+    if not params:
+        return inputs_from_settings(DEFAULT) + [preset_note(DEFAULT.preset), constraint_section(DEFAULT), ""]
+    settings, notices = from_query(params, custom_models_allowed())
+    note = "".join(f"- {_md_escape(n)}\n" for n in notices)
+    return inputs_from_settings(settings) + [preset_note(settings.preset), constraint_section(settings),
+                                             note and f"**Link notices**\n{note}"]
+
+
+def _md_escape(text: str) -> str:
+    """User text shown through Markdown: every Markdown or HTML character backslash-escaped, so
+    it shows as typed, with no HTML, links or formatting of its own."""
+    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&" else c for c in text)
+
+
+def make_share_link(request: gr.Request, *values) -> str:
+    """A link to this page (whatever host and port serve it) that restores every setting."""
+    try:
+        return share_url(page_url(request), settings_from_inputs(*values))
+    except PlaygroundError as exc:
+        raise user_error(exc) from None
+
+
+def page_url(request: gr.Request | None) -> str:
+    """The page's own address, as the browser sees it (behind a proxy: its forwarded host and scheme)."""
+    if request is None or request.request is None:
+        return "http://localhost:7860/"
+    url, headers = request.request.base_url, request.headers
+    host = headers.get("x-forwarded-host") or headers.get("host") or url.netloc
+    scheme = headers.get("x-forwarded-proto") or url.scheme
+    return f"{scheme}://{host}{url.path}"
+
+
+def check_constraint(kind: str, text: str) -> str:
+    """Checks as the user types (JSON, meta-schema, regex syntax); the backend checks the rest at Run."""
+    if kind == "none" or not (text or "").strip():
+        return ""
+    try:
+        parse_schema(text) if kind == "JSON schema" else check_regex(text)
+    except PlaygroundError as exc:
+        return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
+    return '<span class="badge badge-ok">looks fine</span>'

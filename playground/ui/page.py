@@ -1,0 +1,188 @@
+"""The page's layout and its wiring: which component feeds which callback (playground_tab,
+experiments_tab, api). Building it starts nothing; app.py launches `demo`."""
+import gradio as gr
+
+from playground.limits import CONCURRENCY
+from playground.models.loading import custom_models_allowed
+from playground.ui import experiments, render, race
+from playground.ui.api import generate
+from playground.ui.experiments_tab import SWEEP_DEFAULTS, column_headers, calculator, run_comparison, run_sweep
+from playground.ui.files import DOWNLOAD_TTL_S, request_stop
+from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, MODELS, PRESETS, apply_preset,
+                                  check_constraint, constraint_editor, example_settings, make_share_link, preset_note,
+                                  restore_from_url)
+from playground.ui.playground_tab import BUSY, IDLE, remember_run, replay_race, run
+from playground.ui.share import RANGES
+
+ABOUT = """
+**How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
+forward pass. Green tokens are guesses the target kept, red struck-through ones it refused (they are not
+part of the text), orange is the target's own token where it refused, blue the extra token it adds when
+every guess was kept, grey a token the constraint forces. Hover a token for its probabilities.
+
+**Why the output does not change.** Under greedy decoding a guess is kept only if it is the target's own
+choice, so the text is exactly the target's. When sampling, a guess `x` is kept with probability
+`min(1, p_target(x) / p_draft(x))` and a refusal draws from `max(0, p_target - p_draft)` renormalised:
+the output has exactly the target's distribution.
+
+**Expected tokens per target pass** when each guess is kept with probability `α` and the draft makes `k`
+guesses: `(1 - α^(k+1)) / (1 - α)`. `α` is per token; the *acceptance rate* shown (kept / proposed) is lower,
+because guesses after a refusal are proposed but never judged. The speedup also pays for the draft: divide by
+`k * c + 1`, where `c` is a draft pass's cost in target passes.
+"""
+
+with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNLOAD_TTL_S)) as demo:
+    gr.HTML(f"<style>{render.CSS}{race.CSS}</style>")
+    gr.Markdown("# Speculative decoding & structured output playground\n"
+                "A small draft model guesses, the large target verifies several tokens in one pass, the output "
+                "stays exactly the target's. Paste a JSON Schema or a regex and every token stays valid.")
+    link_notice = gr.Markdown()
+    with gr.Tab("Playground"):
+        with gr.Row():
+            with gr.Column(scale=1, min_width=300):
+                preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset")
+                note = gr.Markdown(preset_note(DEFAULT.preset))
+                model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
+                target = gr.Dropdown(MODELS, value=DEFAULT.target, label="Target model",
+                                     allow_custom_value=custom_models_allowed())
+                draft = gr.Dropdown(MODELS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
+                                    allow_custom_value=custom_models_allowed())
+                k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
+                policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
+                                  info="schedule: +2 after a fully kept round, -1 after a rejection; confidence: the "
+                                       "draft stops when unsure. With both, k is the ceiling.")
+                confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
+                                       visible=False)  # shown with the confidence policy only
+                temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
+                max_new_tokens = gr.Slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
+                                           elem_id="max-tokens")
+                compare = gr.Checkbox(value=True, label="Compare with the target alone")
+                with gr.Accordion("Advanced", open=False):
+                    top_p = gr.Slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.05, label="Top-p")
+                    top_k = gr.Slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
+                    seed = gr.Number(value=0, precision=0, label="Seed")
+                    chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
+                    system = gr.Textbox(label="System prompt", lines=2)
+                    backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
+                    compile_passes = gr.Checkbox(
+                        value=False, label="Compiled passes (static KV cache, torch.compile)",
+                        info="The target's verify pass (and on a GPU the draft's step) runs compiled. The first run "
+                             "with a model, k and context size compiles first (about 20 s a pass on a 2-core CPU).")
+            with gr.Column(scale=2):
+                prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
+                prompt_msg = gr.HTML()
+                with gr.Accordion("Structured output (JSON Schema or regex)",
+                                  open=bool(DEFAULT.schema or DEFAULT.regex)) as constraint_acc:
+                    kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
+                    constraint = gr.Code(language="json", lines=6, label="Schema or pattern", interactive=True)
+                    constraint_check = gr.HTML()
+                    schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt")
+                    example_constraint = gr.Dropdown(list(EXAMPLE_CONSTRAINTS), label="Examples", value=None)
+                with gr.Row():
+                    run_btn = gr.Button("Run", variant="primary", elem_id="run-button")
+                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button", interactive=False)
+                    share_btn = gr.Button("Share link", elem_id="share-button")
+                run_msg = gr.HTML()
+                share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False)
+                gr.HTML(render.legend())
+                stream = gr.HTML(render.token_stream([]), elem_id="stream")
+                metrics_html = gr.HTML(render.metrics(None, DEFAULT.k))
+                badge = gr.HTML()
+                with gr.Tabs():
+                    with gr.Tab("Text"):
+                        with gr.Row():
+                            text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
+                            baseline_text = gr.Textbox(label="Target alone (for comparison)", lines=8, buttons=["copy"],
+                                                       elem_id="baseline-text", visible=DEFAULT.compare)
+                    with gr.Tab("Race", elem_id="race-tab") as race_tab:
+                        race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
+                        race_html = gr.HTML(render.progress_note("after a run with the comparison on, both runs replay "
+                                                                 "here side by side at their measured pace", final=True))
+                    with gr.Tab("JSON"):
+                        pretty = gr.JSON(label="Parsed output", open=True)
+                    with gr.Tab("Charts"):
+                        with gr.Row():
+                            hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot")
+                            pos_plot = gr.Plot(label="By draft position")
+                        with gr.Row():
+                            cum_plot = gr.Plot(label="Tokens vs passes")
+                            time_plot = gr.Plot(label="Time split")
+                download = gr.DownloadButton("Download run (JSON)", value=None)
+        SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
+                    kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes]
+        offline = [[p.name, p.prompt] for p in PRESETS.values() if p.offline]
+        gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
+                    label="Offline examples (click to load)", api_visibility="private")
+        with gr.Accordion("How to read this", open=False):
+            gr.Markdown(ABOUT)
+
+    with gr.Tab("Experiments"):
+        gr.Markdown("Sweep one setting over a set of prompts (one per line, `\\n` for a newline); everything else "
+                    "comes from the Playground tab. Both columns are measured side by side in this process.")
+        with gr.Row():
+            axis = gr.Radio(["k", "temperature"], value="k", label="Sweep")
+            sweep_values = gr.Textbox(value=SWEEP_DEFAULTS["k"], label="Values")
+        sweep_prompts = gr.Textbox(lines=4, label="Prompts (empty: the prompt of the Playground tab)")
+        sweep_btn = gr.Button("Run sweep", variant="primary")
+        sweep_status = gr.HTML()
+        sweep_table = gr.Dataframe(headers=column_headers(experiments.COLUMNS), label="Results", interactive=False, wrap=True,
+                                   elem_id="sweep-table")
+        sweep_plot = gr.Plot()
+        sweep_csv = gr.DownloadButton("Download CSV", value=None)
+        gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
+                    "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
+        variants = gr.CheckboxGroup(list(experiments.VARIANTS), value=list(experiments.VARIANTS), label="Drafts")
+        compare_btn = gr.Button("Compare drafts", variant="primary")
+        compare_status = gr.HTML()
+        compare_table = gr.Dataframe(headers=column_headers(experiments.COMPARE_COLUMNS), label="Results", interactive=False, wrap=True,
+                                     elem_id="compare-table")
+        compare_plot = gr.Plot()
+        gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
+                    "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
+                    "(k c + 1)`. Your measured runs (their estimated α) appear as red crosses.")
+        with gr.Row():
+            calc_a = gr.Slider(0, 0.99, value=0.7, step=0.01, label="per-token acceptance α")
+            calc_k = gr.Slider(*RANGES["k"], value=4, step=1, label="k")
+            calc_c = gr.Slider(0.01, 1, value=0.1, step=0.01, label="cost ratio c")
+        calc_text = gr.Markdown()
+        calc_plot = gr.Plot()
+
+    history = gr.State([])
+    measured = gr.State(None)
+    RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
+                   download, measured]
+    MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc]  # see _messages
+    race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
+
+    preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private")
+    demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private")
+    policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
+    kind.change(constraint_editor, kind, constraint, api_visibility="private")
+    compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
+    (run_btn.click(lambda: BUSY, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
+     .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
+           concurrency_id="device", show_progress_on=[stream])  # it can act; one progress indicator, on the stream
+     .then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
+     .then(remember_run, [measured, history], history, api_visibility="private"))
+    stop_btn.click(request_stop, None, None, queue=False, api_visibility="private")
+    for trigger in (race_tab.select, race_btn.click):
+        trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
+                show_progress="hidden")
+    share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link").success(
+        lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
+    for trigger in (kind.change, constraint.change):
+        trigger(check_constraint, [kind, constraint], constraint_check, api_visibility="private")
+    example_constraint.input(lambda name: EXAMPLE_CONSTRAINTS[name] if name else (gr.skip(), gr.skip()),
+                             example_constraint, [kind, constraint], api_visibility="private")
+    axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
+    sweep_btn.click(run_sweep, [axis, sweep_values, sweep_prompts] + SETTINGS,
+                    [sweep_status, sweep_table, sweep_plot, sweep_csv], api_name="sweep",
+                    concurrency_limit=CONCURRENCY, concurrency_id="device", show_progress_on=[sweep_status])
+    compare_btn.click(run_comparison, [variants, sweep_prompts] + SETTINGS, [compare_status, compare_table, compare_plot],
+                      api_name="compare_drafts", concurrency_limit=CONCURRENCY, concurrency_id="device",
+                      show_progress_on=[compare_status])
+    for slider in (calc_a, calc_k, calc_c):
+        slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
+    history.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
+    demo.load(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
+    gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id="device")

@@ -1,0 +1,138 @@
+"""The Playground tab's callbacks: one run streamed into the page (tokens, metrics, then charts and
+its download), each error next to its cause, the race replay and the runs kept for the calculator."""
+import json
+import logging
+import time
+
+import gradio as gr
+
+from playground.errors import PlaygroundError
+from playground.measure.speedup import MAX_BLOCKS
+from playground.metrics import engine_seconds, identity_note, summarize
+from playground.models.loading import NGRAM
+from playground.ui import live, plots, race, render
+from playground.ui.files import stop_flag, write_download
+from playground.ui.gpu import on_gpu
+from playground.ui.inputs import check_constraint, settings_from_inputs
+from playground.ui.share import Settings
+
+log = logging.getLogger("playground.ui")
+
+
+def _view(snap: live.Snapshot, final: bool, first: bool = False):
+    """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over; the first
+    snapshot clears what the previous run left)."""
+    result = snap.result
+    stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
+    stream = render.token_stream(snap.events, snap.eos_ids)
+    same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0) if snap.baseline else ""
+    metric = render.metrics(stats, snap.settings.k, live.speedup(snap), same, note=snap.note,
+                            theory=snap.settings.draft != NGRAM)
+    if not final:
+        rest = ["", "", "", None, None, None, None, None, None] if first else [gr.skip()] * 9
+        return [stream, metric, *rest]
+    baseline_text = snap.baseline.text if snap.baseline else ""
+    pretty = _pretty_json(result.text) if snap.settings.schema.strip() else None
+    download = _download(snap)
+    badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
+             render.validity_badge(result.valid, result.validation_error, result.constraint_notes))
+    badge += "" if download else render.warning("the download file could not be written (is the server's disk full?); "
+                                                "the run is shown above")
+    return [stream, metric, result.text, baseline_text, badge,
+            pretty, plots.accepted_histogram(snap.events, snap.settings.k), plots.acceptance_by_position(snap.events),
+            plots.cumulative_tokens(snap.events, snap.baseline_events),
+            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download]
+
+
+def _pretty_json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _download(snap: live.Snapshot) -> str | None:
+    """The run as a JSON file, or None when it cannot be written (a full disk must not lose the run)."""
+    return write_download(lambda f: json.dump(live.run_to_dict(snap), f, indent=1), "speculative-run-", ".json")
+
+
+@on_gpu()
+def run(request: gr.Request, progress=gr.Progress(), *values):
+    """Run the current settings: stream the coloured tokens and metrics, then charts and files. A
+    mistake is shown once, next to its cause, and leaves the last run's outputs as they were; Stop
+    ends the run with what it has produced."""
+    flag = stop_flag(request)
+    try:
+        settings = settings_from_inputs(*values)
+        snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
+                              should_stop=lambda: flag is not None and flag.exists())
+        snap = None
+        for i, snap in enumerate(snaps):
+            if snap.phase == "speculative":
+                yield (_view(snap, final=False, first=i == 0) + [gr.skip()]
+                       + (_messages(settings) if i == 0 else SKIP_MESSAGES) + [None if i == 0 else gr.skip()])
+            elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
+                done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
+                note = f"measuring the target alone for comparison: {done} tokens so far"
+                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM), gr.skip(),
+                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip()]
+            elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
+                note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}): "
+                        f"{snap.speedup.reason}")
+                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM)] \
+                    + [gr.skip()] * 10 + SKIP_MESSAGES + [gr.skip()]
+    except PlaygroundError as exc:
+        log.info("run refused (%s): %s", exc.where or "run", exc)
+        yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()]
+        return
+    finally:
+        if flag is not None:
+            flag.unlink(missing_ok=True)
+    measure = live.speedup(snap)
+    trusted = measure.speedup if measure else None
+    measured = {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": trusted}
+    yield _view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
+
+
+def replay_race(lanes: list | None):
+    """The last comparison replayed at its measured pace (slowed or sped up so the slower run lasts
+    race.REPLAY_S); a frame is sent only when a run finishes a round. No GPU: it only waits."""
+    if not lanes:
+        yield render.progress_note("run with \"Compare with the target alone\" on, then replay the race here", final=True)
+        return
+    times, scale = race.replay_times(lanes)
+    started, shown = time.monotonic(), None
+    for i, t in enumerate(times):
+        rounds = tuple(lane.at(t)[1] for lane in lanes)
+        if rounds != shown or i == len(times) - 1:
+            shown = rounds
+            yield race.frame_html(lanes, t, scale)
+        time.sleep(max(0.0, started + (i + 1) * race.FRAME_S - time.monotonic()))
+
+
+def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> list:
+    """-> values for MESSAGES: the error next to the input it is about (a constraint's opens its
+    section) and the other messages cleared; with no error, the constraint's own check again."""
+    values = ["", "", "", gr.skip(), gr.skip()]  # model, prompt, run, constraint check, constraint section
+    if exc is not None:
+        where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
+        values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
+        if where == "constraint":
+            values[4] = gr.update(open=True)
+    elif settings is not None:
+        kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
+        values[3] = check_constraint(kind, settings.schema.strip() or settings.regex)
+    return values
+
+
+SKIP_MESSAGES = [gr.skip()] * 5
+MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3}  # indices in _messages' values
+BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
+IDLE = gr.update(interactive=True), gr.update(interactive=False)
+
+
+def remember_run(measured: dict | None, history: list) -> list:
+    """Keep this browser session's measured runs for the speedup calculator."""
+    if measured and measured.get("speedup"):
+        return (history or []) + [measured]
+    return history or []
