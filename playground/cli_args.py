@@ -62,6 +62,8 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int)
     p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1) or confidence (k = ceiling)")
     p.add_argument("--confidence", type=float, default=0.5, help="the confidence policy's threshold")
+    p.add_argument("--tree", type=parse_tree, default=(), help="draft a static token tree instead of a chain: "
+                   "children per node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused)")
 
 
 def add_constraint_args(p: argparse.ArgumentParser) -> None:
@@ -162,3 +164,11 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
     if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
         raise PlaygroundError(f"--prompts: {path} holds no prompts")
     return prompts
+
+
+def parse_tree(text: str) -> tuple[int, ...]:
+    """'3,2,1' -> (3, 2, 1); the shape itself is checked by SpecConfig."""
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--tree takes children per depth, e.g. 3,2,1; got '{text[:40]}'") from None

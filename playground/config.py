@@ -8,6 +8,7 @@ MAX_K = 16  # the page's slider, the CLI and the API alike
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0  # outside, logits / T overflows or flattens to noise
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds
 POLICIES = ("fixed", "schedule", "confidence")  # see playground.engine.schedule
+MAX_TREE_NODES, MAX_TREE_BRANCHING, MAX_TREE_DEPTH = 64, 8, 8  # a token tree's verify pass stays this narrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class SpecConfig:
     policy: str = "fixed"  # draft length: fixed k, the +2/-1 schedule, or stop when the draft is unsure
     confidence: float = 0.5  # the "confidence" policy stops drafting below this top probability
     compile: bool = False  # static KV caches and compiled draft / verify passes (playground.engine.static)
+    tree: tuple[int, ...] = ()  # a static token tree's children per node at each depth (playground.engine.tree); () a chain
 
     def __post_init__(self):
         if not 1 <= self.k <= MAX_K:
@@ -52,3 +54,24 @@ class SpecConfig:
             raise PlaygroundError(f"unknown draft policy '{self.policy}': use one of {', '.join(POLICIES)}")
         if not 0 < self.confidence < 1:
             raise PlaygroundError(f"confidence must be between 0 and 1, got {self.confidence}")
+        if self.tree:
+            self._check_tree()
+
+    def _check_tree(self) -> None:
+        if not 1 <= len(self.tree) <= MAX_TREE_DEPTH or not all(1 <= b <= MAX_TREE_BRANCHING for b in self.tree):
+            raise PlaygroundError(f"a token tree is 1 to {MAX_TREE_DEPTH} depths of 1 to {MAX_TREE_BRANCHING} "
+                                  f"children per node, e.g. 3,2,1; got {','.join(map(str, self.tree))}")
+        if tree_nodes(self.tree) > MAX_TREE_NODES:
+            raise PlaygroundError(f"the token tree {','.join(map(str, self.tree))} has {tree_nodes(self.tree)} nodes; "
+                                  f"at most {MAX_TREE_NODES} are verified in one pass")
+        if self.policy != "fixed" or self.compile:
+            raise PlaygroundError("a token tree runs with the fixed draft policy and eager passes (not compiled) for now")
+
+
+def tree_nodes(branching: tuple[int, ...]) -> int:
+    """Nodes of a static tree: (3, 2, 1) -> 3 + 3*2 + 3*2*1 = 15."""
+    total, width = 0, 1
+    for b in branching:
+        width *= b
+        total += width
+    return total

@@ -9,6 +9,7 @@ from playground.constraints import Constraint, ConstraintSpec, compile_constrain
 from playground.constraints.guide import Guide
 from playground.detok import with_text
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
+from playground.engine.tree import TreeProposer
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
@@ -25,12 +26,13 @@ __all__ = ["constrain", "encode_prompt", "generate", "load_pair", "run", "settin
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
              max_new_tokens: int = 128, policy: str = "fixed", confidence: float = 0.5,
-             compile: bool = False) -> SpecConfig:
+             compile: bool = False, tree: tuple[int, ...] = ()) -> SpecConfig:
     """Validated run settings (raises PlaygroundError naming the bad value). With an adaptive
     `policy` ("schedule" or "confidence"), k is the most the draft proposes in a round; `compile`
-    runs the draft and verify passes compiled on static caches."""
+    runs the draft and verify passes compiled on static caches; `tree` (children per node at each
+    depth) drafts a static token tree instead of a chain."""
     return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed, policy=policy, confidence=confidence,
-                      compile=compile, sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
+                      compile=compile, tree=tuple(tree), sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
 
 
 def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None,
@@ -91,7 +93,9 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
         if isinstance(runner, StaticRunner):
             runner.warm()
     fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
-    proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft)
+    if speculative and cfg.tree:
+        check_tree(pair, draft, guide)
+    proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg.tree)
     return with_text(speculate(target, proposer, prompt_ids, cfg, pair.eos_ids, guide), pair.tokenizer, prompt_ids)
 
 
@@ -219,9 +223,23 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, 
     return time.perf_counter() - started if any(r.compile_s for _, r in static) or made else 0.0
 
 
-def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None):
+def check_tree(pair: Pair, draft: ModelRunner | None, guide: Guide | None) -> None:
+    """What a token tree needs for now: a token draft model on a full-attention cache, no constraint."""
+    if pair.draft is None or pair.cascade or pair.feature_draft:
+        raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup, a cascade or a "
+                              "feature draft, for now)")
+    if guide is not None:
+        raise PlaygroundError("a token tree does not take a JSON Schema or regex yet: use a chain (no tree)")
+    if not draft.takes_trees:
+        raise PlaygroundError(f"'{pair.draft_id}' has sliding-window layers, whose cache cannot keep one branch "
+                              "of a tree: use a chain")
+
+
+def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, tree: tuple[int, ...] = ()):
     if not speculative:
         return NoProposer()
+    if tree:
+        return TreeProposer(draft, tree)
     if pair.draft is None:
         return PromptLookupProposer(pair.device)
     proposer = DraftModelProposer(draft)

@@ -55,6 +55,23 @@ class GrowingLayer(DynamicLayer):
         if self.is_initialized:
             self._views()
 
+    def keep(self, start: int, slots: torch.Tensor) -> None:
+        """Keep positions [0, start) and then `slots` (ascending, >= start), moved down to follow them:
+        a token tree's accepted path becomes the sequence; the rest is forgotten."""
+        if not self.is_initialized:
+            return
+        end = start + len(slots)
+        for buf in (self.k_buf, self.v_buf):
+            buf[:, :, start:end] = buf.index_select(2, slots)  # [B, H, len(slots), D], copied before writing
+        self.length = end
+        self._views()
+
+
+def keep_slots(cache: Cache, start: int, slots: torch.Tensor) -> None:
+    """GrowingLayer.keep on every layer (a token tree's pass compacted to its accepted path)."""
+    for layer in cache.layers:
+        layer.keep(start, slots)
+
 
 def new_cache(config) -> Cache:
     """A GrowingLayer cache for models whose layers all attend to the full sequence; transformers'

@@ -2,7 +2,8 @@
 import contextlib
 
 import torch
-from playground.engine.cache import new_cache
+from playground.engine.cache import GrowingLayer, keep_slots, new_cache
+from playground.models.batch_invariant import ROW_INVARIANT
 
 
 DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
@@ -84,6 +85,32 @@ class ModelRunner:
         out = self.model.get_decoder()(input_ids=ids[None], past_key_values=self.cache, use_cache=True)
         self.hidden = out.last_hidden_state[0]  # [n, H]
         return self.model.get_output_embeddings()(self.hidden[-keep:] if keep else self.hidden)
+
+    @property
+    def takes_trees(self) -> bool:
+        """Whether this model's cache can be compacted after a token-tree pass (full attention only)."""
+        return all(isinstance(layer, GrowingLayer) for layer in self.cache.layers) and not self.keep_hidden
+
+    def forward_tree(self, ids: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """One pass over rows that are not one causal run (a token tree's): ids [m], positions [m]
+        (each row's place in its own branch), visible [m, length + m] bool (the cached positions and
+        rows of this pass each row attends to). -> logits [m, V]. The rows are cached in the pass's
+        order; keep() then compacts the cache to the branch that was accepted."""
+        mask = torch.zeros(visible.shape, dtype=self.model.dtype, device=self.device)
+        mask.masked_fill_(~visible, torch.finfo(self.model.dtype).min)  # additive: 0 seen, -inf-like not
+        rows = None  # the keys each row sees, for the row-invariant attention (others read the mask)
+        if getattr(self.model.config, "_attn_implementation", None) == ROW_INVARIANT:
+            rows = [row.nonzero().flatten() for row in visible]
+        if self.t2d is not None:
+            ids = self.t2d[ids]
+        with self.decode_threads():
+            out = self.model(input_ids=ids[None], position_ids=positions[None], attention_mask=mask[None, None],
+                             past_key_values=self.cache, use_cache=True, tree_rows=rows)
+        return self._full_width(out.logits[0])
+
+    def keep(self, start: int, slots: list[int]) -> None:
+        """Keep cached positions [0, start) and `slots` after them (a tree's accepted path); see cache.keep_slots."""
+        keep_slots(self.cache, start, torch.tensor(slots, dtype=torch.long, device=self.device))
 
     def _full_width(self, logits: torch.Tensor) -> torch.Tensor:
         return full_width(logits, self.vocab, self.d2t)

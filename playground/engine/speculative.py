@@ -10,6 +10,10 @@ verification: the target reads them at the head of its next verify pass), the dr
 the grammar's masks, the verify rows are masked with the states after the preceding drafts, and the
 guide is rolled back past rejected drafts.
 
+A token tree (playground.engine.tree) is a proposal of another shape: one verify pass over every
+node with tree attention, a walk down the tree (tree_verify), and both caches compacted to the kept
+branch before the usual crop.
+
 Target-only decoding is the same loop with a proposer that proposes nothing (every round is one
 target pass and one token), so the baseline shares the sampling, EOS and timing code exactly."""
 import time
@@ -25,6 +29,8 @@ from playground.engine.runner import ModelRunner
 from playground.engine.schedule import make_schedule
 from playground.engine.sampling import make_generator, mask_logits, warp
 from playground.engine.timing import Clock
+from playground.engine.tree import TreeProposal, verify_rows
+from playground.engine.tree_verify import TreeVerdict, walk_greedy, walk_sampled
 from playground.engine.verify import verify_greedy, verify_sampled
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Prefill, Round, TokenEvent
 
@@ -87,10 +93,14 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     t1 = clock.mark()
     if isinstance(proposer, FusedProposer):  # the verify pass and the rule replayed as one graph
         verdict = _parse(proposer.verify(), proposal.passes, proposer.programs.k, proposal.probs is not None)
+    elif isinstance(proposal, TreeProposal):
+        verdict = _verify_tree(target, proposal, run, cfg)
     else:
         verdict = _verify(target, proposal, run, cfg)
     t2 = clock.mark()
     new, kept, committed, finish = _commit_events(verdict, eos_ids)
+    if verdict.path is not None:  # a tree: the target's cache keeps the accepted branch only
+        target.keep(len(run.seq), [len(run.seq) + node for node in verdict.path[:kept]])
     run.seq.extend(new)
     if not isinstance(proposer, FusedProposer):  # the fused programs place both caches' pointers themselves
         target.crop(len(run.seq) - 1)
@@ -98,12 +108,17 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     if guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
     judged = kept if len(new) == kept else len(verdict.drafts)  # drafts after an accepted EOS were never judged
+    if verdict.path is not None and len(new) > kept:
+        judged = len(proposal.tokens)  # a tree: every node was verified
     run.schedule.observe(judged, kept)
     run.budget -= len(new)
     if finish is None and run.budget == 0:
         finish = "length"
-    return _round_event(run, events + committed, judged, kept, proposal,
-                        clock.seconds(t0, t1), clock.seconds(t1, t2), started, finish, k)
+    event = _round_event(run, events + committed, judged, kept, proposal,
+                         clock.seconds(t0, t1), clock.seconds(t1, t2), started, finish, k)
+    if verdict.path is not None:
+        event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept]}
+    return event
 
 
 def _forced(proposer, run: _Run, eos_ids) -> list[TokenEvent]:
@@ -151,6 +166,7 @@ class Verdict:
     drafts: list[int]
     p_target: list[float]
     p_draft: list[float | None]
+    path: list[int] | None = None  # a token tree's accepted nodes (drafts: their tokens, then the refused children)
 
 
 def _verify(target: ModelRunner, proposal: Proposal, run: _Run, cfg: SpecConfig) -> Verdict:
@@ -161,6 +177,29 @@ def _verify(target: ModelRunner, proposal: Proposal, run: _Run, cfg: SpecConfig)
     if run.ctx.guide is not None:
         logits = mask_logits(logits, run.ctx.guide.verify_masks())
     return _judge(logits, proposal, cfg, run.ctx.generator)  # the round's one host sync
+
+
+def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecConfig) -> Verdict:
+    """The target's one pass over [pending, every node] with tree attention, then the walk
+    (playground.engine.tree_verify); the probabilities shown are read in one transfer."""
+    cached = target.length
+    pending = run.seq[cached:]  # last token (+ forced ones): the last is the tree's root
+    positions, visible = verify_rows(tree.parents, len(pending), cached)
+    ids = torch.tensor(pending + tree.tokens, device=target.device)
+    logits = target.forward_tree(ids, positions.to(target.device), visible.to(target.device))[len(pending) - 1:]
+    p = warp(logits, cfg.sampling)  # [n + 1, V]: the root's row, then each node's
+    walk = walk_greedy(tree, logits) if cfg.sampling.greedy else walk_sampled(tree, p, run.ctx.generator)
+    if len(walk.path) >= run.budget:  # past the token budget: the last node kept is the target's token
+        walk = TreeVerdict(walk.path[:run.budget - 1], tree.tokens[walk.path[run.budget - 1]], [], p)
+    shown = walk.path + walk.rejected
+    rows = [tree.parents[node] + 1 for node in shown] + [(walk.path[-1] + 1) if walk.path else 0]
+    tokens = [tree.tokens[node] for node in shown] + [walk.next]
+    p_target = p[rows, tokens].tolist()
+    p_draft = [None] * len(tokens)
+    if tree.probs is not None:
+        q_rows = [tree.q_row[node] for node in shown]
+        p_draft = tree.probs[q_rows, tokens[:-1]].tolist() + [None]
+    return Verdict(len(walk.path), walk.next, tokens[:-1], p_target, p_draft, walk.path)
 
 
 def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator) -> Verdict:

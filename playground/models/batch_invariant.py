@@ -1,6 +1,6 @@
 """Make a CPU model's logits independent of how many tokens a pass carries, so that a verify pass
 over k+1 tokens gives bitwise the logits that k+1 one-token passes give, and greedy speculation
-stays identical to the target alone (bfloat16, and float32 models past models.SMALL_MODEL).
+stays identical to the target alone (bfloat16, and float32 models past placement.SMALL_MODEL).
 
 Why it is needed: in bfloat16 on a CPU (oneDNN), a matrix product with one input row takes another
 kernel than one with two or more rows (a matrix-vector product that sums in another order), and
@@ -43,16 +43,19 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
     products on the same shapes), whatever the pass's width: bitwise the same rows. Batched
     products (matmul over all queries, or elementwise sums over the masked keys) are not: their
     kernels and blockings follow the query count and the key count (1,710 of 1,710 rows differed
-    with matmul, 345 of 1,188 with sums). Needs no mask: batch 1, no padding, causal."""
+    with matmul, 345 of 1,188 with sums). Needs no mask: batch 1, no padding, causal; a token
+    tree's pass (playground.engine.tree) names each row's keys in `tree_rows` instead."""
     k = repeat_kv(key, module.num_key_value_groups)  # [B, H, kv, d]
     v = repeat_kv(value, module.num_key_value_groups)
     width, keys = query.shape[-2], k.shape[-2]
+    tree = kwargs.get("tree_rows")  # a token tree's pass: each row's keys (its ancestors), in order
     rows = []
     for i in range(width):
         seen = keys - width + i + 1  # the keys of every position up to this query's own
-        scores = torch.matmul(query[:, :, i:i + 1], k[:, :, :seen].transpose(2, 3)) * scaling  # [B, H, 1, seen]
+        ki, vi = (k[:, :, :seen], v[:, :, :seen]) if tree is None else (k[:, :, tree[i]], v[:, :, tree[i]])
+        scores = torch.matmul(query[:, :, i:i + 1], ki.transpose(2, 3)) * scaling  # [B, H, 1, seen]
         weights = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-        rows.append(torch.matmul(weights, v[:, :, :seen]))  # [B, H, 1, d]
+        rows.append(torch.matmul(weights, vi))  # [B, H, 1, d]
     out = torch.cat(rows, dim=2) if width > 1 else rows[0]  # [B, H, q, d]
     return out.transpose(1, 2).contiguous(), None
 

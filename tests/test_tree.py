@@ -1,0 +1,180 @@
+"""Token trees (playground.engine.tree): the tree pass against each branch run alone, the cache
+compacted to the accepted branch, greedy output identical to the target alone, and the sampling law
+kept exactly (chi-square, with a broken rule the test must catch)."""
+import pytest
+import torch
+
+from playground import session
+from playground.config import tree_nodes
+from playground.constraints import from_user
+from playground.engine import speculative
+from playground.engine.runner import ModelRunner
+from playground.engine.tree import TreeProposal, ancestors, depths, verify_rows
+from playground.engine.tree_verify import TreeVerdict, _normalized
+from playground.errors import PlaygroundError
+from playground.models.batch_invariant import ROW_INVARIANT, make_batch_invariant
+from playground.models.packed_linear import pack_linears
+from tests import tiny
+from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, PROMPT, chi_square_p, exact_joint, small  # noqa: F401
+
+# root's children a, b; a has c, d; b has e; c has f: paths a-c-f, a-d, b-e
+PARENTS = [-1, -1, 0, 0, 1, 2]
+TOKENS = [40, 41, 50, 51, 52, 60]
+BRANCHES = [[0, 2, 5], [0, 3], [1, 4]]
+
+
+def test_tree_shape_helpers():
+    assert depths(PARENTS) == [1, 1, 2, 2, 2, 3]
+    assert ancestors(PARENTS)[5].nonzero().flatten().tolist() == [0, 2, 5]
+    positions, visible = verify_rows(PARENTS, pending=2, cached=7)
+    assert positions.tolist() == [7, 8, 9, 9, 10, 10, 10, 11]  # the root (the last pending token) is at 8
+    assert visible.shape == (8, 15) and visible[:, :7].all()
+    assert visible[0, 7:].tolist() == [True] + [False] * 7  # pending tokens: causal
+    assert visible[7, 7:].tolist() == [True, True, True, False, True, False, False, True]  # f: pending, a, c, f
+    assert tree_nodes((3, 2, 1)) == 15
+
+
+def row_invariant_model(seed: int = 0):
+    """A tiny float32 model on the batch-invariant path SmolLM2 takes on CPUs (packed products,
+    each attention row alone): rows do not depend on the pass's width."""
+    model = tiny.tiny_model("llama", vocab=320, hidden=64, layers=2, seed=seed, init_std=0.3)
+    model.set_attn_implementation(ROW_INVARIANT)
+    pack_linears(model)
+    return make_batch_invariant(model)
+
+
+@pytest.mark.parametrize("kind", ["row-invariant", "sdpa"])
+def test_a_tree_pass_gives_each_branch_its_own_logits(kind):
+    """Every node's logits equal those of its branch run alone after the same cache: bitwise on
+    the batch-invariant path, to float rounding on transformers' attention."""
+    model = row_invariant_model() if kind == "row-invariant" else tiny.tiny_model("llama", vocab=320, seed=0, init_std=0.3)
+    prompt = torch.tensor([5, 9, 17, 3, 22, 7, 30])
+    runner = ModelRunner(model, 320)
+    with torch.inference_mode():
+        runner.forward(prompt[:-2], keep=1)
+        positions, visible = verify_rows(PARENTS, pending=2, cached=runner.length)
+        tree = runner.forward_tree(torch.cat([prompt[-2:], torch.tensor(TOKENS)]), positions, visible)  # [8, V]
+        for branch in BRANCHES:
+            alone = ModelRunner(model, 320)
+            alone.forward(prompt[:-2], keep=1)
+            rows = [alone.forward(prompt[-2:-1], keep=1)[0], alone.forward(prompt[-1:], keep=1)[0]]
+            rows += [alone.forward(torch.tensor([TOKENS[n]]), keep=1)[0] for n in branch]  # one token a pass
+            want, got = torch.stack(rows), tree[[0, 1] + [2 + n for n in branch]]
+            if kind == "row-invariant":
+                assert torch.equal(got, want), (got - want).abs().max()
+            else:
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_cache_keeps_the_accepted_branch_only():
+    """After a tree pass, keep() leaves the cache a branch run alone would have: same keys and
+    values, and the same next logits."""
+    model = row_invariant_model(seed=3)
+    prompt = torch.tensor([5, 9, 17, 3, 22])
+    runner, alone = ModelRunner(model, 320), ModelRunner(model, 320)
+    with torch.inference_mode():
+        runner.forward(prompt[:-1], keep=1)
+        positions, visible = verify_rows(PARENTS, pending=1, cached=runner.length)
+        runner.forward_tree(torch.cat([prompt[-1:], torch.tensor(TOKENS)]), positions, visible)
+        start = len(prompt)
+        runner.keep(start, [start + n for n in BRANCHES[0][:2]])  # a, c kept; b, d, e, f forgotten
+        alone.forward(torch.cat([prompt, torch.tensor([TOKENS[0], TOKENS[2]])]), keep=1)
+        assert runner.length == alone.length == start + 2
+        for mine, theirs in zip(runner.cache.layers, alone.cache.layers):
+            assert torch.equal(mine.keys, theirs.keys) and torch.equal(mine.values, theirs.values)
+        nxt = torch.tensor([77])
+        assert torch.equal(runner.forward(nxt, keep=1), alone.forward(nxt, keep=1))
+
+
+@pytest.fixture(scope="module")
+def pair():
+    tok = tiny.byte_bpe_tokenizer(320)
+    target = tiny.tiny_model("qwen2", vocab=len(tok), hidden=64, layers=2, seed=1, init_std=0.3)
+    return tiny.make_pair(target, tiny.perturbed_copy(target, 0.05), tok), tok
+
+
+@pytest.mark.parametrize("tree", [(1, 1, 1), (2,), (3, 2, 1), (2, 2, 2, 2), (4, 1, 1, 1, 1)])
+def test_greedy_tree_output_is_the_target_alone(pair, tree):
+    pair, tok = pair
+    for text, n in (("def fib(n):", 40), ("import os\n", 7), ("x = ", 1)):
+        prompt = tok(text).input_ids
+        alone = session.run(pair, prompt, session.settings(max_new_tokens=n), speculative=False)
+        result = session.run(pair, prompt, session.settings(max_new_tokens=n, tree=tree))
+        assert result.token_ids == alone.token_ids
+        rounds = result.rounds
+        assert all(len(r.tree["tokens"]) <= tree_nodes(tree) and len(r.tree["path"]) == r.accepted for r in rounds)
+    assert result.stats["target_passes"] <= alone.stats["target_passes"]
+
+
+def test_a_wide_tree_takes_more_tokens_per_pass_than_its_chain(pair):
+    pair, tok = pair
+    prompt = tok("def fib(n):").input_ids
+    chain = session.run(pair, prompt, session.settings(k=3, max_new_tokens=60))
+    tree = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=(3, 2, 2)))
+    assert tree.token_ids == chain.token_ids
+    assert tree.stats["tokens_per_target_pass"] > chain.stats["tokens_per_target_pass"]
+
+
+def tree_counts(pair, tree: tuple, params: dict) -> dict:
+    counts = {}
+    for seed in range(N_RUNS):
+        cfg = session.settings(max_new_tokens=3, seed=seed, tree=tree, **params)
+        ids = tuple(session.run(pair, PROMPT, cfg).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("tree,case", [((3, 2), "plain"), ((2, 2, 2), "warped")])
+def test_tree_sampling_matches_the_target(small, tree, case):  # noqa: F811
+    tok, target, draft = small
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])  # no EOS: every run writes 3 tokens
+    counts = tree_counts(pair, tree, CASES[case])
+    assert chi_square_p(counts, exact_joint(target, 3, CASES[case]), N_RUNS) > P_MIN
+
+
+def walk_without_residual(tree: TreeProposal, p: torch.Tensor, generator) -> TreeVerdict:
+    """A broken rule: after a child is refused, the next child is judged against the same p
+    (no residual), as a naive multi-candidate check would."""
+    path, node = [], -1
+    while True:
+        kids, target = tree.children(node), p[node + 1]
+        for child in kids:
+            q = tree.probs[tree.q_row[child]]
+            if torch.rand((), generator=generator) * q[tree.tokens[child]] < target[tree.tokens[child]]:
+                path.append(child)
+                node = child
+                break
+        else:
+            race = torch.empty_like(target).exponential_(generator=generator)
+            residual = _normalized((target - tree.probs[tree.q_row[kids[0]]]).clamp(min=0), target) if kids else target
+            return TreeVerdict(path, int((residual / race).argmax()), kids, p)
+
+
+def test_the_sampling_test_catches_a_broken_tree_rule(small, monkeypatch):  # noqa: F811
+    tok, target, draft = small
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])  # no EOS: every run writes 3 tokens
+    monkeypatch.setattr(speculative, "walk_sampled", walk_without_residual)
+    counts = tree_counts(pair, (3, 2), CASES["plain"])
+    assert chi_square_p(counts, exact_joint(target, 3, CASES["plain"]), N_RUNS) < 1e-6
+
+
+@pytest.mark.parametrize("tree,message", [((9,), "1 to 8 children"), ((8, 8), "at most 64"), ((), None)])
+def test_tree_settings_are_checked(tree, message):
+    if message is None:
+        assert session.settings(tree=tree).tree == ()
+        return
+    with pytest.raises(PlaygroundError, match=message):
+        session.settings(tree=tree)
+
+
+def test_a_tree_refuses_what_it_cannot_do_yet(pair):
+    pair, tok = pair
+    prompt = tok("x = ").input_ids
+    with pytest.raises(PlaygroundError, match="fixed draft policy"):
+        session.settings(tree=(2,), policy="schedule")
+    lookup = tiny.make_pair(pair.target, None, tok)
+    with pytest.raises(PlaygroundError, match="drafted by a draft model"):
+        session.run(lookup, prompt, session.settings(tree=(2,)))
+    constraint = session.constrain(pair, from_user(regex="[0-9]+"))
+    with pytest.raises(PlaygroundError, match="JSON Schema or regex"):
+        session.run(pair, prompt, session.settings(tree=(2,)), constraint=constraint)
