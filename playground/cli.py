@@ -86,7 +86,7 @@ def cmd_bench(args) -> int:
         raise PlaygroundError(f"--k / --temperature: {exc}") from None
     for k in ks:  # every setting is checked before anything loads
         for t in temperatures:
-            session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed)
+            session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed, tree=args.tree)
     at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations")
     if args.repeat < 1 or args.num_prompts < 1:
         raise PlaygroundError("--repeat and --num-prompts must be >= 1")
@@ -102,7 +102,7 @@ def cmd_bench(args) -> int:
     title = f"{target} + {draft}"
     on_row = (lambda rows: _written(lambda: report.write_rows(rows, out_dir, title), out_dir)) if out_dir else None
     rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
-                           compiled=args.compile, on_row=on_row)
+                           compiled=args.compile, on_row=on_row, tree=args.tree)
     if out_dir:
         for path in _written(lambda: report.write_outputs(rows, out_dir, title, log), out_dir):
             log(f"wrote {path}")

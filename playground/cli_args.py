@@ -4,6 +4,7 @@ import argparse
 import json
 import pathlib
 
+from playground.config import tree_shape
 from playground.errors import PlaygroundError
 
 
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--raw", action="store_true", help="no chat template")
     bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
     bench.add_argument("--out", help="directory for rows.json, table.md and charts")
+    bench.add_argument("--tree", type=parse_tree, default=(), help="adds an engine-tree row: this static token tree "
+                       "(children per depth, e.g. 1,2,1,1) beside the chain of each k")
     return parser
 
 
@@ -167,8 +170,8 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
 
 
 def parse_tree(text: str) -> tuple[int, ...]:
-    """'3,2,1' -> (3, 2, 1); the shape itself is checked by SpecConfig."""
+    """'3,2,1' -> (3, 2, 1) (config.tree_shape); the shape itself is checked by SpecConfig."""
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--tree takes children per depth, e.g. 3,2,1; got '{text[:40]}'") from None
+        return tree_shape(text)
+    except PlaygroundError as exc:
+        raise argparse.ArgumentTypeError(f"--tree: {exc}") from None

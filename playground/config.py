@@ -68,6 +68,15 @@ class SpecConfig:
             raise PlaygroundError("a token tree runs with the fixed draft policy and eager passes (not compiled) for now")
 
 
+def tree_shape(text: str) -> tuple[int, ...]:
+    """'1,2,1,1' (children per node at each depth; '' for a chain) -> (1, 2, 1, 1), checked by
+    SpecConfig when used; anything but small whole numbers and commas is a PlaygroundError."""
+    parts = [part.strip() for part in text.split(",")] if text.strip() else []
+    if len(text) > 40 or not all(part.isdigit() and len(part) <= 2 for part in parts):
+        raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1; got '{text[:40]}'")
+    return tuple(int(part) for part in parts)
+
+
 def tree_nodes(branching: tuple[int, ...]) -> int:
     """Nodes of a static tree: (3, 2, 1) -> 3 + 3*2 + 3*2*1 = 15."""
     total, width = 0, 1

@@ -48,6 +48,8 @@ def with_text(events: Iterable, tokenizer, prompt_ids: list[int]) -> Iterator:
     detok = Detokenizer(tokenizer, prompt_ids)
     for event in events:
         if isinstance(event, Round):
+            if event.tree is not None:  # a token tree's nodes, each as its own text
+                event.tree["text"] = [detok.peek(t) for t in event.tree["tokens"]]
             for token in event.tokens:
                 token.text = detok.peek(token.token_id) if token.kind == REJECTED else detok.push(token.token_id)
         yield event

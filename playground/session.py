@@ -224,10 +224,9 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, 
 
 
 def check_tree(pair: Pair, draft: ModelRunner | None, guide: Guide | None) -> None:
-    """What a token tree needs for now: a token draft model on a full-attention cache, no constraint."""
-    if pair.draft is None or pair.cascade or pair.feature_draft:
-        raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup, a cascade or a "
-                              "feature draft, for now)")
+    """What a token tree needs for now: a draft model (token or feature) on a full-attention cache, no constraint."""
+    if pair.draft is None or pair.cascade:
+        raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)")
     if guide is not None:
         raise PlaygroundError("a token tree does not take a JSON Schema or regex yet: use a chain (no tree)")
     if not draft.takes_trees:

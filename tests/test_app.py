@@ -192,7 +192,7 @@ def test_stop_ends_the_run_with_what_it_produced():
 
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     final = run_preset("demo", max_new_tokens=64)[-1]
-    spec, base = lanes = final[-1]
+    spec, base = lanes = final[-2]  # then the tree view
     assert spec.texts[-1] == final[2] and base.texts[-1] == final[3]  # each lane ends with its run's text
     assert all(a < b for lane in lanes for a, b in zip(lane.ends, lane.ends[1:]))  # time only moves forward
     report = json.loads(open(final[10]).read())
@@ -218,3 +218,24 @@ def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
     assert "done: 2 ways of drafting, 1 prompt each" in status and [r[0] for r in table] == ["draft model", "prompt lookup"]
     baselines = [r[columns["baseline_tokens_per_s"]] for r in table]
     assert all(b > 0 for b in baselines) and baselines[0] != baselines[1]  # two measurements, not one reused
+
+
+def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
+    wide = run_preset("demo", max_new_tokens=24, tree="4,4,2", compare=False)[-1]
+    view = wide[-1]
+    assert view.count('class="tnode') >= 52 and "52 nodes verified in one pass" in view  # 4 + 16 + 32 nodes a round
+    assert 'class="tnode kept"' in view and 'class="tnode refused"' in view
+    chain = run_preset("demo", max_new_tokens=24, k=3, compare=False)[-1][-1]
+    assert "nodes verified in one pass" in chain and 'class="tnode' in chain
+    refused = run_preset("demo-json", tree="2,2")[-1]
+    assert "JSON Schema or regex" in refused[14]  # under Run (see MESSAGE_SLOTS)
+
+
+def test_a_share_link_carries_the_tree():
+    sent = Settings.from_preset(page_inputs.PRESETS["demo"])
+    sent.tree = "1,2,1,1"
+    got, notices = from_query(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(
+        page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(sent))).query)), False)
+    assert got.tree == "1,2,1,1" and not notices
+    _, notices = from_query({"preset": "demo", "tree": "9,<b>"}, False)
+    assert notices and "tree" in notices[0]

@@ -10,7 +10,7 @@ from playground import session
 from playground.models import loading as models
 from playground.models import placement
 from playground.models import packed_linear
-from playground.models.batch_invariant import ROW_INVARIANT, two_row_linear
+from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, two_row_linear
 from playground.engine.runner import ModelRunner
 from playground.engine.static import StaticRunner
 from tests.test_engine_greedy import hf_greedy
@@ -49,7 +49,7 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     target, draft = saved_pair
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.bfloat16)
     for model in (pair.target, pair.draft):
-        assert model.dtype == torch.bfloat16 and model.config._attn_implementation == "eager"
+        assert model.dtype == torch.bfloat16 and model.config._attn_implementation == ATTENTION
         assert model.playground_batch_invariant
         packed = [packed_linear.ATTR in m.__dict__ for m in model.modules() if isinstance(m, torch.nn.Linear)]
         assert packed and all(p == placement.native_bf16() for p in packed)  # packed where exactness was checked

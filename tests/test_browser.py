@@ -127,3 +127,23 @@ def test_a_link_carrying_script_runs_none(page, app_url):
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ARTIFACTS / "browser-xss-link.png"), full_page=True)
     assert dialogs == [] and page.locator("#constraint-error img").count() == 0
+
+
+@pytest.mark.parametrize("tree,nodes", [("", 3), ("2,2", 6), ("4,4,2", 52)])
+def test_the_tree_tab_draws_each_rounds_drafts(page, app_url, tree, nodes):
+    """A chain, a small and a 52-node static tree: every node drawn, the kept path marked, the view
+    scrolls inside its box instead of growing the page."""
+    page.goto(f"{app_url}?preset=demo&k=3&max_new_tokens=32&compare=false" + (f"&tree={tree}" if tree else ""))
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#metrics").get_by_text("tokens per target pass")).to_be_visible(timeout=60_000)
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    page.get_by_role("tab", name="Tree").click()
+    first = page.locator("#tree-view .tround").first
+    expect(first).to_be_visible(timeout=15_000)
+    assert first.locator(".tnode").count() <= nodes and page.locator("#tree-view .tnode.kept").count() > 0
+    if tree:
+        assert f"{nodes} nodes verified" in first.inner_text()
+    box = page.locator("#tree-view").bounding_box()
+    assert box["height"] <= 480  # bounded: a wide tree scrolls inside the view
+    page.screenshot(path=str(ARTIFACTS / f"tree-view-{tree or 'chain'}.png"))

@@ -13,10 +13,11 @@ from playground.engine.cache import new_cache
 from playground.engine.proposers import DraftModelProposer
 from playground.engine.speculative import speculate
 from playground.engine.static import StaticRunner
+from playground.engine.tree import TreeProposer
 from playground.errors import PlaygroundError
 from playground.models.feature_draft import FeatureDraft, draft_config, save_feature_draft, unrolled
 from tests import tiny
-from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, V, chi_square_p, exact_joint, sample_counts
+from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, PROMPT, V, chi_square_p, exact_joint, sample_counts
 
 
 def feature_draft(target, d2t: list[int], seed: int = 0, std: float = 0.3) -> FeatureDraft:
@@ -89,6 +90,34 @@ def test_sampling_matches_the_target():
     pair = tiny.make_pair(target, feature_draft(target, [0, 2, 3, 5, 7, 8, 10], std=0.6), tok, eos_ids=[])
     counts = sample_counts(pair, k=2, length=3, params=CASES["warped"])
     assert chi_square_p(counts, exact_joint(target, 3, CASES["warped"]), N_RUNS) > P_MIN
+
+
+def test_tree_sampling_matches_the_target():
+    """A static tree drafted by a feature draft: each node's pair reads its parent's guess; the
+    output keeps the target's distribution."""
+    tok = tiny.letters_tokenizer(V)
+    target = tiny.tiny_model("qwen2", vocab=V, hidden=32, layers=1, seed=21, eos_id=V - 1, init_std=0.6)
+    pair = tiny.make_pair(target, feature_draft(target, [0, 2, 3, 5, 7, 8, 10], std=0.6), tok, eos_ids=[])
+    counts = {}
+    for seed in range(N_RUNS):
+        cfg = session.settings(max_new_tokens=3, seed=seed, tree=(2, 2), **CASES["warped"])
+        ids = tuple(session.run(pair, PROMPT, cfg).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    assert chi_square_p(counts, exact_joint(target, 3, CASES["warped"]), N_RUNS) > P_MIN
+
+
+def test_tree_rounds_keep_only_pairs_made_from_the_targets_features(pair):
+    """After each tree round the feature draft's cache holds exact pairs only, and the target's
+    features it reads are those of the kept branch (the output stays the target's)."""
+    prompt = pair.tokenizer("def parse(text):\n").input_ids
+    cfg = session.settings(max_new_tokens=30, tree=(3, 2))
+    target, draft = session.eager_runners(pair)
+    proposer = TreeProposer(draft, cfg.tree)
+    for event in speculate(target, proposer, prompt, cfg, pair.eos_ids):
+        if hasattr(event, "committed"):
+            assert draft.length <= draft.exact <= len(proposer.seq)
+    alone = session.run(pair, prompt, cfg, speculative=False).token_ids
+    assert proposer.seq[len(prompt):] == alone
 
 
 @pytest.mark.parametrize("text", ["x = ", "x"])  # "x": one token, no target feature before the forced ones

@@ -84,6 +84,22 @@ def test_feature_draft_is_exact_and_distilled(pair):
         assert result.stats["accepted"] / judged > 0.25
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_token_trees_of_the_feature_draft_are_the_target_alone(pair, dtype):
+    """Static trees drafted by the feature draft (each node reads its parent's predicted feature):
+    greedy output is the target alone on both CPU paths, and trees keep branches beyond the first.
+    (Prompt 3 at 96 tokens: with the tree's rows through the masked eager attention instead of one
+    by one, bfloat16 output differed from the target alone at token 67.)"""
+    feature = models.load_pair("smollm2-135m-instruct", "smollm2-feature-draft", "cpu", dtype=dtype)
+    text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[3]
+    ids = session.encode_prompt(feature, text, chat=True)
+    alone = session.run(feature, ids, session.settings(max_new_tokens=96), speculative=False).token_ids
+    for tree in ((1, 2, 1, 1), (3, 2, 1)):
+        result = session.run(feature, ids, session.settings(max_new_tokens=96, tree=tree))
+        assert result.token_ids == alone
+        assert result.stats["accepted"] > 0
+
+
 def test_json_preset_writes_a_valid_record(pair):  # pair: the target converted into the test's cache
     preset = get_preset("smollm2-json")
     pair = models.load_pair(preset.target, preset.draft, "cpu")

@@ -12,7 +12,8 @@ from playground.engine.runner import ModelRunner
 from playground.engine.tree import TreeProposal, ancestors, depths, verify_rows
 from playground.engine.tree_verify import TreeVerdict, _normalized
 from playground.errors import PlaygroundError
-from playground.models.batch_invariant import ROW_INVARIANT, make_batch_invariant
+from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, make_batch_invariant
+from playground.models.placement import native_bf16
 from playground.models.packed_linear import pack_linears
 from tests import tiny
 from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, PROMPT, chi_square_p, exact_joint, small  # noqa: F401
@@ -34,20 +35,23 @@ def test_tree_shape_helpers():
     assert tree_nodes((3, 2, 1)) == 15
 
 
-def row_invariant_model(seed: int = 0):
-    """A tiny float32 model on the batch-invariant path SmolLM2 takes on CPUs (packed products,
-    each attention row alone): rows do not depend on the pass's width."""
-    model = tiny.tiny_model("llama", vocab=320, hidden=64, layers=2, seed=seed, init_std=0.3)
-    model.set_attn_implementation(ROW_INVARIANT)
-    pack_linears(model)
+def row_invariant_model(seed: int = 0, dtype=torch.float32):
+    """A tiny model on a batch-invariant path SmolLM2 takes on CPUs: float32 (packed products, each
+    attention row alone) or bfloat16 (eager attention, a tree's rows alone; packed where the CPU has
+    bf16 products): rows do not depend on the pass's width."""
+    model = tiny.tiny_model("llama", vocab=320, hidden=64, layers=2, seed=seed, init_std=0.3, dtype=dtype)
+    model.set_attn_implementation(ROW_INVARIANT if dtype == torch.float32 else ATTENTION)
+    if dtype == torch.float32 or native_bf16():
+        pack_linears(model)
     return make_batch_invariant(model)
 
 
-@pytest.mark.parametrize("kind", ["row-invariant", "sdpa"])
+@pytest.mark.parametrize("kind", ["row-invariant", "bf16-eager", "sdpa"])
 def test_a_tree_pass_gives_each_branch_its_own_logits(kind):
     """Every node's logits equal those of its branch run alone after the same cache: bitwise on
     the batch-invariant path, to float rounding on transformers' attention."""
-    model = row_invariant_model() if kind == "row-invariant" else tiny.tiny_model("llama", vocab=320, seed=0, init_std=0.3)
+    model = (row_invariant_model() if kind == "row-invariant" else row_invariant_model(dtype=torch.bfloat16)
+             if kind == "bf16-eager" else tiny.tiny_model("llama", vocab=320, seed=0, init_std=0.3))
     prompt = torch.tensor([5, 9, 17, 3, 22, 7, 30])
     runner = ModelRunner(model, 320)
     with torch.inference_mode():
@@ -60,7 +64,7 @@ def test_a_tree_pass_gives_each_branch_its_own_logits(kind):
             rows = [alone.forward(prompt[-2:-1], keep=1)[0], alone.forward(prompt[-1:], keep=1)[0]]
             rows += [alone.forward(torch.tensor([TOKENS[n]]), keep=1)[0] for n in branch]  # one token a pass
             want, got = torch.stack(rows), tree[[0, 1] + [2 + n for n in branch]]
-            if kind == "row-invariant":
+            if kind != "sdpa":
                 assert torch.equal(got, want), (got - want).abs().max()
             else:
                 torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

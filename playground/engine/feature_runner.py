@@ -11,7 +11,7 @@ is consumed without a pass, so the cache holds the pair of token i at position i
 The proposer (DraftModelProposer) is unchanged: it crops to what it keeps, and feeds what is missing."""
 import torch
 
-from playground.engine.runner import ModelRunner
+from playground.engine.runner import ModelRunner, tree_mask
 
 
 class FeatureRunner(ModelRunner):
@@ -23,6 +23,7 @@ class FeatureRunner(ModelRunner):
         self.features = torch.empty(256, model.config.hidden_size, dtype=model.dtype, device=self.device)
         self.n_true = self.offset = self.exact = 0
         self.guess, self.guess_at = None, -1  # the draft's last predicted feature [H] and its position
+        self.tree_hidden = {}  # a token tree's node -> the feature its pair predicted (this round)
 
     @property
     def length(self) -> int:
@@ -46,6 +47,7 @@ class FeatureRunner(ModelRunner):
 
     def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
         self._read_target_features()
+        self.tree_hidden = {}
         start = self.length
         if start == 0:  # x_0: no feature before it, nothing to compute
             ids, start, self.offset, self.exact = ids[1:], 1, 1, 1
@@ -62,6 +64,23 @@ class FeatureRunner(ModelRunner):
             if last:
                 return self._full_width(logits)
             ids, start = ids[m:], start + m
+
+    def forward_tree(self, ids: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor,
+                     nodes=(), parents=()) -> torch.Tensor:
+        """One depth of a token tree (playground.engine.tree): each node's pair reads the feature its
+        parent's pair predicted (the root's: the last guess). Such pairs are never exact, so crop
+        forgets them once the round is judged. positions and visible count tokens, as the proposer
+        does; the cache holds pairs, one fewer (x_0 has none)."""
+        features = torch.stack([self.guess if p < 0 else self.tree_hidden[p] for p in parents])  # [m, H]
+        mask, _ = tree_mask(visible[:, self.offset:], self.model)
+        with self.decode_threads():
+            hidden, logits = self.model.step(ids, features, self.cache, 0, position_ids=(positions - self.offset)[None],
+                                             attention_mask=mask)
+        self.tree_hidden.update(zip(nodes, hidden))
+        return self._full_width(logits)
+
+    def keep(self, start: int, slots: list[int]) -> None:
+        """Nothing to keep: the tree's pairs read guessed features; crop drops them (see above)."""
 
     def _features_for(self, start: int, n: int) -> tuple[torch.Tensor, int]:
         """-> (the features of the next m <= n tokens, f_{start-1}..; how many are the target's).

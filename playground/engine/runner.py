@@ -3,7 +3,7 @@ import contextlib
 
 import torch
 from playground.engine.cache import GrowingLayer, keep_slots, new_cache
-from playground.models.batch_invariant import ROW_INVARIANT
+from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT
 
 
 DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
@@ -72,45 +72,43 @@ class ModelRunner:
         finally:
             torch.set_num_threads(default)
 
-    def _forward(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+    def _forward(self, ids: torch.Tensor, keep: int, **tree) -> torch.Tensor:
+        """tree: position_ids, attention_mask and tree_rows of a token tree's pass (forward_tree)."""
         if self.t2d is not None:
             ids = self.t2d[ids]
         if self.keep_hidden:
-            return self._full_width(self._forward_keeping_hidden(ids, keep))
-        out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
+            return self._full_width(self._forward_keeping_hidden(ids, keep, **tree))
+        out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep, **tree)
         return self._full_width(out.logits[0])
 
-    def _forward_keeping_hidden(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+    def _forward_keeping_hidden(self, ids: torch.Tensor, keep: int, **tree) -> torch.Tensor:
         self.hidden_start = self.length
-        out = self.model.get_decoder()(input_ids=ids[None], past_key_values=self.cache, use_cache=True)
+        out = self.model.get_decoder()(input_ids=ids[None], past_key_values=self.cache, use_cache=True, **tree)
         self.hidden = out.last_hidden_state[0]  # [n, H]
         return self.model.get_output_embeddings()(self.hidden[-keep:] if keep else self.hidden)
 
     @property
     def takes_trees(self) -> bool:
         """Whether this model's cache can be compacted after a token-tree pass (full attention only)."""
-        return all(isinstance(layer, GrowingLayer) for layer in self.cache.layers) and not self.keep_hidden
+        return all(isinstance(layer, GrowingLayer) for layer in self.cache.layers)
 
-    def forward_tree(self, ids: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+    def forward_tree(self, ids: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor, **nodes) -> torch.Tensor:
         """One pass over rows that are not one causal run (a token tree's): ids [m], positions [m]
         (each row's place in its own branch), visible [m, length + m] bool (the cached positions and
         rows of this pass each row attends to). -> logits [m, V]. The rows are cached in the pass's
-        order; keep() then compacts the cache to the branch that was accepted."""
-        mask = torch.zeros(visible.shape, dtype=self.model.dtype, device=self.device)
-        mask.masked_fill_(~visible, torch.finfo(self.model.dtype).min)  # additive: 0 seen, -inf-like not
-        rows = None  # the keys each row sees, for the row-invariant attention (others read the mask)
-        if getattr(self.model.config, "_attn_implementation", None) == ROW_INVARIANT:
-            rows = [row.nonzero().flatten() for row in visible]
-        if self.t2d is not None:
-            ids = self.t2d[ids]
+        order; keep() then compacts the cache to the branch that was accepted. `nodes` (the rows'
+        tree nodes and their parents) is for runners whose model reads more than tokens (FeatureRunner)."""
+        mask, rows = tree_mask(visible, self.model)
         with self.decode_threads():
-            out = self.model(input_ids=ids[None], position_ids=positions[None], attention_mask=mask[None, None],
-                             past_key_values=self.cache, use_cache=True, tree_rows=rows)
-        return self._full_width(out.logits[0])
+            return self._forward(ids, 0, position_ids=positions[None], attention_mask=mask, tree_rows=rows)
 
     def keep(self, start: int, slots: list[int]) -> None:
         """Keep cached positions [0, start) and `slots` after them (a tree's accepted path); see cache.keep_slots."""
-        keep_slots(self.cache, start, torch.tensor(slots, dtype=torch.long, device=self.device))
+        index = torch.tensor(slots, dtype=torch.long, device=self.device)
+        keep_slots(self.cache, start, index)
+        if self.hidden is not None and self.hidden_start <= start:  # the features a feature draft reads
+            head = self.hidden[: start - self.hidden_start]
+            self.hidden = torch.cat([head, self.hidden.index_select(0, index - self.hidden_start)])
 
     def _full_width(self, logits: torch.Tensor) -> torch.Tensor:
         return full_width(logits, self.vocab, self.d2t)
@@ -120,6 +118,17 @@ class ModelRunner:
         extra = self.length - length
         if extra > 0:
             self.cache.crop(-extra)
+
+
+def tree_mask(visible: torch.Tensor, model) -> tuple[torch.Tensor, list | None]:
+    """visible [m, kv] bool -> (the additive mask [1, 1, m, kv]: 0 seen, a very negative number not;
+    each row's seen keys for the row-invariant attention, None for attentions that read the mask)."""
+    mask = torch.zeros(visible.shape, dtype=model.dtype, device=visible.device)
+    mask.masked_fill_(~visible, torch.finfo(model.dtype).min)
+    rows = None
+    if getattr(model.config, "_attn_implementation", None) in (ROW_INVARIANT, ATTENTION):
+        rows = [row.nonzero().flatten() for row in visible]
+    return mask[None, None], rows
 
 
 def full_width(logits: torch.Tensor, vocab: int, d2t: torch.Tensor | None) -> torch.Tensor:

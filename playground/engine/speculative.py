@@ -117,7 +117,8 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     event = _round_event(run, events + committed, judged, kept, proposal,
                          clock.seconds(t0, t1), clock.seconds(t1, t2), started, finish, k)
     if verdict.path is not None:
-        event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept]}
+        event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept],
+                      **verdict.node_probs}
     return event
 
 
@@ -167,6 +168,7 @@ class Verdict:
     p_target: list[float]
     p_draft: list[float | None]
     path: list[int] | None = None  # a token tree's accepted nodes (drafts: their tokens, then the refused children)
+    node_probs: dict | None = None  # a token tree's p_target and p_draft of every node, for its view
 
 
 def _verify(target: ModelRunner, proposal: Proposal, run: _Run, cfg: SpecConfig) -> Verdict:
@@ -194,12 +196,13 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
     shown = walk.path + walk.rejected
     rows = [tree.parents[node] + 1 for node in shown] + [(walk.path[-1] + 1) if walk.path else 0]
     tokens = [tree.tokens[node] for node in shown] + [walk.next]
-    p_target = p[rows, tokens].tolist()
-    p_draft = [None] * len(tokens)
-    if tree.probs is not None:
-        q_rows = [tree.q_row[node] for node in shown]
-        p_draft = tree.probs[q_rows, tokens[:-1]].tolist() + [None]
-    return Verdict(len(walk.path), walk.next, tokens[:-1], p_target, p_draft, walk.path)
+    parents = [parent + 1 for parent in tree.parents]  # each node's row in p: its parent's
+    host = torch.cat([p[rows, tokens], p[parents, tree.tokens],  # one transfer: shown tokens, then every node
+                      tree.probs.to(p)[tree.q_row, tree.tokens]]).tolist()
+    shown_p, n = host[:len(tokens)], len(tree.tokens)
+    nodes = {"p_target": host[len(tokens):len(tokens) + n], "p_draft": host[len(tokens) + n:]}
+    p_draft = [nodes["p_draft"][node] for node in shown] + [None]
+    return Verdict(len(walk.path), walk.next, tokens[:-1], shown_p, p_draft, walk.path, nodes)
 
 
 def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator) -> Verdict:

@@ -115,7 +115,8 @@ class TreeProposer:
                              torch.eye(len(frontier), dtype=torch.bool)], dim=1)
         positions = torch.tensor([committed - 1 + d for d in (depths(parents)[i] for i in frontier)])
         logits = self.runner.forward_tree(torch.tensor([tokens[i] for i in frontier], device=device),
-                                          positions.to(device), visible.to(device))
+                                          positions.to(device), visible.to(device), nodes=frontier,
+                                          parents=[parents[i] for i in frontier])
         self.fed += frontier
         return logits
 

@@ -31,6 +31,7 @@ from playground.measure.speedup import Block, Timed, interleave, measure, timed
 
 METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
 COMPILED = "engine-compiled"
+TREE = "engine-tree"  # the engine drafting the static token tree of --tree (playground.engine.tree)
 
 
 @dataclasses.dataclass(slots=True)
@@ -116,13 +117,13 @@ def engine_sample(events: list) -> Sample:
                   [e for e in events if isinstance(e, Round)])
 
 
-ENGINE = ("engine", COMPILED, "engine-prompt-lookup")
+ENGINE = ("engine", COMPILED, TREE, "engine-prompt-lookup")
 
 
 def engine_setup(method: str, pairs: dict, cfg: SpecConfig):
     """-> (pair, settings) an engine method runs with (the target alone beside it uses the same)."""
     pair = pairs["ngram"] if method == "engine-prompt-lookup" else pairs["draft"]
-    return pair, dataclasses.replace(cfg, compile=method == COMPILED)
+    return pair, dataclasses.replace(cfg, compile=method == COMPILED, tree=cfg.tree if method == TREE else ())
 
 
 def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sample:
@@ -145,6 +146,8 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
             if why:
                 log(f"(engine-compiled, eager where it cannot compile: {why})")
             methods.insert(methods.index("engine") + 1, COMPILED)
+    if cfg.tree and pair.draft is not None and not pair.cascade:
+        methods.insert(methods.index("engine") + 1, TREE)
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
         methods.remove("hf-assisted")
@@ -219,7 +222,9 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in mine)),
            "seconds": sum(s.seconds for s in mine), "tokens": tokens}
     costs = (pass_costs or {}).get("compiled") if method == COMPILED else pass_costs
-    if method in ENGINE and costs is not None:
+    if method == TREE:
+        row["tree"] = ",".join(map(str, cfg.tree))
+    elif method in ENGINE and costs is not None:
         row["efficiency"] = predicted_seconds(mine, costs, method) / (row["seconds"] or 1.0)
     if cfg.sampling.greedy:
         row["identical"] = all(m.ids == b.ids for m, b in samples)
@@ -249,8 +254,10 @@ def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
 
 
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
-              max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False, on_row=None) -> list[dict]:
-    """Every (temperature, k) setting; each row is logged, and handed to `on_row`, once measured."""
+              max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False, on_row=None,
+              tree: tuple[int, ...] = ()) -> list[dict]:
+    """Every (temperature, k) setting; each row is logged, and handed to `on_row`, once measured.
+    `tree` adds an engine-tree row (that static token tree) beside the chain of k."""
     pair = pairs["draft"]
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     log(f"measuring pass costs at context {context}...")
@@ -270,7 +277,7 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
             on_row(rows)
     settings = [(t, k) for t in temperatures for k in ks]
     for i, (temperature, k) in enumerate(settings):
-        cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+        cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, tree=tree)
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompts, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
         bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs, done)

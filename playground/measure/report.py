@@ -4,11 +4,16 @@ import json
 import pathlib
 
 
+def label(row: dict) -> str:
+    """The method, with its tree's shape for an engine-tree row (whose k is not used)."""
+    return f"{row['method']} {row['tree']}" if row.get("tree") else row["method"]
+
+
 RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
 
 
 def row_line(row: dict) -> str:
-    parts = [f"{row['method']:>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
+    parts = [f"{label(row):>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
     if row["speedup"] is None:
         parts.append(f"speedup: cannot tell ({row['note']})")
     for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", RANGE), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
@@ -22,7 +27,7 @@ def markdown_table(rows: list[dict]) -> str:
     head = "| method | k | T | tokens/s | speedup (95% interval) | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
-        f"| {r['method']} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
+        f"| {label(r)} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
         f"{cell(r['speedup'], '{:.2f}x') + cell(r.get('speedup_range'), ' ' + RANGE) if r['speedup'] is not None else 'cannot tell'} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)

@@ -28,11 +28,11 @@ import torch
 from torch import nn
 from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-from transformers.models.llama.modeling_llama import repeat_kv
+from transformers.models.llama.modeling_llama import eager_attention_forward, repeat_kv
 
 from playground.models.packed_linear import ATTR, linear
 
-ATTENTION = "eager"  # bfloat16: the attention implementation whose rows do not depend on the query count
+ATTENTION = "playground_eager"  # bfloat16: eager attention (rows do not depend on the query count), a tree's rows alone
 ROW_INVARIANT = "playground_row_invariant"  # float32: the same, by explicit reductions (below)
 
 
@@ -60,8 +60,21 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
     return out.transpose(1, 2).contiguous(), None
 
 
+def eager_or_tree_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """transformers' eager attention; a token tree's pass (`tree_rows`) row by row instead. A tree
+    row's keys are not one contiguous run (its ancestors sit between other branches' nodes), so the
+    masked eager product sums them in other groupings than a one-token pass does and rounds
+    differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each row is the one-token
+    pass's computation: the same products on contiguous keys of the same shape."""
+    if kwargs.get("tree_rows") is not None:
+        return row_invariant_attention(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
+    return eager_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+
+
 AttentionInterface.register(ROW_INVARIANT, row_invariant_attention)
-AttentionMaskInterface.register(ROW_INVARIANT, ALL_MASK_ATTENTION_FUNCTIONS["eager"])  # an additive causal mask
+AttentionInterface.register(ATTENTION, eager_or_tree_attention)
+for name in (ROW_INVARIANT, ATTENTION):
+    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS["eager"])  # an additive causal mask
 
 
 def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:

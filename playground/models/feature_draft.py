@@ -56,12 +56,13 @@ class FeatureDraft(torch.nn.Module):
         self.head = head[d2t.to(head.device)].to(self.dtype).clone()
         return self
 
-    def step(self, ids: torch.Tensor, features: torch.Tensor, cache, keep: int = 0):
+    def step(self, ids: torch.Tensor, features: torch.Tensor, cache, keep: int = 0, **tree):
         """ids [n] tokens x_i.., features [n, H] f_{i-1}.. -> (predicted features [n, H], logits of
-        the last `keep` positions over the draft vocabulary [keep, N - 1]; all n when keep is 0)."""
+        the last `keep` positions over the draft vocabulary [keep, N - 1]; all n when keep is 0).
+        tree: position_ids and attention_mask of a token tree's pass."""
         embedded = self.target_embedding(ids).to(self.dtype)  # [n, H]
         h = self.fc(torch.cat([features.to(self.dtype), embedded], dim=-1))[None]  # [1, n, H]
-        out = self.model(inputs_embeds=h, past_key_values=cache, use_cache=True).last_hidden_state[0]
+        out = self.model(inputs_embeds=h, past_key_values=cache, use_cache=True, **tree).last_hidden_state[0]
         return out, self.logits(out[-keep:] if keep else out)
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:

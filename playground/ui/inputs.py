@@ -31,7 +31,7 @@ EXAMPLE_CONSTRAINTS = {
 
 def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
                          system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
-                         confidence, compile=False) -> Settings:
+                         confidence, compile=False, tree="") -> Settings:
     """Component values (or an API caller's) -> Settings; a wrong type is a PlaygroundError naming it."""
     constraint = typed("constraint", constraint, str)
     return Settings(preset=typed("preset", preset, str), target=typed("target", target, str),
@@ -43,7 +43,7 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
                     backend=typed("backend", backend, str), compare=typed("compare", compare, bool),
                     schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
                     policy=typed("policy", policy, str), confidence=typed("confidence", confidence, float),
-                    compile=typed("compile", compile, bool))
+                    compile=typed("compile", compile, bool), tree=typed("tree", tree, str))
 
 
 def user_error(exc: PlaygroundError) -> gr.Error:
@@ -70,7 +70,8 @@ def inputs_from_settings(s: Settings) -> list:
     kind = "JSON schema" if s.schema.strip() else "regex" if s.regex.strip() else "none"
     text = s.schema.strip() or s.regex
     return [s.preset, s.target, s.draft, s.k, s.temperature, s.top_p, s.top_k, s.seed, s.max_new_tokens, s.prompt,
-            s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence, s.compile]
+            s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence, s.compile,
+            s.tree]
 
 
 def preset_note(name: str) -> str:

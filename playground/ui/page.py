@@ -13,6 +13,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   restore_from_url)
 from playground.ui.playground_tab import BUSY, IDLE, remember_run, replay_race, run
 from playground.ui.share import RANGES
+from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
 ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
@@ -32,7 +33,7 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 """
 
 with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNLOAD_TTL_S)) as demo:
-    gr.HTML(f"<style>{render.CSS}{race.CSS}</style>")
+    gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema or a regex and every token stays valid.")
@@ -68,6 +69,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                         value=False, label="Compiled passes (static KV cache, torch.compile)",
                         info="The target's verify pass (and on a GPU the draft's step) runs compiled. The first run "
                              "with a model, k and context size compiles first (about 20 s a pass on a 2-core CPU).")
+                    tree = gr.Textbox(value=DEFAULT.tree, label="Token tree (children per depth, e.g. 1,2,1,1)",
+                                      elem_id="tree-box", placeholder="empty: a chain of k drafts",
+                                      info="The draft proposes a tree and the target verifies every branch in one pass "
+                                           "(draft models only, no constraint, eager passes; k is then unused).")
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
                 prompt_msg = gr.HTML()
@@ -98,6 +103,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                         race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
                         race_html = gr.HTML(render.progress_note("after a run with the comparison on, both runs replay "
                                                                  "here side by side at their measured pace", final=True))
+                    with gr.Tab("Tree", elem_id="tree-tab"):
+                        tree_html = gr.HTML(tree_view([]))
                     with gr.Tab("JSON"):
                         pretty = gr.JSON(label="Parsed output", open=True)
                     with gr.Tab("Charts"):
@@ -109,7 +116,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                             time_plot = gr.Plot(label="Time split")
                 download = gr.DownloadButton("Download run (JSON)", value=None)
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
-                    kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes]
+                    kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes,
+                    tree]
         offline = [[p.name, p.prompt] for p in PRESETS.values() if p.offline]
         gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
                     label="Offline examples (click to load)", api_visibility="private")
@@ -160,7 +168,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
     (run_btn.click(lambda: BUSY, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
-     .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
+     .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
            concurrency_id="device", show_progress_on=[stream])  # it can act; one progress indicator, on the stream
      .then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
      .then(remember_run, [measured, history], history, api_visibility="private"))

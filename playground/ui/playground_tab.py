@@ -6,6 +6,7 @@ import time
 
 import gradio as gr
 
+from playground.config import tree_shape
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import engine_seconds, identity_note, summarize
@@ -15,6 +16,7 @@ from playground.ui.files import stop_flag, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import check_constraint, settings_from_inputs
 from playground.ui.share import Settings
+from playground.ui.tree_view import tree_view
 
 log = logging.getLogger("playground.ui")
 
@@ -26,8 +28,8 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
     stream = render.token_stream(snap.events, snap.eos_ids)
     same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0) if snap.baseline else ""
-    metric = render.metrics(stats, snap.settings.k, live.speedup(snap), same, note=snap.note,
-                            theory=snap.settings.draft != NGRAM)
+    metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=snap.note,
+                            theory=chain_theory(snap.settings))
     if not final:
         rest = ["", "", "", None, None, None, None, None, None] if first else [gr.skip()] * 9
         return [stream, metric, *rest]
@@ -39,9 +41,24 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     badge += "" if download else render.warning("the download file could not be written (is the server's disk full?); "
                                                 "the run is shown above")
     return [stream, metric, result.text, baseline_text, badge,
-            pretty, plots.accepted_histogram(snap.events, snap.settings.k), plots.acceptance_by_position(snap.events),
+            pretty, plots.accepted_histogram(snap.events, longest_path(snap.settings)), plots.acceptance_by_position(snap.events),
             plots.cumulative_tokens(snap.events, snap.baseline_events),
             plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download]
+
+
+def drafting(settings: Settings) -> int | str:
+    """What a round drafts, for the metrics: k, or a token tree's shape."""
+    return f"the tree {settings.tree}" if settings.tree.strip() else settings.k
+
+
+def longest_path(settings: Settings) -> int:
+    """The most drafts a round can keep: k, or a token tree's depth."""
+    return len(tree_shape(settings.tree)) if settings.tree.strip() else settings.k
+
+
+def chain_theory(settings: Settings) -> bool:
+    """Whether the chain's expected tokens per round applies (a draft model drafting a chain)."""
+    return settings.draft != NGRAM and not settings.tree.strip()
 
 
 def _pretty_json(text: str):
@@ -70,20 +87,21 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         for i, snap in enumerate(snaps):
             if snap.phase == "speculative":
                 yield (_view(snap, final=False, first=i == 0) + [gr.skip()]
-                       + (_messages(settings) if i == 0 else SKIP_MESSAGES) + [None if i == 0 else gr.skip()])
+                       + (_messages(settings) if i == 0 else SKIP_MESSAGES) + [None if i == 0 else gr.skip()]
+                       + [tree_view(snap.events)])
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {done} tokens so far"
-                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM), gr.skip(),
-                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip()]
+                yield [gr.skip(), render.metrics(snap.result.stats, drafting(settings), note=note, theory=chain_theory(settings)), gr.skip(),
+                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip()] * 2
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}): "
                         f"{snap.speedup.reason}")
-                yield [gr.skip(), render.metrics(snap.result.stats, settings.k, note=note, theory=settings.draft != NGRAM)] \
-                    + [gr.skip()] * 10 + SKIP_MESSAGES + [gr.skip()]
+                yield [gr.skip(), render.metrics(snap.result.stats, drafting(settings), note=note, theory=chain_theory(settings))] \
+                    + [gr.skip()] * 10 + SKIP_MESSAGES + [gr.skip()] * 2
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
-        yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()]
+        yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2
         return
     finally:
         if flag is not None:
@@ -91,7 +109,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measure = live.speedup(snap)
     trusted = measure.speedup if measure else None
     measured = {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": trusted}
-    yield _view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
+    yield (_view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
+           + [tree_view(snap.events)])
 
 
 def replay_race(lanes: list | None):

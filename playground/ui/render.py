@@ -89,7 +89,7 @@ def _token_html(t, eos_ids) -> str:
     return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" title="{html.escape(title)}">{text}</span>'
 
 
-def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str = "sampled",
+def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",
             note: str = "", theory: bool = True) -> str:
     """speedup: the comparison's playground.measure.speedup.Speedup (None before it is over); same:
     metrics.identity_note of the two outputs.
@@ -100,7 +100,7 @@ def metrics(stats: dict | None, k: int, speedup: dict | None = None, same: str =
     alpha = stats["token_acceptance"]
     cards = [
         ("acceptance rate", f"{stats['acceptance_rate']:.2f}", "accepted / proposed draft tokens"),
-        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}", f"of k = {k}"),
+        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}", f"of k = {k}" if isinstance(k, int) else f"of {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} passes, prompt pass included"),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} tokens in {stats['wall_s']:.2f} s"),
     ]

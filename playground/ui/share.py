@@ -7,7 +7,7 @@ import dataclasses
 import urllib.parse
 from dataclasses import dataclass
 
-from playground.config import MAX_K
+from playground.config import MAX_K, tree_shape
 from playground.errors import PlaygroundError
 from playground.presets import Preset, all_presets, default_preset
 
@@ -36,6 +36,7 @@ class Settings:
     policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)
     confidence: float = 0.5
     compile: bool = False  # static caches and compiled passes (playground.engine.static)
+    tree: str = ""  # a static token tree, children per depth ("1,2,1,1"); "" drafts a chain of k
 
     @classmethod
     def from_preset(cls, preset: Preset) -> "Settings":
@@ -84,6 +85,14 @@ def _choice(*options):
     return parse
 
 
+def _tree(v: str) -> str:
+    try:
+        tree_shape(v)
+    except PlaygroundError as exc:
+        raise ValueError(str(exc)) from None
+    return v
+
+
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
 # reset an out-of-range value to the slider's minimum without a word).
 RANGES = {"k": (1, MAX_K), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
@@ -96,7 +105,7 @@ PARSERS = {
     "prompt": _text(20000), "system": _text(4000),
     "chat": _bool, "schema": _text(20000), "regex": _text(2000), "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
-    "confidence": _float(*RANGES["confidence"]), "compile": _bool,
+    "confidence": _float(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
 }
 
 

@@ -1,0 +1,64 @@
+"""The page's tree view: what the draft proposed in each of the last rounds, as a tree. A token
+tree's round shows every node under its parent; a chain's round is the one-branch tree of its
+drafts. The kept path is green, every other node struck through; hover a node for the target's and
+the draft's probabilities of it. Nested lists with a bounded height: readable at 30+ nodes."""
+import html
+
+from playground.events import ACCEPTED, REJECTED, Round
+
+ROUNDS_SHOWN = 6  # the last rounds drawn; older ones are in the stream and the download
+
+CSS = """
+.treeview { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; max-height: 460px;
+            overflow-y: auto; padding: 6px 10px; border: 1px solid var(--border-color-primary); border-radius: 8px; }
+.treeview .tround { margin: 4px 0 10px; }
+.treeview .thead { font-size: 12px; color: #6b7280; }
+.treeview ul { list-style: none; margin: 0; padding-left: 16px; border-left: 1px dotted #9ca3af; }
+.treeview li { margin: 1px 0; white-space: nowrap; }
+.treeview .tnode { border-radius: 3px; padding: 0 3px; }
+.treeview .tnode.kept { background: #16a34a26; border-bottom: 2px solid #16a34a; }
+.treeview .tnode.refused { text-decoration: line-through; color: #dc2626; opacity: 0.75; }
+"""
+
+
+def tree_view(events: list) -> str:
+    """HTML of the last rounds' drafts as trees (nothing drafted yet: a note)."""
+    rounds = [e for e in events if isinstance(e, Round) and (e.tree or any(t.kind in (ACCEPTED, REJECTED) for t in e.tokens))]
+    if not rounds:
+        return '<div class="treeview" id="tree-view"><span class="thead">each round\'s drafts appear here as a tree</span></div>'
+    body = "".join(_round_html(r) for r in rounds[-ROUNDS_SHOWN:])
+    return f'<div class="treeview" id="tree-view">{body}</div>'
+
+
+def round_tree(r: Round) -> dict:
+    """A round's drafts as {tokens, parents, path, text, p_target, p_draft}: its token tree, or the
+    chain of its drafted tokens (parent: the one before)."""
+    if r.tree:
+        n = len(r.tree["tokens"])
+        return {"text": [str(t) for t in r.tree["tokens"]], "p_target": [None] * n, "p_draft": [None] * n, **r.tree}
+    drafts = [t for t in r.tokens if t.kind in (ACCEPTED, REJECTED)]
+    return {"tokens": [t.token_id for t in drafts], "parents": list(range(-1, len(drafts) - 1)),
+            "path": [i for i, t in enumerate(drafts) if t.kind == ACCEPTED], "text": [t.text for t in drafts],
+            "p_target": [t.p_target for t in drafts], "p_draft": [t.p_draft for t in drafts]}
+
+
+def _round_html(r: Round) -> str:
+    tree = round_tree(r)
+    children: dict[int, list[int]] = {}
+    for node, parent in enumerate(tree["parents"]):
+        children.setdefault(parent, []).append(node)
+    head = (f'round {r.index}: {len(tree["tokens"])} node{"s" * (len(tree["tokens"]) != 1)} verified in one pass, '
+            f'{len(tree["path"])} kept')
+    return f'<div class="tround"><div class="thead">{head}</div>{_list(-1, children, tree, set(tree["path"]))}</div>'
+
+
+def _list(parent: int, children: dict, tree: dict, kept: set) -> str:
+    items = "".join(f"<li>{_node(n, tree, kept)}{_list(n, children, tree, kept)}</li>" for n in children.get(parent, []))
+    return f"<ul>{items}</ul>" if items else ""
+
+
+def _node(n: int, tree: dict, kept: set) -> str:
+    title = " · ".join(f"{name} {tree[name][n]:.3f}" for name in ("p_target", "p_draft") if tree[name][n] is not None)
+    text = (tree["text"][n] or "·").replace("\n", "↵")
+    css = "kept" if n in kept else "refused"
+    return f'<span class="tnode {css}" title="{html.escape(title)}">{html.escape(text)}</span>'
