@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from playground.engine.proposers import DraftModelProposer
 from playground.engine.runner import ModelRunner
 from playground.engine.sampling import warp
 
@@ -65,23 +66,16 @@ def verify_rows(parents: list[int], pending: int, cached: int):
     return torch.tensor(positions), visible
 
 
-class TreeProposer:
-    """A draft model drafting a static token tree (`branching` children per node at each depth)."""
+class TreeProposer(DraftModelProposer):
+    """A draft model drafting a static token tree (`branching` children per node at each depth);
+    its prefill is the chain's (DraftModelProposer.start)."""
     name = "draft tree"
 
     def __init__(self, runner: ModelRunner, branching: tuple[int, ...]):
-        self.runner, self.branching = runner, tuple(branching)
-        self.seq: list[int] = []  # committed tokens; the cache holds a prefix of them
+        super().__init__(runner)
+        self.branching = tuple(branching)
         self.tree: TreeProposal | None = None
         self.fed: list[int] = []  # the nodes cached this round, in cache order (after the committed tokens)
-
-    def start(self, prompt: list[int]) -> int:
-        self.runner.reset()
-        self.seq = list(prompt)
-        if len(prompt) < 2:
-            return 0
-        self.runner.forward(torch.tensor(prompt[:-1], device=self.runner.device), keep=1)
-        return 1
 
     def propose(self, k: int, ctx) -> TreeProposal:
         """k is not used: the tree's shape is `branching`. ctx: the round's DraftContext."""
