@@ -151,7 +151,7 @@ def walk_without_residual(tree: TreeProposal, p: torch.Tensor, generator) -> Tre
         else:
             race = torch.empty_like(target).exponential_(generator=generator)
             residual = _normalized((target - tree.probs[tree.q_row[kids[0]]]).clamp(min=0), target) if kids else target
-            return TreeVerdict(path, int((residual / race).argmax()), kids, p)
+            return TreeVerdict(path, int((residual / race).argmax()), kids)
 
 
 def test_the_sampling_test_catches_a_broken_tree_rule(small, monkeypatch):  # noqa: F811

@@ -192,7 +192,7 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
     p = warp(logits, cfg.sampling)  # [n + 1, V]: the root's row, then each node's
     walk = walk_greedy(tree, logits) if cfg.sampling.greedy else walk_sampled(tree, p, run.ctx.generator)
     if len(walk.path) >= run.budget:  # past the token budget: the last node kept is the target's token
-        walk = TreeVerdict(walk.path[:run.budget - 1], tree.tokens[walk.path[run.budget - 1]], [], p)
+        walk = TreeVerdict(walk.path[:run.budget - 1], tree.tokens[walk.path[run.budget - 1]], [])
     shown = walk.path + walk.rejected
     rows = [tree.parents[node] + 1 for node in shown] + [(walk.path[-1] + 1) if walk.path else 0]
     tokens = [tree.tokens[node] for node in shown] + [walk.next]

@@ -107,7 +107,8 @@ class TreeProposer(DraftModelProposer):
         cached_nodes = sees[frontier][:, self.fed]  # [f, fed]: ancestors among the nodes cached so far
         visible = torch.cat([torch.ones(len(frontier), committed, dtype=torch.bool), cached_nodes,
                              torch.eye(len(frontier), dtype=torch.bool)], dim=1)
-        positions = torch.tensor([committed - 1 + d for d in (depths(parents)[i] for i in frontier)])
+        depth = depths(parents)
+        positions = torch.tensor([committed - 1 + depth[i] for i in frontier])
         logits = self.runner.forward_tree(torch.tensor([tokens[i] for i in frontier], device=device),
                                           positions.to(device), visible.to(device), nodes=frontier,
                                           parents=[parents[i] for i in frontier])

@@ -22,20 +22,18 @@ class TreeVerdict:
     path: list[int]  # accepted nodes, root to leaf
     next: int  # the target's token after the path (corrected or bonus)
     rejected: list[int]  # children judged and refused at the node where the walk stopped
-    p_target: torch.Tensor  # [m, V] the target's warped rows (row 0: the root; row 1 + i: node i)
 
 
 def walk_greedy(tree: TreeProposal, logits: torch.Tensor) -> TreeVerdict:
     """logits [n + 1, V]: the root's row, then each node's. One host read of the argmaxes."""
     choice = logits.argmax(dim=-1).tolist()  # [n + 1]
-    path, node, rejected = [], -1, []
+    path, node = [], -1
     while True:
         kids = tree.children(node)
         want = choice[node + 1]
         hit = next((c for c in kids if tree.tokens[c] == want), None)
         if hit is None:
-            rejected = kids
-            return TreeVerdict(path, want, rejected, logits)
+            return TreeVerdict(path, want, kids)
         path.append(hit)
         node = hit
 
@@ -64,7 +62,7 @@ def walk_sampled(tree: TreeProposal, p: torch.Tensor, generator: torch.Generator
                 node = child
                 continue
         race = torch.empty_like(target).exponential_(generator=generator)
-        return TreeVerdict(path, int((target / race.clamp(min=1e-30)).argmax()), rejected, p)
+        return TreeVerdict(path, int((target / race.clamp(min=1e-30)).argmax()), rejected)
 
 
 def _normalized(row: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
