@@ -9,7 +9,8 @@ from playground.config import tree_nodes
 from playground.constraints import from_user
 from playground.engine import speculative
 from playground.engine.runner import ModelRunner
-from playground.engine.tree import TreeProposal, ancestors, depths, verify_rows
+from playground.engine.runner import tree_runs
+from playground.engine.tree import TreeProposal, ancestors, depth_first, depths, verify_rows
 from playground.engine.tree_verify import TreeVerdict, _normalized
 from playground.errors import PlaygroundError
 from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, make_batch_invariant
@@ -22,6 +23,7 @@ from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, PROMPT, chi_square_
 PARENTS = [-1, -1, 0, 0, 1, 2]
 TOKENS = [40, 41, 50, 51, 52, 60]
 BRANCHES = [[0, 2, 5], [0, 3], [1, 4]]
+DEPTH_FIRST = ([-1, 0, 1, 0, -1, 4], [40, 50, 60, 51, 41, 52], [[0, 1, 2], [0, 3], [4, 5]])  # the same tree: a c f d b e
 
 
 def test_tree_shape_helpers():
@@ -33,6 +35,19 @@ def test_tree_shape_helpers():
     assert visible[0, 7:].tolist() == [True] + [False] * 7  # pending tokens: causal
     assert visible[7, 7:].tolist() == [True, True, True, False, True, False, False, True]  # f: pending, a, c, f
     assert tree_nodes((3, 2, 1)) == 15
+    assert depth_first(PARENTS) == [0, 2, 5, 3, 1, 4]
+
+
+def test_a_depth_first_tree_pass_runs_one_chain_per_branch():
+    """The pending tokens and the first branch attend as one chain over the first keys (no copy);
+    each other branch as one chain over its gathered keys."""
+    _, visible = verify_rows(DEPTH_FIRST[0], pending=2, cached=7)
+    runs = tree_runs(visible)
+    assert [(start, end) for start, end, _ in runs] == [(0, 5), (5, 6), (6, 8)]
+    assert runs[0][2] == 12
+    assert runs[1][2].tolist() == list(range(10)) + [12]  # d: cached, pending, a, then d itself
+    assert runs[2][2].tolist() == list(range(9)) + [13, 14]  # b, e
+    assert len(tree_runs(verify_rows(PARENTS, pending=2, cached=7)[1])) == 6  # depth by depth: pending + a, then one node each
 
 
 def row_invariant_model(seed: int = 0, dtype=torch.float32):
@@ -46,23 +61,25 @@ def row_invariant_model(seed: int = 0, dtype=torch.float32):
     return make_batch_invariant(model)
 
 
+@pytest.mark.parametrize("order", ["depth-first", "depth-by-depth"])
 @pytest.mark.parametrize("kind", ["row-invariant", "bf16-eager", "sdpa"])
-def test_a_tree_pass_gives_each_branch_its_own_logits(kind):
+def test_a_tree_pass_gives_each_branch_its_own_logits(kind, order):
     """Every node's logits equal those of its branch run alone after the same cache: bitwise on
     the batch-invariant path, to float rounding on transformers' attention."""
     model = (row_invariant_model() if kind == "row-invariant" else row_invariant_model(dtype=torch.bfloat16)
              if kind == "bf16-eager" else tiny.tiny_model("llama", vocab=320, seed=0, init_std=0.3))
     prompt = torch.tensor([5, 9, 17, 3, 22, 7, 30])
     runner = ModelRunner(model, 320)
+    parents, tokens, branches = DEPTH_FIRST if order == "depth-first" else (PARENTS, TOKENS, BRANCHES)
     with torch.inference_mode():
         runner.forward(prompt[:-2], keep=1)
-        positions, visible = verify_rows(PARENTS, pending=2, cached=runner.length)
-        tree = runner.forward_tree(torch.cat([prompt[-2:], torch.tensor(TOKENS)]), positions, visible)  # [8, V]
-        for branch in BRANCHES:
+        positions, visible = verify_rows(parents, pending=2, cached=runner.length)
+        tree = runner.forward_tree(torch.cat([prompt[-2:], torch.tensor(tokens)]), positions, visible)  # [8, V]
+        for branch in branches:
             alone = ModelRunner(model, 320)
             alone.forward(prompt[:-2], keep=1)
             rows = [alone.forward(prompt[-2:-1], keep=1)[0], alone.forward(prompt[-1:], keep=1)[0]]
-            rows += [alone.forward(torch.tensor([TOKENS[n]]), keep=1)[0] for n in branch]  # one token a pass
+            rows += [alone.forward(torch.tensor([tokens[n]]), keep=1)[0] for n in branch]  # one token a pass
             want, got = torch.stack(rows), tree[[0, 1] + [2 + n for n in branch]]
             if kind != "sdpa":
                 assert torch.equal(got, want), (got - want).abs().max()

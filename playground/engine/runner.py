@@ -73,7 +73,7 @@ class ModelRunner:
             torch.set_num_threads(default)
 
     def _forward(self, ids: torch.Tensor, keep: int, **tree) -> torch.Tensor:
-        """tree: position_ids, attention_mask and tree_rows of a token tree's pass (forward_tree)."""
+        """tree: position_ids, attention_mask and tree_runs of a token tree's pass (forward_tree)."""
         if self.t2d is not None:
             ids = self.t2d[ids]
         if self.keep_hidden:
@@ -98,9 +98,9 @@ class ModelRunner:
         rows of this pass each row attends to). -> logits [m, V]. The rows are cached in the pass's
         order; keep() then compacts the cache to the branch that was accepted. `nodes` (the rows'
         tree nodes and their parents) is for runners whose model reads more than tokens (FeatureRunner)."""
-        mask, rows = tree_mask(visible, self.model)
+        mask, runs = tree_mask(visible, self.model)
         with self.decode_threads():
-            return self._forward(ids, 0, position_ids=positions[None], attention_mask=mask, tree_rows=rows)
+            return self._forward(ids, 0, position_ids=positions[None], attention_mask=mask, tree_runs=runs)
 
     def keep(self, start: int, slots: list[int]) -> None:
         """Keep cached positions [0, start) and `slots` after them (a tree's accepted path); see cache.keep_slots."""
@@ -122,13 +122,31 @@ class ModelRunner:
 
 def tree_mask(visible: torch.Tensor, model) -> tuple[torch.Tensor, list | None]:
     """visible [m, kv] bool -> (the additive mask [1, 1, m, kv]: 0 seen, a very negative number not;
-    each row's seen keys for the row-invariant attention, None for attentions that read the mask)."""
+    the rows' runs (tree_runs) for the batch-invariant attentions, None for attentions that read the mask)."""
     mask = torch.zeros(visible.shape, dtype=model.dtype, device=visible.device)
     mask.masked_fill_(~visible, torch.finfo(model.dtype).min)
-    rows = None
+    runs = None
     if getattr(model.config, "_attn_implementation", None) in (ROW_INVARIANT, ATTENTION):
-        rows = [row.nonzero().flatten() for row in visible]
-    return mask[None, None], rows
+        runs = tree_runs(visible)
+    return mask[None, None], runs
+
+
+def tree_runs(visible: torch.Tensor) -> list[tuple[int, int, torch.Tensor | int]]:
+    """Split a pass's rows (visible [m, kv]) into runs that attend as a chain does: each row of a
+    run sees what the row before it sees, and itself (the pass's rows are cached in order, row r at
+    key kv - m + r). -> [(first row, end row, the run's last row's keys)]: an int n for the first n
+    keys (no copy), else their indices. A tree in depth-first order is one run per branch."""
+    m, kv = visible.shape
+    runs: list[list] = []
+    for r, row in enumerate(visible.cpu()):
+        keys = row.nonzero().flatten()
+        prev = runs[-1][2] if runs else None
+        if prev is not None and len(keys) == len(prev) + 1 and keys[-1] == kv - m + r and torch.equal(keys[:-1], prev):
+            runs[-1][1:] = [r + 1, keys]
+        else:
+            runs.append([r, r + 1, keys])
+    return [(start, end, len(keys) if torch.equal(keys, torch.arange(len(keys))) else keys.to(visible.device))
+            for start, end, keys in runs]
 
 
 def full_width(logits: torch.Tensor, vocab: int, d2t: torch.Tensor | None) -> torch.Tensor:

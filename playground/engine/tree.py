@@ -2,8 +2,9 @@
 them in one pass, keeping the longest branch it agrees with (SpecInfer, Medusa, EAGLE-2).
 
 A tree of n nodes hangs under the root, the last committed token. `parents[i]` is node i's parent
-(-1: the root); nodes are numbered depth by depth, so a parent comes before its children and
-siblings are contiguous, in the order the draft ranked them. A static tree has `branching[d]`
+(-1: the root); nodes are numbered depth first, siblings in the order the draft ranked them, so a
+parent comes before its children and each branch's nodes are consecutive: the verify pass's rows
+then form one chain-like run per branch (runner.tree_runs), cheap on the batch-invariant paths. A static tree has `branching[d]`
 children under every node of depth d (depth 0 is the root): (3, 2, 1) is 3 + 6 + 6 = 15 nodes.
 
 Drafting: one draft pass per depth over that depth's nodes, each row attending to the cache and its
@@ -41,6 +42,19 @@ def depths(parents: list[int]) -> list[int]:
     for p in parents:
         out.append(1 if p < 0 else out[p] + 1)
     return out
+
+
+def depth_first(parents: list[int]) -> list[int]:
+    """The nodes in depth-first order, siblings in their order (parents come before children)."""
+    children: dict[int, list[int]] = {}
+    for i, p in enumerate(parents):
+        children.setdefault(p, []).append(i)
+    order, stack = [], children.get(-1, [])[::-1]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack += children.get(node, [])[::-1]
+    return order
 
 
 def ancestors(parents: list[int]) -> torch.Tensor:
@@ -96,7 +110,11 @@ class TreeProposer(DraftModelProposer):
                 break
             logits = self._feed(frontier, tokens, parents)
         probs = torch.cat(rows)  # [r, V]
-        self.tree = TreeProposal(tokens, parents, probs, q_row, len(rows))
+        order = depth_first(parents)
+        number = {node: i for i, node in enumerate(order)}  # drafted depth by depth -> depth first
+        self.fed = [number[node] for node in self.fed]
+        self.tree = TreeProposal([tokens[i] for i in order], [number.get(parents[i], -1) for i in order],
+                                 probs, [q_row[i] for i in order], len(rows))
         return self.tree
 
     def _feed(self, frontier: list[int], tokens: list[int], parents: list[int]) -> torch.Tensor:

@@ -44,31 +44,49 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
     products (matmul over all queries, or elementwise sums over the masked keys) are not: their
     kernels and blockings follow the query count and the key count (1,710 of 1,710 rows differed
     with matmul, 345 of 1,188 with sums). Needs no mask: batch 1, no padding, causal; a token
-    tree's pass (playground.engine.tree) names each row's keys in `tree_rows` instead."""
-    k = repeat_kv(key, module.num_key_value_groups)  # [B, H, kv, d]
-    v = repeat_kv(value, module.num_key_value_groups)
-    width, keys = query.shape[-2], k.shape[-2]
-    tree = kwargs.get("tree_rows")  # a token tree's pass: each row's keys (its ancestors), in order
+    tree's pass (playground.engine.tree) names its runs of rows and their keys in `tree_runs`."""
     rows = []
-    for i in range(width):
-        seen = keys - width + i + 1  # the keys of every position up to this query's own
-        ki, vi = (k[:, :, :seen], v[:, :, :seen]) if tree is None else (k[:, :, tree[i]], v[:, :, tree[i]])
-        scores = torch.matmul(query[:, :, i:i + 1], ki.transpose(2, 3)) * scaling  # [B, H, 1, seen]
-        weights = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-        rows.append(torch.matmul(weights, vi))  # [B, H, 1, d]
-    out = torch.cat(rows, dim=2) if width > 1 else rows[0]  # [B, H, q, d]
+    for start, end, keys in kwargs.get("tree_runs") or [(0, query.shape[-2], key.shape[-2])]:
+        k = repeat_kv(gather_keys(key, keys), module.num_key_value_groups)  # [B, H, n, d]: the run's last row's keys
+        v = repeat_kv(gather_keys(value, keys), module.num_key_value_groups)
+        for i in range(start, end):
+            seen = k.shape[-2] - (end - 1 - i)  # the keys of every position up to this query's own
+            scores = torch.matmul(query[:, :, i:i + 1], k[:, :, :seen].transpose(2, 3)) * scaling  # [B, H, 1, seen]
+            weights = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+            rows.append(torch.matmul(weights, v[:, :, :seen]))  # [B, H, 1, d]
+    out = torch.cat(rows, dim=2) if len(rows) > 1 else rows[0]  # [B, H, q, d]
     return out.transpose(1, 2).contiguous(), None
 
 
 def eager_or_tree_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
-    """transformers' eager attention; a token tree's pass (`tree_rows`) row by row instead. A tree
+    """transformers' eager attention; a token tree's pass (`tree_runs`) run by run instead. A tree
     row's keys are not one contiguous run (its ancestors sit between other branches' nodes), so the
     masked eager product sums them in other groupings than a one-token pass does and rounds
-    differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each row is the one-token
-    pass's computation: the same products on contiguous keys of the same shape."""
-    if kwargs.get("tree_rows") is not None:
-        return row_invariant_attention(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
-    return eager_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each run of rows is a
+    chain's verify pass over contiguous keys, whose rows are the one-token passes' (see above)."""
+    runs = kwargs.pop("tree_runs", None)
+    if runs is None:
+        return eager_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    outs = []
+    for start, end, keys in runs:
+        k, v = gather_keys(key, keys), gather_keys(value, keys)  # [B, KV, n, d]
+        mask = causal_tail(end - start, k.shape[-2], query.dtype, query.device)
+        outs.append(eager_attention_forward(module, query[:, :, start:end], k, v, mask, scaling=scaling)[0])
+    return torch.cat(outs, dim=1), None  # [B, q, H, d]
+
+
+def gather_keys(key: torch.Tensor, keys) -> torch.Tensor:
+    """key [B, KV, kv, d] -> the run's keys: the first `keys` (an int: a view), or those indexed."""
+    return key[:, :, :keys] if isinstance(keys, int) else key.index_select(2, keys)
+
+
+def causal_tail(width: int, n: int, dtype, device) -> torch.Tensor:
+    """The additive mask [1, 1, width, n] of a chain's last `width` rows over n keys (a very negative
+    number on each row's future keys), as transformers builds it for eager attention."""
+    future = torch.ones(width, width, dtype=torch.bool, device=device).triu(1)
+    mask = torch.zeros(width, n, dtype=dtype, device=device)
+    mask[:, n - width:].masked_fill_(future, torch.finfo(dtype).min)
+    return mask[None, None]
 
 
 AttentionInterface.register(ROW_INVARIANT, row_invariant_attention)
