@@ -1,4 +1,4 @@
-"""`python -m playground generate|bench`: the command-line contract other tools rely on.
+"""`python -m playground generate|bench|export`: the command-line contract other tools rely on.
 
 Bad input exits with status 2 and one line `error: ...` on stderr, before any model work when the
 input alone shows the mistake."""
@@ -9,8 +9,8 @@ import sys
 import warnings
 
 from playground import session
-from playground.cli_args import (build_parser, constraint_from_args, parse_prompt_ids, pick, read_prompts, resolve_models,
-                                  writable_dir)
+from playground.cli_args import (build_parser, constraint_from_args, parse_prompt_ids, pick, read_prompts, read_text_arg,
+                                  resolve_models, writable_dir)
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -113,6 +113,33 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from playground.export import export_setting, format_export
+    exported = export_setting(_settings(args))
+    print(json.dumps(dataclasses.asdict(exported)) if args.json else format_export(exported), end="" if not args.json else "\n")
+    return 0
+
+
+def _settings(args):
+    """The page's Settings for the flags: the preset's, each flag given overriding it (loads nothing)."""
+    from playground.ui.share import Settings
+    if args.grammar:
+        raise PlaygroundError("export carries a JSON Schema or a regex; a grammar file has no export yet")
+    preset, target, draft = resolve_models(args)
+    base = Settings.from_preset(preset) if preset else Settings(preset="", chat=False)
+    schema = read_text_arg(args.schema, "schema") if args.schema else "" if args.regex else base.schema
+    flags = {"k": args.k, "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
+             "max_new_tokens": args.max_new_tokens, "prompt": args.prompt, "system": args.system}
+    s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
+                            confidence=args.confidence, tree=",".join(map(str, args.tree)), schema=schema,
+                            regex=args.regex or ("" if args.schema else base.regex), backend=args.constraint_backend,
+                            schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=args.compile,
+                            chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None})
+    session.settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
+                     max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, tree=args.tree)
+    return s
+
+
 def _written(write, out_dir: pathlib.Path):
     try:
         return write()
@@ -181,4 +208,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-COMMANDS = {"generate": cmd_generate, "bench": cmd_bench}
+COMMANDS = {"generate": cmd_generate, "bench": cmd_bench, "export": cmd_export}

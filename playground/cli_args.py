@@ -44,6 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", help="directory for rows.json, table.md and charts")
     bench.add_argument("--tree", type=parse_tree, default=(), help="adds an engine-tree row: this static token tree "
                        "(children per depth, e.g. 1,2,1,1) beside the chain of each k")
+    export = commands.add_parser("export", help="this setting as vLLM and SGLang launch commands and requests, "
+                                                "and a transformers generate call (loads nothing)")
+    add_model_args(export)
+    export.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
+    export.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    export.add_argument("--system", help="system prompt for chat models")
+    add_sampling_args(export)
+    add_constraint_args(export)
+    export.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 

@@ -239,3 +239,12 @@ def test_a_share_link_carries_the_tree():
     assert got.tree == "1,2,1,1" and not notices
     _, notices = from_query({"preset": "demo", "tree": "9,<b>"}, False)
     assert notices and "tree" in notices[0]
+
+
+def test_api_export_gives_the_settings_commands(client):
+    sent = Settings.from_preset(page_inputs.PRESETS["qwen2.5-7b"])
+    sent.k, sent.regex = 5, "[a-z]+"
+    notes, vllm, sglang, code = client.predict(*page_inputs.inputs_from_settings(sent), api_name="/export")
+    assert vllm.startswith("vllm serve Qwen/Qwen2.5-7B-Instruct ") and '"num_speculative_tokens":5' in vllm
+    assert "--speculative-num-draft-tokens 6" in sglang and '"regex": "[a-z]+"' in sglang
+    assert "assistant_model=draft" in code and "no JSON-schema or regex constraint" in notes

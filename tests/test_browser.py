@@ -147,3 +147,24 @@ def test_the_tree_tab_draws_each_rounds_drafts(page, app_url, tree, nodes):
     box = page.locator("#tree-view").bounding_box()
     assert box["height"] <= 480  # bounded: a wide tree scrolls inside the view
     page.screenshot(path=str(ARTIFACTS / f"tree-view-{tree or 'chain'}.png"))
+
+
+def test_the_export_tab_shows_a_shared_setting_with_copy_buttons(page, app_url):
+    """A share link's setting opens the Export tab as vLLM/SGLang commands with its schema and k, each box
+    copyable; the user's prompt is shown as text, never run."""
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    query = urllib.parse.urlencode({"preset": "qwen2.5-7b", "k": "3", "prompt": "<img src=x onerror=alert(3)>",
+                                    "schema": '{"type": "object", "properties": {"a": {"type": "integer"}}}'})
+    page.goto(f"{app_url}?{query}")
+    expect(page.locator("#k-slider input[type=number]")).to_have_value("3", timeout=30_000)
+    page.get_by_role("tab", name="Export").click()
+    vllm = page.locator("#export-vllm")
+    expect(vllm).to_contain_text('"num_speculative_tokens":3', timeout=15_000)
+    expect(vllm).to_contain_text('"type": "json_schema"')
+    expect(page.locator("#export-sglang")).to_contain_text("--speculative-num-steps 3")
+    expect(page.locator("#export-transformers")).to_contain_text("assistant_model=draft")
+    for box in ("#export-vllm", "#export-sglang", "#export-transformers"):
+        expect(page.locator(box).get_by_role("button", name=re.compile("copy", re.I))).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "export-tab.png"), full_page=True)
+    assert dialogs == []

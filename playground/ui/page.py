@@ -7,6 +7,7 @@ from playground.models.loading import custom_models_allowed
 from playground.ui import experiments, render, race
 from playground.ui.api import generate
 from playground.ui.experiments_tab import SWEEP_DEFAULTS, column_headers, calculator, run_comparison, run_sweep
+from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, request_stop
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, MODELS, PRESETS, apply_preset,
                                   check_constraint, constraint_editor, example_settings, make_share_link, preset_note,
@@ -107,6 +108,16 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                         tree_html = gr.HTML(tree_view([]))
                     with gr.Tab("JSON"):
                         pretty = gr.JSON(label="Parsed output", open=True)
+                    with gr.Tab("Export", elem_id="export-tab") as export_tab:
+                        gr.Markdown("This setting, ready to serve at scale: launch commands and one request for "
+                                    "vLLM and SGLang, and the same run as a transformers `generate` call.")
+                        export_notes = gr.HTML()
+                        export_vllm = gr.Code(language="shell", label="vLLM: serve, then send the request",
+                                              buttons=["copy"], wrap_lines=True, elem_id="export-vllm")
+                        export_sglang = gr.Code(language="shell", label="SGLang: launch, then send the request",
+                                                buttons=["copy"], wrap_lines=True, elem_id="export-sglang")
+                        export_hf = gr.Code(language="python", label="transformers", buttons=["copy"],
+                                            elem_id="export-transformers")
                     with gr.Tab("Charts"):
                         with gr.Row():
                             hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot")
@@ -176,6 +187,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     for trigger in (race_tab.select, race_btn.click):
         trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
                 show_progress="hidden")
+    export_tab.select(export_view, SETTINGS, [export_notes, export_vllm, export_sglang, export_hf],
+                      api_name="export", show_progress="hidden")  # loads nothing: the text of the setting
     share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     for trigger in (kind.change, constraint.change):

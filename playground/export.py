@@ -1,0 +1,255 @@
+"""Take a setting to a serving engine: launch commands and one request for vLLM and SGLang, the
+equivalent transformers `generate` call, and plain notes on what each engine cannot express.
+
+Pure functions of the page's settings (any object with playground.ui.share.Settings' attributes); no
+torch, no model loading. Every flag, config key and request field emitted is listed with the file and
+commit it was read from in tests/data/engine_options.json (checked by tests/test_export.py). User
+text is quoted for its destination: shlex (shell), json.dumps (JSON), repr (Python)."""
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from playground.config import tree_nodes, tree_shape
+from playground.errors import PlaygroundError
+
+# Names the playground uses that are not hub ids (hub id from playground.models.packaged.PACKAGED,
+# which imports torch; the tests check the two agree). The demo pair exists only in this repository.
+HUB_IDS = {"smollm2-135m-instruct": "HuggingFaceTB/SmolLM2-135M-Instruct"}
+LOCAL = {"demo-target": "playground/models/demo_pair/target", "demo-draft": "playground/models/demo_pair/draft"}
+FEATURE_DRAFT, REDUCED_DRAFT = "smollm2-feature-draft", "smollm2-draft"
+LOOKUP_MAX, LOOKUP_MIN = 3, 1  # the playground's prompt lookup matches the last 3 tokens down to 1
+REASONING = {"Qwen/Qwen3-": ("qwen3", "qwen3"), "deepseek-ai/DeepSeek-R1": ("deepseek_r1", "deepseek-r1")}
+VLLM_BACKEND = {"llguidance": "guidance", "xgrammar": "xgrammar"}  # vLLM calls llguidance "guidance"
+PORTS = {"vllm": 8000, "sglang": 30000}  # each server's default port
+SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # as playground.session.encode_prompt
+
+
+@dataclass(frozen=True)
+class Export:
+    vllm_command: str  # `vllm serve ...`, shell-quoted
+    vllm_request: dict  # OpenAI-compatible body for POST `endpoint`
+    sglang_command: str  # `python -m sglang.launch_server ...`
+    sglang_request: dict  # SGLang's OpenAI-compatible body for POST `endpoint`
+    transformers_code: str  # a Python snippet: one `model.generate(...)` call
+    notes: dict  # engine ("vllm", "sglang", "transformers") -> sentences on what it cannot express
+    endpoint: str  # "/v1/chat/completions" (chat) or "/v1/completions"
+
+
+def export_setting(s: Any) -> Export:
+    """The setting `s` (duck-typed Settings) as engine commands, requests and a generate call."""
+    (kind, draft), constraint = _draft(s.draft), _constraint(s)
+    notes = {"vllm": [], "sglang": [], "transformers": []}
+    _shared_notes(s, kind, draft, notes)
+    return Export(_vllm_command(s, kind, draft, constraint, notes["vllm"]), _request(s, constraint, "vllm"),
+                  _sglang_command(s, kind, draft, constraint, notes["sglang"]), _request(s, constraint, "sglang"),
+                  _transformers(s, kind, draft, notes["transformers"]), notes,
+                  "/v1/chat/completions" if s.chat else "/v1/completions")
+
+
+def _hub(model_id: str) -> str:
+    if not model_id.strip() or model_id.startswith("-"):  # a command line would read "-..." as an option
+        raise PlaygroundError(f"model id '{model_id[:40]}' is empty or starts with '-': no server can load it")
+    return HUB_IDS.get(model_id) or LOCAL.get(model_id) or model_id
+
+
+def _draft(draft: str) -> tuple[str, str | None]:
+    """-> (kind, model id to load): model, ngram, cascade (its inner model), feature, reduced, none."""
+    named = {"ngram": "ngram", FEATURE_DRAFT: "feature", REDUCED_DRAFT: "reduced", "": "none"}
+    if draft in named:
+        return named[draft], None
+    return ("cascade", _hub(draft.removeprefix("ngram+"))) if draft.startswith("ngram+") else ("model", _hub(draft))
+
+
+def _constraint(s) -> tuple[str, Any] | None:
+    """("json", schema dict) or ("regex", pattern) or None; one at most, as the playground insists."""
+    schema, regex = (s.schema or "").strip(), (s.regex or "").strip()
+    if schema and regex:
+        raise PlaygroundError("give one constraint only: a schema or a regex")
+    if not schema:
+        return ("regex", s.regex) if regex else None
+    try:
+        parsed = json.loads(schema)
+    except ValueError as exc:
+        raise PlaygroundError(f"the schema is not valid JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise PlaygroundError("the schema must be a JSON object")
+    return "json", parsed
+
+
+def _depth(s) -> int:  # tokens drafted per round: the tree's depth when a tree is set, else k
+    return len(tree_shape(s.tree)) if s.tree else s.k
+
+
+def _messages(s) -> tuple[str, list]:
+    """(prompt text, chat messages) as the playground sends them; the schema appended if asked."""
+    text = s.prompt + (SCHEMA_HINT + s.schema.strip() if s.schema_in_prompt and s.schema.strip() else "")
+    return text, ([{"role": "system", "content": s.system}] if s.system else []) + [{"role": "user", "content": text}]
+
+
+def _request(s, constraint, engine: str) -> dict:
+    """The OpenAI-compatible body for `engine` (Qwen's generation_config would set top_k 20, repetition 1.05)."""
+    text, messages = _messages(s)  # sampling in full, so that the model's generation_config does not apply
+    sampling = {"temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k if s.top_k > 0 else -1,
+                "repetition_penalty": 1.0, "seed": s.seed}
+    body = ({"model": _hub(s.target), "messages": messages, "max_completion_tokens": s.max_new_tokens} if s.chat
+            else {"model": _hub(s.target), "prompt": text, "max_tokens": s.max_new_tokens}) | sampling
+    if constraint and constraint[0] == "json":
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "playground", "schema": constraint[1]}}
+    if constraint and constraint[0] == "regex":  # each engine's own extra field
+        body |= {"structured_outputs": {"regex": constraint[1]}} if engine == "vllm" else {"regex": constraint[1]}
+    return body
+
+
+def _reasoning(target: str, engine: int) -> list[str]:
+    """The reasoning parser flag for thinking models (engine 0 vLLM, 1 SGLang): constraints start after </think>."""
+    names = next((names for prefix, names in REASONING.items() if target.startswith(prefix)), None)
+    return ["--reasoning-parser", names[engine]] if names else []
+
+
+def _vllm_command(s, kind, draft, constraint, notes) -> str:
+    args = ["vllm", "serve", _hub(s.target)]
+    spec = ({"method": "draft_model", "model": draft, "num_speculative_tokens": _depth(s)} if draft else
+            {"method": "ngram", "num_speculative_tokens": s.k, "prompt_lookup_max": LOOKUP_MAX,
+             "prompt_lookup_min": LOOKUP_MIN} if kind == "ngram" else None)
+    if spec:
+        args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    if constraint:
+        args += ["--structured-outputs-config", json.dumps({"backend": VLLM_BACKEND[s.backend]})]
+    args += _reasoning(s.target, 0)
+    if s.tree and draft:
+        notes.append(f"Token tree {s.tree}: vLLM's speculative_token_tree serves EAGLE-style proposers (and is "
+                     f"gone from newer releases), so this drafts a chain of {_depth(s)} tokens.")
+    return shlex.join(args)
+
+
+def _sglang_command(s, kind, draft, constraint, notes) -> str:
+    args = ["python", "-m", "sglang.launch_server", "--model-path", _hub(s.target)]
+    if draft:
+        steps, topk, tokens = _sglang_tree(s) if s.tree else (s.k, 1, s.k + 1)
+        args += ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft,
+                 "--speculative-num-steps", str(steps), "--speculative-eagle-topk", str(topk),
+                 "--speculative-num-draft-tokens", str(tokens)]  # tokens count the root: k + 1 for a chain
+    elif kind == "ngram":
+        args += ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.k + 1),
+                 "--speculative-ngram-max-bfs-breadth", "1"]  # breadth 1 per match: near a chain of k
+        notes.append("SGLang's NGRAM drafts from a cache of all the tokens the server has seen (every "
+                     "request), not only this prompt and output; matches of different lengths can still branch into a "
+                     "small tree (breadth 1 is per match).")
+    if constraint:
+        args += ["--grammar-backend", s.backend]
+    args += _reasoning(s.target, 1)
+    if s.tree and draft:
+        notes.append(f"Token tree {s.tree}: SGLang grows its own tree (top-k per step, reranked to the best "
+                     "nodes), not this fixed shape; the flags give it the same depth, widest branching and size.")
+    return shlex.join(args)
+
+
+def _sglang_tree(s) -> tuple[int, int, int]:
+    """(num_steps, eagle_topk, num_draft_tokens): SGLang keeps the best of topk + (steps-1)*topk^2 nodes."""
+    shape = tree_shape(s.tree)
+    return len(shape), max(shape), min(tree_nodes(shape), max(shape) * (1 + (len(shape) - 1) * max(shape))) + 1
+
+
+def _shared_notes(s, kind, draft, notes) -> None:
+    def add(engines, text):
+        for engine in engines:
+            notes[engine].append(text)
+
+    serving, every = ("vllm", "sglang"), tuple(notes)
+    if kind == "feature":
+        add(serving, f"The feature draft {FEATURE_DRAFT} is an EAGLE-style head trained here, with no EAGLE "
+                     "checkpoint format the engine loads: the command serves the target without speculation.")
+        add(["transformers"], "transformers' assistant_model must be a whole model: the feature draft cannot "
+                              "assist, so the snippet runs the target alone.")
+    if kind == "reduced":
+        add(every, f"The draft {REDUCED_DRAFT} has a reduced 8,192-token vocabulary (draft_vocab.safetensors); this "
+                   "engine needs a draft sharing the target's vocabulary, so the target runs alone.")
+    if kind == "cascade":
+        add(every, f"The cascade (prompt lookup drafting for {draft}, which drafts for the target) has no "
+                   f"equivalent here: {draft} alone drafts.")
+    if s.policy in ("schedule", "confidence"):
+        rule = ("+2 after a fully accepted round, -1 after a rejection, at most k" if s.policy == "schedule"
+                else f"stop drafting below top probability {s.confidence}")
+        add(serving, f"The '{s.policy}' draft length ({rule}) has no option here: the draft proposes a fixed "
+                     "number of tokens every round.")
+    if s.tree and not draft:
+        add(every, f"The token tree {s.tree} needs a draft model; it is dropped.")
+    models = {s.target, s.draft.removeprefix("ngram+")}
+    if models & set(LOCAL):
+        add(every, "demo-target and demo-draft are a toy pair trained for this playground; they exist only in this "
+                   "repository (playground/models/demo_pair), loaded by that path from its root.")
+    for name in sorted(models & set(HUB_IDS)):
+        add(every, f"{name} is the playground's copy of {HUB_IDS[name]} converted from a Q4_1 GGUF; the hub "
+                   "checkpoint loaded here has the original weights, so outputs can differ.")
+    if s.temperature > 0:
+        add(every, "Sampling: the seed gives the same distribution, not the playground's exact tokens.")
+
+
+def _transformers(s, kind, draft, notes) -> str:
+    """A short script; every user value enters through repr()."""
+    lines = ["import torch", "from transformers import AutoModelForCausalLM, AutoTokenizer", "",
+             f"tokenizer = AutoTokenizer.from_pretrained({_hub(s.target)!r})",
+             f"model = AutoModelForCausalLM.from_pretrained({_hub(s.target)!r}, dtype='auto', device_map='auto')"]
+    kwargs = [f"max_new_tokens={s.max_new_tokens!r}", "repetition_penalty=1.0"]
+    if draft:
+        lines += _assistant_lines(s, draft, notes)
+        kwargs.append("assistant_model=draft")
+    elif kind == "ngram":
+        kwargs += [f"prompt_lookup_num_tokens={s.k!r}", f"max_matching_ngram_size={LOOKUP_MAX!r}"]
+    text, messages = _messages(s)
+    lines += [f"messages = {messages!r}", "inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, "
+              "return_tensors='pt', return_dict=True).to(model.device)"] if s.chat else [
+              f"inputs = tokenizer({text!r}, return_tensors='pt', add_special_tokens=False).to(model.device)"]
+    if s.temperature > 0:
+        kwargs += ["do_sample=True", f"temperature={s.temperature!r}", f"top_p={s.top_p!r}", f"top_k={s.top_k!r}"]
+        if draft:
+            notes.append("transformers' assisted sampling compares the two models' full distributions: it needs "
+                         "logits of equal width (pairs with different vocabulary padding work only greedily).")
+    else:
+        kwargs.append("do_sample=False")
+    if (s.schema or "").strip() or (s.regex or "").strip():
+        notes.append("transformers' generate has no JSON-schema or regex constraint built in: the snippet runs "
+                     "unconstrained. xgrammar's contrib.hf.LogitsProcessor advances one matcher per call with no "
+                     "rollback, so it cannot follow assistant_model's rejected drafts; llguidance ships no processor.")
+    lines += [f"torch.manual_seed({s.seed!r})", f"out = model.generate(**inputs, {', '.join(kwargs)})",
+              "print(tokenizer.decode(out[0, inputs['input_ids'].shape[1]:], skip_special_tokens=True))"]
+    return "\n".join(lines) + "\n"
+
+
+def _assistant_lines(s, draft, notes) -> list[str]:
+    """The draft and its length policy: assisted generation reads them from the draft's generation_config."""
+    # the playground's schedule starts at k/2; threshold 0 drafts exactly k (the default 0.4 stops early)
+    k = max(1, _depth(s) // 2) if s.policy == "schedule" else _depth(s)
+    schedule = "heuristic_transient" if s.policy == "schedule" else "constant"
+    conf = s.confidence if s.policy == "confidence" else 0.0
+    notes += {"schedule": ["transformers' heuristic schedule has no ceiling: it can draft more than k."],
+              "confidence": ["transformers retunes assistant_confidence_threshold during generation when "
+                             "scikit-learn is installed."]}.get(s.policy, [])
+    if s.tree:
+        notes.append(f"transformers drafts a chain: the token tree {s.tree} becomes a chain of {k} tokens.")
+    return [f"draft = AutoModelForCausalLM.from_pretrained({draft!r}, dtype='auto', device_map='auto')",
+            f"draft.generation_config.num_assistant_tokens = {k!r}",
+            f"draft.generation_config.num_assistant_tokens_schedule = {schedule!r}",
+            f"draft.generation_config.assistant_confidence_threshold = {conf!r}"]
+
+
+def shell_block(e: Export, engine: str) -> str:
+    """An engine's launch command, a blank line, and its request as a curl call to the local server."""
+    body = e.vllm_request if engine == "vllm" else e.sglang_request
+    command = e.vllm_command if engine == "vllm" else e.sglang_command
+    curl = shlex.join(["curl", f"http://localhost:{PORTS[engine]}{e.endpoint}", "-H", "Content-Type: application/json",
+                       "-d", json.dumps(body)])
+    return f"{command}\n\n{curl}\n"
+
+
+def format_export(e: Export) -> str:
+    """Markdown: each engine's launch command, its request as curl, the generate call, the notes."""
+    def bullets(notes: list[str]) -> list[str]:
+        return ["", "Not carried over, or different:", *(f"- {n}" for n in notes), ""] if notes else [""]
+
+    parts = []
+    for engine, title in (("vllm", "vLLM"), ("sglang", "SGLang")):
+        parts += [f"### {title}", "```bash", shell_block(e, engine).rstrip("\n"), "```", *bullets(e.notes[engine])]
+    parts += ["### transformers", "```python", e.transformers_code.rstrip("\n"), "```", *bullets(e.notes["transformers"])]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,30 @@
+"""The Export tab: the page's current setting as vLLM and SGLang launch commands with one request
+each, and a transformers generate call (playground.export), each in a code box with a copy button,
+and what each engine cannot express. Nothing loads and nothing runs: the text is only shown."""
+import html
+
+from playground.errors import PlaygroundError
+from playground.export import export_setting, shell_block
+from playground.ui import render
+from playground.ui.inputs import settings_from_inputs
+
+TITLES = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "transformers"}
+
+
+def export_view(*values) -> list[str]:
+    """SETTINGS values -> [notes HTML, vLLM block, SGLang block, transformers code]; a setting that
+    cannot be exported is said in the notes, the boxes left empty."""
+    try:
+        e = export_setting(settings_from_inputs(*values))
+    except PlaygroundError as exc:
+        return [render.error(str(exc), "export"), "", "", ""]
+    return [notes_html(e.notes), shell_block(e, "vllm"), shell_block(e, "sglang"), e.transformers_code]
+
+
+def notes_html(notes: dict) -> str:
+    """Each engine's list of what it cannot express, or one line saying everything carries over."""
+    parts = [f"<p><b>{TITLES[engine]}</b>: not carried over, or different:</p><ul>"
+             + "".join(f"<li>{html.escape(n)}</li>" for n in items) + "</ul>"
+             for engine, items in notes.items() if items]
+    body = "".join(parts) or "<p>Every setting here carries over to each engine.</p>"
+    return f'<div id="export-notes">{body}</div>'

@@ -1,0 +1,269 @@
+"""playground.export: every preset's vLLM and SGLang commands and requests use only the option names,
+config keys and request fields read from the engines' sources (tests/data/engine_options.json);
+commands split with shlex, bodies round-trip through JSON, the transformers snippet compiles, the
+notes name what an engine cannot express, and hostile text stays inside its quotes."""
+import argparse
+import ast
+import dataclasses
+import json
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from playground.errors import PlaygroundError
+from playground.export import HUB_IDS, LOCAL, export_setting, format_export
+from playground.presets import all_presets
+from playground.ui.share import Settings
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOC = json.loads((ROOT / "tests" / "data" / "engine_options.json").read_text(encoding="utf-8"))
+VLLM, SGL = DOC["vllm"], DOC["sglang"]
+PRESETS = all_presets()
+HOSTILE = "'; rm -rf / #\"\"\" $(touch /tmp/pwned) `id` \\ \n\t}{%s"
+
+
+def settings(name: str, **changes) -> Settings:
+    return dataclasses.replace(Settings.from_preset(PRESETS[name]), **changes)
+
+
+def options(argv: list[str], documented: list[str]) -> dict[str, str]:
+    """--flag value pairs, parsed by argparse with exactly the documented flags (unknown ones fail)."""
+    parser = argparse.ArgumentParser(exit_on_error=False, allow_abbrev=False)
+    for flag in documented:
+        parser.add_argument(flag)
+    return {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
+
+
+def vllm_options(e) -> dict[str, str]:
+    argv = shlex.split(e.vllm_command)
+    assert argv[:2] == ["vllm", "serve"] and not argv[2].startswith("--")
+    return options(argv[3:], VLLM["cli_options"]["names"])
+
+
+def sglang_options(e) -> dict[str, str]:
+    argv = shlex.split(e.sglang_command)
+    assert argv[:3] == ["python", "-m", "sglang.launch_server"]
+    return options(argv[3:], SGL["server_flags"]["names"])
+
+
+def check_vllm(e, s):
+    opts = vllm_options(e)
+    if "speculative_config" in opts:
+        spec = json.loads(opts["speculative_config"])
+        assert set(spec) <= set(VLLM["speculative_config_keys"]["names"])
+        assert spec["method"] in VLLM["speculative_methods"]["names"]
+        assert isinstance(spec["num_speculative_tokens"], int) and spec["num_speculative_tokens"] >= 1
+    if "structured_outputs_config" in opts:
+        config = json.loads(opts["structured_outputs_config"])
+        assert set(config) <= set(VLLM["structured_outputs_config_keys"]["names"])
+        assert config["backend"] in VLLM["structured_outputs_backends"]["names"]
+    if "reasoning_parser" in opts:
+        assert opts["reasoning_parser"] in VLLM["reasoning_parsers"]["names"]
+    return opts
+
+
+def check_sglang(e):
+    opts = sglang_options(e)
+    if "speculative_algorithm" in opts:
+        assert opts["speculative_algorithm"] in SGL["speculative_algorithms"]["names"]
+        assert int(opts["speculative_num_draft_tokens"]) >= 2
+    for flag in ("speculative_num_steps", "speculative_eagle_topk", "speculative_ngram_max_bfs_breadth"):
+        assert flag not in opts or int(opts[flag]) >= 1
+    assert opts.get("grammar_backend", "xgrammar") in SGL["grammar_backends"]["names"]
+    assert opts.get("reasoning_parser", "qwen3") in SGL["reasoning_parsers"]["names"]
+    return opts
+
+
+def check_request(body: dict, engine: dict, s):
+    assert json.loads(json.dumps(body)) == body
+    fields = engine["chat_request_fields" if s.chat else "completion_request_fields"]["names"]
+    assert set(body) <= set(fields), set(body) - set(fields)
+    assert ("messages" in body) == s.chat and ("prompt" in body) != s.chat
+    if "response_format" in body:
+        fmt = body["response_format"]
+        assert fmt["type"] in engine["response_format"]["types"]
+        assert set(fmt["json_schema"]) <= set(engine["response_format"]["json_schema_keys"])
+        assert fmt["json_schema"]["schema"] == json.loads(s.schema)
+    else:
+        assert not s.schema.strip()
+    assert set(body.get("structured_outputs", {})) <= set(VLLM["structured_outputs_request_keys"]["names"])
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_exports_documented_names(name):
+    s = settings(name)
+    e = export_setting(s)
+    check_vllm(e, s)
+    check_sglang(e)
+    check_request(e.vllm_request, VLLM, s)
+    check_request(e.sglang_request, SGL, s)
+    compile(e.transformers_code, "<export>", "exec")
+    for text in (e.vllm_command, e.sglang_command, json.dumps(e.vllm_request), e.transformers_code):
+        assert not re.search(r"(?<![\w/-])(demo-target|demo-draft|smollm2-135m-instruct)\b", text)
+    assert e.endpoint == ("/v1/chat/completions" if s.chat else "/v1/completions")
+
+
+def test_notes_name_what_engines_cannot_express():
+    feature = export_setting(settings("smollm2")).notes
+    assert all("feature draft" in " ".join(feature[k]) for k in feature)
+    assert "--speculative-config" not in export_setting(settings("smollm2")).vllm_command
+    cascade = export_setting(settings("qwen2.5-7b-cascade")).notes
+    assert all("cascade" in " ".join(cascade[k]) for k in cascade)
+    demo = export_setting(settings("demo")).notes
+    assert all("toy pair" in " ".join(demo[k]) for k in demo)
+    for policy in ("schedule", "confidence"):
+        notes = export_setting(settings("qwen2.5-7b", policy=policy)).notes
+        assert policy in " ".join(notes["vllm"]) and policy in " ".join(notes["sglang"])
+    constrained = export_setting(settings("smollm2-json")).notes["transformers"]
+    assert any("no JSON-schema" in n for n in constrained)
+
+
+def test_tree_is_a_chain_for_vllm_and_a_sized_tree_for_sglang():
+    s = settings("qwen2.5-7b", tree="1,2,1,1")
+    e = export_setting(s)
+    assert all("tree" in " ".join(e.notes[k]) for k in e.notes)
+    assert json.loads(vllm_options(e)["speculative_config"])["num_speculative_tokens"] == 4
+    opts = check_sglang(e)
+    assert (opts["speculative_num_steps"], opts["speculative_eagle_topk"], opts["speculative_num_draft_tokens"]) == ("4", "2", "8")
+
+
+def test_prompt_lookup_and_reasoning_flags():
+    ngram = export_setting(settings("qwen2.5-7b-ngram"))
+    assert json.loads(vllm_options(ngram)["speculative_config"]) == {
+        "method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+    assert sglang_options(ngram)["speculative_num_draft_tokens"] == "9"
+    assert "prompt_lookup_num_tokens=8" in ngram.transformers_code
+    for name, vllm_name, sglang_name in (("qwen3-8b", "qwen3", "qwen3"), ("deepseek-r1-distill-7b", "deepseek_r1", "deepseek-r1")):
+        e = export_setting(settings(name))
+        assert vllm_options(e)["reasoning_parser"] == vllm_name and sglang_options(e)["reasoning_parser"] == sglang_name
+
+
+def test_regex_and_policies_reach_each_engine():
+    s = settings("qwen2.5-7b", regex="[0-9]{3}-[a-z]+", backend="xgrammar", policy="confidence", confidence=0.3)
+    e = export_setting(s)
+    assert e.vllm_request["structured_outputs"] == {"regex": s.regex} and e.sglang_request["regex"] == s.regex
+    assert json.loads(vllm_options(e)["structured_outputs_config"]) == {"backend": "xgrammar"}
+    assert sglang_options(e)["grammar_backend"] == "xgrammar"
+    assert "assistant_confidence_threshold = 0.3" in e.transformers_code
+    check_request(e.vllm_request, VLLM, s)
+    check_request(e.sglang_request, SGL, s)
+    schedule = export_setting(settings("qwen2.5-7b", policy="schedule")).transformers_code
+    assert "'heuristic_transient'" in schedule and "num_assistant_tokens = 2" in schedule
+
+
+def test_model_aliases_map_to_loadable_ids():
+    from playground.models import packaged
+    assert all(HUB_IDS[name] == packaged.PACKAGED[name].hub_id for name in HUB_IDS)
+    assert all((ROOT / path / "config.json").is_file() for path in LOCAL.values())
+
+
+def test_bad_constraints_are_refused():
+    with pytest.raises(PlaygroundError):
+        export_setting(settings("demo-json", regex="a+"))
+    with pytest.raises(PlaygroundError):
+        export_setting(settings("demo-json", schema="{not json"))
+    for target, draft in (("--help", "ngram"), ("Qwen/x", "-rf"), ("", "ngram")):  # options, or nothing
+        with pytest.raises(PlaygroundError):
+            export_setting(settings("qwen2.5-7b", target=target, draft=draft))
+
+
+def shell_argv(command: str) -> list[str]:
+    """The words a real shell passes for `command` (run as printf's arguments: nothing executes)."""
+    out = subprocess.run(["bash", "-c", "printf '%s\\0' " + command.split(" ", 1)[1]], capture_output=True, check=True)
+    return out.stdout.decode().split("\0")[:-1]
+
+
+def test_hostile_text_stays_quoted():
+    benign = export_setting(settings("qwen2.5-7b", prompt="hello", system="be brief"))
+    s = settings("qwen2.5-7b", prompt=HOSTILE, system=HOSTILE, target="Qwen/x" + HOSTILE, draft="a" + HOSTILE,
+                 regex=HOSTILE, schema="")
+    e = export_setting(s)
+    assert shlex.split(e.vllm_command)[2] == s.target
+    assert shell_argv(e.vllm_command) == shlex.split(e.vllm_command)[1:]
+    assert shell_argv(e.sglang_command) == shlex.split(e.sglang_command)[1:]
+    assert sglang_options(e)["speculative_draft_model_path"] == s.draft
+    assert e.vllm_request["messages"][-1]["content"] == HOSTILE and e.sglang_request["regex"] == HOSTILE
+    tree = ast.parse(e.transformers_code)
+    assert len(tree.body) == len(ast.parse(benign.transformers_code).body)  # no statement smuggled in
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert {s.target, s.draft, HOSTILE} <= strings
+    schema = json.dumps({"type": "object", "description": HOSTILE, "properties": {HOSTILE: {"type": "string"}}})
+    js = export_setting(settings("smollm2-json", schema=schema, schema_in_prompt=True, prompt=HOSTILE))
+    assert js.vllm_request["response_format"]["json_schema"]["schema"] == json.loads(schema)
+    compile(js.transformers_code, "<export>", "exec")
+
+
+def test_format_export_is_markdown_with_runnable_curl():
+    e = export_setting(settings("smollm2-json", prompt=HOSTILE))
+    text = format_export(e)
+    assert text.count("```") % 2 == 0 and "### vLLM" in text and "### SGLang" in text and "### transformers" in text
+    curls = [line for line in text.splitlines() if line.startswith("curl ")]
+    assert len(curls) == 2
+    for line, body in zip(curls, (e.vllm_request, e.sglang_request)):
+        argv = shlex.split(line)
+        assert json.loads(argv[argv.index("-d") + 1]) == body and argv[1].endswith(e.endpoint)
+    assert "feature draft" in text
+
+
+def test_export_module_stays_below_the_ui_and_torch():
+    code = ("import sys, playground.export; "
+            "assert 'torch' not in sys.modules and not any(m.startswith('playground.ui') for m in sys.modules)")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_evidence_names_its_sources():
+    sources = [v for engine in (VLLM, SGL) for entry in engine.values() if isinstance(entry, dict)
+               for k, v in entry.items() if k in ("source", "present_at", "absent_at")]
+    assert len(sources) >= 15
+    for source in sources:
+        assert source["repo"] in ("vllm-project/vllm", "sgl-project/sglang") and source["path"]
+        assert re.fullmatch(r"[0-9a-f]{40}", source["commit"])
+
+
+def run_cli(*argv) -> tuple[int, str, str]:
+    out = subprocess.run([sys.executable, "-m", "playground", "export", *argv], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    return out.returncode, out.stdout, out.stderr
+
+
+def test_cli_export_is_the_pages_export_of_the_same_setting():
+    code, out, _ = run_cli("--preset", "qwen2.5-7b", "--k", "3", "--regex", "[0-9]+", "--temperature", "0.5", "--json")
+    assert code == 0
+    assert json.loads(out) == dataclasses.asdict(export_setting(settings("qwen2.5-7b", k=3, regex="[0-9]+", temperature=0.5)))
+    code, text, _ = run_cli("--preset", "smollm2-json")
+    assert code == 0 and text == format_export(export_setting(settings("smollm2-json")))
+
+
+@pytest.mark.parametrize("argv,message", [(["--preset", "demo", "--k", "99"], "k must be"),
+                                          (["--preset", "nope"], "unknown preset"),
+                                          (["--preset", "demo", "--tree", "9,9,9"], "tree"),
+                                          (["--preset", "demo", "--grammar", "g.lark"], "grammar")])
+def test_cli_export_refuses_in_one_line(argv, message):
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == "" and err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_share_link_carries_the_export():
+    from playground.ui.export_tab import export_view
+    from playground.ui.inputs import inputs_from_settings
+    from playground.ui.share import from_query, to_query
+    import urllib.parse
+    sent = settings("qwen3-8b", k=6, regex="(yes|no)", prompt="Is 7 prime?", temperature=0.3, seed=9)
+    restored, notices = from_query(dict(urllib.parse.parse_qsl(to_query(sent))), allow_custom=False)
+    assert notices == [] and export_setting(restored) == export_setting(sent)
+    notes, vllm, sglang, code = export_view(*inputs_from_settings(restored))
+    assert '"num_speculative_tokens":6' in vllm and '"regex": "(yes|no)"' in sglang and "--reasoning-parser qwen3" in vllm
+    assert "temperature=0.3" in code and 'id="export-notes"' in notes
+
+
+def test_the_page_says_why_a_setting_cannot_be_exported():
+    from playground.ui.export_tab import export_view
+    from playground.ui.inputs import inputs_from_settings
+    notes, *boxes = export_view(*inputs_from_settings(settings("qwen2.5-7b", schema="{oops")))
+    assert 'id="export-error"' in notes and "not valid JSON" in notes and boxes == ["", "", ""]
+    notes = export_view(*inputs_from_settings(settings("qwen2.5-7b", prompt="<script>x</script>")))[0]
+    assert "<script>" not in notes
