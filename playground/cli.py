@@ -134,7 +134,8 @@ def _settings(args):
                             confidence=args.confidence, tree=",".join(map(str, args.tree)), schema=schema,
                             regex=args.regex or ("" if args.schema else base.regex), backend=args.constraint_backend,
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=args.compile,
-                            chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None})
+                            chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
+                            think_budget=pick(args.think_budget, preset, "think_budget", 0))
     session.settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
                      max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, tree=args.tree)
     return s
@@ -155,7 +156,9 @@ def _reseeded(cfg, seed):
 def result_dict(result: RunResult) -> dict:
     return {"text": result.text, "token_ids": result.token_ids, "finish_reason": result.finish_reason,
             "valid": result.valid, "validation_error": result.validation_error,
-            "constraint_notes": result.constraint_notes, "stats": result.stats}
+            "constraint_notes": result.constraint_notes, "stats": result.stats,
+            **({"reasoning_tokens": result.reasoning_tokens, "answer": result.answer}
+               if result.reasoning_tokens is not None else {})}
 
 
 def format_text(out: dict) -> str:
@@ -165,6 +168,9 @@ def format_text(out: dict) -> str:
     if "compile_s" in out:
         lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
+    if out.get("reasoning_tokens") is not None:
+        lines.append(f"-- thought for {out['reasoning_tokens']} tokens; the answer after </think> is what the "
+                     f"constraint judged: {out['answer']}")
     if out["valid"] is not None:
         lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
         lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]

@@ -85,6 +85,8 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group.add_argument("--grammar", help="grammar file (Lark for llguidance, EBNF for xgrammar)")
     p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
+    p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
+                   "tokens (then </think> is forced); the constraint applies after </think>. 0: from the first token")
 
 
 def constraint_from_args(args, preset):
@@ -95,7 +97,8 @@ def constraint_from_args(args, preset):
     regex = args.regex or ""
     if not (schema or grammar or regex) and preset is not None:
         schema, regex = preset.schema, preset.regex
-    return from_user(schema=schema, regex=regex, grammar=grammar, backend=args.constraint_backend)
+    return from_user(schema=schema, regex=regex, grammar=grammar, backend=args.constraint_backend,
+                     think_budget=pick(args.think_budget, preset, "think_budget", 0))
 
 
 def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:

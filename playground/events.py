@@ -58,3 +58,5 @@ class RunResult:
     valid: bool | None = None  # None when unconstrained
     validation_error: str | None = None
     constraint_notes: list[str] = field(default_factory=list)  # what the constraint engine did not enforce while writing
+    reasoning_tokens: int | None = None  # a thinking run: its first tokens up to </think> (all, if it never got there)
+    answer: str | None = None  # a thinking run: the text after </think>, which the constraint judges

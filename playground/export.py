@@ -184,6 +184,11 @@ def _shared_notes(s, kind, draft, notes) -> None:
                    "checkpoint loaded here has the original weights, so outputs can differ.")
     if s.temperature > 0:
         add(every, "Sampling: the seed gives the same distribution, not the playground's exact tokens.")
+    if getattr(s, "think_budget", 0) and _constraint(s):
+        add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it; with --reasoning-parser the "
+                     "constraint starts after </think>, but the model thinks as long as it likes.")
+        add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "
+                              "thinking budget either.")
 
 
 def _transformers(s, kind, draft, notes) -> str:

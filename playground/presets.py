@@ -46,6 +46,7 @@ class Preset:
     schema: str = ""  # JSON Schema text (optional constraint)
     regex: str = ""  # regular expression (optional constraint)
     schema_in_prompt: bool = False  # append the schema to the prompt so the model knows the shape
+    think_budget: int = 0  # reasoning models: think up to this many tokens, the constraint starts after </think>
     gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
 
     @property

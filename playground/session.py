@@ -267,7 +267,22 @@ def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | No
     text = pair.tokenizer.decode(ids, skip_special_tokens=True)
     result = RunResult(ids, text, summarize(events, wall_s), finish, rounds)
     if constraint is not None:
-        complete = finish == "eos" or (finish == "length" and guide.accepting())
-        result.valid, result.validation_error = constraint.validate(text, ids, complete)
-        result.constraint_notes = list(constraint.notes)
+        _judge(pair, result, constraint, guide)
     return result
+
+
+def _judge(pair: Pair, result: RunResult, constraint: Constraint, guide: Guide) -> None:
+    """Validity of the answer: the whole output, or a thinking run's text after </think>."""
+    ids, start = result.token_ids, constraint.answer_start(result.token_ids)
+    result.constraint_notes = list(constraint.notes)
+    if constraint.thinking is not None:
+        result.reasoning_tokens = len(ids) if start is None else start
+        result.answer = "" if start is None else pair.tokenizer.decode(ids[start:], skip_special_tokens=True)
+    if start is None:
+        result.valid, result.validation_error = False, (
+            "still thinking when the run ended: no </think> yet, so no answer (raise max new tokens or lower the "
+            "thinking budget)")
+        return
+    complete = result.finish_reason == "eos" or (result.finish_reason == "length" and guide.accepting())
+    answer = result.text if result.answer is None else result.answer
+    result.valid, result.validation_error = constraint.validate(answer, ids[start:], complete)

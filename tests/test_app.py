@@ -248,3 +248,27 @@ def test_api_export_gives_the_settings_commands(client):
     assert vllm.startswith("vllm serve Qwen/Qwen2.5-7B-Instruct ") and '"num_speculative_tokens":5' in vllm
     assert "--speculative-num-draft-tokens 6" in sglang and '"regex": "[a-z]+"' in sglang
     assert "assistant_model=draft" in code and "no JSON-schema or regex constraint" in notes
+
+
+def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monkeypatch):
+    """A tiny model whose tokenizer has think tokens, on the page's own run callback: the reasoning is
+    greyed in a fold, the answer after </think> judged and shown in the JSON-free text; the run's
+    download says how many tokens were thinking."""
+    from tests import tiny
+    monkeypatch.setenv("PLAYGROUND_ALLOW_CUSTOM_MODELS", "1")
+    tok = tiny.byte_bpe_tokenizer()
+    tok.add_tokens(["<think>", "</think>"])
+    target = tiny.tiny_model("qwen2", vocab=len(tok), seed=5, eos_id=tok.eos_token_id)
+    paths = [str(tiny.save(m, tok, tmp_path / name)) for m, name in ((target, "t"), (tiny.perturbed_copy(target, 0.3), "d"))]
+    settings = Settings(preset="demo", target=paths[0], draft=paths[1], k=3, max_new_tokens=40, prompt="n = ",
+                        regex="[0-9]{2}", compare=False, think_budget=8)
+    outputs = list(playground_tab.run(None, QUIET, *page_inputs.inputs_from_settings(settings)))
+    final = outputs[-1]
+    report = json.loads(open(final[10]).read())
+    assert report["valid"] is True and report["reasoning_tokens"] == 9 and re.fullmatch("[0-9]{2}", report["answer"])
+    stream = final[0]
+    assert stream.count('<details class="thinking"') == 1 and "thought for 9 tokens" in stream
+    assert " open>" not in stream.split("</summary>")[0]  # folded once the answer has started
+    folded = stream.split("</details>")[0]
+    assert folded.count('class="tok ') >= 9 and report["answer"][-1] in html.unescape(stream.split("</details>")[1])
+    assert "valid" in final[4]

@@ -2,14 +2,18 @@
 expensive part: llguidance ~1 s, xgrammar's tokenizer info) and the last COMPILED_KEPT compiled
 grammars. Each compile runs in a bounded worker (playground.constraints.worker): a schema that
 makes a compiler grow without bound is refused, and the server lives."""
+import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+
+import llguidance.hf
 
 from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide
 from playground.constraints.llg import LLGuidanceBackend
+from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
 from playground.constraints.spec import ConstraintSpec, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
 from playground.constraints.xgr import XGrammarBackend
@@ -19,6 +23,7 @@ BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
 COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
+_thinking: dict = {}  # (id(tokenizer), vocab, eos) -> (tokenizer, Thinking)
 _compiled: OrderedDict = OrderedDict()  # (backend key, spec) -> (compiled grammar, notes, size), newest last
 _lock = threading.Lock()  # guards both caches (runs may compile from several threads); never held while compiling
 
@@ -31,9 +36,17 @@ class Constraint:
     vocab: int
     eos_ids: frozenset[int]
     notes: tuple[str, ...] = ()  # what the backend does not enforce while writing (checked after the run)
+    thinking: Thinking | None = None  # a reasoning model thinks first (spec.think_budget > 0)
 
     def guide(self, max_rows: int) -> Guide:
-        return Guide(self.backend.matcher(self.compiled), self.vocab, self.eos_ids, max_rows)
+        matcher = self.backend.matcher(self.compiled)
+        if self.thinking is not None:
+            matcher = ThinkingMatcher(matcher, self.thinking, self.spec.think_budget)
+        return Guide(matcher, self.vocab, self.eos_ids, max_rows)
+
+    def answer_start(self, token_ids: list[int]) -> int | None:
+        """Where the answer starts in committed ids: 0 without thinking, None while still thinking."""
+        return 0 if self.thinking is None else self.thinking.answer_start(token_ids)
 
     def validate(self, text: str, token_ids: list[int], complete: bool) -> tuple[bool, str | None]:
         """complete: the structure was finished (EOS or an accepting state) before the budget ran out."""
@@ -55,6 +68,30 @@ class Constraint:
 
 
 def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: frozenset[int]) -> Constraint:
+    thinking = _thinking_tables(tokenizer, vocab, eos_ids) if spec.think_budget else None
+    grammar = dataclasses.replace(spec, think_budget=0)  # compiled once whatever the budget
+    backend, compiled, notes = _compiled_grammar(grammar, tokenizer, vocab, eos_ids)
+    return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking)
+
+
+def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking:
+    """The thinking masks for a tokenizer (built once; about a second at a 151k vocabulary)."""
+    check_marker(tokenizer)
+    key = (id(tokenizer), vocab, eos_ids)
+    with _lock:
+        found = _thinking.get(key)
+    if found is None:
+        ll = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab)
+        token_bytes = [ll.decode_bytes([i]) for i in range(min(vocab, ll.vocab_size))]
+        found = (tokenizer, thinking_tables(token_bytes, lambda text: tokenizer.encode(text, add_special_tokens=False),
+                                            vocab, eos_ids))
+        with _lock:
+            _thinking[key] = found
+    return found[1]
+
+
+def _compiled_grammar(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: frozenset[int]):
+    """-> (the backend object, the compiled grammar, notes), from the caches when they hold it."""
     key = (spec.backend, id(tokenizer), vocab, eos_ids)
     with _lock:
         if key not in _backends:
@@ -71,7 +108,7 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
             _compiled[(key, spec)] = found
             while len(_compiled) > COMPILED_KEPT or (len(_compiled) > 1 and _kept_chars() > COMPILED_KEPT_CHARS):
                 _compiled.popitem(last=False)
-    return Constraint(spec, backend, found[0], vocab, eos_ids, found[1])
+    return backend, found[0], found[1]
 
 
 def _kept_chars() -> int:

@@ -11,7 +11,7 @@ from playground.constraints.safety import check_pattern, check_schema_safe, dept
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
-from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
+from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
 KINDS = ("json", "regex", "grammar")
 BACKENDS = ("llguidance", "xgrammar")
@@ -22,6 +22,7 @@ class ConstraintSpec:
     kind: str  # json | regex | grammar
     text: str  # the schema (JSON text), the pattern, or the grammar (Lark for llguidance, EBNF for xgrammar)
     backend: str = "llguidance"
+    think_budget: int = 0  # > 0: a reasoning model thinks first (at most this many tokens), the constraint starts after </think>
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -33,6 +34,9 @@ class ConstraintSpec:
         limit = {"json": MAX_SCHEMA_TEXT_CHARS, "regex": MAX_REGEX_CHARS, "grammar": MAX_GRAMMAR_CHARS}[self.kind]
         name = "schema as typed" if self.kind == "json" else self.kind
         at_most(len(self.text), limit, f"the length of the {name} (characters)")
+        if not isinstance(self.think_budget, int) or self.think_budget < 0:
+            raise PlaygroundError(f"the thinking budget must be a whole number of tokens >= 0, got {self.think_budget!r}")
+        at_most(self.think_budget, MAX_NEW_TOKENS, "the thinking budget (tokens)")
 
     @property
     def schema(self) -> dict | bool:
@@ -87,14 +91,15 @@ def check_regex(pattern: str) -> None:
     check_pattern(pattern)
 
 
-def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance"):
-    """At most one of the three may be given; None when none is."""
+def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance", think_budget: int = 0):
+    """At most one of the three may be given; None when none is. think_budget > 0: the constraint
+    starts after a reasoning model's </think> (playground.constraints.reasoning)."""
     given = [(kind, text) for kind, text in (("json", schema), ("regex", regex), ("grammar", grammar)) if text and text.strip()]
     if len(given) > 1:
         raise PlaygroundError("give one constraint only: a schema, a regex or a grammar")
     if not given:
         return None
-    spec = ConstraintSpec(given[0][0], given[0][1], backend)
+    spec = ConstraintSpec(given[0][0], given[0][1], backend, think_budget)
     if spec.kind == "json":
         parse_schema(spec.text)
     elif spec.kind == "regex":

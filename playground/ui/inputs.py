@@ -31,7 +31,7 @@ EXAMPLE_CONSTRAINTS = {
 
 def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
                          system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
-                         confidence, compile=False, tree="") -> Settings:
+                         confidence, compile=False, tree="", think_budget=0) -> Settings:
     """Component values (or an API caller's) -> Settings; a wrong type is a PlaygroundError naming it."""
     constraint = typed("constraint", constraint, str)
     return Settings(preset=typed("preset", preset, str), target=typed("target", target, str),
@@ -43,7 +43,8 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
                     backend=typed("backend", backend, str), compare=typed("compare", compare, bool),
                     schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
                     policy=typed("policy", policy, str), confidence=typed("confidence", confidence, float),
-                    compile=typed("compile", compile, bool), tree=typed("tree", tree, str))
+                    compile=typed("compile", compile, bool), tree=typed("tree", tree, str),
+                    think_budget=typed("think_budget", think_budget, int))
 
 
 def user_error(exc: PlaygroundError) -> gr.Error:
@@ -71,7 +72,7 @@ def inputs_from_settings(s: Settings) -> list:
     text = s.schema.strip() or s.regex
     return [s.preset, s.target, s.draft, s.k, s.temperature, s.top_p, s.top_k, s.seed, s.max_new_tokens, s.prompt,
             s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence, s.compile,
-            s.tree]
+            s.tree, s.think_budget]
 
 
 def preset_note(name: str) -> str:

@@ -38,6 +38,7 @@ class Snapshot:
     eos_ids: frozenset = frozenset()
     note: str = ""  # said next to the metrics: why compiled passes were asked for but not used
     speedup: Speedup | None = None  # the comparison's measured speedup (speedup.measuring)
+    reasoning: int | None = None  # a thinking run: its first committed tokens up to </think> (all while it thinks)
 
 
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
@@ -78,7 +79,8 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
                                policy=settings.policy, confidence=settings.confidence, compile=settings.compile,
                                tree=tree_shape(settings.tree))
     with blamed_on("constraint"):
-        return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend)
+        return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend,
+                              think_budget=settings.think_budget)
 
 
 def load(settings: Settings, spec, progress=None):
@@ -131,12 +133,14 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterato
         if should_stop():
             break
         if due():
+            snap.reasoning = reasoning_tokens(constraint, snap.events)
             yield snap
     if snap.result is None:
         snap.result = spec.result()
     if base is not None:
         snap.baseline = base.result()
     snap.phase = "done" if spec.done and (base is None or base.done) else "stopped"
+    snap.reasoning = snap.result.reasoning_tokens
     if base is not None:
         yield from _measured(snap, pair, ids, cfg, constraint, should_stop)
         return
@@ -159,6 +163,15 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
             yield snap
     snap.phase = "done"
     yield snap
+
+
+def reasoning_tokens(constraint, events: list) -> int | None:
+    """How many of the committed tokens so far are thinking (None: the run does not think first)."""
+    if constraint is None or constraint.thinking is None:
+        return None
+    ids = [t.token_id for e in events if isinstance(e, Round) for t in e.committed]
+    start = constraint.answer_start(ids)
+    return len(ids) if start is None else start
 
 
 def _throttle():
@@ -203,7 +216,8 @@ def run_to_dict(snap: Snapshot) -> dict:
     if snap.result is not None:
         out |= {"text": snap.result.text, "token_ids": snap.result.token_ids, "stats": snap.result.stats,
                 "finish_reason": snap.result.finish_reason, "valid": snap.result.valid,
-                "validation_error": snap.result.validation_error, "constraint_notes": snap.result.constraint_notes}
+                "validation_error": snap.result.validation_error, "constraint_notes": snap.result.constraint_notes,
+                "reasoning_tokens": snap.result.reasoning_tokens, "answer": snap.result.answer}
     if snap.baseline is not None:
         out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,
                            "stats": snap.baseline.stats}

@@ -83,6 +83,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     constraint = gr.Code(language="json", lines=6, label="Schema or pattern", interactive=True)
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt")
+                    think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
+                                             label="Think first: thinking budget in tokens (0 = constrain from the first token)",
+                                             elem_id="think-budget",
+                                             info="Reasoning models (Qwen3, DeepSeek-R1) write freely until </think>, then "
+                                                  "the constraint applies to the answer alone; at the budget, </think> is forced.")
                     example_constraint = gr.Dropdown(list(EXAMPLE_CONSTRAINTS), label="Examples", value=None)
                 with gr.Row():
                     run_btn = gr.Button("Run", variant="primary", elem_id="run-button")
@@ -128,7 +133,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 download = gr.DownloadButton("Download run (JSON)", value=None)
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
                     kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes,
-                    tree]
+                    tree, think_budget]
         offline = [[p.name, p.prompt] for p in PRESETS.values() if p.offline]
         gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
                     label="Offline examples (click to load)", api_visibility="private")

@@ -26,7 +26,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     snapshot clears what the previous run left)."""
     result = snap.result
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
-    stream = render.token_stream(snap.events, snap.eos_ids)
+    stream = render.token_stream(snap.events, snap.eos_ids, snap.reasoning)
     same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0) if snap.baseline else ""
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=snap.note,
                             theory=chain_theory(snap.settings))
@@ -34,7 +34,8 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
         rest = ["", "", "", None, None, None, None, None, None] if first else [gr.skip()] * 9
         return [stream, metric, *rest]
     baseline_text = snap.baseline.text if snap.baseline else ""
-    pretty = _pretty_json(result.text) if snap.settings.schema.strip() else None
+    answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
+    pretty = _pretty_json(answer) if snap.settings.schema.strip() else None
     download = _download(snap)
     badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
              render.validity_badge(result.valid, result.validation_error, result.constraint_notes))

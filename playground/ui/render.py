@@ -22,6 +22,8 @@ CSS = """
 """ + "".join(f".tok-{k} {{ background: {c}26; border-bottom: 2px solid {c}; }}\n" for k, c in COLOURS.items()) + """
 .tok-rejected { text-decoration: line-through; color: #dc2626; opacity: 0.75; }
 .tok-eos { font-size: 11px; color: #6b7280; }
+.thinking { margin-bottom: 6px; } .thinking .tok { opacity: 0.45; }
+.thinking summary { color: #6b7280; cursor: pointer; font-style: italic; }
 .round-sep { display: inline-block; width: 0; border-left: 1px dotted #9ca3af; height: 1.1em; margin: 0 1px;
              vertical-align: middle; }
 .round-sep.stopped { border-left: 2px solid #f59e0b; }
@@ -55,18 +57,32 @@ def legend() -> str:
     return f'<div class="legend">{keys}{rounds}</div>'
 
 
-def token_stream(events: list, eos_ids=frozenset()) -> str:
-    """All rounds' tokens, a dotted separator between rounds; hover for kind and probabilities."""
-    parts = []
+def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None) -> str:
+    """All rounds' tokens, a dotted separator between rounds; hover for kind and probabilities. A
+    thinking run's first `reasoning` committed tokens (with the drafts refused among them) are
+    greyed in a fold, open while it still thinks."""
+    thought, answer, committed = [], [], 0
     for event in events:
         if not isinstance(event, Round):
             continue
-        if parts:
+        part = thought if reasoning is not None and committed < reasoning else answer
+        if thought or answer:
             stopped = " stopped" if event.target_passes and event.proposed < event.k else ""
-            parts.append(f'<span class="round-sep{stopped}" title="{html.escape(_round_title(event))}"></span>')
-        parts.extend(_token_html(t, eos_ids) for t in event.tokens)
-    body = "".join(parts) or '<span style="color:#9ca3af">tokens appear here, coloured by what happened to them</span>'
+            part.append(f'<span class="round-sep{stopped}" title="{html.escape(_round_title(event))}"></span>')
+        for t in event.tokens:
+            (thought if reasoning is not None and committed < reasoning else answer).append(_token_html(t, eos_ids))
+            committed += t.kind != REJECTED
+    body = _thinking(thought, reasoning, still=not answer) + "".join(answer)
+    body = body or '<span style="color:#9ca3af">tokens appear here, coloured by what happened to them</span>'
     return f'<div class="tokstream" id="token-stream">{body}</div>'
+
+
+def _thinking(parts: list[str], tokens: int | None, still: bool) -> str:
+    if not parts:
+        return ""
+    summary = f"thinking… {tokens} tokens" if still else f"thought for {tokens} tokens (the constraint judges what follows)"
+    return (f'<details class="thinking" id="thinking"{" open" if still else ""}><summary>{summary}</summary>'
+            f'{"".join(parts)}</details>')
 
 
 def committed_text(events: list) -> str:

@@ -37,6 +37,7 @@ class Settings:
     confidence: float = 0.5
     compile: bool = False  # static caches and compiled passes (playground.engine.static)
     tree: str = ""  # a static token tree, children per depth ("1,2,1,1"); "" drafts a chain of k
+    think_budget: int = 0  # reasoning models: think first (at most this many tokens), the constraint after </think>
 
     @classmethod
     def from_preset(cls, preset: Preset) -> "Settings":
@@ -44,7 +45,7 @@ class Settings:
                    temperature=preset.temperature, top_p=preset.top_p, top_k=preset.top_k,
                    max_new_tokens=preset.max_new_tokens, prompt=preset.prompt, system=preset.system,
                    chat=preset.chat, schema=preset.schema, regex=preset.regex,
-                   schema_in_prompt=preset.schema_in_prompt)
+                   schema_in_prompt=preset.schema_in_prompt, think_budget=preset.think_budget)
 
 
 def _int(lo, hi):
@@ -96,7 +97,7 @@ def _tree(v: str) -> str:
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
 # reset an out-of-range value to the slider's minimum without a word).
 RANGES = {"k": (1, MAX_K), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
-          "max_new_tokens": (8, 1024), "confidence": (0.05, 0.95)}
+          "max_new_tokens": (8, 1024), "confidence": (0.05, 0.95), "think_budget": (0, 1024)}
 
 PARSERS = {
     "preset": _text(64), "target": _text(200), "draft": _text(200),
@@ -106,6 +107,7 @@ PARSERS = {
     "chat": _bool, "schema": _text(20000), "regex": _text(2000), "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
     "confidence": _float(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
+    "think_budget": _int(*RANGES["think_budget"]),
 }
 
 

@@ -1,0 +1,233 @@
+"""Think first, then answer under the constraint (playground.constraints.reasoning): the end marker
+found when split over tokens, never finished inside a token, rollback across it, the thinking
+budget forcing it, speculation across it identical to the target alone, and validity judged on the
+answer alone; with both backends and tiny models whose tokenizer has think tokens."""
+import json
+
+import pytest
+import torch
+
+from playground import session
+from playground.constraints import ConstraintSpec
+from playground.constraints.reasoning import MARKER, ThinkingMatcher, thinking_tables
+from playground.errors import PlaygroundError
+from playground.events import FORCED, REJECTED
+from tests import tiny
+
+BACKENDS = ["llguidance", "xgrammar"]
+SCHEMA = json.dumps({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}},
+                     "required": ["a"], "additionalProperties": False})
+# token ids of a made-up vocabulary, to follow the marker's bytes exactly
+PIECES = [b"</", b"think", b">", b"</think>", b"k>\n", b"x", b"<", b"/thin", b"k", b">{", b"{", b"<<", b"/", b"think>",
+          b"t", b"h", b"i", b"n"]
+ID = {piece: i for i, piece in enumerate(PIECES)}
+EOS = len(PIECES)  # one more id, the end of sequence
+
+
+def ids(*pieces: bytes) -> list[int]:
+    return [ID[p] for p in pieces]
+
+
+@pytest.fixture(scope="module")
+def tables():
+    def encode(text: str) -> list[int]:  # the longest piece first, as a tokenizer would
+        out, data = [], text.encode()
+        while data:
+            piece = max((p for p in PIECES if data.startswith(p)), key=len)
+            out.append(ID[piece])
+            data = data[len(piece):]
+        return out
+    return thinking_tables(PIECES + [b""], encode, vocab=EOS + 1, eos_ids=frozenset({EOS}))
+
+
+def allowed(t, state: int, token: int) -> bool:
+    return bool((int(t.masks[state, token // 32]) >> (token % 32)) & 1)
+
+
+def test_the_marker_is_found_whole_or_split_over_tokens(tables):
+    assert tables.answer_start(ids(b"x", b"</think>", b"{")) == 2
+    assert tables.answer_start(ids(b"</", b"think", b">", b"{")) == 3
+    assert tables.answer_start(ids(b"<", b"/thin", b"k", b">{")) is None  # '>{' would finish it inside a token
+    assert tables.answer_start(ids(b"<<", b"/", b"think>")) == 3  # overlapping starts: '<</think>'
+    assert tables.answer_start(ids(b"</", b"x", b"think", b">")) is None  # broken by an x: still thinking
+    assert tables.answer_start(ids(b"x", b"k", b">")) is None
+
+
+def test_thinking_masks_forbid_eos_and_finishing_the_marker_inside_a_token(tables):
+    for state in (0, 6):  # automaton states: nothing matched, '</thin' matched
+        assert not allowed(tables, state, EOS)  # no end of output before the answer
+        assert allowed(tables, state, ID[b"x"]) and allowed(tables, state, ID[b"</think>"])
+    assert not allowed(tables, 6, ID[b"k>\n"]) and allowed(tables, 0, ID[b"k>\n"]) and allowed(tables, 7, ID[b"k>\n"])
+    assert allowed(tables, 6, ID[b"k"]) and tables.step(6, ID[b"k"]) == 7 and tables.step(7, ID[b">"]) == len(MARKER)
+    assert tables.finish == (ID[b"</think>"],)  # forced from any state, '</thin' included: '</thin</think>'
+    assert tables.answer_start(ids(b"</", b"t", b"h", b"i", b"n", b"</think>")) == 6
+
+
+@pytest.fixture(scope="module")
+def think_tokenizer():
+    tok = tiny.byte_bpe_tokenizer()
+    tok.add_tokens(["<think>", MARKER])
+    return tok
+
+
+def thinking_pair(tok, end_bias: float, seed: int = 41):
+    """A random pair biased towards closing JSON and, by `end_bias`, towards writing </think> itself."""
+    end = tok.convert_tokens_to_ids(MARKER)
+    target = tiny.tiny_model("qwen2", vocab=len(tok), seed=seed, eos_id=tok.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.3, seed=seed + 1)
+    for model in (target, draft):
+        tiny.prefer_tokens(model, tiny.closing_tokens(tok), 0.6)
+        with torch.no_grad():
+            model.get_output_embeddings().bias[end] = end_bias
+    return tiny.make_pair(target, draft, tok)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rollback_across_the_boundary_returns_to_thinking(think_tokenizer, backend):
+    tok = think_tokenizer
+    pair = thinking_pair(tok, 0.0)
+    guide = session.constrain(pair, ConstraintSpec("json", SCHEMA, backend, think_budget=50)).guide(16)
+    thinking_row = guide.next_mask().clone()
+    assert not (thinking_row[tok.eos_token_id // 32] >> (tok.eos_token_id % 32)) & 1
+    words = tok("hmm </think>").input_ids + tok('{"a').input_ids  # drafts: thinking, the marker, an answer
+    for token in words[:-1]:
+        guide.consume_draft(token)
+        guide.next_mask()
+    assert guide.matcher.thinking() is False and guide.matcher.answered == len(tok('{"a').input_ids) - 1
+    guide.settle(kept=1, target_token=tok(" ok").input_ids[0])  # refused after the first draft
+    assert guide.matcher.thinking() and guide.matcher.answered == 0 and len(guide.matcher.states) == 3
+    assert torch.equal(guide.next_mask(), thinking_row)  # the thinking mask again, not the grammar's
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_budget_forces_the_marker_then_the_grammar_starts(think_tokenizer, backend):
+    tok = think_tokenizer
+    guide = session.constrain(thinking_pair(tok, 0.0), ConstraintSpec("json", SCHEMA, backend, think_budget=3)).guide(6)
+    assert guide.forced(8) == []  # nothing forced while the budget lasts
+    for token in tok("a b c").input_ids[:3]:
+        guide.consume_draft(token)
+    guide.settle(kept=3, target_token=None)
+    forced = guide.forced(8)
+    assert forced[0] == tok.convert_tokens_to_ids(MARKER) and tok.decode(forced[1:]).startswith('{"a": ')
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("temperature,seed", [(0.0, 0), (1.0, 1), (1.0, 2)])
+def test_a_thinking_run_is_the_target_alone_and_its_answer_is_valid(think_tokenizer, backend, temperature, seed):
+    """The draft proposes </think> itself: speculation crosses the boundary (a round keeps drafts on
+    both sides of it); greedy equals the target alone; the answer alone is judged, while the thinking
+    holds text that is no JSON at all."""
+    tok = think_tokenizer
+    pair, end = thinking_pair(tok, 0.6), tok.convert_tokens_to_ids(MARKER)
+    constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, backend, think_budget=40))
+    prompt = tok("def f(x):\n    return").input_ids
+    cfg = session.settings(k=4, max_new_tokens=80, temperature=temperature, seed=seed)
+    result = session.run(pair, prompt, cfg, constraint=constraint)
+    assert result.valid, (result.validation_error, result.text)
+    start = result.reasoning_tokens
+    assert 0 < start < len(result.token_ids) and result.token_ids[start - 1] == end
+    assert json.loads(result.answer) == json.loads(tok.decode(result.token_ids[start:], skip_special_tokens=True))
+    with pytest.raises(ValueError):
+        json.loads(result.text)  # the whole output is not JSON: only the answer is judged
+    if temperature == 0:
+        base = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
+        assert base.token_ids == result.token_ids
+        crossing = [r for r in result.rounds if end in [t.token_id for t in r.committed[:-1]]]
+        assert crossing, "no round kept drafts on both sides of </think>"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_budget_ends_a_thinking_model_that_never_stops(think_tokenizer, backend):
+    tok = think_tokenizer
+    pair = thinking_pair(tok, -5.0)  # never writes </think> by itself
+    constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, backend, think_budget=12))
+    result = session.run(pair, tok("x = ").input_ids, session.settings(k=3, max_new_tokens=60), constraint=constraint)
+    marker = [t for r in result.rounds for t in r.tokens if t.token_id == tok.convert_tokens_to_ids(MARKER)]
+    assert [t.kind for t in marker] == [FORCED] and result.reasoning_tokens == 13 and result.valid
+    short = session.run(pair, tok("x = ").input_ids, session.settings(k=3, max_new_tokens=8), constraint=constraint)
+    assert short.valid is False and "still thinking" in short.validation_error and short.answer == ""
+
+
+def test_thinking_needs_a_tokenizer_with_the_marker(tokenizer, target, noisy_draft):
+    pair = tiny.make_pair(target, noisy_draft, tokenizer)
+    with pytest.raises(PlaygroundError, match="no </think> token"):
+        session.constrain(pair, ConstraintSpec("json", SCHEMA, "llguidance", think_budget=10))
+    with pytest.raises(PlaygroundError, match="thinking budget"):
+        ConstraintSpec("json", SCHEMA, "llguidance", think_budget=-1)
+
+
+def test_a_rejected_draft_past_the_marker_is_never_in_the_answer(think_tokenizer):
+    """Sampled runs refuse drafts; none of them may reach the text either side of the boundary."""
+    tok = think_tokenizer
+    pair = thinking_pair(tok, 0.6, seed=7)
+    constraint = session.constrain(pair, ConstraintSpec("regex", "[0-9]{3}", "llguidance", think_budget=30))
+    result = session.run(pair, tok("n = ").input_ids, session.settings(k=4, max_new_tokens=60, temperature=1.0, seed=5),
+                         constraint=constraint)
+    committed = [t.token_id for r in result.rounds for t in r.tokens if t.kind != REJECTED]
+    assert committed == result.token_ids and result.valid and len(result.answer) == 3 and result.answer.isdigit()
+
+
+def test_the_matcher_refuses_a_rollback_past_its_start():
+    class Inner:
+        def rollback(self, n):
+            assert n == 0
+    tables = thinking_tables([b"a", b"</think>"], lambda text: [1], vocab=2, eos_ids=frozenset())
+    matcher = ThinkingMatcher(Inner(), tables, budget=10)
+    matcher.consume(0)
+    with pytest.raises(RuntimeError):
+        matcher.rollback(2)
+
+
+def test_sampling_across_the_boundary_keeps_the_masked_target_law(think_tokenizer):
+    """2,000 seeded runs thinking at most one token, then one digit: the joint law of what they write
+    equals the target's renormalised over each state's mask (thinking: no EOS; then the forced
+    marker; then the grammar), walked exactly by tests.test_constraints.masked_joint."""
+    from tests.test_constraints import masked_joint
+    from tests.test_engine_sampling import chi_square_p
+    tok = think_tokenizer
+    target = tiny.tiny_model("qwen2", vocab=len(tok), hidden=32, layers=1, seed=31, eos_id=tok.eos_token_id, init_std=0.3)
+    draft = tiny.tiny_model("qwen2", vocab=len(tok), hidden=32, layers=1, seed=32, eos_id=tok.eos_token_id, init_std=0.3)
+    with torch.no_grad():
+        for model in (target, draft):  # make </think> likely, so both ways into the answer are taken
+            tiny.prefer_tokens(model, [tok.convert_tokens_to_ids(MARKER)], 2.0)
+    pair = tiny.make_pair(target, draft, tok)
+    constraint = session.constrain(pair, ConstraintSpec("regex", "[0-9]", "llguidance", think_budget=1))
+    prompt = tok("n = ").input_ids
+    expected = masked_joint(target, constraint, prompt, tok.eos_token_id)
+    counts, n = {}, 2000
+    for seed in range(n):
+        cfg = session.settings(k=3, temperature=1.0, seed=seed, max_new_tokens=5)
+        ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    assert set(counts) <= set(expected)
+    assert {len(ids) for ids in counts} == {3, 4}  # '</think>' digit EOS, and one thought before it
+    assert chi_square_p(counts, expected, n) > 1e-3
+
+
+# The generation prompts the presets' chat templates render for a system and a user message (read off
+# Qwen3-8B's and the updated DeepSeek-R1-Distill-Qwen template, 2026-11-25), written as small templates:
+# Qwen3 lets the model open <think> itself; R1's prompt opens it.
+TEMPLATES = {
+    "qwen3-8b": ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+                 "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"),
+    "deepseek-r1-distill-7b": ("{% for m in messages %}{% if m.role == 'system' %}{{ m.content }}{% else %}<｜User｜>"
+                               "{{ m.content }}{% endif %}{% endfor %}{% if add_generation_prompt %}<｜Assistant｜><think>\n"
+                               "{% endif %}", "Be brief.<｜User｜>Hi?<｜Assistant｜><think>\n"),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(TEMPLATES))
+def test_the_presets_chat_templates_think_then_answer(think_tokenizer, preset):
+    from playground.presets import get_preset
+    tok = think_tokenizer
+    template, rendered = TEMPLATES[preset]
+    tok.chat_template = template
+    pair = thinking_pair(tok, 0.6)
+    assert session.encode_prompt(pair, "Hi?", chat=True, system="Be brief.") == tok(rendered).input_ids
+    budget = get_preset(preset).think_budget
+    spec = ConstraintSpec("json", SCHEMA, "llguidance", think_budget=budget)
+    cfg = session.settings(k=4, max_new_tokens=budget + 48)
+    result = session.run(pair, session.encode_prompt(pair, "Hi?", chat=True), cfg, constraint=session.constrain(pair, spec))
+    assert result.valid and 0 < result.reasoning_tokens < len(result.token_ids) and json.loads(result.answer)["a"] in range(10)
+    tok.chat_template = None
