@@ -94,7 +94,7 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
             runner.warm()
     fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
     if speculative and cfg.tree:
-        check_tree(pair, draft, guide)
+        check_tree(pair, draft)
     proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg.tree)
     return with_text(speculate(target, proposer, prompt_ids, cfg, pair.eos_ids, guide), pair.tokenizer, prompt_ids)
 
@@ -223,12 +223,10 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, 
     return time.perf_counter() - started if any(r.compile_s for _, r in static) or made else 0.0
 
 
-def check_tree(pair: Pair, draft: ModelRunner | None, guide: Guide | None) -> None:
-    """What a token tree needs for now: a draft model (token or feature) on a full-attention cache, no constraint."""
+def check_tree(pair: Pair, draft: ModelRunner | None) -> None:
+    """What a token tree needs for now: a draft model (token or feature) on a full-attention cache."""
     if pair.draft is None or pair.cascade:
         raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)")
-    if guide is not None:
-        raise PlaygroundError("a token tree does not take a JSON Schema or regex yet: use a chain (no tree)")
     if not draft.takes_trees:
         raise PlaygroundError(f"'{pair.draft_id}' has sliding-window layers, whose cache cannot keep one branch "
                               "of a tree: use a chain")

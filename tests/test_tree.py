@@ -1,6 +1,8 @@
 """Token trees (playground.engine.tree): the tree pass against each branch run alone, the cache
 compacted to the accepted branch, greedy output identical to the target alone, and the sampling law
 kept exactly (chi-square, with a broken rule the test must catch)."""
+import json
+
 import pytest
 import torch
 
@@ -196,6 +198,83 @@ def test_a_tree_refuses_what_it_cannot_do_yet(pair):
     lookup = tiny.make_pair(pair.target, None, tok)
     with pytest.raises(PlaygroundError, match="drafted by a draft model"):
         session.run(lookup, prompt, session.settings(tree=(2,)))
-    constraint = session.constrain(pair, from_user(regex="[0-9]+"))
-    with pytest.raises(PlaygroundError, match="JSON Schema or regex"):
-        session.run(pair, prompt, session.settings(tree=(2,)), constraint=constraint)
+    with pytest.raises(PlaygroundError, match="drafted by a draft model"):
+        session.run(lookup, prompt, session.settings(tree=(2,)), constraint=session.constrain(lookup, from_user(regex="[0-9]+")))
+
+
+TREE_SCHEMA = json.dumps({"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 999},
+                                                           "tags": {"type": "array", "items": {"enum": ["a", "bb"]}, "maxItems": 3}},
+                          "required": ["id", "tags"], "additionalProperties": False})
+
+
+@pytest.fixture(scope="module")
+def closing_tree_pair():
+    """A random pair biased to close JSON soon (tests.tiny.prefer_tokens), so outputs end in budget."""
+    tok = tiny.byte_bpe_tokenizer(320)
+    target = tiny.tiny_model("qwen2", vocab=len(tok), seed=41, eos_id=tok.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.3, seed=42)
+    closing = tiny.closing_tokens(tok)
+    return tiny.make_pair(tiny.prefer_tokens(target, closing, 0.6), tiny.prefer_tokens(draft, closing, 0.6), tok), tok
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("tree", [(2, 2, 1), (3, 1, 1, 1)])
+def test_a_constrained_tree_is_the_constrained_target_alone(closing_tree_pair, backend, tree):
+    """Every node drafted and verified under its own path's constraint state: greedy output equals
+    the constrained target alone, valid; sampled outputs valid; forced tokens still shown."""
+    pair, tok = closing_tree_pair
+    for kind, text in (("json", TREE_SCHEMA), ("regex", "[a-z]{2,6}-[0-9]{2}")):
+        constraint = session.constrain(pair, from_user(**{"schema" if kind == "json" else "regex": text}, backend=backend))
+        prompt = tok("config = ").input_ids
+        alone = session.run(pair, prompt, session.settings(max_new_tokens=60), speculative=False, constraint=constraint)
+        result = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=tree), constraint=constraint)
+        assert result.token_ids == alone.token_ids and result.valid, (result.text, result.validation_error)
+        assert any(r.tree for r in result.rounds)
+        if kind == "json":
+            assert any(t.kind == "forced" for r in result.rounds for t in r.tokens)
+        for seed in (1, 2):
+            sampled = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=tree, temperature=1.0, seed=seed),
+                                  constraint=constraint)
+            assert sampled.valid, (sampled.text, sampled.validation_error)
+
+
+def test_each_node_is_masked_by_its_own_paths_state(closing_tree_pair):
+    """The guide's masks for a tree's nodes equal the masks of each branch consumed alone, and leave
+    the state where it was."""
+    pair, tok = closing_tree_pair
+    constraint = session.constrain(pair, from_user(regex="(ab|cd)[0-9]{2}"))
+    a, b, c, d = (tok.convert_tokens_to_ids(x) for x in "abcd")
+    one, two = tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("2")
+    paths = [[], [a], [a, b], [c], [c, d], [c, d, one], [a, b, two]]
+    guide = constraint.guide(4)
+    masks = guide.path_masks(paths)
+    for path, mask in zip(paths, masks):
+        alone = constraint.guide(len(path) + 2)
+        for token in path:
+            alone.next_mask()
+            alone.consume_draft(token)
+        assert torch.equal(alone.next_mask(), mask)
+    assert torch.equal(guide.next_mask(), masks[0])  # the state is where it started
+    allowed = lambda mask, t: bool((int(mask[t // 32]) >> (t % 32)) & 1)  # noqa: E731
+    assert allowed(masks[1], b) and not allowed(masks[1], d) and allowed(masks[4], one) and not allowed(masks[3], b)
+
+
+def test_constrained_tree_sampling_keeps_the_masked_target_law(tokenizer):
+    """Thousands of seeded tree runs under [0-9]{2}: the joint law of the output is the target's
+    renormalised over each state's mask (walked exactly by tests.test_constraints.masked_joint)."""
+    from tests.test_constraints import masked_joint
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=31,
+                             eos_id=tokenizer.eos_token_id, init_std=0.3)
+    draft = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=32,
+                            eos_id=tokenizer.eos_token_id, init_std=0.3)
+    pair = tiny.make_pair(target, draft, tokenizer)
+    constraint = session.constrain(pair, from_user(regex="[0-9]{2}"))
+    prompt = tokenizer("n = ").input_ids
+    expected = masked_joint(target, constraint, prompt, tokenizer.eos_token_id)
+    counts, n = {}, 2000
+    for seed in range(n):
+        cfg = session.settings(temperature=1.0, seed=seed, max_new_tokens=4, tree=(3, 2))
+        ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    assert set(counts) <= set(expected)
+    assert chi_square_p(counts, expected, n) > 1e-3

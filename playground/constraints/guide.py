@@ -120,6 +120,29 @@ class Guide:
         if target_token is not None and not self.ended:
             self._commit([target_token])
 
+    # -- token trees -------------------------------------------------------------------------------
+
+    def path_masks(self, paths: list[list[int]]) -> torch.Tensor:
+        """[len(paths), W]: the mask after each path of tokens from the current state (a token tree's
+        root and nodes, each through its ancestors); the state is left as it was. Past an EOS in a
+        path nothing is used: everything is allowed there."""
+        out = torch.empty(len(paths), self.bitmask.shape[1], dtype=torch.int32)
+        for row, path in zip(out, paths):
+            body = path[:next((i for i, t in enumerate(path) if t in self.eos_ids), len(path))]
+            for token in body:
+                if not self.matcher.consume(token):
+                    self._raise_if_stuck()
+                    raise RuntimeError(f"tree token {token} was not allowed by the mask it was drawn under")
+            self._fill(row) if len(body) == len(path) else row.fill_(-1)
+            self.matcher.rollback(len(body))
+        self.first_row_ready = False
+        return out
+
+    def commit_path(self, tokens: list[int]) -> None:
+        """A token tree's verdict: commit the kept branch and the target's token."""
+        self.drafted, self.rows, self.first_row_ready = [], 0, False
+        self._commit(tokens)
+
     def accepting(self) -> bool:
         return self.ended or self.matcher.accepting()
 

@@ -29,7 +29,7 @@ from playground.engine.runner import ModelRunner
 from playground.engine.schedule import make_schedule
 from playground.engine.sampling import make_generator, mask_logits, warp
 from playground.engine.timing import Clock
-from playground.engine.tree import TreeProposal, verify_rows
+from playground.engine.tree import TreeProposal, path_tokens, verify_rows
 from playground.engine.tree_verify import TreeVerdict, walk_greedy, walk_sampled
 from playground.engine.verify import verify_greedy, verify_sampled
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Prefill, Round, TokenEvent
@@ -105,7 +105,9 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     if not isinstance(proposer, FusedProposer):  # the fused programs place both caches' pointers themselves
         target.crop(len(run.seq) - 1)
     proposer.commit(kept, new)
-    if guide is not None:
+    if guide is not None and verdict.path is not None:
+        guide.commit_path(new)  # a tree's drafts were never consumed: its kept branch and the target's token
+    elif guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
     judged = kept if len(new) == kept else len(verdict.drafts)  # drafts after an accepted EOS were never judged
     if verdict.path is not None and len(new) > kept:
@@ -189,6 +191,9 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
     positions, visible = verify_rows(tree.parents, len(pending), cached)
     ids = torch.tensor(pending + tree.tokens, device=target.device)
     logits = target.forward_tree(ids, positions.to(target.device), visible.to(target.device))[len(pending) - 1:]
+    if run.ctx.guide is not None:  # the root's row and each node's, masked by the state after its path
+        paths = [path_tokens(node, tree.tokens, tree.parents) for node in range(-1, len(tree.tokens))]
+        logits = mask_logits(logits, run.ctx.guide.path_masks(paths))
     p = warp(logits, cfg.sampling)  # [n + 1, V]: the root's row, then each node's
     walk = walk_greedy(tree, logits) if cfg.sampling.greedy else walk_sampled(tree, p, run.ctx.generator)
     if len(walk.path) >= run.budget:  # past the token budget: the last node kept is the target's token

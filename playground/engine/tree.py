@@ -8,7 +8,9 @@ then form one chain-like run per branch (runner.tree_runs), cheap on the batch-i
 children under every node of depth d (depth 0 is the root): (3, 2, 1) is 3 + 6 + 6 = 15 nodes.
 
 Drafting: one draft pass per depth over that depth's nodes, each row attending to the cache and its
-own ancestors (runner.forward_tree). Greedy: a node's children are the draft's top tokens. Sampling:
+own ancestors (runner.forward_tree). With a constraint, each node's row is masked by the state after
+its own path (the guide consumes the path, fills the mask, rolls back), in drafting and in the verify
+pass alike. Greedy: a node's children are the draft's top tokens. Sampling:
 they are drawn from q without replacement (the exponential race, one noise draw per node).
 
 Verification (playground.engine.tree_verify): one target pass over [pending tokens, every node] with
@@ -20,7 +22,7 @@ import torch
 
 from playground.engine.proposers import DraftModelProposer
 from playground.engine.runner import ModelRunner
-from playground.engine.sampling import warp
+from playground.engine.sampling import mask_logits, warp
 
 @dataclass(slots=True)
 class TreeProposal:
@@ -34,6 +36,15 @@ class TreeProposal:
     def children(self, node: int) -> list[int]:
         """The nodes under `node` (-1: the root), in drawn order."""
         return [i for i, p in enumerate(self.parents) if p == node]
+
+
+def path_tokens(node: int, tokens: list[int], parents: list[int]) -> list[int]:
+    """The tokens from the root's first child down to `node` (-1: the root itself, no tokens)."""
+    path = []
+    while node >= 0:
+        path.append(tokens[node])
+        node = parents[node]
+    return path[::-1]
 
 
 def depths(parents: list[int]) -> list[int]:
@@ -97,6 +108,8 @@ class TreeProposer(DraftModelProposer):
         logits = self.runner.forward(pending, keep=1)  # [1, V]: the root's next-token logits
         tokens, parents, q_row, rows, frontier, self.fed = [], [], [], [], [-1], []
         for depth, width in enumerate(self.branching):
+            if ctx.guide is not None:  # each node drafts under its own path's constraint state
+                logits = mask_logits(logits, ctx.guide.path_masks([path_tokens(n, tokens, parents) for n in frontier]))
             q = warp(logits, ctx.sampling)  # [len(frontier), V]
             first = len(tokens)
             for i, node in enumerate(frontier):

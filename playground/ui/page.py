@@ -73,7 +73,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     tree = gr.Textbox(value=DEFAULT.tree, label="Token tree (children per depth, e.g. 1,2,1,1)",
                                       elem_id="tree-box", placeholder="empty: a chain of k drafts",
                                       info="The draft proposes a tree and the target verifies every branch in one pass "
-                                           "(draft models only, no constraint, eager passes; k is then unused).")
+                                           "(draft models only, eager passes; with a constraint each node is masked by its own path; k is then unused).")
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
                 prompt_msg = gr.HTML()
