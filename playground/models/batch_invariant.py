@@ -24,6 +24,8 @@ float32 matmuls are not: ROW_INVARIANT attention computes each query alone, as a
 does. SmolLM2-135M in float32 on 2 cores (AMD EPYC with oneDNN, ATen and MKL held to AVX2), a
 pass of 1/2/3/4/5 tokens after 150: 44/43/46/48/51 ms (1.16x at 5, interleaved medians), bitwise
 equal to one-token passes; it was 55/88/107/78/70 ms with SDPA and MKL, rows differing by 5e-5."""
+import functools
+
 import torch
 from torch import nn
 from transformers import AttentionInterface
@@ -80,9 +82,11 @@ def gather_keys(key: torch.Tensor, keys) -> torch.Tensor:
     return key[:, :, :keys] if isinstance(keys, int) else key.index_select(2, keys)
 
 
+@functools.lru_cache(maxsize=64)
 def causal_tail(width: int, n: int, dtype, device) -> torch.Tensor:
     """The additive mask [1, 1, width, n] of a chain's last `width` rows over n keys (a very negative
-    number on each row's future keys), as transformers builds it for eager attention."""
+    number on each row's future keys), as transformers builds it for eager attention. Kept: every
+    layer of a pass asks for the same ones (read only)."""
     future = torch.ones(width, width, dtype=torch.bool, device=device).triu(1)
     mask = torch.zeros(width, n, dtype=dtype, device=device)
     mask[:, n - width:].masked_fill_(future, torch.finfo(dtype).min)
