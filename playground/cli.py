@@ -11,6 +11,7 @@ import warnings
 from playground import session
 from playground.cli_args import (build_parser, constraint_from_args, parse_prompt_ids, pick, read_prompts, read_text_arg,
                                   resolve_models, writable_dir)
+from playground.config import tree_budget, tree_shape
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -24,7 +25,7 @@ def cmd_generate(args) -> int:
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
                            seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
                            policy=args.policy, confidence=args.confidence, compile=args.compile,
-                           tree=args.tree)
+                           tree=tree_shape(args.tree), tree_budget=tree_budget(args.tree))
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
     at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
@@ -86,7 +87,8 @@ def cmd_bench(args) -> int:
         raise PlaygroundError(f"--k / --temperature: {exc}") from None
     for k in ks:  # every setting is checked before anything loads
         for t in temperatures:
-            session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed, tree=args.tree)
+            session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
+                             tree=tree_shape(args.tree), tree_budget=tree_budget(args.tree))
     at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations")
     if args.repeat < 1 or args.num_prompts < 1:
         raise PlaygroundError("--repeat and --num-prompts must be >= 1")
@@ -102,7 +104,7 @@ def cmd_bench(args) -> int:
     title = f"{target} + {draft}"
     on_row = (lambda rows: _written(lambda: report.write_rows(rows, out_dir, title), out_dir)) if out_dir else None
     rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
-                           compiled=args.compile, on_row=on_row, tree=args.tree)
+                           compiled=args.compile, on_row=on_row, tree=args.tree)  # text: its row's label
     if out_dir:
         for path in _written(lambda: report.write_outputs(rows, out_dir, title, log), out_dir):
             log(f"wrote {path}")
@@ -131,13 +133,14 @@ def _settings(args):
     flags = {"k": args.k, "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
              "max_new_tokens": args.max_new_tokens, "prompt": args.prompt, "system": args.system}
     s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
-                            confidence=args.confidence, tree=",".join(map(str, args.tree)), schema=schema,
+                            confidence=args.confidence, tree=args.tree, schema=schema,
                             regex=args.regex or ("" if args.schema else base.regex), backend=args.constraint_backend,
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=args.compile,
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
                             think_budget=pick(args.think_budget, preset, "think_budget", 0))
     session.settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
-                     max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, tree=args.tree)
+                     max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence,
+                     tree=tree_shape(args.tree), tree_budget=tree_budget(args.tree))
     return s
 
 

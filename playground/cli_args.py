@@ -42,8 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--raw", action="store_true", help="no chat template")
     bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
     bench.add_argument("--out", help="directory for rows.json, table.md and charts")
-    bench.add_argument("--tree", type=parse_tree, default=(), help="adds an engine-tree row: this static token tree "
-                       "(children per depth, e.g. 1,2,1,1) beside the chain of each k")
+    bench.add_argument("--tree", type=parse_tree, default="", help="adds an engine-tree row: this token tree "
+                       "(children per depth, e.g. 1,2,1,1; a dynamic one with its node budget, e.g. 4,4,4,4/16) "
+                       "beside the chain of each k")
     export = commands.add_parser("export", help="this setting as vLLM and SGLang launch commands and requests, "
                                                 "and a transformers generate call (loads nothing)")
     add_model_args(export)
@@ -74,8 +75,10 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int)
     p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1) or confidence (k = ceiling)")
     p.add_argument("--confidence", type=float, default=0.5, help="the confidence policy's threshold")
-    p.add_argument("--tree", type=parse_tree, default=(), help="draft a static token tree instead of a chain: "
-                   "children per node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused)")
+    p.add_argument("--tree", type=parse_tree, default="", help="draft a token tree instead of a chain: children per "
+                   "node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused), or a dynamic "
+                   "tree (greedy), e.g. 4,4,4,4/16: the 4 likeliest nodes of each depth grow 4 children, the 16 "
+                   "likeliest nodes are verified")
 
 
 def add_constraint_args(p: argparse.ArgumentParser) -> None:
@@ -181,9 +184,10 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
     return prompts
 
 
-def parse_tree(text: str) -> tuple[int, ...]:
-    """'3,2,1' -> (3, 2, 1) (config.tree_shape); the shape itself is checked by SpecConfig."""
+def parse_tree(text: str) -> str:
+    """'3,2,1' or '4,4,4/12', read by config.tree_shape and tree_budget; SpecConfig checks the rest."""
     try:
-        return tree_shape(text)
+        tree_shape(text)
     except PlaygroundError as exc:
         raise argparse.ArgumentTypeError(f"--tree: {exc}") from None
+    return text

@@ -41,6 +41,7 @@ class SpecConfig:
     confidence: float = 0.5  # the "confidence" policy stops drafting below this top probability
     compile: bool = False  # static KV caches and compiled draft / verify passes (playground.engine.static)
     tree: tuple[int, ...] = ()  # a static token tree's children per node at each depth (playground.engine.tree); () a chain
+    tree_budget: int = 0  # > 0: a dynamic tree (playground.engine.tree_dynamic) of at most this many nodes
 
     def __post_init__(self):
         if not 1 <= self.k <= MAX_K:
@@ -61,20 +62,44 @@ class SpecConfig:
         if not 1 <= len(self.tree) <= MAX_TREE_DEPTH or not all(1 <= b <= MAX_TREE_BRANCHING for b in self.tree):
             raise PlaygroundError(f"a token tree is 1 to {MAX_TREE_DEPTH} depths of 1 to {MAX_TREE_BRANCHING} "
                                   f"children per node, e.g. 3,2,1; got {','.join(map(str, self.tree))}")
-        if tree_nodes(self.tree) > MAX_TREE_NODES:
+        if self.tree_budget:
+            self._check_dynamic()
+        elif tree_nodes(self.tree) > MAX_TREE_NODES:
             raise PlaygroundError(f"the token tree {','.join(map(str, self.tree))} has {tree_nodes(self.tree)} nodes; "
                                   f"at most {MAX_TREE_NODES} are verified in one pass")
         if self.policy != "fixed" or self.compile:
             raise PlaygroundError("a token tree runs with the fixed draft policy and eager passes (not compiled) for now")
 
 
+    def _check_dynamic(self) -> None:
+        if not 1 <= self.tree_budget <= MAX_TREE_NODES:
+            raise PlaygroundError(f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {self.tree_budget}")
+        if not self.sampling.greedy:
+            raise PlaygroundError("a dynamic tree is for greedy decoding (pruning by the draft's probabilities would "
+                                  "bias sampling): set the temperature to 0, or use a static tree")
+
+
 def tree_shape(text: str) -> tuple[int, ...]:
     """'1,2,1,1' (children per node at each depth; '' for a chain) -> (1, 2, 1, 1), checked by
-    SpecConfig when used; anything but small whole numbers and commas is a PlaygroundError."""
-    parts = [part.strip() for part in text.split(",")] if text.strip() else []
-    if len(text) > 40 or not all(part.isdigit() and len(part) <= 2 for part in parts):
-        raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1; got '{text[:40]}'")
+    SpecConfig when used; '4,4,4/12' (a dynamic tree, see tree_budget) -> (4, 4, 4). Anything but
+    small whole numbers, commas and one '/N' is a PlaygroundError."""
+    shape, _, budget = text.partition("/")
+    parts = [part.strip() for part in shape.split(",")] if shape.strip() else []
+    if len(text) > 40 or not all(part.isdigit() and len(part) <= 2 for part in parts + ([budget.strip()] if _ else [])):
+        raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1, or a dynamic tree with its node "
+                              f"budget, e.g. 4,4,4,4/16; got '{text[:40]}'")
+    if _ and not parts:
+        raise PlaygroundError(f"a dynamic tree needs its children per depth before the budget, e.g. 4,4,4/12; got '{text[:40]}'")
     return tuple(int(part) for part in parts)
+
+
+def tree_budget(text: str) -> int:
+    """'4,4,4,4/16' -> 16: a dynamic tree of at most 16 nodes (0: a static tree or a chain)."""
+    tree_shape(text)
+    budget = int(text.partition("/")[2]) if "/" in text else 0
+    if "/" in text and budget < 1:
+        raise PlaygroundError(f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {budget}")
+    return budget
 
 
 def tree_nodes(branching: tuple[int, ...]) -> int:

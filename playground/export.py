@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from playground.config import tree_nodes, tree_shape
+from playground.config import tree_budget, tree_nodes, tree_shape
 from playground.errors import PlaygroundError
 
 # Names the playground uses that are not hub ids (hub id from playground.models.packaged.PACKAGED,
@@ -141,14 +141,18 @@ def _sglang_command(s, kind, draft, constraint, notes) -> str:
     args += _reasoning(s.target, 1)
     if s.tree and draft:
         notes.append(f"Token tree {s.tree}: SGLang grows its own tree (top-k per step, reranked to the best "
-                     "nodes), not this fixed shape; the flags give it the same depth, widest branching and size.")
+                     "nodes), " + ("as this dynamic tree does; the flags give it the same depth, top-k and budget."
+                                   if tree_budget(s.tree) else
+                                   "not this fixed shape; the flags give it the same depth, widest branching and size."))
     return shlex.join(args)
 
 
 def _sglang_tree(s) -> tuple[int, int, int]:
-    """(num_steps, eagle_topk, num_draft_tokens): SGLang keeps the best of topk + (steps-1)*topk^2 nodes."""
-    shape = tree_shape(s.tree)
-    return len(shape), max(shape), min(tree_nodes(shape), max(shape) * (1 + (len(shape) - 1) * max(shape))) + 1
+    """(num_steps, eagle_topk, num_draft_tokens): SGLang keeps the best of topk + (steps-1)*topk^2 nodes
+    (a dynamic tree here: the same rule, with its own budget)."""
+    shape, budget = tree_shape(s.tree), tree_budget(s.tree)
+    most = max(shape) * (1 + (len(shape) - 1) * max(shape))
+    return len(shape), max(shape), min(budget or tree_nodes(shape), most) + 1
 
 
 def _shared_notes(s, kind, draft, notes) -> None:

@@ -273,3 +273,10 @@ def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monk
     folded = stream.split("</details>")[0]
     assert folded.count('class="tok ') >= 9 and report["answer"][-1] in html.unescape(stream.split("</details>")[1])
     assert "valid" in final[4]
+
+
+def test_a_share_link_carries_a_dynamic_tree_and_refuses_a_bad_one():
+    restored, notices = from_query({"preset": "demo", "tree": "3,3,3/12"}, allow_custom=False)
+    assert restored.tree == "3,3,3/12" and notices == []
+    restored, notices = from_query({"preset": "demo", "tree": "3,3/0"}, allow_custom=False)
+    assert restored.tree == "" and "1 to 64 nodes" in notices[0]

@@ -129,9 +129,9 @@ def test_a_link_carrying_script_runs_none(page, app_url):
     assert dialogs == [] and page.locator("#constraint-error img").count() == 0
 
 
-@pytest.mark.parametrize("tree,nodes", [("", 3), ("2,2", 6), ("4,4,2", 52)])
+@pytest.mark.parametrize("tree,nodes", [("", 3), ("2,2", 6), ("4,4,2", 52), ("3,3,3/12", 12)])
 def test_the_tree_tab_draws_each_rounds_drafts(page, app_url, tree, nodes):
-    """A chain, a small and a 52-node static tree: every node drawn, the kept path marked, the view
+    """A chain, a small and a 52-node static tree, a dynamic one: every node drawn, the kept path marked, the view
     scrolls inside its box instead of growing the page."""
     page.goto(f"{app_url}?preset=demo&k=3&max_new_tokens=32&compare=false" + (f"&tree={tree}" if tree else ""))
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)

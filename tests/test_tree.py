@@ -278,3 +278,47 @@ def test_constrained_tree_sampling_keeps_the_masked_target_law(tokenizer):
         counts[ids] = counts.get(ids, 0) + 1
     assert set(counts) <= set(expected)
     assert chi_square_p(counts, expected, n) > 1e-3
+
+
+@pytest.mark.parametrize("tree,budget", [((4, 4, 4, 4), 16), ((2, 2, 2), 5), ((8, 8), 64), ((1, 1, 1), 2), ((3,), 1)])
+def test_a_dynamic_tree_is_the_target_alone(pair, tree, budget):
+    """EAGLE-2's dynamic tree: at most `budget` nodes, each with its parent, the likeliest paths
+    grown; greedy output equals the target alone."""
+    pair, tok = pair
+    for text, n in (("def fib(n):", 40), ("import os\n", 7)):
+        prompt = tok(text).input_ids
+        alone = session.run(pair, prompt, session.settings(max_new_tokens=n), speculative=False)
+        result = session.run(pair, prompt, session.settings(max_new_tokens=n, tree=tree, tree_budget=budget))
+        assert result.token_ids == alone.token_ids
+        for r in result.rounds:
+            assert len(r.tree["tokens"]) <= budget and all(p < i for i, p in enumerate(r.tree["parents"]))
+            assert max(depths(r.tree["parents"])) <= len(tree)
+
+
+def test_dynamic_trees_keep_the_likeliest_nodes_with_their_ancestors():
+    from playground.engine.tree_dynamic import best_nodes
+    parents = [-1, -1, 0, 0, 1, 2]
+    score = [0.6, 0.3, 0.5, 0.05, 0.29, 0.5]
+    assert best_nodes(score, parents, 3) == [0, 2, 5]  # ties: the earlier drawn
+    assert best_nodes(score, parents, 4) == [0, 1, 2, 5]
+    assert best_nodes([0.5, 0.4, 0.9], [-1, -1, 1], 2) == [0]  # a child is never kept without its parent
+
+
+def test_a_constrained_dynamic_tree_is_the_constrained_target_alone(closing_tree_pair):
+    pair, tok = closing_tree_pair
+    constraint = session.constrain(pair, from_user(schema=TREE_SCHEMA))
+    prompt = tok("config = ").input_ids
+    alone = session.run(pair, prompt, session.settings(max_new_tokens=60), speculative=False, constraint=constraint)
+    result = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=(3, 3, 3), tree_budget=7),
+                         constraint=constraint)
+    assert result.token_ids == alone.token_ids and result.valid
+
+
+@pytest.mark.parametrize("text,message", [("4,4/0", "1 to 64 nodes"), ("4,4/65", "1 to 64 nodes"), ("/8", "children per depth"),
+                                          ("4,4/x", "dynamic tree with its node")])
+def test_dynamic_tree_settings_are_checked(text, message):
+    from playground.config import tree_budget, tree_shape
+    with pytest.raises(PlaygroundError, match=message):
+        session.settings(tree=tree_shape(text), tree_budget=tree_budget(text))
+    with pytest.raises(PlaygroundError, match="greedy"):
+        session.settings(tree=(4, 4), tree_budget=8, temperature=0.7)

@@ -21,7 +21,7 @@ import time
 import torch
 
 from playground import session
-from playground.config import SpecConfig
+from playground.config import SpecConfig, tree_budget, tree_shape
 from playground.events import Round
 from playground.metrics import summarize
 from playground.models.loading import NGRAM, Pair
@@ -123,7 +123,8 @@ ENGINE = ("engine", COMPILED, TREE, "engine-prompt-lookup")
 def engine_setup(method: str, pairs: dict, cfg: SpecConfig):
     """-> (pair, settings) an engine method runs with (the target alone beside it uses the same)."""
     pair = pairs["ngram"] if method == "engine-prompt-lookup" else pairs["draft"]
-    return pair, dataclasses.replace(cfg, compile=method == COMPILED, tree=cfg.tree if method == TREE else ())
+    return pair, dataclasses.replace(cfg, compile=method == COMPILED, tree=cfg.tree if method == TREE else (),
+                                     tree_budget=cfg.tree_budget if method == TREE else 0)
 
 
 def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sample:
@@ -223,7 +224,7 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
            "seconds": sum(s.seconds for s in mine), "tokens": tokens}
     costs = (pass_costs or {}).get("compiled") if method == COMPILED else pass_costs
     if method == TREE:
-        row["tree"] = ",".join(map(str, cfg.tree))
+        row["tree"] = ",".join(map(str, cfg.tree)) + (f"/{cfg.tree_budget}" if cfg.tree_budget else "")
     elif method in ENGINE and costs is not None:
         row["efficiency"] = predicted_seconds(mine, costs, method) / (row["seconds"] or 1.0)
     if cfg.sampling.greedy:
@@ -255,9 +256,9 @@ def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
 
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
               max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False, on_row=None,
-              tree: tuple[int, ...] = ()) -> list[dict]:
+              tree: str = "") -> list[dict]:
     """Every (temperature, k) setting; each row is logged, and handed to `on_row`, once measured.
-    `tree` adds an engine-tree row (that static token tree) beside the chain of k."""
+    `tree` ('1,2,1,1', or '4,4,4/12' dynamic) adds an engine-tree row (that token tree) beside the chain of k."""
     pair = pairs["draft"]
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     log(f"measuring pass costs at context {context}...")
@@ -277,7 +278,8 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
             on_row(rows)
     settings = [(t, k) for t in temperatures for k in ks]
     for i, (temperature, k) in enumerate(settings):
-        cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, tree=tree)
+        cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed,
+                               tree=tree_shape(tree), tree_budget=tree_budget(tree))
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompts, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
         bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs, done)

@@ -7,7 +7,7 @@ import dataclasses
 import urllib.parse
 from dataclasses import dataclass
 
-from playground.config import MAX_K, tree_shape
+from playground.config import MAX_K, tree_budget, tree_shape
 from playground.errors import PlaygroundError
 from playground.presets import Preset, all_presets, default_preset
 
@@ -88,7 +88,7 @@ def _choice(*options):
 
 def _tree(v: str) -> str:
     try:
-        tree_shape(v)
+        tree_shape(v), tree_budget(v)
     except PlaygroundError as exc:
         raise ValueError(str(exc)) from None
     return v
