@@ -20,10 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     gen = commands.add_parser("generate", help="generate once, speculatively (and optionally target-only)")
     add_model_args(gen)
-    gen.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
+    add_prompt_args(gen)
     gen.add_argument("--prompt-ids", help="comma-separated token ids instead of text, e.g. 1,2,3")
-    gen.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
-    gen.add_argument("--system", help="system prompt for chat models")
     add_sampling_args(gen)
     add_constraint_args(gen)
     gen.add_argument("--baseline", action="store_true", help="also decode with the target alone and compare")
@@ -48,13 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="this setting as vLLM and SGLang launch commands and requests, "
                                                 "and a transformers generate call (loads nothing)")
     add_model_args(export)
-    export.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
-    export.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
-    export.add_argument("--system", help="system prompt for chat models")
+    add_prompt_args(export)
     add_sampling_args(export)
     add_constraint_args(export)
     export.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
+
+
+def add_prompt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
+    p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    p.add_argument("--system", help="system prompt for chat models")
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:

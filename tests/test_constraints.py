@@ -149,13 +149,19 @@ def test_constrained_sampling_matches_masked_target(tokenizer, backend, draft_vo
     constraint = constrained(pair, "regex", "[0-9]{2}", backend)
     prompt = tokenizer("n = ").input_ids
     expected = masked_joint(target, constraint, prompt, tokenizer.eos_token_id)
-    counts, n = {}, 2000
-    for seed in range(n):
-        cfg = session.settings(k=3, temperature=1.0, seed=seed, max_new_tokens=4)
-        ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
-        counts[ids] = counts.get(ids, 0) + 1
+    counts, n = sampled_counts(pair, prompt, constraint, 2000, k=3, max_new_tokens=4)
     assert set(counts) <= set(expected)
     assert chi_square_p(counts, expected, n) > 1e-3
+
+
+def sampled_counts(pair, prompt, constraint, n: int, **settings) -> tuple[dict, int]:
+    """How often each output came out of n runs seeded 0..n-1 at temperature 1 -> (counts, n)."""
+    counts = {}
+    for seed in range(n):
+        cfg = session.settings(temperature=1.0, seed=seed, **settings)
+        ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
+        counts[ids] = counts.get(ids, 0) + 1
+    return counts, n
 
 
 def masked_joint(model, constraint, prompt, eos_id):

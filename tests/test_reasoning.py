@@ -182,7 +182,7 @@ def test_sampling_across_the_boundary_keeps_the_masked_target_law(think_tokenize
     """2,000 seeded runs thinking at most one token, then one digit: the joint law of what they write
     equals the target's renormalised over each state's mask (thinking: no EOS; then the forced
     marker; then the grammar), walked exactly by tests.test_constraints.masked_joint."""
-    from tests.test_constraints import masked_joint
+    from tests.test_constraints import masked_joint, sampled_counts
     from tests.test_engine_sampling import chi_square_p
     tok = think_tokenizer
     target = tiny.tiny_model("qwen2", vocab=len(tok), hidden=32, layers=1, seed=31, eos_id=tok.eos_token_id, init_std=0.3)
@@ -194,11 +194,7 @@ def test_sampling_across_the_boundary_keeps_the_masked_target_law(think_tokenize
     constraint = session.constrain(pair, ConstraintSpec("regex", "[0-9]", "llguidance", think_budget=1))
     prompt = tok("n = ").input_ids
     expected = masked_joint(target, constraint, prompt, tok.eos_token_id)
-    counts, n = {}, 2000
-    for seed in range(n):
-        cfg = session.settings(k=3, temperature=1.0, seed=seed, max_new_tokens=5)
-        ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
-        counts[ids] = counts.get(ids, 0) + 1
+    counts, n = sampled_counts(pair, prompt, constraint, 2000, k=3, max_new_tokens=5)
     assert set(counts) <= set(expected)
     assert {len(ids) for ids in counts} == {3, 4}  # '</think>' digit EOS, and one thought before it
     assert chi_square_p(counts, expected, n) > 1e-3

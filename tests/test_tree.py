@@ -262,7 +262,7 @@ def test_each_node_is_masked_by_its_own_paths_state(closing_tree_pair):
 def test_constrained_tree_sampling_keeps_the_masked_target_law(tokenizer):
     """Thousands of seeded tree runs under [0-9]{2}: the joint law of the output is the target's
     renormalised over each state's mask (walked exactly by tests.test_constraints.masked_joint)."""
-    from tests.test_constraints import masked_joint
+    from tests.test_constraints import masked_joint, sampled_counts
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=31,
                              eos_id=tokenizer.eos_token_id, init_std=0.3)
     draft = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=32,
@@ -271,11 +271,7 @@ def test_constrained_tree_sampling_keeps_the_masked_target_law(tokenizer):
     constraint = session.constrain(pair, from_user(regex="[0-9]{2}"))
     prompt = tokenizer("n = ").input_ids
     expected = masked_joint(target, constraint, prompt, tokenizer.eos_token_id)
-    counts, n = {}, 2000
-    for seed in range(n):
-        cfg = session.settings(temperature=1.0, seed=seed, max_new_tokens=4, tree=(3, 2))
-        ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
-        counts[ids] = counts.get(ids, 0) + 1
+    counts, n = sampled_counts(pair, prompt, constraint, 2000, max_new_tokens=4, tree=(3, 2))
     assert set(counts) <= set(expected)
     assert chi_square_p(counts, expected, n) > 1e-3
 
