@@ -40,7 +40,7 @@ def export_setting(s: Any) -> Export:
     """The setting `s` (duck-typed Settings) as engine commands, requests and a generate call."""
     (kind, draft), constraint = _draft(s.draft), _constraint(s)
     notes = {"vllm": [], "sglang": [], "transformers": []}
-    _shared_notes(s, kind, draft, notes)
+    _shared_notes(s, kind, draft, constraint, notes)
     return Export(_vllm_command(s, kind, draft, constraint, notes["vllm"]), _request(s, constraint, "vllm"),
                   _sglang_command(s, kind, draft, constraint, notes["sglang"]), _request(s, constraint, "sglang"),
                   _transformers(s, kind, draft, notes["transformers"]), notes,
@@ -155,7 +155,7 @@ def _sglang_tree(s) -> tuple[int, int, int]:
     return len(shape), max(shape), min(budget or tree_nodes(shape), most) + 1
 
 
-def _shared_notes(s, kind, draft, notes) -> None:
+def _shared_notes(s, kind, draft, constraint, notes) -> None:
     def add(engines, text):
         for engine in engines:
             notes[engine].append(text)
@@ -188,7 +188,7 @@ def _shared_notes(s, kind, draft, notes) -> None:
                    "checkpoint loaded here has the original weights, so outputs can differ.")
     if s.temperature > 0:
         add(every, "Sampling: the seed gives the same distribution, not the playground's exact tokens.")
-    if getattr(s, "think_budget", 0) and _constraint(s):
+    if getattr(s, "think_budget", 0) and constraint:
         add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it; with --reasoning-parser the "
                      "constraint starts after </think>, but the model thinks as long as it likes.")
         add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "

@@ -276,7 +276,7 @@ def _judge(pair: Pair, result: RunResult, constraint: Constraint, guide: Guide) 
     ids, start = result.token_ids, constraint.answer_start(result.token_ids)
     result.constraint_notes = list(constraint.notes)
     if constraint.thinking is not None:
-        result.reasoning_tokens = len(ids) if start is None else start
+        result.reasoning_tokens = constraint.reasoning_tokens(ids)
         result.answer = "" if start is None else pair.tokenizer.decode(ids[start:], skip_special_tokens=True)
     if start is None:
         result.valid, result.validation_error = False, (

@@ -48,6 +48,13 @@ class Constraint:
         """Where the answer starts in committed ids: 0 without thinking, None while still thinking."""
         return 0 if self.thinking is None else self.thinking.answer_start(token_ids)
 
+    def reasoning_tokens(self, token_ids: list[int]) -> int | None:
+        """How many of the committed ids are thinking (all while it still thinks); None: no thinking."""
+        if self.thinking is None:
+            return None
+        start = self.answer_start(token_ids)
+        return len(token_ids) if start is None else start
+
     def validate(self, text: str, token_ids: list[int], complete: bool) -> tuple[bool, str | None]:
         """complete: the structure was finished (EOS or an accepting state) before the budget ran out."""
         if not complete:
@@ -75,7 +82,7 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
 
 
 def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking:
-    """The thinking masks for a tokenizer (built once; about a second at a 151k vocabulary)."""
+    """The thinking masks for a tokenizer (built once: 0.29 s at SmolLM2's 49k vocabulary)."""
     check_marker(tokenizer)
     key = (id(tokenizer), vocab, eos_ids)
     with _lock:

@@ -12,6 +12,7 @@ spent, the marker is forced (jump-forward tokens: written after a partial marker
 still ends the thinking, as '</thi</think>'), and the grammar starts.
 
 Thinking: the per-tokenizer tables, built once ([states, W] masks: a few marker lengths x vocab)."""
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -54,16 +55,14 @@ class Thinking:
 def thinking_tables(token_bytes: list[bytes], encode, vocab: int, eos_ids: frozenset[int]) -> Thinking:
     """token_bytes: each id's bytes; encode(text) -> ids without special tokens added."""
     marker = MARKER.encode()
-    delta = _automaton(marker)
-    tables = Thinking(marker, delta, tuple(token_bytes), torch.empty(0), ())
-    masks = _masks(tables, vocab, eos_ids)
-    finish = tuple(encode(MARKER))
+    tables = Thinking(marker, _automaton(marker), tuple(token_bytes), torch.empty(0), tuple(encode(MARKER)))
+    finish = tables.finish
     for state in range(len(marker)):  # written after any partial marker, it ends exactly on the marker
         for token in finish:
             state = tables.step(state, token) if state is not None else None
         if state != len(marker):
             raise PlaygroundError(f"this tokenizer cannot write {MARKER} as tokens that end on it; thinking first is off")
-    return Thinking(marker, delta, tables.token_bytes, masks, finish)
+    return dataclasses.replace(tables, masks=_masks(tables, vocab, eos_ids))
 
 
 def _automaton(marker: bytes) -> tuple[tuple[int, ...], ...]:

@@ -108,9 +108,7 @@ class TreeProposer(DraftModelProposer):
         logits = self.runner.forward(pending, keep=1)  # [1, V]: the root's next-token logits
         tokens, parents, q_row, rows, frontier, self.fed = [], [], [], [], [-1], []
         for depth, width in enumerate(self.branching):
-            if ctx.guide is not None:  # each node drafts under its own path's constraint state
-                logits = mask_logits(logits, ctx.guide.path_masks([path_tokens(n, tokens, parents) for n in frontier]))
-            q = warp(logits, ctx.sampling)  # [len(frontier), V]
+            q = draft_q(logits, frontier, tokens, parents, ctx)  # [len(frontier), V]
             first = len(tokens)
             for i, node in enumerate(frontier):
                 for token in draw_children(q[i], width, ctx):
@@ -157,6 +155,14 @@ class TreeProposer(DraftModelProposer):
         self.seq.extend(new_tokens)
         self.runner.crop(min(self.runner.length, len(self.seq) - 1))
         self.tree = None
+
+
+def draft_q(logits: torch.Tensor, frontier: list[int], tokens: list[int], parents: list[int], ctx) -> torch.Tensor:
+    """The frontier's warped draft probabilities [f, V], each node's row masked by its own path's
+    constraint state when there is a constraint."""
+    if ctx.guide is not None:
+        logits = mask_logits(logits, ctx.guide.path_masks([path_tokens(n, tokens, parents) for n in frontier]))
+    return warp(logits, ctx.sampling)
 
 
 def draw_children(q: torch.Tensor, width: int, ctx) -> list[int]:

@@ -11,8 +11,7 @@ tree's shape, so the output is the target's. (Under sampling, pruning siblings b
 bias the recursive rejection sampling of playground.engine.tree_verify.)"""
 import torch
 
-from playground.engine.sampling import mask_logits, warp
-from playground.engine.tree import TreeProposal, TreeProposer, depth_first, path_tokens
+from playground.engine.tree import TreeProposal, TreeProposer, depth_first, draft_q
 
 
 class DynamicTreeProposer(TreeProposer):
@@ -28,9 +27,7 @@ class DynamicTreeProposer(TreeProposer):
         logits = self.runner.forward(pending, keep=1)  # [1, V]: the root's next-token logits
         tokens, parents, q_row, score, rows, frontier, self.fed = [], [], [], [], [], [-1], []
         for depth, width in enumerate(self.branching):
-            if ctx.guide is not None:  # each node drafts under its own path's constraint state
-                logits = mask_logits(logits, ctx.guide.path_masks([path_tokens(n, tokens, parents) for n in frontier]))
-            q = warp(logits, ctx.sampling)  # [len(frontier), V]
+            q = draft_q(logits, frontier, tokens, parents, ctx)  # [len(frontier), V]
             top = q.topk(min(width, q.shape[-1]), dim=-1)
             first, offset = len(tokens), sum(len(r) for r in rows)
             for i, node in enumerate(frontier):

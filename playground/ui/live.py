@@ -133,7 +133,8 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterato
         if should_stop():
             break
         if due():
-            snap.reasoning = reasoning_tokens(constraint, snap.events)
+            snap.reasoning = constraint and constraint.reasoning_tokens(
+                [t.token_id for e in snap.events if isinstance(e, Round) for t in e.committed])
             yield snap
     if snap.result is None:
         snap.result = spec.result()
@@ -163,15 +164,6 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
             yield snap
     snap.phase = "done"
     yield snap
-
-
-def reasoning_tokens(constraint, events: list) -> int | None:
-    """How many of the committed tokens so far are thinking (None: the run does not think first)."""
-    if constraint is None or constraint.thinking is None:
-        return None
-    ids = [t.token_id for e in events if isinstance(e, Round) for t in e.committed]
-    start = constraint.answer_start(ids)
-    return len(ids) if start is None else start
 
 
 def _throttle():

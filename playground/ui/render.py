@@ -62,15 +62,17 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
     thinking run's first `reasoning` committed tokens (with the drafts refused among them) are
     greyed in a fold, open while it still thinks."""
     thought, answer, committed = [], [], 0
+
+    def part() -> list:  # thinking while fewer than `reasoning` tokens are committed
+        return thought if reasoning is not None and committed < reasoning else answer
     for event in events:
         if not isinstance(event, Round):
             continue
-        part = thought if reasoning is not None and committed < reasoning else answer
         if thought or answer:
             stopped = " stopped" if event.target_passes and event.proposed < event.k else ""
-            part.append(f'<span class="round-sep{stopped}" title="{html.escape(_round_title(event))}"></span>')
+            part().append(f'<span class="round-sep{stopped}" title="{html.escape(_round_title(event))}"></span>')
         for t in event.tokens:
-            (thought if reasoning is not None and committed < reasoning else answer).append(_token_html(t, eos_ids))
+            part().append(_token_html(t, eos_ids))
             committed += t.kind != REJECTED
     body = _thinking(thought, reasoning, still=not answer) + "".join(answer)
     body = body or '<span style="color:#9ca3af">tokens appear here, coloured by what happened to them</span>'
