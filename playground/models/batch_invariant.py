@@ -25,6 +25,7 @@ does. SmolLM2-135M in float32 on 2 cores (AMD EPYC with oneDNN, ATen and MKL hel
 pass of 1/2/3/4/5 tokens after 150: 44/43/46/48/51 ms (1.16x at 5, interleaved medians), bitwise
 equal to one-token passes; it was 55/88/107/78/70 ms with SDPA and MKL, rows differing by 5e-5."""
 import functools
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -61,20 +62,52 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
 
 
 def eager_or_tree_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
-    """transformers' eager attention; a token tree's pass (`tree_runs`) run by run instead. A tree
-    row's keys are not one contiguous run (its ancestors sit between other branches' nodes), so the
-    masked eager product sums them in other groupings than a one-token pass does and rounds
-    differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each run of rows is a
-    chain's verify pass over contiguous keys, whose rows are the one-token passes' (see above)."""
-    runs = kwargs.pop("tree_runs", None)
-    if runs is None:
+    """transformers' eager attention; a token tree's pass (`tree_runs`, a BranchBatch) as one batch
+    of chains instead. A tree row's keys are not one contiguous run (its ancestors sit between other
+    branches' nodes), so the masked eager product sums them in other groupings than a one-token pass
+    does and rounds differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each run of
+    rows is a chain's verify pass over contiguous keys, whose rows are the one-token passes' (see
+    above), and the runs go through one batched product, padded at their ends as a chain's rows are."""
+    batch = kwargs.pop("tree_runs", None)
+    if batch is None:
         return eager_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
-    outs = []
-    for start, end, keys in runs:
-        k, v = gather_keys(key, keys), gather_keys(value, keys)  # [B, KV, n, d]
-        mask = causal_tail(end - start, k.shape[-2], query.dtype, query.device)
-        outs.append(eager_attention_forward(module, query[:, :, start:end], k, v, mask, scaling=scaling)[0])
-    return torch.cat(outs, dim=1), None  # [B, q, H, d]
+    q = batch.grid(query[0], batch.rows)  # [runs, H, width, d]
+    k, v = batch.grid(key[0], batch.keys), batch.grid(value[0], batch.keys)  # [runs, KV, n, d]
+    out = eager_attention_forward(module, q, k, v, batch.mask, scaling=scaling)[0]  # [runs, width, H, d]
+    return out.flatten(0, 1).index_select(0, batch.out)[None], None  # [1, q, H, d]
+
+
+@dataclass(frozen=True, slots=True)
+class BranchBatch:
+    """A tree pass's runs (runner.tree_runs) as one batch of chains, built once a pass. Run b's rows
+    fill row slots [b, :w_b] of a [runs, width] grid, its keys key slots [b, :n_b] of a [runs, n] grid;
+    the rest is padding (the run's last row and last key again), masked after the run's own keys,
+    where a chain's rows have their future keys: each real row sums what a one-token pass sums."""
+    rows: torch.Tensor  # [runs * width]: the pass row in each row slot
+    keys: torch.Tensor  # [runs * n]: the key position in each key slot
+    mask: torch.Tensor  # [runs, 1, width, n] additive: a real row sees its run's keys up to its own
+    out: torch.Tensor  # [q]: each pass row's slot, flattened
+
+    @staticmethod
+    def of(runs, dtype: torch.dtype, device) -> "BranchBatch":
+        width = max(end - start for start, end, _ in runs)
+        seen = [torch.arange(keys) if isinstance(keys, int) else keys.cpu() for _, _, keys in runs]
+        n = max(len(keys) for keys in seen)
+        mask = torch.zeros(len(runs), 1, width, n, dtype=dtype)
+        rows, out = [], []
+        for b, ((start, end, _), keys) in enumerate(zip(runs, seen)):
+            w = end - start
+            rows.append(torch.arange(start, start + width).clamp(max=end - 1))
+            out.extend(range(b * width, b * width + w))
+            mask[b, 0, :w, : len(keys)] = causal_tail(w, len(keys), dtype, torch.device("cpu"))[0, 0]
+            mask[b, 0, :, len(keys):] = torch.finfo(dtype).min
+        keys = torch.cat([torch.cat([k, k[-1:].expand(n - len(k))]) for k in seen])
+        return BranchBatch(torch.cat(rows).to(device), keys.to(device), mask.to(device), torch.tensor(out, device=device))
+
+    def grid(self, states: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """states [heads, length, d] -> [runs, heads, slots per run, d]: the picked rows, run by run."""
+        picked = states.index_select(1, slots).unflatten(1, (self.mask.shape[0], -1))  # [heads, runs, per run, d]
+        return picked.transpose(0, 1)
 
 
 def gather_keys(key: torch.Tensor, keys) -> torch.Tensor:
