@@ -11,7 +11,7 @@ import warnings
 from playground import session
 from playground.cli_args import (build_parser, constraint_from_args, parse_prompt_ids, pick, read_prompts, read_text_arg,
                                   resolve_models, writable_dir)
-from playground.config import tree_budget, tree_shape
+from playground.config import tree_fields
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -25,7 +25,7 @@ def cmd_generate(args) -> int:
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
                            seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
                            policy=args.policy, confidence=args.confidence, compile=args.compile,
-                           tree=tree_shape(args.tree), tree_budget=tree_budget(args.tree))
+                           **tree_fields(args.tree))
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
     at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
@@ -88,7 +88,7 @@ def cmd_bench(args) -> int:
     for k in ks:  # every setting is checked before anything loads
         for t in temperatures:
             session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                             tree=tree_shape(args.tree), tree_budget=tree_budget(args.tree))
+                             **tree_fields(args.tree))
     at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations")
     if args.repeat < 1 or args.num_prompts < 1:
         raise PlaygroundError("--repeat and --num-prompts must be >= 1")
@@ -140,7 +140,7 @@ def _settings(args):
                             think_budget=pick(args.think_budget, preset, "think_budget", 0))
     session.settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
                      max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence,
-                     tree=tree_shape(args.tree), tree_budget=tree_budget(args.tree))
+                     **tree_fields(args.tree))
     return s
 
 

@@ -4,7 +4,7 @@ import argparse
 import json
 import pathlib
 
-from playground.config import tree_shape
+from playground.config import tree_fields
 from playground.errors import PlaygroundError
 
 
@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
     bench.add_argument("--out", help="directory for rows.json, table.md and charts")
     bench.add_argument("--tree", type=parse_tree, default="", help="adds an engine-tree row: this token tree "
-                       "(children per depth, e.g. 1,2,1,1; a dynamic one with its node budget, e.g. 4,4,4,4/16) "
+                       "(children per depth, e.g. 1,2,1,1; a dynamic one with its node budget, e.g. 4,4,4,4/16; +N: a "
+                       "prompt-lookup branch of up to N tokens) "
                        "beside the chain of each k")
     export = commands.add_parser("export", help="this setting as vLLM and SGLang launch commands and requests, "
                                                 "and a transformers generate call (loads nothing)")
@@ -80,7 +81,8 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tree", type=parse_tree, default="", help="draft a token tree instead of a chain: children per "
                    "node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused), or a dynamic "
                    "tree (greedy), e.g. 4,4,4,4/16: the 4 likeliest nodes of each depth grow 4 children, the 16 "
-                   "likeliest nodes are verified")
+                   "likeliest nodes are verified; '+N' (greedy), e.g. 2,2,2/5+3, grafts up to N tokens found by "
+                   "prompt lookup onto each tree")
 
 
 def add_constraint_args(p: argparse.ArgumentParser) -> None:
@@ -187,9 +189,9 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
 
 
 def parse_tree(text: str) -> str:
-    """'3,2,1' or '4,4,4/12', read by config.tree_shape and tree_budget; SpecConfig checks the rest."""
+    """'3,2,1', '4,4,4/12' or '4,4,4/12+3', read by config.tree_fields; SpecConfig checks the rest."""
     try:
-        tree_shape(text)
+        tree_fields(text)
     except PlaygroundError as exc:
-        raise argparse.ArgumentTypeError(f"--tree: {exc}") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text

@@ -42,6 +42,7 @@ class SpecConfig:
     compile: bool = False  # static KV caches and compiled draft / verify passes (playground.engine.static)
     tree: tuple[int, ...] = ()  # a static token tree's children per node at each depth (playground.engine.tree); () a chain
     tree_budget: int = 0  # > 0: a dynamic tree (playground.engine.tree_dynamic) of at most this many nodes
+    tree_lookup: int = 0  # > 0: up to this many prompt-lookup tokens grafted on each tree (playground.engine.tree_lookup)
 
     def __post_init__(self):
         if not 1 <= self.k <= MAX_K:
@@ -67,9 +68,19 @@ class SpecConfig:
         elif tree_nodes(self.tree) > MAX_TREE_NODES:
             raise PlaygroundError(f"the token tree {','.join(map(str, self.tree))} has {tree_nodes(self.tree)} nodes; "
                                   f"at most {MAX_TREE_NODES} are verified in one pass")
+        if self.tree_lookup:
+            self._check_lookup()
         if self.policy != "fixed" or self.compile:
             raise PlaygroundError("a token tree runs with the fixed draft policy and eager passes (not compiled) for now")
 
+    def _check_lookup(self) -> None:
+        nodes = self.tree_budget or tree_nodes(self.tree)
+        if not 1 <= self.tree_lookup <= MAX_TREE_DEPTH or nodes + self.tree_lookup > MAX_TREE_NODES:
+            raise PlaygroundError(f"a tree's prompt-lookup branch is 1 to {MAX_TREE_DEPTH} tokens, within "
+                                  f"{MAX_TREE_NODES} nodes in all; got +{self.tree_lookup} on {nodes} nodes")
+        if not self.sampling.greedy:
+            raise PlaygroundError("a prompt-lookup branch is for greedy decoding (its tokens are not drawn from the "
+                                  "draft, so sampling would not stay exact): set the temperature to 0")
 
     def _check_dynamic(self) -> None:
         if not 1 <= self.tree_budget <= MAX_TREE_NODES:
@@ -81,25 +92,54 @@ class SpecConfig:
 
 def tree_shape(text: str) -> tuple[int, ...]:
     """'1,2,1,1' (children per node at each depth; '' for a chain) -> (1, 2, 1, 1), checked by
-    SpecConfig when used; '4,4,4/12' (a dynamic tree, see tree_budget) -> (4, 4, 4). Anything but
-    small whole numbers, commas and one '/N' is a PlaygroundError."""
-    shape, _, budget = text.partition("/")
+    SpecConfig when used; '4,4,4/12' (a dynamic tree, see tree_budget) -> (4, 4, 4); '4,4,4/12+3'
+    (with a prompt-lookup branch, see tree_lookup) -> (4, 4, 4). Anything but small whole numbers,
+    commas, one '/N' and one '+N' is a PlaygroundError."""
+    shape, budget, lookup = _tree_parts(text)
     parts = [part.strip() for part in shape.split(",")] if shape.strip() else []
-    if len(text) > 40 or not all(part.isdigit() and len(part) <= 2 for part in parts + ([budget.strip()] if _ else [])):
+    numbers = parts + [n.strip() for n in (budget, lookup) if n is not None]
+    if len(text) > 40 or not all(part.isdigit() and len(part) <= 2 for part in numbers):
         raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1, or a dynamic tree with its node "
-                              f"budget, e.g. 4,4,4,4/16; got '{text[:40]}'")
-    if _ and not parts:
-        raise PlaygroundError(f"a dynamic tree needs its children per depth before the budget, e.g. 4,4,4/12; got '{text[:40]}'")
+                              f"budget, e.g. 4,4,4,4/16, with up to N looked-up tokens: +N; got '{text[:40]}'")
+    if (budget is not None or lookup is not None) and not parts:
+        raise PlaygroundError(f"a token tree needs its children per depth first, e.g. 4,4,4/12 or 1,1,1+3; got '{text[:40]}'")
     return tuple(int(part) for part in parts)
 
 
 def tree_budget(text: str) -> int:
     """'4,4,4,4/16' -> 16: a dynamic tree of at most 16 nodes (0: a static tree or a chain)."""
     tree_shape(text)
-    budget = int(text.partition("/")[2]) if "/" in text else 0
-    if "/" in text and budget < 1:
+    budget = _tree_parts(text)[1]
+    if budget is not None and int(budget) < 1:
         raise PlaygroundError(f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {budget}")
-    return budget
+    return int(budget) if budget is not None else 0
+
+
+def tree_lookup(text: str) -> int:
+    """'2,2,2/5+3' -> 3: up to 3 prompt-lookup tokens grafted onto each round's tree (0: none)."""
+    tree_shape(text)
+    lookup = _tree_parts(text)[2]
+    if lookup is not None and int(lookup) < 1:
+        raise PlaygroundError(f"a tree's prompt-lookup branch is 1 to {MAX_TREE_DEPTH} tokens, got +{lookup}")
+    return int(lookup) if lookup is not None else 0
+
+
+def tree_fields(text: str) -> dict:
+    """The SpecConfig fields a tree's text sets: '2,2,2/5+3' -> tree, tree_budget and tree_lookup."""
+    return {"tree": tree_shape(text), "tree_budget": tree_budget(text), "tree_lookup": tree_lookup(text)}
+
+
+def tree_text(cfg: SpecConfig) -> str:
+    """The text that writes cfg's tree: tree_fields' inverse ('' for a chain)."""
+    return (",".join(map(str, cfg.tree)) + (f"/{cfg.tree_budget}" if cfg.tree_budget else "")
+            + (f"+{cfg.tree_lookup}" if cfg.tree_lookup else ""))
+
+
+def _tree_parts(text: str) -> tuple[str, str | None, str | None]:
+    """'4,4/12+3' -> ('4,4', '12', '3'); a part not written is None."""
+    rest, plus, lookup = text.partition("+")
+    shape, slash, budget = rest.partition("/")
+    return shape, budget if slash else None, lookup if plus else None
 
 
 def tree_nodes(branching: tuple[int, ...]) -> int:

@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from playground.config import tree_budget, tree_nodes, tree_shape
+from playground.config import tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.errors import PlaygroundError
 
 # Names the playground uses that are not hub ids (hub id from playground.models.packaged.PACKAGED,
@@ -179,6 +179,9 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                      "number of tokens every round.")
     if s.tree and not draft:
         add(every, f"The token tree {s.tree} needs a draft model; it is dropped.")
+    elif tree_lookup(s.tree):
+        add(every, f"The prompt-lookup branch (+{tree_lookup(s.tree)}) grafted on each tree has no option here: "
+                   "the draft's tree is verified without it.")
     models = {s.target, s.draft.removeprefix("ngram+")}
     if models & set(LOCAL):
         add(every, "demo-target and demo-draft are a toy pair trained for this playground; they exist only in this "

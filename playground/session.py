@@ -11,6 +11,7 @@ from playground.detok import with_text
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.tree import TreeProposer
 from playground.engine.tree_dynamic import DynamicTreeProposer
+from playground.engine.tree_lookup import LookupTreeProposer
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
@@ -27,13 +28,14 @@ __all__ = ["constrain", "encode_prompt", "generate", "load_pair", "run", "settin
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
              max_new_tokens: int = 128, policy: str = "fixed", confidence: float = 0.5,
-             compile: bool = False, tree: tuple[int, ...] = (), tree_budget: int = 0) -> SpecConfig:
+             compile: bool = False, tree: tuple[int, ...] = (), tree_budget: int = 0, tree_lookup: int = 0) -> SpecConfig:
     """Validated run settings (raises PlaygroundError naming the bad value). With an adaptive
     `policy` ("schedule" or "confidence"), k is the most the draft proposes in a round; `compile`
     runs the draft and verify passes compiled on static caches; `tree` (children per node at each
-    depth) drafts a static token tree instead of a chain, a dynamic one of `tree_budget` nodes when > 0."""
+    depth) drafts a static token tree instead of a chain, a dynamic one of `tree_budget` nodes when > 0,
+    with up to `tree_lookup` prompt-lookup tokens grafted on each round's tree when > 0."""
     return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed, policy=policy, confidence=confidence,
-                      compile=compile, tree=tuple(tree), tree_budget=tree_budget, sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
+                      compile=compile, tree=tuple(tree), tree_budget=tree_budget, tree_lookup=tree_lookup, sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
 
 
 def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None,
@@ -96,8 +98,7 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
     fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
     if speculative and cfg.tree:
         check_tree(pair, draft)
-    proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg.tree,
-                                                                                  cfg.tree_budget)
+    proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg)
     return with_text(speculate(target, proposer, prompt_ids, cfg, pair.eos_ids, guide), pair.tokenizer, prompt_ids)
 
 
@@ -234,11 +235,12 @@ def check_tree(pair: Pair, draft: ModelRunner | None) -> None:
                               "of a tree: use a chain")
 
 
-def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, tree: tuple[int, ...] = (), budget: int = 0):
+def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, cfg: SpecConfig):
     if not speculative:
         return NoProposer()
-    if tree:
-        return DynamicTreeProposer(draft, tree, budget) if budget else TreeProposer(draft, tree)
+    if cfg.tree:
+        tree = DynamicTreeProposer(draft, cfg.tree, cfg.tree_budget) if cfg.tree_budget else TreeProposer(draft, cfg.tree)
+        return LookupTreeProposer(tree, cfg.tree_lookup, PromptLookupProposer(pair.device)) if cfg.tree_lookup else tree
     if pair.draft is None:
         return PromptLookupProposer(pair.device)
     proposer = DraftModelProposer(draft)

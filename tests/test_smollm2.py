@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from playground import session
+from playground.config import tree_fields
 from playground.models import loading as models
 from playground.models import locate
 from playground.models import packaged
@@ -86,7 +87,7 @@ def test_feature_draft_is_exact_and_distilled(pair):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_token_trees_of_the_feature_draft_are_the_target_alone(pair, dtype):
-    """Static trees drafted by the feature draft (each node reads its parent's predicted feature):
+    """Trees drafted by the feature draft (each node reads its parent's predicted feature):
     greedy output is the target alone on both CPU paths, and trees keep branches beyond the first.
     (Prompt 3 at 96 tokens: with the tree's rows through the masked eager attention instead of one
     by one, bfloat16 output differed from the target alone at token 67.)"""
@@ -94,8 +95,8 @@ def test_token_trees_of_the_feature_draft_are_the_target_alone(pair, dtype):
     text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[3]
     ids = session.encode_prompt(feature, text, chat=True)
     alone = session.run(feature, ids, session.settings(max_new_tokens=96), speculative=False).token_ids
-    for tree in ((1, 2, 1, 1), (3, 2, 1)):
-        result = session.run(feature, ids, session.settings(max_new_tokens=96, tree=tree))
+    for tree in ("1,2,1,1", "3,2,1", "2,2,2/5+3"):  # the last: dynamic, with a prompt-lookup branch
+        result = session.run(feature, ids, session.settings(max_new_tokens=96, **tree_fields(tree)))
         assert result.token_ids == alone
         assert result.stats["accepted"] > 0
 

@@ -138,6 +138,21 @@ class Guide:
         self.first_row_ready = False
         return out
 
+    def allowed_path(self, tokens: list[int]) -> list[int]:
+        """The longest prefix of `tokens` the constraint allows from the current state (a guess
+        grafted onto a token tree; nothing after an EOS); the state is left as it was."""
+        row, kept = torch.empty(self.bitmask.shape[1], dtype=torch.int32), []
+        for token in tokens:
+            self._fill(row)
+            if token >= self.vocab or not (row[token // 32].item() >> (token % 32)) & 1:
+                break
+            kept.append(token)
+            if token in self.eos_ids:
+                break
+            self.matcher.consume(token)
+        self.matcher.rollback(sum(t not in self.eos_ids for t in kept))
+        return kept
+
     def commit_path(self, tokens: list[int]) -> None:
         """A token tree's verdict: commit the kept branch and the target's token."""
         self.drafted, self.rows, self.first_row_ready = [], 0, False

@@ -205,7 +205,8 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
     host = torch.cat([p[rows, tokens], p[parents, tree.tokens],  # one transfer: shown tokens, then every node
                       tree.probs.to(p)[tree.q_row, tree.tokens]]).tolist()
     shown_p, n = host[:len(tokens)], len(tree.tokens)
-    nodes = {"p_target": host[len(tokens):len(tokens) + n], "p_draft": host[len(tokens) + n:]}
+    drafted = [q if row >= 0 else None for q, row in zip(host[len(tokens) + n:], tree.q_row)]  # looked-up nodes: no q
+    nodes = {"p_target": host[len(tokens):len(tokens) + n], "p_draft": drafted}
     p_draft = [nodes["p_draft"][node] for node in shown] + [None]
     return Verdict(len(walk.path), walk.next, tokens[:-1], shown_p, p_draft, walk.path, nodes)
 

@@ -21,7 +21,7 @@ import time
 import torch
 
 from playground import session
-from playground.config import SpecConfig, tree_budget, tree_shape
+from playground.config import SpecConfig, tree_fields, tree_text
 from playground.events import Round
 from playground.metrics import summarize
 from playground.models.loading import NGRAM, Pair
@@ -124,7 +124,8 @@ def engine_setup(method: str, pairs: dict, cfg: SpecConfig):
     """-> (pair, settings) an engine method runs with (the target alone beside it uses the same)."""
     pair = pairs["ngram"] if method == "engine-prompt-lookup" else pairs["draft"]
     return pair, dataclasses.replace(cfg, compile=method == COMPILED, tree=cfg.tree if method == TREE else (),
-                                     tree_budget=cfg.tree_budget if method == TREE else 0)
+                                     tree_budget=cfg.tree_budget if method == TREE else 0,
+                                     tree_lookup=cfg.tree_lookup if method == TREE else 0)
 
 
 def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sample:
@@ -224,7 +225,7 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
            "seconds": sum(s.seconds for s in mine), "tokens": tokens}
     costs = (pass_costs or {}).get("compiled") if method == COMPILED else pass_costs
     if method == TREE:
-        row["tree"] = ",".join(map(str, cfg.tree)) + (f"/{cfg.tree_budget}" if cfg.tree_budget else "")
+        row["tree"] = tree_text(cfg)
     elif method in ENGINE and costs is not None:
         row["efficiency"] = predicted_seconds(mine, costs, method) / (row["seconds"] or 1.0)
     if cfg.sampling.greedy:
@@ -279,7 +280,7 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     settings = [(t, k) for t in temperatures for k in ks]
     for i, (temperature, k) in enumerate(settings):
         cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed,
-                               tree=tree_shape(tree), tree_budget=tree_budget(tree))
+                               **tree_fields(tree))
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompts, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
         bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs, done)

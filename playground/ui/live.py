@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from playground import session
-from playground.config import tree_budget, tree_shape
+from playground.config import tree_fields
 from playground.constraints import from_user
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
@@ -77,7 +77,7 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
         cfg = session.settings(k=settings.k, temperature=settings.temperature, top_p=settings.top_p,
                                top_k=settings.top_k, seed=settings.seed, max_new_tokens=settings.max_new_tokens,
                                policy=settings.policy, confidence=settings.confidence, compile=settings.compile,
-                               tree=tree_shape(settings.tree), tree_budget=tree_budget(settings.tree))
+                               **tree_fields(settings.tree))
     with blamed_on("constraint"):
         return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend,
                               think_budget=settings.think_budget)

@@ -70,10 +70,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                         value=False, label="Compiled passes (static KV cache, torch.compile)",
                         info="The target's verify pass (and on a GPU the draft's step) runs compiled. The first run "
                              "with a model, k and context size compiles first (about 20 s a pass on a 2-core CPU).")
-                    tree = gr.Textbox(value=DEFAULT.tree, label="Token tree (children per depth, e.g. 1,2,1,1; dynamic: 4,4,4,4/16)",
+                    tree = gr.Textbox(value=DEFAULT.tree, label="Token tree (children per depth, e.g. 1,2,1,1; dynamic: 4,4,4,4/16; +3: a prompt-lookup branch)",
                                       elem_id="tree-box", placeholder="empty: a chain of k drafts",
                                       info="The draft proposes a tree and the target verifies every branch in one pass "
-                                           "(draft models only, eager passes; with a constraint each node is masked by its own path; k is then unused).")
+                                           "(draft models only, eager passes; with a constraint each node is masked by its own path; k is then unused). "
+                                           "'+N' grafts up to N tokens found by prompt lookup on each tree (greedy).")
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
                 prompt_msg = gr.HTML()

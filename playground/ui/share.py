@@ -7,7 +7,7 @@ import dataclasses
 import urllib.parse
 from dataclasses import dataclass
 
-from playground.config import MAX_K, tree_budget, tree_shape
+from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.presets import Preset, all_presets, default_preset
 
@@ -36,7 +36,7 @@ class Settings:
     policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)
     confidence: float = 0.5
     compile: bool = False  # static caches and compiled passes (playground.engine.static)
-    tree: str = ""  # a static token tree, children per depth ("1,2,1,1"); "" drafts a chain of k
+    tree: str = ""  # a token tree: children per depth ("1,2,1,1"), "/N" dynamic, "+N" a lookup branch; "" a chain of k
     think_budget: int = 0  # reasoning models: think first (at most this many tokens), the constraint after </think>
 
     @classmethod
@@ -88,7 +88,7 @@ def _choice(*options):
 
 def _tree(v: str) -> str:
     try:
-        tree_shape(v), tree_budget(v)
+        tree_fields(v)
     except PlaygroundError as exc:
         raise ValueError(str(exc)) from None
     return v
