@@ -10,6 +10,7 @@ from playground.constraints import from_user
 from playground.engine.tree import TreeProposal
 from playground.engine.tree_lookup import graft
 from playground.errors import PlaygroundError
+from playground.ui.tree_view import tree_view
 from tests import tiny
 from tests.test_tree import TREE_SCHEMA, closing_tree_pair, pair  # noqa: F401
 
@@ -52,6 +53,7 @@ def test_a_tree_with_a_lookup_branch_is_the_target_alone(pair, cycling_pair, tex
     looked_up = [n for r in result.rounds for n in r.tree["path"] if r.tree["p_draft"][n] is None]  # nobody drafted them
     plain = session.run(model_pair, prompt, session.settings(max_new_tokens=n, **tree_fields(text.partition("+")[0])))
     assert len(looked_up) > 10
+    assert "prompt lookup (not drafted)" in tree_view(result.rounds)  # the Tree tab's hover on the last rounds
     assert result.stats["tokens_per_target_pass"] > plain.stats["tokens_per_target_pass"]
 
 

@@ -59,6 +59,8 @@ def _list(parent: int, children: dict, tree: dict, kept: set) -> str:
 
 def _node(n: int, tree: dict, kept: set) -> str:
     title = " · ".join(f"{name} {tree[name][n]:.3f}" for name in ("p_target", "p_draft") if tree[name][n] is not None)
+    if tree["p_draft"][n] is None and tree["p_target"][n] is not None:
+        title += " · prompt lookup (not drafted)"
     text = (tree["text"][n] or "·").replace("\n", "↵")
     css = "kept" if n in kept else "refused"
     return f'<span class="tnode {css}" title="{html.escape(title)}">{html.escape(text)}</span>'
