@@ -58,6 +58,9 @@ class SpecConfig:
             raise PlaygroundError(f"confidence must be between 0 and 1, got {self.confidence}")
         if self.tree:
             self._check_tree()
+        elif self.tree_budget or self.tree_lookup:
+            raise PlaygroundError("a dynamic tree's budget or a prompt-lookup branch needs a tree's children per depth, "
+                                  "e.g. 4,4,4/12 or 1,1,1+3")
 
     def _check_tree(self) -> None:
         if not 1 <= len(self.tree) <= MAX_TREE_DEPTH or not all(1 <= b <= MAX_TREE_BRANCHING for b in self.tree):
@@ -98,7 +101,7 @@ def tree_shape(text: str) -> tuple[int, ...]:
     shape, budget, lookup = _tree_parts(text)
     parts = [part.strip() for part in shape.split(",")] if shape.strip() else []
     numbers = parts + [n.strip() for n in (budget, lookup) if n is not None]
-    if len(text) > 40 or not all(part.isdigit() and len(part) <= 2 for part in numbers):
+    if len(text) > 40 or not all(part.isascii() and part.isdigit() and len(part) <= 2 for part in numbers):
         raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1, or a dynamic tree with its node "
                               f"budget, e.g. 4,4,4,4/16, with up to N looked-up tokens: +N; got '{text[:40]}'")
     if (budget is not None or lookup is not None) and not parts:

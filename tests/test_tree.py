@@ -15,7 +15,8 @@ from playground.engine.runner import tree_runs
 from playground.engine.tree import TreeProposal, ancestors, depth_first, depths, verify_rows
 from playground.engine.tree_verify import TreeVerdict, _normalized
 from playground.errors import PlaygroundError
-from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, BranchBatch, make_batch_invariant
+from playground.models import batch_invariant
+from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, make_batch_invariant, tree_batches
 from playground.models.placement import native_bf16
 from playground.models.packed_linear import pack_linears
 from tests import tiny
@@ -52,19 +53,23 @@ def test_a_depth_first_tree_pass_runs_one_chain_per_branch():
     assert len(tree_runs(verify_rows(PARENTS, pending=2, cached=7)[1])) == 6  # depth by depth: pending + a, then one node each
 
 
-def test_the_runs_go_through_attention_as_one_padded_batch_of_chains():
-    """bfloat16 eager path: run b's rows and keys fill the front of its slots, padded with its last
-    row and key; each real row's mask is its chain's (future keys masked), padding keys masked."""
+def test_the_runs_go_through_attention_as_padded_batches_of_chains(monkeypatch):
+    """bfloat16 eager path: the first run attends over the first keys as they lie; the others as one
+    batch, run b's rows and keys at the front of its slots, padded with its last row and key; each
+    real row's mask is its chain's (future keys masked), padding keys masked. Long contexts split
+    the batch (at most KEY_SLOTS keys gathered at once)."""
     _, visible = verify_rows(DEPTH_FIRST[0], pending=2, cached=7)
-    batch = BranchBatch.of(tree_runs(visible), torch.bfloat16, "cpu")
-    assert batch.rows.view(3, 5).tolist() == [[0, 1, 2, 3, 4], [5] * 5, [6, 7, 7, 7, 7]]
-    assert batch.out.tolist() == [0, 1, 2, 3, 4, 5, 10, 11]
-    keys = batch.keys.view(3, 12)
-    assert keys[0].tolist() == list(range(12)) and keys[1].tolist() == list(range(10)) + [12, 12]
+    first, batch = tree_batches(tree_runs(visible), torch.bfloat16, "cpu")
+    assert (first.start, first.end, first.keys) == (0, 5, 12)  # the pending tokens and a, c, f: a chain over 12 keys
+    assert batch.rows.view(2, 2).tolist() == [[5, 5], [6, 7]]  # d (padded), then b, e
+    assert batch.out.tolist() == [0, 2, 3]
+    assert batch.keys.view(2, 11).tolist() == [list(range(10)) + [12], list(range(9)) + [13, 14]]
     seen = batch.mask[:, 0] == 0  # [runs, width, n]
-    assert seen[0].sum(-1).tolist() == [8, 9, 10, 11, 12]  # the pending tokens and a, c, f: a chain over 12 keys
-    assert seen[1].tolist() == [[True] * 11 + [False]] * 5  # d (and its padding rows): its 11 keys, the padded key masked
-    assert seen[2, :2].sum(-1).tolist() == [10, 11]  # b then e
+    assert seen[0].tolist() == [[True] * 11] * 2  # d and its padding row: d's 11 keys
+    assert seen[1].sum(-1).tolist() == [10, 11]  # b, then e
+    monkeypatch.setattr(batch_invariant, "KEY_SLOTS", 11)
+    assert [type(part).__name__ for part in tree_batches(tree_runs(visible), torch.bfloat16, "cpu")] == \
+        ["FirstRun", "BranchBatch", "BranchBatch"]
 
 
 def row_invariant_model(seed: int = 0, dtype=torch.float32):

@@ -66,12 +66,34 @@ def test_a_constrained_tree_with_a_lookup_branch_is_the_constrained_target_alone
     assert result.token_ids == alone.token_ids and result.valid
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_a_guess_is_cut_where_the_constraint_stops_allowing_it(closing_tree_pair, backend):  # noqa: F811
+    """Guide.allowed_path: the longest allowed prefix (an EOS ends it), the matcher left as it was."""
+    pair, tok = closing_tree_pair
+    guide = session.constrain(pair, from_user(regex="[a-z]{2,6}-[0-9]{2}", backend=backend)).guide(2)
+    before = guide.path_masks([[]])
+    good, eos = tok("ab-12").input_ids, tok.eos_token_id
+    assert guide.allowed_path(good) == good
+    assert guide.allowed_path(good[:-1] + tok("x").input_ids + good) == good[:-1]  # a letter where a digit must be
+    assert guide.allowed_path(good + [eos] + good) == good + [eos]  # nothing after the end
+    assert guide.allowed_path([eos]) == [] and guide.allowed_path([]) == []  # an empty match is not allowed
+    assert guide.allowed_path([pair.vocab + 5]) == []
+    assert torch.equal(guide.path_masks([[]]), before)
+
+
 @pytest.mark.parametrize("text,message", [("2,2+0", "1 to 8 tokens"), ("2,2+9", "1 to 8 tokens"), ("8,7+8", "64 nodes"),
                                           ("+3", "children per depth first"), ("2+x", "looked-up tokens"),
-                                          ("2+3/4", "looked-up tokens")])
+                                          ("2+3/4", "looked-up tokens"), ("2,2+\u00b2", "looked-up tokens"),
+                                          ("2,2+\u0663", "looked-up tokens")])
 def test_lookup_branch_settings_are_checked(text, message):
     with pytest.raises(PlaygroundError, match=message):
         session.settings(**tree_fields(text))
+
+
+def test_a_budget_or_a_lookup_branch_needs_a_tree():
+    for fields in ({"tree_lookup": 3}, {"tree_budget": 5}, {"tree_lookup": -1}):
+        with pytest.raises(PlaygroundError, match="needs a tree's children per depth"):
+            session.settings(**fields)
 
 
 def test_a_lookup_branch_is_greedy_only_and_its_text_round_trips():

@@ -146,10 +146,11 @@ class Guide:
             self._fill(row)
             if token >= self.vocab or not (row[token // 32].item() >> (token % 32)) & 1:
                 break
+            if token not in self.eos_ids and not self.matcher.consume(token):
+                break  # allowed by the mask, refused by the matcher: keep what it took
             kept.append(token)
             if token in self.eos_ids:
                 break
-            self.matcher.consume(token)
         self.matcher.rollback(sum(t not in self.eos_ids for t in kept))
         return kept
 

@@ -3,7 +3,7 @@ import contextlib
 
 import torch
 from playground.engine.cache import GrowingLayer, keep_slots, new_cache
-from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, BranchBatch
+from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, tree_batches
 
 
 DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
@@ -120,18 +120,18 @@ class ModelRunner:
             self.cache.crop(-extra)
 
 
-def tree_mask(visible: torch.Tensor, model) -> tuple[torch.Tensor, list | BranchBatch | None]:
+def tree_mask(visible: torch.Tensor, model) -> tuple[torch.Tensor, list | None]:
     """visible [m, kv] bool -> (the additive mask [1, 1, m, kv]: 0 seen, a very negative number not;
     the rows' runs for the batch-invariant attentions: tree_runs for the row-invariant one, laid out
-    as a BranchBatch for the bfloat16 eager one; None for attentions that read the mask)."""
+    as batch_invariant.tree_batches for the bfloat16 eager one; None for attentions that read the mask)."""
     mask = torch.zeros(visible.shape, dtype=model.dtype, device=visible.device)
     mask.masked_fill_(~visible, torch.finfo(model.dtype).min)
     runs = None
     attention = getattr(model.config, "_attn_implementation", None)
     if attention == ROW_INVARIANT:
         runs = tree_runs(visible)
-    elif attention == ATTENTION:  # one batch of chains, built once for every layer
-        runs = BranchBatch.of(tree_runs(visible), model.dtype, visible.device)
+    elif attention == ATTENTION:  # the first run, then batches of chains, built once for every layer
+        runs = tree_batches(tree_runs(visible), model.dtype, visible.device)
     return mask[None, None], runs
 
 

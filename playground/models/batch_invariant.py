@@ -62,24 +62,51 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
 
 
 def eager_or_tree_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
-    """transformers' eager attention; a token tree's pass (`tree_runs`, a BranchBatch) as one batch
-    of chains instead. A tree row's keys are not one contiguous run (its ancestors sit between other
-    branches' nodes), so the masked eager product sums them in other groupings than a one-token pass
-    does and rounds differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each run of
-    rows is a chain's verify pass over contiguous keys, whose rows are the one-token passes' (see
-    above), and the runs go through one batched product, padded at their ends as a chain's rows are."""
-    batch = kwargs.pop("tree_runs", None)
-    if batch is None:
+    """transformers' eager attention; a token tree's pass (`tree_runs`: tree_batches) run by run
+    instead. A tree row's keys are not one contiguous run (its ancestors sit between other branches'
+    nodes), so the masked eager product sums them in other groupings than a one-token pass does and
+    rounds differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each run of rows is a
+    chain's verify pass over contiguous keys, whose rows are the one-token passes' (see above). The
+    first run (the pending tokens and the first branch) attends over the first keys as they lie; the
+    other branches go through batched products, each padded at its end as a chain's rows are."""
+    parts = kwargs.pop("tree_runs", None)
+    if parts is None:
         return eager_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
-    q = batch.grid(query[0], batch.rows)  # [runs, H, width, d]
-    k, v = batch.grid(key[0], batch.keys), batch.grid(value[0], batch.keys)  # [runs, KV, n, d]
-    out = eager_attention_forward(module, q, k, v, batch.mask, scaling=scaling)[0]  # [runs, width, H, d]
-    return out.flatten(0, 1).index_select(0, batch.out)[None], None  # [1, q, H, d]
+    return torch.cat([part.attend(module, query, key, value, scaling) for part in parts], dim=1), None  # [1, q, H, d]
+
+
+KEY_SLOTS = 16384  # keys gathered per batched product at most (runs x keys): bounds its memory on long contexts
+
+
+def tree_batches(runs, dtype: torch.dtype, device) -> list:
+    """A tree pass's runs (runner.tree_runs) -> the first run as a FirstRun, the others BranchBatches
+    of consecutive runs, at most KEY_SLOTS keys each."""
+    first, rest = runs[0], runs[1:]
+    parts = [FirstRun(*first) if isinstance(first[2], int) else BranchBatch.of([first], dtype, device)]
+    n = max((keys if isinstance(keys, int) else len(keys) for _, _, keys in rest), default=1)
+    size = max(1, KEY_SLOTS // n)
+    while rest:
+        parts.append(BranchBatch.of(rest[:size], dtype, device))
+        rest = rest[size:]
+    return parts
+
+
+@dataclass(frozen=True, slots=True)
+class FirstRun:
+    """Rows [start, end) attending as a chain over the first `keys` keys (no copy)."""
+    start: int
+    end: int
+    keys: int
+
+    def attend(self, module, query, key, value, scaling) -> torch.Tensor:
+        mask = causal_tail(self.end - self.start, self.keys, query.dtype, query.device)
+        k, v = key[:, :, : self.keys], value[:, :, : self.keys]
+        return eager_attention_forward(module, query[:, :, self.start:self.end], k, v, mask, scaling=scaling)[0]
 
 
 @dataclass(frozen=True, slots=True)
 class BranchBatch:
-    """A tree pass's runs (runner.tree_runs) as one batch of chains, built once a pass. Run b's rows
+    """Runs of a tree pass (runner.tree_runs) as one batch of chains, built once a pass. Run b's rows
     fill row slots [b, :w_b] of a [runs, width] grid, its keys key slots [b, :n_b] of a [runs, n] grid;
     the rest is padding (the run's last row and last key again), masked after the run's own keys,
     where a chain's rows have their future keys: each real row sums what a one-token pass sums."""
@@ -103,6 +130,13 @@ class BranchBatch:
             mask[b, 0, :, len(keys):] = torch.finfo(dtype).min
         keys = torch.cat([torch.cat([k, k[-1:].expand(n - len(k))]) for k in seen])
         return BranchBatch(torch.cat(rows).to(device), keys.to(device), mask.to(device), torch.tensor(out, device=device))
+
+    def attend(self, module, query, key, value, scaling) -> torch.Tensor:
+        """-> [1, rows, H, d]: this batch's rows, in pass order."""
+        q = self.grid(query[0], self.rows)  # [runs, H, width, d]
+        k, v = self.grid(key[0], self.keys), self.grid(value[0], self.keys)  # [runs, KV, n, d]
+        out = eager_attention_forward(module, q, k, v, self.mask, scaling=scaling)[0]  # [runs, width, H, d]
+        return out.flatten(0, 1).index_select(0, self.out)[None]
 
     def grid(self, states: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """states [heads, length, d] -> [runs, heads, slots per run, d]: the picked rows, run by run."""

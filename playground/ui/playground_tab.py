@@ -6,7 +6,7 @@ import time
 
 import gradio as gr
 
-from playground.config import tree_shape
+from playground.config import tree_lookup, tree_shape
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import engine_seconds, identity_note, summarize
@@ -53,8 +53,8 @@ def drafting(settings: Settings) -> int | str:
 
 
 def longest_path(settings: Settings) -> int:
-    """The most drafts a round can keep: k, or a token tree's depth."""
-    return len(tree_shape(settings.tree)) if settings.tree.strip() else settings.k
+    """The most drafts a round can keep: k, or a token tree's depth (or its lookup branch's length)."""
+    return max(len(tree_shape(settings.tree)), tree_lookup(settings.tree)) if settings.tree.strip() else settings.k
 
 
 def chain_theory(settings: Settings) -> bool:
