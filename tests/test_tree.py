@@ -54,20 +54,23 @@ def test_a_depth_first_tree_pass_runs_one_chain_per_branch():
 
 
 def test_the_runs_go_through_attention_as_padded_batches_of_chains(monkeypatch):
-    """bfloat16 eager path: the first run attends over the first keys as they lie; the others as one
-    batch, run b's rows and keys at the front of its slots, padded with its last row and key; each
-    real row's mask is its chain's (future keys masked), padding keys masked. Long contexts split
-    the batch (at most KEY_SLOTS keys gathered at once)."""
-    _, visible = verify_rows(DEPTH_FIRST[0], pending=2, cached=7)
-    first, batch = tree_batches(tree_runs(visible), torch.bfloat16, "cpu")
-    assert (first.start, first.end, first.keys) == (0, 5, 12)  # the pending tokens and a, c, f: a chain over 12 keys
-    assert batch.rows.view(2, 2).tolist() == [[5, 5], [6, 7]]  # d (padded), then b, e
-    assert batch.out.tolist() == [0, 2, 3]
-    assert batch.keys.view(2, 11).tolist() == [list(range(10)) + [12], list(range(9)) + [13, 14]]
+    """bfloat16 eager path: the runs as one batch, run b's rows and keys at the front of its slots,
+    padded with its last row and key; each real row's mask is its chain's (future keys masked),
+    padding keys masked. A first run much wider than the others (many pending or forced tokens)
+    attends alone over the first keys; long contexts split the batch (KEY_SLOTS keys at most)."""
+    _, visible = verify_rows(DEPTH_FIRST[0], pending=1, cached=7)
+    (batch,) = tree_batches(tree_runs(visible), torch.bfloat16, "cpu")
+    assert batch.rows.view(3, 4).tolist() == [[0, 1, 2, 3], [4] * 4, [5, 6, 6, 6]]  # root, a, c, f; d; b, e
+    assert batch.out.tolist() == [0, 1, 2, 3, 4, 8, 9]
+    assert batch.keys.view(3, 11).tolist() == [list(range(11)), list(range(9)) + [11, 11], list(range(8)) + [12, 13, 13]]
     seen = batch.mask[:, 0] == 0  # [runs, width, n]
-    assert seen[0].tolist() == [[True] * 11] * 2  # d and its padding row: d's 11 keys
-    assert seen[1].sum(-1).tolist() == [10, 11]  # b, then e
-    monkeypatch.setattr(batch_invariant, "KEY_SLOTS", 11)
+    assert seen[0].sum(-1).tolist() == [8, 9, 10, 11]  # a chain over 11 keys
+    assert seen[1].tolist() == [[True] * 10 + [False]] * 4  # d and its padding rows: d's 10 keys, the padded key masked
+    assert seen[2, :2].sum(-1).tolist() == [9, 10]  # b, then e
+    _, visible = verify_rows(DEPTH_FIRST[0], pending=5, cached=7)  # first run 5 + 3 rows, the others 1 and 2
+    first, rest = tree_batches(tree_runs(visible), torch.bfloat16, "cpu")
+    assert (first.start, first.end, first.keys) == (0, 8, 15) and rest.rows.view(2, 2).tolist() == [[8, 8], [9, 10]]
+    monkeypatch.setattr(batch_invariant, "KEY_SLOTS", 16)
     assert [type(part).__name__ for part in tree_batches(tree_runs(visible), torch.bfloat16, "cpu")] == \
         ["FirstRun", "BranchBatch", "BranchBatch"]
 
@@ -83,26 +86,27 @@ def row_invariant_model(seed: int = 0, dtype=torch.float32):
     return make_batch_invariant(model)
 
 
+@pytest.mark.parametrize("pending", [1, 2, 5])  # 5: the first run goes alone (tree_batches)
 @pytest.mark.parametrize("order", ["depth-first", "depth-by-depth"])
 @pytest.mark.parametrize("kind", ["row-invariant", "bf16-eager", "sdpa"])
-def test_a_tree_pass_gives_each_branch_its_own_logits(kind, order):
+def test_a_tree_pass_gives_each_branch_its_own_logits(kind, order, pending):
     """Every node's logits equal those of its branch run alone after the same cache: bitwise on
     the batch-invariant path, to float rounding on transformers' attention."""
     model = (row_invariant_model() if kind == "row-invariant" else row_invariant_model(dtype=torch.bfloat16)
              if kind == "bf16-eager" else tiny.tiny_model("llama", vocab=320, seed=0, init_std=0.3))
-    prompt = torch.tensor([5, 9, 17, 3, 22, 7, 30])
+    prompt = torch.tensor([5, 9, 17, 3, 22, 7, 30, 11])
     runner = ModelRunner(model, 320)
     parents, tokens, branches = DEPTH_FIRST if order == "depth-first" else (PARENTS, TOKENS, BRANCHES)
     with torch.inference_mode():
-        runner.forward(prompt[:-2], keep=1)
-        positions, visible = verify_rows(parents, pending=2, cached=runner.length)
-        tree = runner.forward_tree(torch.cat([prompt[-2:], torch.tensor(tokens)]), positions, visible)  # [8, V]
+        runner.forward(prompt[:-pending], keep=1)
+        positions, visible = verify_rows(parents, pending=pending, cached=runner.length)
+        tree = runner.forward_tree(torch.cat([prompt[-pending:], torch.tensor(tokens)]), positions, visible)  # [p + 6, V]
         for branch in branches:
             alone = ModelRunner(model, 320)
-            alone.forward(prompt[:-2], keep=1)
-            rows = [alone.forward(prompt[-2:-1], keep=1)[0], alone.forward(prompt[-1:], keep=1)[0]]
+            alone.forward(prompt[:-pending], keep=1)
+            rows = [alone.forward(prompt[len(prompt) - pending + i:][:1], keep=1)[0] for i in range(pending)]
             rows += [alone.forward(torch.tensor([tokens[n]]), keep=1)[0] for n in branch]  # one token a pass
-            want, got = torch.stack(rows), tree[[0, 1] + [2 + n for n in branch]]
+            want, got = torch.stack(rows), tree[list(range(pending)) + [pending + n for n in branch]]
             if kind != "sdpa":
                 assert torch.equal(got, want), (got - want).abs().max()
             else:

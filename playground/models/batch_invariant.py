@@ -67,8 +67,7 @@ def eager_or_tree_attention(module, query, key, value, attention_mask, scaling, 
     nodes), so the masked eager product sums them in other groupings than a one-token pass does and
     rounds differently (greedy identity broke on SmolLM2 in bfloat16); gathered, each run of rows is a
     chain's verify pass over contiguous keys, whose rows are the one-token passes' (see above). The
-    first run (the pending tokens and the first branch) attends over the first keys as they lie; the
-    other branches go through batched products, each padded at its end as a chain's rows are."""
+    runs go through batched products, each padded at its end as a chain's rows are (tree_batches)."""
     parts = kwargs.pop("tree_runs", None)
     if parts is None:
         return eager_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
@@ -79,10 +78,14 @@ KEY_SLOTS = 16384  # keys gathered per batched product at most (runs x keys): bo
 
 
 def tree_batches(runs, dtype: torch.dtype, device) -> list:
-    """A tree pass's runs (runner.tree_runs) -> the first run as a FirstRun, the others BranchBatches
-    of consecutive runs, at most KEY_SLOTS keys each."""
-    first, rest = runs[0], runs[1:]
-    parts = [FirstRun(*first) if isinstance(first[2], int) else BranchBatch.of([first], dtype, device)]
+    """A tree pass's runs (runner.tree_runs) -> BranchBatches of consecutive runs, at most KEY_SLOTS
+    keys each. A first run more than twice as wide as every other (many pending or forced tokens
+    before the tree) goes alone, as a FirstRun, so the others are not padded to its width."""
+    parts, rest = [], runs
+    widest_other = max((end - start for start, end, _ in runs[1:]), default=0)
+    first = runs[0]
+    if isinstance(first[2], int) and first[1] - first[0] > 2 * widest_other:
+        parts, rest = [FirstRun(*first)], runs[1:]
     n = max((keys if isinstance(keys, int) else len(keys) for _, _, keys in rest), default=1)
     size = max(1, KEY_SLOTS // n)
     while rest:
