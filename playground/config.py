@@ -111,20 +111,21 @@ def tree_shape(text: str) -> tuple[int, ...]:
 
 def tree_budget(text: str) -> int:
     """'4,4,4,4/16' -> 16: a dynamic tree of at most 16 nodes (0: a static tree or a chain)."""
-    tree_shape(text)
-    budget = _tree_parts(text)[1]
-    if budget is not None and int(budget) < 1:
-        raise PlaygroundError(f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {budget}")
-    return int(budget) if budget is not None else 0
+    return _tree_count(text, 1, f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {{}}")
 
 
 def tree_lookup(text: str) -> int:
     """'2,2,2/5+3' -> 3: up to 3 prompt-lookup tokens grafted onto each round's tree (0: none)."""
+    return _tree_count(text, 2, f"a tree's prompt-lookup branch is 1 to {MAX_TREE_DEPTH} tokens, got +{{}}")
+
+
+def _tree_count(text: str, part: int, refusal: str) -> int:
+    """The number after '/' (part 1) or '+' (part 2) of a checked tree text; 0 when not written."""
     tree_shape(text)
-    lookup = _tree_parts(text)[2]
-    if lookup is not None and int(lookup) < 1:
-        raise PlaygroundError(f"a tree's prompt-lookup branch is 1 to {MAX_TREE_DEPTH} tokens, got +{lookup}")
-    return int(lookup) if lookup is not None else 0
+    number = _tree_parts(text)[part]
+    if number is not None and int(number) < 1:
+        raise PlaygroundError(refusal.format(number))
+    return int(number) if number is not None else 0
 
 
 def tree_fields(text: str) -> dict:
