@@ -1,6 +1,7 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
     python scripts/gpu_check.py [--only tests,cli,demo,real] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
 - cli:   `python -m playground generate --preset demo --device cuda --compile --baseline` (no crash,
@@ -20,7 +21,10 @@ the copy bandwidth measured here. Results also go to $OUT/gpu_check.json (or --o
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section or two per
 call, since cold compiles of the 7B pair take minutes (the machine keeps inductor's caches while it
-stays warm): `--only tests,real`, then `--only cli,demo`."""
+stays warm): `--only tests,real`, then `--only cli,demo`.
+
+`--rehearse` runs the same steps on a CPU with small Qwen2 shapes (tests/test_gpu_check.py runs it),
+so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
 import argparse
 import json
 import os
@@ -43,20 +47,30 @@ QWEN25_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28
                  num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False)
 QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                   num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True)
+SMALL_TARGET = dict(QWEN25_7B, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=1024)  # --rehearse: the same structure, a CPU's size
+SMALL_DRAFT = dict(QWEN25_05B, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, vocab_size=1000)
 
 
-def copy_bandwidth() -> float:
-    """Bytes read + written per second by a 1 GiB device-to-device copy (median of 10)."""
-    src = torch.randn(1 << 28, device="cuda")
+def copy_bandwidth(device: str) -> float:
+    """Bytes read + written per second by a device-to-device copy (1 GiB on CUDA; median of 10)."""
+    src = torch.randn(1 << (28 if device == "cuda" else 22), device=device)
     dst = torch.empty_like(src)
     times = []
     for i in range(13):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        dst.copy_(src)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3) if i >= 3 else None
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dst.copy_(src)
+            end.record()
+            end.synchronize()
+            seconds = start.elapsed_time(end) / 1e3
+        else:
+            started = time.perf_counter()
+            dst.copy_(src)
+            seconds = time.perf_counter() - started
+        times.append(seconds) if i >= 3 else None
     return 2 * src.numel() * src.element_size() / statistics.median(times)
 
 
@@ -76,17 +90,18 @@ def words_tokenizer(vocab: int):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=f"w{vocab - 1}")
 
 
-def real_size_pair() -> Pair:
+def real_size_pair(device: str, shapes=(QWEN25_7B, QWEN25_05B)) -> Pair:
+    """Random-weight models of these Qwen2 shapes (target, draft): bfloat16 on CUDA, float32 on a CPU."""
     from transformers import AutoModelForCausalLM, Qwen2Config
     models = []
-    for shape in (QWEN25_7B, QWEN25_05B):
+    for shape in shapes:
         torch.manual_seed(0)
-        with torch.device("cuda"):
+        with torch.device(device):
             models.append(AutoModelForCausalLM.from_config(Qwen2Config(max_position_embeddings=32768, **shape),
-                                                           dtype=torch.bfloat16).eval())
+                                                           dtype=torch.bfloat16 if device == "cuda" else torch.float32).eval())
     target, draft = models
-    return Pair(target, draft, words_tokenizer(152064), "qwen2.5-7b-shapes", "qwen2.5-0.5b-shapes", 151936,
-                frozenset(), context=32768)
+    return Pair(target, draft, words_tokenizer(shapes[0]["vocab_size"]), "qwen2.5-7b-shapes", "qwen2.5-0.5b-shapes",
+                shapes[1]["vocab_size"], frozenset(), context=32768)
 
 
 @torch.no_grad()
@@ -190,8 +205,8 @@ def run_tests() -> dict:
     return {"rc": done.returncode, "summary": done.stdout.strip().splitlines()[-1:] if done.stdout else []}
 
 
-def run_cli() -> dict:
-    cmd = [sys.executable, "-m", "playground", "generate", "--preset", "demo", "--device", "cuda", "--compile",
+def run_cli(device: str) -> dict:
+    cmd = [sys.executable, "-m", "playground", "generate", "--preset", "demo", "--device", device, "--compile",
            "--baseline", "--json"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
     if done.returncode:
@@ -217,17 +232,22 @@ def print_table(name: str, result: dict) -> None:
               f"{r['verify_ms']:9.2f} {r['tokens_per_round']:9.2f} {vs:>18} {same}")
 
 
-def main() -> None:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="tests,cli,demo,real")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    args = parser.parse_args()
+    parser.add_argument("--rehearse", action="store_true", help="on a CPU with small shapes (see above)")
+    args = parser.parse_args(argv)
+    import platform
     import transformers
-    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "transformers": transformers.__version__,
-              "copy_bytes_per_s": copy_bandwidth()}
+    device = "cpu" if args.rehearse else "cuda"
+    shapes = (SMALL_TARGET, SMALL_DRAFT) if args.rehearse else (QWEN25_7B, QWEN25_05B)
+    report = {"device": (platform.processor() or "cpu") if args.rehearse else torch.cuda.get_device_name(),
+              "torch": torch.__version__, "transformers": transformers.__version__, "rehearsal": args.rehearse,
+              "copy_bytes_per_s": copy_bandwidth(device)}
     print(f"{report['device']}, torch {torch.__version__}, transformers {transformers.__version__}: copy "
           f"{report['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + written)", flush=True)
     only = args.only.split(",")
@@ -235,9 +255,9 @@ def main() -> None:
     if "tests" in only:
         report["tests"] = run_tests()
         save()
-    prompt = list(range(1000, 1128))
+    prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
     if "real" in only:
-        pair = real_size_pair()
+        pair = real_size_pair(device, shapes)
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         report["floor_ms"] = {"target": 1e3 * floor, "draft": 1e3 * read_bytes(pair.draft) / report["copy_bytes_per_s"]}
         print(f"floors: target {report['floor_ms']['target']:.2f} ms, draft {report['floor_ms']['draft']:.3f} ms", flush=True)
@@ -250,11 +270,11 @@ def main() -> None:
         save()
         del pair
     if "cli" in only:
-        report["cli"] = run_cli()
+        report["cli"] = run_cli(device)
         print("cli", report["cli"], flush=True)
         save()
     if "demo" in only:
-        pair = load_pair("demo-target", "demo-draft", device="cuda")
+        pair = load_pair("demo-target", "demo-draft", device=device)
         demo_prompt = session.encode_prompt(pair, open(os.path.join(os.path.dirname(__file__), "..", "playground",
                                                                      "engine", "speculative.py")).read()[:600])
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
@@ -262,6 +282,7 @@ def main() -> None:
         print_table("demo pair", report["demo"])
         save()
         del pair
+    return report
 
 
 if __name__ == "__main__":

@@ -1,0 +1,34 @@
+"""scripts/gpu_check.py rehearsed on a CPU with small Qwen2 shapes: every step the lent GPU machine
+would run (random pair, last-token predictors, compile, interleaved rows, the second prompt, the
+table and its JSON), so the one-command GPU check cannot rot between the sessions that have a GPU.
+Its figures are not checked (they mean nothing on a CPU); what the GPU table relies on is."""
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.py"
+
+
+@pytest.fixture(scope="module")
+def gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rehearsal_runs_every_real_size_step(gpu_check, tmp_path):
+    report = gpu_check.main(["--rehearse", "--only", "real", "--tokens", "24", "--repeats", "1", "--k", "4",
+                             "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "gpu_check.json").read_text())["rehearsal"] is True
+    rows = ("alone-1", "alone-W", "spec k=4", "spec k<=4 schedule", "eager alone", "eager spec k=4")
+    for setting in ("real acceptance 0", "real acceptance 1"):
+        result = report[setting]
+        assert all(result[row]["identical_to_alone_W"] for row in rows), setting
+        assert result["second_prompt_new_graphs"] == 0  # a prompt of another length compiles nothing
+    # the random pair accepts (almost) nothing; the last-token predictors accept every draft: 24 tokens in
+    # rounds of k + 1 = 5 (the last one cut to 4), which is what makes the GPU table's acceptance-1 rows
+    assert report["real acceptance 0"]["spec k=4"]["tokens_per_round"] < 1.5
+    assert report["real acceptance 1"]["spec k=4"]["tokens_per_round"] == 24 / 5
