@@ -240,6 +240,8 @@ def test_a_share_link_carries_the_tree():
     assert got.tree == "1,2,1,1" and not notices
     _, notices = from_query({"preset": "demo", "tree": "9,<b>"}, False)
     assert notices and "tree" in notices[0]
+    typed, notices = from_query(dict(urllib.parse.parse_qsl("preset=demo&tree=2,2+3")), False)  # '+' typed, not %2B
+    assert typed.tree == "2,2+3" and not notices
 
 
 def test_api_export_gives_the_settings_commands(client):

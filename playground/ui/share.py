@@ -87,6 +87,7 @@ def _choice(*options):
 
 
 def _tree(v: str) -> str:
+    v = v.replace(" ", "+")  # a '+' typed into a link by hand ('2,2+3') reaches the query as a space
     try:
         tree_fields(v)
     except PlaygroundError as exc:
