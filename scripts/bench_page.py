@@ -22,7 +22,7 @@ sys.path.insert(0, ROOT)
 from playground.presets import get_preset  # noqa: E402
 from playground.ui.share import Settings  # noqa: E402
 
-PROMPTS = ["Why is the sky blue? Answer in three sentences.", "Give me three tips for learning to cook.",
+PROMPTS = ["Why is the sky blue? Answer in three sentences.", "How do plants make their food?",
            "Explain what a hash table is to a beginner."]
 
 
