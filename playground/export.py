@@ -191,6 +191,10 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                    "checkpoint loaded here has the original weights, so outputs can differ.")
     if s.temperature > 0:
         add(every, "Sampling: the seed gives the same distribution, not the playground's exact tokens.")
+        add(["sglang"], "SGLang reproduces a seeded sampled run only on a server started with "
+                        "--enable-deterministic-inference (its seeded sampler and batch-invariant kernels; "
+                        "docs/advanced_features/deterministic_inference.md); otherwise the same seed may give "
+                        "other tokens from one request to the next.")
     if getattr(s, "think_budget", 0) and constraint:
         add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it; with --reasoning-parser the "
                      "constraint starts after </think>, but the model thinks as long as it likes.")

@@ -120,6 +120,9 @@ def test_notes_name_what_engines_cannot_express():
         assert policy in " ".join(notes["vllm"]) and policy in " ".join(notes["sglang"])
     constrained = export_setting(settings("smollm2-json")).notes["transformers"]
     assert any("no JSON-schema" in n for n in constrained)
+    sampled = export_setting(settings("qwen2.5-7b", temperature=0.7)).notes
+    assert "--enable-deterministic-inference" in " ".join(sampled["sglang"])
+    assert "deterministic" not in " ".join(sampled["vllm"] + export_setting(settings("qwen2.5-7b")).notes["sglang"])
 
 
 def test_tree_is_a_chain_for_vllm_and_a_sized_tree_for_sglang():
