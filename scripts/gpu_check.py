@@ -19,9 +19,11 @@ schedule), and eager speculation and target alone once. Decode time per token ex
 pass. The floor is the bytes a pass must read (every weight but an untied embedding table) over
 the copy bandwidth measured here. Results also go to $OUT/gpu_check.json (or --out).
 
-On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section or two per
-call, since cold compiles of the 7B pair take minutes (the machine keeps inductor's caches while it
-stays warm): `--only tests,real`, then `--only cli,demo`.
+On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section per call, since
+cold compiles of the 7B pair take minutes and a call has 10 (the machine keeps inductor's caches
+while it stays warm): `--only real` first (the table issue 30 waits for), then `--only tests`, then
+`--only cli,demo`. Each step prints its start time, so a call cut off says where it was; run it
+again on the still-warm machine, whose inductor caches make the second compile short.
 
 `--rehearse` runs the same steps on a CPU with small Qwen2 shapes (tests/test_gpu_check.py runs it),
 so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
@@ -42,6 +44,13 @@ from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
+
+STARTED = time.perf_counter()
+
+
+def say(message: str) -> None:
+    print(f"[{time.perf_counter() - STARTED:6.0f} s] {message}", flush=True)
+
 
 QWEN25_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                  num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False)
@@ -147,8 +156,10 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
     spec = session.settings(k=k, max_new_tokens=tokens, compile=True)
     sched = session.settings(k=k, max_new_tokens=tokens, compile=True, policy="schedule")
     eager = session.settings(k=k, max_new_tokens=min(tokens, 48))  # eager is slow: fewer tokens say enough
+    say(f"compiling k={k} (speculative, schedule, the target alone at k+1 tokens a pass)")
     out = {"compile_s": {"speculative": timed_compile(pair, prompt, spec), "schedule": timed_compile(pair, prompt, sched),
                          "alone-W": timed_compile(pair, prompt, spec, speculative=False)}}
+    say(f"compiled: {json.dumps({name: round(v, 1) for name, v in out['compile_s'].items()})} s; the one-token target alone")
     runs = {"alone-1": lambda: narrow_target_alone(pair, prompt, spec),
             "alone-W": lambda: session.generate(pair, prompt, spec, speculative=False),
             f"spec k={k}": lambda: session.generate(pair, prompt, spec),
@@ -157,11 +168,13 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
     list(runs["alone-1"]())  # its pass is compiled and its graphs captured here, outside the timed repeats
     out["compile_s"]["alone-1 (first run)"] = time.perf_counter() - started
     seen: dict = {name: [] for name in runs}
+    say(f"{repeats} interleaved repeats of {', '.join(runs)}")
     for _ in range(repeats):
         for name, make in runs.items():
             seen[name].append(decode(make()))
     for name, cfg in (("eager alone", eager), (f"eager spec k={k}", eager)):
         seen[name] = [decode(session.generate(pair, prompt, cfg, speculative="spec" in name))]
+    say("eager rows done; a second prompt of another length (must compile nothing)")
     second = prompt[: len(prompt) // 2 + 3]  # another length: must compile nothing
     graphs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
     out["second_prompt_compile_s"] = timed_compile(pair, second, spec) + timed_compile(pair, second, spec, False)
@@ -253,10 +266,12 @@ def main(argv=None) -> dict:
     only = args.only.split(",")
     save = lambda: json.dump(report, open(os.path.join(args.out, "gpu_check.json"), "w"), indent=1, default=str)  # noqa: E731
     if "tests" in only:
+        say("pytest -m gpu tests/test_gpu.py")
         report["tests"] = run_tests()
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
     if "real" in only:
+        say("building the Qwen2.5-7B/0.5B-shaped pair (random weights)")
         pair = real_size_pair(device, shapes)
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         report["floor_ms"] = {"target": 1e3 * floor, "draft": 1e3 * read_bytes(pair.draft) / report["copy_bytes_per_s"]}
@@ -270,10 +285,12 @@ def main(argv=None) -> dict:
         save()
         del pair
     if "cli" in only:
+        say("the CLI: generate --preset demo --compile --baseline")
         report["cli"] = run_cli(device)
         print("cli", report["cli"], flush=True)
         save()
     if "demo" in only:
+        say("the demo pair")
         pair = load_pair("demo-target", "demo-draft", device=device)
         demo_prompt = session.encode_prompt(pair, open(os.path.join(os.path.dirname(__file__), "..", "playground",
                                                                      "engine", "speculative.py")).read()[:600])

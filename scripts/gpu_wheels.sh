@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Wheels the lent GPU machine lacks (it has torch 2.11 and Python 3.12, no network), into .whl/ for
 # the device tool's `carry`: transformers/tokenizers at the project's versions, the constraint
-# libraries and their needs (~27 MB). Then, on the device (one section per call fits its 10 minutes):
+# libraries and their needs (~27 MB). Then, on the device (one section per call fits its 10 minutes;
+# `--only real` first, then `--only tests`, then `--only cli,demo`):
 #   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only tests,real
+#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only real
 # The working tree travels too (64 MiB in all): move playground/models/smollm2_*draft/ out while it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
