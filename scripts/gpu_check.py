@@ -20,10 +20,10 @@ pass. The floor is the bytes a pass must read (every weight but an untied embedd
 the copy bandwidth measured here. Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section per call, since
-cold compiles of the 7B pair take minutes and a call has 10 (the machine keeps inductor's caches
-while it stays warm): `--only real` first (the table issue 30 waits for), then `--only tests`, then
-`--only cli,demo`. Each step prints its start time, so a call cut off says where it was; run it
-again on the still-warm machine, whose inductor caches make the second compile short.
+cold compiles of the 7B pair take minutes and a call has 10: `--only real` first (the table issue
+30 waits for), then `--only tests`, then `--only cli,demo`. The machine goes back 30 s after a call,
+so every call compiles cold. Each step prints its start time, so a call cut off says where it was
+(then: fewer `--repeats` or `--tokens`).
 
 `--rehearse` runs the same steps on a CPU with small Qwen2 shapes (tests/test_gpu_check.py runs it),
 so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
