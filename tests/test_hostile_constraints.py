@@ -118,6 +118,9 @@ BAD_SCHEMAS = {
     "too long": (json.dumps({"description": "x" * 300_000}), "length of the schema, minified"),
     "divergent pattern": (json.dumps({"type": "string", "pattern": "(x+)+[[:alpha:]&&[x]]"}), "read differently"),
     "huge repetition in a pattern": (json.dumps({"type": "string", "pattern": "a{1000000}"}), "repetition count"),
+    "NaN": ('{"type": "number", "maximum": NaN}', "NaN is not a JSON number"),
+    "a 5,000-digit number": ('{"type": "string", "maxLength": ' + "9" * 5000 + "}", "more than 4,300 digits"),
+    "a lone surrogate": ('{"const": "a\\ud800b"}', "lone surrogate"),
 }
 
 
@@ -151,6 +154,31 @@ def test_checks_of_catastrophic_patterns_are_bounded():
     assert valid is False and time.monotonic() - started < 30
     valid, error = validate_json(json.dumps("x" * 40 + "!"), {"anyOf": [{"pattern": "^(x+)+y$"}, {"type": "integer"}]})
     assert valid is False and time.monotonic() - started < 60
+
+
+def test_pattern_properties_against_required_names_share_one_budget(monkeypatch):
+    """n catastrophic patterns x m required names cost n x m regex timeouts, again on each pass of
+    the fixpoint (a 755-character schema held the server 63 s; a share link's check as long). Now
+    all of one check's matching shares CHECK_SECONDS, a pair that cannot be told counts as writable,
+    and each pair is matched once."""
+    schema = {"type": "object", "additionalProperties": False,
+              "patternProperties": {"^(a|a)*$" + "b?" * i: {"type": "string"} for i in range(8)},
+              "required": ["a" * 40 + "!" + "b" * i for i in range(8)]}
+    started = time.monotonic()
+    assert from_user(schema=json.dumps(schema)) is not None  # the names cannot be told: not refused for them
+    assert time.monotonic() - started < 30  # was minutes (64 pairs x 1 s, on each pass of the fixpoint)
+    from playground.constraints import safety
+    clock, calls = [0.0], []
+
+    def full_timeout(pattern, name, timeout):  # each search spends its whole timeout, on a fake clock
+        calls.append((pattern, name))
+        clock[0] += timeout
+        raise TimeoutError
+    monkeypatch.setattr(safety.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(safety.regex, "search", full_timeout)
+    matches = safety.NameMatcher()
+    assert [matches("p", "n"), matches("q", "n"), matches("p", "n")] == [None, None, None]
+    assert calls == [("p", "n")]  # the budget went on the first; none after it, none twice
 
 
 def test_pattern_keywords_still_validate():

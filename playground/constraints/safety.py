@@ -9,6 +9,7 @@ bounded in size, never reaching outside the document, and with a finite instance
   and set operations (`[[:alpha:]&&[x]]`) are read one way by llguidance and another by Python,
   whose backtracking then never finishes on the output the engine allowed."""
 import re
+import time
 import urllib.parse
 import warnings
 
@@ -121,11 +122,12 @@ def has_finite_instance(schema, nodes: list[dict]) -> bool:
     """Least fixpoint: a schema has a finite instance if some type it allows can be written with
     subschemas already known to have one. Recursion that every instance must take never gets known."""
     known: set[int] = set()
+    matches = NameMatcher()
     changed = True
     while changed:
         changed = False
         for node in nodes:
-            if id(node) not in known and _finite_given(node, known, schema):
+            if id(node) not in known and _finite_given(node, known, schema, matches):
                 known.add(id(node))
                 changed = True
     return _is_known(schema, known)
@@ -135,7 +137,7 @@ def _is_known(node, known: set[int]) -> bool:
     return node if isinstance(node, bool) else id(node) in known
 
 
-def _finite_given(node: dict, known: set[int], root) -> bool:
+def _finite_given(node: dict, known: set[int], root, matches) -> bool:
     sub = lambda s: _is_known(s, known)  # noqa: E731
     if "$ref" in node and isinstance(node["$ref"], str) and not sub(resolve(node["$ref"], root)):
         return False
@@ -147,27 +149,48 @@ def _finite_given(node: dict, known: set[int], root) -> bool:
         return True
     types = node.get("type", list(SCALARS | {"object", "array"}))
     types = [types] if isinstance(types, str) else types
-    return any(t in SCALARS or (t == "object" and _object_finite(node, sub)) or (t == "array" and _array_finite(node, sub))
-               for t in types)
+    return any(t in SCALARS or (t == "object" and _object_finite(node, sub, matches))
+               or (t == "array" and _array_finite(node, sub)) for t in types)
 
 
-def _object_finite(node: dict, sub) -> bool:
+def _object_finite(node: dict, sub, matches) -> bool:
     """Every required property can be written: it is held to its `properties` entry and to every
-    `patternProperties` entry its name matches; `additionalProperties` only where neither applies."""
+    `patternProperties` entry its name matches; `additionalProperties` only where neither applies.
+    A name whose patterns cannot be told in time counts as writable (never refuse for it)."""
     props, extra = node.get("properties", {}), node.get("additionalProperties", True)
     patterns = node.get("patternProperties", {})
     def writable(name: str) -> bool:
-        matched = [schema for pattern, schema in patterns.items() if _matches(pattern, name)]
-        held = ([props[name]] if name in props else []) + matched
+        found = [(matches(pattern, name), schema) for pattern, schema in patterns.items()]
+        if any(hit is None for hit, _ in found):
+            return True
+        held = ([props[name]] if name in props else []) + [schema for hit, schema in found if hit]
         return all(map(sub, held)) if held else sub(extra)
     return all(map(writable, node.get("required", [])))
 
 
-def _matches(pattern: str, name: str) -> bool:
-    try:
-        return regex.search(pattern, name, timeout=CHECK_SECONDS) is not None
-    except (regex.error, TimeoutError):
-        return False  # cannot tell: never refuse for it (the compile is bounded anyway: constraints.worker)
+class NameMatcher:
+    """Whether a pattern finds a property name: True, False, or None when it cannot be told. All
+    the matching of one check shares CHECK_SECONDS (a schema of n patterns and m required names
+    would otherwise take up to n x m timeouts, again on every pass of the fixpoint), and each pair
+    is matched once."""
+
+    def __init__(self, seconds: float = CHECK_SECONDS):
+        self.deadline = time.monotonic() + seconds
+        self.seen: dict[tuple[str, str], bool | None] = {}
+
+    def __call__(self, pattern: str, name: str) -> bool | None:
+        if (pattern, name) not in self.seen:
+            self.seen[pattern, name] = self._search(pattern, name)
+        return self.seen[pattern, name]
+
+    def _search(self, pattern: str, name: str) -> bool | None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return None
+        try:
+            return regex.search(pattern, name, timeout=left) is not None
+        except (regex.error, TimeoutError):
+            return None  # cannot tell (the compile is bounded anyway: constraints.worker)
 
 
 def _array_finite(node: dict, sub) -> bool:

@@ -63,16 +63,24 @@ def parse_schema(text: str) -> Schema:
     the schema minified: pretty-printing costs the engines nothing."""
     at_most(len(text), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     try:
-        schema = json.loads(text)
+        schema = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         raise PlaygroundError(f"the schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError as exc:  # NaN/Infinity (not JSON), an integer of more than 4,300 digits
+        reason = "a number in it has more than 4,300 digits" if "digits" in str(exc) else str(exc)
+        raise PlaygroundError(f"the schema is not valid JSON: {reason}") from None
     except RecursionError:
         raise PlaygroundError("the schema is nested too deeply") from None
     if not isinstance(schema, (dict, bool)):
         raise PlaygroundError("the schema must be a JSON object")
     depth(schema)  # before the meta-schema check, which recurses
-    at_most(len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False)), MAX_SCHEMA_CHARS,
-            "the length of the schema, minified (characters)")
+    minified = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+    at_most(len(minified), MAX_SCHEMA_CHARS, "the length of the schema, minified (characters)")
+    try:
+        minified.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PlaygroundError(f"the schema holds a lone surrogate escape (\\u{ord(minified[exc.start]):04x}), "
+                              "which is not a character") from None
     draft = drafts.declared(schema)
     try:
         draft.check_schema(schema)
@@ -83,6 +91,10 @@ def parse_schema(text: str) -> Schema:
     check_schema_safe(engine)
     check_satisfiable(engine)
     return Schema(schema, draft, engine)
+
+
+def _not_json(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def check_regex(pattern: str) -> None:
