@@ -9,6 +9,7 @@ from playground.limits import CONCURRENCY
 from playground.models.loading import load_pair
 from playground.ui.inputs import DEFAULT
 from playground.ui.page import demo
+from playground.ui.serving import launch_options
 
 if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, moved to the GPU per call
     load_pair(DEFAULT.target, DEFAULT.draft)
@@ -16,4 +17,4 @@ if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, move
 if __name__ == "__main__":
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
-    demo.queue(default_concurrency_limit=CONCURRENCY).launch(show_error=True)
+    demo.queue(default_concurrency_limit=CONCURRENCY).launch(**launch_options())

@@ -12,6 +12,7 @@ from typing import Any
 
 from playground.config import tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.errors import PlaygroundError
+from playground.limits import MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
 # Names the playground uses that are not hub ids (hub id from playground.models.packaged.PACKAGED,
 # which imports torch; the tests check the two agree). The demo pair exists only in this repository.
@@ -67,11 +68,16 @@ def _constraint(s) -> tuple[str, Any] | None:
     if schema and regex:
         raise PlaygroundError("give one constraint only: a schema or a regex")
     if not schema:
+        if regex:
+            at_most(len(regex), MAX_REGEX_CHARS, "the length of the regex")
         return ("regex", s.regex) if regex else None
+    at_most(len(schema), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     try:
         parsed = json.loads(schema)
     except ValueError as exc:
         raise PlaygroundError(f"the schema is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise PlaygroundError("the schema is nested too deeply") from None
     if not isinstance(parsed, dict):
         raise PlaygroundError("the schema must be a JSON object")
     return "json", parsed

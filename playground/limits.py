@@ -33,6 +33,11 @@ MAX_REPEAT_COUNT = 1_000  # n and m of a {n,m} repetition in a regex or schema p
 COMPILE_SECONDS = _env_int("PLAYGROUND_COMPILE_SECONDS", 20)  # one constraint compile, in a bounded worker
 COMPILE_BYTES = _env_int("PLAYGROUND_COMPILE_MIB", 2048) * 2**20  # memory that compile may add
 CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `regex` module's timeout)
+# The web server: a request body holds at most a 1 MiB schema as typed, escaped (JSON's \uXXXX for
+# every non-ASCII character, as Python clients send it), plus the prompt; Gradio keeps each session's
+# inputs and outputs in memory, so only the newest SESSIONS_KEPT sessions are kept (not 10,000).
+MAX_REQUEST_BYTES = _env_int("PLAYGROUND_MAX_REQUEST_MIB", 8) * 2**20
+SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 256)
 
 
 def at_most(value: int, limit: int, what: str, hint: str = "") -> int:

@@ -45,6 +45,6 @@ def app_url():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     app.demo.queue(default_concurrency_limit=app.CONCURRENCY).launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, show_error=True)
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.launch_options())
     yield f"http://127.0.0.1:{port}/"
     app.demo.close()

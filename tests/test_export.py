@@ -212,6 +212,14 @@ def test_format_export_is_markdown_with_runnable_curl():
     assert "feature draft" in text
 
 
+@pytest.mark.parametrize("schema, regex, message", [
+    ('{"a":' + "[" * 50_000 + "]" * 50_000 + "}", "", "nested too deeply"),
+    (json.dumps({"description": "x" * 2**20}), "", "length of the schema"), ("", "a" * 3000, "length of the regex")])
+def test_export_refuses_deep_and_huge_constraints_by_name(schema, regex, message):
+    with pytest.raises(PlaygroundError, match=message):
+        export_setting(settings("qwen2.5-7b", schema=schema, regex=regex))
+
+
 def test_export_module_stays_below_the_ui_and_torch():
     code = ("import sys, playground.export; "
             "assert 'torch' not in sys.modules and not any(m.startswith('playground.ui') for m in sys.modules)")

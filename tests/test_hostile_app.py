@@ -113,3 +113,31 @@ def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
     final = list(playground_tab.run(None, lambda *a, **k: None, *page_inputs.inputs_from_settings(settings)))[-1]
     assert final[2] and final[10] is None  # the text is shown, the download is not
     assert "could not be written" in final[4]
+
+
+def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
+    """Gradio reads a whole body and keeps its values in the session (a 100 MB /export body added
+    ~334 MB, never given back): a body over MAX_REQUEST_BYTES is refused first, declared or chunked."""
+    import http.client
+
+    from playground.limits import MAX_REQUEST_BYTES
+    url = urllib.parse.urlsplit(app_url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.putrequest("POST", "/gradio_api/call/export")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(MAX_REQUEST_BYTES + 1))  # refused on its header, before any byte is read
+    conn.endheaders()
+    response = conn.getresponse()
+    assert response.status == 413 and b"limit" in response.read()
+    conn.close()
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)  # no length: sent in chunks
+    for chunks, refused in ((9, True), (1, False)):  # 9 MiB refused; 1 MiB read (then an ordinary answer)
+        conn.request("POST", "/gradio_api/call/export", body=iter([b'{"data": ["'] + [b"x" * 2**20] * chunks + [b'"]}']),
+                     headers={"Content-Type": "application/json"}, encode_chunked=True)
+        response = conn.getresponse()
+        assert (response.status >= 400) == refused, (chunks, response.status)
+        response.read()
+        conn.close()
+    assert page_answers_quickly(app_url)
+    assert "vllm serve" in client.predict(*page_inputs.inputs_from_settings(
+        Settings.from_preset(page_inputs.PRESETS["qwen2.5-7b"])), api_name="/export")[1]  # a normal body still passes
