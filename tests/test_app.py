@@ -282,3 +282,11 @@ def test_a_share_link_carries_a_dynamic_tree_and_refuses_a_bad_one():
     assert restored.tree == "3,3,3/12" and notices == []
     restored, notices = from_query({"preset": "demo", "tree": "3,3/0"}, allow_custom=False)
     assert restored.tree == "" and "1 to 64 nodes" in notices[0]
+
+
+@pytest.mark.parametrize("answer", ['"abc"', '"{\\"injected\\": [1, 2, 3]}"', "3", "true", "null", '{"a": [1]}', "[1, 2]"])
+def test_the_json_view_shows_any_json_value_as_written(answer):
+    """A schema whose answer is a string (`{"enum": ["abc"]}`) lost the whole run: gr.JSON parsed the
+    parsed string again. Every JSON value now reaches the view as itself."""
+    shown = gr.JSON().postprocess(playground_tab._pretty_json(answer))
+    assert (shown.root if shown is not None else None) == json.loads(answer)

@@ -63,10 +63,13 @@ def chain_theory(settings: Settings) -> bool:
 
 
 def _pretty_json(text: str):
+    """The answer for the JSON view: an object or array as parsed; any other value as its JSON text,
+    which gr.JSON parses itself (given a Python string, it would parse that again: "abc" failed)."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError:
         return None
+    return value if isinstance(value, (dict, list)) else text.strip()
 
 
 def _download(snap: live.Snapshot) -> str | None:
