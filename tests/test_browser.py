@@ -127,6 +127,11 @@ def test_a_link_carrying_script_runs_none(page, app_url):
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ARTIFACTS / "browser-xss-link.png"), full_page=True)
     assert dialogs == [] and page.locator("#constraint-error img").count() == 0
+    query = urllib.parse.urlencode({"preset": "demo", "k": "https://evil.example/", "www.evil.example": "a@evil.example"})
+    page.goto(f"{app_url}?{query}")
+    expect(page.get_by_text("https://evil.example/")).to_be_visible(timeout=30_000)  # shown as typed
+    expect(page.get_by_text("ignored unknown parameter 'www.evil.example'")).to_be_visible()
+    assert page.locator("a[href*='evil']").count() == 0  # a link's notice links nowhere
 
 
 @pytest.mark.parametrize("tree,nodes", [("", 3), ("2,2", 6), ("4,4,2", 52), ("3,3,3/12", 12), ("2,2+3", 9)])

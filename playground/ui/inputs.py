@@ -117,8 +117,9 @@ def restore_from_url(request: gr.Request):
 
 def _md_escape(text: str) -> str:
     """User text shown through Markdown: every Markdown or HTML character backslash-escaped, so
-    it shows as typed, with no HTML, links or formatting of its own."""
-    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&" else c for c in text)
+    it shows as typed, with no HTML, links or formatting of its own (':', '.' and '@' too: the
+    page's Markdown turns bare URLs, www. names and e-mail addresses into links)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&:.@" else c for c in text)
 
 
 def make_share_link(request: gr.Request, *values) -> str:
