@@ -10,7 +10,8 @@ import pytest
 from gradio_client import Client
 
 from playground.ui import files, inputs as page_inputs, playground_tab
-from playground.ui.share import MAX_LINK_CHARS, Settings, from_query
+from playground.errors import PlaygroundError
+from playground.ui.share import MAX_LINK_CHARS, Settings, from_query, share_url
 from tests.test_hostile_constraints import listener  # noqa: F401  (fixture)
 
 
@@ -141,3 +142,15 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
     assert page_answers_quickly(app_url)
     assert "vllm serve" in client.predict(*page_inputs.inputs_from_settings(
         Settings.from_preset(page_inputs.PRESETS["qwen2.5-7b"])), api_name="/export")[1]  # a normal body still passes
+
+
+def test_nan_integers_and_unencodable_links_are_clear_errors():
+    """Raw HTTP can send NaN where Gradio's range check lets it through, and text with a lone surrogate;
+    both popped up as raw exceptions ('cannot convert float NaN to integer', UnicodeEncodeError)."""
+    for value in (float("nan"), float("inf")):
+        with pytest.raises(PlaygroundError, match="k must be a whole number"):
+            page_inputs.typed("k", value, int)
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.prompt = "a\ud800b"
+    with pytest.raises(PlaygroundError, match="lone surrogate"):
+        share_url("http://127.0.0.1/", settings)

@@ -1,5 +1,6 @@
 """The page's inputs: Settings <-> component values (typed, for API callers too), presets and
 share links applied to them, the constraint box's checks as the user types."""
+import math
 import html
 import json
 import logging
@@ -60,6 +61,8 @@ def typed(name: str, value, kind: type):
     if kind is str and isinstance(value, str) or kind is bool and isinstance(value, bool):
         return value
     if kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if kind is int and not math.isfinite(value):
+            raise PlaygroundError(f"{name} must be a whole number, got {value!r}")
         if kind is int and value != int(value):
             raise PlaygroundError(f"{name} must be a whole number, got {value!r}")
         return kind(value)

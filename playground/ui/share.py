@@ -167,7 +167,11 @@ def _preset_defaults(name: str) -> Settings | None:
 
 def share_url(base_url: str, settings: Settings) -> str:
     """The link, or PlaygroundError when it would be longer than servers accept."""
-    url = base_url.split("?")[0] + "?" + to_query(settings)
+    try:
+        url = base_url.split("?")[0] + "?" + to_query(settings)
+    except UnicodeEncodeError as exc:
+        raise PlaygroundError(f"the settings hold text that is not valid UTF-8 (a lone surrogate at character "
+                              f"{exc.start}): it cannot go into a link") from None
     if len(url) > MAX_LINK_CHARS:
         raise PlaygroundError(f"this link would be {len(url)} characters long, more than servers accept "
                               f"({MAX_LINK_CHARS}); shorten the prompt, system prompt or schema (non-ASCII text "
