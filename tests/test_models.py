@@ -154,6 +154,21 @@ def test_out_of_memory_suggests_a_smaller_preset(saved_pair, monkeypatch):
         models.load_pair(str(target), models.NGRAM, "cpu")
 
 
+def test_a_model_past_free_cpu_memory_is_refused_before_loading(saved_pair, monkeypatch):
+    """On a CPU the OOM killer ends the server instead of raising: a model that needs more than the
+    memory left, counting what evicting the cached models would free, is refused by name: nothing
+    loaded, nothing evicted."""
+    target, _ = saved_pair
+    models.CACHE.entries.clear()
+    loads = []
+    kept = models.load_model(str(target), torch.device("cpu"))  # cached before memory runs short
+    monkeypatch.setattr(models.placement, "free_memory", lambda device: 1000)
+    monkeypatch.setattr(models.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))
+    with pytest.raises(PlaygroundError, match=r"needs about .* GiB of memory .* GiB free: pick a smaller preset"):
+        models.load_model(str(target), torch.device("cpu"), torch.float32)  # another key: would need a load
+    assert loads == [] and models.CACHE.get((str(target), "cpu", "default")) is kept  # nothing evicted for it
+
+
 def test_remote_code_is_never_trusted(saved_pair, monkeypatch):
     target, _ = saved_pair
     models.CACHE.entries.clear()

@@ -76,6 +76,11 @@ class ModelCache:
         while len(self.entries) > self.max_entries:
             self._evict_oldest()
 
+    def held_bytes(self, device: torch.device) -> int:
+        """Bytes of the cached models' weights on this device (what evicting them all would free)."""
+        return sum(p.numel() * p.element_size() for model, *_ in self.entries.values()
+                   for p in model.parameters() if p.device.type == device.type)
+
     def make_room(self, need_bytes: int, device: torch.device) -> None:
         while self.entries and placement.free_memory(device) < need_bytes * 1.2:
             self._evict_oldest()
@@ -106,13 +111,25 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
         need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
+    refuse_past_free_memory(model_id, need, device, dtype, CACHE.held_bytes(device))  # before evicting anything
     CACHE.make_room(need, device)
+    refuse_past_free_memory(model_id, need, device, dtype)
     report(progress, 0.9, f"loading {model_id} to {device}")
     model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
     loaded = (model, tokenizer, placement.fastest_decode_threads(model))
     CACHE.put(key, loaded)
     report(progress, 1.0, f"{model_id} ready")
     return loaded
+
+
+def refuse_past_free_memory(model_id: str, need_bytes: int, device: torch.device, dtype, reclaimable: int = 0) -> None:
+    """On a CPU a model larger than the memory left (plus what evicting cached models would free) is
+    not tried: the kernel's OOM killer would end the whole server (a GPU preset picked on a CPU
+    Space), not raise. (On a GPU, accelerate places what does not fit.)"""
+    free = placement.free_memory(device) + reclaimable
+    if device.type == "cpu" and need_bytes * 1.1 > free:
+        raise PlaygroundError(f"'{model_id}' needs about {need_bytes / 2**30:.1f} GiB of memory in {str(dtype).removeprefix('torch.')} "
+                              f"and this host has {free / 2**30:.1f} GiB free: pick a smaller preset (e.g. smollm2 or demo)")
 
 
 def _from_pretrained(model_id, path, device, dtype, need_bytes):
