@@ -147,14 +147,17 @@ def test_an_unknown_format_is_an_annotation_not_a_refusal(tokenizer):
     assert compiled(tokenizer, {"type": "string", "format": "color-hex"}, "xgrammar") is not None
 
 
-def test_a_schema_cannot_turn_free_whitespace_back_on(tokenizer):
-    """llguidance reads options from the schema's own "x-guidance" key; ours override them."""
-    constraint = compiled(tokenizer, {"type": "object", "x-guidance": {"whitespace_flexible": True}}, "llguidance")
+@pytest.mark.parametrize("options", [{"whitespace_flexible": True}, {"whitespace_pattern": "[ \\n]*"}])
+def test_a_schema_cannot_turn_free_whitespace_back_on(tokenizer, options):
+    """llguidance reads options from the schema's own "x-guidance" key: they are dropped, ours used
+    (a whitespace_pattern survived the overrides and let the model write runs of newlines)."""
+    constraint = compiled(tokenizer, {"type": "object", "x-guidance": options}, "llguidance")
     guide = constraint.guide(2)
     guide._commit(tokenizer("{", add_special_tokens=False).input_ids)
     mask = guide.next_mask()
-    space = tokenizer(" ", add_special_tokens=False).input_ids
-    assert len(space) == 1 and not (mask[space[0] // 32].item() >> (space[0] % 32)) & 1
+    for text in (" ", "\n"):
+        ws = tokenizer(text, add_special_tokens=False).input_ids
+        assert len(ws) == 1 and not (mask[ws[0] // 32].item() >> (ws[0] % 32)) & 1, text
 
 
 # -- a cut output says where and why ---------------------------------------------------------------

@@ -13,7 +13,8 @@ from playground.constraints.spec import ConstraintSpec
 from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
-# Given as overrides: a schema's own "x-guidance" options cannot turn free whitespace back on.
+# A schema's own "x-guidance" options are dropped (their whitespace_pattern survived the overrides
+# and let a schema write runs of newlines), then these are given as overrides.
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ", "lenient": True}
 SILENT = {"dependentRequired"}  # compiled past by llguidance 1.9.1 without a warning (tried with an output that breaks it)
 
@@ -36,7 +37,10 @@ class LLGuidanceBackend:
 
     def _grammar(self, spec: ConstraintSpec) -> str:
         if spec.kind == "json":
-            return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(spec.engine_schema), overrides=JSON_OPTIONS)
+            schema = spec.engine_schema
+            if isinstance(schema, dict):
+                schema = {key: value for key, value in schema.items() if key != "x-guidance"}
+            return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
         if spec.kind == "regex":
             return llguidance.LLMatcher.grammar_from_regex(spec.text)
         return llguidance.LLMatcher.grammar_from_lark(spec.text)
