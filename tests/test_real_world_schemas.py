@@ -179,3 +179,30 @@ def test_xgrammar_allows_unnamed_items_where_the_schema_needs_them(tokenizer):
     for schema in ({"type": "array", "minItems": 2}, {"type": "object", "minProperties": 1}):
         constraint = compiled(tokenizer, schema, "xgrammar")
         assert constraint.notes == () and constraint.guide(1).next_mask().any()
+
+
+# -- a regex means what the checker reads, on both backends -----------------------------------------
+
+def allowed(constraint, tokenizer, prefix: str, text: str) -> bool:
+    guide = constraint.guide(2)
+    guide._commit(tokenizer(prefix, add_special_tokens=False).input_ids)
+    mask, ids = guide.next_mask(), tokenizer(text, add_special_tokens=False).input_ids
+    assert len(ids) == 1, text
+    return bool((mask[ids[0] // 32].item() >> (ids[0] % 32)) & 1)
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_a_regex_dot_and_hex_escape_mean_what_python_reads(tokenizer, backend):
+    """xgrammar read '.' as any character, a newline too (the run then failed its own check, which
+    reads '.' as Python does), and '\\x41b' as U+041B: both now reach it in words it reads the same."""
+    eos = frozenset({tokenizer.eos_token_id})
+    dot = compile_constraint(from_user(regex="a.*", backend=backend), tokenizer, len(tokenizer), eos)
+    assert allowed(dot, tokenizer, "a", "b") and not allowed(dot, tokenizer, "a", "\n")
+    hex_escape = compile_constraint(from_user(regex=r"a\x41b", backend=backend), tokenizer, len(tokenizer), eos)
+    assert allowed(hex_escape, tokenizer, "a", "A")
+
+
+def test_xgrammar_refuses_a_nul_it_cannot_write(tokenizer):
+    spec = from_user(regex=r"a\x00b", backend="xgrammar")
+    with pytest.raises(PlaygroundError, match="cannot write a NUL"):
+        compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id}))

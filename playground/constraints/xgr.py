@@ -40,7 +40,7 @@ class XGrammarBackend:
                     grammar, notes = _json_grammar(spec.engine_schema)
                     compiled = compiler.compile_grammar(grammar)
                 elif spec.kind == "regex":
-                    compiled = compiler.compile_regex(spec.text)
+                    compiled = compiler.compile_regex(python_meaning(spec.text))
                 else:
                     compiled = compiler.compile_grammar(spec.text)
         except RuntimeError as exc:
@@ -55,6 +55,43 @@ class XGrammarBackend:
 
     def matcher(self, compiled: xgr.CompiledGrammar) -> "XGrammarMatcher":
         return XGrammarMatcher(xgr.GrammarMatcher(compiled), self.tokenizer)
+
+
+def python_meaning(pattern: str) -> str:
+    """A regex as the output's checker (Python's syntax) reads it, in words xgrammar 0.2.8 reads the
+    same way: its '.' also matches a newline (Python's does not) -> [^\\n]; its \\xHH reads on past two
+    digits ('a\\x41b' became 'a' + U+041B) -> \\u00HH. A NUL it cannot write at all (\\u0000 is read as
+    nothing), so a pattern naming one is refused."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            escape = pattern[i:i + 4] if pattern[i + 1] == "x" else pattern[i:i + 2]
+            octal_nul = escape == "\\0" and not pattern[i + 2:i + 3].isdigit()
+            if escape == "\\x00" or octal_nul or pattern.startswith(("\\u0000", "\\U00000000"), i):
+                raise PlaygroundError("xgrammar cannot write a NUL character (\\x00) in a regex: use llguidance")
+            if pattern[i + 1] == "x" and len(escape) == 4 and all(h in "0123456789abcdefABCDEF" for h in escape[2:]):
+                out.append("\\u00" + escape[2:])
+                i += 4
+                continue
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern.startswith("[^]", i) or pattern.startswith("[]", i):  # a ']' first in a class is itself
+                out.append(pattern[i:i + (3 if pattern[i + 1] == "^" else 2)])
+                i += 3 if pattern[i + 1] == "^" else 2
+                continue
+        elif c == ".":
+            out.append("[^\\n]")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _json_grammar(schema) -> tuple[str, list[str]]:
