@@ -242,6 +242,11 @@ def test_a_share_link_carries_the_tree():
     assert notices and "tree" in notices[0]
     typed, notices = from_query(dict(urllib.parse.parse_qsl("preset=demo&tree=2,2+3")), False)  # '+' typed, not %2B
     assert typed.tree == "2,2+3" and not notices
+    for odd in ("\u0664", "1_0", " 4"):  # int() reads an Arabic-Indic 4, underscores and spaces
+        got, notices = from_query({"preset": "demo", "k": odd}, False)
+        assert got.k == Settings.from_preset(page_inputs.PRESETS["demo"]).k and "ASCII digits" in notices[0]
+    got, notices = from_query({"preset": "demo", "schema": '{"type": "string"}', "regex": "a+"}, False)
+    assert got.regex == "" and "ignored regex" in notices[0]  # one constraint, said, not dropped silently
 
 
 def test_api_export_gives_the_settings_commands(client):

@@ -49,7 +49,11 @@ class Settings:
 
 
 def _int(lo, hi):
-    return lambda v: _ranged(int(v), lo, hi)
+    def parse(v: str) -> int:
+        if not v.lstrip("-").isascii() or not v.lstrip("-").isdigit():  # int() also reads '1_0' and '٤'
+            raise ValueError("must be a whole number in ASCII digits")
+        return _ranged(int(v), lo, hi)
+    return parse
 
 
 def _float(lo, hi):
@@ -147,6 +151,9 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
         name = fallback.name
     settings = Settings.from_preset(presets[name])
     _check_models(parsed, presets, allow_custom, notices)
+    if parsed.get("schema", "").strip() and parsed.get("regex", "").strip():  # the page keeps one constraint
+        notices.append("ignored regex: the link also carries a schema, and a run takes one constraint")
+        parsed.pop("regex")
     return dataclasses.replace(settings, **parsed), notices
 
 
