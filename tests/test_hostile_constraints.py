@@ -167,6 +167,10 @@ def test_pattern_properties_against_required_names_share_one_budget(monkeypatch)
     started = time.monotonic()
     assert from_user(schema=json.dumps(schema)) is not None  # the names cannot be told: not refused for them
     assert time.monotonic() - started < 30  # was minutes (64 pairs x 1 s, on each pass of the fixpoint)
+    name = "a" * 40 + "!"  # what is known still refuses: the slow pattern cannot vouch for a self-required name
+    with pytest.raises(PlaygroundError, match="no finite instance"):
+        from_user(schema=json.dumps({"type": "object", "properties": {name: {"$ref": "#"}}, "required": [name],
+                                     "patternProperties": {"^(a|a)*$": {}}}))
     from playground.constraints import safety
     clock, calls = [0.0], []
 
@@ -179,6 +183,36 @@ def test_pattern_properties_against_required_names_share_one_budget(monkeypatch)
     matches = safety.NameMatcher()
     assert [matches("p", "n"), matches("q", "n"), matches("p", "n")] == [None, None, None]
     assert calls == [("p", "n")]  # the budget went on the first; none after it, none twice
+
+
+def test_the_finiteness_check_refuses_past_its_time(monkeypatch):
+    """A chain of 1,450 references with 450 patterns x 451 required names took 84 s to check (every
+    pass of the fixpoint matched the names again); what a node needs is now worked out once, and
+    past FIXPOINT_SECONDS the check refuses instead of going on."""
+    from playground.constraints import safety
+    defs = {f"c{i}": {"$ref": f"#/$defs/c{i + 1}"} for i in range(40)} | {"c40": {"type": "string"}}
+    schema = {"type": "object", "$defs": defs, "properties": {"z": {"$ref": "#/$defs/c0"}}, "required": ["z"]}
+    assert from_user(schema=json.dumps(schema)) is not None
+    monkeypatch.setattr(safety, "FIXPOINT_SECONDS", -1.0)
+    with pytest.raises(PlaygroundError, match="too complex to check"):
+        from_user(schema=json.dumps(schema | {"title": "not cached"}))
+
+
+def test_one_output_check_shares_one_matching_budget(monkeypatch):
+    """Each pattern search had its own timeout: 60 names x 0.27 s took 16 s. One check now shares
+    CHECK_SECONDS: after a search spends it, the check stops with its reason."""
+    from playground.constraints import validate
+    clock, calls = [0.0], []
+
+    def full_timeout(pattern, text, timeout):
+        calls.append(text)
+        clock[0] += timeout
+        raise TimeoutError
+    monkeypatch.setattr(validate.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(validate.regex, "search", full_timeout)
+    output = json.dumps({f"k{i}": 1 for i in range(60)})
+    valid, error = validate_json(output, {"type": "object", "patternProperties": {"^(a|a)*$": {"type": "integer"}}})
+    assert valid is False and "took longer than" in error and len(calls) == 1
 
 
 def test_pattern_keywords_still_validate():

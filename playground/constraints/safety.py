@@ -118,16 +118,26 @@ def _anchor(root, name: str):
     return next((node for node in subschemas(root) if node.get("$anchor") == name), None)
 
 
+FIXPOINT_SECONDS = 5 * CHECK_SECONDS  # past this the check refuses the schema instead of going on
+
+
 def has_finite_instance(schema, nodes: list[dict]) -> bool:
     """Least fixpoint: a schema has a finite instance if some type it allows can be written with
-    subschemas already known to have one. Recursion that every instance must take never gets known."""
+    subschemas already known to have one. Recursion that every instance must take never gets known.
+    What each node needs is worked out once (references resolved, names matched against patterns);
+    each pass only looks it up. A long chain of references takes one pass per link, so the passes
+    are bounded in time too."""
     known: set[int] = set()
-    matches = NameMatcher()
+    needs = Needs(schema)
+    deadline = time.monotonic() + FIXPOINT_SECONDS
     changed = True
     while changed:
         changed = False
+        if time.monotonic() > deadline:
+            raise PlaygroundError(f"the schema is too complex to check here (its finiteness check ran past "
+                                  f"{FIXPOINT_SECONDS:g} s): fewer references in a chain, patterns or required names")
         for node in nodes:
-            if id(node) not in known and _finite_given(node, known, schema, matches):
+            if id(node) not in known and _finite_given(node, known, needs):
                 known.add(id(node))
                 changed = True
     return _is_known(schema, known)
@@ -137,9 +147,9 @@ def _is_known(node, known: set[int]) -> bool:
     return node if isinstance(node, bool) else id(node) in known
 
 
-def _finite_given(node: dict, known: set[int], root, matches) -> bool:
+def _finite_given(node: dict, known: set[int], needs: "Needs") -> bool:
     sub = lambda s: _is_known(s, known)  # noqa: E731
-    if "$ref" in node and isinstance(node["$ref"], str) and not sub(resolve(node["$ref"], root)):
+    if "$ref" in node and isinstance(node["$ref"], str) and not sub(needs.ref(node)):
         return False
     if not all(map(sub, node.get("allOf", []))):
         return False
@@ -149,23 +159,43 @@ def _finite_given(node: dict, known: set[int], root, matches) -> bool:
         return True
     types = node.get("type", list(SCALARS | {"object", "array"}))
     types = [types] if isinstance(types, str) else types
-    return any(t in SCALARS or (t == "object" and _object_finite(node, sub, matches))
+    return any(t in SCALARS or (t == "object" and _object_finite(needs.names(node), node, sub))
                or (t == "array" and _array_finite(node, sub)) for t in types)
 
 
-def _object_finite(node: dict, sub, matches) -> bool:
-    """Every required property can be written: it is held to its `properties` entry and to every
-    `patternProperties` entry its name matches; `additionalProperties` only where neither applies.
-    A name whose patterns cannot be told in time counts as writable (never refuse for it)."""
-    props, extra = node.get("properties", {}), node.get("additionalProperties", True)
-    patterns = node.get("patternProperties", {})
-    def writable(name: str) -> bool:
-        found = [(matches(pattern, name), schema) for pattern, schema in patterns.items()]
-        if any(hit is None for hit, _ in found):
-            return True
-        held = ([props[name]] if name in props else []) + [schema for hit, schema in found if hit]
-        return all(map(sub, held)) if held else sub(extra)
-    return all(map(writable, node.get("required", [])))
+def _object_finite(names: list[tuple[list, bool]], node: dict, sub) -> bool:
+    """Every required property can be written (Needs.names says what holds each)."""
+    extra = node.get("additionalProperties", True)
+    return all(all(map(sub, held)) and (open_ or sub(extra)) for held, open_ in names)
+
+
+class Needs:
+    """What each node of one schema needs, worked out once: the node its $ref names, and for each
+    required property the subschemas that hold it (its `properties` entry and every
+    `patternProperties` entry its name matches) and whether it is open (held by one of those, or by
+    a pattern that cannot be told in time, which never refuses a name) or falls to
+    `additionalProperties`."""
+
+    def __init__(self, root):
+        self.root, self.matches = root, NameMatcher()
+        self._refs: dict[int, object] = {}
+        self._names: dict[int, list[tuple[list, bool]]] = {}
+
+    def ref(self, node: dict):
+        if id(node) not in self._refs:
+            self._refs[id(node)] = resolve(node["$ref"], self.root)
+        return self._refs[id(node)]
+
+    def names(self, node: dict) -> list[tuple[list, bool]]:
+        if id(node) not in self._names:
+            props, patterns = node.get("properties", {}), node.get("patternProperties", {})
+            plan = []
+            for name in node.get("required", []):
+                found = [(self.matches(pattern, name), schema) for pattern, schema in patterns.items()]
+                held = ([props[name]] if name in props else []) + [schema for hit, schema in found if hit]
+                plan.append((held, bool(held) or any(hit is None for hit, _ in found)))
+            self._names[id(node)] = plan
+        return self._names[id(node)]
 
 
 class NameMatcher:
