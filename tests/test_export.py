@@ -214,8 +214,9 @@ def test_format_export_is_markdown_with_runnable_curl():
 
 @pytest.mark.parametrize("schema, regex, message", [
     ('{"a":' + "[" * 50_000 + "]" * 50_000 + "}", "", "nested too deeply"),
-    (json.dumps({"description": "x" * 2**20}), "", "length of the schema"), ("", "a" * 3000, "length of the regex")])
-def test_export_refuses_deep_and_huge_constraints_by_name(schema, regex, message):
+    (json.dumps({"description": "x" * 2**20}), "", "length of the schema"), ("", "a" * 3000, "length of the regex"),
+    ('{"maximum": NaN}', "", "NaN is not a JSON number"), ('{"maximum": 1e999}', "", "too large")])
+def test_export_refuses_deep_huge_and_non_json_constraints_by_name(schema, regex, message):
     with pytest.raises(PlaygroundError, match=message):
         export_setting(settings("qwen2.5-7b", schema=schema, regex=regex))
 

@@ -150,6 +150,7 @@ def test_nan_integers_and_unencodable_links_are_clear_errors():
     for value in (float("nan"), float("inf")):
         with pytest.raises(PlaygroundError, match="k must be a whole number"):
             page_inputs.typed("k", value, int)
+    assert page_inputs.typed("seed", 10**400, int) == 10**400  # huge but whole: SpecConfig names its range
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.prompt = "a\ud800b"
     with pytest.raises(PlaygroundError, match="lone surrogate"):

@@ -119,6 +119,7 @@ BAD_SCHEMAS = {
     "divergent pattern": (json.dumps({"type": "string", "pattern": "(x+)+[[:alpha:]&&[x]]"}), "read differently"),
     "huge repetition in a pattern": (json.dumps({"type": "string", "pattern": "a{1000000}"}), "repetition count"),
     "NaN": ('{"type": "number", "maximum": NaN}', "NaN is not a JSON number"),
+    "1e999": ('{"type": "number", "maximum": 1e999}', "too large for a number"),
     "a 5,000-digit number": ('{"type": "string", "maxLength": ' + "9" * 5000 + "}", "more than 4,300 digits"),
     "a lone surrogate": ('{"const": "a\\ud800b"}', "lone surrogate"),
 }

@@ -2,6 +2,7 @@
 any compilation so a mistake is reported next to its cause."""
 import functools
 import json
+import math
 from dataclasses import dataclass
 
 import jsonschema
@@ -63,7 +64,7 @@ def parse_schema(text: str) -> Schema:
     the schema minified: pretty-printing costs the engines nothing."""
     at_most(len(text), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     try:
-        schema = json.loads(text, parse_constant=_not_json)
+        schema = json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise PlaygroundError(f"the schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except ValueError as exc:  # NaN/Infinity (not JSON), an integer of more than 4,300 digits
@@ -95,6 +96,13 @@ def parse_schema(text: str) -> Schema:
 
 def _not_json(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: valid JSON, infinite in every engine
+        raise ValueError(f"{text[:40]} is too large for a number any engine reads")
+    return value
 
 
 def check_regex(pattern: str) -> None:

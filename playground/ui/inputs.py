@@ -61,7 +61,7 @@ def typed(name: str, value, kind: type):
     if kind is str and isinstance(value, str) or kind is bool and isinstance(value, bool):
         return value
     if kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if kind is int and not math.isfinite(value):
+        if kind is int and isinstance(value, float) and not math.isfinite(value):
             raise PlaygroundError(f"{name} must be a whole number, got {value!r}")
         if kind is int and value != int(value):
             raise PlaygroundError(f"{name} must be a whole number, got {value!r}")

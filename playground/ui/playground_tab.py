@@ -5,6 +5,7 @@ import logging
 import time
 
 import gradio as gr
+import orjson
 
 from playground.config import tree_lookup, tree_shape
 from playground.errors import PlaygroundError
@@ -64,12 +65,18 @@ def chain_theory(settings: Settings) -> bool:
 
 def _pretty_json(text: str):
     """The answer for the JSON view: an object or array as parsed; any other value as its JSON text,
-    which gr.JSON parses itself (given a Python string, it would parse that again: "abc" failed)."""
+    which gr.JSON parses itself (given a Python string, it would parse that again: "abc" failed).
+    None where gr.JSON's own parser (orjson) would refuse it, which would fail the run's last update:
+    1e999, a lone surrogate, an integer past 64 bits (the text view still shows it)."""
     try:
         value = json.loads(text)
-    except ValueError:
+        if isinstance(value, (dict, list)):
+            orjson.dumps(value)  # what gr.JSON does with an object or array
+            return value
+        orjson.loads(text)  # ... and with a JSON text
+        return text.strip()
+    except (ValueError, TypeError, orjson.JSONDecodeError, orjson.JSONEncodeError):
         return None
-    return value if isinstance(value, (dict, list)) else text.strip()
 
 
 def _download(snap: live.Snapshot) -> str | None:

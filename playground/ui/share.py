@@ -91,12 +91,15 @@ def _choice(*options):
 
 
 def _tree(v: str) -> str:
-    v = v.replace(" ", "+")  # a '+' typed into a link by hand ('2,2+3') reaches the query as a space
-    try:
-        tree_fields(v)
-    except PlaygroundError as exc:
-        raise ValueError(str(exc)) from None
-    return v
+    """A tree's text as the link carries it; failing that, with spaces read as '+' (a '+' typed into
+    a link by hand, '2,2+3', reaches the query as a space; a tree typed '2, 2' keeps its space)."""
+    for text in (v, v.replace(" ", "+")):
+        try:
+            tree_fields(text)
+            return text
+        except PlaygroundError as exc:
+            reason = str(exc)
+    raise ValueError(reason)
 
 
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
