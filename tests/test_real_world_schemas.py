@@ -202,7 +202,21 @@ def test_a_regex_dot_and_hex_escape_mean_what_python_reads(tokenizer, backend):
     assert allowed(hex_escape, tokenizer, "a", "A")
 
 
-def test_xgrammar_refuses_a_nul_it_cannot_write(tokenizer):
-    spec = from_user(regex=r"a\x00b", backend="xgrammar")
-    with pytest.raises(PlaygroundError, match="cannot write a NUL"):
+@pytest.mark.parametrize("pattern", [r"\Aab\Z", r"\D+", r"[^\d]+", r"[\^ab]+", r"[\x5eab]+"])
+def test_xgrammar_refuses_what_it_reads_otherwise(tokenizer, pattern):
+    """\A and \Z are letters to xgrammar, \D/[^\d] ASCII (Python's are Unicode), [\^..] negated."""
+    spec = from_user(regex=pattern, backend="xgrammar")
+    with pytest.raises(PlaygroundError, match="xgrammar reads"):
         compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id}))
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_octal_and_nul_escapes_and_a_leading_bracket_mean_what_python_reads(tokenizer, backend):
+    eos = frozenset({tokenizer.eos_token_id})
+    nul = compile_constraint(from_user(regex=r"a\x00b", backend=backend), tokenizer, len(tokenizer), eos)
+    assert allowed(nul, tokenizer, "a", "\x00")
+    if backend == "xgrammar":  # llguidance refuses \101 as a backreference, and reads a leading ']' its own way
+        octal = compile_constraint(from_user(regex=r"a\101", backend=backend), tokenizer, len(tokenizer), eos)
+        assert allowed(octal, tokenizer, "a", "A") and not allowed(octal, tokenizer, "a", "1")
+        bracket = compile_constraint(from_user(regex="[]a]x", backend=backend), tokenizer, len(tokenizer), eos)
+        assert allowed(bracket, tokenizer, "", "]") and allowed(bracket, tokenizer, "a", "x")

@@ -60,38 +60,70 @@ class XGrammarBackend:
 def python_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words xgrammar 0.2.8 reads the
     same way: its '.' also matches a newline (Python's does not) -> [^\\n]; its \\xHH reads on past two
-    digits ('a\\x41b' became 'a' + U+041B) -> \\u00HH. A NUL it cannot write at all (\\u0000 is read as
-    nothing), so a pattern naming one is refused."""
-    out, i, in_class = [], 0, False
+    digits ('a\\x41b' became 'a' + U+041B) and it has no octal escapes -> \\u00HH; a ']' first in a
+    class -> \\]. What it reads otherwise and cannot be rewritten is refused: \\A and \\Z (literal
+    letters to it), \\D \\W \\S and \\d \\w \\s in a negated class (ASCII to it, Unicode to Python),
+    and a class opening with an escaped caret (negated by it)."""
+    out, i, start = [], 0, None  # start: where the open class's members begin, None outside a class
     while i < len(pattern):
         c = pattern[i]
         if c == "\\" and i + 1 < len(pattern):
-            escape = pattern[i:i + 4] if pattern[i + 1] == "x" else pattern[i:i + 2]
-            octal_nul = escape == "\\0" and not pattern[i + 2:i + 3].isdigit()
-            if escape == "\\x00" or octal_nul or pattern.startswith(("\\u0000", "\\U00000000"), i):
-                raise PlaygroundError("xgrammar cannot write a NUL character (\\x00) in a regex: use llguidance")
-            if pattern[i + 1] == "x" and len(escape) == 4 and all(h in "0123456789abcdefABCDEF" for h in escape[2:]):
-                out.append("\\u00" + escape[2:])
-                i += 4
-                continue
-            out.append(pattern[i:i + 2])
-            i += 2
+            escape, i = _escape(pattern, i, start is not None and pattern[start - 1] == "^", i == start)
+            out.append(escape)
             continue
-        if in_class:
-            in_class = c != "]"
+        if start is not None:
+            if c == "]" and i == start:  # a ']' first in a class is itself
+                out.append("\\]")
+            else:
+                out.append(c)
+                start = None if c == "]" else start
         elif c == "[":
-            in_class = True
-            if pattern.startswith("[^]", i) or pattern.startswith("[]", i):  # a ']' first in a class is itself
-                out.append(pattern[i:i + (3 if pattern[i + 1] == "^" else 2)])
-                i += 3 if pattern[i + 1] == "^" else 2
-                continue
-        elif c == ".":
-            out.append("[^\\n]")
-            i += 1
+            start = i + 2 if pattern.startswith("[^", i) else i + 1
+            out.append(pattern[i:start])
+            i = start
             continue
-        out.append(c)
+        else:
+            out.append("[^\\n]" if c == "." else c)
         i += 1
     return "".join(out)
+
+
+def _escape(pattern: str, i: int, negated_class: bool, first_in_class: bool) -> tuple[str, int]:
+    """The escape at pattern[i] ('\\') in xgrammar's words, and where the pattern goes on."""
+    letter = pattern[i + 1]
+    refuse = lambda why: PlaygroundError(f"xgrammar reads {pattern[i:i + 2]} {why}: use llguidance, or write it out")  # noqa: E731
+    if letter in "AZ":
+        raise refuse("as the letter itself (the whole output must match anyway: leave it out)")
+    if letter in "DWS" or (negated_class and letter in "dws"):
+        raise refuse("with ASCII classes, Python with Unicode ones (they disagree on letters like é and ٤)")
+    if first_in_class and _code(pattern, i) == "^":
+        raise PlaygroundError("xgrammar reads a class opening with an escaped caret as negated: put the ^ later")
+    hex_digits = "0123456789abcdefABCDEF"
+    if letter == "x" and len(pattern) >= i + 4 and all(h in hex_digits for h in pattern[i + 2:i + 4]):
+        return "\\u00" + pattern[i + 2:i + 4], i + 4
+    octal = _octal(pattern, i)
+    if octal:
+        return f"\\u{int(octal, 8):04x}", i + 1 + len(octal)
+    return pattern[i:i + 2], i + 2
+
+
+def _octal(pattern: str, i: int) -> str:
+    """Python's octal escape at pattern[i]: \\0 and up to two more octal digits, or three octal digits."""
+    digits = ""
+    while len(digits) < 3 and i + 1 + len(digits) < len(pattern) and pattern[i + 1 + len(digits)] in "01234567":
+        digits += pattern[i + 1 + len(digits)]
+    return digits if digits.startswith("0") or (len(digits) == 3 and digits[0] in "0123") else ""
+
+
+def _code(pattern: str, i: int) -> str:
+    """The character an escape at pattern[i] stands for where it is a literal (\\^, \\x5e, \\u005e), else ''."""
+    if pattern[i + 1] in "xu":
+        size = 2 if pattern[i + 1] == "x" else 4
+        try:
+            return chr(int(pattern[i + 2:i + 2 + size], 16))
+        except ValueError:
+            return ""
+    return pattern[i + 1]
 
 
 def _json_grammar(schema) -> tuple[str, list[str]]:
