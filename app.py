@@ -5,7 +5,7 @@ import spaces  # noqa: F401  (first: on ZeroGPU it must load before anything tou
 import logging
 import os
 
-from playground.limits import CONCURRENCY
+from playground.limits import CONCURRENCY, QUEUE_SIZE
 from playground.models.loading import load_pair
 from playground.ui.inputs import DEFAULT
 from playground.ui.page import demo
@@ -17,4 +17,4 @@ if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, move
 if __name__ == "__main__":
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
-    demo.queue(default_concurrency_limit=CONCURRENCY).launch(**launch_options())
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE).launch(**launch_options())

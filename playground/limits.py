@@ -33,11 +33,14 @@ MAX_REPEAT_COUNT = 1_000  # n and m of a {n,m} repetition in a regex or schema p
 COMPILE_SECONDS = _env_int("PLAYGROUND_COMPILE_SECONDS", 20)  # one constraint compile, in a bounded worker
 COMPILE_BYTES = _env_int("PLAYGROUND_COMPILE_MIB", 2048) * 2**20  # memory that compile may add
 CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `regex` module's timeout)
-# The web server: a request body holds at most a 1 MiB schema as typed, escaped (JSON's \uXXXX for
-# every non-ASCII character, as Python clients send it), plus the prompt; Gradio keeps each session's
-# inputs and outputs in memory, so only the newest SESSIONS_KEPT sessions are kept (not 10,000).
+# The web server: a run's body holds at most a 1 MiB schema as typed plus the prompts (4.9 MB at
+# worst when a client escapes every non-ASCII character as \uXXXX; browsers and gradio_client send
+# UTF-8). Gradio keeps each session's inputs and outputs in memory, so only the newest SESSIONS_KEPT
+# sessions are kept (not 10,000), and at most QUEUE_SIZE events wait, each holding its body: at
+# most about (SESSIONS_KEPT + QUEUE_SIZE) x MAX_REQUEST_BYTES held (1.3 GiB), usually far less.
 MAX_REQUEST_BYTES = _env_int("PLAYGROUND_MAX_REQUEST_MIB", 8) * 2**20
-SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 256)
+SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 128)
+QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)
 
 
 def at_most(value: int, limit: int, what: str, hint: str = "") -> int:

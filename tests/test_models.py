@@ -169,6 +169,18 @@ def test_a_model_past_free_cpu_memory_is_refused_before_loading(saved_pair, monk
     assert loads == [] and models.CACHE.get((str(target), "cpu", "default")) is kept  # nothing evicted for it
 
 
+def test_free_cpu_memory_is_bounded_by_the_containers_limit(tmp_path):
+    """/proc/meminfo shows the host's memory; a Space's container has its own limit (cgroup v2 or v1)."""
+    def files(limit: str, usage: str):
+        (tmp_path / "max").write_text(limit)
+        (tmp_path / "current").write_text(usage)
+        return ((str(tmp_path / "missing"), str(tmp_path / "missing")), (str(tmp_path / "max"), str(tmp_path / "current")))
+    assert models.placement.container_room(files("1000\n", "400\n")) == 600
+    assert models.placement.container_room(files("max\n", "400\n")) == 2**63  # v2: no limit
+    assert models.placement.container_room(files(str(2**63 - 4096), "400")) == 2**63  # v1: no limit
+    assert models.placement.container_room(files("1000", "4000")) == 0
+
+
 def test_remote_code_is_never_trusted(saved_pair, monkeypatch):
     target, _ = saved_pair
     models.CACHE.entries.clear()

@@ -50,11 +50,30 @@ def native_bf16() -> bool:
 
 
 def free_memory(device: torch.device) -> int:
+    """Bytes a load may still take: the GPU's free memory, or the machine's available memory bounded
+    by the container's own limit (/proc/meminfo shows the host's; a Space's container has less)."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     with open("/proc/meminfo") as f:
         info = dict(line.split(":", 1) for line in f)
-    return int(info["MemAvailable"].split()[0]) * 1024
+    available = int(info["MemAvailable"].split()[0]) * 1024
+    return min(available, container_room())
+
+
+CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),  # cgroup v2
+                ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))  # v1
+
+
+def container_room(files=CGROUP_FILES) -> int:
+    """The container's memory limit less what it uses; unbounded where there is no limit."""
+    for limit_file, usage_file in files:
+        try:
+            limit, usage = (pathlib.Path(path).read_text().strip() for path in (limit_file, usage_file))
+        except OSError:
+            continue
+        if limit.isdigit() and usage.isdigit() and int(limit) < 2**60:  # v1 writes a huge number for "none"
+            return max(0, int(limit) - int(usage))
+    return 2**63
 
 
 def fastest_decode_threads(model) -> int | None:
