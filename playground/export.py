@@ -6,11 +6,11 @@ torch, no model loading. Every flag, config key and request field emitted is lis
 commit it was read from in tests/data/engine_options.json (checked by tests/test_export.py). User
 text is quoted for its destination: shlex (shell), json.dumps (JSON), repr (Python)."""
 import json
-import math
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from playground import strict_json
 from playground.config import tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.errors import PlaygroundError
 from playground.limits import MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
@@ -74,7 +74,7 @@ def _constraint(s) -> tuple[str, Any] | None:
         return ("regex", s.regex) if regex else None
     at_most(len(schema), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     try:
-        parsed = json.loads(schema, parse_constant=_not_a_number, parse_float=_finite)
+        parsed = strict_json.loads(schema)
     except ValueError as exc:
         raise PlaygroundError(f"the schema is not valid JSON: {exc}") from None
     except RecursionError:
@@ -82,16 +82,6 @@ def _constraint(s) -> tuple[str, Any] | None:
     if not isinstance(parsed, dict):
         raise PlaygroundError("the schema must be a JSON object")
     return "json", parsed
-
-
-def _not_a_number(name: str):
-    raise ValueError(f"{name} is not a JSON number")  # json.loads reads NaN and Infinity; a request body must not carry them
-
-
-def _finite(text: str) -> float:
-    if not math.isfinite(value := float(text)):
-        raise ValueError(f"{text[:40]} is too large for a number")
-    return value
 
 
 def _depth(s) -> int:  # tokens drafted per round: the tree's depth when a tree is set, else k

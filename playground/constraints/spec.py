@@ -2,11 +2,11 @@
 any compilation so a mistake is reported next to its cause."""
 import functools
 import json
-import math
 from dataclasses import dataclass
 
 import jsonschema
 
+from playground import strict_json
 from playground.constraints import drafts
 from playground.constraints.safety import check_pattern, check_schema_safe, depth
 from playground.constraints.satisfiable import check_satisfiable
@@ -64,7 +64,7 @@ def parse_schema(text: str) -> Schema:
     the schema minified: pretty-printing costs the engines nothing."""
     at_most(len(text), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     try:
-        schema = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        schema = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlaygroundError(f"the schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except ValueError as exc:  # NaN/Infinity (not JSON), an integer of more than 4,300 digits
@@ -92,17 +92,6 @@ def parse_schema(text: str) -> Schema:
     check_schema_safe(engine)
     check_satisfiable(engine)
     return Schema(schema, draft, engine)
-
-
-def _not_json(name: str):
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e999: valid JSON, infinite in every engine
-        raise ValueError(f"{text[:40]} is too large for a number any engine reads")
-    return value
 
 
 def check_regex(pattern: str) -> None:
