@@ -169,6 +169,24 @@ def test_a_model_past_free_cpu_memory_is_refused_before_loading(saved_pair, monk
     assert loads == [] and models.CACHE.get((str(target), "cpu", "default")) is kept  # nothing evicted for it
 
 
+def test_a_packed_copy_counts_in_what_a_load_needs_and_what_evicting_frees(saved_pair, monkeypatch):
+    """A bfloat16 CPU model gets a second, packed copy of its linear weights: the memory check asks
+    room for it, and what the cache holds counts it."""
+    target, _ = saved_pair
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(models.placement, "native_bf16", lambda: True)  # packing bfloat16 is on here
+    models.CACHE.entries.clear()
+    model, *_ = models.load_model(str(target), cpu, torch.bfloat16)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    linears = sum(m.weight.numel() * m.weight.element_size() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    assert models.CACHE.held_bytes(cpu) == weights + linears
+    models.CACHE.entries.clear()
+    need = models.placement.checkpoint_bytes(target, torch.bfloat16)
+    monkeypatch.setattr(models.placement, "free_memory", lambda device: int(need * 1.15))  # the weights fit, two copies do not
+    with pytest.raises(PlaygroundError, match="needs about"):
+        models.load_model(str(target), cpu, torch.bfloat16)
+
+
 def test_free_cpu_memory_is_bounded_by_the_containers_limit(tmp_path):
     """/proc/meminfo shows the host's memory; a Space's container has its own limit (cgroup v2 or v1)."""
     def files(limit: str, usage: str):

@@ -16,7 +16,7 @@ from playground.models import placement
 from playground.models.batch_invariant import make_batch_invariant
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 from playground.models.locate import ALIASES, Progress, locate, report, sub_progress
-from playground.models.packed_linear import pack_linears
+from playground.models.packed_linear import ATTR as PACKED, MAX_PACKED_BYTES, pack_linears
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
@@ -77,9 +77,10 @@ class ModelCache:
             self._evict_oldest()
 
     def held_bytes(self, device: torch.device) -> int:
-        """Bytes of the cached models' weights on this device (what evicting them all would free)."""
-        return sum(p.numel() * p.element_size() for model, *_ in self.entries.values()
-                   for p in model.parameters() if p.device.type == device.type)
+        """Bytes of the cached models' weights on this device, packed copies included (what evicting
+        them all would free)."""
+        return sum(t.numel() * t.element_size() for model, *_ in self.entries.values()
+                   for t in _weights(model) if t.device.type == device.type)
 
     def make_room(self, need_bytes: int, device: torch.device) -> None:
         while self.entries and placement.free_memory(device) < need_bytes * 1.2:
@@ -98,6 +99,17 @@ class ModelCache:
 CACHE = ModelCache()
 
 
+def _weights(model: torch.nn.Module):
+    """Every weight tensor a model holds: its parameters and the packed copies of its linears."""
+    yield from model.parameters()
+    yield from (m.__dict__[PACKED] for m in model.modules() if m.__dict__.get(PACKED) is not None)
+
+
+def _packs(device: torch.device, dtype: torch.dtype, need_bytes: int) -> bool:
+    """Whether _from_pretrained gives this model's linears a packed second copy (see packed_linear)."""
+    return bool(placement.attention_for(device, dtype, need_bytes)) and (dtype == torch.float32 or placement.native_bf16())
+
+
 def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = None,
                progress: Progress | None = None):
     """-> (model in eval mode, tokenizer, its CPU decode thread count or None); cached across calls.
@@ -111,9 +123,10 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
         need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
-    refuse_past_free_memory(model_id, need, device, dtype, CACHE.held_bytes(device))  # before evicting anything
-    CACHE.make_room(need, device)
-    refuse_past_free_memory(model_id, need, device, dtype)
+    packed = min(need, MAX_PACKED_BYTES) if _packs(device, dtype, need) else 0  # at most: the linears' copy
+    refuse_past_free_memory(model_id, need + packed, device, dtype, CACHE.held_bytes(device))  # before evicting anything
+    CACHE.make_room(need + packed, device)
+    refuse_past_free_memory(model_id, need + packed, device, dtype)
     report(progress, 0.9, f"loading {model_id} to {device}")
     model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
     loaded = (model, tokenizer, placement.fastest_decode_threads(model))
@@ -156,7 +169,7 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
     if placement.attention_for(device, dtype, need_bytes):
-        if dtype == torch.float32 or placement.native_bf16():  # bfloat16 packed: checked exact on native bfloat16 only
+        if _packs(device, dtype, need_bytes):  # bfloat16 packed: checked exact on native bfloat16 only
             pack_linears(model)
         make_batch_invariant(model)
     if (path / VOCAB_MAP_FILE).is_file():
