@@ -3,6 +3,7 @@ loads offline and decodes losslessly; loading errors name the model and say what
 import gc
 import json
 import pathlib
+import shutil
 import weakref
 
 import pytest
@@ -185,6 +186,60 @@ def test_a_packed_copy_counts_in_what_a_load_needs_and_what_evicting_frees(saved
     monkeypatch.setattr(models.placement, "free_memory", lambda device: int(need * 1.15))  # the weights fit, two copies do not
     with pytest.raises(PlaygroundError, match="needs about"):
         models.load_model(str(target), cpu, torch.bfloat16)
+
+
+def hub_cache(root: pathlib.Path, model_id: str, files: pathlib.Path | None = None, config: dict | None = None):
+    """A Hugging Face cache holding one model's snapshot, laid out as huggingface_hub keeps it (read
+    offline: HF_HUB_OFFLINE=1 in conftest): a saved model's files, or only a config.json."""
+    repo = root / ("models--" + model_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    snapshot = repo / "snapshots" / ("0" * 40)
+    if files is not None:
+        shutil.copytree(files, snapshot)
+    else:
+        snapshot.mkdir(parents=True)
+        (snapshot / "config.json").write_text(json.dumps(config))
+    return snapshot
+
+
+QWEN25_7B = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "intermediate_size": 18944,
+             "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+             "tie_word_embeddings": False, "torch_dtype": "bfloat16"}  # Qwen2.5-7B-Instruct's sizes: 7.6B parameters
+
+
+def test_a_hub_model_too_big_for_this_host_is_refused_before_its_weights_come(tmp_path, monkeypatch):
+    """Only config.json is fetched first: the model is built on the meta device from it and sized
+    (7.6B parameters: 15.2 GB of bfloat16 to download; on a CPU without native bfloat16, 28.4 GiB of
+    float32 and a packed copy of up to 1 GiB); past the free disk, or a CPU's free memory, it is refused
+    before the weights come."""
+    import huggingface_hub
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    hub_cache(tmp_path, "acme/big", config=QWEN25_7B)
+    fetched = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: fetched.append(a))
+    monkeypatch.setattr(models.placement, "free_disk", lambda path: 10 * 2**30)
+    with pytest.raises(PlaygroundError, match=r"'acme/big' needs about 14.2 GiB of disk to download .* 10.0 GiB free"):
+        models.load_model("acme/big", torch.device("cpu"))
+    monkeypatch.setattr(models.placement, "free_disk", lambda path: 100 * 2**30)
+    monkeypatch.setattr(models.placement, "free_memory", lambda device: 16 * 2**30)  # a CPU Space's 16 GiB
+    monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "float32")
+    with pytest.raises(PlaygroundError, match=r"'acme/big' needs about 29.4 GiB of memory in float32 .* 16.0 GiB free"):
+        models.load_model("acme/big", torch.device("cpu"))
+    assert fetched == []
+
+
+def test_a_hub_model_that_fits_loads_from_the_hub_cache(saved_pair, tmp_path, monkeypatch):
+    """The same path with a model that fits: sized from its config, then loaded from the snapshot."""
+    import huggingface_hub
+    target, _ = saved_pair
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    snapshot = hub_cache(tmp_path, "acme/tiny", files=target)
+    float32 = models.placement.config_bytes(snapshot, torch.float32)
+    assert 0 < models.placement.checkpoint_bytes(snapshot, torch.float32) - float32 < 4096  # the files: and a header
+    models.CACHE.entries.clear()
+    model, *_ = models.load_model("acme/tiny", torch.device("cpu"), torch.float32)
+    assert sum(p.numel() for p in model.parameters()) * 4 == float32
 
 
 def test_free_cpu_memory_is_bounded_by_the_containers_limit(tmp_path):

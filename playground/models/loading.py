@@ -105,6 +105,11 @@ def _weights(model: torch.nn.Module):
     yield from (m.__dict__[PACKED] for m in model.modules() if m.__dict__.get(PACKED) is not None)
 
 
+def _packed_bytes(device: torch.device, dtype: torch.dtype, need_bytes: int) -> int:
+    """At most what the packed copy of a model's linears takes (none where it gets none)."""
+    return min(need_bytes, MAX_PACKED_BYTES) if _packs(device, dtype, need_bytes) else 0
+
+
 def _packs(device: torch.device, dtype: torch.dtype, need_bytes: int) -> bool:
     """Whether _from_pretrained gives this model's linears a packed second copy (see packed_linear)."""
     return bool(placement.attention_for(device, dtype, need_bytes)) and (dtype == torch.float32 or placement.native_bf16())
@@ -117,13 +122,13 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
     key = (model_id, str(device), str(dtype or "default"))
     if (hit := CACHE.get(key)) is not None:
         return hit
-    path = locate(model_id, progress)
+    path = locate(model_id, progress, lambda config_dir: refuse_before_download(model_id, config_dir, device, dtype))
     try:
         dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32))
         need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
-    packed = min(need, MAX_PACKED_BYTES) if _packs(device, dtype, need) else 0  # at most: the linears' copy
+    packed = _packed_bytes(device, dtype, need)
     refuse_past_free_memory(model_id, need + packed, device, dtype, CACHE.held_bytes(device))  # before evicting anything
     CACHE.make_room(need + packed, device)
     refuse_past_free_memory(model_id, need + packed, device, dtype)
@@ -133,6 +138,22 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
     CACHE.put(key, loaded)
     report(progress, 1.0, f"{model_id} ready")
     return loaded
+
+
+def refuse_before_download(model_id: str, config_dir: pathlib.Path, device: torch.device, dtype) -> None:
+    """A hub model sized from its config.json before its weights come: refused where they would not
+    fit on the disk, or (on a CPU) in memory (a 7B GPU preset picked on a CPU Space: 15 GB fetched
+    for nothing)."""
+    float32 = placement.config_bytes(config_dir, torch.float32)
+    if float32 is None:
+        return  # sized after the download, from the files
+    fetch = placement.stored_bytes(config_dir, float32) - sum(f.stat().st_size for f in config_dir.glob("*.safetensors"))
+    if fetch > 0 and fetch * 1.05 > (free := placement.free_disk(config_dir)):
+        raise PlaygroundError(f"'{model_id}' needs about {fetch / 2**30:.1f} GiB of disk to download and this host "
+                              f"has {free / 2**30:.1f} GiB free: pick a smaller preset (e.g. smollm2 or demo)")
+    dtype = dtype or placement.default_dtype(device, float32)
+    need = float32 * torch.finfo(dtype).bits // 32
+    refuse_past_free_memory(model_id, need + _packed_bytes(device, dtype, need), device, dtype, CACHE.held_bytes(device))
 
 
 def refuse_past_free_memory(model_id: str, need_bytes: int, device: torch.device, dtype, reclaimable: int = 0) -> None:

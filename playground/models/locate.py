@@ -14,14 +14,17 @@ ALIASES = {"demo-target": DEMO_DIR / "target", "demo-draft": DEMO_DIR / "draft",
            "smollm2-feature-draft": SMOLLM2_FEATURE_DIR}
 WEIGHT_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.tiktoken", "*.txt", "*.jinja"]
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
+Check = Callable[[pathlib.Path], None]  # given the directory holding a hub model's config.json (weights
+# not fetched yet): raises PlaygroundError to refuse the download
 
 
-def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
-    """A local directory as is; a hub id from the local cache, downloading only what loading needs."""
+def locate(model_id: str, progress: Progress | None = None, before_download: Check | None = None) -> pathlib.Path:
+    """A local directory as is; a hub id from the local cache, downloading only what loading needs
+    (its config.json first, for before_download to judge)."""
     if model_id in ALIASES:
         return ALIASES[model_id]
     if model_id in packaged.PACKAGED:
-        return _packaged(model_id, progress)
+        return _packaged(model_id, progress, before_download)
     try:
         local = pathlib.Path(model_id).expanduser()
     except RuntimeError:  # ~user with no such user
@@ -32,25 +35,27 @@ def locate(model_id: str, progress: Progress | None = None) -> pathlib.Path:
         return local
     if local.is_absolute() or model_id.startswith((".", "~")) or model_id.count("/") > 1:
         raise PlaygroundError(f"model '{model_id}' not found: no such directory")
-    return _download(model_id, progress)
+    return _download(model_id, progress, before_download)
 
 
-def _packaged(model_id: str, progress: Progress | None) -> pathlib.Path:
+def _packaged(model_id: str, progress: Progress | None, before_download: Check | None) -> pathlib.Path:
     """The converted copy of a packaged model; from the hub when its package is not installed."""
     found = packaged.local_dir(model_id, progress)
     if isinstance(found, pathlib.Path):
         return found
     try:
-        return _download(found, progress)
+        return _download(found, progress, before_download)
     except PlaygroundError as exc:
         raise PlaygroundError(f"{exc}; or install it for offline use: {packaged.PACKAGED[model_id].install}") from None
 
 
-def _download(model_id: str, progress: Progress | None) -> pathlib.Path:
-    from huggingface_hub import snapshot_download
+def _download(model_id: str, progress: Progress | None, before_download: Check | None) -> pathlib.Path:
+    from huggingface_hub import hf_hub_download, snapshot_download
     from huggingface_hub import errors as hub_errors
     report(progress, 0.0, f"fetching {model_id}")
     try:
+        if before_download is not None:
+            before_download(pathlib.Path(hf_hub_download(model_id, "config.json")).parent)
         return pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES,
                                               tqdm_class=_tqdm_reporting(progress, model_id)))
     except hub_errors.HFValidationError:
@@ -62,6 +67,8 @@ def _download(model_id: str, progress: Progress | None) -> pathlib.Path:
         raise PlaygroundError(
             f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
             f"HF_HUB_OFFLINE=1). Pre-download it where there is network: `hf download {model_id}`") from None
+    except hub_errors.RemoteEntryNotFoundError:
+        raise PlaygroundError(f"model '{model_id}' has no config.json on the Hugging Face hub: not a transformers model") from None
 
 
 def report(progress: Progress | None, fraction: float, message: str) -> None:

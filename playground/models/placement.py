@@ -4,6 +4,7 @@ thread count for its short passes."""
 import json
 import os
 import pathlib
+import shutil
 
 import torch
 
@@ -111,6 +112,29 @@ def checkpoint_bytes(path: pathlib.Path, dtype: torch.dtype) -> int:
     size = sum(f.stat().st_size for f in files)
     stored = _stored_dtype_bytes(path)
     return int(size * torch.finfo(dtype).bits / 8 / stored) if stored else size
+
+
+def config_bytes(path: pathlib.Path, dtype: torch.dtype) -> int | None:
+    """Memory the weights will take, from config.json alone (the model built on the meta device: no
+    memory, no weights), so a hub model is sized before its download; None where transformers cannot
+    build it from the config."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=False)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return sum(p.numel() for p in model.parameters()) * torch.finfo(dtype).bits // 8
+
+
+def stored_bytes(path: pathlib.Path, float32_bytes: int) -> int:
+    """Bytes the checkpoint files take on disk, from their float32 size and config.json's dtype."""
+    return float32_bytes * (_stored_dtype_bytes(path) or 4) // 4
+
+
+def free_disk(path: pathlib.Path) -> int:
+    return shutil.disk_usage(path).free
 
 
 def _stored_dtype_bytes(path: pathlib.Path) -> int:
