@@ -99,6 +99,22 @@ def test_speculative_equals_constrained_target_only(pair, tokenizer, target, bac
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_prompt_lookup_guessing_past_an_eos_keeps_the_target_alone(closing_pair, tokenizer, backend):
+    """A chat prompt holds the EOS after the user's text: a looked-up guess can be '1', EOS, 'z'. The
+    guide keeps the EOS where the constraint allows it and nothing after it (the rows after an EOS
+    allow every token: the 'z' was fed to the matcher, which refused it, and the run crashed)."""
+    lookup = tiny.make_pair(closing_pair.target, None, tokenizer)
+    constraint = constrained(lookup, "regex", "1[0-9]{0,3}", backend)
+    words = lambda text: tokenizer(text).input_ids  # noqa: E731
+    prompt = words("n = ") + words("1") + [tokenizer.eos_token_id] + words("z") + words(" n = ")
+    cfg = session.settings(k=4, max_new_tokens=8)
+    speculative = session.run(lookup, prompt, cfg, constraint=constraint)
+    alone = session.run(lookup, prompt, cfg, speculative=False, constraint=constraint)
+    assert speculative.token_ids == alone.token_ids == words("1") + [tokenizer.eos_token_id]
+    assert speculative.valid
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)
     result = session.run(pair, tokenizer(JSON_PROMPT).input_ids, session.settings(k=4, max_new_tokens=200),

@@ -92,7 +92,8 @@ class Guide:
         self.drafted.append(token)
 
     def allowed_prefix(self, tokens: list[int]) -> list[int]:
-        """Consume guessed tokens while the mask allows them; the rest are dropped."""
+        """Consume guessed tokens while the mask allows them, up to an allowed EOS (the rows after one
+        allow anything, and nothing after it can be committed); the rest are dropped."""
         kept = []
         for token in tokens:
             row = self.next_mask()
@@ -101,6 +102,8 @@ class Guide:
                 break
             self.consume_draft(token)
             kept.append(token)
+            if self.draft_stopped():
+                break
         return kept
 
     def draft_stopped(self) -> bool:
