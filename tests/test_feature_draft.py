@@ -48,6 +48,16 @@ def test_greedy_output_is_the_target_alone(pair):
         assert spec.stats["proposed"] > 0 and spec.stats["draft_passes"] > 0
 
 
+@pytest.mark.parametrize("tree", [(2,), (2, 2), (1, 2, 1)])
+def test_a_tree_drafted_from_a_one_token_prompt_is_the_target_alone(pair, tree):
+    """One token: x_0 has no feature before it, so the draft guesses uniformly, and its next depth
+    reads x_0's feature (the target's): that feature was never set, and a tree of depth 2 crashed."""
+    prompt = pair.tokenizer("x").input_ids
+    assert len(prompt) == 1
+    cfg = session.settings(tree=tree, max_new_tokens=8)
+    assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+
+
 def test_the_cache_keeps_only_pairs_made_from_the_targets_features(pair):
     """After a run, the draft's cached keys equal one fresh pass over the committed tokens with the
     target's features: every guessed feature was replaced once the target's was known."""

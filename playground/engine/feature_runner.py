@@ -52,6 +52,7 @@ class FeatureRunner(ModelRunner):
         if start == 0:  # x_0: no feature before it, nothing to compute
             ids, start, self.offset, self.exact = ids[1:], 1, 1, 1
             if len(ids) == 0:  # nothing to draft from: a uniform guess (still exact, just unlikely)
+                self.guess, self.guess_at = self._features_for(1, 1)[0][0], 0  # f_0 for a tree's next depth
                 return self._full_width(torch.zeros(1, len(self.d2t), dtype=self.model.dtype, device=self.device))
         while True:  # tokens past the target's features go one pass each, each on the previous guess
             features, known = self._features_for(start, len(ids))  # [m, H]: f_{start-1}..
