@@ -115,6 +115,29 @@ def test_prompt_lookup_guessing_past_an_eos_keeps_the_target_alone(closing_pair,
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sentencepiece_tokenizer_writes_valid_output(backend):
+    """Llama 2 / Mistral tokenizers put '▁' in front of a text tokenized alone: xgrammar's jump-forward
+    text '"name": "' became '▁"', which the grammar refuses; it was forced anyway, refused by the
+    matcher, and forced again: 60 spaces, invalid. A jump whose first token the grammar refuses is
+    not taken."""
+    tokenizer = tiny.sentencepiece_style_tokenizer()
+    assert tokenizer.tokenize('"name"')[0].startswith("▁")
+    target = tiny.tiny_model("llama", vocab=len(tokenizer), seed=3, eos_id=tokenizer.eos_token_id)
+    closing = tiny.closing_tokens(tokenizer)
+    draft = tiny.prefer_tokens(tiny.perturbed_copy(target, noise=0.3, seed=4), closing, 0.6)
+    pair = tiny.make_pair(tiny.prefer_tokens(target, closing, 0.6), draft, tokenizer)
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}, "tag": {"enum": ["alpha", "beta"]}},
+              "required": ["name", "tag"], "additionalProperties": False}
+    constraint = constrained(pair, "json", json.dumps(schema), backend)
+    prompt, cfg = tokenizer("Person: ").input_ids, session.settings(k=3, max_new_tokens=60)
+    speculative = session.run(pair, prompt, cfg, constraint=constraint)
+    alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
+    assert speculative.token_ids == alone.token_ids
+    assert speculative.finish_reason == "eos" and speculative.valid
+    assert set(json.loads(speculative.text)) == {"name", "tag"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)
     result = session.run(pair, tokenizer(JSON_PROMPT).input_ids, session.settings(k=4, max_new_tokens=200),

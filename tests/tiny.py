@@ -1,4 +1,5 @@
 """Tiny real transformers models and tokenizers built offline, for tests (random weights)."""
+import json
 import pathlib
 import sysconfig
 
@@ -27,6 +28,26 @@ def byte_bpe_tokenizer(vocab_size: int = 320) -> PreTrainedTokenizerFast:
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(stdlib_texts(), trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS)
+
+
+def sentencepiece_style_tokenizer(vocab_size: int = 400) -> PreTrainedTokenizerFast:
+    """Llama 2's and Mistral's layout: <unk>, <s>, </s>, 256 byte-fallback tokens, then BPE pieces over
+    words that start with '▁' (a text tokenized alone gets one in front)."""
+    trained = Tokenizer(models.BPE())
+    trained.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    trained.train_from_iterator(stdlib_texts(), trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False))
+    state = json.loads(trained.to_str())["model"]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2} | {f"<0x{i:02X}>": 3 + i for i in range(256)}
+    for piece in sorted(state["vocab"], key=state["vocab"].get):
+        vocab.setdefault(piece, len(vocab))
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in state["merges"]]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.add_special_tokens(["<unk>", "<s>", "</s>"])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", bos_token="<s>", unk_token="<unk>",
+                                   pad_token="</s>")
 
 
 def letters_tokenizer(n: int) -> PreTrainedTokenizerFast:

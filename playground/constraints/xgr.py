@@ -154,11 +154,19 @@ class XGrammarMatcher:
 
     def forced_tokens(self) -> list[int]:
         """The jump-forward string, tokenized, without its last token (which could merge with what
-        follows)."""
+        follows); none where the grammar refuses its first token: a text tokenized alone can start
+        otherwise than in context (a SentencePiece tokenizer writes '▁"name"' for '"name"')."""
         text = self.m.find_jump_forward_string()
         if not text:
             return []
-        return self.tokenizer(text, add_special_tokens=False).input_ids[:-1]
+        ids = self.tokenizer(text, add_special_tokens=False).input_ids[:-1]
+        return ids if ids and self._allows(ids[0]) else []
+
+    def _allows(self, token: int) -> bool:
+        if not self.m.accept_token(token):
+            return False
+        self.m.rollback(1)
+        return True
 
     def accepting(self) -> bool:
         return self.m.is_completed()
