@@ -55,21 +55,25 @@ def engine_seconds(events: list) -> float:
     return prefill + sum(e.wall_s for e in events if isinstance(e, Round))
 
 
-def first_difference(a: list[int], b: list[int]) -> int | None:
+def first_difference(a: list[int], b: list[int], stopped: bool = False) -> int | None:
     """Index of the first token where two outputs differ (the shorter one's length if one is a
-    prefix of the other), None when they are identical."""
+    prefix of the other), None when they are identical. stopped: the runs were cut short (Stop), at
+    lengths of their own, so a prefix is identical as far as both went."""
     at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
-    if at is None and len(a) != len(b):
+    if at is None and len(a) != len(b) and not stopped:
         at = min(len(a), len(b))
     return at
 
 
-def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool) -> str:
-    """What a greedy comparison showed, in words: identical, or from which token it differs."""
+def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool, stopped: bool = False) -> str:
+    """What a greedy comparison showed, in words: identical (so far, for stopped runs), or from which
+    token it differs."""
     if base_ids is None or not greedy:
         return "sampled" if base_ids is not None else ""
-    at = first_difference(spec_ids, base_ids)
-    return "identical to the target alone" if at is None else f"differs from the target alone from token {at + 1}"
+    at = first_difference(spec_ids, base_ids, stopped)
+    if at is not None:
+        return f"differs from the target alone from token {at + 1}"
+    return "identical to the target alone" + (" as far as both went (stopped)" if stopped else "")
 
 
 def _ratio(a: float, b: float) -> float:

@@ -182,6 +182,7 @@ def test_stop_ends_the_run_with_what_it_produced():
     assert final[2] == report["text"] and final[2].strip()  # the partial text can be copied
     assert f"stopped after {len(report['token_ids'])} tokens" in final[4]
     assert final[6] is not None and "speedup" in final[1]  # charts and stats so far
+    assert report["identical_to_baseline"] is True and "as far as both went (stopped)" in final[1]  # not "differs"
     assert not files.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
 
     class Hostile:

@@ -102,3 +102,6 @@ def test_identity_is_said_with_the_first_difference():
     assert identity_note([1, 2], [1, 2], greedy=True) == "identical to the target alone"
     assert identity_note([1, 2, 3], [1, 2, 4], greedy=True) == "differs from the target alone from token 3"
     assert identity_note([1, 2], [7, 8], greedy=False) == "sampled"
+    assert first_difference([1, 2], [1, 2, 3], stopped=True) is None  # Stop cut the runs at lengths of their own
+    assert identity_note([1, 2], [1, 2, 3], greedy=True, stopped=True) == "identical to the target alone as far as both went (stopped)"
+    assert identity_note([1, 2], [1, 5, 3], greedy=True, stopped=True) == "differs from the target alone from token 2"

@@ -217,8 +217,8 @@ def run_to_dict(snap: Snapshot) -> dict:
         out["speedup"] = measure.speedup if measure else None
         out["speedup_measure"] = dataclasses.asdict(measure) if measure else None
         if snap.settings.temperature == 0:
-            out["identical_to_baseline"] = snap.baseline.token_ids == snap.result.token_ids
-            out["first_difference"] = first_difference(snap.result.token_ids, snap.baseline.token_ids)
+            at = first_difference(snap.result.token_ids, snap.baseline.token_ids, snap.phase == "stopped")
+            out["identical_to_baseline"], out["first_difference"] = at is None, at  # stopped: as far as both went
     return out
 
 

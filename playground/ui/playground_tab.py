@@ -28,7 +28,8 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     result = snap.result
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
     stream = render.token_stream(snap.events, snap.eos_ids, snap.reasoning)
-    same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0) if snap.baseline else ""
+    same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0,
+                         snap.phase == "stopped") if snap.baseline else ""
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=snap.note,
                             theory=chain_theory(snap.settings))
     if not final:
