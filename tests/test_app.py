@@ -147,6 +147,7 @@ MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15}  # afte
 @pytest.mark.parametrize("change, where, message", [
     ({"prompt": "   "}, "prompt", "the prompt is empty"),
     ({"target": "evil/model"}, "model", "not one of this host's preset models"),
+    ({"target": "ngram"}, "model", "is a way of drafting, not a model that writes on its own"),
     ({"regex": "", "schema": '{"type": "string", "minLength": 5, "maxLength": 2}'}, "constraint",
      "no JSON value can satisfy this schema"),
     ({"max_new_tokens": 10**6}, "run", "max new tokens must be between"),

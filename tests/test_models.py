@@ -3,6 +3,7 @@ loads offline and decodes losslessly; loading errors name the model and say what
 import gc
 import json
 import pathlib
+import re
 import shutil
 import weakref
 
@@ -89,6 +90,16 @@ def test_demo_pair_ships_small_and_loads_offline():
         assert result.token_ids == hf_greedy(pair.target, prompt, 40, eos_id=pair.tokenizer.eos_token_id)
         accepted, proposed = accepted + result.stats["accepted"], proposed + result.stats["proposed"]
     assert accepted / proposed > 0.4
+
+
+@pytest.mark.parametrize("target", ["ngram", "ngram+demo-draft", "smollm2-feature-draft"])
+def test_a_way_of_drafting_is_refused_as_a_target_by_name(target):
+    """Prompt lookup, a cascade or a feature draft cannot write alone: said so, not 'not in the local
+    cache ... hf download ngram'. The page's target list offers only the presets' targets."""
+    from playground.ui import inputs
+    with pytest.raises(PlaygroundError, match=re.escape(f"'{target}' is a way of drafting, not a model that writes on its own")):
+        models.load_pair(target, "demo-draft", "cpu")
+    assert target not in inputs.TARGETS and target in inputs.DRAFTS + ["smollm2-feature-draft"]
 
 
 def test_models_are_cached(saved_pair):

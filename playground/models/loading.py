@@ -216,6 +216,9 @@ def _os_reason(exc: OSError) -> str:
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.dtype | None = None,
               progress: Progress | None = None) -> Pair:
     """Load (or reuse) both models; refuse a draft whose tokenizer differs from the target's."""
+    if target_id == NGRAM or target_id.startswith(CASCADE) or _feature_draft_dir(target_id) is not None:
+        raise PlaygroundError(f"'{target_id}' is a way of drafting, not a model that writes on its own: "
+                              "pick it as the draft, and a model as the target")
     dev = placement.resolve_device(device)
     cascade = draft_id.startswith(CASCADE)
     draft_model_id = draft_id[len(CASCADE):] if cascade else draft_id

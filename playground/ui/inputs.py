@@ -16,7 +16,8 @@ from playground.ui.share import Settings, from_query, share_url
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())
 log = logging.getLogger("playground.ui")
-MODELS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})
+TARGETS = sorted({p.target for p in PRESETS.values()})
+DRAFTS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})  # a preset's target may draft for a larger one
 CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
 EXAMPLE_CONSTRAINTS = {
     "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {

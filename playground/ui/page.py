@@ -9,7 +9,7 @@ from playground.ui.api import generate
 from playground.ui.experiments_tab import SWEEP_DEFAULTS, column_headers, calculator, run_comparison, run_sweep
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, request_stop
-from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, MODELS, PRESETS, apply_preset,
+from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset,
                                   check_constraint, constraint_editor, example_settings, make_share_link, preset_note,
                                   restore_from_url)
 from playground.ui.playground_tab import BUSY, IDLE, remember_run, replay_race, run
@@ -45,9 +45,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset")
                 note = gr.Markdown(preset_note(DEFAULT.preset))
                 model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
-                target = gr.Dropdown(MODELS, value=DEFAULT.target, label="Target model",
+                target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model",
                                      allow_custom_value=custom_models_allowed())
-                draft = gr.Dropdown(MODELS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
+                draft = gr.Dropdown(DRAFTS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     allow_custom_value=custom_models_allowed())
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
