@@ -65,7 +65,8 @@ class SpecConfig:
     def _check_tree(self) -> None:
         if not 1 <= len(self.tree) <= MAX_TREE_DEPTH or not all(1 <= b <= MAX_TREE_BRANCHING for b in self.tree):
             raise PlaygroundError(f"a token tree is 1 to {MAX_TREE_DEPTH} depths of 1 to {MAX_TREE_BRANCHING} "
-                                  f"children per node, e.g. 3,2,1; got {','.join(map(str, self.tree))}")
+                                  f"children per node, {MAX_TREE_NODES} nodes at most, e.g. 3,2,1; "
+                                  f"got {','.join(map(str, self.tree))}")
         if self.tree_budget:
             self._check_dynamic()
         elif tree_nodes(self.tree) > MAX_TREE_NODES:
@@ -129,8 +130,12 @@ def _tree_count(text: str, part: int, refusal: str) -> int:
 
 
 def tree_fields(text: str) -> dict:
-    """The SpecConfig fields a tree's text sets: '2,2,2/5+3' -> tree, tree_budget and tree_lookup."""
-    return {"tree": tree_shape(text), "tree_budget": tree_budget(text), "tree_lookup": tree_lookup(text)}
+    """The SpecConfig fields a tree's text sets: '2,2,2/5+3' -> tree, tree_budget and tree_lookup,
+    their sizes checked (what they need of the other settings is SpecConfig's to check)."""
+    fields = {"tree": tree_shape(text), "tree_budget": tree_budget(text), "tree_lookup": tree_lookup(text)}
+    if fields["tree"]:
+        SpecConfig(**fields)  # greedy, fixed policy, eager: only the sizes can be refused
+    return fields
 
 
 def tree_text(cfg: SpecConfig) -> str:

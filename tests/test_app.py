@@ -141,7 +141,8 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
     assert page_inputs.constraint_editor("JSON schema")["language"] == "json"
 
 
-MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15}  # after RUN_OUTPUTS: see playground_tab._messages
+MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15, "tree": 17}  # after RUN_OUTPUTS: see playground_tab._messages
+SECTIONS = {"constraint": 16, "tree": 18}  # the closed sections the messages sit in (Structured output, Advanced)
 
 
 @pytest.mark.parametrize("change, where, message", [
@@ -151,6 +152,8 @@ MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15}  # afte
     ({"regex": "", "schema": '{"type": "string", "minLength": 5, "maxLength": 2}'}, "constraint",
      "no JSON value can satisfy this schema"),
     ({"max_new_tokens": 10**6}, "run", "max new tokens must be between"),
+    ({"tree": "9,9,9,9,9,9"}, "tree", "a token tree is 1 to 8 depths of 1 to 8 children per node, 64 nodes at most"),
+    ({"tree": "1,2,1,1", "policy": "confidence"}, "tree", "a token tree runs with the fixed draft policy"),
 ])
 def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(caplog, change, where, message):
     with caplog.at_level("INFO", logger="playground"):
@@ -161,7 +164,8 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
     assert html.escape(message) in final[MESSAGE_SLOTS[where]] and f'id="{where}-error"' in final[MESSAGE_SLOTS[where]]
     for slot, i in MESSAGE_SLOTS.items():  # the other messages are cleared (the constraint's own check stays)
         assert slot == where or final[i] == ("" if slot != "constraint" else gr.skip())
-    assert (final[16] == gr.update(open=True)) == (where == "constraint")  # its section opens to show it
+    for slot, i in SECTIONS.items():  # its section opens to show it
+        assert (final[i] == gr.update(open=True)) == (where == slot)
     lines = [r.getMessage() for r in caplog.records]  # the server log: one line, no traceback
     assert len(lines) == 1 and lines[0].startswith("run refused (") and message in lines[0]
     assert not any(r.exc_info for r in caplog.records)
@@ -242,6 +246,9 @@ def test_a_share_link_carries_the_tree():
     assert got.tree == "1,2,1,1" and not notices
     _, notices = from_query({"preset": "demo", "tree": "9,<b>"}, False)
     assert notices and "tree" in notices[0]
+    for big in ("9,9,9,9,9,9", "8,8,8", "2,2/80"):  # sizes the page would refuse at Run: said when the link opens
+        got, notices = from_query({"preset": "demo", "tree": big}, False)
+        assert got.tree == "" and len(notices) == 1 and "tree" in notices[0]
     typed, notices = from_query(dict(urllib.parse.parse_qsl("preset=demo&tree=2,2+3")), False)  # '+' typed, not %2B
     assert typed.tree == "2,2+3" and not notices
     spaced, notices = from_query(dict(urllib.parse.parse_qsl("preset=demo&tree=2%2C+2")), False)  # typed '2, 2'

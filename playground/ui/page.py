@@ -59,7 +59,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 max_new_tokens = gr.Slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
                                            elem_id="max-tokens")
                 compare = gr.Checkbox(value=True, label="Compare with the target alone")
-                with gr.Accordion("Advanced", open=False):
+                with gr.Accordion("Advanced", open=False) as advanced:
                     top_p = gr.Slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.05, label="Top-p")
                     top_k = gr.Slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
@@ -75,6 +75,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                                       info="The draft proposes a tree and the target verifies every branch in one pass "
                                            "(draft models only, eager passes; with a constraint each node is masked by its own path; k is then unused). "
                                            "'+N' grafts up to N tokens found by prompt lookup on each tree (greedy).")
+                    tree_msg = gr.HTML()
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
                 prompt_msg = gr.HTML()
@@ -176,7 +177,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     measured = gr.State(None)
     RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
                    download, measured]
-    MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc]  # see _messages
+    MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc, tree_msg, advanced]  # see _messages
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
 
     preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private")

@@ -142,22 +142,24 @@ def replay_race(lanes: list | None):
 
 
 def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> list:
-    """-> values for MESSAGES: the error next to the input it is about (a constraint's opens its
-    section) and the other messages cleared; with no error, the constraint's own check again."""
-    values = ["", "", "", gr.skip(), gr.skip()]  # model, prompt, run, constraint check, constraint section
+    """-> values for MESSAGES: the error next to the input it is about (a constraint's or a tree's
+    opens its section) and the other messages cleared; with no error, the constraint's own check again."""
+    values = ["", "", "", gr.skip(), gr.skip(), "", gr.skip()]  # model, prompt, run, constraint check and
+    # section, tree and the Advanced section
     if exc is not None:
         where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
         values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
-        if where == "constraint":
-            values[4] = gr.update(open=True)
+        if where in SECTIONS:
+            values[SECTIONS[where]] = gr.update(open=True)
     elif settings is not None:
         kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
         values[3] = check_constraint(kind, settings.schema.strip() or settings.regex)
     return values
 
 
-SKIP_MESSAGES = [gr.skip()] * 5
-MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3}  # indices in _messages' values
+SKIP_MESSAGES = [gr.skip()] * 7
+MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3, "tree": 5}  # indices in _messages' values
+SECTIONS = {"constraint": 4, "tree": 6}  # the closed section each message sits in
 BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
 IDLE = gr.update(interactive=True), gr.update(interactive=False)
 
