@@ -128,6 +128,8 @@ def test_api_share_link_round_trip(client):
     params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))
     restored, notices = from_query(params, allow_custom=False)
     assert restored == sent and notices == []
+    default = client.predict(api_name="/share_link")  # every input optional: the page's first values
+    assert urllib.parse.urlparse(default).query == f"preset={page_inputs.DEFAULT.preset}"
 
 
 def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_not_json():

@@ -8,12 +8,23 @@ from playground.ui.share import Settings
 
 
 @on_gpu()
-def generate(prompt: str, preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
+def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
              max_new_tokens: int = 0, seed: int = 0, schema: str = "", regex: str = "",
              compare: bool = False) -> dict:  # a generator of dicts
     """Stream a run of a preset (the page's default one unless named) as JSON snapshots: tokens with
-    kinds and probabilities, stats, validity. k, temperature and max_new_tokens fall back to the
-    preset's values when left at 0 / -1 / 0."""
+    kinds and probabilities, stats, validity.
+
+    Args:
+        prompt: the text to continue; empty: the preset's own prompt
+        preset: a preset's name (see presets/)
+        k: draft tokens per round; 0: the preset's
+        temperature: 0 greedy, up to 2; -1: the preset's
+        max_new_tokens: 0: the preset's
+        seed: the sampling seed (a seeded sampled run repeats exactly)
+        schema: a JSON Schema every output must satisfy; empty: the preset's (none when a regex is given)
+        regex: a regular expression the whole output must match
+        compare: also run the target alone, interleaved, and measure the speedup
+    """
     try:
         prompt, preset, schema, regex = (typed(name, value, str) for name, value in
                                          zip(("prompt", "preset", "schema", "regex"), (prompt, preset, schema, regex)))

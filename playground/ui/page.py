@@ -64,7 +64,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     top_k = gr.Slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
                     chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
-                    system = gr.Textbox(label="System prompt", lines=2)
+                    system = gr.Textbox(value=DEFAULT.system, label="System prompt", lines=2)
                     backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
                     compile_passes = gr.Checkbox(
                         value=False, label="Compiled passes (static KV cache, torch.compile)",
@@ -82,7 +82,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 with gr.Accordion("Structured output (JSON Schema or regex)",
                                   open=bool(DEFAULT.schema or DEFAULT.regex)) as constraint_acc:
                     kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
-                    constraint = gr.Code(language="json", lines=6, label="Schema or pattern", interactive=True)
+                    constraint = gr.Code(value="", language="json", lines=6, label="Schema or pattern", interactive=True)
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt")
                     think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
@@ -148,7 +148,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         with gr.Row():
             axis = gr.Radio(["k", "temperature"], value="k", label="Sweep")
             sweep_values = gr.Textbox(value=SWEEP_DEFAULTS["k"], label="Values")
-        sweep_prompts = gr.Textbox(lines=4, label="Prompts (empty: the prompt of the Playground tab)")
+        sweep_prompts = gr.Textbox(value="", lines=4, label="Prompts (empty: the prompt of the Playground tab)")
         sweep_btn = gr.Button("Run sweep", variant="primary")
         sweep_status = gr.HTML()
         sweep_table = gr.Dataframe(headers=column_headers(experiments.COLUMNS), label="Results", interactive=False, wrap=True,
