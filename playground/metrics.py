@@ -7,6 +7,8 @@ def summarize(events: list, wall_s: float) -> dict:
     prefill = next((e for e in events if isinstance(e, Prefill)), None)
     rounds = [e for e in events if isinstance(e, Round)]
     generated = sum(len(r.committed) for r in rounds)
+    forced = sum(t.kind == FORCED for r in rounds for t in r.tokens)
+    verified = [r for r in rounds if r.target_passes]  # rounds of drafting and verifying (not only forced tokens)
     proposed = sum(r.proposed for r in rounds)
     accepted = sum(r.accepted for r in rounds)
     rejections = sum(r.accepted < r.proposed for r in rounds)
@@ -22,9 +24,9 @@ def summarize(events: list, wall_s: float) -> dict:
         "token_acceptance": _ratio(accepted, accepted + rejections),
         "mean_accepted_per_round": _ratio(accepted, len(rounds)),
         "tokens_per_target_pass": _ratio(generated, target_passes),
-        "tokens_per_round": _ratio(generated, len(rounds)),
+        "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
         "generated_tokens": generated,
-        "forced": sum(t.kind == FORCED for r in rounds for t in r.tokens),
+        "forced": forced,
         "wall_s": wall_s,
         "tokens_per_s": _ratio(generated, wall_s),
         "draft_s": sum(r.draft_s for r in rounds) + (prefill.draft_s if prefill else 0.0),

@@ -144,6 +144,11 @@ def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
                          constraint=constraint)
     forced = [t for r in result.rounds for t in r.tokens if t.kind == FORCED]
     assert result.stats["forced"] == len(forced) > 0
+    verified = [r for r in result.rounds if r.target_passes]  # the theory's tokens per round: verification's own
+    assert result.stats["tokens_per_round"] == (result.stats["generated_tokens"] - len(forced)) / len(verified)
+    from playground.ui import render
+    card = render.metrics(result.stats, 4)
+    assert f"{len(forced)} tokens forced by the constraint" in card and "(forced tokens not counted)" in card
     assert '"debug": ' in "".join(t.text for t in forced) or '"debug"' in "".join(t.text for t in forced)
 
 

@@ -119,14 +119,15 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     cards = [
         ("acceptance rate", f"{stats['acceptance_rate']:.2f}", "accepted / proposed draft tokens"),
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}", f"of k = {k}" if isinstance(k, int) else f"of {k}"),
-        ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} passes, prompt pass included"),
+        ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} passes, prompt pass included"
+         + (f"; {stats['forced']} tokens forced by the constraint, written without one" if stats["forced"] else "")),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} tokens in {stats['wall_s']:.2f} s"),
     ]
     if theory:
         cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
                          f"tokens per round, (1 - α^(k+1)) / (1 - α) at per-token acceptance α = {alpha:.2f}, "
                          f"if each guess were kept independently with that probability; measured "
-                         f"{stats['tokens_per_round']:.2f}"))
+                         f"{stats['tokens_per_round']:.2f}" + (" (forced tokens not counted)" if stats["forced"] else "")))
     if speedup is not None:
         cards.append(_speedup_card(speedup, same))
     body = "".join(f'<div class="metric"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
