@@ -63,13 +63,13 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
     inputs = page_inputs.inputs_from_settings(settings)
-    status, table, _, csv_path = list(experiments_tab.run_sweep(QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
+    status, table, _, csv_path = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
     assert [row[0] for row in table] == [1, 3] and all(row[-2] == 2 for row in table)  # 2 prompts each
     assert open(csv_path).read().startswith("k,temperature") and "done: 2 values of k, 2 prompts each" in status
-    refused = list(experiments_tab.run_sweep(QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
+    refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
     assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
     settings.draft = "ngram"
-    refused = list(experiments_tab.run_comparison(QUIET, ["draft model"], "def f():", *page_inputs.inputs_from_settings(settings)))
+    refused = list(experiments_tab.run_comparison(None, QUIET, ["draft model"], "def f():", *page_inputs.inputs_from_settings(settings)))
     assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 2
 
 
@@ -217,10 +217,29 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
 
 
+def test_stop_ends_an_experiment_after_the_point_being_measured_with_the_rows_so_far():
+    class Request:
+        session_hash = "experiment-stop-test"
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens = 8
+    inputs = page_inputs.inputs_from_settings(settings)
+    for experiment, args, total, what in ((experiments_tab.run_sweep, ("k", "1,2,3", "def f(x):"), 3, "values of k"),
+                                         (experiments_tab.run_comparison, (["draft model", "prompt lookup"], "def f(x):"), 2,
+                                          "ways of drafting")):
+        outputs = []
+        for out in experiment(Request(), QUIET, *args, *inputs):
+            outputs.append(out)
+            if len(outputs) == 1:  # "measuring the first ...": Stop pressed
+                files.request_stop(Request())
+        status, table = outputs[-1][:2]
+        assert f"stopped: 1 of {total} {what}" in status and isinstance(table, list) and len(table) == 1  # the point measured stays
+        assert not files.stop_flag(Request()).exists()  # the next experiment or run is not stopped by it
+
+
 def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 16
-    status, table, _ = list(experiments_tab.run_comparison(QUIET, ["draft model", "prompt lookup"], "def f(x):",
+    status, table, _ = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"], "def f(x):",
                                                *page_inputs.inputs_from_settings(settings)))[-1]
     columns = {c: i for i, c in enumerate(experiments.COMPARE_COLUMNS)}
     assert "done: 2 ways of drafting, 1 prompt each" in status and [r[0] for r in table] == ["draft model", "prompt lookup"]

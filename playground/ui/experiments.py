@@ -46,7 +46,8 @@ def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
 def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: list,
           constraint=None) -> Iterator[list[dict]]:
     """Yield the table so far after each value; every row aggregates all prompts, its speedup
-    measured by playground.measure.speedup (the target alone interleaved beside every prompt)."""
+    measured by playground.measure.speedup (the target alone interleaved beside every prompt). The
+    caller may stop asking between values."""
     rows = []
     for i, value in enumerate(values):
         run_cfg = _with(cfg, axis, value)

@@ -9,7 +9,7 @@ from playground.limits import MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
 from playground.ui import experiments, live, plots, render
-from playground.ui.files import write_download
+from playground.ui.files import stop_flag, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import settings_from_inputs, typed
 from playground.ui.pacing import paced
@@ -20,8 +20,10 @@ log = logging.getLogger("playground.ui")
 
 
 @on_gpu(runs=3)
-def run_sweep(progress=gr.Progress(), *inputs):
-    """inputs: the sweep's axis, values and prompts, then the Playground's settings."""
+def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
+    """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop ends it
+    after the value being measured, with the rows so far."""
+    stopping = StopRequest(request)
     try:
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
@@ -41,18 +43,35 @@ def run_sweep(progress=gr.Progress(), *inputs):
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
             for done in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
                 yield done
-                if stop.is_set():
+                if stop.is_set() or stopping():
                     return
         for rows in paced(sweep, live.PAGE_UPDATE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
                       if len(rows) < len(values_list) else "finishing")
+            status += ": stopping once it is measured" if stopping() and len(rows) < len(values_list) else ""
             yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 3)
         return
+    finally:
+        stopping.clear()
     csv_path = write_download(lambda f: f.write(experiments.to_csv(rows)), f"sweep-{axis}-", ".csv")
-    done = f"done: {len(rows)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    done = f"{_done_or_stopped(rows, values_list)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
+
+
+class StopRequest:
+    """Whether this browser session asked its experiment to stop (the Stop button's flag file)."""
+
+    def __init__(self, request: gr.Request | None):
+        self.flag = stop_flag(request)
+
+    def __call__(self) -> bool:
+        return self.flag is not None and self.flag.exists()
+
+    def clear(self) -> None:
+        if self.flag is not None:
+            self.flag.unlink(missing_ok=True)
 
 
 def experiment_error(exc: Exception, outputs: int) -> list:
@@ -80,9 +99,10 @@ def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
 
 
 @on_gpu(runs=3)
-def run_comparison(progress=gr.Progress(), *inputs):
+def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
-    prompts, then the Playground's settings."""
+    prompts, then the Playground's settings. Stop ends it after the way being measured."""
+    stopping = StopRequest(request)
     try:
         variants, prompts_text, *values = inputs
         settings = settings_from_inputs(*values)
@@ -100,15 +120,30 @@ def run_comparison(progress=gr.Progress(), *inputs):
             for done in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                    lambda f, msg: progress(f, desc=msg)):
                 yield done
-                if stop.is_set():
+                if stop.is_set() or stopping():
                     return
+        rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S):
-            status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants)
-                      else f"done: {len(rows)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each")
-            yield render.progress_note(status, final=len(rows) == len(variants)), \
+            status = f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants) else ""
+            status += ": stopping once it is measured" if status and stopping() else ""
+            yield render.progress_note(status or _compared(rows, variants, prompts), final=not status), \
                 _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)
+        if len(rows) < len(variants):  # stopped
+            yield (render.progress_note(_compared(rows, variants, prompts), final=True),
+                   _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows))
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 2)
+    finally:
+        stopping.clear()
+
+
+def _compared(rows: list, variants: list, prompts: list) -> str:
+    return f"{_done_or_stopped(rows, variants)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+
+
+def _done_or_stopped(rows: list, asked: list) -> str:
+    """'done: 3' when every point was measured, 'stopped: 1 of 3' when Stop ended it sooner."""
+    return f"done: {len(rows)}" if len(rows) == len(asked) else f"stopped: {len(rows)} of {len(asked)}"
 
 
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):

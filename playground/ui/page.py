@@ -149,7 +149,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             axis = gr.Radio(["k", "temperature"], value="k", label="Sweep")
             sweep_values = gr.Textbox(value=SWEEP_DEFAULTS["k"], label="Values")
         sweep_prompts = gr.Textbox(value="", lines=4, label="Prompts (empty: the prompt of the Playground tab)")
-        sweep_btn = gr.Button("Run sweep", variant="primary")
+        with gr.Row():
+            sweep_btn = gr.Button("Run sweep", variant="primary", scale=3)
+            sweep_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="sweep-stop")
         sweep_status = gr.HTML()
         sweep_table = gr.Dataframe(headers=column_headers(experiments.COLUMNS), label="Results", interactive=False, wrap=True,
                                    elem_id="sweep-table")
@@ -158,7 +160,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
                     "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
         variants = gr.CheckboxGroup(list(experiments.VARIANTS), value=list(experiments.VARIANTS), label="Drafts")
-        compare_btn = gr.Button("Compare drafts", variant="primary")
+        with gr.Row():
+            compare_btn = gr.Button("Compare drafts", variant="primary", scale=3)
+            compare_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="compare-stop")
         compare_status = gr.HTML()
         compare_table = gr.Dataframe(headers=column_headers(experiments.COMPARE_COLUMNS), label="Results", interactive=False, wrap=True,
                                      elem_id="compare-table")
@@ -203,12 +207,15 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     example_constraint.input(lambda name: EXAMPLE_CONSTRAINTS[name] if name else (gr.skip(), gr.skip()),
                              example_constraint, [kind, constraint], api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
-    sweep_btn.click(run_sweep, [axis, sweep_values, sweep_prompts] + SETTINGS,
-                    [sweep_status, sweep_table, sweep_plot, sweep_csv], api_name="sweep",
-                    concurrency_limit=CONCURRENCY, concurrency_id="device", show_progress_on=[sweep_status])
-    compare_btn.click(run_comparison, [variants, sweep_prompts] + SETTINGS, [compare_status, compare_table, compare_plot],
-                      api_name="compare_drafts", concurrency_limit=CONCURRENCY, concurrency_id="device",
-                      show_progress_on=[compare_status])
+    for button, stop, experiment, inputs, outputs, name in (
+            (sweep_btn, sweep_stop, run_sweep, [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
+            (compare_btn, compare_stop, run_comparison, [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
+             "compare_drafts")):
+        (button.click(lambda: BUSY, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
+         .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY, concurrency_id="device",
+               show_progress_on=[outputs[0]])
+         .then(lambda: IDLE, None, [button, stop], queue=False, api_visibility="private"))
+        stop.click(request_stop, None, None, queue=False, api_visibility="private")
     for slider in (calc_a, calc_k, calc_c):
         slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
     history.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
