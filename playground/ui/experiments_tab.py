@@ -94,6 +94,15 @@ def column_headers(columns: list[str]) -> list[str]:
     return [c.replace("_", " ") for c in columns]
 
 
+WIDE = {"note": "360px", "variant": "190px", "draft": "190px", "measurements": "128px", "k": "60px"}  # the rest: 112px
+
+
+def column_widths(columns: list[str]) -> list[str]:
+    """Fixed widths: Gradio sizes columns from their cells, so an empty column (a speedup it cannot
+    tell) was squeezed to a letter a line and a long note ran past the table's edge."""
+    return [WIDE.get(c, "112px") for c in columns]
+
+
 def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
     return [[round(r[c], 3) if isinstance(r[c], float) else r[c] for c in columns] for r in rows]
 

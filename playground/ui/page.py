@@ -6,7 +6,7 @@ from playground.limits import CONCURRENCY
 from playground.models.loading import custom_models_allowed
 from playground.ui import experiments, render, race
 from playground.ui.api import generate
-from playground.ui.experiments_tab import SWEEP_DEFAULTS, column_headers, calculator, run_comparison, run_sweep
+from playground.ui.experiments_tab import SWEEP_DEFAULTS, calculator, column_headers, column_widths, run_comparison, run_sweep
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, request_stop
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset,
@@ -154,7 +154,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             sweep_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="sweep-stop")
         sweep_status = gr.HTML()
         sweep_table = gr.Dataframe(headers=column_headers(experiments.COLUMNS), label="Results", interactive=False, wrap=True,
-                                   elem_id="sweep-table")
+                                   column_widths=column_widths(experiments.COLUMNS), elem_id="sweep-table")
         sweep_plot = gr.Plot()
         sweep_csv = gr.DownloadButton("Download CSV", value=None)
         gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
@@ -165,7 +165,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             compare_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="compare-stop")
         compare_status = gr.HTML()
         compare_table = gr.Dataframe(headers=column_headers(experiments.COMPARE_COLUMNS), label="Results", interactive=False, wrap=True,
-                                     elem_id="compare-table")
+                                     column_widths=column_widths(experiments.COMPARE_COLUMNS), elem_id="compare-table")
         compare_plot = gr.Plot()
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
