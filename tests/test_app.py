@@ -217,6 +217,16 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
 
 
+def test_the_calculator_draws_the_runs_that_told_their_speedup_and_counts_the_rest():
+    history = []
+    for measured in ({"k": 3, "alpha": 0.6, "speedup": 1.4}, {"k": 4, "alpha": 0.5, "speedup": None}, None):
+        history = playground_tab.remember_run(measured, history)  # None: a run without the comparison
+    assert len(history) == 2
+    text, figure = experiments_tab.calculator(0.7, 4, 0.1, history)
+    assert "1 of your compared runs could not tell its speedup here (too noisy) and is not drawn" in text
+    assert [list(t.y) for t in figure.data if t.name == "measured runs"] == [[1.4]]
+
+
 def test_stop_ends_an_experiment_after_the_point_being_measured_with_the_rows_so_far():
     class Request:
         session_hash = "experiment-stop-test"

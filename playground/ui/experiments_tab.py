@@ -161,4 +161,8 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
     best = max(range(1, RANGES["k"][1] + 1), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))
     text = (f"**{per_round:.2f}** tokens per target pass, expected speedup **{speed:.2f}x** "
             f"(best k for these numbers: {best})")
-    return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
+    told = [m for m in history or [] if m.get("speedup")]
+    if untold := len(history or []) - len(told):
+        their, are = ("their", "are") if untold > 1 else ("its", "is")
+        text += f". {untold} of your compared runs could not tell {their} speedup here (too noisy) and {are} not drawn"
+    return text, plots.speedup_curve(acceptance, int(k), cost_ratio, told)

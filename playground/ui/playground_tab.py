@@ -118,9 +118,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     finally:
         if flag is not None:
             flag.unlink(missing_ok=True)
-    measure = live.speedup(snap)
-    trusted = measure.speedup if measure else None
-    measured = {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": trusted}
+    measure = live.speedup(snap)  # None: no comparison
+    measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup}
     yield (_view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
            + [tree_view(snap.events)])
 
@@ -165,7 +164,11 @@ IDLE = gr.update(interactive=True), gr.update(interactive=False)
 
 
 def remember_run(measured: dict | None, history: list) -> list:
-    """Keep this browser session's measured runs for the speedup calculator."""
-    if measured and measured.get("speedup"):
-        return (history or []) + [measured]
+    """Keep this browser session's compared runs for the speedup calculator (speedup None: the
+    comparison could not tell it; counted, not drawn)."""
+    if measured and "speedup" in measured:
+        return ((history or []) + [measured])[-MAX_REMEMBERED:]
     return history or []
+
+
+MAX_REMEMBERED = 200  # runs a session's calculator keeps
