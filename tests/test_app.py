@@ -141,6 +141,7 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
     assert page_inputs.restore_from_url(Request())[-2] == gr.update(open=True)
     assert page_inputs.constraint_editor("regex")["language"] is None
     assert page_inputs.constraint_editor("JSON schema")["language"] == "json"
+    assert [page_inputs.constraint_editor(kind)["visible"] for kind in ("none", "regex", "JSON schema")] == [False, True, True]
 
 
 MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15, "tree": 17}  # after RUN_OUTPUTS: see playground_tab._messages

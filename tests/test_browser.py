@@ -127,6 +127,12 @@ def test_a_link_carrying_script_runs_none(page, app_url):
     # the link carries a schema, so the Structured output section opens by itself
     expect(page.locator("#constraint-error")).to_be_visible(timeout=30_000)
     expect(page.locator("#constraint-error")).to_contain_text("<img src=x onerror=alert(1)>")
+    editor = page.locator("#constraint-editor")
+    expect(editor).to_be_visible()
+    page.get_by_role("radio", name="none").check()  # no constraint: no editor; its text waits for a kind again
+    expect(editor).to_be_hidden(timeout=10_000)
+    page.get_by_role("radio", name="JSON schema").check()
+    expect(editor).to_be_visible(timeout=10_000)
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ARTIFACTS / "browser-xss-link.png"), full_page=True)
     assert dialogs == [] and page.locator("#constraint-error img").count() == 0

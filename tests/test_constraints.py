@@ -229,7 +229,7 @@ def masked_joint(model, constraint, prompt, eos_id):
 
 BAD_CONSTRAINTS = {
     "malformed schema": (["--schema", '{"type": "object",'], "not valid JSON"),
-    "invalid regex": (["--regex", "([0-9]"], "invalid regex"),
+    "invalid regex": (["--regex", "([0-9]"], "the regex is not a valid regular expression"),
     "regex the backend refuses": (["--regex", "a(?=b)"], "look-around"),
     "unsatisfiable": (["--schema", '{"type": "string", "minLength": 5, "maxLength": 2}'],
                       "no JSON value can satisfy this schema: minLength (5) is greater than maxLength (2)"),

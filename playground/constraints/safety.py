@@ -246,4 +246,4 @@ def check_pattern(pattern: str, what: str = "the regex") -> None:
                                   "which the constraint engine and Python read differently: write the class "
                                   "out (e.g. [a-zA-Z] instead of [[:alpha:]])") from None
         except (re.error, RecursionError, OverflowError) as exc:
-            raise PlaygroundError(f"invalid regex ({what}): {exc}") from None
+            raise PlaygroundError(f"{what} is not a valid regular expression: {exc}") from None

@@ -99,8 +99,9 @@ def constraint_section(settings: Settings):
 
 
 def constraint_editor(kind: str):
-    """JSON highlighting for a schema only (a regex is not JSON)."""
-    return gr.update(language="json" if kind == "JSON schema" else None)
+    """JSON highlighting for a schema only (a regex is not JSON); no editor for no constraint (its
+    text stays, for when a kind is picked again)."""
+    return gr.update(language="json" if kind == "JSON schema" else None, visible=kind != "none")
 
 
 def example_settings(name: str, prompt: str):

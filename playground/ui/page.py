@@ -82,7 +82,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 with gr.Accordion("Structured output (JSON Schema or regex)",
                                   open=bool(DEFAULT.schema or DEFAULT.regex)) as constraint_acc:
                     kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
-                    constraint = gr.Code(value="", language="json", lines=6, label="Schema or pattern", interactive=True)
+                    constraint = gr.Code(value="", language="json", lines=6, label="Schema or pattern", interactive=True,
+                                         elem_id="constraint-editor", visible=bool(DEFAULT.schema or DEFAULT.regex))
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt")
                     think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
