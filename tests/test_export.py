@@ -279,3 +279,10 @@ def test_the_page_says_why_a_setting_cannot_be_exported():
     assert 'id="export-error"' in notes and "not valid JSON" in notes and boxes == ["", "", ""]
     notes = export_view(*inputs_from_settings(settings("qwen2.5-7b", prompt="<script>x</script>")))[0]
     assert "<script>" not in notes
+
+
+def test_a_note_every_engine_shares_is_said_once():
+    from playground.ui.export_tab import export_view
+    from playground.ui.inputs import inputs_from_settings
+    notes = export_view(*inputs_from_settings(settings("demo")))[0]
+    assert notes.count("toy pair") == 1 and "<b>Every engine</b>" in notes

@@ -22,9 +22,12 @@ def export_view(*values) -> list[str]:
 
 
 def notes_html(notes: dict) -> str:
-    """Each engine's list of what it cannot express, or one line saying everything carries over."""
-    parts = [f"<p><b>{TITLES[engine]}</b>: not carried over, or different:</p><ul>"
+    """What the engines cannot express: what none can once, then each engine's own; or one line
+    saying everything carries over."""
+    shared = [n for n in next(iter(notes.values()), []) if all(n in items for items in notes.values())]
+    lists = {"Every engine": shared} | {TITLES[e]: [n for n in items if n not in shared] for e, items in notes.items()}
+    parts = [f"<p><b>{title}</b>: not carried over, or different:</p><ul>"
              + "".join(f"<li>{html.escape(n)}</li>" for n in items) + "</ul>"
-             for engine, items in notes.items() if items]
+             for title, items in lists.items() if items]
     body = "".join(parts) or "<p>Every setting here carries over to each engine.</p>"
     return f'<div id="export-notes">{body}</div>'
