@@ -172,7 +172,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                     "(k c + 1)`. Your measured runs (their estimated α) appear as red crosses.")
         with gr.Row():
-            calc_a = gr.Slider(0, 0.99, value=0.7, step=0.01, label="per-token acceptance α")
+            calc_a = gr.Slider(0, 0.99, value=0.7, step=0.01, label="per-token acceptance α",
+                               info="a run's theory card shows its α (not its acceptance rate, which counts the "
+                                    "drafts after a rejection too)")
             calc_k = gr.Slider(*RANGES["k"], value=4, step=1, label="k")
             calc_c = gr.Slider(0.01, 1, value=0.1, step=0.01, label="cost ratio c")
         calc_text = gr.Markdown()
