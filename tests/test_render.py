@@ -29,3 +29,18 @@ def test_the_verdict_carries_what_the_engine_did_not_enforce():
     html_text = render.validity_badge(True, None, ["not enforced while writing (checked after the run): <uniqueItems>"])
     assert 'id="valid-badge">valid<' in html_text and 'class="constraint-note"' in html_text
     assert "&lt;uniqueItems&gt;" in html_text and "<uniqueItems>" not in html_text
+
+
+def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
+    """Under noise every point can be 'cannot tell': the charts then drew nothing for them (one bar,
+    the only sure one, stood out); they draw the estimate faintly with the range it varied over."""
+    from playground.ui import plots
+    told = {"variant": "prompt lookup", "k": 1, "speedup": 0.9, "speedup_low": 0.85, "speedup_high": 0.96,
+            "speedup_estimate": 0.9, "acceptance_rate": 0.2, "tokens_per_target_pass": 1.2}
+    untold = told | {"variant": "draft model", "k": 2, "speedup": None, "speedup_low": 0.78, "speedup_high": 1.35,
+                     "speedup_estimate": 1.1}
+    for figure in (plots.draft_comparison([told, untold]), plots.sweep_chart([told, untold], "k")):
+        faint = [t for t in figure.data if t.name == plots.UNTOLD]
+        assert len(faint) == 1 and list(faint[0].y) == [1.1]
+        assert list(faint[0].error_y.array) == [1.35 - 1.1] and list(faint[0].error_y.arrayminus) == [1.1 - 0.78]
+    assert not [t for t in plots.draft_comparison([told]).data if t.name == plots.UNTOLD]

@@ -99,7 +99,12 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
                              line=dict(dash="dot")), secondary_y=True)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
                              name="tokens per pass", line=dict(dash="dash")), secondary_y=False)
-    told = [r for r in rows if r["speedup"] is not None]  # a speedup that could not be told is a gap
+    untold = _untold(rows)
+    if untold:  # a speedup that could not be told: its range, faint, not a point of the line
+        fig.add_trace(go.Scatter(x=[r[x] for r in untold], y=[r["speedup_estimate"] for r in untold], mode="markers",
+                                 name=UNTOLD, marker=dict(color="#9ca3af", symbol="circle-open", size=10),
+                                 error_y=_range(untold)), secondary_y=False)
+    told = [r for r in rows if r["speedup"] is not None]
     if told:
         best = max(told, key=lambda r: r["speedup"])
         fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} = {best[x]}",
@@ -131,12 +136,29 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup (95% interval)",
                          marker_color=COLOURS["bonus"], error_y=_interval(rows)), secondary_y=False)
+    if untold := _untold(rows):  # in the same places, faint: the estimate and the range it was not sure within
+        fig.add_trace(go.Bar(x=[r["variant"] for r in untold], y=[r["speedup_estimate"] for r in untold], name=UNTOLD,
+                             marker=dict(color="#9ca3af", opacity=0.35), error_y=_range(untold)), secondary_y=False)
+        fig.update_layout(barmode="overlay")
     fig.add_trace(go.Scatter(x=names, y=[r["acceptance_rate"] for r in rows], mode="markers", name="acceptance",
                              marker=dict(size=14, symbol="diamond", color=COLOURS["accepted"])), secondary_y=True)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
     fig.update_yaxes(title_text="speedup over the target alone", secondary_y=False)
     fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
     return fig.update_layout(title="Draft comparison", **LAYOUT)
+
+
+UNTOLD = "cannot tell (estimate, the range it varied over)"
+
+
+def _untold(rows: list[dict]) -> list[dict]:
+    """Rows measured whose speedup could not be told (too noisy): they have an estimate and a range."""
+    return [r for r in rows if r["speedup"] is None and r.get("speedup_estimate") and r.get("speedup_low") is not None]
+
+
+def _range(rows: list[dict]) -> dict:
+    return dict(type="data", symmetric=False, array=[r["speedup_high"] - r["speedup_estimate"] for r in rows],
+                arrayminus=[r["speedup_estimate"] - r["speedup_low"] for r in rows])
 
 
 def _interval(rows: list[dict]) -> dict:
