@@ -142,6 +142,9 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
     assert page_inputs.constraint_editor("regex")["language"] is None
     assert page_inputs.constraint_editor("JSON schema")["language"] == "json"
     assert [page_inputs.constraint_editor(kind)["visible"] for kind in ("none", "regex", "JSON schema")] == [False, True, True]
+    shown = lambda target, budget=0: page_inputs.think_budget_shown(target, budget)["visible"]  # noqa: E731
+    assert shown("Qwen/Qwen3-8B") and shown("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") and shown("acme/unknown")
+    assert not shown("demo-target") and not shown("smollm2-135m-instruct") and shown("demo-target", 64)
 
 
 MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15, "tree": 17}  # after RUN_OUTPUTS: see playground_tab._messages

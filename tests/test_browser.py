@@ -116,6 +116,22 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.locator("#sweep-stop")).to_be_disabled(timeout=15_000)
 
 
+def test_stop_ends_a_sweep_after_the_point_being_measured(page, app_url):
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
+    page.get_by_role("tab", name="Experiments").click()
+    page.get_by_label("Values").fill("1,2,3")
+    page.get_by_role("button", name="Run sweep").click()
+    stop = page.locator("#sweep-stop")
+    expect(stop).to_be_enabled(timeout=30_000)
+    stop.click()
+    expect(stop).to_have_text("Stopping after this point", timeout=10_000)  # said at once, done after the point
+    expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"stopped: [12] of 3 values of k"),
+                                                                 timeout=120_000)
+    expect(stop).to_have_text("Stop", timeout=15_000)
+    expect(stop).to_be_disabled()
+    expect(page.get_by_role("button", name="Run sweep")).to_be_enabled()
+
+
 def test_a_link_carrying_script_runs_none(page, app_url):
     """Stored XSS: a schema quoting HTML is shown as text in the constraint check, never run."""
     dialogs = []

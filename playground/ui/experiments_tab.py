@@ -48,7 +48,6 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         for rows in paced(sweep, live.PAGE_UPDATE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
                       if len(rows) < len(values_list) else "finishing")
-            status += ": stopping once it is measured" if stopping() and len(rows) < len(values_list) else ""
             yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 3)
@@ -134,7 +133,6 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S):
             status = f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants) else ""
-            status += ": stopping once it is measured" if status and stopping() else ""
             yield render.progress_note(status or _compared(rows, variants, prompts), final=not status), \
                 _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)
         if len(rows) < len(variants):  # stopped

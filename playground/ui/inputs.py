@@ -10,7 +10,7 @@ import gradio as gr
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
 from playground.models.loading import custom_models_allowed
-from playground.presets import all_presets, default_preset
+from playground.presets import all_presets, default_preset, family
 from playground.ui.share import Settings, from_query, share_url
 
 PRESETS = all_presets()
@@ -96,6 +96,15 @@ def apply_preset(name: str):
 def constraint_section(settings: Settings):
     """The Structured output section opens when the settings carry a constraint, so it is seen."""
     return gr.update(open=True) if (settings.schema.strip() or settings.regex.strip()) else gr.skip()
+
+
+REASONING = {"qwen3", "deepseek-r1-distill-qwen"}  # families that think before they answer (</think>)
+
+
+def think_budget_shown(target: str, budget: int | float = 0):
+    """The thinking budget is offered for reasoning targets, targets of unknown family (a custom
+    model may reason) and wherever a budget is set."""
+    return gr.update(visible=family(target) in REASONING | {None} or bool(budget))
 
 
 def constraint_editor(kind: str):

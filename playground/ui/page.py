@@ -10,7 +10,7 @@ from playground.ui.experiments_tab import SWEEP_DEFAULTS, calculator, column_hea
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, request_stop
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset,
-                                  check_constraint, constraint_editor, example_settings, make_share_link, preset_note,
+                                  check_constraint, constraint_editor, example_settings, make_share_link, preset_note, think_budget_shown,
                                   restore_from_url)
 from playground.ui.playground_tab import BUSY, IDLE, remember_run, replay_race, run
 from playground.ui.share import RANGES
@@ -87,6 +87,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt")
                     think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
+                                             visible=think_budget_shown(DEFAULT.target, DEFAULT.think_budget)["visible"],
                                              label="Think first: thinking budget in tokens (0 = constrain from the first token)",
                                              elem_id="think-budget",
                                              info="Reasoning models (Qwen3, DeepSeek-R1) write freely until </think>, then "
@@ -190,6 +191,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private")
     demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private")
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
+    target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
     (run_btn.click(lambda: BUSY, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
@@ -217,8 +219,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         (button.click(lambda: BUSY, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
          .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY, concurrency_id="device",
                show_progress_on=[outputs[0]])
-         .then(lambda: IDLE, None, [button, stop], queue=False, api_visibility="private"))
-        stop.click(request_stop, None, None, queue=False, api_visibility="private")
+         .then(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
+               api_visibility="private"))
+        stop.click(request_stop, None, None, queue=False, api_visibility="private").then(  # it ends after this point
+            lambda: gr.update(value="Stopping after this point", interactive=False), None, stop, queue=False,
+            api_visibility="private")
     for slider in (calc_a, calc_k, calc_c):
         slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
     history.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
