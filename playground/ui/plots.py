@@ -80,7 +80,8 @@ def time_split(stats: dict | None, baseline_stats: dict | None = None) -> go.Fig
     for part, colour in (("draft", COLOURS["accepted"]), ("target", COLOURS["bonus"]), ("overhead", "#9ca3af")):
         ys = [_part(s, part) for _, s in runs]
         fig.add_trace(go.Bar(x=[n for n, _ in runs], y=ys, name=part, marker_color=colour))
-    return fig.update_layout(barmode="stack", title="Time split", yaxis_title="seconds", **LAYOUT)
+    title = "Time split" + (" (the first of the measurements side by side)" if baseline_stats else "")
+    return fig.update_layout(barmode="stack", title=title, yaxis_title="seconds", **LAYOUT)
 
 
 def _part(stats: dict, part: str) -> float:
