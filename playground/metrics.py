@@ -22,7 +22,7 @@ def summarize(events: list, wall_s: float) -> dict:
         "accepted": accepted,
         "acceptance_rate": _ratio(accepted, proposed),
         "token_acceptance": _ratio(accepted, accepted + rejections),
-        "mean_accepted_per_round": _ratio(accepted, len(rounds)),
+        "mean_accepted_per_round": _ratio(accepted, len(verified)),
         "tokens_per_target_pass": _ratio(generated, target_passes),
         "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
         "generated_tokens": generated,

@@ -160,6 +160,7 @@ SECTIONS = {"constraint": 16, "tree": 18}  # the closed sections the messages si
     ({"max_new_tokens": 10**6}, "run", "max new tokens must be between"),
     ({"tree": "9,9,9,9,9,9"}, "tree", "a token tree is 1 to 8 depths of 1 to 8 children per node, 64 nodes at most"),
     ({"tree": "1,2,1,1", "policy": "confidence"}, "tree", "a token tree runs with the fixed draft policy"),
+    ({"tree": "1,2", "policy": "foo"}, "run", "unknown draft policy 'foo'"),  # its own error, not the tree's
 ])
 def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(caplog, change, where, message):
     with caplog.at_level("INFO", logger="playground"):
@@ -237,17 +238,24 @@ def test_stop_ends_an_experiment_after_the_point_being_measured_with_the_rows_so
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 8
     inputs = page_inputs.inputs_from_settings(settings)
-    for experiment, args, total, what in ((experiments_tab.run_sweep, ("k", "1,2,3", "def f(x):"), 3, "values of k"),
-                                         (experiments_tab.run_comparison, (["draft model", "prompt lookup"], "def f(x):"), 2,
-                                          "ways of drafting")):
+    for job, experiment, args, total, what in (
+            ("sweep", experiments_tab.run_sweep, ("k", "1,2,3", "def f(x):"), 3, "values of k"),
+            ("compare_drafts", experiments_tab.run_comparison, (["draft model", "prompt lookup"], "def f(x):"), 2, "ways of drafting")):
+        start, stop = experiments_tab.experiment_buttons(job)
+        files.request_stop(Request(), job)  # a Stop pressed after the last one ended...
+        start(Request())  # ...is forgotten when the experiment is asked for
+        files.request_stop(Request(), "run")  # the Playground's Stop is not this experiment's
         outputs = []
         for out in experiment(Request(), QUIET, *args, *inputs):
             outputs.append(out)
             if len(outputs) == 1:  # "measuring the first ...": Stop pressed
-                files.request_stop(Request())
+                assert stop(Request())["value"] == "Stopping after this point"
         status, table = outputs[-1][:2]
         assert f"stopped: 1 of {total} {what}" in status and isinstance(table, list) and len(table) == 1  # the point measured stays
-        assert not files.stop_flag(Request()).exists()  # the next experiment or run is not stopped by it
+        assert not files.stop_flag(Request(), job).exists()  # the next experiment or run is not stopped by it
+        assert files.stop_flag(Request(), "run").exists()  # (nor was the Playground's flag used up)
+        playground_tab.start_run(Request())
+        assert not files.stop_flag(Request(), "run").exists()
 
 
 def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
@@ -279,6 +287,11 @@ def test_a_share_link_carries_the_tree():
     got, notices = from_query(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(
         page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(sent))).query)), False)
     assert got.tree == "1,2,1,1" and not notices
+    got, notices = from_query({"preset": "demo", "target": "demo-draft", "draft": "ngram"}, False)
+    assert (got.target, got.draft, notices) == ("demo-draft", "ngram", [])  # a draft model may write alone
+    assert got.target in page_inputs.TARGETS  # (the page's list accepts it: Gradio refuses values outside it)
+    got, notices = from_query({"preset": "demo", "target": "ngram"}, True)
+    assert got.target == "demo-target" and "a way of drafting" in notices[0]
     _, notices = from_query({"preset": "demo", "tree": "9,<b>"}, False)
     assert notices and "tree" in notices[0]
     for big in ("9,9,9,9,9,9", "8,8,8", "2,2/80"):  # sizes the page would refuse at Run: said when the link opens

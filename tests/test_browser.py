@@ -132,6 +132,14 @@ def test_stop_ends_a_sweep_after_the_point_being_measured(page, app_url):
     expect(page.get_by_role("button", name="Run sweep")).to_be_enabled()
 
 
+def test_the_thinking_budget_is_offered_where_it_applies_or_is_set(page, app_url):
+    page.goto(f"{app_url}?preset=demo&regex=%5Ba-z%5D%2B")  # the demo target does not reason: no budget offered
+    expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)
+    expect(page.locator("#think-budget")).to_be_hidden()
+    page.goto(f"{app_url}?preset=demo&regex=%5Ba-z%5D%2B&think_budget=64")  # a link that sets one shows it
+    expect(page.locator("#think-budget")).to_be_visible(timeout=30_000)
+
+
 def test_a_link_carrying_script_runs_none(page, app_url):
     """Stored XSS: a schema quoting HTML is shown as text in the constraint check, never run."""
     dialogs = []

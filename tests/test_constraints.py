@@ -145,7 +145,10 @@ def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     forced = [t for r in result.rounds for t in r.tokens if t.kind == FORCED]
     assert result.stats["forced"] == len(forced) > 0
     verified = [r for r in result.rounds if r.target_passes]  # the theory's tokens per round: verification's own
-    assert result.stats["tokens_per_round"] == (result.stats["generated_tokens"] - len(forced)) / len(verified)
+    judged = [t for r in verified for t in r.tokens if t.kind in ("accepted", "corrected", "bonus")]
+    assert result.stats["tokens_per_round"] == pytest.approx(len(judged) / len(verified))
+    assert result.stats["tokens_per_round"] <= 4 + 1  # k = 4 drafts and the target's own token, at most
+    assert result.stats["mean_accepted_per_round"] == pytest.approx(result.stats["accepted"] / len(verified))
     from playground.ui import render
     card = render.metrics(result.stats, 4)
     assert f"{len(forced)} tokens forced by the constraint" in card and "(forced tokens not counted)" in card

@@ -99,7 +99,8 @@ def test_a_way_of_drafting_is_refused_as_a_target_by_name(target):
     from playground.ui import inputs
     with pytest.raises(PlaygroundError, match=re.escape(f"'{target}' is a way of drafting, not a model that writes on its own")):
         models.load_pair(target, "demo-draft", "cpu")
-    assert target not in inputs.TARGETS and target in inputs.DRAFTS + ["smollm2-feature-draft"]
+    assert target not in inputs.TARGETS and models.is_way_of_drafting(target)
+    assert "demo-draft" in inputs.TARGETS and not models.is_way_of_drafting("demo-draft")  # a small model may write alone
 
 
 def test_models_are_cached(saved_pair):
@@ -197,6 +198,11 @@ def test_a_packed_copy_counts_in_what_a_load_needs_and_what_evicting_frees(saved
     monkeypatch.setattr(models.placement, "free_memory", lambda device: int(need * 1.15))  # the weights fit, two copies do not
     with pytest.raises(PlaygroundError, match="needs about"):
         models.load_model(str(target), cpu, torch.bfloat16)
+    from playground.models import packed_linear
+    for module in (models, packed_linear):  # linears past the cap stay unpacked: no room asked for a copy never made
+        monkeypatch.setattr(module, "MAX_PACKED_BYTES", linears - 1)
+    model, *_ = models.load_model(str(target), cpu, torch.bfloat16)
+    assert models.CACHE.held_bytes(cpu) == weights
 
 
 def hub_cache(root: pathlib.Path, model_id: str, files: pathlib.Path | None = None, config: dict | None = None):
@@ -222,11 +228,13 @@ QWEN25_7B = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidd
 def test_a_hub_model_too_big_for_this_host_is_refused_before_its_weights_come(tmp_path, monkeypatch):
     """Only config.json is fetched first: the model is built on the meta device from it and sized
     (7.6B parameters: 15.2 GB of bfloat16 to download; on a CPU without native bfloat16, 28.4 GiB of
-    float32 and a packed copy of up to 1 GiB); past the free disk, or a CPU's free memory, it is refused
-    before the weights come."""
+    float32, its linears too big for a packed copy); past the free disk, or a CPU's free memory, it is
+    refused before the weights come."""
     import huggingface_hub
+    models.CACHE.entries.clear()  # nothing held that evicting would free
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
-    hub_cache(tmp_path, "acme/big", config=QWEN25_7B)
+    snapshot = hub_cache(tmp_path, "acme/big", config=QWEN25_7B)
+    (snapshot / "model-00001-of-00004.safetensors").symlink_to(tmp_path / "pruned-blob")  # a dangling link counts none
     fetched = []
     monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: fetched.append(a))
     monkeypatch.setattr(models.placement, "free_disk", lambda path: 10 * 2**30)
@@ -235,7 +243,7 @@ def test_a_hub_model_too_big_for_this_host_is_refused_before_its_weights_come(tm
     monkeypatch.setattr(models.placement, "free_disk", lambda path: 100 * 2**30)
     monkeypatch.setattr(models.placement, "free_memory", lambda device: 16 * 2**30)  # a CPU Space's 16 GiB
     monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "float32")
-    with pytest.raises(PlaygroundError, match=r"'acme/big' needs about 29.4 GiB of memory in float32 .* 16.0 GiB free"):
+    with pytest.raises(PlaygroundError, match=r"'acme/big' needs about 28.4 GiB of memory in float32 .* 16.0 GiB free"):
         models.load_model("acme/big", torch.device("cpu"))
     assert fetched == []
 

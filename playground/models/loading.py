@@ -105,9 +105,14 @@ def _weights(model: torch.nn.Module):
     yield from (m.__dict__[PACKED] for m in model.modules() if m.__dict__.get(PACKED) is not None)
 
 
-def _packed_bytes(device: torch.device, dtype: torch.dtype, need_bytes: int) -> int:
-    """At most what the packed copy of a model's linears takes (none where it gets none)."""
-    return min(need_bytes, MAX_PACKED_BYTES) if _packs(device, dtype, need_bytes) else 0
+def _packed_bytes(path: pathlib.Path, device: torch.device, dtype: torch.dtype, need_bytes: int) -> int:
+    """What the packed copy of a model's linears takes: none where it gets none (pack_linears keeps
+    linears past MAX_PACKED_BYTES unpacked); the weights' size where the config cannot tell."""
+    if not _packs(device, dtype, need_bytes):
+        return 0
+    linear = placement.config_bytes(path, dtype, linear_only=True)
+    linear = need_bytes if linear is None else linear
+    return linear if linear <= MAX_PACKED_BYTES else 0
 
 
 def _packs(device: torch.device, dtype: torch.dtype, need_bytes: int) -> bool:
@@ -128,7 +133,7 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
         need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
-    packed = _packed_bytes(device, dtype, need)
+    packed = _packed_bytes(path, device, dtype, need)
     refuse_past_free_memory(model_id, need + packed, device, dtype, CACHE.held_bytes(device))  # before evicting anything
     CACHE.make_room(need + packed, device)
     refuse_past_free_memory(model_id, need + packed, device, dtype)
@@ -147,13 +152,19 @@ def refuse_before_download(model_id: str, config_dir: pathlib.Path, device: torc
     float32 = placement.config_bytes(config_dir, torch.float32)
     if float32 is None:
         return  # sized after the download, from the files
-    fetch = placement.stored_bytes(config_dir, float32) - sum(f.stat().st_size for f in config_dir.glob("*.safetensors"))
+    fetch = placement.stored_bytes(config_dir, float32) - _present_bytes(config_dir)
     if fetch > 0 and fetch * 1.05 > (free := placement.free_disk(config_dir)):
         raise PlaygroundError(f"'{model_id}' needs about {fetch / 2**30:.1f} GiB of disk to download and this host "
                               f"has {free / 2**30:.1f} GiB free: pick a smaller preset (e.g. smollm2 or demo)")
     dtype = dtype or placement.default_dtype(device, float32)
     need = float32 * torch.finfo(dtype).bits // 32
-    refuse_past_free_memory(model_id, need + _packed_bytes(device, dtype, need), device, dtype, CACHE.held_bytes(device))
+    refuse_past_free_memory(model_id, need + _packed_bytes(config_dir, device, dtype, need), device, dtype,
+                            CACHE.held_bytes(device))
+
+
+def _present_bytes(snapshot: pathlib.Path) -> int:
+    """Bytes of weights files already in a hub snapshot (a pruned blob, a dangling link, counts none)."""
+    return sum(f.stat().st_size for f in snapshot.glob("*.safetensors") if f.is_file())
 
 
 def refuse_past_free_memory(model_id: str, need_bytes: int, device: torch.device, dtype, reclaimable: int = 0) -> None:
@@ -216,7 +227,7 @@ def _os_reason(exc: OSError) -> str:
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.dtype | None = None,
               progress: Progress | None = None) -> Pair:
     """Load (or reuse) both models; refuse a draft whose tokenizer differs from the target's."""
-    if target_id == NGRAM or target_id.startswith(CASCADE) or _feature_draft_dir(target_id) is not None:
+    if is_way_of_drafting(target_id):
         raise PlaygroundError(f"'{target_id}' is a way of drafting, not a model that writes on its own: "
                               "pick it as the draft, and a model as the target")
     dev = placement.resolve_device(device)
@@ -236,6 +247,11 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
     widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None and vocab_map(m) is None]
     return Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer),
                 target_threads, draft_threads, cascade, min(context_length(m) for m in (target, draft) if m is not None))
+
+
+def is_way_of_drafting(model_id: str) -> bool:
+    """Prompt lookup, a cascade or a feature draft: each drafts for a target, none writes alone."""
+    return model_id == NGRAM or model_id.startswith(CASCADE) or _feature_draft_dir(model_id) is not None
 
 
 def _feature_draft_dir(draft_id: str) -> pathlib.Path | None:

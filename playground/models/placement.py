@@ -115,11 +115,18 @@ def checkpoint_bytes(path: pathlib.Path, dtype: torch.dtype) -> int:
     return int(size * torch.finfo(dtype).bits / 8 / stored) if stored else size
 
 
+def config_bytes(path: pathlib.Path, dtype: torch.dtype, linear_only: bool = False) -> int | None:
+    """Memory the weights will take (linear_only: the nn.Linear weights alone, what packing copies),
+    from config.json alone, so a hub model is sized before its download; None where transformers
+    cannot build it from the config."""
+    sizes = config_parameters(path)
+    return None if sizes is None else sizes[linear_only] * torch.finfo(dtype).bits // 8
+
+
 @functools.lru_cache(maxsize=64)  # a 7B config takes about 1.6 s to build on 2 cores: once per snapshot
-def config_bytes(path: pathlib.Path, dtype: torch.dtype) -> int | None:
-    """Memory the weights will take, from config.json alone (the model built on the meta device: no
-    memory, no weights), so a hub model is sized before its download; None where transformers cannot
-    build it from the config."""
+def config_parameters(path: pathlib.Path) -> tuple[int, int] | None:
+    """(parameters, of which in nn.Linear weights) of the model config.json describes, built on the
+    meta device (no memory, no weights); None where transformers cannot build it."""
     from transformers import AutoConfig, AutoModelForCausalLM
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=False)
@@ -127,7 +134,8 @@ def config_bytes(path: pathlib.Path, dtype: torch.dtype) -> int | None:
             model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return sum(p.numel() for p in model.parameters()) * torch.finfo(dtype).bits // 8
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    return sum(p.numel() for p in model.parameters()), linear
 
 
 def stored_bytes(path: pathlib.Path, float32_bytes: int) -> int:

@@ -9,7 +9,7 @@ from playground.limits import MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
 from playground.ui import experiments, live, plots, render
-from playground.ui.files import stop_flag, write_download
+from playground.ui.files import forget_stop, request_stop, stop_flag, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import settings_from_inputs, typed
 from playground.ui.pacing import paced
@@ -23,7 +23,7 @@ log = logging.getLogger("playground.ui")
 def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop ends it
     after the value being measured, with the rows so far."""
-    stopping = StopRequest(request)
+    stopping = StopRequest(request, "sweep")
     try:
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
@@ -60,10 +60,10 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
 
 
 class StopRequest:
-    """Whether this browser session asked its experiment to stop (the Stop button's flag file)."""
+    """Whether this browser session asked this experiment to stop (its Stop button's flag file)."""
 
-    def __init__(self, request: gr.Request | None):
-        self.flag = stop_flag(request)
+    def __init__(self, request: gr.Request | None, job: str):
+        self.flag = stop_flag(request, job)
 
     def __call__(self) -> bool:
         return self.flag is not None and self.flag.exists()
@@ -71,6 +71,18 @@ class StopRequest:
     def clear(self) -> None:
         if self.flag is not None:
             self.flag.unlink(missing_ok=True)
+
+
+def experiment_buttons(job: str):
+    """(on its button's click, on its Stop's click) for an experiment: (button, Stop) updates."""
+    def start(request: gr.Request):
+        forget_stop(request, job)  # a Stop pressed since the last one ended is not for this one
+        return gr.update(interactive=False), gr.update(value="Stop", interactive=True)
+
+    def stop(request: gr.Request):
+        request_stop(request, job)
+        return gr.update(value="Stopping after this point", interactive=False)  # it ends after the point measured
+    return start, stop
 
 
 def experiment_error(exc: Exception, outputs: int) -> list:
@@ -110,7 +122,7 @@ def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it after the way being measured."""
-    stopping = StopRequest(request)
+    stopping = StopRequest(request, "compare_drafts")
     try:
         variants, prompts_text, *values = inputs
         settings = settings_from_inputs(*values)

@@ -35,14 +35,24 @@ def _prune_downloads() -> None:
             pass
 
 
-def stop_flag(request: gr.Request | None) -> pathlib.Path | None:
-    """The file that asks this browser session's run to stop: a file, so that a ZeroGPU worker
-    process sees it too; None for a caller without a session."""
+def stop_flag(request: gr.Request | None, job: str = "run") -> pathlib.Path | None:
+    """The file that asks this browser session's run (job "run") or experiment (job "experiment")
+    to stop: a file, so that a ZeroGPU worker process sees it too; None for a caller without a
+    session. One per job, so that one tab's Stop never ends the other's work."""
     key = getattr(request, "session_hash", None) or ""
-    return STOPS / key if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", key) else None
+    return STOPS / f"{key}.{job}" if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", key) else None
 
 
-def request_stop(request: gr.Request) -> None:
-    flag = stop_flag(request)
+def request_stop(request: gr.Request, job: str = "run") -> None:
+    flag = stop_flag(request, job)
     if flag is not None:
         flag.touch()
+
+
+def forget_stop(request: gr.Request, job: str = "run") -> None:
+    """A new run or experiment was asked for: a Stop pressed before it (after the last one ended)
+    must not end it. Called when its button is clicked, so a Stop pressed while it waits in the
+    queue still counts."""
+    flag = stop_flag(request, job)
+    if flag is not None:
+        flag.unlink(missing_ok=True)

@@ -9,15 +9,15 @@ import gradio as gr
 
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
-from playground.models.loading import custom_models_allowed
+from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.presets import all_presets, default_preset, family
 from playground.ui.share import Settings, from_query, share_url
 
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())
 log = logging.getLogger("playground.ui")
-TARGETS = sorted({p.target for p in PRESETS.values()})
 DRAFTS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})  # a preset's target may draft for a larger one
+TARGETS = [m for m in DRAFTS if not is_way_of_drafting(m)]  # a small draft model may also write alone
 CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
 EXAMPLE_CONSTRAINTS = {
     "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {

@@ -73,14 +73,14 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
     loaded: -> (config, constraint spec or None)."""
     with blamed_on("model"):
         check_models(settings, allow_custom)
-    with blamed_on("tree"):  # the tree, and what it needs of the other settings
-        tree = tree_fields(settings.tree)
-        if tree["tree"]:
-            session.settings(temperature=settings.temperature, policy=settings.policy, compile=settings.compile, **tree)
+    chosen = dict(k=settings.k, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k,
+                  seed=settings.seed, max_new_tokens=settings.max_new_tokens, policy=settings.policy,
+                  confidence=settings.confidence, compile=settings.compile)
     with blamed_on("settings"):
-        cfg = session.settings(k=settings.k, temperature=settings.temperature, top_p=settings.top_p,
-                               top_k=settings.top_k, seed=settings.seed, max_new_tokens=settings.max_new_tokens,
-                               policy=settings.policy, confidence=settings.confidence, compile=settings.compile, **tree)
+        cfg = session.settings(**chosen)
+    with blamed_on("tree"):  # the tree, and what it needs of the settings above
+        tree = tree_fields(settings.tree)
+        cfg = session.settings(**chosen, **tree) if tree["tree"] else cfg
     with blamed_on("constraint"):
         return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend,
                               think_budget=settings.think_budget)

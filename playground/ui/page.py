@@ -6,13 +6,14 @@ from playground.limits import CONCURRENCY
 from playground.models.loading import custom_models_allowed
 from playground.ui import experiments, render, race
 from playground.ui.api import generate
-from playground.ui.experiments_tab import SWEEP_DEFAULTS, calculator, column_headers, column_widths, run_comparison, run_sweep
+from playground.ui.experiments_tab import (SWEEP_DEFAULTS, calculator, column_headers, column_widths, experiment_buttons,
+                                           run_comparison, run_sweep)
 from playground.ui.export_tab import export_view
-from playground.ui.files import DOWNLOAD_TTL_S, request_stop
+from playground.ui.files import DOWNLOAD_TTL_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset,
                                   check_constraint, constraint_editor, example_settings, make_share_link, preset_note, think_budget_shown,
                                   restore_from_url)
-from playground.ui.playground_tab import BUSY, IDLE, remember_run, replay_race, run
+from playground.ui.playground_tab import IDLE, remember_run, replay_race, run, start_run, stop_run
 from playground.ui.share import RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
@@ -188,18 +189,20 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc, tree_msg, advanced]  # see _messages
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
 
-    preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private")
-    demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private")
+    preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private").then(
+        think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
+    demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private").then(
+        think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
-    (run_btn.click(lambda: BUSY, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
+    (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
      .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
            concurrency_id="device", show_progress_on=[stream])  # it can act; one progress indicator, on the stream
      .then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
      .then(remember_run, [measured, history], history, api_visibility="private"))
-    stop_btn.click(request_stop, None, None, queue=False, api_visibility="private")
+    stop_btn.click(stop_run, None, None, queue=False, api_visibility="private")
     for trigger in (race_tab.select, race_btn.click):
         trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
                 show_progress="hidden")
@@ -216,14 +219,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             (sweep_btn, sweep_stop, run_sweep, [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
             (compare_btn, compare_stop, run_comparison, [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
              "compare_drafts")):
-        (button.click(lambda: BUSY, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
+        start, stopping = experiment_buttons(name)
+        (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
          .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY, concurrency_id="device",
                show_progress_on=[outputs[0]])
          .then(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
                api_visibility="private"))
-        stop.click(request_stop, None, None, queue=False, api_visibility="private").then(  # it ends after this point
-            lambda: gr.update(value="Stopping after this point", interactive=False), None, stop, queue=False,
-            api_visibility="private")
+        stop.click(stopping, None, stop, queue=False, api_visibility="private")
     for slider in (calc_a, calc_k, calc_c):
         slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
     history.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")

@@ -13,7 +13,7 @@ from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import engine_seconds, identity_note, summarize
 from playground.models.loading import NGRAM
 from playground.ui import live, plots, race, render
-from playground.ui.files import stop_flag, write_download
+from playground.ui.files import forget_stop, request_stop, stop_flag, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import check_constraint, settings_from_inputs
 from playground.ui.share import Settings
@@ -154,6 +154,16 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
         kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
         values[3] = check_constraint(kind, settings.schema.strip() or settings.regex)
     return values
+
+
+def start_run(request: gr.Request):
+    """Run clicked: a Stop pressed since the last run ended is not for this one; (Run, Stop) updates."""
+    forget_stop(request)
+    return BUSY
+
+
+def stop_run(request: gr.Request) -> None:
+    request_stop(request)
 
 
 SKIP_MESSAGES = [gr.skip()] * 7

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
+from playground.models.loading import is_way_of_drafting
 from playground.presets import Preset, all_presets, default_preset
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
@@ -161,7 +162,10 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
 
 
 def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list[str]) -> None:
-    """Only models that some preset uses may come from a link, unless the host opts in."""
+    """Only models that some preset uses may come from a link, unless the host opts in; never a way
+    of drafting (prompt lookup, a cascade, a feature draft) as the target."""
+    if "target" in parsed and is_way_of_drafting(parsed["target"]):
+        notices.append(f"ignored target={parsed.pop('target')!r}: a way of drafting, not a model that writes on its own")
     if allow_custom:
         return
     known = {p.target for p in presets.values()} | {p.draft for p in presets.values()}
