@@ -248,6 +248,23 @@ def test_a_hub_model_too_big_for_this_host_is_refused_before_its_weights_come(tm
     assert fetched == []
 
 
+def test_a_packaged_model_from_the_hub_refused_for_its_size_is_not_told_to_install(tmp_path, monkeypatch):
+    """Without its package, a packaged model comes from the hub; a refusal for this host's memory is
+    not followed by 'or install it for offline use' (the package would not make it fit)."""
+    import huggingface_hub
+    models.CACHE.entries.clear()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    hub_cache(tmp_path, "acme/big", config=QWEN25_7B)
+    monkeypatch.setattr(packaged, "local_dir", lambda name, progress=None: "acme/big")  # as if not installed
+    monkeypatch.setattr(models.placement, "free_memory", lambda device: 4 * 2**30)
+    with pytest.raises(PlaygroundError, match="needs about") as refused:
+        models.load_model("smollm2-135m-instruct", torch.device("cpu"))
+    assert "install it" not in str(refused.value)
+    monkeypatch.setattr(packaged, "local_dir", lambda name, progress=None: "acme/absent")  # offline, not cached
+    with pytest.raises(PlaygroundError, match="or install it for offline use"):
+        models.load_model("smollm2-135m-instruct", torch.device("cpu"))
+
+
 def test_a_hub_model_that_fits_loads_from_the_hub_cache(saved_pair, tmp_path, monkeypatch):
     """The same path with a model that fits: sized from its config, then loaded from the snapshot."""
     import huggingface_hub

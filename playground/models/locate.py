@@ -43,9 +43,19 @@ def _packaged(model_id: str, progress: Progress | None, before_download: Check |
     found = packaged.local_dir(model_id, progress)
     if isinstance(found, pathlib.Path):
         return found
+    refused = []  # the host's own refusal (too big for it): installing the package would not help
+
+    def check(config_dir: pathlib.Path) -> None:
+        try:
+            before_download(config_dir)
+        except PlaygroundError as exc:
+            refused.append(exc)
+            raise
     try:
-        return _download(found, progress, before_download)
+        return _download(found, progress, check if before_download else None)
     except PlaygroundError as exc:
+        if refused:
+            raise
         raise PlaygroundError(f"{exc}; or install it for offline use: {packaged.PACKAGED[model_id].install}") from None
 
 
