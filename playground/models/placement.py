@@ -120,7 +120,10 @@ def config_bytes(path: pathlib.Path, dtype: torch.dtype, linear_only: bool = Fal
     from config.json alone, so a hub model is sized before its download; None where transformers
     cannot build it from the config."""
     sizes = config_parameters(path)
-    return None if sizes is None else sizes[linear_only] * torch.finfo(dtype).bits // 8
+    if sizes is None:
+        return None
+    parameters, linear = sizes
+    return (linear if linear_only else parameters) * torch.finfo(dtype).bits // 8
 
 
 @functools.lru_cache(maxsize=64)  # a 7B config takes about 1.6 s to build on 2 cores: once per snapshot

@@ -9,7 +9,7 @@ from playground.limits import MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
 from playground.ui import experiments, live, plots, render
-from playground.ui.files import forget_stop, request_stop, stop_flag, write_download
+from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import settings_from_inputs, typed
 from playground.ui.pacing import paced
@@ -23,7 +23,6 @@ log = logging.getLogger("playground.ui")
 def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop ends it
     after the value being measured, with the rows so far."""
-    stopping = StopRequest(request, "sweep")
     try:
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
@@ -43,7 +42,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
             for done in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
                 yield done
-                if stop.is_set() or stopping():
+                if stop.is_set() or stop_requested(request, "sweep"):
                     return
         for rows in paced(sweep, live.PAGE_UPDATE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
@@ -53,24 +52,10 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         yield experiment_error(exc, 3)
         return
     finally:
-        stopping.clear()
+        forget_stop(request, "sweep")
     csv_path = write_download(lambda f: f.write(experiments.to_csv(rows)), f"sweep-{axis}-", ".csv")
     done = f"{_done_or_stopped(rows, values_list)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
-
-
-class StopRequest:
-    """Whether this browser session asked this experiment to stop (its Stop button's flag file)."""
-
-    def __init__(self, request: gr.Request | None, job: str):
-        self.flag = stop_flag(request, job)
-
-    def __call__(self) -> bool:
-        return self.flag is not None and self.flag.exists()
-
-    def clear(self) -> None:
-        if self.flag is not None:
-            self.flag.unlink(missing_ok=True)
 
 
 def experiment_buttons(job: str):
@@ -122,7 +107,6 @@ def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it after the way being measured."""
-    stopping = StopRequest(request, "compare_drafts")
     try:
         variants, prompts_text, *values = inputs
         settings = settings_from_inputs(*values)
@@ -140,7 +124,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
             for done in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                    lambda f, msg: progress(f, desc=msg)):
                 yield done
-                if stop.is_set() or stopping():
+                if stop.is_set() or stop_requested(request, "compare_drafts"):
                     return
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S):
@@ -153,7 +137,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 2)
     finally:
-        stopping.clear()
+        forget_stop(request, "compare_drafts")
 
 
 def _compared(rows: list, variants: list, prompts: list) -> str:

@@ -36,7 +36,7 @@ def _prune_downloads() -> None:
 
 
 def stop_flag(request: gr.Request | None, job: str = "run") -> pathlib.Path | None:
-    """The file that asks this browser session's run (job "run") or experiment (job "experiment")
+    """The file that asks this browser session's run (job "run") or experiment (its endpoint's name)
     to stop: a file, so that a ZeroGPU worker process sees it too; None for a caller without a
     session. One per job, so that one tab's Stop never ends the other's work."""
     key = getattr(request, "session_hash", None) or ""
@@ -49,7 +49,12 @@ def request_stop(request: gr.Request, job: str = "run") -> None:
         flag.touch()
 
 
-def forget_stop(request: gr.Request, job: str = "run") -> None:
+def stop_requested(request: gr.Request | None, job: str = "run") -> bool:
+    flag = stop_flag(request, job)
+    return flag is not None and flag.exists()
+
+
+def forget_stop(request: gr.Request | None, job: str = "run") -> None:
     """A new run or experiment was asked for: a Stop pressed before it (after the last one ended)
     must not end it. Called when its button is clicked, so a Stop pressed while it waits in the
     queue still counts."""

@@ -1,9 +1,9 @@
 """The page's inputs: Settings <-> component values (typed, for API callers too), presets and
 share links applied to them, the constraint box's checks as the user types."""
-import math
 import html
 import json
 import logging
+import math
 
 import gradio as gr
 

@@ -13,7 +13,7 @@ from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import engine_seconds, identity_note, summarize
 from playground.models.loading import NGRAM
 from playground.ui import live, plots, race, render
-from playground.ui.files import forget_stop, request_stop, stop_flag, write_download
+from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import check_constraint, settings_from_inputs
 from playground.ui.share import Settings
@@ -90,11 +90,10 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     """Run the current settings: stream the coloured tokens and metrics, then charts and files. A
     mistake is shown once, next to its cause, and leaves the last run's outputs as they were; Stop
     ends the run with what it has produced."""
-    flag = stop_flag(request)
     try:
         settings = settings_from_inputs(*values)
         snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
-                              should_stop=lambda: flag is not None and flag.exists())
+                              should_stop=lambda: stop_requested(request))
         snap = None
         for i, snap in enumerate(snaps):
             if snap.phase == "speculative":
@@ -116,8 +115,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2
         return
     finally:
-        if flag is not None:
-            flag.unlink(missing_ok=True)
+        forget_stop(request)
     measure = live.speedup(snap)  # None: no comparison
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup}
     yield (_view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
