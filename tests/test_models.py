@@ -265,6 +265,18 @@ def test_a_packaged_model_from_the_hub_refused_for_its_size_is_not_told_to_insta
         models.load_model("smollm2-135m-instruct", torch.device("cpu"))
 
 
+def test_a_snapshot_holding_only_its_config_is_not_cached(tmp_path, monkeypatch):
+    """A download refused (or cut) after config.json leaves a snapshot without weights: offline, a
+    later load says the model is not cached and how to fetch it, not transformers' file error."""
+    import huggingface_hub
+    models.CACHE.entries.clear()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    hub_cache(tmp_path, "acme/half", config=dict(QWEN25_7B, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                                 num_attention_heads=4, num_key_value_heads=2, vocab_size=256))
+    with pytest.raises(PlaygroundError, match=r"'acme/half' is not in the local cache .* `hf download acme/half`"):
+        models.load_model("acme/half", torch.device("cpu"))
+
+
 def test_a_hub_model_that_fits_loads_from_the_hub_cache(saved_pair, tmp_path, monkeypatch):
     """The same path with a model that fits: sized from its config, then loaded from the snapshot."""
     import huggingface_hub

@@ -66,19 +66,32 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
     try:
         if before_download is not None:
             before_download(pathlib.Path(hf_hub_download(model_id, "config.json")).parent)
-        return pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES,
-                                              tqdm_class=_tqdm_reporting(progress, model_id)))
+        found = pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES,
+                                               tqdm_class=_tqdm_reporting(progress, model_id)))
     except hub_errors.HFValidationError:
         raise PlaygroundError(f"model '{model_id}' not found: not a directory and not a valid Hugging Face id") from None
     except (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError):
         raise PlaygroundError(f"model '{model_id}' not found on the Hugging Face hub (or it is gated: "
                               "log in with `hf auth login`)") from None
     except hub_errors.LocalEntryNotFoundError:
-        raise PlaygroundError(
-            f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
-            f"HF_HUB_OFFLINE=1). Pre-download it where there is network: `hf download {model_id}`") from None
+        raise PlaygroundError(_not_cached(model_id)) from None
     except hub_errors.RemoteEntryNotFoundError:
         raise PlaygroundError(f"model '{model_id}' has no config.json on the Hugging Face hub: not a transformers model") from None
+    if not any(found.glob("*.safetensors")):  # offline: a snapshot whose download stopped after config.json
+        raise PlaygroundError(_not_cached(model_id) if _offline() else
+                              f"model '{model_id}' has no .safetensors weights here (the hub has none for it, or the "
+                              f"hub could not be reached): `hf download {model_id}` where there is network")
+    return found
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+    return constants.HF_HUB_OFFLINE
+
+
+def _not_cached(model_id: str) -> str:
+    return (f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
+            f"HF_HUB_OFFLINE=1). Pre-download it where there is network: `hf download {model_id}`")
 
 
 def report(progress: Progress | None, fraction: float, message: str) -> None:
