@@ -68,13 +68,6 @@ class PointerCache(Cache):
         with torch.inference_mode():
             self.pointer.fill_(length)
 
-    def advance(self, n: int) -> None:
-        with torch.inference_mode():
-            self.pointer.add_(n)
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for layer in self.layers for t in (layer.keys, layer.values))
-
 
 MAX_CACHES = 2  # per model and capacity: a speculative run and the target alone interleaved beside it
 

@@ -86,11 +86,6 @@ class Speedup:
     def noisy(self) -> bool:
         return self.speedup is None
 
-    def describe(self) -> str:
-        if self.speedup is None:
-            return f"cannot tell: {self.reason}"
-        return f"{self.speedup:.2f}x ({self.low:.2f}-{self.high:.2f}, {self.blocks} block{'s' * (self.blocks > 1)})"
-
 
 def estimate(blocks: list[Block]) -> Speedup:
     """The pooled ratio of these blocks, its interval, and whether it is tight enough to give."""

@@ -51,7 +51,7 @@ CSS = """
 def legend() -> str:
     keys = "".join(f'<span class="key" title="{MEANING[k]}"><i style="background:{COLOURS[k]}"></i>{k}</span>'
                    for k in KINDS)
-    rounds = ('<span class="key" title="a dotted line separates rounds; an orange one marks a round whose drafting '
+    rounds = ('<span class="key" title="a dotted line separates rounds; an amber one marks a round whose drafting '
               'stopped early (adaptive length, EOS, no lookup match): hover it for why">'
               '<span class="round-sep"></span> round &nbsp;<span class="round-sep stopped"></span> stopped early</span>')
     return f'<div class="legend">{keys}{rounds}</div>'
