@@ -79,7 +79,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
 
 def cmd_bench(args) -> int:
     from playground.measure import bench, report
-    from playground.ui.experiments import parse_values
+    from playground.measure.sweeps import parse_values
     preset, target, draft = resolve_models(args)
     try:
         ks, temperatures = parse_values(args.k, int), parse_values(args.temperature, float)
@@ -124,7 +124,7 @@ def cmd_export(args) -> int:
 
 def _settings(args):
     """The page's Settings for the flags: the preset's, each flag given overriding it (loads nothing)."""
-    from playground.ui.share import Settings
+    from playground.presets import Settings
     if args.grammar:
         raise PlaygroundError("export carries a JSON Schema or a regex; a grammar file has no export yet")
     preset, target, draft = resolve_models(args)

@@ -170,7 +170,7 @@ def writable_dir(value: str) -> pathlib.Path:
 
 
 def read_prompts(path: str | None, preset, target: str) -> list[str]:
-    from playground.ui.experiments import prompt_lines
+    from playground.measure.sweeps import prompt_lines
     from playground.models.locate import DEMO_DIR, SMOLLM2_DRAFT_DIR
     if path is None:
         if target.startswith("demo-"):

@@ -1,7 +1,7 @@
 """Take a setting to a serving engine: launch commands and one request for vLLM and SGLang, the
 equivalent transformers `generate` call, and plain notes on what each engine cannot express.
 
-Pure functions of the page's settings (any object with playground.ui.share.Settings' attributes); no
+Pure functions of the page's settings (any object with playground.presets.Settings' attributes); no
 torch, no model loading. Every flag, config key and request field emitted is listed with the file and
 commit it was read from in tests/data/engine_options.json (checked by tests/test_export.py). User
 text is quoted for its destination: shlex (shell), json.dumps (JSON), repr (Python)."""

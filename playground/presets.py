@@ -62,6 +62,41 @@ def model_offline(model_id: str) -> bool:
 
 
 FIELDS = {f.name for f in dataclasses.fields(Preset)}
+
+
+@dataclass(slots=True)
+class Settings:
+    """Every setting of a run as the page, a share link, the CLI and the export see it."""
+    preset: str = "demo"
+    target: str = ""
+    draft: str = ""
+    k: int = 4
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+    max_new_tokens: int = 128
+    prompt: str = ""
+    system: str = ""
+    chat: bool = False
+    schema: str = ""
+    regex: str = ""
+    backend: str = "llguidance"
+    compare: bool = True
+    schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)
+    policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)
+    confidence: float = 0.5
+    compile: bool = False  # static caches and compiled passes (playground.engine.static)
+    tree: str = ""  # a token tree: children per depth ("1,2,1,1"), "/N" dynamic, "+N" a lookup branch; "" a chain of k
+    think_budget: int = 0  # reasoning models: think first (at most this many tokens), the constraint after </think>
+
+    @classmethod
+    def from_preset(cls, preset: Preset) -> "Settings":
+        """The preset's own values for every setting it names (the fields both classes have)."""
+        shared = {f.name for f in dataclasses.fields(Preset)} & {f.name for f in dataclasses.fields(cls)}
+        return cls(preset=preset.name, **{name: getattr(preset, name) for name in shared})
+
+
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
 

@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
-from playground.ui import experiments  # noqa: E402
+from playground.measure import sweeps  # noqa: E402
 from playground.models.locate import DEMO_DIR  # noqa: E402
 
 
@@ -36,7 +36,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for temperature in (0.0, 0.7):
         cfg = session.settings(temperature=temperature, max_new_tokens=args.max_new_tokens)
-        rows = list(experiments.sweep(pair, prompts, cfg, "k", [1, 2, 3, 4, 5, 6]))[-1]
+        rows = list(sweeps.sweep(pair, prompts, cfg, "k", [1, 2, 3, 4, 5, 6]))[-1]
         for row in rows:
             show(temperature, "draft model, fixed k", row["k"], row)
         best = max(rows, key=lambda r: r["speedup"])["k"]
@@ -44,7 +44,7 @@ def main():
         runs += [(args.ceiling, c, ["adaptive: confidence"]) for c in args.confidence]
         for k, confidence, variants in runs:
             run_cfg = dataclasses.replace(cfg, k=k, confidence=confidence)
-            for row in list(experiments.compare_drafts("demo-target", "demo-draft", texts, run_cfg, variants, encode))[-1]:
+            for row in list(sweeps.compare_drafts("demo-target", "demo-draft", texts, run_cfg, variants, encode))[-1]:
                 name = row["variant"] + (f" {confidence}" if row["policy"] == "confidence" else "")
                 show(temperature, name, f"{k}" if "adaptive" not in name else f"<= {k}", row)
 

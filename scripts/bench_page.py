@@ -20,7 +20,7 @@ import time
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, ROOT)
 from playground.presets import get_preset  # noqa: E402
-from playground.ui.share import Settings  # noqa: E402
+from playground.presets import Settings  # noqa: E402
 
 PROMPTS = ["Why is the sky blue? Answer in three sentences.", "How do plants make their food?",
            "Explain what a hash table is to a beginner."]

@@ -8,10 +8,12 @@ import gradio as gr
 import pytest
 from gradio_client import Client
 
-from playground.ui import experiments, experiments_tab, files, inputs as page_inputs, playground_tab
+from playground.measure import sweeps
+from playground.ui import experiments_tab, files, inputs as page_inputs, playground_tab
 from playground.ui import race
 from playground.events import KINDS
-from playground.ui.share import RANGES, Settings, from_query
+from playground.presets import Settings
+from playground.ui.share import RANGES, from_query
 
 QUIET = lambda *a, **k: None  # noqa: E731  (a progress callback that shows nothing)
 
@@ -263,7 +265,7 @@ def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
     settings.max_new_tokens = 16
     status, table, _ = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"], "def f(x):",
                                                *page_inputs.inputs_from_settings(settings)))[-1]
-    columns = {c: i for i, c in enumerate(experiments.COMPARE_COLUMNS)}
+    columns = {c: i for i, c in enumerate(sweeps.COMPARE_COLUMNS)}
     assert "done: 2 ways of drafting, 1 prompt each" in status and [r[0] for r in table] == ["draft model", "prompt lookup"]
     baselines = [r[columns["baseline_tokens_per_s"]] for r in table]
     assert all(b > 0 for b in baselines) and baselines[0] != baselines[1]  # two measurements, not one reused

@@ -33,7 +33,8 @@ def test_json_report_with_baseline(capsys, saved_pair):
     assert len(report["token_ids"]) == 17
     assert report["identical_to_baseline"] is True
     assert report["baseline"]["token_ids"] == report["token_ids"]
-    assert report["speedup"] > 0
+    measured = report["speedup_measure"]  # a number, or none with the reason (a loaded machine: too noisy)
+    assert report["speedup"] > 0 if report["speedup"] is not None else measured["reason"]
     stats = report["stats"]
     for key in ("rounds", "target_passes", "draft_passes", "proposed", "accepted", "acceptance_rate",
                 "mean_accepted_per_round", "tokens_per_target_pass", "wall_s", "tokens_per_s"):

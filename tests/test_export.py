@@ -17,7 +17,7 @@ import pytest
 from playground.errors import PlaygroundError
 from playground.export import HUB_IDS, LOCAL, export_setting, format_export
 from playground.presets import all_presets
-from playground.ui.share import Settings
+from playground.presets import Settings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = json.loads((ROOT / "tests" / "data" / "engine_options.json").read_text(encoding="utf-8"))

@@ -188,15 +188,15 @@ def test_refuses_a_target_of_another_width_and_prompt_lookup_cascades(tmp_path, 
 def test_compare_drafts_says_which_ways_a_feature_draft_cannot_draft(tmp_path, tokenizer, target):
     """Every default way of drafting on a feature draft: the cascade cannot run (prompt lookup's
     guesses have no target features) and says so in its row; the others are measured."""
-    from playground.ui import experiments
+    from playground.measure import sweeps
     t_dir = tiny.save(target, tokenizer, tmp_path / "target")
     save_feature_draft(feature_draft(target, list(range(0, len(tokenizer), 3))), torch.arange(0, len(tokenizer), 3),
                        tmp_path / "draft")
     encode = lambda pair, text: pair.tokenizer(text).input_ids  # noqa: E731
-    rows = list(experiments.compare_drafts(str(t_dir), str(tmp_path / "draft"), ["class A:\n"],
-                                           session.settings(k=3, max_new_tokens=16), list(experiments.VARIANTS), encode))[-1]
+    rows = list(sweeps.compare_drafts(str(t_dir), str(tmp_path / "draft"), ["class A:\n"],
+                                           session.settings(k=3, max_new_tokens=16), list(sweeps.VARIANTS), encode))[-1]
     by_name = {r["variant"]: r for r in rows}
-    assert set(by_name) == set(experiments.VARIANTS)
+    assert set(by_name) == set(sweeps.VARIANTS)
     cascade = by_name["cascade (lookup -> draft)"]
     assert cascade["speedup"] is None and cascade["note"].startswith("not run:") and "features" in cascade["note"]
     assert all(r["tokens_per_s"] > 0 for name, r in by_name.items() if name != "cascade (lookup -> draft)")

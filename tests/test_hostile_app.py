@@ -11,7 +11,8 @@ from gradio_client import Client
 
 from playground.ui import files, inputs as page_inputs, playground_tab
 from playground.errors import PlaygroundError
-from playground.ui.share import MAX_LINK_CHARS, Settings, from_query, share_url
+from playground.presets import Settings
+from playground.ui.share import MAX_LINK_CHARS, from_query, share_url
 from tests.test_hostile_constraints import listener  # noqa: F401  (fixture)
 
 

@@ -4,7 +4,7 @@ arrives; closing the stream stops the run."""
 import time
 
 from playground.ui import live
-from playground.ui.share import Settings
+from playground.presets import Settings
 from playground.presets import get_preset
 
 

@@ -318,7 +318,7 @@ def test_remote_code_is_never_trusted(saved_pair, monkeypatch):
 
 def test_custom_models_need_the_host_opt_in(monkeypatch):
     from playground.ui import live
-    from playground.ui.share import Settings
+    from playground.presets import Settings
     settings = Settings(target="someone/else", draft=models.NGRAM, prompt="x")
     monkeypatch.delenv("PLAYGROUND_ALLOW_CUSTOM_MODELS", raising=False)
     with pytest.raises(PlaygroundError, match="not one of this host's preset models"):

@@ -1,3 +1,4 @@
 """Measurement: the one speedup measurement of speculation against the target alone (speedup),
-and the benchmark harness behind `python -m playground bench` (bench). Run statistics are
+the K and temperature sweeps and Compare drafts of the Experiments tab and the CLI
+(sweeps), and the benchmark harness behind `python -m playground bench` (bench). Run statistics are
 playground.metrics, beside the events they count."""

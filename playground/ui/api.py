@@ -1,10 +1,12 @@
 """The public web API beside the page's own endpoints: /generate streams one run of a preset as
 JSON snapshots."""
+import dataclasses
+
 from playground.errors import PlaygroundError
+from playground.presets import Settings
 from playground.ui import live
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
-from playground.ui.share import Settings
 
 
 @on_gpu()
@@ -36,10 +38,10 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
     if preset not in PRESETS:
         raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
     base = Settings.from_preset(PRESETS[preset])
-    settings = Settings(**{**{f: getattr(base, f) for f in base.__slots__}, "prompt": prompt or base.prompt,
-                           "k": k or base.k, "temperature": base.temperature if temperature < 0 else temperature,
-                           "max_new_tokens": max_new_tokens or base.max_new_tokens, "seed": seed,
-                           "schema": schema or (base.schema if not regex else ""), "regex": regex, "compare": compare})
+    settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
+                                   temperature=base.temperature if temperature < 0 else temperature,
+                                   max_new_tokens=max_new_tokens or base.max_new_tokens, seed=seed,
+                                   schema=schema or (base.schema if not regex else ""), regex=regex, compare=compare)
     try:
         for snap in live.live_run(settings):
             yield live.run_to_dict(snap)

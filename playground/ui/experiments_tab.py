@@ -8,7 +8,8 @@ from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
-from playground.ui import experiments, live, plots, render
+from playground.measure import sweeps
+from playground.ui import live, plots, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import settings_from_inputs, typed
@@ -28,7 +29,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
                                            zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
         settings = settings_from_inputs(*values)
-        values_list = experiments.parse_values(values_text, int if axis == "k" else float)
+        values_list = sweeps.parse_values(values_text, int if axis == "k" else float)
         lo, hi = RANGES["k" if axis == "k" else "temperature"]
         if not all(lo <= v <= hi for v in values_list):
             raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range)")
@@ -40,7 +41,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
-            for done in experiments.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
+            for done in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
                 yield done
                 if stop.is_set() or stop_requested(request, "sweep"):
                     return
@@ -53,7 +54,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         return
     finally:
         forget_stop(request, "sweep")
-    csv_path = write_download(lambda f: f.write(experiments.to_csv(rows)), f"sweep-{axis}-", ".csv")
+    csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows)), f"sweep-{axis}-", ".csv")
     done = f"{_done_or_stopped(rows, values_list)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
 
@@ -78,7 +79,7 @@ def experiment_error(exc: Exception, outputs: int) -> list:
 
 def _experiment_prompts(prompts_text: str, settings) -> list[str]:
     """The Experiments box's prompts, or the Playground's prompt when the box is empty."""
-    prompts = experiments.prompt_lines(prompts_text) or ([settings.prompt] if settings.prompt.strip() else [])
+    prompts = sweeps.prompt_lines(prompts_text) or ([settings.prompt] if settings.prompt.strip() else [])
     at_most(len(prompts), MAX_SWEEP_PROMPTS, "the number of prompts")
     if not prompts:
         raise PlaygroundError("no prompts: write some in the prompts box (one per line) or in the Playground")
@@ -99,7 +100,7 @@ def column_widths(columns: list[str]) -> list[str]:
     return [WIDE.get(c, "112px") for c in columns]
 
 
-def _table(rows: list[dict], columns=experiments.COLUMNS) -> list[list]:
+def _table(rows: list[dict], columns=sweeps.COLUMNS) -> list[list]:
     return [[round(r[c], 3) if isinstance(r[c], float) else r[c] for c in columns] for r in rows]
 
 
@@ -111,8 +112,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         variants, prompts_text, *values = inputs
         settings = settings_from_inputs(*values)
         prompts_text = typed("prompts", prompts_text, str)
-        if not variants or not isinstance(variants, list) or not set(variants) <= set(experiments.VARIANTS):
-            raise PlaygroundError(f"pick at least one way of drafting among {', '.join(experiments.VARIANTS)}")
+        if not variants or not isinstance(variants, list) or not set(variants) <= set(sweeps.VARIANTS):
+            raise PlaygroundError(f"pick at least one way of drafting among {', '.join(sweeps.VARIANTS)}")
         cfg, _ = live.checked_config(settings)
         if settings.draft.removeprefix(f"{NGRAM}+") == NGRAM:
             raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
@@ -121,7 +122,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
-            for done in experiments.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
+            for done in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                    lambda f, msg: progress(f, desc=msg)):
                 yield done
                 if stop.is_set() or stop_requested(request, "compare_drafts"):
@@ -130,10 +131,10 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         for rows in paced(comparison, live.PAGE_UPDATE_S):
             status = f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants) else ""
             yield render.progress_note(status or _compared(rows, variants, prompts), final=not status), \
-                _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows)
+                _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows)
         if len(rows) < len(variants):  # stopped
             yield (render.progress_note(_compared(rows, variants, prompts), final=True),
-                   _table(rows, experiments.COMPARE_COLUMNS), plots.draft_comparison(rows))
+                   _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows))
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 2)
     finally:

@@ -10,8 +10,8 @@ import gradio as gr
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
-from playground.presets import all_presets, default_preset, family
-from playground.ui.share import Settings, from_query, share_url
+from playground.presets import Settings, all_presets, default_preset, family
+from playground.ui.share import from_query, share_url
 
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())

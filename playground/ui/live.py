@@ -18,9 +18,8 @@ from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
-from playground.presets import all_presets
+from playground.presets import Settings, all_presets
 from playground.ui.pacing import paced
-from playground.ui.share import Settings
 from playground.measure.speedup import MAX_BLOCKS, Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
 MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second made while streaming

@@ -4,7 +4,8 @@ import gradio as gr
 
 from playground.limits import CONCURRENCY
 from playground.models.loading import custom_models_allowed
-from playground.ui import experiments, render, race
+from playground.measure import sweeps
+from playground.ui import render, race
 from playground.ui.api import generate
 from playground.ui.experiments_tab import (SWEEP_DEFAULTS, calculator, column_headers, column_widths, experiment_buttons,
                                            run_comparison, run_sweep)
@@ -156,19 +157,19 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             sweep_btn = gr.Button("Run sweep", variant="primary", scale=3)
             sweep_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="sweep-stop")
         sweep_status = gr.HTML()
-        sweep_table = gr.Dataframe(headers=column_headers(experiments.COLUMNS), label="Results", interactive=False, wrap=True,
-                                   column_widths=column_widths(experiments.COLUMNS), elem_id="sweep-table")
+        sweep_table = gr.Dataframe(headers=column_headers(sweeps.COLUMNS), label="Results", interactive=False, wrap=True,
+                                   column_widths=column_widths(sweeps.COLUMNS), elem_id="sweep-table")
         sweep_plot = gr.Plot()
         sweep_csv = gr.DownloadButton("Download CSV", value=None)
         gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
                     "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
-        variants = gr.CheckboxGroup(list(experiments.VARIANTS), value=list(experiments.VARIANTS), label="Drafts")
+        variants = gr.CheckboxGroup(list(sweeps.VARIANTS), value=list(sweeps.VARIANTS), label="Drafts")
         with gr.Row():
             compare_btn = gr.Button("Compare drafts", variant="primary", scale=3)
             compare_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="compare-stop")
         compare_status = gr.HTML()
-        compare_table = gr.Dataframe(headers=column_headers(experiments.COMPARE_COLUMNS), label="Results", interactive=False, wrap=True,
-                                     column_widths=column_widths(experiments.COMPARE_COLUMNS), elem_id="compare-table")
+        compare_table = gr.Dataframe(headers=column_headers(sweeps.COMPARE_COLUMNS), label="Results", interactive=False, wrap=True,
+                                     column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table")
         compare_plot = gr.Plot()
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "

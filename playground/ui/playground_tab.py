@@ -12,11 +12,11 @@ from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import engine_seconds, identity_note, summarize
 from playground.models.loading import NGRAM
+from playground.presets import Settings
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import check_constraint, settings_from_inputs
-from playground.ui.share import Settings
 from playground.ui.tree_view import tree_view
 
 log = logging.getLogger("playground.ui")

@@ -20,7 +20,7 @@ CSS = """
              border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
 .tok { border-radius: 3px; padding: 0 1px; }
 """ + "".join(f".tok-{k} {{ background: {c}26; border-bottom: 2px solid {c}; }}\n" for k, c in COLOURS.items()) + """
-.tok-rejected { text-decoration: line-through; color: #dc2626; opacity: 0.75; }
+.tok-rejected { text-decoration: line-through; color: """ + COLOURS[REJECTED] + """; opacity: 0.75; }
 .tok-eos { font-size: 11px; color: #6b7280; }
 .thinking { margin-bottom: 6px; } .thinking .tok { opacity: 0.45; }
 .thinking summary { color: #6b7280; cursor: pointer; font-style: italic; }

@@ -1,52 +1,17 @@
-"""Every setting of a run, and its round trip through URL query parameters (share links).
+"""A run's settings (playground.presets.Settings) through URL query parameters and back (share links).
 
 Reading a link never executes anything: each parameter is parsed and range-checked; unknown or
 invalid ones are dropped with a notice, and model ids outside the presets are refused unless the
 host allows custom models."""
 import dataclasses
 import urllib.parse
-from dataclasses import dataclass
 
 from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.models.loading import is_way_of_drafting
-from playground.presets import Preset, all_presets, default_preset
+from playground.presets import Settings, all_presets, default_preset
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
-
-
-@dataclass(slots=True)
-class Settings:
-    preset: str = "demo"
-    target: str = ""
-    draft: str = ""
-    k: int = 4
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int = 0
-    max_new_tokens: int = 128
-    prompt: str = ""
-    system: str = ""
-    chat: bool = False
-    schema: str = ""
-    regex: str = ""
-    backend: str = "llguidance"
-    compare: bool = True
-    schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)
-    policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)
-    confidence: float = 0.5
-    compile: bool = False  # static caches and compiled passes (playground.engine.static)
-    tree: str = ""  # a token tree: children per depth ("1,2,1,1"), "/N" dynamic, "+N" a lookup branch; "" a chain of k
-    think_budget: int = 0  # reasoning models: think first (at most this many tokens), the constraint after </think>
-
-    @classmethod
-    def from_preset(cls, preset: Preset) -> "Settings":
-        return cls(preset=preset.name, target=preset.target, draft=preset.draft, k=preset.k,
-                   temperature=preset.temperature, top_p=preset.top_p, top_k=preset.top_k,
-                   max_new_tokens=preset.max_new_tokens, prompt=preset.prompt, system=preset.system,
-                   chat=preset.chat, schema=preset.schema, regex=preset.regex,
-                   schema_in_prompt=preset.schema_in_prompt, think_budget=preset.think_budget)
 
 
 def _int(lo, hi):

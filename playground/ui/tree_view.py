@@ -5,6 +5,7 @@ the draft's probabilities of it. Nested lists with a bounded height: readable at
 import html
 
 from playground.events import ACCEPTED, REJECTED, Round
+from playground.ui.render import COLOURS
 
 ROUNDS_SHOWN = 6  # the last rounds drawn; older ones are in the stream and the download
 
@@ -16,9 +17,9 @@ CSS = """
 .treeview ul { list-style: none; margin: 0; padding-left: 16px; border-left: 1px dotted #9ca3af; }
 .treeview li { margin: 1px 0; white-space: nowrap; }
 .treeview .tnode { border-radius: 3px; padding: 0 3px; }
-.treeview .tnode.kept { background: #16a34a26; border-bottom: 2px solid #16a34a; }
-.treeview .tnode.refused { text-decoration: line-through; color: #dc2626; opacity: 0.75; }
-"""
+.treeview .tnode.kept { background: %s26; border-bottom: 2px solid %s; }
+.treeview .tnode.refused { text-decoration: line-through; color: %s; opacity: 0.75; }
+""" % (COLOURS[ACCEPTED], COLOURS[ACCEPTED], COLOURS[REJECTED])
 
 
 def tree_view(events: list) -> str:

@@ -1,5 +1,6 @@
 """Sweeps for the Experiments tab: K or temperature over a prompt set, speculative against the
-target alone, measured side by side in one process (interleaved per prompt, after a warm-up)."""
+target alone, measured side by side in one process (interleaved per prompt, after a warm-up); and
+Compare drafts. The CLI reads its value and prompt lists with the same parsers."""
 import csv
 import dataclasses
 import io
