@@ -76,3 +76,10 @@ def test_imports_point_down_between_rooms():
             other = room(module)
             if other and other != own:
                 assert ROOMS.index(other) > ROOMS.index(own), f"{path.relative_to(PACKAGE)} imports {module}: up a room"
+
+
+def test_the_cli_and_the_export_do_not_import_the_page():
+    """The CLI is the page's peer, and the export is pure text: what they share lives below the UI."""
+    for name in ("cli.py", "cli_args.py", "__main__.py", "export.py"):
+        bad = [m for m in imported_modules(PACKAGE / name) if room(m) == "ui"]
+        assert not bad, f"{name} imports {bad}"
