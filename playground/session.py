@@ -99,7 +99,8 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
     if speculative and cfg.tree:
         check_tree(pair, draft)
     proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg)
-    return with_text(speculate(target, proposer, prompt_ids, cfg, pair.eos_ids, guide), pair.tokenizer, prompt_ids)
+    eos_ids = pair.eos_ids | guide.eos_ids if guide is not None else pair.eos_ids  # the constraint's end stops too
+    return with_text(speculate(target, proposer, prompt_ids, cfg, eos_ids, guide), pair.tokenizer, prompt_ids)
 
 
 FUSED_DEVICES = {"cuda"}  # where compiled runs replay whole rounds as graphs (tests add "cpu": same code, no capture)

@@ -10,6 +10,7 @@ import torch
 from playground import session
 from playground.cli import main
 from playground.constraints import ConstraintSpec
+from playground.constraints.compile import stop_ids
 from playground.errors import PlaygroundError
 from playground.events import FORCED, Round
 from tests import tiny
@@ -112,6 +113,26 @@ def test_prompt_lookup_guessing_past_an_eos_keeps_the_target_alone(closing_pair,
     alone = session.run(lookup, prompt, cfg, speculative=False, constraint=constraint)
     assert speculative.token_ids == alone.token_ids == words("1") + [tokenizer.eos_token_id]
     assert speculative.valid
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_pair_naming_no_eos_ends_where_the_constraint_ends(tokenizer, backend, k):
+    """A pair whose model names no EOS (eos_ids empty): the backends fall back to the tokenizer's EOS
+    as the structure's end, so the guide and the run must stop at it too. They did not: drafted EOS
+    tokens reached the matcher (llguidance's rollback drifted, 17 letters against [a-z]{3,12};
+    xgrammar crashed asking a stopped matcher for its jump)."""
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id)
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3), tokenizer, eos_ids=[])
+    constraint = constrained(pair, "regex", "[a-z]{3,12}", backend)
+    prompt, cfg = tokenizer("def f(x):\n    return").input_ids, session.settings(k=k, max_new_tokens=20)
+    speculative = session.run(pair, prompt, cfg, constraint=constraint)
+    alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
+    assert speculative.token_ids == alone.token_ids and speculative.token_ids[-1] == tokenizer.eos_token_id
+    assert speculative.finish_reason == "eos" and speculative.valid, speculative.text
+    nameless = type("NoEos", (), {"eos_token_id": None})()
+    with pytest.raises(PlaygroundError, match="names no end-of-sequence token"):
+        stop_ids(nameless)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

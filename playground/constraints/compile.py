@@ -75,10 +75,20 @@ class Constraint:
 
 
 def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: frozenset[int]) -> Constraint:
+    """eos_ids: the pair's; where it names none, the tokenizer's EOS ends the structure (the run
+    stops at it too: Constraint.eos_ids), as each backend would pick it on its own."""
+    eos_ids = eos_ids or stop_ids(tokenizer)
     thinking = _thinking_tables(tokenizer, vocab, eos_ids) if spec.think_budget else None
     grammar = dataclasses.replace(spec, think_budget=0)  # compiled once whatever the budget
     backend, compiled, notes = _compiled_grammar(grammar, tokenizer, vocab, eos_ids)
     return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking)
+
+
+def stop_ids(tokenizer) -> frozenset[int]:
+    if tokenizer.eos_token_id is None:
+        raise PlaygroundError("the model names no end-of-sequence token (neither its generation config nor its "
+                              "tokenizer): a constraint needs one to end the output")
+    return frozenset([tokenizer.eos_token_id])
 
 
 def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking:
