@@ -21,9 +21,10 @@ the copy bandwidth measured here. Results also go to $OUT/gpu_check.json (or --o
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section per call, since
 cold compiles of the 7B pair take minutes and a call has 10: `--only real` first (the table issue
-30 waits for), then `--only tests`, then `--only cli,demo`. The machine goes back 30 s after a call,
-so every call compiles cold. Each step prints its start time, so a call cut off says where it was
-(then: fewer `--repeats` or `--tokens`).
+30 waits for), then `--only tests`, then `--only cli,demo`. The machine goes back 30 s after a call:
+make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
+step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
+`--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.
 
 `--rehearse` runs the same steps on a CPU with small Qwen2 shapes (tests/test_gpu_check.py runs it),
 so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
@@ -46,6 +47,8 @@ from playground.events import Round  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
 
 STARTED = time.perf_counter()
+TESTS_TIMEOUT_S = 520  # a call has 600: about 13 cold compiles of tiny graphs and 2,500 sampled runs
+CLI_TIMEOUT_S = 300
 
 
 def say(message: str) -> None:
@@ -207,26 +210,38 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
 
 
-def run_tests() -> dict:
+def run_logged(cmd: list[str], log: str, timeout: int, stdout: str | None = None) -> tuple[int | None, str]:
+    """Run cmd with its output written to `log` as it comes (its stdout to the file `stdout` when
+    given), so a run cut off by the timeout still leaves what it printed there and in the call's
+    output -> (rc, None when timed out; the log's text)."""
+    with open(log, "w") as sink, open(stdout or os.devnull, "w") as out:
+        try:
+            rc = subprocess.run(cmd, stdout=out if stdout else sink, stderr=sink, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    text = open(log).read()
+    print(text[-4000:], flush=True)
+    return rc, text
+
+
+def run_tests(out: str) -> dict:
     """tests/test_gpu.py alone (the other test files need gradio, which the device image lacks)."""
-    try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py"],
-                              capture_output=True, text=True, timeout=400)
-    except subprocess.TimeoutExpired as exc:
-        return {"rc": None, "summary": [f"timed out after {exc.timeout} s"]}
-    print(done.stdout[-3000:], done.stderr[-2000:])
-    return {"rc": done.returncode, "summary": done.stdout.strip().splitlines()[-1:] if done.stdout else []}
+    rc, text = run_logged([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "--durations=15", "tests/test_gpu.py"],
+                          os.path.join(out, "pytest.log"), TESTS_TIMEOUT_S)
+    summary = [line for line in text.splitlines() if " passed" in line or " failed" in line or " error" in line][-1:]
+    return {"rc": rc, "summary": summary if rc is not None else [f"timed out after {TESTS_TIMEOUT_S} s"] + summary}
 
 
-def run_cli(device: str) -> dict:
+def run_cli(device: str, out: str) -> dict:
     cmd = [sys.executable, "-m", "playground", "generate", "--preset", "demo", "--device", device, "--compile",
            "--baseline", "--json"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
-    if done.returncode:
-        return {"rc": done.returncode, "error": done.stderr[-1500:]}
-    out = json.loads(done.stdout)
-    return {"rc": 0, "speedup": out.get("speedup"), "identical": out.get("identical_to_baseline"),
-            "compile_s": out.get("compile_s"), "tokens_per_s": out["stats"]["tokens_per_s"]}
+    report = os.path.join(out, "cli.json")
+    rc, text = run_logged(cmd, os.path.join(out, "cli.log"), CLI_TIMEOUT_S, stdout=report)
+    if rc != 0:
+        return {"rc": rc, "error": text[-1500:] if rc is not None else f"timed out after {CLI_TIMEOUT_S} s"}
+    told = json.load(open(report))
+    return {"rc": 0, "speedup": told.get("speedup"), "identical": told.get("identical_to_baseline"),
+            "compile_s": told.get("compile_s"), "tokens_per_s": told["stats"]["tokens_per_s"]}
 
 
 def print_table(name: str, result: dict) -> None:
@@ -267,7 +282,7 @@ def main(argv=None) -> dict:
     save = lambda: json.dump(report, open(os.path.join(args.out, "gpu_check.json"), "w"), indent=1, default=str)  # noqa: E731
     if "tests" in only:
         say("pytest -m gpu tests/test_gpu.py")
-        report["tests"] = run_tests()
+        report["tests"] = run_tests(args.out)
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
     if "real" in only:
@@ -286,7 +301,7 @@ def main(argv=None) -> dict:
         del pair
     if "cli" in only:
         say("the CLI: generate --preset demo --compile --baseline")
-        report["cli"] = run_cli(device)
+        report["cli"] = run_cli(device, args.out)
         print("cli", report["cli"], flush=True)
         save()
     if "demo" in only:

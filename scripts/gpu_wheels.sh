@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Wheels the lent GPU machine lacks (it has torch 2.11 and Python 3.12, no network), into .whl/ for
 # the device tool's `carry`: transformers/tokenizers at the project's versions, the constraint
-# libraries and their needs (~27 MB). Then, on the device (one section per call fits its 10 minutes;
-# `--only real` first, then `--only tests`, then `--only cli,demo`):
-#   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only real
-# The working tree travels too (64 MiB in all): move playground/models/smollm2_*draft/ out while it does.
+# libraries and their needs (~27 MB). The working tree travels too, 64 MiB in all with the wheels:
+# this also moves the SmolLM2 drafts (22 MB, not needed there) to /tmp/gpu-held/; put them back with
+# `bash scripts/gpu_wheels.sh --restore` once the GPU calls are done (never commit while they are out).
+# Then, on the device, one section per call (each fits its 10 minutes), carry [".whl"]:
+#   set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only real --out $OUT 2>&1 | tee $OUT/gpu_check.log
+# then `--only tests`, then `--only cli,demo`, each call at once after the last (a warm machine keeps its caches).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+HELD=/tmp/gpu-held
+if [ "${1:-}" = "--restore" ]; then
+  for d in "$HELD"/smollm2_*draft; do [ -d "$d" ] && mv "$d" playground/models/; done
+  git status --short playground/models
+  exit 0
+fi
+mkdir -p "$HELD"
+for d in playground/models/smollm2_*draft; do [ -d "$d" ] && mv "$d" "$HELD"/; done
 grep -qx "/.whl/" .git/info/exclude 2>/dev/null || echo "/.whl/" >> .git/info/exclude
 mkdir -p .whl
 for spec in transformers==5.23.0 tokenizers==0.23.3 jsonschema==4.26.0 referencing==0.37.0 rpds-py==0.30.0 \

@@ -32,3 +32,23 @@ def test_rehearsal_runs_every_real_size_step(gpu_check, tmp_path):
     # rounds of k + 1 = 5 (the last one cut to 4), which is what makes the GPU table's acceptance-1 rows
     assert report["real acceptance 0"]["spec k=4"]["tokens_per_round"] < 1.5
     assert report["real acceptance 1"]["spec k=4"]["tokens_per_round"] == 24 / 5
+
+
+def test_rehearsal_through_the_fused_rounds_the_gpu_takes(gpu_check, tmp_path, monkeypatch):
+    """On CUDA, compiled unconstrained rows go through FusedProposer (whole rounds as programs); the
+    rehearsal above takes the per-pass path a CPU gets. Here the CPU takes the fused one too."""
+    from playground import session
+    monkeypatch.setattr(session, "FUSED_DEVICES", {"cpu", "cuda"})
+    report = gpu_check.main(["--rehearse", "--only", "real", "--tokens", "24", "--repeats", "1", "--k", "4",
+                             "--out", str(tmp_path)])
+    result = report["real acceptance 1"]
+    assert all(result[row]["identical_to_alone_W"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule"))
+    assert result["spec k=4"]["tokens_per_round"] == 24 / 5 and result["second_prompt_new_graphs"] == 0
+
+
+def test_a_step_cut_off_by_its_timeout_leaves_what_it_printed(gpu_check, tmp_path):
+    import sys
+    slow = [sys.executable, "-c", "import time; print('compiled 3 graphs', flush=True); time.sleep(30)"]
+    rc, text = gpu_check.run_logged(slow, str(tmp_path / "step.log"), timeout=3)
+    assert rc is None and text == (tmp_path / "step.log").read_text()
+    assert "compiled 3 graphs" in text
