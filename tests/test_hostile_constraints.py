@@ -212,8 +212,36 @@ def test_one_output_check_shares_one_matching_budget(monkeypatch):
     monkeypatch.setattr(validate.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(validate.regex, "search", full_timeout)
     output = json.dumps({f"k{i}": 1 for i in range(60)})
-    valid, error = validate_json(output, {"type": "object", "patternProperties": {"^(a|a)*$": {"type": "integer"}}})
+    schema = {"type": "object", "patternProperties": {"^(a|a)*$": {"type": "integer"}}}
+    valid, error = validate._validate_json(output, schema)  # in this process, to count the searches
     assert valid is False and "took longer than" in error and len(calls) == 1
+
+
+def test_a_check_that_backtracks_in_re_is_stopped_and_the_server_lives():
+    """jsonschema matches patternProperties with `re` when it works out unevaluatedProperties: no
+    timeout there, and the interpreter lock held throughout (30 letters froze every request for 36 s;
+    each 2 more is 4x). The whole check runs in a bounded worker."""
+    name = "a" * 34 + "!"
+    schema = {"type": "object", "properties": {name: {"type": "integer"}}, "required": [name],
+              "patternProperties": {"^(a+)+$": {}}, "unevaluatedProperties": False}
+    valid, error = validate_json(json.dumps({name: 9}), schema)
+    assert valid is False and "could not be checked" in error and "took longer than" in error
+
+
+@pytest.mark.parametrize("output, schema, says", [
+    ('"' + "(" * 5000 + ")" * 5000 + '"', {"type": "string", "format": "regex"}, "nested too deeply"),
+    ("[1e400]", {"type": "array", "items": {"type": "number", "multipleOf": 0.5}}, "beyond a float's range"),
+])
+def test_checks_that_python_cannot_do_say_so(output, schema, says):
+    valid, error = validate_json(output, schema)
+    assert valid is False and says in error, error
+
+
+def test_a_pattern_nesting_groups_too_deeply_is_refused_by_name():
+    """The meta-schema check compiles each pattern with Python's re: 5,000 nested groups raised a
+    bare RecursionError (and a 9,000-line traceback per request)."""
+    with pytest.raises(PlaygroundError, match="nests its groups too deeply"):
+        from_user(schema=json.dumps({"type": "string", "pattern": "(" * 5000 + ")" * 5000}))
 
 
 def test_pattern_keywords_still_validate():

@@ -90,6 +90,17 @@ def test_draft4_outputs_are_held_to_dependencies(tokenizer, backend):
     assert constraint.validate('{"a": 1}', [], complete=True)[0] is False
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("schema", [{"$schema": "http://json-schema.org/schema#", "type": "object"},
+                                    {"$schema": "https://spec.openapis.org/oas/3.1/dialect/base", "type": "string"},
+                                    True])
+def test_a_generic_or_openapi_schema_uri_and_the_true_schema_compile(tokenizer, backend, schema):
+    """Older schemas declare the generic ".../schema#", OpenAPI 3.1 its dialect: read as draft 2020-12,
+    as for any URI jsonschema does not know; llguidance refused both ('not present in a registry'),
+    and the schema `true` with an internal error."""
+    assert compiled(tokenizer, schema, backend).spec.kind == "json"
+
+
 def test_draft3_is_refused_by_name():
     with pytest.raises(PlaygroundError, match="draft-03"):
         from_user(schema=json.dumps({"$schema": "http://json-schema.org/draft-03/schema#", "type": "object"}))
@@ -98,6 +109,17 @@ def test_draft3_is_refused_by_name():
 def test_a_key_twice_is_never_valid():
     valid, error = validate_json('{"a": 1, "a": 2}', {"type": "object"})
     assert valid is False and "'a' appears twice" in error
+
+
+@pytest.mark.parametrize("value, step, valid", [("19.99", 0.01, True), ("4.35", 0.05, True), ("0.3", 0.1, True),
+                                               ("-0.3", 0.1, True), ("19.995", 0.01, False), ("1e308", 0.01, True),
+                                               ("10", 3, False), ("4.36", 0.05, False)])
+def test_multiple_of_is_decimal_arithmetic(value, step, valid):
+    """A price of 19.99 under multipleOf 0.01 was called invalid (19.99 / 0.01 is 1998.9999999999998 in
+    floats); the numbers are judged as written."""
+    ok, error = validate_json('{"price": %s}' % value, {"properties": {"price": {"type": "number", "multipleOf": step}}})
+    assert ok is valid, error
+    assert valid or "is not a multiple of" in error
 
 
 # -- finiteness: no false "no finite instance" -----------------------------------------------------
@@ -117,6 +139,28 @@ def test_a_required_name_matched_only_by_pattern_properties_is_writable():
 
 
 # -- sizes and options -----------------------------------------------------------------------------
+
+def test_a_required_name_that_is_not_allowed_is_named_not_called_recursion():
+    """A common slip: 'country' required, not in properties, additionalProperties false. The refusal
+    spoke of recursion and never named the property."""
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city", "country"],
+              "additionalProperties": False}
+    with pytest.raises(PlaygroundError, match=r"required property 'country' is not allowed .* add it to properties"):
+        from_user(schema=json.dumps(schema))
+
+
+def test_a_deep_schema_is_told_how_to_fit():
+    """20 levels of nested properties are 40 levels of JSON: refused with the way out ($defs), which
+    the same 20 levels take."""
+    deep = {"type": "string"}
+    for _ in range(20):
+        deep = {"type": "object", "properties": {"a": deep}}
+    with pytest.raises(PlaygroundError, match=r"nested more than 32 objects and arrays deep .* into \$defs"):
+        from_user(schema=json.dumps(deep))
+    chained = {"$defs": {f"l{i}": {"type": "object", "properties": {"a": {"$ref": f"#/$defs/l{i + 1}"}}} for i in range(20)}}
+    chained["$defs"]["l20"] = {"type": "string"}
+    assert from_user(schema=json.dumps(dict(chained, **{"$ref": "#/$defs/l0"}))) is not None
+
 
 def test_the_size_limit_counts_the_schema_minified(monkeypatch):
     from playground.constraints import spec as spec_module
@@ -139,6 +183,16 @@ def test_overlapping_one_of_compiles_as_any_of_with_a_note(tokenizer, backend):
     constraint = compiled(tokenizer, schema, backend)
     assert any("oneOf is enforced as anyOf" in note for note in constraint.notes), constraint.notes
     assert constraint.validate("{}", [], complete=True)[0] is False  # matches both branches: not oneOf
+
+
+def test_xgrammar_names_what_it_drops_beside_a_ref(tokenizer):
+    """Draft 2020-12 applies a $ref and its sibling keywords; xgrammar follows the $ref alone (a
+    sibling maxLength 3 let 8 letters through) and said nothing. Annotations beside it are no loss."""
+    schema = {"$defs": {"n": {"type": "string"}}, "type": "object", "required": ["a"],
+              "properties": {"a": {"$ref": "#/$defs/n", "maxLength": 3}, "b": {"$ref": "#/$defs/n", "title": "B"}}}
+    assert compiled(tokenizer, schema, "xgrammar").notes == (
+        "not enforced while writing (checked after the run): keywords beside a $ref",)
+    assert compiled(tokenizer, schema, "llguidance").notes == ()
 
 
 def test_an_unknown_format_is_an_annotation_not_a_refusal(tokenizer):
@@ -171,6 +225,29 @@ def test_a_cut_output_says_where_and_what_would_end_it(tokenizer, text, where):
     constraint = compiled(tokenizer, {"type": "object"}, "llguidance")
     valid, error = constraint.validate(text, [], complete=False)
     assert valid is False and error.startswith("truncated") and where in error, error
+
+
+TREE = {"$defs": {"node": {"type": "object", "additionalProperties": False, "required": ["name"],
+                           "properties": {"name": {"type": "string", "maxLength": 30},
+                                          "children": {"type": "array", "maxItems": 3, "items": {"$ref": "#/$defs/node"}}}}},
+        "$ref": "#/$defs/node"}
+USERNAME = {"type": "object", "properties": {"username": {"type": "string", "maxLength": 12, "pattern": "^[a-z][a-z0-9_]*$"}}}
+
+
+@pytest.mark.parametrize("schema, text, backend, says", [
+    (USERNAME, '{"username": "user123456789012', "xgrammar", "the schema bounds it, but not every keyword was enforced"),
+    (USERNAME, '{"username": "user12', "llguidance", "the schema bounds it, but the tokens ran out first"),
+    (TREE, '{"name": "a", "children": [' * 4 + '{"name": "b", "', "llguidance",
+     "nested in 8 containers and the schema refers to itself"),
+])
+def test_a_cut_inside_a_bounded_value_does_not_ask_for_the_bound(tokenizer, schema, text, backend, says):
+    """The hint said 'the schema sets no maxLength ... add maxLength' where it had one (xgrammar drops
+    maxLength beside a pattern: its note says so), and 'add additionalProperties: false' to a
+    self-referring schema that had it, where the model had nested 18 levels deep."""
+    constraint = compiled(tokenizer, schema, backend)
+    valid, error = constraint.validate(text, [], complete=False)
+    assert valid is False and says in error, error
+    assert "add maxLength" not in error and "add additionalProperties" not in error
 
 
 def test_xgrammar_allows_unnamed_items_where_the_schema_needs_them(tokenizer):

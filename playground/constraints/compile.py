@@ -59,7 +59,7 @@ class Constraint:
         """complete: the structure was finished (EOS or an accepting state) before the budget ran out."""
         if not complete:
             return False, "truncated: max new tokens ran out before the structure was complete" + (
-                truncation_hint(text) if self.spec.kind == "json" else "")
+                truncation_hint(text, self.spec.engine_schema, self.notes) if self.spec.kind == "json" else "")
         if self.spec.kind == "json":
             return validate_json(text, self.spec.schema)
         if self.spec.kind == "regex":

@@ -1,7 +1,15 @@
 """Where a JSON output was cut when max new tokens ran out, and what would have let it end. A small
 model can loop inside whatever the schema leaves open (an array with no maxItems, a string with no
-maxLength, an integer with no maximum): the fix is in the schema, or more tokens."""
+maxLength, an integer with no maximum): the fix is in the schema, or more tokens. Where the schema
+already bounds the open value, the hint says so instead: the bound was not enforced while writing
+(the constraint's notes say which), or the tokens ran out first; and a deep cut in a schema that
+refers to itself is the recursion's doing."""
 import json
+
+import regex
+
+from playground.constraints.safety import resolve
+from playground.constraints.schema_keywords import subschemas
 
 FIXES = {  # kind of the open value -> (why it may not end, the bound that would end it)
     "string": ("the schema sets no maxLength (or enum, or pattern) that would make it end", "maxLength"),
@@ -13,10 +21,19 @@ FIXES = {  # kind of the open value -> (why it may not end, the bound that would
                "additionalProperties: false"),
     "literal": ("the model was writing true, false or null", None),
 }
+BOUNDED = {  # kind -> whether a subschema holding the open value already bounds it
+    "string": lambda s: any(k in s for k in ("maxLength", "enum", "const")),
+    "key": lambda s: s.get("additionalProperties", True) is False or "maxProperties" in s,
+    "number": lambda s: any(k in s for k in ("maximum", "exclusiveMaximum", "enum", "const")),
+    "array": lambda s: "maxItems" in s or ("prefixItems" in s and s.get("items", True) is False),
+    "object": lambda s: s.get("additionalProperties", True) is False or "maxProperties" in s,
+}
+DEEP = 6  # containers open at the cut from which a self-referring schema is the likely cause
 
 
-def truncation_hint(text: str) -> str:
-    """' (cut inside the array at /items after 37 items: ...; add ... or allow more tokens)', or ''."""
+def truncation_hint(text: str, schema=None, notes: tuple[str, ...] = ()) -> str:
+    """' (cut inside the array at /items after 37 items: ...; add ... or allow more tokens)', or ''.
+    schema (in draft 2020-12 words): the hint looks at what it says about the open value."""
     where = open_at(text)
     if where is None:
         return ""
@@ -24,9 +41,72 @@ def truncation_hint(text: str) -> str:
     pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path) if path else "the top level"
     place = f"the {'property name' if kind == 'key' else kind} at {pointer}"
     items = f" after {count} items" if kind == "array" else ""
+    return f" (cut inside {place}{items}: {_why(kind, path, schema, notes)})"
+
+
+def _why(kind: str, path: list, schema, notes: tuple[str, ...]) -> str:
+    if len(path) >= DEEP and _refers_to_itself(schema):
+        return (f"the output is nested in {len(path)} containers and the schema refers to itself, so each level "
+                "may open another; unroll the recursion to a fixed depth in the schema (the last level without "
+                "the property that recurses) or allow more new tokens")
+    held = holding(schema, path) if schema is not None else []
+    if kind in BOUNDED and any(BOUNDED[kind](s) for s in held):
+        why = ("the schema bounds it, but not every keyword was enforced while writing (see the notes: the other "
+               "backend may enforce it)" if notes else "the schema bounds it, but the tokens ran out first")
+        return f"{why}; allow more new tokens"
     why, bound = FIXES[kind]
-    fix = f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens"
-    return f" (cut inside {place}{items}: {why}; {fix})"
+    return f"{why}; " + (f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens")
+
+
+def holding(schema, path: list) -> list[dict]:
+    """The subschemas that may hold the value at `path` (properties, patternProperties, items and
+    prefixItems followed; $ref, allOf, anyOf and oneOf opened). Best effort: only for the hint."""
+    nodes = _opened(schema, schema)
+    for step in path:
+        nodes = [child for node in nodes for child in _opened(_child(node, step), schema)]
+    return nodes
+
+
+def _child(node: dict, step):
+    if isinstance(step, int):
+        prefix = node.get("prefixItems", [])
+        return prefix[step] if step < len(prefix) else node.get("items", True)
+    if step in node.get("properties", {}):
+        return node["properties"][step]
+    for pattern, sub in node.get("patternProperties", {}).items():
+        try:
+            if regex.search(pattern, step, timeout=0.05):
+                return sub
+        except (regex.error, TimeoutError):
+            continue
+    return node.get("additionalProperties", True)
+
+
+def _opened(node, root, depth: int = 0) -> list[dict]:
+    if not isinstance(node, dict) or depth > 8:
+        return []
+    out = [node]
+    if isinstance(node.get("$ref"), str):
+        try:
+            out += _opened(resolve(node["$ref"], root), root, depth + 1)
+        except Exception:  # a hint never fails the report
+            pass
+    for key in ("allOf", "anyOf", "oneOf"):
+        for sub in node.get(key, []) if isinstance(node.get(key), list) else []:
+            out += _opened(sub, root, depth + 1)
+    return out
+
+
+def _refers_to_itself(schema) -> bool:
+    """Some $ref names a schema that holds that same $ref (or the root)."""
+    for ref in {node.get("$ref") for node in subschemas(schema)} - {None}:
+        try:
+            target = resolve(ref, schema)
+        except Exception:  # a hint never fails the report
+            continue
+        if target is schema or ref in {node.get("$ref") for node in subschemas(target)}:
+            return True
+    return False
 
 
 def open_at(text: str) -> tuple[str, list, int] | None:

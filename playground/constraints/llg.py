@@ -16,6 +16,7 @@ from playground.errors import PlaygroundError
 # A schema's own "x-guidance" options are dropped (their whitespace_pattern survived the overrides
 # and let a schema write runs of newlines), then these are given as overrides.
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ", "lenient": True}
+OTHER_BACKEND = " (the xgrammar backend reads constraints otherwise and may accept it)"
 SILENT = {"dependentRequired"}  # compiled past by llguidance 1.9.1 without a warning (tried with an output that breaks it)
 
 
@@ -31,15 +32,18 @@ class LLGuidanceBackend:
         grammar = self._grammar(spec)
         is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, self.tokenizer)
         if is_error:
-            raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}")
+            raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}" + OTHER_BACKEND)
         silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] if spec.kind == "json" else []
         return grammar, _notes(messages, silent)
 
     def _grammar(self, spec: ConstraintSpec) -> str:
         if spec.kind == "json":
             schema = spec.engine_schema
-            if isinstance(schema, dict):
-                schema = {key: value for key, value in schema.items() if key != "x-guidance"}
+            if isinstance(schema, dict):  # engine_schema is in draft 2020-12's words whatever it declared: its
+                # $schema would only make llguidance look the draft up (it knows few URIs, e.g. not ".../schema#")
+                schema = {key: value for key, value in schema.items() if key not in ("x-guidance", "$schema")}
+            elif schema is True:
+                schema = {}  # any JSON value (llguidance wants an object to apply its options to)
             return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
         if spec.kind == "regex":
             return llguidance.LLMatcher.grammar_from_regex(spec.text)

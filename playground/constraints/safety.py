@@ -37,9 +37,7 @@ def check_schema_safe(schema) -> None:
         for pattern in _patterns(node):
             check_pattern(pattern, "a schema pattern")
     if not has_finite_instance(schema, nodes):
-        raise PlaygroundError("this schema has no finite instance: a required property (or a minimum of items) "
-                              "refers back to a schema that contains it, so the output could never end; "
-                              "make the recursion optional")
+        raise PlaygroundError(_no_instance_reason(schema, nodes))
 
 
 def depth(value, limit: int = MAX_SCHEMA_DEPTH) -> int:
@@ -49,7 +47,9 @@ def depth(value, limit: int = MAX_SCHEMA_DEPTH) -> int:
         item, level = stack.pop()
         if isinstance(item, (dict, list)):
             if level > limit:
-                raise PlaygroundError(f"the schema is nested more than {limit} levels deep")
+                raise PlaygroundError(f"the schema's JSON is nested more than {limit} objects and arrays deep (a "
+                                      "nested property takes two: `properties`, then its schema); move deep parts "
+                                      "into $defs and refer to them with $ref")
             deepest = max(deepest, level)
             stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
     return deepest
@@ -161,6 +161,20 @@ def _finite_given(node: dict, known: set[int], needs: "Needs") -> bool:
     types = [types] if isinstance(types, str) else types
     return any(t in SCALARS or (t == "object" and _object_finite(needs.names(node), node, sub))
                or (t == "array" and _array_finite(node, sub)) for t in types)
+
+
+def _no_instance_reason(schema, nodes: list[dict]) -> str:
+    """Why no value can be written: a required name no entry allows (the common slip), else recursion."""
+    needs = Needs(schema)
+    for node in nodes:
+        forbidden = [name for name, (held, open_) in zip(node.get("required", []), needs.names(node))
+                     if not open_ and node.get("additionalProperties", True) is False]
+        if forbidden:
+            return (f"no value can satisfy this schema: the required property {forbidden[0][:60]!r} is not allowed "
+                    "where it is required (additionalProperties is false and neither properties nor "
+                    "patternProperties names it); add it to properties or drop it from required")
+    return ("this schema has no finite instance: a required property (or a minimum of items) refers back to a "
+            "schema that contains it, so the output could never end; make the recursion optional")
 
 
 def _object_finite(names: list[tuple[list, bool]], node: dict, sub) -> bool:

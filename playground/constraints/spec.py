@@ -88,6 +88,8 @@ def parse_schema(text: str) -> Schema:
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "the top level"
         raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at {where}: {exc.message}") from None
+    except RecursionError:  # the meta-schema's "format": "regex" compiles each pattern with Python's re
+        raise PlaygroundError("the schema could not be checked: a pattern in it nests its groups too deeply") from None
     engine = drop_noops(drafts.to_2020_12(schema, draft))
     check_schema_safe(engine)
     check_satisfiable(engine)

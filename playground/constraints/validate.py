@@ -9,15 +9,22 @@ with a timeout instead of `re`, whose backtracking holds the interpreter lock un
 import contextvars
 import functools
 import json
+import math
 import time
+from fractions import Fraction
 
 import jsonschema
 import referencing
 import regex
 from jsonschema.exceptions import ValidationError
 
+from playground.constraints import worker
 from playground.constraints.drafts import declared
+from playground.errors import PlaygroundError
 from playground.limits import CHECK_SECONDS
+
+CHECK_WORKER_SECONDS = 3 * CHECK_SECONDS  # the pattern budget below, plus a fork and jsonschema's own work
+CHECK_BYTES = 512 * 2**20
 
 NO_RETRIEVAL = referencing.Registry()  # resolving anything outside the document fails instead of fetching
 
@@ -66,7 +73,17 @@ def _additional_properties(validator, extra_schema, instance, schema):
         yield ValidationError(f"additional properties are not allowed ({', '.join(map(repr, extras))})")
 
 
-SAFE = {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties}
+def _multiple_of(validator, step, instance, schema):
+    """Decimal arithmetic on the numbers as written: 19.99 is a multiple of 0.01 (floats: 1998.9999...)."""
+    if validator.is_type(instance, "number") and validator.is_type(step, "number") and step > 0:
+        if not math.isfinite(instance):  # 1e400 reads as inf
+            yield ValidationError(f"{repr(instance)[:80]} is beyond a float's range: multipleOf cannot be checked")
+        elif Fraction(repr(instance)) % Fraction(repr(step)):  # exact: each repr is the shortest decimal that reads back
+            yield ValidationError(f"{repr(instance)[:80]} is not a multiple of {step!r}")
+
+
+SAFE = {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties,
+        "multipleOf": _multiple_of}
 
 
 @functools.cache
@@ -87,6 +104,17 @@ def _no_duplicates(pairs: list) -> dict:
 
 
 def validate_json(text: str, schema) -> tuple[bool, str | None]:
+    """In a bounded worker: jsonschema still matches some patterns with `re` (unevaluatedProperties
+    over patternProperties, format "regex"), which no timeout stops and which holds the interpreter
+    lock: one schema froze the whole server for 36 s, and 10 more letters in the output would be hours."""
+    try:
+        return worker.bounded(_validate_json, text, schema, seconds=CHECK_WORKER_SECONDS, extra_bytes=CHECK_BYTES,
+                              task="checking the output against the schema")
+    except PlaygroundError as exc:
+        return False, f"could not be checked: {exc}"
+
+
+def _validate_json(text: str, schema) -> tuple[bool, str | None]:
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates)  # strict: raw control characters in strings are errors
     except json.JSONDecodeError as exc:
@@ -104,6 +132,8 @@ def validate_json(text: str, schema) -> tuple[bool, str | None]:
         return False, f"could not be checked: {exc}"
     except referencing.exceptions.Unresolvable as exc:
         return False, f"could not be checked: unresolvable reference {exc}"
+    except RecursionError:
+        return False, "could not be checked: the schema or the output is nested too deeply for the checker"
     finally:
         DEADLINE.reset(token)
     if error is not None:

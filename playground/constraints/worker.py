@@ -23,10 +23,11 @@ FORKS = sys.platform.startswith("linux")
 _in_child = False  # True inside a worker child: its fd 2 is its own to redirect
 
 
-def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | None = None):
+def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | None = None,
+            task: str = "compiling this constraint"):
     """compile_fn(*args) in a child bounded in time and memory -> its (picklable) result.
     PlaygroundError from the child is raised here as is; running out of either bound is a
-    PlaygroundError saying which."""
+    PlaygroundError saying which (`task` names what was being done)."""
     seconds = COMPILE_SECONDS if seconds is None else seconds
     extra_bytes = COMPILE_BYTES if extra_bytes is None else extra_bytes
     if not FORKS or _in_child:  # inside a worker already: its bounds hold
@@ -38,13 +39,13 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     send.close()
     try:
         if not receive.poll(seconds):
-            raise PlaygroundError(f"compiling this constraint took longer than {seconds:g} s and was stopped: "
+            raise PlaygroundError(f"{task} took longer than {seconds:g} s and was stopped: "
                                   "simplify the schema (fewer alternatives, less recursion)")
         try:
             kind, value = receive.recv()
         except EOFError:  # the child died without a word: killed by the memory cap, or crashed
             child.join(1)
-            raise PlaygroundError(_died(child.exitcode, extra_bytes, time.monotonic() - started)) from None
+            raise PlaygroundError(_died(task, child.exitcode, extra_bytes, time.monotonic() - started)) from None
     finally:
         receive.close()
         if child.is_alive():
@@ -53,7 +54,7 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     if kind == "ok":
         return value
     if kind == "memory":
-        raise PlaygroundError(_over_memory(extra_bytes))
+        raise PlaygroundError(_over_memory(task, extra_bytes))
     raise PlaygroundError(value)
 
 
@@ -83,15 +84,15 @@ def _cap_memory(extra_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
-def _over_memory(extra_bytes: int) -> str:
-    return (f"compiling this constraint needed more than {extra_bytes / 2**30:g} GiB and was stopped: "
+def _over_memory(task: str, extra_bytes: int) -> str:
+    return (f"{task} needed more than {extra_bytes / 2**30:g} GiB and was stopped: "
             "simplify the schema (fewer alternatives, less recursion)")
 
 
-def _died(exitcode: int | None, extra_bytes: int, seconds: float) -> str:
-    return (f"the constraint compiler stopped without an answer after {seconds:.1f} s (exit code {exitcode}), as it "
-            f"does when it runs past its {extra_bytes / 2**30:g} GiB allowance: simplify the schema (fewer "
-            "alternatives, less recursion)")
+def _died(task: str, exitcode: int | None, extra_bytes: int, seconds: float) -> str:
+    return (f"{task} stopped without an answer after {seconds:.1f} s (exit code {exitcode}), as it does when it "
+            f"runs past its {extra_bytes / 2**30:g} GiB allowance: simplify the schema (fewer alternatives, less "
+            "recursion)")
 
 
 @contextmanager

@@ -15,7 +15,10 @@ from playground.errors import PlaygroundError
 # Keywords xgrammar 0.2.8 compiles past without enforcing them (each tried with an output that
 # breaks it); it does enforce propertyNames, multipleOf on integers and unevaluated*: false.
 UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContains", "maxContains",
-              "dependentRequired", "dependentSchemas"}
+              "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
+BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
+NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
+                   "$id", "$schema", "$anchor", "deprecated", "readOnly", "writeOnly"}
 INEXACT_FORMATS = {"ipv4"}
 SEPARATORS = (", ", ": ")
 # xgrammar's class for characters of a length-bounded string, and the JSON-legal one to use instead
@@ -44,7 +47,8 @@ class XGrammarBackend:
                 else:
                     compiled = compiler.compile_grammar(spec.text)
         except RuntimeError as exc:
-            raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}") from None
+            raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)} (the llguidance backend "
+                                  "reads constraints otherwise and may accept it)") from None
         return compiled, notes + _warned(log)  # the log is complete only once the block is left
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:
@@ -127,7 +131,8 @@ def _code(pattern: str, i: int) -> str:
 
 
 def _json_grammar(schema) -> tuple[str, list[str]]:
-    names = sorted({k for node in subschemas(schema) for k, v in node.items() if _unenforced(k, v, node)})
+    names = sorted({BESIDE_REF if k == "$ref" else k for node in subschemas(schema) for k, v in node.items()
+                    if _unenforced(k, v, node)})
     try:
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS)
     except RuntimeError as exc:  # strict mode (no properties or items beyond those named) left too few
@@ -180,6 +185,8 @@ def _unenforced(key: str, value, node: dict) -> bool:
         return value is not False  # false is xgrammar's strict mode; a schema here is not enforced
     if key == "multipleOf":
         return node.get("type") != "integer"
+    if key == "$ref":
+        return bool(set(node) - NOT_CONSTRAINTS)
     return key in UNENFORCED or (key == "allOf" and len(value) > 1)
 
 
