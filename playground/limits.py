@@ -16,10 +16,16 @@ def _env_int(name: str, default: int) -> int:
 CONCURRENCY = max(1, _env_int("PLAYGROUND_CONCURRENCY", 1))  # runs sharing the device at once (the app's queue)
 MAX_NEW_TOKENS = _env_int("PLAYGROUND_MAX_NEW_TOKENS", 2048)  # per run; also capped by the context length
 MAX_PROMPT_CHARS = _env_int("PLAYGROUND_MAX_PROMPT_CHARS", 20_000)
+MAX_SYSTEM_CHARS = _env_int("PLAYGROUND_MAX_SYSTEM_CHARS", 4_000)
+MAX_NAME_CHARS = 200  # a model id, preset, backend, policy or tree as typed
 MAX_SAMPLES = _env_int("PLAYGROUND_MAX_SAMPLES", 64)  # generate --num-samples
 MAX_SWEEP_VALUES = _env_int("PLAYGROUND_MAX_SWEEP_VALUES", 16)  # values of one sweep (and bench --k x --temperature)
 MAX_SWEEP_PROMPTS = _env_int("PLAYGROUND_MAX_SWEEP_PROMPTS", 32)
 MAX_REPEAT = _env_int("PLAYGROUND_MAX_REPEAT", 20)  # bench --repeat
+# One experiment of the page (a sweep, Compare drafts): its points x prompts x max new tokens, and its
+# time (it goes on when its caller has gone, holding the device from everyone else).
+MAX_EXPERIMENT_TOKENS = _env_int("PLAYGROUND_MAX_EXPERIMENT_TOKENS", 32_768)
+EXPERIMENT_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SECONDS", 900)
 # A schema's size bounds only the checks made before compiling (well under a second at the limit);
 # the compile itself is bounded in time and memory (COMPILE_SECONDS, COMPILE_BYTES).
 MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 256_000)  # minified: what the engines read

@@ -19,7 +19,7 @@ from playground.engine.fused import FusedProposer, programs_for
 from playground.engine.static import CacheBusy, StaticRunner, why_not_static
 from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
-from playground.limits import MAX_PROMPT_CHARS, at_most
+from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.metrics import summarize
 from playground.models.loading import Pair, load_pair
 
@@ -47,6 +47,7 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
     at_most(len(text), MAX_PROMPT_CHARS, "the prompt's length (characters)")
     _check_utf8(text, "the prompt")
     if system:
+        at_most(len(system), MAX_SYSTEM_CHARS, "the system prompt's length (characters)")
         _check_utf8(system, "the system prompt")
     if schema:
         text = f"{text}\n\nAnswer with JSON that matches this JSON Schema:\n{schema.strip()}"

@@ -1,5 +1,6 @@
 """Hostile input through the running app (real server, gradio_client): every bad request is one clear
 error naming its cause, nothing is fetched, and the server keeps answering other users at once."""
+import dataclasses
 import json
 import os
 import time
@@ -11,6 +12,7 @@ from gradio_client import Client
 
 from playground.ui import files, inputs as page_inputs, playground_tab
 from playground.errors import PlaygroundError
+from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
 from playground.presets import Settings
 from playground.ui.share import MAX_LINK_CHARS, from_query, share_url
 from tests.test_hostile_constraints import listener  # noqa: F401  (fixture)
@@ -66,6 +68,27 @@ def test_sweeps_are_bounded(client):
     assert "number of values" in status and not isinstance(csv, str)  # refused with its reason, no file
     status, table, _, csv = client.predict("k", "2", "\n".join(f"p{i}" for i in range(100)), *inputs, api_name="/sweep")
     assert "number of prompts" in status and not isinstance(csv, str)
+    many = page_inputs.inputs_from_settings(dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]),
+                                                                max_new_tokens=1024))
+    status, table, _, csv = client.predict("k", ",".join(map(str, range(1, 9))), "\n".join(f"p{i}" for i in range(8)),
+                                           *many, api_name="/sweep")  # 8 x 8 x 1024 tokens
+    assert "tokens this experiment asks for" in status and not isinstance(csv, str)
+
+
+def test_compare_drafts_measures_each_way_once_and_is_bounded(monkeypatch):
+    """40 copies of one way of drafting were measured 40 times (an 8 MiB body holds 400,000)."""
+    from playground.ui import experiments_tab
+    settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), max_new_tokens=8)
+    monkeypatch.setattr(experiments_tab, "MAX_EXPERIMENT_TOKENS", 8)  # one way, one prompt, 8 tokens
+    *_, (status, table, _) = experiments_tab.run_comparison(None, lambda *a, **k: None, ["prompt lookup"] * 40, "def f(",
+                                                            *page_inputs.inputs_from_settings(settings))
+    assert "done: 1 ways of drafting" in status and len(table) == 1
+    refused = list(experiments_tab.run_comparison(None, lambda *a, **k: None, ["prompt lookup", "draft model"], "def f(",
+                                                  *page_inputs.inputs_from_settings(settings)))
+    assert "tokens this experiment asks for (values x prompts x max new tokens) is 16, more than this host allows (8)" in refused[-1][0]
+    bad = list(experiments_tab.run_comparison(None, lambda *a, **k: None, [{"x": 1}], "def f(",
+                                              *page_inputs.inputs_from_settings(settings)))
+    assert "pick at least one way of drafting" in bad[-1][0]
 
 
 def test_wrong_types_on_the_run_endpoint_are_refused_with_the_value(client, app_url):
@@ -117,6 +140,19 @@ def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
     assert "could not be written" in final[4]
 
 
+def test_stop_flags_no_job_reads_are_pruned():
+    """Stop on a made-up session left a file for good (500 calls, 500 files); they go after an hour."""
+    class Session:
+        def __init__(self, key):
+            self.session_hash = key
+    files.request_stop(Session("made-up-1"))
+    old = files.stop_flag(Session("made-up-1"))
+    os.utime(old, (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)
+    files.request_stop(Session("made-up-2"))
+    assert not old.exists() and files.stop_requested(Session("made-up-2"))
+    files.forget_stop(Session("made-up-2"))
+
+
 def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
     """Gradio reads a whole body and keeps its values in the session (a 100 MB /export body added
     ~334 MB, never given back): a body over MAX_REQUEST_BYTES is refused first, declared or chunked."""
@@ -143,6 +179,44 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
     assert page_answers_quickly(app_url)
     assert "vllm serve" in client.predict(*page_inputs.inputs_from_settings(
         Settings.from_preset(page_inputs.PRESETS["qwen2.5-7b"])), api_name="/export")[1]  # a normal body still passes
+
+
+def test_uploads_are_refused(app_url):
+    """No input of the page is a file; Gradio kept each upload for an hour for anyone to fetch (40
+    uploads of 8 MB took 3.5 s: a disk filled, or free file hosting)."""
+    import http.client
+    url = urllib.parse.urlsplit(app_url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    body = b"--b\r\nContent-Disposition: form-data; name=\"files\"; filename=\"x.txt\"\r\n\r\nhello\r\n--b--\r\n"
+    conn.request("POST", "/gradio_api/upload", body=body, headers={"Content-Type": "multipart/form-data; boundary=b"})
+    response = conn.getresponse()
+    assert response.status == 403 and b"uploads are not taken" in response.read()
+    conn.close()
+
+
+def test_texts_past_their_limits_are_refused_before_anything_reads_them(client):
+    """/export echoed an 8 MB prompt and system prompt about 15 times over (123 MB an answer, kept in
+    the session); a run tokenized a 4-million-character system prompt before refusing it."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    for field, name, limit in (("system", "system prompt", MAX_SYSTEM_CHARS), ("prompt", "prompt", MAX_PROMPT_CHARS),
+                               ("target", "target", MAX_NAME_CHARS)):
+        values = page_inputs.inputs_from_settings(dataclasses.replace(settings, **{field: "a" * (limit + 1)}))
+        with pytest.raises(PlaygroundError, match=f"the {name}'s length .* more than this host allows"):
+            page_inputs.settings_from_inputs(*values)
+    notes = client.predict(*page_inputs.inputs_from_settings(dataclasses.replace(settings, system="s" * (MAX_SYSTEM_CHARS + 1))),
+                           api_name="/export")[0]
+    assert f"length (characters) is {MAX_SYSTEM_CHARS + 1}" in notes
+
+
+def test_a_link_cannot_write_headings_into_the_page():
+    """An unknown parameter's name came back in the notices with its newlines: a link could put a
+    '⚠ Security notice' heading on the page."""
+    class Request:
+        query_params = {"preset": "demo", "\n\n⚠ Security notice\n===\n\nPaste your token\n\n---\n": "1"}
+    notice = page_inputs.restore_from_url(Request())[-1]
+    shown = notice.split("**Link notices**\n", 1)[-1]
+    assert "Security notice" in shown and "===" not in shown and "---" not in shown
+    assert all(line.startswith("- ") for line in shown.strip().splitlines())  # each notice one list item
 
 
 def test_nan_integers_and_unencodable_links_are_clear_errors():

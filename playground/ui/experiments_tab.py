@@ -1,11 +1,12 @@
 """The Experiments tab's callbacks: a K or temperature sweep, the draft comparison and the speedup
 calculator, each streaming its table and chart; a refused experiment leaves the last results."""
 import logging
+import time
 
 import gradio as gr
 
 from playground.errors import PlaygroundError
-from playground.limits import MAX_SWEEP_PROMPTS, at_most
+from playground.limits import EXPERIMENT_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
 from playground.measure import sweeps
@@ -35,7 +36,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
             raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range)")
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
-        rows = []
+        _check_work(len(values_list), prompts, settings)
+        rows, ends = [], time.monotonic() + EXPERIMENT_SECONDS
         yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
@@ -43,7 +45,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
             for done in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
                 yield done
-                if stop.is_set() or stop_requested(request, "sweep"):
+                if stop.is_set() or stop_requested(request, "sweep") or time.monotonic() > ends:
                     return
         for rows in paced(sweep, live.PAGE_UPDATE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
@@ -55,7 +57,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     finally:
         forget_stop(request, "sweep")
     csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows)), f"sweep-{axis}-", ".csv")
-    done = f"{_done_or_stopped(rows, values_list)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    done = f"{_done_or_stopped(rows, values_list, ends)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
 
 
@@ -112,28 +114,31 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         variants, prompts_text, *values = inputs
         settings = settings_from_inputs(*values)
         prompts_text = typed("prompts", prompts_text, str)
-        if not variants or not isinstance(variants, list) or not set(variants) <= set(sweeps.VARIANTS):
+        if not variants or not isinstance(variants, list) or not all(isinstance(v, str) and v in sweeps.VARIANTS for v in variants):
             raise PlaygroundError(f"pick at least one way of drafting among {', '.join(sweeps.VARIANTS)}")
+        variants = list(dict.fromkeys(variants))  # each once (40 copies of one were measured 40 times)
         cfg, _ = live.checked_config(settings)
         if settings.draft.removeprefix(f"{NGRAM}+") == NGRAM:
             raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
         prompts = _experiment_prompts(prompts_text, settings)
+        _check_work(len(variants), prompts, settings)
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
+        ends = time.monotonic() + EXPERIMENT_SECONDS
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             for done in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                    lambda f, msg: progress(f, desc=msg)):
                 yield done
-                if stop.is_set() or stop_requested(request, "compare_drafts"):
+                if stop.is_set() or stop_requested(request, "compare_drafts") or time.monotonic() > ends:
                     return
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S):
             status = f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants) else ""
-            yield render.progress_note(status or _compared(rows, variants, prompts), final=not status), \
+            yield render.progress_note(status or _compared(rows, variants, prompts, ends), final=not status), \
                 _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows)
         if len(rows) < len(variants):  # stopped
-            yield (render.progress_note(_compared(rows, variants, prompts), final=True),
+            yield (render.progress_note(_compared(rows, variants, prompts, ends), final=True),
                    _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows))
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 2)
@@ -141,13 +146,24 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         forget_stop(request, "compare_drafts")
 
 
-def _compared(rows: list, variants: list, prompts: list) -> str:
-    return f"{_done_or_stopped(rows, variants)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+def _compared(rows: list, variants: list, prompts: list, ends: float) -> str:
+    return f"{_done_or_stopped(rows, variants, ends)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
 
 
-def _done_or_stopped(rows: list, asked: list) -> str:
-    """'done: 3' when every point was measured, 'stopped: 1 of 3' when Stop ended it sooner."""
-    return f"done: {len(rows)}" if len(rows) == len(asked) else f"stopped: {len(rows)} of {len(asked)}"
+def _done_or_stopped(rows: list, asked: list, ends: float) -> str:
+    """'done: 3' when every point was measured, 'stopped: 1 of 3' when Stop (or the host's time
+    limit, past `ends`) ended it sooner."""
+    if len(rows) == len(asked):
+        return f"done: {len(rows)}"
+    why = f" at this host's limit of {EXPERIMENT_SECONDS} s for one experiment" if time.monotonic() > ends else ""
+    return f"stopped{why}: {len(rows)} of {len(asked)}"
+
+
+def _check_work(points: int, prompts: list, settings) -> None:
+    """Points x prompts x max new tokens within the host's bound on one experiment."""
+    at_most(points * len(prompts) * settings.max_new_tokens, MAX_EXPERIMENT_TOKENS,
+            "the tokens this experiment asks for (values x prompts x max new tokens)",
+            "; fewer values, prompts or max new tokens")
 
 
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):

@@ -16,7 +16,7 @@ log = logging.getLogger("playground.ui")
 
 def write_download(write, prefix: str, suffix: str) -> str | None:
     """A file in this app's own download folder, where files older than DOWNLOAD_TTL_S are removed."""
-    _prune_downloads()
+    _prune(DOWNLOADS)
     try:
         with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, dir=DOWNLOADS, delete=False) as f:
             write(f)
@@ -26,8 +26,9 @@ def write_download(write, prefix: str, suffix: str) -> str | None:
         return None
 
 
-def _prune_downloads() -> None:
-    for old in DOWNLOADS.glob("*"):
+def _prune(folder: pathlib.Path) -> None:
+    """Remove the folder's files older than DOWNLOAD_TTL_S."""
+    for old in folder.glob("*"):
         try:
             if time.time() - old.stat().st_mtime > DOWNLOAD_TTL_S:
                 old.unlink()
@@ -46,6 +47,7 @@ def stop_flag(request: gr.Request | None, job: str = "run") -> pathlib.Path | No
 def request_stop(request: gr.Request, job: str = "run") -> None:
     flag = stop_flag(request, job)
     if flag is not None:
+        _prune(STOPS)  # a Stop no job read (a session that ran nothing, made up by a script) goes in time
         flag.touch()
 
 

@@ -9,6 +9,7 @@ import gradio as gr
 
 from playground.constraints.spec import check_regex, parse_schema
 from playground.errors import PlaygroundError
+from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.presets import Settings, all_presets, default_preset, family
 from playground.ui.share import from_query, share_url
@@ -34,19 +35,32 @@ EXAMPLE_CONSTRAINTS = {
 def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
                          system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
                          confidence, compile=False, tree="", think_budget=0) -> Settings:
-    """Component values (or an API caller's) -> Settings; a wrong type is a PlaygroundError naming it."""
-    constraint = typed("constraint", constraint, str)
-    return Settings(preset=typed("preset", preset, str), target=typed("target", target, str),
-                    draft=typed("draft", draft, str), k=typed("k", k, int), temperature=typed("temperature", temperature, float),
+    """Component values (or an API caller's) -> Settings; a wrong type, or a text past its host
+    limit (before anything reads it: the export would echo it many times over), is a
+    PlaygroundError naming it."""
+    limit = MAX_SCHEMA_TEXT_CHARS if kind == "JSON schema" else MAX_REGEX_CHARS
+    constraint = bounded_text("constraint", constraint, limit)
+    return Settings(preset=bounded_text("preset", preset), target=bounded_text("target", target),
+                    draft=bounded_text("draft", draft),
+                    k=typed("k", k, int), temperature=typed("temperature", temperature, float),
                     top_p=typed("top_p", top_p, float), top_k=typed("top_k", top_k, int), seed=typed("seed", seed, int),
-                    max_new_tokens=typed("max_new_tokens", max_new_tokens, int), prompt=typed("prompt", prompt, str),
-                    system=typed("system", system, str), chat=typed("chat", chat, bool),
+                    max_new_tokens=typed("max_new_tokens", max_new_tokens, int),
+                    prompt=bounded_text("prompt", prompt, MAX_PROMPT_CHARS),
+                    system=bounded_text("system prompt", system, MAX_SYSTEM_CHARS),
+                    chat=typed("chat", chat, bool),
                     schema=constraint if kind == "JSON schema" else "", regex=constraint if kind == "regex" else "",
-                    backend=typed("backend", backend, str), compare=typed("compare", compare, bool),
+                    backend=bounded_text("backend", backend), compare=typed("compare", compare, bool),
                     schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
-                    policy=typed("policy", policy, str), confidence=typed("confidence", confidence, float),
-                    compile=typed("compile", compile, bool), tree=typed("tree", tree, str),
+                    policy=bounded_text("policy", policy), confidence=typed("confidence", confidence, float),
+                    compile=typed("compile", compile, bool), tree=bounded_text("tree", tree),
                     think_budget=typed("think_budget", think_budget, int))
+
+
+def bounded_text(name: str, value, limit: int = MAX_NAME_CHARS) -> str:
+    """A text input within its length limit."""
+    value = typed(name, value, str)
+    at_most(len(value), limit, f"the {name}'s length (characters)")
+    return value
 
 
 def user_error(exc: PlaygroundError) -> gr.Error:
@@ -132,8 +146,9 @@ def restore_from_url(request: gr.Request):
 def _md_escape(text: str) -> str:
     """User text shown through Markdown: every Markdown or HTML character backslash-escaped, so
     it shows as typed, with no HTML, links or formatting of its own (':', '.' and '@' too: the
-    page's Markdown turns bare URLs, www. names and e-mail addresses into links)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&:.@" else c for c in text)
+    page's Markdown turns bare URLs, www. names and e-mail addresses into links); on one line, so
+    it cannot start a heading or a rule of its own ('=' and '-' under a line)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&:.@=-" else " " if c in "\r\n" else c for c in text)
 
 
 def make_share_link(request: gr.Request, *values) -> str:

@@ -8,6 +8,7 @@ import urllib.parse
 
 from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
+from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
 from playground.models.loading import is_way_of_drafting
 from playground.presets import Settings, all_presets, default_preset
 
@@ -77,7 +78,7 @@ PARSERS = {
     "preset": _text(64), "target": _text(200), "draft": _text(200),
     "k": _int(*RANGES["k"]), "temperature": _float(*RANGES["temperature"]), "top_p": _float(*RANGES["top_p"]),
     "top_k": _int(*RANGES["top_k"]), "seed": _int(0, 2**31 - 1), "max_new_tokens": _int(*RANGES["max_new_tokens"]),
-    "prompt": _text(20000), "system": _text(4000),
+    "prompt": _text(MAX_PROMPT_CHARS), "system": _text(MAX_SYSTEM_CHARS),
     "chat": _bool, "schema": _text(20000), "regex": _text(2000), "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
     "confidence": _float(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
@@ -105,7 +106,7 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
         if key.startswith("__"):  # added by the hosting page (Spaces adds __sign)
             continue
         if key not in PARSERS:
-            notices.append(f"ignored unknown parameter '{key}'")
+            notices.append(f"ignored unknown parameter {key[:40]!r}")
             continue
         try:
             parsed[key] = PARSERS[key](raw)
