@@ -219,7 +219,7 @@ def run_logged(cmd: list[str], log: str, timeout: int, stdout: str | None = None
             rc = subprocess.run(cmd, stdout=out if stdout else sink, stderr=sink, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             rc = None
-    text = open(log).read()
+    text = open(log, errors="replace").read()  # a process killed mid-character leaves half of one
     print(text[-4000:], flush=True)
     return rc, text
 

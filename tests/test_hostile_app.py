@@ -203,6 +203,9 @@ def test_texts_past_their_limits_are_refused_before_anything_reads_them(client):
         values = page_inputs.inputs_from_settings(dataclasses.replace(settings, **{field: "a" * (limit + 1)}))
         with pytest.raises(PlaygroundError, match=f"the {name}'s length .* more than this host allows"):
             page_inputs.settings_from_inputs(*values)
+    kept = page_inputs.inputs_from_settings(dataclasses.replace(settings, schema='{"title": "%s"}' % ("t" * 3000)))
+    kept[12] = "none"  # the editor keeps a schema's text when its kind is set to none: not a regex to bound
+    assert page_inputs.settings_from_inputs(*kept).schema == ""
     notes = client.predict(*page_inputs.inputs_from_settings(dataclasses.replace(settings, system="s" * (MAX_SYSTEM_CHARS + 1))),
                            api_name="/export")[0]
     assert f"length (characters) is {MAX_SYSTEM_CHARS + 1}" in notes

@@ -113,7 +113,7 @@ def test_a_key_twice_is_never_valid():
 
 @pytest.mark.parametrize("value, step, valid", [("19.99", 0.01, True), ("4.35", 0.05, True), ("0.3", 0.1, True),
                                                ("-0.3", 0.1, True), ("19.995", 0.01, False), ("1e308", 0.01, True),
-                                               ("10", 3, False), ("4.36", 0.05, False)])
+                                               ("10", 3, False), ("4.36", 0.05, False), ("1" + "0" * 400, 0.5, True)])
 def test_multiple_of_is_decimal_arithmetic(value, step, valid):
     """A price of 19.99 under multipleOf 0.01 was called invalid (19.99 / 0.01 is 1998.9999999999998 in
     floats); the numbers are judged as written."""
@@ -235,7 +235,7 @@ USERNAME = {"type": "object", "properties": {"username": {"type": "string", "max
 
 
 @pytest.mark.parametrize("schema, text, backend, says", [
-    (USERNAME, '{"username": "user123456789012', "xgrammar", "the schema bounds it, but not every keyword was enforced"),
+    (USERNAME, '{"username": "user123456789012', "xgrammar", "the schema bounds it, but that bound was not enforced"),
     (USERNAME, '{"username": "user12', "llguidance", "the schema bounds it, but the tokens ran out first"),
     (TREE, '{"name": "a", "children": [' * 4 + '{"name": "b", "', "llguidance",
      "nested in 8 containers and the schema refers to itself"),
@@ -248,6 +248,16 @@ def test_a_cut_inside_a_bounded_value_does_not_ask_for_the_bound(tokenizer, sche
     valid, error = constraint.validate(text, [], complete=False)
     assert valid is False and says in error, error
     assert "add maxLength" not in error and "add additionalProperties" not in error
+
+
+def test_the_cut_hint_stays_small_on_a_schema_that_multiplies():
+    """anyOf [$ref "#" x 8, an array of "#"]: followed naively, each step of the path multiplied the
+    subschemas (3.7 million at the first step, in the server process); each is followed once."""
+    from playground.constraints.cut import MAX_HELD, holding, truncation_hint
+    bomb = {"anyOf": [{"$ref": "#"}] * 8 + [{"type": "array", "items": {"$ref": "#"}}, {"type": "integer"}]}
+    held, recursed = holding(bomb, [0, 0, 0, 0])
+    assert len(held) <= MAX_HELD and recursed
+    assert "refers to itself" in truncation_hint("[" * 8, bomb)
 
 
 def test_xgrammar_allows_unnamed_items_where_the_schema_needs_them(tokenizer):

@@ -6,10 +6,8 @@ already bounds the open value, the hint says so instead: the bound was not enfor
 refers to itself is the recursion's doing."""
 import json
 
-import regex
 
-from playground.constraints.safety import resolve
-from playground.constraints.schema_keywords import subschemas
+from playground.constraints.safety import NameMatcher, resolve
 
 FIXES = {  # kind of the open value -> (why it may not end, the bound that would end it)
     "string": ("the schema sets no maxLength (or enum, or pattern) that would make it end", "maxLength"),
@@ -28,7 +26,10 @@ BOUNDED = {  # kind -> whether a subschema holding the open value already bounds
     "array": lambda s: "maxItems" in s or ("prefixItems" in s and s.get("items", True) is False),
     "object": lambda s: s.get("additionalProperties", True) is False or "maxProperties" in s,
 }
+BOUND_WORDS = {"maxLength", "maxItems", "maximum", "exclusiveMaximum", "additionalProperties", "maxProperties", "enum",
+               "const"}
 DEEP = 6  # containers open at the cut from which a self-referring schema is the likely cause
+MAX_HELD = 256  # subschemas followed a step (a schema of anyOf [$ref "#" x 8] multiplies them at each)
 
 
 def truncation_hint(text: str, schema=None, notes: tuple[str, ...] = ()) -> str:
@@ -45,68 +46,68 @@ def truncation_hint(text: str, schema=None, notes: tuple[str, ...] = ()) -> str:
 
 
 def _why(kind: str, path: list, schema, notes: tuple[str, ...]) -> str:
-    if len(path) >= DEEP and _refers_to_itself(schema):
+    held, recursed = holding(schema, path) if schema is not None else ([], False)
+    if len(path) >= DEEP and recursed:
         return (f"the output is nested in {len(path)} containers and the schema refers to itself, so each level "
                 "may open another; unroll the recursion to a fixed depth in the schema (the last level without "
                 "the property that recurses) or allow more new tokens")
-    held = holding(schema, path) if schema is not None else []
-    if kind in BOUNDED and any(BOUNDED[kind](s) for s in held):
-        why = ("the schema bounds it, but not every keyword was enforced while writing (see the notes: the other "
-               "backend may enforce it)" if notes else "the schema bounds it, but the tokens ran out first")
+    bounds = [s for s in held if BOUNDED.get(kind, lambda _: False)(s)]
+    if bounds:
+        dropped = any(word in note for note in notes for s in bounds for word in s if word in BOUND_WORDS)
+        why = ("the schema bounds it, but that bound was not enforced while writing (see the notes: the other "
+               "backend may enforce it)" if dropped else "the schema bounds it, but the tokens ran out first")
         return f"{why}; allow more new tokens"
     why, bound = FIXES[kind]
     return f"{why}; " + (f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens")
 
 
-def holding(schema, path: list) -> list[dict]:
+def holding(schema, path: list) -> tuple[list[dict], bool]:
     """The subschemas that may hold the value at `path` (properties, patternProperties, items and
-    prefixItems followed; $ref, allOf, anyOf and oneOf opened). Best effort: only for the hint."""
-    nodes = _opened(schema, schema)
+    prefixItems followed; $ref, allOf, anyOf and oneOf opened), and whether the walk met a subschema
+    it had met at an earlier step (the path goes through recursion). Best effort, bounded: only for
+    the hint, at most MAX_HELD subschemas a step."""
+    names, met = NameMatcher(), set()
+    nodes = _opened([schema], schema)
+    recursed = False
     for step in path:
-        nodes = [child for node in nodes for child in _opened(_child(node, step), schema)]
-    return nodes
+        met |= {id(n) for n in nodes}
+        nodes = _opened([_child(n, step, names) for n in nodes], schema)
+        recursed = recursed or any(id(n) in met for n in nodes)
+    return nodes, recursed
 
 
-def _child(node: dict, step):
+def _child(node: dict, step, names: NameMatcher):
     if isinstance(step, int):
         prefix = node.get("prefixItems", [])
-        return prefix[step] if step < len(prefix) else node.get("items", True)
-    if step in node.get("properties", {}):
-        return node["properties"][step]
-    for pattern, sub in node.get("patternProperties", {}).items():
-        try:
-            if regex.search(pattern, step, timeout=0.05):
-                return sub
-        except (regex.error, TimeoutError):
-            continue
+        return prefix[step] if isinstance(prefix, list) and step < len(prefix) else node.get("items", True)
+    properties = node.get("properties", {})
+    if isinstance(properties, dict) and step in properties:
+        return properties[step]
+    patterns = node.get("patternProperties", {})
+    for pattern, sub in patterns.items() if isinstance(patterns, dict) else ():
+        if names(pattern, step):
+            return sub
     return node.get("additionalProperties", True)
 
 
-def _opened(node, root, depth: int = 0) -> list[dict]:
-    if not isinstance(node, dict) or depth > 8:
-        return []
-    out = [node]
-    if isinstance(node.get("$ref"), str):
-        try:
-            out += _opened(resolve(node["$ref"], root), root, depth + 1)
-        except Exception:  # a hint never fails the report
-            pass
-    for key in ("allOf", "anyOf", "oneOf"):
-        for sub in node.get(key, []) if isinstance(node.get(key), list) else []:
-            out += _opened(sub, root, depth + 1)
-    return out
-
-
-def _refers_to_itself(schema) -> bool:
-    """Some $ref names a schema that holds that same $ref (or the root)."""
-    for ref in {node.get("$ref") for node in subschemas(schema)} - {None}:
-        try:
-            target = resolve(ref, schema)
-        except Exception:  # a hint never fails the report
+def _opened(starts: list, root) -> list[dict]:
+    """These subschemas and every one they open ($ref, allOf, anyOf, oneOf), each once."""
+    out, seen, todo = [], set(), list(starts)
+    while todo and len(out) < MAX_HELD:
+        node = todo.pop()
+        if not isinstance(node, dict) or id(node) in seen:
             continue
-        if target is schema or ref in {node.get("$ref") for node in subschemas(target)}:
-            return True
-    return False
+        seen.add(id(node))
+        out.append(node)
+        if isinstance(node.get("$ref"), str):
+            try:
+                todo.append(resolve(node["$ref"], root))
+            except Exception:  # a hint never fails the report
+                pass
+        for key in ("allOf", "anyOf", "oneOf"):
+            if isinstance(node.get(key), list):
+                todo.extend(node[key])
+    return out
 
 
 def open_at(text: str) -> tuple[str, list, int] | None:

@@ -32,7 +32,8 @@ class LLGuidanceBackend:
         grammar = self._grammar(spec)
         is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, self.tokenizer)
         if is_error:
-            raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}" + OTHER_BACKEND)
+            other = OTHER_BACKEND if spec.kind != "grammar" else ""  # grammars are Lark here, EBNF there
+            raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}" + other)
         silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] if spec.kind == "json" else []
         return grammar, _notes(messages, silent)
 

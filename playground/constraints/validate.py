@@ -4,8 +4,10 @@ declares, or a full match of the regex. Returns (valid, first error or None).
 
 Nothing here can reach outside the process or run unbounded: references resolve in an empty
 registry that never retrieves anything (jsonschema's default would fetch http:// and file:// URLs),
-and every regex, the schema's `pattern`s included, runs in the `regex` module (Python's syntax)
-with a timeout instead of `re`, whose backtracking holds the interpreter lock until it finishes."""
+and every regex we match, the schema's `pattern`s included, runs in the `regex` module (Python's
+syntax) with a timeout instead of `re`, whose backtracking holds the interpreter lock until it
+finishes. jsonschema still uses `re` itself in places (unevaluatedProperties over patternProperties,
+format "regex"), so the whole JSON check runs in a bounded worker (playground.constraints.worker)."""
 import contextvars
 import functools
 import json
@@ -76,7 +78,7 @@ def _additional_properties(validator, extra_schema, instance, schema):
 def _multiple_of(validator, step, instance, schema):
     """Decimal arithmetic on the numbers as written: 19.99 is a multiple of 0.01 (floats: 1998.9999...)."""
     if validator.is_type(instance, "number") and validator.is_type(step, "number") and step > 0:
-        if not math.isfinite(instance):  # 1e400 reads as inf
+        if isinstance(instance, float) and not math.isfinite(instance):  # 1e400 reads as inf
             yield ValidationError(f"{repr(instance)[:80]} is beyond a float's range: multipleOf cannot be checked")
         elif Fraction(repr(instance)) % Fraction(repr(step)):  # exact: each repr is the shortest decimal that reads back
             yield ValidationError(f"{repr(instance)[:80]} is not a multiple of {step!r}")
@@ -107,9 +109,10 @@ def validate_json(text: str, schema) -> tuple[bool, str | None]:
     """In a bounded worker: jsonschema still matches some patterns with `re` (unevaluatedProperties
     over patternProperties, format "regex"), which no timeout stops and which holds the interpreter
     lock: one schema froze the whole server for 36 s, and 10 more letters in the output would be hours."""
+    safe_validator(declared(schema))  # built here, where its cache lasts
     try:
         return worker.bounded(_validate_json, text, schema, seconds=CHECK_WORKER_SECONDS, extra_bytes=CHECK_BYTES,
-                              task="checking the output against the schema")
+                              task=("checking the output against the schema", "simpler patterns in the schema"))
     except PlaygroundError as exc:
         return False, f"could not be checked: {exc}"
 

@@ -1,5 +1,5 @@
-"""Run a constraint compile where it cannot take the server down: in a forked child process with a
-memory allowance and a time limit. A schema can make a compiler grow without bound (xgrammar built
+"""Run a constraint compile (or an output's check against its schema) where it cannot take the
+server down: in a forked child process with a memory allowance and a time limit. A schema can make a compiler grow without bound (xgrammar built
 8 GiB in 29 s from a 2.3 KB self-recursive schema), and nothing about the schema's size predicts
 it, so the compile itself is what gets bounded.
 
@@ -7,7 +7,8 @@ The child inherits the backend (tokenizer tables already built, copy-on-write), 
 memory with RLIMIT_DATA at what it has plus COMPILE_BYTES, compiles, and sends back a picklable
 result (llguidance: the grammar text; xgrammar: the compiled grammar serialized). The parent waits
 at most COMPILE_SECONDS and kills it past that. Where fork is not available or not safe (not
-Linux) the compile runs in-process, unbounded, which is only fit for a trusted local user."""
+Linux), or not allowed (a daemon process: a ZeroGPU task), the work runs in-process, unbounded,
+which is only fit for a trusted local user."""
 import multiprocessing
 import os
 import resource
@@ -23,24 +24,30 @@ FORKS = sys.platform.startswith("linux")
 _in_child = False  # True inside a worker child: its fd 2 is its own to redirect
 
 
+COMPILING = ("compiling this constraint", "simplify the schema (fewer alternatives, less recursion)")
+
+
 def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | None = None,
-            task: str = "compiling this constraint"):
+            task: tuple[str, str] = COMPILING):
     """compile_fn(*args) in a child bounded in time and memory -> its (picklable) result.
     PlaygroundError from the child is raised here as is; running out of either bound is a
-    PlaygroundError saying which (`task` names what was being done)."""
+    PlaygroundError saying which. task: (what is being done, what would make it lighter)."""
     seconds = COMPILE_SECONDS if seconds is None else seconds
     extra_bytes = COMPILE_BYTES if extra_bytes is None else extra_bytes
-    if not FORKS or _in_child:  # inside a worker already: its bounds hold
-        return compile_fn(*args)
+    if not FORKS or _in_child or multiprocessing.current_process().daemon:  # inside a worker already: its bounds
+        return compile_fn(*args)  # hold; a daemon process (a ZeroGPU task) may not start children
     receive, send = multiprocessing.Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_child, args=(send, extra_bytes, compile_fn, args), daemon=True)
+    child = multiprocessing.get_context("fork").Process(target=_child, args=(send, extra_bytes, compile_fn, args, task[0]),
+                                                        daemon=True)
     started = time.monotonic()
-    child.start()
+    try:
+        child.start()
+    except OSError as exc:  # no memory or processes left to fork
+        raise PlaygroundError(f"{task[0]} could not start its worker process ({exc.strerror or exc}): try again") from None
     send.close()
     try:
         if not receive.poll(seconds):
-            raise PlaygroundError(f"{task} took longer than {seconds:g} s and was stopped: "
-                                  "simplify the schema (fewer alternatives, less recursion)")
+            raise PlaygroundError(f"{task[0]} took longer than {seconds:g} s and was stopped: {task[1]}")
         try:
             kind, value = receive.recv()
         except EOFError:  # the child died without a word: killed by the memory cap, or crashed
@@ -58,7 +65,7 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     raise PlaygroundError(value)
 
 
-def _child(send, extra_bytes: int, compile_fn, args) -> None:
+def _child(send, extra_bytes: int, compile_fn, args, doing: str) -> None:
     global _in_child
     _in_child = True
     _cap_memory(extra_bytes)
@@ -71,7 +78,7 @@ def _child(send, extra_bytes: int, compile_fn, args) -> None:
     except BaseException as exc:  # noqa: BLE001 - the parent must hear why, whatever it was
         text = f"{type(exc).__name__}: {exc}"
         kind = "memory" if "bad_alloc" in text or "Cannot allocate memory" in text else "error"
-        send.send((kind, f"the constraint compiler failed: {text.splitlines()[0][:300]}"))
+        send.send((kind, f"{doing} failed: {text.splitlines()[0][:300]}"))
     finally:
         send.close()
 
@@ -84,15 +91,13 @@ def _cap_memory(extra_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
-def _over_memory(task: str, extra_bytes: int) -> str:
-    return (f"{task} needed more than {extra_bytes / 2**30:g} GiB and was stopped: "
-            "simplify the schema (fewer alternatives, less recursion)")
+def _over_memory(task: tuple[str, str], extra_bytes: int) -> str:
+    return f"{task[0]} needed more than {extra_bytes / 2**30:g} GiB and was stopped: {task[1]}"
 
 
-def _died(task: str, exitcode: int | None, extra_bytes: int, seconds: float) -> str:
-    return (f"{task} stopped without an answer after {seconds:.1f} s (exit code {exitcode}), as it does when it "
-            f"runs past its {extra_bytes / 2**30:g} GiB allowance: simplify the schema (fewer alternatives, less "
-            "recursion)")
+def _died(task: tuple[str, str], exitcode: int | None, extra_bytes: int, seconds: float) -> str:
+    return (f"{task[0]} stopped without an answer after {seconds:.1f} s (exit code {exitcode}), as it does when it "
+            f"runs past its {extra_bytes / 2**30:g} GiB allowance: {task[1]}")
 
 
 @contextmanager

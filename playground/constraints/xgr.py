@@ -18,7 +18,7 @@ UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContai
               "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
 NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
-                   "$id", "$schema", "$anchor", "deprecated", "readOnly", "writeOnly"}
+                   "$id", "$schema", "$anchor", "$dynamicAnchor", "deprecated", "readOnly", "writeOnly", "nullable"}
 INEXACT_FORMATS = {"ipv4"}
 SEPARATORS = (", ", ": ")
 # xgrammar's class for characters of a length-bounded string, and the JSON-legal one to use instead
@@ -47,8 +47,8 @@ class XGrammarBackend:
                 else:
                     compiled = compiler.compile_grammar(spec.text)
         except RuntimeError as exc:
-            raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)} (the llguidance backend "
-                                  "reads constraints otherwise and may accept it)") from None
+            other = " (the llguidance backend reads constraints otherwise and may accept it)" if spec.kind != "grammar" else ""
+            raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}{other}") from None
         return compiled, notes + _warned(log)  # the log is complete only once the block is left
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:
@@ -185,8 +185,8 @@ def _unenforced(key: str, value, node: dict) -> bool:
         return value is not False  # false is xgrammar's strict mode; a schema here is not enforced
     if key == "multipleOf":
         return node.get("type") != "integer"
-    if key == "$ref":
-        return bool(set(node) - NOT_CONSTRAINTS)
+    if key == "$ref":  # annotations and extensions (x-...) beside it are no loss
+        return any(k not in NOT_CONSTRAINTS and not k.startswith("x-") for k in node)
     return key in UNENFORCED or (key == "allOf" and len(value) > 1)
 
 

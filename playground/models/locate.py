@@ -79,8 +79,8 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
         raise PlaygroundError(f"model '{model_id}' has no config.json on the Hugging Face hub: not a transformers model") from None
     if not any(found.glob("*.safetensors")):  # offline: a snapshot whose download stopped after config.json
         raise PlaygroundError(_not_cached(model_id) if _offline() else
-                              f"model '{model_id}' has no .safetensors weights here (the hub has none for it, or the "
-                              f"hub could not be reached): `hf download {model_id}` where there is network")
+                              f"model '{model_id}' has no .safetensors weights here: the hub has none for it (this "
+                              "playground loads safetensors only), or could not be reached to fetch them")
     return found
 
 

@@ -38,7 +38,7 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
     """Component values (or an API caller's) -> Settings; a wrong type, or a text past its host
     limit (before anything reads it: the export would echo it many times over), is a
     PlaygroundError naming it."""
-    limit = MAX_SCHEMA_TEXT_CHARS if kind == "JSON schema" else MAX_REGEX_CHARS
+    limit = MAX_REGEX_CHARS if kind == "regex" else MAX_SCHEMA_TEXT_CHARS  # "none" keeps the editor's text unused
     constraint = bounded_text("constraint", constraint, limit)
     return Settings(preset=bounded_text("preset", preset), target=bounded_text("target", target),
                     draft=bounded_text("draft", draft),
