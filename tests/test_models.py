@@ -198,8 +198,8 @@ def test_a_packed_copy_counts_in_what_a_load_needs_and_what_evicting_frees(saved
     monkeypatch.setattr(models.placement, "free_memory", lambda device: int(need * 1.15))  # the weights fit, two copies do not
     with pytest.raises(PlaygroundError, match="needs about"):
         models.load_model(str(target), cpu, torch.bfloat16)
-    from playground.models import packed_linear
-    for module in (models, packed_linear):  # linears past the cap stay unpacked: no room asked for a copy never made
+    from playground.models import packed_linear, room
+    for module in (room, packed_linear):  # linears past the cap stay unpacked: no room asked for a copy never made
         monkeypatch.setattr(module, "MAX_PACKED_BYTES", linears - 1)
     model, *_ = models.load_model(str(target), cpu, torch.bfloat16)
     assert models.CACHE.held_bytes(cpu) == weights

@@ -1,8 +1,7 @@
-"""Load target/draft pairs: an LRU of loaded models, tokenizer checks, feature drafts, and errors
-that name the model and say what to do. Where the files come from: locate; device, dtype and
-memory: placement."""
+"""Load target/draft pairs: tokenizer checks, feature drafts, and errors that name the model and
+say what to do. Where the files come from: locate; device, dtype and memory: placement; the room a
+model needs, and the LRU of loaded models: room."""
 import collections
-import gc
 import os
 import pathlib
 from dataclasses import dataclass, field
@@ -16,7 +15,8 @@ from playground.models import placement
 from playground.models.batch_invariant import make_batch_invariant
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 from playground.models.locate import ALIASES, Progress, locate, report, sub_progress
-from playground.models.packed_linear import ATTR as PACKED, MAX_PACKED_BYTES, pack_linears
+from playground.models.packed_linear import pack_linears
+from playground.models.room import CACHE, packed_bytes, packs, refuse_before_download, refuse_past_free_memory
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
@@ -57,69 +57,6 @@ def vocab_map(model) -> torch.Tensor | None:
     return getattr(model, "playground_vocab_map", None)
 
 
-class ModelCache:
-    """A small LRU of loaded (model, tokenizer) pairs, evicting the oldest while memory runs short."""
-
-    def __init__(self, max_entries: int = 4):
-        self.max_entries = max_entries
-        self.entries: collections.OrderedDict = collections.OrderedDict()
-
-    def get(self, key):
-        if key in self.entries:
-            self.entries.move_to_end(key)
-            return self.entries[key]
-        return None
-
-    def put(self, key, value) -> None:
-        self.entries[key] = value
-        self.entries.move_to_end(key)
-        while len(self.entries) > self.max_entries:
-            self._evict_oldest()
-
-    def held_bytes(self, device: torch.device) -> int:
-        """Bytes of the cached models' weights on this device, packed copies included (what evicting
-        them all would free)."""
-        return sum(t.numel() * t.element_size() for model, *_ in self.entries.values()
-                   for t in _weights(model) if t.device.type == device.type)
-
-    def make_room(self, need_bytes: int, device: torch.device) -> None:
-        while self.entries and placement.free_memory(device) < need_bytes * 1.2:
-            self._evict_oldest()
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-
-    def _evict_oldest(self) -> None:
-        """Drop the oldest entry and collect it now: patched (bf16 CPU) and compiled models sit in
-        reference cycles, which would otherwise keep their weights until some later collection,
-        and make_room would see no memory freed and evict everything."""
-        self.entries.popitem(last=False)
-        gc.collect()
-
-
-CACHE = ModelCache()
-
-
-def _weights(model: torch.nn.Module):
-    """Every weight tensor a model holds: its parameters and the packed copies of its linears."""
-    yield from model.parameters()
-    yield from (m.__dict__[PACKED] for m in model.modules() if m.__dict__.get(PACKED) is not None)
-
-
-def _packed_bytes(path: pathlib.Path, device: torch.device, dtype: torch.dtype, need_bytes: int) -> int:
-    """What the packed copy of a model's linears takes: none where it gets none (pack_linears keeps
-    linears past MAX_PACKED_BYTES unpacked); the weights' size where the config cannot tell."""
-    if not _packs(device, dtype, need_bytes):
-        return 0
-    linear = placement.config_bytes(path, dtype, linear_only=True)
-    linear = need_bytes if linear is None else linear
-    return linear if linear <= MAX_PACKED_BYTES else 0
-
-
-def _packs(device: torch.device, dtype: torch.dtype, need_bytes: int) -> bool:
-    """Whether _from_pretrained gives this model's linears a packed second copy (see packed_linear)."""
-    return bool(placement.attention_for(device, dtype, need_bytes)) and (dtype == torch.float32 or placement.native_bf16())
-
-
 def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = None,
                progress: Progress | None = None):
     """-> (model in eval mode, tokenizer, its CPU decode thread count or None); cached across calls.
@@ -133,7 +70,7 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
         need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
-    packed = _packed_bytes(path, device, dtype, need)
+    packed = packed_bytes(path, device, dtype, need)
     refuse_past_free_memory(model_id, need + packed, device, dtype, CACHE.held_bytes(device))  # before evicting anything
     CACHE.make_room(need + packed, device)
     refuse_past_free_memory(model_id, need + packed, device, dtype)
@@ -143,38 +80,6 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
     CACHE.put(key, loaded)
     report(progress, 1.0, f"{model_id} ready")
     return loaded
-
-
-def refuse_before_download(model_id: str, config_dir: pathlib.Path, device: torch.device, dtype) -> None:
-    """A hub model sized from its config.json before its weights come: refused where they would not
-    fit on the disk, or (on a CPU) in memory (a 7B GPU preset picked on a CPU Space: 15 GB fetched
-    for nothing)."""
-    float32 = placement.config_bytes(config_dir, torch.float32)
-    if float32 is None:
-        return  # sized after the download, from the files
-    fetch = placement.stored_bytes(config_dir, float32) - _present_bytes(config_dir)
-    if fetch > 0 and fetch * 1.05 > (free := placement.free_disk(config_dir)):
-        raise PlaygroundError(f"'{model_id}' needs about {fetch / 2**30:.1f} GiB of disk to download and this host "
-                              f"has {free / 2**30:.1f} GiB free: pick a smaller preset (e.g. smollm2 or demo)")
-    dtype = dtype or placement.default_dtype(device, float32)
-    need = float32 * torch.finfo(dtype).bits // 32
-    refuse_past_free_memory(model_id, need + _packed_bytes(config_dir, device, dtype, need), device, dtype,
-                            CACHE.held_bytes(device))
-
-
-def _present_bytes(snapshot: pathlib.Path) -> int:
-    """Bytes of weights files already in a hub snapshot (a pruned blob, a dangling link, counts none)."""
-    return sum(f.stat().st_size for f in snapshot.glob("*.safetensors") if f.is_file())
-
-
-def refuse_past_free_memory(model_id: str, need_bytes: int, device: torch.device, dtype, reclaimable: int = 0) -> None:
-    """On a CPU a model larger than the memory left (plus what evicting cached models would free) is
-    not tried: the kernel's OOM killer would end the whole server (a GPU preset picked on a CPU
-    Space), not raise. (On a GPU, accelerate places what does not fit.)"""
-    free = placement.free_memory(device) + reclaimable
-    if device.type == "cpu" and need_bytes * 1.1 > free:
-        raise PlaygroundError(f"'{model_id}' needs about {need_bytes / 2**30:.1f} GiB of memory in {str(dtype).removeprefix('torch.')} "
-                              f"and this host has {free / 2**30:.1f} GiB free: pick a smaller preset (e.g. smollm2 or demo)")
 
 
 def _from_pretrained(model_id, path, device, dtype, need_bytes):
@@ -201,7 +106,7 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
     if placement.attention_for(device, dtype, need_bytes):
-        if _packs(device, dtype, need_bytes):  # bfloat16 packed: checked exact on native bfloat16 only
+        if packs(device, dtype, need_bytes):  # bfloat16 packed: checked exact on native bfloat16 only
             pack_linears(model)
         make_batch_invariant(model)
     if (path / VOCAB_MAP_FILE).is_file():
