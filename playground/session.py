@@ -100,8 +100,14 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
     if speculative and cfg.tree:
         check_tree(pair, draft)
     proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg)
-    eos_ids = pair.eos_ids | guide.eos_ids if guide is not None else pair.eos_ids  # the constraint's end stops too
-    return with_text(speculate(target, proposer, prompt_ids, cfg, eos_ids, guide), pair.tokenizer, prompt_ids)
+    return with_text(speculate(target, proposer, prompt_ids, cfg, ending_ids(pair, guide), guide), pair.tokenizer,
+                     prompt_ids)
+
+
+def ending_ids(pair: Pair, constrained=None) -> frozenset[int]:
+    """The tokens that end a run: the pair's EOS ids and the constraint's (a Constraint's or its
+    Guide's; they differ where the pair names none and the tokenizer's EOS ends the structure)."""
+    return pair.eos_ids | (constrained.eos_ids if constrained is not None else frozenset())
 
 
 FUSED_DEVICES = {"cuda"}  # where compiled runs replay whole rounds as graphs (tests add "cpu": same code, no capture)

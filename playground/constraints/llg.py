@@ -9,14 +9,13 @@ import llguidance.hf
 import torch
 
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
-from playground.constraints.spec import ConstraintSpec
+from playground.constraints.spec import ConstraintSpec, other_backend_hint
 from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
 # A schema's own "x-guidance" options are dropped (their whitespace_pattern survived the overrides
 # and let a schema write runs of newlines), then these are given as overrides.
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ", "lenient": True}
-OTHER_BACKEND = " (the xgrammar backend reads constraints otherwise and may accept it)"
 SILENT = {"dependentRequired"}  # compiled past by llguidance 1.9.1 without a warning (tried with an output that breaks it)
 
 
@@ -32,8 +31,8 @@ class LLGuidanceBackend:
         grammar = self._grammar(spec)
         is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, self.tokenizer)
         if is_error:
-            other = OTHER_BACKEND if spec.kind != "grammar" else ""  # grammars are Lark here, EBNF there
-            raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}" + other)
+            raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}"
+                                  + other_backend_hint(spec.kind, "xgrammar"))
         silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] if spec.kind == "json" else []
         return grammar, _notes(messages, silent)
 

@@ -57,6 +57,12 @@ class Schema:
     engine: dict | bool  # in draft 2020-12 words (playground.constraints.drafts)
 
 
+def other_backend_hint(kind: str, other: str) -> str:
+    """What a backend's refusal adds: the other backend reads JSON schemas and regexes otherwise (a
+    grammar is Lark for llguidance, EBNF for xgrammar: nothing to suggest)."""
+    return "" if kind == "grammar" else f" (the {other} backend reads constraints otherwise and may accept it)"
+
+
 @functools.lru_cache(maxsize=64)
 def parse_schema(text: str) -> Schema:
     """Strict JSON text -> a schema that passes its declared draft's meta-schema, the safety checks

@@ -9,7 +9,7 @@ import xgrammar as xgr
 
 from playground.constraints import worker
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
-from playground.constraints.spec import ConstraintSpec
+from playground.constraints.spec import ConstraintSpec, other_backend_hint
 from playground.errors import PlaygroundError
 
 # Keywords xgrammar 0.2.8 compiles past without enforcing them (each tried with an output that
@@ -47,8 +47,8 @@ class XGrammarBackend:
                 else:
                     compiled = compiler.compile_grammar(spec.text)
         except RuntimeError as exc:
-            other = " (the llguidance backend reads constraints otherwise and may accept it)" if spec.kind != "grammar" else ""
-            raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}{other}") from None
+            raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}"
+                                  + other_backend_hint(spec.kind, "llguidance")) from None
         return compiled, notes + _warned(log)  # the log is complete only once the block is left
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:

@@ -123,8 +123,8 @@ def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> I
 
 def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
     notes = [session.compile_fallback(pair, cfg), *(constraint.notes if constraint else ())]
-    eos_ids = pair.eos_ids | (constraint.eos_ids if constraint else frozenset())  # the constraint's end ends it too
-    snap = Snapshot("speculative", settings, eos_ids=eos_ids, note="; ".join(filter(None, notes)))
+    snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
+                    note="; ".join(filter(None, notes)))
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
