@@ -1,6 +1,6 @@
 """The fused round (playground.engine.fused: the draft's k steps and the verify pass with the
 acceptance rule as two device programs, captured as CUDA graphs on a GPU) keeps every promise of the
-engine. Here the same programs run without capture on this CPU (session.FUSED_DEVICES); the
+engine. Here the same programs run without capture on this CPU (session.choice.FUSED_DEVICES); the
 tests marked `gpu` run them captured on CUDA (scripts/gpu_check.py runs those)."""
 import pytest
 import torch
@@ -15,7 +15,7 @@ from tests.test_engine_sampling import N_RUNS, P_MIN, PROMPT as SAMPLING_PROMPT,
 
 @pytest.fixture(autouse=True)
 def fused_on_cpu(monkeypatch):
-    monkeypatch.setattr(session, "FUSED_DEVICES", {"cpu", "cuda"})
+    monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})
 
 
 def compiled(k: int, max_new_tokens: int, **kw):

@@ -38,7 +38,7 @@ def test_rehearsal_through_the_fused_rounds_the_gpu_takes(gpu_check, tmp_path, m
     """On CUDA, compiled unconstrained rows go through FusedProposer (whole rounds as programs); the
     rehearsal above takes the per-pass path a CPU gets. Here the CPU takes the fused one too."""
     from playground import session
-    monkeypatch.setattr(session, "FUSED_DEVICES", {"cpu", "cuda"})
+    monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})
     report = gpu_check.main(["--rehearse", "--only", "real", "--tokens", "24", "--repeats", "1", "--k", "4",
                              "--out", str(tmp_path)])
     result = report["real acceptance 1"]

@@ -1,10 +1,10 @@
 """One run, between the callers (CLI, UI, benchmarks) and the engine: prompt encoding, runners and
-proposers, result collection. Callers never build engine objects themselves."""
-import os
+proposers, result collection. Callers never build engine objects themselves; which runners a run
+gets and their compilation live in playground.session.choice."""
 import time
 from collections.abc import Iterator
 
-from playground.config import MAX_K, SamplingParams, SpecConfig
+from playground.config import SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
 from playground.detok import with_text
@@ -12,18 +12,19 @@ from playground.engine.proposers import CascadeProposer, DraftModelProposer, Pro
 from playground.engine.tree import TreeProposer
 from playground.engine.tree_dynamic import DynamicTreeProposer
 from playground.engine.tree_lookup import LookupTreeProposer
-from playground.engine.feature_runner import FeatureRunner
 from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
-from playground.engine.fused import FusedProposer, programs_for
-from playground.engine.static import CacheBusy, StaticRunner, why_not_static
+from playground.engine.static import StaticRunner
 from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
 from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.metrics import summarize
 from playground.models.loading import Pair, load_pair
+from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
+                                       on_zero_gpu, runners, static_or_eager)
 
-__all__ = ["constrain", "encode_prompt", "generate", "load_pair", "run", "settings"]
+__all__ = ["compile_fallback", "compile_graphs", "constrain", "eager_runners", "encode_prompt", "fuses", "generate",
+           "load_pair", "on_zero_gpu", "run", "runners", "settings", "static_or_eager"]
 
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
@@ -99,7 +100,7 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
     fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
     if speculative and cfg.tree:
         check_tree(pair, draft)
-    proposer = _fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg)
+    proposer = fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg)
     return with_text(speculate(target, proposer, prompt_ids, cfg, ending_ids(pair, guide), guide), pair.tokenizer,
                      prompt_ids)
 
@@ -108,130 +109,6 @@ def ending_ids(pair: Pair, constrained=None) -> frozenset[int]:
     """The tokens that end a run: the pair's EOS ids and the constraint's (a Constraint's or its
     Guide's; they differ where the pair names none and the tokenizer's EOS ends the structure)."""
     return pair.eos_ids | (constrained.eos_ids if constrained is not None else frozenset())
-
-
-FUSED_DEVICES = {"cuda"}  # where compiled runs replay whole rounds as graphs (tests add "cpu": same code, no capture)
-
-
-def fuses(pair: Pair, cfg: SpecConfig, speculative: bool = True, unconstrained: bool = True,
-          prompt_len: int = 2) -> bool:
-    """Whether a cfg.compile run replays its rounds as two device programs (playground.engine.fused):
-    on a GPU, with a token draft (or none: the target alone) on static caches, no constraint (the
-    grammar needs each draft token on the host), no cascade, no confidence stop, a prompt of 2+ tokens."""
-    if not (cfg.compile and unconstrained and pair.device.type in FUSED_DEVICES and prompt_len >= 2):
-        return False
-    if compile_fallback(pair, cfg, speculative):
-        return False
-    if not speculative:
-        return True
-    return pair.draft is not None and not pair.cascade and cfg.policy != "confidence"
-
-
-def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = True, fused: bool = False):
-    """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
-    static caches with compiled passes: the target's verify over k+1 tokens and its one-token step
-    (fused: the k+1 verify alone, which the target alone replays too), the draft's step over one or
-    two new tokens. Models with sliding-window layers stay eager, and so do pairs with a feature draft
-    (it reads the eager target's hidden states), target-only runs included, so a comparison sets eager
-    against eager. A static cache held by another run (concurrent generations): eager for this one."""
-    has_draft = speculative and pair.draft is not None
-    if not cfg.compile or pair.feature_draft or on_zero_gpu():
-        return eager_runners(pair, has_draft)
-    capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
-    if fused:
-        target_shapes = {(cfg.k + 1, cfg.k + 1)}
-    else:
-        target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
-    try:
-        target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads)
-        draft = static_or_eager(pair, pair.draft, capacity, {(1, 1), (2, 1)}, pair.draft_threads,
-                                pair.draft_vocab_map) if has_draft else None
-    except CacheBusy:
-        return eager_runners(pair, has_draft)
-    return target, draft
-
-
-def static_or_eager(pair: Pair, model, capacity: int, shapes: set, threads, vocab_map=None) -> ModelRunner:
-    """A StaticRunner with compiled passes at these (width, kept logits) shapes where the model
-    supports one (see why_not_static), else an eager runner."""
-    if not why_not_static(model):
-        longest = min(pair.context, MAX_GPU_CONTEXT) + MAX_K + 2
-        return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map, longest)
-    return ModelRunner(model, pair.vocab, threads, vocab_map)
-
-
-MAX_GPU_CONTEXT = 32768  # the long cache of a GPU run (prompt + new tokens past GPU_CAPACITY)
-
-
-def _fused_proposer(pair: Pair, cfg: SpecConfig, target, draft) -> FusedProposer:
-    programs = programs_for(pair.programs, target.device_pass, draft.device_pass if draft else None, cfg.k,
-                            cfg.sampling, capture=pair.device.type == "cuda")
-    return FusedProposer(programs, target, draft)
-
-
-def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True) -> str:
-    """Why a cfg.compile run of this pair runs eager, in part or whole; "" when it does not."""
-    if not cfg.compile:
-        return ""
-    if on_zero_gpu():
-        return ("compiled passes are off on ZeroGPU: compiling takes minutes and each GPU lease lasts about two; "
-                "this run is eager")
-    if pair.feature_draft:
-        return "compiled passes are off for this pair: its feature draft reads the eager target's hidden states"
-    has_draft = speculative and pair.draft is not None
-    reasons = [f"the {name}: {why}" for name, model in (("target", pair.target), ("draft", pair.draft if has_draft else None))
-               if model is not None and (why := why_not_static(model))]
-    return "; ".join(reasons)
-
-
-def on_zero_gpu() -> bool:
-    """Whether this process runs on a Hugging Face ZeroGPU Space (a GPU lent per call)."""
-    return bool(os.environ.get("SPACES_ZERO_GPU"))
-
-
-def eager_runners(pair: Pair, with_draft: bool = True):
-    """-> (target runner, draft runner or None) on growing caches; a feature draft's runner reads
-    the target runner's hidden states."""
-    feature = with_draft and pair.feature_draft
-    target = ModelRunner(pair.target, pair.vocab, pair.target_threads, keep_hidden=feature)
-    if not with_draft or pair.draft is None:
-        return target, None
-    if feature:
-        return target, FeatureRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map, target)
-    return target, ModelRunner(pair.draft, pair.vocab, pair.draft_threads, pair.draft_vocab_map)
-
-
-def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, speculative: bool = True,
-                   constrained: bool = False) -> float:
-    """Compile what a cfg.compile run of this prompt length needs and is not compiled yet, and on
-    a GPU capture its graphs: for a speculative run also the target alone that a comparison runs
-    beside it (on the model's second cache). Once per process; -> seconds spent (0.0 when nothing
-    was new). `progress(fraction, message)` is told before each graph."""
-    if not cfg.compile:
-        return 0.0
-    started = time.perf_counter()
-    sides = []  # (runners, fused) per side, all held at once so each side borrows its own caches
-    for side in ((True, False) if speculative else (False,)):
-        fused = fuses(pair, cfg, side, not constrained, prompt_len)
-        target, draft = runners(pair, prompt_len, cfg, side, fused)
-        sides.append(((target, draft), fused and isinstance(target, StaticRunner)))
-    static = [(name, r) for (pair_runners, _) in sides for name, r in zip(("target", "draft"), pair_runners)
-              if isinstance(r, StaticRunner)]
-    total = sum(len(r.pending_compiles()) for _, r in static) + sum(f for _, f in sides)
-    done, made = 0, 0
-
-    def tell(message: str) -> None:
-        nonlocal done
-        done += 1
-        if progress:
-            progress((done - 1) / max(total, 1), f"{message} ({done}/{total}; once per model, k and context size)")
-    for name, runner in static:
-        runner.warm(lambda width, name=name: tell(f"compiling the {name}'s {width}-token pass"))
-    for (target, draft), fused in sides:
-        if fused:
-            tell("capturing the round's graphs")
-            made += _fused_proposer(pair, cfg, target, draft).programs.capture_all()
-    return time.perf_counter() - started if any(r.compile_s for _, r in static) or made else 0.0
 
 
 def check_tree(pair: Pair, draft: ModelRunner | None) -> None:
