@@ -48,3 +48,21 @@ def test_closing_the_stream_stops_the_run():
     count = len(asked)
     time.sleep(0.5)
     assert len(asked) == count  # the run has ended: nothing asks any more
+
+
+def test_stop_while_measuring_again_ends_the_measuring(monkeypatch):
+    """A comparison too noisy to tell measures again (phase "measuring"); Stop then ends it with the
+    estimate so far, the text whole."""
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it always measures again
+    stop = []
+    snaps = []
+    for snap in live.live_run(demo_settings(max_new_tokens=48, compare=True), every=0, should_stop=lambda: bool(stop)):
+        snaps.append(snap)
+        if snap.phase == "measuring":
+            stop.append(True)
+    phases = [s.phase for s in snaps]
+    assert phases.count("measuring") == 1 and phases[-1] == "done"
+    last = snaps[-1]
+    assert last.speedup.blocks <= 2 and last.speedup.reason.endswith("measuring stopped")
+    assert len(last.result.token_ids) == 48

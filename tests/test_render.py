@@ -44,3 +44,13 @@ def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
         assert len(faint) == 1 and list(faint[0].y) == [1.1]
         assert list(faint[0].error_y.array) == [1.35 - 1.1] and list(faint[0].error_y.arrayminus) == [1.1 - 0.78]
     assert not [t for t in plots.draft_comparison([told]).data if t.name == plots.UNTOLD]
+
+
+def test_a_noisy_speedup_wholly_above_one_is_shown_as_faster_with_its_range():
+    """Four measurements of 1.41-2.29x under load: "cannot tell" read as "no evidence it is faster"."""
+    from playground.measure.speedup import Speedup
+    faster = Speedup(None, 1.75, 1.41, 2.29, 4, "the ratio ranged 1.41-2.29x over 4 interleaved measurements", side="faster")
+    name, value, detail = render._speedup_card(faster, "identical to the target alone")
+    assert value == "faster, 1.41-2.29x" and detail.startswith("too noisy for one number") and "about 1.75x" in detail
+    either = Speedup(None, 1.1, 0.8, 1.4, 4, "the ratio ranged 0.80-1.40x over 4 interleaved measurements")
+    assert render._speedup_card(either, "sampled")[1] == "cannot tell"

@@ -105,3 +105,33 @@ def test_identity_is_said_with_the_first_difference():
     assert first_difference([1, 2], [1, 2, 3], stopped=True) is None  # Stop cut the runs at lengths of their own
     assert identity_note([1, 2], [1, 2, 3], greedy=True, stopped=True) == "identical to the target alone as far as both went (stopped)"
     assert identity_note([1, 2], [1, 5, 3], greedy=True, stopped=True) == "differs from the target alone from token 2"
+
+
+def steady_block(ratio: float, rounds: int = 20) -> Block:
+    """A block whose every round gives the same ratio: 10 tokens in 1 s speculating, in `ratio` s alone."""
+    block = Block(Timed(), Timed())
+    block.spec.parts += [(1.0, 10)] * rounds
+    block.base.parts += [(ratio, 10)] * rounds
+    return block
+
+
+def test_too_noisy_but_wholly_faster_says_faster():
+    sp = estimate([steady_block(1.5), steady_block(2.5)])
+    assert sp.speedup is None and sp.side == "faster" and (sp.low, sp.high) == pytest.approx((1.5, 2.5))
+    assert estimate([steady_block(0.5), steady_block(0.8)]).side == "slower"
+    assert estimate([steady_block(0.7), steady_block(1.6)]).side == ""  # either way: cannot tell
+    assert estimate([steady_block(1.5)]).side == ""  # told: 1.5x
+
+
+def test_a_block_stops_where_it_is_with_both_sides_level(target, noisy_draft, tokenizer):
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    ids = tokenizer(PROMPT).input_ids
+    asked = []
+    make = engine_block(pair, [ids, ids[:5]], session.settings(k=3, max_new_tokens=40), warm=False,
+                        should_stop=lambda: asked.append(1) or len(asked) > 4)
+    block = make()
+    assert len(block.spec_runs) == 1  # the second prompt never started
+    assert 0 < block.spec.tokens == block.base.tokens < 40  # the target alone caught up with the rounds kept
+    assert estimate([block]).estimate > 0
+    again = engine_block(pair, [ids], session.settings(k=3, max_new_tokens=40), warm=False)()  # caches free again
+    assert again.spec.tokens == again.base.tokens == 40

@@ -81,6 +81,7 @@ class Speedup:
     reason: str = ""
     spec_tokens_per_s: float = 0.0
     base_tokens_per_s: float = 0.0
+    side: str = ""  # too noisy, yet its whole range on one side of 1x: "faster" or "slower"
 
     @property
     def noisy(self) -> bool:
@@ -96,14 +97,15 @@ def estimate(blocks: list[Block]) -> Speedup:
     ratios = [b.ratio() for b in blocks] if len(blocks) > 1 else []
     low, high = min(low, value, *ratios), max(high, value, *ratios)
     tokens = min(sum(n for _, n in spec), sum(n for _, n in base))
-    reason = ""
+    reason, side = "", ""
     if tokens < MIN_TOKENS:
         reason = f"only {tokens} tokens"
     elif not low or high / low > TOLERANCE:
         reason = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurement"
                   f"{'s' * (len(blocks) > 1)} (other load on the machine)")
+        side = "faster" if low > 1 else "slower" if high < 1 else ""
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
-                   _rate(spec), _rate(base))
+                   _rate(spec), _rate(base), side)
 
 
 def measure(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
@@ -151,21 +153,28 @@ def interleave(spec: Iterator, base: Iterator) -> Iterator[tuple[str, object]]:
             yield "base", event
 
 
-def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: bool = True) -> Callable[[], Block]:
+def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: bool = True,
+                 should_stop: Callable[[], bool] = lambda: False) -> Callable[[], Block]:
     """A maker of blocks: each prompt's speculative run and the target alone, interleaved round by
     round, one prompt after the other (runs never hold the models' caches at once). With `warm`,
-    both run once for 4 tokens first, so one-time costs stay out of every block."""
+    both run once for 4 tokens first, so one-time costs stay out of every block. Once
+    `should_stop()` is true a block ends where it is: what both sides ran so far, side by side."""
     def run(block: Block, ids: list[int], run_cfg) -> None:
         guides = [session.new_guide(constraint, run_cfg) for _ in range(2)]
         spec, base = (session.generate(pair, ids, run_cfg, side, guide) for side, guide in zip((True, False), guides))
         seen = {"spec": [], "base": []}
         for side, event in interleave(spec, base):
+            if side == "spec" and should_stop():  # the target alone has caught up with the rounds kept
+                spec.close(), base.close()
+                break
             seen[side].append(event)
         block.add(seen["spec"], seen["base"], guides[0])
 
     def block() -> Block:
         made = Block(Timed(), Timed())
         for ids in prompts:
+            if should_stop():
+                break
             run(made, ids, cfg)
         return made
     if warm and prompts:

@@ -75,7 +75,7 @@ def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
             "tokens_per_target_pass": stats["tokens_per_target_pass"],
             "tokens_per_s": sp.spec_tokens_per_s, "baseline_tokens_per_s": sp.base_tokens_per_s,
             "speedup": sp.speedup, "speedup_low": sp.low, "speedup_high": sp.high, "speedup_estimate": sp.estimate,
-            "measurements": sp.blocks, "note": sp.reason, "prompts": n_prompts, "tokens": stats["generated_tokens"]}
+            "measurements": sp.blocks, "note": f"{sp.side}, too noisy for one number: {sp.reason}" if sp.side else sp.reason, "prompts": n_prompts, "tokens": stats["generated_tokens"]}
 
 
 def _unavailable(name: str, draft_id: str, policy: str, why: str) -> dict:

@@ -160,9 +160,13 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
         snap.speedup = estimate([first])
         yield snap
         return
-    more = engine_block(pair, [ids], cfg, constraint, warm=False)
+    more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=should_stop)
     for snap.speedup in measuring(more, [first]):
-        if snap.speedup.noisy and snap.speedup.blocks < MAX_BLOCKS and not should_stop():
+        if should_stop():  # Stop while measuring again: the estimate so far (the text is whole)
+            if snap.speedup.noisy:
+                snap.speedup = dataclasses.replace(snap.speedup, reason=snap.speedup.reason + "; measuring stopped")
+            break
+        if snap.speedup.noisy and snap.speedup.blocks < MAX_BLOCKS:
             snap.phase = "measuring"
             yield snap
     snap.phase = "done"
