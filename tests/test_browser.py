@@ -132,6 +132,16 @@ def test_stop_ends_a_sweep_after_the_point_being_measured(page, app_url):
     expect(page.get_by_role("button", name="Run sweep")).to_be_enabled()
 
 
+def test_a_models_error_goes_when_the_models_change(page, app_url):
+    page.goto(f"{app_url}?preset=demo&draft=smollm2-feature-draft")  # a feature draft made for another target
+    expect(page.locator("#draft-box input")).to_have_value("smollm2-feature-draft", timeout=30_000)  # link restored
+    page.click("#run-button")
+    expect(page.locator("#model-error")).to_contain_text("could not be loaded", timeout=60_000)
+    page.locator("#preset-box input").click()
+    page.get_by_role("option", name="demo-ngram").click()
+    expect(page.locator("#model-error")).to_have_count(0, timeout=30_000)  # it was about the models chosen then
+
+
 def test_the_thinking_budget_is_offered_where_it_applies_or_is_set(page, app_url):
     page.goto(f"{app_url}?preset=demo&regex=%5Ba-z%5D%2B")  # the demo target does not reason: no budget offered
     expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)

@@ -21,8 +21,8 @@ from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
 forward pass. Green tokens are guesses the target kept, red struck-through ones it refused (they are not
-part of the text), orange is the target's own token where it refused, blue the extra token it adds when
-every guess was kept, grey a token the constraint forces. Hover a token for its probabilities.
+part of the text), orange is the target's own token where it refused, blue the target's own token after
+every guess was kept (or in a round with no guess, such as prompt lookup finding no match), grey a token the constraint forces. Hover a token for its probabilities.
 
 **Why the output does not change.** Under greedy decoding a guess is kept only if it is the target's own
 choice, so the text is exactly the target's. When sampling, a guess `x` is kept with probability
@@ -44,13 +44,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     with gr.Tab("Playground"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
-                preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset")
+                preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
                 note = gr.Markdown(preset_note(DEFAULT.preset))
                 model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
                 target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model",
                                      allow_custom_value=custom_models_allowed())
                 draft = gr.Dropdown(DRAFTS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
-                                    allow_custom_value=custom_models_allowed())
+                                    elem_id="draft-box", allow_custom_value=custom_models_allowed())
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="schedule: +2 after a fully kept round, -1 after a rejection; confidence: the "
@@ -194,6 +194,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
     demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private").then(
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
+    for box in (preset, target, draft):  # a model's error was about the models chosen then
+        box.input(lambda: "", None, model_msg, api_visibility="private")
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")

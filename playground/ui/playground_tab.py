@@ -146,8 +146,9 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
     if exc is not None:
         where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
         values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
-        if where in SECTIONS:
+        if where in SECTIONS:  # opened, and pointed to from under Run (the section may be out of sight)
             values[SECTIONS[where]] = gr.update(open=True)
+            values[MESSAGE_SLOTS["run"]] = render.pointer(SECTION_NAMES[where])
     elif settings is not None:
         kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
         values[3] = check_constraint(kind, settings.schema.strip() or settings.regex)
@@ -167,6 +168,7 @@ def stop_run(request: gr.Request) -> None:
 SKIP_MESSAGES = [gr.skip()] * 7
 MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3, "tree": 5}  # indices in _messages' values
 SECTIONS = {"constraint": 4, "tree": 6}  # the closed section each message sits in
+SECTION_NAMES = {"constraint": "Structured output", "tree": "Advanced, under the token tree"}
 BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
 IDLE = gr.update(interactive=True), gr.update(interactive=False)
 

@@ -10,7 +10,7 @@ MEANING = {
     ACCEPTED: "draft token the target kept",
     REJECTED: "draft token the target refused (not part of the text)",
     CORRECTED: "the target's own token where it refused the draft",
-    BONUS: "the target's extra token after a fully accepted round",
+    BONUS: "the target's own token after every guess was kept (or with no guess that round)",
     FORCED: "the only token the constraint allows (no draft, no check)",
 }
 
@@ -155,6 +155,11 @@ def warning(message: str) -> str:
 def error(message: str, where: str) -> str:
     """A user error, shown once next to the input it is about."""
     return f'<div class="field-error" id="{where}-error" role="alert">{html.escape(message)}</div>'
+
+
+def pointer(section: str) -> str:
+    """Under Run, where an error sits in a section that may be out of sight."""
+    return f'<div class="field-error" id="run-pointer">not run: see the message in {html.escape(section)}</div>'
 
 
 def progress_note(message: str, final: bool = False) -> str:
