@@ -179,14 +179,22 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
         seen[name] = [decode(session.generate(pair, prompt, cfg, speculative="spec" in name))]
     say("eager rows done; a second prompt of another length (must compile nothing)")
     second = prompt[: len(prompt) // 2 + 3]  # another length: must compile nothing
-    graphs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
+    graphs, programs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs"), programs_made(pair)
     out["second_prompt_compile_s"] = timed_compile(pair, second, spec) + timed_compile(pair, second, spec, False)
     list(session.generate(pair, second, session.settings(k=k, max_new_tokens=tokens + 7, compile=True)))
     out["second_prompt_new_graphs"] = (dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") or 0) - (graphs or 0)
-    exact = seen["alone-W"][0][0]
-    for name, results in seen.items():
-        out[name] = row(results, exact, seen["alone-1"], floor_s, tokens)
+    out["second_prompt_new_programs"] = programs_made(pair) - programs
+    for name, results in seen.items():  # greedy identity: compiled rows against the compiled target alone at
+        baseline = "eager alone" if name.startswith("eager") else "alone-W"  # k+1 a pass, eager against eager
+        out[name] = row(results, seen[baseline][0][0], seen["alone-1"], floor_s, tokens) | {"compared_with": baseline}
     return out
+
+
+def programs_made(pair: Pair) -> int:
+    """Round programs and per-pass graphs made so far (captured CUDA graphs on a GPU)."""
+    rounds = sum(len(p._drafting) + (p._verifying is not None) for p in pair.programs.values())
+    caches = [c for m in (pair.target, pair.draft) for cs in m.__dict__.get("_playground_caches", {}).values() for c in cs]
+    return rounds + sum(len(c.graphs) for c in caches)
 
 
 def row(results, exact: list[int], narrow, floor_s: float, tokens: int) -> dict:
@@ -202,7 +210,7 @@ def row(results, exact: list[int], narrow, floor_s: float, tokens: int) -> dict:
             "verify_ms": 1e3 * statistics.median(r.target_s for r in rounds),
             "tokens_per_round": len(ids) / max(1, len(results[0][2])),
             "speedup_vs_alone1": (statistics.median(speedups), min(speedups), max(speedups)) if speedups else None,
-            "identical_to_alone_W": ids == exact[:len(ids)], "first_divergence": first_divergence(ids, exact[:len(ids)]),
+            "identical": ids == exact[:len(ids)], "first_divergence": first_divergence(ids, exact[:len(ids)]),
             "tokens": len(ids)}
 
 
@@ -246,16 +254,17 @@ def run_cli(device: str, out: str) -> dict:
 
 def print_table(name: str, result: dict) -> None:
     print(f"\n{name}: compile {json.dumps({k: round(v, 1) for k, v in result['compile_s'].items()})} s; second prompt "
-          f"{result['second_prompt_compile_s']:.2f} s, {result['second_prompt_new_graphs']} new graphs")
+          f"{result['second_prompt_compile_s']:.2f} s, {result['second_prompt_new_graphs']} new graphs, "
+          f"{result['second_prompt_new_programs']} new programs")
     print(f"{'row':24} {'tok/s':>7} {'ms/tok':>14} {'x floor':>7} {'ms/round':>8} {'draft ms':>8} {'verify ms':>9} "
-          f"{'tok/round':>9} {'vs alone-1':>18} identical")
+          f"{'tok/round':>9} {'vs alone-1':>18} identical (greedy, to)")
     for label, r in result.items():
         if not isinstance(r, dict) or "tok_s" not in r:
             continue
         span = f"{r['ms_per_token']:.2f} ({r['ms_per_token_range'][0]:.2f}-{r['ms_per_token_range'][1]:.2f})"
         vs = "{:.2f}x ({:.2f}-{:.2f})".format(*r["speedup_vs_alone1"]) if r["speedup_vs_alone1"] else "-"
         draft = f"{r['draft_step_ms']:.3f}" if r["draft_step_ms"] is not None else "-"
-        same = "yes" if r["identical_to_alone_W"] else f"no (token {r['first_divergence']})"
+        same = ("yes" if r["identical"] else f"no (token {r['first_divergence']})") + f" vs {r['compared_with']}"
         print(f"{label:24} {r['tok_s']:7.1f} {span:>14} {r['x_floor']:7.2f} {r['ms_per_round']:8.2f} {draft:>8} "
               f"{r['verify_ms']:9.2f} {r['tokens_per_round']:9.2f} {vs:>18} {same}")
 

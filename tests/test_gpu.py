@@ -38,6 +38,8 @@ def test_fused_rounds_are_captured_and_exact(cuda_pair, tokenizer):
         assert 0 < spec.stats["accepted"] < spec.stats["proposed"]
     graphs = [p for p in cuda_pair.programs.values()]
     assert graphs and all(p.capture for p in graphs)
+    caches = [c for m in (cuda_pair.target, cuda_pair.draft) for cs in m.__dict__["_playground_caches"].values() for c in cs]
+    assert not [key for c in caches for key in c.graphs if key[0] == "pass"]  # whole rounds replay, no pass alone
 
 
 def test_a_second_prompt_compiles_nothing(cuda_pair, tokenizer):

@@ -26,8 +26,9 @@ def test_rehearsal_runs_every_real_size_step(gpu_check, tmp_path):
     rows = ("alone-1", "alone-W", "spec k=4", "spec k<=4 schedule", "eager alone", "eager spec k=4")
     for setting in ("real acceptance 0", "real acceptance 1"):
         result = report[setting]
-        assert all(result[row]["identical_to_alone_W"] for row in rows), setting
-        assert result["second_prompt_new_graphs"] == 0  # a prompt of another length compiles nothing
+        assert all(result[row]["identical"] for row in rows), setting
+        assert result["second_prompt_new_graphs"] == result["second_prompt_new_programs"] == 0  # a prompt of another
+        assert result["eager spec k=4"]["compared_with"] == "eager alone"  # length compiles and captures nothing
     # the random pair accepts (almost) nothing; the last-token predictors accept every draft: 24 tokens in
     # rounds of k + 1 = 5 (the last one cut to 4), which is what makes the GPU table's acceptance-1 rows
     assert report["real acceptance 0"]["spec k=4"]["tokens_per_round"] < 1.5
@@ -42,7 +43,7 @@ def test_rehearsal_through_the_fused_rounds_the_gpu_takes(gpu_check, tmp_path, m
     report = gpu_check.main(["--rehearse", "--only", "real", "--tokens", "24", "--repeats", "1", "--k", "4",
                              "--out", str(tmp_path)])
     result = report["real acceptance 1"]
-    assert all(result[row]["identical_to_alone_W"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule"))
+    assert all(result[row]["identical"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule"))
     assert result["spec k=4"]["tokens_per_round"] == 24 / 5 and result["second_prompt_new_graphs"] == 0
 
 

@@ -1,10 +1,11 @@
 """CUDA graphs made by hand: a function of static buffers is captured once and replayed per call.
 
 The function's inputs and outputs live at fixed addresses (buffers the caller fills before a
-replay and reads after it); a replay runs every kernel the capture recorded, with none of the
-Python that launched them. The graphs of a process share one memory pool: they run one after
-another on one stream, so their scratch memory may overlap, while every output they return stays
-referenced and is never reused.
+replay); a replay runs every kernel the capture recorded, with none of the Python that launched
+them. The graphs of a process share one memory pool: a graph captured later may keep its output
+where an earlier one has its scratch memory, so a call replays and copies the output out under one
+lock: no other thread's replay can come between the two on the stream (concurrent runs,
+PLAYGROUND_CONCURRENCY > 1).
 
 Before capture the function runs twice on a side stream (CUDA's rule for capture: lazy
 initialisation, cuBLAS workspaces and autotuning happen outside the graph). Those runs write what
@@ -16,6 +17,7 @@ import torch
 
 _pool = None
 CAPTURING = threading.Lock()  # one capture at a time in the process
+REPLAYING = threading.Lock()  # a replay and the copy of its output, with no other replay between
 
 
 def shared_pool():
@@ -26,8 +28,8 @@ def shared_pool():
 
 
 class Captured:
-    """fn() captured as a CUDA graph; calling replays it and returns what fn returned at capture
-    (tensors whose contents each replay rewrites)."""
+    """fn() captured as a CUDA graph (fn returns one tensor); calling replays it and returns a copy
+    of that tensor as this replay left it."""
 
     def __init__(self, fn):
         with CAPTURING:  # thread-local capture: another thread's CUDA work does not break this one
@@ -41,9 +43,10 @@ class Captured:
             with torch.cuda.graph(self.graph, pool=shared_pool(), capture_error_mode="thread_local"):
                 self.out = fn()
 
-    def __call__(self):
-        self.graph.replay()
-        return self.out
+    def __call__(self) -> torch.Tensor:
+        with REPLAYING:
+            self.graph.replay()
+            return self.out.clone()
 
 
 class Direct:

@@ -143,11 +143,12 @@ class DevicePass:
 class StaticRunner(ModelRunner):
     """ModelRunner on the model's persistent cache of at least `capacity` positions (a GPU's long
     runs up to `longest`), with compiled passes for the (width, keep) pairs in `shapes`, replayed as
-    CUDA graphs on a GPU. `compile_s` adds up the time of passes that compiled a new graph. Raises
-    CacheBusy when another live run holds that cache."""
+    CUDA graphs on a GPU unless `capture` is off (fused rounds capture whole rounds instead and
+    would never replay a pass's own graph). `compile_s` adds up the time of passes that compiled a
+    new graph. Raises CacheBusy when another live run holds that cache."""
 
     def __init__(self, model: torch.nn.Module, vocab: int, capacity: int, shapes, threads: int | None = None,
-                 vocab_map: torch.Tensor | None = None, longest: int | None = None):
+                 vocab_map: torch.Tensor | None = None, longest: int | None = None, capture: bool = True):
         super().__init__(model, vocab, threads, vocab_map)
         self.capacity = capacity_bucket(capacity, self.device.type, longest)
         cache = borrow_cache(model, self.capacity, self)
@@ -156,7 +157,7 @@ class StaticRunner(ModelRunner):
         self.cache, self.shapes = cache, frozenset(shapes)
         self.compiled = compiled_forward(model)
         self.device_pass = DevicePass(model, self.compiled, cache, self.shapes, vocab, self.t2d, self.d2t)
-        self.capture = self.device.type == "cuda"
+        self.capture = capture and self.device.type == "cuda"
         self.compile_s = 0.0
         self._length = 0
         cache.move_to(0)
@@ -202,7 +203,7 @@ class StaticRunner(ModelRunner):
         if (n, keep) not in self.shapes:
             logits = self.device_pass(ids, keep)
         elif self.capture:
-            logits = self._replayed(ids, keep).clone()  # the graph's output is rewritten by its next replay
+            logits = self._replayed(ids, keep)
         else:
             logits = self.device_pass(ids, keep)
         seen = self.model.__dict__["_playground_graphs"]

@@ -15,6 +15,7 @@ A model's caches are made once per capacity and kept on the model (CUDA graphs c
 hold their buffers' addresses): two per capacity, for a speculative run and the target alone
 interleaved beside it; a run borrows one, and a third run wanting one while both are held gets
 None (the caller then runs eager on a cache of its own)."""
+import threading
 import weakref
 
 import torch
@@ -44,7 +45,8 @@ class PointerLayer(StaticLayer):
         return self.pointer
 
     def reset(self) -> None:
-        self.pointer.zero_()
+        with torch.inference_mode():  # the pointer is an inference tensor (the crash of issue 30 otherwise)
+            self.pointer.zero_()
 
 
 class PointerCache(Cache):
@@ -76,13 +78,17 @@ def borrow_cache(model: torch.nn.Module, capacity: int, owner) -> PointerCache |
     """A cache of this capacity for `owner` until `owner` is freed or gives it back: the first of
     the model's caches no live owner holds, or a new one (made once, then kept); None when
     MAX_CACHES are all held."""
-    caches = model.__dict__.setdefault("_playground_caches", {}).setdefault(capacity, [])
-    cache = next((c for c in caches if c.owner is None or c.owner() in (None, owner)), None)
-    if cache is None:
-        if len(caches) >= MAX_CACHES:
-            return None
-        cache = PointerCache(model, capacity)
-        caches.append(cache)
-    cache.owner = weakref.ref(owner)
-    return cache
+    with BORROWING:  # two runs starting at once must not take the same cache
+        caches = model.__dict__.setdefault("_playground_caches", {}).setdefault(capacity, [])
+        cache = next((c for c in caches if c.owner is None or c.owner() in (None, owner)), None)
+        if cache is None:
+            if len(caches) >= MAX_CACHES:
+                return None
+            cache = PointerCache(model, capacity)
+            caches.append(cache)
+        cache.owner = weakref.ref(owner)
+        return cache
+
+
+BORROWING = threading.Lock()
 

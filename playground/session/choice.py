@@ -45,20 +45,22 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     else:
         target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
     try:
-        target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads)
+        target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads, capture=not fused)
         draft = static_or_eager(pair, pair.draft, capacity, {(1, 1), (2, 1)}, pair.draft_threads,
-                                pair.draft_vocab_map) if has_draft else None
+                                pair.draft_vocab_map, capture=not fused) if has_draft else None
     except CacheBusy:
         return eager_runners(pair, has_draft)
     return target, draft
 
 
-def static_or_eager(pair: Pair, model, capacity: int, shapes: set, threads, vocab_map=None) -> ModelRunner:
+def static_or_eager(pair: Pair, model, capacity: int, shapes: set, threads, vocab_map=None,
+                    capture: bool = True) -> ModelRunner:
     """A StaticRunner with compiled passes at these (width, kept logits) shapes where the model
-    supports one (see why_not_static), else an eager runner."""
+    supports one (see why_not_static), else an eager runner. `capture` off: no CUDA graph per pass
+    (a fused round captures the whole round)."""
     if not why_not_static(model):
         longest = min(pair.context, MAX_GPU_CONTEXT) + MAX_K + 2
-        return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map, longest)
+        return StaticRunner(model, pair.vocab, capacity, shapes, threads, vocab_map, longest, capture)
     return ModelRunner(model, pair.vocab, threads, vocab_map)
 
 
