@@ -153,6 +153,25 @@ def test_greedy_tree_output_is_the_target_alone(pair, tree):
     assert result.stats["target_passes"] <= alone.stats["target_passes"]
 
 
+def test_a_branch_cut_by_the_token_budget_is_accepted_drafts_not_a_bonus(pair):
+    """The budget ends inside an accepted branch: its last kept node is a draft the target kept
+    (it was counted a bonus with no draft probability, and the round's acceptance one short)."""
+    pair, tok = pair
+    tree = (1, 1, 1, 1)
+    prompt = tok("def fib(n):").input_ids
+    full = session.run(pair, prompt, session.settings(max_new_tokens=40, tree=tree))
+    before = next(i for i, r in enumerate(full.rounds) if r.accepted >= 3)  # start where a round keeps 3+ nodes
+    ids = prompt + full.token_ids[:sum(len(r.committed) for r in full.rounds[:before])]
+    for budget in (1, 2, 3):
+        result = session.run(pair, ids, session.settings(max_new_tokens=budget, tree=tree))
+        alone = session.run(pair, ids, session.settings(max_new_tokens=budget), speculative=False)
+        assert result.token_ids == alone.token_ids and len(result.rounds) == 1
+        first = result.rounds[0]
+        assert [t.kind for t in first.tokens] == ["accepted"] * budget and all(t.p_draft for t in first.tokens)
+        assert first.accepted == budget and first.tree["path"] == list(range(budget))
+        assert result.stats["acceptance_rate"] == budget / 4  # every node of the 4-node chain was verified
+
+
 def test_a_wide_tree_takes_more_tokens_per_pass_than_its_chain(pair):
     pair, tok = pair
     prompt = tok("def fib(n):").input_ids

@@ -110,7 +110,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     elif guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
     judged = kept if len(new) == kept else len(verdict.drafts)  # drafts after an accepted EOS were never judged
-    if verdict.path is not None and len(new) > kept:
+    if verdict.path is not None and (len(new) > kept or verdict.next is None):
         judged = len(proposal.tokens)  # a tree: every node was verified
     run.schedule.observe(judged, kept)
     run.budget -= len(new)
@@ -165,7 +165,7 @@ class Verdict:
     """Host-side outcome of one verify pass: n drafts accepted, the target's token, and the
     probabilities shown, per draft position and then for the target's token."""
     n: int
-    next: int
+    next: int | None  # None: a tree's branch kept up to the token budget, no target token after it
     drafts: list[int]
     p_target: list[float]
     p_draft: list[float | None]
@@ -196,8 +196,9 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
         logits = mask_logits(logits, run.ctx.guide.path_masks(paths))
     p = warp(logits, cfg.sampling)  # [n + 1, V]: the root's row, then each node's
     walk = walk_greedy(tree, logits) if cfg.sampling.greedy else walk_sampled(tree, p, run.ctx.generator)
-    if len(walk.path) >= run.budget:  # past the token budget: the last node kept is the target's token
-        walk = TreeVerdict(walk.path[:run.budget - 1], tree.tokens[walk.path[run.budget - 1]], [])
+    cut = len(walk.path) >= run.budget  # the branch kept up to the token budget, no target token after it
+    if cut:  # (its `next` below only stands in for the reads; the verdict has none)
+        walk = TreeVerdict(walk.path[:run.budget], tree.tokens[walk.path[run.budget - 1]], [])
     shown = walk.path + walk.rejected
     rows = [tree.parents[node] + 1 for node in shown] + [(walk.path[-1] + 1) if walk.path else 0]
     tokens = [tree.tokens[node] for node in shown] + [walk.next]
@@ -208,7 +209,7 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
     drafted = [q if row >= 0 else None for q, row in zip(host[len(tokens) + n:], tree.q_row)]  # looked-up nodes: no q
     nodes = {"p_target": host[len(tokens):len(tokens) + n], "p_draft": drafted}
     p_draft = [nodes["p_draft"][node] for node in shown] + [None]
-    return Verdict(len(walk.path), walk.next, tokens[:-1], shown_p, p_draft, walk.path, nodes)
+    return Verdict(len(walk.path), None if cut else walk.next, tokens[:-1], shown_p, p_draft, walk.path, nodes)
 
 
 def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator) -> Verdict:
@@ -250,6 +251,8 @@ def _commit_events(v: Verdict, eos_ids: set[int]):
         events.append(TokenEvent(ACCEPTED, token, "", v.p_target[i], v.p_draft[i]))
         if token in eos_ids:
             return new, len(new), events, "eos"
+    if v.next is None:  # a tree cut by the token budget: every token committed is an accepted node
+        return new, v.n, events, None
     for i in range(v.n, len(v.drafts)):
         token = v.drafts[i]
         events.append(TokenEvent(REJECTED, token, "", v.p_target[i], v.p_draft[i]))
