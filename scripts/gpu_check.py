@@ -17,7 +17,9 @@ at one token a pass ("alone-1") and at verification's width k+1 ("alone-W", the 
 engine uses: its greedy tokens are speculation's), speculation compiled (fixed k, and the +2/-1
 schedule), and eager speculation and target alone once. Decode time per token excludes the prompt
 pass. The floor is the bytes a pass must read (every weight but an untied embedding table) over
-the copy bandwidth measured here. Results also go to $OUT/gpu_check.json (or --out).
+the copy bandwidth measured here. Before the rows, one pass's attention at the cache's capacity is
+timed both ways: key/value heads repeated per query head (transformers' compiled path) and folded
+into the query axis (playground.engine.attention, which the rows use; PLAYGROUND_FOLD_GQA=0: not). Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section per call, since
 cold compiles of the 7B pair take minutes and a call has 10: `--only real` first (the table issue
@@ -84,6 +86,51 @@ def copy_bandwidth(device: str) -> float:
             seconds = time.perf_counter() - started
         times.append(seconds) if i >= 3 else None
     return 2 * src.numel() * src.element_size() / statistics.median(times)
+
+
+def device_ms(fn, device: str, calls: int = 50) -> float:
+    """Milliseconds a call of fn takes on the device (median of 5 timings of `calls` calls, after warm-up)."""
+    for _ in range(5):
+        fn()
+    times = []
+    for _ in range(5):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - started) / calls)
+    return 1e3 * statistics.median(times)
+
+
+@torch.inference_mode()
+def attention_costs(device: str, shapes, k: int) -> dict:
+    """One pass's attention at the static cache's capacity, all layers: key/value heads repeated for
+    each query head (transformers' compiled path) against folded into the query axis
+    (playground.engine.attention, the default on a GPU); eager kernels, 256 positions written."""
+    from transformers.integrations.sdpa_attention import repeat_kv
+    from playground.engine.attention import folded_sdpa
+    from playground.engine.static import GPU_CAPACITY
+    capacity, dtype = (GPU_CAPACITY, torch.bfloat16) if device == "cuda" else (512, torch.float32)
+    out = {}
+    for name, shape, width in (("target verify", shapes[0], k + 1), ("target step", shapes[0], 1),
+                               ("draft step", shapes[1], 1)):
+        heads, kv_heads = shape["num_attention_heads"], shape["num_key_value_heads"]
+        dim, groups = shape["hidden_size"] // heads, heads // kv_heads
+        module = torch.nn.Module()
+        module.num_key_value_groups = groups
+        query = torch.randn(1, heads, width, dim, device=device, dtype=dtype)
+        key, value = (torch.randn(1, kv_heads, capacity, dim, device=device, dtype=dtype) for _ in range(2))
+        mask = torch.zeros(1, 1, width, capacity, dtype=torch.bool, device=device)
+        mask[..., :256] = True
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        ways = {"repeated": lambda: sdpa(query, repeat_kv(key, groups), repeat_kv(value, groups), attn_mask=mask),
+                "folded": lambda: folded_sdpa(module, query, key, value, mask)}
+        layers = shape["num_hidden_layers"]
+        out[name] = {way: layers * device_ms(fn, device) for way, fn in ways.items()}
+    return out
 
 
 def read_bytes(model) -> int:
@@ -300,6 +347,11 @@ def main(argv=None) -> dict:
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         report["floor_ms"] = {"target": 1e3 * floor, "draft": 1e3 * read_bytes(pair.draft) / report["copy_bytes_per_s"]}
         print(f"floors: target {report['floor_ms']['target']:.2f} ms, draft {report['floor_ms']['draft']:.3f} ms", flush=True)
+        report["attention_ms"] = attention_costs(device, shapes, args.k)
+        print("attention per pass, all layers (ms): " + "; ".join(
+            f"{name}: repeated {t['repeated']:.3f}, folded {t['folded']:.3f}" for name, t in report["attention_ms"].items()),
+            flush=True)
+        save()
         report["real acceptance 0"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
         print_table("Qwen2.5-7B/0.5B shapes, random weights (acceptance ~0)", report["real acceptance 0"])
         save()

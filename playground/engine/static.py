@@ -26,6 +26,7 @@ import weakref
 
 import torch
 
+from playground.engine.attention import fold_grouped_heads, folds_on
 from playground.engine.graphs import program
 from playground.engine.runner import ModelRunner, full_width
 from playground.engine.static_cache import PointerCache, borrow_cache
@@ -72,6 +73,8 @@ def compiled_forward(model: torch.nn.Module):
     """The model's compiled forward, made once per model and kept on it."""
     fn = model.__dict__.get("_playground_compiled")
     if fn is None:
+        if folds_on(model.device):  # before the first compile: no copy of the cache per query head
+            fold_grouped_heads(model)
         allow_recompiles()
         options = {"guard_filter_fn": guards_on_arguments}
         if model.device.type == "cpu":  # a C++ wrapper calls the kernels without a Python line per op (-6% a demo round)
