@@ -338,3 +338,26 @@ def test_chat_template_and_system_prompt(saved_pair):
     with_schema = pair.tokenizer.decode(session.encode_prompt(pair, "hi", chat=True, schema='{"type": "object"}'))
     assert with_schema.startswith("<user>hi") and '{"type": "object"}' in with_schema
     pair.tokenizer.chat_template = None
+
+
+def test_without_network_the_hub_is_not_tried_and_the_cache_still_serves(saved_pair, tmp_path, monkeypatch):
+    """A machine without network: the hub's name does not resolve, so the local cache alone is read
+    at once (the hub client retried each request five times, 23.7 s measured before the message)."""
+    import socket
+    import huggingface_hub
+    target, _ = saved_pair
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # conftest's 1: as a user's laptop
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    looked_up = []
+
+    def no_network(host, *args, **kwargs):
+        looked_up.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    models.CACHE.entries.clear()
+    with pytest.raises(PlaygroundError, match=r"'acme/absent' is not in the local cache .* `hf download acme/absent`"):
+        models.load_model("acme/absent", torch.device("cpu"))
+    assert looked_up == ["huggingface.co"]  # our one look-up: the hub client made no request of its own
+    hub_cache(tmp_path, "acme/tiny", files=target)
+    model, *_ = models.load_model("acme/tiny", torch.device("cpu"), torch.float32)  # cached: loads offline
+    assert model.config.vocab_size > 0

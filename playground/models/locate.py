@@ -2,6 +2,8 @@
 (playground.models.packaged), a local directory, or the Hugging Face hub (only the files loading
 needs, with download progress); every miss is a PlaygroundError that says what to do."""
 import pathlib
+import socket
+import urllib.parse
 from typing import Callable
 
 from playground.errors import PlaygroundError
@@ -63,10 +65,11 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
     from huggingface_hub import hf_hub_download, snapshot_download
     from huggingface_hub import errors as hub_errors
     report(progress, 0.0, f"fetching {model_id}")
+    local = not hub_resolves()  # offline: the local cache alone, at once (the hub client retries for ~20 s)
     try:
         if before_download is not None:
-            before_download(pathlib.Path(hf_hub_download(model_id, "config.json")).parent)
-        found = pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES,
+            before_download(pathlib.Path(hf_hub_download(model_id, "config.json", local_files_only=local)).parent)
+        found = pathlib.Path(snapshot_download(model_id, allow_patterns=WEIGHT_FILES, local_files_only=local,
                                                tqdm_class=_tqdm_reporting(progress, model_id)))
     except hub_errors.HFValidationError:
         raise PlaygroundError(f"model '{model_id}' not found: not a directory and not a valid Hugging Face id") from None
@@ -78,15 +81,23 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
     except hub_errors.RemoteEntryNotFoundError:
         raise PlaygroundError(f"model '{model_id}' has no config.json on the Hugging Face hub: not a transformers model") from None
     if not any(found.glob("*.safetensors")):  # offline: a snapshot whose download stopped after config.json
-        raise PlaygroundError(_not_cached(model_id) if _offline() else
+        raise PlaygroundError(_not_cached(model_id) if local else
                               f"model '{model_id}' has no .safetensors weights here: the hub has none for it (this "
                               "playground loads safetensors only), or could not be reached to fetch them")
     return found
 
 
-def _offline() -> bool:
+def hub_resolves() -> bool:
+    """Whether the hub may be reached: not HF_HUB_OFFLINE, and its host name resolves (a machine
+    without network fails that at once; the hub client would retry each request five times)."""
     from huggingface_hub import constants
-    return constants.HF_HUB_OFFLINE
+    if constants.HF_HUB_OFFLINE:
+        return False
+    try:
+        socket.getaddrinfo(urllib.parse.urlparse(constants.ENDPOINT).hostname, 443)
+    except (OSError, UnicodeError):
+        return False
+    return True
 
 
 def _not_cached(model_id: str) -> str:
