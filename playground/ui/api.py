@@ -7,6 +7,7 @@ from playground.presets import Settings
 from playground.ui import live
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
+from playground.ui.share import RANGES
 
 
 @on_gpu()
@@ -35,6 +36,9 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
         temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
     except PlaygroundError as exc:
         raise user_error(exc) from None
+    if temperature > RANGES["temperature"][1]:  # the page's slider and the sweeps refuse it too
+        raise user_error(PlaygroundError(f"temperature must be between 0 and {RANGES['temperature'][1]:g} (the "
+                                         "slider's range), or -1 for the preset's"))
     if preset not in PRESETS:
         raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
     base = Settings.from_preset(PRESETS[preset])
