@@ -142,6 +142,16 @@ def test_a_models_error_goes_when_the_models_change(page, app_url):
     expect(page.locator("#model-error")).to_have_count(0, timeout=30_000)  # it was about the models chosen then
 
 
+def test_the_schema_option_shows_with_a_schema_and_a_disabled_stop_looks_disabled(page, app_url):
+    page.goto(f"{app_url}?preset=demo&regex=%5Ba-z%5D%2B")
+    expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)
+    expect(page.locator("#schema-in-prompt")).to_be_hidden()  # a regex is not shown to the model
+    expect(page.locator("#stop-button")).to_be_disabled()
+    assert float(page.eval_on_selector("#stop-button", "e => getComputedStyle(e).opacity")) < 0.5
+    page.goto(f"{app_url}?preset=demo-json")
+    expect(page.locator("#schema-in-prompt")).to_be_visible(timeout=30_000)
+
+
 def test_the_thinking_budget_is_offered_where_it_applies_or_is_set(page, app_url):
     page.goto(f"{app_url}?preset=demo&regex=%5Ba-z%5D%2B")  # the demo target does not reason: no budget offered
     expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)

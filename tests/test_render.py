@@ -54,3 +54,28 @@ def test_a_noisy_speedup_wholly_above_one_is_shown_as_faster_with_its_range():
     assert value == "faster, 1.41-2.29x" and detail.startswith("too noisy for one number") and "about 1.75x" in detail
     either = Speedup(None, 1.1, 0.8, 1.4, 4, "the ratio ranged 0.80-1.40x over 4 interleaved measurements")
     assert render._speedup_card(either, "sampled")[1] == "cannot tell"
+
+
+def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
+    """The speedup cell was empty when it could not be told (every row of a loaded machine's sweep)."""
+    from playground.measure import sweeps
+    from playground.ui import experiments_tab, plots
+    row = {c: None for c in sweeps.COLUMNS} | {"k": 2, "temperature": 0.0, "acceptance_rate": 0.5,
+                                               "tokens_per_target_pass": 1.9, "speedup_low": 0.94, "speedup_high": 1.29,
+                                               "speedup_estimate": 1.1}
+    told = row | {"k": 4, "speedup": 1.31, "speedup_estimate": 1.31}
+    table = experiments_tab._table([row, told])
+    at = sweeps.COLUMNS.index("speedup")
+    assert table[0][at] == "≈1.10 (noisy)" and table[1][at] == 1.31
+    assert "tokens (all measurements)" in experiments_tab.column_headers(sweeps.COLUMNS)
+    assert plots.sweep_chart([row, told], "k").layout.xaxis.dtick == 1
+
+
+def test_the_tree_view_says_when_it_shows_only_the_last_rounds():
+    from playground.events import BONUS
+    from playground.ui.tree_view import ROUNDS_SHOWN, tree_view
+    rounds = [Round(i, [TokenEvent(ACCEPTED, 5, "x"), TokenEvent(BONUS, 6, "y")], 1, 1, 1, 1, 0.0, 0.0, 0.0)
+              for i in range(1, ROUNDS_SHOWN + 4)]
+    html = tree_view(rounds)
+    assert f"the last {ROUNDS_SHOWN} of {ROUNDS_SHOWN + 3} rounds" in html and html.count('class="tround"') == ROUNDS_SHOWN
+    assert "the last" not in tree_view(rounds[:ROUNDS_SHOWN])

@@ -90,7 +90,10 @@ def _experiment_prompts(prompts_text: str, settings) -> list[str]:
 
 def column_headers(columns: list[str]) -> list[str]:
     """Column names that wrap on a narrow screen ("tokens per s", not "tokens_per_s")."""
-    return [c.replace("_", " ") for c in columns]
+    return [HEADERS.get(c, c.replace("_", " ")) for c in columns]
+
+
+HEADERS = {"tokens": "tokens (all measurements)"}  # a row's tokens: every prompt, every measurement of both
 
 
 WIDE = {"note": "360px", "variant": "190px", "draft": "190px", "measurements": "128px", "k": "60px"}  # the rest: 112px
@@ -103,7 +106,14 @@ def column_widths(columns: list[str]) -> list[str]:
 
 
 def _table(rows: list[dict], columns=sweeps.COLUMNS) -> list[list]:
-    return [[round(r[c], 3) if isinstance(r[c], float) else r[c] for c in columns] for r in rows]
+    return [[_untold(r) if c == "speedup" and r[c] is None else round(r[c], 3) if isinstance(r[c], float) else r[c]
+             for c in columns] for r in rows]
+
+
+def _untold(row: dict) -> str | None:
+    """A speedup too noisy to give: its estimate, marked (the note says why); None: not measured."""
+    estimate = row.get("speedup_estimate")
+    return f"≈{estimate:.2f} (noisy)" if estimate else None
 
 
 @on_gpu(runs=3)

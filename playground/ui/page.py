@@ -87,7 +87,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     constraint = gr.Code(value="", language="json", lines=6, label="Schema or pattern", interactive=True,
                                          elem_id="constraint-editor", visible=bool(DEFAULT.schema or DEFAULT.regex))
                     constraint_check = gr.HTML()
-                    schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt")
+                    schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
+                                                   visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")
                     think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
                                              visible=think_budget_shown(DEFAULT.target, DEFAULT.think_budget)["visible"],
                                              label="Think first: thinking budget in tokens (0 = constrain from the first token)",
@@ -199,6 +200,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
+    kind.change(lambda k: gr.update(visible=k == "JSON schema"), kind, schema_in_prompt, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
     (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
      .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when

@@ -80,7 +80,7 @@ def time_split(stats: dict | None, baseline_stats: dict | None = None) -> go.Fig
     for part, colour in (("draft", COLOURS["accepted"]), ("target", COLOURS["bonus"]), ("overhead", "#9ca3af")):
         ys = [_part(s, part) for _, s in runs]
         fig.add_trace(go.Bar(x=[n for n, _ in runs], y=ys, name=part, marker_color=colour))
-    title = "Time split" + (" (the first of the measurements side by side)" if baseline_stats else "")
+    title = "Time split" + (", first measurement" if baseline_stats else "")
     return fig.update_layout(barmode="stack", title=title, yaxis_title="seconds", **LAYOUT)
 
 
@@ -112,6 +112,8 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
                                  marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
     fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
+    if x == "k":
+        fig.update_xaxes(dtick=1)  # whole draft lengths, no 1.5
     return fig.update_layout(title=f"Sweep over {x}", xaxis_title=x, **LAYOUT)
 
 

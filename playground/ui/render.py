@@ -37,6 +37,7 @@ CSS = """
 .badge-ok { background: #16a34a22; color: #15803d; } .badge-bad { background: #dc262622; color: #b91c1c; }
 .badge-stopped { background: #f59e0b22; color: #b45309; }
 .constraint-note { font-size: 13px; color: #b45309; margin-top: 4px; }
+#stop-button:disabled, #sweep-stop:disabled, #compare-stop:disabled { opacity: 0.4; cursor: not-allowed; }
 .field-error { color: #b91c1c; background: #dc262614; border-left: 3px solid #dc2626; padding: 4px 8px;
                border-radius: 4px; font-size: 14px; white-space: pre-wrap; }
 .progress-note { font-size: 14px; color: var(--body-text-color-subdued); }

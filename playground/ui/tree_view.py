@@ -28,6 +28,9 @@ def tree_view(events: list) -> str:
     if not rounds:
         return '<div class="treeview" id="tree-view"><span class="thead">each round\'s drafts appear here as a tree</span></div>'
     body = "".join(_round_html(r) for r in rounds[-ROUNDS_SHOWN:])
+    if len(rounds) > ROUNDS_SHOWN:  # said, so that a view starting at round 8 does not look cut
+        body = (f'<div class="thead">the last {ROUNDS_SHOWN} of {len(rounds)} rounds that drafted (all of them are in '
+                f'the stream and the download)</div>') + body
     return f'<div class="treeview" id="tree-view">{body}</div>'
 
 
