@@ -28,6 +28,8 @@ def test_run_streams_every_token_kind_with_consistent_stats():
     plain = run_preset("demo", max_new_tokens=96)
     constrained = run_preset("demo-json")
     assert len(plain) > 2  # streamed: several updates before the final one
+    growing = [out[2] for out in plain[:-1] if isinstance(out[2], str) and out[2]]
+    assert growing and all(plain[-1][2].startswith(text) for text in growing)  # the output box grows with the stream
     html = plain[-1][0] + constrained[-1][0]
     assert set(re.findall(r'data-kind="(\w+)"', html)) == set(KINDS)
     for outputs in (plain, constrained):
@@ -369,3 +371,11 @@ def test_the_json_view_leaves_out_what_its_parser_refuses(answer):
     """Valid for Python, refused by gr.JSON's orjson (infinity, lone surrogates, past 64 bits): the
     view stays empty instead of failing the run's last update."""
     assert playground_tab._pretty_json(answer) is None
+
+
+def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estimate(monkeypatch):
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it measures again, up to 4 times
+    outputs = run_preset("demo", max_new_tokens=96, compare=True)
+    notes = [out[1] for out in outputs if isinstance(out[1], str) and "measuring again" in out[1]]
+    assert notes and re.search(r"of at most 4, about \d+ s each; Stop keeps the estimate so far", notes[0])

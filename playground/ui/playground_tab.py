@@ -32,9 +32,9 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
                          snap.phase == "stopped") if snap.baseline else ""
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=snap.note,
                             theory=chain_theory(snap.settings))
-    if not final:
-        rest = ["", "", "", None, None, None, None, None, None] if first else [gr.skip()] * 9
-        return [stream, metric, *rest]
+    if not final:  # the output box grows with the stream; the rest waits for the end
+        rest = ["", "", None, None, None, None, None, None] if first else [gr.skip()] * 8
+        return [stream, metric, render.committed_text(snap.events), *rest]
     baseline_text = snap.baseline.text if snap.baseline else ""
     answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
     pretty = _pretty_json(answer) if snap.settings.schema.strip() else None
@@ -106,8 +106,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                 yield [gr.skip(), render.metrics(snap.result.stats, drafting(settings), note=note, theory=chain_theory(settings)), gr.skip(),
                        render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip()] * 2
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
-                note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}): "
-                        f"{snap.speedup.reason}")
+                note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
+                        f"{_block_seconds(snap)}; Stop keeps the estimate so far): {snap.speedup.reason}")
                 yield [gr.skip(), render.metrics(snap.result.stats, drafting(settings), note=note, theory=chain_theory(settings))] \
                     + [gr.skip()] * 10 + SKIP_MESSAGES + [gr.skip()] * 2
     except PlaygroundError as exc:
@@ -136,6 +136,14 @@ def replay_race(lanes: list | None):
             shown = rounds
             yield race.frame_html(lanes, t, scale)
         time.sleep(max(0.0, started + (i + 1) * race.FRAME_S - time.monotonic()))
+
+
+def _block_seconds(snap: live.Snapshot) -> str:
+    """', about N s each': one more measurement, both runs at the rates measured so far."""
+    tokens, m = snap.result.stats["generated_tokens"], snap.speedup
+    if not (tokens and m.spec_tokens_per_s and m.base_tokens_per_s):
+        return ""
+    return f", about {tokens / m.spec_tokens_per_s + tokens / m.base_tokens_per_s:.0f} s each"
 
 
 def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> list:
