@@ -122,8 +122,10 @@ def read_preset(path: pathlib.Path) -> Preset:
 
 
 def all_presets(directory: pathlib.Path = PRESETS_DIR) -> dict[str, Preset]:
-    """Every readable preset; a broken file is skipped with a warning (once), never stops the app."""
+    """Every readable preset this host offers (PLAYGROUND_PRESETS, see hosted_presets); a broken file
+    is skipped with a warning (once), never stops the app."""
     presets = {}
+    offered = hosted_presets()
     for path in sorted(directory.glob("*.toml")):
         try:
             preset = read_preset(path)
@@ -132,8 +134,16 @@ def all_presets(directory: pathlib.Path = PRESETS_DIR) -> dict[str, Preset]:
                 _warned.add(str(path))
                 log.warning("skipping %s", exc)
             continue
-        presets[preset.name] = preset
+        if offered is None or preset.name in offered:
+            presets[preset.name] = preset
     return presets
+
+
+def hosted_presets() -> set[str] | None:
+    """PLAYGROUND_PRESETS: the presets a host offers, comma-separated names (a GPU Space bounds what its
+    visitors can make it download: every preset's models together are about 90 GB); unset: all."""
+    names = {name.strip() for name in os.environ.get("PLAYGROUND_PRESETS", "").split(",") if name.strip()}
+    return names or None
 
 
 def get_preset(name: str) -> Preset:

@@ -233,3 +233,34 @@ def test_nan_integers_and_unencodable_links_are_clear_errors():
     settings.prompt = "a\ud800b"
     with pytest.raises(PlaygroundError, match="lone surrogate"):
         share_url("http://127.0.0.1/", settings)
+
+
+HOSTED = """
+import json
+from playground.ui import inputs, live
+from playground.ui.share import from_query
+from playground.errors import PlaygroundError
+from playground.presets import Settings, get_preset
+settings, notices = from_query({"preset": "qwen2.5-7b", "target": "Qwen/Qwen2.5-7B-Instruct"}, allow_custom=False)
+try:
+    live.check_models(dataclasses.replace(Settings.from_preset(get_preset("demo")), target="Qwen/Qwen2.5-7B-Instruct"))
+    refused = ""
+except PlaygroundError as exc:
+    refused = str(exc)
+print(json.dumps({"page": list(inputs.PRESETS), "default": inputs.DEFAULT.preset, "link": settings.target,
+                  "notices": notices, "refused": refused}))
+"""
+
+
+def test_a_host_offers_only_the_presets_it_names():
+    """PLAYGROUND_PRESETS bounds what a GPU Space's visitors can make it download (all presets'
+    models together are about 90 GB): the page lists those, links and runs keep to their models."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PLAYGROUND_PRESETS="demo, demo-json", PLAYGROUND_PRESET="qwen2.5-7b")
+    out = subprocess.run([sys.executable, "-c", "import dataclasses\n" + HOSTED], capture_output=True, text=True,
+                         env=env, timeout=300, check=True).stdout
+    told = json.loads(out.strip().splitlines()[-1])
+    assert sorted(told["page"]) == ["demo", "demo-json"] and told["default"] in told["page"]  # not the named qwen
+    assert told["link"] == "demo-target" and any("qwen2.5-7b" in n or "Qwen" in n for n in told["notices"])
+    assert "not one of this host's preset models" in told["refused"]
