@@ -42,6 +42,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from playground import session  # noqa: E402
+from playground.engine.attention import fold_grouped_heads  # noqa: E402
 from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
@@ -159,6 +160,9 @@ def real_size_pair(device: str, shapes=(QWEN25_7B, QWEN25_05B)) -> Pair:
             models.append(AutoModelForCausalLM.from_config(Qwen2Config(max_position_embeddings=32768, **shape),
                                                            dtype=torch.bfloat16 if device == "cuda" else torch.float32).eval())
     target, draft = models
+    if device == "cpu":  # the rehearsal attends as the GPU will (static caches fold only on CUDA by themselves)
+        for model in models:
+            fold_grouped_heads(model)
     return Pair(target, draft, words_tokenizer(shapes[0]["vocab_size"]), "qwen2.5-7b-shapes", "qwen2.5-0.5b-shapes",
                 shapes[1]["vocab_size"], frozenset(), context=32768)
 
@@ -353,6 +357,7 @@ def main(argv=None) -> dict:
             flush=True)
         save()
         report["real acceptance 0"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
+        report["attention"] = {name: m.config._attn_implementation for name, m in (("target", pair.target), ("draft", pair.draft))}
         print_table("Qwen2.5-7B/0.5B shapes, random weights (acceptance ~0)", report["real acceptance 0"])
         save()
         predict_last_token(pair)

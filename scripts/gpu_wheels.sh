@@ -8,6 +8,8 @@
 #   set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
 #     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only real --out $OUT 2>&1 | tee $OUT/gpu_check.log
 # then `--only tests`, then `--only cli,demo`, each call at once after the last (a warm machine keeps its caches).
+# Compiled passes attend with grouped heads folded (playground.engine.attention, new and not yet run on a GPU):
+# should the real rows fail inside attention, run them again with PLAYGROUND_FOLD_GQA=0 before the command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HELD=/tmp/gpu-held
