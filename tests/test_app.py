@@ -379,3 +379,14 @@ def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estima
     outputs = run_preset("demo", max_new_tokens=96, compare=True)
     notes = [out[1] for out in outputs if isinstance(out[1], str) and "measuring again" in out[1]]
     assert notes and re.search(r"of at most 4, about \d+ s each; Stop keeps the estimate so far", notes[0])
+
+
+@pytest.mark.parametrize("target, draft, then", [
+    ("demo-target", "smollm2-feature-draft", "demo-draft"),  # the walkthrough's mismatched pair, failing on Run
+    ("Qwen/Qwen2.5-7B-Instruct", "demo-draft", "Qwen/Qwen2.5-0.5B-Instruct"),  # a preset's pairing first
+    ("Qwen/Qwen3-8B", "Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen3-0.6B"),  # Qwen3's tokenizer differs from Qwen2.5's
+    ("demo-target", "demo-draft", None), ("demo-target", "ngram", None), ("acme/custom", "demo-draft", None),
+])
+def test_a_target_picked_by_hand_gets_a_draft_of_its_tokenizer(target, draft, then):
+    picked = page_inputs.draft_for(target, draft)
+    assert picked == (gr.skip() if then is None else then)

@@ -140,6 +140,11 @@ def test_a_models_error_goes_when_the_models_change(page, app_url):
     page.locator("#preset-box input").click()
     page.get_by_role("option", name="demo-ngram").click()
     expect(page.locator("#model-error")).to_have_count(0, timeout=30_000)  # it was about the models chosen then
+    page.goto(f"{app_url}?preset=smollm2")
+    expect(page.locator("#draft-box input")).to_have_value("smollm2-feature-draft", timeout=30_000)
+    page.locator("#target-box input").click()
+    page.get_by_role("option", name="demo-target", exact=True).click()
+    expect(page.locator("#draft-box input")).to_have_value("demo-draft", timeout=30_000)  # a draft of its tokenizer
 
 
 def test_the_schema_option_shows_with_a_schema_and_a_disabled_stop_looks_disabled(page, app_url):

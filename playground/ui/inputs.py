@@ -121,6 +121,19 @@ def think_budget_shown(target: str, budget: int | float = 0):
     return gr.update(visible=family(target) in REASONING | {None} or bool(budget))
 
 
+def draft_for(target: str, draft: str):
+    """A target picked by hand: its draft kept where it shares the target's tokenizer family (prompt
+    lookup always does), else the draft model a preset pairs with it, else another of its family,
+    else prompt lookup; a model of unknown family keeps whatever is chosen."""
+    wanted = family(target)
+    model = draft.removeprefix("ngram+")
+    if wanted is None or draft == "ngram" or family(model) in (wanted, None):
+        return gr.skip()
+    paired = [p.draft for p in PRESETS.values() if p.target == target and not p.draft.startswith("ngram")]
+    same = [d for d in DRAFTS if d != target and family(d.removeprefix("ngram+")) == wanted and not d.startswith("ngram")]
+    return (paired + same + ["ngram"])[0]
+
+
 def constraint_editor(kind: str):
     """JSON highlighting for a schema only (a regex is not JSON); no editor for no constraint (its
     text stays, for when a kind is picked again)."""

@@ -12,7 +12,8 @@ from playground.ui.experiments_tab import (SWEEP_DEFAULTS, calculator, column_he
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset,
-                                  check_constraint, constraint_editor, example_settings, make_share_link, preset_note, think_budget_shown,
+                                  check_constraint, constraint_editor, draft_for, example_settings, make_share_link, preset_note,
+                                  think_budget_shown,
                                   restore_from_url)
 from playground.ui.playground_tab import IDLE, remember_run, replay_race, run, start_run, stop_run
 from playground.ui.share import RANGES
@@ -47,7 +48,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
                 note = gr.Markdown(preset_note(DEFAULT.preset))
                 model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
-                target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model",
+                target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model", elem_id="target-box",
                                      allow_custom_value=custom_models_allowed())
                 draft = gr.Dropdown(DRAFTS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     elem_id="draft-box", allow_custom_value=custom_models_allowed())
@@ -197,6 +198,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then
         box.input(lambda: "", None, model_msg, api_visibility="private")
+    target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
