@@ -123,7 +123,7 @@ def test_api_constrained_run_is_valid_json(client):
 def test_api_invalid_schema_is_a_clean_error(client):
     with pytest.raises(Exception, match="the schema is not valid JSON"):
         client.predict("x", "demo", 4, 0.0, 16, 0, '{"type": ', "", False, api_name="/generate")
-    with pytest.raises(Exception, match="temperature must be between 0 and 2"):  # as the slider and the sweeps say
+    with pytest.raises(Exception, match=r"temperature must be 0 \(greedy\) or up to 2"):  # as the slider and the sweeps say
         client.predict("x", "demo", 4, 5.0, 16, 0, "", "", False, api_name="/generate")
 
 

@@ -37,8 +37,8 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
     except PlaygroundError as exc:
         raise user_error(exc) from None
     if temperature > RANGES["temperature"][1]:  # the page's slider and the sweeps refuse it too
-        raise user_error(PlaygroundError(f"temperature must be between 0 and {RANGES['temperature'][1]:g} (the "
-                                         "slider's range), or -1 for the preset's"))
+        raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or up to {RANGES['temperature'][1]:g} (the "
+                                         "slider's range); -1: the preset's"))
     if preset not in PRESETS:
         raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
     base = Settings.from_preset(PRESETS[preset])
