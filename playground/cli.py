@@ -59,7 +59,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
     out = result_dict(result)
     if cfg.compile:
         out["compile_s"] = compile_s
-        out["compile_note"] = session.compile_fallback(pair, cfg)
+        out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
     if baseline:
         base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]))
         measured = measure(make, [first])

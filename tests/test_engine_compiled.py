@@ -137,6 +137,22 @@ def test_capacity_buckets():
     assert [capacity_bucket(n) for n in (1, 200, 256, 257, 1000)] == [256, 256, 256, 512, 1024]
 
 
+def test_a_gpu_run_past_the_long_cache_goes_eager_and_says_so(target, noisy_draft, tokenizer, monkeypatch):
+    """A pair whose context is past MAX_GPU_CONTEXT (Qwen3-8B: 40,960) with a run longer than it:
+    eager, said, instead of compiling a cache of that run's own length (GB each, kept)."""
+    from playground.session import choice
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    monkeypatch.setattr(type(pair), "device", property(lambda self: torch.device("cuda")))  # as the choice sees it
+    monkeypatch.setattr(pair, "context", 40960)
+    cfg = session.settings(k=4, max_new_tokens=2048, compile=True)
+    assert session.compile_fallback(pair, cfg, prompt_len=30000) == ""
+    note = session.compile_fallback(pair, cfg, prompt_len=32000)
+    assert note.startswith("compiled passes hold 32768 positions on a GPU; this run needs 34048")
+    assert not session.fuses(pair, cfg, True, True, 32000) and choice.past_gpu_caches(pair, 32000 + 2048 + 6)
+    target_runner, draft_runner = session.runners(pair, 32000, cfg)
+    assert not isinstance(target_runner, StaticRunner) and not isinstance(draft_runner, StaticRunner)
+
+
 def test_cli_compile_flag(capsys, saved_pair, tmp_path):
     import json
 

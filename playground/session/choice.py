@@ -22,7 +22,7 @@ def fuses(pair: Pair, cfg: SpecConfig, speculative: bool = True, unconstrained: 
     grammar needs each draft token on the host), no cascade, no confidence stop, a prompt of 2+ tokens."""
     if not (cfg.compile and unconstrained and pair.device.type in FUSED_DEVICES and prompt_len >= 2):
         return False
-    if compile_fallback(pair, cfg, speculative):
+    if compile_fallback(pair, cfg, speculative, prompt_len):
         return False
     if not speculative:
         return True
@@ -37,9 +37,9 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     (it reads the eager target's hidden states), target-only runs included, so a comparison sets eager
     against eager. A static cache held by another run (concurrent generations): eager for this one."""
     has_draft = speculative and pair.draft is not None
-    if not cfg.compile or pair.feature_draft or on_zero_gpu():
-        return eager_runners(pair, has_draft)
     capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
+    if not cfg.compile or pair.feature_draft or on_zero_gpu() or past_gpu_caches(pair, capacity):
+        return eager_runners(pair, has_draft)
     if fused:
         target_shapes = {(cfg.k + 1, cfg.k + 1)}
     else:
@@ -67,16 +67,26 @@ def static_or_eager(pair: Pair, model, capacity: int, shapes: set, threads, voca
 MAX_GPU_CONTEXT = 32768  # the long cache of a GPU run (prompt + new tokens past GPU_CAPACITY)
 
 
+def past_gpu_caches(pair: Pair, capacity: int) -> bool:
+    """Whether a GPU run needs more positions than its long cache holds (a pair whose context is past
+    MAX_GPU_CONTEXT): it runs eager rather than compile and keep a cache of its own length."""
+    return pair.device.type == "cuda" and capacity > MAX_GPU_CONTEXT + MAX_K + 2
+
+
 def fused_proposer(pair: Pair, cfg: SpecConfig, target, draft) -> FusedProposer:
     programs = programs_for(pair.programs, target.device_pass, draft.device_pass if draft else None, cfg.k,
                             cfg.sampling, capture=pair.device.type == "cuda")
     return FusedProposer(programs, target, draft)
 
 
-def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True) -> str:
-    """Why a cfg.compile run of this pair runs eager, in part or whole; "" when it does not."""
+def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True, prompt_len: int = 0) -> str:
+    """Why a cfg.compile run of this pair (and prompt length, when given) runs eager, in part or
+    whole; "" when it does not."""
     if not cfg.compile:
         return ""
+    if past_gpu_caches(pair, prompt_len + cfg.max_new_tokens + cfg.k + 2):
+        return (f"compiled passes hold {MAX_GPU_CONTEXT} positions on a GPU; this run needs "
+                f"{prompt_len + cfg.max_new_tokens} (prompt and new tokens), so it is eager")
     if on_zero_gpu():
         return ("compiled passes are off on ZeroGPU: compiling takes minutes and each GPU lease lasts about two; "
                 "this run is eager")

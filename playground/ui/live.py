@@ -122,7 +122,7 @@ def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> I
 
 
 def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
-    notes = [session.compile_fallback(pair, cfg), *(constraint.notes if constraint else ())]
+    notes = [session.compile_fallback(pair, cfg, prompt_len=len(ids)), *(constraint.notes if constraint else ())]
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
                     note="; ".join(filter(None, notes)))
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
