@@ -64,5 +64,6 @@ def test_stop_while_measuring_again_ends_the_measuring(monkeypatch):
     phases = [s.phase for s in snaps]
     assert phases.count("measuring") == 1 and phases[-1] == "done"
     last = snaps[-1]
-    assert last.speedup.blocks <= 2 and last.speedup.reason.endswith("measuring stopped")
+    assert last.speedup.blocks == 1 and last.speedup.low > 0  # the block Stop cut short is not counted
+    assert last.speedup.reason.endswith("measuring stopped")
     assert len(last.result.token_ids) == 48

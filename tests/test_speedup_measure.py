@@ -131,7 +131,19 @@ def test_a_block_stops_where_it_is_with_both_sides_level(target, noisy_draft, to
                         should_stop=lambda: asked.append(1) or len(asked) > 4)
     block = make()
     assert len(block.spec_runs) == 1  # the second prompt never started
-    assert 0 < block.spec.tokens == block.base.tokens < 40  # the target alone caught up with the rounds kept
-    assert estimate([block]).estimate > 0
+    assert 0 < block.spec.tokens < 40 and block.base.tokens < 40  # both sides ended where Stop found them
     again = engine_block(pair, [ids], session.settings(k=3, max_new_tokens=40), warm=False)()  # caches free again
     assert again.spec.tokens == again.base.tokens == 40
+
+
+def test_stop_also_ends_the_target_alones_tail(monkeypatch):
+    """The speculative run over (an early EOS), the target alone goes on alone: Stop ends that too."""
+    from playground.measure import speedup
+    clock = FakeClock()
+    runs = {True: clock.run(2, 3, K), False: clock.run(200, 1, 0)}  # 6 tokens speculating; the alone run's 200
+    monkeypatch.setattr(speedup.session, "generate", lambda pair, ids, cfg, side, guide: (e for e in runs[side]))
+    monkeypatch.setattr(speedup.session, "new_guide", lambda constraint, cfg: None)
+    asked = []
+    block = engine_block(None, [[1, 2]], session.settings(k=K, max_new_tokens=200), warm=False,
+                         should_stop=lambda: asked.append(1) or len(asked) > 20)()
+    assert block.spec.tokens == 6 and block.base.tokens < 20  # not all 200 rounds of the target alone

@@ -158,13 +158,13 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
     """A maker of blocks: each prompt's speculative run and the target alone, interleaved round by
     round, one prompt after the other (runs never hold the models' caches at once). With `warm`,
     both run once for 4 tokens first, so one-time costs stay out of every block. Once
-    `should_stop()` is true a block ends where it is: what both sides ran so far, side by side."""
+    `should_stop()` is true a block ends where it is (callers do not count a block cut short)."""
     def run(block: Block, ids: list[int], run_cfg) -> None:
         guides = [session.new_guide(constraint, run_cfg) for _ in range(2)]
         spec, base = (session.generate(pair, ids, run_cfg, side, guide) for side, guide in zip((True, False), guides))
         seen = {"spec": [], "base": []}
         for side, event in interleave(spec, base):
-            if side == "spec" and should_stop():  # the target alone has caught up with the rounds kept
+            if should_stop():
                 spec.close(), base.close()
                 break
             seen[side].append(event)

@@ -161,12 +161,14 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
         yield snap
         return
     more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=should_stop)
-    for snap.speedup in measuring(more, [first]):
-        if should_stop():  # Stop while measuring again: the estimate so far (the text is whole)
+    for told in measuring(more, [first]):
+        if should_stop():  # Stop while measuring again: the estimate before the block Stop cut short
+            snap.speedup = snap.speedup or told  # (the text is whole)
             if snap.speedup.noisy:
                 snap.speedup = dataclasses.replace(snap.speedup, reason=snap.speedup.reason + "; measuring stopped")
             break
-        if snap.speedup.noisy and snap.speedup.blocks < MAX_BLOCKS:
+        snap.speedup = told
+        if told.noisy and told.blocks < MAX_BLOCKS:
             snap.phase = "measuring"
             yield snap
     snap.phase = "done"
