@@ -183,7 +183,7 @@ def format_text(out: dict) -> str:
         m = out["speedup_measure"]
         told = (f"{m['speedup']:.2f}x over the target alone ({m['low']:.2f}-{m['high']:.2f}x, 95% interval, "
                 f"{m['blocks']} interleaved measurement{'s' * (m['blocks'] > 1)})" if m["speedup"] is not None else
-                f"{m['side'] or 'cannot tell'} ({m['reason']}; too noisy for one number, about {m['estimate']:.2f}x)")
+                f"{m['side'] or 'cannot tell'} ({m['reason']}; about {m['estimate']:.2f}x)")
         lines.append(f"-- speedup {told}" + same.get(out.get("identical_to_baseline"), ""))
     return "\n".join(lines)
 

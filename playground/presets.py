@@ -136,7 +136,29 @@ def all_presets(directory: pathlib.Path = PRESETS_DIR) -> dict[str, Preset]:
             continue
         if offered is None or preset.name in offered:
             presets[preset.name] = preset
+    if offered and offered - set(presets):
+        _refuse_unknown(offered, set(presets), directory)
     return presets
+
+
+def _refuse_unknown(offered: set[str], found: set[str], directory: pathlib.Path) -> None:
+    """PLAYGROUND_PRESETS naming presets that do not exist: a warning (once); naming none that does:
+    an error that says so (the app cannot start on nothing)."""
+    unknown = sorted(offered - found)
+    available = ", ".join(sorted(path.stem for path in directory.glob("*.toml")))
+    if not found:
+        raise PlaygroundError(f"PLAYGROUND_PRESETS names no preset found here ({', '.join(unknown)}); available: {available}")
+    if (key := "PLAYGROUND_PRESETS=" + ",".join(unknown)) not in _warned:
+        _warned.add(key)
+        log.warning("PLAYGROUND_PRESETS: no preset named %s (available: %s)", ", ".join(unknown), available)
+
+
+def hosted_models(presets: dict[str, Preset]) -> set[str]:
+    """The models a host without custom models runs: its presets' targets and drafts, prompt lookup,
+    and prompt lookup before any of those models (neither downloads anything more)."""
+    named = {m for p in presets.values() for m in (p.target, p.draft)}
+    plain = {m.removeprefix(models.CASCADE) for m in named} - {models.NGRAM}
+    return named | {models.NGRAM} | {models.CASCADE + m for m in plain if not models.is_way_of_drafting(m)}
 
 
 def hosted_presets() -> set[str] | None:

@@ -385,6 +385,9 @@ def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estima
     ("demo-target", "smollm2-feature-draft", "demo-draft"),  # the walkthrough's mismatched pair, failing on Run
     ("Qwen/Qwen2.5-7B-Instruct", "demo-draft", "Qwen/Qwen2.5-0.5B-Instruct"),  # a preset's pairing first
     ("Qwen/Qwen3-8B", "Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen3-0.6B"),  # Qwen3's tokenizer differs from Qwen2.5's
+    ("Qwen/Qwen3-0.6B", "demo-draft", "ngram"),  # never a larger model of its family (Qwen3-8B) as its draft
+    ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "smollm2-feature-draft", "HuggingFaceTB/SmolLM2-135M-Instruct"),  # a
+    ("smollm2-135m-instruct", "smollm2-feature-draft", None),  # feature draft drafts for its own target only
     ("demo-target", "demo-draft", None), ("demo-target", "ngram", None), ("acme/custom", "demo-draft", None),
 ])
 def test_a_target_picked_by_hand_gets_a_draft_of_its_tokenizer(target, draft, then):

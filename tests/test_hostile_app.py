@@ -242,13 +242,16 @@ from playground.ui.share import from_query
 from playground.errors import PlaygroundError
 from playground.presets import Settings, get_preset
 settings, notices = from_query({"preset": "qwen2.5-7b", "target": "Qwen/Qwen2.5-7B-Instruct"}, allow_custom=False)
+demo = Settings.from_preset(get_preset("demo"))
 try:
-    live.check_models(dataclasses.replace(Settings.from_preset(get_preset("demo")), target="Qwen/Qwen2.5-7B-Instruct"))
+    live.check_models(dataclasses.replace(demo, target="Qwen/Qwen2.5-7B-Instruct"))
     refused = ""
 except PlaygroundError as exc:
     refused = str(exc)
+for draft in ("ngram", "ngram+demo-draft"):  # prompt lookup downloads nothing: always offered
+    live.check_models(dataclasses.replace(demo, draft=draft))
 print(json.dumps({"page": list(inputs.PRESETS), "default": inputs.DEFAULT.preset, "link": settings.target,
-                  "notices": notices, "refused": refused}))
+                  "notices": notices, "refused": refused, "drafts": inputs.DRAFTS}))
 """
 
 
@@ -263,4 +266,8 @@ def test_a_host_offers_only_the_presets_it_names():
     told = json.loads(out.strip().splitlines()[-1])
     assert sorted(told["page"]) == ["demo", "demo-json"] and told["default"] in told["page"]  # not the named qwen
     assert told["link"] == "demo-target" and any("qwen2.5-7b" in n or "Qwen" in n for n in told["notices"])
-    assert "not one of this host's preset models" in told["refused"]
+    assert "not one of this host's preset models" in told["refused"] and "ngram" in told["drafts"]
+    env["PLAYGROUND_PRESETS"] = "DEMO"  # a typo: the app says what it names and what there is, not "no preset"
+    failed = subprocess.run([sys.executable, "-c", "import playground.ui.inputs"], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert failed.returncode != 0 and "PLAYGROUND_PRESETS names no preset found here (DEMO); available: " in failed.stderr

@@ -340,7 +340,7 @@ def test_chat_template_and_system_prompt(saved_pair):
     pair.tokenizer.chat_template = None
 
 
-def test_without_network_the_hub_is_not_tried_and_the_cache_still_serves(saved_pair, tmp_path, monkeypatch):
+def test_without_network_the_hub_is_not_tried_and_the_cache_still_serves(saved_pair, tmp_path, monkeypatch, caplog):
     """A machine without network: the hub's name does not resolve, so the local cache alone is read
     at once (the hub client retried each request five times, 23.7 s measured before the message)."""
     import socket
@@ -355,9 +355,15 @@ def test_without_network_the_hub_is_not_tried_and_the_cache_still_serves(saved_p
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
     monkeypatch.setattr(socket, "getaddrinfo", no_network)
     models.CACHE.entries.clear()
-    with pytest.raises(PlaygroundError, match=r"'acme/absent' is not in the local cache .* `hf download acme/absent`"):
-        models.load_model("acme/absent", torch.device("cpu"))
-    assert looked_up == ["huggingface.co"]  # our one look-up: the hub client made no request of its own
+    with caplog.at_level("WARNING", logger="huggingface_hub"):
+        with pytest.raises(PlaygroundError, match=r"'acme/absent' is not in the local cache .* `hf download acme/absent`"):
+            models.load_model("acme/absent", torch.device("cpu"))
+    assert looked_up[0] == "huggingface.co"  # ours, first (the hub client may look up its agent registry once)
+    assert not [r for r in caplog.records if "Retrying" in r.getMessage()]  # no request for the model, so no retries
+    seen = len(looked_up)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")  # a proxy resolves names itself: tried
+    assert locate.hub_resolves() and len(looked_up) == seen
+    monkeypatch.delenv("HTTPS_PROXY")
     hub_cache(tmp_path, "acme/tiny", files=target)
     model, *_ = models.load_model("acme/tiny", torch.device("cpu"), torch.float32)  # cached: loads offline
     assert model.config.vocab_size > 0

@@ -11,7 +11,8 @@ of Qwen2.5-7B are 235 MB, 1.5% of a pass's weights).
 Passes whose (width, logits kept) is in `shapes` run compiled (`torch.compile(..., dynamic=False)`):
 one graph per (model, width, capacity), compiled on first use and kept for the life of the process
 (inductor's C++ backend with a C++ wrapper on a CPU; Triton on a GPU, where each such pass is also
-captured as a CUDA graph and replayed: see playground.engine.graphs). Other widths (the prefill, a
+captured as a CUDA graph and replayed, unless fused rounds capture the whole round: see
+playground.engine.graphs and playground.engine.fused). Other widths (the prefill, a
 short final round) run the same model eagerly on the same cache.
 
 A compiled call first checks dynamo's guards: by default ~750 of them for the 2-layer demo draft

@@ -15,7 +15,7 @@ RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
 def row_line(row: dict) -> str:
     parts = [f"{label(row):>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
     if row["speedup"] is None:
-        parts.append(f"speedup: cannot tell ({row['note']})")
+        parts.append(f"speedup: {row.get('side') or 'cannot tell'} ({row['note']})")
     for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", RANGE), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
                      ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
         if row.get(key) is not None and (key != "speedup_range" or row["speedup"] is not None):
@@ -28,7 +28,7 @@ def markdown_table(rows: list[dict]) -> str:
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
         f"| {label(r)} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
-        f"{cell(r['speedup'], '{:.2f}x') + cell(r.get('speedup_range'), ' ' + RANGE) if r['speedup'] is not None else 'cannot tell'} | "
+        f"{cell(r['speedup'], '{:.2f}x') + cell(r.get('speedup_range'), ' ' + RANGE) if r['speedup'] is not None else r.get('side') or 'cannot tell'} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
 

@@ -15,7 +15,8 @@ from playground.measure.speedup import engine_block, measure
 
 COLUMNS = ["k", "temperature", "acceptance_rate", "token_acceptance", "tokens_per_target_pass", "tokens_per_s",
            "baseline_tokens_per_s", "speedup", "speedup_low", "speedup_high", "measurements", "note", "prompts",
-           "tokens"]  # speedup empty when it cannot tell (note says why); low/high: its 95% interval
+           "tokens"]  # speedup None when it cannot tell (the note says why, the page shows the estimate); low/high:
+# its 95% interval, or the range it varied over
 
 
 def prompt_lines(text: str) -> list[str]:

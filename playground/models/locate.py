@@ -1,6 +1,7 @@
 """Finding a model's files: the shipped aliases (demo pair, SmolLM2 drafts), a packaged model
 (playground.models.packaged), a local directory, or the Hugging Face hub (only the files loading
 needs, with download progress); every miss is a PlaygroundError that says what to do."""
+import os
 import pathlib
 import socket
 import urllib.parse
@@ -87,12 +88,18 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
     return found
 
 
+PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
 def hub_resolves() -> bool:
     """Whether the hub may be reached: not HF_HUB_OFFLINE, and its host name resolves (a machine
-    without network fails that at once; the hub client would retry each request five times)."""
+    without network fails that at once; the hub client would retry each request five times); behind
+    a proxy, which resolves names itself, it is tried."""
     from huggingface_hub import constants
     if constants.HF_HUB_OFFLINE:
         return False
+    if any(os.environ.get(name) for name in PROXIES):
+        return True
     try:
         socket.getaddrinfo(urllib.parse.urlparse(constants.ENDPOINT).hostname, 443)
     except (OSError, UnicodeError):

@@ -17,7 +17,7 @@ from playground.ui.share import from_query, share_url
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())
 log = logging.getLogger("playground.ui")
-DRAFTS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)})  # a preset's target may draft for a larger one
+DRAFTS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)} | {"ngram"})  # a preset's target may draft for a larger one
 TARGETS = [m for m in DRAFTS if not is_way_of_drafting(m)]  # a small draft model may also write alone
 CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
 EXAMPLE_CONSTRAINTS = {
@@ -122,16 +122,25 @@ def think_budget_shown(target: str, budget: int | float = 0):
 
 
 def draft_for(target: str, draft: str):
-    """A target picked by hand: its draft kept where it shares the target's tokenizer family (prompt
-    lookup always does), else the draft model a preset pairs with it, else another of its family,
-    else prompt lookup; a model of unknown family keeps whatever is chosen."""
+    """A target picked by hand: its draft kept where it can draft for it (prompt lookup; a model of
+    the target's tokenizer family; a feature draft only for the target a preset pairs it with), else
+    the draft model a preset pairs with this target, else one a preset pairs with a target of its
+    family (drafts are the small ones), else prompt lookup; a target of unknown family keeps it."""
     wanted = family(target)
-    model = draft.removeprefix("ngram+")
-    if wanted is None or draft == "ngram" or family(model) in (wanted, None):
+    if wanted is None or _drafts_for(target, draft.removeprefix("ngram+")) or draft == "ngram":
         return gr.skip()
-    paired = [p.draft for p in PRESETS.values() if p.target == target and not p.draft.startswith("ngram")]
-    same = [d for d in DRAFTS if d != target and family(d.removeprefix("ngram+")) == wanted and not d.startswith("ngram")]
-    return (paired + same + ["ngram"])[0]
+    paired = [p.draft for p in PRESETS.values() if p.target == target]
+    kin = [p.draft for p in PRESETS.values() if family(p.target) == wanted and not is_way_of_drafting(p.draft)]
+    found = [d for d in paired + kin if d != target and not d.startswith("ngram") and d in DRAFTS]
+    return found[0] if found else "ngram"
+
+
+def _drafts_for(target: str, model: str) -> bool:
+    """Whether a draft model can draft for this target: a feature draft for the target a preset pairs
+    it with (it reads that target's hidden states), any other of the target's tokenizer family."""
+    if is_way_of_drafting(model):
+        return any(p.target == target and p.draft.removeprefix("ngram+") == model for p in PRESETS.values())
+    return family(model) in (family(target), None)
 
 
 def constraint_editor(kind: str):

@@ -18,7 +18,7 @@ from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
-from playground.presets import Settings, all_presets
+from playground.presets import Settings, all_presets, hosted_models
 from playground.ui.pacing import paced
 from playground.measure.speedup import MAX_BLOCKS, Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
@@ -43,7 +43,7 @@ class Snapshot:
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
     """Hosted instances run only their presets' models unless PLAYGROUND_ALLOW_CUSTOM_MODELS=1."""
     allow = custom_models_allowed() if allow_custom is None else allow_custom
-    known = {m for p in all_presets().values() for m in (p.target, p.draft)}
+    known = hosted_models(all_presets())
     for role, model in (("target", settings.target), ("draft", settings.draft)):
         if not model:
             raise PlaygroundError(f"no {role} model chosen")

@@ -151,7 +151,7 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
     return fig.update_layout(title="Draft comparison", **LAYOUT)
 
 
-UNTOLD = "cannot tell (estimate, the range it varied over)"
+UNTOLD = "too noisy for one number (estimate, the range it varied over)"
 
 
 def _untold(rows: list[dict]) -> list[dict]:

@@ -10,7 +10,7 @@ from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
 from playground.models.loading import is_way_of_drafting
-from playground.presets import Settings, all_presets, default_preset
+from playground.presets import Settings, all_presets, default_preset, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
 
@@ -134,7 +134,7 @@ def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list
         notices.append(f"ignored target={parsed.pop('target')!r}: a way of drafting, not a model that writes on its own")
     if allow_custom:
         return
-    known = {p.target for p in presets.values()} | {p.draft for p in presets.values()}
+    known = hosted_models(presets)
     for key in ("target", "draft"):
         if key in parsed and parsed[key] not in known:
             notices.append(f"ignored {key}={parsed.pop(key)!r}: this host only runs the models of its presets")
