@@ -17,11 +17,8 @@ from transformers import AutoModelForCausalLM, DynamicCache, Qwen2Config, Static
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground.engine.graphs import Captured  # noqa: E402
+from scripts.gpu_check import QWEN25_05B, QWEN25_7B  # noqa: E402  (the shapes, written once)
 
-QWEN25_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-                 num_key_value_heads=4, vocab_size=152064, tie_word_embeddings=False)
-QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True)
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, vocab_size=1000, tie_word_embeddings=True)
 CONTEXT = 512  # prompt tokens already in the cache
