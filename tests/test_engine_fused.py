@@ -101,6 +101,18 @@ def test_sampling_distribution_fused(letters, params):
     assert chi_square_p(sampled_counts(pair, 2, params), exact_joint(target, 3, full), N_RUNS) > P_MIN
 
 
+def test_a_new_temperature_replays_the_same_programs_with_its_own_law(letters):
+    """Temperature and top-p are device buffers: a run at 1.3 then one at 0.7 (same top-k, top-p cutting)
+    share one program set (on a GPU: no capture for a new value), and the second samples at 0.7."""
+    tok, target, draft = letters
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])
+    session.run(pair, SAMPLING_PROMPT, compiled(2, 3, temperature=1.3, top_k=6, top_p=0.8))
+    made = {key: id(p) for key, p in pair.programs.items()}
+    warped = dict(temperature=0.7, top_k=6, top_p=0.9)
+    assert chi_square_p(sampled_counts(pair, 2, warped), exact_joint(target, 3, warped), N_RUNS) > P_MIN
+    assert {key: id(p) for key, p in pair.programs.items()} == made
+
+
 def test_sampling_target_alone_fused(letters):
     tok, target, draft = letters
     pair = tiny.make_pair(target, draft, tok, eos_ids=[])

@@ -24,22 +24,34 @@ from collections import OrderedDict
 
 import torch
 
+from playground.config import SamplingParams
 from playground.engine.graphs import program
 from playground.engine.proposers import Proposal
 from playground.engine.sampling import race_draw, warp
 from playground.engine.verify import accept_sampled, verify_greedy
 
 META = 6
-MAX_PROGRAMS = 8  # program sets (k, sampling, caches) kept per pair; each holds graphs and buffers
+MAX_PROGRAMS = 8  # program sets (k, sampling's shape, caches) kept per pair; each holds graphs and buffers
+
+
+def sampling_shape(sampling: SamplingParams) -> SamplingParams:
+    """What a program's kernels depend on: greedy or not, top-k, whether top-p cuts. The values of
+    temperature and top-p live in device buffers (Programs.use), so a new value captures nothing."""
+    if sampling.greedy:
+        return SamplingParams()
+    return SamplingParams(temperature=1.0, top_p=0.5 if sampling.top_p < 1 else 1.0, top_k=sampling.top_k)
 
 
 class Programs:
-    """The buffers and programs of one (target pass, draft pass or None, k, sampling)."""
+    """The buffers and programs of one (target pass, draft pass or None, k, sampling's shape)."""
 
     def __init__(self, target_pass, draft_pass, k: int, sampling, capture: bool):
-        self.target, self.draft, self.k, self.sampling, self.capture = target_pass, draft_pass, k, sampling, capture
+        self.target, self.draft, self.k, self.capture = target_pass, draft_pass, k, capture
+        self.sampling = sampling_shape(sampling)
         device, vocab = target_pass.device, target_pass.vocab
         with torch.inference_mode():
+            self.temperature = torch.ones((), device=device)  # [] the run's values (use), read at each replay
+            self.top_p = torch.ones((), device=device)  # []
             self.meta = torch.zeros(META, dtype=torch.long, device=device)
             self.meta_host = torch.zeros(META, dtype=torch.long, pin_memory=capture)
             self.drafts = torch.zeros(k, dtype=torch.long, device=device)  # [k]
@@ -50,6 +62,13 @@ class Programs:
         self.meta_view = self.meta_host.numpy()
         self._drafting: dict[int, object] = {}
         self._verifying = None
+        self.use(sampling)
+
+    def use(self, sampling: SamplingParams) -> None:
+        """This run's temperature and top-p (of this program set's shape)."""
+        with torch.inference_mode():
+            self.temperature.fill_(sampling.temperature or 1.0)
+            self.top_p.fill_(sampling.top_p)
 
     def capture_all(self) -> int:
         """Make every program not made yet (each k' <= k), with the caches' pointers at 0; -> how many."""
@@ -90,7 +109,7 @@ class Programs:
         d.cache.pointer.copy_(self.meta[4])
         logits = d(self.meta[0:2], keep=1)  # [1, V]
         for i in range(kp):
-            p = warp(logits, self.sampling)  # [1, V]
+            p = warp(logits, self.sampling, self.temperature, self.top_p)  # [1, V]
             token = logits.argmax(dim=-1) if greedy else race_draw(p, self.draft_race[i:i + 1])  # [1]
             self.drafts[i:i + 1].copy_(token)
             self.q[i:i + 1].copy_(p)
@@ -103,7 +122,7 @@ class Programs:
         t, k, x, limit = self.target, self.k, self.drafts, self.meta[3]
         t.cache.pointer.copy_(self.meta[5])
         logits = t(torch.cat([self.meta[2:3], x]), keep=k + 1)  # [k+1, V]: one pass
-        p = warp(logits, self.sampling)  # [k+1, V]
+        p = warp(logits, self.sampling, self.temperature, self.top_p)  # [k+1, V]
         if self.sampling.greedy:
             n, nxt = verify_greedy(logits, x, limit)
         else:
@@ -116,14 +135,17 @@ class Programs:
 
 
 def programs_for(store: OrderedDict, target_pass, draft_pass, k: int, sampling, capture: bool) -> Programs:
-    """The program set for these passes, k and sampling, from `store` (kept per pair) or made now."""
-    key = (id(target_pass.cache), id(draft_pass.cache) if draft_pass else None, k, sampling, target_pass.vocab)
+    """The program set for these passes, k and sampling's shape, from `store` (kept per pair) or made
+    now, set to this sampling's values."""
+    key = (id(target_pass.cache), id(draft_pass.cache) if draft_pass else None, k, sampling_shape(sampling),
+           target_pass.vocab)
     found = store.get(key)
     if found is None:
         found = store[key] = Programs(target_pass, draft_pass, k, sampling, capture)
         while len(store) > MAX_PROGRAMS:
             store.popitem(last=False)
     store.move_to_end(key)
+    found.use(sampling)
     return found
 
 

@@ -6,23 +6,25 @@ import torch
 from playground.config import SamplingParams
 
 
-def warp(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+def warp(logits: torch.Tensor, params: SamplingParams, temperature: torch.Tensor | None = None,
+         top_p: torch.Tensor | None = None) -> torch.Tensor:
     """[n, V] logits -> [n, V] float32 probabilities. Greedy gives the plain softmax (for display;
-    greedy decisions use argmax, never these numbers)."""
+    greedy decisions use argmax, never these numbers). `temperature` and `top_p` (0-d float32 tensors)
+    stand in for params' values: one captured graph then serves every value (fused rounds)."""
     logits = logits.float()
     if params.greedy:
         return torch.softmax(logits, dim=-1)
-    logits = logits / params.temperature
+    logits = logits / (params.temperature if temperature is None else temperature)
     if params.top_k and params.top_k < logits.shape[-1]:
         kth = torch.topk(logits, params.top_k, dim=-1).values[..., -1:]  # [n, 1]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     probs = torch.softmax(logits, dim=-1)
     if params.top_p < 1.0:
-        probs = _top_p(probs, params.top_p)
+        probs = _top_p(probs, params.top_p if top_p is None else top_p)
     return probs
 
 
-def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+def _top_p(probs: torch.Tensor, top_p: float | torch.Tensor) -> torch.Tensor:
     """Keep the smallest set of most likely tokens whose mass reaches top_p (the top one always)."""
     sorted_p, order = torch.sort(probs, dim=-1, descending=True)
     mass_before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly more likely tokens
