@@ -37,7 +37,7 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     (it reads the eager target's hidden states), target-only runs included, so a comparison sets eager
     against eager. A static cache held by another run (concurrent generations): eager for this one."""
     has_draft = speculative and pair.draft is not None
-    capacity = prompt_len + cfg.max_new_tokens + cfg.k + 2
+    capacity = positions(prompt_len, cfg)
     if not cfg.compile or pair.feature_draft or on_zero_gpu() or past_gpu_caches(pair, capacity):
         return eager_runners(pair, has_draft)
     if fused:
@@ -67,6 +67,11 @@ def static_or_eager(pair: Pair, model, capacity: int, shapes: set, threads, voca
 MAX_GPU_CONTEXT = 32768  # the long cache of a GPU run (prompt + new tokens past GPU_CAPACITY)
 
 
+def positions(prompt_len: int, cfg: SpecConfig) -> int:
+    """The cache positions a run may write: prompt, new tokens, a round's drafts past the budget and two."""
+    return prompt_len + cfg.max_new_tokens + cfg.k + 2
+
+
 def past_gpu_caches(pair: Pair, capacity: int) -> bool:
     """Whether a GPU run needs more positions than its long cache holds (a pair whose context is past
     MAX_GPU_CONTEXT): it runs eager rather than compile and keep a cache of its own length."""
@@ -84,7 +89,7 @@ def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True, prom
     whole; "" when it does not."""
     if not cfg.compile:
         return ""
-    if past_gpu_caches(pair, prompt_len + cfg.max_new_tokens + cfg.k + 2):
+    if past_gpu_caches(pair, positions(prompt_len, cfg)):
         return (f"compiled passes hold {MAX_GPU_CONTEXT} positions on a GPU; this run needs "
                 f"{prompt_len + cfg.max_new_tokens} (prompt and new tokens), so it is eager")
     if on_zero_gpu():
