@@ -154,11 +154,13 @@ def _refuse_unknown(offered: set[str], found: set[str], directory: pathlib.Path)
 
 
 def hosted_models(presets: dict[str, Preset]) -> set[str]:
-    """The models a host without custom models runs: its presets' targets and drafts, prompt lookup,
-    and prompt lookup before any of those models (neither downloads anything more)."""
+    """The models a host without custom models runs: its presets' targets and drafts, the model under
+    a cascade on its own, prompt lookup, and prompt lookup before any of those models (none of them
+    downloads anything more)."""
     named = {m for p in presets.values() for m in (p.target, p.draft)}
     plain = {m.removeprefix(models.CASCADE) for m in named} - {models.NGRAM}
-    return named | {models.NGRAM} | {models.CASCADE + m for m in plain if not models.is_way_of_drafting(m)}
+    models_alone = {m for m in plain if not models.is_way_of_drafting(m)}
+    return named | models_alone | {models.NGRAM} | {models.CASCADE + m for m in models_alone}
 
 
 def hosted_presets() -> set[str] | None:

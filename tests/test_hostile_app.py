@@ -271,3 +271,16 @@ def test_a_host_offers_only_the_presets_it_names():
     failed = subprocess.run([sys.executable, "-c", "import playground.ui.inputs"], capture_output=True, text=True,
                             env=env, timeout=300)
     assert failed.returncode != 0 and "PLAYGROUND_PRESETS names no preset found here (DEMO); available: " in failed.stderr
+
+
+def test_a_cascade_presets_model_is_offered_on_its_own_and_every_compared_way_is_offered():
+    """A host offering only a cascade preset downloads its draft model anyway: that model drafts
+    alone too (a link naming it, Compare drafts' plain and adaptive rows), and nothing else is added."""
+    from playground.measure.sweeps import VARIANTS
+    from playground.presets import all_presets, hosted_models
+    cascade = {name: p for name, p in all_presets().items() if name == "qwen2.5-7b-cascade"}
+    offered = hosted_models(cascade)
+    inner = cascade["qwen2.5-7b-cascade"].draft.removeprefix("ngram+")
+    assert offered == {cascade["qwen2.5-7b-cascade"].target, inner, "ngram", "ngram+" + inner,
+                       "ngram+" + cascade["qwen2.5-7b-cascade"].target}
+    assert all(draft.format(draft=inner) in offered for draft, _ in VARIANTS.values())
