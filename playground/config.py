@@ -44,6 +44,11 @@ class SpecConfig:
     tree_budget: int = 0  # > 0: a dynamic tree (playground.engine.tree_dynamic) of at most this many nodes
     tree_lookup: int = 0  # > 0: up to this many prompt-lookup tokens grafted on each tree (playground.engine.tree_lookup)
 
+    @property
+    def depth(self) -> int:
+        """The most drafts one round can keep: k for a chain, a token tree's deepest branch."""
+        return max(len(self.tree), self.tree_lookup) if self.tree else self.k
+
     def __post_init__(self):
         if not 1 <= self.k <= MAX_K:
             raise PlaygroundError(f"k must be between 1 and {MAX_K}, got {self.k}")

@@ -79,3 +79,14 @@ def test_the_tree_view_says_when_it_shows_only_the_last_rounds():
     html = tree_view(rounds)
     assert f"the last {ROUNDS_SHOWN} of {ROUNDS_SHOWN + 3} rounds" in html and html.count('class="tround"') == ROUNDS_SHOWN
     assert "the last" not in tree_view(rounds[:ROUNDS_SHOWN])
+
+
+def test_a_rounds_title_names_a_tree_by_its_nodes_and_depth():
+    from playground.events import BONUS
+    tokens = [TokenEvent(ACCEPTED, 5, "x"), TokenEvent(BONUS, 6, "y")]
+    tree = Round(2, tokens, 6, 1, 1, 2, 0.0, 0.0, 0.0, k=2, tree={"tokens": [5, 7, 8, 9, 3, 4], "parents": [-1, 0, 0, -1, 3, 3],
+                                                                     "path": [0]})
+    chain = Round(3, tokens, 3, 1, 1, 3, 0.0, 0.0, 0.0, k=4, stop_reason="draft unsure (p=0.31 < 0.5)")
+    html = token_stream([chain, tree, chain])
+    assert 'title="round 2: a token tree of 6 nodes, 2 deep, accepted 1"' in html
+    assert 'title="round 3: drafted 3 of k=4 (draft unsure (p=0.31 &lt; 0.5)), accepted 1"' in html

@@ -148,28 +148,35 @@ def test_greedy_tree_output_is_the_target_alone(pair, tree):
         alone = session.run(pair, prompt, session.settings(max_new_tokens=n), speculative=False)
         result = session.run(pair, prompt, session.settings(max_new_tokens=n, tree=tree))
         assert result.token_ids == alone.token_ids
-        rounds = result.rounds
-        assert all(len(r.tree["tokens"]) <= tree_nodes(tree) and len(r.tree["path"]) == r.accepted for r in rounds)
+        trees = [r for r in result.rounds if r.tree is not None]  # a round with one token left drafts none
+        assert trees == result.rounds[:len(trees)] and len(result.rounds) - len(trees) <= 1
+        assert all(len(r.tree["tokens"]) <= tree_nodes(tree) and len(r.tree["path"]) == r.accepted for r in trees)
     assert result.stats["target_passes"] <= alone.stats["target_passes"]
 
 
-def test_a_branch_cut_by_the_token_budget_is_accepted_drafts_not_a_bonus(pair):
-    """The budget ends inside an accepted branch: its last kept node is a draft the target kept
-    (it was counted a bonus with no draft probability, and the round's acceptance one short)."""
+def test_a_round_near_the_token_budget_drafts_no_deeper_than_it_can_keep(pair):
+    """With b tokens left a round keeps at most b - 1 drafts and the target's token: its tree is cut
+    to b - 1 levels (no draft passes or verified nodes past them; b = 1: no tree), and every
+    round's drafts are judged, the target's token a bonus with no draft probability."""
     pair, tok = pair
     tree = (1, 1, 1, 1)
     prompt = tok("def fib(n):").input_ids
     full = session.run(pair, prompt, session.settings(max_new_tokens=40, tree=tree))
     before = next(i for i, r in enumerate(full.rounds) if r.accepted >= 3)  # start where a round keeps 3+ nodes
     ids = prompt + full.token_ids[:sum(len(r.committed) for r in full.rounds[:before])]
-    for budget in (1, 2, 3):
+    for budget in (1, 2, 3, 4):
         result = session.run(pair, ids, session.settings(max_new_tokens=budget, tree=tree))
         alone = session.run(pair, ids, session.settings(max_new_tokens=budget), speculative=False)
         assert result.token_ids == alone.token_ids and len(result.rounds) == 1
         first = result.rounds[0]
-        assert [t.kind for t in first.tokens] == ["accepted"] * budget and all(t.p_draft for t in first.tokens)
-        assert first.accepted == budget and first.tree["path"] == list(range(budget))
-        assert result.stats["acceptance_rate"] == budget / 4  # every node of the 4-node chain was verified
+        assert first.k == budget - 1 and first.draft_passes == budget - 1 and first.proposed == budget - 1
+        assert [t.kind for t in first.tokens] == ["accepted"] * (budget - 1) + ["bonus"]
+        assert all(t.p_draft for t in first.tokens[:-1]) and first.tokens[-1].p_draft is None
+        if budget > 1:
+            assert first.tree["tokens"] == full.token_ids[len(ids) - len(prompt):][:budget - 1]
+            assert first.tree["path"] == list(range(budget - 1)) and result.stats["acceptance_rate"] == 1
+        else:
+            assert first.tree is None
 
 
 def test_a_wide_tree_takes_more_tokens_per_pass_than_its_chain(pair):
@@ -329,7 +336,7 @@ def test_a_dynamic_tree_is_the_target_alone(pair, tree, budget):
         alone = session.run(pair, prompt, session.settings(max_new_tokens=n), speculative=False)
         result = session.run(pair, prompt, session.settings(max_new_tokens=n, tree=tree, tree_budget=budget))
         assert result.token_ids == alone.token_ids
-        for r in result.rounds:
+        for r in result.rounds[:-1] if result.rounds[-1].tree is None else result.rounds:  # one token left: no tree
             assert len(r.tree["tokens"]) <= budget and all(p < i for i, p in enumerate(r.tree["parents"]))
             assert max(depths(r.tree["parents"])) <= len(tree)
 

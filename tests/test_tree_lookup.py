@@ -50,7 +50,7 @@ def test_a_tree_with_a_lookup_branch_is_the_target_alone(pair, cycling_pair, tex
         alone = session.run(model_pair, prompt, session.settings(max_new_tokens=n), speculative=False)
         result = session.run(model_pair, prompt, session.settings(max_new_tokens=n, **tree_fields(text)))
         assert result.token_ids == alone.token_ids
-    looked_up = [n for r in result.rounds for n in r.tree["path"] if r.tree["p_draft"][n] is None]  # nobody drafted them
+    looked_up = [n for r in result.rounds if r.tree for n in r.tree["path"] if r.tree["p_draft"][n] is None]  # nobody drafted them
     plain = session.run(model_pair, prompt, session.settings(max_new_tokens=n, **tree_fields(text.partition("+")[0])))
     assert len(looked_up) > 10
     assert "prompt lookup (not drafted)" in tree_view(result.rounds)  # the Tree tab's hover on the last rounds

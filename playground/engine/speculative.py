@@ -30,7 +30,7 @@ from playground.engine.schedule import make_schedule
 from playground.engine.sampling import make_generator, mask_logits, warp
 from playground.engine.timing import Clock
 from playground.engine.tree import TreeProposal, path_tokens, verify_rows
-from playground.engine.tree_verify import TreeVerdict, walk_greedy, walk_sampled
+from playground.engine.tree_verify import walk_greedy, walk_sampled
 from playground.engine.verify import verify_greedy, verify_sampled
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Prefill, Round, TokenEvent
 
@@ -72,7 +72,7 @@ def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig,
     yield _prefill(target, proposer, prompt, clock)
     confidence = cfg.confidence if cfg.policy == "confidence" else None
     ctx = DraftContext(cfg.sampling, generator, guide, confidence)
-    run = _Run(list(prompt), ctx, clock, cfg.max_new_tokens, make_schedule(cfg.policy, cfg.k))
+    run = _Run(list(prompt), ctx, clock, cfg.max_new_tokens, make_schedule(cfg.policy, cfg.depth))
     while True:
         event = _round(target, proposer, run, cfg, eos_ids)
         yield event
@@ -110,7 +110,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     elif guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
     judged = kept if len(new) == kept else len(verdict.drafts)  # drafts after an accepted EOS were never judged
-    if verdict.path is not None and (len(new) > kept or verdict.next is None):
+    if verdict.path is not None and len(new) > kept:
         judged = len(proposal.tokens)  # a tree: every node was verified
     run.schedule.observe(judged, kept)
     run.budget -= len(new)
@@ -165,7 +165,7 @@ class Verdict:
     """Host-side outcome of one verify pass: n drafts accepted, the target's token, and the
     probabilities shown, per draft position and then for the target's token."""
     n: int
-    next: int | None  # None: a tree's branch kept up to the token budget, no target token after it
+    next: int
     drafts: list[int]
     p_target: list[float]
     p_draft: list[float | None]
@@ -196,9 +196,6 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
         logits = mask_logits(logits, run.ctx.guide.path_masks(paths))
     p = warp(logits, cfg.sampling)  # [n + 1, V]: the root's row, then each node's
     walk = walk_greedy(tree, logits) if cfg.sampling.greedy else walk_sampled(tree, p, run.ctx.generator)
-    cut = len(walk.path) >= run.budget  # the branch kept up to the token budget, no target token after it
-    if cut:  # (its `next` below only stands in for the reads; the verdict has none)
-        walk = TreeVerdict(walk.path[:run.budget], tree.tokens[walk.path[run.budget - 1]], [])
     shown = walk.path + walk.rejected
     rows = [tree.parents[node] + 1 for node in shown] + [(walk.path[-1] + 1) if walk.path else 0]
     tokens = [tree.tokens[node] for node in shown] + [walk.next]
@@ -209,7 +206,7 @@ def _verify_tree(target: ModelRunner, tree: TreeProposal, run: _Run, cfg: SpecCo
     drafted = [q if row >= 0 else None for q, row in zip(host[len(tokens) + n:], tree.q_row)]  # looked-up nodes: no q
     nodes = {"p_target": host[len(tokens):len(tokens) + n], "p_draft": drafted}
     p_draft = [nodes["p_draft"][node] for node in shown] + [None]
-    return Verdict(len(walk.path), None if cut else walk.next, tokens[:-1], shown_p, p_draft, walk.path, nodes)
+    return Verdict(len(walk.path), walk.next, tokens[:-1], shown_p, p_draft, walk.path, nodes)
 
 
 def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator) -> Verdict:
@@ -251,8 +248,6 @@ def _commit_events(v: Verdict, eos_ids: set[int]):
         events.append(TokenEvent(ACCEPTED, token, "", v.p_target[i], v.p_draft[i]))
         if token in eos_ids:
             return new, len(new), events, "eos"
-    if v.next is None:  # a tree cut by the token budget: every token committed is an accepted node
-        return new, v.n, events, None
     for i in range(v.n, len(v.drafts)):
         token = v.drafts[i]
         events.append(TokenEvent(REJECTED, token, "", v.p_target[i], v.p_draft[i]))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from playground.engine.proposers import DraftModelProposer
+from playground.engine.proposers import DraftModelProposer, Proposal
 from playground.engine.runner import ModelRunner
 from playground.engine.sampling import mask_logits, warp
 
@@ -102,12 +102,16 @@ class TreeProposer(DraftModelProposer):
         self.tree: TreeProposal | None = None
         self.fed: list[int] = []  # the nodes cached this round, in cache order (after the committed tokens)
 
-    def propose(self, k: int, ctx) -> TreeProposal:
-        """k is not used: the tree's shape is `branching`. ctx: the round's DraftContext."""
+    def propose(self, k: int, ctx) -> TreeProposal | Proposal:
+        """The tree `branching`, no deeper than k (the token budget's last rounds); k = 0: no
+        drafts (a chain's empty proposal). ctx: the round's DraftContext."""
+        if k == 0:
+            return super().propose(0, ctx)
         pending = torch.tensor(self.seq[self.runner.length:], device=self.runner.device)
         logits = self.runner.forward(pending, keep=1)  # [1, V]: the root's next-token logits
         tokens, parents, q_row, rows, frontier, self.fed = [], [], [], [], [-1], []
-        for depth, width in enumerate(self.branching):
+        shape = self.branching[:k]
+        for depth, width in enumerate(shape):
             q = draft_q(logits, frontier, tokens, parents, ctx)  # [len(frontier), V]
             first = len(tokens)
             for i, node in enumerate(frontier):
@@ -117,7 +121,7 @@ class TreeProposer(DraftModelProposer):
                     q_row.append(sum(len(r) for r in rows) + i)
             rows.append(q)
             frontier = list(range(first, len(tokens)))
-            if depth + 1 == len(self.branching) or not frontier:
+            if depth + 1 == len(shape) or not frontier:
                 break
             logits = self._feed(frontier, tokens, parents)
         probs = torch.cat(rows)  # [r, V]

@@ -11,6 +11,7 @@ tree's shape, so the output is the target's. (Under sampling, pruning siblings b
 bias the recursive rejection sampling of playground.engine.tree_verify.)"""
 import torch
 
+from playground.engine.proposers import DraftModelProposer, Proposal
 from playground.engine.tree import TreeProposal, TreeProposer, depth_first, draft_q
 
 
@@ -21,12 +22,15 @@ class DynamicTreeProposer(TreeProposer):
         super().__init__(runner, branching)
         self.budget = budget
 
-    def propose(self, k: int, ctx) -> TreeProposal:
-        """k is not used. ctx: the round's DraftContext (greedy)."""
+    def propose(self, k: int, ctx) -> TreeProposal | Proposal:
+        """No deeper than k, as TreeProposer. ctx: the round's DraftContext (greedy)."""
+        if k == 0:
+            return DraftModelProposer.propose(self, 0, ctx)
         pending = torch.tensor(self.seq[self.runner.length:], device=self.runner.device)
         logits = self.runner.forward(pending, keep=1)  # [1, V]: the root's next-token logits
         tokens, parents, q_row, score, rows, frontier, self.fed = [], [], [], [], [], [-1], []
-        for depth, width in enumerate(self.branching):
+        shape = self.branching[:k]
+        for depth, width in enumerate(shape):
             q = draft_q(logits, frontier, tokens, parents, ctx)  # [len(frontier), V]
             top = q.topk(min(width, q.shape[-1]), dim=-1)
             first, offset = len(tokens), sum(len(r) for r in rows)
@@ -38,7 +42,7 @@ class DynamicTreeProposer(TreeProposer):
             rows.append(q)
             new = range(first, len(tokens))
             frontier = sorted(new, key=lambda n: -score[n])[:width]  # the likeliest paths grow
-            if depth + 1 == len(self.branching) or not frontier:
+            if depth + 1 == len(shape) or not frontier:
                 break
             logits = self._feed(frontier, tokens, parents)
         kept = best_nodes(score, parents, self.budget)

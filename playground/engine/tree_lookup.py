@@ -7,7 +7,7 @@ Greedy only: the walk keeps the longest branch holding the target's argmax, what
 the output is the target's. (Under sampling a looked-up token is not drawn from the draft's q, and
 recursive rejection sampling of the siblings would need its own proposal law.) A lookup node was
 never run through the draft: it has no cache slot there and no draft probability (q_row -1)."""
-from playground.engine.proposers import PromptLookupProposer
+from playground.engine.proposers import PromptLookupProposer, Proposal
 from playground.engine.tree import TreeProposal, TreeProposer, depth_first
 
 
@@ -27,9 +27,12 @@ class LookupTreeProposer:
         self.lookup.start(prompt)
         return self.tree.start(prompt)
 
-    def propose(self, k: int, ctx) -> TreeProposal:
+    def propose(self, k: int, ctx) -> TreeProposal | Proposal:
+        """The drafted tree with a looked-up branch, both no deeper than k."""
         drafted = self.tree.propose(k, ctx)
-        guess = self.lookup.guess(self.length)
+        if not isinstance(drafted, TreeProposal):  # k = 0: no drafts
+            return drafted
+        guess = self.lookup.guess(min(self.length, k))
         if ctx.guide is not None:
             guess = ctx.guide.allowed_path(guess)
         if not guess:

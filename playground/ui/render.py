@@ -95,6 +95,8 @@ def committed_text(events: list) -> str:
 
 def _round_title(r: Round) -> str:
     why = f" ({r.stop_reason})" if r.stop_reason else ""
+    if r.tree is not None:  # a tree's k is its depth, cut to what the token budget can keep
+        return f"round {r.index}: a token tree of {r.proposed} nodes, {r.k} deep{why}, accepted {r.accepted}"
     return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}"
 
 
