@@ -89,3 +89,18 @@ def test_compiled_folded_passes_never_repeat_the_cache(tokenizer, monkeypatch):
         repeated.clear()
         runner.forward(prompt[:5], keep=5)  # compiled here: traced once
         assert bool(repeated) != fold, repeated  # stock: the whole 64-position cache repeated per layer
+
+
+def test_on_a_gpu_a_pair_attends_folded_from_its_load(monkeypatch):
+    """Folded from the first pass (not at a first compile, which may come while another run is
+    midway through an eager one); a module that is not a transformers model is left alone."""
+    from playground.presets import get_preset
+    preset = get_preset("demo")
+    monkeypatch.setattr(session, "folds_on", lambda device: True)  # a GPU's choice, on this CPU
+    pair = session.load_pair(preset.target, preset.draft)
+    try:
+        assert {pair.target.config._attn_implementation, pair.draft.config._attn_implementation} == {attention.NAME}
+        assert not attention.fold_grouped_heads(torch.nn.Linear(2, 2))  # e.g. a feature draft's module
+    finally:  # the loaded models are shared with later tests
+        for model in (pair.target, pair.draft):
+            model.set_attn_implementation("sdpa")

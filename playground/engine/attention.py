@@ -13,8 +13,9 @@ key/value head are folded into the query axis instead:
 one SDPA call over the cache as it is. Each query row still sees the same keys, values and mask
 row, so the result is the same attention (summed in the same order per row on a CPU, measured in
 tests/test_attention.py). Without a mask (a causal prefill) or without grouping, transformers'
-own SDPA runs unchanged. On a GPU every static-cache model folds (PLAYGROUND_FOLD_GQA=0: not);
-scripts/gpu_check.py times both ways at real shapes."""
+own SDPA runs unchanged. On a GPU every model folds (PLAYGROUND_FOLD_GQA=0: not): at its load
+(playground.session.load_pair), else at its first compile; scripts/gpu_check.py times both ways at
+real shapes."""
 import os
 
 import torch
@@ -47,7 +48,10 @@ def folds_on(device: torch.device) -> bool:
 
 
 def fold_grouped_heads(model: torch.nn.Module) -> bool:
-    """Make the model attend through folded_sdpa where it runs SDPA with grouped heads; -> whether it does."""
+    """Make the model attend through folded_sdpa where it runs SDPA with grouped heads; -> whether it does.
+    (A module that is not a transformers model, such as a feature draft, keeps its attention.)"""
+    if not hasattr(model, "set_attn_implementation"):
+        return False
     text = model.config.get_text_config(decoder=True)
     heads, kv_heads = text.num_attention_heads, getattr(text, "num_key_value_heads", None) or text.num_attention_heads
     if heads == kv_heads or model.config._attn_implementation not in ("sdpa", NAME):

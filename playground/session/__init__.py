@@ -19,12 +19,26 @@ from playground.errors import PlaygroundError
 from playground.events import Prefill, Round, RunResult
 from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.metrics import summarize
-from playground.models.loading import Pair, load_pair
+from playground.engine.attention import fold_grouped_heads, folds_on
+from playground.models import loading
+from playground.models.loading import Pair
 from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        on_zero_gpu, runners, static_or_eager)
 
 __all__ = ["compile_fallback", "compile_graphs", "constrain", "eager_runners", "encode_prompt", "fuses", "generate",
            "load_pair", "on_zero_gpu", "run", "runners", "settings", "static_or_eager"]
+
+
+def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, progress=None) -> Pair:
+    """Load (or reuse) both models (playground.models.loading.load_pair). On a GPU, grouped-query
+    models attend folded (playground.engine.attention) from their first pass on, eager or compiled:
+    a run beside another never sees its model's attention change midway."""
+    pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
+    if folds_on(pair.device):
+        for model in (pair.target, pair.draft):
+            if model is not None:
+                fold_grouped_heads(model)
+    return pair
 
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
