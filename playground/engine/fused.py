@@ -20,6 +20,7 @@ which row they are; a narrower pass may round differently).
 
 Without CUDA the same programs run directly (playground.engine.graphs.Direct): tests check them on
 a CPU."""
+import threading
 from collections import OrderedDict
 
 import torch
@@ -31,6 +32,7 @@ from playground.engine.sampling import race_draw, warp
 from playground.engine.verify import accept_sampled, verify_greedy
 
 META = 6
+STORING = threading.Lock()
 MAX_PROGRAMS = 8  # program sets (k, sampling's shape, caches) kept per pair; each holds graphs and buffers
 
 
@@ -139,13 +141,14 @@ def programs_for(store: OrderedDict, target_pass, draft_pass, k: int, sampling, 
     now, set to this sampling's values."""
     key = (id(target_pass.cache), id(draft_pass.cache) if draft_pass else None, k, sampling_shape(sampling),
            target_pass.vocab)
-    found = store.get(key)
-    if found is None:
-        found = store[key] = Programs(target_pass, draft_pass, k, sampling, capture)
-        while len(store) > MAX_PROGRAMS:
-            store.popitem(last=False)
-    store.move_to_end(key)
-    found.use(sampling)
+    with STORING:  # runs beside each other (PLAYGROUND_CONCURRENCY > 1) share the pair's store
+        found = store.get(key)
+        if found is None:
+            found = store[key] = Programs(target_pass, draft_pass, k, sampling, capture)
+            while len(store) > MAX_PROGRAMS:
+                store.popitem(last=False)
+        store.move_to_end(key)
+    found.use(sampling)  # the run holds these caches: no other run uses this set meanwhile
     return found
 
 

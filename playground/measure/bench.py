@@ -138,10 +138,12 @@ def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sam
     return run_hf(pairs["draft"], ids, cfg, method)
 
 
-def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False) -> list[str]:
+def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False, prompt_len: int = 0) -> list[str]:
+    """The methods a setting measures; a compiled row's note says where it runs eager (the longest
+    prompt, `prompt_len`, decides a GPU's long-context fallback)."""
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
     if compiled and pair.draft is not None:
-        why = session.compile_fallback(pair, dataclasses.replace(cfg, compile=True))
+        why = session.compile_fallback(pair, dataclasses.replace(cfg, compile=True), prompt_len=prompt_len)
         if pair.feature_draft:
             log(f"(no engine-compiled row: {why})")
         else:
@@ -283,7 +285,8 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
                                **tree_fields(tree))
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompts, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
-        bench_setting(pairs, prompts, cfg, repeat, available_methods(pair, cfg, log, compiled), costs, done)
+        methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)))
+        bench_setting(pairs, prompts, cfg, repeat, methods, costs, done)
     return rows
 
 

@@ -4,6 +4,8 @@ compiled run falls back to eager; compiling before a run's clock starts."""
 import os
 import time
 
+import torch
+
 from playground.config import MAX_K, SpecConfig
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.fused import FusedProposer, programs_for
@@ -150,4 +152,13 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, 
         if fused:
             tell("capturing the round's graphs")
             made += fused_proposer(pair, cfg, target, draft).programs.capture_all()
-    return time.perf_counter() - started if any(r.compile_s for _, r in static) or made else 0.0
+    if any(r.compile_s for _, r in static) or made:
+        _finish_device_work(pair)
+        return time.perf_counter() - started
+    return 0.0
+
+
+def _finish_device_work(pair: Pair) -> None:
+    """Wait for the GPU's queued kernels, so a time taken now counts their running too."""
+    if pair.device.type == "cuda":
+        torch.cuda.synchronize(pair.device)
