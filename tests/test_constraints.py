@@ -158,6 +158,20 @@ def test_a_sentencepiece_tokenizer_writes_valid_output(backend):
     assert set(json.loads(speculative.text)) == {"name", "tag"}
 
 
+@pytest.mark.parametrize("backend, regex", [("llguidance", r"a[^\s\S]b"), ("llguidance", r"x(?:[^\x00-\U0010FFFF])y"),
+                                            ("xgrammar", r"x(?:[^\x00-\U0010FFFF])y")])
+def test_a_constraint_nothing_can_complete_is_named_so(pair, tokenizer, backend, regex):
+    """A regex with a part that matches nothing: refused before the run where the backend sees it at
+    once (llguidance: it said "gave up ... NoExtensionBias"), else stopped where the mask allows
+    nothing (xgrammar: the run ended on a forced EOS with an invalid output)."""
+    prompt = tokenizer("x = ").input_ids
+    with pytest.raises(PlaygroundError) as refused:
+        constraint = constrained(pair, "regex", regex, backend)
+        session.run(pair, prompt, session.settings(max_new_tokens=8), constraint=constraint)
+    assert "never be satisfied" in str(refused.value) or "no output can match this constraint" in str(refused.value)
+    assert "NoExtensionBias" not in str(refused.value)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)

@@ -11,7 +11,7 @@ import llguidance.hf
 
 from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
-from playground.constraints.guide import Guide
+from playground.constraints.guide import Guide, NoWayOn
 from playground.constraints.llg import LLGuidanceBackend
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
 from playground.constraints.spec import ConstraintSpec, parse_schema
@@ -20,6 +20,7 @@ from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
 
 BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
+READING = ("checking this constraint", "simplify the schema or regex (fewer alternatives, less recursion)")
 COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
@@ -84,6 +85,14 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
     return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking)
 
 
+def read_constraint(spec: ConstraintSpec) -> None:
+    """Refuse what compiling would refuse before any tokenizer is involved: the backend's own reading
+    of the schema, regex or grammar (the page's check as the user types), bounded as a compile is."""
+    if spec.kind == "json":
+        parse_schema(spec.text)
+    worker.bounded(BACKENDS[spec.backend].read, spec, task=READING)
+
+
 def stop_ids(tokenizer) -> frozenset[int]:
     if tokenizer.eos_token_id is None:
         raise PlaygroundError("the model names no end-of-sequence token (neither its generation config nor its "
@@ -143,5 +152,9 @@ def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
 def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:
     """A constraint that allows no first token and is not already complete can never be met."""
     guide = Guide(backend.matcher(compiled), vocab, frozenset(), 1)
-    if not guide.next_mask().any() and not guide.accepting():
+    try:
+        allowed = guide.next_mask().any()
+    except NoWayOn:
+        allowed = False
+    if not allowed and not guide.accepting():
         raise PlaygroundError(f"this {spec.kind} constraint can never be satisfied by any output")

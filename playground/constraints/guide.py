@@ -11,6 +11,17 @@ import torch
 
 from playground.errors import PlaygroundError
 
+DEAD_END = "no token can continue the output"  # what a matcher's error() says when nothing may follow
+NO_WAY_ON = ("no output can match this constraint from here: it allows no next token, and what is written "
+             "does not complete it (a part of it can match nothing, such as an empty character class)")
+
+
+class NoWayOn(PlaygroundError):
+    """The constraint allows no next token where what is written does not complete it."""
+
+    def __init__(self, message: str = NO_WAY_ON):
+        super().__init__(message)
+
 
 class Guide:
     def __init__(self, matcher, vocab: int, eos_ids: frozenset[int], max_rows: int):
@@ -38,12 +49,15 @@ class Guide:
             row[jump[0] // 32] = _bit(jump[0] % 32)
         else:
             self.matcher.fill_bitmask(row)
-        self._raise_if_stuck()
+        self._raise_if_stuck(row)
 
-    def _raise_if_stuck(self) -> None:
+    def _raise_if_stuck(self, row: torch.Tensor | None = None) -> None:
         """A matcher that hit a limit (llguidance's parser limits, say) says so once; never let
-        that look like an ordinary end of the output."""
+        that look like an ordinary end of the output. A dead end (its error says so, or its mask
+        `row` allows nothing before the output is complete) is NoWayOn."""
         error = self.matcher.error()
+        if error == DEAD_END or (error is None and row is not None and not row.any() and not self.matcher.accepting()):
+            raise NoWayOn()
         if error:
             raise PlaygroundError(f"the constraint engine gave up on this constraint: {error}")
 

@@ -8,6 +8,7 @@ import llguidance
 import llguidance.hf
 import torch
 
+from playground.constraints.guide import DEAD_END
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
 from playground.constraints.spec import ConstraintSpec, other_backend_hint
 from playground.errors import PlaygroundError
@@ -28,26 +29,14 @@ class LLGuidanceBackend:
     def compile(self, spec: ConstraintSpec) -> tuple[str, list[str]]:
         """-> (a checked llguidance grammar, notes on what it does not enforce); PlaygroundError
         names what is wrong."""
-        grammar = self._grammar(spec)
-        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, self.tokenizer)
-        if is_error:
-            raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}"
-                                  + other_backend_hint(spec.kind, "xgrammar"))
+        grammar, messages = _checked(spec, self.tokenizer)
         silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] if spec.kind == "json" else []
         return grammar, _notes(messages, silent)
 
-    def _grammar(self, spec: ConstraintSpec) -> str:
-        if spec.kind == "json":
-            schema = spec.engine_schema
-            if isinstance(schema, dict):  # engine_schema is in draft 2020-12's words whatever it declared: its
-                # $schema would only make llguidance look the draft up (it knows few URIs, e.g. not ".../schema#")
-                schema = {key: value for key, value in schema.items() if key not in ("x-guidance", "$schema")}
-            elif schema is True:
-                schema = {}  # any JSON value (llguidance wants an object to apply its options to)
-            return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
-        if spec.kind == "regex":
-            return llguidance.LLMatcher.grammar_from_regex(spec.text)
-        return llguidance.LLMatcher.grammar_from_lark(spec.text)
+    @staticmethod
+    def read(spec: ConstraintSpec) -> None:
+        """What compile refuses before any tokenizer is involved (the page checks it as the user types)."""
+        _checked(spec, None)
 
     def dump(self, grammar: str) -> str:
         return grammar
@@ -57,6 +46,30 @@ class LLGuidanceBackend:
 
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
         return LLGuidanceMatcher(llguidance.LLMatcher(self.tokenizer, grammar))
+
+
+def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
+    """-> (the grammar, llguidance's warnings), checked against `tokenizer` (None: its text alone)."""
+    grammar = _grammar(spec)
+    is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
+    if is_error:
+        raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}"
+                              + other_backend_hint(spec.kind, "xgrammar"))
+    return grammar, messages
+
+
+def _grammar(spec: ConstraintSpec) -> str:
+    if spec.kind == "json":
+        schema = spec.engine_schema
+        if isinstance(schema, dict):  # engine_schema is in draft 2020-12's words whatever it declared: its
+            # $schema would only make llguidance look the draft up (it knows few URIs, e.g. not ".../schema#")
+            schema = {key: value for key, value in schema.items() if key not in ("x-guidance", "$schema")}
+        elif schema is True:
+            schema = {}  # any JSON value (llguidance wants an object to apply its options to)
+        return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
+    if spec.kind == "regex":
+        return llguidance.LLMatcher.grammar_from_regex(spec.text)
+    return llguidance.LLMatcher.grammar_from_lark(spec.text)
 
 
 class LLGuidanceMatcher:
@@ -81,7 +94,10 @@ class LLGuidanceMatcher:
         return self.m.is_accepting()
 
     def error(self) -> str | None:
-        return _clean(self.m.get_error()) if self.m.is_error() else None
+        if not self.m.is_error():
+            return None
+        message = _clean(self.m.get_error())
+        return DEAD_END if message == "NoExtensionBias" else message  # llguidance's name for a dead end
 
 
 def _notes(warnings: list[str], silent: list[str]) -> list[str]:
