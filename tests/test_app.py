@@ -82,6 +82,25 @@ def test_links_and_presets_stay_inside_what_the_sliders_show():
     default = Settings.from_preset(page_inputs.PRESETS[settings.preset])  # no preset in the link: the default one
     assert settings.max_new_tokens == 96 and settings.k == default.k  # out of range: ignored, with a notice
     assert any("k=" in n for n in notices) and any("temperature=" in n for n in notices)
+    assert len(notices) == 2  # no preset named is no notice: the default preset is what the page opens with
+
+
+def test_an_example_constraint_brings_its_prompt_unless_the_user_wrote_one():
+    """The person schema ran on "How do plants make their food?" (the preset's prompt) and wrote a
+    plant as a person; a prompt of the user's own stays."""
+    kind, text, prompt = page_inputs.load_example("JSON: person", page_inputs.DEFAULT.prompt)
+    assert kind == "JSON schema" and "languages" in text and "languages" in prompt
+    assert page_inputs.load_example("regex: ISO date", prompt)[2].startswith("On what date")  # another example's: replaced
+    assert page_inputs.load_example("regex: ISO date", "")[2].startswith("On what date")
+    assert page_inputs.load_example("regex: ISO date", "my own question")[2] == gr.skip()
+    assert page_inputs.load_example("no such example", "x") == (gr.skip(),) * 3
+
+
+def test_gradios_own_query_keys_are_not_link_notices():
+    """/?view=api opens Gradio's API page: it said "ignored unknown parameter 'view'" and "the link
+    names no preset"."""
+    settings, notices = from_query({"view": "api", "lang": "fr", "__theme": "dark", "__sign": "x"}, allow_custom=False)
+    assert notices == [] and settings == page_inputs.DEFAULT
     for preset in page_inputs.PRESETS.values():
         for key, (lo, hi) in RANGES.items():
             value = getattr(Settings.from_preset(preset), key)
@@ -96,6 +115,18 @@ def test_constraint_checked_as_typed():
         "JSON schema", '{"type": "string", "pattern": "^a$", "minLength": 3}')
     assert "badge-bad" in page_inputs.check_constraint("regex", "([a-z]")
     assert "badge-ok" in page_inputs.check_constraint("regex", "[a-z]+")
+
+
+@pytest.mark.parametrize("kind, text, backend, message", [
+    ("regex", r"(a)\1", "llguidance", "llguidance cannot use this regex: backreferences are not supported"),
+    ("regex", r"(?=a)a+", "xgrammar", "xgrammar cannot use this regex: Regex parsing error at position 3: Lookahead"),
+    ("JSON schema", '{"type": "string", "pattern": "(?<=a)b"}', "llguidance", "llguidance cannot use this json: look-around"),
+    ("regex", r"[^\s]+", "xgrammar", "xgrammar reads \\s with ASCII classes")])
+def test_the_badge_refuses_what_run_refuses_before_the_tokenizer(kind, text, backend, message):
+    """The check as typed is the backend's own reading too: it said "looks fine" and Run then refused."""
+    assert message in html.unescape(page_inputs.check_constraint(kind, text, backend))
+    if text == r"[^\s]+":  # what one backend refuses the other may read
+        assert "badge-ok" in page_inputs.check_constraint(kind, text, "llguidance")
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +156,16 @@ def test_api_invalid_schema_is_a_clean_error(client):
         client.predict("x", "demo", 4, 0.0, 16, 0, '{"type": ', "", False, api_name="/generate")
     with pytest.raises(Exception, match=r"temperature must be 0 \(greedy\) or up to 2"):  # as the slider and the sweeps say
         client.predict("x", "demo", 4, 5.0, 16, 0, "", "", False, api_name="/generate")
+    with pytest.raises(Exception, match="unknown constraint backend 'outlines'"):
+        client.predict("x", "demo", 4, 0.0, 16, 0, "", "[0-9]+", False, "outlines", api_name="/generate")
+
+
+def test_the_api_picks_the_constraint_backend_its_refusals_suggest(client):
+    """A refusal says "the xgrammar backend ... may accept it": /generate had no way to ask for it."""
+    with pytest.raises(Exception, match="llguidance cannot use this regex: backreferences"):
+        client.predict("x", "demo", 4, 0.0, 8, 0, "", r"(a)\1", False, api_name="/generate")
+    final = client.predict("x = ", "demo", 4, 0.0, 8, 0, "", "[0-9]{3}", False, "xgrammar", api_name="/generate")
+    assert final["settings"]["backend"] == "xgrammar" and final["valid"] is True and re.fullmatch("[0-9]{3}", final["text"])
 
 
 def test_api_share_link_round_trip(client):

@@ -47,9 +47,23 @@ class XGrammarBackend:
                 else:
                     compiled = compiler.compile_grammar(spec.text)
         except RuntimeError as exc:
-            raise PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}"
-                                  + other_backend_hint(spec.kind, "llguidance")) from None
+            raise _refusal(spec, exc) from None
         return compiled, notes + _warned(log)  # the log is complete only once the block is left
+
+    @staticmethod
+    def read(spec: ConstraintSpec) -> None:
+        """What compile refuses before any tokenizer is involved (the page checks it as the user types):
+        xgrammar's reading of the schema, regex or grammar text."""
+        try:
+            with worker.stderr_lines([]):
+                if spec.kind == "json":
+                    xgr.Grammar.from_ebnf(_json_grammar(spec.engine_schema)[0])
+                elif spec.kind == "regex":
+                    xgr.Grammar.from_regex(python_meaning(spec.text))
+                else:
+                    xgr.Grammar.from_ebnf(spec.text)
+        except RuntimeError as exc:
+            raise _refusal(spec, exc) from None
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:
         return compiled.serialize_json()
@@ -59,6 +73,10 @@ class XGrammarBackend:
 
     def matcher(self, compiled: xgr.CompiledGrammar) -> "XGrammarMatcher":
         return XGrammarMatcher(xgr.GrammarMatcher(compiled), self.tokenizer)
+
+
+def _refusal(spec: ConstraintSpec, exc: RuntimeError) -> PlaygroundError:
+    return PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}" + other_backend_hint(spec.kind, "llguidance"))
 
 
 def python_meaning(pattern: str) -> str:

@@ -13,7 +13,7 @@ from playground.ui.share import RANGES
 @on_gpu()
 def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
              max_new_tokens: int = 0, seed: int = 0, schema: str = "", regex: str = "",
-             compare: bool = False) -> dict:  # a generator of dicts
+             compare: bool = False, backend: str = "") -> dict:  # a generator of dicts
     """Stream a run of a preset (the page's default one unless named) as JSON snapshots: tokens with
     kinds and probabilities, stats, validity.
 
@@ -27,10 +27,11 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
         schema: a JSON Schema every output must satisfy; empty: the preset's (none when a regex is given)
         regex: a regular expression the whole output must match
         compare: also run the target alone, interleaved, and measure the speedup
+        backend: the constraint backend, llguidance or xgrammar; empty: the preset's
     """
     try:
-        prompt, preset, schema, regex = (typed(name, value, str) for name, value in
-                                         zip(("prompt", "preset", "schema", "regex"), (prompt, preset, schema, regex)))
+        prompt, preset, schema, regex, backend = (typed(name, value, str) for name, value in zip(
+            ("prompt", "preset", "schema", "regex", "backend"), (prompt, preset, schema, regex, backend)))
         k, max_new_tokens, seed = (typed(name, value, int) for name, value in
                                    zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
         temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
@@ -45,7 +46,8 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
     settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
                                    temperature=base.temperature if temperature < 0 else temperature,
                                    max_new_tokens=max_new_tokens or base.max_new_tokens, seed=seed,
-                                   schema=schema or (base.schema if not regex else ""), regex=regex, compare=compare)
+                                   schema=schema or (base.schema if not regex else ""), regex=regex, compare=compare,
+                                   backend=backend[:40] or base.backend)
     try:
         for snap in live.live_run(settings):
             yield live.run_to_dict(snap)

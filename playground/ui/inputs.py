@@ -7,7 +7,7 @@ import math
 
 import gradio as gr
 
-from playground.constraints.spec import check_regex, parse_schema
+from playground.constraints import from_user, read_constraint
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
@@ -20,16 +20,32 @@ log = logging.getLogger("playground.ui")
 DRAFTS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)} | {"ngram"})  # a preset's target may draft for a larger one
 TARGETS = [m for m in DRAFTS if not is_way_of_drafting(m)]  # a small draft model may also write alone
 CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
-EXAMPLE_CONSTRAINTS = {
+EXAMPLE_CONSTRAINTS = {  # name -> (kind, constraint, a prompt it answers)
     "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {
         "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
         "languages": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}},
-        "required": ["name", "age", "languages"], "additionalProperties": False}, indent=1)),
-    **({"JSON: package metadata": ("JSON schema", PRESETS["demo-json"].schema.strip())} if "demo-json" in PRESETS else {}),
-    "regex: ISO date": ("regex", r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"),
-    "regex: IPv4": ("regex", r"((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"),
-    "regex: semantic version": ("regex", r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})"),
+        "required": ["name", "age", "languages"], "additionalProperties": False}, indent=1),
+        "Describe a fictional person who speaks several languages, as JSON with their name, age and languages."),
+    **({"JSON: package metadata": ("JSON schema", PRESETS["demo-json"].schema.strip(), PRESETS["demo-json"].prompt)}
+       if "demo-json" in PRESETS else {}),
+    "regex: ISO date": ("regex", r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])",
+                        "On what date did Apollo 11 land on the Moon? Answer with the date only."),
+    "regex: IPv4": ("regex", r"((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])",
+                    "What is the IPv4 address of Google's public DNS resolver? Answer with the address only."),
+    "regex: semantic version": ("regex", r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})",
+                                "Give the version number of a library's first stable release, as major.minor.patch."),
 }
+STOCK_PROMPTS = {p.prompt for p in PRESETS.values()} | {example[2] for example in EXAMPLE_CONSTRAINTS.values()}
+
+
+def load_example(name: str | None, prompt: str) -> tuple:
+    """An example constraint -> (kind, constraint, prompt): its own prompt too where the prompt box
+    holds none of the user's (empty, a preset's or another example's); nothing typed is replaced."""
+    if not name or name not in EXAMPLE_CONSTRAINTS:
+        return gr.skip(), gr.skip(), gr.skip()
+    kind, text, example_prompt = EXAMPLE_CONSTRAINTS[name]
+    mine = (prompt or "").strip() and prompt not in STOCK_PROMPTS
+    return kind, text, gr.skip() if mine else example_prompt
 
 
 def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
@@ -191,12 +207,14 @@ def page_url(request: gr.Request | None) -> str:
     return f"{scheme}://{host}{url.path}"
 
 
-def check_constraint(kind: str, text: str) -> str:
-    """Checks as the user types (JSON, meta-schema, regex syntax); the backend checks the rest at Run."""
+def check_constraint(kind: str, text: str, backend: str = "llguidance") -> str:
+    """Checks as the user types: JSON, meta-schema, regex syntax, and the backend's own reading of
+    them (what Run would refuse before the model's tokenizer is involved)."""
     if kind == "none" or not (text or "").strip():
         return ""
     try:
-        parse_schema(text) if kind == "JSON schema" else check_regex(text)
+        spec = from_user(schema=text, backend=backend) if kind == "JSON schema" else from_user(regex=text, backend=backend)
+        read_constraint(spec)
     except PlaygroundError as exc:
         return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
     return '<span class="badge badge-ok">looks fine</span>'

@@ -11,7 +11,7 @@ from playground.ui.experiments_tab import (SWEEP_DEFAULTS, calculator, column_he
                                            run_comparison, run_sweep)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S
-from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset,
+from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, make_share_link, preset_note,
                                   think_budget_shown,
                                   restore_from_url)
@@ -217,10 +217,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                       api_name="export", show_progress="hidden")  # loads nothing: the text of the setting
     share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
-    for trigger in (kind.change, constraint.change):
-        trigger(check_constraint, [kind, constraint], constraint_check, api_visibility="private")
-    example_constraint.input(lambda name: EXAMPLE_CONSTRAINTS[name] if name else (gr.skip(), gr.skip()),
-                             example_constraint, [kind, constraint], api_visibility="private")
+    for trigger in (kind.change, constraint.change, backend.change):
+        trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private")
+    example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt], api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     for button, stop, experiment, inputs, outputs, name in (
             (sweep_btn, sweep_stop, run_sweep, [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),

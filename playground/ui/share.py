@@ -99,11 +99,15 @@ def _encode(v) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
+GRADIO_KEYS = {"view", "lang"}  # Gradio's own (?view=api opens the API page), not settings
+
+
 def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, list[str]]:
-    """Query parameters -> (settings, notices about what was ignored)."""
+    """Query parameters -> (settings, notices about what was ignored). Without a preset the link's
+    values apply to the default preset's settings."""
     notices, parsed = [], {}
     for key, raw in params.items():
-        if key.startswith("__"):  # added by the hosting page (Spaces adds __sign)
+        if key.startswith("__") or key in GRADIO_KEYS:  # the hosting page's (Spaces adds __sign) or Gradio's
             continue
         if key not in PARSERS:
             notices.append(f"ignored unknown parameter {key[:40]!r}")
@@ -116,8 +120,8 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
     name = parsed.pop("preset", None)
     if name not in presets:
         fallback = default_preset()
-        notices.append(f"unknown preset '{name[:40]}': using '{fallback.name}'" if name is not None
-                       else f"the link names no preset: using '{fallback.name}'")
+        if name is not None:
+            notices.append(f"unknown preset '{name[:40]}': using '{fallback.name}'")
         name = fallback.name
     settings = Settings.from_preset(presets[name])
     _check_models(parsed, presets, allow_custom, notices)
