@@ -4,8 +4,9 @@ import argparse
 import json
 import pathlib
 
-from playground.config import tree_fields
+from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
+from playground.presets import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -61,7 +62,8 @@ def add_prompt_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", help="a preset name from presets/ (default: demo without a GPU)")
+    p.add_argument("--preset", help=f"a preset name from presets/ (default: PLAYGROUND_PRESET, else {GPU_DEFAULT} with "
+                                    f"a GPU, else {CPU_DEFAULT} where it loads offline, else {CPU_FALLBACK})")
     p.add_argument("--target", help="target model: Hugging Face id or local directory")
     p.add_argument("--draft", help="draft model: Hugging Face id, local directory, or 'ngram' (prompt lookup)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -70,7 +72,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_sampling_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=int, help="draft tokens per round (1..32)")
+    p.add_argument("--k", type=int, help=f"draft tokens per round (1..{MAX_K})")
     p.add_argument("--temperature", type=float, help="0 for greedy")
     p.add_argument("--top-p", type=float)
     p.add_argument("--top-k", type=int)

@@ -33,6 +33,8 @@ def test_json_report_with_baseline(capsys, saved_pair):
     assert len(report["token_ids"]) == 17
     assert report["identical_to_baseline"] is True
     assert report["baseline"]["token_ids"] == report["token_ids"]
+    assert set(report["baseline"]) == {"text", "token_ids", "stats"}  # the page's download has the same shape
+    assert report["baseline"]["stats"]["generated_tokens"] == 17 and report["baseline"]["stats"]["proposed"] == 0
     measured = report["speedup_measure"]  # a number, or none with the reason (a loaded machine: too noisy)
     assert report["speedup"] > 0 if report["speedup"] is not None else measured["reason"]
     stats = report["stats"]

@@ -67,3 +67,17 @@ def test_stop_while_measuring_again_ends_the_measuring(monkeypatch):
     assert last.speedup.blocks == 1 and last.speedup.low > 0  # the block Stop cut short is not counted
     assert last.speedup.reason.endswith("measuring stopped")
     assert len(last.result.token_ids) == 48
+
+
+def test_a_constraints_notes_show_once_beside_the_metrics_then_under_the_verdict():
+    """They were shown twice at the end: in the metrics' note and under the 'valid' badge."""
+    import json
+    from playground.ui.playground_tab import _view
+    schema = json.dumps({"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3, "uniqueItems": True})
+    settings = demo_settings(max_new_tokens=24, compare=False, schema=schema)
+    snaps = list(live.live_run(settings, every=0))
+    note = "not enforced while writing (checked after the run): uniqueItems"
+    assert snaps[0].constraint_notes == (note,) and snaps[-1].phase == "done"
+    streaming = _view(snaps[0], final=False)
+    stream, metrics, *_ = final = _view(snaps[-1], final=True)
+    assert note in streaming[1] and note not in metrics and note in final[4]  # [4]: the verdict's badge

@@ -219,10 +219,14 @@ def test_a_schema_cannot_turn_free_whitespace_back_on(tokenizer, options):
 @pytest.mark.parametrize("text, where", [
     ('{"tags": ["a", "b", ', "inside the array at /tags after 2 items: an array with no maxItems"),
     ('{"name": "abcabcabc', "inside the string at /name: the schema sets no maxLength"),
-    ('{"n": 123456789', "inside the number at /n: a number with no maximum"),
+    ('{"n": 123456789', "inside the number at /n: a number with no maximum or minimum can go on with digits; "
+                        "add maximum and minimum"),
+    ('{"price": 123456789', "inside the number at /price: a number with no maximum can go on with digits; add maximum "),
 ])
 def test_a_cut_output_says_where_and_what_would_end_it(tokenizer, text, where):
-    constraint = compiled(tokenizer, {"type": "object"}, "llguidance")
+    """A number bounded below only is said to lack a maximum (it said "no maximum (or minimum)")."""
+    schema = {"type": "object", "properties": {"price": {"type": "number", "minimum": 0}}}
+    constraint = compiled(tokenizer, schema, "llguidance")
     valid, error = constraint.validate(text, [], complete=False)
     assert valid is False and error.startswith("truncated") and where in error, error
 

@@ -90,3 +90,21 @@ def test_a_rounds_title_names_a_tree_by_its_nodes_and_depth():
     html = token_stream([chain, tree, chain])
     assert 'title="round 2: a token tree of 6 nodes, 2 deep, accepted 1"' in html
     assert 'title="round 3: drafted 3 of k=4 (draft unsure (p=0.31 &lt; 0.5)), accepted 1"' in html
+
+
+def test_the_speedup_card_shows_the_rates_it_divides():
+    """The page showed 34.8 tok/s (wall time) and 1.78x with neither engine-timed rate behind it."""
+    from playground.measure.speedup import Speedup
+    told = Speedup(1.78, 1.78, 1.59, 1.95, 2, spec_tokens_per_s=37.9, base_tokens_per_s=21.35)
+    detail = render._speedup_card(told, "identical to the target alone")[2]
+    assert "37.9 against the target alone&#x27;s 21.4 tok/s, timed by the engine" in detail
+    assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
+
+
+def test_an_experiment_says_how_long_a_point_takes_once_one_is_measured():
+    import time
+    from playground.ui import experiments_tab
+    now = time.monotonic()
+    assert experiments_tab.pace(0, now - 50) == ""
+    assert experiments_tab.pace(2, now - 130) in ("; about 1 min 5 s a point so far", "; about 1 min 6 s a point so far")
+    assert experiments_tab.pace(1, now - 12).startswith("; about 12 s")

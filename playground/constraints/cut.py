@@ -13,7 +13,7 @@ FIXES = {  # kind of the open value -> (why it may not end, the bound that would
     "string": ("the schema sets no maxLength (or enum, or pattern) that would make it end", "maxLength"),
     "key": ("the object allows more property names than the model stopped at (additionalProperties, patternProperties)",
             "additionalProperties: false"),
-    "number": ("a number with no maximum (or minimum) can go on with digits", "maximum"),
+    "number": ("a number with no maximum can go on with digits", "maximum"),
     "array": ("an array with no maxItems can go on with items", "maxItems"),
     "object": ("the object allows more properties (additionalProperties) and the model kept adding them",
                "additionalProperties: false"),
@@ -58,6 +58,8 @@ def _why(kind: str, path: list, schema, notes: tuple[str, ...]) -> str:
                "backend may enforce it)" if dropped else "the schema bounds it, but the tokens ran out first")
         return f"{why}; allow more new tokens"
     why, bound = FIXES[kind]
+    if kind == "number" and not any(k in s for s in held for k in ("minimum", "exclusiveMinimum")):
+        why, bound = "a number with no maximum or minimum can go on with digits", "maximum and minimum"
     return f"{why}; " + (f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens")
 
 

@@ -37,7 +37,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(values_list), prompts, settings)
-        rows, ends = [], time.monotonic() + EXPERIMENT_SECONDS
+        rows, began = [], time.monotonic()
+        ends = began + EXPERIMENT_SECONDS
         yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
@@ -48,8 +49,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
                 if stop.is_set() or stop_requested(request, "sweep") or time.monotonic() > ends:
                     return
         for rows in paced(sweep, live.PAGE_UPDATE_S):
-            status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)})"
-                      if len(rows) < len(values_list) else "finishing")
+            status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
+                      f"{pace(len(rows), began)})" if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 3)
@@ -133,7 +134,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(variants), prompts, settings)
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
-        ends = time.monotonic() + EXPERIMENT_SECONDS
+        began = time.monotonic()
+        ends = began + EXPERIMENT_SECONDS
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
@@ -144,7 +146,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
                     return
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S):
-            status = f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)})" if len(rows) < len(variants) else ""
+            status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(len(rows), began)})"
+                      if len(rows) < len(variants) else "")
             yield render.progress_note(status or _compared(rows, variants, prompts, ends), final=not status), \
                 _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows)
         if len(rows) < len(variants):  # stopped
@@ -154,6 +157,15 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         yield experiment_error(exc, 2)
     finally:
         forget_stop(request, "compare_drafts")
+
+
+def pace(done: int, began: float) -> str:
+    """'; about 1 min 5 s a point so far' once a point is measured (loading the models counted in), else ''."""
+    if not done:
+        return ""
+    seconds = round((time.monotonic() - began) / done)
+    said = f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+    return f"; about {said} a point so far"
 
 
 def _compared(rows: list, variants: list, prompts: list, ends: float) -> str:

@@ -36,6 +36,8 @@ class Snapshot:
     baseline: RunResult | None = None
     eos_ids: frozenset = frozenset()
     note: str = ""  # said next to the metrics: why compiled passes were asked for but not used
+    constraint_notes: tuple = ()  # what the constraint does not enforce while writing: beside the metrics
+    # while the run streams, then under its verdict
     speedup: Speedup | None = None  # the comparison's measured speedup (speedup.measuring)
     reasoning: int | None = None  # a thinking run: its first committed tokens up to </think> (all while it thinks)
 
@@ -122,9 +124,9 @@ def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> I
 
 
 def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
-    notes = [session.compile_fallback(pair, cfg, prompt_len=len(ids)), *(constraint.notes if constraint else ())]
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
-                    note="; ".join(filter(None, notes)))
+                    note=session.compile_fallback(pair, cfg, prompt_len=len(ids)),
+                    constraint_notes=tuple(constraint.notes) if constraint else ())
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()

@@ -30,7 +30,9 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     stream = render.token_stream(snap.events, snap.eos_ids, snap.reasoning)
     same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0,
                          snap.phase == "stopped") if snap.baseline else ""
-    metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=snap.note,
+    verdict = final and snap.phase != "stopped"  # its badge carries the constraint's notes
+    note = "; ".join(filter(None, [snap.note, *(() if verdict else snap.constraint_notes)]))
+    metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note,
                             theory=chain_theory(snap.settings))
     if not final:  # the output box grows with the stream; the rest waits for the end
         rest = ["", "", None, None, None, None, None, None] if first else [gr.skip()] * 8

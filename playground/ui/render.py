@@ -143,12 +143,15 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
 def _speedup_card(m, same: str) -> tuple[str, str, str]:
     """The ratio with its interval (playground.measure.speedup.Speedup), or why it cannot be told."""
     blocks = f"{m.blocks} interleaved measurements" if m.blocks > 1 else "measured side by side"
+    rates = (f"; {m.spec_tokens_per_s:.1f} against the target alone's {m.base_tokens_per_s:.1f} tok/s, timed by "
+             "the engine (tokens/s above is wall time)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
     if m.noisy and m.side:  # too wide for one number, but every measurement on one side of 1x
         return ("speedup", f"{m.side}, {m.low:.2f}-{m.high:.2f}x",
-                html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same})"))
+                html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same}){rates}"))
     if m.noisy:
-        return "speedup", "cannot tell", html.escape(f"{m.reason}; about {m.estimate:.2f}x ({same})")
-    return ("speedup", f"{m.speedup:.2f}x", html.escape(f"{blocks}, {m.low:.2f}-{m.high:.2f}x (95% interval); {same}"))
+        return "speedup", "cannot tell", html.escape(f"{m.reason}; about {m.estimate:.2f}x ({same}){rates}")
+    return ("speedup", f"{m.speedup:.2f}x",
+            html.escape(f"{blocks}, {m.low:.2f}-{m.high:.2f}x (95% interval); {same}{rates}"))
 
 
 def warning(message: str) -> str:
