@@ -25,6 +25,13 @@ REASONING = {"Qwen/Qwen3-": ("qwen3", "qwen3"), "deepseek-ai/DeepSeek-R1": ("dee
 VLLM_BACKEND = {"llguidance": "guidance", "xgrammar": "xgrammar"}  # vLLM calls llguidance "guidance"
 PORTS = {"vllm": 8000, "sglang": 30000}  # each server's default port
 SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # as playground.session.encode_prompt
+# Logits widths (config vocab_size) of the preset models whose pairs differ: Qwen2.5 0.5B-3B 151936,
+# 7B and up 152064 (checked on real configs), and the R1 distills built on them (vllm-project/vllm
+# issue 14939). vLLM refuses such a pair unless told use_heterogeneous_vocab; transformers too.
+WIDTHS = {"Qwen/Qwen2.5-7B-Instruct": 152064, "Qwen/Qwen2.5-Coder-7B-Instruct": 152064,
+          "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": 152064, "Qwen/Qwen2.5-0.5B-Instruct": 151936,
+          "Qwen/Qwen2.5-1.5B-Instruct": 151936, "Qwen/Qwen2.5-Coder-0.5B-Instruct": 151936,
+          "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": 151936}
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,18 @@ def export_setting(s: Any) -> Export:
     return Export(_vllm_command(s, kind, draft, constraint, notes["vllm"]), _request(s, constraint, "vllm"),
                   _sglang_command(s, kind, draft, constraint, notes["sglang"]), _request(s, constraint, "sglang"),
                   _transformers(s, kind, draft, notes["transformers"]), notes,
-                  "/v1/chat/completions" if s.chat else "/v1/completions")
+                  "/v1/chat/completions" if _chat(s) else "/v1/completions")
+
+
+def _chat(s) -> bool:
+    """Whether the run used a chat template: the demo pair has none, so the playground sends raw text."""
+    return s.chat and s.target not in LOCAL
+
+
+def _widths(s, draft: str | None) -> tuple[int, int] | None:
+    """(target's, draft's) logits widths where they are known to differ, else None."""
+    widths = WIDTHS.get(_hub(s.target)), WIDTHS.get(draft or "")
+    return widths if None not in widths and widths[0] != widths[1] else None
 
 
 def _hub(model_id: str) -> str:
@@ -99,8 +117,10 @@ def _request(s, constraint, engine: str) -> dict:
     text, messages = _messages(s)  # sampling in full, so that the model's generation_config does not apply
     sampling = {"temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k if s.top_k > 0 else -1,
                 "repetition_penalty": 1.0, "seed": s.seed}
-    body = ({"model": _hub(s.target), "messages": messages, "max_completion_tokens": s.max_new_tokens} if s.chat
+    body = ({"model": _hub(s.target), "messages": messages, "max_completion_tokens": s.max_new_tokens} if _chat(s)
             else {"model": _hub(s.target), "prompt": text, "max_tokens": s.max_new_tokens}) | sampling
+    if not _chat(s) and engine == "vllm":
+        body["add_special_tokens"] = False  # the playground adds no BOS to raw text
     if constraint and constraint[0] == "json":
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "playground", "schema": constraint[1]}}
     if constraint and constraint[0] == "regex":  # each engine's own extra field
@@ -119,6 +139,8 @@ def _vllm_command(s, kind, draft, constraint, notes) -> str:
     spec = ({"method": "draft_model", "model": draft, "num_speculative_tokens": _depth(s)} if draft else
             {"method": "ngram", "num_speculative_tokens": s.k, "prompt_lookup_max": LOOKUP_MAX,
              "prompt_lookup_min": LOOKUP_MIN} if kind == "ngram" else None)
+    if draft:
+        spec |= _vllm_draft_options(s, draft, notes)
     if spec:
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     if constraint:
@@ -128,6 +150,20 @@ def _vllm_command(s, kind, draft, constraint, notes) -> str:
         notes.append(f"Token tree {s.tree}: vLLM's speculative_token_tree serves EAGLE-style proposers (and is "
                      f"gone from newer releases), so this drafts a chain of {_depth(s)} tokens.")
     return shlex.join(args)
+
+
+def _vllm_draft_options(s, draft: str, notes: list) -> dict:
+    """How vLLM's draft_model must draft this pair: across logits widths, or sampling as the playground does."""
+    notes.append("method draft_model needs a vLLM release with pull request 24322 (merged in January 2026; 0.13.0 "
+                 "refuses it).")
+    if widths := _widths(s, draft):
+        notes.append(f"The target's logits are {widths[0]:,} wide, the draft's {widths[1]:,}: vLLM refuses the pair "
+                     "unless use_heterogeneous_vocab (drafts limited to the tokens both share, drawn greedily: at a "
+                     "temperature above 0 the output keeps the target's law but acceptance is lower than here).")
+        return {"use_heterogeneous_vocab": True}
+    if s.temperature > 0:  # vLLM's default drafts greedily and treats q as one-hot
+        return {"draft_sample_method": "probabilistic"}
+    return {}
 
 
 def _sglang_command(s, kind, draft, constraint, notes) -> str:
@@ -182,9 +218,11 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
     if s.policy in ("schedule", "confidence"):
         rule = ("+2 after a fully accepted round, -1 after a rejection, at most k" if s.policy == "schedule"
                 else f"stop drafting below top probability {s.confidence}")
-        add(serving, f"The '{s.policy}' draft length ({rule}) has no option here: the draft proposes a fixed "
-                     "number of tokens every round.")
-    if s.tree and not draft:
+        instead = ("prompt lookup proposes what followed its match, up to k tokens, every round" if kind == "ngram"
+                   else "the draft proposes a fixed number of tokens every round")
+        add(serving + (("transformers",) if kind == "ngram" else ()),
+            f"The '{s.policy}' draft length ({rule}) has no option here: {instead}.")
+    if s.tree and kind in ("ngram", "none"):  # a feature or reduced draft: the target runs alone anyway (said above)
         add(every, f"The token tree {s.tree} needs a draft model; it is dropped.")
     elif tree_lookup(s.tree):
         add(every, f"The prompt-lookup branch (+{tree_lookup(s.tree)}) grafted on each tree has no option here: "
@@ -203,8 +241,15 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                         "docs/advanced_features/deterministic_inference.md); otherwise the same seed may give "
                         "other tokens from one request to the next.")
     if getattr(s, "think_budget", 0) and constraint:
-        add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it; with --reasoning-parser the "
-                     "constraint starts after </think>, but the model thinks as long as it likes.")
+        add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it (vLLM's thinking_token_budget "
+                     "request field with --reasoning-config, SGLang's thinking budget: their forms still change between "
+                     "releases); with --reasoning-parser the constraint starts after </think>, but the model thinks as "
+                     "long as it likes.")
+    if s.chat and not _chat(s):
+        add(every, f"{s.target} has no chat template: the playground sent the prompt as raw text, and so does this.")
+    if not _chat(s):
+        add(["sglang"], "SGLang's completions endpoint tokenizes the prompt with the tokenizer's special tokens (a "
+                        "BOS where the tokenizer adds one); the playground added none.")
         add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "
                               "thinking budget either.")
 
@@ -218,17 +263,19 @@ def _transformers(s, kind, draft, notes) -> str:
     if draft:
         lines += _assistant_lines(s, draft, notes)
         kwargs.append("assistant_model=draft")
+        if widths := _widths(s, draft):
+            lines.append("draft.resize_token_embeddings(model.config.get_text_config().vocab_size)  # logits as wide as the target's")
+            notes.append(f"The draft's logits ({widths[1]:,}) are padded to the target's width ({widths[0]:,}): "
+                         "transformers refuses assistants of another width; the padded ids lie past the tokenizer's, and "
+                         "a draft of one would be rejected.")
     elif kind == "ngram":
         kwargs += [f"prompt_lookup_num_tokens={s.k!r}", f"max_matching_ngram_size={LOOKUP_MAX!r}"]
     text, messages = _messages(s)
     lines += [f"messages = {messages!r}", "inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, "
-              "return_tensors='pt', return_dict=True).to(model.device)"] if s.chat else [
+              "return_tensors='pt', return_dict=True).to(model.device)"] if _chat(s) else [
               f"inputs = tokenizer({text!r}, return_tensors='pt', add_special_tokens=False).to(model.device)"]
     if s.temperature > 0:
         kwargs += ["do_sample=True", f"temperature={s.temperature!r}", f"top_p={s.top_p!r}", f"top_k={s.top_k!r}"]
-        if draft:
-            notes.append("transformers' assisted sampling compares the two models' full distributions: it needs "
-                         "logits of equal width (pairs with different vocabulary padding work only greedily).")
     else:
         kwargs.append("do_sample=False")
     if (s.schema or "").strip() or (s.regex or "").strip():
@@ -248,7 +295,10 @@ def _assistant_lines(s, draft, notes) -> list[str]:
     conf = s.confidence if s.policy == "confidence" else 0.0
     notes += {"schedule": ["transformers' heuristic schedule has no ceiling: it can draft more than k."],
               "confidence": ["transformers retunes assistant_confidence_threshold during generation when "
-                             "scikit-learn is installed."]}.get(s.policy, [])
+                             "scikit-learn is installed.",
+                             "transformers stops drafting after a token whose own probability is below the threshold "
+                             "(the token it drew); the playground stops before a token when the draft's top probability "
+                             "is below it: transformers drafts one more token at each early stop."]}.get(s.policy, [])
     if s.tree:
         notes.append(f"transformers drafts a chain: the token tree {s.tree} becomes a chain of {k} tokens.")
     return [f"draft = AutoModelForCausalLM.from_pretrained({draft!r}, dtype='auto', device_map='auto')",

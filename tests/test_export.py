@@ -158,6 +158,39 @@ def test_regex_and_policies_reach_each_engine():
     assert "'heuristic_transient'" in schedule and "num_assistant_tokens = 2" in schedule
 
 
+def test_a_pair_of_two_logits_widths_is_exported_as_the_engines_accept_it():
+    """Qwen2.5-7B (152,064 logits) with its 0.5B draft (151,936): vLLM refuses such a draft_model pair
+    and transformers such an assistant, so the page's default preset exported two broken snippets."""
+    e = export_setting(settings("qwen2.5-7b", temperature=0.7))
+    spec = json.loads(vllm_options(e)["speculative_config"])
+    assert spec["use_heterogeneous_vocab"] is True and "draft_sample_method" not in spec
+    assert any("152,064 wide, the draft's 151,936" in n and "drawn greedily" in n for n in e.notes["vllm"])
+    assert "draft.resize_token_embeddings(model.config.get_text_config().vocab_size)" in e.transformers_code
+    compile(e.transformers_code, "<export>", "exec")
+    same = export_setting(settings("qwen3-8b", temperature=0.7))  # one width: drafts drawn as the playground draws them
+    assert json.loads(vllm_options(same)["speculative_config"])["draft_sample_method"] == "probabilistic"
+    assert "resize_token_embeddings" not in same.transformers_code
+    greedy = json.loads(vllm_options(export_setting(settings("qwen3-8b", temperature=0.0)))["speculative_config"])
+    assert "draft_sample_method" not in greedy and "use_heterogeneous_vocab" not in greedy
+
+
+def test_a_model_without_a_chat_template_is_exported_as_raw_text():
+    """The demo pair has no chat template: the playground sent raw text, the export a chat request."""
+    e = export_setting(settings("demo", chat=True))
+    assert e.endpoint == "/v1/completions" and e.vllm_request["add_special_tokens"] is False
+    assert "apply_chat_template" not in e.transformers_code and "add_special_tokens=False" in e.transformers_code
+    assert any("no chat template" in n for n in e.notes["vllm"])
+
+
+def test_notes_fit_the_way_of_drafting():
+    lookup = export_setting(settings("demo-ngram", policy="schedule"))
+    assert any("prompt lookup proposes what followed its match" in n for n in lookup.notes["transformers"])
+    feature = export_setting(settings("smollm2", tree="2,2,1"))
+    assert not any("needs a draft model" in n for notes in feature.notes.values() for n in notes)
+    confident = export_setting(settings("demo", policy="confidence"))
+    assert any("drafts one more token at each early stop" in n for n in confident.notes["transformers"])
+
+
 def test_model_aliases_map_to_loadable_ids():
     from playground.models import packaged
     assert all(HUB_IDS[name] == packaged.PACKAGED[name].hub_id for name in HUB_IDS)
@@ -181,7 +214,7 @@ def shell_argv(command: str) -> list[str]:
 
 
 def test_hostile_text_stays_quoted():
-    benign = export_setting(settings("qwen2.5-7b", prompt="hello", system="be brief"))
+    benign = export_setting(settings("qwen2.5-7b", prompt="hello", system="be brief", target="Qwen/x", draft="a"))
     s = settings("qwen2.5-7b", prompt=HOSTILE, system=HOSTILE, target="Qwen/x" + HOSTILE, draft="a" + HOSTILE,
                  regex=HOSTILE, schema="")
     e = export_setting(s)
