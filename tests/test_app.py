@@ -118,7 +118,10 @@ def test_constraint_checked_as_typed():
 
 
 @pytest.mark.parametrize("kind, text, backend, message", [
-    ("regex", r"(a)\1", "llguidance", "llguidance cannot use this regex: backreferences are not supported"),
+    ("regex", r"(a)\1", "llguidance", "llguidance cannot use this regex: backreferences are not supported (the "
+                                       "xgrammar backend cannot read it either)"),
+    ("regex", r"(?i)abc", "xgrammar", "Group modifier flag is not supported yet. (the llguidance backend reads it: pick it "
+                                      "as the constraint backend)"),
     ("regex", r"(?=a)a+", "xgrammar", "xgrammar cannot use this regex: Regex parsing error at position 3: Lookahead"),
     ("JSON schema", '{"type": "string", "pattern": "(?<=a)b"}', "llguidance", "llguidance cannot use this json: look-around"),
     ("regex", r"[^\s]+", "xgrammar", "xgrammar reads \\s with ASCII classes")])
@@ -161,9 +164,9 @@ def test_api_invalid_schema_is_a_clean_error(client):
 
 
 def test_the_api_picks_the_constraint_backend_its_refusals_suggest(client):
-    """A refusal says "the xgrammar backend ... may accept it": /generate had no way to ask for it."""
-    with pytest.raises(Exception, match="llguidance cannot use this regex: backreferences"):
-        client.predict("x", "demo", 4, 0.0, 8, 0, "", r"(a)\1", False, api_name="/generate")
+    """A refusal may say "the llguidance backend reads it": /generate had no way to ask for it."""
+    with pytest.raises(Exception, match=r"xgrammar cannot use this regex.*\(the llguidance backend reads it"):
+        client.predict("x", "demo", 4, 0.0, 8, 0, "", r"(?i)abc", False, "xgrammar", api_name="/generate")
     final = client.predict("x = ", "demo", 4, 0.0, 8, 0, "", "[0-9]{3}", False, "xgrammar", api_name="/generate")
     assert final["settings"]["backend"] == "xgrammar" and final["valid"] is True and re.fullmatch("[0-9]{3}", final["text"])
 

@@ -14,7 +14,7 @@ from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide, NoWayOn
 from playground.constraints.llg import LLGuidanceBackend
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
-from playground.constraints.spec import ConstraintSpec, parse_schema
+from playground.constraints.spec import ConstraintSpec, Unreadable, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
 from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
@@ -90,7 +90,28 @@ def read_constraint(spec: ConstraintSpec) -> None:
     of the schema, regex or grammar (the page's check as the user types), bounded as a compile is."""
     if spec.kind == "json":
         parse_schema(spec.text)
-    worker.bounded(BACKENDS[spec.backend].read, spec, task=READING)
+    worker.bounded(_read_checked, spec, task=READING)
+
+
+def _read_checked(spec: ConstraintSpec) -> None:
+    """In the worker: the backend's reading, a refusal saying whether the other backend reads it."""
+    try:
+        BACKENDS[spec.backend].read(spec)
+    except Unreadable as exc:
+        raise _with_other_backend(exc, spec) from None
+
+
+def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
+    """A backend's refusal, and whether the other backend reads the same text (a grammar is Lark for
+    llguidance, EBNF for xgrammar: nothing to say)."""
+    if spec.kind == "grammar":
+        return exc
+    other = next(name for name in BACKENDS if name != spec.backend)
+    try:
+        BACKENDS[other].read(dataclasses.replace(spec, backend=other))
+    except PlaygroundError:
+        return PlaygroundError(f"{exc} (the {other} backend cannot read it either)")
+    return PlaygroundError(f"{exc} (the {other} backend reads it: pick it as the constraint backend)")
 
 
 def stop_ids(tokenizer) -> frozenset[int]:
@@ -144,7 +165,10 @@ def _kept_chars() -> int:
 def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
     """In the worker: compile, and check that some first token is allowed -> (what backend.load
     takes, notes)."""
-    compiled, notes = backend.compile(spec)
+    try:
+        compiled, notes = backend.compile(spec)
+    except Unreadable as exc:
+        raise _with_other_backend(exc, spec) from None
     _check_satisfiable(backend, compiled, spec, vocab)
     return backend.dump(compiled), notes
 

@@ -10,7 +10,7 @@ import torch
 
 from playground.constraints.guide import DEAD_END
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
-from playground.constraints.spec import ConstraintSpec, other_backend_hint
+from playground.constraints.spec import ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
@@ -53,8 +53,7 @@ def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
     grammar = _grammar(spec)
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error:
-        raise PlaygroundError(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}"
-                              + other_backend_hint(spec.kind, "xgrammar"))
+        raise Unreadable(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}")
     return grammar, messages
 
 

@@ -57,10 +57,9 @@ class Schema:
     engine: dict | bool  # in draft 2020-12 words (playground.constraints.drafts)
 
 
-def other_backend_hint(kind: str, other: str) -> str:
-    """What a backend's refusal adds: the other backend reads JSON schemas and regexes otherwise (a
-    grammar is Lark for llguidance, EBNF for xgrammar: nothing to suggest)."""
-    return "" if kind == "grammar" else f" (the {other} backend reads constraints otherwise and may accept it)"
+class Unreadable(PlaygroundError):
+    """A backend cannot read this schema, regex or grammar (playground.constraints.compile says
+    whether the other one can)."""
 
 
 @functools.lru_cache(maxsize=64)

@@ -9,7 +9,7 @@ import xgrammar as xgr
 
 from playground.constraints import worker
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
-from playground.constraints.spec import ConstraintSpec, other_backend_hint
+from playground.constraints.spec import ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
 
 # Keywords xgrammar 0.2.8 compiles past without enforcing them (each tried with an output that
@@ -75,8 +75,8 @@ class XGrammarBackend:
         return XGrammarMatcher(xgr.GrammarMatcher(compiled), self.tokenizer)
 
 
-def _refusal(spec: ConstraintSpec, exc: RuntimeError) -> PlaygroundError:
-    return PlaygroundError(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}" + other_backend_hint(spec.kind, "llguidance"))
+def _refusal(spec: ConstraintSpec, exc: RuntimeError) -> Unreadable:
+    return Unreadable(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}")
 
 
 def python_meaning(pattern: str) -> str:
