@@ -11,7 +11,7 @@ import warnings
 from playground import session
 from playground.cli_args import (build_parser, constraint_from_args, parse_prompt_ids, pick, read_prompts, read_text_arg,
                                   resolve_models, writable_dir)
-from playground.config import tree_fields
+from playground.config import thinks, tree_fields
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -40,7 +40,9 @@ def cmd_generate(args) -> int:
         chat = pick(None, preset, "chat", False) and not args.raw
         in_prompt = args.schema_in_prompt or pick(None, preset, "schema_in_prompt", False)
         schema = spec.text if spec is not None and spec.kind == "json" and in_prompt else None
-        prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""), schema)
+        thinking = thinks(spec is not None, spec.think_budget if spec is not None else 0)
+        prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""), schema,
+                                           thinking)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
     print(json.dumps(out) if args.json else format_text(out))

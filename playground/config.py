@@ -163,3 +163,10 @@ def tree_nodes(branching: tuple[int, ...]) -> int:
         width *= b
         total += width
     return total
+
+
+def thinks(constrained: bool, think_budget: int) -> bool:
+    """Whether a reasoning model may think before it answers: always without a constraint; under one
+    only with a thinking budget (the constraint starts after </think>). Otherwise its chat template is
+    asked not to (enable_thinking=False: Qwen3 writes an empty think block and answers)."""
+    return not constrained or think_budget > 0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from playground import strict_json
-from playground.config import tree_budget, tree_lookup, tree_nodes, tree_shape
+from playground.config import thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.errors import PlaygroundError
 from playground.limits import MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
@@ -59,6 +59,12 @@ def export_setting(s: Any) -> Export:
 def _chat(s) -> bool:
     """Whether the run used a chat template: the demo pair has none, so the playground sends raw text."""
     return s.chat and s.target not in LOCAL
+
+
+def _no_thinking(s, constraint) -> bool:
+    """Qwen3 asked to answer without thinking, as the playground asks it (config.thinks); its template
+    reads enable_thinking (other templates ignore it: not emitted for them)."""
+    return _chat(s) and s.target.startswith("Qwen/Qwen3-") and not thinks(constraint is not None, getattr(s, "think_budget", 0))
 
 
 def _widths(s, draft: str | None) -> tuple[int, int] | None:
@@ -121,6 +127,8 @@ def _request(s, constraint, engine: str) -> dict:
             else {"model": _hub(s.target), "prompt": text, "max_tokens": s.max_new_tokens}) | sampling
     if not _chat(s) and engine == "vllm":
         body["add_special_tokens"] = False  # the playground adds no BOS to raw text
+    if _no_thinking(s, constraint):
+        body["chat_template_kwargs"] = {"enable_thinking": False}
     if constraint and constraint[0] == "json":
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "playground", "schema": constraint[1]}}
     if constraint and constraint[0] == "regex":  # each engine's own extra field
@@ -271,8 +279,9 @@ def _transformers(s, kind, draft, notes) -> str:
     elif kind == "ngram":
         kwargs += [f"prompt_lookup_num_tokens={s.k!r}", f"max_matching_ngram_size={LOOKUP_MAX!r}"]
     text, messages = _messages(s)
+    thinking = ", enable_thinking=False" if _no_thinking(s, _constraint(s)) else ""
     lines += [f"messages = {messages!r}", "inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, "
-              "return_tensors='pt', return_dict=True).to(model.device)"] if _chat(s) else [
+              f"return_tensors='pt', return_dict=True{thinking}).to(model.device)"] if _chat(s) else [
               f"inputs = tokenizer({text!r}, return_tensors='pt', add_special_tokens=False).to(model.device)"]
     if s.temperature > 0:
         kwargs += ["do_sample=True", f"temperature={s.temperature!r}", f"top_p={s.top_p!r}", f"top_k={s.top_k!r}"]

@@ -319,3 +319,13 @@ def test_a_note_every_engine_shares_is_said_once():
     from playground.ui.inputs import inputs_from_settings
     notes = export_view(*inputs_from_settings(settings("demo")))[0]
     assert notes.count("toy pair") == 1 and "<b>Every engine</b>" in notes
+
+
+def test_qwen3_under_a_constraint_without_a_budget_is_exported_not_thinking():
+    asked = export_setting(settings("qwen3-8b-json", think_budget=0))
+    assert asked.vllm_request["chat_template_kwargs"] == {"enable_thinking": False} == asked.sglang_request["chat_template_kwargs"]
+    assert "return_dict=True, enable_thinking=False)" in asked.transformers_code
+    compile(asked.transformers_code, "<export>", "exec")
+    thinking = export_setting(settings("qwen3-8b-json"))  # a budget of 384: it thinks first
+    assert "chat_template_kwargs" not in thinking.vllm_request and "enable_thinking" not in thinking.transformers_code
+    assert "chat_template_kwargs" not in export_setting(settings("smollm2-json", think_budget=0)).vllm_request

@@ -227,3 +227,28 @@ def test_the_presets_chat_templates_think_then_answer(think_tokenizer, preset):
     result = session.run(pair, session.encode_prompt(pair, "Hi?", chat=True), cfg, constraint=session.constrain(pair, spec))
     assert result.valid and 0 < result.reasoning_tokens < len(result.token_ids) and json.loads(result.answer)["a"] in range(10)
     tok.chat_template = None
+
+
+QWEN3_THINKING_SWITCH = (TEMPLATES["qwen3-8b"][0] + "{% if add_generation_prompt and enable_thinking is defined and "
+                         "enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}")  # as Qwen3's own template ends
+
+
+def test_under_a_constraint_without_a_budget_qwen3_is_asked_not_to_think(think_tokenizer):
+    """Without a thinking budget the constraint holds from the first token, where Qwen3 wants to open
+    <think>: its template's enable_thinking=False (an empty think block) lets it answer instead."""
+    from playground.presets import Settings, get_preset
+    from playground.ui import live
+    tok = think_tokenizer
+    tok.chat_template = QWEN3_THINKING_SWITCH
+    try:
+        pair = thinking_pair(tok, 0.6)
+        asked = "<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"
+        settings = Settings.from_preset(get_preset("qwen3-8b-json"))
+        settings.schema_in_prompt = False
+        assert live.encode(pair, settings, "Hi?") == tok(asked).input_ids  # a budget: it thinks first
+        settings.think_budget = 0
+        assert live.encode(pair, settings, "Hi?") == tok(asked + "<think>\n\n</think>\n\n").input_ids
+        settings.schema = ""
+        assert live.encode(pair, settings, "Hi?") == tok(asked).input_ids  # no constraint: it thinks as it likes
+    finally:
+        tok.chat_template = None

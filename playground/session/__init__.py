@@ -54,9 +54,10 @@ def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: in
 
 
 def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None,
-                  schema: str | None = None) -> list[int]:
+                  schema: str | None = None, thinking: bool = True) -> list[int]:
     """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models); `schema`
-    (JSON Schema text) is appended to the request so the model knows the shape it must write."""
+    (JSON Schema text) is appended to the request so the model knows the shape it must write;
+    thinking=False asks the template for an answer without thinking (config.thinks)."""
     if not isinstance(text, str) or not text.strip():
         raise PlaygroundError("the prompt is empty")
     at_most(len(text), MAX_PROMPT_CHARS, "the prompt's length (characters)")
@@ -69,7 +70,8 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
     tok = pair.tokenizer
     if chat and getattr(tok, "chat_template", None):
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": text}]
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False,
+                                      **({} if thinking else {"enable_thinking": False}))  # templates without it ignore it
         return list(ids["input_ids"] if isinstance(ids, dict) else ids)
     return tok(text, add_special_tokens=False).input_ids or [tok.eos_token_id]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from playground import session
-from playground.config import tree_fields
+from playground.config import thinks, tree_fields
 from playground.constraints import from_user
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
@@ -97,8 +97,10 @@ def load(settings: Settings, spec, progress=None):
 
 def encode(pair, settings: Settings, text: str) -> list[int]:
     """A prompt as these settings send it: chat template, system prompt, schema appended if asked."""
+    constrained = bool(settings.schema.strip() or settings.regex.strip())
     return session.encode_prompt(pair, text, settings.chat, settings.system or None,
-                                 settings.schema if settings.schema_in_prompt else None)
+                                 settings.schema if settings.schema_in_prompt else None,
+                                 thinks(constrained, settings.think_budget))
 
 
 def live_run(settings: Settings, progress=None, allow_custom: bool | None = None,
