@@ -28,10 +28,12 @@ SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # as play
 # Logits widths (config vocab_size) of the preset models whose pairs differ: Qwen2.5 0.5B-3B 151936,
 # 7B and up 152064 (checked on real configs), and the R1 distills built on them (vllm-project/vllm
 # issue 14939). vLLM refuses such a pair unless told use_heterogeneous_vocab; transformers too.
-WIDTHS = {"Qwen/Qwen2.5-7B-Instruct": 152064, "Qwen/Qwen2.5-Coder-7B-Instruct": 152064,
-          "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": 152064, "Qwen/Qwen2.5-0.5B-Instruct": 151936,
-          "Qwen/Qwen2.5-1.5B-Instruct": 151936, "Qwen/Qwen2.5-Coder-0.5B-Instruct": 151936,
-          "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": 151936}
+WIDTHS = {**{f"Qwen/Qwen2.5-{size}-Instruct": 151936 for size in ("0.5B", "1.5B", "3B")},
+          **{f"Qwen/Qwen2.5-{size}-Instruct": 152064 for size in ("7B", "14B", "32B", "72B")},
+          **{f"Qwen/Qwen2.5-Coder-{size}-Instruct": 151936 for size in ("0.5B", "1.5B", "3B")},
+          **{f"Qwen/Qwen2.5-Coder-{size}-Instruct": 152064 for size in ("7B", "14B", "32B")},
+          "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": 151936,
+          **{f"deepseek-ai/DeepSeek-R1-Distill-Qwen-{size}": 152064 for size in ("7B", "14B", "32B")}}
 
 
 @dataclass(frozen=True)
@@ -253,13 +255,13 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                      "request field with --reasoning-config, SGLang's thinking budget: their forms still change between "
                      "releases); with --reasoning-parser the constraint starts after </think>, but the model thinks as "
                      "long as it likes.")
+        add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "
+                              "thinking budget either.")
     if s.chat and not _chat(s):
         add(every, f"{s.target} has no chat template: the playground sent the prompt as raw text, and so does this.")
     if not _chat(s):
         add(["sglang"], "SGLang's completions endpoint tokenizes the prompt with the tokenizer's special tokens (a "
                         "BOS where the tokenizer adds one); the playground added none.")
-        add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "
-                              "thinking budget either.")
 
 
 def _transformers(s, kind, draft, notes) -> str:

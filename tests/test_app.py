@@ -85,6 +85,20 @@ def test_links_and_presets_stay_inside_what_the_sliders_show():
     assert len(notices) == 2  # no preset named is no notice: the default preset is what the page opens with
 
 
+def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_constraint(monkeypatch):
+    """xgrammar compiles a look-ahead by dropping it: the badge said "looks fine", and llguidance's
+    refusal recommended xgrammar as reading it. A reading past READ_SECONDS is not a refusal."""
+    from playground.constraints import compile as constraint_compile
+    lookahead = '{"type": "string", "pattern": "(?=a)a"}'
+    told = html.unescape(page_inputs.check_constraint("JSON schema", lookahead, "xgrammar"))
+    assert "looks fine" in told and "Lookahead assertion is not supported and is ignored" in told
+    refused = html.unescape(page_inputs.check_constraint("JSON schema", lookahead, "llguidance"))
+    assert "(the xgrammar backend reads it without enforcing all of it: xgrammar: Lookahead" in refused
+    monkeypatch.setattr(constraint_compile, "READ_SECONDS", 1e-4)
+    slow = page_inputs.check_constraint("regex", "[0-9]+", "llguidance")
+    assert "not checked as typed" in slow and "badge-bad" not in slow
+
+
 def test_an_example_constraint_brings_its_prompt_unless_the_user_wrote_one():
     """The person schema ran on "How do plants make their food?" (the preset's prompt) and wrote a
     plant as a person; a prompt of the user's own stays."""
@@ -437,3 +451,13 @@ def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estima
 def test_a_target_picked_by_hand_gets_a_draft_of_its_tokenizer(target, draft, then):
     picked = page_inputs.draft_for(target, draft)
     assert picked == (gr.skip() if then is None else then)
+
+
+def test_a_begun_runs_constraint_badge_is_not_checked_again_as_llguidance():
+    """After each run the badge was checked again with the default backend: an xgrammar run of a schema
+    llguidance refuses showed that refusal beside its own valid output."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo-json"])
+    settings.schema, settings.backend = '{"type": "string", "pattern": "^(?!a)[a-z]{1,5}$"}', "xgrammar"
+    assert playground_tab._messages(settings)[3] == page_inputs.CONSTRAINT_OK
+    settings.schema = ""
+    assert playground_tab._messages(settings)[3] == ""

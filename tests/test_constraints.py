@@ -172,6 +172,29 @@ def test_a_constraint_nothing_can_complete_is_named_so(pair, tokenizer, backend,
     assert "NoExtensionBias" not in str(refused.value)
 
 
+@pytest.mark.parametrize("draft, tree", [("ngram", ()), ("demo-draft", ()), ("demo-draft", (2, 2))])
+def test_a_dead_end_only_a_guess_reaches_leaves_the_target_alones_output(draft, tree):
+    """xgrammar allows a token whose continuation can match nothing. A guess stepping into it is
+    rejected as any other; a dead end where the target itself writes next stops the run, in the
+    speculative run and the target alone alike (the first version stopped only the speculative one)."""
+    from playground.constraints.guide import NoWayOn
+    from playground.presets import get_preset
+    pair = session.load_pair(get_preset("demo").target, draft)
+    for prompt, regex in (("x = 1\nx = 1\nx", r"( = [^\x00-\U0010FFFF]|[0-9]{1,3})"),
+                          ("print(a)\nprint(a)\nprint", r"(\(a[^\x00-\U0010FFFF]|\(b\))"),
+                          ("return n\nreturn n\nreturn", r"( n[^\x00-\U0010FFFF]| [0-9]{1,2})")):
+        ids = session.encode_prompt(pair, prompt)
+        constraint = session.constrain(pair, ConstraintSpec("regex", regex, "xgrammar"))
+        outcomes = []
+        for speculative in (True, False):
+            cfg = session.settings(k=4, max_new_tokens=8, tree=tree if speculative else ())
+            try:
+                outcomes.append(session.run(pair, ids, cfg, speculative=speculative, constraint=constraint).token_ids)
+            except NoWayOn:
+                outcomes.append("no way on")
+        assert outcomes[0] == outcomes[1], (prompt, outcomes)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)

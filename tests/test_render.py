@@ -84,8 +84,8 @@ def test_the_tree_view_says_when_it_shows_only_the_last_rounds():
 def test_a_rounds_title_names_a_tree_by_its_nodes_and_depth():
     from playground.events import BONUS
     tokens = [TokenEvent(ACCEPTED, 5, "x"), TokenEvent(BONUS, 6, "y")]
-    tree = Round(2, tokens, 6, 1, 1, 2, 0.0, 0.0, 0.0, k=2, tree={"tokens": [5, 7, 8, 9, 3, 4], "parents": [-1, 0, 0, -1, 3, 3],
-                                                                     "path": [0]})
+    tree = Round(2, tokens, 6, 1, 1, 2, 0.0, 0.0, 0.0, k=5, tree={"tokens": [5, 7, 8, 9, 3, 4], "parents": [-1, 0, 0, -1, 3, 3],
+                                                                     "path": [0]})  # k: a ceiling, the tree 2 deep
     chain = Round(3, tokens, 3, 1, 1, 3, 0.0, 0.0, 0.0, k=4, stop_reason="draft unsure (p=0.31 < 0.5)")
     html = token_stream([chain, tree, chain])
     assert 'title="round 2: a token tree of 6 nodes, 2 deep, accepted 1"' in html
@@ -97,7 +97,7 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     from playground.measure.speedup import Speedup
     told = Speedup(1.78, 1.78, 1.59, 1.95, 2, spec_tokens_per_s=37.9, base_tokens_per_s=21.35)
     detail = render._speedup_card(told, "identical to the target alone")[2]
-    assert "37.9 against the target alone&#x27;s 21.4 tok/s, timed by the engine" in detail
+    assert "37.9 against the target alone&#x27;s 21.4 tok/s over the interleaved measurements" in detail
     assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
 
 

@@ -20,7 +20,8 @@ from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
 
 BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
-READING = ("checking this constraint", "simplify the schema or regex (fewer alternatives, less recursion)")
+READING = ("checking this constraint as typed", "Run checks it in full")
+READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
@@ -85,18 +86,19 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
     return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking)
 
 
-def read_constraint(spec: ConstraintSpec) -> None:
+def read_constraint(spec: ConstraintSpec) -> list[str]:
     """Refuse what compiling would refuse before any tokenizer is involved: the backend's own reading
-    of the schema, regex or grammar (the page's check as the user types), bounded as a compile is."""
+    of the schema, regex or grammar (the page's check as the user types), in a worker bounded to
+    READ_SECONDS (worker.TooSlow past it) -> the notes on what the backend reads but does not enforce."""
     if spec.kind == "json":
         parse_schema(spec.text)
-    worker.bounded(_read_checked, spec, task=READING)
+    return worker.bounded(_read_checked, spec, seconds=READ_SECONDS, task=READING)
 
 
-def _read_checked(spec: ConstraintSpec) -> None:
+def _read_checked(spec: ConstraintSpec) -> list[str]:
     """In the worker: the backend's reading, a refusal saying whether the other backend reads it."""
     try:
-        BACKENDS[spec.backend].read(spec)
+        return BACKENDS[spec.backend].read(spec)
     except Unreadable as exc:
         raise _with_other_backend(exc, spec) from None
 
@@ -108,9 +110,11 @@ def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundErro
         return exc
     other = next(name for name in BACKENDS if name != spec.backend)
     try:
-        BACKENDS[other].read(dataclasses.replace(spec, backend=other))
+        notes = BACKENDS[other].read(dataclasses.replace(spec, backend=other))
     except PlaygroundError:
         return PlaygroundError(f"{exc} (the {other} backend cannot read it either)")
+    if notes:  # e.g. xgrammar drops a look-ahead it cannot follow: not the same constraint
+        return PlaygroundError(f"{exc} (the {other} backend reads it without enforcing all of it: {'; '.join(notes)})")
     return PlaygroundError(f"{exc} (the {other} backend reads it: pick it as the constraint backend)")
 
 

@@ -33,6 +33,7 @@ class Guide:
         self.drafted: list[int] = []  # draft tokens consumed tentatively this round
         self.ended = False  # an EOS was committed
         self.first_row_ready = False  # bitmask[0] already holds the current state's mask
+        self.dead_paths: set[tuple[int, ...]] = set()  # a token tree's paths after which nothing is allowed
 
     # -- masks -------------------------------------------------------------------------------------
     # The effective mask of a state is the grammar's mask, narrowed to the backend's first jump-forward
@@ -49,14 +50,13 @@ class Guide:
             row[jump[0] // 32] = _bit(jump[0] % 32)
         else:
             self.matcher.fill_bitmask(row)
-        self._raise_if_stuck(row)
+        self._raise_if_stuck()
 
-    def _raise_if_stuck(self, row: torch.Tensor | None = None) -> None:
+    def _raise_if_stuck(self) -> None:
         """A matcher that hit a limit (llguidance's parser limits, say) says so once; never let
-        that look like an ordinary end of the output. A dead end (its error says so, or its mask
-        `row` allows nothing before the output is complete) is NoWayOn."""
+        that look like an ordinary end of the output. llguidance's dead end is NoWayOn."""
         error = self.matcher.error()
-        if error == DEAD_END or (error is None and row is not None and not row.any() and not self.matcher.accepting()):
+        if error == DEAD_END:
             raise NoWayOn()
         if error:
             raise PlaygroundError(f"the constraint engine gave up on this constraint: {error}")
@@ -67,6 +67,8 @@ class Guide:
         out: list[int] = []
         while len(out) < budget and not self.ended:
             self._fill(self.bitmask[0])
+            if not self.bitmask[0].any() and not self.matcher.accepting():  # the committed state, where the target
+                raise NoWayOn()  # samples next (a draft's dead end is only refused, as any guess the target rejects)
             token = _single(self.bitmask[0])
             if token is None:
                 self.first_row_ready = True  # the first draft position reuses this mask
@@ -130,11 +132,15 @@ class Guide:
         return self.bitmask[: self.rows]
 
     def settle(self, kept: int, target_token: int | None) -> None:
-        """Keep `kept` drafts, roll the rest back, then commit the target's token (if one follows)."""
+        """Keep `kept` drafts, roll the rest back, then commit the target's token (if one follows).
+        A target's token drawn where the constraint allows nothing is NoWayOn, as in forced()."""
         self.matcher.rollback(sum(t not in self.eos_ids for t in self.drafted[kept:]))
         self.ended = self.ended or any(t in self.eos_ids for t in self.drafted[:kept])
+        dead = kept < self.rows and not self.bitmask[kept].any() and not self.matcher.accepting()
         self.drafted, self.rows, self.first_row_ready = [], 0, False
         if target_token is not None and not self.ended:
+            if dead:
+                raise NoWayOn()
             self._commit([target_token])
 
     # -- token trees -------------------------------------------------------------------------------
@@ -143,7 +149,7 @@ class Guide:
         """[len(paths), W]: the mask after each path of tokens from the current state (a token tree's
         root and nodes, each through its ancestors); the state is left as it was. Past an EOS in a
         path nothing is used: everything is allowed there."""
-        out = torch.empty(len(paths), self.bitmask.shape[1], dtype=torch.int32)
+        out, dead = torch.empty(len(paths), self.bitmask.shape[1], dtype=torch.int32), set()
         for row, path in zip(out, paths):
             body = path[:next((i for i, t in enumerate(path) if t in self.eos_ids), len(path))]
             for token in body:
@@ -151,8 +157,10 @@ class Guide:
                     self._raise_if_stuck()
                     raise RuntimeError(f"tree token {token} was not allowed by the mask it was drawn under")
             self._fill(row) if len(body) == len(path) else row.fill_(-1)
+            if not row.any() and not self.matcher.accepting():
+                dead.add(tuple(path))
             self.matcher.rollback(len(body))
-        self.first_row_ready = False
+        self.first_row_ready, self.dead_paths = False, dead
         return out
 
     def allowed_path(self, tokens: list[int]) -> list[int]:
@@ -171,9 +179,12 @@ class Guide:
         self.matcher.rollback(sum(t not in self.eos_ids for t in kept))
         return kept
 
-    def commit_path(self, tokens: list[int]) -> None:
-        """A token tree's verdict: commit the kept branch and the target's token."""
+    def commit_path(self, tokens: list[int], kept: int) -> None:
+        """A token tree's verdict: commit the kept branch (`kept` nodes) and the target's token, which
+        is NoWayOn where the branch left the constraint nothing to allow."""
         self.drafted, self.rows, self.first_row_ready = [], 0, False
+        if len(tokens) > kept and tuple(tokens[:kept]) in self.dead_paths:
+            raise NoWayOn()
         self._commit(tokens)
 
     def accepting(self) -> bool:

@@ -30,13 +30,13 @@ class LLGuidanceBackend:
         """-> (a checked llguidance grammar, notes on what it does not enforce); PlaygroundError
         names what is wrong."""
         grammar, messages = _checked(spec, self.tokenizer)
-        silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] if spec.kind == "json" else []
-        return grammar, _notes(messages, silent)
+        return grammar, _spec_notes(spec, messages)
 
     @staticmethod
-    def read(spec: ConstraintSpec) -> None:
-        """What compile refuses before any tokenizer is involved (the page checks it as the user types)."""
-        _checked(spec, None)
+    def read(spec: ConstraintSpec) -> list[str]:
+        """What compile refuses before any tokenizer is involved (the page checks it as the user types)
+        -> the notes compile would give."""
+        return _spec_notes(spec, _checked(spec, None)[1])
 
     def dump(self, grammar: str) -> str:
         return grammar
@@ -46,6 +46,11 @@ class LLGuidanceBackend:
 
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
         return LLGuidanceMatcher(llguidance.LLMatcher(self.tokenizer, grammar))
+
+
+def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
+    silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] if spec.kind == "json" else []
+    return _notes(messages, silent)
 
 
 def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:

@@ -27,6 +27,10 @@ _in_child = False  # True inside a worker child: its fd 2 is its own to redirect
 COMPILING = ("compiling this constraint", "simplify the schema (fewer alternatives, less recursion)")
 
 
+class TooSlow(PlaygroundError):
+    """The work ran past its time limit and was stopped."""
+
+
 def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | None = None,
             task: tuple[str, str] = COMPILING):
     """compile_fn(*args) in a child bounded in time and memory -> its (picklable) result.
@@ -47,7 +51,7 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     send.close()
     try:
         if not receive.poll(seconds):
-            raise PlaygroundError(f"{task[0]} took longer than {seconds:g} s and was stopped: {task[1]}")
+            raise TooSlow(f"{task[0]} took longer than {seconds:g} s and was stopped: {task[1]}")
         try:
             kind, value = receive.recv()
         except EOFError:  # the child died without a word: killed by the memory cap, or crashed

@@ -51,19 +51,23 @@ class XGrammarBackend:
         return compiled, notes + _warned(log)  # the log is complete only once the block is left
 
     @staticmethod
-    def read(spec: ConstraintSpec) -> None:
+    def read(spec: ConstraintSpec) -> list[str]:
         """What compile refuses before any tokenizer is involved (the page checks it as the user types):
-        xgrammar's reading of the schema, regex or grammar text."""
+        xgrammar's reading of the schema, regex or grammar text -> its notes (what it reads past)."""
+        log: list[str] = []
+        notes: list[str] = []
         try:
-            with worker.stderr_lines([]):
+            with worker.stderr_lines(log):
                 if spec.kind == "json":
-                    xgr.Grammar.from_ebnf(_json_grammar(spec.engine_schema)[0])
+                    grammar, notes = _json_grammar(spec.engine_schema)
+                    xgr.Grammar.from_ebnf(grammar)
                 elif spec.kind == "regex":
                     xgr.Grammar.from_regex(python_meaning(spec.text))
                 else:
                     xgr.Grammar.from_ebnf(spec.text)
         except RuntimeError as exc:
             raise _refusal(spec, exc) from None
+        return notes + _warned(log)
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:
         return compiled.serialize_json()

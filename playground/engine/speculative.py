@@ -106,7 +106,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
         target.crop(len(run.seq) - 1)
     proposer.commit(kept, new)
     if guide is not None and verdict.path is not None:
-        guide.commit_path(new)  # a tree's drafts were never consumed: its kept branch and the target's token
+        guide.commit_path(new, kept)  # a tree's drafts were never consumed: its kept branch and the target's token
     elif guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
     judged = kept if len(new) == kept else len(verdict.drafts)  # drafts after an accepted EOS were never judged

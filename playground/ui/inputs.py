@@ -8,6 +8,8 @@ import math
 import gradio as gr
 
 from playground.constraints import from_user, read_constraint
+from playground.constraints.compile import READ_SECONDS
+from playground.constraints.worker import TooSlow
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
@@ -207,6 +209,9 @@ def page_url(request: gr.Request | None) -> str:
     return f"{scheme}://{host}{url.path}"
 
 
+CONSTRAINT_OK = '<span class="badge badge-ok">looks fine</span>'
+
+
 def check_constraint(kind: str, text: str, backend: str = "llguidance") -> str:
     """Checks as the user types: JSON, meta-schema, regex syntax, and the backend's own reading of
     them (what Run would refuse before the model's tokenizer is involved)."""
@@ -214,7 +219,9 @@ def check_constraint(kind: str, text: str, backend: str = "llguidance") -> str:
         return ""
     try:
         spec = from_user(schema=text, backend=backend) if kind == "JSON schema" else from_user(regex=text, backend=backend)
-        read_constraint(spec)
+        notes = read_constraint(spec)
+    except TooSlow:
+        return f'<span class="badge">not checked as typed (over {READ_SECONDS:g} s): Run checks it in full</span>'
     except PlaygroundError as exc:
         return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
-    return '<span class="badge badge-ok">looks fine</span>'
+    return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)

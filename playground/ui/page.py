@@ -218,7 +218,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     for trigger in (kind.change, constraint.change, backend.change):
-        trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private")
+        trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
+                concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three
     example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt], api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     for button, stop, experiment, inputs, outputs, name in (

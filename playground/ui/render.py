@@ -93,10 +93,19 @@ def committed_text(events: list) -> str:
     return "".join(t.text for e in events if isinstance(e, Round) for t in e.committed)
 
 
+def _depth(parents: list[int]) -> int:
+    """A tree's deepest node (parents come before their children; -1: the root)."""
+    depth: list[int] = []
+    for p in parents:
+        depth.append(1 if p < 0 else depth[p] + 1)
+    return max(depth, default=0)
+
+
 def _round_title(r: Round) -> str:
     why = f" ({r.stop_reason})" if r.stop_reason else ""
-    if r.tree is not None:  # a tree's k is its depth, cut to what the token budget can keep
-        return f"round {r.index}: a token tree of {r.proposed} nodes, {r.k} deep{why}, accepted {r.accepted}"
+    if r.tree is not None:
+        return (f"round {r.index}: a token tree of {len(r.tree['tokens'])} nodes, {_depth(r.tree['parents'])} deep{why}, "
+                f"accepted {r.accepted}")
     return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}"
 
 
@@ -143,8 +152,9 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
 def _speedup_card(m, same: str) -> tuple[str, str, str]:
     """The ratio with its interval (playground.measure.speedup.Speedup), or why it cannot be told."""
     blocks = f"{m.blocks} interleaved measurements" if m.blocks > 1 else "measured side by side"
-    rates = (f"; {m.spec_tokens_per_s:.1f} against the target alone's {m.base_tokens_per_s:.1f} tok/s, timed by "
-             "the engine (tokens/s above is wall time)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
+    rates = (f"; {m.spec_tokens_per_s:.1f} against the target alone's {m.base_tokens_per_s:.1f} tok/s over the "
+             "interleaved measurements (tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s
+             else "")
     if m.noisy and m.side:  # too wide for one number, but every measurement on one side of 1x
         return ("speedup", f"{m.side}, {m.low:.2f}-{m.high:.2f}x",
                 html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same}){rates}"))
