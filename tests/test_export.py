@@ -189,6 +189,8 @@ def test_notes_fit_the_way_of_drafting():
     assert not any("needs a draft model" in n for notes in feature.notes.values() for n in notes)
     confident = export_setting(settings("demo", policy="confidence"))
     assert any("drafts one more token at each early stop" in n for n in confident.notes["transformers"])
+    assert not any("thinks and answers freely" in n for n in confident.notes["transformers"])  # no thinking here
+    assert any("thinks and answers freely" in n for n in export_setting(settings("qwen3-8b-json")).notes["transformers"])
 
 
 def test_model_aliases_map_to_loadable_ids():
