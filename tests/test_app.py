@@ -99,6 +99,19 @@ def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_con
     assert "not checked as typed" in slow and "badge-bad" not in slow
 
 
+def test_a_refused_schema_names_the_pattern_at_fault():
+    """"llguidance cannot use this json: look-around ..." did not say where, in a schema of many patterns."""
+    from playground.constraints.schema_keywords import patterns
+    schema = {"type": "object", "properties": {"pattern": {"type": "string"}, "zip": {"type": "string", "pattern": "^[0-9]{5}$"},
+                                               "a/b": {"type": "string", "pattern": "^(?!00)[0-9]{3}$"}},
+              "patternProperties": {"^x-": {"type": "string"}}, "$defs": {"d": {"prefixItems": [{"pattern": "y"}]}}}
+    assert list(patterns(schema)) == [("/properties/zip/pattern", "^[0-9]{5}$"), ("/properties/a~1b/pattern", "^(?!00)[0-9]{3}$"),
+                                      ("/patternProperties/^x-", "^x-"), ("/$defs/d/prefixItems/0/pattern", "y")]
+    assert list(patterns({"items": [{"pattern": "z"}]})) == [("/items/0/pattern", "z")]  # draft-07's tuple form
+    told = html.unescape(page_inputs.check_constraint("JSON schema", json.dumps(schema), "llguidance"))
+    assert "look-around, including look-ahead and look-behind, is not supported (in the pattern at /properties/a~1b/pattern)" in told
+
+
 def test_an_example_constraint_brings_its_prompt_unless_the_user_wrote_one():
     """The person schema ran on "How do plants make their food?" (the preset's prompt) and wrote a
     plant as a person; a prompt of the user's own stays."""

@@ -3,16 +3,20 @@ expensive part: llguidance ~1 s, xgrammar's tokenizer info) and the last COMPILE
 grammars. Each compile runs in a bounded worker (playground.constraints.worker): a schema that
 makes a compiler grow without bound is refused, and the server lives."""
 import dataclasses
+import itertools
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import llguidance.hf
 
+from playground import strict_json
 from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide, NoWayOn
 from playground.constraints.llg import LLGuidanceBackend
+from playground.constraints.schema_keywords import patterns
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
 from playground.constraints.spec import ConstraintSpec, Unreadable, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
@@ -21,6 +25,7 @@ from playground.errors import PlaygroundError
 
 BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
 READING = ("checking this constraint as typed", "Run checks it in full")
+MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name the one at fault
 READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them
@@ -108,6 +113,7 @@ def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundErro
     llguidance, EBNF for xgrammar: nothing to say)."""
     if spec.kind == "grammar":
         return exc
+    exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec)}")
     other = next(name for name in BACKENDS if name != spec.backend)
     try:
         notes = BACKENDS[other].read(dataclasses.replace(spec, backend=other))
@@ -175,6 +181,20 @@ def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
         raise _with_other_backend(exc, spec) from None
     _check_satisfiable(backend, compiled, spec, vocab)
     return backend.dump(compiled), notes
+
+
+def _pattern_at_fault(spec: ConstraintSpec) -> str:
+    """' (in the pattern at /properties/zip/pattern)' when a regex of the schema is what the backend
+    cannot read (the first of at most MAX_PATTERNS_READ), else ''."""
+    if spec.kind != "json":
+        return ""
+    for pointer, pattern in itertools.islice(patterns(strict_json.loads(spec.text)), MAX_PATTERNS_READ):
+        alone = ConstraintSpec("json", json.dumps({"type": "string", "pattern": pattern}), spec.backend)
+        try:  # the pattern read as the backend reads a schema's (not as a regex constraint)
+            BACKENDS[spec.backend].read(alone)
+        except PlaygroundError:
+            return f" (in the pattern at {pointer})"
+    return ""
 
 
 def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:

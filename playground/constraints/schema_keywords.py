@@ -7,6 +7,34 @@ SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 
 
+
+def patterns(schema, pointer: str = ""):
+    """Yield (JSON pointer, regex) for every `pattern` and `patternProperties` name in the schema,
+    as subschemas() walks it (a property called "pattern" is a name, not a regex)."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(schema.get("pattern"), str):
+        yield f"{pointer}/pattern", schema["pattern"]
+    for key, value in schema.items():
+        here = f"{pointer}/{_escaped(key)}"
+        if key == "patternProperties" and isinstance(value, dict):
+            yield from ((f"{here}/{_escaped(name)}", name) for name in value)
+        if key in SUBSCHEMA and isinstance(value, list):  # items as a list (drafts before 2020-12)
+            for i, sub in enumerate(value):
+                yield from patterns(sub, f"{here}/{i}")
+        elif key in SUBSCHEMA:
+            yield from patterns(value, here)
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            for i, sub in enumerate(value):
+                yield from patterns(sub, f"{here}/{i}")
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            for name, sub in value.items():
+                yield from patterns(sub, f"{here}/{_escaped(name)}")
+
+
+def _escaped(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
 def subschemas(schema):
     """Yield the schema and every schema nested in it (through keywords, not property names)."""
     if not isinstance(schema, dict):
