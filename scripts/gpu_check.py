@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 
 import torch
 
@@ -206,39 +207,67 @@ def timed_compile(pair, prompt, cfg, speculative=True) -> float:
 
 
 def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, floor_s: float) -> dict:
-    """Every row of one setting, interleaved; -> {row: stats}."""
+    """Every row of one setting, interleaved; -> {row: stats}. A step that crashes is a finding: its
+    traceback goes under "failed" and the other rows are measured (device time is scarce)."""
     spec = session.settings(k=k, max_new_tokens=tokens, compile=True)
     sched = session.settings(k=k, max_new_tokens=tokens, compile=True, policy="schedule")
     eager = session.settings(k=k, max_new_tokens=min(tokens, 48))  # eager is slow: fewer tokens say enough
+    out: dict = {"failed": {}}
+    attempt = lambda name, fn: attempted(out["failed"], name, fn)  # noqa: E731
     say(f"compiling k={k} (speculative, schedule, the target alone at k+1 tokens a pass)")
-    out = {"compile_s": {"speculative": timed_compile(pair, prompt, spec), "schedule": timed_compile(pair, prompt, sched),
-                         "alone-W": timed_compile(pair, prompt, spec, speculative=False)}}
-    say(f"compiled: {json.dumps({name: round(v, 1) for name, v in out['compile_s'].items()})} s; the one-token target alone")
+    out["compile_s"] = {"speculative": attempt("compile speculative", lambda: timed_compile(pair, prompt, spec)),
+                        "schedule": attempt("compile schedule", lambda: timed_compile(pair, prompt, sched)),
+                        "alone-W": attempt("compile alone-W", lambda: timed_compile(pair, prompt, spec, speculative=False))}
+    say(f"compiled: {json.dumps(rounded(out['compile_s']))} s; the one-token target alone")
     runs = {"alone-1": lambda: narrow_target_alone(pair, prompt, spec),
             "alone-W": lambda: session.generate(pair, prompt, spec, speculative=False),
             f"spec k={k}": lambda: session.generate(pair, prompt, spec),
             f"spec k<={k} schedule": lambda: session.generate(pair, prompt, sched)}
     started = time.perf_counter()
-    list(runs["alone-1"]())  # its pass is compiled and its graphs captured here, outside the timed repeats
-    out["compile_s"]["alone-1 (first run)"] = time.perf_counter() - started
-    seen: dict = {name: [] for name in runs}
-    say(f"{repeats} interleaved repeats of {', '.join(runs)}")
+    if attempt("alone-1", lambda: list(runs["alone-1"]())) is not None:  # its pass compiled and captured here
+        out["compile_s"]["alone-1 (first run)"] = time.perf_counter() - started  # outside the timed repeats
+    seen: dict = {name: [] for name in runs if name not in out["failed"]}
+    say(f"{repeats} interleaved repeats of {', '.join(seen)}")
     for _ in range(repeats):
-        for name, make in runs.items():
-            seen[name].append(decode(make()))
+        for name in [n for n in seen if n not in out["failed"]]:
+            if (result := attempt(name, lambda: decode(runs[name]()))) is not None:
+                seen[name].append(result)
     for name, cfg in (("eager alone", eager), (f"eager spec k={k}", eager)):
-        seen[name] = [decode(session.generate(pair, prompt, cfg, speculative="spec" in name))]
+        if (result := attempt(name, lambda: decode(session.generate(pair, prompt, cfg, speculative="spec" in name)))):
+            seen[name] = [result]
     say("eager rows done; a second prompt of another length (must compile nothing)")
-    second = prompt[: len(prompt) // 2 + 3]  # another length: must compile nothing
-    graphs, programs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs"), programs_made(pair)
-    out["second_prompt_compile_s"] = timed_compile(pair, second, spec) + timed_compile(pair, second, spec, False)
-    list(session.generate(pair, second, session.settings(k=k, max_new_tokens=tokens + 7, compile=True)))
-    out["second_prompt_new_graphs"] = (dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") or 0) - (graphs or 0)
-    out["second_prompt_new_programs"] = programs_made(pair) - programs
+    attempt("second prompt", lambda: out.update(second_prompt(pair, prompt, spec, tokens, k)))
     for name, results in seen.items():  # greedy identity: compiled rows against the compiled target alone at
         baseline = "eager alone" if name.startswith("eager") else "alone-W"  # k+1 a pass, eager against eager
-        out[name] = row(results, seen[baseline][0][0], seen["alone-1"], floor_s, tokens) | {"compared_with": baseline}
+        exact = seen[baseline][0][0] if seen.get(baseline) else None
+        if results:
+            out[name] = row(results, exact, seen.get("alone-1", []), floor_s, tokens) | {"compared_with": baseline}
     return out
+
+
+def attempted(failed: dict, name: str, fn):
+    """fn() -> its value, or None with the traceback kept in failed[name] and said at once."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - any crash of a step is what this check reports
+        failed[name] = traceback.format_exc(limit=12)
+        say(f"{name} FAILED: {type(exc).__name__}: {str(exc)[:300]}")
+        return None
+
+
+def rounded(seconds: dict) -> dict:
+    return {name: None if v is None else round(v, 1) for name, v in seconds.items()}
+
+
+def second_prompt(pair: Pair, prompt: list[int], spec, tokens: int, k: int) -> dict:
+    """A prompt of another length must compile and capture nothing: -> its compile seconds, new graphs, new programs."""
+    second = prompt[: len(prompt) // 2 + 3]
+    graphs, programs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs"), programs_made(pair)
+    seconds = timed_compile(pair, second, spec) + timed_compile(pair, second, spec, False)
+    list(session.generate(pair, second, session.settings(k=k, max_new_tokens=tokens + 7, compile=True)))
+    return {"second_prompt_compile_s": seconds,
+            "second_prompt_new_graphs": (dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") or 0) - (graphs or 0),
+            "second_prompt_new_programs": programs_made(pair) - programs}
 
 
 def programs_made(pair: Pair) -> int:
@@ -261,7 +290,8 @@ def row(results, exact: list[int], narrow, floor_s: float, tokens: int) -> dict:
             "verify_ms": 1e3 * statistics.median(r.target_s for r in rounds),
             "tokens_per_round": len(ids) / max(1, len(results[0][2])),
             "speedup_vs_alone1": (statistics.median(speedups), min(speedups), max(speedups)) if speedups else None,
-            "identical": ids == exact[:len(ids)], "first_divergence": first_divergence(ids, exact[:len(ids)]),
+            "identical": None if exact is None else ids == exact[:len(ids)],  # None: its baseline crashed
+            "first_divergence": None if exact is None else first_divergence(ids, exact[:len(ids)]),
             "tokens": len(ids)}
 
 
@@ -304,9 +334,9 @@ def run_cli(device: str, out: str) -> dict:
 
 
 def print_table(name: str, result: dict) -> None:
-    print(f"\n{name}: compile {json.dumps({k: round(v, 1) for k, v in result['compile_s'].items()})} s; second prompt "
-          f"{result['second_prompt_compile_s']:.2f} s, {result['second_prompt_new_graphs']} new graphs, "
-          f"{result['second_prompt_new_programs']} new programs")
+    second = (f"{result['second_prompt_compile_s']:.2f} s, {result['second_prompt_new_graphs']} new graphs, "
+              f"{result['second_prompt_new_programs']} new programs" if "second_prompt_compile_s" in result else "FAILED")
+    print(f"\n{name}: compile {json.dumps(rounded(result['compile_s']))} s; second prompt {second}")
     print(f"{'row':24} {'tok/s':>7} {'ms/tok':>14} {'x floor':>7} {'ms/round':>8} {'draft ms':>8} {'verify ms':>9} "
           f"{'tok/round':>9} {'vs alone-1':>18} identical (greedy, to)")
     for label, r in result.items():
@@ -315,9 +345,12 @@ def print_table(name: str, result: dict) -> None:
         span = f"{r['ms_per_token']:.2f} ({r['ms_per_token_range'][0]:.2f}-{r['ms_per_token_range'][1]:.2f})"
         vs = "{:.2f}x ({:.2f}-{:.2f})".format(*r["speedup_vs_alone1"]) if r["speedup_vs_alone1"] else "-"
         draft = f"{r['draft_step_ms']:.3f}" if r["draft_step_ms"] is not None else "-"
-        same = ("yes" if r["identical"] else f"no (token {r['first_divergence']})") + f" vs {r['compared_with']}"
+        same = ("-" if r["identical"] is None else "yes" if r["identical"] else f"no (token {r['first_divergence']})"
+                ) + f" vs {r['compared_with']}"
         print(f"{label:24} {r['tok_s']:7.1f} {span:>14} {r['x_floor']:7.2f} {r['ms_per_round']:8.2f} {draft:>8} "
               f"{r['verify_ms']:9.2f} {r['tokens_per_round']:9.2f} {vs:>18} {same}")
+    for step, trace in result.get("failed", {}).items():
+        print(f"FAILED {step}:\n{trace}")
 
 
 def main(argv=None) -> dict:
@@ -351,7 +384,8 @@ def main(argv=None) -> dict:
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         report["floor_ms"] = {"target": 1e3 * floor, "draft": 1e3 * read_bytes(pair.draft) / report["copy_bytes_per_s"]}
         print(f"floors: target {report['floor_ms']['target']:.2f} ms, draft {report['floor_ms']['draft']:.3f} ms", flush=True)
-        report["attention_ms"] = attention_costs(device, shapes, args.k)
+        report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
+                                           lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
             f"{name}: repeated {t['repeated']:.3f}, folded {t['folded']:.3f}" for name, t in report["attention_ms"].items()),
             flush=True)

@@ -56,3 +56,21 @@ def test_a_step_cut_off_by_its_timeout_leaves_what_it_printed(gpu_check, tmp_pat
     rc, text = gpu_check.run_logged(slow, str(tmp_path / "step.log"), timeout=3)
     assert rc is None and text == (tmp_path / "step.log").read_text()
     assert "compiled 3 graphs" in text
+
+
+def test_a_step_that_crashes_is_reported_and_the_other_rows_measured(gpu_check, tmp_path, monkeypatch, capsys):
+    """Device time is scarce: a crash in one row (here the schedule policy's) lost the whole setting."""
+    from playground import session
+    generate = session.generate
+
+    def crashing(pair, prompt, cfg, *args, **kwargs):
+        if cfg.policy == "schedule":
+            raise RuntimeError("a crash in the schedule row")
+        return generate(pair, prompt, cfg, *args, **kwargs)
+    monkeypatch.setattr(session, "generate", crashing)
+    report = gpu_check.main(["--rehearse", "--only", "real", "--tokens", "16", "--repeats", "1", "--k", "4",
+                             "--out", str(tmp_path)])
+    result = report["real acceptance 1"]
+    assert "RuntimeError: a crash in the schedule row" in result["failed"]["spec k<=4 schedule"]
+    assert "spec k<=4 schedule" not in result and all(result[row]["identical"] for row in ("alone-W", "spec k=4"))
+    assert "FAILED spec k<=4 schedule" in capsys.readouterr().out
