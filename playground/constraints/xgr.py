@@ -35,39 +35,13 @@ class XGrammarBackend:
     def compile(self, spec: ConstraintSpec) -> tuple[xgr.CompiledGrammar, list[str]]:
         """-> (the compiled grammar, notes on what it does not enforce)."""
         compiler = xgr.GrammarCompiler(self.info, max_threads=2, cache_enabled=False)  # one compile, in a worker
-        log: list[str] = []
-        notes: list[str] = []
-        try:
-            with worker.stderr_lines(log):
-                if spec.kind == "json":
-                    grammar, notes = _json_grammar(spec.engine_schema)
-                    compiled = compiler.compile_grammar(grammar)
-                elif spec.kind == "regex":
-                    compiled = compiler.compile_regex(python_meaning(spec.text))
-                else:
-                    compiled = compiler.compile_grammar(spec.text)
-        except RuntimeError as exc:
-            raise _refusal(spec, exc) from None
-        return compiled, notes + _warned(log)  # the log is complete only once the block is left
+        return _converted(spec, compiler.compile_grammar, compiler.compile_regex)
 
     @staticmethod
     def read(spec: ConstraintSpec) -> list[str]:
         """What compile refuses before any tokenizer is involved (the page checks it as the user types):
         xgrammar's reading of the schema, regex or grammar text -> its notes (what it reads past)."""
-        log: list[str] = []
-        notes: list[str] = []
-        try:
-            with worker.stderr_lines(log):
-                if spec.kind == "json":
-                    grammar, notes = _json_grammar(spec.engine_schema)
-                    xgr.Grammar.from_ebnf(grammar)
-                elif spec.kind == "regex":
-                    xgr.Grammar.from_regex(python_meaning(spec.text))
-                else:
-                    xgr.Grammar.from_ebnf(spec.text)
-        except RuntimeError as exc:
-            raise _refusal(spec, exc) from None
-        return notes + _warned(log)
+        return _converted(spec, xgr.Grammar.from_ebnf, xgr.Grammar.from_regex)[1]
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:
         return compiled.serialize_json()
@@ -77,6 +51,25 @@ class XGrammarBackend:
 
     def matcher(self, compiled: xgr.CompiledGrammar) -> "XGrammarMatcher":
         return XGrammarMatcher(xgr.GrammarMatcher(compiled), self.tokenizer)
+
+
+def _converted(spec: ConstraintSpec, from_grammar, from_regex) -> tuple:
+    """xgrammar's conversion of the spec (from_grammar: EBNF text ->, from_regex: a regex ->), its refusals
+    and its warnings watched -> (what it made, notes on what it does not enforce)."""
+    log: list[str] = []
+    notes: list[str] = []
+    try:
+        with worker.stderr_lines(log):
+            if spec.kind == "json":
+                grammar, notes = _json_grammar(spec.engine_schema)
+                made = from_grammar(grammar)
+            elif spec.kind == "regex":
+                made = from_regex(python_meaning(spec.text))
+            else:
+                made = from_grammar(spec.text)
+    except RuntimeError as exc:
+        raise _refusal(spec, exc) from None
+    return made, notes + _warned(log)  # the log is complete only once the block is left
 
 
 def _refusal(spec: ConstraintSpec, exc: RuntimeError) -> Unreadable:
