@@ -97,7 +97,7 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     from playground.measure.speedup import Speedup
     told = Speedup(1.78, 1.78, 1.59, 1.95, 2, spec_tokens_per_s=37.9, base_tokens_per_s=21.35)
     detail = render._speedup_card(told, "identical to the target alone")[2]
-    assert "37.9 against the target alone&#x27;s 21.4 tok/s over the interleaved measurements" in detail
+    assert "speculation 37.9 tok/s against the target alone&#x27;s 21.4 over the interleaved measurements" in detail
     assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
 
 
@@ -108,3 +108,14 @@ def test_an_experiment_says_how_long_a_point_takes_once_one_is_measured():
     assert experiments_tab.pace(0, now - 50) == ""
     assert experiments_tab.pace(2, now - 130) in ("; about 1 min 5 s a point so far", "; about 1 min 6 s a point so far")
     assert experiments_tab.pace(1, now - 12).startswith("; about 12 s")
+
+
+def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
+    from playground.metrics import summarize
+    from playground.ui.render import metrics
+    before = summarize([], 0.0)
+    shown = metrics(before, 4)
+    assert "theory" not in shown and ("0 passes" in shown or "1 pass," in shown)  # no "measured 0.00" yet
+    one = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 6, 1, 1, 2, 0.0, 0.0, 0.01)], 0.01)
+    assert "1 pass, prompt pass included" in metrics(one, 4)
+    assert "accepted / verified tree nodes" in metrics(one, "the tree 2,2", theory=False) and "draft tokens" in metrics(one, 4)

@@ -205,4 +205,4 @@ def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> N
     except NoWayOn:
         allowed = False
     if not allowed and not guide.accepting():
-        raise PlaygroundError(f"this {spec.kind} constraint can never be satisfied by any output")
+        raise PlaygroundError(f"this {spec.named} can never be satisfied by any output")

@@ -58,7 +58,7 @@ def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
     grammar = _grammar(spec)
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error:
-        raise Unreadable(f"llguidance cannot use this {spec.kind}: {_clean(messages[0])}")
+        raise Unreadable(f"llguidance cannot use this {spec.named}: {_clean(messages[0])}")
     return grammar, messages
 
 

@@ -25,6 +25,11 @@ class ConstraintSpec:
     backend: str = "llguidance"
     think_budget: int = 0  # > 0: a reasoning model thinks first (at most this many tokens), the constraint starts after </think>
 
+    @property
+    def named(self) -> str:
+        """The kind as the page names it: JSON schema, regex or grammar."""
+        return "JSON schema" if self.kind == "json" else self.kind
+
     def __post_init__(self):
         if self.kind not in KINDS:
             raise PlaygroundError(f"unknown constraint kind '{self.kind}': use one of {', '.join(KINDS)}")

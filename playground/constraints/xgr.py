@@ -73,7 +73,7 @@ def _converted(spec: ConstraintSpec, from_grammar, from_regex) -> tuple:
 
 
 def _refusal(spec: ConstraintSpec, exc: RuntimeError) -> Unreadable:
-    return Unreadable(f"xgrammar cannot use this {spec.kind}: {_clean(exc)}")
+    return Unreadable(f"xgrammar cannot use this {spec.named}: {_clean(exc)}")
 
 
 def python_meaning(pattern: str) -> str:

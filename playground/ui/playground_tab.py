@@ -16,7 +16,7 @@ from playground.presets import Settings
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import CONSTRAINT_OK, settings_from_inputs
+from playground.ui.inputs import check_constraint, settings_from_inputs
 from playground.ui.tree_view import tree_view
 
 log = logging.getLogger("playground.ui")
@@ -150,7 +150,7 @@ def _block_seconds(snap: live.Snapshot) -> str:
 
 def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> list:
     """-> values for MESSAGES: the error next to the input it is about (a constraint's or a tree's
-    opens its section) and the other messages cleared; with no error, a begun run's constraint compiled: "looks fine"."""
+    opens its section) and the other messages cleared; with no error, the constraint's own check again."""
     values = ["", "", "", gr.skip(), gr.skip(), "", gr.skip()]  # model, prompt, run, constraint check and
     # section, tree and the Advanced section
     if exc is not None:
@@ -159,8 +159,9 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
         if where in SECTIONS:  # opened, and pointed to from under Run (the section may be out of sight)
             values[SECTIONS[where]] = gr.update(open=True)
             values[MESSAGE_SLOTS["run"]] = render.pointer(SECTION_NAMES[where])
-    elif settings is not None:  # the run began: its constraint compiled, stricter than the check as typed
-        values[3] = CONSTRAINT_OK if (settings.schema.strip() or settings.regex.strip()) else ""
+    elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
+        kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
+        values[3] = check_constraint(kind, settings.schema.strip() or settings.regex, settings.backend)
     return values
 
 
