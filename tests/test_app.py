@@ -2,6 +2,7 @@
 import html
 import json
 import re
+import time
 import urllib.parse
 
 import gradio as gr
@@ -94,9 +95,11 @@ def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_con
     assert "looks fine" in told and "Lookahead assertion is not supported and is ignored" in told
     refused = html.unescape(page_inputs.check_constraint("JSON schema", lookahead, "llguidance"))
     assert "(the xgrammar backend reads it without enforcing all of it: xgrammar: Lookahead" in refused
-    monkeypatch.setattr(constraint_compile, "READ_SECONDS", 1e-4)
+    monkeypatch.setattr(constraint_compile, "READ_SECONDS", 0.3)
+    monkeypatch.setattr(constraint_compile, "_read_checked", lambda spec: time.sleep(5))  # a reading that takes long
     slow = page_inputs.check_constraint("regex", "[0-9]+", "llguidance")
     assert "not checked as typed" in slow and "badge-bad" not in slow
+    assert page_inputs.check_constraint("regex", "[0-9]+", "llguidance", compiled=True) == page_inputs.CONSTRAINT_OK
 
 
 def test_a_refused_schema_names_the_pattern_at_fault():

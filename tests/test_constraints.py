@@ -195,6 +195,23 @@ def test_a_dead_end_only_a_guess_reaches_leaves_the_target_alones_output(draft, 
         assert outcomes[0] == outcomes[1], (prompt, outcomes)
 
 
+@pytest.mark.parametrize("settings", [{}, {"compile": True}, {"policy": "confidence"}, {"temperature": 0.2, "seed": 1}])
+def test_a_draft_model_stops_drafting_where_the_constraint_allows_nothing(settings):
+    """A draft model guessing into an xgrammar dead end drew from an all-masked row: an EOS (token 0)
+    the target then "accepted" (an invalid output where the target alone stops), a bare RuntimeError,
+    or NaN probabilities when sampling."""
+    from playground.constraints.guide import NoWayOn
+    from playground.presets import get_preset
+    preset = get_preset("demo")
+    pair = session.load_pair(preset.target, preset.draft)
+    ids = session.encode_prompt(pair, "for i in range(10):\n    print")
+    constraint = session.constrain(pair, ConstraintSpec("regex", r"(\(x[^\x00-\U0010FFFF]|QQQ)", "xgrammar"))
+    for speculative in (True, False):
+        with pytest.raises(NoWayOn):  # "(x" is the likelier start for both: then nothing is allowed
+            session.run(pair, ids, session.settings(k=4, max_new_tokens=8, **settings), speculative=speculative,
+                        constraint=constraint)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)

@@ -61,10 +61,14 @@ class DraftModelProposer:
         """Draft up to k tokens after feeding `pending` -> (tokens, probs, passes, stop reason)."""
         tokens, probs, guide, passes = [], [], ctx.guide, 0
         for _ in range(k):
+            row = guide.next_mask() if guide is not None else None
+            if row is not None and not row.any():  # a guess led where the constraint allows nothing: the
+                guide.unuse_mask()  # target alone never goes there, its verify pass rejects the guess
+                return tokens, probs, passes, "the constraint allows nothing after these drafts"
             logits = self.runner.forward(pending, keep=1)  # [1, V]
             passes += 1
-            if guide is not None:
-                logits = mask_logits(logits, guide.next_mask()[None])
+            if row is not None:
+                logits = mask_logits(logits, row[None])
             p = warp(logits, ctx.sampling)  # [1, V]
             if ctx.min_confidence is not None and (top := p.max().item()) < ctx.min_confidence:
                 if guide is not None:

@@ -212,16 +212,18 @@ def page_url(request: gr.Request | None) -> str:
 CONSTRAINT_OK = '<span class="badge badge-ok">looks fine</span>'
 
 
-def check_constraint(kind: str, text: str, backend: str = "llguidance") -> str:
+def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled: bool = False) -> str:
     """Checks as the user types: JSON, meta-schema, regex syntax, and the backend's own reading of
-    them (what Run would refuse before the model's tokenizer is involved)."""
+    them (what Run would refuse before the model's tokenizer is involved). compiled: a run just
+    compiled it (a reading past its time bound is then no news)."""
     if kind == "none" or not (text or "").strip():
         return ""
     try:
         spec = from_user(schema=text, backend=backend) if kind == "JSON schema" else from_user(regex=text, backend=backend)
         notes = read_constraint(spec)
     except TooSlow:
-        return f'<span class="badge">not checked as typed (over {READ_SECONDS:g} s): Run checks it in full</span>'
+        return CONSTRAINT_OK if compiled else (f'<span class="badge">not checked as typed (over {READ_SECONDS:g} s): '
+                                               'Run checks it in full</span>')
     except PlaygroundError as exc:
         return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
     return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)

@@ -120,8 +120,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         forget_stop(request)
     measure = live.speedup(snap)  # None: no comparison
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup}
-    yield (_view(snap, final=True) + [measured] + _messages(settings) + [race.lanes(snap.events, snap.baseline_events)]
-           + [tree_view(snap.events)])
+    yield (_view(snap, final=True) + [measured] + SKIP_MESSAGES + [race.lanes(snap.events, snap.baseline_events)]
+           + [tree_view(snap.events)])  # the messages were set by the first snapshot
 
 
 def replay_race(lanes: list | None):
@@ -161,7 +161,7 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
             values[MESSAGE_SLOTS["run"]] = render.pointer(SECTION_NAMES[where])
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
         kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
-        values[3] = check_constraint(kind, settings.schema.strip() or settings.regex, settings.backend)
+        values[3] = check_constraint(kind, settings.schema.strip() or settings.regex, settings.backend, compiled=True)
     return values
 
 

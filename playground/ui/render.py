@@ -133,7 +133,8 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
          else "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)"),
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}", f"of k = {k}" if isinstance(k, int) else f"of {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
-         + (f"; {stats['forced']} tokens forced by the constraint, written without one" if stats["forced"] else "")),
+         + (f"; {stats['forced']} token{'s' * (stats['forced'] != 1)} forced by the constraint, written without one"
+            if stats["forced"] else "")),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} tokens in {stats['wall_s']:.2f} s"),
     ]
     if theory and stats["rounds"]:  # nothing measured before the first round
@@ -153,9 +154,9 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
 def _speedup_card(m, same: str) -> tuple[str, str, str]:
     """The ratio with its interval (playground.measure.speedup.Speedup), or why it cannot be told."""
     blocks = f"{m.blocks} interleaved measurements" if m.blocks > 1 else "measured side by side"
-    rates = (f"; speculation {m.spec_tokens_per_s:.1f} tok/s against the target alone's {m.base_tokens_per_s:.1f} over "
-             "the interleaved measurements (tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s
-             else "")
+    over = "over the interleaved measurements" if m.blocks > 1 else "side by side"
+    rates = (f"; speculation {m.spec_tokens_per_s:.1f} tok/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
+             "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
     if m.noisy and m.side:  # too wide for one number, but every measurement on one side of 1x
         return ("speedup", f"{m.side}, {m.low:.2f}-{m.high:.2f}x",
                 html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same}){rates}"))
