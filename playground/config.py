@@ -47,7 +47,7 @@ class SpecConfig:
     @property
     def depth(self) -> int:
         """The most drafts one round can keep: k for a chain, a token tree's deepest branch."""
-        return max(len(self.tree), self.tree_lookup) if self.tree else self.k
+        return longest_branch(self.tree, self.tree_lookup, self.k)
 
     def __post_init__(self):
         if not 1 <= self.k <= MAX_K:
@@ -170,3 +170,16 @@ def thinks(constrained: bool, think_budget: int) -> bool:
     only with a thinking budget (the constraint starts after </think>). Otherwise its chat template is
     asked not to (enable_thinking=False: Qwen3 writes an empty think block and answers)."""
     return not constrained or think_budget > 0
+
+
+def depths(parents: list[int]) -> list[int]:
+    """A token tree's node depths (1 for the root's children); parents come before their children."""
+    out: list[int] = []
+    for p in parents:
+        out.append(1 if p < 0 else out[p] + 1)
+    return out
+
+
+def longest_branch(tree: tuple[int, ...], lookup: int, k: int) -> int:
+    """The most drafts one round can keep: k for a chain, else a tree's depth or its lookup branch's length."""
+    return max(len(tree), lookup) if tree else k

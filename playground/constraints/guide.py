@@ -67,10 +67,10 @@ class Guide:
         out: list[int] = []
         while len(out) < budget and not self.ended:
             self._fill(self.bitmask[0])
-            if not self.bitmask[0].any() and not self.matcher.accepting():  # the committed state, where the target
-                raise NoWayOn()  # samples next (a draft's dead end is only refused, as any guess the target rejects)
             token = _single(self.bitmask[0])
             if token is None:
+                if not self.bitmask[0].any() and not self.matcher.accepting():  # the committed state, where the
+                    raise NoWayOn()  # target writes next (a draft's dead end is only refused, as any rejected guess)
                 self.first_row_ready = True  # the first draft position reuses this mask
                 break
             self._commit([token])
@@ -136,12 +136,12 @@ class Guide:
         A target's token drawn where the constraint allows nothing is NoWayOn, as in forced()."""
         self.matcher.rollback(sum(t not in self.eos_ids for t in self.drafted[kept:]))
         self.ended = self.ended or any(t in self.eos_ids for t in self.drafted[:kept])
-        dead = kept < self.rows and not self.bitmask[kept].any() and not self.matcher.accepting()
-        self.drafted, self.rows, self.first_row_ready = [], 0, False
-        if target_token is not None and not self.ended:
-            if dead:
-                raise NoWayOn()
-            self._commit([target_token])
+        rows, self.drafted, self.rows, self.first_row_ready = self.rows, [], 0, False
+        if target_token is None or self.ended:
+            return
+        if kept < rows and not self.bitmask[kept].any() and not self.matcher.accepting():
+            raise NoWayOn()
+        self._commit([target_token])
 
     # -- token trees -------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from playground.config import depths
 from playground.engine.proposers import DraftModelProposer, Proposal
 from playground.engine.runner import ModelRunner
 from playground.engine.sampling import mask_logits, warp
@@ -45,14 +46,6 @@ def path_tokens(node: int, tokens: list[int], parents: list[int]) -> list[int]:
         path.append(tokens[node])
         node = parents[node]
     return path[::-1]
-
-
-def depths(parents: list[int]) -> list[int]:
-    """Each node's depth (1 for the root's children); parents come before their children."""
-    out: list[int] = []
-    for p in parents:
-        out.append(1 if p < 0 else out[p] + 1)
-    return out
 
 
 def depth_first(parents: list[int]) -> list[int]:

@@ -7,7 +7,7 @@ import time
 import gradio as gr
 import orjson
 
-from playground.config import tree_lookup, tree_shape
+from playground.config import longest_branch, tree_lookup, tree_shape
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import engine_seconds, identity_note, summarize
@@ -58,7 +58,7 @@ def drafting(settings: Settings) -> int | str:
 
 def longest_path(settings: Settings) -> int:
     """The most drafts a round can keep: k, or a token tree's depth (or its lookup branch's length)."""
-    return max(len(tree_shape(settings.tree)), tree_lookup(settings.tree)) if settings.tree.strip() else settings.k
+    return longest_branch(tree_shape(settings.tree), tree_lookup(settings.tree), settings.k)
 
 
 def chain_theory(settings: Settings) -> bool:

@@ -2,6 +2,7 @@
 live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
 
+from playground.config import depths
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, REJECTED, Round
 from playground.metrics import expected_tokens_per_round
 
@@ -93,18 +94,10 @@ def committed_text(events: list) -> str:
     return "".join(t.text for e in events if isinstance(e, Round) for t in e.committed)
 
 
-def _depth(parents: list[int]) -> int:
-    """A tree's deepest node (parents come before their children; -1: the root)."""
-    depth: list[int] = []
-    for p in parents:
-        depth.append(1 if p < 0 else depth[p] + 1)
-    return max(depth, default=0)
-
-
 def _round_title(r: Round) -> str:
     why = f" ({r.stop_reason})" if r.stop_reason else ""
     if r.tree is not None:
-        return (f"round {r.index}: a token tree of {len(r.tree['tokens'])} nodes, {_depth(r.tree['parents'])} deep{why}, "
+        return (f"round {r.index}: a token tree of {len(r.tree['tokens'])} nodes, {max(depths(r.tree['parents']), default=0)} deep{why}, "
                 f"accepted {r.accepted}")
     return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}"
 
