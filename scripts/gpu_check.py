@@ -18,8 +18,10 @@ engine uses: its greedy tokens are speculation's), speculation compiled (fixed k
 schedule), and eager speculation and target alone once. Decode time per token excludes the prompt
 pass. The floor is the bytes a pass must read (every weight but an untied embedding table) over
 the copy bandwidth measured here. Before the rows, one pass's attention at the cache's capacity is
-timed both ways: key/value heads repeated per query head (transformers' compiled path) and folded
-into the query axis (playground.engine.attention, which the rows use; PLAYGROUND_FOLD_GQA=0: not). Results also go to $OUT/gpu_check.json (or --out).
+timed three ways, each pass's layers replayed as one CUDA graph: key/value heads repeated per query
+head (transformers' compiled path), folded into the query axis through SDPA's kernel, and folded
+through two matrix products (playground.engine.attention's default, which the rows use;
+PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no folding). Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section per call, since
 cold compiles of the 7B pair take minutes and a call has 10: `--only real` first (the table issue
@@ -107,13 +109,38 @@ def device_ms(fn, device: str, calls: int = 50) -> float:
     return 1e3 * statistics.median(times)
 
 
+def graph_ms(fn, calls: int) -> float:
+    """Milliseconds `calls` calls of fn take replayed as one captured CUDA graph (no launch gaps; median of 20)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    times = []
+    for _ in range(23):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times[3:])
+
+
 @torch.inference_mode()
 def attention_costs(device: str, shapes, k: int) -> dict:
-    """One pass's attention at the static cache's capacity, all layers: key/value heads repeated for
-    each query head (transformers' compiled path) against folded into the query axis
-    (playground.engine.attention, the default on a GPU); eager kernels, 256 positions written."""
+    """One pass's attention at the static cache's capacity, all layers, three ways: key/value heads
+    repeated for each query head (transformers' compiled SDPA path), folded into the query axis through
+    SDPA's kernel (playground.engine.attention's default) and folded through two matrix products
+    (PLAYGROUND_GQA_ATTENTION=matmul); on CUDA replayed as one graph per pass (the kernels' own time,
+    as the engine's captured passes run them), 256 positions written."""
     from transformers.integrations.sdpa_attention import repeat_kv
-    from playground.engine.attention import folded_sdpa
+    from playground.engine import attention
     from playground.engine.static import GPU_CAPACITY
     capacity, dtype = (GPU_CAPACITY, torch.bfloat16) if device == "cuda" else (512, torch.float32)
     out = {}
@@ -128,10 +155,14 @@ def attention_costs(device: str, shapes, k: int) -> dict:
         mask = torch.zeros(1, 1, width, capacity, dtype=torch.bool, device=device)
         mask[..., :256] = True
         sdpa = torch.nn.functional.scaled_dot_product_attention
+        folded = query.reshape(1, kv_heads, groups * width, dim)
+        folded_mask = mask.repeat(1, 1, groups, 1)
         ways = {"repeated": lambda: sdpa(query, repeat_kv(key, groups), repeat_kv(value, groups), attn_mask=mask),
-                "folded": lambda: folded_sdpa(module, query, key, value, mask)}
+                "folded": lambda: sdpa(folded, key, value, attn_mask=folded_mask),
+                "folded matmul": lambda: attention.matmul_attention(folded, key, value, folded_mask)}
         layers = shape["num_hidden_layers"]
-        out[name] = {way: layers * device_ms(fn, device) for way, fn in ways.items()}
+        out[name] = {way: graph_ms(fn, layers) if device == "cuda" else layers * device_ms(fn, device)
+                     for way, fn in ways.items()}
     return out
 
 
@@ -369,6 +400,7 @@ def main(argv=None) -> dict:
     shapes = (SMALL_TARGET, SMALL_DRAFT) if args.rehearse else (QWEN25_7B, QWEN25_05B)
     report = {"device": (platform.processor() or "cpu") if args.rehearse else torch.cuda.get_device_name(),
               "torch": torch.__version__, "transformers": transformers.__version__, "rehearsal": args.rehearse,
+              "gqa_attention": os.environ.get("PLAYGROUND_GQA_ATTENTION", "sdpa"),
               "copy_bytes_per_s": copy_bandwidth(device)}
     print(f"{report['device']}, torch {torch.__version__}, transformers {transformers.__version__}: copy "
           f"{report['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + written)", flush=True)
@@ -388,7 +420,7 @@ def main(argv=None) -> dict:
         report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
-            f"{name}: repeated {t['repeated']:.3f}, folded {t['folded']:.3f}" for name, t in report["attention_ms"].items()),
+            f"{name}: " + ", ".join(f"{way} {ms:.3f}" for way, ms in t.items()) for name, t in report["attention_ms"].items()),
             flush=True)
         save()
         report["real acceptance 0"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)

@@ -23,7 +23,9 @@ class Grouped(torch.nn.Module):
 @pytest.mark.parametrize("groups, kv_heads", [(2, 2), (7, 4)])  # the demo pair's grouping, Qwen2.5-7B's
 @pytest.mark.parametrize("n", [1, 5])  # a draft step, a k = 4 verify pass
 @pytest.mark.parametrize("additive", [False, True])
-def test_folded_heads_attend_as_repeated_ones(groups, kv_heads, n, additive):
+@pytest.mark.parametrize("sdpa_kernel", [False, True])  # two matrix products (the default), SDPA's kernel
+def test_folded_heads_attend_as_repeated_ones(groups, kv_heads, n, additive, sdpa_kernel, monkeypatch):
+    monkeypatch.setattr(attention, "SDPA_KERNEL", sdpa_kernel)
     gen = torch.Generator().manual_seed(groups * 10 + n)
     length, dim = 40, 16
     query = torch.randn(1, kv_heads * groups, n, dim, generator=gen)
