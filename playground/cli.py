@@ -9,7 +9,7 @@ import sys
 import warnings
 
 from playground import session
-from playground.cli_args import (build_parser, constraint_from_args, parse_prompt_ids, pick, read_prompts, read_text_arg,
+from playground.cli_args import (build_parser, compiles, constraint_from_args, parse_prompt_ids, pick, read_prompts, read_text_arg,
                                   resolve_models, writable_dir)
 from playground.config import thinks, tree_fields
 from playground.errors import PlaygroundError
@@ -24,7 +24,7 @@ def cmd_generate(args) -> int:
     cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
                            seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
-                           policy=args.policy, confidence=args.confidence, compile=args.compile,
+                           policy=args.policy, confidence=args.confidence, compile=compiles(args),
                            **tree_fields(args.tree))
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
@@ -105,7 +105,7 @@ def cmd_bench(args) -> int:
     title = f"{target} + {draft}"
     on_row = (lambda rows: _written(lambda: report.write_rows(rows, out_dir, title), out_dir)) if out_dir else None
     rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
-                           compiled=args.compile, on_row=on_row, tree=args.tree)  # text: its row's label
+                           compiled=bool(args.compile), on_row=on_row, tree=args.tree)  # text: its row's label
     if out_dir:
         for path in _written(lambda: report.write_outputs(rows, out_dir, title, log), out_dir):
             log(f"wrote {path}")
@@ -136,7 +136,7 @@ def _settings(args):
     s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
                             confidence=args.confidence, tree=args.tree, schema=schema,
                             regex=args.regex or ("" if args.schema else base.regex), backend=args.constraint_backend,
-                            schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=args.compile,
+                            schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
                             think_budget=pick(args.think_budget, preset, "think_budget", 0))
     session.settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,

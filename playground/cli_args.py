@@ -6,7 +6,7 @@ import pathlib
 
 from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
-from playground.presets import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT
+from playground.presets import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, compiles_by_default
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -67,8 +67,17 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="target model: Hugging Face id or local directory")
     p.add_argument("--draft", help="draft model: Hugging Face id, local directory, or 'ngram' (prompt lookup)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--compile", action="store_true", help="static KV caches and compiled draft/verify passes "
-                   "(compiled once per process; the compile time is reported apart; bench: adds engine-compiled)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="static KV caches and compiled draft/verify passes, compiled once per process, the compile "
+                        "time reported apart (default: on with CUDA, not on ZeroGPU or --device cpu; bench: "
+                        "--compile adds an engine-compiled row)")
+
+
+def compiles(args) -> bool:
+    """--compile or --no-compile, else the host's default (on with CUDA, off ZeroGPU) unless --device cpu."""
+    if args.compile is not None:
+        return args.compile
+    return compiles_by_default() and args.device != "cpu"
 
 
 def add_sampling_args(p: argparse.ArgumentParser) -> None:

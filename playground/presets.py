@@ -10,6 +10,7 @@ import torch
 
 from playground.models import loading as models
 from playground.models import packaged
+from playground.models.placement import compiles_by_default
 from playground.errors import PlaygroundError
 
 PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
@@ -86,7 +87,8 @@ class Settings:
     schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)
     policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)
     confidence: float = 0.5
-    compile: bool = False  # static caches and compiled passes (playground.engine.static)
+    compile: bool = dataclasses.field(default_factory=compiles_by_default)  # static caches and compiled passes
+    # (playground.engine.static): the host's default, on with CUDA off ZeroGPU; links carry it where they differ
     tree: str = ""  # a token tree: children per depth ("1,2,1,1"), "/N" dynamic, "+N" a lookup branch; "" a chain of k
     think_budget: int = 0  # reasoning models: think first (at most this many tokens), the constraint after </think>
 

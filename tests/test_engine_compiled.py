@@ -170,3 +170,25 @@ def test_cli_compile_flag(capsys, saved_pair, tmp_path):
                  "--compile"]) == 0
     rows = {r["method"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["engine-compiled"]["identical"] is True and rows["engine-compiled"]["efficiency"] > 0
+
+
+def test_compiled_passes_are_the_default_with_cuda_only(monkeypatch):
+    """The host's default: on with CUDA (the compiled path measured far faster there), off on ZeroGPU,
+    on a CPU and with --device cpu; --compile / --no-compile and a share link's value win."""
+    from playground.cli_args import build_parser, compiles
+    from playground.models import placement
+    from playground.presets import Settings
+    from playground.ui.share import from_query, to_query
+    parse = lambda *flags: build_parser().parse_args(["generate", *flags])  # noqa: E731
+    assert not placement.compiles_by_default() and not Settings().compile  # this machine has no CUDA
+    assert not compiles(parse()) and compiles(parse("--compile"))
+    cpu_link = to_query(Settings(preset="demo", compile=True))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert placement.compiles_by_default() and Settings().compile
+    assert compiles(parse()) and not compiles(parse("--no-compile")) and not compiles(parse("--device", "cpu"))
+    assert "compile" not in to_query(Settings(preset="demo"))  # the host's default: no need to carry it
+    assert from_query({"preset": "demo"}, False)[0].compile  # ... so a link without it compiles here
+    off_link = to_query(Settings(preset="demo", compile=False))
+    assert "compile=false" in off_link and "compile=true" in cpu_link
+    monkeypatch.setenv("SPACES_ZERO_GPU", "1")
+    assert not placement.compiles_by_default() and not Settings().compile and not compiles(parse())

@@ -27,6 +27,19 @@ def resolve_device(name: str = "auto") -> torch.device:
 SMALL_MODEL = 100_000_000  # parameters
 
 
+def on_zero_gpu() -> bool:
+    """Whether this process runs on a Hugging Face ZeroGPU Space (a GPU lent per call)."""
+    return bool(os.environ.get("SPACES_ZERO_GPU"))
+
+
+def compiles_by_default() -> bool:
+    """Whether runs on this host use compiled passes unless told otherwise: with CUDA (on an H200
+    the compiled Qwen2.5-7B alone made 180 tok/s, eager under 50: BENCHMARKS.md), not on ZeroGPU
+    (a compile outlasts its lease), never on a CPU (a compile costs about 20 s a pass there and
+    pays little)."""
+    return torch.cuda.is_available() and not on_zero_gpu()
+
+
 def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
     """bfloat16 on a GPU. On a CPU, bfloat16 for a model past SMALL_MODEL parameters when the CPU has
     bfloat16 dot products (its short passes then cost about what a one-token pass costs, and

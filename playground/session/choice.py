@@ -1,7 +1,6 @@
 """Which runners a run gets, and their compilation: eager runners on growing caches, or static caches
 with compiled passes (and on a GPU whole rounds replayed as graphs, playground.engine.fused); why a
 compiled run falls back to eager; compiling before a run's clock starts."""
-import os
 import time
 
 import torch
@@ -12,6 +11,7 @@ from playground.engine.fused import FusedProposer, programs_for
 from playground.engine.runner import ModelRunner
 from playground.engine.static import CacheBusy, StaticRunner, why_not_static
 from playground.models.loading import Pair
+from playground.models.placement import on_zero_gpu
 
 
 FUSED_DEVICES = {"cuda"}  # where compiled runs replay whole rounds as graphs (tests add "cpu": same code, no capture)
@@ -103,11 +103,6 @@ def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True, prom
     reasons = [f"the {name}: {why}" for name, model in (("target", pair.target), ("draft", pair.draft if has_draft else None))
                if model is not None and (why := why_not_static(model))]
     return "; ".join(reasons)
-
-
-def on_zero_gpu() -> bool:
-    """Whether this process runs on a Hugging Face ZeroGPU Space (a GPU lent per call)."""
-    return bool(os.environ.get("SPACES_ZERO_GPU"))
 
 
 def eager_runners(pair: Pair, with_draft: bool = True):
