@@ -226,7 +226,8 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
         add(every, f"The cascade (prompt lookup drafting for {draft}, which drafts for the target) has no "
                    f"equivalent here: {draft} alone drafts.")
     if s.policy in ("schedule", "confidence"):
-        rule = ("+2 after a fully accepted round, -1 after a rejection, at most k" if s.policy == "schedule"
+        rule = ("+2 after a fully accepted round, -1 after a rejection, at most k, pausing where one guess fails"
+                if s.policy == "schedule"
                 else f"stop drafting below top probability {s.confidence}")
         instead = ("prompt lookup proposes what followed its match, up to k tokens, every round" if kind == "ngram"
                    else "the draft proposes a fixed number of tokens every round")
@@ -304,7 +305,8 @@ def _assistant_lines(s, draft, notes) -> list[str]:
     k = max(1, _depth(s) // 2) if s.policy == "schedule" else _depth(s)
     schedule = "heuristic_transient" if s.policy == "schedule" else "constant"
     conf = s.confidence if s.policy == "confidence" else 0.0
-    notes += {"schedule": ["transformers' heuristic schedule has no ceiling: it can draft more than k."],
+    notes += {"schedule": ["transformers' heuristic schedule has no ceiling: it can draft more than k, and it never "
+                           "pauses (the playground drafts nothing for a while after a guess refused at k=1)."],
               "confidence": ["transformers retunes assistant_confidence_threshold during generation when "
                              "scikit-learn is installed.",
                              "transformers stops drafting after a token whose own probability is below the threshold "

@@ -38,6 +38,34 @@ def test_schedule_follows_plus_two_minus_one(target, noisy_draft, tokenizer):
     assert len({r.k for r in result.rounds}) > 1
 
 
+def test_schedule_pauses_where_guesses_fail():
+    """A guess refused at k=1 pauses drafting (k=0), each refused probe doubles the pause up to
+    MAX_PAUSE, and a kept probe ends it."""
+    from playground.engine.schedule import MAX_PAUSE
+    policy, ks = HeuristicK(4), []
+    for _ in range(80):
+        ks.append(policy.next_k())
+        policy.observe(ks[-1], 0)  # every guess refused
+    assert ks[:12] == [2, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 1]
+    probes = [i for i, k in enumerate(ks) if k]
+    assert max(b - a - 1 for a, b in zip(probes, probes[1:])) == MAX_PAUSE
+    while policy.next_k() == 0:
+        policy.observe(0, 0)
+    policy.observe(1, 1)  # the probe kept
+    assert policy.next_k() == 3 and policy.pause == 0
+
+
+def test_schedule_pauses_yet_keeps_the_targets_output(target, tokenizer):
+    """A draft that never agrees: the schedule pauses (rounds without a guess), the output stays the target's."""
+    bad = tiny.tiny_model(vocab=len(tokenizer), seed=99)
+    pair = mode_pair("schedule", target, bad, tokenizer)
+    prompt = tokenizer(PROMPT).input_ids
+    result = session.run(pair, prompt, session.settings(k=4, max_new_tokens=40, policy="schedule"))
+    assert result.token_ids == hf_greedy(target, prompt, 40, eos_id=NO_EOS)
+    paused = [r for r in result.rounds if r.k == 0]
+    assert len(paused) > len(result.rounds) / 2 and all(r.draft_passes == 0 for r in paused)
+
+
 def test_confidence_stop_is_shown(target, noisy_draft, tokenizer):
     pair = mode_pair("confidence", target, noisy_draft, tokenizer)
     result = session.run(pair, tokenizer(PROMPT).input_ids,

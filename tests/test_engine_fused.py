@@ -53,6 +53,41 @@ def test_adaptive_k_fused(target, noisy_draft, tokenizer):
     assert all(r.proposed <= r.k for r in result.rounds)
 
 
+class Scripted:
+    """A draft-length policy that asks for these k, in order (then the last)."""
+
+    def __init__(self, ks):
+        self.ks = list(ks)
+
+    def next_k(self) -> int:
+        return self.ks.pop(0) if len(self.ks) > 1 else self.ks[0]
+
+    def observe(self, proposed: int, accepted: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize("fused_rounds", [True, False])
+def test_rounds_without_drafting_keep_the_drafts_cache(fused_rounds, target, tokenizer, monkeypatch):
+    """Paused rounds (k=0) commit the target's token without the draft; the next round that drafts
+    feeds the draft what it missed first (fused: one padded catch-up pass). A draft equal to the
+    target then guesses every token right: a draft cache left behind would guess from a stale context."""
+    from playground.engine import speculative
+    if not fused_rounds:
+        monkeypatch.setattr(session.choice, "FUSED_DEVICES", set())
+    script = [2, 0, 0, 0, 2, 0, 3] + [0] * (fused.CATCH_UP + 3) + [3, 0, 1, 2]
+    monkeypatch.setattr(speculative, "make_schedule", lambda policy, k: Scripted(script))
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.0), tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    cfg = compiled(3, 44, policy="schedule")
+    assert rounds_fused(pair, prompt, cfg) == fused_rounds
+    result = session.run(pair, prompt, cfg)
+    assert result.token_ids == hf_greedy(target, prompt, 44, eos_id=NO_EOS)
+    ks = [r.k for r in result.rounds]
+    assert ks[:len(script)] == script[:len(ks)] and ks.count(0) > fused.CATCH_UP  # a pause longer than one catch-up pass
+    drafted = [r for r in result.rounds if r.k]
+    assert all(r.accepted == r.proposed == r.k for r in drafted), [(r.k, r.proposed, r.accepted) for r in drafted]
+
+
 def test_eos_inside_a_round_fused(target, noisy_draft, tokenizer):
     prompt = tokenizer(PROMPT).input_ids
     free = hf_greedy(target, prompt, 30, eos_id=NO_EOS)

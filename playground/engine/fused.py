@@ -11,8 +11,11 @@ replayed, its kernels run back to back).
             drafts (verify.py's `limit`) -> report [n, next, x, p(x), p(next), q(x), q(next)]
 
 Feeding the last two committed tokens keeps the draft's cache right with no bookkeeping: after any
-round its cache holds every committed position but the last two, whatever was accepted (positions
-past those hold rejected guesses and are overwritten). Drafts are drawn on the device: greedy by
+round that drafts, its cache holds every committed position but the last two, whatever was accepted
+(positions past those hold rejected guesses and are overwritten). A round without drafting (k' = 0:
+the schedule's pause, see playground.engine.schedule) leaves the draft's cache behind by its token;
+the next round that drafts first feeds what it missed in one pass CATCH_UP wide (padded; the pad's
+positions are overwritten or past the pointer). Drafts are drawn on the device: greedy by
 argmax, sampled by the exponential race with noise drawn from the run's generator before the
 replay. The target alone (no draft) is the verify program with k' = 0: the same pass width as
 verification, so its greedy tokens are those speculation keeps (a GEMM's rows do not depend on
@@ -29,10 +32,12 @@ from playground.config import SamplingParams
 from playground.engine.graphs import program
 from playground.engine.proposers import Proposal
 from playground.engine.sampling import race_draw, warp
+from playground.engine.schedule import MAX_PAUSE
 from playground.engine.verify import accept_sampled, verify_greedy
 
 META = 6
 STORING = threading.Lock()
+CATCH_UP = MAX_PAUSE  # the draft's catch-up pass after a pause: one token per paused round
 MAX_PROGRAMS = 8  # program sets (k, sampling's shape, caches) kept per pair; each holds graphs and buffers
 
 
@@ -162,6 +167,7 @@ class FusedProposer:
         self.name = "draft model" if draft_runner is not None else "target only"
         self.seq: list[int] = []
         self.k_used = 0
+        self.fed = 0  # positions of seq the draft's cache holds
 
     def start(self, prompt: list[int]) -> int:
         """Prefill the draft with all prompt tokens but the last (the target's prefill is the loop's)."""
@@ -170,11 +176,14 @@ class FusedProposer:
             return 0
         self.draft.reset()
         self.draft.forward(torch.tensor(prompt[:-1], device=self.draft.device), keep=1)
+        self.fed = len(prompt) - 1
         return 1
 
     def propose(self, k: int, ctx) -> Proposal:
         pr, seq = self.programs, self.seq
         kp = min(k, pr.k) if self.draft is not None else 0
+        if kp:
+            self._catch_up()
         pr.set_meta(seq[-2], seq[-1], seq[-1], kp, len(seq) - 2, len(seq) - 1)
         if not pr.sampling.greedy:
             pr.draw_noise(ctx.generator)
@@ -184,6 +193,18 @@ class FusedProposer:
         self.k_used = kp
         return Proposal(pr.drafts[:kp], pr.q[:kp] if self.draft is not None else None, kp, "")
 
+    def _catch_up(self) -> None:
+        """Feed the draft the tokens that rounds without drafting committed (all but the last two,
+        which the drafting program feeds), CATCH_UP at a time, padded to CATCH_UP where it fits."""
+        while self.fed < len(self.seq) - 2:
+            chunk = self.seq[self.fed:min(len(self.seq) - 2, self.fed + CATCH_UP)]
+            width = CATCH_UP if self.fed + CATCH_UP <= self.draft.capacity else len(chunk)
+            self.draft.seek(self.fed)
+            with torch.inference_mode(), self.draft.decode_threads():
+                self.draft.forward(torch.tensor(chunk + chunk[-1:] * (width - len(chunk)), device=self.draft.device),
+                                   keep=1)
+            self.fed += len(chunk)
+
     def verify(self) -> list[float]:
         """Replay the verify program and read its report: the round's one host sync."""
         with torch.inference_mode(), self.target.decode_threads():
@@ -191,3 +212,5 @@ class FusedProposer:
 
     def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
         self.seq.extend(new_tokens)
+        if self.k_used:  # a round that drafted: the draft's cache holds all but the last two
+            self.fed = len(self.seq) - 2

@@ -178,6 +178,12 @@ class StaticRunner(ModelRunner):
         self._length = min(self._length, length)
         self.cache.move_to(self._length)
 
+    def seek(self, length: int) -> None:
+        """Write next at `length`, before or past the runner's own count (fused programs move the
+        cache's pointer themselves; every position before `length` must hold its token)."""
+        self._length = length
+        self.cache.move_to(length)
+
     def pending_compiles(self) -> list[tuple[int, int]]:
         """The (width, keep) shapes not compiled yet at this capacity (on a GPU: or not captured yet
         on this cache, whose graphs are its own)."""

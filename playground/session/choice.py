@@ -7,7 +7,7 @@ import torch
 
 from playground.config import MAX_K, SpecConfig
 from playground.engine.feature_runner import FeatureRunner
-from playground.engine.fused import FusedProposer, programs_for
+from playground.engine.fused import CATCH_UP, FusedProposer, programs_for
 from playground.engine.runner import ModelRunner
 from playground.engine.static import CacheBusy, StaticRunner, why_not_static
 from playground.models.loading import Pair
@@ -35,7 +35,7 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
     static caches with compiled passes: the target's verify over k+1 tokens and its one-token step
     (fused: the k+1 verify alone, which the target alone replays too), the draft's step over one or
-    two new tokens. Models with sliding-window layers stay eager, and so do pairs with a feature draft
+    two new tokens (fused with the schedule: also its catch-up after a pause). Models with sliding-window layers stay eager, and so do pairs with a feature draft
     (it reads the eager target's hidden states), target-only runs included, so a comparison sets eager
     against eager. A static cache held by another run (concurrent generations): eager for this one."""
     has_draft = speculative and pair.draft is not None
@@ -48,7 +48,8 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
         target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
     try:
         target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads, capture=not fused)
-        draft = static_or_eager(pair, pair.draft, capacity, {(1, 1), (2, 1)}, pair.draft_threads,
+        steps = {(1, 1), (2, 1)} | ({(CATCH_UP, 1)} if fused and cfg.policy == "schedule" else set())  # after a pause
+        draft = static_or_eager(pair, pair.draft, capacity, steps, pair.draft_threads,
                                 pair.draft_vocab_map, capture=not fused) if has_draft else None
     except CacheBusy:
         return eager_runners(pair, has_draft)
