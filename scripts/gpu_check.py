@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined] [--tokens 128] [--repeats 3]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -11,6 +11,9 @@
          overhead) and with every o_proj and down_proj zeroed, the target's head set to its
          embedding and the draft's embedding to the target's times a random 3584x896 projection
          (both predict the last token again: acceptance 1, every product still full size).
+- joined: the real pair again with each layer's q/k/v and gate/up projections joined into one
+         product each (playground.models.fused_projections, PLAYGROUND_FUSE_PROJECTIONS=1): fewer
+         kernels a pass; compiles afresh.
 
 Each setting runs, interleaved `repeats` times on one 128-token prompt: the target alone compiled
 at one token a pass ("alone-1") and at verification's width k+1 ("alone-W", the baseline the
@@ -50,6 +53,7 @@ from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
+from playground.models.fused_projections import fuse_projections  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
 
 STARTED = time.perf_counter()
@@ -266,6 +270,8 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
     for name, cfg in (("eager alone", eager), (f"eager spec k={k}", eager)):
         if (result := attempt(name, lambda: decode(session.generate(pair, prompt, cfg, speculative="spec" in name)))):
             seen[name] = [result]
+    say("profiling one speculative run (kernels per round against its wall time)")
+    out["profile"] = attempt("profile", lambda: kernel_profile(pair, prompt, spec))
     say("eager rows done; a second prompt of another length (must compile nothing)")
     attempt("second prompt", lambda: out.update(second_prompt(pair, prompt, spec, tokens, k)))
     for name, results in seen.items():  # greedy identity: compiled rows against the compiled target alone at
@@ -275,6 +281,28 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
             out[name] = row(results, exact, seen.get("alone-1", []), floor_s, tokens) | {
                 "compared_with": baseline if exact is not None else f"{baseline} (failed)"}
     return out
+
+
+def kernel_profile(pair: Pair, prompt: list[int], cfg, top: int = 12) -> dict:
+    """One speculative run under torch.profiler: the GPU's kernels per round (count, the sum of their
+    run times) against the round's wall time (the difference is launch gaps and waits), and the
+    kernels taking the most time. On a CPU (the rehearsal) there are no device kernels to count."""
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        _, wall, rounds = decode(session.generate(pair, prompt, cfg))
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    by_name: dict = {}
+    for e in kernels:
+        count, us = by_name.get(e.name, (0, 0.0))
+        by_name[e.name] = (count + 1, us + e.device_time)
+    n = max(1, len(rounds))
+    return {"rounds": len(rounds), "ms_per_round": 1e3 * wall / n, "kernels_per_round": len(kernels) / n,
+            "kernel_ms_per_round": sum(e.device_time for e in kernels) / 1e3 / n,
+            "top": [{"kernel": name[:90], "per_round": c / n, "us_per_round": us / n, "us_each": us / c}
+                    for name, (c, us) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]]}
 
 
 def attempted(failed: dict, name: str, fn):
@@ -381,13 +409,30 @@ def print_table(name: str, result: dict) -> None:
                 ) + f" vs {r['compared_with']}"
         print(f"{label:24} {r['tok_s']:7.1f} {span:>14} {r['x_floor']:7.2f} {r['ms_per_round']:8.2f} {draft:>8} "
               f"{r['verify_ms']:9.2f} {r['tokens_per_round']:9.2f} {vs:>18} {same}")
+    if result.get("profile"):
+        pr = result["profile"]
+        print(f"profile of spec: {pr['ms_per_round']:.2f} ms a round, {pr['kernels_per_round']:.0f} kernels "
+              f"running {pr['kernel_ms_per_round']:.2f} ms of it; the most time:")
+        for t in pr["top"]:
+            print(f"  {t['us_per_round']:8.1f} us/round  {t['per_round']:5.1f}x {t['us_each']:7.1f} us  {t['kernel']}")
     for step, trace in result.get("failed", {}).items():
         print(f"FAILED {step}:\n{trace}")
 
 
+def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, floor: float, save) -> None:
+    """The pair's rows as built (random weights: acceptance ~0), then as last-token predictors (acceptance 1)."""
+    report[f"{key} acceptance 0"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
+    print_table(f"{title}, random weights (acceptance ~0)", report[f"{key} acceptance 0"])
+    save()
+    if attempted(report.setdefault("failed", {}), f"{key}: last-token predictors", lambda: predict_last_token(pair) or True):
+        report[f"{key} acceptance 1"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
+        print_table(f"{title}, last-token predictors (acceptance 1)", report[f"{key} acceptance 1"])
+    save()
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="tests,cli,demo,real")
+    parser.add_argument("--only", default="tests,cli,demo,real,joined")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
@@ -423,14 +468,15 @@ def main(argv=None) -> dict:
             f"{name}: " + ", ".join(f"{way} {ms:.3f}" for way, ms in t.items()) for name, t in report["attention_ms"].items()),
             flush=True)
         save()
-        report["real acceptance 0"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
         report["attention"] = {name: m.config._attn_implementation for name, m in (("target", pair.target), ("draft", pair.draft))}
-        print_table("Qwen2.5-7B/0.5B shapes, random weights (acceptance ~0)", report["real acceptance 0"])
-        save()
-        if attempted(report.setdefault("failed", {}), "last-token predictors", lambda: predict_last_token(pair) or True):
-            report["real acceptance 1"] = measure(pair, prompt, args.tokens, args.k, args.repeats, floor)
-            print_table("Qwen2.5-7B/0.5B shapes, last-token predictors (acceptance 1)", report["real acceptance 1"])
-        save()
+        both_settings(report, "real", "Qwen2.5-7B/0.5B shapes", pair, prompt, args, floor, save)
+        del pair
+    if "joined" in only:  # the same pair with its projections joined (playground.models.fused_projections)
+        say("building the Qwen2.5-7B/0.5B-shaped pair again, its projections joined")
+        pair = real_size_pair(device, shapes)
+        report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
+        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
+        both_settings(report, "joined", "Qwen2.5-7B/0.5B shapes, projections joined", pair, prompt, args, floor, save)
         del pair
     if "cli" in only:
         say("the CLI: generate --preset demo --compile --baseline")

@@ -43,11 +43,14 @@ def test_rehearsal_through_the_fused_rounds_the_gpu_takes(gpu_check, tmp_path, m
     rehearsal above takes the per-pass path a CPU gets. Here the CPU takes the fused one too."""
     from playground import session
     monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})
-    report = gpu_check.main(["--rehearse", "--only", "real", "--tokens", "24", "--repeats", "1", "--k", "4",
+    report = gpu_check.main(["--rehearse", "--only", "real,joined", "--tokens", "24", "--repeats", "1", "--k", "4",
                              "--out", str(tmp_path)])
-    result = report["real acceptance 1"]
-    assert all(result[row]["identical"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule"))
-    assert result["spec k=4"]["tokens_per_round"] == 24 / 5 and result["second_prompt_new_graphs"] == 0
+    assert report["joined_modules"] == [4, 4]  # the pair again, projections joined: 2 layers x (attention, MLP)
+    for key in ("real", "joined"):
+        result = report[f"{key} acceptance 1"]
+        assert all(result[row]["identical"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule")), key
+        assert result["spec k=4"]["tokens_per_round"] == 24 / 5 and result["second_prompt_new_graphs"] == 0
+        assert result["profile"]["rounds"] == 5 and not result["failed"]  # no kernels to count on a CPU
 
 
 def test_a_step_cut_off_by_its_timeout_leaves_what_it_printed(gpu_check, tmp_path):

@@ -21,6 +21,7 @@ from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.metrics import summarize
 from playground.engine.attention import fold_grouped_heads, folds_on
 from playground.models import loading
+from playground.models.fused_projections import fuse_projections, fuses_on
 from playground.models.loading import Pair
 from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        on_zero_gpu, runners, static_or_eager)
@@ -32,12 +33,14 @@ __all__ = ["compile_fallback", "compile_graphs", "constrain", "eager_runners", "
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, progress=None) -> Pair:
     """Load (or reuse) both models (playground.models.loading.load_pair). On a GPU, grouped-query
     models attend folded (playground.engine.attention) from their first pass on, eager or compiled:
-    a run beside another never sees its model's attention change midway."""
+    a run beside another never sees its model's attention change midway; with
+    PLAYGROUND_FUSE_PROJECTIONS=1 their projections are joined (playground.models.fused_projections)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
-    if folds_on(pair.device):
-        for model in (pair.target, pair.draft):
-            if model is not None:
-                fold_grouped_heads(model)
+    for model in (pair.target, pair.draft):
+        if model is not None and folds_on(pair.device):
+            fold_grouped_heads(model)
+        if model is not None and fuses_on(pair.device):  # opt-in: PLAYGROUND_FUSE_PROJECTIONS=1
+            fuse_projections(model)
     return pair
 
 
