@@ -140,8 +140,8 @@ def graph_ms(fn, calls: int) -> float:
 def attention_costs(device: str, shapes, k: int) -> dict:
     """One pass's attention at the static cache's capacity, all layers, three ways: key/value heads
     repeated for each query head (transformers' compiled SDPA path), folded into the query axis through
-    SDPA's kernel (playground.engine.attention's default) and folded through two matrix products
-    (PLAYGROUND_GQA_ATTENTION=matmul); on CUDA replayed as one graph per pass (the kernels' own time,
+    SDPA's kernel (PLAYGROUND_GQA_ATTENTION=sdpa) and folded through two matrix products
+    (playground.engine.attention's default); on CUDA replayed as one graph per pass (the kernels' own time,
     as the engine's captured passes run them), 256 positions written."""
     from transformers.integrations.sdpa_attention import repeat_kv
     from playground.engine import attention
@@ -445,7 +445,7 @@ def main(argv=None) -> dict:
     shapes = (SMALL_TARGET, SMALL_DRAFT) if args.rehearse else (QWEN25_7B, QWEN25_05B)
     report = {"device": (platform.processor() or "cpu") if args.rehearse else torch.cuda.get_device_name(),
               "torch": torch.__version__, "transformers": transformers.__version__, "rehearsal": args.rehearse,
-              "gqa_attention": os.environ.get("PLAYGROUND_GQA_ATTENTION", "sdpa"),
+              "gqa_attention": "sdpa" if os.environ.get("PLAYGROUND_GQA_ATTENTION") == "sdpa" else "matmul",
               "copy_bytes_per_s": copy_bandwidth(device)}
     print(f"{report['device']}, torch {torch.__version__}, transformers {transformers.__version__}: copy "
           f"{report['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + written)", flush=True)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from playground import session
-from playground.models.fused_projections import JoinedQKV, fuse_projections
+from playground.models.fused_projections import JoinedQKV, Piece, fuse_projections
 from tests import tiny
 from tests.test_engine_fused import compiled, rounds_fused
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
@@ -51,3 +51,35 @@ def test_a_key_projection_alone_is_refused():
     fuse_projections(model)
     with pytest.raises(RuntimeError, match="before its query projection"):
         model.model.layers[0].self_attn.k_proj(torch.zeros(1, 64))
+
+
+def test_runs_beside_each_other_share_a_joined_model():
+    """Two threads on one joined model (runs beside each other, PLAYGROUND_CONCURRENCY > 1): one
+    thread's query projection between another's query and key projections does not hand it its k."""
+    import threading
+    torch.manual_seed(0)
+    q, k, v = (torch.nn.Linear(8, 8) for _ in range(3))
+    joined = JoinedQKV(q, k, v)
+    key = Piece(joined, 0)
+    x_a, x_b = torch.randn(2, 8), torch.randn(3, 8)
+    between, done, got = threading.Event(), threading.Event(), {}
+
+    def a():
+        joined(x_a)
+        between.set()  # b runs its query projection now
+        done.wait()
+        got["a"] = key(x_a)
+
+    def b():
+        between.wait()
+        joined(x_b)
+        done.set()
+        got["b"] = key(x_b)
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with torch.no_grad():
+        torch.testing.assert_close(got["a"], k(x_a))
+        torch.testing.assert_close(got["b"], k(x_b))

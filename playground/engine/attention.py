@@ -15,7 +15,7 @@ the result is the same attention (measured in tests/test_attention.py). Without 
 prefill) or without grouping, transformers' own SDPA runs unchanged. On a GPU every model folds
 (PLAYGROUND_FOLD_GQA=0: not): at its load (playground.session.load_pair), else at its first compile.
 
-The folded attention is two batched matrix products, scores and softmax in float32 (what
+The folded attention is two batched matrix products with the softmax in float32 (what
 transformers' eager attention computes), not SDPA's kernel: with a mask SDPA takes its
 memory-efficient kernel, which has no split over the keys: one block per (batch, head, query block)
 walks the whole cache, so a one-token pass can keep only a few of an H200's 132 multiprocessors busy
@@ -55,7 +55,9 @@ def folded_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
 
 def matmul_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor,
                      scale: float | None = None) -> torch.Tensor:
-    """softmax(q k^T * scale + mask) v as two batched matrix products (scores and softmax in float32):
+    """softmax(q k^T * scale + mask) v as two batched matrix products, as transformers' eager
+    attention computes it (q k^T in the model's dtype, accumulated in float32 by the GEMM; scale,
+    mask and softmax in float32):
     query [b, h, m, d], key/value [b, h, L, d], attn_mask [b, 1, m, L] (bool: True attends, or additive)."""
     scale = query.shape[-1] ** -0.5 if scale is None else scale
     scores = torch.matmul(query, key.transpose(-1, -2)).float() * scale  # [b, h, m, L]

@@ -15,6 +15,7 @@ separate products (another GEMM shape), identically in speculation and the targe
 run the same model. PLAYGROUND_FUSE_PROJECTIONS=1 joins them on a GPU at load (off until measured
 there: scripts/gpu_check.py measures a joined pair beside the plain one)."""
 import os
+import threading
 import types
 
 import torch
@@ -28,6 +29,23 @@ def fuses_on(device: torch.device) -> bool:
     return device.type == "cuda" and os.environ.get("PLAYGROUND_FUSE_PROJECTIONS") == "1"
 
 
+class Slot:
+    """Where JoinedQKV leaves k and v for the two pieces called next: per thread in eager passes
+    (runs beside each other share a model, and torch lets another thread run between two calls),
+    a plain list while torch.compile traces (in the graph it is dataflow, nothing kept)."""
+
+    def __init__(self):
+        self.local = threading.local()
+        self.traced: list = [None, None]
+
+    def cells(self) -> list:
+        if torch.compiler.is_compiling():
+            return self.traced
+        if not hasattr(self.local, "cells"):
+            self.local.cells = [None, None]
+        return self.local.cells
+
+
 class JoinedQKV(torch.nn.Module):
     """q_proj's place: x -> q, leaving k and v in `slot` for the two pieces called next."""
 
@@ -36,13 +54,13 @@ class JoinedQKV(torch.nn.Module):
         self.sizes = [q.out_features, k.out_features, v.out_features]
         self.weight = torch.nn.Parameter(torch.cat([q.weight, k.weight, v.weight]), requires_grad=False)
         biases = [p.bias for p in (q, k, v)]
-        self.bias = (torch.nn.Parameter(torch.cat(biases), requires_grad=False)
-                     if all(b is not None for b in biases) else None)
-        self.slot: list = [None, None]
+        self.bias = torch.nn.Parameter(torch.cat(biases), requires_grad=False) if biases[0] is not None else None
+        self.slot = Slot()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         q, k, v = F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
-        self.slot[0], self.slot[1] = k, v
+        cells = self.slot.cells()
+        cells[0], cells[1] = k, v
         return q
 
 
@@ -51,13 +69,14 @@ class Piece(torch.nn.Module):
 
     def __init__(self, joined: JoinedQKV, index: int):
         super().__init__()
-        self.index, self.slot = index, joined.slot  # the list, not the module: no second registration
+        self.index, self.slot = index, joined.slot  # the slot, not the module: no second registration
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.slot[self.index]
+        cells = self.slot.cells()
+        out = cells[self.index]
         if out is None:
             raise RuntimeError("a joined key/value projection was called before its query projection")
-        self.slot[self.index] = None
+        cells[self.index] = None
         return out
 
 
@@ -67,9 +86,10 @@ def _joined_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
 
 
 def plain(*layers) -> bool:
-    """Plain linear layers (not quantized, not joined already) on one device, of one dtype."""
+    """Plain linear layers (not quantized, not joined already) on one device, of one dtype, all
+    with a bias or none."""
     return (all(type(layer) is torch.nn.Linear for layer in layers)
-            and len({(layer.weight.device, layer.weight.dtype) for layer in layers}) == 1)
+            and len({(layer.weight.device, layer.weight.dtype, layer.bias is None) for layer in layers}) == 1)
 
 
 def fuse_projections(model: torch.nn.Module) -> int:
@@ -83,7 +103,7 @@ def fuse_projections(model: torch.nn.Module) -> int:
             module.q_proj, module.k_proj, module.v_proj = qkv, Piece(qkv, 0), Piece(qkv, 1)
             joined += 1
         elif kind in MLPS and "playground_gate_up" not in module._parameters \
-                and plain(module.gate_proj, module.up_proj) and module.gate_proj.bias is None and module.up_proj.bias is None:
+                and plain(module.gate_proj, module.up_proj) and module.gate_proj.bias is None:
             module.playground_gate_up = torch.nn.Parameter(
                 torch.cat([module.gate_proj.weight, module.up_proj.weight]), requires_grad=False)
             del module.gate_proj, module.up_proj
