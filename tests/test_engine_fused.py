@@ -86,6 +86,12 @@ def test_rounds_without_drafting_keep_the_drafts_cache(fused_rounds, target, tok
     assert ks[:len(script)] == script[:len(ks)] and ks.count(0) > fused.CATCH_UP  # a pause longer than one catch-up pass
     drafted = [r for r in result.rounds if r.k]
     assert all(r.accepted == r.proposed == r.k for r in drafted), [(r.k, r.proposed, r.accepted) for r in drafted]
+    if fused_rounds:  # each drafting round after p paused ones first feeds them, CATCH_UP a pass
+        paused, catch_ups = 0, 0
+        for r in result.rounds:
+            catch_ups += -(-paused // fused.CATCH_UP) if r.k else 0
+            paused = paused + 1 if not r.k else 0
+        assert sum(r.draft_passes for r in drafted) == sum(r.k for r in drafted) + catch_ups and catch_ups >= 4
 
 
 def test_eos_inside_a_round_fused(target, noisy_draft, tokenizer):

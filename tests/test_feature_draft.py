@@ -48,6 +48,18 @@ def test_greedy_output_is_the_target_alone(pair):
         assert spec.stats["proposed"] > 0 and spec.stats["draft_passes"] > 0
 
 
+def test_the_schedules_pauses_keep_the_targets_features(pair):
+    """Paused rounds (k=0) run the target alone; the draft still reads the features of what they
+    committed (the target's next pass overwrites them: 'features skipped positions' otherwise)."""
+    prompt = pair.tokenizer("def parse(text):\n").input_ids
+    for k in (1, 2, 4):
+        cfg = session.settings(k=k, max_new_tokens=48, policy="schedule")
+        spec = session.run(pair, prompt, cfg)
+        assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+        paused = [i for i, r in enumerate(spec.rounds) if r.k == 0 and spec.rounds[i].finish_reason is None]
+        assert paused and any(r.k for r in spec.rounds[paused[0]:]), k  # drafting again after a pause
+
+
 @pytest.mark.parametrize("tree", [(2,), (2, 2), (1, 2, 1)])
 def test_a_tree_drafted_from_a_one_token_prompt_is_the_target_alone(pair, tree):
     """One token: x_0 has no feature before it, so the draft guesses uniformly, and its next depth

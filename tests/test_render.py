@@ -119,3 +119,14 @@ def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
     one = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 6, 1, 1, 2, 0.0, 0.0, 0.01)], 0.01)
     assert "1 pass, prompt pass included" in metrics(one, 4)
     assert "accepted / verified tree nodes" in metrics(one, "the tree 2,2", theory=False) and "draft tokens" in metrics(one, 4)
+
+
+def test_a_paused_round_is_titled_the_target_alone_and_left_out_of_the_histogram():
+    """The schedule's pauses (k=0) are rounds of the target alone: no draft 'accepted 0' there."""
+    from playground.events import BONUS, REJECTED
+    from playground.ui.plots import accepted_histogram
+    paused = Round(2, [TokenEvent(BONUS, 6, "y")], 0, 0, 1, 0, 0.0, 0.0, 0.0, k=0,
+                   stop_reason="the schedule paused drafting")
+    refused = Round(1, [TokenEvent(REJECTED, 5, "x"), TokenEvent(CORRECTED, 7, "z")], 1, 0, 1, 1, 0.0, 0.0, 0.0, k=1)
+    assert 'title="round 2: the target alone (the schedule paused drafting)"' in token_stream([refused, paused])
+    assert list(accepted_histogram([refused, paused, paused], 2).data[0].y) == [1, 0, 0]

@@ -12,6 +12,7 @@ from playground.constraints import from_user
 from playground.engine import speculative
 from playground.engine.runner import ModelRunner
 from playground.engine.runner import tree_runs
+from playground.engine.static import StaticRunner
 from playground.engine.tree import TreeProposal, ancestors, depth_first, depths, verify_rows
 from playground.engine.tree_verify import TreeVerdict, _normalized
 from playground.errors import PlaygroundError
@@ -238,6 +239,21 @@ def test_tree_settings_are_checked(tree, message):
         return
     with pytest.raises(PlaygroundError, match=message):
         session.settings(tree=tree)
+
+
+def test_a_tree_under_compiled_passes_runs_eager_and_says_so(pair):
+    """Compiled passes are the default with CUDA: a tree asked for with them runs eager (it was
+    refused), the target alone beside it too, and the run says so."""
+    pair, tok = pair
+    prompt = tok("x = ").input_ids
+    cfg = session.settings(tree=(2, 2), compile=True, max_new_tokens=12)
+    assert session.compile_fallback(pair, cfg, prompt_len=len(prompt)).startswith("a token tree runs eager passes")
+    assert not session.fuses(pair, cfg, True, True, len(prompt))
+    target, draft = session.runners(pair, len(prompt), cfg)
+    assert not isinstance(target, StaticRunner) and not isinstance(draft, StaticRunner)
+    spec = session.run(pair, prompt, cfg)
+    assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+    assert any(r.tree for r in spec.rounds)
 
 
 def test_a_tree_refuses_what_it_cannot_do_yet(pair):

@@ -94,6 +94,11 @@ class FeatureRunner(ModelRunner):
             return self.guess[None], 0
         return self.features.new_zeros(1, self.features.shape[1]), 0
 
+    def follow_target(self) -> None:
+        """Every round, drafted or not (the schedule pauses): the target's next pass overwrites its
+        hidden states."""
+        self._read_target_features()
+
     def _read_target_features(self) -> None:
         """Append the target's hidden states of positions it has committed since the last read."""
         t = self.target

@@ -182,8 +182,7 @@ class FusedProposer:
     def propose(self, k: int, ctx) -> Proposal:
         pr, seq = self.programs, self.seq
         kp = min(k, pr.k) if self.draft is not None else 0
-        if kp:
-            self._catch_up()
+        caught = self._catch_up() if kp else 0
         pr.set_meta(seq[-2], seq[-1], seq[-1], kp, len(seq) - 2, len(seq) - 1)
         if not pr.sampling.greedy:
             pr.draw_noise(ctx.generator)
@@ -191,11 +190,13 @@ class FusedProposer:
             with torch.inference_mode(), self.draft.decode_threads():
                 pr.drafting(kp)()
         self.k_used = kp
-        return Proposal(pr.drafts[:kp], pr.q[:kp] if self.draft is not None else None, kp, "")
+        return Proposal(pr.drafts[:kp], pr.q[:kp] if self.draft is not None else None, kp + caught, "")
 
-    def _catch_up(self) -> None:
+    def _catch_up(self) -> int:
         """Feed the draft the tokens that rounds without drafting committed (all but the last two,
-        which the drafting program feeds), CATCH_UP at a time, padded to CATCH_UP where it fits."""
+        which the drafting program feeds), CATCH_UP at a time, padded to CATCH_UP where it fits;
+        -> the passes it took."""
+        passes = 0
         while self.fed < len(self.seq) - 2:
             chunk = self.seq[self.fed:min(len(self.seq) - 2, self.fed + CATCH_UP)]
             width = CATCH_UP if self.fed + CATCH_UP <= self.draft.capacity else len(chunk)
@@ -204,6 +205,8 @@ class FusedProposer:
                 self.draft.forward(torch.tensor(chunk + chunk[-1:] * (width - len(chunk)), device=self.draft.device),
                                    keep=1)
             self.fed += len(chunk)
+            passes += 1
+        return passes
 
     def verify(self) -> list[float]:
         """Replay the verify program and read its report: the round's one host sync."""

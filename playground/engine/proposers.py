@@ -88,6 +88,7 @@ class DraftModelProposer:
         # The cache holds seq + the first k-1 drafts; of those, the first n_accepted are now committed.
         self.runner.crop(min(self.runner.length, len(self.seq) + n_accepted))
         self.seq.extend(new_tokens)
+        self.runner.follow_target()
 
     def _ids(self, ids: list[int]) -> torch.Tensor:
         return torch.tensor(ids, dtype=torch.long, device=self.runner.device)

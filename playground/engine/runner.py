@@ -113,6 +113,10 @@ class ModelRunner:
     def _full_width(self, logits: torch.Tensor) -> torch.Tensor:
         return full_width(logits, self.vocab, self.d2t)
 
+    def follow_target(self) -> None:
+        """Read what the target's last pass left for this runner: nothing (a feature draft reads its
+        hidden states, even in a round it did not draft)."""
+
     def crop(self, length: int) -> None:
         """Forget cached positions from `length` on (transformers 5: crop(-m) drops the last m)."""
         extra = self.length - length

@@ -87,12 +87,15 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     if run.budget == 0 or (events and events[-1].token_id in eos_ids):
         finish = "eos" if events[-1].token_id in eos_ids else "length"
         return _round_event(run, events, 0, 0, None, 0.0, 0.0, started, finish, 0)
-    k = min(run.schedule.next_k(), run.budget - 1)  # never draft past the token budget
+    asked = run.schedule.next_k()
+    k = min(asked, run.budget - 1)  # never draft past the token budget
     t0 = clock.mark()
     proposal = proposer.propose(k, run.ctx)
     t1 = clock.mark()
+    if k == 0:  # the target alone this round: say why
+        proposal.stop_reason = "the schedule paused drafting" if asked == 0 else "one token left"
     if isinstance(proposer, FusedProposer):  # the verify pass and the rule replayed as one graph
-        verdict = _parse(proposer.verify(), proposal.passes, proposer.programs.k, proposal.probs is not None)
+        verdict = _parse(proposer.verify(), len(proposal.tokens), proposer.programs.k, proposal.probs is not None)
     elif isinstance(proposal, TreeProposal):
         verdict = _verify_tree(target, proposal, run, cfg)
     else:

@@ -40,7 +40,7 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     against eager. A static cache held by another run (concurrent generations): eager for this one."""
     has_draft = speculative and pair.draft is not None
     capacity = positions(prompt_len, cfg)
-    if not cfg.compile or pair.feature_draft or on_zero_gpu() or past_gpu_caches(pair, capacity):
+    if not cfg.compile or eager_as_a_whole(pair, cfg, prompt_len):
         return eager_runners(pair, has_draft)
     if fused:
         target_shapes = {(cfg.k + 1, cfg.k + 1)}
@@ -92,6 +92,17 @@ def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True, prom
     whole; "" when it does not."""
     if not cfg.compile:
         return ""
+    if why := eager_as_a_whole(pair, cfg, prompt_len):
+        return why
+    has_draft = speculative and pair.draft is not None
+    reasons = [f"the {name}: {why}" for name, model in (("target", pair.target), ("draft", pair.draft if has_draft else None))
+               if model is not None and (why := why_not_static(model))]
+    return "; ".join(reasons)
+
+
+def eager_as_a_whole(pair: Pair, cfg: SpecConfig, prompt_len: int) -> str:
+    """Why a cfg.compile run, and the target alone beside it (eager against eager), runs eager
+    from start to end; "" when it compiles what it can."""
     if past_gpu_caches(pair, positions(prompt_len, cfg)):
         return (f"compiled passes hold {MAX_GPU_CONTEXT} positions on a GPU; this run needs "
                 f"{prompt_len + cfg.max_new_tokens} (prompt and new tokens), so it is eager")
@@ -100,10 +111,9 @@ def compile_fallback(pair: Pair, cfg: SpecConfig, speculative: bool = True, prom
                 "this run is eager")
     if pair.feature_draft:
         return "compiled passes are off for this pair: its feature draft reads the eager target's hidden states"
-    has_draft = speculative and pair.draft is not None
-    reasons = [f"the {name}: {why}" for name, model in (("target", pair.target), ("draft", pair.draft if has_draft else None))
-               if model is not None and (why := why_not_static(model))]
-    return "; ".join(reasons)
+    if cfg.tree:
+        return "a token tree runs eager passes (compiled trees are not built yet), and so does the target alone beside it"
+    return ""
 
 
 def eager_runners(pair: Pair, with_draft: bool = True):

@@ -16,10 +16,12 @@ def _rounds(events) -> list[Round]:
 
 
 def accepted_histogram(events, k: int) -> go.Figure:
-    """How many draft tokens each round kept (0..k)."""
+    """How many draft tokens each round kept (0..k); rounds that asked for none (the schedule's
+    pause, the last token) are not counted."""
     counts = [0] * (k + 1)
     for r in _rounds(events):
-        counts[min(r.accepted, k)] += 1
+        if r.k:
+            counts[min(r.accepted, k)] += 1
     fig = go.Figure(go.Bar(x=list(range(k + 1)), y=counts, marker_color=COLOURS["accepted"]))
     return fig.update_layout(title="Accepted draft tokens per round", xaxis_title="accepted in the round",
                              yaxis_title="rounds", **LAYOUT)

@@ -99,6 +99,8 @@ def _round_title(r: Round) -> str:
     if r.tree is not None:
         return (f"round {r.index}: a token tree of {len(r.tree['tokens'])} nodes, {max(depths(r.tree['parents']), default=0)} deep{why}, "
                 f"accepted {r.accepted}")
+    if r.k == 0:
+        return f"round {r.index}: the target alone{why}"
     return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}"
 
 
