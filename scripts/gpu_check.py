@@ -36,6 +36,7 @@ step prints its start time, so a call cut off says where it was (then: fewer `--
 `--rehearse` runs the same steps on a CPU with small Qwen2 shapes (tests/test_gpu_check.py runs it),
 so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -223,6 +224,7 @@ def decode(events) -> tuple[list[int], float, list[Round]]:
 
 def narrow_target_alone(pair: Pair, prompt: list[int], cfg):
     """The target alone replaying a one-token pass (the fastest target alone; not the engine's baseline)."""
+    gc.collect()  # the compiles' runners may wait in a reference cycle, holding the model's two caches
     runner = StaticRunner(pair.target, pair.vocab, len(prompt) + cfg.max_new_tokens + 2, {(1, 1)})
     runner.warm()
     key = ("narrow", id(runner.cache), cfg.sampling)

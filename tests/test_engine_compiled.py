@@ -192,3 +192,21 @@ def test_compiled_passes_are_the_default_with_cuda_only(monkeypatch):
     assert "compile=false" in off_link and "compile=true" in cpu_link
     monkeypatch.setenv("SPACES_ZERO_GPU", "1")
     assert not placement.compiles_by_default() and not Settings().compile and not compiles(parse())
+
+
+def test_a_compiled_run_takes_caches_that_finished_runners_left_in_a_cycle(target, noisy_draft, tokenizer):
+    """A finished run's runners can wait in a reference cycle (frames kept by a traceback) until the
+    collector runs, holding both of a model's caches: the next compiled run went eager, silently."""
+    import gc
+    pair = tiny.make_pair(target, noisy_draft, tokenizer)
+    cfg = session.settings(k=2, max_new_tokens=8, compile=True)
+    gc.disable()
+    try:
+        for _ in range(2):  # the model's two caches of this capacity, each held by a runner in a cycle
+            held = session.runners(pair, 6, cfg)
+            held[0].me = held
+            del held
+        target_runner, _ = session.runners(pair, 6, cfg)
+    finally:
+        gc.enable()
+    assert isinstance(target_runner, StaticRunner)

@@ -1,6 +1,7 @@
 """Which runners a run gets, and their compilation: eager runners on growing caches, or static caches
 with compiled passes (and on a GPU whole rounds replayed as graphs, playground.engine.fused); why a
 compiled run falls back to eager; compiling before a run's clock starts."""
+import gc
 import time
 
 import torch
@@ -47,12 +48,22 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     else:
         target_shapes = {(1, 1), (cfg.k + 1, cfg.k + 1)} if speculative else {(1, 1)}
     try:
-        target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads, capture=not fused)
-        steps = {(1, 1), (2, 1)} | ({(CATCH_UP, 1)} if fused and cfg.policy == "schedule" else set())  # after a pause
-        draft = static_or_eager(pair, pair.draft, capacity, steps, pair.draft_threads,
-                                pair.draft_vocab_map, capture=not fused) if has_draft else None
+        return compiled_runners(pair, cfg, capacity, target_shapes, has_draft, fused)
+    except CacheBusy:  # a finished run's runners may wait in a reference cycle for the collector:
+        gc.collect()  # without it this run went eager, silently slower
+    try:
+        return compiled_runners(pair, cfg, capacity, target_shapes, has_draft, fused)
     except CacheBusy:
         return eager_runners(pair, has_draft)
+
+
+def compiled_runners(pair: Pair, cfg: SpecConfig, capacity: int, target_shapes: set, has_draft: bool, fused: bool):
+    """-> (target runner, draft runner or None) on the models' static caches (CacheBusy: both of a
+    model's caches of this capacity are held)."""
+    target = static_or_eager(pair, pair.target, capacity, target_shapes, pair.target_threads, capture=not fused)
+    steps = {(1, 1), (2, 1)} | ({(CATCH_UP, 1)} if fused and cfg.policy == "schedule" else set())  # after a pause
+    draft = static_or_eager(pair, pair.draft, capacity, steps, pair.draft_threads,
+                            pair.draft_vocab_map, capture=not fused) if has_draft else None
     return target, draft
 
 
