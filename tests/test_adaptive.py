@@ -3,7 +3,7 @@ target's, sampling reproduces the target's distribution, and no round proposes m
 import pytest
 
 from playground import session
-from playground.engine.schedule import HeuristicK
+from playground.engine.schedule import HeuristicK, pass_cost
 from tests import tiny
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
 from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, chi_square_p, exact_joint, small  # noqa: F401
@@ -34,18 +34,19 @@ def test_schedule_follows_plus_two_minus_one(target, noisy_draft, tokenizer):
     expected = HeuristicK(8)
     for r in result.rounds[:-1]:  # the last round is cut by the token budget
         assert r.k == expected.next_k()
-        expected.observe(r.proposed, r.accepted)
+        expected.observe(r.proposed, r.accepted, pass_cost(r.draft_s, r.draft_passes, r.target_s))
     assert len({r.k for r in result.rounds}) > 1
 
 
 def test_schedule_pauses_where_guesses_fail():
-    """A guess refused at k=1 pauses drafting (k=0), each refused probe doubles the pause up to
+    """A guess refused at k=1, where a guess does not pay (acceptance rate under the draft pass's
+    cost in target passes), pauses drafting (k=0); each refused probe doubles the pause up to
     MAX_PAUSE, and a kept probe ends it."""
     from playground.engine.schedule import MAX_PAUSE
     policy, ks = HeuristicK(4), []
     for _ in range(80):
         ks.append(policy.next_k())
-        policy.observe(ks[-1], 0)  # every guess refused
+        policy.observe(ks[-1], 0, cost=1.0)  # every guess refused; a draft pass as slow as the target's
     assert ks[:12] == [2, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 1]
     probes = [i for i, k in enumerate(ks) if k]
     assert max(b - a - 1 for a, b in zip(probes, probes[1:])) == MAX_PAUSE
@@ -53,6 +54,25 @@ def test_schedule_pauses_where_guesses_fail():
         policy.observe(0, 0)
     policy.observe(1, 1)  # the probe kept
     assert policy.next_k() == 3 and policy.pause == 0
+
+
+def test_a_cheap_draft_keeps_drafting_through_refusals():
+    """A guess kept half the time pays where a draft pass costs a tenth of the target's: no pause;
+    kept never, it does not: pauses. Untimed (cost None): transformers' schedule as it is."""
+    cheap, ks, ones = HeuristicK(4), [], 0
+    for _ in range(60):  # every guess refused but every other one drafted alone (k=1): a ~ 0.2
+        ks.append(cheap.next_k())
+        ones += ks[-1] == 1
+        cheap.observe(ks[-1], ones % 2 if ks[-1] == 1 else 0, cost=0.1)
+    assert 0 not in ks and ks.count(1) > 20
+    for _ in range(20):  # none kept: a falls under c
+        ks.append(cheap.next_k())
+        cheap.observe(ks[-1], 0, cost=0.1)
+    assert 0 in ks[-20:]
+    untimed = HeuristicK(4)
+    for _ in range(30):
+        untimed.observe(untimed.next_k(), 0)
+    assert untimed.next_k() == 1
 
 
 def test_schedule_pauses_yet_keeps_the_targets_output(target, tokenizer):

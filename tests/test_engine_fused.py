@@ -62,7 +62,7 @@ class Scripted:
     def next_k(self) -> int:
         return self.ks.pop(0) if len(self.ks) > 1 else self.ks[0]
 
-    def observe(self, proposed: int, accepted: int) -> None:
+    def observe(self, proposed: int, accepted: int, cost=None) -> None:
         pass
 
 

@@ -26,7 +26,7 @@ from playground.config import SpecConfig
 from playground.engine.fused import FusedProposer
 from playground.engine.proposers import DraftContext, Proposal
 from playground.engine.runner import ModelRunner
-from playground.engine.schedule import make_schedule
+from playground.engine.schedule import make_schedule, pass_cost
 from playground.engine.sampling import make_generator, mask_logits, warp
 from playground.engine.timing import Clock
 from playground.engine.tree import TreeProposal, path_tokens, verify_rows
@@ -115,12 +115,12 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     judged = kept if len(new) == kept else len(verdict.drafts)  # drafts after an accepted EOS were never judged
     if verdict.path is not None and len(new) > kept:
         judged = len(proposal.tokens)  # a tree: every node was verified
-    run.schedule.observe(judged, kept)
+    draft_s, target_s = clock.seconds(t0, t1), clock.seconds(t1, t2)
+    run.schedule.observe(judged, kept, pass_cost(draft_s, proposal.passes, target_s))
     run.budget -= len(new)
     if finish is None and run.budget == 0:
         finish = "length"
-    event = _round_event(run, events + committed, judged, kept, proposal,
-                         clock.seconds(t0, t1), clock.seconds(t1, t2), started, finish, k)
+    event = _round_event(run, events + committed, judged, kept, proposal, draft_s, target_s, started, finish, k)
     if verdict.path is not None:
         event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept],
                       **verdict.node_probs}
