@@ -87,7 +87,7 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-new-tokens", type=int)
-    p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing after a refused guess at k=1) or confidence (k = ceiling)")
+    p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess does not pay) or confidence (k = ceiling)")
     p.add_argument("--confidence", type=float, default=0.5, help="the confidence policy's threshold")
     p.add_argument("--tree", type=parse_tree, default="", help="draft a token tree instead of a chain: children per "
                    "node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused), or a dynamic "

@@ -306,7 +306,7 @@ def _assistant_lines(s, draft, notes) -> list[str]:
     schedule = "heuristic_transient" if s.policy == "schedule" else "constant"
     conf = s.confidence if s.policy == "confidence" else 0.0
     notes += {"schedule": ["transformers' heuristic schedule has no ceiling: it can draft more than k, and it never "
-                           "pauses (the playground drafts nothing for a while after a guess refused at k=1)."],
+                           "pauses (the playground drafts nothing for a while after a guess refused at k=1 where guesses do not pay)."],
               "confidence": ["transformers retunes assistant_confidence_threshold during generation when "
                              "scikit-learn is installed.",
                              "transformers stops drafting after a token whose own probability is below the threshold "

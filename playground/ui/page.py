@@ -55,7 +55,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="schedule: +2 after a fully kept round, -1 after a rejection, and a pause (the target "
-                                       "alone for 1, 2, 4 ... 16 rounds) after a refused guess at k=1; confidence: the "
+                                       "alone for 1, 2, 4 ... 16 rounds) after a refused guess at k=1 where guesses are "
+                                       "kept less often than a draft pass costs; confidence: the "
                                        "draft stops when unsure. With both, k is the ceiling.")
                 confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
                                        visible=False)  # shown with the confidence policy only
