@@ -54,7 +54,7 @@ class DraftModelProposer:
         pending = self._ids(self.seq[self.runner.length:])  # committed tokens not yet cached (1 or more)
         tokens, probs, passes, stop = self.draft_loop(pending, k, ctx)
         if not tokens:
-            return Proposal(self._ids([]), None, passes, stop or "k=0")
+            return Proposal(self._ids([]), None, passes, stop)  # k = 0: the round loop says why
         return Proposal(torch.cat(tokens), torch.cat(probs), passes, stop)
 
     def draft_loop(self, pending: torch.Tensor, k: int, ctx: DraftContext):

@@ -36,10 +36,10 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
     a run beside another never sees its model's attention change midway; with
     PLAYGROUND_FUSE_PROJECTIONS=1 their projections are joined (playground.models.fused_projections)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
-    for model in (pair.target, pair.draft):
-        if model is not None and folds_on(pair.device):
+    for model in (m for m in (pair.target, pair.draft) if m is not None):
+        if folds_on(pair.device):
             fold_grouped_heads(model)
-        if model is not None and fuses_on(pair.device):  # opt-in: PLAYGROUND_FUSE_PROJECTIONS=1
+        if fuses_on(pair.device):  # opt-in: PLAYGROUND_FUSE_PROJECTIONS=1
             fuse_projections(model)
     return pair
 

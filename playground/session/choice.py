@@ -36,9 +36,10 @@ def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = Tr
     """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
     static caches with compiled passes: the target's verify over k+1 tokens and its one-token step
     (fused: the k+1 verify alone, which the target alone replays too), the draft's step over one or
-    two new tokens (fused with the schedule: also its catch-up after a pause). Models with sliding-window layers stay eager, and so do pairs with a feature draft
-    (it reads the eager target's hidden states), target-only runs included, so a comparison sets eager
-    against eager. A static cache held by another run (concurrent generations): eager for this one."""
+    two new tokens (fused with the schedule: also its catch-up after a pause). Whole runs stay eager
+    where eager_as_a_whole says so, target-only runs included, so a comparison sets eager against
+    eager; models with sliding-window layers stay eager. A static cache held by another run
+    (concurrent generations): eager for this one."""
     has_draft = speculative and pair.draft is not None
     capacity = positions(prompt_len, cfg)
     if not cfg.compile or eager_as_a_whole(pair, cfg, prompt_len):
