@@ -12,8 +12,8 @@
          embedding and the draft's embedding to the target's times a random 3584x896 projection
          (both predict the last token again: acceptance 1, every product still full size).
 - joined: the real pair again with each layer's q/k/v and gate/up projections joined into one
-         product each (playground.models.fused_projections, PLAYGROUND_FUSE_PROJECTIONS=1): fewer
-         kernels a pass; compiles afresh.
+         product each (playground.models.fused_projections, what session.load_pair does on a GPU
+         unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh.
 
 Each setting runs, interleaved `repeats` times on one 128-token prompt: the target alone compiled
 at one token a pass ("alone-1") and at verification's width k+1 ("alone-W", the baseline the

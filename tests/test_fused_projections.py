@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from playground import session
-from playground.models.fused_projections import JoinedQKV, Piece, fuse_projections
+from playground.models.fused_projections import JoinedQKV, Piece, fuse_projections, fuses_on
 from tests import tiny
 from tests.test_engine_fused import compiled, rounds_fused
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
@@ -83,3 +83,18 @@ def test_runs_beside_each_other_share_a_joined_model():
     with torch.no_grad():
         torch.testing.assert_close(got["a"], k(x_a))
         torch.testing.assert_close(got["b"], k(x_b))
+
+
+def test_joined_by_default_on_a_gpu_only(monkeypatch):
+    monkeypatch.delenv("PLAYGROUND_FUSE_PROJECTIONS", raising=False)
+    assert fuses_on(torch.device("cuda")) and not fuses_on(torch.device("cpu"))
+    monkeypatch.setenv("PLAYGROUND_FUSE_PROJECTIONS", "0")
+    assert not fuses_on(torch.device("cuda"))
+
+
+def test_offloaded_projections_stay_apart():
+    """Weights left on the meta device (accelerate's offload hooks bring them in per pass): joining
+    them would make a product of nothing."""
+    with torch.device("meta"):
+        model = tiny.tiny_model("qwen2", seed=1)
+    assert fuse_projections(model) == 0

@@ -81,3 +81,35 @@ def test_cli_compile_on_cuda(capsys):
                  "--max-new-tokens", "64"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["identical_to_baseline"] is True and out["compile_s"] >= 0 and len(out["token_ids"]) == 64
+
+
+PAIR_AFTER_PAIR = """
+import gc, torch
+from playground import session
+from tests import tiny
+tok = tiny.letters_tokenizer(12)
+def run(seed):
+    target = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=seed, eos_id=11).cuda()
+    draft = tiny.perturbed_copy(target, noise=0.4, seed=seed + 1).cuda()
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])
+    cfg = session.settings(k=3, max_new_tokens=20, compile=True)
+    spec, alone = session.run(pair, [1, 2, 3], cfg), session.run(pair, [1, 2, 3], cfg, speculative=False)
+    assert spec.token_ids == alone.token_ids and pair.programs, seed
+for seed in (1, 5):  # the first pair's graphs are all freed before the second pair captures
+    run(seed)
+    gc.collect()
+    torch.cuda.empty_cache()
+print("ok")
+"""
+
+
+def test_a_pair_loaded_after_another_was_freed_captures():
+    """A Space switching pairs: every graph of the first pair freed, the second captures into the
+    process's pool (it asserted inside CUDA's allocator, 2026-11-26). In a process of its own: the
+    module's pair keeps its graphs alive here."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", PAIR_AFTER_PAIR], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

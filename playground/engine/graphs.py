@@ -10,20 +10,30 @@ PLAYGROUND_CONCURRENCY > 1).
 Before capture the function runs twice on a side stream (CUDA's rule for capture: lazy
 initialisation, cuBLAS workspaces and autotuning happen outside the graph). Those runs write what
 the function writes (KV cache positions past the committed ones, output buffers): callers capture
-only functions whose writes are rewritten by the next real replay."""
+only functions whose writes are rewritten by the next real replay.
+
+The pool is kept alive for the process by one tiny graph captured into it first and never freed:
+the allocator deletes a pool's bookkeeping only when no graph uses it, and a capture into a pool
+whose graphs were all freed (a pair unloaded, another loaded) fails inside CUDA's caching
+allocator (`use_count > 0` asserted, measured on an H200 on 2026-11-26)."""
 import threading
 
 import torch
 
 _pool = None
+_keeper = None  # the graph that holds the pool (see above)
 CAPTURING = threading.Lock()  # one capture at a time in the process
 REPLAYING = threading.Lock()  # a replay and the copy of its output, with no other replay between
 
 
 def shared_pool():
-    global _pool
+    """The process's pool handle; called under CAPTURING."""
+    global _pool, _keeper
     if _pool is None:
-        _pool = torch.cuda.graph_pool_handle()
+        pool, keeper = torch.cuda.graph_pool_handle(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(keeper, pool=pool, capture_error_mode="thread_local"):
+            torch.zeros(1, device="cuda")  # one small block of the pool, held as long as the keeper
+        _pool, _keeper = pool, keeper
     return _pool
 
 

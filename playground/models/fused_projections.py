@@ -1,6 +1,6 @@
 """Each decoder layer's query/key/value projections as one matrix product, and its gate/up
 projections as another: on a GPU a one-token pass is bound by how many kernels it launches (a
-Qwen2.5-0.5B draft step: 24 layers of about 15 kernels, 1.61 ms on an H200 against 0.24 ms of
+Qwen2.5-0.5B draft step: 24 layers of about 16 kernels, 1.64 ms on an H200 against 0.24 ms of
 weights to read), and this takes 3 of them out of every layer.
 
     q_proj, k_proj, v_proj  [Hq*d, h], [Hkv*d, h], [Hkv*d, h] -> one weight [(Hq + 2 Hkv) d, h]
@@ -12,8 +12,9 @@ Qwen3 and Mistral do): q_proj now computes all three and hands k and v to the tw
 through a slot they share; the MLP's forward is replaced by one that splits the joined product.
 Same products, summed over the same inputs: a row's values may round differently from the
 separate products (another GEMM shape), identically in speculation and the target alone, which
-run the same model. PLAYGROUND_FUSE_PROJECTIONS=1 joins them on a GPU at load (off until measured
-there: scripts/gpu_check.py measures a joined pair beside the plain one)."""
+run the same model. Models on a GPU are joined at load (PLAYGROUND_FUSE_PROJECTIONS=0: not): on an
+H200 a Qwen2.5-7B token took 4.95 ms joined against 5.49 plain, a 0.5B draft step 1.34 ms against
+1.64 (scripts/gpu_check.py --only real,joined, 2026-11-26; BENCHMARKS.md "GPU")."""
 import os
 import threading
 import types
@@ -26,7 +27,7 @@ MLPS = {"LlamaMLP", "Qwen2MLP", "Qwen3MLP", "MistralMLP"}
 
 
 def fuses_on(device: torch.device) -> bool:
-    return device.type == "cuda" and os.environ.get("PLAYGROUND_FUSE_PROJECTIONS") == "1"
+    return device.type == "cuda" and os.environ.get("PLAYGROUND_FUSE_PROJECTIONS") != "0"
 
 
 class Slot:
@@ -86,9 +87,9 @@ def _joined_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
 
 
 def plain(*layers) -> bool:
-    """Plain linear layers (not quantized, not joined already) on one device, of one dtype, all
-    with a bias or none."""
-    return (all(type(layer) is torch.nn.Linear for layer in layers)
+    """Plain linear layers (not quantized, not joined already, not offloaded) on one device, of one
+    dtype, all with a bias or none."""
+    return (all(type(layer) is torch.nn.Linear and layer.weight.device.type != "meta" for layer in layers)
             and len({(layer.weight.device, layer.weight.dtype, layer.bias is None) for layer in layers}) == 1)
 
 

@@ -33,13 +33,13 @@ __all__ = ["compile_fallback", "compile_graphs", "constrain", "eager_runners", "
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, progress=None) -> Pair:
     """Load (or reuse) both models (playground.models.loading.load_pair). On a GPU, grouped-query
     models attend folded (playground.engine.attention) from their first pass on, eager or compiled:
-    a run beside another never sees its model's attention change midway; with
-    PLAYGROUND_FUSE_PROJECTIONS=1 their projections are joined (playground.models.fused_projections)."""
+    a run beside another never sees its model's attention change midway; their projections are
+    joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
     for model in (m for m in (pair.target, pair.draft) if m is not None):
         if folds_on(pair.device):
             fold_grouped_heads(model)
-        if fuses_on(pair.device):  # opt-in: PLAYGROUND_FUSE_PROJECTIONS=1
+        if fuses_on(pair.device):
             fuse_projections(model)
     return pair
 
