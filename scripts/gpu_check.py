@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton] [--tokens 128] [--repeats 3]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -14,21 +14,25 @@
 - joined: the real pair again with each layer's q/k/v and gate/up projections joined into one
          product each (playground.models.fused_projections, what session.load_pair does on a GPU
          unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh.
+- triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
+         PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
 
 Each setting runs, interleaved `repeats` times on one 128-token prompt: the target alone compiled
 at one token a pass ("alone-1") and at verification's width k+1 ("alone-W", the baseline the
 engine uses: its greedy tokens are speculation's), speculation compiled (fixed k, and the +2/-1
 schedule), and eager speculation and target alone once. Decode time per token excludes the prompt
 pass. The floor is the bytes a pass must read (every weight but an untied embedding table) over
-the copy bandwidth measured here. Before the rows, one pass's attention at the cache's capacity is
-timed three ways, each pass's layers replayed as one CUDA graph: key/value heads repeated per query
-head (transformers' compiled path), folded into the query axis through SDPA's kernel, and folded
-through two matrix products (playground.engine.attention's default, which the rows use;
-PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no folding). Results also go to $OUT/gpu_check.json (or --out).
+the copy bandwidth measured here. Before the rows, one pass's attention at the cache's capacity
+(256 positions written) is timed, each pass's layers replayed as one CUDA graph: key/value heads
+repeated per query head (transformers' compiled path), folded into the query axis through SDPA's
+kernel, folded through two matrix products (playground.engine.attention's default, which the rows
+use; PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no folding), and folded
+through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written. Results also go to $OUT/gpu_check.json (or --out).
 
-On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): one section per call, since
-cold compiles of the 7B pair take minutes and a call has 10: `--only real` first (the table issue
-30 waits for), then `--only tests`, then `--only cli,demo`. The machine goes back 30 s after a call:
+On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
+since cold compiles of the 7B pair take minutes and a call has 10: `--only joined,triton` first (the
+default build, then Triton's attention; about 8 min), then `--only tests,cli,demo` (about 3 min);
+`real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
 `--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.
@@ -49,6 +53,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from playground import session  # noqa: E402
+from playground.engine import attention  # noqa: E402
 from playground.engine.attention import fold_grouped_heads  # noqa: E402
 from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
@@ -145,7 +150,7 @@ def attention_costs(device: str, shapes, k: int) -> dict:
     (playground.engine.attention's default); on CUDA replayed as one graph per pass (the kernels' own time,
     as the engine's captured passes run them), 256 positions written."""
     from transformers.integrations.sdpa_attention import repeat_kv
-    from playground.engine import attention
+    from playground.engine import attention, decode_attention
     from playground.engine.static import GPU_CAPACITY
     capacity, dtype = (GPU_CAPACITY, torch.bfloat16) if device == "cuda" else (512, torch.float32)
     out = {}
@@ -162,12 +167,22 @@ def attention_costs(device: str, shapes, k: int) -> dict:
         sdpa = torch.nn.functional.scaled_dot_product_attention
         folded = query.reshape(1, kv_heads, groups * width, dim)
         folded_mask = mask.repeat(1, 1, groups, 1)
+        full = torch.ones_like(mask)
         ways = {"repeated": lambda: sdpa(query, repeat_kv(key, groups), repeat_kv(value, groups), attn_mask=mask),
                 "folded": lambda: sdpa(folded, key, value, attn_mask=folded_mask),
                 "folded matmul": lambda: attention.matmul_attention(folded, key, value, folded_mask)}
+        if device == "cuda":  # Triton's kernels read the positions the mask allows: 256, then all
+            ways["folded triton"] = lambda: decode_attention.decode_attention(folded, key, value, mask, dim ** -0.5)
+            ways["folded triton, all written"] = lambda: decode_attention.decode_attention(folded, key, value, full,
+                                                                                           dim ** -0.5)
         layers = shape["num_hidden_layers"]
-        out[name] = {way: graph_ms(fn, layers) if device == "cuda" else layers * device_ms(fn, device)
-                     for way, fn in ways.items()}
+        out[name] = {}
+        for way, fn in ways.items():
+            try:
+                out[name][way] = graph_ms(fn, layers) if device == "cuda" else layers * device_ms(fn, device)
+            except Exception as exc:  # a way that fails is reported, the others still timed
+                out[name][way] = float("nan")
+                print(f"attention {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
     return out
 
 
@@ -434,7 +449,7 @@ def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="tests,cli,demo,real,joined")
+    parser.add_argument("--only", default="tests,cli,demo,real,joined,triton")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
@@ -447,7 +462,7 @@ def main(argv=None) -> dict:
     shapes = (SMALL_TARGET, SMALL_DRAFT) if args.rehearse else (QWEN25_7B, QWEN25_05B)
     report = {"device": (platform.processor() or "cpu") if args.rehearse else torch.cuda.get_device_name(),
               "torch": torch.__version__, "transformers": transformers.__version__, "rehearsal": args.rehearse,
-              "gqa_attention": "sdpa" if os.environ.get("PLAYGROUND_GQA_ATTENTION") == "sdpa" else "matmul",
+              "gqa_attention": attention.WAY,
               "copy_bytes_per_s": copy_bandwidth(device)}
     print(f"{report['device']}, torch {torch.__version__}, transformers {transformers.__version__}: copy "
           f"{report['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + written)", flush=True)
@@ -479,6 +494,16 @@ def main(argv=None) -> dict:
         report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         both_settings(report, "joined", "Qwen2.5-7B/0.5B shapes, projections joined", pair, prompt, args, floor, save)
+        del pair
+    if "triton" in only:  # the joined pair attending through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton)
+        say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, attending through Triton's kernels")
+        way, attention.WAY = attention.WAY, "triton"
+        pair = real_size_pair(device, shapes)
+        for model in (pair.target, pair.draft):
+            fuse_projections(model)
+        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
+        both_settings(report, "triton", "Qwen2.5-7B/0.5B shapes, joined, Triton attention", pair, prompt, args, floor, save)
+        attention.WAY = way
         del pair
     if "cli" in only:
         say("the CLI: generate --preset demo --compile --baseline")

@@ -113,3 +113,20 @@ def test_a_pair_loaded_after_another_was_freed_captures():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     done = subprocess.run([sys.executable, "-c", PAIR_AFTER_PAIR], cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_triton_decode_attention_in_bfloat16():
+    """The kernels in the model's dtype on the GPU (the CPU tests run them interpreted in float16)."""
+    from playground.engine.attention import matmul_attention
+    from playground.engine.decode_attention import CHUNK, decode_attention
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for b, kv, g, n, cap, d, written in ((1, 2, 7, 1, 16 * CHUNK, 64, 300), (1, 4, 7, 5, 16 * CHUNK, 128, 3000)):
+        q = torch.randn(b, kv * g, n, d, generator=gen, device="cuda").bfloat16()
+        k, v = (torch.randn(b, kv, cap, d, generator=gen, device="cuda").bfloat16() for _ in range(2))
+        mask = torch.zeros(b, 1, n, cap, dtype=torch.bool, device="cuda")
+        for t in range(n):
+            mask[..., t, : written - n + t + 1] = True
+        folded = q.reshape(b, kv, g * n, d)
+        got = decode_attention(folded, k, v, mask, d ** -0.5)
+        want = matmul_attention(folded.float(), k.float(), v.float(), mask.repeat(1, 1, g, 1), d ** -0.5)
+        torch.testing.assert_close(got.float(), want, rtol=0, atol=2e-2)

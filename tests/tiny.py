@@ -1,4 +1,5 @@
 """Tiny real transformers models and tokenizers built offline, for tests (random weights)."""
+import copy as copy_module
 import json
 import pathlib
 import sysconfig
@@ -70,7 +71,8 @@ def tiny_model(arch: str = "qwen2", vocab: int = 320, hidden: int = 64, layers: 
 
 def perturbed_copy(model, noise: float, seed: int = 1):
     """The same model with Gaussian noise on every weight: a draft that agrees often, not always."""
-    copy = type(model)(model.config).to(model.dtype).eval()
+    copy = type(model)(copy_module.deepcopy(model.config)).to(model.dtype).eval()  # its own config: folding one
+    # model's attention (playground.engine.attention) must not fold the other's
     copy.load_state_dict(model.state_dict())
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():

@@ -24,7 +24,8 @@ scripts/gpu_check.py, each pass's layers replayed as one CUDA graph, 4,096 posit
 attention over all layers: Qwen2.5-7B one token 2.50 ms repeated, 2.52 folded SDPA, 0.70 folded
 matrix products; 5 tokens 4.47 / 2.62 / 0.83; Qwen2.5-0.5B one token 0.74 / 1.64 / 0.57. The
 compiled 7B target alone went from 7.85 to 5.54 ms a token. PLAYGROUND_GQA_ATTENTION=sdpa folds
-into SDPA's kernel instead."""
+into SDPA's kernel instead; PLAYGROUND_GQA_ATTENTION=triton into two Triton kernels that read only
+the positions the mask allows (playground.engine.decode_attention; not yet measured on a GPU)."""
 import os
 
 import torch
@@ -32,8 +33,10 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
+from playground.engine import decode_attention
+
 NAME = "playground_folded_sdpa"
-SDPA_KERNEL = os.environ.get("PLAYGROUND_GQA_ATTENTION") == "sdpa"  # else matmul_attention (see above)
+WAY = os.environ.get("PLAYGROUND_GQA_ATTENTION", "matmul")  # "matmul", "sdpa" or "triton" (see above)
 
 
 def folded_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -47,9 +50,13 @@ def folded_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
     b, heads, n, d = query.shape
     kv_heads, length = key.shape[1], key.shape[2]
     folded = query.reshape(b, kv_heads, groups * n, d)
-    mask = attention_mask[..., :length].expand(b, 1, n, length).repeat(1, 1, groups, 1)  # [b, 1, g n, L]
-    out = (torch.nn.functional.scaled_dot_product_attention if SDPA_KERNEL else matmul_attention)(
-        folded, key, value, attn_mask=mask, scale=scaling)
+    rows = attention_mask[..., :length].expand(b, 1, n, length)  # [b, 1, n, L]
+    if WAY == "triton" and decode_attention.usable(folded, rows):
+        out = decode_attention.decode_attention(folded, key, value, rows, d ** -0.5 if scaling is None else scaling)
+    else:
+        mask = rows.repeat(1, 1, groups, 1)  # [b, 1, g n, L]
+        out = (torch.nn.functional.scaled_dot_product_attention if WAY == "sdpa" else matmul_attention)(
+            folded, key, value, attn_mask=mask, scale=scaling)
     return out.reshape(b, heads, n, value.shape[-1]).transpose(1, 2).contiguous(), None
 
 

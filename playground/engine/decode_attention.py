@@ -1,0 +1,138 @@
+"""Attention of a few query rows over a long static cache in two Triton kernels that read only the
+cache positions some row may attend (flash-decoding: the cache split in chunks, one program per
+(batch, key/value head, chunk), then one program per (batch, key/value head) combining the chunks).
+
+The folded attention (playground.engine.attention) otherwise runs as two matrix products over the
+cache's whole capacity behind a mask: 4,096 positions (or up to 32,768) read and multiplied every
+pass however short the context, in three kernels (q k^T, softmax, p v). Here a chunk's blocks whose
+mask rows are all False are skipped before any key is read, so a pass costs what its context costs.
+
+    query [b, Hkv, R, d]   R = g * n folded rows: row r is query head kv * g + r // n, token r % n
+    key, value [b, Hkv, L, d]
+    mask [b, 1, n, L] bool (True: attends), the n tokens' rows, shared by the g heads
+    -> out [b, Hkv, R, d] in value's dtype
+
+A masked score is -1e30 (finite: a row with nothing allowed yet keeps exp(m - m_new) defined).
+Per chunk, the online softmax in float32 (m: running row maximum, l: running sum of exp(s - m),
+acc: running sum of exp(s - m) v); the combine rescales each chunk by exp(m_chunk - max m). Scores
+q k^T stay in float32 (the matrix-product attention rounds them to the model's dtype first), and p
+is rounded to the value's dtype before p v, as there. Opt-in: PLAYGROUND_GQA_ATTENTION=triton."""
+import functools
+import os
+
+import torch
+
+CHUNK = 256  # cache positions a program covers
+BLOCK_N = 64  # positions per step inside a program
+MAX_ROWS = 64  # folded rows one program holds (a 7B verify pass of 5 tokens: 35); more go to the matmuls
+
+
+
+def usable(query: torch.Tensor, mask: torch.Tensor) -> bool:
+    """Whether these tensors can take the kernels: bool mask, half precision, few rows, on a GPU (or
+    on a CPU under Triton's interpreter, TRITON_INTERPRET=1: how the tests run them)."""
+    runs_here = query.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    return (runs_here and query.dtype in (torch.bfloat16, torch.float16)
+            and mask.dtype == torch.bool and query.shape[2] <= MAX_ROWS)
+
+
+def _pow2(x: int, least: int = 16) -> int:
+    return max(least, 1 << (x - 1).bit_length())
+
+
+@functools.cache
+def _kernels():
+    """The two kernels, made on first use (TRITON_INTERPRET=1 set before then runs them on a CPU)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def split(Q, K, V, MASK, O, STATS, sq_b, sq_h, sq_r, sk_b, sk_h, sk_l, sv_b, sv_h, sv_l, sm_b, sm_n, sm_l,
+              heads, n, length, scale, ROWS: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr,
+              BLOCK_D: tl.constexpr, CHUNK: tl.constexpr, BLOCK_N: tl.constexpr):
+        bh, chunk, chunks = tl.program_id(0), tl.program_id(1), tl.num_programs(1)
+        b, h = bh // heads, bh % heads
+        rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
+        row_ok, dim_ok = rows < ROWS, dims < D
+        q = tl.load(Q + b * sq_b + h * sq_h + rows[:, None] * sq_r + dims[None, :],
+                    mask=row_ok[:, None] & dim_ok[None, :], other=0.0)
+        token = rows % n
+        m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+        for off in range(0, CHUNK, BLOCK_N):
+            cols = chunk * CHUNK + off + tl.arange(0, BLOCK_N)
+            col_ok = cols < length
+            allowed = tl.load(MASK + b * sm_b + token[:, None] * sm_n + cols[None, :] * sm_l,
+                              mask=row_ok[:, None] & col_ok[None, :], other=0) != 0  # [BLOCK_M, BLOCK_N]
+            if tl.max(tl.max(allowed.to(tl.int32), 1), 0) > 0:  # else no row attends here: nothing read
+                k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + dims[None, :],
+                            mask=col_ok[:, None] & dim_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
+                scores = tl.where(allowed, tl.dot(q, tl.trans(k)) * scale, -1.0e30)  # [BLOCK_M, BLOCK_N], fp32
+                m_new = tl.maximum(m_i, tl.max(scores, 1))
+                alpha = tl.exp(m_i - m_new)
+                p = tl.where(allowed, tl.exp(scores - m_new[:, None]), 0.0)
+                v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + dims[None, :],
+                            mask=col_ok[:, None] & dim_ok[None, :], other=0.0)
+                l_i = l_i * alpha + tl.sum(p, 1)
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+                m_i = m_new
+        part = bh * chunks + chunk
+        tl.store(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :], acc)
+        tl.store(STATS + part * 2 * BLOCK_M + rows, m_i)
+        tl.store(STATS + part * 2 * BLOCK_M + BLOCK_M + rows, l_i)
+
+    @triton.jit
+    def combine(O, STATS, OUT, so_b, so_h, so_r, heads, chunks, ROWS: tl.constexpr, D: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr):
+        bh = tl.program_id(0)
+        b, h = bh // heads, bh % heads
+        rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
+        top = tl.full([BLOCK_M], -1.0e30, tl.float32)
+        for c in range(0, chunks):
+            top = tl.maximum(top, tl.load(STATS + (bh * chunks + c) * 2 * BLOCK_M + rows))
+        num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+        den = tl.zeros([BLOCK_M], tl.float32)
+        for c in range(0, chunks):
+            part = bh * chunks + c
+            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows) - top)  # a chunk nobody attended: l = 0
+            den += w * tl.load(STATS + part * 2 * BLOCK_M + BLOCK_M + rows)
+            num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :])
+        ok = (rows < ROWS)[:, None] & (dims < D)[None, :]
+        out = num / tl.where(den > 0, den, 1.0)[:, None]
+        tl.store(OUT + b * so_b + h * so_h + rows[:, None] * so_r + dims[None, :], out.to(OUT.dtype.element_ty), mask=ok)
+
+    return split, combine
+
+
+def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
+                          scale: float) -> torch.Tensor:
+    split, combine = _kernels()
+    b, heads, rows, d = query.shape
+    n, length = mask.shape[2], key.shape[2]
+    query, key, value = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
+    mask = mask.view(torch.uint8)  # same bytes; Triton reads it as integers
+    block_m, block_d, chunks = _pow2(rows), _pow2(d), -(-length // CHUNK)
+    partial = torch.empty(b * heads * chunks * block_m * block_d, device=query.device, dtype=torch.float32)
+    stats = torch.empty(b * heads * chunks * 2 * block_m, device=query.device, dtype=torch.float32)
+    out = torch.empty(b, heads, rows, value.shape[-1], device=query.device, dtype=value.dtype)
+    split[(b * heads, chunks)](
+        query, key, value, mask, partial, stats, query.stride(0), query.stride(1), query.stride(2),
+        key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
+        mask.stride(0), mask.stride(2), mask.stride(3), heads, n, length, scale,
+        ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNK=CHUNK, BLOCK_N=BLOCK_N)
+    combine[(b * heads,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads, chunks,
+                          ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d)
+    return out
+
+
+@torch.library.custom_op("playground::decode_attention", mutates_args=())
+def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
+                     scale: float) -> torch.Tensor:
+    """One op for torch.compile (it calls the kernels as they are, no tracing into Triton)."""
+    return decode_attention_impl(query, key, value, mask, scale)
+
+
+@decode_attention.register_fake
+def _(query, key, value, mask, scale):
+    return query.new_empty(*query.shape[:3], value.shape[-1], dtype=value.dtype)
