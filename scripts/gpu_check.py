@@ -53,7 +53,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from playground import session  # noqa: E402
-from playground.engine import attention  # noqa: E402
+from playground.engine import attention, decode_attention  # noqa: E402
 from playground.engine.attention import fold_grouped_heads  # noqa: E402
 from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
@@ -150,7 +150,6 @@ def attention_costs(device: str, shapes, k: int) -> dict:
     (playground.engine.attention's default); on CUDA replayed as one graph per pass (the kernels' own time,
     as the engine's captured passes run them), 256 positions written."""
     from transformers.integrations.sdpa_attention import repeat_kv
-    from playground.engine import attention, decode_attention
     from playground.engine.static import GPU_CAPACITY
     capacity, dtype = (GPU_CAPACITY, torch.bfloat16) if device == "cuda" else (512, torch.float32)
     out = {}
@@ -171,10 +170,12 @@ def attention_costs(device: str, shapes, k: int) -> dict:
         ways = {"repeated": lambda: sdpa(query, repeat_kv(key, groups), repeat_kv(value, groups), attn_mask=mask),
                 "folded": lambda: sdpa(folded, key, value, attn_mask=folded_mask),
                 "folded matmul": lambda: attention.matmul_attention(folded, key, value, folded_mask)}
-        if device == "cuda":  # Triton's kernels read the positions the mask allows: 256, then all
-            ways["folded triton"] = lambda: decode_attention.decode_attention(folded, key, value, mask, dim ** -0.5)
-            ways["folded triton, all written"] = lambda: decode_attention.decode_attention(folded, key, value, full,
-                                                                                           dim ** -0.5)
+        if device == "cuda":  # Triton's kernels read the positions the mask allows: 256, then all; three chunk sizes
+            triton = decode_attention.decode_attention_impl
+            ways["folded triton"] = lambda: triton(folded, key, value, mask, dim ** -0.5)
+            ways["folded triton, all written"] = lambda: triton(folded, key, value, full, dim ** -0.5)
+            for chunk in (64, 128, 512):
+                ways[f"folded triton, chunk {chunk}"] = lambda c=chunk: triton(folded, key, value, mask, dim ** -0.5, c)
         layers = shape["num_hidden_layers"]
         out[name] = {}
         for way, fn in ways.items():
@@ -184,6 +185,15 @@ def attention_costs(device: str, shapes, k: int) -> dict:
                 out[name][way] = float("nan")
                 print(f"attention {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
     return out
+
+
+def fastest_chunk(attention_ms: dict) -> int:
+    """The chunk size whose Triton attention took least time over the three passes timed (the
+    module's own when none was timed)."""
+    sizes = {decode_attention.CHUNK: "folded triton", **{c: f"folded triton, chunk {c}" for c in (64, 128, 512)}}
+    totals = {c: sum(t.get(way, float("nan")) for t in attention_ms.values()) for c, way in sizes.items()}
+    timed = {c: ms for c, ms in totals.items() if ms == ms and attention_ms}  # NaN: not timed, or failed
+    return min(timed, key=timed.get) if timed else decode_attention.CHUNK
 
 
 def read_bytes(model) -> int:
@@ -473,18 +483,19 @@ def main(argv=None) -> dict:
         report["tests"] = run_tests(args.out)
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
-    if "real" in only:
-        say("building the Qwen2.5-7B/0.5B-shaped pair (random weights)")
-        pair = real_size_pair(device, shapes)
-        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
-        report["floor_ms"] = {"target": 1e3 * floor, "draft": 1e3 * read_bytes(pair.draft) / report["copy_bytes_per_s"]}
-        print(f"floors: target {report['floor_ms']['target']:.2f} ms, draft {report['floor_ms']['draft']:.3f} ms", flush=True)
+    if {"real", "joined", "triton"} & set(only):
         report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
             f"{name}: " + ", ".join(f"{way} {ms:.3f}" for way, ms in t.items()) for name, t in report["attention_ms"].items()),
             flush=True)
         save()
+    if "real" in only:
+        say("building the Qwen2.5-7B/0.5B-shaped pair (random weights)")
+        pair = real_size_pair(device, shapes)
+        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
+        report["floor_ms"] = {"target": 1e3 * floor, "draft": 1e3 * read_bytes(pair.draft) / report["copy_bytes_per_s"]}
+        print(f"floors: target {report['floor_ms']['target']:.2f} ms, draft {report['floor_ms']['draft']:.3f} ms", flush=True)
         report["attention"] = {name: m.config._attn_implementation for name, m in (("target", pair.target), ("draft", pair.draft))}
         both_settings(report, "real", "Qwen2.5-7B/0.5B shapes", pair, prompt, args, floor, save)
         del pair
@@ -496,7 +507,9 @@ def main(argv=None) -> dict:
         both_settings(report, "joined", "Qwen2.5-7B/0.5B shapes, projections joined", pair, prompt, args, floor, save)
         del pair
     if "triton" in only:  # the joined pair attending through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton)
-        say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, attending through Triton's kernels")
+        decode_attention.CHUNK = report["triton_chunk"] = fastest_chunk(report.get("attention_ms", {}))
+        say(f"building the Qwen2.5-7B/0.5B-shaped pair again, joined, attending through Triton's kernels "
+            f"(chunks of {decode_attention.CHUNK} positions: the fastest timed above)")
         way, attention.WAY = attention.WAY, "triton"
         pair = real_size_pair(device, shapes)
         for model in (pair.target, pair.draft):

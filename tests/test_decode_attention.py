@@ -30,11 +30,12 @@ for b, kv, g, n, cap, d, written in cases:
     holes[..., 0] = True  # every row attends somewhere
     for mask in (prefix, holes, prefix[:1].expand(b, 1, n, cap)):
         folded = q.reshape(b, kv, g * n, d)
-        got = decode_attention_impl(folded, k, v, mask, d ** -0.5)
         want = matmul_attention(folded.float(), k.float(), v.float(), mask.repeat(1, 1, g, 1), d ** -0.5)
-        assert got.dtype == torch.float16 and got.shape == want.shape
-        err = (got.float() - want).abs().max().item()
-        assert err < 2e-3, (b, kv, g, n, cap, d, err)
+        for chunk in (None, 64):  # the default chunk, and one block a chunk
+            got = decode_attention_impl(folded, k, v, mask, d ** -0.5, chunk)
+            assert got.dtype == torch.float16 and got.shape == want.shape
+            err = (got.float() - want).abs().max().item()
+            assert err < 2e-3, (b, kv, g, n, cap, d, chunk, err)
 print("ok")
 """
 

@@ -16,7 +16,8 @@ A masked score is -1e30 (finite: a row with nothing allowed yet keeps exp(m - m_
 Per chunk, the online softmax in float32 (m: running row maximum, l: running sum of exp(s - m),
 acc: running sum of exp(s - m) v); the combine rescales each chunk by exp(m_chunk - max m). Scores
 q k^T stay in float32 (the matrix-product attention rounds them to the model's dtype first), and p
-is rounded to the value's dtype before p v, as there. Opt-in: PLAYGROUND_GQA_ATTENTION=triton."""
+is rounded to the value's dtype before p v, as there. Opt-in: PLAYGROUND_GQA_ATTENTION=triton
+(scripts/gpu_check.py times it against the matrix products, CHUNK at three sizes)."""
 import functools
 import os
 
@@ -25,7 +26,6 @@ import torch
 CHUNK = 256  # cache positions a program covers
 BLOCK_N = 64  # positions per step inside a program
 MAX_ROWS = 64  # folded rows one program holds (a 7B verify pass of 5 tokens: 35); more go to the matmuls
-
 
 
 def usable(query: torch.Tensor, mask: torch.Tensor) -> bool:
@@ -78,7 +78,8 @@ def _kernels():
                 acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
                 m_i = m_new
         part = bh * chunks + chunk
-        tl.store(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :], acc)
+        tl.store(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :], acc,
+                 mask=(l_i > 0)[:, None])  # a row that attended nothing here leaves its partial unwritten
         tl.store(STATS + part * 2 * BLOCK_M + rows, m_i)
         tl.store(STATS + part * 2 * BLOCK_M + BLOCK_M + rows, l_i)
 
@@ -95,9 +96,11 @@ def _kernels():
         den = tl.zeros([BLOCK_M], tl.float32)
         for c in range(0, chunks):
             part = bh * chunks + c
-            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows) - top)  # a chunk nobody attended: l = 0
-            den += w * tl.load(STATS + part * 2 * BLOCK_M + BLOCK_M + rows)
-            num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :])
+            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows) - top)
+            l_c = tl.load(STATS + part * 2 * BLOCK_M + BLOCK_M + rows)  # 0 where the row attended nothing here
+            den += w * l_c
+            num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :],
+                                        mask=(l_c > 0)[:, None], other=0.0)  # read only what was written
         ok = (rows < ROWS)[:, None] & (dims < D)[None, :]
         out = num / tl.where(den > 0, den, 1.0)[:, None]
         tl.store(OUT + b * so_b + h * so_h + rows[:, None] * so_r + dims[None, :], out.to(OUT.dtype.element_ty), mask=ok)
@@ -106,13 +109,15 @@ def _kernels():
 
 
 def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
-                          scale: float) -> torch.Tensor:
+                          scale: float, chunk: int | None = None) -> torch.Tensor:
+    """The two kernels on these tensors (shapes above); `chunk`: positions a program covers (CHUNK)."""
     split, combine = _kernels()
+    chunk = chunk or CHUNK
     b, heads, rows, d = query.shape
     n, length = mask.shape[2], key.shape[2]
     query, key, value = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
     mask = mask.view(torch.uint8)  # same bytes; Triton reads it as integers
-    block_m, block_d, chunks = _pow2(rows), _pow2(d), -(-length // CHUNK)
+    block_m, block_d, chunks = _pow2(rows), _pow2(d), -(-length // chunk)
     partial = torch.empty(b * heads * chunks * block_m * block_d, device=query.device, dtype=torch.float32)
     stats = torch.empty(b * heads * chunks * 2 * block_m, device=query.device, dtype=torch.float32)
     out = torch.empty(b, heads, rows, value.shape[-1], device=query.device, dtype=value.dtype)
@@ -120,7 +125,7 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
         query, key, value, mask, partial, stats, query.stride(0), query.stride(1), query.stride(2),
         key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
         mask.stride(0), mask.stride(2), mask.stride(3), heads, n, length, scale,
-        ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNK=CHUNK, BLOCK_N=BLOCK_N)
+        ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNK=chunk, BLOCK_N=min(BLOCK_N, chunk))
     combine[(b * heads,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads, chunks,
                           ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d)
     return out
