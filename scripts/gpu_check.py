@@ -310,7 +310,7 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
     return out
 
 
-def kernel_profile(pair: Pair, prompt: list[int], cfg, top: int = 12) -> dict:
+def kernel_profile(pair: Pair, prompt: list[int], cfg, top: int = 40) -> dict:
     """One speculative run under torch.profiler: the GPU's kernels per round (count, the sum of their
     run times) against the round's wall time (the difference is launch gaps and waits), and the
     kernels taking the most time. On a CPU (the rehearsal) there are no device kernels to count."""
@@ -440,7 +440,7 @@ def print_table(name: str, result: dict) -> None:
         pr = result["profile"]
         print(f"profile of spec: {pr['ms_per_round']:.2f} ms a round, {pr['kernels_per_round']:.0f} kernels "
               f"running {pr['kernel_ms_per_round']:.2f} ms of it; the most time:")
-        for t in pr["top"]:
+        for t in pr["top"][:12]:  # the JSON keeps more
             print(f"  {t['us_per_round']:8.1f} us/round  {t['per_round']:5.1f}x {t['us_each']:7.1f} us  {t['kernel']}")
     for step, trace in result.get("failed", {}).items():
         print(f"FAILED {step}:\n{trace}")
