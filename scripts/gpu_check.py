@@ -16,6 +16,9 @@
          unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh.
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
          PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
+- tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
+         max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
+         and coordinate-descent tuning of its own kernels; compiles for minutes.
 
 Each setting runs, interleaved `repeats` times on one 128-token prompt: the target alone compiled
 at one token a pass ("alone-1") and at verification's width k+1 ("alone-W", the baseline the
@@ -457,6 +460,22 @@ def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, 
     save()
 
 
+def joined_variant(report: dict, key: str, title: str, device: str, shapes, prompt, args, save, way: str,
+                   inductor: dict) -> None:
+    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings."""
+    import torch._inductor.config as inductor_config
+    before, attention.WAY = attention.WAY, way
+    try:
+        with inductor_config.patch(inductor):
+            pair = real_size_pair(device, shapes)
+            for model in (pair.target, pair.draft):
+                fuse_projections(model)
+            floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
+            both_settings(report, key, title, pair, prompt, args, floor, save)
+    finally:
+        attention.WAY = before
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="tests,cli,demo,real,joined,triton")
@@ -510,14 +529,13 @@ def main(argv=None) -> dict:
         decode_attention.CHUNK = report["triton_chunk"] = fastest_chunk(report.get("attention_ms", {}))
         say(f"building the Qwen2.5-7B/0.5B-shaped pair again, joined, attending through Triton's kernels "
             f"(chunks of {decode_attention.CHUNK} positions: the fastest timed above)")
-        way, attention.WAY = attention.WAY, "triton"
-        pair = real_size_pair(device, shapes)
-        for model in (pair.target, pair.draft):
-            fuse_projections(model)
-        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
-        both_settings(report, "triton", "Qwen2.5-7B/0.5B shapes, joined, Triton attention", pair, prompt, args, floor, save)
-        attention.WAY = way
-        del pair
+        joined_variant(report, "triton", "Qwen2.5-7B/0.5B shapes, joined, Triton attention", device, shapes, prompt,
+                       args, save, "triton", {})
+    if "tuned" in only:  # an experiment, not the product's build: inductor benchmarks Triton templates for every
+        say("the joined pair with Triton attention again, compiled with inductor's max-autotune and "  # product
+            "coordinate-descent tuning (compiles for minutes)")
+        joined_variant(report, "tuned", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, max-autotune", device, shapes,
+                       prompt, args, save, "triton", {"max_autotune": True, "coordinate_descent_tuning": True})
     if "cli" in only:
         say("the CLI: generate --preset demo --compile --baseline")
         report["cli"] = run_cli(device, args.out)

@@ -36,6 +36,12 @@ for b, kv, g, n, cap, d, written in cases:
             assert got.dtype == torch.float16 and got.shape == want.shape
             err = (got.float() - want).abs().max().item()
             assert err < 2e-3, (b, kv, g, n, cap, d, chunk, err)
+for bad in (48, 8):  # not whole blocks, or under tl.dot's 16
+    try:
+        decode_attention_impl(folded, k, v, prefix, 1.0, bad)
+        raise AssertionError(bad)
+    except ValueError:
+        pass
 print("ok")
 """
 

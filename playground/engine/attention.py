@@ -51,7 +51,7 @@ def folded_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
     kv_heads, length = key.shape[1], key.shape[2]
     folded = query.reshape(b, kv_heads, groups * n, d)
     rows = attention_mask[..., :length].expand(b, 1, n, length)  # [b, 1, n, L]
-    if WAY == "triton" and decode_attention.usable(folded, rows):
+    if WAY == "triton" and decode_attention.usable(folded, value, rows):
         out = decode_attention.decode_attention(folded, key, value, rows, d ** -0.5 if scaling is None else scaling)
     else:
         mask = rows.repeat(1, 1, groups, 1)  # [b, 1, g n, L]

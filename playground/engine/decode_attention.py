@@ -12,7 +12,9 @@ mask rows are all False are skipped before any key is read, so a pass costs what
     mask [b, 1, n, L] bool (True: attends), the n tokens' rows, shared by the g heads
     -> out [b, Hkv, R, d] in value's dtype
 
-A masked score is -1e30 (finite: a row with nothing allowed yet keeps exp(m - m_new) defined).
+A masked score is -1e30 (finite: a row with nothing allowed yet keeps exp(m - m_new) defined); a
+row with nothing allowed at all gets zeros (the matrix products give the mean of the values there;
+no row of a real pass is such a row: each token attends at least itself).
 Per chunk, the online softmax in float32 (m: running row maximum, l: running sum of exp(s - m),
 acc: running sum of exp(s - m) v); the combine rescales each chunk by exp(m_chunk - max m). Scores
 q k^T stay in float32 (the matrix-product attention rounds them to the model's dtype first), and p
@@ -28,12 +30,13 @@ BLOCK_N = 64  # positions per step inside a program
 MAX_ROWS = 64  # folded rows one program holds (a 7B verify pass of 5 tokens: 35); more go to the matmuls
 
 
-def usable(query: torch.Tensor, mask: torch.Tensor) -> bool:
-    """Whether these tensors can take the kernels: bool mask, half precision, few rows, on a GPU (or
-    on a CPU under Triton's interpreter, TRITON_INTERPRET=1: how the tests run them)."""
+def usable(query: torch.Tensor, value: torch.Tensor, mask: torch.Tensor) -> bool:
+    """Whether these tensors can take the kernels: bool mask, half precision, few rows, values as
+    wide as queries, on a GPU (or on a CPU under Triton's interpreter, TRITON_INTERPRET=1: how the
+    tests run them)."""
     runs_here = query.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
-    return (runs_here and query.dtype in (torch.bfloat16, torch.float16)
-            and mask.dtype == torch.bool and query.shape[2] <= MAX_ROWS)
+    return (runs_here and query.dtype in (torch.bfloat16, torch.float16) and mask.dtype == torch.bool
+            and query.shape[2] <= MAX_ROWS and value.shape[-1] == query.shape[-1])
 
 
 def _pow2(x: int, least: int = 16) -> int:
@@ -68,12 +71,12 @@ def _kernels():
             if tl.max(tl.max(allowed.to(tl.int32), 1), 0) > 0:  # else no row attends here: nothing read
                 k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + dims[None, :],
                             mask=col_ok[:, None] & dim_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
+                v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + dims[None, :],
+                            mask=col_ok[:, None] & dim_ok[None, :], other=0.0)  # loaded beside k, not after q k^T
                 scores = tl.where(allowed, tl.dot(q, tl.trans(k)) * scale, -1.0e30)  # [BLOCK_M, BLOCK_N], fp32
                 m_new = tl.maximum(m_i, tl.max(scores, 1))
                 alpha = tl.exp(m_i - m_new)
                 p = tl.where(allowed, tl.exp(scores - m_new[:, None]), 0.0)
-                v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + dims[None, :],
-                            mask=col_ok[:, None] & dim_ok[None, :], other=0.0)
                 l_i = l_i * alpha + tl.sum(p, 1)
                 acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
                 m_i = m_new
@@ -84,18 +87,18 @@ def _kernels():
         tl.store(STATS + part * 2 * BLOCK_M + BLOCK_M + rows, l_i)
 
     @triton.jit
-    def combine(O, STATS, OUT, so_b, so_h, so_r, heads, chunks, ROWS: tl.constexpr, D: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr):
+    def combine(O, STATS, OUT, so_b, so_h, so_r, heads, ROWS: tl.constexpr, D: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr):
         bh = tl.program_id(0)
         b, h = bh // heads, bh % heads
         rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
         top = tl.full([BLOCK_M], -1.0e30, tl.float32)
-        for c in range(0, chunks):
-            top = tl.maximum(top, tl.load(STATS + (bh * chunks + c) * 2 * BLOCK_M + rows))
+        for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
+            top = tl.maximum(top, tl.load(STATS + (bh * CHUNKS + c) * 2 * BLOCK_M + rows))
         num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
         den = tl.zeros([BLOCK_M], tl.float32)
-        for c in range(0, chunks):
-            part = bh * chunks + c
+        for c in range(0, CHUNKS):
+            part = bh * CHUNKS + c
             w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows) - top)
             l_c = tl.load(STATS + part * 2 * BLOCK_M + BLOCK_M + rows)  # 0 where the row attended nothing here
             den += w * l_c
@@ -113,6 +116,8 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
     """The two kernels on these tensors (shapes above); `chunk`: positions a program covers (CHUNK)."""
     split, combine = _kernels()
     chunk = chunk or CHUNK
+    if chunk < 16 or chunk & (chunk - 1):  # whole blocks of a power of two, each at least tl.dot's 16
+        raise ValueError(f"a chunk of {chunk} positions: a power of two from 16 is needed")
     b, heads, rows, d = query.shape
     n, length = mask.shape[2], key.shape[2]
     query, key, value = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
@@ -126,8 +131,8 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
         key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
         mask.stride(0), mask.stride(2), mask.stride(3), heads, n, length, scale,
         ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNK=chunk, BLOCK_N=min(BLOCK_N, chunk))
-    combine[(b * heads,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads, chunks,
-                          ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d)
+    combine[(b * heads,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads,
+                          ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks)
     return out
 
 
