@@ -551,7 +551,25 @@ def main(argv=None) -> dict:
         print_table("demo pair", report["demo"])
         save()
         del pair
+    print_bars(report, args.k)
     return report
+
+
+def print_bars(report: dict, k: int) -> None:
+    """Each real-size setting against issue 30's bars (the target alone within 1.3x its floor, a
+    draft step under 1 ms, at acceptance 1 at least 3x the target alone, at ~0 no worse than 0.8x)."""
+    for key in ("real", "joined", "triton", "tuned"):
+        zero, one = report.get(f"{key} acceptance 0", {}), report.get(f"{key} acceptance 1", {})
+        if not (zero.get("alone-1") and one.get(f"spec k={k}")):
+            continue
+        fixed, schedule = one[f"spec k={k}"], zero.get(f"spec k<={k} schedule", {})
+        checks = [("target alone x floor", zero["alone-1"]["x_floor"], "<=", 1.3),
+                  ("draft step ms", fixed["draft_step_ms"], "<", 1.0),
+                  ("acceptance 1 vs alone-1", fixed["speedup_vs_alone1"][0], ">=", 3.0),
+                  ("acceptance ~0 vs alone-1 (schedule)", (schedule.get("speedup_vs_alone1") or [float("nan")])[0], ">=", 0.8)]
+        print(f"bars, {key}: " + "; ".join(
+            f"{name} {value:.2f} ({'met' if (value <= bar if op == '<=' else value < bar if op == '<' else value >= bar) else 'not met'}"
+            f", bar {op} {bar})" for name, value, op, bar in checks), flush=True)
 
 
 if __name__ == "__main__":
