@@ -31,6 +31,7 @@ def shared_pool():
     global _pool, _keeper
     if _pool is None:
         pool, keeper = torch.cuda.graph_pool_handle(), torch.cuda.CUDAGraph()
+        torch.zeros(1, device="cuda")  # its kernel loaded before the capture, as for any captured function
         with torch.cuda.graph(keeper, pool=pool, capture_error_mode="thread_local"):
             torch.zeros(1, device="cuda")  # one small block of the pool, held as long as the keeper
         _pool, _keeper = pool, keeper
