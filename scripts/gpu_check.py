@@ -468,8 +468,7 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
     try:
         with inductor_config.patch(inductor):
             pair = real_size_pair(device, shapes)
-            for model in (pair.target, pair.draft):
-                fuse_projections(model)
+            report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]  # same in each
             floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
             both_settings(report, key, title, pair, prompt, args, floor, save)
     finally:
@@ -520,11 +519,8 @@ def main(argv=None) -> dict:
         del pair
     if "joined" in only:  # the same pair with its projections joined (playground.models.fused_projections)
         say("building the Qwen2.5-7B/0.5B-shaped pair again, its projections joined")
-        pair = real_size_pair(device, shapes)
-        report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
-        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
-        both_settings(report, "joined", "Qwen2.5-7B/0.5B shapes, projections joined", pair, prompt, args, floor, save)
-        del pair
+        joined_variant(report, "joined", "Qwen2.5-7B/0.5B shapes, projections joined", device, shapes, prompt, args,
+                       save, attention.WAY, {})
     if "triton" in only:  # the joined pair attending through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton)
         decode_attention.CHUNK = report["triton_chunk"] = fastest_chunk(report.get("attention_ms", {}))
         say(f"building the Qwen2.5-7B/0.5B-shaped pair again, joined, attending through Triton's kernels "
