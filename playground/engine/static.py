@@ -28,6 +28,7 @@ import weakref
 import torch
 
 from playground.engine.attention import fold_grouped_heads, folds_on
+from playground.engine import layer_regions
 from playground.engine.graphs import program
 from playground.engine.runner import ModelRunner, full_width
 from playground.engine.static_cache import PointerCache, borrow_cache
@@ -77,9 +78,10 @@ def compiled_forward(model: torch.nn.Module):
         if folds_on(model.device):  # before the first compile: no copy of the cache per query head
             fold_grouped_heads(model)
         allow_recompiles()
+        by_layer = layer_regions.ON and layer_regions.mark_layer_regions(model) > 0
         options = {"guard_filter_fn": guards_on_arguments}
-        if model.device.type == "cpu":  # a C++ wrapper calls the kernels without a Python line per op (-6% a demo round)
-            options["cpp_wrapper"] = True
+        if model.device.type == "cpu" and not by_layer:  # a C++ wrapper calls the kernels without a Python line
+            options["cpp_wrapper"] = True  # per op (-6% a demo round); it cannot call a layer's region
         fn = torch.compile(own_forward(model), dynamic=False, options=options)  # on CUDA: graphs captured by hand
         model.__dict__["_playground_compiled"] = fn
         model.__dict__["_playground_graphs"] = set()  # signatures compiled so far
