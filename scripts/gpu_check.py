@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,gemv,regional] [--tokens 128] [--repeats 3]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -16,6 +16,14 @@
          unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh.
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
          PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
+- gemv:   the triton pair with the draft's one-row products compiled as reductions that absorb
+         their neighbours (playground.models.row_products, PLAYGROUND_DRAFT_GEMV=1): fewer, fused
+         kernels a draft step.
+- regional: the joined pair compiled by layer (playground.engine.layer_regions,
+         PLAYGROUND_REGIONAL_COMPILE=1: each decoder layer's code compiled once, not once per layer), run
+         as `--only joined --regional` in a process of its own whose inductor and Triton caches start
+         empty: its compile seconds are a fresh machine's; its rows beside `joined`'s say what the
+         layers' edges cost.
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
          and coordinate-descent tuning of its own kernels; compiles for minutes.
@@ -33,9 +41,9 @@ use; PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no fol
 through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written. Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
-since cold compiles of the 7B pair take minutes and a call has 10: `--only joined,triton` first (the
-default build, then Triton's attention; about 8 min), then `--only tests,cli,demo` (about 3 min);
-`real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
+since cold compiles of the 7B pair take minutes and a call has 10: `--only triton,gemv` first (Triton's
+attention, then the draft's products as reductions too; about 8 min), then `--only tests,regional` (about
+5 min); `joined`, `cli,demo` and `real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
 `--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.
@@ -49,6 +57,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -56,7 +65,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from playground import session  # noqa: E402
-from playground.engine import attention, decode_attention  # noqa: E402
+from playground.engine import attention, decode_attention, layer_regions  # noqa: E402
 from playground.engine.attention import fold_grouped_heads  # noqa: E402
 from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
@@ -64,10 +73,12 @@ from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
 from playground.models.fused_projections import fuse_projections  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
+from playground.models.row_products import reduce_row_products  # noqa: E402
 
 STARTED = time.perf_counter()
 TESTS_TIMEOUT_S = 520  # a call has 600: about 13 cold compiles of tiny graphs and 2,500 sampled runs
 CLI_TIMEOUT_S = 300
+REGIONAL_TIMEOUT_S = 420  # a cold compile of the pair by layer, then its rows
 
 
 def say(message: str) -> None:
@@ -389,13 +400,14 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
 
 
-def run_logged(cmd: list[str], log: str, timeout: int, stdout: str | None = None) -> tuple[int | None, str]:
+def run_logged(cmd: list[str], log: str, timeout: int, stdout: str | None = None, env: dict | None = None
+               ) -> tuple[int | None, str]:
     """Run cmd with its output written to `log` as it comes (its stdout to the file `stdout` when
     given), so a run cut off by the timeout still leaves what it printed there and in the call's
     output -> (rc, None when timed out; the log's text)."""
     with open(log, "w") as sink, open(stdout or os.devnull, "w") as out:
         try:
-            rc = subprocess.run(cmd, stdout=out if stdout else sink, stderr=sink, timeout=timeout).returncode
+            rc = subprocess.run(cmd, stdout=out if stdout else sink, stderr=sink, timeout=timeout, env=env).returncode
         except subprocess.TimeoutExpired:
             rc = None
     text = open(log, errors="replace").read()  # a process killed mid-character leaves half of one
@@ -421,6 +433,22 @@ def run_cli(device: str, out: str) -> dict:
     told = json.load(open(report))
     return {"rc": 0, "speedup": told.get("speedup"), "identical": told.get("identical_to_baseline"),
             "compile_s": told.get("compile_s"), "tokens_per_s": told["stats"]["tokens_per_s"]}
+
+
+def run_regional(args) -> dict:
+    """`--only joined --regional` in a process of its own whose inductor and Triton caches start
+    empty (a cold compile, as on a fresh Space): -> its two settings as "regional acceptance 0/1"."""
+    out = os.path.join(args.out, "regional")
+    os.makedirs(out, exist_ok=True)
+    caches = tempfile.mkdtemp(prefix="inductor-cold-")
+    env = os.environ | {"TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": os.path.join(caches, "triton")}
+    cmd = [sys.executable, os.path.abspath(__file__), "--only", "joined", "--regional", "--tokens", str(args.tokens),
+           "--repeats", str(args.repeats), "--k", str(args.k), "--out", out] + (["--rehearse"] if args.rehearse else [])
+    rc, _ = run_logged(cmd, os.path.join(out, "gpu_check.log"), REGIONAL_TIMEOUT_S, env=env)
+    found = os.path.join(out, "gpu_check.json")
+    child = json.load(open(found)) if os.path.exists(found) else {}
+    return {"regional_rc": rc} | {key.replace("joined", "regional", 1): value for key, value in child.items()
+                                  if key.startswith("joined acceptance")}
 
 
 def print_table(name: str, result: dict) -> None:
@@ -461,14 +489,17 @@ def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, 
 
 
 def joined_variant(report: dict, key: str, title: str, device: str, shapes, prompt, args, save, way: str,
-                   inductor: dict) -> None:
-    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings."""
+                   inductor: dict, draft_gemv: bool = False) -> None:
+    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings
+    (with the draft's one-row products as reductions when `draft_gemv`)."""
     import torch._inductor.config as inductor_config
     before, attention.WAY = attention.WAY, way
     try:
         with inductor_config.patch(inductor):
             pair = real_size_pair(device, shapes)
             report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]  # same in each
+            if draft_gemv:
+                report["gemv_modules"] = reduce_row_products(pair.draft)
             floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
             both_settings(report, key, title, pair, prompt, args, floor, save)
     finally:
@@ -477,20 +508,23 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="tests,cli,demo,real,joined,triton")
+    parser.add_argument("--only", default="tests,cli,demo,real,joined,triton,gemv,regional")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--rehearse", action="store_true", help="on a CPU with small shapes (see above)")
+    parser.add_argument("--regional", action="store_true", help="compile decoder layers as one region each "
+                        "(PLAYGROUND_REGIONAL_COMPILE=1; the `regional` section runs `--only joined` so)")
     args = parser.parse_args(argv)
+    layer_regions.ON = layer_regions.ON or args.regional
     import platform
     import transformers
     device = "cpu" if args.rehearse else "cuda"
     shapes = (SMALL_TARGET, SMALL_DRAFT) if args.rehearse else (QWEN25_7B, QWEN25_05B)
     report = {"device": (platform.processor() or "cpu") if args.rehearse else torch.cuda.get_device_name(),
               "torch": torch.__version__, "transformers": transformers.__version__, "rehearsal": args.rehearse,
-              "gqa_attention": attention.WAY,
+              "gqa_attention": attention.WAY, "regional_compile": layer_regions.ON,
               "copy_bytes_per_s": copy_bandwidth(device)}
     print(f"{report['device']}, torch {torch.__version__}, transformers {transformers.__version__}: copy "
           f"{report['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + written)", flush=True)
@@ -501,7 +535,7 @@ def main(argv=None) -> dict:
         report["tests"] = run_tests(args.out)
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
-    if {"real", "joined", "triton"} & set(only):
+    if {"real", "joined", "triton", "gemv"} & set(only) and not args.regional:  # (a regional run's parent timed it)
         report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
@@ -532,6 +566,19 @@ def main(argv=None) -> dict:
             "coordinate-descent tuning (compiles for minutes)")
         joined_variant(report, "tuned", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, max-autotune", device, shapes,
                        prompt, args, save, "triton", {"max_autotune": True, "coordinate_descent_tuning": True})
+    if "gemv" in only:  # the triton pair with its draft's one-row products as reductions (PLAYGROUND_DRAFT_GEMV=1)
+        decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
+        say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, Triton attention, the draft's one-row products "
+            "as reductions")
+        joined_variant(report, "gemv", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, draft GEMV", device, shapes,
+                       prompt, args, save, "triton", {}, draft_gemv=True)
+    if "regional" in only:  # the joined pair compiled by layer (playground.engine.layer_regions), cold
+        say("the joined pair compiled by layer, in a process of its own with empty compile caches")
+        report.update(run_regional(args))
+        for setting in ("regional acceptance 0", "regional acceptance 1"):
+            if setting in report:
+                print_table(f"Qwen2.5-7B/0.5B shapes, joined, compiled by layer: {setting[9:]}", report[setting])
+        save()
     if "cli" in only:
         say("the CLI: generate --preset demo --compile --baseline")
         report["cli"] = run_cli(device, args.out)
@@ -554,7 +601,7 @@ def main(argv=None) -> dict:
 def print_bars(report: dict, k: int) -> None:
     """Each real-size setting against issue 30's bars (the target alone within 1.3x its floor, a
     draft step under 1 ms, at acceptance 1 at least 3x the target alone, at ~0 no worse than 0.8x)."""
-    for key in ("real", "joined", "triton", "tuned"):
+    for key in ("real", "joined", "triton", "gemv", "regional", "tuned"):
         zero, one = report.get(f"{key} acceptance 0", {}), report.get(f"{key} acceptance 1", {})
         if not (zero.get("alone-1") and one.get(f"spec k={k}")):
             continue

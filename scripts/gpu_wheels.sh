@@ -6,11 +6,13 @@
 # `bash scripts/gpu_wheels.sh --restore` once the GPU calls are done (never commit while they are out).
 # Then, on the device, one section per call (each fits its 10 minutes), carry [".whl"]:
 #   set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only joined,triton --out $OUT 2>&1 | tee $OUT/gpu_check.log
-# with `--only joined,triton` first (about 8 min on a fresh H200: the pair as loaded, then attending through
-# Triton's kernels, each compiled cold), then `--only tests,cli,demo` (about 3 min), each call at once after the last
-# (a warm machine keeps its caches). On 2026-11-26 `--only real` took 3 to 3.5 min and `--only tests,cli,demo`
-# 3 min on an H200 (benchmarks/gpu-check-2026-11-26-h200/).
+#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only triton,gemv --out $OUT 2>&1 | tee $OUT/gpu_check.log
+# with `--only triton,gemv` first (about 8 min on a fresh H200: the joined pair attending through Triton's
+# kernels, then with the draft's one-row products as reductions too, each compiled cold), then at once (a warm
+# machine keeps its caches) `--only tests,regional` (about 5 min: the gpu tests, then the joined pair compiled by
+# layer in a process whose compile caches start empty).
+# On 2026-11-26 `--only real` took 3 to 3.5 min and `--only tests,cli,demo` 3 min on an H200
+# (benchmarks/gpu-check-2026-11-26-h200/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HELD=/tmp/gpu-held

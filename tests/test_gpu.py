@@ -54,6 +54,40 @@ def test_a_second_prompt_compiles_nothing(cuda_pair, tokenizer):
     assert set(cuda_pair.programs) == made
 
 
+def test_rounds_compiled_by_layer_are_captured_and_exact(tokenizer, monkeypatch):
+    """PLAYGROUND_REGIONAL_COMPILE=1 (playground.engine.layer_regions): one compiled body per layer class,
+    called per layer inside the captured rounds."""
+    from playground.engine import layer_regions
+    monkeypatch.setattr(layer_regions, "ON", True)
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), layers=3, seed=11, eos_id=tokenizer.eos_token_id).cuda()
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3).cuda(), tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    cfg = compiled(3, 40)
+    spec = session.run(pair, prompt, cfg)
+    assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+    assert 0 < spec.stats["accepted"] < spec.stats["proposed"]
+    assert all("forward" in layer.__dict__ for m in (pair.target, pair.draft) for layer in m.model.layers)
+    assert pair.programs and all(p.capture for p in pair.programs.values())
+
+
+def test_a_draft_with_reduced_products_is_captured_and_exact(tokenizer):
+    """PLAYGROUND_DRAFT_GEMV=1 (playground.models.row_products): the draft's one-row products compiled as
+    reductions inside the captured rounds; bfloat16, as real pairs run."""
+    from playground.models.fused_projections import fuse_projections
+    from playground.models.row_products import reduce_row_products
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), layers=3, seed=11, eos_id=tokenizer.eos_token_id,
+                             dtype=torch.bfloat16).cuda()
+    draft = tiny.perturbed_copy(target, noise=0.4, seed=3).cuda()
+    assert fuse_projections(draft) == 6 and reduce_row_products(draft) == 12
+    pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    cfg = compiled(4, 40)
+    spec = session.run(pair, prompt, cfg)
+    assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+    assert 0 < spec.stats["accepted"] < spec.stats["proposed"]
+    assert pair.programs and all(p.capture for p in pair.programs.values())
+
+
 def test_sampling_distribution_captured():
     tok = tiny.letters_tokenizer(12)
     target = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=21, eos_id=11, init_std=0.6)

@@ -22,6 +22,7 @@ from playground.metrics import summarize
 from playground.engine.attention import fold_grouped_heads, folds_on
 from playground.models import loading
 from playground.models.fused_projections import fuse_projections, fuses_on
+from playground.models.row_products import gemv_on, reduce_row_products
 from playground.models.loading import Pair
 from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        on_zero_gpu, runners, static_or_eager)
@@ -34,13 +35,16 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
     """Load (or reuse) both models (playground.models.loading.load_pair). On a GPU, grouped-query
     models attend folded (playground.engine.attention) from their first pass on, eager or compiled:
     a run beside another never sees its model's attention change midway; their projections are
-    joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not)."""
+    joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not), and with
+    PLAYGROUND_DRAFT_GEMV=1 the draft's one-row products compile as reductions (playground.models.row_products)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
     for model in (m for m in (pair.target, pair.draft) if m is not None):
         if folds_on(pair.device):
             fold_grouped_heads(model)
         if fuses_on(pair.device):
             fuse_projections(model)
+    if pair.draft is not None and gemv_on(pair.device):
+        reduce_row_products(pair.draft)
     return pair
 
 
