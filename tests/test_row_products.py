@@ -28,30 +28,56 @@ def compiled_pass(model, rows: int) -> tuple[torch.Tensor, torch.Tensor, list[st
     return eager, out, [m.group(1) for c in calls for m in KERNEL_CALL.finditer(c)]
 
 
+def deferred(model) -> list[bool]:
+    """For each layer: whether its two norms are left to the products that read them."""
+    return [all("forward" in norm.__dict__ for norm in (layer.input_layernorm, layer.post_attention_layernorm))
+            for layer in model.model.layers]
+
+
 @pytest.mark.parametrize("joined", [False, True])
-def test_one_row_products_become_reductions(joined):
+def test_one_row_products_become_reductions_with_their_norms_inside(joined):
     model = tiny.tiny_model("qwen2", vocab=320, layers=2, seed=4)
     if joined:
         assert fuse_projections(model) == 4
-    _, _, before = compiled_pass(model, 1)
+    eager, _, before = compiled_pass(model, 1)
     assert row_products.reduce_row_products(model) == (8 if joined else 14)  # per layer: qkv, o, MLP, down / 7 linears
-    assert row_products.reduce_row_products(model) == 0
+    assert row_products.reduce_row_products(model) == 0 and deferred(model) == [True, True]
+    with torch.inference_mode():
+        assert torch.equal(model(input_ids=torch.arange(3, 4)[None]).logits, eager)  # eager passes: as before
     eager, out, after = compiled_pass(model, 1)
     torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
     assert [c for c in after if c.startswith("extern")] == ["extern_kernels.mm"]  # the head alone (not a layer's)
     assert len(after) < len(before) / 2, (before, after)  # the products' neighbours fused into them
-    eager, out, wide = compiled_pass(model, 3)  # more rows: the library's products, as before
+    eager, out, wide = compiled_pass(model, 3)  # more rows: the library's products and the norms, as before
     torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
     assert len([c for c in wide if c.startswith("extern")]) == 1 + 2 * (4 if joined else 7)
 
 
-def test_large_weights_keep_the_librarys_product(monkeypatch):
-    model = tiny.tiny_model("qwen2", vocab=320, layers=1, seed=4)
+def test_half_precision_logits_stay_close():
+    model = tiny.tiny_model("qwen2", vocab=320, layers=2, seed=4, dtype=torch.bfloat16)
+    fuse_projections(model)
     row_products.reduce_row_products(model)
+    eager, out, _ = compiled_pass(model, 1)
+    assert (out.float() - eager.float()).abs().max() < 0.02 * eager.float().abs().max()  # a few bf16 roundings apart
+
+
+def test_large_weights_keep_the_librarys_product_and_their_norm(monkeypatch):
     monkeypatch.setattr(row_products, "MAX_BYTES", 64 * 64 * 4)  # a 64x64 float32 weight: q, k, v, o reduce
-    _, _, calls = compiled_pass(model, 1)
-    products = [c for c in calls if c.startswith("extern")]
-    assert len(products) == 1 + 3  # the head, and gate, up and down (128x64 each, over the bound)
+    model = tiny.tiny_model("qwen2", vocab=320, layers=1, seed=4)
+    assert row_products.reduce_row_products(model) == 4
+    layer = model.model.layers[0]  # the attention's norm goes into q, k and v; the MLP's stays (gate, up are 128x64)
+    assert "forward" in layer.input_layernorm.__dict__ and "forward" not in layer.post_attention_layernorm.__dict__
+    eager, out, calls = compiled_pass(model, 1)
+    torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
+    assert len([c for c in calls if c.startswith("extern")]) == 1 + 3  # the head, and gate, up and down
+
+
+def test_layers_of_an_unknown_kind_keep_their_norms(monkeypatch):
+    monkeypatch.setattr(row_products, "LAYERS", set())  # whether a norm feeds only those products is not known
+    model = tiny.tiny_model("llama", vocab=320, layers=2, seed=4)
+    assert row_products.reduce_row_products(model) == 14 and deferred(model) == [False, False]
+    eager, out, _ = compiled_pass(model, 1)
+    torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
 
 
 def test_switched_on_for_cuda_drafts_only(monkeypatch):

@@ -21,7 +21,7 @@ import types
 
 import torch
 
-from playground.models.row_products import product
+from playground.models.row_products import module_product
 
 ATTENTIONS = {"LlamaAttention", "Qwen2Attention", "Qwen3Attention", "MistralAttention"}
 MLPS = {"LlamaMLP", "Qwen2MLP", "Qwen3MLP", "MistralMLP"}
@@ -58,10 +58,9 @@ class JoinedQKV(torch.nn.Module):
         biases = [p.bias for p in (q, k, v)]
         self.bias = torch.nn.Parameter(torch.cat(biases), requires_grad=False) if biases[0] is not None else None
         self.slot = Slot()
-        self.playground_one_row = False  # a draft's one-row pass: a reduction (playground.models.row_products)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = product(x, self.weight, self.bias, self.playground_one_row).split(self.sizes, dim=-1)
+        q, k, v = module_product(self, x, self.weight, self.bias).split(self.sizes, dim=-1)
         cells = self.slot.cells()
         cells[0], cells[1] = k, v
         return q
@@ -84,8 +83,7 @@ class Piece(torch.nn.Module):
 
 
 def _joined_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
-    one_row = getattr(self, "playground_one_row", False)  # (playground.models.row_products)
-    gate, up = product(x, self.playground_gate_up, None, one_row).chunk(2, dim=-1)  # [.., 2I] -> 2 x [.., I]
+    gate, up = module_product(self, x, self.playground_gate_up, None).chunk(2, dim=-1)  # [.., 2I] -> 2 x [.., I]
     return self.down_proj(self.act_fn(gate) * up)
 
 
