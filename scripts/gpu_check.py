@@ -16,7 +16,7 @@
          unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh.
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
          PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
-- gemv:   the triton pair with the draft's one-row products compiled as reductions that absorb
+- gemv:   the triton pair with the draft's products of one or two rows compiled as reductions that absorb
          their neighbours (playground.models.row_products, PLAYGROUND_DRAFT_GEMV=1): fewer, fused
          kernels a draft step.
 - regional: the joined pair compiled by layer (playground.engine.layer_regions,
@@ -491,7 +491,7 @@ def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, 
 def joined_variant(report: dict, key: str, title: str, device: str, shapes, prompt, args, save, way: str,
                    inductor: dict, draft_gemv: bool = False) -> None:
     """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings
-    (with the draft's one-row products as reductions when `draft_gemv`)."""
+    (with the draft's short passes' products as reductions when `draft_gemv`)."""
     import torch._inductor.config as inductor_config
     before, attention.WAY = attention.WAY, way
     try:
@@ -566,9 +566,9 @@ def main(argv=None) -> dict:
             "coordinate-descent tuning (compiles for minutes)")
         joined_variant(report, "tuned", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, max-autotune", device, shapes,
                        prompt, args, save, "triton", {"max_autotune": True, "coordinate_descent_tuning": True})
-    if "gemv" in only:  # the triton pair with its draft's one-row products as reductions (PLAYGROUND_DRAFT_GEMV=1)
+    if "gemv" in only:  # the triton pair with its draft's short passes' products as reductions (PLAYGROUND_DRAFT_GEMV=1)
         decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
-        say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, Triton attention, the draft's one-row products "
+        say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, Triton attention, the draft's short passes' products "
             "as reductions")
         joined_variant(report, "gemv", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, draft GEMV", device, shapes,
                        prompt, args, save, "triton", {}, draft_gemv=True)

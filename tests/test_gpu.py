@@ -71,7 +71,7 @@ def test_rounds_compiled_by_layer_are_captured_and_exact(tokenizer, monkeypatch)
 
 
 def test_a_draft_with_reduced_products_is_captured_and_exact(tokenizer):
-    """PLAYGROUND_DRAFT_GEMV=1 (playground.models.row_products): the draft's one-row products compiled as
+    """PLAYGROUND_DRAFT_GEMV=1 (playground.models.row_products): the draft's products of one or two rows compiled as
     reductions inside the captured rounds; bfloat16, as real pairs run."""
     from playground.models.fused_projections import fuse_projections
     from playground.models.row_products import reduce_row_products

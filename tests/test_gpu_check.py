@@ -105,7 +105,7 @@ def test_rehearsal_of_the_pair_compiled_by_layer(gpu_check, tmp_path):
 
 
 def test_rehearsal_of_the_draft_with_reduced_products(gpu_check, tmp_path, monkeypatch):
-    """`gemv`: the joined pair with the draft's one-row products as reductions (playground.models.row_products),
+    """`gemv`: the joined pair with the draft's short passes' products as reductions (playground.models.row_products),
     through the fused rounds a GPU takes (Triton's attention is for CUDA's half types: the CPU attends by matmul)."""
     from playground import session
     monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})

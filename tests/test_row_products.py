@@ -1,4 +1,4 @@
-"""A draft's one-row products compiled as reductions (playground.models.row_products,
+"""A draft's products of one or two rows compiled as reductions (playground.models.row_products,
 PLAYGROUND_DRAFT_GEMV=1): inductor then writes its own kernels for a layer's products and fuses
 their neighbours into them; the logits stay the model's; wider passes keep the library's products;
 speculation with such a draft stays identical to the target's greedy decoding. Real torch.compile."""
@@ -35,19 +35,21 @@ def deferred(model) -> list[bool]:
 
 
 @pytest.mark.parametrize("joined", [False, True])
-def test_one_row_products_become_reductions_with_their_norms_inside(joined):
+def test_short_passes_products_become_reductions_with_their_norms_inside(joined):
     model = tiny.tiny_model("qwen2", vocab=320, layers=2, seed=4)
     if joined:
         assert fuse_projections(model) == 4
-    eager, _, before = compiled_pass(model, 1)
+    _, _, before = compiled_pass(model, 1)
     assert row_products.reduce_row_products(model) == (8 if joined else 14)  # per layer: qkv, o, MLP, down / 7 linears
     assert row_products.reduce_row_products(model) == 0 and deferred(model) == [True, True]
-    with torch.inference_mode():
-        assert torch.equal(model(input_ids=torch.arange(3, 4)[None]).logits, eager)  # eager passes: as before
-    eager, out, after = compiled_pass(model, 1)
-    torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
-    assert [c for c in after if c.startswith("extern")] == ["extern_kernels.mm"]  # the head alone (not a layer's)
-    assert len(after) < len(before) / 2, (before, after)  # the products' neighbours fused into them
+    for rows in (1, 2):  # a draft's step, and a round's first (the last two committed tokens)
+        with torch.inference_mode():
+            plain = model(input_ids=torch.arange(3, 3 + rows)[None]).logits  # an eager pass: as before
+        eager, out, after = compiled_pass(model, rows)
+        assert torch.equal(plain, eager)
+        torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
+        assert [c for c in after if c.startswith("extern")] == ["extern_kernels.mm"], rows  # the head (not a layer's)
+        assert len(after) < len(before) / 2, (before, after)  # the products' neighbours fused into them
     eager, out, wide = compiled_pass(model, 3)  # more rows: the library's products and the norms, as before
     torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
     assert len([c for c in wide if c.startswith("extern")]) == 1 + 2 * (4 if joined else 7)

@@ -1,4 +1,4 @@
-"""A draft's one-row matrix products compiled as reductions that absorb their neighbours
+"""A draft's matrix products of one or two rows compiled as reductions that absorb their neighbours
 (PLAYGROUND_DRAFT_GEMV=1; an experiment until measured on a GPU).
 
 A draft step multiplies one row by each of its layers' weights. On an H200 each such product of
@@ -18,8 +18,9 @@ layer of a known kind (LAYERS) the norm then hands its input on as it is. Produc
 float32 (inductor accumulates a bfloat16 reduction so) and rounded once.
 
 Only the draft: the target alone is the baseline every speed is a ratio to, and it stays as it
-is built (its verify passes carry k+1 rows anyway). Only while torch.compile traces a pass of one
-row (an eager product would first write the [N, K] elementwise product), and only for weights under
+is built (its verify passes carry k+1 rows anyway). Only while torch.compile traces a pass of up to
+ROWS rows (an eager product would first write the [N, K] elementwise product; two rows read each
+weight twice, the second time mostly from the GPU's L2 cache), and only for weights under
 MAX_BYTES: a larger product is bound by reading its weights, which cuBLAS does near the copy
 bandwidth (the 0.5B's 272 MB head: 101 us). Tested on a CPU (inductor's C++ kernels, which fuse
 more than Triton's); on a GPU, scripts/gpu_check.py `--only gemv` measures it."""
@@ -30,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 MAX_BYTES = 32 << 20  # ~8 us of reading at 4 TB/s: about a small cuBLAS product's fixed cost
+ROWS = 2  # a draft's steps: one token, and each round's first, which feeds the last two committed tokens
 LAYERS = {"LlamaDecoderLayer", "Qwen2DecoderLayer", "Qwen3DecoderLayer", "MistralDecoderLayer"}
 NORMS = {"LlamaRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm", "MistralRMSNorm"}
 
@@ -38,17 +40,17 @@ def gemv_on(device: torch.device) -> bool:
     return device.type == "cuda" and os.environ.get("PLAYGROUND_DRAFT_GEMV") == "1"
 
 
-def one_row(x: torch.Tensor) -> bool:
-    """Whether x [.., K] is one row of a pass being compiled (shapes are fixed then: a Python bool)."""
-    return torch.compiler.is_compiling() and x.numel() == x.shape[-1]
+def short(x: torch.Tensor) -> bool:
+    """Whether x [.., K] is a pass of at most ROWS rows being compiled (shapes are fixed then: a Python bool)."""
+    return torch.compiler.is_compiling() and x.numel() <= ROWS * x.shape[-1]
 
 
 def module_product(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tensor,
                    bias: torch.Tensor | None) -> torch.Tensor:
-    """F.linear(x, weight, bias) for this module: as a reduction when it is marked and x is one row
-    being compiled, with its norm applied inside when the norm before it is deferred to it.
+    """F.linear(x, weight, bias) for this module: as a reduction when it is marked and x is a short
+    pass being compiled, with its norm applied inside when the norm before it is deferred to it.
     x [.., K], weight [N, K] -> [.., N]."""
-    if not (getattr(module, "playground_one_row", False) and one_row(x)):
+    if not (getattr(module, "playground_reduce", False) and short(x)):
         return F.linear(x, weight, bias)
     norm = module.__dict__.get("playground_norm")
     y = (x.unsqueeze(-2) * weight).sum(-1) if norm is None else normed_sum(x, norm, weight)  # [.., 1, K] * [N, K]
@@ -74,21 +76,21 @@ def _linear_forward(self, x: torch.Tensor) -> torch.Tensor:
 
 
 def _deferred_norm_forward(self, x: torch.Tensor) -> torch.Tensor:
-    """The norm; or, for one row being compiled, its input as it is: the products reading it apply it."""
-    return x if one_row(x) else type(self).forward(self, x)
+    """The norm; or, for a short pass being compiled, its input as it is: the products reading it apply it."""
+    return x if short(x) else type(self).forward(self, x)
 
 
 def reduce_row_products(model: torch.nn.Module) -> int:
-    """Make the one-row products of every decoder layer of this (draft) model reductions when
+    """Make the short passes' products of every decoder layer of this (draft) model reductions when
     compiled (plain linear layers and the joined ones of playground.models.fused_projections), and
     in layers of a known kind fold each RMS norm into the products that read it; -> products marked now."""
     marked = 0
     for layer in (m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")):
         for module in layer.modules():
-            if reducible(module) and not getattr(module, "playground_one_row", False) and small(module):
+            if reducible(module) and not getattr(module, "playground_reduce", False) and small(module):
                 if type(module) is torch.nn.Linear:
                     module.forward = types.MethodType(_linear_forward, module)
-                module.playground_one_row = True
+                module.playground_reduce = True
                 marked += 1
         if type(layer).__name__ in LAYERS:
             defer_norm(layer.input_layernorm, readers(layer.self_attn, ("q_proj", "k_proj", "v_proj")))
@@ -119,7 +121,7 @@ def defer_norm(norm: torch.nn.Module, products: list) -> None:
     """Leave this norm to its products, when every one of them is a marked reduction."""
     if type(norm).__name__ not in NORMS or "forward" in norm.__dict__:
         return
-    if not all(p is not None and getattr(p, "playground_one_row", False) for p in products):
+    if not all(p is not None and getattr(p, "playground_reduce", False) for p in products):
         return
     for p in products:
         p.__dict__["playground_norm"] = norm  # not registered as a submodule: the model's tree is unchanged

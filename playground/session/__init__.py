@@ -36,7 +36,7 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
     models attend folded (playground.engine.attention) from their first pass on, eager or compiled:
     a run beside another never sees its model's attention change midway; their projections are
     joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not), and with
-    PLAYGROUND_DRAFT_GEMV=1 the draft's one-row products compile as reductions (playground.models.row_products)."""
+    PLAYGROUND_DRAFT_GEMV=1 the draft's short passes' products compile as reductions (playground.models.row_products)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
     for model in (m for m in (pair.target, pair.draft) if m is not None):
         if folds_on(pair.device):
