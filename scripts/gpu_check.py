@@ -79,6 +79,7 @@ STARTED = time.perf_counter()
 TESTS_TIMEOUT_S = 520  # a call has 600: about 13 cold compiles of tiny graphs and 2,500 sampled runs
 CLI_TIMEOUT_S = 300
 REGIONAL_TIMEOUT_S = 420  # a cold compile of the pair by layer, then its rows
+CALL_S = 570  # a device call's 600 s, less this process's own end
 
 
 def say(message: str) -> None:
@@ -444,11 +445,21 @@ def run_regional(args) -> dict:
     env = os.environ | {"TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": os.path.join(caches, "triton")}
     cmd = [sys.executable, os.path.abspath(__file__), "--only", "joined", "--regional", "--tokens", str(args.tokens),
            "--repeats", str(args.repeats), "--k", str(args.k), "--out", out] + (["--rehearse"] if args.rehearse else [])
-    rc, _ = run_logged(cmd, os.path.join(out, "gpu_check.log"), REGIONAL_TIMEOUT_S, env=env)
     found = os.path.join(out, "gpu_check.json")
-    child = json.load(open(found)) if os.path.exists(found) else {}
-    return {"regional_rc": rc} | {key.replace("joined", "regional", 1): value for key, value in child.items()
-                                  if key.startswith("joined acceptance")}
+    if os.path.exists(found):
+        os.remove(found)  # a report left by an earlier run is not this one's
+    gc.collect()  # the pairs measured before in this process leave the GPU's memory to the child
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    timeout = max(60, min(REGIONAL_TIMEOUT_S, int(CALL_S - (time.perf_counter() - STARTED))))  # within the call
+    rc, _ = run_logged(cmd, os.path.join(out, "gpu_check.log"), timeout, env=env)
+    try:
+        child = json.load(open(found))
+    except (OSError, ValueError) as exc:  # cut off before its first save, or mid-save
+        return {"regional_rc": rc, "failed": {"regional report": repr(exc)}}
+    return {"regional_rc": rc, "failed": {f"regional: {step}": trace for step, trace in child.get("failed", {}).items()}
+            } | {key.replace("joined", "regional", 1): value for key, value in child.items()
+                 if key.startswith("joined acceptance")}
 
 
 def print_table(name: str, result: dict) -> None:
@@ -574,7 +585,9 @@ def main(argv=None) -> dict:
                        prompt, args, save, "triton", {}, draft_gemv=True)
     if "regional" in only:  # the joined pair compiled by layer (playground.engine.layer_regions), cold
         say("the joined pair compiled by layer, in a process of its own with empty compile caches")
-        report.update(run_regional(args))
+        found = run_regional(args)
+        report.setdefault("failed", {}).update(found.pop("failed", {}))
+        report.update(found)
         for setting in ("regional acceptance 0", "regional acceptance 1"):
             if setting in report:
                 print_table(f"Qwen2.5-7B/0.5B shapes, joined, compiled by layer: {setting[9:]}", report[setting])

@@ -3,6 +3,7 @@ them): passes and whole rounds replayed from captured CUDA graphs keep greedy id
 target alone at verification's width, the target's sampling distribution, constraints, and compile
 nothing for a second prompt; `--compile` on CUDA runs from the CLI."""
 import json
+import re
 
 import pytest
 import torch
@@ -79,6 +80,14 @@ def test_a_draft_with_reduced_products_is_captured_and_exact(tokenizer):
                              dtype=torch.bfloat16).cuda()
     draft = tiny.perturbed_copy(target, noise=0.4, seed=3).cuda()
     assert fuse_projections(draft) == 6 and reduce_row_products(draft) == 12
+    from torch._inductor.utils import run_and_get_code
+    ids = torch.arange(3, 4, device="cuda")[None]
+    with torch.inference_mode():
+        eager = draft(input_ids=ids).logits.float()
+        out, codes = run_and_get_code(torch.compile(lambda i: draft(input_ids=i).logits), ids)
+    assert (out.float() - eager).abs().max() < 0.02 * eager.abs().max()  # the norms applied, a few roundings apart
+    products = [m for c in codes for m in re.findall(r"extern_kernels\.(?:add)?mm\(", c)]
+    assert len(products) == 1  # the head's product (cuBLAS); the layers' are Triton's own reductions
     pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
     prompt = tokenizer(PROMPT).input_ids
     cfg = compiled(4, 40)

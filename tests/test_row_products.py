@@ -103,3 +103,12 @@ def test_speculation_with_a_reduced_draft_is_exact(fused, tokenizer, monkeypatch
     result = session.run(pair, prompt, session.settings(k=3, max_new_tokens=30, compile=True))
     assert result.token_ids == hf_greedy(target, prompt, 30, eos_id=NO_EOS)
     assert 0 < result.stats["accepted"] < result.stats["proposed"]
+
+
+def test_a_model_compiled_already_is_left_as_it_is():
+    """Its graphs guard only on their arguments (playground.engine.static): they would not see the change."""
+    from playground.engine.static import StaticRunner
+    model = tiny.tiny_model("qwen2", vocab=320, layers=1, seed=4)
+    StaticRunner(model, 320, 64, {(1, 1)})
+    assert row_products.reduce_row_products(model) == 0
+    assert not any(getattr(m, "playground_reduce", False) for m in model.modules())

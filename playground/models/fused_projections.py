@@ -90,7 +90,8 @@ def _joined_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
 def plain(*layers) -> bool:
     """Plain linear layers (not quantized, not joined already, not offloaded) on one device, of one
     dtype, all with a bias or none."""
-    return (all(type(layer) is torch.nn.Linear and layer.weight.device.type != "meta" for layer in layers)
+    return (all(type(layer) is torch.nn.Linear and "forward" not in layer.__dict__ and layer.weight.device.type != "meta"
+                for layer in layers)  # (a forward replaced on the instance: a hook, or row_products' reduction)
             and len({(layer.weight.device, layer.weight.dtype, layer.bias is None) for layer in layers}) == 1)
 
 

@@ -18,7 +18,8 @@ layer of a known kind (LAYERS) the norm then hands its input on as it is. Produc
 float32 (inductor accumulates a bfloat16 reduction so) and rounded once.
 
 Only the draft: the target alone is the baseline every speed is a ratio to, and it stays as it
-is built (its verify passes carry k+1 rows anyway). Only while torch.compile traces a pass of up to
+is built (its verify passes carry k+1 rows anyway; a loaded model serves every pair that names it,
+so a reduced draft later used as a target keeps its reductions, in its short passes only). Only while torch.compile traces a pass of up to
 ROWS rows (an eager product would first write the [N, K] elementwise product; two rows read each
 weight twice, the second time mostly from the GPU's L2 cache), and only for weights under
 MAX_BYTES: a larger product is bound by reading its weights, which cuBLAS does near the copy
@@ -53,8 +54,8 @@ def module_product(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tenso
     if not (getattr(module, "playground_reduce", False) and short(x)):
         return F.linear(x, weight, bias)
     norm = module.__dict__.get("playground_norm")
-    y = (x.unsqueeze(-2) * weight).sum(-1) if norm is None else normed_sum(x, norm, weight)  # [.., 1, K] * [N, K]
-    return y if bias is None else y + bias  # -> [.., N]: the [N, K] products are never stored
+    y = (x.float().unsqueeze(-2) * weight).sum(-1) if norm is None else normed_sum(x, norm, weight)  # [.., 1, K] * [N, K]
+    return (y if bias is None else y + bias).to(x.dtype)  # -> [.., N], rounded once; the [N, K] products never stored
 
 
 def normed_sum(x: torch.Tensor, norm: torch.nn.Module, weight: torch.Tensor) -> torch.Tensor:
@@ -68,7 +69,7 @@ def normed_sum(x: torch.Tensor, norm: torch.nn.Module, weight: torch.Tensor) -> 
     xf = x.float()
     squares = (xf * xf).unsqueeze(-2).expand(*x.shape[:-1], n, k).sum(-1)  # [.., N]: the same sum in every row
     dot = ((xf * norm.weight).unsqueeze(-2) * weight).sum(-1)  # [.., N]
-    return (dot * torch.rsqrt(squares / k + norm.variance_epsilon)).to(x.dtype)
+    return dot * torch.rsqrt(squares / k + norm.variance_epsilon)  # [.., N] float32
 
 
 def _linear_forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -83,7 +84,11 @@ def _deferred_norm_forward(self, x: torch.Tensor) -> torch.Tensor:
 def reduce_row_products(model: torch.nn.Module) -> int:
     """Make the short passes' products of every decoder layer of this (draft) model reductions when
     compiled (plain linear layers and the joined ones of playground.models.fused_projections), and
-    in layers of a known kind fold each RMS norm into the products that read it; -> products marked now."""
+    in layers of a known kind fold each RMS norm into the products that read it; -> products marked
+    now. Not a model compiled already: its graphs would not see it (they guard on their arguments)."""
+    if "_playground_compiled" in model.__dict__:
+        return 0
+    model.__dict__["playground_whole_graph"] = True  # a norm and its products must be traced together
     marked = 0
     for layer in (m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")):
         for module in layer.modules():

@@ -43,8 +43,8 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
             fold_grouped_heads(model)
         if fuses_on(pair.device):
             fuse_projections(model)
-    if pair.draft is not None and gemv_on(pair.device):
-        reduce_row_products(pair.draft)
+    if pair.draft is not None and pair.draft is not pair.target and gemv_on(pair.device):
+        reduce_row_products(pair.draft)  # (a model loaded earlier as a target and compiled then stays as it is)
     return pair
 
 
