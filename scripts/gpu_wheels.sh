@@ -10,7 +10,8 @@
 # with `--only triton,gemv` first (about 8 min on a fresh H200: the joined pair attending through Triton's
 # kernels, then with the draft's one-row products as reductions too, each compiled cold), then at once (a warm
 # machine keeps its caches) `--only tests,regional` (about 5 min: the gpu tests, then the joined pair compiled by
-# layer in a process whose compile caches start empty).
+# layer in a process whose compile caches start empty). Both fit 15 minutes of device time only just: if the
+# first call ran past 8.5 min, make the second `--only tests` (the pool keeper's and the new levers' gpu tests).
 # On 2026-11-26 `--only real` took 3 to 3.5 min and `--only tests,cli,demo` 3 min on an H200
 # (benchmarks/gpu-check-2026-11-26-h200/).
 set -euo pipefail
