@@ -19,12 +19,13 @@ float32 (inductor accumulates a bfloat16 reduction so) and rounded once.
 
 Only the draft: the target alone is the baseline every speed is a ratio to, and it stays as it
 is built (its verify passes carry k+1 rows anyway; a loaded model serves every pair that names it,
-so a reduced draft later used as a target keeps its reductions, in its short passes only). Only while torch.compile traces a pass of up to
-ROWS rows (an eager product would first write the [N, K] elementwise product; two rows read each
-weight twice, the second time mostly from the GPU's L2 cache), and only for weights under
-MAX_BYTES: a larger product is bound by reading its weights, which cuBLAS does near the copy
-bandwidth (the 0.5B's 272 MB head: 101 us). Tested on a CPU (inductor's C++ kernels, which fuse
-more than Triton's); on a GPU, scripts/gpu_check.py `--only gemv` measures it."""
+so a reduced draft later used as a target keeps its reductions, in its short passes only). Only
+while torch.compile traces a pass of up to ROWS rows (an eager product would first write the
+[N, K] elementwise product; two rows read each weight twice, the second time mostly from the GPU's
+L2 cache), and only for weights under MAX_BYTES: a larger product is bound by reading its
+weights, which cuBLAS does near the copy bandwidth (the 0.5B's 272 MB head: 101 us). Tested on a
+CPU (inductor's C++ kernels, which fuse more than Triton's); on a GPU, scripts/gpu_check.py
+`--only gemv` measures it."""
 import os
 import types
 
@@ -54,8 +55,11 @@ def module_product(module: torch.nn.Module, x: torch.Tensor, weight: torch.Tenso
     if not (getattr(module, "playground_reduce", False) and short(x)):
         return F.linear(x, weight, bias)
     norm = module.__dict__.get("playground_norm")
-    y = (x.float().unsqueeze(-2) * weight).sum(-1) if norm is None else normed_sum(x, norm, weight)  # [.., 1, K] * [N, K]
-    return (y if bias is None else y + bias).to(x.dtype)  # -> [.., N], rounded once; the [N, K] products never stored
+    if norm is None:
+        y = (x.float().unsqueeze(-2) * weight).sum(-1)  # [.., 1, K] * [N, K] -> [.., N] float32
+    else:
+        y = normed_sum(x, norm, weight)
+    return (y if bias is None else y + bias).to(x.dtype)  # rounded once; the [N, K] products are never stored
 
 
 def normed_sum(x: torch.Tensor, norm: torch.nn.Module, weight: torch.Tensor) -> torch.Tensor:
