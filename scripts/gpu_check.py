@@ -314,6 +314,9 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
             seen[name] = [result]
     say("profiling one speculative run (kernels per round against its wall time)")
     out["profile"] = attempt("profile", lambda: kernel_profile(pair, prompt, spec))
+    out["profile alone-W"] = attempt("profile alone-W", lambda: kernel_profile(pair, prompt, spec, speculative=False))
+    if out["profile"] and out["profile alone-W"]:  # a fixed-k round: k draft steps, then the verify program
+        out["draft_step_kernels"] = (out["profile"]["kernels_per_round"] - out["profile alone-W"]["kernels_per_round"]) / k
     say("eager rows done; a second prompt of another length (must compile nothing)")
     attempt("second prompt", lambda: out.update(second_prompt(pair, prompt, spec, tokens, k)))
     for name, results in seen.items():  # greedy identity: compiled rows against the compiled target alone at
@@ -325,14 +328,16 @@ def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, fl
     return out
 
 
-def kernel_profile(pair: Pair, prompt: list[int], cfg, top: int = 40) -> dict:
-    """One speculative run under torch.profiler: the GPU's kernels per round (count, the sum of their
-    run times) against the round's wall time (the difference is launch gaps and waits), and the
-    kernels taking the most time. On a CPU (the rehearsal) there are no device kernels to count."""
+def kernel_profile(pair: Pair, prompt: list[int], cfg, top: int = 40, speculative: bool = True) -> dict:
+    """One run under torch.profiler: the GPU's kernels per round (count, the sum of their run
+    times) against the round's wall time (the difference is launch gaps and waits), and the
+    kernels taking the most time. The target alone at verification's width (speculative=False)
+    replays the verify program alone: a speculative round's kernels less its are the draft's.
+    On a CPU (the rehearsal) there are no device kernels to count."""
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     with profile(activities=activities) as prof:
-        _, wall, rounds = decode(session.generate(pair, prompt, cfg))
+        _, wall, rounds = decode(session.generate(pair, prompt, cfg, speculative=speculative))
         if torch.cuda.is_available():
             torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
@@ -484,6 +489,9 @@ def print_table(name: str, result: dict) -> None:
               f"running {pr['kernel_ms_per_round']:.2f} ms of it; the most time:")
         for t in pr["top"][:12]:  # the JSON keeps more
             print(f"  {t['us_per_round']:8.1f} us/round  {t['per_round']:5.1f}x {t['us_each']:7.1f} us  {t['kernel']}")
+    if result.get("draft_step_kernels") is not None:
+        print(f"kernels: {result['profile alone-W']['kernels_per_round']:.0f} a verify pass (the target alone's round), "
+              f"{result['draft_step_kernels']:.0f} a draft step (the rest of a speculative round, over k)")
     for step, trace in result.get("failed", {}).items():
         print(f"FAILED {step}:\n{trace}")
 
