@@ -212,6 +212,21 @@ def test_api_share_link_round_trip(client):
     assert urllib.parse.urlparse(default).query == f"preset={page_inputs.DEFAULT.preset}"
 
 
+def test_the_pages_endpoints_name_their_inputs(client):
+    """Not param_0..param_21: each input by its setting's name, optional, and accepted by name."""
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    names = {name: [p["parameter_name"] for p in endpoints[name]["parameters"]]
+             for name in ("/run", "/share_link", "/export", "/sweep", "/compare_drafts")}
+    settings = list(page_inputs.SETTING_NAMES)
+    assert names == {"/run": settings, "/share_link": settings, "/export": settings,
+                     "/sweep": ["axis", "sweep_values", "prompts", *settings], "/compare_drafts": ["variants", "prompts", *settings]}
+    assert settings[:4] == ["preset", "target", "draft", "k"] and "prompt" in settings and "think_budget" in settings
+    assert all(p["parameter_has_default"] for name in names for p in endpoints[name]["parameters"])
+    url = client.predict(k=6, prompt="x = ", api_name="/share_link")
+    assert dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query)) == {
+        "preset": page_inputs.DEFAULT.preset, "k": "6", "prompt": "x = "}
+
+
 def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_not_json():
     assert page_inputs.apply_preset("demo-json")[-1] == gr.update(open=True)
     assert page_inputs.apply_preset("demo")[-1] != gr.update(open=True)

@@ -1,6 +1,7 @@
 """The page's inputs: Settings <-> component values (typed, for API callers too), presets and
 share links applied to them, the constraint box's checks as the user types."""
 import html
+import inspect
 import json
 import logging
 import math
@@ -50,6 +51,18 @@ def load_example(name: str | None, prompt: str) -> tuple:
     return kind, text, gr.skip() if mine else example_prompt
 
 
+def named_inputs(fn, leading: tuple[str, ...] = ()):
+    """fn(<Gradio's own arguments>, *values) with its values named in its signature: `leading`,
+    then the settings (settings_from_inputs' parameters, the page's SETTINGS in order). The API
+    page and gradio_client then name each input (prompt, k, temperature...) instead of param_0,
+    param_1..., and accept them by name; every one keeps the component's value as its default."""
+    own = [p for p in inspect.signature(fn).parameters.values() if p.kind != inspect.Parameter.VAR_POSITIONAL]
+    named = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+             for name in (*leading, *SETTING_NAMES)]
+    fn.__signature__ = inspect.Signature(own + named)
+    return fn
+
+
 def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt,
                          system, chat, kind, constraint, backend, compare, schema_in_prompt, policy,
                          confidence, compile=False, tree="", think_budget=0) -> Settings:
@@ -72,6 +85,9 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
                     policy=bounded_text("policy", policy), confidence=typed("confidence", confidence, float),
                     compile=typed("compile", compile, bool), tree=bounded_text("tree", tree),
                     think_budget=typed("think_budget", think_budget, int))
+
+
+SETTING_NAMES = tuple(inspect.signature(settings_from_inputs).parameters)
 
 
 def bounded_text(name: str, value, limit: int = MAX_NAME_CHARS) -> str:

@@ -12,9 +12,8 @@ from playground.ui.experiments_tab import (SWEEP_DEFAULTS, calculator, column_he
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
-                                  check_constraint, constraint_editor, draft_for, example_settings, make_share_link, preset_note,
-                                  think_budget_shown,
-                                  restore_from_url)
+                                  check_constraint, constraint_editor, draft_for, example_settings, make_share_link, named_inputs,
+                                  preset_note, think_budget_shown, restore_from_url)
 from playground.ui.playground_tab import IDLE, remember_run, replay_race, run, start_run, stop_run
 from playground.ui.share import RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
@@ -208,7 +207,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     kind.change(lambda k: gr.update(visible=k == "JSON schema"), kind, schema_in_prompt, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
     (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
-     .then(run, SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
+     .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
            concurrency_id="device", show_progress_on=[stream])  # it can act; one progress indicator, on the stream
      .then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
      .then(remember_run, [measured, history], history, api_visibility="private"))
@@ -216,9 +215,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     for trigger in (race_tab.select, race_btn.click):
         trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
                 show_progress="hidden")
-    export_tab.select(export_view, SETTINGS, [export_notes, export_vllm, export_sglang, export_hf],
+    export_tab.select(named_inputs(export_view), SETTINGS, [export_notes, export_vllm, export_sglang, export_hf],
                       api_name="export", show_progress="hidden")  # loads nothing: the text of the setting
-    share_btn.click(make_share_link, SETTINGS, share_box, api_name="share_link").success(
+    share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     for trigger in (kind.change, constraint.change, backend.change):
         trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
@@ -226,8 +225,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt], api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     for button, stop, experiment, inputs, outputs, name in (
-            (sweep_btn, sweep_stop, run_sweep, [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
-            (compare_btn, compare_stop, run_comparison, [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
+            (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
+            (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
              "compare_drafts")):
         start, stopping = experiment_buttons(name)
         (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
