@@ -82,8 +82,7 @@ def compiled_forward(model: torch.nn.Module):
         options = {"guard_filter_fn": guards_on_arguments}
         if model.device.type == "cpu" and not by_layer:  # a C++ wrapper calls the kernels without a Python line
             options["cpp_wrapper"] = True  # per op (-6% a demo round); it cannot call a layer's region
-        whole = model.__dict__.get("playground_whole_graph", False)  # a break would leave a norm to an eager product
-        fn = torch.compile(own_forward(model), dynamic=False, fullgraph=whole, options=options)  # CUDA: graphs by hand
+        fn = torch.compile(own_forward(model), dynamic=False, options=options)  # on CUDA: graphs captured by hand
         model.__dict__["_playground_compiled"] = fn
         model.__dict__["_playground_graphs"] = set()  # signatures compiled so far
         weakref.finalize(model, forget_graphs, fn._torchdynamo_orig_callable.__code__)
