@@ -512,6 +512,8 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
     """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings
     (with the draft's short passes' products as reductions when `draft_gemv`)."""
     import torch._inductor.config as inductor_config
+    if way == "triton":  # the chunk size timed fastest above, one for every Triton setting
+        decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
     before, attention.WAY = attention.WAY, way
     try:
         with inductor_config.patch(inductor):
@@ -575,9 +577,8 @@ def main(argv=None) -> dict:
         joined_variant(report, "joined", "Qwen2.5-7B/0.5B shapes, projections joined", device, shapes, prompt, args,
                        save, attention.WAY, {})
     if "triton" in only:  # the joined pair attending through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton)
-        decode_attention.CHUNK = report["triton_chunk"] = fastest_chunk(report.get("attention_ms", {}))
-        say(f"building the Qwen2.5-7B/0.5B-shaped pair again, joined, attending through Triton's kernels "
-            f"(chunks of {decode_attention.CHUNK} positions: the fastest timed above)")
+        say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, attending through Triton's kernels "
+            "(in chunks of the size timed fastest above)")
         joined_variant(report, "triton", "Qwen2.5-7B/0.5B shapes, joined, Triton attention", device, shapes, prompt,
                        args, save, "triton", {})
     if "tuned" in only:  # an experiment, not the product's build: inductor benchmarks Triton templates for every
@@ -586,7 +587,6 @@ def main(argv=None) -> dict:
         joined_variant(report, "tuned", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, max-autotune", device, shapes,
                        prompt, args, save, "triton", {"max_autotune": True, "coordinate_descent_tuning": True})
     if "gemv" in only:  # the triton pair with its draft's short passes' products as reductions (PLAYGROUND_DRAFT_GEMV=1)
-        decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
         say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, Triton attention, the draft's short passes' products "
             "as reductions")
         joined_variant(report, "gemv", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, draft GEMV", device, shapes,
