@@ -376,3 +376,36 @@ def test_grammar_constraint(pair, tokenizer, tmp_path):
     constraint = constrained(pair, "grammar", ebnf, "xgrammar")
     result = session.run(pair, tokenizer("x").input_ids, session.settings(k=3, max_new_tokens=40), constraint=constraint)
     assert result.valid and re.fullmatch(r"let [a-z]{1,2} = [0-9]{1,2};", result.text), result.text
+
+
+@pytest.mark.parametrize("setting", [dict(k=3), dict(k=3, temperature=1.0, seed=5), dict(k=2, tree=(2, 2)),
+                                     dict(k=3, compile=True)])
+def test_a_guess_into_a_lark_dead_end_is_only_rejected(tokenizer, setting):
+    """A Lark grammar can allow a token that leads where nothing may follow (here "a", then a rule
+    that matches nothing): llguidance's matcher then stays in error through rollback. A draft that
+    guesses "a" where the target writes "b" stopped the whole run; it is refused as any wrong guess,
+    and the target alone's output comes out."""
+    (a,), (b,) = tokenizer("a").input_ids, tokenizer("b").input_ids
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=21, eos_id=tokenizer.eos_token_id)
+    draft = tiny.prefer_tokens(tiny.perturbed_copy(target, noise=0.3, seed=22), [a], 8.0)
+    pair = tiny.make_pair(tiny.prefer_tokens(target, [b], 8.0), draft, tokenizer)
+    constraint = constrained(pair, "grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n',
+                             "llguidance")
+    prompt, cfg = tokenizer("x = ").input_ids, session.settings(max_new_tokens=12, **setting)
+    speculative = session.run(pair, prompt, cfg, constraint=constraint)
+    alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
+    assert speculative.token_ids == alone.token_ids and set(alone.token_ids) == {b}
+    assert any(e.kind == "rejected" and e.token_id == a for r in speculative.rounds for e in r.tokens)
+
+
+def test_a_target_writing_into_a_lark_dead_end_stops_both_runs(tokenizer):
+    """Where the target itself takes the token into the dead end, both runs stop there, named so."""
+    (a,) = tokenizer("a").input_ids
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=21, eos_id=tokenizer.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.3, seed=22)
+    pair = tiny.make_pair(tiny.prefer_tokens(target, [a], 8.0), tiny.prefer_tokens(draft, [a], 8.0), tokenizer)
+    constraint = constrained(pair, "grammar", 'start: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n', "llguidance")
+    for speculative in (True, False):
+        with pytest.raises(PlaygroundError, match="no output can match this constraint from here"):
+            session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=8),
+                        speculative=speculative, constraint=constraint)

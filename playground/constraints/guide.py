@@ -50,6 +50,9 @@ class Guide:
             row[jump[0] // 32] = _bit(jump[0] % 32)
         else:
             self.matcher.fill_bitmask(row)
+        if self.matcher.error() == DEAD_END:
+            row.zero_()  # nothing may follow: where the target writes next its caller says NoWayOn,
+            return  # a draft's guess there is only refused (rollback clears the matcher's error)
         self._raise_if_stuck()
 
     def _raise_if_stuck(self) -> None:

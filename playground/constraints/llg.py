@@ -45,7 +45,7 @@ class LLGuidanceBackend:
         return grammar
 
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
-        return LLGuidanceMatcher(llguidance.LLMatcher(self.tokenizer, grammar))
+        return LLGuidanceMatcher(lambda: llguidance.LLMatcher(self.tokenizer, grammar))
 
 
 def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
@@ -77,19 +77,35 @@ def _grammar(spec: ConstraintSpec) -> str:
 
 
 class LLGuidanceMatcher:
-    def __init__(self, matcher: llguidance.LLMatcher):
-        self.m = matcher
+    """llguidance's matcher, with what it consumed kept: its error state survives a rollback, and a
+    Lark grammar can allow a token into a dead end (a rule nothing can complete), so a draft's guess
+    there is undone by replaying the kept tokens on a fresh matcher."""
+
+    def __init__(self, fresh):
+        self.fresh = fresh  # () -> a new llguidance.LLMatcher of the same grammar
+        self.m = fresh()
+        self.consumed: list[int] = []
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
         """row: contiguous int32 [W] CPU tensor; bit j of word i allows token 32*i + j."""
         self.m.unsafe_compute_mask_ptr(row.data_ptr(), row.numel() * 4)
 
     def consume(self, token: int) -> bool:
-        return self.m.consume_token(token)
+        ok = self.m.consume_token(token)
+        if ok:
+            self.consumed.append(token)
+        return ok
 
     def rollback(self, n: int) -> None:
-        if n:
+        if not n:
+            return
+        del self.consumed[len(self.consumed) - n:]
+        if not self.m.is_error():
             self.m.rollback(n)
+            return
+        self.m = self.fresh()  # the error is sticky: start again from what is still consumed
+        if not all(self.m.consume_token(t) for t in self.consumed):
+            raise RuntimeError("llguidance refused tokens it had consumed before")
 
     def forced_tokens(self) -> list[int]:
         return self.m.compute_ff_tokens()
