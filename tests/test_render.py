@@ -1,5 +1,5 @@
 """What the stream shows: a rejected newline stays on its line as a visible, struck-through symbol."""
-from playground.events import ACCEPTED, CORRECTED, REJECTED, Round, TokenEvent
+from playground.events import ACCEPTED, CORRECTED, FORCED, REJECTED, Round, TokenEvent
 from playground.ui import render
 from playground.ui.render import token_stream
 
@@ -119,6 +119,9 @@ def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
     one = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 6, 1, 1, 2, 0.0, 0.0, 0.01)], 0.01)
     assert "1 pass, prompt pass included" in metrics(one, 4)
     assert "accepted / verified tree nodes" in metrics(one, "the tree 2,2", theory=False) and "draft tokens" in metrics(one, 4)
+    forced = summarize([Round(1, [TokenEvent(FORCED, 3, "{")] * 5, 0, 0, 0, 0, 0.0, 0.0, 0.01)], 0.01)
+    shown = metrics(forced, 4)  # an output the constraint forced whole: no guess was ever judged
+    assert "<b>n/a</b><small>accepted / proposed draft tokens: nothing was drafted" in shown and "theory" not in shown
 
 
 def test_a_paused_round_is_titled_the_target_alone_and_left_out_of_the_histogram():

@@ -8,7 +8,7 @@ import pytest
 
 from playground import session
 from playground.events import BONUS, CORRECTED, Prefill, Round, TokenEvent
-from playground.measure.speedup import MAX_BLOCKS, MIN_TOKENS, TOLERANCE, Block, Timed, engine_block, estimate, interleave, measure
+from playground.measure.speedup import MAX_BLOCKS, MIN_ROUNDS, MIN_TOKENS, TOLERANCE, Block, Timed, engine_block, estimate, interleave, measure
 from tests import tiny
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
 
@@ -69,6 +69,17 @@ def test_a_noisy_clock_measures_more_then_says_why():
 def test_too_few_tokens_is_said():
     sp = estimate([fake_block(FakeClock(), tokens=9)])  # 9 tokens alone, 3 rounds of 3 speculating
     assert 9 < MIN_TOKENS and sp.speedup is None and sp.reason == "only 9 tokens"
+
+
+def test_too_few_rounds_is_said_not_a_zero_width_interval():
+    """An output the constraint forced whole is one round on each side: a bootstrap over one round
+    gave '0.55-0.55x (95% interval)'. Fewer than MIN_ROUNDS rounds a side (pooled) cannot tell."""
+    one = steady_block(1.5, rounds=1)
+    one.spec.parts[0] = one.base.parts[0] = (1.0, 47)
+    sp = estimate([one])
+    assert sp.speedup is None and sp.reason == "only 1 round on a side, too few to tell how much the ratio varies"
+    assert estimate([steady_block(1.5, rounds=MIN_ROUNDS // 2)]).speedup is None
+    assert estimate([steady_block(1.5, rounds=MIN_ROUNDS // 2)] * 2).speedup == pytest.approx(1.5)  # pooled over blocks
 
 
 def test_interleave_lets_the_target_alone_catch_up_after_each_round():

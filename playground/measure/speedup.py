@@ -9,8 +9,10 @@ caller does between rounds (rendering, streaming) never counts.
     speedup  R = (target-alone seconds per token) / (speculative seconds per token), all blocks pooled
     interval one block: a bootstrap over its rounds (2.5th-97.5th percentile of 400 resamples, fixed
              seed); several blocks: that, widened to the range of the blocks' own estimates
-    verdict  an interval wider than TOLERANCE (high / low) or fewer than MIN_TOKENS tokens: measure
-             another block, up to MAX_BLOCKS; still wide: no number, and the reason says how wide
+    verdict  an interval wider than TOLERANCE (high / low), fewer than MIN_TOKENS tokens or fewer than
+             MIN_ROUNDS rounds on a side (a bootstrap over one round has no width: an output the
+             constraint forced whole is one round): measure another block, up to MAX_BLOCKS; still
+             wide: no number, and the reason says why
 
 Callers with opaque runs (bench's transformers rows) build their blocks from `Timed` parts
 themselves: a whole run is then one part."""
@@ -25,6 +27,7 @@ from playground.events import Prefill, Round
 TOLERANCE = 1.25  # high / low: about +-11% around the estimate
 MAX_BLOCKS = 4
 MIN_TOKENS = 16
+MIN_ROUNDS = 8  # on each side, all blocks pooled: fewer say little of how much the ratio varies
 RESAMPLES = 400
 
 
@@ -97,12 +100,15 @@ def estimate(blocks: list[Block]) -> Speedup:
     ratios = [b.ratio() for b in blocks] if len(blocks) > 1 else []
     low, high = min(low, value, *ratios), max(high, value, *ratios)
     tokens = min(sum(n for _, n in spec), sum(n for _, n in base))
+    rounds = min(sum(n > 0 for _, n in spec), sum(n > 0 for _, n in base))
     reason, side = "", ""
     if tokens < MIN_TOKENS:
         reason = f"only {tokens} tokens"
+    elif rounds < MIN_ROUNDS:
+        reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
     elif not low or high / low > TOLERANCE:
         reason = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurement"
-                  f"{'s' * (len(blocks) > 1)} (other load on the machine)")
+                  f"{'s' * (len(blocks) > 1)} (the machine's other load, or rounds that differ)")
         side = "faster" if low > 1 else "slower" if high < 1 else ""
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
                    _rate(spec), _rate(base), side)

@@ -122,17 +122,20 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     acceptance (prompt lookup's guesses are not drawn that way)."""
     if not stats:
         return '<div class="metrics"></div>'
-    alpha = stats["token_acceptance"]
+    alpha, drafted = stats["token_acceptance"], stats["proposed"] > 0  # nothing drafted: no rate to give
     cards = [
-        ("acceptance rate", f"{stats['acceptance_rate']:.2f}", "accepted / proposed draft tokens" if isinstance(k, int)
-         else "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)"),
-        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}", f"of k = {k}" if isinstance(k, int) else f"of {k}"),
+        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a",
+         ("accepted / proposed draft tokens" if isinstance(k, int) else
+          "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)")
+         + ("" if drafted else ": nothing was drafted")),
+        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a",
+         f"of k = {k}" if isinstance(k, int) else f"of {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
          + (f"; {stats['forced']} token{'s' * (stats['forced'] != 1)} forced by the constraint, written without one"
             if stats["forced"] else "")),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} tokens in {stats['wall_s']:.2f} s"),
     ]
-    if theory and stats["rounds"]:  # nothing measured before the first round
+    if theory and drafted:  # nothing measured before a draft's first guess
         cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
                          f"tokens per round, (1 - α^(k+1)) / (1 - α) at per-token acceptance α = {alpha:.2f}, "
                          f"if each guess were kept independently with that probability; measured "
