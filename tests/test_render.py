@@ -71,6 +71,21 @@ def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
     assert plots.sweep_chart([row, told], "k").layout.xaxis.dtick == 1
 
 
+def test_a_sweep_stars_a_best_only_where_its_interval_clears_the_others():
+    """k=2 at 1.20 (1.06-1.32) was starred 'best' beside a noisy k=4 at about 1.32 (1.16-1.50): only
+    because k=2's interval was tight. A star needs an interval above every other row's."""
+    from playground.ui import plots
+    k2 = {"k": 2, "speedup": 1.2, "speedup_low": 1.06, "speedup_high": 1.32, "speedup_estimate": 1.2,
+          "acceptance_rate": 0.5, "tokens_per_target_pass": 1.8}
+    k4 = k2 | {"k": 4, "speedup": None, "speedup_low": 1.16, "speedup_high": 1.5, "speedup_estimate": 1.32}
+    stars = lambda fig: [t.name for t in fig.data if t.name.startswith("best")]  # noqa: E731
+    overlapping = plots.sweep_chart([k2, k4], "k")
+    assert not stars(overlapping) and "no clear best" in overlapping.layout.annotations[0].text
+    clear = k2 | {"k": 3, "speedup": 1.6, "speedup_low": 1.51, "speedup_high": 1.7, "speedup_estimate": 1.6}
+    assert stars(plots.sweep_chart([k2, k4, clear], "k")) == ["best k = 3"]
+    assert stars(plots.sweep_chart([k2], "k")) == ["best k = 2"] and not plots.sweep_chart([k2], "k").layout.annotations
+
+
 def test_the_tree_view_says_when_it_shows_only_the_last_rounds():
     from playground.events import BONUS
     from playground.ui.tree_view import ROUNDS_SHOWN, tree_view
@@ -133,3 +148,4 @@ def test_a_paused_round_is_titled_the_target_alone_and_left_out_of_the_histogram
     refused = Round(1, [TokenEvent(REJECTED, 5, "x"), TokenEvent(CORRECTED, 7, "z")], 1, 0, 1, 1, 0.0, 0.0, 0.0, k=1)
     assert 'title="round 2: the target alone (the schedule paused drafting)"' in token_stream([refused, paused])
     assert list(accepted_histogram([refused, paused, paused], 2).data[0].y) == [1, 0, 0]
+    assert accepted_histogram([refused], 4).layout.xaxis.dtick == 1  # every count labelled, 1 and 3 too

@@ -13,10 +13,11 @@ from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.metrics import summarize
 from playground.measure.speedup import engine_block, measure
 
-COLUMNS = ["k", "temperature", "acceptance_rate", "token_acceptance", "tokens_per_target_pass", "tokens_per_s",
-           "baseline_tokens_per_s", "speedup", "speedup_low", "speedup_high", "measurements", "note", "prompts",
-           "tokens"]  # speedup None when it cannot tell (the note says why, the page shows the estimate); low/high:
-# its 95% interval, or the range it varied over
+COLUMNS = ["k", "temperature", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
+           "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "measurements", "prompts",
+           "tokens"]  # speedup None when it cannot tell (the note beside it says why, the page shows the estimate);
+# low/high: its 95% interval, or the range it varied over. The result and its note first: a page of 14
+# columns scrolls sideways, and the note at the right edge was out of sight
 
 
 def prompt_lines(text: str) -> list[str]:
@@ -101,9 +102,9 @@ VARIANTS = {
     "adaptive: schedule": ("{draft}", "schedule"),
     "adaptive: confidence": ("{draft}", "confidence"),
 }
-COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "acceptance_rate", "token_acceptance",
-                   "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "note", "draft",
-                   "policy"]  # the result first: a narrow screen still shows it
+COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
+                   "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "draft",
+                   "policy"]  # the result and its note first: a narrow screen still shows them
 
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],

@@ -23,6 +23,7 @@ def accepted_histogram(events, k: int) -> go.Figure:
         if r.k:
             counts[min(r.accepted, k)] += 1
     fig = go.Figure(go.Bar(x=list(range(k + 1)), y=counts, marker_color=COLOURS["accepted"]))
+    fig.update_xaxes(dtick=1)  # every count labelled (plotly's own ticks skipped 1 and 3 at k=4)
     return fig.update_layout(title="Accepted draft tokens per round", xaxis_title="accepted in the round",
                              yaxis_title="rounds", **LAYOUT)
 
@@ -107,16 +108,26 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
         fig.add_trace(go.Scatter(x=[r[x] for r in untold], y=[r["speedup_estimate"] for r in untold], mode="markers",
                                  name=UNTOLD, marker=dict(color="#9ca3af", symbol="circle-open", size=10),
                                  error_y=_range(untold)), secondary_y=False)
-    told = [r for r in rows if r["speedup"] is not None]
-    if told:
-        best = max(told, key=lambda r: r["speedup"])
+    if best := clear_best(rows):
         fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} = {best[x]}",
                                  marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
+    elif len([r for r in rows if r["speedup"] is not None] + untold) > 1:
+        fig.add_annotation(text="no clear best: the intervals overlap", showarrow=False, xref="paper", yref="paper",
+                           x=0.5, y=1.0, yanchor="bottom", font=dict(color="#6b7280"))
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
     fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
     if x == "k":
         fig.update_xaxes(dtick=1)  # whole draft lengths, no 1.5
     return fig.update_layout(title=f"Sweep over {x}", xaxis_title=x, **LAYOUT)
+
+
+def clear_best(rows: list[dict]) -> dict | None:
+    """The row whose speedup was told and whose whole interval lies above every other row's (the
+    ranges of those too noisy to tell included); None where the intervals overlap."""
+    told = [r for r in rows if r["speedup"] is not None]
+    best = max(told, key=lambda r: r["speedup"], default=None)
+    others = [r["speedup_high"] for r in told + _untold(rows) if r is not best]
+    return best if best is not None and all(best["speedup_low"] > high for high in others) else None
 
 
 def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = ()) -> go.Figure:
