@@ -468,6 +468,12 @@ def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estima
     outputs = run_preset("demo", max_new_tokens=96, compare=True)
     notes = [out[1] for out in outputs if isinstance(out[1], str) and "measuring again" in out[1]]
     assert notes and re.search(r"of at most 4, about \d+ s each; Stop keeps the estimate so far", notes[0])
+    # while it measures, the stream and both texts are the finished runs' (the stream's last update used
+    # to be skipped by the pacing: the page showed fewer tokens than its counts, and no target-alone text)
+    final, again = outputs[-1], next(out for out in outputs if "measuring again" in str(out[1]))
+    assert (again[0], again[2], again[3]) == (final[0], final[2], final[3]) and final[3]
+    alone = [out for out in outputs if "measuring the target alone" in str(out[1])][:1]  # when paced in
+    assert all((out[0], out[2]) == (final[0], final[2]) for out in alone)
 
 
 @pytest.mark.parametrize("target, draft, then", [

@@ -51,6 +51,15 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
             plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download]
 
 
+def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text) -> list:
+    """RUN_OUTPUTS and the rest while the target alone runs or the comparison is measured again: the
+    metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree."""
+    stream, text, tree = ((render.token_stream(snap.events, snap.eos_ids, snap.reasoning),
+                           render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
+    metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings))
+    return [stream, metric, text, baseline_text] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip(), tree]
+
+
 def drafting(settings: Settings) -> int | str:
     """What a round drafts, for the metrics: k, or a token tree's shape."""
     return f"the tree {settings.tree}" if settings.tree.strip() else settings.k
@@ -91,13 +100,16 @@ def _download(snap: live.Snapshot) -> str | None:
 def run(request: gr.Request, progress=gr.Progress(), *values):
     """Run the current settings: stream the coloured tokens and metrics, then charts and files. A
     mistake is shown once, next to its cause, and leaves the last run's outputs as they were; Stop
-    ends the run with what it has produced."""
+    ends the run with what it has produced. Over the API the inputs are the settings, `preset` only
+    names where they came from: /generate runs a preset as it is."""
     try:
         settings = settings_from_inputs(*values)
         snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
                               should_stop=lambda: stop_requested(request))
-        snap = None
+        snap, phase = None, None
         for i, snap in enumerate(snaps):
+            whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
+            # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
                 yield (_view(snap, final=False, first=i == 0) + [gr.skip()]
                        + (_messages(settings) if i == 0 else SKIP_MESSAGES) + [None if i == 0 else gr.skip()]
@@ -105,13 +117,11 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {done} tokens so far"
-                yield [gr.skip(), render.metrics(snap.result.stats, drafting(settings), note=note, theory=chain_theory(settings)), gr.skip(),
-                       render.committed_text(snap.baseline_events)] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip()] * 2
+                yield _between(snap, whole, note, render.committed_text(snap.baseline_events))
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
                         f"{_block_seconds(snap)}; Stop keeps the estimate so far): {snap.speedup.reason}")
-                yield [gr.skip(), render.metrics(snap.result.stats, drafting(settings), note=note, theory=chain_theory(settings))] \
-                    + [gr.skip()] * 10 + SKIP_MESSAGES + [gr.skip()] * 2
+                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip())
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
         yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2
