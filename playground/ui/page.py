@@ -106,6 +106,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                 run_msg = gr.HTML()
                 share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False)
                 gr.HTML(render.legend())
+                with gr.Accordion("How to read this", open=False):  # beside the colours, where a newcomer looks
+                    gr.Markdown(ABOUT)
                 stream = gr.HTML(render.token_stream([]), elem_id="stream")
                 metrics_html = gr.HTML(render.metrics(None, DEFAULT.k))
                 badge = gr.HTML()
@@ -147,8 +149,6 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
         offline = [[p.name, p.prompt] for p in PRESETS.values() if p.offline]
         gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
                     label="Offline examples (click to load)", api_visibility="private")
-        with gr.Accordion("How to read this", open=False):
-            gr.Markdown(ABOUT)
 
     with gr.Tab("Experiments"):
         gr.Markdown("Sweep one setting over a set of prompts (one per line, `\\n` for a newline); everything else "
@@ -219,6 +219,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                       api_name="export", show_progress="hidden")  # loads nothing: the text of the setting
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
+    gr.on([box.input for box in SETTINGS], None, None, share_box, js="() => ''", queue=False,
+          api_visibility="private")  # a setting changed by hand: the link no longer says it (in the browser alone)
     for trigger in (kind.change, constraint.change, backend.change):
         trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
                 concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three
