@@ -31,7 +31,8 @@ CSS = """
 .legend span.key { display: inline-block; margin-right: 14px; font-size: 13px; }
 .legend i { display: inline-block; width: 12px; height: 12px; border-radius: 3px; margin-right: 4px; vertical-align: -1px; }
 .metrics { display: flex; flex-wrap: wrap; gap: 8px; }
-.metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; min-width: 120px; }
+.metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; flex: 1 1 180px; }
+.metric-wide { flex-basis: 100%; }
 .metric b { display: block; font-size: 20px; }
 .metric small { color: var(--body-text-color-subdued); }
 .badge { display: inline-block; padding: 3px 10px; border-radius: 12px; font-weight: 600; }
@@ -142,10 +143,11 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
                          f"{stats['tokens_per_round']:.2f}" + (" (forced tokens not counted)" if stats["forced"] else "")))
     if speedup is not None:
         cards.append(_speedup_card(speedup, same))
-    body = "".join(f'<div class="metric"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
+    wide = lambda name: " metric-wide" if name == "speedup" else ""  # noqa: E731  (its reasons: a row of their own)
+    body = "".join(f'<div class="metric{wide(name)}"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
                    for name, value, detail in cards)
     if note:
-        body += f'<div class="metric"><small>{html.escape(note)}</small></div>'
+        body += f'<div class="metric metric-wide"><small>{html.escape(note)}</small></div>'
     return f'<div class="metrics" id="metrics">{body}</div>'
 
 
