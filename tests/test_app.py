@@ -84,6 +84,9 @@ def test_links_and_presets_stay_inside_what_the_sliders_show():
     assert settings.max_new_tokens == 96 and settings.k == default.k  # out of range: ignored, with a notice
     assert any("k=" in n for n in notices) and any("temperature=" in n for n in notices)
     assert len(notices) == 2  # no preset named is no notice: the default preset is what the page opens with
+    from playground.limits import MAX_NEW_TOKENS  # one limit of new tokens for the page, its links and /generate
+    assert from_query({"max_new_tokens": str(MAX_NEW_TOKENS)}, False)[0].max_new_tokens == MAX_NEW_TOKENS
+    assert from_query({"max_new_tokens": str(MAX_NEW_TOKENS + 8)}, False)[1]  # past it: a notice
 
 
 def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_constraint(monkeypatch):

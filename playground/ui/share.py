@@ -8,7 +8,7 @@ import urllib.parse
 
 from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
-from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
+from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
 from playground.models.loading import is_way_of_drafting
 from playground.presets import Settings, all_presets, default_preset, hosted_models
 
@@ -70,9 +70,10 @@ def _tree(v: str) -> str:
 
 
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
-# reset an out-of-range value to the slider's minimum without a word).
+# reset an out-of-range value to the slider's minimum without a word). New tokens: the host's limit,
+# as for /generate and the CLI (the page stopped at 1024 where the API took 2048).
 RANGES = {"k": (1, MAX_K), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
-          "max_new_tokens": (8, 1024), "confidence": (0.05, 0.95), "think_budget": (0, 1024)}
+          "max_new_tokens": (8, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, 1024)}
 
 PARSERS = {
     "preset": _text(64), "target": _text(200), "draft": _text(200),
