@@ -82,6 +82,25 @@ def test_too_few_rounds_is_said_not_a_zero_width_interval():
     assert estimate([steady_block(1.5, rounds=MIN_ROUNDS // 2)] * 2).speedup == pytest.approx(1.5)  # pooled over blocks
 
 
+def test_too_few_rounds_stops_measuring_where_more_blocks_cannot_reach_enough():
+    made = []
+
+    def block(rounds: int):
+        made.append(steady_block(1.5, rounds=rounds))
+        return made[-1]
+    assert measure(lambda: block(1)).speedup is None and len(made) == 1  # 4 blocks of 1 round: never 8
+    made.clear()
+    assert measure(lambda: block(5)).speedup == pytest.approx(1.5) and len(made) == 2  # 10 rounds in two
+
+
+def test_whole_runs_are_not_counted_as_rounds():
+    """Bench's transformers rows time each run whole (one part a prompt): one prompt is not 'one round'."""
+    block = steady_block(1.5, rounds=64)
+    block.spec = Timed([(1.0 * 64 / 1.0, 640)], whole_runs=True)  # the same tokens and time, in one part
+    sp = estimate([block])
+    assert sp.speedup == pytest.approx(1.5) and sp.reason == ""
+
+
 def test_interleave_lets_the_target_alone_catch_up_after_each_round():
     spec = FakeClock().run(3, 3, K)
     base = FakeClock().run(10, 1, 0)

@@ -192,7 +192,7 @@ def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat
 
 def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, seen: list) -> Block:
     """One block: every prompt's run of `method` beside a run of the engine's target alone."""
-    block, samples = Block(Timed(), Timed()), []
+    block, samples = Block(Timed(whole_runs=method not in ENGINE), Timed()), []
     for i, ids in enumerate(prompts):
         if method in ENGINE:
             pair, run_cfg = engine_setup(method, pairs, cfg)

@@ -35,6 +35,7 @@ RESAMPLES = 400
 class Timed:
     """One run's time as parts: (seconds, tokens) of its prefill (0 tokens) and of each round."""
     parts: list[tuple[float, int]] = field(default_factory=list)
+    whole_runs: bool = False  # each part a whole run (bench's transformers rows), not a round
 
     @property
     def seconds(self) -> float:
@@ -85,6 +86,7 @@ class Speedup:
     spec_tokens_per_s: float = 0.0
     base_tokens_per_s: float = 0.0
     side: str = ""  # too noisy, yet its whole range on one side of 1x: "faster" or "slower"
+    more: bool = False  # measuring() measures another block after this estimate
 
     @property
     def noisy(self) -> bool:
@@ -100,7 +102,7 @@ def estimate(blocks: list[Block]) -> Speedup:
     ratios = [b.ratio() for b in blocks] if len(blocks) > 1 else []
     low, high = min(low, value, *ratios), max(high, value, *ratios)
     tokens = min(sum(n for _, n in spec), sum(n for _, n in base))
-    rounds = min(sum(n > 0 for _, n in spec), sum(n > 0 for _, n in base))
+    rounds = fewest_rounds(blocks)
     reason, side = "", ""
     if tokens < MIN_TOKENS:
         reason = f"only {tokens} tokens"
@@ -112,6 +114,13 @@ def estimate(blocks: list[Block]) -> Speedup:
         side = "faster" if low > 1 else "slower" if high < 1 else ""
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
                    _rate(spec), _rate(base), side)
+
+
+def fewest_rounds(blocks: list[Block]) -> int:
+    """The rounds of the side with fewer, pooled over blocks (sides timed as whole runs not counted)."""
+    sides = ([b.spec for b in blocks], [b.base for b in blocks])
+    counts = [sum(n > 0 for t in side for _, n in t.parts) for side in sides if not any(t.whole_runs for t in side)]
+    return min(counts, default=MIN_ROUNDS)
 
 
 def measure(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
@@ -132,8 +141,10 @@ def measuring(block: Callable[[], Block] | None, first: list[Block] = (), min_bl
     while True:
         if blocks and len(blocks) >= min_blocks:
             result = estimate(blocks)
+            short = fewest_rounds(blocks) * max_blocks < MIN_ROUNDS * len(blocks)  # at this pace, never enough
+            result.more = not (result.speedup is not None or len(blocks) >= max_blocks or block is None or short)
             yield result
-            if result.speedup is not None or len(blocks) >= max_blocks or block is None:
+            if not result.more:
                 return
         blocks.append(block())
 

@@ -20,7 +20,7 @@ from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
 from playground.presets import Settings, all_presets, hosted_models
 from playground.ui.pacing import paced
-from playground.measure.speedup import MAX_BLOCKS, Block, Speedup, Timed, engine_block, estimate, interleave, measuring
+from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
 MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second made while streaming
 PAGE_UPDATE_S = 0.5  # at most 2 a second handed to the page (each is drawn and sent while the run goes on)
@@ -172,7 +172,7 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
                 snap.speedup = dataclasses.replace(snap.speedup, reason=snap.speedup.reason + "; measuring stopped")
             break
         snap.speedup = told
-        if told.noisy and told.blocks < MAX_BLOCKS:
+        if told.more:
             snap.phase = "measuring"
             yield snap
     snap.phase = "done"
