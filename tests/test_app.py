@@ -53,6 +53,21 @@ def test_run_streams_every_token_kind_with_consistent_stats():
     assert report["stats"]["forced"] > 0
 
 
+@pytest.mark.parametrize("compare", [False, True])
+def test_a_run_whose_first_update_is_not_streamed_still_clears_and_sets_the_messages(monkeypatch, compare):
+    """The pacing hands over the newest snapshot: a short run's first update can be the target alone's
+    phase or the last one. Only a streamed first update cleared the last run's messages and outputs (an
+    earlier "the prompt is empty" stayed under the prompt after a good run)."""
+    from playground.ui import live
+    real = live.live_run
+    monkeypatch.setattr(live, "live_run", lambda *a, **k: (s for s in real(*a, **k) if s.phase != "speculative"))
+    outputs = run_preset("demo", max_new_tokens=16, compare=compare)
+    first = outputs[0]
+    assert first[12:15] == ["", "", ""]  # the model, prompt and run messages
+    assert first[4] == "" or "valid-badge" in first[4] or "stopped" in first[4]  # no earlier run's badge
+    assert outputs[-1][0] and all(isinstance(out[12], str) or out[12] == gr.skip() for out in outputs)
+
+
 def test_preset_switch_and_url_restore():
     values = page_inputs.apply_preset("demo-ngram")
     assert values[0] == "demo-ngram" and values[2] == "ngram"

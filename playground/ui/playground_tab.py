@@ -51,13 +51,16 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
             plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download]
 
 
-def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text) -> list:
+def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool) -> list:
     """RUN_OUTPUTS and the rest while the target alone runs or the comparison is measured again: the
-    metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree."""
+    metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree;
+    `first` (the run's first update): the last run's badge, charts and file cleared, the messages set."""
     stream, text, tree = ((render.token_stream(snap.events, snap.eos_ids, snap.reasoning),
                            render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings))
-    return [stream, metric, text, baseline_text] + [gr.skip()] * 8 + SKIP_MESSAGES + [gr.skip(), tree]
+    rest, messages = ((["", None, None, None, None, None, None], _messages(snap.settings)) if first
+                      else ([gr.skip()] * 7, SKIP_MESSAGES))
+    return [stream, metric, text, baseline_text, *rest, gr.skip(), *messages, None if first else gr.skip(), tree]
 
 
 def drafting(settings: Settings) -> int | str:
@@ -106,22 +109,25 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         settings = settings_from_inputs(*values)
         snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
                               should_stop=lambda: stop_requested(request))
-        snap, phase = None, None
-        for i, snap in enumerate(snaps):
+        snap, phase, first = None, None, True  # first: the update that clears the last run's outputs
+        for snap in snaps:  # and sets the messages (the pacing may hand over any phase first)
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
             # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
-                yield (_view(snap, final=False, first=i == 0) + [gr.skip()]
-                       + (_messages(settings) if i == 0 else SKIP_MESSAGES) + [None if i == 0 else gr.skip()]
+                yield (_view(snap, final=False, first=first) + [gr.skip()]
+                       + (_messages(settings) if first else SKIP_MESSAGES) + [None if first else gr.skip()]
                        + [tree_view(snap.events)])
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {done} tokens so far"
-                yield _between(snap, whole, note, render.committed_text(snap.baseline_events))
+                yield _between(snap, whole, note, render.committed_text(snap.baseline_events), first)
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
                         f"{_block_seconds(snap)}; Stop keeps the estimate so far): {snap.speedup.reason}")
-                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip())
+                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first)
+            else:
+                continue  # the last snapshot: drawn below, whole
+            first = False
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
         yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2
@@ -130,8 +136,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         forget_stop(request)
     measure = live.speedup(snap)  # None: no comparison
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup}
-    yield (_view(snap, final=True) + [measured] + SKIP_MESSAGES + [race.lanes(snap.events, snap.baseline_events)]
-           + [tree_view(snap.events)])  # the messages were set by the first snapshot
+    yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
+           + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)])
 
 
 def replay_race(lanes: list | None):
