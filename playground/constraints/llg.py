@@ -45,7 +45,8 @@ class LLGuidanceBackend:
         return grammar
 
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
-        return LLGuidanceMatcher(lambda: llguidance.LLMatcher(self.tokenizer, grammar))
+        pristine = llguidance.LLMatcher(self.tokenizer, grammar)  # copied (microseconds), never used itself
+        return LLGuidanceMatcher(pristine.deep_copy)
 
 
 def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
@@ -99,6 +100,8 @@ class LLGuidanceMatcher:
     def rollback(self, n: int) -> None:
         if not n:
             return
+        if n > len(self.consumed):
+            raise RuntimeError(f"rollback of {n} tokens where {len(self.consumed)} were consumed")
         del self.consumed[len(self.consumed) - n:]
         if not self.m.is_error():
             self.m.rollback(n)

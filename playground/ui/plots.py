@@ -111,7 +111,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     if best := clear_best(rows):
         fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} = {best[x]}",
                                  marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
-    elif len([r for r in rows if r["speedup"] is not None] + untold) > 1:
+    elif (told := [r for r in rows if r["speedup"] is not None]) and len(told + untold) > 1:
         fig.add_annotation(text="no clear best: the intervals overlap", showarrow=False, xref="paper", yref="paper",
                            x=0.5, y=1.0, yanchor="bottom", font=dict(color="#6b7280"))
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
