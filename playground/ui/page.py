@@ -219,8 +219,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                       api_name="export", show_progress="hidden")  # loads nothing: the text of the setting
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
-    gr.on([box.input for box in SETTINGS], None, None, share_box, js="() => ''", queue=False,
-          api_visibility="private")  # a setting changed by hand: the link no longer says it (in the browser alone)
+    gr.on([box.change for box in SETTINGS], None, None, share_box, js="() => ''", queue=False,
+          api_visibility="private")  # a setting changed (by hand, a preset, an example): the link no longer says it
     for trigger in (kind.change, constraint.change, backend.change):
         trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
                 concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three
