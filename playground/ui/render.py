@@ -31,7 +31,7 @@ CSS = """
 .legend span.key { display: inline-block; margin-right: 14px; font-size: 13px; }
 .legend i { display: inline-block; width: 12px; height: 12px; border-radius: 3px; margin-right: 4px; vertical-align: -1px; }
 .metrics { display: flex; flex-wrap: wrap; gap: 8px; }
-.metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; flex: 1 1 180px; }
+.metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; flex: 1 1 130px; }
 .metric-wide { flex-basis: 100%; }
 .metric b { display: block; font-size: 20px; }
 .metric small { color: var(--body-text-color-subdued); }
