@@ -23,6 +23,8 @@ import types
 
 import torch
 
+from playground.models.row_products import is_decoder_layer
+
 ON = os.environ.get("PLAYGROUND_REGIONAL_COMPILE") == "1"
 REGIONS: dict[type, object] = {}  # one region per layer class, shared by every model of that class
 
@@ -34,7 +36,7 @@ def mark_layer_regions(model: torch.nn.Module) -> int:
     marked = 0
     for module in model.modules():
         cls = type(module)
-        if not cls.__name__.endswith("DecoderLayer") or "forward" in module.__dict__:
+        if not is_decoder_layer(module) or "forward" in module.__dict__:
             continue
         if cls not in REGIONS:
             REGIONS[cls] = torch.compiler.nested_compile_region(cls.forward)

@@ -95,7 +95,7 @@ def reduce_row_products(model: torch.nn.Module) -> int:
     if "_playground_compiled" in model.__dict__:
         return 0
     marked = 0
-    for layer in (m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")):
+    for layer in (m for m in model.modules() if is_decoder_layer(m)):
         for module in layer.modules():
             if reducible(module) and not getattr(module, "playground_reduce", False) and small(module):
                 if type(module) is torch.nn.Linear:
@@ -106,6 +106,11 @@ def reduce_row_products(model: torch.nn.Module) -> int:
             defer_norm(layer.input_layernorm, readers(layer.self_attn, ("q_proj", "k_proj", "v_proj")))
             defer_norm(layer.post_attention_layernorm, readers(layer.mlp, ("gate_proj", "up_proj")))
     return marked
+
+
+def is_decoder_layer(module: torch.nn.Module) -> bool:
+    """A transformers decoder layer (Qwen2DecoderLayer, LlamaDecoderLayer, ...)."""
+    return type(module).__name__.endswith("DecoderLayer")
 
 
 def reducible(module: torch.nn.Module) -> bool:

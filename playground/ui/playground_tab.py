@@ -22,6 +22,10 @@ from playground.ui.tree_view import tree_view
 log = logging.getLogger("playground.ui")
 
 
+CLEARED = ["", "", None, None, None, None, None, None]  # RUN_OUTPUTS after the output box: the target
+# alone's text, the badge, the JSON view, four charts and the download, as a run's first update leaves them
+
+
 def _view(snap: live.Snapshot, final: bool, first: bool = False):
     """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over; the first
     snapshot clears what the previous run left)."""
@@ -35,7 +39,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note,
                             theory=chain_theory(snap.settings))
     if not final:  # the output box grows with the stream; the rest waits for the end
-        rest = ["", "", None, None, None, None, None, None] if first else [gr.skip()] * 8
+        rest = CLEARED if first else [gr.skip()] * 8
         return [stream, metric, render.committed_text(snap.events), *rest]
     baseline_text = snap.baseline.text if snap.baseline else ""
     answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
@@ -58,8 +62,7 @@ def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: 
     stream, text, tree = ((render.token_stream(snap.events, snap.eos_ids, snap.reasoning),
                            render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings))
-    rest, messages = ((["", None, None, None, None, None, None], _messages(snap.settings)) if first
-                      else ([gr.skip()] * 7, SKIP_MESSAGES))
+    rest, messages = (CLEARED[1:], _messages(snap.settings)) if first else ([gr.skip()] * 7, SKIP_MESSAGES)
     return [stream, metric, text, baseline_text, *rest, gr.skip(), *messages, None if first else gr.skip(), tree]
 
 
