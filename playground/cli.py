@@ -9,7 +9,7 @@ import sys
 import warnings
 
 from playground import session
-from playground.cli_args import (build_parser, compiles, constraint_from_args, parse_prompt_ids, pick, read_prompts, read_text_arg,
+from playground.cli_args import (build_parser, compiles, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
                                   resolve_models, writable_dir)
 from playground.config import thinks, tree_fields
 from playground.errors import PlaygroundError
@@ -125,17 +125,14 @@ def cmd_export(args) -> int:
 
 def _settings(args):
     """The page's Settings for the flags: the preset's, each flag given overriding it (loads nothing)."""
-    from playground.presets import Settings
-    if args.grammar:
-        raise PlaygroundError("export carries a JSON Schema or a regex; a grammar file has no export yet")
+    from playground.presets import Settings, chosen_constraint
     preset, target, draft = resolve_models(args)
     base = Settings.from_preset(preset) if preset else Settings(preset="", chat=False)
-    schema = read_text_arg(args.schema, "schema") if args.schema else "" if args.regex else base.schema
     flags = {"k": args.k, "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
              "max_new_tokens": args.max_new_tokens, "prompt": args.prompt, "system": args.system}
     s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
-                            confidence=args.confidence, tree=args.tree, schema=schema,
-                            regex=args.regex or ("" if args.schema else base.regex), backend=args.constraint_backend,
+                            confidence=args.confidence, tree=args.tree, **chosen_constraint(constraint_flags(args), base),
+                            backend=args.constraint_backend,
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
                             think_budget=pick(args.think_budget, preset, "think_budget", 0))

@@ -100,7 +100,7 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--schema", help="JSON Schema: a file, or the JSON text itself")
     group.add_argument("--regex", help="regular expression the whole output must match")
-    group.add_argument("--grammar", help="grammar file (Lark for llguidance, EBNF for xgrammar)")
+    group.add_argument("--grammar", help="grammar file (Lark or GBNF for llguidance, GBNF for xgrammar)")
     p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
     p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
@@ -110,13 +110,15 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
 def constraint_from_args(args, preset):
     """-> a checked ConstraintSpec or None; flags win over the preset's constraint."""
     from playground.constraints import from_user
-    schema = read_text_arg(args.schema, "schema") if args.schema else ""
-    grammar = read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""
-    regex = args.regex or ""
-    if not (schema or grammar or regex) and preset is not None:
-        schema, regex = preset.schema, preset.regex
-    return from_user(schema=schema, regex=regex, grammar=grammar, backend=args.constraint_backend,
+    from playground.presets import chosen_constraint
+    return from_user(**chosen_constraint(constraint_flags(args), preset), backend=args.constraint_backend,
                      think_budget=pick(args.think_budget, preset, "think_budget", 0))
+
+
+def constraint_flags(args) -> dict[str, str]:
+    """--schema (a file or the text), --regex, --grammar (a file) -> their texts ('' where not given)."""
+    return {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
+            "grammar": read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""}
 
 
 def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from playground import strict_json
 from playground.config import thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.errors import PlaygroundError
-from playground.limits import MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
+from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
 # Names the playground uses that are not hub ids (hub id from playground.models.packaged.PACKAGED,
 # which imports torch; the tests check the two agree). The demo pair exists only in this repository.
@@ -90,14 +90,19 @@ def _draft(draft: str) -> tuple[str, str | None]:
 
 
 def _constraint(s) -> tuple[str, Any] | None:
-    """("json", schema dict) or ("regex", pattern) or None; one at most, as the playground insists."""
-    schema, regex = (s.schema or "").strip(), (s.regex or "").strip()
-    if schema and regex:
-        raise PlaygroundError("give one constraint only: a schema or a regex")
-    if not schema:
-        if regex:
-            at_most(len(regex), MAX_REGEX_CHARS, "the length of the regex")
-        return ("regex", s.regex) if regex else None
+    """("json", schema dict), ("regex", pattern), ("grammar", text) or None; one at most, as the
+    playground insists."""
+    given = [(kind, text) for kind, text in (("json", s.schema), ("regex", s.regex), ("grammar", getattr(s, "grammar", "")))
+             if (text or "").strip()]
+    if len(given) > 1:
+        raise PlaygroundError("give one constraint only: a schema, a regex or a grammar")
+    if not given:
+        return None
+    kind, text = given[0]
+    if kind != "json":
+        at_most(len(text), MAX_REGEX_CHARS if kind == "regex" else MAX_GRAMMAR_CHARS, f"the length of the {kind}")
+        return kind, text
+    schema = text.strip()
     at_most(len(schema), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     try:
         parsed = strict_json.loads(schema)
@@ -133,8 +138,10 @@ def _request(s, constraint, engine: str) -> dict:
         body["chat_template_kwargs"] = {"enable_thinking": False}
     if constraint and constraint[0] == "json":
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "playground", "schema": constraint[1]}}
-    if constraint and constraint[0] == "regex":  # each engine's own extra field
-        body |= {"structured_outputs": {"regex": constraint[1]}} if engine == "vllm" else {"regex": constraint[1]}
+    if constraint and constraint[0] in ("regex", "grammar"):  # each engine's own extra field (SGLang's llguidance
+        # reads its "ebnf" as Lark or GBNF, as the playground's does; vLLM's guidance backend reads "grammar" so too)
+        field = "ebnf" if engine == "sglang" and constraint[0] == "grammar" else constraint[0]
+        body |= {"structured_outputs": {field: constraint[1]}} if engine == "vllm" else {field: constraint[1]}
     return body
 
 
@@ -290,8 +297,8 @@ def _transformers(s, kind, draft, notes) -> str:
         kwargs += ["do_sample=True", f"temperature={s.temperature!r}", f"top_p={s.top_p!r}", f"top_k={s.top_k!r}"]
     else:
         kwargs.append("do_sample=False")
-    if (s.schema or "").strip() or (s.regex or "").strip():
-        notes.append("transformers' generate has no JSON-schema or regex constraint built in: the snippet runs "
+    if _constraint(s):
+        notes.append("transformers' generate has no JSON-schema, regex or grammar constraint built in: the snippet runs "
                      "unconstrained. xgrammar's contrib.hf.LogitsProcessor advances one matcher per call with no "
                      "rollback, so it cannot follow assistant_model's rejected drafts; llguidance ships no processor.")
     lines += [f"torch.manual_seed({s.seed!r})", f"out = model.generate(**inputs, {', '.join(kwargs)})",

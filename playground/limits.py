@@ -38,6 +38,11 @@ MAX_PROPERTIES = 256  # properties of one object schema (xgrammar takes 26 s to 
 MAX_REPEAT_COUNT = 1_000  # n and m of a {n,m} repetition in a regex or schema pattern
 COMPILE_SECONDS = _env_int("PLAYGROUND_COMPILE_SECONDS", 20)  # one constraint compile, in a bounded worker
 COMPILE_BYTES = _env_int("PLAYGROUND_COMPILE_MIB", 2048) * 2**20  # memory that compile may add
+# A constraint's work while writing (masks, consumed tokens, rollbacks), in CPU seconds of the thread
+# that does it: an ambiguous grammar's parser can grow its work with every token (xgrammar reached
+# 0.15 s a mask after 250 tokens of one, and kept growing), so one call and one run are bounded.
+CONSTRAINT_STEP_SECONDS = float(_env_int("PLAYGROUND_CONSTRAINT_STEP_MS", 1000)) / 1000
+CONSTRAINT_RUN_SECONDS = _env_int("PLAYGROUND_CONSTRAINT_RUN_SECONDS", 120)
 CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `regex` module's timeout)
 # The web server: a run's body holds at most a 1 MiB schema as typed plus the prompts (4.9 MB at
 # worst when a client escapes every non-ASCII character as \uXXXX; browsers and gradio_client send

@@ -46,6 +46,7 @@ class Preset:
     system: str = ""
     schema: str = ""  # JSON Schema text (optional constraint)
     regex: str = ""  # regular expression (optional constraint)
+    grammar: str = ""  # a grammar: Lark or GBNF for llguidance, GBNF for xgrammar (optional constraint)
     schema_in_prompt: bool = False  # append the schema to the prompt so the model knows the shape
     think_budget: int = 0  # reasoning models: think up to this many tokens, the constraint starts after </think>
     gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
@@ -82,6 +83,7 @@ class Settings:
     chat: bool = False
     schema: str = ""
     regex: str = ""
+    grammar: str = ""  # Lark or GBNF (llguidance), GBNF (xgrammar)
     backend: str = "llguidance"
     compare: bool = True
     schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)
@@ -97,6 +99,23 @@ class Settings:
         """The preset's own values for every setting it names (the fields both classes have)."""
         shared = {f.name for f in dataclasses.fields(Preset)} & {f.name for f in dataclasses.fields(cls)}
         return cls(preset=preset.name, **{name: getattr(preset, name) for name in shared})
+
+
+CONSTRAINT_FIELDS = ("schema", "regex", "grammar")  # a run takes one of them at most
+
+
+def constraint_of(s) -> tuple[str, str] | None:
+    """(field, text) of the constraint that Settings or a Preset carry: the first of CONSTRAINT_FIELDS
+    with text in it; None when none has."""
+    return next(((name, getattr(s, name)) for name in CONSTRAINT_FIELDS if getattr(s, name).strip()), None)
+
+
+def chosen_constraint(given: dict[str, str], base) -> dict[str, str]:
+    """The constraint fields of a run: those `given` (CLI flags, API inputs) where any has text, which
+    replace the preset's; else `base`'s own (a Preset or Settings; None: no constraint)."""
+    if any(text.strip() for text in given.values()):
+        return {name: given.get(name, "") for name in CONSTRAINT_FIELDS}
+    return {name: getattr(base, name) if base is not None else "" for name in CONSTRAINT_FIELDS}
 
 
 log = logging.getLogger(__name__)

@@ -219,6 +219,35 @@ def test_the_api_picks_the_constraint_backend_its_refusals_suggest(client):
     assert final["settings"]["backend"] == "xgrammar" and final["valid"] is True and re.fullmatch("[0-9]{3}", final["text"])
 
 
+def test_a_grammar_is_a_constraint_kind_of_the_page_its_links_and_the_api(client):
+    """Grammars ran from the CLI only. On the page: a kind of constraint, checked as typed; in links
+    one constraint at most, the one a link carries replacing the preset's; /generate takes one too."""
+    gbnf, lark = page_inputs.EQUATION, page_inputs.SQL
+    assert "badge-ok" in page_inputs.check_constraint("grammar", gbnf, "xgrammar")
+    assert "badge-ok" in page_inputs.check_constraint("grammar", lark, "llguidance")
+    assert ("xgrammar cannot use this grammar" in page_inputs.check_constraint("grammar", lark, "xgrammar")
+            and "the llguidance backend reads it: pick it as the constraint backend" in
+            html.unescape(page_inputs.check_constraint("grammar", lark, "xgrammar")))
+    settings = Settings.from_preset(page_inputs.PRESETS["demo-json"])  # a preset with a schema
+    settings.schema, settings.grammar = "", gbnf
+    values = page_inputs.inputs_from_settings(settings)
+    assert values[12:14] == ["grammar", gbnf] and page_inputs.settings_from_inputs(*values) == settings
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(
+        client.predict(*values, api_name="/share_link")).query))
+    assert from_query(query, allow_custom=False) == (settings, [])
+    hand_made, notices = from_query({"preset": "demo-json", "grammar": gbnf, "regex": "[0-9]+"}, allow_custom=False)
+    assert hand_made.grammar == "" and hand_made.regex == "[0-9]+" and hand_made.schema == ""  # the preset's replaced
+    assert notices == ["ignored grammar: the link also carries a regex, and a run takes one constraint"]
+    final = client.predict("x = ", "demo", 4, 0.0, 24, 0, "", "", False, "llguidance", 'root ::= [0-9]{1,3} ";"',
+                           api_name="/generate")
+    assert final["valid"] is True and re.fullmatch(r"[0-9]{1,3};", final["text"]) and final["settings"]["grammar"]
+    from playground.presets import Preset, chosen_constraint
+    regex_preset = Preset("r", "a preset with a regex", "demo-target", "demo-draft", regex="[0-9]+")
+    assert chosen_constraint({"schema": "", "regex": "", "grammar": ""}, regex_preset)["regex"] == "[0-9]+"  # preset's
+    # own (/generate kept a preset's schema but dropped its regex)
+    assert chosen_constraint({"grammar": gbnf}, regex_preset) == {"schema": "", "regex": "", "grammar": gbnf}
+
+
 def test_api_share_link_round_trip(client):
     sent = Settings.from_preset(page_inputs.PRESETS["demo"])
     sent.k, sent.temperature, sent.seed, sent.prompt, sent.regex = 6, 0.7, 42, "x = [1, 2,", "[0-9]+"
@@ -262,6 +291,16 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
 
 MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15, "tree": 17}  # after RUN_OUTPUTS: see playground_tab._messages
 SECTIONS = {"constraint": 16, "tree": 18}  # the closed sections the messages sit in (Structured output, Advanced)
+
+
+def test_a_constraint_too_costly_to_follow_stops_the_run_beside_the_constraint(monkeypatch):
+    """The matcher's work is bounded (playground.constraints.metered); past it the run says so where the
+    constraint is, its section opened, as any other refusal of the constraint."""
+    from playground import limits
+    monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 0)
+    final = run_preset("demo-json")[-1]
+    assert "s of CPU in this run, more than this host allows (0 s)" in final[MESSAGE_SLOTS["constraint"]]
+    assert final[SECTIONS["constraint"]] == gr.update(open=True) and 'id="run-pointer"' in final[MESSAGE_SLOTS["run"]]
 
 
 @pytest.mark.parametrize("change, where, message", [

@@ -159,6 +159,21 @@ def test_the_schema_option_shows_with_a_schema_and_a_disabled_stop_looks_disable
     expect(page.locator("#schema-in-prompt")).to_be_visible(timeout=30_000)
 
 
+def test_a_grammar_from_an_example_is_checked_and_a_linked_one_runs(page, app_url):
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=24&prompt=x%20%3D%20&grammar=" + urllib.parse.quote('root ::= [0-9]{1,3} ";"'))
+    expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)  # the link's grammar opens its section
+    expect(page.get_by_role("radio", name="grammar")).to_be_checked()
+    expect(page.locator("#grammar-help")).to_contain_text("GBNF")
+    page.click("#run-button")
+    expect(page.locator("#valid-badge")).to_have_text("valid", timeout=60_000)
+    assert re.fullmatch(r"[0-9]{1,3};", page.locator("#output-text textarea").input_value())
+    page.get_by_label("Examples").click()
+    page.get_by_role("option", name="grammar: SQL query (Lark, llguidance)").click()
+    expect(page.locator("#constraint-editor")).to_contain_text("SELECT", timeout=10_000)
+    expect(page.locator(".badge-ok").get_by_text("looks fine")).to_be_visible(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "browser-grammar.png"), full_page=True)
+
+
 def test_the_thinking_budget_is_offered_where_it_applies_or_is_set(page, app_url):
     page.goto(f"{app_url}?preset=demo&regex=%5Ba-z%5D%2B")  # the demo target does not reason: no budget offered
     expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)

@@ -373,9 +373,45 @@ def test_grammar_constraint(pair, tokenizer, tmp_path):
                                                                               max_new_tokens=40), constraint=constraint)
         assert result.valid and re.fullmatch(r"let [a-z]{1,6} = [0-9]{1,3};", result.text), result.text
     ebnf = 'root ::= "let " [a-z] [a-z]? " = " [0-9] [0-9]? ";"'
-    constraint = constrained(pair, "grammar", ebnf, "xgrammar")
-    result = session.run(pair, tokenizer("x").input_ids, session.settings(k=3, max_new_tokens=40), constraint=constraint)
-    assert result.valid and re.fullmatch(r"let [a-z]{1,2} = [0-9]{1,2};", result.text), result.text
+    texts = []
+    for backend in BACKENDS:  # GBNF: xgrammar's own, converted to Lark by llguidance (as vLLM and SGLang read it)
+        constraint = constrained(pair, "grammar", ebnf, backend)
+        result = session.run(pair, tokenizer("x").input_ids, session.settings(k=3, max_new_tokens=40), constraint=constraint)
+        assert result.valid and re.fullmatch(r"let [a-z]{1,2} = [0-9]{1,2};", result.text), result.text
+        texts.append(result.text)
+    assert texts[0] == texts[1]
+
+
+def test_a_dead_end_replays_from_the_newest_copy_before_it(tokenizer):
+    """Undoing a guess into a Lark dead end replays what is kept on a copy taken at most
+    2 x CHECKPOINT_EVERY tokens back (a replay from the start cost the output's length each time);
+    deeper rollbacks start from an older copy or the start. Masks match a matcher fed the kept tokens."""
+    from playground.constraints.llg import CHECKPOINT_EVERY, LLGuidanceBackend
+    (a,), (b,) = tokenizer("a").input_ids, tokenizer("b").input_ids
+    backend = LLGuidanceBackend(tokenizer, len(tokenizer), stop_ids(tokenizer))
+    grammar, _ = backend.compile(ConstraintSpec("grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n'))
+    words = (len(tokenizer) + 31) // 32
+
+    def mask(matcher):
+        row = torch.zeros(words, dtype=torch.int32)
+        matcher.fill_bitmask(row)
+        return row
+
+    kept = 2 * CHECKPOINT_EVERY + 6
+    for back in (1, 7, 20, CHECKPOINT_EVERY + 8, kept + 1):  # back to the newest copy, onto it, the older, the start
+        matcher = backend.matcher(grammar)
+        fresh_calls = []
+        fresh = matcher.fresh
+        matcher.fresh = lambda: fresh_calls.append(1) or fresh()
+        assert all(matcher.consume(b) for _ in range(kept)) and matcher.consume(a)
+        assert [n for n, _ in matcher.checkpoints] == [CHECKPOINT_EVERY, 2 * CHECKPOINT_EVERY]
+        mask(matcher)  # (an error's mask allows EOS alone; the guide zeroes a dead end's)
+        assert matcher.error() == "no token can continue the output"
+        matcher.rollback(back)
+        reference = backend.matcher(grammar)
+        assert all(reference.consume(b) for _ in range(kept + 1 - back))
+        assert torch.equal(mask(matcher), mask(reference)) and matcher.error() is None
+        assert len(fresh_calls) == (kept + 1 - back < CHECKPOINT_EVERY)  # a new matcher only below the first copy
 
 
 @pytest.mark.parametrize("setting", [dict(k=3), dict(k=3, temperature=1.0, seed=5), dict(k=2, tree=(2, 2)),

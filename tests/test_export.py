@@ -145,6 +145,25 @@ def test_prompt_lookup_and_reasoning_flags():
         assert vllm_options(e)["reasoning_parser"] == vllm_name and sglang_options(e)["reasoning_parser"] == sglang_name
 
 
+def test_a_grammar_reaches_each_engine_as_its_own_field():
+    """vLLM's structured_outputs.grammar and SGLang's ebnf: both read Lark or GBNF under llguidance (as
+    the playground does), GBNF under xgrammar."""
+    grammar = 'root ::= "yes" | "no"'
+    for backend in ("llguidance", "xgrammar"):
+        s = settings("qwen2.5-7b", grammar=grammar, backend=backend)
+        e = export_setting(s)
+        assert e.vllm_request["structured_outputs"] == {"grammar": grammar} and e.sglang_request["ebnf"] == grammar
+        assert "regex" not in e.sglang_request and "response_format" not in e.vllm_request
+        assert sglang_options(e)["grammar_backend"] == backend
+        assert "grammar constraint built in" in " ".join(e.notes["transformers"])
+        check_request(e.vllm_request, VLLM, s)
+        check_request(e.sglang_request, SGL, s)
+    with pytest.raises(PlaygroundError, match="give one constraint only"):
+        export_setting(settings("qwen2.5-7b", grammar=grammar, regex="[0-9]+"))
+    code, out, _ = run_cli("--preset", "qwen2.5-7b", "--grammar", str(ROOT / "tests" / "data" / "yes_no.gbnf"), "--json")
+    assert code == 0 and json.loads(out)["vllm_request"]["structured_outputs"] == {"grammar": grammar + "\n"}
+
+
 def test_regex_and_policies_reach_each_engine():
     s = settings("qwen2.5-7b", regex="[0-9]{3}-[a-z]+", backend="xgrammar", policy="confidence", confidence=0.3)
     e = export_setting(s)

@@ -8,10 +8,12 @@ import time
 
 import pytest
 
+from playground import limits, session
 from playground.cli import main
-from playground.constraints import from_user
+from playground.constraints import ConstraintSpec, from_user
 from playground.constraints.validate import validate_json, validate_regex
 from playground.errors import PlaygroundError
+from tests import tiny
 
 
 @pytest.fixture
@@ -251,3 +253,44 @@ def test_pattern_keywords_still_validate():
     assert validate_json('{"id": "ABC"}', schema)[0] is False
     assert validate_json('{"n_1": "x"}', schema)[0] is False
     assert "additional properties" in validate_json('{"other": 1}', schema)[1]
+
+
+AMBIGUOUS = {  # each text of x's parses in ever more ways: an Earley parser's work per token grows with the output
+    "xgrammar": 'root ::= a+\na ::= b | b b | a a | c\nb ::= "x" | c c\nc ::= "x" | b',
+    "llguidance": 'start: a+\na: b | b b | a a | c\nb: "x" | c c\nc: "x" | b',
+}
+
+
+@pytest.fixture(scope="module")
+def x_pair(tokenizer):
+    """A pair that writes x after x, the text every ambiguous grammar above allows."""
+    (x,) = tokenizer("x").input_ids
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=31, eos_id=tokenizer.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.3, seed=32)
+    return tiny.make_pair(tiny.prefer_tokens(target, [x], 8.0), tiny.prefer_tokens(draft, [x], 8.0), tokenizer)
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_an_ambiguous_grammar_stops_the_run_with_its_reason_instead_of_holding_it(tokenizer, x_pair, monkeypatch,
+                                                                                   backend):
+    """Untouched, xgrammar took 0.15 s a mask after 250 x's of this grammar and kept growing (a 2,048-token run:
+    hours); llguidance gives up at its own limit. Each call of the matcher is bounded in CPU time (the
+    bound lowered here, so the test is quick), and the run stops saying why, next to the constraint."""
+    monkeypatch.setattr(limits, "CONSTRAINT_STEP_SECONDS", 0.001)
+    constraint = session.constrain(x_pair, ConstraintSpec("grammar", AMBIGUOUS[backend], backend))
+    with pytest.raises(PlaygroundError, match=r"took [0-9.]+ s of CPU for one step after \d+ tokens, more than this "
+                                              r"host allows \(0\.001 s\): make the constraint less ambiguous") as caught:
+        session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=2048),
+                    constraint=constraint)
+    assert caught.value.where == "constraint"
+
+
+def test_a_runs_constraint_work_is_bounded_in_all(tokenizer, x_pair, monkeypatch):
+    monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 0.0)
+    constraint = session.constrain(x_pair, ConstraintSpec("regex", "x{1,64}", "llguidance"))
+    with pytest.raises(PlaygroundError, match=r"s of CPU in this run, more than this host allows \(0 s\)"):
+        session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=64), constraint=constraint)
+    monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 120)
+    result = session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=64),
+                         constraint=constraint)
+    assert result.valid and set(result.text) == {"x"}

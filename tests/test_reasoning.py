@@ -93,9 +93,9 @@ def test_rollback_across_the_boundary_returns_to_thinking(think_tokenizer, backe
     for token in words[:-1]:
         guide.consume_draft(token)
         guide.next_mask()
-    assert guide.matcher.thinking() is False and guide.matcher.answered == len(tok('{"a').input_ids) - 1
+    assert guide.matcher.inner.thinking() is False and guide.matcher.inner.answered == len(tok('{"a').input_ids) - 1
     guide.settle(kept=1, target_token=tok(" ok").input_ids[0])  # refused after the first draft
-    assert guide.matcher.thinking() and guide.matcher.answered == 0 and len(guide.matcher.states) == 3
+    assert guide.matcher.inner.thinking() and guide.matcher.inner.answered == 0 and len(guide.matcher.inner.states) == 3
     assert torch.equal(guide.next_mask(), thinking_row)  # the thinking mask again, not the grammar's
 
 

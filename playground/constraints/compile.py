@@ -16,6 +16,7 @@ from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide, NoWayOn
 from playground.constraints.llg import LLGuidanceBackend
+from playground.constraints.metered import MeteredMatcher
 from playground.constraints.schema_keywords import patterns
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
 from playground.constraints.spec import ConstraintSpec, Unreadable, parse_schema
@@ -49,7 +50,7 @@ class Constraint:
         matcher = self.backend.matcher(self.compiled)
         if self.thinking is not None:
             matcher = ThinkingMatcher(matcher, self.thinking, self.spec.think_budget)
-        return Guide(matcher, self.vocab, self.eos_ids, max_rows)
+        return Guide(MeteredMatcher(matcher), self.vocab, self.eos_ids, max_rows)
 
     def answer_start(self, token_ids: list[int]) -> int | None:
         """Where the answer starts in committed ids: 0 without thinking, None while still thinking."""
@@ -109,10 +110,8 @@ def _read_checked(spec: ConstraintSpec) -> list[str]:
 
 
 def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
-    """A backend's refusal, and whether the other backend reads the same text (a grammar is Lark for
-    llguidance, EBNF for xgrammar: nothing to say)."""
-    if spec.kind == "grammar":
-        return exc
+    """A backend's refusal, and whether the other backend reads the same text (llguidance reads a
+    grammar as Lark or GBNF, xgrammar as GBNF)."""
     exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec)}")
     other = next(name for name in BACKENDS if name != spec.backend)
     try:

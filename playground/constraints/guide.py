@@ -18,6 +18,7 @@ NO_WAY_ON = ("no output can match this constraint from here: it allows no next t
 
 class NoWayOn(PlaygroundError):
     """The constraint allows no next token where what is written does not complete it."""
+    where = "constraint"
 
     def __init__(self, message: str = NO_WAY_ON):
         super().__init__(message)
@@ -62,7 +63,9 @@ class Guide:
         if error == DEAD_END:
             raise NoWayOn()
         if error:
-            raise PlaygroundError(f"the constraint engine gave up on this constraint: {error}")
+            exc = PlaygroundError(f"the constraint engine gave up on this constraint: {error}")
+            exc.where = "constraint"
+            raise exc
 
     def forced(self, budget: int) -> list[int]:
         """Commit and return the tokens the grammar forces from here (effective mask of one token:

@@ -74,18 +74,27 @@ def _grammar(spec: ConstraintSpec) -> str:
         return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
     if spec.kind == "regex":
         return llguidance.LLMatcher.grammar_from_regex(spec.text)
-    return llguidance.LLMatcher.grammar_from_lark(spec.text)
+    try:  # Lark, or GBNF (llama.cpp's, as xgrammar reads it) converted to Lark, as vLLM and SGLang read a grammar
+        return llguidance.grammar_from("grammar", spec.text)
+    except ValueError as exc:  # GBNF the converter cannot read
+        raise Unreadable(f"llguidance cannot use this grammar: {_clean(str(exc))}") from None
+
+
+CHECKPOINT_EVERY = 32  # consumed tokens between the copies a replay starts from
 
 
 class LLGuidanceMatcher:
     """llguidance's matcher, with what it consumed kept: its error state survives a rollback, and a
     Lark grammar can allow a token into a dead end (a rule nothing can complete), so a draft's guess
-    there is undone by replaying the kept tokens on a fresh matcher."""
+    there is undone by replaying the kept tokens on a copy of the matcher taken before them (the
+    newest of two copies kept every CHECKPOINT_EVERY tokens: a replay of at most twice that for a
+    rollback of up to CHECKPOINT_EVERY tokens; from the start for a deeper one)."""
 
     def __init__(self, fresh):
         self.fresh = fresh  # () -> a new llguidance.LLMatcher of the same grammar
         self.m = fresh()
         self.consumed: list[int] = []
+        self.checkpoints: list[tuple[int, object]] = []  # (tokens consumed, a copy then), newest last
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
         """row: contiguous int32 [W] CPU tensor; bit j of word i allows token 32*i + j."""
@@ -95,6 +104,8 @@ class LLGuidanceMatcher:
         ok = self.m.consume_token(token)
         if ok:
             self.consumed.append(token)
+            if len(self.consumed) % CHECKPOINT_EVERY == 0:  # two kept: each copy holds the parser's rows
+                self.checkpoints = self.checkpoints[-1:] + [(len(self.consumed), self.m.deep_copy())]
         return ok
 
     def rollback(self, n: int) -> None:
@@ -103,11 +114,14 @@ class LLGuidanceMatcher:
         if n > len(self.consumed):
             raise RuntimeError(f"rollback of {n} tokens where {len(self.consumed)} were consumed")
         del self.consumed[len(self.consumed) - n:]
+        while self.checkpoints and self.checkpoints[-1][0] > len(self.consumed):
+            self.checkpoints.pop()
         if not self.m.is_error():
             self.m.rollback(n)
             return
-        self.m = self.fresh()  # the error is sticky: start again from what is still consumed
-        if not all(self.m.consume_token(t) for t in self.consumed):
+        start, saved = self.checkpoints[-1] if self.checkpoints else (0, None)
+        self.m = saved.deep_copy() if saved else self.fresh()  # the error is sticky: from before it
+        if not all(self.m.consume_token(t) for t in self.consumed[start:]):
             raise RuntimeError("llguidance refused tokens it had consumed before")
 
     def forced_tokens(self) -> list[int]:

@@ -3,7 +3,7 @@ JSON snapshots."""
 import dataclasses
 
 from playground.errors import PlaygroundError
-from playground.presets import Settings
+from playground.presets import Settings, chosen_constraint
 from playground.ui import live
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
@@ -13,7 +13,7 @@ from playground.ui.share import RANGES
 @on_gpu()
 def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
              max_new_tokens: int = 0, seed: int = 0, schema: str = "", regex: str = "",
-             compare: bool = False, backend: str = "") -> dict:  # a generator of dicts
+             compare: bool = False, backend: str = "", grammar: str = "") -> dict:  # a generator of dicts
     """Stream a run of a preset (the page's default one unless named) as JSON snapshots: tokens with
     kinds and probabilities, stats, validity.
 
@@ -24,14 +24,17 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
         temperature: 0 greedy, up to 2; -1: the preset's
         max_new_tokens: 0: the preset's
         seed: the sampling seed (a seeded sampled run repeats exactly)
-        schema: a JSON Schema every output must satisfy; empty: the preset's (none when a regex is given)
+        schema: a JSON Schema every output must satisfy
         regex: a regular expression the whole output must match
         compare: also run the target alone, interleaved, and measure the speedup
         backend: the constraint backend, llguidance or xgrammar; empty: the preset's
+        grammar: a grammar the whole output must match: Lark or GBNF for llguidance, GBNF for xgrammar
+            (one of schema, regex and grammar; none given: the preset's own constraint, if any)
     """
     try:
-        prompt, preset, schema, regex, backend = (typed(name, value, str) for name, value in zip(
-            ("prompt", "preset", "schema", "regex", "backend"), (prompt, preset, schema, regex, backend)))
+        prompt, preset, schema, regex, grammar, backend = (typed(name, value, str) for name, value in zip(
+            ("prompt", "preset", "schema", "regex", "grammar", "backend"), (prompt, preset, schema, regex, grammar,
+                                                                           backend)))
         k, max_new_tokens, seed = (typed(name, value, int) for name, value in
                                    zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
         temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
@@ -45,9 +48,9 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
     base = Settings.from_preset(PRESETS[preset])
     settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
                                    temperature=base.temperature if temperature < 0 else temperature,
-                                   max_new_tokens=max_new_tokens or base.max_new_tokens, seed=seed,
-                                   schema=schema or (base.schema if not regex else ""), regex=regex, compare=compare,
-                                   backend=backend[:40] or base.backend)
+                                   max_new_tokens=max_new_tokens or base.max_new_tokens, seed=seed, compare=compare,
+                                   backend=backend[:40] or base.backend,
+                                   **chosen_constraint({"schema": schema, "regex": regex, "grammar": grammar}, base))
     try:
         for snap in live.live_run(settings):
             yield live.run_to_dict(snap)

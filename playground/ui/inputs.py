@@ -12,9 +12,10 @@ from playground.constraints import from_user, read_constraint
 from playground.constraints.compile import READ_SECONDS
 from playground.constraints.worker import TooSlow
 from playground.errors import PlaygroundError
-from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SYSTEM_CHARS, at_most
+from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
+                               MAX_SYSTEM_CHARS, at_most)
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
-from playground.presets import Settings, all_presets, default_preset, family
+from playground.presets import Settings, all_presets, constraint_of, default_preset, family
 from playground.ui.share import from_query, share_url
 
 PRESETS = all_presets()
@@ -22,7 +23,23 @@ DEFAULT = Settings.from_preset(default_preset())
 log = logging.getLogger("playground.ui")
 DRAFTS = sorted({m for p in PRESETS.values() for m in (p.target, p.draft)} | {"ngram"})  # a preset's target may draft for a larger one
 TARGETS = [m for m in DRAFTS if not is_way_of_drafting(m)]  # a small draft model may also write alone
-CONSTRAINT_KINDS = ["none", "JSON schema", "regex"]
+KIND_FIELDS = {"JSON schema": "schema", "regex": "regex", "grammar": "grammar"}  # the page's kind -> Settings' field
+CONSTRAINT_KINDS = ["none", *KIND_FIELDS]
+KIND_LIMITS = {"schema": MAX_SCHEMA_TEXT_CHARS, "regex": MAX_REGEX_CHARS, "grammar": MAX_GRAMMAR_CHARS}
+EQUATION = """root ::= expr " = " number
+expr ::= term (" " [-+] " " term)*
+term ::= factor (" " [*/] " " factor)*
+factor ::= number | "(" expr ")"
+number ::= [0-9]{1,6}
+"""
+SQL = """start: "SELECT " columns " FROM " NAME (" WHERE " condition)? ";"
+columns: "*" | NAME (", " NAME)*
+condition: NAME " " OP " " value
+OP: "=" | "<" | ">" | "<=" | ">=" | "!="
+value: NUMBER | "'" /[A-Za-z0-9 ]{1,20}/ "'"
+NAME: /[a-z_][a-z0-9_]{0,20}/
+%import common.NUMBER
+"""
 EXAMPLE_CONSTRAINTS = {  # name -> (kind, constraint, a prompt it answers)
     "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {
         "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
@@ -37,6 +54,10 @@ EXAMPLE_CONSTRAINTS = {  # name -> (kind, constraint, a prompt it answers)
                     "What is the IPv4 address of Google's public DNS resolver? Answer with the address only."),
     "regex: semantic version": ("regex", r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})",
                                 "Give the version number of a library's first stable release, as major.minor.patch."),
+    "grammar: equation (GBNF, both backends)": ("grammar", EQUATION,
+                                                "What is 17 times 3, plus 4? Write it as an equation."),
+    "grammar: SQL query (Lark, llguidance)": ("grammar", SQL, "Write an SQL query that lists the names of the users "
+                                              "older than 30 in the table users. Answer with the query only."),
 }
 STOCK_PROMPTS = {p.prompt for p in PRESETS.values()} | {example[2] for example in EXAMPLE_CONSTRAINTS.values()}
 
@@ -69,8 +90,8 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
     """Component values (or an API caller's) -> Settings; a wrong type, or a text past its host
     limit (before anything reads it: the export would echo it many times over), is a
     PlaygroundError naming it."""
-    limit = MAX_REGEX_CHARS if kind == "regex" else MAX_SCHEMA_TEXT_CHARS  # "none" keeps the editor's text unused
-    constraint = bounded_text("constraint", constraint, limit)
+    field = KIND_FIELDS.get(kind)  # "none" keeps the editor's text unused
+    constraint = bounded_text("constraint", constraint, KIND_LIMITS[field or "schema"])
     return Settings(preset=bounded_text("preset", preset), target=bounded_text("target", target),
                     draft=bounded_text("draft", draft),
                     k=typed("k", k, int), temperature=typed("temperature", temperature, float),
@@ -79,7 +100,7 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
                     prompt=bounded_text("prompt", prompt, MAX_PROMPT_CHARS),
                     system=bounded_text("system prompt", system, MAX_SYSTEM_CHARS),
                     chat=typed("chat", chat, bool),
-                    schema=constraint if kind == "JSON schema" else "", regex=constraint if kind == "regex" else "",
+                    **{name: constraint if name == field else "" for name in KIND_LIMITS},
                     backend=bounded_text("backend", backend), compare=typed("compare", compare, bool),
                     schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
                     policy=bounded_text("policy", policy), confidence=typed("confidence", confidence, float),
@@ -119,9 +140,15 @@ def typed(name: str, value, kind: type):
                           f"got {str(value)[:40]!r} ({type(value).__name__})")
 
 
+def page_constraint(s: Settings) -> tuple[str, str]:
+    """(the page's constraint kind, the editor's text) for these settings: ("none", "") without one."""
+    field, text = constraint_of(s) or (None, "")
+    kind = next((kind for kind, name in KIND_FIELDS.items() if name == field), "none")
+    return kind, text.strip() if field == "schema" else text
+
+
 def inputs_from_settings(s: Settings) -> list:
-    kind = "JSON schema" if s.schema.strip() else "regex" if s.regex.strip() else "none"
-    text = s.schema.strip() or s.regex
+    kind, text = page_constraint(s)
     return [s.preset, s.target, s.draft, s.k, s.temperature, s.top_p, s.top_k, s.seed, s.max_new_tokens, s.prompt,
             s.system, s.chat, kind, text, s.backend, s.compare, s.schema_in_prompt, s.policy, s.confidence, s.compile,
             s.tree, s.think_budget]
@@ -143,7 +170,7 @@ def apply_preset(name: str):
 
 def constraint_section(settings: Settings):
     """The Structured output section opens when the settings carry a constraint, so it is seen."""
-    return gr.update(open=True) if (settings.schema.strip() or settings.regex.strip()) else gr.skip()
+    return gr.update(open=True) if constraint_of(settings) else gr.skip()
 
 
 REASONING = {"qwen3", "deepseek-r1-distill-qwen"}  # families that think before they answer (</think>)
@@ -178,8 +205,8 @@ def _drafts_for(target: str, model: str) -> bool:
 
 
 def constraint_editor(kind: str):
-    """JSON highlighting for a schema only (a regex is not JSON); no editor for no constraint (its
-    text stays, for when a kind is picked again)."""
+    """JSON highlighting for a schema only (a regex or a grammar is not JSON); no editor for no
+    constraint (its text stays, for when a kind is picked again)."""
     return gr.update(language="json" if kind == "JSON schema" else None, visible=kind != "none")
 
 
@@ -229,13 +256,13 @@ CONSTRAINT_OK = '<span class="badge badge-ok">looks fine</span>'
 
 
 def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled: bool = False) -> str:
-    """Checks as the user types: JSON, meta-schema, regex syntax, and the backend's own reading of
+    """Checks as the user types: JSON, meta-schema, regex or grammar syntax, and the backend's own reading of
     them (what Run would refuse before the model's tokenizer is involved). compiled: a run just
     compiled it (a reading past its time bound is then no news)."""
-    if kind == "none" or not (text or "").strip():
+    if kind not in KIND_FIELDS or not (text or "").strip():
         return ""
     try:
-        spec = from_user(schema=text, backend=backend) if kind == "JSON schema" else from_user(regex=text, backend=backend)
+        spec = from_user(**{KIND_FIELDS[kind]: text}, backend=backend)
         notes = read_constraint(spec)
     except TooSlow:
         return CONSTRAINT_OK if compiled else (f'<span class="badge">not checked as typed (over {READ_SECONDS:g} s): '

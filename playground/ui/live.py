@@ -18,7 +18,7 @@ from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
-from playground.presets import Settings, all_presets, hosted_models
+from playground.presets import Settings, all_presets, constraint_of, hosted_models
 from playground.ui.pacing import paced
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
@@ -83,8 +83,8 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
         tree = tree_fields(settings.tree)
         cfg = session.settings(**chosen, **tree) if tree["tree"] else cfg
     with blamed_on("constraint"):
-        return cfg, from_user(schema=settings.schema, regex=settings.regex, backend=settings.backend,
-                              think_budget=settings.think_budget)
+        return cfg, from_user(schema=settings.schema, regex=settings.regex, grammar=settings.grammar,
+                              backend=settings.backend, think_budget=settings.think_budget)
 
 
 def load(settings: Settings, spec, progress=None):
@@ -97,7 +97,7 @@ def load(settings: Settings, spec, progress=None):
 
 def encode(pair, settings: Settings, text: str) -> list[int]:
     """A prompt as these settings send it: chat template, system prompt, schema appended if asked."""
-    constrained = bool(settings.schema.strip() or settings.regex.strip())
+    constrained = constraint_of(settings) is not None
     return session.encode_prompt(pair, text, settings.chat, settings.system or None,
                                  settings.schema if settings.schema_in_prompt else None,
                                  thinks(constrained, settings.think_budget))

@@ -4,6 +4,7 @@ import gradio as gr
 
 from playground.limits import CONCURRENCY
 from playground.models.loading import custom_models_allowed
+from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import render, race
 from playground.ui.api import generate
@@ -39,7 +40,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
-                "stays exactly the target's. Paste a JSON Schema or a regex and every token stays valid.")
+                "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.")
     link_notice = gr.Markdown()
     with gr.Tab("Playground"):
         with gr.Row():
@@ -84,11 +85,14 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
             with gr.Column(scale=2):
                 prompt = gr.Textbox(value=DEFAULT.prompt, lines=4, label="Prompt", elem_id="prompt-box")
                 prompt_msg = gr.HTML()
-                with gr.Accordion("Structured output (JSON Schema or regex)",
-                                  open=bool(DEFAULT.schema or DEFAULT.regex)) as constraint_acc:
+                with gr.Accordion("Structured output (JSON Schema, regex or grammar)",
+                                  open=constraint_of(DEFAULT) is not None) as constraint_acc:
                     kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
-                    constraint = gr.Code(value="", language="json", lines=6, label="Schema or pattern", interactive=True,
-                                         elem_id="constraint-editor", visible=bool(DEFAULT.schema or DEFAULT.regex))
+                    constraint = gr.Code(value="", language="json", lines=6, label="Schema, pattern or grammar",
+                                         interactive=True, elem_id="constraint-editor",
+                                         visible=constraint_of(DEFAULT) is not None)
+                    gr.Markdown("A grammar is [Lark](https://github.com/guidance-ai/llguidance/blob/main/docs/syntax.md) "
+                                "or GBNF for llguidance, GBNF (`root ::= ...`) for xgrammar.", elem_id="grammar-help")
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
                                                    visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")

@@ -16,7 +16,7 @@ from playground.presets import Settings
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import check_constraint, settings_from_inputs
+from playground.ui.inputs import check_constraint, page_constraint, settings_from_inputs
 from playground.ui.tree_view import tree_view
 
 log = logging.getLogger("playground.ui")
@@ -179,8 +179,7 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
             values[SECTIONS[where]] = gr.update(open=True)
             values[MESSAGE_SLOTS["run"]] = render.pointer(SECTION_NAMES[where])
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
-        kind = "JSON schema" if settings.schema.strip() else "regex" if settings.regex.strip() else "none"
-        values[3] = check_constraint(kind, settings.schema.strip() or settings.regex, settings.backend, compiled=True)
+        values[3] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
     return values
 
 

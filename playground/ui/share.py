@@ -10,7 +10,7 @@ from playground.config import MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
 from playground.models.loading import is_way_of_drafting
-from playground.presets import Settings, all_presets, default_preset, hosted_models
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
 
@@ -80,7 +80,8 @@ PARSERS = {
     "k": _int(*RANGES["k"]), "temperature": _float(*RANGES["temperature"]), "top_p": _float(*RANGES["top_p"]),
     "top_k": _int(*RANGES["top_k"]), "seed": _int(0, 2**31 - 1), "max_new_tokens": _int(*RANGES["max_new_tokens"]),
     "prompt": _text(MAX_PROMPT_CHARS), "system": _text(MAX_SYSTEM_CHARS),
-    "chat": _bool, "schema": _text(20000), "regex": _text(2000), "backend": _choice("llguidance", "xgrammar"),
+    "chat": _bool, "schema": _text(20000), "regex": _text(2000), "grammar": _text(MAX_LINK_CHARS),
+    "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
     "confidence": _float(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
     "think_budget": _int(*RANGES["think_budget"]),
@@ -126,10 +127,18 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
         name = fallback.name
     settings = Settings.from_preset(presets[name])
     _check_models(parsed, presets, allow_custom, notices)
-    if parsed.get("schema", "").strip() and parsed.get("regex", "").strip():  # the page keeps one constraint
-        notices.append("ignored regex: the link also carries a schema, and a run takes one constraint")
-        parsed.pop("regex")
+    _one_constraint(parsed, notices)
     return dataclasses.replace(settings, **parsed), notices
+
+
+def _one_constraint(parsed: dict, notices: list[str]) -> None:
+    """A run takes one constraint: where a link carries more, the first of schema, regex and grammar is
+    kept, the others dropped with a notice; the one it carries replaces the preset's own."""
+    carried = [name for name in CONSTRAINT_FIELDS if parsed.get(name, "").strip()]
+    for name in carried[1:]:
+        notices.append(f"ignored {name}: the link also carries a {carried[0]}, and a run takes one constraint")
+    if carried:
+        parsed |= {name: "" for name in CONSTRAINT_FIELDS if name != carried[0]}
 
 
 def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list[str]) -> None:

@@ -1,0 +1,60 @@
+"""A matcher whose work is bounded: each call's CPU time (the calling thread's, so another
+process's load does not count) at most CONSTRAINT_STEP_SECONDS, a run's at most
+CONSTRAINT_RUN_SECONDS. Past either the run stops with a PlaygroundError saying why, instead of
+holding the server: an ambiguous grammar can make a parser's work per token grow with the output
+(an Earley parser's rows), and no size of its text predicts that."""
+import time
+
+from playground import limits
+from playground.errors import PlaygroundError
+
+SIMPLER = "make the constraint less ambiguous (one way to parse each text: no rule like a: a a | \"x\")"
+
+
+class TooCostly(PlaygroundError):
+    """A constraint's work per token, or over the run, went past the host's bound."""
+    where = "constraint"
+
+
+class MeteredMatcher:
+    """Wraps a matcher (llguidance's, xgrammar's, a ThinkingMatcher) with the same methods."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.step_seconds, self.run_seconds = limits.CONSTRAINT_STEP_SECONDS, limits.CONSTRAINT_RUN_SECONDS
+        self.spent = 0.0  # CPU seconds of matcher work in this run
+        self.consumed = 0  # tokens consumed and kept (for the message)
+
+    def _timed(self, work, *args):
+        start = time.thread_time()
+        out = work(*args)
+        took = time.thread_time() - start
+        self.spent += took
+        if took > self.step_seconds:
+            raise TooCostly(f"the constraint took {took:.2g} s of CPU for one step after {self.consumed} tokens, more "
+                            f"than this host allows ({self.step_seconds:g} s): {SIMPLER}")
+        if self.spent > self.run_seconds:
+            raise TooCostly(f"the constraint took {self.spent:.0f} s of CPU in this run, more than this host allows "
+                            f"({self.run_seconds:g} s): {SIMPLER}, or ask for fewer new tokens")
+        return out
+
+    def fill_bitmask(self, row) -> None:
+        self._timed(self.inner.fill_bitmask, row)
+
+    def consume(self, token: int) -> bool:
+        ok = self._timed(self.inner.consume, token)
+        self.consumed += bool(ok)
+        return ok
+
+    def rollback(self, n: int) -> None:
+        self._timed(self.inner.rollback, n)
+        self.consumed -= n
+
+    def forced_tokens(self) -> list[int]:
+        return self._timed(self.inner.forced_tokens)
+
+    def accepting(self) -> bool:
+        return self.inner.accepting()
+
+    def error(self) -> str | None:
+        return self.inner.error()
