@@ -469,7 +469,7 @@ def test_api_export_gives_the_settings_commands(client):
     notes, vllm, sglang, code = client.predict(*page_inputs.inputs_from_settings(sent), api_name="/export")
     assert vllm.startswith("vllm serve Qwen/Qwen2.5-7B-Instruct ") and '"num_speculative_tokens":5' in vllm
     assert "--speculative-num-draft-tokens 6" in sglang and '"regex": "[a-z]+"' in sglang
-    assert "assistant_model=draft" in code and "no JSON-schema or regex constraint" in notes
+    assert "assistant_model=draft" in code and "no JSON-schema, regex or grammar constraint" in notes
 
 
 def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monkeypatch):
