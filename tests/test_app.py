@@ -136,12 +136,14 @@ def test_a_refused_schema_names_the_pattern_at_fault():
 def test_an_example_constraint_brings_its_prompt_unless_the_user_wrote_one():
     """The person schema ran on "How do plants make their food?" (the preset's prompt) and wrote a
     plant as a person; a prompt of the user's own stays."""
-    kind, text, prompt = page_inputs.load_example("JSON: person", page_inputs.DEFAULT.prompt)
+    kind, text, prompt, _ = page_inputs.load_example("JSON: person", page_inputs.DEFAULT.prompt)
     assert kind == "JSON schema" and "languages" in text and "languages" in prompt
     assert page_inputs.load_example("regex: ISO date", prompt)[2].startswith("On what date")  # another example's: replaced
     assert page_inputs.load_example("regex: ISO date", "")[2].startswith("On what date")
     assert page_inputs.load_example("regex: ISO date", "my own question")[2] == gr.skip()
-    assert page_inputs.load_example("no such example", "x") == (gr.skip(),) * 3
+    assert page_inputs.load_example("no such example", "x") == (gr.skip(),) * 4
+    assert page_inputs.load_example("regex: ISO date", "")[3] == gr.skip()  # both backends read it: the choice stays
+    assert page_inputs.load_example("grammar: SQL query (Lark, llguidance)", "")[3] == "llguidance"  # Lark: only it
 
 
 def test_gradios_own_query_keys_are_not_link_notices():
