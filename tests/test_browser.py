@@ -83,7 +83,11 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     expect(page.locator("#run-button")).to_be_enabled()
     text = page.locator("#output-text textarea").input_value()
     page.locator("#prompt-box textarea").press_sequentially(" ")  # typed, as a user does (fill sends no input event)
-    expect(page.locator("#share-link textarea")).to_have_value("")  # a changed setting: the old link is gone
+    expect(page.locator("#share-link textarea")).to_have_value("")  # a changed setting: the old link is gone,
+    expect(page.locator("#share-link")).to_be_hidden()  # its box and copy button too
+    page.click("#share-button")
+    expect(page.locator("#share-link textarea")).to_have_value(re.compile("max_new_tokens=16"), timeout=30_000)
+    expect(page.locator("#share-link")).to_be_visible()  # a new link shows again
     page.locator("#prompt-box textarea").fill("   ")
     page.click("#run-button")
     expect(page.locator("#prompt-error")).to_have_text("the prompt is empty", timeout=30_000)

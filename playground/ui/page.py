@@ -108,7 +108,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button", interactive=False)
                     share_btn = gr.Button("Share link", elem_id="share-button")
                 run_msg = gr.HTML()
-                share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False)
+                share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False,
+                                       placeholder=" ")  # emptied by a change of setting: hidden (render.CSS)
                 gr.HTML(render.legend())
                 with gr.Accordion("How to read this", open=False):  # beside the colours, where a newcomer looks
                     gr.Markdown(ABOUT)
