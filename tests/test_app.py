@@ -227,6 +227,7 @@ def test_a_grammar_is_a_constraint_kind_of_the_page_its_links_and_the_api(client
     gbnf, lark = page_inputs.EQUATION, page_inputs.SQL
     assert "badge-ok" in page_inputs.check_constraint("grammar", gbnf, "xgrammar")
     assert "badge-ok" in page_inputs.check_constraint("grammar", lark, "llguidance")
+    assert "badge-ok" in page_inputs.check_constraint("grammar", '?start: "a" | "b"', "llguidance")  # Lark, no "start:"
     assert ("xgrammar cannot use this grammar" in page_inputs.check_constraint("grammar", lark, "xgrammar")
             and "the llguidance backend reads it: pick it as the constraint backend" in
             html.unescape(page_inputs.check_constraint("grammar", lark, "xgrammar")))

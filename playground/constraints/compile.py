@@ -16,7 +16,7 @@ from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide, NoWayOn
 from playground.constraints.llg import LLGuidanceBackend
-from playground.constraints.metered import MeteredMatcher
+from playground.constraints.metered import MeteredMatcher, TooCostly
 from playground.constraints.schema_keywords import patterns
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
 from playground.constraints.spec import ConstraintSpec, Unreadable, parse_schema
@@ -75,10 +75,15 @@ class Constraint:
         return self._matches_grammar(token_ids)
 
     def _matches_grammar(self, token_ids: list[int]) -> tuple[bool, str | None]:
-        matcher = self.backend.matcher(self.compiled)
+        """The output replayed on a new matcher, bounded as a run's (an ambiguous grammar's tokens cost more
+        and more to consume)."""
+        matcher = MeteredMatcher(self.backend.matcher(self.compiled))
         body = [t for t in token_ids if t not in self.eos_ids]
-        if all(matcher.consume(t) for t in body) and matcher.accepting():
-            return True, None
+        try:
+            if all(matcher.consume(t) for t in body) and matcher.accepting():
+                return True, None
+        except TooCostly as exc:
+            return False, f"could not be checked: {exc}"
         return False, "the output does not match the grammar"
 
 

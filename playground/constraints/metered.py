@@ -8,7 +8,8 @@ import time
 from playground import limits
 from playground.errors import PlaygroundError
 
-SIMPLER = "make the constraint less ambiguous (one way to parse each text: no rule like a: a a | \"x\")"
+SIMPLER = ("simplify the constraint (an ambiguous grammar, one that parses a text in many ways such as a: a a | "
+           "\"x\", makes the work grow with every token)")
 
 
 class TooCostly(PlaygroundError):

@@ -168,6 +168,6 @@ def share_url(base_url: str, settings: Settings) -> str:
                               f"{exc.start}): it cannot go into a link") from None
     if len(url) > MAX_LINK_CHARS:
         raise PlaygroundError(f"this link would be {len(url)} characters long, more than servers accept "
-                              f"({MAX_LINK_CHARS}); shorten the prompt, system prompt or schema (non-ASCII text "
+                              f"({MAX_LINK_CHARS}); shorten the prompt, system prompt or constraint (non-ASCII text "
                               "takes up to 9 characters per letter in a link)")
     return url
