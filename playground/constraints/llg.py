@@ -74,12 +74,12 @@ def _grammar(spec: ConstraintSpec) -> str:
         return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
     if spec.kind == "regex":
         return llguidance.LLMatcher.grammar_from_regex(spec.text)
-    try:  # Lark (a line starting "start:"), or GBNF (llama.cpp's) converted to Lark, as vLLM and SGLang read a grammar
+    if "::=" not in spec.text:  # Lark (GBNF defines every rule with ::=)
+        return llguidance.LLMatcher.grammar_from_lark(spec.text)
+    try:  # GBNF (llama.cpp's) converted to Lark, a text with a "start:" line kept as Lark: as vLLM and SGLang read it
         return llguidance.grammar_from("grammar", spec.text)
-    except ValueError as exc:  # GBNF the converter cannot read, or Lark whose start rule is written otherwise
-        if "::=" in spec.text:
-            raise Unreadable(f"llguidance cannot use this grammar: {_clean(str(exc))}") from None
-        return llguidance.LLMatcher.grammar_from_lark(spec.text)  # ("?start: ...": its validation says what is wrong)
+    except ValueError as exc:  # GBNF the converter cannot read
+        raise Unreadable(f"llguidance cannot use this grammar: {_clean(str(exc))}") from None
 
 
 CHECKPOINT_EVERY = 32  # consumed tokens between the copies a replay starts from

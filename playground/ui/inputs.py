@@ -15,7 +15,7 @@ from playground.errors import PlaygroundError
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
-from playground.presets import Settings, all_presets, constraint_of, default_preset, family
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family
 from playground.ui.share import from_query, share_url
 
 PRESETS = all_presets()
@@ -102,7 +102,7 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
                     prompt=bounded_text("prompt", prompt, MAX_PROMPT_CHARS),
                     system=bounded_text("system prompt", system, MAX_SYSTEM_CHARS),
                     chat=typed("chat", chat, bool),
-                    **{name: constraint if name == field else "" for name in KIND_LIMITS},
+                    **{name: constraint if name == field else "" for name in CONSTRAINT_FIELDS},
                     backend=bounded_text("backend", backend), compare=typed("compare", compare, bool),
                     schema_in_prompt=typed("schema_in_prompt", schema_in_prompt, bool),
                     policy=bounded_text("policy", policy), confidence=typed("confidence", confidence, float),

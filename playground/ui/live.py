@@ -18,7 +18,7 @@ from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
-from playground.presets import Settings, all_presets, constraint_of, hosted_models
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models
 from playground.ui.pacing import paced
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
@@ -83,7 +83,7 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
         tree = tree_fields(settings.tree)
         cfg = session.settings(**chosen, **tree) if tree["tree"] else cfg
     with blamed_on("constraint"):
-        return cfg, from_user(schema=settings.schema, regex=settings.regex, grammar=settings.grammar,
+        return cfg, from_user(**{name: getattr(settings, name) for name in CONSTRAINT_FIELDS},
                               backend=settings.backend, think_budget=settings.think_budget)
 
 
