@@ -100,7 +100,7 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--schema", help="JSON Schema: a file, or the JSON text itself")
     group.add_argument("--regex", help="regular expression the whole output must match")
-    group.add_argument("--grammar", help="grammar file (Lark or GBNF for llguidance, GBNF for xgrammar)")
+    group.add_argument("--grammar", help="grammar file (Lark, or GBNF: every rule defined with ::=)")
     p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
     p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "

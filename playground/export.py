@@ -115,6 +115,11 @@ def _constraint(s) -> tuple[str, Any] | None:
     return "json", parsed
 
 
+def _gbnf(grammar: str) -> bool:
+    """GBNF defines every rule with ::=, Lark with ':' (ConstraintSpec.gbnf's test: its module imports the compilers)."""
+    return "::=" in grammar
+
+
 def _depth(s) -> int:  # tokens drafted per round: the tree's depth when a tree is set, else k
     return len(tree_shape(s.tree)) if s.tree else s.k
 
@@ -198,6 +203,9 @@ def _sglang_command(s, kind, draft, constraint, notes) -> str:
                      "small tree (breadth 1 is per match).")
     if constraint:
         args += ["--grammar-backend", s.backend]
+    if constraint and constraint[0] == "grammar" and s.backend == "xgrammar" and not _gbnf(constraint[1]):
+        notes.append("SGLang's xgrammar backend reads a request's ebnf as GBNF only (vLLM's reads Lark too): this Lark "
+                     "grammar is refused there. Start the server with --grammar-backend llguidance, which reads it.")
     args += _reasoning(s.target, 1)
     if s.tree and draft:
         notes.append(f"Token tree {s.tree}: SGLang grows its own tree (top-k per step, reranked to the best "

@@ -46,7 +46,7 @@ class Preset:
     system: str = ""
     schema: str = ""  # JSON Schema text (optional constraint)
     regex: str = ""  # regular expression (optional constraint)
-    grammar: str = ""  # a grammar: Lark or GBNF for llguidance, GBNF for xgrammar (optional constraint)
+    grammar: str = ""  # a grammar: Lark or GBNF (optional constraint)
     schema_in_prompt: bool = False  # append the schema to the prompt so the model knows the shape
     think_budget: int = 0  # reasoning models: think up to this many tokens, the constraint starts after </think>
     gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
@@ -83,7 +83,7 @@ class Settings:
     chat: bool = False
     schema: str = ""
     regex: str = ""
-    grammar: str = ""  # Lark or GBNF (llguidance), GBNF (xgrammar)
+    grammar: str = ""  # Lark or GBNF (GBNF: every rule defined with ::=)
     backend: str = "llguidance"
     compare: bool = True
     schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)

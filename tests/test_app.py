@@ -136,14 +136,20 @@ def test_a_refused_schema_names_the_pattern_at_fault():
 def test_an_example_constraint_brings_its_prompt_unless_the_user_wrote_one():
     """The person schema ran on "How do plants make their food?" (the preset's prompt) and wrote a
     plant as a person; a prompt of the user's own stays."""
-    kind, text, prompt, _ = page_inputs.load_example("JSON: person", page_inputs.DEFAULT.prompt)
+    kind, text, prompt = page_inputs.load_example("JSON: person", page_inputs.DEFAULT.prompt)
     assert kind == "JSON schema" and "languages" in text and "languages" in prompt
     assert page_inputs.load_example("regex: ISO date", prompt)[2].startswith("On what date")  # another example's: replaced
     assert page_inputs.load_example("regex: ISO date", "")[2].startswith("On what date")
     assert page_inputs.load_example("regex: ISO date", "my own question")[2] == gr.skip()
-    assert page_inputs.load_example("no such example", "x") == (gr.skip(),) * 4
-    assert page_inputs.load_example("regex: ISO date", "")[3] == gr.skip()  # both backends read it: the choice stays
-    assert page_inputs.load_example("grammar: SQL query (Lark, llguidance)", "")[3] == "llguidance"  # Lark: only it
+    assert page_inputs.load_example("no such example", "x") == (gr.skip(),) * 3
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_every_example_constraint_is_read_whole_by_either_backend(backend):
+    """Picking an example keeps the backend chosen (the Lark one switched to llguidance while xgrammar
+    read GBNF alone): each must then be read, with nothing read past, by both."""
+    for name, (kind, text, _) in page_inputs.EXAMPLE_CONSTRAINTS.items():
+        assert "badge-ok" in page_inputs.check_constraint(kind, text, backend), name
 
 
 def test_gradios_own_query_keys_are_not_link_notices():
@@ -226,11 +232,12 @@ def test_a_grammar_is_a_constraint_kind_of_the_page_its_links_and_the_api(client
     one constraint at most, the one a link carries replacing the preset's; /generate takes one too."""
     gbnf, lark = page_inputs.EQUATION, page_inputs.SQL
     assert "badge-ok" in page_inputs.check_constraint("grammar", gbnf, "xgrammar")
-    assert "badge-ok" in page_inputs.check_constraint("grammar", lark, "llguidance")
-    assert "badge-ok" in page_inputs.check_constraint("grammar", '?start: "a" | "b"', "llguidance")  # Lark, no "start:"
-    assert ("xgrammar cannot use this grammar" in page_inputs.check_constraint("grammar", lark, "xgrammar")
-            and "the llguidance backend reads it: pick it as the constraint backend" in
-            html.unescape(page_inputs.check_constraint("grammar", lark, "xgrammar")))
+    for backend in ("llguidance", "xgrammar"):  # both read Lark (xgrammar read GBNF alone)
+        assert "badge-ok" in page_inputs.check_constraint("grammar", lark, backend)
+        assert "badge-ok" in page_inputs.check_constraint("grammar", '?start: "a" | "b"', backend)  # no "start:" line
+    intersection = 'start: A\nA: /a/ & /[a-z]/'  # llguidance's Lark extension
+    told = html.unescape(page_inputs.check_constraint("grammar", intersection, "xgrammar"))
+    assert "xgrammar cannot use this grammar" in told and "the llguidance backend reads it: pick it" in told
     settings = Settings.from_preset(page_inputs.PRESETS["demo-json"])  # a preset with a schema
     settings.schema, settings.grammar = "", gbnf
     values = page_inputs.inputs_from_settings(settings)

@@ -172,11 +172,11 @@ def test_a_grammar_from_an_example_is_checked_and_a_linked_one_runs(page, app_ur
     expect(page.locator("#valid-badge")).to_have_text("valid", timeout=60_000)
     assert re.fullmatch(r"[0-9]{1,3};", page.locator("#output-text textarea").input_value())
     page.get_by_text("Advanced").click()
-    page.get_by_role("radio", name="xgrammar").check()  # a Lark example sets the one backend that reads it
+    page.get_by_role("radio", name="xgrammar").check()  # it reads the Lark example too
     page.get_by_label("Examples").click()
-    page.get_by_role("option", name="grammar: SQL query (Lark, llguidance)").click()
+    page.get_by_role("option", name="grammar: SQL query (Lark)").click()
     expect(page.locator("#constraint-editor")).to_contain_text("SELECT", timeout=10_000)
-    expect(page.get_by_role("radio", name="llguidance")).to_be_checked()
+    expect(page.get_by_role("radio", name="xgrammar")).to_be_checked()
     expect(page.locator(".badge-ok").get_by_text("looks fine")).to_be_visible(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "browser-grammar.png"), full_page=True)
 

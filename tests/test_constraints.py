@@ -367,11 +367,15 @@ def test_truncated_output_is_reported(capsys, saved_pair):
 
 def test_grammar_constraint(pair, tokenizer, tmp_path):
     lark = 'start: "let " NAME " = " NUM ";"\nNAME: /[a-z]{1,6}/\nNUM: /[0-9]{1,3}/\n'
-    constraint = constrained(pair, "grammar", lark, "llguidance")
-    for temperature, seed in RUNS:
-        result = session.run(pair, tokenizer("x").input_ids, session.settings(k=3, temperature=temperature, seed=seed,
-                                                                              max_new_tokens=40), constraint=constraint)
-        assert result.valid and re.fullmatch(r"let [a-z]{1,6} = [0-9]{1,3};", result.text), result.text
+    texts = {backend: [] for backend in BACKENDS}
+    for backend in BACKENDS:  # Lark: llguidance's own, xgrammar's reader (as vLLM's xgrammar backend reads it)
+        constraint = constrained(pair, "grammar", lark, backend)
+        for temperature, seed in RUNS:
+            result = session.run(pair, tokenizer("x").input_ids, session.settings(
+                k=3, temperature=temperature, seed=seed, max_new_tokens=40), constraint=constraint)
+            assert result.valid and re.fullmatch(r"let [a-z]{1,6} = [0-9]{1,3};", result.text), result.text
+            texts[backend].append(result.text)
+    assert texts["llguidance"] == texts["xgrammar"]  # the same masks: the same tokens, sampled ones too
     ebnf = 'root ::= "let " [a-z] [a-z]? " = " [0-9] [0-9]? ";"'
     texts = []
     for backend in BACKENDS:  # GBNF: xgrammar's own, converted to Lark by llguidance (as vLLM and SGLang read it)
@@ -414,11 +418,12 @@ def test_a_dead_end_replays_from_the_newest_copy_before_it(tokenizer):
         assert len(fresh_calls) == (kept + 1 - back < CHECKPOINT_EVERY)  # a new matcher only below the first copy
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("setting", [dict(k=3), dict(k=3, temperature=1.0, seed=5), dict(k=2, tree=(2, 2)),
                                      dict(k=3, compile=True)])
-def test_a_guess_into_a_lark_dead_end_is_only_rejected(tokenizer, setting):
+def test_a_guess_into_a_lark_dead_end_is_only_rejected(tokenizer, setting, backend):
     """A Lark grammar can allow a token that leads where nothing may follow (here "a", then a rule
-    that matches nothing): llguidance's matcher then stays in error through rollback. A draft that
+    that matches nothing), under either backend; llguidance's matcher then stays in error through rollback. A draft that
     guesses "a" where the target writes "b" stopped the whole run; it is refused as any wrong guess,
     and the target alone's output comes out."""
     (a,), (b,) = tokenizer("a").input_ids, tokenizer("b").input_ids
@@ -426,7 +431,7 @@ def test_a_guess_into_a_lark_dead_end_is_only_rejected(tokenizer, setting):
     draft = tiny.prefer_tokens(tiny.perturbed_copy(target, noise=0.3, seed=22), [a], 8.0)
     pair = tiny.make_pair(tiny.prefer_tokens(target, [b], 8.0), draft, tokenizer)
     constraint = constrained(pair, "grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n',
-                             "llguidance")
+                             backend)
     prompt, cfg = tokenizer("x = ").input_ids, session.settings(max_new_tokens=12, **setting)
     speculative = session.run(pair, prompt, cfg, constraint=constraint)
     alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
@@ -434,13 +439,14 @@ def test_a_guess_into_a_lark_dead_end_is_only_rejected(tokenizer, setting):
     assert any(e.kind == "rejected" and e.token_id == a for r in speculative.rounds for e in r.tokens)
 
 
-def test_a_target_writing_into_a_lark_dead_end_stops_both_runs(tokenizer):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_target_writing_into_a_lark_dead_end_stops_both_runs(tokenizer, backend):
     """Where the target itself takes the token into the dead end, both runs stop there, named so."""
     (a,) = tokenizer("a").input_ids
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=21, eos_id=tokenizer.eos_token_id)
     draft = tiny.perturbed_copy(target, noise=0.3, seed=22)
     pair = tiny.make_pair(tiny.prefer_tokens(target, [a], 8.0), tiny.prefer_tokens(draft, [a], 8.0), tokenizer)
-    constraint = constrained(pair, "grammar", 'start: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n', "llguidance")
+    constraint = constrained(pair, "grammar", 'start: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n', backend)
     for speculative in (True, False):
         with pytest.raises(PlaygroundError, match="no output can match this constraint from here"):
             session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=8),

@@ -147,7 +147,7 @@ def test_prompt_lookup_and_reasoning_flags():
 
 def test_a_grammar_reaches_each_engine_as_its_own_field():
     """vLLM's structured_outputs.grammar and SGLang's ebnf: both read Lark or GBNF under llguidance (as
-    the playground does), GBNF under xgrammar."""
+    the playground does); under xgrammar vLLM reads both, SGLang GBNF alone (a note says so)."""
     grammar = 'root ::= "yes" | "no"'
     for backend in ("llguidance", "xgrammar"):
         s = settings("qwen2.5-7b", grammar=grammar, backend=backend)
@@ -158,6 +158,12 @@ def test_a_grammar_reaches_each_engine_as_its_own_field():
         assert "grammar constraint built in" in " ".join(e.notes["transformers"])
         check_request(e.vllm_request, VLLM, s)
         check_request(e.sglang_request, SGL, s)
+        assert not any("GBNF only" in note for notes in e.notes.values() for note in notes)
+    lark = 'start: "yes" | "no"'
+    for backend, told in (("xgrammar", True), ("llguidance", False)):
+        e = export_setting(settings("qwen2.5-7b", grammar=lark, backend=backend))
+        assert any("reads a request's ebnf as GBNF only" in note for note in e.notes["sglang"]) is told
+        assert not any("GBNF only" in note for note in e.notes["vllm"])
     with pytest.raises(PlaygroundError, match="give one constraint only"):
         export_setting(settings("qwen2.5-7b", grammar=grammar, regex="[0-9]+"))
     code, out, _ = run_cli("--preset", "qwen2.5-7b", "--grammar", str(ROOT / "tests" / "data" / "yes_no.gbnf"), "--json")

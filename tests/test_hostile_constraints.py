@@ -63,6 +63,32 @@ def test_remote_and_file_refs_are_refused_and_nothing_is_fetched(capsys, saved_p
     assert hits == []
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_a_grammar_reads_no_file_and_fetches_no_schema(capsys, saved_pair, listener, backend, tmp_path, monkeypatch):
+    """Both backends read Lark: its %import names their own `common` terminals only (a file beside
+    the process is never read), and a %json schema's remote $ref is never retrieved (llguidance
+    refuses it; xgrammar reads past it, and the run's notes say so)."""
+    port, hits = listener
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mylib.lark").write_text('SECRET: "read from a file"\n')
+    grammar = tmp_path / "g.lark"
+    grammar.write_text("start: SECRET\n%import mylib.SECRET\n")
+    err = cli_error(capsys, saved_pair, "--constraint-backend", backend, "--grammar", str(grammar))
+    assert f"{backend} cannot use this grammar" in err and "read from a file" not in err
+    url = f"http://127.0.0.1:{port}/x.json"
+    grammar.write_text(f'start: %json {{"$ref": "{url}"}}\n')
+    target, draft = saved_pair
+    code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "4",
+                 "--json", "--constraint-backend", backend, "--grammar", str(grammar)])
+    out, err = capsys.readouterr()
+    if backend == "llguidance":
+        assert code == 2 and "does not fetch resources" in err
+    else:
+        assert code == 0 and any(url in note for note in json.loads(out)["constraint_notes"])
+    time.sleep(0.3)
+    assert hits == []
+
+
 def test_validation_never_retrieves_a_reference(listener):
     port, hits = listener
     valid, error = validate_json("1", {"$ref": f"http://127.0.0.1:{port}/x.json"})

@@ -115,8 +115,8 @@ def _read_checked(spec: ConstraintSpec) -> list[str]:
 
 
 def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
-    """A backend's refusal, and whether the other backend reads the same text (llguidance reads a
-    grammar as Lark or GBNF, xgrammar as GBNF)."""
+    """A backend's refusal, and whether the other backend reads the same text (each reads Lark and GBNF,
+    not the same Lark: llguidance's extensions, xgrammar's subset)."""
     exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec)}")
     other = next(name for name in BACKENDS if name != spec.backend)
     try:

@@ -74,7 +74,7 @@ def _grammar(spec: ConstraintSpec) -> str:
         return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
     if spec.kind == "regex":
         return llguidance.LLMatcher.grammar_from_regex(spec.text)
-    if "::=" not in spec.text:  # Lark (GBNF defines every rule with ::=)
+    if not spec.gbnf:
         return llguidance.LLMatcher.grammar_from_lark(spec.text)
     try:  # GBNF (llama.cpp's) converted to Lark, a text with a "start:" line kept as Lark: as vLLM and SGLang read it
         return llguidance.grammar_from("grammar", spec.text)

@@ -21,7 +21,7 @@ BACKENDS = ("llguidance", "xgrammar")
 @dataclass(frozen=True, slots=True)
 class ConstraintSpec:
     kind: str  # json | regex | grammar
-    text: str  # the schema (JSON text), the pattern, or the grammar (Lark for llguidance, EBNF for xgrammar)
+    text: str  # the schema (JSON text), the pattern, or the grammar (Lark or GBNF)
     backend: str = "llguidance"
     think_budget: int = 0  # > 0: a reasoning model thinks first (at most this many tokens), the constraint starts after </think>
 
@@ -43,6 +43,12 @@ class ConstraintSpec:
         if not isinstance(self.think_budget, int) or self.think_budget < 0:
             raise PlaygroundError(f"the thinking budget must be a whole number of tokens >= 0, got {self.think_budget!r}")
         at_most(self.think_budget, MAX_NEW_TOKENS, "the thinking budget (tokens)")
+
+    @property
+    def gbnf(self) -> bool:
+        """A grammar in GBNF (llama.cpp's: every rule defined with ::=), not Lark: vLLM's test
+        (grammar_is_likely_lark), which both backends here follow."""
+        return self.kind == "grammar" and "::=" in self.text
 
     @property
     def schema(self) -> dict | bool:

@@ -35,13 +35,13 @@ class XGrammarBackend:
     def compile(self, spec: ConstraintSpec) -> tuple[xgr.CompiledGrammar, list[str]]:
         """-> (the compiled grammar, notes on what it does not enforce)."""
         compiler = xgr.GrammarCompiler(self.info, max_threads=2, cache_enabled=False)  # one compile, in a worker
-        return _converted(spec, compiler.compile_grammar, compiler.compile_regex)
+        return _converted(spec, compiler.compile_grammar, compiler.compile_lark, compiler.compile_regex)
 
     @staticmethod
     def read(spec: ConstraintSpec) -> list[str]:
         """What compile refuses before any tokenizer is involved (the page checks it as the user types):
         xgrammar's reading of the schema, regex or grammar text -> its notes (what it reads past)."""
-        return _converted(spec, xgr.Grammar.from_ebnf, xgr.Grammar.from_regex)[1]
+        return _converted(spec, xgr.Grammar.from_ebnf, xgr.Grammar.from_lark, xgr.Grammar.from_regex)[1]
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:
         return compiled.serialize_json()
@@ -53,8 +53,9 @@ class XGrammarBackend:
         return XGrammarMatcher(xgr.GrammarMatcher(compiled), self.tokenizer)
 
 
-def _converted(spec: ConstraintSpec, from_grammar, from_regex) -> tuple:
-    """xgrammar's conversion of the spec (from_grammar: EBNF text ->, from_regex: a regex ->), its refusals
+def _converted(spec: ConstraintSpec, from_grammar, from_lark, from_regex) -> tuple:
+    """xgrammar's conversion of the spec (from_grammar: its EBNF (GBNF) text ->, from_lark: Lark text ->,
+    from_regex: a regex ->), its refusals
     and its warnings watched -> (what it made, notes on what it does not enforce)."""
     log: list[str] = []
     notes: list[str] = []
@@ -65,8 +66,8 @@ def _converted(spec: ConstraintSpec, from_grammar, from_regex) -> tuple:
                 made = from_grammar(grammar)
             elif spec.kind == "regex":
                 made = from_regex(python_meaning(spec.text))
-            else:
-                made = from_grammar(spec.text)
+            else:  # Lark through xgrammar's own reader, as vLLM's xgrammar backend reads it
+                made = (from_grammar if spec.gbnf else from_lark)(spec.text)
     except RuntimeError as exc:
         raise _refusal(spec, exc) from None
     return made, notes + _warned(log)  # the log is complete only once the block is left

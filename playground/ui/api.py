@@ -28,7 +28,7 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
         regex: a regular expression the whole output must match
         compare: also run the target alone, interleaved, and measure the speedup
         backend: the constraint backend, llguidance or xgrammar; empty: the preset's
-        grammar: a grammar the whole output must match: Lark or GBNF for llguidance, GBNF for xgrammar
+        grammar: a grammar the whole output must match: Lark or GBNF (either backend)
             (one of schema, regex and grammar; none given: the preset's own constraint, if any)
     """
     try:

@@ -40,7 +40,7 @@ value: NUMBER | "'" /[A-Za-z0-9 ]{1,20}/ "'"
 NAME: /[a-z_][a-z0-9_]{0,20}/
 %import common.NUMBER
 """
-EXAMPLE_CONSTRAINTS = {  # name -> (kind, constraint, a prompt it answers[, the one backend that reads it])
+EXAMPLE_CONSTRAINTS = {  # name -> (kind, constraint, a prompt it answers)
     "JSON: person": ("JSON schema", json.dumps({"type": "object", "properties": {
         "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
         "languages": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}},
@@ -54,24 +54,21 @@ EXAMPLE_CONSTRAINTS = {  # name -> (kind, constraint, a prompt it answers[, the 
                     "What is the IPv4 address of Google's public DNS resolver? Answer with the address only."),
     "regex: semantic version": ("regex", r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})",
                                 "Give the version number of a library's first stable release, as major.minor.patch."),
-    "grammar: equation (GBNF, both backends)": ("grammar", EQUATION,
-                                                "What is 17 times 3, plus 4? Write it as an equation."),
-    "grammar: SQL query (Lark, llguidance)": ("grammar", SQL, "Write an SQL query that lists the names of the users "
-                                              "older than 30 in the table users. Answer with the query only.",
-                                              "llguidance"),
+    "grammar: equation (GBNF)": ("grammar", EQUATION, "What is 17 times 3, plus 4? Write it as an equation."),
+    "grammar: SQL query (Lark)": ("grammar", SQL, "Write an SQL query that lists the names of the users older than 30 "
+                                  "in the table users. Answer with the query only."),
 }
 STOCK_PROMPTS = {p.prompt for p in PRESETS.values()} | {example[2] for example in EXAMPLE_CONSTRAINTS.values()}
 
 
 def load_example(name: str | None, prompt: str) -> tuple:
-    """An example constraint -> (kind, constraint, prompt, backend): its own prompt too where the prompt
-    box holds none of the user's (empty, a preset's or another example's), nothing typed replaced; the
-    backend where only one reads it (a Lark grammar: llguidance), else the backend chosen stays."""
+    """An example constraint -> (kind, constraint, prompt): its own prompt too where the prompt box
+    holds none of the user's (empty, a preset's or another example's), nothing typed replaced."""
     if not name or name not in EXAMPLE_CONSTRAINTS:
-        return (gr.skip(),) * 4
-    kind, text, example_prompt, *backend = EXAMPLE_CONSTRAINTS[name]
+        return (gr.skip(),) * 3
+    kind, text, example_prompt = EXAMPLE_CONSTRAINTS[name]
     mine = (prompt or "").strip() and prompt not in STOCK_PROMPTS
-    return kind, text, gr.skip() if mine else example_prompt, backend[0] if backend else gr.skip()
+    return kind, text, gr.skip() if mine else example_prompt
 
 
 def named_inputs(fn, leading: tuple[str, ...] = ()):

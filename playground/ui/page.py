@@ -92,7 +92,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
                                          interactive=True, elem_id="constraint-editor",
                                          visible=constraint_of(DEFAULT) is not None)
                     gr.Markdown("A grammar is [Lark](https://github.com/guidance-ai/llguidance/blob/main/docs/syntax.md) "
-                                "or GBNF for llguidance, GBNF (`root ::= ...`) for xgrammar.", elem_id="grammar-help")
+                                "or GBNF (`root ::= ...`: every rule with `::=`); both backends read both, as vLLM's do "
+                                "(xgrammar lacks some of llguidance's Lark extensions).", elem_id="grammar-help")
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
                                                    visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")
@@ -229,7 +230,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNL
     for trigger in (kind.change, constraint.change, backend.change):
         trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
                 concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three
-    example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt, backend],
+    example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt],
                              api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     for button, stop, experiment, inputs, outputs, name in (
