@@ -1,6 +1,7 @@
 """Hostile constraints: a schema or pattern may never fetch a URL, read a file, hang the process or
 exhaust its memory; each is refused up front with one clear line, or checked in bounded time."""
 import json
+import re
 import resource
 import socket
 import threading
@@ -203,12 +204,16 @@ def test_pattern_properties_against_required_names_share_one_budget(monkeypatch)
     from playground.constraints import safety
     clock, calls = [0.0], []
 
-    def full_timeout(pattern, name, timeout):  # each search spends its whole timeout, on a fake clock
-        calls.append((pattern, name))
-        clock[0] += timeout
-        raise TimeoutError
+    class FullTimeout:  # each search spends its whole timeout, on a fake clock
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def search(self, name, timeout):
+            calls.append((self.pattern, name))
+            clock[0] += timeout
+            raise TimeoutError
     monkeypatch.setattr(safety.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(safety.regex, "search", full_timeout)
+    monkeypatch.setattr(safety, "compiled_pattern", FullTimeout)
     matches = safety.NameMatcher()
     assert [matches("p", "n"), matches("q", "n"), matches("p", "n")] == [None, None, None]
     assert calls == [("p", "n")]  # the budget went on the first; none after it, none twice
@@ -233,12 +238,16 @@ def test_one_output_check_shares_one_matching_budget(monkeypatch):
     from playground.constraints import validate
     clock, calls = [0.0], []
 
-    def full_timeout(pattern, text, timeout):
-        calls.append(text)
-        clock[0] += timeout
-        raise TimeoutError
+    class FullTimeout:  # each search spends its whole timeout, on a fake clock
+        def __init__(self, pattern):
+            pass
+
+        def search(self, text, timeout):
+            calls.append(text)
+            clock[0] += timeout
+            raise TimeoutError
     monkeypatch.setattr(validate.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(validate.regex, "search", full_timeout)
+    monkeypatch.setattr(validate, "compiled_pattern", FullTimeout)
     output = json.dumps({f"k{i}": 1 for i in range(60)})
     schema = {"type": "object", "patternProperties": {"^(a|a)*$": {"type": "integer"}}}
     valid, error = validate._validate_json(output, schema)  # in this process, to count the searches
@@ -265,11 +274,42 @@ def test_checks_that_python_cannot_do_say_so(output, schema, says):
     assert valid is False and says in error, error
 
 
+@pytest.mark.parametrize("pattern, says", [
+    ("((a{1000}){1000}){1000}", "written out is 1000000000"),  # the `regex` module compiled it to 23 GB
+    ("b(((a{1000}){1000}){1000}){0}", "written out is 1000000001"),  # matches "b" alone, compiled whole
+    ("(x{3,}){1000}|" + "y{1000}" * 7, "written out is 11000"),
+    ("a{,100000}", "a repetition count in"),  # {,m} passed the count check
+])
+def test_patterns_that_grow_when_written_out_are_refused(pattern, says):
+    """Counts were bounded one by one (1,000), not nested: 91 characters of schema took the server's
+    memory in the check as typed, and a regex constraint at the output's check."""
+    schemas = ({"type": "string", "pattern": pattern}, {"type": "object", "patternProperties": {pattern: {}}, "required": ["x"]})
+    for given in [{"regex": pattern}] + [{"schema": json.dumps(schema)} for schema in schemas]:
+        with pytest.raises(PlaygroundError, match=re.escape(says)):
+            from_user(**given)
+    assert from_user(regex="(x{3,}){1000}|" + "y{1000}" * 5) is not None  # 9,000 written out: allowed
+
+
+def test_what_the_meta_schema_check_meets_is_bounded_before_it(monkeypatch):
+    """The meta-schema check compiles every pattern with re and visits every subschema before the
+    sizes were checked (30 KB of case-insensitive classes: 58 s holding the interpreter lock; 85,000
+    subschemas: 15 s); both are refused first now, and the whole parse runs in a bounded worker."""
+    with pytest.raises(PlaygroundError, match="length of the schema pattern at /properties/a/pattern is 30004"):
+        from_user(schema=json.dumps({"properties": {"a": {"pattern": "(?i)" + "[!-\U0010ffff]" * 6000}}}))
+    with pytest.raises(PlaygroundError, match="number of subschemas is 2001"):
+        from_user(schema=json.dumps({"anyOf": [{}] * 85_000}))
+    from playground.constraints import spec
+    monkeypatch.setattr(spec, "PARSE_SECONDS", 0.5)
+    slow = {"type": "string", "pattern": "(?i)" + "[!-\U0010ffff]" * 399}  # seconds of re's work, within every size
+    with pytest.raises(PlaygroundError, match="checking the schema took longer than 0.5 s"):
+        from_user(schema=json.dumps(slow))
+
+
 def test_a_pattern_nesting_groups_too_deeply_is_refused_by_name():
     """The meta-schema check compiles each pattern with Python's re: 5,000 nested groups raised a
-    bare RecursionError (and a 9,000-line traceback per request)."""
+    bare RecursionError (and a 9,000-line traceback per request); 5,000 are now refused by length first."""
     with pytest.raises(PlaygroundError, match="nests its groups too deeply"):
-        from_user(schema=json.dumps({"type": "string", "pattern": "(" * 5000 + ")" * 5000}))
+        from_user(schema=json.dumps({"type": "string", "pattern": "(" * 1000 + ")" * 1000}))
 
 
 def test_pattern_keywords_still_validate():

@@ -8,21 +8,34 @@ bounded in size, never reaching outside the document, and with a finite instance
 - A pattern must mean the same to the constraint engine and to the checker: nested character sets
   and set operations (`[[:alpha:]&&[x]]`) are read one way by llguidance and another by Python,
   whose backtracking then never finishes on the output the engine allowed."""
+import itertools
 import re
 import time
 import urllib.parse
 import warnings
+from re import _constants as sre, _parser as sre_parse  # Python's own reading of a pattern (3.11+)
 
 import regex
 
-from playground.constraints.schema_keywords import subschemas
+from playground.constraints.schema_keywords import patterns, subschemas
+from playground.constraints.validate import compiled_pattern
 from playground.errors import PlaygroundError
-from playground.limits import (CHECK_SECONDS, MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT, MAX_SCHEMA_DEPTH,
-                               MAX_SCHEMA_NODES, at_most)
+from playground.limits import (CHECK_SECONDS, MAX_PATTERN_SIZE, MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT,
+                               MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, at_most)
 
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 SCALARS = {"string", "number", "integer", "boolean", "null"}
-REPEAT = re.compile(r"(?<!\\)\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
+REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+
+
+def check_sizes_first(schema) -> None:
+    """The sizes the meta-schema check would meet unbounded, checked before it: it visits every
+    subschema (85,000 took 15 s before their count was refused) and compiles every pattern with
+    Python's re (30 KB of case-insensitive classes, 58 s)."""
+    count = sum(1 for _ in itertools.islice(subschemas(schema), MAX_SCHEMA_NODES + 1))
+    at_most(count, MAX_SCHEMA_NODES, "the number of subschemas")
+    for where, pattern in patterns(schema):
+        at_most(len(pattern), MAX_REGEX_CHARS, f"the length of the schema pattern at {where}")
 
 
 def check_schema_safe(schema) -> None:
@@ -232,9 +245,9 @@ class NameMatcher:
         if left <= 0:
             return None
         try:
-            return regex.search(pattern, name, timeout=left) is not None
+            return compiled_pattern(pattern).search(name, timeout=left) is not None
         except (regex.error, TimeoutError):
-            return None  # cannot tell (the compile is bounded anyway: constraints.worker)
+            return None  # cannot tell
 
 
 def _array_finite(node: dict, sub) -> bool:
@@ -247,9 +260,6 @@ def _array_finite(node: dict, sub) -> bool:
 def check_pattern(pattern: str, what: str = "the regex") -> None:
     """Bounded, valid for Python, and read the same way by the constraint engines and the checker."""
     at_most(len(pattern), MAX_REGEX_CHARS, f"the length of {what}")
-    for match in REPEAT.finditer(pattern):
-        for count in filter(None, match.groups()):
-            at_most(int(count), MAX_REPEAT_COUNT, f"a repetition count in {what}")
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)  # Python warns where its reading will change
         re.purge()  # a cached pattern would compile without its warning
@@ -261,3 +271,32 @@ def check_pattern(pattern: str, what: str = "the regex") -> None:
                                   "out (e.g. [a-zA-Z] instead of [[:alpha:]])") from None
         except (re.error, RecursionError, OverflowError) as exc:
             raise PlaygroundError(f"{what} is not a valid regular expression: {exc}") from None
+    at_most(written_out(pattern, what), MAX_PATTERN_SIZE, f"the size of {what} with its counted repetitions written out")
+
+
+def written_out(pattern: str, what: str) -> int:
+    """The pattern's size (characters, classes, anchors...) with every counted repetition written out,
+    as the `regex` module compiles it: ((a{1000}){1000}){1000} is 10^9 and took 23 GB (an unbounded
+    repetition counts its minimum and one more). Each count is bounded too. Walked without recursion."""
+    size, stack = 0, [(sre_parse.parse(pattern), 1)]
+    while stack:
+        items, times = stack.pop()
+        for op, av in items:
+            if op in REPEATS:
+                low, high, sub = av
+                for count in (low, high):
+                    if count != sre.MAXREPEAT:
+                        at_most(count, MAX_REPEAT_COUNT, f"a repetition count in {what}")
+                stack.append((sub, times * (low + 1 if high == sre.MAXREPEAT else max(high, 1))))
+            elif children := _subpatterns(av):
+                stack.extend((child, times) for child in children)
+            else:
+                size += times
+    return size
+
+
+def _subpatterns(av) -> list:
+    """The patterns nested in a parsed item's argument: a group's, an alternation's branches, a look-around's."""
+    parts = av if isinstance(av, tuple) else (av,)
+    found = [part for part in parts if isinstance(part, sre_parse.SubPattern)]
+    return found + [p for part in parts if isinstance(part, list) for p in part if isinstance(p, sre_parse.SubPattern)]

@@ -7,14 +7,17 @@ from dataclasses import dataclass
 import jsonschema
 
 from playground import strict_json
-from playground.constraints import drafts
-from playground.constraints.safety import check_pattern, check_schema_safe, depth
+from playground.constraints import drafts, worker
+from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
 KINDS = ("json", "regex", "grammar")
+SCHEMAS_KEPT = 16  # parsed schemas kept: a text of up to 1 MiB and its parse each
+PARSE_SECONDS = 15  # the finiteness check's own bound (5 s) and the rest, with room on a loaded host
+CHECKING = ("checking the schema", "fewer or simpler patterns, references and required names")
 BACKENDS = ("llguidance", "xgrammar")
 
 
@@ -73,12 +76,19 @@ class Unreadable(PlaygroundError):
     whether the other one can)."""
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=SCHEMAS_KEPT)
 def parse_schema(text: str) -> Schema:
     """Strict JSON text -> a schema that passes its declared draft's meta-schema, the safety checks
     (bounded, local references only, a finite instance) and that some value satisfies. Sizes count
-    the schema minified: pretty-printing costs the engines nothing."""
+    the schema minified: pretty-printing costs the engines nothing. In a bounded worker
+    (playground.constraints.worker): the meta-schema check compiles every pattern with Python's re
+    before any of the schema's sizes is checked, which nothing stops and which holds the interpreter
+    lock (30 KB of case-insensitive classes held the server 58 s)."""
     at_most(len(text), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
+    return worker.bounded(_parsed_schema, text, seconds=PARSE_SECONDS, task=CHECKING)
+
+
+def _parsed_schema(text: str) -> Schema:
     try:
         schema = strict_json.loads(text)
     except json.JSONDecodeError as exc:
@@ -98,6 +108,7 @@ def parse_schema(text: str) -> Schema:
     except UnicodeEncodeError as exc:
         raise PlaygroundError(f"the schema holds a lone surrogate escape (\\u{ord(minified[exc.start]):04x}), "
                               "which is not a character") from None
+    check_sizes_first(schema)
     draft = drafts.declared(schema)
     try:
         draft.check_schema(schema)

@@ -27,6 +27,7 @@ from playground.limits import CHECK_SECONDS
 
 CHECK_WORKER_SECONDS = 3 * CHECK_SECONDS  # the pattern budget below, plus a fork and jsonschema's own work
 CHECK_BYTES = 512 * 2**20
+PATTERNS_KEPT = 64  # compiled patterns kept: each at most MAX_PATTERN_SIZE written out, about 3 MB
 
 NO_RETRIEVAL = referencing.Registry()  # resolving anything outside the document fails instead of fetching
 
@@ -38,13 +39,19 @@ class CheckTimeout(Exception):
 DEADLINE = contextvars.ContextVar("deadline", default=None)  # one check's end: all its matching shares CHECK_SECONDS
 
 
+@functools.lru_cache(maxsize=PATTERNS_KEPT)
+def compiled_pattern(pattern: str):
+    """The `regex` module's compile, kept here (its own cache keeps 500, each up to a few MB)."""
+    return regex.compile(pattern, cache_pattern=False)
+
+
 def search(pattern: str, text: str) -> bool:
     deadline = DEADLINE.get()
     left = CHECK_SECONDS if deadline is None else deadline - time.monotonic()
     try:
         if left <= 0:
             raise TimeoutError
-        return regex.search(pattern, text, timeout=left) is not None
+        return compiled_pattern(pattern).search(text, timeout=left) is not None
     except TimeoutError:
         raise CheckTimeout(f"matching the schema's patterns took longer than {CHECK_SECONDS:g} s "
                            f"(at /{pattern[:60]}/)") from None
@@ -147,7 +154,7 @@ def _validate_json(text: str, schema) -> tuple[bool, str | None]:
 
 def validate_regex(text: str, pattern: str) -> tuple[bool, str | None]:
     try:
-        matched = regex.fullmatch(pattern, text, timeout=CHECK_SECONDS) is not None
+        matched = compiled_pattern(pattern).fullmatch(text, timeout=CHECK_SECONDS) is not None
     except TimeoutError:
         return False, f"could not be checked: matching took longer than {CHECK_SECONDS:g} s"
     return (True, None) if matched else (False, f"does not fully match /{pattern}/")
