@@ -371,14 +371,15 @@ def test_stop_ends_the_run_with_what_it_produced():
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     final = run_preset("demo", max_new_tokens=64)[-1]
     spec, base = lanes = final[-2]  # then the tree view
-    assert spec.texts[-1] == final[2] and base.texts[-1] == final[3]  # each lane ends with its run's text
+    assert spec.at(spec.total)[0] == final[2] and base.at(base.total)[0] == final[3]  # each lane ends with its run's text
+    assert sum(map(len, spec.pieces)) == len(final[2])  # each round's own text kept, not the text so far after each
     assert all(a < b for lane in lanes for a, b in zip(lane.ends, lane.ends[1:]))  # time only moves forward
     report = json.loads(open(final[10]).read())
     assert len(base.ends) == report["baseline"]["stats"]["target_passes"] - 1  # one round per target pass
     assert spec.total == pytest.approx(report["stats"]["wall_s"], rel=1e-6)  # the clock the stats use
     times, scale = race.replay_times(lanes)
     assert times[-1] == max(spec.total, base.total) and scale * times[-1] == pytest.approx(race.REPLAY_S)
-    assert spec.at(0.0) == ("", 0) and spec.at(spec.total) == (spec.texts[-1], len(spec.ends))
+    assert spec.at(0.0) == ("", 0) and spec.at(spec.total)[1] == len(spec.ends) and spec.at(spec.ends[0])[1] == 1
     monkeypatch.setattr(race, "REPLAY_S", 0.4)
     frames = list(playground_tab.replay_race(lanes))
     assert len(frames) > 2 and frames[-1].count("finished in") == 2 and "finished in" not in frames[0]
@@ -397,12 +398,16 @@ def test_the_calculator_draws_the_runs_that_told_their_speedup_and_counts_the_re
     assert [list(t.y) for t in figure.data if t.name == "measured runs"] == [[1.4]]
 
 
-def test_stop_ends_an_experiment_after_the_point_being_measured_with_the_rows_so_far():
+def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monkeypatch):
+    """Stop (and the host's time limit, and a closed page) were looked at between points only: one
+    point of 16 prompts x 2,048 tokens held the engine past them all. The point being measured now
+    ends where it is, without a row; the rows measured whole stay."""
     class Request:
         session_hash = "experiment-stop-test"
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 8
     inputs = page_inputs.inputs_from_settings(settings)
+    made = sweeps.engine_block
     for job, experiment, args, total, what in (
             ("sweep", experiments_tab.run_sweep, ("k", "1,2,3", "def f(x):"), 3, "values of k"),
             ("compare_drafts", experiments_tab.run_comparison, (["draft model", "prompt lookup"], "def f(x):"), 2, "ways of drafting")):
@@ -410,13 +415,18 @@ def test_stop_ends_an_experiment_after_the_point_being_measured_with_the_rows_so
         files.request_stop(Request(), job)  # a Stop pressed after the last one ended...
         start(Request())  # ...is forgotten when the experiment is asked for
         files.request_stop(Request(), "run")  # the Playground's Stop is not this experiment's
-        outputs = []
-        for out in experiment(Request(), QUIET, *args, *inputs):
-            outputs.append(out)
-            if len(outputs) == 1:  # "measuring the first ...": Stop pressed
-                assert stop(Request())["value"] == "Stopping after this point"
+        points = []
+
+        def counted(*args, **kwargs):  # Stop pressed as the second point starts measuring
+            points.append(1)
+            if len(points) == 2:
+                assert stop(Request())["value"] == "Stopping"
+            return made(*args, **kwargs)
+        monkeypatch.setattr(sweeps, "engine_block", counted)
+        outputs = list(experiment(Request(), QUIET, *args, *inputs))
         status, table = outputs[-1][:2]
         assert f"stopped: 1 of {total} {what}" in status and isinstance(table, list) and len(table) == 1  # the point measured stays
+        assert len(points) == 2  # none measured after it
         assert not files.stop_flag(Request(), job).exists()  # the next experiment or run is not stopped by it
         assert files.stop_flag(Request(), "run").exists()  # (nor was the Playground's flag used up)
         playground_tab.start_run(Request())

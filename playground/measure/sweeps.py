@@ -4,7 +4,7 @@ Compare drafts. The CLI reads its value and prompt lists with the same parsers."
 import csv
 import dataclasses
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from playground import session
 from playground.config import SpecConfig
@@ -47,21 +47,27 @@ def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
 
 
 def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: list,
-          constraint=None) -> Iterator[list[dict]]:
+          constraint=None, halted: Callable[[], bool] = lambda: False) -> Iterator[list[dict]]:
     """Yield the table so far after each value; every row aggregates all prompts, its speedup
-    measured by playground.measure.speedup (the target alone interleaved beside every prompt). The
-    caller may stop asking between values."""
+    measured by playground.measure.speedup (the target alone interleaved beside every prompt). Once
+    `halted()` (Stop, the host's time limit, a closed page) the value being measured ends where it
+    is, without a row: a point cut short is no measurement."""
     rows = []
     for i, value in enumerate(values):
         run_cfg = _with(cfg, axis, value)
-        rows.append(_row(run_cfg, measured(pair, prompts, run_cfg, constraint, warm=i == 0), len(prompts)))
+        result = measured(pair, prompts, run_cfg, constraint, warm=i == 0, halted=halted)
+        if halted():
+            return
+        rows.append(_row(run_cfg, result, len(prompts)))
         yield rows
 
 
-def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, warm: bool = True):
-    """-> (Speedup, the blocks' speculative events) for these prompts and settings."""
+def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, warm: bool = True,
+             halted: Callable[[], bool] = lambda: False):
+    """-> (Speedup, the blocks' speculative events) for these prompts and settings; once `halted()`,
+    each block ends where it is (the result then means nothing: callers drop it)."""
     blocks = []
-    make = engine_block(pair, prompts, cfg, constraint, warm=warm)
+    make = engine_block(pair, prompts, cfg, constraint, warm=warm, should_stop=halted)
 
     def block():
         blocks.append(make())
@@ -108,13 +114,15 @@ COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "note", 
 
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],
-                   encode, progress=None) -> Iterator[list[dict]]:
+                   encode, progress=None, halted: Callable[[], bool] = lambda: False) -> Iterator[list[dict]]:
     """One row per variant, all on the same prompts, each measured by playground.measure.speedup (the
     target alone interleaved beside every prompt). `encode(pair, text)` turns a prompt into ids;
-    `draft` is a model id (a cascade's or not)."""
+    `draft` is a model id (a cascade's or not). Once `halted()` it ends as sweep() does."""
     model = draft.removeprefix("ngram+")
     rows = []
     for name in variants:
+        if halted():
+            return
         draft_id, policy = (v.format(draft=model) for v in VARIANTS[name])
         run_cfg = dataclasses.replace(cfg, policy=policy)
         try:
@@ -124,6 +132,8 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
             yield rows
             continue
         ids = [encode(pair, text) for text in prompts]
-        rows.append({"variant": name, "draft": draft_id, "policy": policy,
-                     **_row(run_cfg, measured(pair, ids, run_cfg), len(prompts))})
+        result = measured(pair, ids, run_cfg, halted=halted)
+        if halted():
+            return
+        rows.append({"variant": name, "draft": draft_id, "policy": policy, **_row(run_cfg, result, len(prompts))})
         yield rows

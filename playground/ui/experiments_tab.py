@@ -23,8 +23,8 @@ log = logging.getLogger("playground.ui")
 
 @on_gpu(runs=3)
 def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
-    """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop ends it
-    after the value being measured, with the rows so far."""
+    """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop (or the
+    host's time limit, or a closed page) ends it where it is, with the rows measured whole so far."""
     try:
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
@@ -44,10 +44,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
-            for done in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint):
-                yield done
-                if stop.is_set() or stop_requested(request, "sweep") or time.monotonic() > ends:
-                    return
+            yield from sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint,
+                                    halted=lambda: stop.is_set() or stop_requested(request, "sweep") or time.monotonic() > ends)
         for rows in paced(sweep, live.PAGE_UPDATE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows), began)})" if len(rows) < len(values_list) else "finishing")
@@ -70,7 +68,7 @@ def experiment_buttons(job: str):
 
     def stop(request: gr.Request):
         request_stop(request, job)
-        return gr.update(value="Stopping after this point", interactive=False)  # it ends after the point measured
+        return gr.update(value="Stopping", interactive=False)  # the point being measured ends where it is, unshown
     return start, stop
 
 
@@ -120,7 +118,7 @@ def _untold(row: dict) -> str | None:
 @on_gpu(runs=3)
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
-    prompts, then the Playground's settings. Stop ends it after the way being measured."""
+    prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
     try:
         variants, prompts_text, *values = inputs
         settings = settings_from_inputs(*values)
@@ -139,11 +137,9 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
-            for done in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
-                                                   lambda f, msg: progress(f, desc=msg)):
-                yield done
-                if stop.is_set() or stop_requested(request, "compare_drafts") or time.monotonic() > ends:
-                    return
+            halted = lambda: stop.is_set() or stop_requested(request, "compare_drafts") or time.monotonic() > ends  # noqa: E731
+            yield from sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
+                                             lambda f, msg: progress(f, desc=msg), halted)
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S):
             status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(len(rows), began)})"

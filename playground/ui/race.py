@@ -13,12 +13,16 @@ FRAME_S = 0.05  # one frame of the replay every 50 ms
 class Lane:
     name: str
     ends: list[float]  # engine seconds at the end of each round, prefill included
-    texts: list[str]  # the text after each round
+    pieces: list[str]  # the text each round added (the text so far after each: the output's length squared, kept per session)
 
     def at(self, t: float) -> tuple[str, int]:
         """-> (text, rounds finished) at engine time t."""
         done = sum(end <= t for end in self.ends)
-        return (self.texts[done - 1] if done else ""), done
+        return "".join(self.pieces[:done]), done
+
+    @property
+    def length(self) -> int:
+        return sum(map(len, self.pieces))
 
     @property
     def total(self) -> float:
@@ -28,14 +32,13 @@ class Lane:
 def lane(name: str, events: list) -> Lane:
     """Events -> a lane: the cumulative engine time (metrics.engine_seconds' clock) at each round's end."""
     t = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
-    ends, texts, text = [], [], ""
+    ends, pieces = [], []
     for e in events:
         if isinstance(e, Round):
             t += e.wall_s
-            text += "".join(tok.text for tok in e.committed)
             ends.append(t)
-            texts.append(text)
-    return Lane(name, ends, texts)
+            pieces.append("".join(tok.text for tok in e.committed))
+    return Lane(name, ends, pieces)
 
 
 def lanes(events: list, baseline_events: list) -> list[Lane] | None:
@@ -58,7 +61,7 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
     for ln in race:
         text, done = ln.at(t)
         finished = done == len(ln.ends)
-        share = len(text) / max(1, len(ln.texts[-1]))
+        share = len(text) / max(1, ln.length)
         status = f"finished in {ln.total:.2f} s" if finished else f"{t:.2f} s"
         cards.append(f'<div class="race-lane" data-finished="{str(finished).lower()}">'
                      f'<div class="race-head"><b>{html.escape(ln.name)}</b><span>{status}</span></div>'
