@@ -11,12 +11,15 @@ import gradio as gr
 DOWNLOADS = pathlib.Path(tempfile.mkdtemp(prefix="playground-downloads-"))  # run JSON and sweep CSV files
 STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per session whose run must stop
 DOWNLOAD_TTL_S = 3600  # older downloads are removed (Gradio's cached copies too: delete_cache below)
+DOWNLOADS_MAX_BYTES = 256 * 2**20  # past this the oldest downloads go first (a run's file is at most about 1 MB)
 log = logging.getLogger("playground.ui")
 
 
 def write_download(write, prefix: str, suffix: str) -> str | None:
-    """A file in this app's own download folder, where files older than DOWNLOAD_TTL_S are removed."""
+    """A file in this app's own download folder, where files older than DOWNLOAD_TTL_S are removed,
+    and the oldest past DOWNLOADS_MAX_BYTES in all."""
     _prune(DOWNLOADS)
+    _cap(DOWNLOADS, DOWNLOADS_MAX_BYTES)
     try:
         with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, dir=DOWNLOADS, delete=False) as f:
             write(f)
@@ -34,6 +37,22 @@ def _prune(folder: pathlib.Path) -> None:
                 old.unlink()
         except OSError:
             pass
+
+
+def _cap(folder: pathlib.Path, most: int) -> None:
+    """Remove the folder's oldest files until the rest hold at most `most` bytes."""
+    found = []
+    for path in folder.glob("*"):
+        try:
+            found.append((path.stat().st_mtime, path.stat().st_size, path))
+        except OSError:
+            pass
+    total = sum(size for _, size, _ in found)
+    for _, size, path in sorted(found, key=lambda f: f[0]):
+        if total <= most:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
 
 
 def stop_flag(request: gr.Request | None, job: str = "run") -> pathlib.Path | None:
