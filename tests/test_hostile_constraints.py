@@ -304,6 +304,8 @@ def test_what_the_meta_schema_check_meets_is_bounded_before_it(monkeypatch):
     slow = {"type": "string", "pattern": "(?i)" + "[!-\U0010ffff]" * 399}  # seconds of re's work, within every size
     with pytest.raises(PlaygroundError, match="checking the schema took longer than 0.5 s"):
         from_user(schema=json.dumps(slow))
+    with pytest.raises(PlaygroundError, match="checking the regex took longer than 0.5 s"):  # re's compile: seconds
+        from_user(regex=slow["pattern"])
 
 
 def test_a_pattern_nesting_groups_too_deeply_is_refused_by_name():
