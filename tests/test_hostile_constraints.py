@@ -280,6 +280,10 @@ def test_checks_that_python_cannot_do_say_so(output, schema, says):
     ("b(((a{1000}){1000}){1000}){0}", "written out is 1000000001"),  # matches "b" alone, compiled whole
     ("(x{3,}){1000}|" + "y{1000}" * 7, "written out is 11000"),
     ("a{,100000}", "a repetition count in"),  # {,m} passed the count check
+    ("(?:(?:[" + "".join(f"{chr(256 + 3 * i)}-{chr(257 + 3 * i)}" for i in range(600)) + "]){99}){100}",
+     "written out is 5940000"),  # 99 x 100 copies of a 600-range class: 786 MB
+    ("(?x)[a-z ]{0,20}|((b{ 1000 }){ 1000 }){ 1000 }", "verbose mode"),  # Python read text, `regex` 10^9
+    ("a(?x: b{ 3 })", "verbose mode"),
 ])
 def test_patterns_that_grow_when_written_out_are_refused(pattern, says):
     """Counts were bounded one by one (1,000), not nested: 91 characters of schema took the server's

@@ -27,7 +27,7 @@ from playground.limits import CHECK_SECONDS
 
 CHECK_WORKER_SECONDS = 3 * CHECK_SECONDS  # the pattern budget below, plus a fork and jsonschema's own work
 CHECK_BYTES = 512 * 2**20
-PATTERNS_KEPT = 64  # compiled patterns kept: each at most MAX_PATTERN_SIZE written out, about 3 MB
+PATTERNS_KEPT = 16  # compiled patterns kept: each at most MAX_PATTERN_SIZE written out, about 7 MB
 
 NO_RETRIEVAL = referencing.Registry()  # resolving anything outside the document fails instead of fetching
 
@@ -153,6 +153,15 @@ def _validate_json(text: str, schema) -> tuple[bool, str | None]:
 
 
 def validate_regex(text: str, pattern: str) -> tuple[bool, str | None]:
+    """In a bounded worker, as the JSON check: the `regex` module's compile is the pattern written out."""
+    try:
+        return worker.bounded(_validate_regex, text, pattern, seconds=CHECK_WORKER_SECONDS, extra_bytes=CHECK_BYTES,
+                              task=("checking the output against the regex", "a simpler regex"))
+    except PlaygroundError as exc:
+        return False, f"could not be checked: {exc}"
+
+
+def _validate_regex(text: str, pattern: str) -> tuple[bool, str | None]:
     try:
         matched = compiled_pattern(pattern).fullmatch(text, timeout=CHECK_SECONDS) is not None
     except TimeoutError:
