@@ -140,10 +140,12 @@ def test_downloads_stay_within_their_folders_bound_and_carry_the_schema_minified
     monkeypatch.setattr(files, "DOWNLOADS_MAX_BYTES", 256 * 2**20)
     settings = Settings.from_preset(page_inputs.PRESETS["demo-json"])
     settings.max_new_tokens, settings.compare = 8, False
-    settings.schema = json.dumps(json.loads(settings.schema), indent="\t" * 200)  # the same schema, padded
+    schema = json.loads(settings.schema) | {"description": "\U0001F600" * 2_000}  # 12 bytes each, escaped twice
+    settings.schema = json.dumps(schema, indent="\t" * 200)  # the same schema, padded
     final = list(playground_tab.run(None, lambda *a, **k: None, *page_inputs.inputs_from_settings(settings)))[-1]
-    saved = json.loads(open(final[10]).read())["settings"]["schema"]
-    assert json.loads(saved) == json.loads(settings.schema) and len(saved) * 10 < len(settings.schema)
+    saved = json.loads(open(final[10], encoding="utf-8").read())["settings"]
+    assert json.loads(saved["schema"]) == schema and len(saved["schema"]) * 10 < len(settings.schema)
+    assert os.path.getsize(final[10]) < 4 * 2_000 + 20_000  # UTF-8 as written (escaped: 24,000 for the emoji)
 
 
 def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):

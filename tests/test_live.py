@@ -81,3 +81,26 @@ def test_a_constraints_notes_show_once_beside_the_metrics_then_under_the_verdict
     streaming = _view(snaps[0], final=False)
     stream, metrics, *_ = final = _view(snaps[-1], final=True)
     assert note in streaming[1] and note not in metrics and note in final[4]  # [4]: the verdict's badge
+
+
+def test_idle_work_is_handed_again_so_a_closed_page_ends_it():
+    """An experiment's point makes nothing for minutes, and Gradio closes the generator of a page
+    that has gone only when it hands it something: a closed page held the engine to the host's time
+    limit. With `idle`, the newest item is handed again; closing then stops the work at once."""
+    from playground.ui.pacing import paced
+    stopped = []
+
+    def make(stop):
+        yield "first"
+        while not stop.wait(0.05):  # a long point: nothing new
+            pass
+        stopped.append(time.monotonic())
+    items = paced(make, every=0.05, idle=0.3)
+    started = time.monotonic()
+    assert [next(items), next(items), next(items)] == ["first"] * 3  # handed again while idle
+    assert time.monotonic() - started >= 0.5
+    items.close()  # the page went away
+    time.sleep(0.3)
+    assert stopped  # the work saw it
+    quiet = paced(lambda stop: iter(["a"]), every=0.05, idle=0.01)
+    assert list(quiet) == ["a"]  # finished work: the last item once

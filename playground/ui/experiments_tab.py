@@ -17,6 +17,7 @@ from playground.ui.inputs import settings_from_inputs, typed
 from playground.ui.pacing import paced
 from playground.ui.share import RANGES
 
+IDLE_S = 2.0  # an experiment's progress is handed to the page again this often: a closed page is noticed then
 SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values reset when the axis changes
 log = logging.getLogger("playground.ui")
 
@@ -44,9 +45,10 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
+            yield []  # something to hand the page again while the first point is measured (IDLE_S)
             yield from sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint,
                                     halted=lambda: stop.is_set() or stop_requested(request, "sweep") or time.monotonic() > ends)
-        for rows in paced(sweep, live.PAGE_UPDATE_S):
+        for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows), began)})" if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
@@ -138,10 +140,11 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             halted = lambda: stop.is_set() or stop_requested(request, "compare_drafts") or time.monotonic() > ends  # noqa: E731
+            yield []  # as a sweep's
             yield from sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                              lambda f, msg: progress(f, desc=msg), halted)
         rows = []
-        for rows in paced(comparison, live.PAGE_UPDATE_S):
+        for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(len(rows), began)})"
                       if len(rows) < len(variants) else "")
             yield render.progress_note(status or _compared(rows, variants, prompts, ends), final=not status), \

@@ -21,7 +21,8 @@ def write_download(write, prefix: str, suffix: str) -> str | None:
     _prune(DOWNLOADS)
     _cap(DOWNLOADS, DOWNLOADS_MAX_BYTES)
     try:
-        with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, dir=DOWNLOADS, delete=False) as f:
+        with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, dir=DOWNLOADS, delete=False, encoding="utf-8",
+                                         errors="backslashreplace") as f:  # a lone surrogate: \udXXX, JSON's own escape
             write(f)
         return f.name
     except OSError as exc:

@@ -24,12 +24,15 @@ _engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix
 PAGE_SHARE = 0.03  # the most of the time the caller may spend on handed-over items (drawing, sending)
 
 
-def paced(make: Callable[[threading.Event], Iterator], every: float) -> Iterator:
+def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float | None = None) -> Iterator:
     """Run the iterator `make(stop)` on an engine thread (in the caller's context, so Gradio's
     progress reaches the page) and yield its newest item at most every `every` seconds, and no more
     often than keeps the caller's own time per item under PAGE_SHARE of the wall time (its work
     competes with the engine for the CPU); the last item always. An error there is raised here.
-    Closing this generator sets `stop` (the work should end at its next item) without waiting."""
+    Closing this generator sets `stop` (the work should end at its next item) without waiting.
+    With `idle`, the newest item again after that long without a new one: Gradio closes the
+    generator of a page that has gone only when it hands it something (an experiment's point makes
+    nothing for minutes)."""
     stop, finished, failure = threading.Event(), threading.Event(), []
     newest = [0, None]  # [items made, the last] (an item may be the same object, grown)
 
@@ -42,13 +45,14 @@ def paced(make: Callable[[threading.Event], Iterator], every: float) -> Iterator
         finally:
             finished.set()
     _engine.submit(contextvars.copy_context().run, work)
-    sent, wait = 0, every
+    sent, wait, last = 0, every, time.monotonic()
     try:
         while not finished.wait(wait):
             count, item = newest
-            if count != sent:
+            if count != sent or (idle is not None and count and time.monotonic() - last >= idle):
                 sent, handed = count, time.perf_counter()
                 yield item
+                last = time.monotonic()
                 wait = max(every, (time.perf_counter() - handed) / PAGE_SHARE)
         if failure:
             raise failure[0]
