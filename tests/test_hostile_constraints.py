@@ -310,6 +310,9 @@ def test_what_the_meta_schema_check_meets_is_bounded_before_it(monkeypatch):
         from_user(schema=json.dumps(slow))
     with pytest.raises(PlaygroundError, match="checking the regex took longer than 0.5 s"):  # re's compile: seconds
         from_user(regex=slow["pattern"])
+    from playground.ui import inputs as page_inputs  # the check as typed says so as Run would (it said "over 3 s")
+    told = page_inputs.check_constraint("JSON schema", json.dumps(slow))
+    assert "badge-bad" in told and "checking the schema took longer than 0.5 s" in told
 
 
 def test_a_pattern_nesting_groups_too_deeply_is_refused_by_name():

@@ -254,6 +254,10 @@ def page_url(request: gr.Request | None) -> str:
 CONSTRAINT_OK = '<span class="badge badge-ok">looks fine</span>'
 
 
+def _refused(exc: PlaygroundError) -> str:
+    return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
+
+
 def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled: bool = False) -> str:
     """Checks as the user types: JSON, meta-schema, regex or grammar syntax, and the backend's own reading of
     them (what Run would refuse before the model's tokenizer is involved). compiled: a run just
@@ -261,11 +265,14 @@ def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled
     if kind not in KIND_FIELDS or not (text or "").strip():
         return ""
     try:
-        spec = from_user(**{KIND_FIELDS[kind]: text}, backend=backend)
+        spec = from_user(**{KIND_FIELDS[kind]: text}, backend=backend)  # past its time too, Run refuses it
+    except PlaygroundError as exc:
+        return _refused(exc)
+    try:
         notes = read_constraint(spec)
     except TooSlow:
         return CONSTRAINT_OK if compiled else (f'<span class="badge">not checked as typed (over {READ_SECONDS:g} s): '
                                                'Run checks it in full</span>')
     except PlaygroundError as exc:
-        return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
+        return _refused(exc)
     return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
