@@ -123,6 +123,7 @@ def _parsed_schema(text: str) -> Schema:
     return Schema(schema, draft, engine)
 
 
+@functools.lru_cache(maxsize=256)  # patterns checked fine (at most 2,000 characters each): one fork each, not one a run
 def check_regex(pattern: str) -> None:
     """The output is later checked with Python's syntax (by the `regex` module), so the pattern
     must mean the same there. In a bounded worker, as a schema's parse: Python's re took 1.9 s to
