@@ -45,7 +45,8 @@ def _cap(folder: pathlib.Path, most: int) -> None:
     found = []
     for path in folder.glob("*"):
         try:
-            found.append((path.stat().st_mtime, path.stat().st_size, path))
+            stat = path.stat()
+            found.append((stat.st_mtime, stat.st_size, path))
         except OSError:
             pass
     total = sum(size for _, size, _ in found)
