@@ -386,6 +386,30 @@ def test_grammar_constraint(pair, tokenizer, tmp_path):
     assert texts[0] == texts[1]
 
 
+@pytest.mark.parametrize("grammar, backends", [
+    ('start: word "!"\nword[max_tokens=3]: /[a-z ]+/\n', BACKENDS),  # xgrammar's Lark reads max_tokens too
+    ('start: word "!"\nword[stop="z"]: /[a-y ]+/\n', ("llguidance",))])
+def test_a_rule_llguidance_cannot_roll_back_is_replayed(pair, tokenizer, grammar, backends):
+    """llguidance refuses to roll back a grammar with a rule's max_tokens= or stop=, and a rejected
+    guess stopped the run ("rollback not supported"): the matcher replays from a copy instead, and
+    gives the masks xgrammar gives (the same sampled tokens)."""
+    rejected = 0
+    for temperature, seed in RUNS:
+        cfg = session.settings(k=3, temperature=temperature, seed=seed, max_new_tokens=40)
+        outputs = []
+        for backend in backends:
+            constraint = constrained(pair, "grammar", grammar, backend)
+            speculative = session.run(pair, tokenizer("x").input_ids, cfg, constraint=constraint)
+            alone = session.run(pair, tokenizer("x").input_ids, cfg, speculative=False, constraint=constraint)
+            assert speculative.token_ids == alone.token_ids or temperature  # sampled: the same distribution
+            rejected += sum(e.kind == "rejected" for r in speculative.rounds for e in r.tokens)
+            outputs.append(speculative.text)
+        if "max_tokens" in grammar:
+            assert speculative.valid and len(tokenizer(outputs[0][:-1]).input_ids) <= 3, outputs
+        assert len(set(outputs)) == 1
+    assert rejected, "no guess was refused: nothing rolled back"
+
+
 def test_a_dead_end_replays_from_the_newest_copy_before_it(tokenizer):
     """Undoing a guess into a Lark dead end replays what is kept on a copy taken at most
     2 x CHECKPOINT_EVERY tokens back (a replay from the start cost the output's length each time);

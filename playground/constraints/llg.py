@@ -90,7 +90,8 @@ class LLGuidanceMatcher:
     Lark grammar can allow a token into a dead end (a rule nothing can complete), so a draft's guess
     there is undone by replaying the kept tokens on a copy of the matcher taken before them (the
     newest of two copies kept every CHECKPOINT_EVERY tokens: a replay of at most twice that for a
-    rollback of up to CHECKPOINT_EVERY tokens; from the start for a deeper one)."""
+    rollback of up to CHECKPOINT_EVERY tokens; from the start for a deeper one). A rule with
+    max_tokens= or stop= cannot be rolled back in llguidance at all: every rollback replays."""
 
     def __init__(self, fresh):
         self.fresh = fresh  # () -> a new llguidance.LLMatcher of the same grammar
@@ -118,11 +119,12 @@ class LLGuidanceMatcher:
         del self.consumed[len(self.consumed) - n:]
         while self.checkpoints and self.checkpoints[-1][0] > len(self.consumed):
             self.checkpoints.pop()
-        if not self.m.is_error():
-            self.m.rollback(n)
+        if not self.m.is_error() and self.m.rollback(n):
             return
+        # the error is sticky (a dead end, or a rollback llguidance refuses: a grammar with a rule's
+        # max_tokens= or stop=), so the state is rebuilt from before it
         start, saved = self.checkpoints[-1] if self.checkpoints else (0, None)
-        self.m = saved.deep_copy() if saved else self.fresh()  # the error is sticky: from before it
+        self.m = saved.deep_copy() if saved else self.fresh()
         if not all(self.m.consume_token(t) for t in self.consumed[start:]):
             raise RuntimeError("llguidance refused tokens it had consumed before")
 
