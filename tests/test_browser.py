@@ -1,6 +1,7 @@
 """The app in headless Chromium (Debian's package, driven by Playwright without a browser download):
 open a share link, run, see coloured tokens and a rendered chart, press Stop. Screenshots are saved
 under artifacts/ for a human to look at."""
+import json
 import pathlib
 import re
 import shutil
@@ -257,3 +258,17 @@ def test_the_export_tab_shows_a_shared_setting_with_copy_buttons(page, app_url):
         expect(page.locator(box).get_by_role("button", name=re.compile("copy", re.I))).to_have_count(1)
     page.screenshot(path=str(ARTIFACTS / "export-tab.png"), full_page=True)
     assert dialogs == []
+
+
+def test_the_run_downloads_as_json(page, app_url):
+    """The file the page offers is the one written (served from Gradio's folder as it is, no copy)."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
+    expect(page.locator("#max-tokens input[type=number]")).to_have_value("16", timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#metrics").get_by_text("tokens per target pass")).to_be_visible(timeout=60_000)
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    with page.expect_download(timeout=30_000) as download:
+        page.click("#download-run")
+    report = json.loads(pathlib.Path(download.value.path()).read_text(encoding="utf-8"))
+    assert report["settings"]["max_new_tokens"] == 16 and 0 < len(report["token_ids"]) <= 16
+    assert page.locator("#output-text textarea").input_value() == report["text"]

@@ -148,6 +148,22 @@ def test_downloads_stay_within_their_folders_bound_and_carry_the_schema_minified
     assert os.path.getsize(final[10]) < 4 * 2_000 + 20_000  # UTF-8 as written (escaped: 24,000 for the emoji)
 
 
+def test_gradio_serves_a_download_as_written_without_a_copy_of_its_own():
+    """Gradio copies a file it is handed into its cache folder unless it is there already; those
+    copies were bounded by age alone (about 1 MB a run for a 256,000-character schema). Downloads are
+    written inside that folder, so the folder's byte bound holds all of them."""
+    from playground.ui.page import demo
+    path = files.write_download(lambda f: f.write("{}"), "served-", ".json")
+    assert demo.move_resource_to_block_cache(path) == os.path.abspath(path)
+    elsewhere = files.DOWNLOADS.parent.parent / "elsewhere.json"  # outside Gradio's folder: the copy it made
+    elsewhere.write_text("{}")
+    try:
+        copy = demo.move_resource_to_block_cache(str(elsewhere))
+        assert copy != str(elsewhere) and os.path.exists(copy)
+    finally:
+        elsewhere.unlink()
+
+
 def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
     old = files.write_download(lambda f: f.write("{}"), "old-", ".json")
     os.utime(old, (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)

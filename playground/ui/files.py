@@ -1,5 +1,8 @@
 """The server's files per browser session: downloads (a run's JSON, a sweep's CSV), removed after
-an hour, and stop flags (a file, so that a ZeroGPU worker process sees it too)."""
+an hour, and stop flags (a file, so that a ZeroGPU worker process sees it too).
+
+Downloads are written inside Gradio's own cache folder: Gradio serves a file from there as it is,
+where it copies any other file into that folder first (a second copy, bounded by age alone)."""
 import logging
 import pathlib
 import re
@@ -7,10 +10,18 @@ import tempfile
 import time
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 
-DOWNLOADS = pathlib.Path(tempfile.mkdtemp(prefix="playground-downloads-"))  # run JSON and sweep CSV files
+
+def _in_gradios_cache(prefix: str) -> pathlib.Path:
+    root = pathlib.Path(get_upload_folder())
+    root.mkdir(parents=True, exist_ok=True)
+    return pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+
+
+DOWNLOADS = _in_gradios_cache("playground-downloads-")  # run JSON and sweep CSV files
 STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per session whose run must stop
-DOWNLOAD_TTL_S = 3600  # older downloads are removed (Gradio's cached copies too: delete_cache below)
+DOWNLOAD_TTL_S = 3600  # older downloads are removed (by Gradio too: delete_cache in page.py)
 DOWNLOADS_MAX_BYTES = 256 * 2**20  # past this the oldest downloads go first (a run's file is at most about 1 MB)
 log = logging.getLogger("playground.ui")
 
