@@ -10,6 +10,7 @@ from playground.models.loading import load_pair
 from playground.ui.inputs import DEFAULT
 from playground.ui.page import demo
 from playground.ui.serving import launch_options
+from playground.ui.warm_up import wanted, warm_up
 
 if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, moved to the GPU per call
     load_pair(DEFAULT.target, DEFAULT.draft)
@@ -17,4 +18,6 @@ if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, move
 if __name__ == "__main__":
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
+    if wanted():  # a GPU host: the default pair loaded and compiled before the first visitor
+        warm_up(DEFAULT)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE).launch(**launch_options())
