@@ -126,6 +126,38 @@ def test_eviction_frees_a_model_at_once(saved_pair):
         gc.enable()
 
 
+def test_runs_at_once_load_a_model_once(saved_pair, monkeypatch):
+    """Two runs at once (PLAYGROUND_CONCURRENCY > 1) asking for a model not loaded yet: one loads it,
+    the other says it waits and then takes the same model (each loaded its own copy, both past a
+    memory check that counted neither)."""
+    import threading
+    target, _ = saved_pair
+    models.CACHE.entries.clear()
+    loads, started, release = [], threading.Event(), threading.Event()
+    real = models._from_pretrained
+
+    def slow(*args):
+        loads.append(args[0])
+        started.set()
+        release.wait(30)
+        return real(*args)
+    monkeypatch.setattr(models, "_from_pretrained", slow)
+    got, told = [], []
+    first = threading.Thread(target=lambda: got.append(models.load_model(str(target), torch.device("cpu"))))
+    first.start()
+    assert started.wait(30)
+    second = threading.Thread(target=lambda: got.append(models.load_model(
+        str(target), torch.device("cpu"), progress=lambda f, message: told.append(message))))
+    second.start()
+    try:
+        second.join(0.5)
+        assert second.is_alive() and told and told[0].startswith("waiting for another model")
+    finally:
+        release.set()
+        first.join(30), second.join(30)
+    assert loads == [str(target)] and len(got) == 2 and got[0][0] is got[1][0]
+
+
 def test_progress_is_reported(saved_pair):
     target, draft = saved_pair
     models.CACHE.entries.clear()

@@ -4,6 +4,7 @@ model needs, and the LRU of loaded models: room."""
 import collections
 import os
 import pathlib
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -20,6 +21,7 @@ from playground.models.room import CACHE, packed_bytes, packs, refuse_before_dow
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
+LOADING = threading.Lock()  # one model loads at a time (load_model)
 
 
 @dataclass(slots=True)
@@ -64,6 +66,20 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
     key = (model_id, str(device), str(dtype or "default"))
     if (hit := CACHE.get(key)) is not None:
         return hit
+    # One load at a time: two runs at once (PLAYGROUND_CONCURRENCY > 1) each passed the memory check
+    # for what the other was loading, and the same model could be loaded twice.
+    if not LOADING.acquire(blocking=False):
+        report(progress, 0.0, f"waiting for another model to finish loading before {model_id}")
+        LOADING.acquire()
+    try:
+        if (hit := CACHE.get(key)) is not None:  # loaded while this call waited
+            return hit
+        return _load_model(model_id, key, device, dtype, progress)
+    finally:
+        LOADING.release()
+
+
+def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dtype | None, progress):
     path = locate(model_id, progress, lambda config_dir: refuse_before_download(model_id, config_dir, device, dtype))
     try:
         dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32))
