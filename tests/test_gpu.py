@@ -126,6 +126,21 @@ def test_cli_compile_on_cuda(capsys):
     assert out["identical_to_baseline"] is True and out["compile_s"] >= 0 and len(out["token_ids"]) == 64
 
 
+def test_the_start_up_warm_up_leaves_the_first_run_nothing_to_compile():
+    """app.py on a GPU host (playground.ui.warm_up): the default run's passes compiled and its rounds
+    captured before the page is served; a visitor's run of another prompt makes neither."""
+    import dataclasses
+    from playground.presets import Settings
+    from playground.ui import inputs as page_inputs, live, warm_up
+    settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), max_new_tokens=48)
+    assert warm_up.wanted() and settings.compile and warm_up.warm_up(settings) is not None
+    graphs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
+    made = set(session.load_pair(settings.target, settings.draft).programs)  # (the loaded pair, kept)
+    pair, ids, cfg, _ = live.prepare(dataclasses.replace(settings, prompt=settings.prompt[:20], max_new_tokens=90))
+    assert session.run(pair, ids, cfg).token_ids
+    assert dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") == graphs and set(pair.programs) == made
+
+
 PAIR_AFTER_PAIR = """
 import gc, torch
 from playground import session
