@@ -8,6 +8,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from playground import session
 from playground.engine import attention
 from playground.engine.static import StaticRunner
+from playground.models import loading
 from tests import tiny
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
 
@@ -103,6 +104,7 @@ def test_on_a_gpu_a_pair_attends_folded_from_its_load(monkeypatch):
     from playground.presets import get_preset
     preset = get_preset("demo")
     monkeypatch.setattr(session, "folds_on", lambda device: True)  # a GPU's choice, on this CPU
+    monkeypatch.setattr(loading, "PAIRS", {})  # a pair made now: the load's changes are made for it
     pair = session.load_pair(preset.target, preset.draft)
     try:
         assert {pair.target.config._attn_implementation, pair.draft.config._attn_implementation} == {attention.NAME}

@@ -158,6 +158,46 @@ def test_runs_at_once_load_a_model_once(saved_pair, monkeypatch):
     assert loads == [str(target)] and len(got) == 2 and got[0][0] is got[1][0]
 
 
+def test_runs_at_once_change_a_new_pairs_models_once(monkeypatch):
+    """Two runs given the same new pair joined its projections at once (a GPU's in-place change,
+    made here on the CPU): both passed the check for a joined weight, and the second then failed
+    (AttributeError: no gate_proj) in 15 of 15 tries."""
+    import threading
+    from playground.presets import get_preset
+    preset = get_preset("demo")
+    monkeypatch.setattr(session, "fuses_on", lambda device: True)
+    monkeypatch.setattr(models, "PAIRS", {})
+    models.CACHE.entries.clear()
+    try:
+        for _ in range(3):
+            models.CACHE.entries.clear()
+            pairs, errors = [], []
+
+            def load():
+                try:
+                    pairs.append(session.load_pair(preset.target, preset.draft))
+                except Exception as exc:  # noqa: BLE001 (what the other thread raises is the finding)
+                    errors.append(exc)
+            threads = [threading.Thread(target=load) for _ in range(2)]
+            [t.start() for t in threads], [t.join(60) for t in threads]
+            assert not errors and len(pairs) == 2 and pairs[0] is pairs[1] and pairs[0].prepared
+            assert not hasattr(pairs[0].target.model.layers[0].mlp, "gate_proj")  # joined, once
+    finally:
+        models.CACHE.entries.clear()  # the joined models are not left to later tests
+
+
+def test_a_pair_is_given_again_until_one_of_its_models_leaves_the_cache(saved_pair):
+    """Runs get the same pair (its captured programs serve them all); an evicted model takes its
+    pairs with it, so nothing keeps it."""
+    target, draft = saved_pair
+    first = models.load_pair(str(target), str(draft), "cpu")
+    assert models.load_pair(str(target), str(draft), "cpu") is first
+    gone = weakref.ref(first.draft)
+    del first
+    models.CACHE.make_room(2**62, torch.device("cpu"))  # evict everything
+    assert gone() is None and not [p for p in models.PAIRS.values() if p.target_id == str(target)]
+
+
 def test_progress_is_reported(saved_pair):
     target, draft = saved_pair
     models.CACHE.entries.clear()

@@ -11,16 +11,22 @@ from playground.presets import Settings
 from playground.ui import inputs as page_inputs, live, warm_up
 
 
-def test_a_run_after_the_warm_up_compiles_nothing(caplog):
+def test_a_run_after_the_warm_up_compiles_nothing(caplog, monkeypatch):
+    """Neither a pass nor a round's programs (kept with the pair, which later runs are given again:
+    each run had a pair of its own, and captured its rounds again)."""
+    monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})  # rounds as programs, as on a GPU
     settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), compile=True, max_new_tokens=24)
     with caplog.at_level(logging.INFO, logger="playground.warm_up"):
         assert warm_up.warm_up(settings) > 0
     assert any("compiling the target's" in r.getMessage() for r in caplog.records)  # progress goes to the log
     graphs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
+    made = dict(session.load_pair(settings.target, settings.draft).programs)
     other = dataclasses.replace(settings, prompt=settings.prompt * 3, max_new_tokens=40)  # another prompt, same capacity
-    pair, ids, cfg, _ = live.prepare(other)
+    told = []
+    pair, ids, cfg, _ = live.prepare(other, progress=lambda fraction, message: told.append(message))
     result = session.run(pair, ids, cfg)
     assert dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") == graphs and result.token_ids
+    assert made and pair.programs == made and not told  # nothing made again, nothing to wait for
 
 
 def test_a_failing_warm_up_is_logged_and_the_page_starts(caplog):

@@ -21,7 +21,9 @@ from playground.models.room import CACHE, packed_bytes, packs, refuse_before_dow
 
 NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
 CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
-LOADING = threading.Lock()  # one model loads at a time (load_model)
+LOADING = threading.Lock()  # one model loads at a time (load_model), and one pair's models change in place
+PAIRS: dict[tuple, "Pair"] = {}  # the pair of each (target, draft, device, dtype) while both models are cached:
+PAIRING = threading.Lock()  # what runs keep on a pair (its captured programs) serves the next run
 
 
 @dataclass(slots=True)
@@ -39,6 +41,7 @@ class Pair:
     context: int = 2**31  # positions both models can attend to (prompt + new tokens)
     programs: collections.OrderedDict = field(default_factory=collections.OrderedDict)  # the engine's
     # captured round programs for this pair (playground.engine.fused), freed with it
+    prepared: bool = False  # the session's in-place changes to its models are made (session.load_pair)
 
     @property
     def device(self) -> torch.device:
@@ -165,9 +168,26 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
     elif draft_id != NGRAM:
         draft, draft_tokenizer, draft_threads = load_model(draft_model_id, dev, dtype, sub_progress(progress, 0.5, 1.0))
         check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_model_id)
-    widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None and vocab_map(m) is None]
-    return Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer),
-                target_threads, draft_threads, cascade, min(context_length(m) for m in (target, draft) if m is not None))
+    key = (target_id, draft_id, str(dev), str(dtype))
+    with PAIRING:
+        kept = PAIRS.get(key)
+        if kept is None or kept.target is not target or kept.draft is not draft:  # new, or its models reloaded
+            widths = [m.config.get_text_config().vocab_size for m in (target, draft)
+                      if m is not None and vocab_map(m) is None]
+            kept = PAIRS[key] = Pair(target, draft, tokenizer, target_id, draft_id, min(widths),
+                                     eos_token_ids(target, tokenizer), target_threads, draft_threads, cascade,
+                                     min(context_length(m) for m in (target, draft) if m is not None))
+        return kept
+
+
+def _forget_pairs(model) -> None:
+    """A model left the cache: the pairs holding it go too (their programs with them), so it is freed."""
+    with PAIRING:
+        for key in [k for k, p in PAIRS.items() if model is p.target or model is p.draft]:
+            del PAIRS[key]
+
+
+CACHE.on_evict.append(_forget_pairs)
 
 
 def is_way_of_drafting(model_id: str) -> bool:

@@ -5,6 +5,7 @@ killer. Sizes count the packed copy of a CPU model's linear weights (playground.
 import collections
 import gc
 import pathlib
+import threading
 
 import torch
 
@@ -19,36 +20,45 @@ class ModelCache:
     def __init__(self, max_entries: int = 4):
         self.max_entries = max_entries
         self.entries: collections.OrderedDict = collections.OrderedDict()
+        self.lock = threading.RLock()  # runs look models up while another run loads one
+        self.on_evict: list = []  # called with each evicted model (what else holds it lets go)
 
     def get(self, key):
-        if key in self.entries:
-            self.entries.move_to_end(key)
-            return self.entries[key]
-        return None
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return self.entries[key]
+            return None
 
     def put(self, key, value) -> None:
-        self.entries[key] = value
-        self.entries.move_to_end(key)
-        while len(self.entries) > self.max_entries:
-            self._evict_oldest()
+        with self.lock:
+            self.entries[key] = value
+            self.entries.move_to_end(key)
+            while len(self.entries) > self.max_entries:
+                self._evict_oldest()
 
     def held_bytes(self, device: torch.device) -> int:
         """Bytes of the cached models' weights on this device, packed copies included (what evicting
         them all would free)."""
-        return sum(t.numel() * t.element_size() for model, *_ in self.entries.values()
-                   for t in _weights(model) if t.device.type == device.type)
+        with self.lock:
+            models = [model for model, *_ in self.entries.values()]
+        return sum(t.numel() * t.element_size() for model in models for t in _weights(model) if t.device.type == device.type)
 
     def make_room(self, need_bytes: int, device: torch.device) -> None:
-        while self.entries and placement.free_memory(device) < need_bytes * 1.2:
-            self._evict_oldest()
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
+        with self.lock:
+            while self.entries and placement.free_memory(device) < need_bytes * 1.2:
+                self._evict_oldest()
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
 
     def _evict_oldest(self) -> None:
         """Drop the oldest entry and collect it now: patched (bf16 CPU) and compiled models sit in
         reference cycles, which would otherwise keep their weights until some later collection,
         and make_room would see no memory freed and evict everything."""
-        self.entries.popitem(last=False)
+        _, (model, *_) = self.entries.popitem(last=False)
+        for forget in self.on_evict:
+            forget(model)
+        del model
         gc.collect()
 
 

@@ -38,6 +38,16 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
     joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not), and with
     PLAYGROUND_DRAFT_GEMV=1 the draft's short passes' products compile as reductions (playground.models.row_products)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
+    if not pair.prepared:
+        with loading.LOADING:  # two runs given the same new pair must not change its models at once
+            if not pair.prepared:
+                _change_in_place(pair)
+                pair.prepared = True
+    return pair
+
+
+def _change_in_place(pair: Pair) -> None:
+    """What a GPU run needs of a pair's models (each change made once per model, kept while it is)."""
     for model in (m for m in (pair.target, pair.draft) if m is not None):
         if folds_on(pair.device):
             fold_grouped_heads(model)
@@ -45,7 +55,6 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
             fuse_projections(model)
     if pair.draft is not None and pair.draft is not pair.target and gemv_on(pair.device):
         reduce_row_products(pair.draft)  # (a model loaded earlier as a target and compiled then stays as it is)
-    return pair
 
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,

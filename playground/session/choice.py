@@ -156,7 +156,9 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, 
         sides.append(((target, draft), fused and isinstance(target, StaticRunner)))
     static = [(name, r) for (pair_runners, _) in sides for name, r in zip(("target", "draft"), pair_runners)
               if isinstance(r, StaticRunner)]
-    total = sum(len(r.pending_compiles()) for _, r in static) + sum(f for _, f in sides)
+    uncaptured = [ps for ps in (fused_proposer(pair, cfg, *pair_runners).programs for pair_runners, fused in sides
+                                if fused) if ps.pending()]  # (kept with the pair: a later run captures nothing)
+    total = sum(len(r.pending_compiles()) for _, r in static) + len(uncaptured)
     done, made = 0, 0
 
     def tell(message: str) -> None:
@@ -166,10 +168,9 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, 
             progress((done - 1) / max(total, 1), f"{message} ({done}/{total}; once per model, k and context size)")
     for name, runner in static:
         runner.warm(lambda width, name=name: tell(f"compiling the {name}'s {width}-token pass"))
-    for (target, draft), fused in sides:
-        if fused:
-            tell("capturing the round's graphs")
-            made += fused_proposer(pair, cfg, target, draft).programs.capture_all()
+    for programs in uncaptured:
+        tell("capturing the round's graphs")
+        made += programs.capture_all()
     if any(r.compile_s for _, r in static) or made:
         _finish_device_work(pair)
         return time.perf_counter() - started
