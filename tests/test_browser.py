@@ -269,6 +269,7 @@ def test_the_run_downloads_as_json(page, app_url):
     expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
     with page.expect_download(timeout=30_000) as download:
         page.click("#download-run")
+    assert "/playground-downloads-" in urllib.parse.unquote(download.value.url)  # served as written, not a copy
     report = json.loads(pathlib.Path(download.value.path()).read_text(encoding="utf-8"))
     assert report["settings"]["max_new_tokens"] == 16 and 0 < len(report["token_ids"]) <= 16
     assert page.locator("#output-text textarea").input_value() == report["text"]

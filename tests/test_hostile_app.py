@@ -3,6 +3,7 @@ error naming its cause, nothing is fetched, and the server keeps answering other
 import dataclasses
 import json
 import os
+import re
 import time
 import urllib.parse
 import urllib.request
@@ -148,20 +149,22 @@ def test_downloads_stay_within_their_folders_bound_and_carry_the_schema_minified
     assert os.path.getsize(final[10]) < 4 * 2_000 + 20_000  # UTF-8 as written (escaped: 24,000 for the emoji)
 
 
-def test_gradio_serves_a_download_as_written_without_a_copy_of_its_own():
+def test_gradio_serves_a_download_as_written_without_a_copy_of_its_own(tmp_path):
     """Gradio copies a file it is handed into its cache folder unless it is there already; those
     copies were bounded by age alone (about 1 MB a run for a 256,000-character schema). Downloads are
-    written inside that folder, so the folder's byte bound holds all of them."""
+    written inside that folder, so the folder's byte bound holds all of them; there any path is
+    served, so each name is unguessable (128 random bits) and a prefix names no other folder."""
     from playground.ui.page import demo
     path = files.write_download(lambda f: f.write("{}"), "served-", ".json")
     assert demo.move_resource_to_block_cache(path) == os.path.abspath(path)
-    elsewhere = files.DOWNLOADS.parent.parent / "elsewhere.json"  # outside Gradio's folder: the copy it made
+    assert re.fullmatch(r"served-[0-9a-f]{32}\.json", os.path.basename(path))
+    elsewhere = tmp_path / "elsewhere.json"  # outside Gradio's folder: the copy it made
     elsewhere.write_text("{}")
-    try:
-        copy = demo.move_resource_to_block_cache(str(elsewhere))
-        assert copy != str(elsewhere) and os.path.exists(copy)
-    finally:
-        elsewhere.unlink()
+    copy = demo.move_resource_to_block_cache(str(elsewhere))
+    assert copy != str(elsewhere) and os.path.exists(copy)
+    os.remove(copy)
+    sneaky = files.write_download(lambda f: f.write("x"), "../../../sweep-", "/../x.csv")
+    assert os.path.dirname(sneaky) == str(files.DOWNLOADS) and "/" not in os.path.basename(sneaky)
 
 
 def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):

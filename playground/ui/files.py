@@ -2,10 +2,15 @@
 an hour, and stop flags (a file, so that a ZeroGPU worker process sees it too).
 
 Downloads are written inside Gradio's own cache folder: Gradio serves a file from there as it is,
-where it copies any other file into that folder first (a second copy, bounded by age alone)."""
+where it copies any other file into that folder first (a second copy, bounded by age alone). There
+any file is served to whoever names its path, so each name carries 128 random bits (the folder's
+name is in every download's address). Gradio removes its files by age (delete_cache in page.py,
+which also forgets them); this folder's own pruning comes later, for what Gradio never tracked, and
+its byte bound removes the oldest early (each such file stays a line in Gradio's list)."""
 import logging
 import pathlib
 import re
+import secrets
 import tempfile
 import time
 
@@ -21,31 +26,33 @@ def _in_gradios_cache(prefix: str) -> pathlib.Path:
 
 DOWNLOADS = _in_gradios_cache("playground-downloads-")  # run JSON and sweep CSV files
 STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per session whose run must stop
-DOWNLOAD_TTL_S = 3600  # older downloads are removed (by Gradio too: delete_cache in page.py)
+DOWNLOAD_TTL_S = 3600  # Gradio removes older downloads (delete_cache in page.py, every SWEEP_S)
+SWEEP_S = 600
 DOWNLOADS_MAX_BYTES = 256 * 2**20  # past this the oldest downloads go first (a run's file is at most about 1 MB)
 log = logging.getLogger("playground.ui")
 
 
 def write_download(write, prefix: str, suffix: str) -> str | None:
-    """A file in this app's own download folder, where files older than DOWNLOAD_TTL_S are removed,
-    and the oldest past DOWNLOADS_MAX_BYTES in all."""
-    _prune(DOWNLOADS)
+    """A file in this app's own download folder, named unguessably, where files older than an hour
+    are removed, and the oldest past DOWNLOADS_MAX_BYTES in all."""
+    _prune(DOWNLOADS, DOWNLOAD_TTL_S + 2 * SWEEP_S)
     _cap(DOWNLOADS, DOWNLOADS_MAX_BYTES)
+    prefix, suffix = (re.sub(r"[^A-Za-z0-9_.-]|\.\.", "_", part)[:40] for part in (prefix, suffix))  # (a name, no path)
+    path = DOWNLOADS / f"{prefix}{secrets.token_hex(16)}{suffix}"
     try:
-        with tempfile.NamedTemporaryFile("w", suffix=suffix, prefix=prefix, dir=DOWNLOADS, delete=False, encoding="utf-8",
-                                         errors="backslashreplace") as f:  # a lone surrogate: \udXXX, JSON's own escape
+        with open(path, "x", encoding="utf-8", errors="backslashreplace") as f:  # a lone surrogate: \udXXX, JSON's own escape
             write(f)
-        return f.name
+        return str(path)
     except OSError as exc:
         log.warning("could not write a download: %s", exc)
         return None
 
 
-def _prune(folder: pathlib.Path) -> None:
-    """Remove the folder's files older than DOWNLOAD_TTL_S."""
+def _prune(folder: pathlib.Path, age: float) -> None:
+    """Remove the folder's files older than `age` seconds."""
     for old in folder.glob("*"):
         try:
-            if time.time() - old.stat().st_mtime > DOWNLOAD_TTL_S:
+            if time.time() - old.stat().st_mtime > age:
                 old.unlink()
         except OSError:
             pass
@@ -79,7 +86,7 @@ def stop_flag(request: gr.Request | None, job: str = "run") -> pathlib.Path | No
 def request_stop(request: gr.Request, job: str = "run") -> None:
     flag = stop_flag(request, job)
     if flag is not None:
-        _prune(STOPS)  # a Stop no job read (a session that ran nothing, made up by a script) goes in time
+        _prune(STOPS, DOWNLOAD_TTL_S)  # a Stop no job read (a session that ran nothing, made up by a script) goes in time
         flag.touch()
 
 

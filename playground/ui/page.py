@@ -11,7 +11,7 @@ from playground.ui.api import generate
 from playground.ui.experiments_tab import (SWEEP_DEFAULTS, calculator, column_headers, column_widths, experiment_buttons,
                                            run_comparison, run_sweep)
 from playground.ui.export_tab import export_view
-from playground.ui.files import DOWNLOAD_TTL_S
+from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, make_share_link, named_inputs,
                                   preset_note, think_budget_shown, restore_from_url)
@@ -36,7 +36,7 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 `k * c + 1`, where `c` is a draft pass's cost in target passes.
 """
 
-with gr.Blocks(title="Speculative decoding playground", delete_cache=(600, DOWNLOAD_TTL_S)) as demo:
+with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S)) as demo:
     gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
