@@ -390,8 +390,10 @@ MAX_TOKENS_GRAMMAR = 'start: word "!"\nword[max_tokens=3]: /[a-z ]+/\n'  # (xgra
 STOP_GRAMMAR = 'start: word "!"\nword[stop="z"]: /[a-y ]+/\n'
 
 
-@pytest.mark.parametrize("grammar", [MAX_TOKENS_GRAMMAR, STOP_GRAMMAR])
-def test_a_rule_llguidance_cannot_roll_back_is_replayed(pair, tokenizer, grammar):
+@pytest.mark.parametrize("grammar, text, backs", [
+    (MAX_TOKENS_GRAMMAR, "ab c", range(1, 4)), (STOP_GRAMMAR, "ab c", range(1, 4)),
+    ('start: word+ "!"\nword[max_tokens=3]: /[a-z]+ /\n', "ab cd " * 20, (1, 7, 20, 40, 70, 81))])  # past the copies
+def test_a_rule_llguidance_cannot_roll_back_is_replayed(tokenizer, grammar, text, backs):
     """llguidance refuses to roll back a grammar with a rule's max_tokens= or stop=, and a rejected
     guess stopped the run ("rollback not supported"): the matcher replays from a copy instead, its
     masks those of a matcher fed only the kept tokens."""
@@ -405,14 +407,19 @@ def test_a_rule_llguidance_cannot_roll_back_is_replayed(pair, tokenizer, grammar
         matcher.fill_bitmask(row)
         return row
 
-    written = tokenizer("ab c").input_ids
-    for back in range(1, len(written) + 1):
+    written = tokenizer(text).input_ids
+    for back in backs:
         matcher = backend.matcher(compiled)
         assert all(matcher.consume(t) for t in written)
         matcher.rollback(back)
         reference = backend.matcher(compiled)
         assert all(reference.consume(t) for t in written[:len(written) - back])
         assert matcher.error() is None and torch.equal(mask(matcher), mask(reference))
+
+
+@pytest.mark.parametrize("grammar", [MAX_TOKENS_GRAMMAR, STOP_GRAMMAR])
+def test_a_run_through_a_rule_llguidance_cannot_roll_back(pair, tokenizer, grammar):
+    """Speculation with refused guesses inside such a rule: greedy, the target alone's tokens."""
     rejected = 0
     for temperature, seed in RUNS:
         cfg = session.settings(k=3, temperature=temperature, seed=seed, max_new_tokens=40)
