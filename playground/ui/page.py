@@ -106,7 +106,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                                   "the constraint applies to the answer alone; at the budget, </think> is forced.")
                     example_constraint = gr.Dropdown(list(EXAMPLE_CONSTRAINTS), label="Examples", value=None)
                 with gr.Row():
-                    run_btn = gr.Button("Run", variant="primary", elem_id="run-button")
+                    run_btn = gr.Button("Run", variant="primary", elem_id="run-button", interactive=False)  # until
+                    # the link's settings are shown (a click before ran the preset's: k=4 for a link's k=3)
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button", interactive=False)
                     share_btn = gr.Button("Share link", elem_id="share-button")
                 run_msg = gr.HTML()
@@ -204,7 +205,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private").then(
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
     demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private").then(
-        think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
+        think_budget_shown, [target, think_budget], think_budget, api_visibility="private").then(
+        lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then
         box.input(lambda: "", None, model_msg, api_visibility="private")
     target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
