@@ -199,6 +199,22 @@ def test_a_pair_is_given_again_until_one_of_its_models_leaves_the_cache(saved_pa
     assert gone() is None and not models.PAIRS
 
 
+def test_a_pair_whose_model_left_the_cache_while_it_loaded_is_not_kept(saved_pair, monkeypatch):
+    """Loading the draft may evict the target (a full GPU): a pair kept then held the evicted target
+    for good, uncounted by the cache and loaded again beside it by the next run."""
+    target, draft = saved_pair
+    monkeypatch.setattr(models, "PAIRS", {})
+    monkeypatch.setattr(models.CACHE, "max_entries", 1)
+    models.CACHE.entries.clear()
+    pair = models.load_pair(str(target), str(draft), "cpu")
+    gone = weakref.ref(pair.target)
+    assert not models.CACHE.holds(pair.target) and not models.PAIRS
+    del pair
+    gc.collect()
+    assert gone() is None
+    models.CACHE.entries.clear()
+
+
 def test_progress_is_reported(saved_pair):
     target, draft = saved_pair
     models.CACHE.entries.clear()

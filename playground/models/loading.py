@@ -2,6 +2,7 @@
 say what to do. Where the files come from: locate; device, dtype and memory: placement; the room a
 model needs, and the LRU of loaded models: room."""
 import collections
+import contextlib
 import os
 import pathlib
 import threading
@@ -69,15 +70,22 @@ def load_model(model_id: str, device: torch.device, dtype: torch.dtype | None = 
     key = (model_id, str(device), str(dtype or "default"))
     if (hit := CACHE.get(key)) is not None:
         return hit
-    # One load at a time: two runs at once (PLAYGROUND_CONCURRENCY > 1) each passed the memory check
-    # for what the other was loading, and the same model could be loaded twice.
-    if not LOADING.acquire(blocking=False):
-        report(progress, 0.0, f"waiting for another model to finish loading before {model_id}")
-        LOADING.acquire()
-    try:
+    with one_at_a_time(progress, model_id):
         if (hit := CACHE.get(key)) is not None:  # loaded while this call waited
             return hit
         return _load_model(model_id, key, device, dtype, progress)
+
+
+@contextlib.contextmanager
+def one_at_a_time(progress: Progress | None, what: str):
+    """LOADING held, a caller that must wait for it saying so first. One load at a time: two runs at
+    once (PLAYGROUND_CONCURRENCY > 1) each passed the memory check for what the other was loading,
+    and the same model could be loaded twice."""
+    if not LOADING.acquire(blocking=False):
+        report(progress, 0.0, f"waiting for another model to finish loading before {what}")
+        LOADING.acquire()
+    try:
+        yield
     finally:
         LOADING.release()
 
@@ -169,15 +177,16 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
         draft, draft_tokenizer, draft_threads = load_model(draft_model_id, dev, dtype, sub_progress(progress, 0.5, 1.0))
         check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_model_id)
     key = (target_id, draft_id, str(dev), str(dtype))
-    with PAIRING:
+    with CACHE.lock, PAIRING:  # (eviction's order too)
         kept = PAIRS.get(key)
-        if kept is None or kept.target is not target or kept.draft is not draft:  # new, or its models reloaded
-            widths = [m.config.get_text_config().vocab_size for m in (target, draft)
-                      if m is not None and vocab_map(m) is None]
-            kept = PAIRS[key] = Pair(target, draft, tokenizer, target_id, draft_id, min(widths),
-                                     eos_token_ids(target, tokenizer), target_threads, draft_threads, cascade,
-                                     min(context_length(m) for m in (target, draft) if m is not None))
-        return kept
+        if kept is not None and kept.target is target and kept.draft is draft:
+            return kept
+        widths = [m.config.get_text_config().vocab_size for m in (target, draft) if m is not None and vocab_map(m) is None]
+        pair = Pair(target, draft, tokenizer, target_id, draft_id, min(widths), eos_token_ids(target, tokenizer),
+                    target_threads, draft_threads, cascade, min(context_length(m) for m in (target, draft) if m is not None))
+        if CACHE.holds(target) and (draft is None or pair.feature_draft or CACHE.holds(draft)):
+            PAIRS[key] = pair  # kept only while its models are (one may have been evicted since it loaded)
+        return pair
 
 
 def _forget_pairs(model) -> None:

@@ -37,6 +37,10 @@ class ModelCache:
             while len(self.entries) > self.max_entries:
                 self._evict_oldest()
 
+    def holds(self, model) -> bool:
+        with self.lock:
+            return any(model is cached for cached, *_ in self.entries.values())
+
     def held_bytes(self, device: torch.device) -> int:
         """Bytes of the cached models' weights on this device, packed copies included (what evicting
         them all would free)."""

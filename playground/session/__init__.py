@@ -38,8 +38,8 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
     joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not), and with
     PLAYGROUND_DRAFT_GEMV=1 the draft's short passes' products compile as reductions (playground.models.row_products)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
-    if not pair.prepared:
-        with loading.LOADING:  # two runs given the same new pair must not change its models at once
+    if not pair.prepared:  # two runs given the same new pair must not change its models at once
+        with loading.one_at_a_time(progress, f"preparing {target_id} for this device"):
             if not pair.prepared:
                 _change_in_place(pair)
                 pair.prepared = True

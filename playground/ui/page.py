@@ -204,9 +204,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
 
     preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private").then(
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
-    demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], api_visibility="private").then(
-        think_budget_shown, [target, think_budget], think_budget, api_visibility="private").then(
-        lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
+    # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
+    # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
+    restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], queue=False,
+                         api_visibility="private")
+    budget = restored.then(think_budget_shown, [target, think_budget], think_budget, queue=False, api_visibility="private")
+    for step in (restored.failure, budget.then, budget.failure):
+        step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then
         box.input(lambda: "", None, model_msg, api_visibility="private")
     target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
@@ -215,11 +219,12 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
     kind.change(lambda k: gr.update(visible=k == "JSON schema"), kind, schema_in_prompt, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
-    (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
-     .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run", concurrency_limit=CONCURRENCY,  # enabled only when
-           concurrency_id="device", show_progress_on=[stream])  # it can act; one progress indicator, on the stream
-     .then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
-     .then(remember_run, [measured, history], history, api_visibility="private"))
+    running = (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
+               .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run",  # enabled
+                     concurrency_limit=CONCURRENCY, concurrency_id="device", show_progress_on=[stream]))  # only when it can
+    running.failure(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # act (a full queue:
+    (running.then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # Run again); one
+     .then(remember_run, [measured, history], history, api_visibility="private"))  # progress indicator, on the stream
     stop_btn.click(stop_run, None, None, queue=False, api_visibility="private")
     for trigger in (race_tab.select, race_btn.click):
         trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
@@ -241,11 +246,12 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
              "compare_drafts")):
         start, stopping = experiment_buttons(name)
-        (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
-         .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY, concurrency_id="device",
-               show_progress_on=[outputs[0]])
-         .then(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
-               api_visibility="private"))
+        measuring = (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
+                     .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY,
+                           concurrency_id="device", show_progress_on=[outputs[0]]))
+        for step in (measuring.then, measuring.failure):
+            step(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
+                 api_visibility="private")
         stop.click(stopping, None, stop, queue=False, api_visibility="private")
     for slider in (calc_a, calc_k, calc_c):
         slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
