@@ -77,18 +77,20 @@ class Programs:
             self.temperature.fill_(sampling.temperature or 1.0)
             self.top_p.fill_(sampling.top_p)
 
+    def _draft_widths(self) -> range:
+        """The k' of every drafting program (none without a draft)."""
+        return range(1, self.k + 1) if self.draft is not None else range(0)
+
     def pending(self) -> int:
         """How many programs capture_all would make."""
-        wanted = range(1, self.k + 1) if self.draft is not None else range(0)
-        return sum(kp not in self._drafting for kp in wanted) + (self._verifying is None)
+        return sum(kp not in self._drafting for kp in self._draft_widths()) + (self._verifying is None)
 
     def capture_all(self) -> int:
         """Make every program not made yet (each k' <= k), with the caches' pointers at 0; -> how many."""
-        wanted = range(1, self.k + 1) if self.draft is not None else range(0)
         new = self.pending()
         if new:
             self.set_meta(0, 0, 0, 0, 0, 0)
-            for kp in wanted:
+            for kp in self._draft_widths():
                 self.drafting(kp)
             self.verifying()
         return new
