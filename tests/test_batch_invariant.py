@@ -33,6 +33,17 @@ def test_cpu_dtype_follows_size_and_native_bf16(monkeypatch):
     assert placement.default_dtype(torch.device("cuda"), small) == torch.bfloat16
 
 
+def test_bfloat16_attends_eagerly_only_where_the_cpu_multiplies_it(monkeypatch):
+    """Eager attention's rows were invariant with native bfloat16 only: with AVX2 alone greedy
+    SmolLM2 speculation left the target at token 66 (test_smollm2's trees in bfloat16 catch it there)."""
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(placement, "native_bf16", lambda: True)
+    assert placement.attention_for(cpu, torch.bfloat16, 0) == {"attn_implementation": ATTENTION}
+    monkeypatch.setattr(placement, "native_bf16", lambda: False)
+    assert placement.attention_for(cpu, torch.bfloat16, 0) == {"attn_implementation": ROW_INVARIANT}
+    assert placement.attention_for(cpu, torch.float16, 0) == {"attn_implementation": ROW_INVARIANT}
+
+
 @pytest.mark.parametrize("shape", [(48,), (1, 48), (1, 1, 48), (1, 5, 48), (3, 48)])
 def test_two_row_linear_keeps_shapes_and_rows(shape):
     torch.manual_seed(0)
@@ -49,7 +60,8 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     target, draft = saved_pair
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.bfloat16)
     for model in (pair.target, pair.draft):
-        assert model.dtype == torch.bfloat16 and model.config._attn_implementation == ATTENTION
+        assert model.dtype == torch.bfloat16  # eager attention's rows are invariant with native bfloat16 only
+        assert model.config._attn_implementation == (ATTENTION if placement.native_bf16() else ROW_INVARIANT)
         assert model.playground_batch_invariant
         packed = [packed_linear.ATTR in m.__dict__ for m in model.modules() if isinstance(m, torch.nn.Linear)]
         assert packed and all(p == placement.native_bf16() for p in packed)  # packed where exactness was checked

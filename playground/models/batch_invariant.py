@@ -8,7 +8,11 @@ PyTorch's fused attention (SDPA) picks its blocking from the number of queries. 
 SmolLM2-135M (2-core AMD EPYC with AVX512-BF16, torch 2.13): 5-15% of greedy next tokens then
 differ between passes of k+1 tokens and of one. Products of 2 to 16 rows agree row by row, bitwise,
 and so does the eager attention (matmul, softmax, matmul). Hence: eager attention, and every
-one-row linear computed as two identical rows, keeping the first.
+one-row linear computed as two identical rows, keeping the first. On a CPU with AVX2 only (bfloat16
+emulated; 2-core AMD EPYC, torch 2.13) the products still agree but the eager attention's rows do
+not: greedy speculation on SmolLM2 differed from the target alone at token 66 of a held-out prompt,
+chains and trees alike, and matched it with the row-invariant attention below (placement.attention_for
+picks that there).
 
 What it costs: with unpacked weights, little: a bfloat16 pass of 1 to 5 tokens costs about the
 same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row products were
@@ -35,7 +39,8 @@ from transformers.models.llama.modeling_llama import eager_attention_forward, re
 
 from playground.models.packed_linear import ATTR, linear
 
-ATTENTION = "playground_eager"  # bfloat16: eager attention (rows do not depend on the query count), a tree's rows alone
+ATTENTION = "playground_eager"  # bfloat16 on CPUs with it natively: eager attention (rows do not depend on the query
+# count there), a tree's rows alone
 ROW_INVARIANT = "playground_row_invariant"  # float32: the same, by explicit reductions (below)
 
 

@@ -101,11 +101,13 @@ def fastest_decode_threads(model) -> int | None:
 
 
 def attention_for(device: torch.device, dtype: torch.dtype, need_bytes: int) -> dict:
-    """The attention batch_invariant needs (see there) for half precision on a CPU, and for float32
+    """The attention batch_invariant needs (see there) for half precision on a CPU (the eager one for
+    bfloat16 where the CPU multiplies it natively, else the row-invariant one), and for float32
     models past SMALL_MODEL on a CPU (smaller ones, like the demo pair, keep transformers' choice and
     may run compiled); else transformers' choice."""
     if device.type == "cpu" and dtype in (torch.bfloat16, torch.float16):
-        return {"attn_implementation": BATCH_INVARIANT_ATTENTION}
+        eager = dtype == torch.bfloat16 and native_bf16()  # its rows measured invariant there only
+        return {"attn_implementation": BATCH_INVARIANT_ATTENTION if eager else BATCH_INVARIANT_ROW_INVARIANT}
     if device.type == "cpu" and dtype == torch.float32 and need_bytes > 4 * SMALL_MODEL:
         return {"attn_implementation": BATCH_INVARIANT_ROW_INVARIANT}
     return {}
