@@ -24,7 +24,9 @@ def pair(tmp_path_factory):
         mp.setenv("PLAYGROUND_CACHE", str(cache))
         seen = []
         path = packaged.local_dir("smollm2-135m-instruct", lambda f, msg: seen.append(msg))
-        assert path == cache / "models" / "smollm2-135m-instruct" and any("converting" in m for m in seen)
+        assert path == cache / "models" / "smollm2-135m-instruct"
+        assert [m.rsplit("(", 1)[1] for m in seen] == ["1 of 3)", "2 of 3)", "3 of 3)"]  # each step said as it begins
+        assert not any(str(cache) in m for m in seen)  # the page shows them: no server path
         assert packaged.local_dir("smollm2-135m-instruct") == path  # converted once, then reused
         yield models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu")
 
