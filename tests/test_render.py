@@ -116,13 +116,26 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
 
 
-def test_an_experiment_says_how_long_a_point_takes_once_one_is_measured():
-    import time
+def test_an_experiment_says_how_long_a_point_takes_once_one_is_measured(monkeypatch):
     from playground.ui import experiments_tab
-    now = time.monotonic()
-    assert experiments_tab.pace(0, now - 50) == ""
-    assert experiments_tab.pace(2, now - 130) in ("; about 1 min 5 s a point so far", "; about 1 min 6 s a point so far")
-    assert experiments_tab.pace(1, now - 12).startswith("; about 12 s")
+    clock = [1000.0]
+    monkeypatch.setattr(experiments_tab.time, "monotonic", lambda: clock[0])
+    pace = experiments_tab.Pace()
+    clock[0] += 50
+    assert pace(0) == ""
+    clock[0] += 80
+    assert pace(2) == "; about 1 min 5 s a point so far"  # two points in 130 s
+    clock[0] += 60  # the third point runs: the figure stays (it grew to 95 s a point before)
+    assert pace(2) == "; about 1 min 5 s a point so far"
+    clock[0] += 20
+    assert pace(3) == "; about 1 min 10 s a point so far"
+
+
+def test_the_position_chart_labels_whole_positions():
+    from playground.ui import plots
+    rounds = [Round(index=i, tokens=[], proposed=3, accepted=a, target_passes=1, draft_passes=3, draft_s=0.0,
+                    target_s=0.0, wall_s=0.0, k=3) for i, a in enumerate((0, 2, 3))]
+    assert plots.acceptance_by_position(rounds).layout.xaxis.dtick == 1
 
 
 def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():

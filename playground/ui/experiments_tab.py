@@ -38,8 +38,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(values_list), prompts, settings)
-        rows, began = [], time.monotonic()
-        ends = began + EXPERIMENT_SECONDS
+        rows, pace = [], Pace()
+        ends = pace.began + EXPERIMENT_SECONDS
         yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
@@ -50,7 +50,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
                                     halted=lambda: stop.is_set() or stop_requested(request, "sweep") or time.monotonic() > ends)
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
-                      f"{pace(len(rows), began)})" if len(rows) < len(values_list) else "finishing")
+                      f"{pace(len(rows))})" if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 3)
@@ -134,8 +134,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(variants), prompts, settings)
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
-        began = time.monotonic()
-        ends = began + EXPERIMENT_SECONDS
+        pace = Pace()
+        ends = pace.began + EXPERIMENT_SECONDS
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
@@ -145,7 +145,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
                                              lambda f, msg: progress(f, desc=msg), halted)
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
-            status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(len(rows), began)})"
+            status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(len(rows))})"
                       if len(rows) < len(variants) else "")
             yield render.progress_note(status or _compared(rows, variants, prompts, ends), final=not status), \
                 _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows)
@@ -158,13 +158,23 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         forget_stop(request, "compare_drafts")
 
 
-def pace(done: int, began: float) -> str:
-    """'; about 1 min 5 s a point so far' once a point is measured (loading the models counted in), else ''."""
-    if not done:
-        return ""
-    seconds = round((time.monotonic() - began) / done)
-    said = f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
-    return f"; about {said} a point so far"
+class Pace:
+    """'; about 1 min 5 s a point so far': the time from the start (loading the models counted in)
+    to the last point measured, over the points measured; '' before the first. The point in progress
+    is not counted: dividing by it too made the figure grow while that point ran."""
+
+    def __init__(self):
+        self.began = self.last = time.monotonic()
+        self.done = 0
+
+    def __call__(self, done: int) -> str:
+        if done != self.done:
+            self.done, self.last = done, time.monotonic()
+        if not done:
+            return ""
+        seconds = round((self.last - self.began) / done)
+        said = f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+        return f"; about {said} a point so far"
 
 
 def _compared(rows: list, variants: list, prompts: list, ends: float) -> str:

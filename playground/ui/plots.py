@@ -49,6 +49,7 @@ def acceptance_by_position(events) -> go.Figure:
     xs = list(range(1, len(survival) + 1))
     fig = go.Figure([go.Scatter(x=xs, y=survival, mode="lines+markers", name="prefix survival P(kept 1..i)"),
                      go.Scatter(x=xs, y=conditional, mode="lines+markers", name="conditional P(kept i | kept 1..i-1)")])
+    fig.update_xaxes(dtick=1)  # whole positions (plotly's own ticks put 1.5 and 2.5 between them)
     return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i",
                              yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)
 
