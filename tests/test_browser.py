@@ -169,6 +169,10 @@ def test_a_grammar_from_an_example_is_checked_and_a_linked_one_runs(page, app_ur
     expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)  # the link's grammar opens its section
     expect(page.get_by_role("radio", name="grammar")).to_be_checked()
     expect(page.locator("#grammar-help")).to_contain_text("GBNF")
+    page.get_by_role("radio", name="regex").check()
+    expect(page.locator("#grammar-help")).to_be_hidden()  # a grammar's help, shown with a grammar only
+    page.get_by_role("radio", name="grammar").check()
+    expect(page.locator("#grammar-help")).to_be_visible()
     page.click("#run-button")
     expect(page.locator("#valid-badge")).to_have_text("valid", timeout=60_000)
     assert re.fullmatch(r"[0-9]{1,3};", page.locator("#output-text textarea").input_value())
@@ -274,3 +278,47 @@ def test_the_run_downloads_as_json(page, app_url):
     report = json.loads(pathlib.Path(download.value.path()).read_text(encoding="utf-8"))
     assert report["settings"]["max_new_tokens"] == 16 and 0 < len(report["token_ids"]) <= 16
     assert page.locator("#output-text textarea").input_value() == report["text"]
+
+
+def test_a_sections_message_and_the_pointer_to_it_go_once_its_input_changes(page, app_url):
+    """A refused run's pointer under Run ("see the message in ...") stayed after the cause was mended."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.get_by_text("Advanced").click()
+    page.locator("#tree-box textarea").press_sequentially("9,9,9,9,9,9")
+    page.get_by_text("Advanced").click()  # closed again: the error opens it
+    page.click("#run-button")
+    expect(page.locator("#tree-error")).to_contain_text("a token tree is 1 to 8 depths", timeout=30_000)
+    expect(page.locator("#run-pointer")).to_contain_text("Advanced")
+    page.locator("#tree-box textarea").fill("")
+    page.locator("#tree-box textarea").press_sequentially("2")
+    expect(page.locator("#tree-error")).to_have_count(0, timeout=10_000)
+    expect(page.locator("#run-pointer")).to_have_count(0, timeout=10_000)
+
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16&regex=%28abc")  # "(abc": not a regex
+    expect(page.locator("#constraint-editor")).to_be_visible(timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#run-pointer")).to_contain_text("Structured output", timeout=30_000)
+    page.get_by_label("Examples").click()
+    page.get_by_role("option", name="regex: ISO date").click()  # a fix made by picking an example
+    expect(page.locator(".badge-ok").get_by_text("looks fine")).to_be_visible(timeout=30_000)
+    expect(page.locator("#run-pointer")).to_have_count(0, timeout=10_000)
+    page.locator("#prompt-box textarea").fill("   ")
+    page.click("#run-button")
+    expect(page.locator("#prompt-error")).to_have_text("the prompt is empty", timeout=30_000)
+    page.locator("#prompt-box textarea").press_sequentially("Hi")
+    expect(page.locator("#prompt-error")).to_have_count(0, timeout=10_000)
+
+
+def test_a_phone_shows_the_prompt_and_run_before_the_settings(page, app_url):
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.goto(f"{app_url}?preset=demo")
+        expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+        run = page.locator("#run-button").bounding_box()
+        assert run["y"] + run["height"] < 844 < page.locator("#preset-box").bounding_box()["y"]  # Run on the first screen
+        page.screenshot(path=str(ARTIFACTS / "browser-phone.png"))
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1600})
+    run = page.locator("#run-button").bounding_box()
+    assert page.locator("#preset-box").bounding_box()["x"] < run["x"]  # wide: the settings stay on the left

@@ -15,7 +15,7 @@ from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, make_share_link, named_inputs,
                                   preset_note, think_budget_shown, restore_from_url)
-from playground.ui.playground_tab import IDLE, remember_run, replay_race, run, start_run, stop_run
+from playground.ui.playground_tab import IDLE, pointer_cleared, remember_run, replay_race, run, start_run, stop_run
 from playground.ui.share import RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
@@ -23,7 +23,8 @@ ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
 forward pass. Green tokens are guesses the target kept, red struck-through ones it refused (they are not
 part of the text), orange is the target's own token where it refused, blue the target's own token after
-every guess was kept (or in a round with no guess, such as prompt lookup finding no match), grey a token the constraint forces. Hover a token for its probabilities.
+every guess was kept (or in a round with no guess, such as prompt lookup finding no match), grey a token the constraint forces. Hover a token with a mouse for its probabilities; the Text tab below
+shows the output alone, without the refused guesses.
 
 **Why the output does not change.** Under greedy decoding a guess is kept only if it is the target's own
 choice, so the text is exactly the target's. When sampling, a guess `x` is kept with probability
@@ -44,7 +45,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     link_notice = gr.Markdown()
     with gr.Tab("Playground"):
         with gr.Row():
-            with gr.Column(scale=1, min_width=300):
+            with gr.Column(scale=1, min_width=300, elem_id="settings-column"):
                 preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
                 note = gr.Markdown(preset_note(DEFAULT.preset))
                 model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
@@ -92,9 +93,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     constraint = gr.Code(value="", language="json", lines=6, label="Schema, pattern or grammar",
                                          interactive=True, elem_id="constraint-editor",
                                          visible=constraint_of(DEFAULT) is not None)
-                    gr.Markdown("A grammar is [Lark](https://github.com/guidance-ai/llguidance/blob/main/docs/syntax.md) "
+                    grammar_help = gr.Markdown("A grammar is [Lark](https://github.com/guidance-ai/llguidance/blob/main/docs/syntax.md) "
                                 "or GBNF (`root ::= ...`: every rule with `::=`); both backends read both, as vLLM's do "
-                                "(xgrammar lacks some of llguidance's Lark extensions).", elem_id="grammar-help")
+                                "(xgrammar lacks some of llguidance's Lark extensions).", elem_id="grammar-help",
+                                visible=bool(DEFAULT.grammar))  # with a grammar only (its check sits below)
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
                                                    visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")
@@ -213,11 +215,17 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then
         box.input(lambda: "", None, model_msg, api_visibility="private")
+    for box, message in ((prompt, prompt_msg), (tree, tree_msg)):  # so was the prompt's, the tree's
+        box.change(lambda: "", None, message, queue=False, api_visibility="private")
+    for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):  # and the pointer
+        for box in boxes:  # to it under Run (a constraint's own message is its check as typed)
+            box.change(pointer_cleared(where), run_msg, run_msg, queue=False, api_visibility="private")
     target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
     kind.change(lambda k: gr.update(visible=k == "JSON schema"), kind, schema_in_prompt, api_visibility="private")
+    kind.change(lambda k: gr.update(visible=k == "grammar"), kind, grammar_help, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
     running = (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
                .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run",  # enabled

@@ -195,6 +195,13 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
     return values
 
 
+def pointer_cleared(where: str):
+    """For a change of the input of section `where` (its message is being redone): run_msg without
+    the pointer to that section; any other message under Run kept."""
+    pointer = render.pointer(SECTION_NAMES[where])
+    return lambda shown: "" if shown == pointer else gr.skip()
+
+
 def start_run(request: gr.Request):
     """Run clicked: a Stop pressed since the last run ended is not for this one; (Run, Stop) updates."""
     forget_stop(request)

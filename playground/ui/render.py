@@ -47,6 +47,10 @@ CSS = """
 .spinner { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border: 2px solid #9ca3af;
            border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; }
 @keyframes spin { to { transform: rotate(360deg); } }
+#stream > [data-testid=status-tracker] { background: var(--block-background-fill); }  /* loading's progress over
+   the stream: Gradio's translucent overlay ran its text through the placeholder's */
+@media (max-width: 640px) { #settings-column { order: 1; } }  /* a phone: prompt, Run and output first, the
+   settings (each with its default) below them, not 1,800 px of them before Run */
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
 """
@@ -129,7 +133,8 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a",
          ("accepted / proposed draft tokens" if isinstance(k, int) else
           "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)")
-         + ("" if drafted else ": nothing was drafted")),
+         + (": nothing was drafted" if not drafted else " (the guesses after a rejection count as not kept)"
+            if isinstance(k, int) else "")),
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a",
          f"of k = {k}" if isinstance(k, int) else f"of {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
@@ -139,8 +144,8 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
         cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
-                         f"tokens per round, (1 - α^(k+1)) / (1 - α) at per-token acceptance α = {alpha:.2f}, "
-                         f"if each guess were kept independently with that probability; measured "
+                         f"tokens per round if each guess were kept independently with probability α = {alpha:.2f} "
+                         f"(of the guesses the target judged, the share it kept: (1 - α^(k+1)) / (1 - α)); measured "
                          f"{stats['tokens_per_round']:.2f}" + (" (forced tokens not counted)" if stats["forced"] else "")))
     if speedup is not None:
         cards.append(_speedup_card(speedup, same))
