@@ -76,12 +76,12 @@ def test_the_runs_go_through_attention_as_padded_batches_of_chains(monkeypatch):
         ["FirstRun", "BranchBatch", "BranchBatch"]
 
 
-def row_invariant_model(seed: int = 0, dtype=torch.float32):
+def row_invariant_model(seed: int = 0, dtype=torch.float32, attention: str | None = None):
     """A tiny model on a batch-invariant path SmolLM2 takes on CPUs: float32 (packed products, each
-    attention row alone) or bfloat16 (eager attention, a tree's rows alone; packed where the CPU has
-    bf16 products): rows do not depend on the pass's width."""
+    attention row alone), bfloat16 with native bf16 (eager attention, a tree's rows alone; packed
+    products) or emulated (each attention row alone): rows do not depend on the pass's width."""
     model = tiny.tiny_model("llama", vocab=320, hidden=64, layers=2, seed=seed, init_std=0.3, dtype=dtype)
-    model.set_attn_implementation(ROW_INVARIANT if dtype == torch.float32 else ATTENTION)
+    model.set_attn_implementation(attention or (ROW_INVARIANT if dtype == torch.float32 else ATTENTION))
     if dtype == torch.float32 or native_bf16():
         pack_linears(model)
     return make_batch_invariant(model)
@@ -89,12 +89,13 @@ def row_invariant_model(seed: int = 0, dtype=torch.float32):
 
 @pytest.mark.parametrize("pending", [1, 2, 5])  # 5: the first run goes alone (tree_batches)
 @pytest.mark.parametrize("order", ["depth-first", "depth-by-depth"])
-@pytest.mark.parametrize("kind", ["row-invariant", "bf16-eager", "sdpa"])
+@pytest.mark.parametrize("kind", ["row-invariant", "bf16-eager", "bf16-row-invariant", "sdpa"])
 def test_a_tree_pass_gives_each_branch_its_own_logits(kind, order, pending):
     """Every node's logits equal those of its branch run alone after the same cache: bitwise on
-    the batch-invariant path, to float rounding on transformers' attention."""
-    model = (row_invariant_model() if kind == "row-invariant" else row_invariant_model(dtype=torch.bfloat16)
-             if kind == "bf16-eager" else tiny.tiny_model("llama", vocab=320, seed=0, init_std=0.3))
+    the batch-invariant paths, to float rounding on transformers' attention."""
+    model = {"row-invariant": row_invariant_model, "bf16-eager": lambda: row_invariant_model(dtype=torch.bfloat16),
+             "bf16-row-invariant": lambda: row_invariant_model(dtype=torch.bfloat16, attention=ROW_INVARIANT),
+             "sdpa": lambda: tiny.tiny_model("llama", vocab=320, seed=0, init_std=0.3)}[kind]()
     prompt = torch.tensor([5, 9, 17, 3, 22, 7, 30, 11])
     runner = ModelRunner(model, 320)
     parents, tokens, branches = DEPTH_FIRST if order == "depth-first" else (PARENTS, TOKENS, BRANCHES)

@@ -41,7 +41,7 @@ from playground.models.packed_linear import ATTR, linear
 
 ATTENTION = "playground_eager"  # bfloat16 on CPUs with it natively: eager attention (rows do not depend on the query
 # count there), a tree's rows alone
-ROW_INVARIANT = "playground_row_invariant"  # float32: the same, by explicit reductions (below)
+ROW_INVARIANT = "playground_row_invariant"  # float32, and bfloat16 where emulated: the same, by explicit reductions (below)
 
 
 def row_invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):

@@ -47,8 +47,8 @@ CSS = """
 .spinner { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border: 2px solid #9ca3af;
            border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; }
 @keyframes spin { to { transform: rotate(360deg); } }
-#stream > [data-testid=status-tracker] { background: var(--block-background-fill); }  /* loading's progress over
-   the stream: Gradio's translucent overlay ran its text through the placeholder's */
+#stream > [data-testid=status-tracker].translucent { background: var(--block-background-fill); }  /* loading's
+   progress over the stream (its text ran through the placeholder's); not while tokens stream ("generating") */
 @media (max-width: 640px) { #settings-column { order: 1; } }  /* a phone: prompt, Run and output first, the
    settings (each with its default) below them, not 1,800 px of them before Run */
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
@@ -144,8 +144,8 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
         cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
-                         f"tokens per round if each guess were kept independently with probability α = {alpha:.2f} "
-                         f"(of the guesses the target judged, the share it kept: (1 - α^(k+1)) / (1 - α)); measured "
+                         f"tokens per round, (1 - α^(k+1)) / (1 - α), if each guess were kept independently with "
+                         f"probability α = {alpha:.2f} (of the guesses the target judged, the share it kept); measured "
                          f"{stats['tokens_per_round']:.2f}" + (" (forced tokens not counted)" if stats["forced"] else "")))
     if speedup is not None:
         cards.append(_speedup_card(speedup, same))
