@@ -272,25 +272,27 @@ def test_a_model_past_free_cpu_memory_is_refused_before_loading(saved_pair, monk
 
 
 def test_a_packed_copy_counts_in_what_a_load_needs_and_what_evicting_frees(saved_pair, monkeypatch):
-    """A bfloat16 CPU model gets a second, packed copy of its linear weights: the memory check asks
-    room for it, and what the cache holds counts it."""
+    """A batch-invariant CPU model gets a second, packed copy of its linear weights: the memory check
+    asks room for it, and what the cache holds counts it. (float32 past SMALL_MODEL, lowered here so
+    the tiny model counts as big: packed on every CPU; bfloat16 is packed on CPUs with it natively,
+    and oneDNN refuses to pack it with AVX2 alone.)"""
     target, _ = saved_pair
     cpu = torch.device("cpu")
-    monkeypatch.setattr(models.placement, "native_bf16", lambda: True)  # packing bfloat16 is on here
+    monkeypatch.setattr(models.placement, "SMALL_MODEL", 1000)
     models.CACHE.entries.clear()
-    model, *_ = models.load_model(str(target), cpu, torch.bfloat16)
+    model, *_ = models.load_model(str(target), cpu, torch.float32)
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     linears = sum(m.weight.numel() * m.weight.element_size() for m in model.modules() if isinstance(m, torch.nn.Linear))
     assert models.CACHE.held_bytes(cpu) == weights + linears
     models.CACHE.entries.clear()
-    need = models.placement.checkpoint_bytes(target, torch.bfloat16)
+    need = models.placement.checkpoint_bytes(target, torch.float32)
     monkeypatch.setattr(models.placement, "free_memory", lambda device: int(need * 1.15))  # the weights fit, two copies do not
     with pytest.raises(PlaygroundError, match="needs about"):
-        models.load_model(str(target), cpu, torch.bfloat16)
+        models.load_model(str(target), cpu, torch.float32)
     from playground.models import packed_linear, room
     for module in (room, packed_linear):  # linears past the cap stay unpacked: no room asked for a copy never made
         monkeypatch.setattr(module, "MAX_PACKED_BYTES", linears - 1)
-    model, *_ = models.load_model(str(target), cpu, torch.bfloat16)
+    model, *_ = models.load_model(str(target), cpu, torch.float32)
     assert models.CACHE.held_bytes(cpu) == weights
 
 

@@ -215,11 +215,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then
         box.input(lambda: "", None, model_msg, api_visibility="private")
-    for box, message in ((prompt, prompt_msg), (tree, tree_msg)):  # so was the prompt's, the tree's
-        box.change(lambda: "", None, message, queue=False, api_visibility="private")
-    for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):  # and the pointer
-        for box in boxes:  # to it under Run (a constraint's own message is its check as typed)
-            box.change(pointer_cleared(where), run_msg, run_msg, queue=False, api_visibility="private")
+    for box, message in ((prompt, prompt_msg), (tree, tree_msg)):  # so was the prompt's, the tree's, and
+        box.change(None, None, message, js="() => ''", queue=False, api_visibility="private")  # the pointer
+    for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):  # to it under Run (a
+        for box in boxes:  # constraint's own message is its check as typed); in the browser, before a Run
+            box.change(None, run_msg, run_msg, js=pointer_cleared(where), queue=False, api_visibility="private")
     target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")

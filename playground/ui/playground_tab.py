@@ -195,11 +195,11 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
     return values
 
 
-def pointer_cleared(where: str):
-    """For a change of the input of section `where` (its message is being redone): run_msg without
-    the pointer to that section; any other message under Run kept."""
-    pointer = render.pointer(SECTION_NAMES[where])
-    return lambda shown: "" if shown == pointer else gr.skip()
+def pointer_cleared(where: str) -> str:
+    """For a change of the input of section `where` (its message is being redone): JavaScript giving
+    run_msg without the pointer to that section, any other message kept. In the browser, at once: a
+    call to the server could land after the refusal of a Run clicked right after the change."""
+    return f"(shown) => shown === {json.dumps(render.pointer(SECTION_NAMES[where]))} ? '' : shown"
 
 
 def start_run(request: gr.Request):
