@@ -93,10 +93,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     constraint = gr.Code(value="", language="json", lines=6, label="Schema, pattern or grammar",
                                          interactive=True, elem_id="constraint-editor",
                                          visible=constraint_of(DEFAULT) is not None)
-                    grammar_help = gr.Markdown("A grammar is [Lark](https://github.com/guidance-ai/llguidance/blob/main/docs/syntax.md) "
-                                "or GBNF (`root ::= ...`: every rule with `::=`); both backends read both, as vLLM's do "
-                                "(xgrammar lacks some of llguidance's Lark extensions).", elem_id="grammar-help",
-                                visible=bool(DEFAULT.grammar))  # with a grammar only (its check sits below)
+                    grammar_help = gr.Markdown(
+                        "A grammar is [Lark](https://github.com/guidance-ai/llguidance/blob/main/docs/syntax.md) "
+                        "or GBNF (`root ::= ...`: every rule with `::=`); both backends read both, as vLLM's do "
+                        "(xgrammar lacks some of llguidance's Lark extensions).", elem_id="grammar-help",
+                        visible=bool(DEFAULT.grammar))  # with a grammar only (its check sits below)
                     constraint_check = gr.HTML()
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
                                                    visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")
@@ -214,7 +215,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for step in (restored.failure, budget.then, budget.failure):
         step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then
-        box.input(lambda: "", None, model_msg, api_visibility="private")
+        box.input(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")  # (as below)
     for box, message in ((prompt, prompt_msg), (tree, tree_msg)):  # so was the prompt's, the tree's, and
         box.change(None, None, message, js="() => ''", queue=False, api_visibility="private")  # the pointer
     for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):  # to it under Run (a

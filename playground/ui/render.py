@@ -130,11 +130,7 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         return '<div class="metrics"></div>'
     alpha, drafted = stats["token_acceptance"], stats["proposed"] > 0  # nothing drafted: no rate to give
     cards = [
-        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a",
-         ("accepted / proposed draft tokens" if isinstance(k, int) else
-          "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)")
-         + (": nothing was drafted" if not drafted else " (the guesses after a rejection count as not kept)"
-            if isinstance(k, int) else "")),
+        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", _rate_detail(k, drafted)),
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a",
          f"of k = {k}" if isinstance(k, int) else f"of {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
@@ -155,6 +151,15 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     if note:
         body += f'<div class="metric metric-wide"><small>{html.escape(note)}</small></div>'
     return f'<div class="metrics" id="metrics">{body}</div>'
+
+
+def _rate_detail(k: int | str, drafted: bool) -> str:
+    """What the acceptance rate divides: a chain's drafts, or a tree's nodes (k names the tree)."""
+    if isinstance(k, int):
+        counted, more = "accepted / proposed draft tokens", " (the guesses after a rejection count as not kept)"
+    else:
+        counted, more = "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)", ""
+    return counted + (more if drafted else ": nothing was drafted")
 
 
 def _speedup_card(m, same: str) -> tuple[str, str, str]:
