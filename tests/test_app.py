@@ -372,6 +372,33 @@ def test_stop_ends_the_run_with_what_it_produced():
     assert len(list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))))) > 1
 
 
+def test_run_clicked_while_measuring_again_ends_that_measuring_and_waits_its_turn(monkeypatch):
+    """Run is enabled while a run only measures its speedup again; its click ends that measuring (the
+    estimate so far kept) and the buttons stay busy for the run it asked for."""
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it measures again, up to 4 times
+
+    class Request:
+        session_hash = "supersede-test-session"
+    inputs = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
+    assert playground_tab.start_run(Request()) == playground_tab.BUSY
+    outputs, enabled = [], []
+    for out in playground_tab.run(Request(), QUIET, *inputs):
+        outputs.append(out)
+        if out[-1]["phase"] == "measuring" and not enabled:
+            enabled.append(playground_tab.runnable_while_measuring(out[-1]))
+            playground_tab.start_run(Request())  # Run clicked again
+    assert enabled == [gr.update(interactive=True)]
+    assert playground_tab.runnable_while_measuring(outputs[0][-1]) == gr.skip()  # not while it writes
+    report = json.loads(open(outputs[-1][10]).read())
+    assert report["phase"] == "done" and report["speedup_measure"]["reason"].endswith("measuring stopped")
+    assert playground_tab.after_run(Request(), outputs[-1][-1]) == (gr.skip(), gr.skip())  # the next run waits
+    again = list(playground_tab.run(Request(), QUIET, *inputs))
+    assert again[-1][-1]["phase"] == "done" and again[-1][-1]["ticket"] != outputs[-1][-1]["ticket"]
+    assert playground_tab.after_run(Request(), again[-1][-1]) == playground_tab.IDLE
+    assert playground_tab.after_run(None, None) == playground_tab.IDLE  # over the API: no click, no ticket
+
+
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     final = run_preset("demo", max_new_tokens=64)[-1]
     spec, base = lanes = final[-2]  # then the tree view
@@ -548,7 +575,7 @@ def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estima
     monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it measures again, up to 4 times
     outputs = run_preset("demo", max_new_tokens=96, compare=True)
     notes = [out[1] for out in outputs if isinstance(out[1], str) and "measuring again" in out[1]]
-    assert notes and re.search(r"of at most 4, about \d+ s each; Stop keeps the estimate so far", notes[0])
+    assert notes and re.search(r"of at most 4, about \d+ s each; Stop, or Run again, keeps the estimate so far", notes[0])
     # while it measures, the stream and both texts are the finished runs' (the stream's last update used
     # to be skipped by the pacing: the page showed fewer tokens than its counts, and no target-alone text)
     final, again = outputs[-1], next(out for out in outputs if "measuring again" in str(out[1]))

@@ -180,7 +180,7 @@ def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
     assert "could not be written" in final[4]
 
 
-def test_stop_flags_no_job_reads_are_pruned():
+def test_stop_flags_and_run_tickets_no_job_reads_are_pruned():
     """Stop on a made-up session left a file for good (500 calls, 500 files); they go after an hour."""
     class Session:
         def __init__(self, key):
@@ -191,6 +191,12 @@ def test_stop_flags_no_job_reads_are_pruned():
     files.request_stop(Session("made-up-2"))
     assert not old.exists() and files.stop_requested(Session("made-up-2"))
     files.forget_stop(Session("made-up-2"))
+    files.new_ticket(Session("made-up-3"))  # Run's ticket likewise (a click on a made-up session)
+    ticket = files.run_ticket(Session("made-up-3"))
+    os.utime(files.stop_flag(Session("made-up-3")).with_name("made-up-3.run-ticket"), (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)
+    files.new_ticket(Session("made-up-4"))
+    assert ticket and files.run_ticket(Session("made-up-3")) is None and files.run_ticket(Session("made-up-4"))
+    assert files.run_ticket(Session("../../etc/x")) is None and files.new_ticket(Session("../../etc/x")) is None
 
 
 def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):

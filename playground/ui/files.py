@@ -1,5 +1,5 @@
 """The server's files per browser session: downloads (a run's JSON, a sweep's CSV), removed after
-an hour, and stop flags (a file, so that a ZeroGPU worker process sees it too).
+an hour, and stop flags and run tickets (files, so that a ZeroGPU worker process sees them too).
 
 Downloads are written inside Gradio's own cache folder: Gradio serves a file from there as it is,
 where it copies any other file into that folder first (a second copy, bounded by age alone). There
@@ -93,6 +93,29 @@ def request_stop(request: gr.Request, job: str = "run") -> None:
 def stop_requested(request: gr.Request | None, job: str = "run") -> bool:
     flag = stop_flag(request, job)
     return flag is not None and flag.exists()
+
+
+def new_ticket(request: gr.Request | None) -> None:
+    """Run clicked: this session's runs get a new ticket; a run holding an older one ends (one still
+    measuring its speedup again keeps the estimate so far), so that the new one starts at once."""
+    path = _ticket(request)
+    if path is not None:
+        _prune(STOPS, DOWNLOAD_TTL_S)  # (as a Stop's flag)
+        path.write_text(secrets.token_hex(8))
+
+
+def run_ticket(request: gr.Request | None) -> str | None:
+    """The ticket of this session's latest Run click; None before the first (or over the API)."""
+    path = _ticket(request)
+    try:
+        return path.read_text() if path is not None else None
+    except OSError:
+        return None
+
+
+def _ticket(request: gr.Request | None) -> pathlib.Path | None:
+    flag = stop_flag(request, "run")
+    return flag and flag.with_name(flag.name + "-ticket")
 
 
 def forget_stop(request: gr.Request | None, job: str = "run") -> None:

@@ -15,7 +15,8 @@ from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, make_share_link, named_inputs,
                                   preset_note, think_budget_shown, restore_from_url)
-from playground.ui.playground_tab import IDLE, pointer_cleared, remember_run, replay_race, run, start_run, stop_run
+from playground.ui.playground_tab import (IDLE, after_run, pointer_cleared, remember_run, replay_race, run,
+                                          runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
@@ -204,6 +205,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                    download, measured]
     MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc, tree_msg, advanced]  # see _messages
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
+    run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
 
     preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private").then(
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
@@ -228,12 +230,17 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     kind.change(lambda k: gr.update(visible=k == "JSON schema"), kind, schema_in_prompt, api_visibility="private")
     kind.change(lambda k: gr.update(visible=k == "grammar"), kind, grammar_help, api_visibility="private")
     compare.change(lambda on: gr.update(visible=on), compare, baseline_text, api_visibility="private")
-    running = (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # each button
-               .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html], api_name="run",  # enabled
-                     concurrency_limit=CONCURRENCY, concurrency_id="device", show_progress_on=[stream]))  # only when it can
-    running.failure(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # act (a full queue:
-    (running.then(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")  # Run again); one
-     .then(remember_run, [measured, history], history, api_visibility="private"))  # progress indicator, on the stream
+    # Each button is enabled only when it can act (a full queue: Run again), with one progress indicator, on
+    # the stream. Run is enabled again while a run only measures its speedup again: a click ends that
+    # measuring (start_run) and the new run starts once it has (always_last: Gradio defers it till then).
+    running = (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")
+               .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html, run_status],
+                     api_name="run", concurrency_limit=CONCURRENCY, concurrency_id="device",
+                     show_progress_on=[stream], trigger_mode="always_last"))
+    run_status.change(runnable_while_measuring, run_status, run_btn, queue=False, api_visibility="private")
+    running.failure(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
+    (running.then(after_run, run_status, [run_btn, stop_btn], queue=False, api_visibility="private")
+     .then(remember_run, [measured, history], history, api_visibility="private"))
     stop_btn.click(stop_run, None, None, queue=False, api_visibility="private")
     for trigger in (race_tab.select, race_btn.click):
         trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",

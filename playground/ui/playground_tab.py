@@ -14,7 +14,7 @@ from playground.metrics import engine_seconds, identity_note, summarize
 from playground.models.loading import NGRAM
 from playground.presets import Settings
 from playground.ui import live, plots, race, render
-from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
+from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import check_constraint, page_constraint, settings_from_inputs
 from playground.ui.tree_view import tree_view
@@ -120,10 +120,14 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     mistake is shown once, next to its cause, and leaves the last run's outputs as they were; Stop
     ends the run with what it has produced. Over the API the inputs are the settings, `preset` only
     names where they came from: /generate runs a preset as it is."""
+    ticket = run_ticket(request)  # the Run click this run answers; a later click (made while this run
+    # measures its speedup again) supersedes it
+    superseded = lambda: run_ticket(request) not in (None, ticket)  # noqa: E731
+    status = lambda phase: [{"ticket": ticket, "phase": phase}]  # noqa: E731  (the last output, run_status)
     try:
         settings = settings_from_inputs(*values)
         snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
-                              should_stop=lambda: stop_requested(request))
+                              should_stop=lambda: stop_requested(request) or superseded())
         snap, phase, first = None, None, True  # first: the update that clears the last run's outputs
         for snap in snaps:  # and sets the messages (the pacing may hand over any phase first)
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
@@ -131,28 +135,29 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             if snap.phase == "speculative":
                 yield (_view(snap, final=False, first=first) + [gr.skip()]
                        + (_messages(settings) if first else SKIP_MESSAGES) + [None if first else gr.skip()]
-                       + [tree_view(snap.events)])
+                       + [tree_view(snap.events)] + status(snap.phase))
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {done} tokens so far"
-                yield _between(snap, whole, note, render.committed_text(snap.baseline_events), first)
+                yield _between(snap, whole, note, render.committed_text(snap.baseline_events), first) + status(snap.phase)
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
-                        f"{_block_seconds(snap)}; Stop keeps the estimate so far): {snap.speedup.reason}")
-                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first)
+                        f"{_block_seconds(snap)}; Stop, or Run again, keeps the estimate so far): {snap.speedup.reason}")
+                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first) + status(snap.phase)
             else:
                 continue  # the last snapshot: drawn below, whole
             first = False
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
-        yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2
+        yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2 + status("refused")
         return
     finally:
-        forget_stop(request)
+        if not superseded():  # (a Stop pressed since is the next run's)
+            forget_stop(request)
     measure = live.speedup(snap)  # None: no comparison
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup}
     yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
-           + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)])
+           + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)] + status("done"))
 
 
 def replay_race(lanes: list | None):
@@ -203,9 +208,24 @@ def pointer_cleared(where: str) -> str:
 
 
 def start_run(request: gr.Request):
-    """Run clicked: a Stop pressed since the last run ended is not for this one; (Run, Stop) updates."""
+    """Run clicked: a Stop pressed since the last run ended is not for this one, and a run still
+    measuring its speedup again ends with its estimate so far; (Run, Stop) updates."""
     forget_stop(request)
+    new_ticket(request)
     return BUSY
+
+
+def runnable_while_measuring(status: dict | None):
+    """RUN_STATUS changed: Run enabled while the run only measures its speedup again (its text is
+    whole); a click then ends that measuring and starts the new run (start_run)."""
+    return gr.update(interactive=True) if status and status["phase"] == "measuring" else gr.skip()
+
+
+def after_run(request: gr.Request, status: dict | None):
+    """A run ended: (Run, Stop) idle again, unless Run was clicked since (that run waits to start)."""
+    if status and run_ticket(request) not in (None, status["ticket"]):
+        return gr.skip(), gr.skip()
+    return IDLE
 
 
 def stop_run(request: gr.Request) -> None:
