@@ -206,6 +206,10 @@ def test_a_grammar_from_an_example_is_checked_and_a_linked_one_runs(page, app_ur
     expect(page.get_by_role("radio", name="xgrammar")).to_be_checked()
     expect(page.locator(".badge-ok").get_by_text("looks fine")).to_be_visible(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "browser-grammar.png"), full_page=True)
+    expect(page.get_by_label("Examples")).to_have_value("grammar: SQL query (Lark)")
+    page.locator("#constraint-editor .cm-content").press("End")
+    page.locator("#constraint-editor .cm-content").press_sequentially(" ")  # edited by hand: no longer the example
+    expect(page.get_by_label("Examples")).to_have_value("")
 
 
 def test_the_thinking_budget_is_offered_where_it_applies_or_is_set(page, app_url):

@@ -256,6 +256,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three
     example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt],
                              api_visibility="private")
+    for box in (preset, kind, constraint):  # changed by hand or by a preset: no longer the example named
+        box.input(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     for button, stop, experiment, inputs, outputs, name in (
             (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
