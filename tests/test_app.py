@@ -401,7 +401,7 @@ def test_run_clicked_while_measuring_again_ends_that_measuring_and_waits_its_tur
 
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     final = run_preset("demo", max_new_tokens=64)[-1]
-    spec, base = lanes = final[-2]  # then the tree view
+    spec, base = lanes = final[-3]  # then the tree view and the run's status
     assert spec.at(spec.total)[0] == final[2] and base.at(base.total)[0] == final[3]  # each lane ends with its run's text
     assert sum(map(len, spec.pieces)) == len(final[2])  # each round's own text kept, not the text so far after each
     assert all(a < b for lane in lanes for a, b in zip(lane.ends, lane.ends[1:]))  # time only moves forward
@@ -477,14 +477,14 @@ def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
 
 def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
     wide = run_preset("demo", max_new_tokens=24, tree="4,4,2", compare=False)[-1]
-    view = wide[-1]
+    view = wide[-2]  # (the run's status last)
     assert view.count('class="tnode') >= 52 and "52 nodes verified in one pass" in view  # 4 + 16 + 32 nodes a round
     assert 'class="tnode kept"' in view and 'class="tnode refused"' in view
-    chain = run_preset("demo", max_new_tokens=24, k=3, compare=False)[-1][-1]
+    chain = run_preset("demo", max_new_tokens=24, k=3, compare=False)[-1][-2]
     assert "nodes verified in one pass" in chain and 'class="tnode' in chain
     constrained = run_preset("demo-json", tree="2,2")[-1]  # each node under its own path's constraint state
     report = json.loads(open(constrained[10]).read())
-    assert report["valid"] is True and report["identical_to_baseline"] is True and "nodes verified" in constrained[-1]
+    assert report["valid"] is True and report["identical_to_baseline"] is True and "nodes verified" in constrained[-2]
 
 
 def test_a_share_link_carries_the_tree():
