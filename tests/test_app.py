@@ -395,6 +395,8 @@ def test_run_clicked_while_measuring_again_ends_that_measuring_and_waits_its_tur
     assert playground_tab.after_run(Request(), outputs[-1][-1]) == (gr.skip(), gr.skip())  # the next run waits
     again = list(playground_tab.run(Request(), QUIET, *inputs))
     assert again[-1][-1]["phase"] == "done" and again[-1][-1]["ticket"] != outputs[-1][-1]["ticket"]
+    # the superseded run's after_run reading the next run's status (that run already begun): still busy
+    assert playground_tab.after_run(Request(), again[0][-1]) == (gr.skip(), gr.skip())
     assert playground_tab.after_run(Request(), again[-1][-1]) == playground_tab.IDLE
     assert playground_tab.after_run(None, None) == playground_tab.IDLE  # over the API: no click, no ticket
 

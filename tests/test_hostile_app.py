@@ -196,7 +196,8 @@ def test_stop_flags_and_run_tickets_no_job_reads_are_pruned():
     os.utime(files.stop_flag(Session("made-up-3")).with_name("made-up-3.run-ticket"), (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)
     files.new_ticket(Session("made-up-4"))
     assert ticket and files.run_ticket(Session("made-up-3")) is None and files.run_ticket(Session("made-up-4"))
-    assert files.run_ticket(Session("../../etc/x")) is None and files.new_ticket(Session("../../etc/x")) is None
+    files.new_ticket(Session("../../tmp/x"))  # no file outside the flag folder
+    assert files.run_ticket(Session("../../tmp/x")) is None and not (files.STOPS / "../../tmp/x.run-ticket").exists()
 
 
 def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):

@@ -96,12 +96,21 @@ def stop_requested(request: gr.Request | None, job: str = "run") -> bool:
 
 
 def new_ticket(request: gr.Request | None) -> None:
-    """Run clicked: this session's runs get a new ticket; a run holding an older one ends (one still
-    measuring its speedup again keeps the estimate so far), so that the new one starts at once."""
+    """Run clicked: this session's runs get a new ticket; a run holding an older one ends as on Stop
+    (the page allows the click only while a run measures its speedup again: it keeps its estimate),
+    and the new one starts once it has. Written whole or not at all (a full disk: logged, the
+    running one goes on to its end)."""
     path = _ticket(request)
-    if path is not None:
-        _prune(STOPS, DOWNLOAD_TTL_S)  # (as a Stop's flag)
-        path.write_text(secrets.token_hex(8))
+    if path is None:
+        return
+    _prune(STOPS, DOWNLOAD_TTL_S)  # (as a Stop's flag)
+    part = path.with_name(path.name + ".part")
+    try:
+        part.write_text(secrets.token_hex(8))
+        part.replace(path)
+    except OSError as exc:
+        log.warning("could not write a run ticket: %s", exc)
+        part.unlink(missing_ok=True)
 
 
 def run_ticket(request: gr.Request | None) -> str | None:

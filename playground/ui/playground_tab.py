@@ -120,8 +120,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     mistake is shown once, next to its cause, and leaves the last run's outputs as they were; Stop
     ends the run with what it has produced. Over the API the inputs are the settings, `preset` only
     names where they came from: /generate runs a preset as it is."""
-    ticket = run_ticket(request)  # the Run click this run answers; a later click (made while this run
-    # measures its speedup again) supersedes it
+    ticket = run_ticket(request)  # the Run click this run answers; a later click supersedes it (ends it
+    # as Stop does; the page allows one only while this run measures its speedup again)
     superseded = lambda: run_ticket(request) not in (None, ticket)  # noqa: E731
     status = lambda phase: [{"ticket": ticket, "phase": phase}]  # noqa: E731  (the last output, run_status)
     try:
@@ -152,12 +152,12 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2 + status("refused")
         return
     finally:
-        if not superseded():  # (a Stop pressed since is the next run's)
+        if not superseded():  # (else a newer click owns the stop flag now)
             forget_stop(request)
     measure = live.speedup(snap)  # None: no comparison
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup}
     yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
-           + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)] + status("done"))
+           + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)] + status(snap.phase))
 
 
 def replay_race(lanes: list | None):
@@ -216,14 +216,15 @@ def start_run(request: gr.Request):
 
 
 def runnable_while_measuring(status: dict | None):
-    """RUN_STATUS changed: Run enabled while the run only measures its speedup again (its text is
-    whole); a click then ends that measuring and starts the new run (start_run)."""
+    """run_status changed: Run enabled while the run only measures its speedup again (its text is
+    whole); a click then ends that measuring and the new run starts once it has (start_run)."""
     return gr.update(interactive=True) if status and status["phase"] == "measuring" else gr.skip()
 
 
 def after_run(request: gr.Request, status: dict | None):
-    """A run ended: (Run, Stop) idle again, unless Run was clicked since (that run waits to start)."""
-    if status and run_ticket(request) not in (None, status["ticket"]):
+    """A run ended: (Run, Stop) idle again, unless Run was clicked since (that run waits to start, or
+    has started: run_status is already its own, not an ended run's)."""
+    if status and (status["phase"] not in ENDED or run_ticket(request) not in (None, status["ticket"])):
         return gr.skip(), gr.skip()
     return IDLE
 
@@ -236,6 +237,7 @@ SKIP_MESSAGES = [gr.skip()] * 7
 MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3, "tree": 5}  # indices in _messages' values
 SECTIONS = {"constraint": 4, "tree": 6}  # the closed section each message sits in
 SECTION_NAMES = {"constraint": "Structured output", "tree": "Advanced, under the token tree"}
+ENDED = ("done", "stopped", "refused")  # a run's last phases in run_status
 BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
 IDLE = gr.update(interactive=True), gr.update(interactive=False)
 
