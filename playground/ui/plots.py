@@ -165,7 +165,7 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
     return fig.update_layout(title="Draft comparison", **LAYOUT)
 
 
-UNTOLD = "too noisy for one number (estimate, the range it varied over)"
+UNTOLD = "too noisy to tell (estimate, range)"  # short: a phone shows about 40 characters of a legend line
 
 
 def _untold(rows: list[dict]) -> list[dict]:
