@@ -236,11 +236,13 @@ TREE = {"$defs": {"node": {"type": "object", "additionalProperties": False, "req
                                           "children": {"type": "array", "maxItems": 3, "items": {"$ref": "#/$defs/node"}}}}},
         "$ref": "#/$defs/node"}
 USERNAME = {"type": "object", "properties": {"username": {"type": "string", "maxLength": 12, "pattern": "^[a-z][a-z0-9_]*$"}}}
+VERSION = {"type": "object", "properties": {"version": {"type": "string", "pattern": r"^[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,3}$"}}}
 
 
 @pytest.mark.parametrize("schema, text, backend, says", [
     (USERNAME, '{"username": "user123456789012', "xgrammar", "the schema bounds it, but that bound was not enforced"),
     (USERNAME, '{"username": "user12', "llguidance", "the schema bounds it, but the tokens ran out first"),
+    (VERSION, '{"version": "1.2', "llguidance", "the schema bounds it, but the tokens ran out first"),  # demo-json's
     (TREE, '{"name": "a", "children": [' * 4 + '{"name": "b", "', "llguidance",
      "nested in 8 containers and the schema refers to itself"),
 ])
@@ -252,6 +254,19 @@ def test_a_cut_inside_a_bounded_value_does_not_ask_for_the_bound(tokenizer, sche
     valid, error = constraint.validate(text, [], complete=False)
     assert valid is False and says in error, error
     assert "add maxLength" not in error and "add additionalProperties" not in error
+
+
+@pytest.mark.parametrize("pattern, bounded", [
+    (r"^[0-9]{1,2}\.[0-9]{1,3}$", True), ("^(ab|cd){2}$", True), (r"^[a-z*+]{3}$", True),
+    ("^[a-z]+$", False), (r"^\d{2,}$", False), ("[0-9]{3}", False), (r"^[a-z]{3}\$", False), (r"^[^\]]*$", False),
+])
+def test_a_string_pattern_bounds_the_cut_only_where_its_length_is_bounded(pattern, bounded):
+    """demo-json's version pattern (1-2, 1-2, 1-3 digits) bounds the string, yet the hint said "the
+    schema sets no maxLength (or enum, or pattern) ... add maxLength"; an open pattern still asks for it."""
+    from playground.constraints.cut import truncation_hint
+    schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}}
+    hint = truncation_hint('{"v": "12', schema)
+    assert ("the tokens ran out first" in hint) == bounded and ("add maxLength" in hint) != bounded, hint
 
 
 def test_the_cut_hint_stays_small_on_a_schema_that_multiplies():

@@ -5,12 +5,14 @@ already bounds the open value, the hint says so instead: the bound was not enfor
 (the constraint's notes say which), or the tokens ran out first; and a deep cut in a schema that
 refers to itself is the recursion's doing."""
 import json
+import re
 
 
 from playground.constraints.safety import NameMatcher, resolve
 
 FIXES = {  # kind of the open value -> (why it may not end, the bound that would end it)
-    "string": ("the schema sets no maxLength (or enum, or pattern) that would make it end", "maxLength"),
+    "string": ("the schema sets no maxLength (or enum, or pattern of bounded length) that would make it end",
+               "maxLength"),
     "key": ("the object allows more property names than the model stopped at (additionalProperties, patternProperties)",
             "additionalProperties: false"),
     "number": ("a number with no maximum can go on with digits", "maximum"),
@@ -20,7 +22,7 @@ FIXES = {  # kind of the open value -> (why it may not end, the bound that would
     "literal": ("the model was writing true, false or null", None),
 }
 BOUNDED = {  # kind -> whether a subschema holding the open value already bounds it
-    "string": lambda s: any(k in s for k in ("maxLength", "enum", "const")),
+    "string": lambda s: any(k in s for k in ("maxLength", "enum", "const")) or _bounded_pattern(s.get("pattern")),
     "key": lambda s: s.get("additionalProperties", True) is False or "maxProperties" in s,
     "number": lambda s: any(k in s for k in ("maximum", "exclusiveMaximum", "enum", "const")),
     "array": lambda s: "maxItems" in s or ("prefixItems" in s and s.get("items", True) is False),
@@ -61,6 +63,15 @@ def _why(kind: str, path: list, schema, notes: tuple[str, ...]) -> str:
     if kind == "number" and not any(k in s for s in held for k in ("minimum", "exclusiveMinimum")):
         why, bound = "a number with no maximum or minimum can go on with digits", "maximum and minimum"
     return f"{why}; " + (f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens")
+
+
+def _bounded_pattern(pattern) -> bool:
+    """Whether a string pattern bounds the length of what it matches: anchored at both ends, no * or +
+    or {n,} outside character classes and escapes (a rough reading; unsure counts as unbounded)."""
+    if not isinstance(pattern, str) or not (pattern.startswith("^") and pattern.endswith("$")) or pattern.endswith("\\$"):
+        return False
+    plain = re.sub(r"\\.|\[(?:\\.|[^\]\\])*\]", "x", pattern)  # escapes and classes: one character each
+    return not re.search(r"[*+]|\{\d*,\}", plain)
 
 
 def holding(schema, path: list) -> tuple[list[dict], bool]:
