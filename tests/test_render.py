@@ -50,7 +50,7 @@ def test_a_noisy_speedup_wholly_above_one_is_shown_as_faster_with_its_range():
     """Four measurements of 1.41-2.29x under load: "cannot tell" read as "no evidence it is faster"."""
     from playground.measure.speedup import Speedup
     faster = Speedup(None, 1.75, 1.41, 2.29, 4, "the ratio ranged 1.41-2.29x over 4 interleaved measurements", side="faster")
-    name, value, detail = render._speedup_card(faster, "identical to the target alone")
+    name, value, detail = render._speedup_card(faster, "its text identical to the target alone's")
     assert value == "faster, 1.41-2.29x" and detail.startswith("too noisy for one number") and "about 1.75x" in detail
     either = Speedup(None, 1.1, 0.8, 1.4, 4, "the ratio ranged 0.80-1.40x over 4 interleaved measurements")
     assert render._speedup_card(either, "sampled")[1] == "cannot tell"
@@ -111,7 +111,7 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     """The page showed 34.8 tok/s (wall time) and 1.78x with neither engine-timed rate behind it."""
     from playground.measure.speedup import Speedup
     told = Speedup(1.78, 1.78, 1.59, 1.95, 2, spec_tokens_per_s=37.9, base_tokens_per_s=21.35)
-    detail = render._speedup_card(told, "identical to the target alone")[2]
+    detail = render._speedup_card(told, "its text identical to the target alone's")[2]
     assert "speculation 37.9 tok/s against the target alone&#x27;s 21.4 over the interleaved measurements" in detail
     assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
 

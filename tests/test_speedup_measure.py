@@ -129,12 +129,12 @@ def test_identity_is_said_with_the_first_difference():
     assert first_difference([1, 2, 3], [1, 2, 3]) is None
     assert first_difference([1, 2, 3], [1, 5, 3]) == 1
     assert first_difference([1, 2], [1, 2, 3]) == 2
-    assert identity_note([1, 2], [1, 2], greedy=True) == "identical to the target alone"
-    assert identity_note([1, 2, 3], [1, 2, 4], greedy=True) == "differs from the target alone from token 3"
+    assert identity_note([1, 2], [1, 2], greedy=True) == "its text identical to the target alone's"
+    assert identity_note([1, 2, 3], [1, 2, 4], greedy=True) == "its text differs from the target alone's from token 3"
     assert identity_note([1, 2], [7, 8], greedy=False) == "sampled"
     assert first_difference([1, 2], [1, 2, 3], stopped=True) is None  # Stop cut the runs at lengths of their own
-    assert identity_note([1, 2], [1, 2, 3], greedy=True, stopped=True) == "identical to the target alone as far as both went (stopped)"
-    assert identity_note([1, 2], [1, 5, 3], greedy=True, stopped=True) == "differs from the target alone from token 2"
+    assert identity_note([1, 2], [1, 2, 3], greedy=True, stopped=True) == "its text identical to the target alone's as far as both went (stopped)"
+    assert identity_note([1, 2], [1, 5, 3], greedy=True, stopped=True) == "its text differs from the target alone's from token 2"
 
 
 def steady_block(ratio: float, rounds: int = 20) -> Block:
