@@ -289,6 +289,10 @@ def test_the_export_tab_shows_a_shared_setting_with_copy_buttons(page, app_url):
         expect(page.locator(box).get_by_role("button", name=re.compile("copy", re.I))).to_have_count(1)
     page.screenshot(path=str(ARTIFACTS / "export-tab.png"), full_page=True)
     assert dialogs == []
+    page.locator("#k-slider input[type=number]").fill("5")  # changed while the tab is open: it follows
+    page.locator("#k-slider input[type=number]").press("Enter")
+    expect(vllm).to_contain_text('"num_speculative_tokens":5', timeout=15_000)
+    expect(page.locator("#export-sglang")).to_contain_text("--speculative-num-steps 5")
 
 
 def test_the_run_downloads_as_json(page, app_url):

@@ -245,8 +245,12 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for trigger in (race_tab.select, race_btn.click):
         trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
                 show_progress="hidden")
-    export_tab.select(named_inputs(export_view), SETTINGS, [export_notes, export_vllm, export_sglang, export_hf],
-                      api_name="export", show_progress="hidden")  # loads nothing: the text of the setting
+    exports = [export_notes, export_vllm, export_sglang, export_hf]
+    export_tab.select(named_inputs(export_view), SETTINGS, exports, api_name="export",
+                      show_progress="hidden")  # loads nothing: the text of the setting
+    gr.on([box.change for box in SETTINGS], export_view, SETTINGS, exports, trigger_mode="always_last",
+          api_visibility="private", show_progress="hidden")  # kept current while the tab is open (a burst of
+    # changes, a preset's or typing: one call at a time, then the last)
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     gr.on([box.change for box in SETTINGS], None, None, share_box, js="() => ''", queue=False,
