@@ -3,8 +3,10 @@ from playground.events import FORCED, Prefill, Round
 
 
 def summarize(events: list, wall_s: float) -> dict:
-    """Events of one run (a Prefill, then Rounds) and its wall time -> the stats of the CLI contract."""
-    prefill = next((e for e in events if isinstance(e, Prefill)), None)
+    """Events of one run (a Prefill, then Rounds) and its wall time -> the stats of the CLI contract.
+    Runs joined (a sweep's measurements) count each run's prompt pass: counting the first alone gave
+    a sweep more tokens per target pass than each of its runs had."""
+    prefills = [e for e in events if isinstance(e, Prefill)]
     rounds = [e for e in events if isinstance(e, Round)]
     generated = sum(len(r.committed) for r in rounds)
     forced = sum(t.kind == FORCED for r in rounds for t in r.tokens)
@@ -12,8 +14,8 @@ def summarize(events: list, wall_s: float) -> dict:
     proposed = sum(r.proposed for r in rounds)
     accepted = sum(r.accepted for r in rounds)
     rejections = sum(r.accepted < r.proposed for r in rounds)
-    target_passes = sum(r.target_passes for r in rounds) + (prefill.target_passes if prefill else 0)
-    draft_passes = sum(r.draft_passes for r in rounds) + (prefill.draft_passes if prefill else 0)
+    target_passes = sum(r.target_passes for r in rounds) + sum(p.target_passes for p in prefills)
+    draft_passes = sum(r.draft_passes for r in rounds) + sum(p.draft_passes for p in prefills)
     return {
         "rounds": len(rounds),
         "target_passes": target_passes,
@@ -29,8 +31,8 @@ def summarize(events: list, wall_s: float) -> dict:
         "forced": forced,
         "wall_s": wall_s,
         "tokens_per_s": _ratio(generated, wall_s),
-        "draft_s": sum(r.draft_s for r in rounds) + (prefill.draft_s if prefill else 0.0),
-        "target_s": sum(r.target_s for r in rounds) + (prefill.target_s if prefill else 0.0),
+        "draft_s": sum(r.draft_s for r in rounds) + sum(p.draft_s for p in prefills),
+        "target_s": sum(r.target_s for r in rounds) + sum(p.target_s for p in prefills),
     }
 
 
