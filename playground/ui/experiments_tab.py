@@ -206,5 +206,6 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
     told = [m for m in history or [] if m.get("speedup")]
     if untold := len(history or []) - len(told):
         their, are = ("their", "are") if untold > 1 else ("its", "is")
-        text += f". {untold} of your compared runs could not tell {their} speedup here (too noisy) and {are} not drawn"
-    return text, plots.speedup_curve(acceptance, int(k), cost_ratio, told)
+        text += (f". {untold} of your runs compared with the target alone could not tell {their} speedup (too "
+                 f"noisy): drawn faint, {their} estimate and the range it varied over")
+    return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])

@@ -189,7 +189,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         compare_plot = gr.Plot()
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
-                    "(k c + 1)`. Your measured runs (their estimated α) appear as red crosses.")
+                    "(k c + 1)`. Your Playground runs compared with the target alone (their estimated α) appear as red "
+                    "crosses, faint where the speedup was too noisy to tell.")
         with gr.Row():
             calc_a = gr.Slider(0, 0.99, value=0.7, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "

@@ -155,7 +155,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         if not superseded():  # (else a newer click owns the stop flag now)
             forget_stop(request)
     measure = live.speedup(snap)  # None: no comparison
-    measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup}
+    measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
+                            "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high}
     yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
            + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)] + status(snap.phase))
 

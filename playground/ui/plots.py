@@ -133,16 +133,20 @@ def clear_best(rows: list[dict]) -> dict | None:
 
 def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = ()) -> go.Figure:
     """Expected speedup vs k for the chosen acceptance and draft/target cost ratio; measured runs
-    (acceptance, k, speedup) as points."""
+    (acceptance, k, speedup) as points, those too noisy to tell faint (estimate and range)."""
     ks = list(range(1, 17))
     fig = go.Figure(go.Scatter(x=ks, y=[expected_speedup(acceptance, kk, cost_ratio) for kk in ks], mode="lines",
                                name=f"expected (α={acceptance:.2f}, c={cost_ratio:.2f})"))
     fig.add_trace(go.Scatter(x=[k], y=[expected_speedup(acceptance, k, cost_ratio)], mode="markers",
                              name=f"k = {k}", marker=dict(size=14, color="#f59e0b")))
-    if measured:
-        fig.add_trace(go.Scatter(x=[m["k"] for m in measured], y=[m["speedup"] for m in measured], mode="markers",
+    if told := [m for m in measured if m.get("speedup")]:
+        fig.add_trace(go.Scatter(x=[m["k"] for m in told], y=[m["speedup"] for m in told], mode="markers",
                                  name="measured runs", marker=dict(size=10, symbol="x", color="#dc2626"),
-                                 text=[f"per-token acceptance α={m['alpha']:.2f}" for m in measured]))
+                                 text=[f"per-token acceptance α={m['alpha']:.2f}" for m in told]))
+    if untold := _untold(measured):
+        fig.add_trace(go.Scatter(x=[m["k"] for m in untold], y=[m["speedup_estimate"] for m in untold], mode="markers",
+                                 name=UNTOLD, marker=dict(color="#9ca3af", symbol="circle-open", size=10),
+                                 error_y=_range(untold), text=[f"per-token acceptance α={m['alpha']:.2f}" for m in untold]))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
 
