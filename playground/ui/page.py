@@ -136,7 +136,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     with gr.Tab("Tree", elem_id="tree-tab"):
                         tree_html = gr.HTML(tree_view([]))
                     with gr.Tab("JSON"):
-                        pretty = gr.JSON(label="Parsed output", open=True)
+                        pretty = gr.JSON(label="Parsed output (a JSON Schema run's answer; empty when its text "
+                                               "is not whole JSON)", open=True)
                     with gr.Tab("Export", elem_id="export-tab") as export_tab:
                         gr.Markdown("This setting, ready to serve at scale: launch commands and one request for "
                                     "vLLM and SGLang, and the same run as a transformers `generate` call.")
