@@ -143,7 +143,7 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
                          f"tokens per round, (1 - α^(k+1)) / (1 - α), if each guess were kept independently with "
                          f"probability α = {alpha:.2f} (of the guesses the target judged, the share it kept); measured "
                          f"{stats['tokens_per_round']:.2f} a round" + (" (forced tokens not counted)" if stats["forced"] else "")
-                         + " (tokens per target pass also counts the prompt pass)"))
+                         + ", the prompt pass not counted"))
     if speedup is not None:
         cards.append(_speedup_card(speedup, same))
     wide = lambda name: " metric-wide" if name == "speedup" else ""  # noqa: E731  (its reasons: a row of their own)
