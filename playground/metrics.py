@@ -70,15 +70,15 @@ def first_difference(a: list[int], b: list[int], stopped: bool = False) -> int |
 
 
 def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool, stopped: bool = False) -> str:
-    """What a greedy comparison showed, in words: identical (so far, for stopped runs), or from which
-    token it differs."""
+    """What a greedy comparison showed about the text, in words: identical (so far, for stopped runs),
+    or from which token it differs. It names the text: beside a speedup, "identical to the target
+    alone" read as "no faster"."""
     if base_ids is None or not greedy:
         return "sampled" if base_ids is not None else ""
     at = first_difference(spec_ids, base_ids, stopped)
     if at is not None:
         return f"its text differs from the target alone's from token {at + 1}"
-    return "its text identical to the target alone's" + (" as far as both went (stopped)" if stopped else "")  # (the
-    # text, not the speed: beside a speedup, "identical to the target alone" read as "no faster")
+    return "its text identical to the target alone's" + (" as far as both went (stopped)" if stopped else "")
 
 
 def _ratio(a: float, b: float) -> float:

@@ -250,13 +250,14 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     exports = [export_notes, export_vllm, export_sglang, export_hf]
     export_tab.select(named_inputs(export_view), SETTINGS, exports, api_name="export",
                       show_progress="hidden")  # loads nothing: the text of the setting
-    gr.on([box.change for box in SETTINGS], export_view, SETTINGS, exports, trigger_mode="always_last",
+    changed = [box.change for box in SETTINGS]  # any setting, by hand, a preset or an example
+    gr.on(changed, export_view, SETTINGS, exports, trigger_mode="always_last",
           api_visibility="private", show_progress="hidden")  # kept current while the tab is open (a burst of
     # changes, a preset's or typing: one call at a time, then the last)
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
-    gr.on([box.change for box in SETTINGS], None, None, share_box, js="() => ''", queue=False,
-          api_visibility="private")  # a setting changed (by hand, a preset, an example): the link no longer says it
+    gr.on(changed, None, None, share_box, js="() => ''", queue=False,
+          api_visibility="private")  # a setting changed: the link no longer says it
     for trigger in (kind.change, constraint.change, backend.change):
         trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
                 concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three
