@@ -5,11 +5,10 @@ import spaces  # noqa: F401  (first: on ZeroGPU it must load before anything tou
 import logging
 import os
 
-from playground.limits import CONCURRENCY, QUEUE_SIZE
 from playground.models.loading import load_pair
 from playground.ui.inputs import DEFAULT
 from playground.ui.page import demo
-from playground.ui.serving import launch_options
+from playground.ui.serving import launch_options, queue_options
 from playground.ui.warm_up import wanted, warm_up
 
 if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, moved to the GPU per call
@@ -20,4 +19,4 @@ if __name__ == "__main__":
     logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
     if wanted():  # a GPU host: the default pair loaded and compiled before the first visitor
         warm_up(DEFAULT)
-    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE).launch(**launch_options())
+    demo.queue(**queue_options()).launch(**launch_options())

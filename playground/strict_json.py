@@ -1,13 +1,15 @@
-"""JSON text read strictly: Python's json module also reads NaN, Infinity and 1e999 (as inf), which
-no engine and no JSON parser downstream reads. Shared by the constraint checks and the export (which
+"""JSON text read strictly: Python's json module also reads NaN, Infinity, 1e999 (as inf) and
+integers past a float's range, which no engine and no JSON parser downstream reads (llguidance
+failed on one with "number out of range", xgrammar with an IndexError). Shared by the constraint checks and the export (which
 stays free of torch, so it cannot import playground.constraints)."""
 import json
 import math
+import sys
 
 
 def loads(text: str):
-    """json.loads, with ValueError for NaN, Infinity and numbers too large to be finite."""
-    return json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
+    """json.loads, with ValueError for NaN, Infinity and numbers too large to be a finite float."""
+    return json.loads(text, parse_constant=_not_a_number, parse_float=_finite, parse_int=_finite_int)
 
 
 def _not_a_number(name: str):
@@ -18,4 +20,13 @@ def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e999: valid JSON, infinite in every engine
         raise ValueError(f"{text[:40]} is too large for a number any engine reads")
+    return value
+
+
+def _finite_int(text: str) -> int:
+    """An integer literal, refused past a float's range (about 1.8e308: any of 310 digits, before
+    int() reads it; int() itself refuses 4,301)."""
+    digits = len(text.lstrip("-"))
+    if digits > 309 or abs(value := int(text)) > sys.float_info.max:
+        raise ValueError(f"{text[:40]}... ({digits} digits) is too large for a number any engine reads")
     return value

@@ -44,7 +44,7 @@ def app_url():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app.demo.queue(default_concurrency_limit=app.CONCURRENCY, max_size=app.QUEUE_SIZE).launch(
+    app.demo.queue(**app.queue_options()).launch(
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.launch_options())
     yield f"http://127.0.0.1:{port}/"
     app.demo.close()

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -48,9 +49,23 @@ def generate_error(client, *args) -> str:
     (("x", "demo", 4, 0.0, 16, 0, '{"type":"object","properties":{"x":{"$ref":"#"}},"required":["x"]}', "", False), "no finite instance"),
     (("x" * 30_000, "demo", 4, 0.0, 16, 0, "", "", False), "prompt's length"),
     (("x " * 6_000, "demo", 4, 0.0, 1024, 0, "", "", False), "context"),
+    (("x", "demo", 4, 0.0, 16, 0, "", "", False, "/etc/passwd"), "unknown constraint backend"),  # was echoed
 ])
 def test_bad_api_calls_are_clear_errors_and_the_server_stays_responsive(client, app_url, args, message):
     assert message in generate_error(client, *args)
+    assert page_answers_quickly(app_url)
+
+
+def test_a_lone_surrogate_a_client_sends_is_a_clear_error(app_url):
+    """As the backend with no constraint, it reached the reply, which Gradio could not encode (the
+    connection dropped, and the session's next call failed too). gradio_client cannot send one: the
+    call goes as JSON text, escaped."""
+    data = ["x", "demo", 4, 0.0, 16, 0, "", "", False, "\ud800", ""]
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": data}).encode())
+    assert status == 200, text
+    with urllib.request.urlopen(f"{app_url}gradio_api/call/generate/{json.loads(text)['event_id']}", timeout=60) as r:
+        stream = r.read().decode()
+    assert "event: error" in stream and "unknown constraint backend '\\\\ud800'" in stream, stream
     assert page_answers_quickly(app_url)
 
 
@@ -109,6 +124,23 @@ def test_share_link_uses_the_serving_host_and_refuses_overlong_links(client, app
     with pytest.raises(Exception, match="servers accept"):
         client.predict(*page_inputs.inputs_from_settings(settings), api_name="/share_link")
     assert MAX_LINK_CHARS < 16_000
+
+
+def test_a_share_link_takes_its_host_and_scheme_from_headers_only_when_they_are_an_address():
+    """The link is built from the forwarded host and scheme (behind Spaces' proxy); a caller's own
+    headers made `javascript://evil.example"><script>/?preset=...`."""
+    from types import SimpleNamespace
+    base = SimpleNamespace(base_url=urllib.parse.urlsplit("http://10.0.0.5:7860/"))
+
+    def page(headers: dict) -> str:
+        return page_inputs.page_url(SimpleNamespace(request=base, headers=headers))
+    assert page({"x-forwarded-host": "user-space.hf.space", "x-forwarded-proto": "https", "host": "10.0.0.5:7860"}) \
+        == "https://user-space.hf.space/"
+    assert page({"x-forwarded-host": "a.example:8443, proxy.internal", "x-forwarded-proto": "https,http"}) \
+        == "https://a.example:8443/"
+    assert page({"host": "[::1]:7860"}) == "http://[::1]:7860/"
+    assert page({"x-forwarded-host": 'evil.example"><script>alert(1)</script>', "x-forwarded-proto": "javascript",
+                 "host": "10.0.0.5:7860"}) == "http://10.0.0.5:7860/"
 
 
 def test_links_without_a_known_preset_fall_back_to_the_default_and_say_so():
@@ -231,14 +263,52 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
 def test_uploads_are_refused(app_url):
     """No input of the page is a file; Gradio kept each upload for an hour for anyone to fetch (40
     uploads of 8 MB took 3.5 s: a disk filled, or free file hosting)."""
+    body = b"--b\r\nContent-Disposition: form-data; name=\"files\"; filename=\"x.txt\"\r\n\r\nhello\r\n--b--\r\n"
+    status, text = post(app_url, "/gradio_api/upload", body, "multipart/form-data; boundary=b")
+    assert status == 403 and "files are not taken" in text
+
+
+def post(app_url: str, path: str, body: bytes, content_type: str = "application/json") -> tuple[int, str]:
     import http.client
     url = urllib.parse.urlsplit(app_url)
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-    body = b"--b\r\nContent-Disposition: form-data; name=\"files\"; filename=\"x.txt\"\r\n\r\nhello\r\n--b--\r\n"
-    conn.request("POST", "/gradio_api/upload", body=body, headers={"Content-Type": "multipart/form-data; boundary=b"})
+    conn.request("POST", path, body=body, headers={"Content-Type": content_type})
     response = conn.getresponse()
-    assert response.status == 403 and b"uploads are not taken" in response.read()
+    answer = response.status, response.read().decode(errors="replace")
     conn.close()
+    return answer
+
+
+def test_a_file_named_in_any_calls_data_is_refused_before_gradio_reads_it(client, app_url, listener):  # noqa: F811
+    """Gradio downloads a FileData whose path is a public URL into its cache, for any input (a
+    Textbox's too) and before the function's own checks: any address a caller names was fetched
+    (loopback refused by Gradio itself, so the listener only shows nothing came here)."""
+    port, hits = listener
+    url = f"http://127.0.0.1:{port}/x.bin"
+    file = {"path": url, "meta": {"_type": "gradio.FileData"}}
+    joined = json.dumps({"data": [file], "fn_index": 0, "session_hash": "abc"})
+    nested = json.dumps({"data": [{"nested": [file]}, "demo"]})
+    for path, body in (("/gradio_api/queue/join", joined), ("/gradio_api/call/export", nested),
+                       ("/gradio_api/call/export", nested.replace("FileData", "File\\u0044ata"))):  # JSON-escaped
+        status, text = post(app_url, path, body.encode())
+        assert status == 403 and "no input of this page is a file" in text, (path, status, text)
+    assert hits == []
+    values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["qwen2.5-7b"]))
+    values[9] = 'a prompt that names {"meta": {"_type": "gradio.FileData"}}'  # a text, not a file: taken
+    assert "vllm serve" in client.predict(*values, api_name="/export")[1]
+
+
+def test_queued_functions_are_reached_through_the_queue_only(app_url):
+    """A direct POST to a queued function skipped the queue and the device's limit (45 of them held
+    page loads for over a minute); Gradio's screen-recording route took files and ran ffmpeg on
+    them; its traffic summary listed every function and its calls."""
+    status, text = post(app_url, "/gradio_api/run/generate", json.dumps({"data": ["x", "demo"]}).encode())
+    assert status == 404 and "join the queue" in text
+    status, text = post(app_url, "/gradio_api/process_recording", b"--b--\r\n", "multipart/form-data; boundary=b")
+    assert status == 403 and "files are not taken" in text
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(app_url + "monitoring/summary", timeout=30)
+    assert refused.value.code == 403
 
 
 def test_texts_past_their_limits_are_refused_before_anything_reads_them(client):
@@ -331,3 +401,15 @@ def test_a_cascade_presets_model_is_offered_on_its_own_and_every_compared_way_is
     assert offered == {cascade["qwen2.5-7b-cascade"].target, inner, "ngram", "ngram+" + inner,
                        "ngram+" + cascade["qwen2.5-7b-cascade"].target}
     assert all(draft.format(draft=inner) in offered for draft, _ in VARIANTS.values())
+
+
+def test_the_calculator_refuses_values_past_its_sliders():
+    """Gradio's slider check lets NaN through to this private endpoint: it drew 'nanx' as a speedup,
+    and as k a raw 'cannot convert float NaN to integer'."""
+    import gradio as gr
+    from playground.ui.experiments_tab import calculator
+    for args, name in (((float("nan"), 4, 0.1), "acceptance"), ((0.7, float("nan"), 0.1), "k"),
+                       ((0.7, 4, float("inf")), "cost ratio"), ((0.7, 10**6, 0.1), "k")):
+        with pytest.raises(gr.Error, match=f"the {name} must be between"):
+            calculator(*args, [])
+    assert "tokens per target pass" in calculator(0.7, 4, 0.1, [])[0]

@@ -150,7 +150,9 @@ BAD_SCHEMAS = {
     "huge repetition in a pattern": (json.dumps({"type": "string", "pattern": "a{1000000}"}), "repetition count"),
     "NaN": ('{"type": "number", "maximum": NaN}', "NaN is not a JSON number"),
     "1e999": ('{"type": "number", "maximum": 1e999}', "too large for a number"),
-    "a 5,000-digit number": ('{"type": "string", "maxLength": ' + "9" * 5000 + "}", "more than 4,300 digits"),
+    "a 5,000-digit number": ('{"type": "string", "maxLength": ' + "9" * 5000 + "}", "5000 digits"),
+    "an integer past a float's range": ('{"type": "integer", "minimum": -' + "9" * 309 + "}", "309 digits"),  # the
+    # backends failed on it: llguidance "number out of range", xgrammar an IndexError
     "a lone surrogate": ('{"const": "a\\ud800b"}', "lone surrogate"),
 }
 
@@ -165,11 +167,18 @@ def test_bad_schemas_are_clear_errors(case):
 @pytest.mark.parametrize("pattern, message", [
     ("(x+)+[[:alpha:]&&[x]]", "read differently"), ("[a-z--[aeiou]]", "read differently"),
     ("a{1000000}", "repetition count"), ("[a-z]{1,20000}", "repetition count"), ("(", "the regex is not a valid regular expression"),
-    ("x" * 3000, "length"),
+    ("x" * 3000, "length"), ("a\ud800", "lone surrogate"),
 ])
 def test_bad_regexes_are_clear_errors(pattern, message):
     with pytest.raises(PlaygroundError, match=message):
         from_user(regex=pattern)
+
+
+def test_a_lone_surrogate_in_a_grammar_is_a_clear_error():
+    """Both backends failed with UnicodeEncodeError on it."""
+    for grammar in ('root ::= "a\ud800"', 'start: "a\udfff"'):
+        with pytest.raises(PlaygroundError, match="the grammar holds a lone surrogate"):
+            from_user(grammar=grammar, backend="xgrammar")
 
 
 def test_redos_regex_is_refused_by_the_cli_fast(capsys, saved_pair):

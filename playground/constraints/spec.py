@@ -37,12 +37,17 @@ class ConstraintSpec:
         if self.kind not in KINDS:
             raise PlaygroundError(f"unknown constraint kind '{self.kind}': use one of {', '.join(KINDS)}")
         if self.backend not in BACKENDS:
-            raise PlaygroundError(f"unknown constraint backend '{self.backend}': use llguidance or xgrammar")
+            raise PlaygroundError(f"unknown constraint backend {ascii(self.backend[:40])}: use llguidance or xgrammar")
         if not self.text.strip():
             raise PlaygroundError(f"the {self.kind} constraint is empty")
         limit = {"json": MAX_SCHEMA_TEXT_CHARS, "regex": MAX_REGEX_CHARS, "grammar": MAX_GRAMMAR_CHARS}[self.kind]
         name = "schema as typed" if self.kind == "json" else self.kind
         at_most(len(self.text), limit, f"the length of the {name} (characters)")
+        try:  # (the backends failed with UnicodeEncodeError)
+            self.text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise PlaygroundError(f"the {self.named} holds a lone surrogate (\\u{ord(self.text[exc.start]):04x}) at "
+                                  f"character {exc.start + 1}, which is not a character") from None
         if not isinstance(self.think_budget, int) or self.think_budget < 0:
             raise PlaygroundError(f"the thinking budget must be a whole number of tokens >= 0, got {self.think_budget!r}")
         at_most(self.think_budget, MAX_NEW_TOKENS, "the thinking budget (tokens)")
@@ -93,9 +98,8 @@ def _parsed_schema(text: str) -> Schema:
         schema = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlaygroundError(f"the schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except ValueError as exc:  # NaN/Infinity (not JSON), an integer of more than 4,300 digits
-        reason = "a number in it has more than 4,300 digits" if "digits" in str(exc) else str(exc)
-        raise PlaygroundError(f"the schema is not valid JSON: {reason}") from None
+    except ValueError as exc:  # NaN/Infinity (not JSON), a number past a float's range (strict_json)
+        raise PlaygroundError(f"the schema is not valid JSON: {exc}") from None
     except RecursionError:
         raise PlaygroundError("the schema is nested too deeply") from None
     if not isinstance(schema, (dict, bool)):

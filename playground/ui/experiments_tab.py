@@ -197,7 +197,14 @@ def _check_work(points: int, prompts: list, settings) -> None:
             "; fewer values, prompts or max new tokens")
 
 
+CALCULATOR_RANGES = {"acceptance": (0, 0.99), "k": RANGES["k"], "cost ratio": (0.01, 1)}  # its sliders'
+
+
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
+    for name, value in zip(CALCULATOR_RANGES, (acceptance, k, cost_ratio)):  # (Gradio's slider check passes NaN)
+        low, high = CALCULATOR_RANGES[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise gr.Error(f"the {name} must be between {low} and {high}, got {str(value)[:40]}", print_exception=False)
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
     best = max(range(1, RANGES["k"][1] + 1), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))

@@ -5,6 +5,7 @@ import inspect
 import json
 import logging
 import math
+import re
 
 import gradio as gr
 
@@ -246,9 +247,16 @@ def page_url(request: gr.Request | None) -> str:
     if request is None or request.request is None:
         return "http://localhost:7860/"
     url, headers = request.request.base_url, request.headers
-    host = headers.get("x-forwarded-host") or headers.get("host") or url.netloc
-    scheme = headers.get("x-forwarded-proto") or url.scheme
+    host = _first(headers.get("x-forwarded-host")) or _first(headers.get("host")) or ""
+    scheme = _first(headers.get("x-forwarded-proto")) or url.scheme
+    host = host if re.fullmatch(r"[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?", host) else url.netloc
+    scheme = scheme if scheme in ("http", "https") else url.scheme  # (a caller's headers: javascript://x"><script>)
     return f"{scheme}://{host}{url.path}"
+
+
+def _first(value: str | None) -> str:
+    """A forwarded header's first value ("a, b" after two proxies)."""
+    return (value or "").split(",")[0].strip()
 
 
 CONSTRAINT_OK = '<span class="badge badge-ok">looks fine</span>'

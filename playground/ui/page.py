@@ -8,7 +8,7 @@ from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import render, race
 from playground.ui.api import generate
-from playground.ui.experiments_tab import (SWEEP_DEFAULTS, calculator, column_headers, column_widths, experiment_buttons,
+from playground.ui.experiments_tab import (CALCULATOR_RANGES, SWEEP_DEFAULTS, calculator, column_headers, column_widths, experiment_buttons,
                                            run_comparison, run_sweep)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
@@ -193,11 +193,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     "(k c + 1)`. Your Playground runs compared with the target alone (their estimated α) appear as red "
                     "crosses, faint where the speedup was too noisy to tell.")
         with gr.Row():
-            calc_a = gr.Slider(0, 0.99, value=0.7, step=0.01, label="per-token acceptance α",
+            calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=0.7, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "
                                     "drafts after a rejection too)")
-            calc_k = gr.Slider(*RANGES["k"], value=4, step=1, label="k")
-            calc_c = gr.Slider(0.01, 1, value=0.1, step=0.01, label="cost ratio c")
+            calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=4, step=1, label="k")
+            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=0.1, step=0.01, label="cost ratio c")
         calc_text = gr.Markdown()
         calc_plot = gr.Plot()
 

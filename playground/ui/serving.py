@@ -1,17 +1,30 @@
-"""How the page is served: Gradio's launch options (app.py and the tests use the same), with a
-bound on every request's body. Gradio reads a request's whole body, however large, and keeps its
-values in the session (a 100 MB /export body added ~334 MB that was never given back), so bodies
-past MAX_REQUEST_BYTES are refused before Gradio sees them. Uploads are refused outright: no input
-of the page takes a file, and Gradio would keep each upload for anyone to download (free hosting,
-a full disk)."""
+"""How the page is served: Gradio's queue and launch options (app.py and the tests use the same),
+with a guard in front of Gradio on every request.
+
+- A body past MAX_REQUEST_BYTES is refused before Gradio sees it: Gradio reads a request's whole
+  body, however large, and keeps its values in the session (a 100 MB /export body added ~334 MB that
+  was never given back).
+- No input of the page is a file, so nothing that carries one is taken: uploads (Gradio would keep
+  each for anyone to download: free hosting, a full disk), its screen-recording route (it runs ffmpeg
+  on what it is sent), and a file reference in any call's data (Gradio downloads a `gradio.FileData`
+  whose path is a public URL into its cache before the function's own checks: a fetch of any
+  address a caller names).
+- Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
+  and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
+  limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off."""
+import json
+
 from starlette.middleware import Middleware
 
-from playground.limits import MAX_REQUEST_BYTES, SESSIONS_KEPT
+from playground.limits import CONCURRENCY, MAX_REQUEST_BYTES, QUEUE_SIZE, SESSIONS_KEPT
+
+NO_FILES = "no input of this page is a file"
+REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
 
 
-class BodyLimit:
-    """ASGI middleware: 413 for a body that declares more than `max_bytes`; a body sent in chunks
-    without a length ends as a client disconnect once it passes `max_bytes`; 403 for an upload."""
+class RequestGuard:
+    """ASGI middleware: 413 for a body over `max_bytes` (declared, or sent in chunks without a
+    length), 403 for a route that takes files or a body that names one."""
 
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
@@ -19,22 +32,67 @@ class BodyLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if scope.get("path", "").rstrip("/").endswith("/upload"):
-            return await refuse(send, 403, "uploads are not taken here: no input of this page is a file")
+        if scope.get("path", "").rstrip("/").endswith(REFUSED_ROUTES):
+            return await refuse(send, 403, f"files are not taken here: {NO_FILES}")
         declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > self.max_bytes:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
-        seen = 0
+        body = await read_body(receive, self.max_bytes)
+        if body is None:  # the client left while sending
+            return
+        if body is TOO_LONG:
+            return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
+        if body and names_a_file(body):
+            return await refuse(send, 403, f"a file in a call's data is not taken: {NO_FILES}")
+        sent = False
 
-        async def bounded():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    return {"type": "http.disconnect"}
-            return message
-        await self.app(scope, bounded, send)
+        async def replay():  # the body once, as read; then the client's own messages (a disconnect)
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self.app(scope, replay, send)
+
+
+TOO_LONG = object()
+
+
+async def read_body(receive, most: int):
+    """The whole body (b"" for none) -> bytes, TOO_LONG past `most` bytes, None on a disconnect."""
+    parts, seen = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > most:
+            return TOO_LONG
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def names_a_file(body: bytes) -> bool:
+    """Whether a JSON body holds a Gradio file reference anywhere ({"path": ..., "meta": {"_type":
+    "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it); a body that is not
+    JSON is left to Gradio, which refuses it."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    stack = [data]
+    while stack:  # (iterative: the body is at most MAX_REQUEST_BYTES, its nesting is not bounded)
+        value = stack.pop()
+        if isinstance(value, dict):
+            meta = value.get("meta")
+            if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 async def refuse(send, status: int, text: str) -> None:
@@ -44,7 +102,12 @@ async def refuse(send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def queue_options() -> dict:
+    """Keyword arguments of demo.queue for every host."""
+    return {"default_concurrency_limit": CONCURRENCY, "max_size": QUEUE_SIZE, "api_open": False}
+
+
 def launch_options() -> dict:
     """Keyword arguments of demo.launch for every host."""
-    return {"show_error": True, "state_session_capacity": SESSIONS_KEPT,
-            "app_kwargs": {"middleware": [Middleware(BodyLimit, max_bytes=MAX_REQUEST_BYTES)]}}
+    return {"show_error": True, "state_session_capacity": SESSIONS_KEPT, "enable_monitoring": False,
+            "app_kwargs": {"middleware": [Middleware(RequestGuard, max_bytes=MAX_REQUEST_BYTES)]}}
