@@ -17,6 +17,6 @@ if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, move
 if __name__ == "__main__":
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
-    if wanted():  # a GPU host: the default pair loaded and compiled before the first visitor
+    if wanted():  # the default pair loaded (a GPU: and compiled) before the first visitor
         warm_up(DEFAULT)
     demo.queue(**queue_options()).launch(**launch_options())

@@ -1,12 +1,14 @@
-"""The start-up warm-up of a GPU host (playground.ui.warm_up), run here on a CPU with compiled
-passes asked for: the first visitor's run then compiles nothing, and a failing warm-up never stops
-the page from starting."""
+"""The start-up warm-up (playground.ui.warm_up), run here on a CPU, with compiled passes asked for
+as a GPU host does: the first visitor's run then loads and compiles nothing, and a failing warm-up
+never stops the page from starting."""
+import collections
 import dataclasses
 import logging
 
 import torch
 
 from playground import session
+from playground.models import loading, room
 from playground.presets import Settings
 from playground.ui import inputs as page_inputs, live, warm_up
 
@@ -36,9 +38,30 @@ def test_a_failing_warm_up_is_logged_and_the_page_starts(caplog):
     assert any("warming up failed" in r.getMessage() and "no/such-model" in r.exc_text for r in caplog.records)
 
 
-def test_only_hosts_that_compile_by_default_warm_up(monkeypatch):
-    assert not warm_up.wanted()  # a CPU host: the page starts at once
-    monkeypatch.setattr(warm_up, "compiles_by_default", lambda: True)
+def test_every_host_but_zero_gpu_warms_up_unless_told_not_to(monkeypatch):
+    """A CPU host too: the first visitor's Run waited 30 s while SmolLM2 was converted on a fresh
+    machine. ZeroGPU loads the default pair as app.py is imported."""
     assert warm_up.wanted()
     monkeypatch.setenv("PLAYGROUND_WARM_UP", "0")
     assert not warm_up.wanted()
+    monkeypatch.delenv("PLAYGROUND_WARM_UP")
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    assert not warm_up.wanted()
+
+
+def test_a_cpu_warm_up_loads_the_pair_the_first_run_uses(monkeypatch):
+    settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), compile=False)
+
+    def first_run_told() -> list[str]:  # what a first visitor's run says while it waits, in a fresh process
+        told = []
+        live.prepare(settings, progress=lambda fraction, message: told.append(message))
+        return told
+
+    def fresh_process():
+        monkeypatch.setattr(room.CACHE, "entries", collections.OrderedDict())
+        monkeypatch.setattr(loading, "PAIRS", {})
+    fresh_process()
+    assert any("loading demo-target" in message for message in first_run_told())
+    fresh_process()
+    assert warm_up.warm_up(settings) > 0
+    assert first_run_told() == []  # nothing to load: the first visitor's run starts at once

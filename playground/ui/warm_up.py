@@ -1,14 +1,16 @@
-"""Warming up before the page is served: on a host that compiles by default (a GPU, not ZeroGPU),
-the default preset's pair is loaded and what its default run needs is compiled and captured
-(speculation and the target alone beside it) before the first visitor comes, who would otherwise
-wait for it: the 7B preset's cold compile took about 2 minutes on an H200 (BENCHMARKS.md). A GPU's
-static caches hold GPU_CAPACITY positions whatever the prompt, so later prompts compile nothing.
-A failure is logged and the page starts anyway: the run that meets it says why."""
+"""Warming up before the page is served: the default preset's pair is loaded, and on a host that
+compiles by default (a GPU, not ZeroGPU) what its default run needs is compiled and captured
+(speculation and the target alone beside it), before the first visitor comes, who would otherwise
+wait for it: the 7B preset's cold compile took about 2 minutes on an H200 (BENCHMARKS.md); on a CPU,
+SmolLM2's target is converted from its GGUF file on a fresh machine, 30 s (1.6 s in a later
+process). A GPU's static caches hold GPU_CAPACITY positions whatever the prompt, so later prompts
+compile nothing. A failure is logged and the page starts anyway: the run that meets it says why.
+ZeroGPU loads the default pair as app.py is imported instead (its GPU is lent per call)."""
 import logging
 import os
 import time
 
-from playground.models.placement import compiles_by_default
+from playground.models.placement import on_zero_gpu
 from playground.presets import Settings
 from playground.ui.live import prepare
 
@@ -16,12 +18,13 @@ log = logging.getLogger("playground.warm_up")
 
 
 def wanted() -> bool:
-    """Whether this host warms up: where runs compile by default, unless PLAYGROUND_WARM_UP=0."""
-    return compiles_by_default() and os.environ.get("PLAYGROUND_WARM_UP", "1") != "0"
+    """Whether this host warms up: all but ZeroGPU, unless PLAYGROUND_WARM_UP=0."""
+    return not on_zero_gpu() and os.environ.get("PLAYGROUND_WARM_UP", "1") != "0"
 
 
 def warm_up(settings: Settings) -> float | None:
-    """Load and compile what a run of these settings needs -> seconds taken, None if it failed."""
+    """Load (and compile, where runs compile) what a run of these settings needs -> seconds taken,
+    None if it failed."""
     started = time.perf_counter()
     log.info("warming up: %s with %s, before the page is served", settings.target, settings.draft)
     try:
