@@ -306,6 +306,24 @@ def test_queued_functions_are_reached_through_the_queue_only(app_url):
     assert status == 404 and "join the queue" in text
     status, text = post(app_url, "/gradio_api/process_recording", b"--b--\r\n", "multipart/form-data; boundary=b")
     assert status == 403 and "files are not taken" in text
+
+
+def test_gradios_file_route_fetches_no_url(app_url, listener):  # noqa: F811
+    """Gradio's /file= route fetched a public URL and streamed it back: an open proxy, with no read
+    timeout or size bound (loopback is refused by Gradio itself: the listener shows nothing came)."""
+    import http.client
+    port, hits = listener
+    url = urllib.parse.urlsplit(app_url)
+    for path in (f"/gradio_api/file=http://127.0.0.1:{port}/x", f"/gradio_api/file/http://127.0.0.1:{port}/x",
+                 "/gradio_api/file=https%3A//example.com/x"):
+        for method in ("GET", "HEAD"):
+            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+            conn.request(method, path)
+            response = conn.getresponse()
+            said = response.read().decode()
+            assert response.status == 403 and (method == "HEAD" or "fetched here" in said), (method, path, said)
+            conn.close()
+    assert hits == []
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(app_url + "monitoring/summary", timeout=30)
     assert refused.value.code == 403

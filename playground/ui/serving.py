@@ -8,23 +8,30 @@ with a guard in front of Gradio on every request.
   each for anyone to download: free hosting, a full disk), its screen-recording route (it runs ffmpeg
   on what it is sent), and a file reference in any call's data (Gradio downloads a `gradio.FileData`
   whose path is a public URL into its cache before the function's own checks: a fetch of any
-  address a caller names).
+  address a caller names). Nor is a URL given to Gradio's file route, which fetched it and sent it
+  back (an open proxy with no time or size bound).
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off."""
 import json
+import re
 
+import anyio
 from starlette.middleware import Middleware
 
 from playground.limits import CONCURRENCY, MAX_REQUEST_BYTES, QUEUE_SIZE, SESSIONS_KEPT
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
+FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's file route given a URL: it fetched
+# the URL and streamed it back (a public proxy, with no time or size bound); the page's files are local paths
+BODY_METHODS = {"POST", "PUT", "PATCH"}  # the requests whose bodies Gradio reads
+_parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
 
 
 class RequestGuard:
     """ASGI middleware: 413 for a body over `max_bytes` (declared, or sent in chunks without a
-    length), 403 for a route that takes files or a body that names one."""
+    length), 403 for a route that takes files or fetches a URL, or a body that names a file."""
 
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
@@ -32,17 +39,20 @@ class RequestGuard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if scope.get("path", "").rstrip("/").endswith(REFUSED_ROUTES):
-            return await refuse(send, 403, f"files are not taken here: {NO_FILES}")
+        path = scope.get("path", "")
+        if path.rstrip("/").endswith(REFUSED_ROUTES) or FETCHING_ROUTE.search(path):
+            return await refuse(send, 403, f"files are not taken or fetched here: {NO_FILES}")
         declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > self.max_bytes:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
+        if scope.get("method") not in BODY_METHODS:
+            return await self.app(scope, receive, send)
         body = await read_body(receive, self.max_bytes)
         if body is None:  # the client left while sending
             return
         if body is TOO_LONG:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
-        if body and names_a_file(body):
+        if await names_a_file(body):
             return await refuse(send, 403, f"a file in a call's data is not taken: {NO_FILES}")
         sent = False
 
@@ -74,24 +84,38 @@ async def read_body(receive, most: int):
             return b"".join(parts)
 
 
-def names_a_file(body: bytes) -> bool:
+async def names_a_file(body: bytes) -> bool:
     """Whether a JSON body holds a Gradio file reference anywhere ({"path": ..., "meta": {"_type":
-    "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it); a body that is not
-    JSON is left to Gradio, which refuses it."""
+    "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it), read as FastAPI
+    reads it (json.loads: UTF-8, -16 or -32); a body that is not JSON is left to Gradio, which
+    refuses it. Parsed only when the name could be in it (as written, or behind a \\u escape), in a
+    worker thread, so the server goes on answering meanwhile."""
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
+        text = body.decode(json.detect_encoding(body))
+    except (UnicodeDecodeError, LookupError):
         return False
-    stack = [data]
-    while stack:  # (iterative: the body is at most MAX_REQUEST_BYTES, its nesting is not bounded)
-        value = stack.pop()
-        if isinstance(value, dict):
-            meta = value.get("meta")
-            if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
-                return True
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
+    if "FileData" not in text and "\\u" not in text:
+        return False
+    async with _parsing:
+        return await anyio.to_thread.run_sync(_holds_a_file, text)
+
+
+class _FileFound(Exception):
+    pass
+
+
+def _holds_a_file(text: str) -> bool:
+    def hook(value: dict) -> dict:  # each object as it is read, innermost first: stops at the first file
+        meta = value.get("meta")
+        if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
+            raise _FileFound
+        return value
+    try:
+        json.loads(text, object_hook=hook)
+    except _FileFound:
+        return True
+    except (ValueError, RecursionError):
+        pass
     return False
 
 
