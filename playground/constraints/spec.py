@@ -21,6 +21,12 @@ CHECKING = ("checking the schema", "fewer or simpler patterns, references and re
 BACKENDS = ("llguidance", "xgrammar")
 
 
+def check_backend(name: str) -> None:
+    """A backend's name, one of BACKENDS (named escaped: a caller's text can hold a lone surrogate)."""
+    if name not in BACKENDS:
+        raise PlaygroundError(f"unknown constraint backend {ascii(name[:40])}: use llguidance or xgrammar")
+
+
 @dataclass(frozen=True, slots=True)
 class ConstraintSpec:
     kind: str  # json | regex | grammar
@@ -36,8 +42,7 @@ class ConstraintSpec:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise PlaygroundError(f"unknown constraint kind '{self.kind}': use one of {', '.join(KINDS)}")
-        if self.backend not in BACKENDS:
-            raise PlaygroundError(f"unknown constraint backend {ascii(self.backend[:40])}: use llguidance or xgrammar")
+        check_backend(self.backend)
         if not self.text.strip():
             raise PlaygroundError(f"the {self.kind} constraint is empty")
         limit = {"json": MAX_SCHEMA_TEXT_CHARS, "regex": MAX_REGEX_CHARS, "grammar": MAX_GRAMMAR_CHARS}[self.kind]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from playground import session
 from playground.config import thinks, tree_fields
 from playground.constraints import from_user
-from playground.constraints.spec import BACKENDS
+from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
 from playground.metrics import engine_seconds, first_difference
@@ -84,8 +84,7 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
         tree = tree_fields(settings.tree)
         cfg = session.settings(**chosen, **tree) if tree["tree"] else cfg
     with blamed_on("constraint"):
-        if settings.backend not in BACKENDS:  # (checked with no constraint too: an API caller's text is echoed)
-            raise PlaygroundError(f"unknown constraint backend {ascii(settings.backend[:40])}: use llguidance or xgrammar")
+        check_backend(settings.backend)  # with no constraint too: an API caller's text is echoed
         return cfg, from_user(**{name: getattr(settings, name) for name in CONSTRAINT_FIELDS},
                               backend=settings.backend, think_budget=settings.think_budget)
 
