@@ -336,12 +336,24 @@ def _assistant_lines(s, draft, notes) -> list[str]:
 
 
 def shell_block(e: Export, engine: str) -> str:
-    """An engine's launch command, a blank line, and its request as a curl call to the local server."""
+    """An engine's launch command, a blank line, and its request as a curl call to the local server,
+    each option on a line of its own (a shell joins lines that end in a backslash)."""
     body = e.vllm_request if engine == "vllm" else e.sglang_request
     command = e.vllm_command if engine == "vllm" else e.sglang_command
-    curl = shlex.join(["curl", f"http://localhost:{PORTS[engine]}{e.endpoint}", "-H", "Content-Type: application/json",
-                       "-d", json.dumps(body)])
-    return f"{command}\n\n{curl}\n"
+    curl = ["curl", f"http://localhost:{PORTS[engine]}{e.endpoint}", "-H", "Content-Type: application/json",
+            "-d", json.dumps(body)]
+    return f"{_option_lines(shlex.split(command), lead=3)}\n\n{_option_lines(curl, lead=2)}\n"
+
+
+def _option_lines(argv: list[str], lead: int) -> str:
+    """argv as shell text: its first `lead` words on the first line (`vllm serve MODEL`, `python -m
+    sglang.launch_server`), then each option with its values on a continuation line."""
+    lines = [argv[:lead]]
+    for word in argv[lead:]:
+        if word.startswith("-"):
+            lines.append([])
+        lines[-1].append(word)
+    return " \\\n  ".join(shlex.join(words) for words in lines)
 
 
 def format_export(e: Export) -> str:

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from playground.errors import PlaygroundError
-from playground.export import HUB_IDS, LOCAL, export_setting, format_export
+from playground.export import HUB_IDS, LOCAL, export_setting, format_export, shell_block
 from playground.presets import all_presets
 from playground.presets import Settings
 
@@ -260,16 +260,22 @@ def test_hostile_text_stays_quoted():
     compile(js.transformers_code, "<export>", "exec")
 
 
-def test_format_export_is_markdown_with_runnable_curl():
-    e = export_setting(settings("smollm2-json", prompt=HOSTILE))
-    text = format_export(e)
-    assert text.count("```") % 2 == 0 and "### vLLM" in text and "### SGLang" in text and "### transformers" in text
-    curls = [line for line in text.splitlines() if line.startswith("curl ")]
-    assert len(curls) == 2
-    for line, body in zip(curls, (e.vllm_request, e.sglang_request)):
-        argv = shlex.split(line)
-        assert json.loads(argv[argv.index("-d") + 1]) == body and argv[1].endswith(e.endpoint)
-    assert "feature draft" in text
+def test_format_export_is_markdown_with_runnable_commands():
+    """Each engine's block, one option a line, is read by a real shell as the command and the request."""
+    for preset in ("smollm2-json", "qwen2.5-7b"):
+        e = export_setting(settings(preset, prompt=HOSTILE, system=HOSTILE, draft="Qwen/d" + HOSTILE))
+        text = format_export(e)
+        assert text.count("```") % 2 == 0 and "### vLLM" in text and "### SGLang" in text and "### transformers" in text
+        for engine, command, body in (("vllm", e.vllm_command, e.vllm_request), ("sglang", e.sglang_command, e.sglang_request)):
+            block = shell_block(e, engine)
+            assert f"```bash\n{block}```" in text
+            launch, curl = block.rstrip("\n").split("\n\n")
+            options = [word for word in shlex.split(command)[3:] if word.startswith("--")]
+            assert launch.count(" \\\n  --") == len(options) > 0
+            assert shell_argv(launch) == shlex.split(command)[1:]
+            argv = shell_argv(curl)
+            assert json.loads(argv[argv.index("-d") + 1]) == body and argv[0].endswith(e.endpoint)
+    assert "feature draft" in format_export(export_setting(settings("smollm2-json")))
 
 
 @pytest.mark.parametrize("schema, regex, message", [
