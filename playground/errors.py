@@ -3,7 +3,7 @@ from contextlib import contextmanager
 
 class PlaygroundError(ValueError):
     """Bad input or an environment problem, phrased for the user: what is wrong and how to fix it.
-    `where` ("model", "prompt", "constraint", "settings", or "" when unknown) names the input it is about."""
+    `where` ("model", "prompt", "constraint", "tree", "settings", or "" when unknown) names the input it is about."""
     where: str = ""
 
 

@@ -1,4 +1,5 @@
-"""One causal LM with its KV cache. `crop` is the only place in the engine where a cache is rolled back."""
+"""One causal LM with its KV cache. `crop` is the only place a runner's cache is rolled back (the fused GPU round
+sets its pointers inside its captured programs, engine/fused.py)."""
 import contextlib
 
 import torch

@@ -1,4 +1,4 @@
-"""Static KV caches kept for the life of a model, one per capacity, with one write pointer.
+"""Static KV caches kept for the life of a model, at most two per capacity, each with one write pointer.
 
 transformers' StaticCache gives every layer its own write pointer (`cumulative_length`) that each
 pass advances in place: moving a cache back means one kernel per layer, and a CUDA graph that ran
