@@ -70,6 +70,7 @@ def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
     at = sweeps.COLUMNS.index("speedup")
     assert table[0][at] == "≈1.10 (noisy)" and table[1][at] == 1.31
     assert "tokens (all measurements)" in experiments_tab.column_headers(sweeps.COLUMNS)
+    assert "tokens per target pass (prompt passes too)" in experiments_tab.column_headers(sweeps.COMPARE_COLUMNS)
     assert plots.sweep_chart([row, told], "k").layout.xaxis.dtick == 1
 
 

@@ -1,5 +1,6 @@
 """The Experiments tab's callbacks: a K or temperature sweep, the draft comparison and the speedup
 calculator, each streaming its table and chart; a refused experiment leaves the last results."""
+import html
 import logging
 import time
 
@@ -58,7 +59,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     finally:
         forget_stop(request, "sweep")
     csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows)), f"sweep-{axis}-", ".csv")
-    done = f"{_done_or_stopped(rows, values_list, ends)} values of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    done = f"{_done_or_stopped(rows, values_list, ends)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
 
 
@@ -94,7 +95,9 @@ def column_headers(columns: list[str]) -> list[str]:
     return [HEADERS.get(c, c.replace("_", " ")) for c in columns]
 
 
-HEADERS = {"tokens": "tokens (all measurements)"}  # a row's tokens: every prompt, every measurement of both
+HEADERS = {"tokens": "tokens (all measurements)",  # a row's tokens: every prompt, every measurement of both
+           "tokens_per_target_pass": "tokens per target pass (prompt passes too)"}  # a prompt pass writes none:
+# without a kept guess a run's is n / (n + 1), under 1
 
 
 WIDE = {"note": "360px", "variant": "190px", "draft": "190px", "measurements": "128px", "k": "60px"}  # the rest: 112px
@@ -178,7 +181,7 @@ class Pace:
 
 
 def _compared(rows: list, variants: list, prompts: list, ends: float) -> str:
-    return f"{_done_or_stopped(rows, variants, ends)} ways of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    return f"{_done_or_stopped(rows, variants, ends)} way{'s' * (len(variants) > 1)} of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
 
 
 def _done_or_stopped(rows: list, asked: list, ends: float) -> str:
@@ -200,11 +203,23 @@ def _check_work(points: int, prompts: list, settings) -> None:
 CALCULATOR_RANGES = {"acceptance": (0, 0.99), "k": RANGES["k"], "cost ratio": (0.01, 1)}  # its sliders'
 
 
+def _outside_calculator_ranges(*values) -> str:
+    """'' when each value is a number in its slider's range (k a whole one), else what is wrong (NaN and
+    typed text too)."""
+    for (name, (low, high)), value in zip(CALCULATOR_RANGES.items(), values):
+        number = not isinstance(value, bool) and isinstance(value, (int, float))
+        if not number or not low <= value <= high or (name == "k" and not float(value).is_integer()):
+            whole = " a whole number" if name == "k" else ""
+            return f"the {name} must be{whole} between {low} and {high}, not {html.escape(str(value)[:40])}"
+    return ""
+
+
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
-    for name, value in zip(CALCULATOR_RANGES, (acceptance, k, cost_ratio)):  # (Gradio's slider check passes NaN)
-        low, high = CALCULATOR_RANGES[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise gr.Error(f"the {name} must be between {low} and {high}, got {str(value)[:40]}", print_exception=False)
+    """-> (its text, its chart). The sliders' values come unchecked (the page wires it with Gradio's own
+    check off: a typed 0 was refused in a toast, leaving the last result as if current); a value past
+    its slider is said in the text, under the sliders, and the chart cleared."""
+    if refused := _outside_calculator_ranges(acceptance, k, cost_ratio):
+        return f"**Not computed:** {refused}", None
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
     best = max(range(1, RANGES["k"][1] + 1), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))

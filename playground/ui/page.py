@@ -191,15 +191,16 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                     "(k c + 1)`. Your Playground runs compared with the target alone (their estimated α) appear as red "
-                    "crosses, faint where the speedup was too noisy to tell.")
+                    "crosses, or grey circles where the speedup was too noisy to tell (at its estimate).")
         with gr.Row():
             calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=0.7, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "
                                     "drafts after a rejection too)")
             calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=4, step=1, label="k")
-            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=0.1, step=0.01, label="cost ratio c")
-        calc_text = gr.Markdown()
-        calc_plot = gr.Plot()
+            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=0.1, step=0.01, label="cost ratio c",
+                               elem_id="calc-c")
+        calc_text = gr.Markdown(elem_id="calc-text")
+        calc_plot = gr.Plot(elem_id="calc-plot")
 
     history = gr.State([])
     measured = gr.State(None)
@@ -278,8 +279,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             step(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
                  api_visibility="private")
         stop.click(stopping, None, stop, queue=False, api_visibility="private")
-    for slider in (calc_a, calc_k, calc_c):
-        slider.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
-    history.change(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
-    demo.load(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], api_visibility="private")
+    for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, demo.load):  # values checked by calculator
+        trigger(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], preprocess=False,
+                api_visibility="private")
     gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id="device")
