@@ -88,6 +88,9 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert open(csv_path).read().startswith("k,temperature") and "done: 2 values of k, 2 prompts each" in status
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
     assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
+    for axis, typed, said in (("k", "2,2.5", "'2.5' is not a whole number"), ("temperature", "0.5,warm", "'warm' is not a number")):
+        refused = list(experiments_tab.run_sweep(None, QUIET, axis, typed, "def f():", *inputs))  # was "'2.5' is not a number"
+        assert len(refused) == 1 and said in html.unescape(refused[0][0])
     settings.draft = "ngram"
     refused = list(experiments_tab.run_comparison(None, QUIET, ["draft model"], "def f():", *page_inputs.inputs_from_settings(settings)))
     assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 2

@@ -137,12 +137,14 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     page.get_by_role("tab", name="Experiments").click()
     page.get_by_label("Values").fill("1,2,3")
     expect(page.locator("#sweep-stop")).to_be_disabled()
+    expect(page.locator("#sweep-csv")).to_be_hidden()  # nothing to download yet
     page.get_by_role("button", name="Run sweep").click()
     expect(page.locator("#sweep-stop")).to_be_enabled(timeout=30_000)  # Stop acts while the sweep runs
     page.wait_for_function("document.querySelectorAll('#sweep-table tbody tr').length >= 1", timeout=120_000)
     expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"measuring k = \d \(\d of 3(; about [^)]+ a point so far)?\)|done"))
     expect(page.locator("#experiment-progress")).to_contain_text("done: 3 values of k", timeout=120_000)
     expect(page.locator("#sweep-stop")).to_be_disabled(timeout=15_000)
+    expect(page.locator("#sweep-csv")).to_be_visible()
 
 
 def test_stop_ends_a_sweep_where_it_is(page, app_url):

@@ -33,7 +33,7 @@ def parse_values(text: str, kind=float) -> list:
             try:
                 values.append(kind(item.strip()))
             except ValueError:
-                raise ValueError(f"'{item.strip()}' is not a number") from None
+                raise ValueError(f"'{item.strip()}' is not a {'whole ' * (kind is int)}number") from None
     if not values:
         raise ValueError("give at least one value")
     at_most(len(values), MAX_SWEEP_VALUES, "the number of values")

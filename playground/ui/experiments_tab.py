@@ -75,6 +75,11 @@ def experiment_buttons(job: str):
     return start, stop
 
 
+def sweep_wrote_csv(status: str) -> bool:
+    """Whether a sweep's last status is its end (done or stopped, its CSV written), not a refusal."""
+    return isinstance(status, str) and status.startswith('<div class="progress-note"')
+
+
 def experiment_error(exc: Exception, outputs: int) -> list:
     """A refused experiment: its message above the results, which stay as they were."""
     log.info("experiment refused: %s", exc)

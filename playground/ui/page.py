@@ -9,7 +9,7 @@ from playground.measure import sweeps
 from playground.ui import render, race
 from playground.ui.api import generate
 from playground.ui.experiments_tab import (CALCULATOR_RANGES, SWEEP_DEFAULTS, calculator, column_headers, column_widths, experiment_buttons,
-                                           run_comparison, run_sweep)
+                                           run_comparison, run_sweep, sweep_wrote_csv)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
@@ -177,7 +177,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         sweep_table = gr.Dataframe(headers=column_headers(sweeps.COLUMNS), label="Results", interactive=False, wrap=True,
                                    column_widths=column_widths(sweeps.COLUMNS), elem_id="sweep-table")
         sweep_plot = gr.Plot()
-        sweep_csv = gr.DownloadButton("Download CSV", value=None)
+        sweep_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="sweep-csv")  # once it has one
         gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
                     "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
         variants = gr.CheckboxGroup(list(sweeps.VARIANTS), value=list(sweeps.VARIANTS), label="Drafts")
@@ -267,6 +267,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for box in (preset, kind, constraint):  # changed by hand or by a preset: no longer the example named
         box.input(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
+    sweeping = None  # the sweep's measuring event
     for button, stop, experiment, inputs, outputs, name in (
             (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
             (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
@@ -275,10 +276,16 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         measuring = (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
                      .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY,
                            concurrency_id="device", show_progress_on=[outputs[0]]))
+        sweeping = measuring if name == "sweep" else sweeping
         for step in (measuring.then, measuring.failure):
             step(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
                  api_visibility="private")
         stop.click(stopping, None, stop, queue=False, api_visibility="private")
+    # Download CSV shows once a sweep ended with a file (toggled here: the sweep's API returns the path alone; the
+    # button's own value cannot be sent back, serving.RequestGuard refuses a file in a request)
+    sweep_btn.click(lambda: gr.update(visible="hidden"), None, sweep_csv, queue=False, api_visibility="private")
+    sweeping.then(lambda status: gr.update(visible=sweep_wrote_csv(status) or "hidden"), sweep_status, sweep_csv,
+                  queue=False, api_visibility="private")
     for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, demo.load):  # values checked by calculator
         trigger(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], preprocess=False,
                 api_visibility="private")

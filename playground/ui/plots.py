@@ -124,11 +124,12 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
 
 def clear_best(rows: list[dict]) -> dict | None:
     """The row whose speedup was told and whose whole interval lies above every other row's (the
-    ranges of those too noisy to tell included); None where the intervals overlap."""
+    ranges of those too noisy to tell included); None where the intervals overlap, or with nothing to
+    be better than (a sweep stopped after its first point)."""
     told = [r for r in rows if r["speedup"] is not None]
     best = max(told, key=lambda r: r["speedup"], default=None)
     others = [r["speedup_high"] for r in told + _untold(rows) if r is not best]
-    return best if best is not None and all(best["speedup_low"] > high for high in others) else None
+    return best if best is not None and others and all(best["speedup_low"] > high for high in others) else None
 
 
 def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = ()) -> go.Figure:
