@@ -267,7 +267,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for box in (preset, kind, constraint):  # changed by hand or by a preset: no longer the example named
         box.input(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
-    sweeping = None  # the sweep's measuring event
+    measuring_events = {}  # experiment name -> its measuring event
     for button, stop, experiment, inputs, outputs, name in (
             (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
             (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
@@ -276,7 +276,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         measuring = (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
                      .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY,
                            concurrency_id="device", show_progress_on=[outputs[0]]))
-        sweeping = measuring if name == "sweep" else sweeping
+        measuring_events[name] = measuring
         for step in (measuring.then, measuring.failure):
             step(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
                  api_visibility="private")
@@ -284,8 +284,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     # Download CSV shows once a sweep ended with a file (toggled here: the sweep's API returns the path alone; the
     # button's own value cannot be sent back, serving.RequestGuard refuses a file in a request)
     sweep_btn.click(lambda: gr.update(visible="hidden"), None, sweep_csv, queue=False, api_visibility="private")
-    sweeping.then(lambda status: gr.update(visible=sweep_wrote_csv(status) or "hidden"), sweep_status, sweep_csv,
-                  queue=False, api_visibility="private")
+    measuring_events["sweep"].then(lambda status: gr.update(visible=sweep_wrote_csv(status) or "hidden"), sweep_status,
+                                   sweep_csv, queue=False, api_visibility="private")
     for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, demo.load):  # values checked by calculator
         trigger(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], preprocess=False,
                 api_visibility="private")
