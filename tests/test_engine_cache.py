@@ -53,3 +53,27 @@ def test_runner_crop_is_the_only_rollback(target, tokenizer):
     assert runner.length == 3
     runner.crop(10)  # cropping to a longer length is a no-op
     assert runner.length == 3
+
+
+def test_a_sliding_window_layer_keeps_its_window_and_rolls_back(tokenizer):
+    """Past its window a sliding layer records what a round adds until the crop, which both rolls
+    back rejected positions and trims the layer to its window again; the keys left equal a fresh
+    pass's last window."""
+    window = 8
+    model = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=13, use_sliding_window=True, sliding_window=window,
+                            layer_types=["sliding_attention", "full_attention"])
+    runner = ModelRunner(model, len(tokenizer))
+    ids = tokenizer("def main(argv):\n    parser = argparse.ArgumentParser()\n").input_ids
+    assert len(ids) > 2 * window
+    with torch.inference_mode():
+        runner.forward(torch.tensor(ids[:12]))
+        runner.crop(12)
+        for start in range(12, len(ids) - 5, 3):  # a round: 5 positions fed, the last 2 rejected
+            runner.forward(torch.tensor(ids[start:start + 5]))
+            runner.crop(start + 3)
+            sliding, full = runner.cache.layers
+            assert runner.length == start + 3 and full.keys.shape[-2] == start + 3
+            assert sliding.keys.shape[-2] == window - 1  # no more than the next pass needs
+            fresh = DynamicCache(config=model.config)
+            model(input_ids=torch.tensor([ids[:start + 3]]), past_key_values=fresh, use_cache=True)
+            assert torch.allclose(sliding.keys, fresh.layers[0].keys[:, :, -(window - 1):], atol=1e-5)

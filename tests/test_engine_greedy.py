@@ -99,3 +99,20 @@ def test_partial_acceptance_shows_rejections_and_corrections(target, noisy_draft
     assert 0 < result.stats["acceptance_rate"] < 1
     for r in result.rounds:  # every round commits between 1 and k+1 tokens
         assert 1 <= len(r.committed) <= r.k + 1
+
+
+@pytest.mark.parametrize("draft_name", ["same", "noisy", "ngram"])
+@pytest.mark.parametrize("k", [1, 4, 9])
+def test_identity_with_sliding_window_layers(draft_name, k, tokenizer, prompts):
+    """A window of 8 positions on one layer of two (Gemma- and Mistral-style models): runs go far
+    past it, and every rejected guess rolls the windowed layer back (it raised there before)."""
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=13, eos_id=tokenizer.eos_token_id,
+                             use_sliding_window=True, sliding_window=8,
+                             layer_types=["sliding_attention", "full_attention"])
+    draft = {"same": target, "noisy": tiny.perturbed_copy(target, noise=0.4, seed=3), "ngram": None}[draft_name]
+    pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
+    prompt_ids = prompts[max(prompts)]
+    result = spec_greedy(pair, prompt_ids, k, 40)
+    assert result.token_ids == hf_greedy(target, prompt_ids, 40, eos_id=NO_EOS)
+    if draft_name == "noisy":
+        assert 0 < result.stats["accepted"] < result.stats["proposed"]  # keeps and rollbacks both

@@ -316,6 +316,12 @@ QWEN25_7B = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidd
              "tie_word_embeddings": False, "torch_dtype": "bfloat16"}  # Qwen2.5-7B-Instruct's sizes: 7.6B parameters
 
 
+def transformers_config(name: str):
+    """transformers' default config of that class: a real architecture, sized as its authors made it."""
+    import transformers
+    return getattr(transformers, name)()
+
+
 def test_a_hub_model_too_big_for_this_host_is_refused_before_its_weights_come(tmp_path, monkeypatch):
     """Only config.json is fetched first: the model is built on the meta device from it and sized
     (7.6B parameters: 15.2 GB of bfloat16 to download; on a CPU without native bfloat16, 28.4 GiB of
@@ -458,3 +464,35 @@ def test_without_network_the_hub_is_not_tried_and_the_cache_still_serves(saved_p
     hub_cache(tmp_path, "acme/tiny", files=target)
     model, *_ = models.load_model("acme/tiny", torch.device("cpu"), torch.float32)  # cached: loads offline
     assert model.config.vocab_size > 0
+
+
+@pytest.mark.parametrize("config, kinds", [
+    (transformers_config("Qwen3NextConfig"), "LinearAttentionLayer"),
+    (transformers_config("MambaConfig"), "LinearAttentionLayer"),
+    (transformers_config("FalconH1Config"), "LinearAttentionAndFullAttentionLayer")])
+def test_a_model_with_recurrent_layers_is_refused_before_its_weights(tmp_path, monkeypatch, config, kinds):
+    """Linear-attention, Mamba and hybrid layers fold every token into one state that a rejected
+    guess cannot be taken out of: refused by name from config.json, from the hub before the weights
+    come, and from a local folder before they load."""
+    import huggingface_hub
+    models.CACHE.entries.clear()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    hub_cache(tmp_path, "acme/recurrent", config=config.to_dict())
+    fetched = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: fetched.append(a))
+    message = rf"'{{}}' has layers whose state cannot be rolled back after a rejected guess \({kinds}\)"
+    with pytest.raises(PlaygroundError, match=message.format("acme/recurrent")):
+        models.load_model("acme/recurrent", torch.device("cpu"))
+    assert fetched == []
+    local = tmp_path / "local"
+    local.mkdir()
+    config.save_pretrained(local)
+    with pytest.raises(PlaygroundError, match=message.format(re.escape(str(local)))):
+        models.load_model(str(local), torch.device("cpu"))
+
+
+def test_sliding_window_models_are_not_refused(tmp_path):
+    """Gemma-2/3 and Mistral-style windows roll back (engine.cache records past the window)."""
+    for name in ("Gemma3TextConfig", "MistralConfig"):
+        transformers_config(name).save_pretrained(tmp_path / name)
+        models.refuse_unrollable(name, tmp_path / name)

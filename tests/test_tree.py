@@ -267,6 +267,11 @@ def test_a_tree_refuses_what_it_cannot_do_yet(pair):
         session.run(lookup, prompt, session.settings(tree=(2,)))
     with pytest.raises(PlaygroundError, match="drafted by a draft model"):
         session.run(lookup, prompt, session.settings(tree=(2,)), constraint=session.constrain(lookup, from_user(regex="[0-9]+")))
+    windowed = tiny.tiny_model("qwen2", vocab=len(tok), seed=1, use_sliding_window=True, sliding_window=8,
+                               layer_types=["sliding_attention", "full_attention"])
+    for target, draft, name in ((windowed, pair.draft, "tiny-target"), (pair.target, windowed, "tiny-draft")):
+        with pytest.raises(PlaygroundError, match=f"'{name}' has sliding-window layers.*use a chain"):
+            session.run(tiny.make_pair(target, draft, tok), prompt, session.settings(tree=(2,)))
 
 
 TREE_SCHEMA = json.dumps({"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 999},

@@ -60,12 +60,13 @@ def letters_tokenizer(n: int) -> PreTrainedTokenizerFast:
 
 
 def tiny_model(arch: str = "qwen2", vocab: int = 320, hidden: int = 64, layers: int = 2, seed: int = 0,
-               eos_id: int = 0, init_std: float = 0.02, dtype=torch.float32):
+               eos_id: int = 0, init_std: float = 0.02, dtype=torch.float32, **config):
+    """config: more of the architecture's config fields (layer_types, sliding_window...)."""
     torch.manual_seed(seed)
     cfg = CONFIGS[arch](vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
                         num_key_value_heads=2, intermediate_size=hidden * 2, max_position_embeddings=512,
                         head_dim=hidden // 4, tie_word_embeddings=False, initializer_range=init_std,
-                        eos_token_id=eos_id, bos_token_id=eos_id, pad_token_id=eos_id)
+                        eos_token_id=eos_id, bos_token_id=eos_id, pad_token_id=eos_id, **config)
     return AutoModelForCausalLM.from_config(cfg).to(dtype).eval()
 
 

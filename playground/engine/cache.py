@@ -3,7 +3,7 @@ doubles when full (a few times per generation), a forward writes its new positio
 rollback only moves the end. The model sees views of the filled part, so attention costs what the
 sequence holds, not the buffer's capacity."""
 import torch
-from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
+from transformers.cache_utils import Cache, DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
 
 
 class GrowingLayer(DynamicLayer):
@@ -75,9 +75,21 @@ def keep_slots(cache: Cache, start: int, slots: torch.Tensor) -> None:
 
 def new_cache(config) -> Cache:
     """A GrowingLayer cache for models whose layers all attend to the full sequence; transformers'
-    DynamicCache otherwise (sliding-window layers trim themselves)."""
+    DynamicCache otherwise, its sliding-window layers recording past their window until the next
+    crop (without it a layer past its window has forgotten what a rejected guess's rollback needs,
+    and crop raises)."""
     text = config.get_text_config(decoder=True)
     types = getattr(text, "layer_types", None) or ["full_attention"] * text.num_hidden_layers
     if any(t != "full_attention" for t in types):
-        return DynamicCache(config=config)
+        cache = DynamicCache(config=config)
+        cache.activate_past_recording()
+        return cache
     return Cache(layers=[GrowingLayer() for _ in types])
+
+
+def trim_windows(cache: Cache) -> None:
+    """Each sliding-window layer past its window back to the window's last positions (what a
+    recording layer kept since the last crop, the next pass no longer needs)."""
+    for layer in cache.layers:
+        if isinstance(layer, DynamicSlidingWindowLayer) and layer.get_seq_length() >= layer.sliding_window:
+            layer.crop(0)  # at or past the window crop(0) only trims; under it, it would empty the layer

@@ -3,7 +3,7 @@ sets its pointers inside its captured programs, engine/fused.py)."""
 import contextlib
 
 import torch
-from playground.engine.cache import GrowingLayer, keep_slots, new_cache
+from playground.engine.cache import GrowingLayer, keep_slots, new_cache, trim_windows
 from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, tree_batches
 
 
@@ -123,6 +123,7 @@ class ModelRunner:
         extra = self.length - length
         if extra > 0:
             self.cache.crop(-extra)
+        trim_windows(self.cache)
 
 
 def tree_mask(visible: torch.Tensor, model) -> tuple[torch.Tensor, list | None]:

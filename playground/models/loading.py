@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import torch
 from safetensors import SafetensorError
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
 
 from playground.errors import PlaygroundError
 from playground.models import placement
@@ -91,7 +92,12 @@ def one_at_a_time(progress: Progress | None, what: str):
 
 
 def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dtype | None, progress):
-    path = locate(model_id, progress, lambda config_dir: refuse_before_download(model_id, config_dir, device, dtype))
+    def before_download(config_dir: pathlib.Path) -> None:
+        refuse_unrollable(model_id, config_dir)
+        refuse_before_download(model_id, config_dir, device, dtype)
+
+    path = locate(model_id, progress, before_download)
+    refuse_unrollable(model_id, path)  # a local folder (nothing downloaded, so not checked before)
     try:
         dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32))
         need = placement.checkpoint_bytes(path, dtype)
@@ -107,6 +113,21 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
     CACHE.put(key, loaded)
     report(progress, 1.0, f"{model_id} ready")
     return loaded
+
+
+def refuse_unrollable(model_id: str, config_dir: pathlib.Path) -> None:
+    """Speculation rolls each model's cache back past a rejected guess: attention layers (full,
+    sliding-window, chunked) forget positions; recurrent or convolution states (linear attention,
+    Mamba-style and hybrid layers) hold every token in one state, which cannot be taken back."""
+    try:
+        config = AutoConfig.from_pretrained(config_dir, trust_remote_code=False)
+    except (OSError, ValueError, KeyError):
+        return  # loading says what is wrong with the files
+    layers = DynamicCache(config=config).layers
+    kinds = sorted({type(layer).__name__ for layer in layers if type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer)})
+    if kinds:
+        raise PlaygroundError(f"model '{model_id}' has layers whose state cannot be rolled back after a rejected "
+                              f"guess ({', '.join(kinds)}): the playground speculates with attention models only")
 
 
 def _from_pretrained(model_id, path, device, dtype, need_bytes):

@@ -131,7 +131,7 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
             runner.warm()
     fused = fused and isinstance(target, StaticRunner)  # not when another run holds the caches
     if speculative and cfg.tree:
-        check_tree(pair, draft)
+        check_tree(pair, target, draft)
     proposer = fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg)
     return with_text(speculate(target, proposer, prompt_ids, cfg, ending_ids(pair, guide), guide), pair.tokenizer,
                      prompt_ids)
@@ -143,13 +143,14 @@ def ending_ids(pair: Pair, constrained=None) -> frozenset[int]:
     return pair.eos_ids | (constrained.eos_ids if constrained is not None else frozenset())
 
 
-def check_tree(pair: Pair, draft: ModelRunner | None) -> None:
-    """What a token tree needs for now: a draft model (token or feature) on a full-attention cache."""
+def check_tree(pair: Pair, target: ModelRunner, draft: ModelRunner | None) -> None:
+    """What a token tree needs for now: a draft model (token or feature), both models on full-attention caches."""
     if pair.draft is None or pair.cascade:
         raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)")
-    if not draft.takes_trees:
-        raise PlaygroundError(f"'{pair.draft_id}' has sliding-window layers, whose cache cannot keep one branch "
-                              "of a tree: use a chain")
+    for name, runner in ((pair.target_id, target), (pair.draft_id, draft)):
+        if not runner.takes_trees:
+            raise PlaygroundError(f"'{name}' has sliding-window layers, whose cache cannot keep one branch "
+                                  "of a tree: use a chain")
 
 
 def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, cfg: SpecConfig):
