@@ -620,3 +620,17 @@ def test_a_begun_runs_constraint_badge_is_checked_again_with_its_backend():
     assert "looks fine" in badge and "Lookahead assertion is not supported and is ignored" in badge
     settings.schema = ""
     assert playground_tab._messages(settings)[3] == ""
+
+
+def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
+    """The formula is a draft model's chain of a fixed k: a schedule's run (k changing each round), a
+    tree's (acceptance over its nodes) or prompt lookup's, drawn at the k asked for, or carded with
+    it, would read as the formula failing."""
+    def last(name="demo", **overrides):
+        final = run_preset(name, max_new_tokens=24, **overrides)[-1]
+        metrics_html = next(v for v in final if isinstance(v, str) and 'class="metrics"' in v)
+        return final[11], "<small>theory</small>" in metrics_html
+    measured, theory = last()
+    assert measured["k"] == 4 and 0 <= measured["alpha"] <= 1 and theory
+    for name, overrides in (("demo", {"policy": "schedule"}), ("demo", {"tree": "2,2"}), ("demo-ngram", {})):
+        assert last(name, **overrides) == (None, False), (name, overrides)

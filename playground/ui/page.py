@@ -190,8 +190,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         compare_plot = gr.Plot()
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
-                    "(k c + 1)`. Your Playground runs compared with the target alone (their estimated α) appear as red "
-                    "crosses, or grey circles where the speedup was too noisy to tell (at its estimate).")
+                    "(k c + 1)`. Your Playground runs of a draft model with a fixed k, compared with the target alone "
+                    "(their estimated α), appear as red crosses, or grey circles where the speedup was too noisy to "
+                    "tell (at its estimate).")
         with gr.Row():
             calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=0.7, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "

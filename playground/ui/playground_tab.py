@@ -77,8 +77,10 @@ def longest_path(settings: Settings) -> int:
 
 
 def chain_theory(settings: Settings) -> bool:
-    """Whether the chain's expected tokens per round applies (a draft model drafting a chain)."""
-    return settings.draft != NGRAM and not settings.tree.strip()
+    """Whether the chain's expected tokens per round, and the speedup calculator's curve, apply: a
+    draft model drafting a chain of fixed k (not a tree, whose acceptance counts its nodes; not
+    prompt lookup, whose guesses are not drawn one by one; not a k the policy changes each round)."""
+    return settings.draft != NGRAM and not settings.tree.strip() and settings.policy == "fixed"
 
 
 def _pretty_json(text: str):
@@ -154,7 +156,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     finally:
         if not superseded():  # (else a newer click owns the stop flag now)
             forget_stop(request)
-    measure = live.speedup(snap)  # None: no comparison
+    measure = live.speedup(snap) if chain_theory(settings) else None  # None: no comparison, or not the calculator's model
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
                             "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high}
     yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
