@@ -304,6 +304,7 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
 
 MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15, "tree": 17}  # after RUN_OUTPUTS: see playground_tab._messages
 SECTIONS = {"constraint": 16, "tree": 18}  # the closed sections the messages sit in (Structured output, Advanced)
+POINTED = playground_tab.POINTED  # the messages a refused run points to from under Run (each gone with its inputs' change)
 
 
 def test_a_constraint_too_costly_to_follow_stops_the_run_beside_the_constraint(monkeypatch):
@@ -335,14 +336,14 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
     assert final[:12] == [gr.skip()] * 12  # the last run's stream, text, charts and download stay
     assert html.escape(message) in final[MESSAGE_SLOTS[where]] and f'id="{where}-error"' in final[MESSAGE_SLOTS[where]]
     for slot, i in MESSAGE_SLOTS.items():  # the other messages are cleared (the constraint's own check stays)
-        if slot == "run" and where in SECTIONS:  # a section may be out of sight: under Run, a pointer to it
-            assert 'id="run-pointer"' in final[i] and "role=" not in final[i]
-            for section in SECTIONS:  # gone once its section's input changes, and only then (test_browser)
-                assert (json.dumps(final[i]) in playground_tab.pointer_cleared(section)) == (section == where)
+        if slot == "run" and where in POINTED:  # a section, or the models far up on a phone, may be out of
+            assert 'id="run-pointer"' in final[i] and "role=" not in final[i]  # sight: under Run, a pointer to it
+            for place in POINTED:  # gone once its message's inputs change, and only then (test_browser)
+                assert (json.dumps(final[i]) in playground_tab.pointer_cleared(place)) == (place == where)
         else:
             assert slot == where or final[i] == ("" if slot != "constraint" else gr.skip())
     if where == "run":  # a message of its own under Run stays through a section's change
-        assert not any(json.dumps(final[MESSAGE_SLOTS["run"]]) in playground_tab.pointer_cleared(s) for s in SECTIONS)
+        assert not any(json.dumps(final[MESSAGE_SLOTS["run"]]) in playground_tab.pointer_cleared(s) for s in POINTED)
     for slot, i in SECTIONS.items():  # its section opens to show it
         assert (final[i] == gr.update(open=True)) == (where == slot)
     lines = [r.getMessage() for r in caplog.records]  # the server log: one line, no traceback

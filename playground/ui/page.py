@@ -220,8 +220,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     budget = restored.then(think_budget_shown, [target, think_budget], think_budget, queue=False, api_visibility="private")
     for step in (restored.failure, budget.then, budget.failure):
         step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
-    for box in (preset, target, draft):  # a model's error was about the models chosen then
-        box.input(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")  # (as below)
+    for box in (preset, target, draft):  # a model's error was about the models chosen then (as below)
+        box.input(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")
+        box.input(None, run_msg, run_msg, js=pointer_cleared("model"), queue=False, api_visibility="private")
     for box, message in ((prompt, prompt_msg), (tree, tree_msg)):  # so was the prompt's, the tree's, and
         box.change(None, None, message, js="() => ''", queue=False, api_visibility="private")  # the pointer
     for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):  # to it under Run (a

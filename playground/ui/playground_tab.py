@@ -195,19 +195,20 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
     if exc is not None:
         where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
         values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
-        if where in SECTIONS:  # opened, and pointed to from under Run (the section may be out of sight)
+        if where in SECTIONS:  # opened to show it
             values[SECTIONS[where]] = gr.update(open=True)
-            values[MESSAGE_SLOTS["run"]] = render.pointer(SECTION_NAMES[where])
+        if where in POINTED:  # and pointed to from under Run (out of sight: in a section, or far up on a phone)
+            values[MESSAGE_SLOTS["run"]] = render.pointer(POINTED[where])
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
         values[3] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
     return values
 
 
 def pointer_cleared(where: str) -> str:
-    """For a change of the input of section `where` (its message is being redone): JavaScript giving
-    run_msg without the pointer to that section, any other message kept. In the browser, at once: a
-    call to the server could land after the refusal of a Run clicked right after the change."""
-    return f"(shown) => shown === {json.dumps(render.pointer(SECTION_NAMES[where]))} ? '' : shown"
+    """For a change of an input whose message (at `where`) is being redone: JavaScript giving run_msg
+    without the pointer to that message, any other message kept. In the browser, at once: a call to
+    the server could land after the refusal of a Run clicked right after the change."""
+    return f"(shown) => shown === {json.dumps(render.pointer(POINTED[where]))} ? '' : shown"
 
 
 def start_run(request: gr.Request):
@@ -239,7 +240,8 @@ def stop_run(request: gr.Request) -> None:
 SKIP_MESSAGES = [gr.skip()] * 7
 MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3, "tree": 5}  # indices in _messages' values
 SECTIONS = {"constraint": 4, "tree": 6}  # the closed section each message sits in
-SECTION_NAMES = {"constraint": "Structured output", "tree": "Advanced, under the token tree"}
+POINTED = {"constraint": "in Structured output", "tree": "in Advanced, under the token tree",
+           "model": "above Target model"}  # where each pointed-to message sits
 ENDED = ("done", "stopped", "refused")  # a run's last phases in run_status
 BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
 IDLE = gr.update(interactive=True), gr.update(interactive=False)

@@ -187,9 +187,9 @@ def error(message: str, where: str) -> str:
     return f'<div class="field-error" id="{where}-error" role="alert">{html.escape(message)}</div>'
 
 
-def pointer(section: str) -> str:
-    """Under Run, where an error sits in a section that may be out of sight."""
-    return f'<div class="field-error" id="run-pointer">not run: see the message in {html.escape(section)}</div>'
+def pointer(place: str) -> str:
+    """Under Run, where an error sits that may be out of sight ("in <section>", "above <input>")."""
+    return f'<div class="field-error" id="run-pointer">not run: see the message {html.escape(place)}</div>'
 
 
 def progress_note(message: str, final: bool = False) -> str:
