@@ -58,6 +58,15 @@ def test_a_noisy_speedup_wholly_above_one_is_shown_as_faster_with_its_range():
     assert render._speedup_card(either, "sampled")[1] == "cannot tell"
 
 
+def test_a_told_speedup_whose_interval_holds_one_is_no_clear_difference():
+    """"1.06x" with 0.97-1.15x under it was read as faster (a newcomer's pass)."""
+    from playground.measure.speedup import Speedup
+    even = render._speedup_card(Speedup(1.06, 1.06, 0.97, 1.15, 2), "its text identical to the target alone's")
+    assert even[1] == "no clear difference" and even[2].startswith("1.06x, but its 95% interval, 0.97-1.15x, holds 1x")
+    assert render._speedup_card(Speedup(1.2, 1.2, 1.05, 1.3, 2), "sampled")[1] == "1.20x"
+    assert render._speedup_card(Speedup(0.8, 0.8, 0.7, 0.95, 2), "sampled")[1] == "0.80x"
+
+
 def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
     """The speedup cell was empty when it could not be told (every row of a loaded machine's sweep)."""
     from playground.measure import sweeps

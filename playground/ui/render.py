@@ -174,6 +174,10 @@ def _speedup_card(m, same: str) -> tuple[str, str, str]:
                 html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same}){rates}"))
     if m.noisy:
         return "speedup", "cannot tell", html.escape(f"{m.reason}; about {m.estimate:.2f}x ({same}){rates}")
+    if m.low <= 1.0 <= m.high:  # a number alone ("1.06x") read as faster
+        return ("speedup", "no clear difference",
+                html.escape(f"{m.speedup:.2f}x, but its 95% interval, {m.low:.2f}-{m.high:.2f}x, holds 1x: as fast as "
+                            f"the target alone within the noise ({blocks}); {same}{rates}"))
     return ("speedup", f"{m.speedup:.2f}x",
             html.escape(f"{blocks}, {m.low:.2f}-{m.high:.2f}x (95% interval); {same}{rates}"))
 
