@@ -68,7 +68,11 @@ def test_a_noisy_clock_measures_more_then_says_why():
 
 def test_too_few_tokens_is_said():
     sp = estimate([fake_block(FakeClock(), tokens=9)])  # 9 tokens alone, 3 rounds of 3 speculating
-    assert 9 < MIN_TOKENS and sp.speedup is None and sp.reason == "only 9 tokens"
+    assert 9 < MIN_TOKENS and sp.speedup is None and sp.reason == "only 9 tokens on a side, too few to time"
+    one = Block(Timed(), Timed())
+    clock = FakeClock()
+    one.add(clock.run(1, 1, K), clock.run(1, 1, 0))  # a run stopped after its first token
+    assert estimate([one]).reason == "only 1 token on a side, too few to time"
 
 
 def test_too_few_rounds_is_said_not_a_zero_width_interval():

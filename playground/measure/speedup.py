@@ -105,7 +105,8 @@ def estimate(blocks: list[Block]) -> Speedup:
     rounds = fewest_rounds(blocks)
     reason, side = "", ""
     if tokens < MIN_TOKENS:
-        reason = f"only {tokens} tokens"
+        reason = f"only {tokens} token{'s' * (tokens != 1)} on a side, too few to time"  # (a stopped run's
+        # target alone can have fewer than its speculation)
     elif rounds < MIN_ROUNDS:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
     elif not low or high / low > TOLERANCE:
