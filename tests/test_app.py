@@ -423,7 +423,13 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     frames = list(playground_tab.replay_race(lanes))
     assert len(frames) > 2 and frames[-1].count("finished in") == 2 and "finished in" not in frames[0]
     assert "run with" in next(playground_tab.replay_race(None))  # nothing to race before a comparison
-    tricky = race.Lane("<b>x</b>", [0.1], ["<script>alert(1)</script>"])
+    end = race.frame_html(lanes, max(spec.total, base.total), 1.0)
+    assert spec.tokens == base.tokens == 64 and end.count(", 64 tokens, ") == 2  # greedy: one text, two paces
+    assert "first measurement" in end and "different texts" not in end
+    sampled = [race.Lane("speculative", [1.0], ["a b c"], 30), race.Lane("target alone", [2.0], ["a"], 12)]
+    assert ("the runs wrote different texts, 30 tokens and 12 tokens: compare their tok/s, not who finishes first"
+            in race.frame_html(sampled, 2.0, 1.0))  # (a sampled comparison: a race the shorter text may win)
+    tricky = race.Lane("<b>x</b>", [0.1], ["<script>alert(1)</script>"], 1)
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
 
 

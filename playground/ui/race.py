@@ -14,6 +14,7 @@ class Lane:
     name: str
     ends: list[float]  # engine seconds at the end of each round, prefill included
     pieces: list[str]  # the text each round added (the text so far after each: the output's length squared, kept per session)
+    tokens: int  # tokens written in all
 
     def at(self, t: float) -> tuple[str, int]:
         """-> (text, rounds finished) at engine time t."""
@@ -32,13 +33,14 @@ class Lane:
 def lane(name: str, events: list) -> Lane:
     """Events -> a lane: the cumulative engine time (metrics.engine_seconds' clock) at each round's end."""
     t = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
-    ends, pieces = [], []
+    ends, pieces, tokens = [], [], 0
     for e in events:
         if isinstance(e, Round):
             t += e.wall_s
             ends.append(t)
             pieces.append("".join(tok.text for tok in e.committed))
-    return Lane(name, ends, pieces)
+            tokens += len(e.committed)
+    return Lane(name, ends, pieces, tokens)
 
 
 def lanes(events: list, baseline_events: list) -> list[Lane] | None:
@@ -62,7 +64,8 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
         text, done = ln.at(t)
         finished = done == len(ln.ends)
         share = len(text) / max(1, ln.length)
-        status = f"finished in {ln.total:.2f} s" if finished else f"{t:.2f} s"
+        rate = f", {ln.tokens} tokens, {ln.tokens / ln.total:.1f} tok/s" if ln.tokens and ln.total > 0 else ""
+        status = f"finished in {ln.total:.2f} s{rate}" if finished else f"{t:.2f} s"
         cards.append(f'<div class="race-lane" data-finished="{str(finished).lower()}">'
                      f'<div class="race-head"><b>{html.escape(ln.name)}</b><span>{status}</span></div>'
                      f'<div class="race-bar"><i style="width:{100 * share:.1f}%"></i></div>'
@@ -70,7 +73,12 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
     pace = ("replayed at the measured pace" if abs(scale - 1) < 0.01 else
             f"replayed {scale:.1f}x slower than measured, to be watched" if scale > 1 else
             f"replayed {1 / scale:.1f}x faster than measured")
-    return f'<div class="race" id="race"><small>{pace}</small><div class="race-lanes">{"".join(cards)}</div></div>'
+    note = f"{pace}; the comparison's first measurement (the speedup card pools all of them, time per token)"
+    counts = {ln.tokens for ln in race}
+    if len(counts) > 1:  # sampled: the two texts differ, so do their lengths
+        note += ("; the runs wrote different texts, " + " and ".join(f"{ln.tokens} tokens" for ln in race)
+                 + ": compare their tok/s, not who finishes first")
+    return f'<div class="race" id="race"><small>{html.escape(note)}</small><div class="race-lanes">{"".join(cards)}</div></div>'
 
 
 CSS = """
