@@ -198,13 +198,18 @@ def get_preset(name: str) -> Preset:
     return presets[name]
 
 
+def gpu_host() -> bool:
+    """Whether this host runs models on a GPU (CUDA here, or a ZeroGPU Space's GPU lent per call)."""
+    return torch.cuda.is_available() or bool(os.environ.get("SPACES_ZERO_GPU"))
+
+
 def default_preset_name() -> str:
     """PLAYGROUND_PRESET if set; else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
     offline (bf16 on CPUs with bf16 dot products, float32 with packed products elsewhere: both
     flat in the pass width and exact, see playground.models.batch_invariant); else the toy demo pair."""
     if os.environ.get("PLAYGROUND_PRESET"):
         return os.environ["PLAYGROUND_PRESET"]
-    if torch.cuda.is_available():
+    if gpu_host():
         return GPU_DEFAULT
     smollm2 = all_presets().get(CPU_DEFAULT)
     return CPU_DEFAULT if smollm2 and packaged.available_offline(smollm2.target) else CPU_FALLBACK

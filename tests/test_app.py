@@ -79,6 +79,20 @@ def test_preset_switch_and_url_restore():
     assert "bogus" in values[-1] and "evil/model" in values[-1]
 
 
+def test_a_host_without_a_gpu_marks_the_gpu_presets_before_one_is_picked(monkeypatch):
+    """A newcomer on a CPU learnt that a 7B preset cannot run here from Run's refusal."""
+    for gpu in (False, True):
+        monkeypatch.setattr(page_inputs, "gpu_host", lambda: gpu)
+        labels = dict((name, label) for label, name in page_inputs.preset_choices())
+        assert list(labels) == list(page_inputs.PRESETS)  # the values: the names links and the API use
+        note = page_inputs.preset_note("qwen2.5-7b")
+        if gpu:
+            assert labels["qwen2.5-7b"] == "qwen2.5-7b" and note.endswith("*A GPU is recommended.*")
+        else:
+            assert labels["qwen2.5-7b"] == "qwen2.5-7b (needs a GPU)" and "Made for a GPU, which this host lacks" in note
+        assert labels["demo"] == "demo" and "GPU" not in page_inputs.preset_note("demo")
+
+
 def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
@@ -336,7 +350,7 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
     assert final[:12] == [gr.skip()] * 12  # the last run's stream, text, charts and download stay
     assert html.escape(message) in final[MESSAGE_SLOTS[where]] and f'id="{where}-error"' in final[MESSAGE_SLOTS[where]]
     for slot, i in MESSAGE_SLOTS.items():  # the other messages are cleared (the constraint's own check stays)
-        if slot == "run" and where in POINTED:  # a section, or the models far up on a phone, may be out of
+        if slot == "run" and where in POINTED:  # a section, or the models far down on a phone, may be out of
             assert 'id="run-pointer"' in final[i] and "role=" not in final[i]  # sight: under Run, a pointer to it
             for place in POINTED:  # gone once its message's inputs change, and only then (test_browser)
                 assert (json.dumps(final[i]) in playground_tab.pointer_cleared(place)) == (place == where)

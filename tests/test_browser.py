@@ -183,7 +183,7 @@ def test_a_models_error_goes_when_the_models_change(page, app_url):
     expect(page.locator("#draft-box input")).to_have_value("smollm2-feature-draft", timeout=30_000)  # link restored
     page.click("#run-button")
     expect(page.locator("#model-error")).to_contain_text("could not be loaded", timeout=60_000)
-    expect(page.locator("#run-pointer")).to_have_text("not run: see the message above Target model")  # (far up on a phone)
+    expect(page.locator("#run-pointer")).to_have_text("not run: see the message at Target model")  # (far down on a phone)
     page.locator("#preset-box input").click()
     page.get_by_role("option", name="demo-ngram").click()
     expect(page.locator("#model-error")).to_have_count(0, timeout=30_000)  # it was about the models chosen then

@@ -16,7 +16,7 @@ from playground.errors import PlaygroundError
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
-from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family, gpu_host
 from playground.ui.share import from_query, share_url
 
 PRESETS = all_presets()
@@ -158,7 +158,16 @@ def preset_note(name: str) -> str:
     preset = PRESETS.get(name)
     if preset is None:
         return ""
+    if preset.gpu and not gpu_host():  # (a newcomer learnt it from Run's refusal)
+        return (f"{preset.purpose} *Made for a GPU, which this host lacks: Run refuses it where memory or the "
+                "download falls short, and elsewhere it runs very slowly on the CPU.*")
     return f"{preset.purpose}" + (" *A GPU is recommended.*" if preset.gpu else "")
+
+
+def preset_choices() -> list[tuple[str, str]]:
+    """The Preset list as (label, name): on a host without a GPU, the GPU presets say so before one is picked."""
+    gpu = gpu_host()
+    return [(f"{name} (needs a GPU)" if preset.gpu and not gpu else name, name) for name, preset in PRESETS.items()]
 
 
 def apply_preset(name: str):

@@ -14,7 +14,7 @@ from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, make_share_link, named_inputs,
-                                  preset_note, think_budget_shown, restore_from_url)
+                                  preset_choices, preset_note, think_budget_shown, restore_from_url)
 from playground.ui.playground_tab import (IDLE, after_run, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import RANGES
@@ -47,7 +47,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     with gr.Tab("Playground"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300, elem_id="settings-column"):
-                preset = gr.Dropdown(list(PRESETS), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
+                preset = gr.Dropdown(preset_choices(), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
                 note = gr.Markdown(preset_note(DEFAULT.preset))
                 model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
                 target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model", elem_id="target-box",

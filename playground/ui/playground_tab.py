@@ -197,7 +197,7 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
         values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
         if where in SECTIONS:  # opened to show it
             values[SECTIONS[where]] = gr.update(open=True)
-        if where in POINTED:  # and pointed to from under Run (out of sight: in a section, or far up on a phone)
+        if where in POINTED:  # and pointed to from under Run (out of sight: in a section, or far down on a phone)
             values[MESSAGE_SLOTS["run"]] = render.pointer(POINTED[where])
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
         values[3] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
@@ -241,7 +241,7 @@ SKIP_MESSAGES = [gr.skip()] * 7
 MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3, "tree": 5}  # indices in _messages' values
 SECTIONS = {"constraint": 4, "tree": 6}  # the closed section each message sits in
 POINTED = {"constraint": "in Structured output", "tree": "in Advanced, under the token tree",
-           "model": "above Target model"}  # where each pointed-to message sits
+           "model": "at Target model"}  # where each pointed-to message sits (on a phone the models come below Run)
 ENDED = ("done", "stopped", "refused")  # a run's last phases in run_status
 BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
 IDLE = gr.update(interactive=True), gr.update(interactive=False)
