@@ -172,6 +172,14 @@ def test_a_constraint_nothing_can_complete_is_named_so(pair, tokenizer, backend,
     assert "NoExtensionBias" not in str(refused.value)
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("kind, text", [("regex", "x{0}"), ("regex", "(?:)"), ("grammar", 'root ::= ""')])
+def test_a_constraint_only_the_empty_output_meets_is_refused(pair, tokenizer, backend, kind, text):
+    """x{0} passed every check: the run wrote nothing and called it valid (a newcomer's pass)."""
+    with pytest.raises(PlaygroundError, match=f"this {kind} allows only the empty output: the model would write nothing"):
+        constrained(pair, kind, text, backend)
+
+
 @pytest.mark.parametrize("draft, tree", [("ngram", ()), ("demo-draft", ()), ("demo-draft", (2, 2))])
 def test_a_dead_end_only_a_guess_reaches_leaves_the_target_alones_output(draft, tree):
     """xgrammar allows a token whose continuation can match nothing. A guess stepping into it is

@@ -14,7 +14,7 @@ import llguidance.hf
 from playground import strict_json
 from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
-from playground.constraints.guide import Guide, NoWayOn
+from playground.constraints.guide import Guide, NoWayOn, allows_besides
 from playground.constraints.llg import LLGuidanceBackend
 from playground.constraints.metered import MeteredMatcher, TooCostly
 from playground.constraints.schema_keywords import patterns
@@ -202,11 +202,14 @@ def _pattern_at_fault(spec: ConstraintSpec) -> str:
 
 
 def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:
-    """A constraint that allows no first token and is not already complete can never be met."""
+    """A constraint that allows no first token can never be met, or is met by the empty output alone
+    (a run would write nothing and call it valid: `x{0}`)."""
     guide = Guide(backend.matcher(compiled), vocab, frozenset(), 1)
     try:
-        allowed = guide.next_mask().any()
+        writes = allows_besides(guide.next_mask(), backend.eos_ids)  # a first token that is not an end
     except NoWayOn:
-        allowed = False
-    if not allowed and not guide.accepting():
+        writes = False
+    if not writes and not guide.accepting():
         raise PlaygroundError(f"this {spec.named} can never be satisfied by any output")
+    if not writes:
+        raise PlaygroundError(f"this {spec.named} allows only the empty output: the model would write nothing")

@@ -197,6 +197,14 @@ class Guide:
         return self.ended or self.matcher.accepting()
 
 
+def allows_besides(mask: torch.Tensor, ids) -> bool:
+    """Whether a packed mask ([W] int32) allows a token other than `ids`."""
+    rest = mask.clone()
+    for i in ids:
+        rest[i // 32] &= ~_bit(i % 32)
+    return bool(rest.any())
+
+
 def _bit(j: int) -> int:
     """Bit j of an int32 word, as the signed value torch stores."""
     return (1 << j) - (1 << 32) if j == 31 else 1 << j

@@ -24,6 +24,7 @@ class LLGuidanceBackend:
     name = "llguidance"
 
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
+        self.eos_ids = eos_ids  # the tokens that end the output (the tokenizer's own where empty)
         self.tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab, eos_token=sorted(eos_ids) or None)
 
     def compile(self, spec: ConstraintSpec) -> tuple[str, list[str]]:

@@ -29,6 +29,7 @@ class XGrammarBackend:
     name = "xgrammar"
 
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
+        self.eos_ids = eos_ids  # the tokens that end the output (the tokenizer's own where empty)
         self.info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab, stop_token_ids=sorted(eos_ids) or None)
         self.tokenizer = tokenizer
 
