@@ -92,7 +92,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                   open=constraint_of(DEFAULT) is not None) as constraint_acc:
                     kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
                     constraint = gr.Code(value="", language="json", lines=6, label="Schema, pattern or grammar",
-                                         interactive=True, elem_id="constraint-editor",
+                                         interactive=True, elem_id="constraint-editor", wrap_lines=True,  # a pasted
+                                         # one-line schema showed its end alone
                                          visible=constraint_of(DEFAULT) is not None)
                     grammar_help = gr.Markdown(
                         "A grammar is [Lark](https://github.com/guidance-ai/llguidance/blob/main/docs/syntax.md) "
