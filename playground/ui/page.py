@@ -56,10 +56,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                     elem_id="draft-box", allow_custom_value=custom_models_allowed())
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
-                                  info="schedule: +2 after a fully kept round, -1 after a rejection, and a pause (the target "
-                                       "alone for 1, 2, 4 ... 16 rounds) after a refused guess at k=1 where guesses are "
-                                       "kept less often than a draft pass costs; confidence: the "
-                                       "draft stops when unsure. With both, k is the ceiling.")
+                                  info="fixed: k guesses every round. schedule: k grows by 2 after a round kept whole, "
+                                       "shrinks by 1 after a rejection, and drafting pauses while guesses do not pay. "
+                                       "confidence: the draft stops guessing when unsure. With both, k is the ceiling.")
                 confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
                                        visible=False)  # shown with the confidence policy only
                 temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
