@@ -70,9 +70,9 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
                      f'<div class="race-head"><b>{html.escape(ln.name)}</b><span>{status}</span></div>'
                      f'<div class="race-bar"><i style="width:{100 * share:.1f}%"></i></div>'
                      f'<pre class="race-text">\n{html.escape(text)}</pre></div>')  # HTML drops a newline after <pre>
-    pace = ("replayed at the measured pace" if abs(scale - 1) < 0.01 else
-            f"replayed {scale:.1f}x slower than measured, to be watched" if scale > 1 else
-            f"replayed {1 / scale:.1f}x faster than measured")
+    pace = ("replayed in real time" if abs(scale - 1) < 0.01 else
+            f"replayed slowed down to be watched: 1 s of the runs lasts {scale:.1f} s here" if scale > 1 else
+            f"replayed sped up: 1 s of the runs lasts {scale:.2f} s here")  # (both lanes alike)
     note = f"{pace}; the comparison's first measurement (the speedup card pools all of them, time per token)"
     counts = {ln.tokens for ln in race}
     if len(counts) > 1:  # sampled: the two texts differ, so do their lengths
