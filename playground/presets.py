@@ -10,7 +10,7 @@ import torch
 
 from playground.models import loading as models
 from playground.models import packaged
-from playground.models.placement import compiles_by_default
+from playground.models.placement import compiles_by_default, on_zero_gpu
 from playground.errors import PlaygroundError
 
 PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
@@ -200,7 +200,7 @@ def get_preset(name: str) -> Preset:
 
 def gpu_host() -> bool:
     """Whether this host runs models on a GPU (CUDA here, or a ZeroGPU Space's GPU lent per call)."""
-    return torch.cuda.is_available() or bool(os.environ.get("SPACES_ZERO_GPU"))
+    return torch.cuda.is_available() or on_zero_gpu()
 
 
 def default_preset_name() -> str:
@@ -209,7 +209,7 @@ def default_preset_name() -> str:
     flat in the pass width and exact, see playground.models.batch_invariant); else the toy demo pair."""
     if os.environ.get("PLAYGROUND_PRESET"):
         return os.environ["PLAYGROUND_PRESET"]
-    if gpu_host():
+    if torch.cuda.is_available():
         return GPU_DEFAULT
     smollm2 = all_presets().get(CPU_DEFAULT)
     return CPU_DEFAULT if smollm2 and packaged.available_offline(smollm2.target) else CPU_FALLBACK

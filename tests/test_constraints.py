@@ -180,6 +180,15 @@ def test_a_constraint_only_the_empty_output_meets_is_refused(pair, tokenizer, ba
         constrained(pair, kind, text, backend)
 
 
+def test_a_packed_mask_is_read_past_its_end_tokens():
+    from playground.constraints.guide import allows_besides
+    mask = torch.zeros(2, dtype=torch.int32)
+    mask[0] = -2**31  # token 31 alone (bit 31: the sign bit)
+    assert not allows_besides(mask, {31}) and allows_besides(mask, {0, 32}) and not allows_besides(mask, {31, 10**6})
+    mask[1] = 1  # and token 32
+    assert allows_besides(mask, {31}) and not allows_besides(mask, {31, 32})
+
+
 @pytest.mark.parametrize("draft, tree", [("ngram", ()), ("demo-draft", ()), ("demo-draft", (2, 2))])
 def test_a_dead_end_only_a_guess_reaches_leaves_the_target_alones_output(draft, tree):
     """xgrammar allows a token whose continuation can match nothing. A guess stepping into it is

@@ -55,25 +55,34 @@ def test_runner_crop_is_the_only_rollback(target, tokenizer):
     assert runner.length == 3
 
 
-def test_a_sliding_window_layer_keeps_its_window_and_rolls_back(tokenizer):
-    """Past its window a sliding layer records what a round adds until the crop, which both rolls
-    back rejected positions and trims the layer to its window again; the keys left equal a fresh
-    pass's last window."""
+def test_a_sliding_window_layer_keeps_its_window_and_rolls_back(tokenizer, monkeypatch):
+    """Past its window a sliding layer records what is fed; each crop rolls back the rejected
+    positions and trims the layer to its window and WINDOW_SLACK more. Rollbacks reaching back past
+    one crop (a cascade's inside a round, then the round's) stay exact; the keys kept equal a fresh
+    pass's last ones."""
+    from playground.engine import cache as engine_cache
     window = 8
+    monkeypatch.setattr(engine_cache, "WINDOW_SLACK", 3)
     model = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=13, use_sliding_window=True, sliding_window=window,
                             layer_types=["sliding_attention", "full_attention"])
     runner = ModelRunner(model, len(tokenizer))
-    ids = tokenizer("def main(argv):\n    parser = argparse.ArgumentParser()\n").input_ids
-    assert len(ids) > 2 * window
+    ids = tokenizer("def main(argv):\n    parser = argparse.ArgumentParser()\n    parser.add_argument('x')\n").input_ids
+    assert len(ids) > 3 * window
     with torch.inference_mode():
         runner.forward(torch.tensor(ids[:12]))
         runner.crop(12)
-        for start in range(12, len(ids) - 5, 3):  # a round: 5 positions fed, the last 2 rejected
-            runner.forward(torch.tensor(ids[start:start + 5]))
+        for start in range(12, len(ids) - 6, 2):  # a round: 5 positions fed, 2 dropped, 1 more fed, then 2 more
+            logits = runner.forward(torch.tensor(ids[start:start + 5]))  # dropped, reaching back past the first crop
+            whole = model(input_ids=torch.tensor([ids[:start + 5]])).logits[0, start:]  # the same positions, no cache
+            assert torch.allclose(logits, whole, atol=1e-4)
             runner.crop(start + 3)
+            runner.forward(torch.tensor(ids[start + 3:start + 4]))
+            runner.crop(start + 2)
             sliding, full = runner.cache.layers
-            assert runner.length == start + 3 and full.keys.shape[-2] == start + 3
-            assert sliding.keys.shape[-2] == window - 1  # no more than the next pass needs
+            assert runner.length == start + 2 and full.keys.shape[-2] == start + 2
+            kept = sliding.keys.shape[-2]
+            assert window - 1 <= kept <= window - 1 + 3  # what the next pass reads, and no more than the slack
             fresh = DynamicCache(config=model.config)
-            model(input_ids=torch.tensor([ids[:start + 3]]), past_key_values=fresh, use_cache=True)
-            assert torch.allclose(sliding.keys, fresh.layers[0].keys[:, :, -(window - 1):], atol=1e-5)
+            fresh.activate_past_recording()  # (keeps every position)
+            model(input_ids=torch.tensor([ids[:start + 2]]), past_key_values=fresh, use_cache=True)
+            assert torch.allclose(sliding.keys, fresh.layers[0].keys[:, :, -kept:], atol=1e-5)

@@ -101,18 +101,21 @@ def test_partial_acceptance_shows_rejections_and_corrections(target, noisy_draft
         assert 1 <= len(r.committed) <= r.k + 1
 
 
-@pytest.mark.parametrize("draft_name", ["same", "noisy", "ngram"])
-@pytest.mark.parametrize("k", [1, 4, 9])
+@pytest.mark.parametrize("draft_name", ["same", "noisy", "ngram", "cascade"])
+@pytest.mark.parametrize("k", [1, 4, 9, 16])
 def test_identity_with_sliding_window_layers(draft_name, k, tokenizer, prompts):
     """A window of 8 positions on one layer of two (Gemma- and Mistral-style models): runs go far
-    past it, and every rejected guess rolls the windowed layer back (it raised there before)."""
+    past it, and every rejected guess rolls the windowed layer back (it raised there before; a
+    cascade's draft rolls back twice a round)."""
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=13, eos_id=tokenizer.eos_token_id,
                              use_sliding_window=True, sliding_window=8,
                              layer_types=["sliding_attention", "full_attention"])
-    draft = {"same": target, "noisy": tiny.perturbed_copy(target, noise=0.4, seed=3), "ngram": None}[draft_name]
+    noisy = tiny.perturbed_copy(target, noise=0.4, seed=3)
+    draft = {"same": target, "noisy": noisy, "ngram": None, "cascade": noisy}[draft_name]
     pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
-    prompt_ids = prompts[max(prompts)]
-    result = spec_greedy(pair, prompt_ids, k, 40)
-    assert result.token_ids == hf_greedy(target, prompt_ids, 40, eos_id=NO_EOS)
-    if draft_name == "noisy":
+    pair.cascade = draft_name == "cascade"
+    prompt_ids = (prompts[max(prompts)] * 3)[:60]  # repeats: prompt lookup finds guesses
+    result = spec_greedy(pair, prompt_ids, k, 48)
+    assert result.token_ids == hf_greedy(target, prompt_ids, 48, eos_id=NO_EOS)
+    if draft_name in ("noisy", "cascade") and k > 1:
         assert 0 < result.stats["accepted"] < result.stats["proposed"]  # keeps and rollbacks both

@@ -198,10 +198,11 @@ class Guide:
 
 
 def allows_besides(mask: torch.Tensor, ids) -> bool:
-    """Whether a packed mask ([W] int32) allows a token other than `ids`."""
+    """Whether a packed mask ([W] int32) allows a token other than `ids` (ids past it: none to clear)."""
     rest = mask.clone()
     for i in ids:
-        rest[i // 32] &= ~_bit(i % 32)
+        if 0 <= i < 32 * len(rest):
+            rest[i // 32] &= ~_bit(i % 32)
     return bool(rest.any())
 
 

@@ -75,9 +75,8 @@ def keep_slots(cache: Cache, start: int, slots: torch.Tensor) -> None:
 
 def new_cache(config) -> Cache:
     """A GrowingLayer cache for models whose layers all attend to the full sequence; transformers'
-    DynamicCache otherwise, its sliding-window layers recording past their window until the next
-    crop (without it a layer past its window has forgotten what a rejected guess's rollback needs,
-    and crop raises)."""
+    DynamicCache otherwise, its sliding-window layers recording past their window (without it a
+    layer past its window has forgotten what a rejected guess's rollback needs)."""
     text = config.get_text_config(decoder=True)
     types = getattr(text, "layer_types", None) or ["full_attention"] * text.num_hidden_layers
     if any(t != "full_attention" for t in types):
@@ -87,9 +86,34 @@ def new_cache(config) -> Cache:
     return Cache(layers=[GrowingLayer() for _ in types])
 
 
-def trim_windows(cache: Cache) -> None:
-    """Each sliding-window layer past its window back to the window's last positions (what a
-    recording layer kept since the last crop, the next pass no longer needs)."""
+WINDOW_SLACK = 64  # positions a sliding-window layer keeps past its window: more than any rollback
+# reaches back between two crops (a round's k <= 16 guesses, a cascade's agreed guesses among them)
+
+
+def roll_back(cache: Cache, n: int) -> None:
+    """Forget the last n positions of every layer. A recording sliding-window layer is cut here, not
+    by transformers' crop, which also trims it to its window: a cascade's crop inside a round, then
+    the round's own, reached back past that trim and left the layer short."""
     for layer in cache.layers:
-        if isinstance(layer, DynamicSlidingWindowLayer) and layer.get_seq_length() >= layer.sliding_window:
-            layer.crop(0)  # at or past the window crop(0) only trims; under it, it would empty the layer
+        if isinstance(layer, DynamicSlidingWindowLayer):
+            _cut(layer, n)
+        else:
+            layer.crop(-n)
+
+
+def _cut(layer: DynamicSlidingWindowLayer, n: int) -> None:
+    if not layer.is_initialized:
+        return
+    if n > layer.keys.shape[-2]:
+        raise RuntimeError(f"a rollback of {n} positions reaches past the {layer.keys.shape[-2]} a sliding-window layer kept")
+    layer.keys, layer.values = layer.keys[:, :, : -n or None], layer.values[:, :, : -n or None]
+    layer.cumulative_length -= n
+
+
+def trim_windows(cache: Cache) -> None:
+    """Each recording sliding-window layer back to its window and WINDOW_SLACK positions more (it
+    keeps every position fed since; attention reads the window's last ones whatever it holds)."""
+    for layer in cache.layers:
+        if isinstance(layer, DynamicSlidingWindowLayer) and layer.is_initialized:
+            keep = layer.sliding_window - 1 + WINDOW_SLACK
+            layer.keys, layer.values = layer.keys[:, :, -keep:], layer.values[:, :, -keep:]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+from transformers.cache_utils import DynamicCache, LinearAttentionCacheLayerMixin
 
 from playground.errors import PlaygroundError
 from playground.models import placement
@@ -117,14 +117,15 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
 
 def refuse_unrollable(model_id: str, config_dir: pathlib.Path) -> None:
     """Speculation rolls each model's cache back past a rejected guess: attention layers (full,
-    sliding-window, chunked) forget positions; recurrent or convolution states (linear attention,
-    Mamba-style and hybrid layers) hold every token in one state, which cannot be taken back."""
+    sliding-window, chunked, shared or indexed) forget positions; linear-attention, Mamba-style and
+    hybrid layers fold every token into a running state that cannot be taken back (transformers can
+    crop a convolution-only state while recording its past; not tried here, so refused too)."""
     try:
         config = AutoConfig.from_pretrained(config_dir, trust_remote_code=False)
-    except (OSError, ValueError, KeyError):
-        return  # loading says what is wrong with the files
-    layers = DynamicCache(config=config).layers
-    kinds = sorted({type(layer).__name__ for layer in layers if type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer)})
+        layers = DynamicCache(config=config).layers
+    except Exception:  # noqa: BLE001  (an unknown model type, a layer kind this transformers lacks:
+        return  # loading says what is wrong with the files)
+    kinds = sorted({type(layer).__name__ for layer in layers if isinstance(layer, LinearAttentionCacheLayerMixin)})
     if kinds:
         raise PlaygroundError(f"model '{model_id}' has layers whose state cannot be rolled back after a rejected "
                               f"guess ({', '.join(kinds)}): the playground speculates with attention models only")

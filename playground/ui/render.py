@@ -196,7 +196,7 @@ def error(message: str, where: str) -> str:
 
 
 def pointer(place: str) -> str:
-    """Under Run, where an error sits that may be out of sight ("in <section>", "above <input>")."""
+    """Under Run, where an error sits that may be out of sight ("in <section>", "at <input>")."""
     return f'<div class="field-error" id="run-pointer">not run: see the message {html.escape(place)}</div>'
 
 
