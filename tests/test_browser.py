@@ -274,6 +274,9 @@ def test_the_tree_tab_draws_each_rounds_drafts(page, app_url, tree, nodes):
     page.goto(f"{app_url}?preset=demo&k=3&max_new_tokens=32&compare=false" + (f"&tree={urllib.parse.quote(tree)}" if tree else ""))
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     assert page.locator("#k-slider input[type=number]").input_value() == "3"  # Run waits for the link's settings
+    k_slider = page.locator("#k-slider input[type=range]")
+    expect(k_slider).to_be_disabled() if tree else expect(k_slider).to_be_enabled()  # a tree sets the drafts
+    assert ("unused: the token tree sets each round's drafts" in page.locator("#k-slider").inner_text()) == bool(tree)
     page.click("#run-button")
     expect(page.locator("#metrics").get_by_text("tokens per target pass")).to_be_visible(timeout=60_000)
     expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)

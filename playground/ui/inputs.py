@@ -177,6 +177,12 @@ def apply_preset(name: str):
     return inputs_from_settings(settings) + [preset_note(name), constraint_section(settings)]
 
 
+def k_with_tree(tree: str):
+    """The k slider under a token tree, which drafts its own depths: greyed, saying why (its value kept)."""
+    on_tree = bool(str(tree or "").strip())
+    return gr.update(interactive=not on_tree, info="unused: the token tree sets each round's drafts" if on_tree else "")
+
+
 def constraint_section(settings: Settings):
     """The Structured output section opens when the settings carry a constraint, so it is seen."""
     return gr.update(open=True) if constraint_of(settings) else gr.skip()

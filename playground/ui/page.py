@@ -14,7 +14,7 @@ from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, make_share_link, named_inputs,
-                                  preset_choices, preset_note, think_budget_shown, restore_from_url)
+                                  k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
 from playground.ui.playground_tab import (IDLE, after_run, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import RANGES
@@ -230,6 +230,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             box.change(None, run_msg, run_msg, js=pointer_cleared(where), queue=False, api_visibility="private")
     target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
+    tree.change(k_with_tree, tree, k, queue=False, api_visibility="private")  # k looked live and did nothing
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
     kind.change(constraint_editor, kind, constraint, api_visibility="private")
     kind.change(lambda k: gr.update(visible=k == "JSON schema"), kind, schema_in_prompt, api_visibility="private")
