@@ -581,6 +581,18 @@ def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monk
     assert "valid" in final[4]
 
 
+def test_a_link_too_long_is_refused_in_a_popup_that_stays():
+    """Its reason (shorten the prompt, and by how much) faded after 10 s, far from the button."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.prompt = "é" * 2000
+    with pytest.raises(gr.Error, match="servers accept") as refused:
+        page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(settings))
+    assert refused.value.duration is None
+    with pytest.raises(gr.Error) as faded:  # other refusals fade as Gradio's do
+        page_inputs.apply_preset("no-such-preset")
+    assert faded.value.duration == 10
+
+
 def test_a_share_link_carries_a_dynamic_tree_and_refuses_a_bad_one():
     restored, notices = from_query({"preset": "demo", "tree": "3,3,3/12"}, allow_custom=False)
     assert restored.tree == "3,3,3/12" and notices == []

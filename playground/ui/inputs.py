@@ -118,10 +118,11 @@ def bounded_text(name: str, value, limit: int = MAX_NAME_CHARS) -> str:
     return value
 
 
-def user_error(exc: PlaygroundError) -> gr.Error:
-    """A user's mistake for an API caller or a popup: one line in the server log, no traceback."""
+def user_error(exc: PlaygroundError, stays: bool = False) -> gr.Error:
+    """A user's mistake for an API caller or a popup: one line in the server log, no traceback.
+    stays: the popup stays until closed (Gradio's fades after 10 s), for a long message far from its button."""
     log.info("refused: %s", exc)
-    return gr.Error(str(exc), print_exception=False)
+    return gr.Error(str(exc), print_exception=False, duration=None if stays else 10)
 
 
 def typed(name: str, value, kind: type):
@@ -254,7 +255,7 @@ def make_share_link(request: gr.Request, *values) -> str:
     try:
         return share_url(page_url(request), settings_from_inputs(*values))
     except PlaygroundError as exc:
-        raise user_error(exc) from None
+        raise user_error(exc, stays=True) from None  # (the link box shows nothing: the popup is the only word)
 
 
 def page_url(request: gr.Request | None) -> str:
