@@ -74,15 +74,12 @@ def keep_slots(cache: Cache, start: int, slots: torch.Tensor) -> None:
 
 
 def new_cache(config) -> Cache:
-    """A GrowingLayer cache for models whose layers all attend to the full sequence; transformers'
-    DynamicCache otherwise, its sliding-window layers recording past their window (without it a
-    layer past its window has forgotten what a rejected guess's rollback needs)."""
+    """A GrowingLayer cache for models whose layers all attend to the full sequence; a WindowedCache
+    otherwise."""
     text = config.get_text_config(decoder=True)
     types = getattr(text, "layer_types", None) or ["full_attention"] * text.num_hidden_layers
     if any(t != "full_attention" for t in types):
-        cache = DynamicCache(config=config)
-        cache.activate_past_recording()
-        return cache
+        return WindowedCache(config=config)
     return Cache(layers=[GrowingLayer() for _ in types])
 
 
@@ -90,30 +87,31 @@ WINDOW_SLACK = 64  # positions a sliding-window layer keeps past its window: mor
 # reaches back between two crops (a round's k <= 16 guesses, a cascade's agreed guesses among them)
 
 
-def roll_back(cache: Cache, n: int) -> None:
-    """Forget the last n positions of every layer. A recording sliding-window layer is cut here, not
-    by transformers' crop, which also trims it to its window: a cascade's crop inside a round, then
-    the round's own, reached back past that trim and left the layer short."""
-    for layer in cache.layers:
-        if isinstance(layer, DynamicSlidingWindowLayer):
-            _cut(layer, n)
-        else:
-            layer.crop(-n)
+class WindowedCache(DynamicCache):
+    """transformers' DynamicCache with its sliding-window layers recording past their window (else a
+    layer past its window has forgotten what a rejected guess's rollback needs). crop(-n) cuts such
+    a layer itself, then trims it to its window and WINDOW_SLACK positions more: transformers' crop
+    trims it to the window at once, and a cascade's crop inside a round, then the round's own,
+    reached back past that trim and left the layer short."""
+
+    def __init__(self, config):
+        super().__init__(config=config)
+        self.activate_past_recording()
+
+    def crop(self, tokens_to_remove: int) -> None:
+        n = -tokens_to_remove  # transformers 5 semantics: crop(-n) forgets the last n positions
+        for layer in self.layers:
+            if not isinstance(layer, DynamicSlidingWindowLayer):
+                layer.crop(tokens_to_remove)
+            elif layer.is_initialized:
+                _cut(layer, n)
+                keep = layer.sliding_window - 1 + WINDOW_SLACK  # attention reads the window's last ones
+                layer.keys, layer.values = layer.keys[:, :, -keep:], layer.values[:, :, -keep:]
 
 
 def _cut(layer: DynamicSlidingWindowLayer, n: int) -> None:
-    if not layer.is_initialized:
-        return
     if n > layer.keys.shape[-2]:
         raise RuntimeError(f"a rollback of {n} positions reaches past the {layer.keys.shape[-2]} a sliding-window layer kept")
-    layer.keys, layer.values = layer.keys[:, :, : -n or None], layer.values[:, :, : -n or None]
-    layer.cumulative_length -= n
-
-
-def trim_windows(cache: Cache) -> None:
-    """Each recording sliding-window layer back to its window and WINDOW_SLACK positions more (it
-    keeps every position fed since; attention reads the window's last ones whatever it holds)."""
-    for layer in cache.layers:
-        if isinstance(layer, DynamicSlidingWindowLayer) and layer.is_initialized:
-            keep = layer.sliding_window - 1 + WINDOW_SLACK
-            layer.keys, layer.values = layer.keys[:, :, -keep:], layer.values[:, :, -keep:]
+    if n > 0:
+        layer.keys, layer.values = layer.keys[:, :, :-n], layer.values[:, :, :-n]
+        layer.cumulative_length -= n

@@ -3,7 +3,7 @@ sets its pointers inside its captured programs, engine/fused.py)."""
 import contextlib
 
 import torch
-from playground.engine.cache import GrowingLayer, keep_slots, new_cache, roll_back, trim_windows
+from playground.engine.cache import GrowingLayer, keep_slots, new_cache
 from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, tree_batches
 
 
@@ -122,8 +122,7 @@ class ModelRunner:
         """Forget cached positions from `length` on (transformers 5: crop(-m) drops the last m)."""
         extra = self.length - length
         if extra > 0:
-            roll_back(self.cache, extra)
-        trim_windows(self.cache)
+            self.cache.crop(-extra)
 
 
 def tree_mask(visible: torch.Tensor, model) -> tuple[torch.Tensor, list | None]:
