@@ -290,10 +290,12 @@ def test_the_pages_endpoints_name_their_inputs(client):
     """Not param_0..param_21: each input by its setting's name, optional, and accepted by name."""
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     names = {name: [p["parameter_name"] for p in endpoints[name]["parameters"]]
-             for name in ("/run", "/share_link", "/export", "/sweep", "/compare_drafts")}
+             for name in ("/run", "/share_link", "/export", "/sweep", "/compare_drafts", "/share_experiment")}
     settings = list(page_inputs.SETTING_NAMES)
     assert names == {"/run": settings, "/share_link": settings, "/export": settings,
-                     "/sweep": ["axis", "sweep_values", "prompts", *settings], "/compare_drafts": ["variants", "prompts", *settings]}
+                     "/sweep": ["axis", "sweep_values", "prompts", *settings], "/compare_drafts": ["variants", "prompts", *settings],
+                     "/share_experiment": ["sweep_axis", "sweep_values", "sweep_prompts", "compare_drafts", "calc_alpha",
+                                           "calc_k", "calc_c", *settings]}
     assert settings[:4] == ["preset", "target", "draft", "k"] and "prompt" in settings and "think_budget" in settings
     assert all(p["parameter_has_default"] for name in names for p in endpoints[name]["parameters"])
     url = client.predict(k=6, prompt="x = ", api_name="/share_link")
@@ -307,7 +309,7 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
 
     class Request:
         query_params = {"preset": "demo", "regex": "[0-9]+"}
-    assert page_inputs.restore_from_url(Request())[-2] == gr.update(open=True)
+    assert page_inputs.restore_from_url(Request())[len(page_inputs.SETTING_NAMES) + 1] == gr.update(open=True)
     assert page_inputs.constraint_editor("regex")["language"] is None
     assert page_inputs.constraint_editor("JSON schema")["language"] == "json"
     assert [page_inputs.constraint_editor(kind)["visible"] for kind in ("none", "regex", "JSON schema")] == [False, True, True]
@@ -667,3 +669,66 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     assert measured["k"] == 4 and 0 <= measured["alpha"] <= 1 and theory
     for name, overrides in (("demo", {"policy": "schedule"}), ("demo", {"tree": "2,2"}), ("demo-ngram", {})):
         assert last(name, **overrides) == (None, False), (name, overrides)
+
+
+def test_an_experiment_link_restores_the_experiments_tab_and_opens_on_it():
+    """Share links carried the Playground's settings alone: a K sweep sent to a colleague arrived as
+    the page's default sweep, on the Playground tab."""
+    from playground.ui.experiment_link import Experiment
+    sent = Experiment(sweep_axis="temperature", sweep_values="0,0.5", sweep_prompts="def f():\\n\nclass A:",
+                      compare_drafts=("prompt lookup", "draft model"), calc_alpha=0.55, calc_k=6, calc_c=0.2)
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.k = 3
+    link = experiments_tab.make_experiment_link(None, *sent.inputs(), *page_inputs.inputs_from_settings(settings))
+    restored = page_inputs.restore_from_url(_request(link))
+    assert restored[:len(page_inputs.SETTING_NAMES)] == page_inputs.inputs_from_settings(settings)
+    assert restored[-9:-2] == sent.inputs() and restored[-2].selected == "experiments" and restored[-1] == ""
+    untouched_link = experiments_tab.make_experiment_link(None, *Experiment().inputs(), *page_inputs.inputs_from_settings(settings))
+    assert urllib.parse.urlparse(untouched_link).query == "preset=demo&k=3&tab=experiments"  # short: what differs
+    untouched = page_inputs.restore_from_url(_request(untouched_link))
+    assert untouched[-9:-2] == Experiment().inputs() and untouched[-2].selected == "experiments"
+    temperature_only = page_inputs.restore_from_url(_request("/?tab=experiments&sweep_axis=temperature"))
+    assert temperature_only[-9:-7] == ["temperature", "0,0.3,0.7,1.0"]  # the axis' own values, as the page resets them
+    playground_link = page_inputs.restore_from_url(_request(page_inputs.make_share_link(
+        None, *page_inputs.inputs_from_settings(settings))))
+    assert playground_link[-2] == gr.skip() and playground_link[-9:-2] == Experiment().inputs()
+
+
+def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what_no_link_carries():
+    restored = page_inputs.restore_from_url(_request(
+        "/?tab=results&calc_k=99&calc_alpha=nan&calc_c=1e-9&compare_drafts=x,draft+model&sweep_axis=seed"
+        "&sweep_values=" + "1," * 150 + "&sweep_prompts=" + "a" * 20_001 + "&k=3"))
+    notices = html.unescape(restored[-1]).replace("\\", "")
+    for said in ("tab='results': the only tab a link opens is experiments", "calc_k='99': must be between 1 and 16",
+                 "calc_alpha='nan': must be between 0 and 0.99", "calc_c='1e-9'", "'x' is not one of draft model",
+                 "sweep_axis='seed': must be one of k, temperature", "sweep_values='1,1,", "longer than 200 characters",
+                 "sweep_prompts='aaa", "longer than 20000 characters"):
+        assert said in notices, said
+    assert restored[-9:-2] == experiments_tab.Experiment().inputs() and restored[-2] == gr.skip()
+    assert restored[3] == 3  # the Playground's k still applies
+    playground = page_inputs.inputs_from_settings(page_inputs.DEFAULT)
+    for bad, said in ((["k", "1", "", ["a,b"], 0.5, 4, 0.1], "compare_drafts must be a list of names"),
+                      (["k", "1", "", "draft model", 0.5, 4, 0.1], "compare_drafts must be a list of names"),
+                      (["k", "1", "", ["nope"], 0.5, 4, 0.1], "'nope' is not one of"),
+                      (["k", "1", "", [], float("nan"), 4, 0.1], "calc_alpha = 'nan': must be between 0 and 0.99"),
+                      (["k", "1", "", [], 0.5, 4.5, 0.1], "calc_k must be a whole number"),
+                      (["k", 3, "", [], 0.5, 4, 0.1], "sweep_values must be a str"),
+                      (["k", "1", "é" * 2000, [], 0.5, 4, 0.1], "shorten the prompt, system prompt, sweep prompts or")):
+        with pytest.raises(gr.Error, match=re.escape(said)) as refused:
+            experiments_tab.make_experiment_link(None, *bad, *playground)
+        assert refused.value.duration is None  # as the Playground's link: a popup that stays
+
+
+def test_the_experiment_link_endpoint_round_trips_through_the_page(client):
+    url = client.predict(sweep_axis="temperature", sweep_values="0,1", compare_drafts=["prompt lookup"],
+                         calc_k=8, k=6, prompt="x = ", api_name="/share_experiment")
+    restored = page_inputs.restore_from_url(_request(url))
+    assert restored[3] == 6 and restored[9] == "x = " and restored[-1] == ""
+    assert restored[-9:-2] == ["temperature", "0,1", "", ["prompt lookup"], 0.7, 8, 0.1]
+    assert restored[-2].selected == "experiments"
+
+
+def _request(link: str):
+    class Request:
+        query_params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(link).query))
+    return Request()

@@ -178,6 +178,28 @@ def test_a_calculator_value_typed_past_its_slider_is_said_under_it(page, app_url
     expect(text).to_contain_text("expected speedup 1.54x", timeout=15_000)
 
 
+def test_an_experiment_link_opens_on_its_tab_and_its_share_link_goes_with_a_change(page, app_url):
+    query = urllib.parse.urlencode({"preset": "demo", "k": "3", "tab": "experiments", "sweep_axis": "temperature",
+                                    "sweep_values": "0,0.5", "sweep_prompts": "def f():", "calc_k": "6",
+                                    "compare_drafts": "prompt lookup"})
+    page.goto(f"{app_url}?{query}")
+    expect(page.get_by_role("tab", name="Experiments")).to_have_attribute("aria-selected", "true", timeout=30_000)
+    expect(page.get_by_label("Values")).to_have_value("0,0.5")  # not the axis' defaults: a change, not an input
+    expect(page.get_by_label("Prompts (empty: the prompt of the Playground tab)")).to_have_value("def f():")
+    expect(page.get_by_role("checkbox", name="prompt lookup")).to_be_checked()
+    expect(page.get_by_role("checkbox", name="draft model")).not_to_be_checked()
+    expect(page.locator("#calc-text")).to_contain_text("best k for these numbers")
+    box = page.locator("#experiment-share-link")
+    expect(box).to_be_hidden()
+    page.click("#experiment-share-button")
+    expect(box).to_be_visible(timeout=15_000)
+    shared = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(box.locator("textarea").input_value()).query))
+    assert shared == {k: v for k, v in dict(urllib.parse.parse_qsl(query)).items()}  # what it opened with, no more
+    page.get_by_label("Values").fill("0,1")
+    expect(box).to_be_hidden(timeout=15_000)  # the link no longer says what the tab shows
+    assert error_labels(page) == 0
+
+
 def test_a_models_error_goes_when_the_models_change(page, app_url):
     page.goto(f"{app_url}?preset=demo&draft=smollm2-feature-draft")  # a feature draft made for another target
     expect(page.locator("#draft-box input")).to_have_value("smollm2-feature-draft", timeout=30_000)  # link restored

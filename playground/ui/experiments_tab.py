@@ -14,12 +14,12 @@ from playground.measure import sweeps
 from playground.ui import live, plots, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import settings_from_inputs, typed
+from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, Experiment, experiment_from_query, experiment_params
+from playground.ui.inputs import page_url, settings_from_inputs, typed, user_error
 from playground.ui.pacing import paced
-from playground.ui.share import RANGES
+from playground.ui.share import RANGES, share_url
 
 IDLE_S = 2.0  # an experiment's progress is handed to the page again this often: a closed page is noticed then
-SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values reset when the axis changes
 log = logging.getLogger("playground.ui")
 
 
@@ -205,7 +205,6 @@ def _check_work(points: int, prompts: list, settings) -> None:
             "; fewer values, prompts or max new tokens")
 
 
-CALCULATOR_RANGES = {"acceptance": (0, 0.99), "k": RANGES["k"], "cost ratio": (0.01, 1)}  # its sliders'
 
 
 def _outside_calculator_ranges(*values) -> str:
@@ -236,3 +235,31 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
         text += (f". {untold} of your runs compared with the target alone could not tell {their} speedup (too "
                  f"noisy): drawn faint, {their} estimate and the range it varied over")
     return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
+
+
+def experiment_from_inputs(sweep_axis, sweep_values, sweep_prompts, compare_drafts, calc_alpha, calc_k,
+                           calc_c) -> Experiment:
+    """The tab's component values (or an API caller's) -> Experiment; a value its link could not
+    carry is a PlaygroundError naming it."""
+    drafts = [] if compare_drafts is None else compare_drafts
+    if not isinstance(drafts, list) or not all(isinstance(d, str) and "," not in d for d in drafts):
+        raise PlaygroundError(f"compare_drafts must be a list of names among {', '.join(sweeps.VARIANTS)}")
+    texts = {"sweep_axis": typed("sweep_axis", sweep_axis, str), "sweep_values": typed("sweep_values", sweep_values, str),
+             "sweep_prompts": typed("sweep_prompts", sweep_prompts, str), "compare_drafts": ",".join(drafts),
+             "calc_alpha": repr(typed("calc_alpha", calc_alpha, float)), "calc_k": str(typed("calc_k", calc_k, int)),
+             "calc_c": repr(typed("calc_c", calc_c, float))}
+    experiment, _, _, refused = experiment_from_query(texts)
+    if refused:
+        raise PlaygroundError(refused[0].removeprefix("ignored ").replace("=", " = ", 1))
+    return experiment
+
+
+def make_experiment_link(request: gr.Request, *values) -> str:
+    """values: the Experiments tab's inputs, then the Playground's settings -> a link to this page that
+    opens on Experiments with both restored."""
+    try:
+        experiment = experiment_from_inputs(*values[:len(EXPERIMENT_NAMES)])
+        settings = settings_from_inputs(*values[len(EXPERIMENT_NAMES):])
+        return share_url(page_url(request), settings, experiment_params(experiment))
+    except PlaygroundError as exc:
+        raise user_error(exc, stays=True) from None

@@ -17,6 +17,7 @@ from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHA
                                MAX_SYSTEM_CHARS, at_most)
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family, gpu_host
+from playground.ui.experiment_link import TAB, experiment_from_query
 from playground.ui.share import from_query, share_url
 
 PRESETS = all_presets()
@@ -232,14 +233,15 @@ def example_settings(name: str, prompt: str):
 
 
 def restore_from_url(request: gr.Request):
-    """demo.load: settings from the page's query parameters; what is ignored is said, never run."""
+    """demo.load: the Playground's settings and the Experiments tab's inputs from the page's query
+    parameters, and the tab the link opens on; what is ignored is said, never run.
+    -> SETTINGS values, the preset's note, the constraint section, the Experiments inputs, the tabs, the notices."""
     params = dict(request.query_params) if request is not None else {}
-    if not params:
-        return inputs_from_settings(DEFAULT) + [preset_note(DEFAULT.preset), constraint_section(DEFAULT), ""]
-    settings, notices = from_query(params, custom_models_allowed())
-    note = "".join(f"- {_md_escape(n)}\n" for n in notices)
-    return inputs_from_settings(settings) + [preset_note(settings.preset), constraint_section(settings),
-                                             note and f"**Link notices**\n{note}"]
+    experiment, opens, params, notices = experiment_from_query(params)
+    settings, more = from_query(params, custom_models_allowed()) if params else (DEFAULT, [])
+    note = "".join(f"- {_md_escape(n)}\n" for n in more + notices)
+    return [*inputs_from_settings(settings), preset_note(settings.preset), constraint_section(settings),
+            *experiment.inputs(), gr.Tabs(selected=TAB) if opens else gr.skip(), note and f"**Link notices**\n{note}"]
 
 
 def _md_escape(text: str) -> str:

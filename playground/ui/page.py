@@ -8,7 +8,8 @@ from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import render, race
 from playground.ui.api import generate
-from playground.ui.experiments_tab import (CALCULATOR_RANGES, SWEEP_DEFAULTS, calculator, column_headers, column_widths, experiment_buttons,
+from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
+from playground.ui.experiments_tab import (calculator, column_headers, column_widths, experiment_buttons, make_experiment_link,
                                            run_comparison, run_sweep, sweep_wrote_csv)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
@@ -44,7 +45,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.")
     link_notice = gr.Markdown()
-    with gr.Tab("Playground"):
+    FIRST = Experiment()  # the Experiments tab's first values
+    with gr.Tabs() as tabs, gr.Tab("Playground", id="playground"):
         with gr.Row():
             with gr.Column(scale=1, min_width=300, elem_id="settings-column"):
                 preset = gr.Dropdown(preset_choices(), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
@@ -163,13 +165,18 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
                     label="Offline examples (click to load)", api_visibility="private")
 
-    with gr.Tab("Experiments"):
+    with tabs, gr.Tab("Experiments", id=TAB):
         gr.Markdown("Sweep one setting over a set of prompts (one per line, `\\n` for a newline); everything else "
                     "comes from the Playground tab. Both columns are measured side by side in this process.")
         with gr.Row():
-            axis = gr.Radio(["k", "temperature"], value="k", label="Sweep")
-            sweep_values = gr.Textbox(value=SWEEP_DEFAULTS["k"], label="Values")
-        sweep_prompts = gr.Textbox(value="", lines=4, label="Prompts (empty: the prompt of the Playground tab)")
+            experiment_share_btn = gr.Button("Share link (this tab's inputs and the Playground's settings)", size="sm",
+                                             scale=0, min_width=360, elem_id="experiment-share-button")
+        experiment_share_box = gr.Textbox(label="Share link: opens on Experiments", buttons=["copy"], visible=False,
+                                          elem_id="experiment-share-link", placeholder=" ")  # as share_box
+        with gr.Row():
+            axis = gr.Radio(list(SWEEP_DEFAULTS), value=FIRST.sweep_axis, label="Sweep")
+            sweep_values = gr.Textbox(value=FIRST.sweep_values, label="Values")
+        sweep_prompts = gr.Textbox(value=FIRST.sweep_prompts, lines=4, label="Prompts (empty: the prompt of the Playground tab)")
         with gr.Row():
             sweep_btn = gr.Button("Run sweep", variant="primary", scale=3)
             sweep_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="sweep-stop")
@@ -180,7 +187,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         sweep_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="sweep-csv")  # once it has one
         gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
                     "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
-        variants = gr.CheckboxGroup(list(sweeps.VARIANTS), value=list(sweeps.VARIANTS), label="Drafts")
+        variants = gr.CheckboxGroup(list(sweeps.VARIANTS), value=list(FIRST.compare_drafts), label="Drafts")
         with gr.Row():
             compare_btn = gr.Button("Compare drafts", variant="primary", scale=3)
             compare_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="compare-stop")
@@ -194,14 +201,15 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     "(their estimated α), appear as red crosses, or grey circles where the speedup was too noisy to "
                     "tell (at its estimate).")
         with gr.Row():
-            calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=0.7, step=0.01, label="per-token acceptance α",
+            calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=FIRST.calc_alpha, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "
                                     "drafts after a rejection too)")
-            calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=4, step=1, label="k")
-            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=0.1, step=0.01, label="cost ratio c",
+            calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k")
+            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.01, label="cost ratio c",
                                elem_id="calc-c")
         calc_text = gr.Markdown(elem_id="calc-text")
         calc_plot = gr.Plot(elem_id="calc-plot")
+    EXPERIMENT = [axis, sweep_values, sweep_prompts, variants, calc_a, calc_k, calc_c]  # EXPERIMENT_NAMES' order
 
     history = gr.State([])
     measured = gr.State(None)
@@ -215,8 +223,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
     # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
-    restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, link_notice], queue=False,
-                         api_visibility="private")
+    restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, *EXPERIMENT, tabs, link_notice],
+                         queue=False, api_visibility="private")
     budget = restored.then(think_budget_shown, [target, think_budget], think_budget, queue=False, api_visibility="private")
     for step in (restored.failure, budget.then, budget.failure):
         step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
@@ -262,6 +270,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     gr.on(changed, None, None, share_box, js="() => ''", queue=False,
           api_visibility="private")  # a setting changed: the link no longer says it
+    experiment_share_btn.click(named_inputs(make_experiment_link, EXPERIMENT_NAMES), EXPERIMENT + SETTINGS,
+                               experiment_share_box, api_name="share_experiment").success(
+        lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private")
+    gr.on(changed + [box.change for box in EXPERIMENT], None, None, experiment_share_box, js="() => ''", queue=False,
+          api_visibility="private")
     for trigger in (kind.change, constraint.change, backend.change):
         trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
                 concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three

@@ -39,7 +39,7 @@ CSS = """
 .metric-wide { flex-basis: 100%; }
 .metric b { display: block; font-size: 20px; }
 .metric small { color: var(--body-text-color-subdued); }
-#share-link:has(textarea:placeholder-shown) { display: none; }  /* a link no longer true is gone, box and all */
+#share-link:has(textarea:placeholder-shown), #experiment-share-link:has(textarea:placeholder-shown) { display: none; }  /* a link no longer true is gone, box and all */
 .badge { display: inline-block; padding: 3px 10px; border-radius: 12px; font-weight: 600; }
 .badge-ok { background: #16a34a22; color: #15803d; } .badge-bad { background: #dc262622; color: #b91c1c; }
 .badge-stopped { background: #f59e0b22; color: #b45309; }

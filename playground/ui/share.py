@@ -15,7 +15,8 @@ from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
 
 
-def _int(lo, hi):
+def whole_number(lo, hi):
+    """A parser of a link's whole number in [lo, hi] (number, text_within: the same for the others)."""
     def parse(v: str) -> int:
         if not v.lstrip("-").isascii() or not v.lstrip("-").isdigit():  # int() also reads '1_0' and '٤'
             raise ValueError("must be a whole number in ASCII digits")
@@ -23,7 +24,7 @@ def _int(lo, hi):
     return parse
 
 
-def _float(lo, hi):
+def number(lo, hi):
     return lambda v: _ranged(float(v), lo, hi)
 
 
@@ -41,7 +42,7 @@ def _bool(v: str) -> bool:
     raise ValueError("must be true or false")
 
 
-def _text(limit: int):
+def text_within(limit: int):
     def parse(v: str) -> str:
         if len(v) > limit:
             raise ValueError(f"longer than {limit} characters")
@@ -76,15 +77,15 @@ RANGES = {"k": (1, MAX_K), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top
           "max_new_tokens": (8, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, 1024)}
 
 PARSERS = {
-    "preset": _text(64), "target": _text(200), "draft": _text(200),
-    "k": _int(*RANGES["k"]), "temperature": _float(*RANGES["temperature"]), "top_p": _float(*RANGES["top_p"]),
-    "top_k": _int(*RANGES["top_k"]), "seed": _int(0, 2**31 - 1), "max_new_tokens": _int(*RANGES["max_new_tokens"]),
-    "prompt": _text(MAX_PROMPT_CHARS), "system": _text(MAX_SYSTEM_CHARS),
-    "chat": _bool, "schema": _text(20000), "regex": _text(2000), "grammar": _text(MAX_LINK_CHARS),
+    "preset": text_within(64), "target": text_within(200), "draft": text_within(200),
+    "k": whole_number(*RANGES["k"]), "temperature": number(*RANGES["temperature"]), "top_p": number(*RANGES["top_p"]),
+    "top_k": whole_number(*RANGES["top_k"]), "seed": whole_number(0, 2**31 - 1), "max_new_tokens": whole_number(*RANGES["max_new_tokens"]),
+    "prompt": text_within(MAX_PROMPT_CHARS), "system": text_within(MAX_SYSTEM_CHARS),
+    "chat": _bool, "schema": text_within(20000), "regex": text_within(2000), "grammar": text_within(MAX_LINK_CHARS),
     "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
-    "confidence": _float(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
-    "think_budget": _int(*RANGES["think_budget"]),
+    "confidence": number(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
+    "think_budget": whole_number(*RANGES["think_budget"]),
 }
 
 
@@ -159,15 +160,17 @@ def _preset_defaults(name: str) -> Settings | None:
     return Settings.from_preset(preset) if preset else None
 
 
-def share_url(base_url: str, settings: Settings) -> str:
-    """The link, or PlaygroundError when it would be longer than servers accept."""
+def share_url(base_url: str, settings: Settings, extra: dict[str, str] | None = None) -> str:
+    """The link (the settings, then `extra` parameters: the Experiments tab's), or PlaygroundError
+    when it would be longer than servers accept."""
     try:
-        url = base_url.split("?")[0] + "?" + to_query(settings)
+        query = "&".join(q for q in (to_query(settings), urllib.parse.urlencode(extra or {})) if q)
+        url = base_url.split("?")[0] + "?" + query
     except UnicodeEncodeError as exc:
         raise PlaygroundError(f"the settings hold text that is not valid UTF-8 (a lone surrogate at character "
                               f"{exc.start}): it cannot go into a link") from None
     if len(url) > MAX_LINK_CHARS:
         raise PlaygroundError(f"this link would be {len(url)} characters long, more than servers accept "
-                              f"({MAX_LINK_CHARS}); shorten the prompt, system prompt or constraint (non-ASCII text "
-                              "takes up to 9 characters per letter in a link)")
+                              f"({MAX_LINK_CHARS}); shorten the prompt, system prompt{', sweep prompts' * bool(extra)} or "
+                              "constraint (non-ASCII text takes up to 9 characters per letter in a link)")
     return url
