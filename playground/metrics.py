@@ -53,6 +53,17 @@ def expected_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
     return expected_tokens_per_round(acceptance, k) / (k * cost_ratio + 1)
 
 
+def cost_ratio(events: list) -> float | None:
+    """The c of expected_speedup as a run measured it: a draft pass's mean time over a verify pass's,
+    over its rounds (a prompt pass costs more than a step); None where either side has no pass."""
+    rounds = [e for e in events if isinstance(e, Round)]
+    draft_passes, target_passes = sum(r.draft_passes for r in rounds), sum(r.target_passes for r in rounds)
+    target_s = sum(r.target_s for r in rounds)
+    if not draft_passes or not target_passes or not target_s:
+        return None
+    return sum(r.draft_s for r in rounds) / draft_passes / (target_s / target_passes)
+
+
 def engine_seconds(events: list) -> float:
     """Prefill plus each round's own wall time: what the caller does between rounds never counts."""
     prefill = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))

@@ -1,4 +1,5 @@
 """The web app: event functions called directly, then the real server driven by gradio_client."""
+import csv
 import html
 import json
 import re
@@ -99,7 +100,17 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     inputs = page_inputs.inputs_from_settings(settings)
     status, table, _, csv_path = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
     assert [row[0] for row in table] == [1, 3] and all(row[-2] == 2 for row in table)  # 2 prompts each
-    assert open(csv_path).read().startswith("k,temperature") and "done: 2 values of k, 2 prompts each" in status
+    csv_rows = list(csv.reader(open(csv_path)))
+    assert csv_rows[0][:2] == ["k", "temperature"] and "done: 2 values of k, 2 prompts each" in status
+    columns = dict(zip(*csv_rows[:2]))  # what it was measured with, and the
+    assert columns["target"] == "demo-target" and columns["draft"] == "demo-draft" and columns["max_new_tokens"] == "12"
+    assert float(columns["speedup_estimate"]) > 0 and columns["verdict"]  # estimate a noisy row leaves out of its speedup
+    line = experiments_tab.settings_line(*inputs)  # the Experiments tab says what it runs with
+    assert "Runs with demo-target and the draft demo-draft: k 4, temperature 0, 12 new tokens." in line
+    settings.regex, settings.policy = "<b>[0-9]+", "schedule"
+    line = experiments_tab.settings_line(*page_inputs.inputs_from_settings(settings))
+    assert "policy schedule, a regex." in line and "<b>" not in line
+    assert experiments_tab.settings_line(*inputs[:3], "many", *inputs[4:]) == ""  # a value the page cannot hold: nothing
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
     assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
     for axis, typed, said in (("k", "2,2.5", "'2.5' is not a whole number"), ("temperature", "0.5,warm", "'warm' is not a number")):
@@ -458,7 +469,7 @@ def test_the_calculator_draws_the_runs_that_told_their_speedup_and_faintly_the_r
         history = playground_tab.remember_run(measured, history)  # None: a run without the comparison
     assert len(history) == 2
     text, figure = experiments_tab.calculator(0.7, 4, 0.1, history)
-    assert "1 of your runs compared with the target alone could not tell its speedup (too noisy): drawn faint" in text
+    assert "1 of your runs compared with the target alone could not tell its speedup (too noisy for one number): drawn as a circle" in text
     assert [list(t.y) for t in figure.data if t.name == "measured runs"] == [[1.4]]
     faint = next(t for t in figure.data if t.name == plots.UNTOLD)
     assert list(faint.y) == [1.2] and list(faint.error_y.array) == [pytest.approx(0.3)]
@@ -666,7 +677,13 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
         metrics_html = next(v for v in final if isinstance(v, str) and 'class="metrics"' in v)
         return final[11], "<small>theory</small>" in metrics_html
     measured, theory = last()
-    assert measured["k"] == 4 and 0 <= measured["alpha"] <= 1 and theory
+    assert measured["k"] == 4 and 0 <= measured["alpha"] <= 1 and theory and 0 < measured["cost_ratio"] < 5
+    history = playground_tab.remember_run(measured, [])
+    a, k, c, text = experiments_tab.from_last_run(history)  # the calculator's sliders from this run: its curve
+    assert (a, k, text) == (round(min(measured["alpha"], 0.99), 2), 4, gr.skip())
+    assert c == round(min(max(measured["cost_ratio"], 0.01), 1), 2)
+    assert experiments_tab.from_last_run([])[:3] == (gr.skip(),) * 3
+    assert "No run to take them from yet" in experiments_tab.from_last_run([])[3]
     for name, overrides in (("demo", {"policy": "schedule"}), ("demo", {"tree": "2,2"}), ("demo-ngram", {})):
         assert last(name, **overrides) == (None, False), (name, overrides)
 
@@ -695,24 +712,35 @@ def test_an_experiment_link_restores_the_experiments_tab_and_opens_on_it():
 
 
 def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what_no_link_carries():
+    """Values or prompts Run sweep refuses were carried silently: the colleague met the refusal at Run."""
     restored = page_inputs.restore_from_url(_request(
         "/?tab=results&calc_k=99&calc_alpha=nan&calc_c=1e-9&compare_drafts=x,draft+model&sweep_axis=seed"
         "&sweep_values=" + "1," * 150 + "&sweep_prompts=" + "a" * 20_001 + "&k=3"))
     notices = html.unescape(restored[-1]).replace("\\", "")
     for said in ("tab='results': the only tab a link opens is experiments", "calc_k='99': must be between 1 and 16",
-                 "calc_alpha='nan': must be between 0 and 0.99", "calc_c='1e-9'", "'x' is not one of draft model",
+                 "calc_alpha='nan': must be between 0 and 0.99", "calc_c='1e-9'", "compare_drafts='x': not one of draft model",
                  "sweep_axis='seed': must be one of k, temperature", "sweep_values='1,1,", "longer than 200 characters",
                  "sweep_prompts='aaa", "longer than 20000 characters"):
         assert said in notices, said
-    assert restored[-9:-2] == experiments_tab.Experiment().inputs() and restored[-2] == gr.skip()
-    assert restored[3] == 3  # the Playground's k still applies
+    first = experiments_tab.Experiment()
+    assert restored[-9:-2] == [*first.inputs()[:3], ["draft model"], *first.inputs()[4:]]  # the known draft kept
+    assert restored[-2] == gr.skip() and restored[3] == 3  # the Playground's k still applies
+    refused = page_inputs.restore_from_url(_request("/?tab=Experiments&sweep_values=1,99&sweep_prompts="
+                                                    + urllib.parse.quote("p\n" * 33)))
+    notices = html.unescape(refused[-1]).replace("\\", "")
+    assert "sweep_values='1,99': sweep values for k must be between 1 and 16 (the slider's range), not 99" in notices
+    assert "the number of prompts is 33, more than this host allows (32)" in notices
+    assert refused[-2].selected == "experiments" and refused[-9:-7] == ["k", first.sweep_values]  # tab=Experiments opens it
     playground = page_inputs.inputs_from_settings(page_inputs.DEFAULT)
     for bad, said in ((["k", "1", "", ["a,b"], 0.5, 4, 0.1], "compare_drafts must be a list of names"),
                       (["k", "1", "", "draft model", 0.5, 4, 0.1], "compare_drafts must be a list of names"),
-                      (["k", "1", "", ["nope"], 0.5, 4, 0.1], "'nope' is not one of"),
-                      (["k", "1", "", [], float("nan"), 4, 0.1], "calc_alpha = 'nan': must be between 0 and 0.99"),
+                      (["k", "1", "", ["nope"], 0.5, 4, 0.1], "no link made: Drafts 'nope': not one of"),
+                      (["k", "1", "", [], float("nan"), 4, 0.1], "no link made: per-token acceptance α 'nan': must be between 0 and 0.99"),
                       (["k", "1", "", [], 0.5, 4.5, 0.1], "calc_k must be a whole number"),
                       (["k", 3, "", [], 0.5, 4, 0.1], "sweep_values must be a str"),
+                      (["k", "1,99", "", [], 0.5, 4, 0.1], "no link made: Values '1,99': sweep values for k must be between 1 and 16"),
+                      (["temperature", "0,3", "", [], 0.5, 4, 0.1], "not 3.0; a comma separates values: write 0.3 with a point"),
+                      (["k", "1", "p\n" * 33, [], 0.5, 4, 0.1], "the number of prompts is 33, more than this host allows (32)"),
                       (["k", "1", "é" * 2000, [], 0.5, 4, 0.1], "shorten the prompt, system prompt, sweep prompts or")):
         with pytest.raises(gr.Error, match=re.escape(said)) as refused:
             experiments_tab.make_experiment_link(None, *bad, *playground)

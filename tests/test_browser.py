@@ -176,6 +176,9 @@ def test_a_calculator_value_typed_past_its_slider_is_said_under_it(page, app_url
     box.fill("0.2")
     box.press("Enter")
     expect(text).to_contain_text("expected speedup 1.54x", timeout=15_000)
+    page.click("#calc-from-run")  # this page has compared no run yet
+    expect(text).to_contain_text("No run to take them from yet", timeout=15_000)
+    expect(page.locator("#experiment-settings")).to_contain_text("Runs with")  # what the experiments run with
 
 
 def test_an_experiment_link_opens_on_its_tab_and_its_share_link_goes_with_a_change(page, app_url):

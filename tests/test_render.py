@@ -46,6 +46,36 @@ def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
         assert len(faint) == 1 and list(faint[0].y) == [1.1]
         assert list(faint[0].error_y.array) == [1.35 - 1.1] and list(faint[0].error_y.arrayminus) == [1.1 - 0.78]
     assert not [t for t in plots.draft_comparison([told]).data if t.name == plots.UNTOLD]
+    faster = untold | {"variant": "cascade", "k": 3, "speedup_low": 1.12, "speedup_high": 1.53, "speedup_estimate": 1.32}
+    figures = (plots.draft_comparison([told, untold, faster]), plots.sweep_chart([told, untold, faster], "k"),
+               plots.speedup_curve(0.7, 4, 0.1, [{**r, "alpha": 0.5} for r in (told, untold, faster)]))
+    for figure, told_colour in zip(figures, (render.COLOURS["bonus"], render.COLOURS["bonus"], plots.MEASURED_COLOUR)):
+        groups = {t.name: t for t in figure.data if t.name in (plots.UNTOLD, plots.ONE_SIDE)}
+        assert list(groups[plots.ONE_SIDE].y) == [1.32] and list(groups[plots.UNTOLD].y) == [1.1]  # clear of 1x: apart,
+        assert groups[plots.ONE_SIDE].marker.color == told_colour != groups[plots.UNTOLD].marker.color  # in the told colour
+
+
+def test_a_sweep_rows_speedup_cell_says_which_side_of_1x_and_its_csv_keeps_the_estimate():
+    """The CSV's speedup was empty for every noisy row (every one on a loaded 2-core machine), with no
+    estimate, and a told 0.96 over 0.87-1.04 read as slower."""
+    from playground.measure import sweeps
+    from playground.measure.speedup import Speedup
+    from playground.ui import experiments_tab
+    at = sweeps.COLUMNS.index("speedup")
+    rows = []
+    for sp in (Speedup(None, 1.32, 1.12, 1.53, 4, "the ratio ranged", side="faster"), Speedup(None, 1.13, 0.9, 1.4, 4, "ranged"),
+               Speedup(0.956, 0.956, 0.867, 1.037, 2), Speedup(1.4, 1.4, 1.3, 1.5, 1)):
+        row = {c: None for c in sweeps.COLUMNS} | {"speedup": sp.speedup, "speedup_estimate": sp.estimate,
+                                                   "speedup_low": sp.low, "speedup_high": sp.high, "verdict": sp.verdict,
+                                                   "note": sweeps._note(sp)}
+        rows.append(row)
+    cells = [row[at] for row in experiments_tab._table(rows)]
+    assert cells == ["≈1.32 (faster, noisy)", "≈1.13 (noisy)", "0.96 (no clear difference)", 1.4]
+    assert rows[2]["note"].startswith("no clear difference: the 95% interval holds 1x") and rows[3]["note"] == ""
+    csv_text = sweeps.to_csv(rows, {"target": "acme/target", "max_new_tokens": 32})
+    header, *lines = csv_text.splitlines()
+    assert header.endswith(",speedup_estimate,verdict,target,max_new_tokens")
+    assert lines[0].endswith(",1.3200,faster,acme/target,32") and lines[2].endswith(",0.9560,no clear difference,acme/target,32")
 
 
 def test_a_noisy_speedup_wholly_above_one_is_shown_as_faster_with_its_range():

@@ -157,6 +157,17 @@ def test_too_noisy_but_wholly_faster_says_faster():
     assert estimate([steady_block(1.5)]).side == ""  # told: 1.5x
 
 
+def test_the_verdict_says_which_side_of_1x_or_that_it_cannot_tell():
+    """A told 0.96x over 0.87-1.04x was drawn as a firm bar, a faster 1.12-1.53x faintly as unknown."""
+    cases = {(1.5, 2.5): "faster", (0.5, 0.8): "slower", (0.7, 1.6): "cannot tell", (1.5,): "faster", (0.8,): "slower",
+             (0.96, 1.04): "no clear difference"}
+    for ratios, verdict in cases.items():
+        sp = estimate([steady_block(r) for r in ratios])
+        assert sp.verdict == verdict, ratios
+    noisy = estimate([steady_block(0.7), steady_block(1.6)])
+    assert "longer runs usually narrow it" in noisy.reason  # what to do about it, not only why
+
+
 def test_a_block_stops_where_it_is_with_both_sides_level(target, noisy_draft, tokenizer):
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     ids = tokenizer(PROMPT).input_ids

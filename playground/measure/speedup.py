@@ -92,6 +92,14 @@ class Speedup:
     def noisy(self) -> bool:
         return self.speedup is None
 
+    @property
+    def verdict(self) -> str:
+        """"faster" or "slower" where the whole interval lies on one side of 1x (told or too noisy
+        for one number), "no clear difference" where a told interval holds 1x, "cannot tell" else."""
+        if self.noisy:
+            return self.side or "cannot tell"
+        return "no clear difference" if self.low <= 1.0 <= self.high else "faster" if self.low > 1.0 else "slower"
+
 
 def estimate(blocks: list[Block]) -> Speedup:
     """The pooled ratio of these blocks, its interval, and whether it is tight enough to give."""
@@ -111,7 +119,7 @@ def estimate(blocks: list[Block]) -> Speedup:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
     elif not low or high / low > TOLERANCE:
         reason = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurement"
-                  f"{'s' * (len(blocks) > 1)} (the machine's other load, or rounds that differ)")
+                  f"{'s' * (len(blocks) > 1)} (the machine's other load, or rounds that differ; longer runs usually narrow it)")
         side = "faster" if low > 1 else "slower" if high < 1 else ""
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
                    _rate(spec), _rate(base), side)

@@ -83,7 +83,16 @@ def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
             "tokens_per_target_pass": stats["tokens_per_target_pass"],
             "tokens_per_s": sp.spec_tokens_per_s, "baseline_tokens_per_s": sp.base_tokens_per_s,
             "speedup": sp.speedup, "speedup_low": sp.low, "speedup_high": sp.high, "speedup_estimate": sp.estimate,
-            "measurements": sp.blocks, "note": f"{sp.side}, too noisy for one number: {sp.reason}" if sp.side else sp.reason, "prompts": n_prompts, "tokens": stats["generated_tokens"]}
+            "verdict": sp.verdict, "measurements": sp.blocks, "note": _note(sp), "prompts": n_prompts,
+            "tokens": stats["generated_tokens"]}
+
+
+def _note(sp) -> str:
+    """Why a row's speedup is not a plain number: too noisy (on one side of 1x or not), or a told
+    interval that holds 1x (a bare 0.96 read as slower)."""
+    if sp.verdict == "no clear difference":
+        return "no clear difference: the 95% interval holds 1x, as fast as the target alone within the noise"
+    return f"{sp.side}, too noisy for one number: {sp.reason}" if sp.side else sp.reason
 
 
 def _unavailable(name: str, draft_id: str, policy: str, why: str) -> dict:
@@ -91,12 +100,17 @@ def _unavailable(name: str, draft_id: str, policy: str, why: str) -> dict:
     return row | {"variant": name, "draft": draft_id, "policy": policy, "note": f"not run: {why}"}
 
 
-def to_csv(rows: list[dict]) -> str:
+CSV_COLUMNS = COLUMNS + ["speedup_estimate", "verdict"]  # the estimate a noisy row's empty speedup had
+
+
+def to_csv(rows: list[dict], about: dict | None = None) -> str:
+    """The rows, each with `about`'s columns too (the settings they were measured with: a CSV
+    saved from two presets could not be told apart)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore")
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS + list(about or {}), extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
+        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in (row | (about or {})).items()})
     return out.getvalue()
 
 

@@ -5,7 +5,8 @@ notice, as a wrong setting is. A sweep's values and prompts travel as typed (a v
 would refuse is refused by Run sweep, as it was for the link's maker)."""
 import dataclasses
 
-from playground.limits import MAX_PROMPT_CHARS
+from playground.errors import PlaygroundError
+from playground.limits import MAX_PROMPT_CHARS, MAX_SWEEP_PROMPTS, at_most
 from playground.measure import sweeps
 from playground.ui.share import RANGES, number, text_within, whole_number
 
@@ -13,6 +14,8 @@ SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values 
 CALCULATOR_RANGES = {"acceptance": (0, 0.99), "k": RANGES["k"], "cost ratio": (0.01, 1)}  # its sliders'
 MAX_VALUES_CHARS = 200  # a sweep's values as typed (at most 16 numbers)
 TAB = "experiments"  # tab=experiments: the page opens on that tab
+LABELS = {"sweep_axis": "Sweep", "sweep_values": "Values", "sweep_prompts": "Prompts", "compare_drafts": "Drafts",
+          "calc_alpha": "per-token acceptance α", "calc_k": "k", "calc_c": "cost ratio c"}  # each input's on the page
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,37 +44,65 @@ def _axis(v: str) -> str:
     return v
 
 
-def _drafts(v: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n for n in v.split(",") if n))  # the page's order is the link's
-    if unknown := [n for n in names if n not in sweeps.VARIANTS]:
-        raise ValueError(f"{unknown[0][:40]!r} is not one of {', '.join(sweeps.VARIANTS)}")
-    return names
+def sweep_values(axis: str, text: str) -> list:
+    """A sweep's values as typed -> its numbers, or ValueError naming the first wrong one (Run sweep,
+    a link and its maker read them alike)."""
+    values = sweeps.parse_values(text, int if axis == "k" else float)
+    lo, hi = RANGES[axis]
+    if bad := [v for v in values if not lo <= v <= hi]:
+        hint = "; a comma separates values: write 0.3 with a point" if axis == "temperature" and "," in text else ""
+        raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range), not {bad[0]}{hint}")
+    return values
 
 
-PARSERS = {"sweep_axis": _axis, "sweep_values": text_within(MAX_VALUES_CHARS), "sweep_prompts": text_within(MAX_PROMPT_CHARS),
-           "compare_drafts": _drafts, "calc_alpha": number(*CALCULATOR_RANGES["acceptance"]),
-           "calc_k": whole_number(*CALCULATOR_RANGES["k"]), "calc_c": number(*CALCULATOR_RANGES["cost ratio"])}
+def sweep_prompts(text: str) -> str:
+    """The prompts box as typed, within the host's count of prompts (one per non-empty line)."""
+    at_most(len(sweeps.prompt_lines(text)), MAX_SWEEP_PROMPTS, "the number of prompts")
+    return text_within(MAX_PROMPT_CHARS)(text)
+
+
+def _drafts(v: str) -> tuple[tuple[str, ...], list[str]]:
+    """-> (the known names, in the link's order, each once; the unknown ones)."""
+    names = tuple(dict.fromkeys(n for n in v.split(",") if n))
+    return tuple(n for n in names if n in sweeps.VARIANTS), [n for n in names if n not in sweeps.VARIANTS]
+
+
+PARSERS = {"sweep_axis": _axis, "sweep_values": text_within(MAX_VALUES_CHARS), "sweep_prompts": sweep_prompts,
+           "calc_alpha": number(*CALCULATOR_RANGES["acceptance"]), "calc_k": whole_number(*CALCULATOR_RANGES["k"]),
+           "calc_c": number(*CALCULATOR_RANGES["cost ratio"])}  # compare_drafts: _drafts (keeps the known names)
 
 
 def experiment_from_query(params: dict[str, str]) -> tuple[Experiment, bool, dict[str, str], list[str]]:
     """Query parameters -> (the tab's inputs, whether the link opens on it, the parameters that are
-    not the tab's, notices about what was ignored). Without sweep_values a link's axis brings its
-    own defaults."""
-    parsed, notices, rest = {}, [], {}
-    for key, raw in params.items():
-        if key in PARSERS:
-            try:
-                parsed[key] = PARSERS[key](raw)
-            except ValueError as exc:
-                notices.append(f"ignored {key}={raw[:40]!r}: {exc}")
-        elif key != "tab":
-            rest[key] = raw
-    opens = params.get("tab") == TAB
-    if "tab" in params and not opens:
+    not the tab's, notices about what was ignored)."""
+    experiment, refused = read_experiment(params)
+    notices = [f"ignored {key}={raw[:40]!r}: {why}" for key, raw, why in refused]
+    if "tab" in params and params["tab"].lower() != TAB:
         notices.append(f"ignored tab={params['tab'][:40]!r}: the only tab a link opens is {TAB}")
+    rest = {key: raw for key, raw in params.items() if key not in (*EXPERIMENT_NAMES, "tab")}
+    return experiment, params.get("tab", "").lower() == TAB, rest, notices
+
+
+def read_experiment(params: dict[str, str]) -> tuple[Experiment, list[tuple[str, str, str]]]:
+    """The tab's parameters among `params` -> (the inputs, (name, value, why) of each one refused).
+    Without sweep_values a link's axis brings its own defaults; values Run sweep would refuse, and
+    draft names it does not know, are refused with its reason."""
+    parsed, refused = {}, []
+    for key, raw in params.items():
+        try:
+            if key in PARSERS:
+                parsed[key] = PARSERS[key](raw)
+            elif key == "compare_drafts":
+                parsed[key], unknown = _drafts(raw)
+                refused += [(key, n, f"not one of {', '.join(sweeps.VARIANTS)}") for n in unknown]
+        except ValueError as exc:
+            refused.append((key, raw, str(exc)))
     axis = parsed.get("sweep_axis", Experiment.sweep_axis)
-    experiment = Experiment(**({"sweep_values": SWEEP_DEFAULTS[axis]} | parsed))
-    return experiment, opens, rest, notices
+    try:
+        sweep_values(axis, parsed.get("sweep_values", SWEEP_DEFAULTS[axis]))
+    except ValueError as exc:
+        refused.append(("sweep_values", parsed.pop("sweep_values"), str(exc)))
+    return Experiment(**({"sweep_values": SWEEP_DEFAULTS[axis]} | parsed)), refused
 
 
 def experiment_params(experiment: Experiment) -> dict[str, str]:

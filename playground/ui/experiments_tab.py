@@ -10,11 +10,13 @@ from playground.errors import PlaygroundError
 from playground.limits import EXPERIMENT_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
+from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import live, plots, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, Experiment, experiment_from_query, experiment_params
+from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
+                                          read_experiment, sweep_values)
 from playground.ui.inputs import page_url, settings_from_inputs, typed, user_error
 from playground.ui.pacing import paced
 from playground.ui.share import RANGES, share_url
@@ -32,10 +34,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
                                            zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
         settings = settings_from_inputs(*values)
-        values_list = sweeps.parse_values(values_text, int if axis == "k" else float)
-        lo, hi = RANGES["k" if axis == "k" else "temperature"]
-        if not all(lo <= v <= hi for v in values_list):
-            raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range)")
+        values_list = sweep_values("k" if axis == "k" else "temperature", values_text)
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(values_list), prompts, settings)
@@ -58,9 +57,32 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         return
     finally:
         forget_stop(request, "sweep")
-    csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows)), f"sweep-{axis}-", ".csv")
+    about = {k: v for k, v in measured_with(settings).items() if k not in sweeps.COLUMNS}  # k, temperature: columns
+    csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows, about)), f"sweep-{axis}-", ".csv")
     done = f"{_done_or_stopped(rows, values_list, ends)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
+
+
+def measured_with(s) -> dict:
+    """The Playground's settings an experiment runs with (those a sweep does not set per row)."""
+    constraint = constraint_of(s)
+    return {"preset": s.preset, "target": s.target, "draft": s.draft, "k": s.k, "temperature": s.temperature,
+            "max_new_tokens": s.max_new_tokens, "top_p": s.top_p, "top_k": s.top_k, "seed": s.seed, "policy": s.policy,
+            "tree": s.tree, "constraint": constraint[0] if constraint else "", "chat": s.chat}
+
+
+def settings_line(*values) -> str:
+    """One line on the Experiments tab: what its experiments run with (set on the Playground tab,
+    out of sight: a colleague's link set them there)."""
+    try:
+        m = measured_with(settings_from_inputs(*values))
+    except PlaygroundError:
+        return ""
+    extras = [f"policy {m['policy']}" * (m["policy"] != "fixed"), f"tree {m['tree']}" * bool(m["tree"]),
+              f"a {m['constraint'].replace('schema', 'JSON schema')}" * bool(m["constraint"])]
+    text = (f"Runs with {m['target']} and the draft {m['draft']}: k {m['k']}, temperature {m['temperature']:g}, "
+            f"{m['max_new_tokens']} new tokens{''.join(', ' + e for e in extras if e)}. Change them in the Playground tab.")
+    return f'<div class="experiment-settings">{html.escape(text)}</div>'
 
 
 def experiment_buttons(job: str):
@@ -115,14 +137,20 @@ def column_widths(columns: list[str]) -> list[str]:
 
 
 def _table(rows: list[dict], columns=sweeps.COLUMNS) -> list[list]:
-    return [[_untold(r) if c == "speedup" and r[c] is None else round(r[c], 3) if isinstance(r[c], float) else r[c]
+    return [[_speedup_cell(r) if c == "speedup" else round(r[c], 3) if isinstance(r[c], float) else r[c]
              for c in columns] for r in rows]
 
 
-def _untold(row: dict) -> str | None:
-    """A speedup too noisy to give: its estimate, marked (the note says why); None: not measured."""
-    estimate = row.get("speedup_estimate")
-    return f"≈{estimate:.2f} (noisy)" if estimate else None
+def _speedup_cell(row: dict) -> float | str | None:
+    """A told speedup clear of 1x as its number; else the number marked by what it says (the note
+    beside it says why): "≈1.32 (faster, noisy)", "≈1.13 (noisy)", "0.96 (no clear difference)".
+    None: not measured."""
+    estimate, verdict = row.get("speedup_estimate"), row.get("verdict")
+    if not estimate:
+        return None
+    if row["speedup"] is None:
+        return f"≈{estimate:.2f} ({verdict + ', ' if verdict in ('faster', 'slower') else ''}noisy)"
+    return f"{row['speedup']:.2f} (no clear difference)" if verdict == "no clear difference" else round(row["speedup"], 3)
 
 
 @on_gpu(runs=3)
@@ -205,8 +233,6 @@ def _check_work(points: int, prompts: list, settings) -> None:
             "; fewer values, prompts or max new tokens")
 
 
-
-
 def _outside_calculator_ranges(*values) -> str:
     """'' when each value is a number in its slider's range (k a whole one), else what is wrong (NaN and
     typed text too)."""
@@ -214,8 +240,22 @@ def _outside_calculator_ranges(*values) -> str:
         number = not isinstance(value, bool) and isinstance(value, (int, float))
         if not number or not low <= value <= high or (name == "k" and not float(value).is_integer()):
             whole = " a whole number" if name == "k" else ""
-            return f"the {name} must be{whole} between {low} and {high}, not {html.escape(str(value)[:40])}"
+            typed_as = "empty" if value is None or value == "" else html.escape(str(value)[:40])
+            return f"the {name} must be{whole} between {low} and {high}, not {typed_as}"
     return ""
+
+
+def from_last_run(history: list) -> tuple:
+    """The calculator's sliders set to the last compared run's α, k and c (each within its slider's
+    range), so the curve is that run's: a run drawn against the default curve read as the formula
+    failing. -> (α, k, c, the calculator's text: a word where there is no run yet)."""
+    last = next((m for m in reversed(history or []) if m.get("cost_ratio") is not None), None)
+    if last is None:
+        return (gr.skip(),) * 3 + ("**No run to take them from yet:** run a draft model with a fixed k, compared with "
+                                   "the target alone, in the Playground tab.",)
+    (a_low, a_high), (c_low, c_high) = CALCULATOR_RANGES["acceptance"], CALCULATOR_RANGES["cost ratio"]
+    return (round(min(max(last["alpha"], a_low), a_high), 2), last["k"],
+            round(min(max(last["cost_ratio"], c_low), c_high), 2), gr.skip())
 
 
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
@@ -231,16 +271,16 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
             f"(best k for these numbers: {best})")
     told = [m for m in history or [] if m.get("speedup")]
     if untold := len(history or []) - len(told):
-        their, are = ("their", "are") if untold > 1 else ("its", "is")
+        their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
         text += (f". {untold} of your runs compared with the target alone could not tell {their} speedup (too "
-                 f"noisy): drawn faint, {their} estimate and the range it varied over")
+                 f"noisy for one number): drawn as {circles} at {their} estimate, with the range it varied over")
     return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
 
 
 def experiment_from_inputs(sweep_axis, sweep_values, sweep_prompts, compare_drafts, calc_alpha, calc_k,
                            calc_c) -> Experiment:
     """The tab's component values (or an API caller's) -> Experiment; a value its link could not
-    carry is a PlaygroundError naming it."""
+    carry, or that the link would drop (Run sweep would refuse it), is a PlaygroundError naming its input."""
     drafts = [] if compare_drafts is None else compare_drafts
     if not isinstance(drafts, list) or not all(isinstance(d, str) and "," not in d for d in drafts):
         raise PlaygroundError(f"compare_drafts must be a list of names among {', '.join(sweeps.VARIANTS)}")
@@ -248,9 +288,10 @@ def experiment_from_inputs(sweep_axis, sweep_values, sweep_prompts, compare_draf
              "sweep_prompts": typed("sweep_prompts", sweep_prompts, str), "compare_drafts": ",".join(drafts),
              "calc_alpha": repr(typed("calc_alpha", calc_alpha, float)), "calc_k": str(typed("calc_k", calc_k, int)),
              "calc_c": repr(typed("calc_c", calc_c, float))}
-    experiment, _, _, refused = experiment_from_query(texts)
+    experiment, refused = read_experiment(texts)
     if refused:
-        raise PlaygroundError(refused[0].removeprefix("ignored ").replace("=", " = ", 1))
+        name, value, why = refused[0]
+        raise PlaygroundError(f"no link made: {LABELS[name]} {value[:40]!r}: {why}")
     return experiment
 
 

@@ -9,12 +9,12 @@ from playground.measure import sweeps
 from playground.ui import render, race
 from playground.ui.api import generate
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
-from playground.ui.experiments_tab import (calculator, column_headers, column_widths, experiment_buttons, make_experiment_link,
-                                           run_comparison, run_sweep, sweep_wrote_csv)
+from playground.ui.experiments_tab import (calculator, column_headers, column_widths, experiment_buttons, from_last_run, make_experiment_link,
+                                           run_comparison, run_sweep, settings_line, sweep_wrote_csv)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
-                                  check_constraint, constraint_editor, draft_for, example_settings, make_share_link, named_inputs,
+                                  check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
 from playground.ui.playground_tab import (IDLE, after_run, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
@@ -173,6 +173,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                              scale=0, min_width=360, elem_id="experiment-share-button")
         experiment_share_box = gr.Textbox(label="Share link: opens on Experiments", buttons=["copy"], visible=False,
                                           elem_id="experiment-share-link", placeholder=" ")  # as share_box
+        experiment_settings = gr.HTML(settings_line(*inputs_from_settings(DEFAULT)), elem_id="experiment-settings")
         with gr.Row():
             axis = gr.Radio(list(SWEEP_DEFAULTS), value=FIRST.sweep_axis, label="Sweep")
             sweep_values = gr.Textbox(value=FIRST.sweep_values, label="Values")
@@ -198,8 +199,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                     "(k c + 1)`. Your Playground runs of a draft model with a fixed k, compared with the target alone "
-                    "(their estimated α), appear as red crosses, or grey circles where the speedup was too noisy to "
-                    "tell (at its estimate).")
+                    "(their estimated α), appear as red crosses; too noisy for one number, as circles at their estimate "
+                    "with the range it varied over (red where that range is clear of 1x, grey where it holds 1x). The "
+                    "button below sets the sliders to your last run's α, k and c (its draft step's time over its "
+                    "verify pass's), so the curve is that run's.")
         with gr.Row():
             calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=FIRST.calc_alpha, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "
@@ -207,6 +210,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k")
             calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.01, label="cost ratio c",
                                elem_id="calc-c")
+        with gr.Row():
+            calc_from_run = gr.Button("Set α, k and c from my last run", size="sm", scale=0, min_width=260,
+                                      elem_id="calc-from-run")
         calc_text = gr.Markdown(elem_id="calc-text")
         calc_plot = gr.Plot(elem_id="calc-plot")
     EXPERIMENT = [axis, sweep_values, sweep_prompts, variants, calc_a, calc_k, calc_c]  # EXPERIMENT_NAMES' order
@@ -270,6 +276,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     gr.on(changed, None, None, share_box, js="() => ''", queue=False,
           api_visibility="private")  # a setting changed: the link no longer says it
+    gr.on(changed, settings_line, SETTINGS, experiment_settings, trigger_mode="always_last", api_visibility="private",
+          show_progress="hidden")
     experiment_share_btn.click(named_inputs(make_experiment_link, EXPERIMENT_NAMES), EXPERIMENT + SETTINGS,
                                experiment_share_box, api_name="share_experiment").success(
         lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private")
@@ -305,4 +313,5 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, demo.load):  # values checked by calculator
         trigger(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], preprocess=False,
                 api_visibility="private")
+    calc_from_run.click(from_last_run, history, [calc_a, calc_k, calc_c, calc_text], queue=False, api_visibility="private")
     gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id="device")

@@ -10,7 +10,7 @@ import orjson
 from playground.config import longest_branch, tree_lookup, tree_shape
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
-from playground.metrics import engine_seconds, identity_note, summarize
+from playground.metrics import cost_ratio, engine_seconds, identity_note, summarize
 from playground.models.loading import NGRAM
 from playground.presets import Settings
 from playground.ui import live, plots, race, render
@@ -158,7 +158,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             forget_stop(request)
     measure = live.speedup(snap) if chain_theory(settings) else None  # None: no comparison, or not the calculator's model
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
-                            "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high}
+                            "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high,
+                            "cost_ratio": cost_ratio(snap.events)}
     yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
            + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)] + status(snap.phase))
 

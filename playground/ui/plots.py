@@ -99,16 +99,16 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     xs = [r[x] for r in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup (95% interval)",
-                             error_y=_interval(rows)), secondary_y=False)
+                             line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), secondary_y=False)
     fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name="acceptance",
                              line=dict(dash="dot")), secondary_y=True)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
                              name="tokens per pass", line=dict(dash="dash")), secondary_y=False)
     untold = _untold(rows)
-    if untold:  # a speedup that could not be told: its range, faint, not a point of the line
-        fig.add_trace(go.Scatter(x=[r[x] for r in untold], y=[r["speedup_estimate"] for r in untold], mode="markers",
-                                 name=UNTOLD, marker=dict(color="#9ca3af", symbol="circle-open", size=10),
-                                 error_y=_range(untold)), secondary_y=False)
+    for group, name, colour in _noisy_groups(untold):  # too noisy to tell: its range, not a point of the line
+        fig.add_trace(go.Scatter(x=[r[x] for r in group], y=[r["speedup_estimate"] for r in group], mode="markers",
+                                 name=name, marker=dict(color=colour, symbol="circle-open", size=10),
+                                 error_y=_range(group)), secondary_y=False)
     if best := clear_best(rows):
         fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} = {best[x]}",
                                  marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
@@ -132,6 +132,9 @@ def clear_best(rows: list[dict]) -> dict | None:
     return best if best is not None and others and all(best["speedup_low"] > high for high in others) else None
 
 
+MEASURED_COLOUR = "#dc2626"  # the calculator's measured runs
+
+
 def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = ()) -> go.Figure:
     """Expected speedup vs k for the chosen acceptance and draft/target cost ratio; measured runs
     (acceptance, k, speedup) as points, those too noisy to tell faint (estimate and range)."""
@@ -142,12 +145,12 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
                              name=f"k = {k}", marker=dict(size=14, color="#f59e0b")))
     if told := [m for m in measured if m.get("speedup")]:
         fig.add_trace(go.Scatter(x=[m["k"] for m in told], y=[m["speedup"] for m in told], mode="markers",
-                                 name="measured runs", marker=dict(size=10, symbol="x", color="#dc2626"),
+                                 name="measured runs", marker=dict(size=10, symbol="x", color=MEASURED_COLOUR),
                                  text=[f"per-token acceptance α={m['alpha']:.2f}" for m in told]))
-    if untold := _untold(measured):
-        fig.add_trace(go.Scatter(x=[m["k"] for m in untold], y=[m["speedup_estimate"] for m in untold], mode="markers",
-                                 name=UNTOLD, marker=dict(color="#9ca3af", symbol="circle-open", size=10),
-                                 error_y=_range(untold), text=[f"per-token acceptance α={m['alpha']:.2f}" for m in untold]))
+    for group, name, colour in _noisy_groups(_untold(measured), MEASURED_COLOUR):
+        fig.add_trace(go.Scatter(x=[m["k"] for m in group], y=[m["speedup_estimate"] for m in group], mode="markers",
+                                 name=name, marker=dict(color=colour, symbol="circle-open", size=10),
+                                 error_y=_range(group), text=[f"per-token acceptance α={m['alpha']:.2f}" for m in group]))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
 
@@ -158,9 +161,11 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup (95% interval)",
                          marker_color=COLOURS["bonus"], error_y=_interval(rows)), secondary_y=False)
-    if untold := _untold(rows):  # in the same places, faint: the estimate and the range it was not sure within
-        fig.add_trace(go.Bar(x=[r["variant"] for r in untold], y=[r["speedup_estimate"] for r in untold], name=UNTOLD,
-                             marker=dict(color="#9ca3af", opacity=0.35), error_y=_range(untold)), secondary_y=False)
+    for group, name, colour in _noisy_groups(_untold(rows)):  # in the same places, hatched: the estimate and the
+        # range it was not sure within (in the speedup's colour where that range is clear of 1x, else grey)
+        fig.add_trace(go.Bar(x=[r["variant"] for r in group], y=[r["speedup_estimate"] for r in group], name=name,
+                             marker=dict(color=colour, opacity=0.45, pattern=dict(shape="/")), error_y=_range(group)),
+                      secondary_y=False)
         fig.update_layout(barmode="overlay")
     fig.add_trace(go.Scatter(x=names, y=[r["acceptance_rate"] for r in rows], mode="markers", name="acceptance",
                              marker=dict(size=14, symbol="diamond", color=COLOURS["accepted"])), secondary_y=True)
@@ -171,6 +176,16 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
 
 
 UNTOLD = "too noisy to tell (estimate, range)"  # short: a phone shows about 40 characters of a legend line
+ONE_SIDE = "clear of 1x, noisy (estimate, range)"  # too noisy for one number, its whole range faster (or slower)
+
+
+def _noisy_groups(untold: list[dict], told_colour: str = COLOURS["bonus"]) -> list[tuple[list[dict], str, str]]:
+    """(rows, legend name, colour) of the speedups too noisy for one number: those whose whole range
+    lies on one side of 1x (surely faster, or slower: drawn grey they read as the weakest) apart, in
+    the colour of the told ones."""
+    one_side = [r for r in untold if r["speedup_low"] > 1.0 or r["speedup_high"] < 1.0]
+    groups = ((one_side, ONE_SIDE, told_colour), ([r for r in untold if r not in one_side], UNTOLD, "#9ca3af"))
+    return [group for group in groups if group[0]]
 
 
 def _untold(rows: list[dict]) -> list[dict]:
