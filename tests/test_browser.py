@@ -192,6 +192,7 @@ def test_an_experiment_link_opens_on_its_tab_and_its_share_link_goes_with_a_chan
     expect(page.get_by_role("checkbox", name="prompt lookup")).to_be_checked()
     expect(page.get_by_role("checkbox", name="draft model")).not_to_be_checked()
     expect(page.locator("#calc-text")).to_contain_text("best k for these numbers")
+    expect(page.locator("#experiment-settings")).to_contain_text("Runs with demo-target and the draft demo-draft: k 3,")
     box = page.locator("#experiment-share-link")
     expect(box).to_be_hidden()
     page.click("#experiment-share-button")

@@ -276,8 +276,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     gr.on(changed, None, None, share_box, js="() => ''", queue=False,
           api_visibility="private")  # a setting changed: the link no longer says it
-    gr.on(changed, settings_line, SETTINGS, experiment_settings, trigger_mode="always_last", api_visibility="private",
-          show_progress="hidden")
+    gr.on(changed, settings_line, SETTINGS, experiment_settings, trigger_mode="always_last", queue=False,
+          api_visibility="private", show_progress="hidden")  # cheap: out of the queue, which a burst would fill
     experiment_share_btn.click(named_inputs(make_experiment_link, EXPERIMENT_NAMES), EXPERIMENT + SETTINGS,
                                experiment_share_box, api_name="share_experiment").success(
         lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private")
