@@ -54,14 +54,15 @@ def expected_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
 
 
 def cost_ratio(events: list) -> float | None:
-    """The c of expected_speedup as a run measured it: a draft pass's mean time over a verify pass's,
-    over its rounds (a prompt pass costs more than a step); None where either side has no pass."""
-    rounds = [e for e in events if isinstance(e, Round)]
-    draft_passes, target_passes = sum(r.draft_passes for r in rounds), sum(r.target_passes for r in rounds)
+    """The c of expected_speedup as a run measured it, over its rounds that verified (a prompt pass
+    costs more than a step): drafting time per guess (k c is a round's drafting: a catch-up pass and
+    a cascade's free looked-up guesses counted) over a verify pass's mean time. None without both."""
+    rounds = [e for e in events if isinstance(e, Round) and e.target_passes]
+    proposed, target_passes = sum(r.proposed for r in rounds), sum(r.target_passes for r in rounds)
     target_s = sum(r.target_s for r in rounds)
-    if not draft_passes or not target_passes or not target_s:
+    if not proposed or not target_s:
         return None
-    return sum(r.draft_s for r in rounds) / draft_passes / (target_s / target_passes)
+    return sum(r.draft_s for r in rounds) / proposed / (target_s / target_passes)
 
 
 def engine_seconds(events: list) -> float:

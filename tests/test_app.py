@@ -111,6 +111,8 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     line = experiments_tab.settings_line(*page_inputs.inputs_from_settings(settings))
     assert "policy schedule, a regex." in line and "<b>" not in line
     assert experiments_tab.settings_line(*inputs[:3], "many", *inputs[4:]) == ""  # a value the page cannot hold: nothing
+    refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "x\n" * 400_000, *inputs))  # bounded before it is split
+    assert "the prompts' length (characters) is 800000, more than this host allows" in html.unescape(refused[0][0])
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
     assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
     for axis, typed, said in (("k", "2,2.5", "'2.5' is not a whole number"), ("temperature", "0.5,warm", "'warm' is not a number")):
@@ -682,6 +684,8 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     a, k, c, text = experiments_tab.from_last_run(history)  # the calculator's sliders from this run: its curve
     assert (a, k, text) == (round(min(measured["alpha"], 0.99), 2), 4, gr.skip())
     assert c == round(min(max(measured["cost_ratio"], 0.01), 1), 2)
+    told = f"Your last compared run: α {measured['alpha']:.2f}, k 4, c {measured['cost_ratio']:.3f}, measured "
+    assert told in experiments_tab.calculator(a, k, c, history)[0] and measured["verdict"]  # its own, unclamped
     assert experiments_tab.from_last_run([])[:3] == (gr.skip(),) * 3
     assert "No run to take them from yet" in experiments_tab.from_last_run([])[3]
     for name, overrides in (("demo", {"policy": "schedule"}), ("demo", {"tree": "2,2"}), ("demo-ngram", {})):
@@ -717,7 +721,7 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
         "/?tab=results&calc_k=99&calc_alpha=nan&calc_c=1e-9&compare_drafts=x,draft+model&sweep_axis=seed"
         "&sweep_values=" + "1," * 150 + "&sweep_prompts=" + "a" * 20_001 + "&k=3"))
     notices = html.unescape(restored[-1]).replace("\\", "")
-    for said in ("tab='results': the only tab a link opens is experiments", "calc_k='99': must be between 1 and 16",
+    for said in ("tab='results': a link opens on playground or experiments", "calc_k='99': must be between 1 and 16",
                  "calc_alpha='nan': must be between 0 and 0.99", "calc_c='1e-9'", "compare_drafts='x': not one of draft model",
                  "sweep_axis='seed': must be one of k, temperature", "sweep_values='1,1,", "longer than 200 characters",
                  "sweep_prompts='aaa", "longer than 20000 characters"):
@@ -731,6 +735,9 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
     assert "sweep_values='1,99': sweep values for k must be between 1 and 16 (the slider's range), not 99" in notices
     assert "the number of prompts is 33, more than this host allows (32)" in notices
     assert refused[-2].selected == "experiments" and refused[-9:-7] == ["k", first.sweep_values]  # tab=Experiments opens it
+    odd = page_inputs.restore_from_url(_request("/?tab=playground&sweep_axis=Temperature&compare_drafts=nope"))
+    assert odd[-9:-6] == ["temperature", "0,0.3,0.7,1.0", ""] and odd[-6] == list(first.compare_drafts)  # the page's drafts
+    assert odd[-2] == gr.skip() and "compare_drafts='nope'" in odd[-1].replace("\\", "") and "tab" not in odd[-1]
     playground = page_inputs.inputs_from_settings(page_inputs.DEFAULT)
     for bad, said in ((["k", "1", "", ["a,b"], 0.5, 4, 0.1], "compare_drafts must be a list of names"),
                       (["k", "1", "", "draft model", 0.5, 4, 0.1], "compare_drafts must be a list of names"),

@@ -1,4 +1,6 @@
 """What the stream shows: a rejected newline stays on its line as a visible, struck-through symbol."""
+import pytest
+
 from playground.events import ACCEPTED, CORRECTED, FORCED, REJECTED, Round, TokenEvent
 from playground.ui import render
 from playground.ui.render import token_stream
@@ -46,13 +48,31 @@ def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
         assert len(faint) == 1 and list(faint[0].y) == [1.1]
         assert list(faint[0].error_y.array) == [1.35 - 1.1] and list(faint[0].error_y.arrayminus) == [1.1 - 0.78]
     assert not [t for t in plots.draft_comparison([told]).data if t.name == plots.UNTOLD]
-    faster = untold | {"variant": "cascade", "k": 3, "speedup_low": 1.12, "speedup_high": 1.53, "speedup_estimate": 1.32}
-    figures = (plots.draft_comparison([told, untold, faster]), plots.sweep_chart([told, untold, faster], "k"),
-               plots.speedup_curve(0.7, 4, 0.1, [{**r, "alpha": 0.5} for r in (told, untold, faster)]))
+    faster = untold | {"variant": "cascade", "k": 3, "speedup_low": 1.12, "speedup_high": 1.53, "speedup_estimate": 1.32,
+                       "verdict": "faster"}
+    few_rounds = untold | {"variant": "lookup", "k": 5, "speedup_low": 4.0, "speedup_high": 4.0, "speedup_estimate": 4.0,
+                           "verdict": "cannot tell"}  # one forced round: a range of no width, clear of 1x, saying nothing
+    rows = [told, untold, faster, few_rounds]
+    figures = (plots.draft_comparison(rows), plots.sweep_chart(rows, "k"),
+               plots.speedup_curve(0.7, 4, 0.1, [{**r, "alpha": 0.5} for r in rows]))
     for figure, told_colour in zip(figures, (render.COLOURS["bonus"], render.COLOURS["bonus"], plots.MEASURED_COLOUR)):
         groups = {t.name: t for t in figure.data if t.name in (plots.UNTOLD, plots.ONE_SIDE)}
-        assert list(groups[plots.ONE_SIDE].y) == [1.32] and list(groups[plots.UNTOLD].y) == [1.1]  # clear of 1x: apart,
-        assert groups[plots.ONE_SIDE].marker.color == told_colour != groups[plots.UNTOLD].marker.color  # in the told colour
+        assert list(groups[plots.ONE_SIDE].y) == [1.32] and list(groups[plots.UNTOLD].y) == [1.1, 4.0]  # clear of 1x:
+        assert groups[plots.ONE_SIDE].marker.color == told_colour != groups[plots.UNTOLD].marker.color  # apart, in the
+        # told colour
+
+
+def test_the_cost_ratio_is_drafting_per_guess_over_a_verify_pass():
+    """c of (1 - a^(k+1)) / (1 - a) / (k c + 1): k c is a round's drafting (a cascade's looked-up guesses
+    cost nothing), in verify passes; rounds of forced tokens alone and the prompt pass do not count."""
+    from playground.events import Prefill
+    from playground.metrics import cost_ratio
+    rounds = [Round(1, [], 4, 4, 1, 5, 0.010, 0.040, 0.05), Round(2, [], 4, 1, 1, 4, 0.008, 0.040, 0.05),
+              Round(3, [], 0, 0, 0, 0, 0.0, 0.0, 0.001)]  # a catch-up pass in the first; the last one forced
+    assert cost_ratio([Prefill(10, 1, 1, 0.5, 0.1), *rounds]) == pytest.approx((0.018 / 8) / 0.040)
+    cascade = [Round(1, [], 4, 4, 1, 2, 0.004, 0.040, 0.05)]  # 2 of its 4 guesses looked up
+    assert cost_ratio(cascade) == pytest.approx((0.004 / 4) / 0.040)
+    assert cost_ratio(rounds[2:]) is None and cost_ratio([]) is None
 
 
 def test_a_sweep_rows_speedup_cell_says_which_side_of_1x_and_its_csv_keeps_the_estimate():

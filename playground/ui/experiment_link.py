@@ -39,9 +39,9 @@ EXPERIMENT_NAMES = tuple(f.name for f in dataclasses.fields(Experiment))
 
 
 def _axis(v: str) -> str:
-    if v not in SWEEP_DEFAULTS:
+    if v.lower() not in SWEEP_DEFAULTS:
         raise ValueError(f"must be one of {', '.join(SWEEP_DEFAULTS)}")
-    return v
+    return v.lower()
 
 
 def sweep_values(axis: str, text: str) -> list:
@@ -57,8 +57,9 @@ def sweep_values(axis: str, text: str) -> list:
 
 def sweep_prompts(text: str) -> str:
     """The prompts box as typed, within the host's count of prompts (one per non-empty line)."""
+    text_within(MAX_PROMPT_CHARS)(text)  # first: the lines of 20 MB took a second
     at_most(len(sweeps.prompt_lines(text)), MAX_SWEEP_PROMPTS, "the number of prompts")
-    return text_within(MAX_PROMPT_CHARS)(text)
+    return text
 
 
 def _drafts(v: str) -> tuple[tuple[str, ...], list[str]]:
@@ -77,8 +78,8 @@ def experiment_from_query(params: dict[str, str]) -> tuple[Experiment, bool, dic
     not the tab's, notices about what was ignored)."""
     experiment, refused = read_experiment(params)
     notices = [f"ignored {key}={raw[:40]!r}: {why}" for key, raw, why in refused]
-    if "tab" in params and params["tab"].lower() != TAB:
-        notices.append(f"ignored tab={params['tab'][:40]!r}: the only tab a link opens is {TAB}")
+    if params.get("tab", TAB).lower() not in (TAB, "playground"):
+        notices.append(f"ignored tab={params['tab'][:40]!r}: a link opens on playground or {TAB}")
     rest = {key: raw for key, raw in params.items() if key not in (*EXPERIMENT_NAMES, "tab")}
     return experiment, params.get("tab", "").lower() == TAB, rest, notices
 
@@ -93,13 +94,16 @@ def read_experiment(params: dict[str, str]) -> tuple[Experiment, list[tuple[str,
             if key in PARSERS:
                 parsed[key] = PARSERS[key](raw)
             elif key == "compare_drafts":
-                parsed[key], unknown = _drafts(raw)
+                known, unknown = _drafts(raw)
                 refused += [(key, n, f"not one of {', '.join(sweeps.VARIANTS)}") for n in unknown]
+                if known or not unknown:  # only unknown ones: ignored, the page's own stay
+                    parsed[key] = known
         except ValueError as exc:
             refused.append((key, raw, str(exc)))
     axis = parsed.get("sweep_axis", Experiment.sweep_axis)
     try:
-        sweep_values(axis, parsed.get("sweep_values", SWEEP_DEFAULTS[axis]))
+        if "sweep_values" in parsed:  # (the page's own are the host's business)
+            sweep_values(axis, parsed["sweep_values"])
     except ValueError as exc:
         refused.append(("sweep_values", parsed.pop("sweep_values"), str(exc)))
     return Experiment(**({"sweep_values": SWEEP_DEFAULTS[axis]} | parsed)), refused
@@ -108,11 +112,10 @@ def read_experiment(params: dict[str, str]) -> tuple[Experiment, list[tuple[str,
 def experiment_params(experiment: Experiment) -> dict[str, str]:
     """The link's parameters: the tab, and each input that differs from what the page (or the link's
     axis) starts with."""
-    first = Experiment(sweep_axis=experiment.sweep_axis, sweep_values=SWEEP_DEFAULTS[experiment.sweep_axis])
+    first = Experiment(sweep_values=SWEEP_DEFAULTS[experiment.sweep_axis])  # values: the axis' own
     params = {"tab": TAB}
     for name in EXPERIMENT_NAMES:
-        value = getattr(experiment, name)
-        if value != getattr(first, name) or name == "sweep_axis" and value != Experiment.sweep_axis:
+        if (value := getattr(experiment, name)) != getattr(first, name):
             params[name] = ",".join(value) if isinstance(value, tuple) else str(value)
     return params
 

@@ -7,7 +7,7 @@ import time
 import gradio as gr
 
 from playground.errors import PlaygroundError
-from playground.limits import EXPERIMENT_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_SWEEP_PROMPTS, at_most
+from playground.limits import EXPERIMENT_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS, MAX_SWEEP_PROMPTS, at_most
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
 from playground.presets import constraint_of
@@ -110,6 +110,8 @@ def experiment_error(exc: Exception, outputs: int) -> list:
 
 def _experiment_prompts(prompts_text: str, settings) -> list[str]:
     """The Experiments box's prompts, or the Playground's prompt when the box is empty."""
+    at_most(len(prompts_text), MAX_SWEEP_PROMPTS * MAX_PROMPT_CHARS, "the prompts' length (characters)")  # before
+    # splitting them: the lines of a request's 8 MB took a second
     prompts = sweeps.prompt_lines(prompts_text) or ([settings.prompt] if settings.prompt.strip() else [])
     at_most(len(prompts), MAX_SWEEP_PROMPTS, "the number of prompts")
     if not prompts:
@@ -247,15 +249,28 @@ def _outside_calculator_ranges(*values) -> str:
 
 def from_last_run(history: list) -> tuple:
     """The calculator's sliders set to the last compared run's α, k and c (each within its slider's
-    range), so the curve is that run's: a run drawn against the default curve read as the formula
-    failing. -> (α, k, c, the calculator's text: a word where there is no run yet)."""
-    last = next((m for m in reversed(history or []) if m.get("cost_ratio") is not None), None)
-    if last is None:
+    range; the calculator's text gives the run's own), so the curve is that run's: a run drawn against
+    the default curve read as the formula failing. -> (α, k, c, the calculator's text: a word where
+    there is no run yet)."""
+    if not history:
         return (gr.skip(),) * 3 + ("**No run to take them from yet:** run a draft model with a fixed k, compared with "
                                    "the target alone, in the Playground tab.",)
+    last = history[-1]
     (a_low, a_high), (c_low, c_high) = CALCULATOR_RANGES["acceptance"], CALCULATOR_RANGES["cost ratio"]
-    return (round(min(max(last["alpha"], a_low), a_high), 2), last["k"],
-            round(min(max(last["cost_ratio"], c_low), c_high), 2), gr.skip())
+    c = gr.skip() if last.get("cost_ratio") is None else round(min(max(last["cost_ratio"], c_low), c_high), 2)
+    return round(min(max(last["alpha"], a_low), a_high), 2), last["k"], c, gr.skip()
+
+
+def _last_run(history: list) -> str:
+    """The last compared run's own figures, beside the calculator's (its sliders hold only their range)."""
+    if not history:
+        return ""
+    last = history[-1]
+    c = "" if last.get("cost_ratio") is None else f", c {last['cost_ratio']:.3f}"
+    shown = f"{last['speedup']:.2f}x" if last.get("speedup") else f"≈{last['speedup_estimate']:.2f}x, too noisy for one number"
+    return (f". Your last compared run: α {last['alpha']:.2f}, k {last['k']}{c}, measured {shown} (the formula leaves "
+            f"out each round's overhead, and takes a verify pass of k + 1 tokens to cost what the target alone's "
+            "one-token pass does)")
 
 
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
@@ -274,7 +289,7 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
         text += (f". {untold} of your runs compared with the target alone could not tell {their} speedup (too "
                  f"noisy for one number): drawn as {circles} at {their} estimate, with the range it varied over")
-    return text, plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
+    return text + _last_run(history), plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
 
 
 def experiment_from_inputs(sweep_axis, sweep_values, sweep_prompts, compare_drafts, calc_alpha, calc_k,

@@ -201,8 +201,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     "(k c + 1)`. Your Playground runs of a draft model with a fixed k, compared with the target alone "
                     "(their estimated α), appear as red crosses; too noisy for one number, as circles at their estimate "
                     "with the range it varied over (red where that range is clear of 1x, grey where it holds 1x). The "
-                    "button below sets the sliders to your last run's α, k and c (its draft step's time over its "
-                    "verify pass's), so the curve is that run's.")
+                    "button below sets the sliders to your last run's α, k and c (its drafting time per guess over its "
+                    "verify pass's time), so the curve is that run's.")
         with gr.Row():
             calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=FIRST.calc_alpha, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "

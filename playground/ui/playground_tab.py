@@ -159,7 +159,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measure = live.speedup(snap) if chain_theory(settings) else None  # None: no comparison, or not the calculator's model
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
                             "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high,
-                            "cost_ratio": cost_ratio(snap.events)}
+                            "verdict": measure.verdict, "cost_ratio": cost_ratio(snap.events)}
     yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
            + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)] + status(snap.phase))
 
