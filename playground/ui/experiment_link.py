@@ -1,8 +1,8 @@
 """The Experiments tab's inputs in a share link (the Playground's settings travel as in share.py):
 the sweep's axis, values and prompts, the drafts compared, the calculator's sliders, and that the
 page opens on that tab. Each parameter is parsed and range-checked; a wrong one is dropped with a
-notice, as a wrong setting is. A sweep's values and prompts travel as typed (a value the sweep
-would refuse is refused by Run sweep, as it was for the link's maker)."""
+notice, as a wrong setting is. A sweep's values and prompts travel as typed, read as Run sweep
+reads them: what it would refuse is a notice at open and a refusal when the link is made."""
 import dataclasses
 
 from playground.errors import PlaygroundError
@@ -31,8 +31,7 @@ class Experiment:
 
     def inputs(self) -> list:
         """The tab's component values, in EXPERIMENT_NAMES' order."""
-        return [*(getattr(self, name) for name in EXPERIMENT_NAMES[:3]), list(self.compare_drafts),
-                self.calc_alpha, self.calc_k, self.calc_c]
+        return [list(v) if isinstance(v, tuple) else v for v in (getattr(self, n) for n in EXPERIMENT_NAMES)]
 
 
 EXPERIMENT_NAMES = tuple(f.name for f in dataclasses.fields(Experiment))

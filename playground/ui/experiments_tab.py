@@ -78,10 +78,15 @@ def settings_line(*values) -> str:
         m = measured_with(settings_from_inputs(*values))
     except PlaygroundError:
         return ""
-    extras = [f"policy {m['policy']}" * (m["policy"] != "fixed"), f"tree {m['tree']}" * bool(m["tree"]),
-              f"a {m['constraint'].replace('schema', 'JSON schema')}" * bool(m["constraint"])]
-    text = (f"Runs with {m['target']} and the draft {m['draft']}: k {m['k']}, temperature {m['temperature']:g}, "
-            f"{m['max_new_tokens']} new tokens{''.join(', ' + e for e in extras if e)}. Change them in the Playground tab.")
+    parts = [f"k {m['k']}", f"temperature {m['temperature']:g}", f"{m['max_new_tokens']} new tokens"]
+    if m["policy"] != "fixed":
+        parts.append(f"policy {m['policy']}")
+    if m["tree"]:
+        parts.append(f"tree {m['tree']}")
+    if m["constraint"]:
+        parts.append(f"a {m['constraint'].replace('schema', 'JSON schema')}")
+    text = (f"Runs with {m['target']} and the draft {m['draft']}: {', '.join(parts)}. "
+            "Change them in the Playground tab.")
     return f'<div class="experiment-settings">{html.escape(text)}</div>'
 
 

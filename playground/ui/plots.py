@@ -183,9 +183,10 @@ def _noisy_groups(untold: list[dict], told_colour: str = COLOURS["bonus"]) -> li
     """(rows, legend name, colour) of the speedups too noisy for one number: those whose whole range
     lies on one side of 1x (surely faster, or slower: drawn grey they read as the weakest) apart, in
     the colour of the told ones."""
-    one_side = [r for r in untold if r.get("verdict") in ("faster", "slower")]  # (a range over too few rounds
-    # can be clear of 1x and say nothing)
-    groups = ((one_side, ONE_SIDE, told_colour), ([r for r in untold if r not in one_side], UNTOLD, "#9ca3af"))
+    sided = [r.get("verdict") in ("faster", "slower") for r in untold]  # (a range over too few rounds can be
+    # clear of 1x and say nothing: its verdict is "cannot tell")
+    groups = (([r for r, s in zip(untold, sided) if s], ONE_SIDE, told_colour),
+              ([r for r, s in zip(untold, sided) if not s], UNTOLD, "#9ca3af"))
     return [group for group in groups if group[0]]
 
 
