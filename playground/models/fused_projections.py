@@ -20,8 +20,7 @@ import threading
 import types
 
 import torch
-
-from playground.models.row_products import module_product
+import torch.nn.functional as F
 
 ATTENTIONS = {"LlamaAttention", "Qwen2Attention", "Qwen3Attention", "MistralAttention"}
 MLPS = {"LlamaMLP", "Qwen2MLP", "Qwen3MLP", "MistralMLP"}
@@ -60,7 +59,7 @@ class JoinedQKV(torch.nn.Module):
         self.slot = Slot()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = module_product(self, x, self.weight, self.bias).split(self.sizes, dim=-1)
+        q, k, v = F.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
         cells = self.slot.cells()
         cells[0], cells[1] = k, v
         return q
@@ -83,7 +82,7 @@ class Piece(torch.nn.Module):
 
 
 def _joined_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
-    gate, up = module_product(self, x, self.playground_gate_up, None).chunk(2, dim=-1)  # [.., 2I] -> 2 x [.., I]
+    gate, up = F.linear(x, self.playground_gate_up).chunk(2, dim=-1)  # [.., 2I] -> 2 x [.., I]
     return self.down_proj(self.act_fn(gate) * up)
 
 
@@ -91,7 +90,7 @@ def plain(*layers) -> bool:
     """Plain linear layers (not quantized, not joined already, not offloaded) on one device, of one
     dtype, all with a bias or none."""
     return (all(type(layer) is torch.nn.Linear and "forward" not in layer.__dict__ and layer.weight.device.type != "meta"
-                for layer in layers)  # (a forward replaced on the instance: a hook, or row_products' reduction)
+                for layer in layers)  # (a forward replaced on the instance: a hook)
             and len({(layer.weight.device, layer.weight.dtype, layer.bias is None) for layer in layers}) == 1)
 
 

@@ -22,7 +22,6 @@ from playground.metrics import summarize
 from playground.engine.attention import fold_grouped_heads, folds_on
 from playground.models import loading
 from playground.models.fused_projections import fuse_projections, fuses_on
-from playground.models.row_products import gemv_on, reduce_row_products
 from playground.models.loading import Pair
 from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        on_zero_gpu, runners, static_or_eager)
@@ -35,8 +34,7 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
     """Load (or reuse) both models (playground.models.loading.load_pair). On a GPU, grouped-query
     models attend folded (playground.engine.attention) from their first pass on, eager or compiled:
     a run beside another never sees its model's attention change midway; their projections are
-    joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not), and with
-    PLAYGROUND_DRAFT_GEMV=1 the draft's short passes' products compile as reductions (playground.models.row_products)."""
+    joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not)."""
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
     if not pair.prepared:  # two runs given the same new pair must not change its models at once
         with loading.one_at_a_time(progress, f"preparing {target_id} for this device"):
@@ -53,8 +51,6 @@ def _change_in_place(pair: Pair) -> None:
             fold_grouped_heads(model)
         if fuses_on(pair.device):
             fuse_projections(model)
-    if pair.draft is not None and pair.draft is not pair.target and gemv_on(pair.device):
-        reduce_row_products(pair.draft)  # (a model loaded earlier as a target and compiled then stays as it is)
 
 
 def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
