@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,gemv,regional] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,whole,regional] [--tokens 128] [--repeats 3]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -16,14 +16,12 @@
          unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh.
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
          PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
-- gemv:   the triton pair with the draft's products of one or two rows compiled as reductions that absorb
-         their neighbours (playground.models.row_products, PLAYGROUND_DRAFT_GEMV=1): fewer, fused
-         kernels a draft step.
 - regional: the joined pair compiled by layer (playground.engine.layer_regions,
          PLAYGROUND_REGIONAL_COMPILE=1: each decoder layer's code compiled once, not once per layer), run
-         as `--only joined --regional` in a process of its own whose inductor and Triton caches start
-         empty: its compile seconds are a fresh machine's; its rows beside `joined`'s say what the
-         layers' edges cost.
+         as `--only joined` in a process of its own whose inductor and Triton caches start empty: its
+         compile seconds are a fresh machine's.
+- whole: the same, compiled as whole models (PLAYGROUND_REGIONAL_COMPILE=0): beside `regional`, one
+         call says what compiling by layer saves at start-up and what the layers' edges cost a pass.
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
          and coordinate-descent tuning of its own kernels; compiles for minutes.
@@ -41,9 +39,9 @@ use; PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no fol
 through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written. Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
-since cold compiles of the 7B pair take minutes and a call has 10: `--only triton,gemv` first (Triton's
-attention, then the draft's products as reductions too; about 8 min), then `--only tests,regional` (about
-5 min); `joined`, `cli,demo` and `real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
+since cold compiles of the 7B pair take minutes and a call has 10: `--only regional,whole` first (about 8
+min: the joined pair cold by layer, then cold whole, each with its rows), then `--only tests` (about 3 min); `triton`,
+`joined`, `cli,demo` and `real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
 `--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.
@@ -73,12 +71,11 @@ from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
 from playground.models.fused_projections import fuse_projections  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
-from playground.models.row_products import reduce_row_products  # noqa: E402
 
 STARTED = time.perf_counter()
 TESTS_TIMEOUT_S = 520  # a call has 600: about 13 cold compiles of tiny graphs and 2,500 sampled runs
 CLI_TIMEOUT_S = 300
-REGIONAL_TIMEOUT_S = 420  # a cold compile of the pair by layer, then its rows
+COLD_TIMEOUT_S = 420  # a cold compile of the pair, then its rows
 CALL_S = 570  # a device call's 600 s, less this process's own end
 
 
@@ -441,29 +438,31 @@ def run_cli(device: str, out: str) -> dict:
             "compile_s": told.get("compile_s"), "tokens_per_s": told["stats"]["tokens_per_s"]}
 
 
-def run_regional(args) -> dict:
-    """`--only joined --regional` in a process of its own whose inductor and Triton caches start
-    empty (a cold compile, as on a fresh Space): -> its two settings as "regional acceptance 0/1"."""
-    out = os.path.join(args.out, "regional")
+def run_cold(args, name: str) -> dict:
+    """`--only joined` in a process of its own whose inductor and Triton caches start empty (a cold
+    compile, as on a fresh Space), compiled by layer (name "regional") or as whole models ("whole"):
+    -> its two settings as "<name> acceptance 0/1"."""
+    out = os.path.join(args.out, name)
     os.makedirs(out, exist_ok=True)
     caches = tempfile.mkdtemp(prefix="inductor-cold-")
-    env = os.environ | {"TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": os.path.join(caches, "triton")}
-    cmd = [sys.executable, os.path.abspath(__file__), "--only", "joined", "--regional", "--tokens", str(args.tokens),
-           "--repeats", str(args.repeats), "--k", str(args.k), "--out", out] + (["--rehearse"] if args.rehearse else [])
+    env = os.environ | {"TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": os.path.join(caches, "triton"),
+                        "PLAYGROUND_REGIONAL_COMPILE": "1" if name == "regional" else "0"}
+    cmd = [sys.executable, os.path.abspath(__file__), "--only", "joined", "--tokens", str(args.tokens),
+           "--repeats", str(args.repeats), "--k", str(args.k), "--out", out, "--cold-child"] + (["--rehearse"] if args.rehearse else [])
     found = os.path.join(out, "gpu_check.json")
     if os.path.exists(found):
         os.remove(found)  # a report left by an earlier run is not this one's
     gc.collect()  # the pairs measured before in this process leave the GPU's memory to the child
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-    timeout = max(60, min(REGIONAL_TIMEOUT_S, int(CALL_S - (time.perf_counter() - STARTED))))  # within the call
+    timeout = max(60, min(COLD_TIMEOUT_S, int(CALL_S - (time.perf_counter() - STARTED))))  # within the call
     rc, _ = run_logged(cmd, os.path.join(out, "gpu_check.log"), timeout, env=env)
     try:
         child = json.load(open(found))
     except (OSError, ValueError) as exc:  # cut off before its first save, or mid-save
-        return {"regional_rc": rc, "failed": {"regional report": repr(exc)}}
-    return {"regional_rc": rc, "failed": {f"regional: {step}": trace for step, trace in child.get("failed", {}).items()}
-            } | {key.replace("joined", "regional", 1): value for key, value in child.items()
+        return {f"{name}_rc": rc, "failed": {f"{name} report": repr(exc)}}
+    return {f"{name}_rc": rc, "failed": {f"{name}: {step}": trace for step, trace in child.get("failed", {}).items()}
+            } | {key.replace("joined", name, 1): value for key, value in child.items()
                  if key.startswith("joined acceptance")}
 
 
@@ -508,9 +507,8 @@ def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, 
 
 
 def joined_variant(report: dict, key: str, title: str, device: str, shapes, prompt, args, save, way: str,
-                   inductor: dict, draft_gemv: bool = False) -> None:
-    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings
-    (with the draft's short passes' products as reductions when `draft_gemv`)."""
+                   inductor: dict) -> None:
+    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings."""
     import torch._inductor.config as inductor_config
     if way == "triton":  # the chunk size timed fastest above, one for every Triton setting
         decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
@@ -519,8 +517,6 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
         with inductor_config.patch(inductor):
             pair = real_size_pair(device, shapes)
             report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]  # same in each
-            if draft_gemv:
-                report["gemv_modules"] = reduce_row_products(pair.draft)
             floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
             both_settings(report, key, title, pair, prompt, args, floor, save)
     finally:
@@ -529,16 +525,15 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="tests,cli,demo,real,joined,triton,gemv,regional")
+    parser.add_argument("--only", default="tests,cli,demo,real,joined,triton,whole,regional")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--rehearse", action="store_true", help="on a CPU with small shapes (see above)")
-    parser.add_argument("--regional", action="store_true", help="compile decoder layers as one region each "
-                        "(PLAYGROUND_REGIONAL_COMPILE=1; the `regional` section runs `--only joined` so)")
+    parser.add_argument("--cold-child", action="store_true", help="run by the `whole` and `regional` sections "
+                        "(their parent timed attention)")
     args = parser.parse_args(argv)
-    layer_regions.ON = layer_regions.ON or args.regional
     import platform
     import transformers
     device = "cpu" if args.rehearse else "cuda"
@@ -556,7 +551,7 @@ def main(argv=None) -> dict:
         report["tests"] = run_tests(args.out)
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
-    if {"real", "joined", "triton", "gemv"} & set(only) and not args.regional:  # (a regional run's parent timed it)
+    if {"real", "joined", "triton"} & set(only) and not args.cold_child:
         report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
@@ -586,19 +581,17 @@ def main(argv=None) -> dict:
             "coordinate-descent tuning (compiles for minutes)")
         joined_variant(report, "tuned", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, max-autotune", device, shapes,
                        prompt, args, save, "triton", {"max_autotune": True, "coordinate_descent_tuning": True})
-    if "gemv" in only:  # the triton pair with its draft's short passes' products as reductions (PLAYGROUND_DRAFT_GEMV=1)
-        say("building the Qwen2.5-7B/0.5B-shaped pair again, joined, Triton attention, the draft's short passes' products "
-            "as reductions")
-        joined_variant(report, "gemv", "Qwen2.5-7B/0.5B shapes, joined, Triton attention, draft GEMV", device, shapes,
-                       prompt, args, save, "triton", {}, draft_gemv=True)
-    if "regional" in only:  # the joined pair compiled by layer (playground.engine.layer_regions), cold
-        say("the joined pair compiled by layer, in a process of its own with empty compile caches")
-        found = run_regional(args)
+    for name, how in (("regional", "by layer"), ("whole", "as whole models")):  # cold, each in its own process
+        if name not in only:
+            continue
+        say(f"the joined pair compiled {how}, in a process of its own with empty compile caches")
+        found = run_cold(args, name)
         report.setdefault("failed", {}).update(found.pop("failed", {}))
         report.update(found)
-        for setting in ("regional acceptance 0", "regional acceptance 1"):
+        for setting in (f"{name} acceptance 0", f"{name} acceptance 1"):
             if setting in report:
-                print_table(f"Qwen2.5-7B/0.5B shapes, joined, compiled by layer: {setting[9:]}", report[setting])
+                print_table(f"Qwen2.5-7B/0.5B shapes, joined, compiled {how}, cold: {setting.split(' ', 1)[1]}",
+                            report[setting])
         save()
     if "cli" in only:
         say("the CLI: generate --preset demo --compile --baseline")
@@ -622,7 +615,7 @@ def main(argv=None) -> dict:
 def print_bars(report: dict, k: int) -> None:
     """Each real-size setting against issue 30's bars (the target alone within 1.3x its floor, a
     draft step under 1 ms, at acceptance 1 at least 3x the target alone, at ~0 no worse than 0.8x)."""
-    for key in ("real", "joined", "triton", "gemv", "regional", "tuned"):
+    for key in ("real", "joined", "triton", "whole", "regional", "tuned"):
         zero, one = report.get(f"{key} acceptance 0", {}), report.get(f"{key} acceptance 1", {})
         if not (zero.get("alone-1") and one.get(f"spec k={k}")):
             continue

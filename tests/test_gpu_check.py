@@ -90,30 +90,17 @@ def test_rehearsal_runs_the_triton_section(gpu_check, tmp_path):
         assert report[setting]["spec k=2"]["identical"], setting
 
 
-def test_rehearsal_of_the_pair_compiled_by_layer(gpu_check, tmp_path):
-    """`regional`: the joined pair compiled by layer (playground.engine.layer_regions) in a process of
-    its own whose compile caches start empty; its rows come back under "regional ..."."""
-    report = gpu_check.main(["--rehearse", "--only", "regional", "--tokens", "24", "--repeats", "1", "--k", "4",
+def test_rehearsal_of_the_pair_cold_by_layer_and_whole(gpu_check, tmp_path):
+    """`regional` and `whole`: the joined pair compiled by layer (playground.engine.layer_regions), then as
+    whole models, each in a process of its own whose compile caches start empty; their rows come back
+    under "regional ..." and "whole ..."."""
+    report = gpu_check.main(["--rehearse", "--only", "regional,whole", "--tokens", "24", "--repeats", "1", "--k", "4",
                              "--out", str(tmp_path)])
-    child = json.loads((tmp_path / "regional" / "gpu_check.json").read_text())
-    assert report["regional_rc"] == 0 and child["regional_compile"] is True and "attention_ms" not in child
-    for setting in ("regional acceptance 0", "regional acceptance 1"):
-        result = report[setting]
-        assert all(result[row]["identical"] for row in ("alone-1", "alone-W", "spec k=4", "spec k<=4 schedule")), setting
-        assert result["compile_s"]["speculative"] is not None and result["second_prompt_new_graphs"] == 0
-    assert report["regional acceptance 1"]["spec k=4"]["tokens_per_round"] == 24 / 5
-
-
-def test_rehearsal_of_the_draft_with_reduced_products(gpu_check, tmp_path, monkeypatch):
-    """`gemv`: the joined pair with the draft's short passes' products as reductions (playground.models.row_products),
-    through the fused rounds a GPU takes (Triton's attention is for CUDA's half types: the CPU attends by matmul)."""
-    from playground import session
-    monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})
-    report = gpu_check.main(["--rehearse", "--only", "gemv", "--tokens", "24", "--repeats", "1", "--k", "4",
-                             "--out", str(tmp_path)])
-    assert report["gemv_modules"] == 8  # 2 layers x (qkv, o_proj, MLP, down_proj), the draft's only
-    for setting in ("gemv acceptance 0", "gemv acceptance 1"):
-        result = report[setting]
-        assert all(result[row]["identical"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule")), setting
-        assert result["second_prompt_new_graphs"] == 0 and not result["failed"]
-    assert report["gemv acceptance 1"]["spec k=4"]["tokens_per_round"] == 24 / 5
+    for name, by_layer in (("regional", True), ("whole", False)):
+        child = json.loads((tmp_path / name / "gpu_check.json").read_text())
+        assert report[f"{name}_rc"] == 0 and child["regional_compile"] is by_layer and "attention_ms" not in child
+        for setting in (f"{name} acceptance 0", f"{name} acceptance 1"):
+            result = report[setting]
+            assert all(result[row]["identical"] for row in ("alone-1", "alone-W", "spec k=4", "spec k<=4 schedule")), setting
+            assert result["compile_s"]["speculative"] is not None and result["second_prompt_new_graphs"] == 0
+        assert report[f"{name} acceptance 1"]["spec k=4"]["tokens_per_round"] == 24 / 5

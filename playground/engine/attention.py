@@ -25,7 +25,7 @@ attention over all layers: Qwen2.5-7B one token 2.50 ms repeated, 2.52 folded SD
 matrix products; 5 tokens 4.47 / 2.62 / 0.83; Qwen2.5-0.5B one token 0.74 / 1.64 / 0.57. The
 compiled 7B target alone went from 7.85 to 5.54 ms a token. PLAYGROUND_GQA_ATTENTION=sdpa folds
 into SDPA's kernel instead; PLAYGROUND_GQA_ATTENTION=triton into two Triton kernels that read only
-the positions the mask allows (playground.engine.decode_attention; not yet measured on a GPU)."""
+the positions the mask allows (playground.engine.decode_attention; on an H200 no faster within a round, hence opt-in)."""
 import os
 
 import torch
