@@ -478,6 +478,31 @@ def test_the_calculator_draws_the_runs_that_told_their_speedup_and_faintly_the_r
     assert list(faint.error_y.arrayminus) == [pytest.approx(0.3)]
 
 
+def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
+    """A K sweep is a measured speedup-vs-k curve: the calculator drew only the formula's. Its points
+    come as a line, a noisy one at its estimate (open) with the range it varied over; the text says what
+    the line is and the best k it measured where one was clear."""
+    def row(k, speedup, low, high, estimate=None):
+        return {"k": k, "temperature": 0.0, "speedup": speedup, "speedup_low": low, "speedup_high": high,
+                "speedup_estimate": estimate or speedup, "verdict": "faster", "acceptance_rate": 0.9 - 0.1 * k}
+    rows = [row(1, 1.3, 1.2, 1.4), row(2, 1.9, 1.8, 2.0), row(3, None, 1.1, 1.7, estimate=1.4),
+            {"k": 4, "speedup": None, "speedup_estimate": None, "speedup_low": None}]  # (a point stopped: no range)
+    points = experiments_tab.k_sweep_points(rows, Settings.from_preset(page_inputs.PRESETS["demo"]))
+    assert [p["k"] for p in points["rows"]] == [1, 2, 3] and points["temperature"] == 0.0
+    text, figure = experiments_tab.calculator(0.7, 4, 0.1, [], points)
+    line = next(t for t in figure.data if t.name == "your last K sweep (measured)")
+    assert list(line.x) == [1, 2, 3] and list(line.y) == [1.3, 1.9, 1.4]
+    assert list(line.error_y.array) == [pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.3)]
+    assert list(line.marker.symbol) == ["circle", "circle", "circle-open"]
+    assert "Your last K sweep (temperature 0, acceptance 0.60-0.80) is the measured line" in text
+    assert "best k measured: 2" in text  # its interval above every other's, the noisy one's range included
+    rows[2]["speedup_high"] = 2.1
+    assert "no k measured clearly best" in experiments_tab.calculator(0.7, 4, 0.1, [], experiments_tab.k_sweep_points(
+        rows, Settings.from_preset(page_inputs.PRESETS["demo"])))[0]
+    assert "Your last K sweep" not in experiments_tab.calculator(0.7, 4, 0.1, [], None)[0]
+    assert experiments_tab.k_sweep_points(rows[3:], Settings.from_preset(page_inputs.PRESETS["demo"])) is None
+
+
 def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monkeypatch):
     """Stop (and the host's time limit, and a closed page) were looked at between points only: one
     point of 16 prompts x 2,048 tokens held the engine past them all. The point being measured now

@@ -145,6 +145,8 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.locator("#experiment-progress")).to_contain_text("done: 3 values of k", timeout=120_000)
     expect(page.locator("#sweep-stop")).to_be_disabled(timeout=15_000)
     expect(page.locator("#sweep-csv")).to_be_visible()
+    expect(page.locator("#calc-text")).to_contain_text("Your last K sweep (temperature 0")  # its line on the chart
+    expect(page.locator("#calc-plot")).to_contain_text("your last K sweep (measured)")
 
 
 def test_stop_ends_a_sweep_where_it_is(page, app_url):

@@ -40,7 +40,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         _check_work(len(values_list), prompts, settings)
         rows, pace = [], Pace()
         ends = pace.began + EXPERIMENT_SECONDS
-        yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None
+        yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None, gr.skip()
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
@@ -51,16 +51,26 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows))})" if len(rows) < len(values_list) else "finishing")
-            yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip()
+            yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
     except (PlaygroundError, ValueError) as exc:
-        yield experiment_error(exc, 3)
+        yield experiment_error(exc, 4)
         return
     finally:
         forget_stop(request, "sweep")
     about = {k: v for k, v in measured_with(settings).items() if k not in sweeps.COLUMNS}  # k, temperature: columns
     csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows, about)), f"sweep-{axis}-", ".csv")
     done = f"{_done_or_stopped(rows, values_list, ends)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
-    yield render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path
+    yield (render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path,
+           k_sweep_points(rows, settings) if axis == "k" else gr.skip())
+
+
+def k_sweep_points(rows: list[dict], settings) -> dict | None:
+    """A finished K sweep for the calculator's chart (its measured speedup against k beside the
+    formula's curve); None when no point was measured."""
+    kept = ("k", "speedup", "speedup_low", "speedup_high", "speedup_estimate", "verdict", "acceptance_rate")
+    points = [{key: r.get(key) for key in kept} for r in rows
+              if r.get("speedup_estimate") and r.get("speedup_low") is not None]  # (measured, with a range)
+    return {"temperature": settings.temperature, "rows": points} if points else None
 
 
 def measured_with(s) -> dict:
@@ -278,10 +288,11 @@ def _last_run(history: list) -> str:
             "one-token pass does)")
 
 
-def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
+def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sweep: dict | None = None):
     """-> (its text, its chart). The sliders' values come unchecked (the page wires it with Gradio's own
     check off: a typed 0 was refused in a toast, leaving the last result as if current); a value past
-    its slider is said in the text, under the sliders, and the chart cleared."""
+    its slider is said in the text, under the sliders, and the chart cleared. k_sweep: the last K
+    sweep's points (k_sweep_points), drawn as measured."""
     if refused := _outside_calculator_ranges(acceptance, k, cost_ratio):
         return f"**Not computed:** {refused}", None
     per_round = expected_tokens_per_round(acceptance, int(k))
@@ -294,7 +305,22 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
         text += (f". {untold} of your runs compared with the target alone could not tell {their} speedup (too "
                  f"noisy for one number): drawn as {circles} at {their} estimate, with the range it varied over")
-    return text + _last_run(history), plots.speedup_curve(acceptance, int(k), cost_ratio, history or [])
+    sweep_rows = (k_sweep or {}).get("rows") or []
+    return (text + _last_run(history) + _last_sweep(k_sweep),
+            plots.speedup_curve(acceptance, int(k), cost_ratio, history or [], sweep_rows))
+
+
+def _last_sweep(k_sweep: dict | None) -> str:
+    """What the last K sweep's line on the chart is, and the best k it measured (where one was clear)."""
+    if not (k_sweep or {}).get("rows"):
+        return ""
+    rows = k_sweep["rows"]
+    acceptance = [r["acceptance_rate"] for r in rows if r.get("acceptance_rate") is not None]
+    spread = f", acceptance {min(acceptance):.2f}-{max(acceptance):.2f}" if acceptance else ""
+    best = plots.clear_best(rows)
+    measured_best = f"; best k measured: {best['k']}" if best else "; no k measured clearly best"
+    return (f". Your last K sweep (temperature {k_sweep['temperature']:g}{spread}) is the measured line: each point is "
+            f"its own run, with its own acceptance{measured_best}")
 
 
 def experiment_from_inputs(sweep_axis, sweep_values, sweep_prompts, compare_drafts, calc_alpha, calc_k,

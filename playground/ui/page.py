@@ -200,7 +200,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                     "(k c + 1)`. Your Playground runs of a draft model with a fixed k, compared with the target alone "
                     "(their estimated α), appear as red crosses; too noisy for one number, as circles at their estimate "
-                    "with the range it varied over (red where that range is clear of 1x, grey where it holds 1x). The "
+                    "with the range it varied over (red where that range is clear of 1x, grey where it holds 1x); your "
+                    "last K sweep, as a red dashed line of its measured points (open where too noisy for one number). The "
                     "button below sets the sliders to your last run's α, k and c (its drafting time per guess over its "
                     "verify pass's time), so the curve is that run's.")
         with gr.Row():
@@ -218,6 +219,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     EXPERIMENT = [axis, sweep_values, sweep_prompts, variants, calc_a, calc_k, calc_c]  # EXPERIMENT_NAMES' order
 
     history = gr.State([])
+    k_sweep = gr.State(None)  # the last K sweep's points, for the calculator's chart
     measured = gr.State(None)
     RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
                    download, measured]
@@ -293,7 +295,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     measuring_events = {}  # experiment name -> its measuring event
     for button, stop, experiment, inputs, outputs, name in (
-            (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv], "sweep"),
+            (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv, k_sweep], "sweep"),
             (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
              "compare_drafts")):
         start, stopping = experiment_buttons(name)
@@ -310,8 +312,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     sweep_btn.click(lambda: gr.update(visible="hidden"), None, sweep_csv, queue=False, api_visibility="private")
     measuring_events["sweep"].then(lambda status: gr.update(visible=sweep_wrote_csv(status) or "hidden"), sweep_status,
                                    sweep_csv, queue=False, api_visibility="private")
-    for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, demo.load):  # values checked by calculator
-        trigger(calculator, [calc_a, calc_k, calc_c, history], [calc_text, calc_plot], preprocess=False,
+    for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, k_sweep.change, demo.load):  # values
+        trigger(calculator, [calc_a, calc_k, calc_c, history, k_sweep], [calc_text, calc_plot], preprocess=False,  # checked there
                 api_visibility="private")
     calc_from_run.click(from_last_run, history, [calc_a, calc_k, calc_c, calc_text], queue=False, api_visibility="private")
     gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id="device")

@@ -135,9 +135,11 @@ def clear_best(rows: list[dict]) -> dict | None:
 MEASURED_COLOUR = "#dc2626"  # the calculator's measured runs
 
 
-def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = ()) -> go.Figure:
+def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = (),
+                  k_sweep: list[dict] = ()) -> go.Figure:
     """Expected speedup vs k for the chosen acceptance and draft/target cost ratio; measured runs
-    (acceptance, k, speedup) as points, those too noisy to tell faint (estimate and range)."""
+    (acceptance, k, speedup) as points, those too noisy to tell faint (estimate and range); the last
+    K sweep's rows as a measured line (its estimate where a point could not tell, with its range)."""
     ks = list(range(1, 17))
     fig = go.Figure(go.Scatter(x=ks, y=[expected_speedup(acceptance, kk, cost_ratio) for kk in ks], mode="lines",
                                name=f"expected (α={acceptance:.2f}, c={cost_ratio:.2f})"))
@@ -151,6 +153,13 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
         fig.add_trace(go.Scatter(x=[m["k"] for m in group], y=[m["speedup_estimate"] for m in group], mode="markers",
                                  name=name, marker=dict(color=colour, symbol="circle-open", size=10),
                                  error_y=_range(group), text=[f"per-token acceptance α={m['alpha']:.2f}" for m in group]))
+    if k_sweep:
+        fig.add_trace(go.Scatter(x=[r["k"] for r in k_sweep], y=[r["speedup"] or r["speedup_estimate"] for r in k_sweep],
+                                 mode="lines+markers", name="your last K sweep (measured)", error_y=_sweep_ranges(k_sweep),
+                                 line=dict(color=MEASURED_COLOUR, dash="dash"),
+                                 marker=dict(symbol=["circle" if r["speedup"] else "circle-open" for r in k_sweep], size=9),
+                                 text=[f"acceptance {r['acceptance_rate']:.2f}" + ("" if r["speedup"] else ", too noisy for one number")
+                                       for r in k_sweep]))
     fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
 
@@ -193,6 +202,13 @@ def _noisy_groups(untold: list[dict], told_colour: str = COLOURS["bonus"]) -> li
 def _untold(rows: list[dict]) -> list[dict]:
     """Rows measured whose speedup could not be told (too noisy): they have an estimate and a range."""
     return [r for r in rows if r["speedup"] is None and r.get("speedup_estimate") and r.get("speedup_low") is not None]
+
+
+def _sweep_ranges(rows: list[dict]) -> dict:
+    """Each point's interval, or the range it varied over where it could not tell."""
+    centre = [r["speedup"] or r["speedup_estimate"] for r in rows]
+    return dict(type="data", symmetric=False, array=[r["speedup_high"] - c for r, c in zip(rows, centre)],
+                arrayminus=[c - r["speedup_low"] for r, c in zip(rows, centre)])
 
 
 def _range(rows: list[dict]) -> dict:
