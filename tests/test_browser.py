@@ -145,6 +145,8 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.locator("#experiment-progress")).to_contain_text("done: 3 values of k", timeout=120_000)
     expect(page.locator("#sweep-stop")).to_be_disabled(timeout=15_000)
     expect(page.locator("#sweep-csv")).to_be_visible()
+    expect(page.locator("#sweep-table thead")).to_contain_text("acceptance rate")
+    expect(page.locator("#sweep-table thead")).not_to_contain_text("temperature")  # held still: the settings line has it
     expect(page.locator("#calc-text")).to_contain_text("Your last K sweep (temperature 0")  # its line on the chart
     expect(page.locator("#calc-plot")).to_contain_text("your last K sweep (measured)")
 

@@ -129,6 +129,11 @@ def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
     at = sweeps.COLUMNS.index("speedup")
     assert table[0][at] == "≈1.10 (noisy)" and table[1][at] == 1.31
     assert "tokens (all measurements)" in experiments_tab.column_headers(sweeps.COLUMNS)
+    for axis, held in (("k", "temperature"), ("temperature", "k")):  # the axis held still: one value down a column
+        columns = experiments_tab.sweep_columns(axis)
+        assert held not in columns and axis in columns and len(columns) == len(sweeps.COLUMNS) - 1
+        shown = experiments_tab._sweep_table([row, told], axis)
+        assert shown.headers == experiments_tab.column_headers(columns) and all(len(r) == len(columns) for r in shown.value["data"])
     assert "tokens per target pass (prompt passes too)" in experiments_tab.column_headers(sweeps.COMPARE_COLUMNS)
     assert plots.sweep_chart([row, told], "k").layout.xaxis.dtick == 1
 

@@ -40,7 +40,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         _check_work(len(values_list), prompts, settings)
         rows, pace = [], Pace()
         ends = pace.began + EXPERIMENT_SECONDS
-        yield render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), [], None, None, gr.skip()
+        yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), _sweep_table([], axis),
+               None, None, gr.skip())
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
@@ -51,7 +52,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows))})" if len(rows) < len(values_list) else "finishing")
-            yield render.progress_note(status), _table(rows), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
+            yield render.progress_note(status), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 4)
         return
@@ -60,7 +61,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     about = {k: v for k, v in measured_with(settings).items() if k not in sweeps.COLUMNS}  # k, temperature: columns
     csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows, about)), f"sweep-{axis}-", ".csv")
     done = f"{_done_or_stopped(rows, values_list, ends)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
-    yield (render.progress_note(done, final=True), _table(rows), plots.sweep_chart(rows, axis), csv_path,
+    yield (render.progress_note(done, final=True), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), csv_path,
            k_sweep_points(rows, settings) if axis == "k" else gr.skip())
 
 
@@ -151,6 +152,18 @@ def column_widths(columns: list[str]) -> list[str]:
     """Fixed widths: Gradio sizes columns from their cells, so an empty column (a speedup it cannot
     tell) was squeezed to a letter a line and a long note ran past the table's edge."""
     return [WIDE.get(c, "112px") for c in columns]
+
+
+def sweep_columns(axis: str) -> list[str]:
+    """A sweep's table without the axis it holds still (temperature in a K sweep: one value down the
+    column, which took a phone's room from the intervals; the settings line above says it)."""
+    held = "temperature" if axis == "k" else "k"
+    return [c for c in sweeps.COLUMNS if c != held]
+
+
+def _sweep_table(rows: list[dict], axis: str) -> gr.Dataframe:
+    columns = sweep_columns(axis)
+    return gr.Dataframe(value=_table(rows, columns), headers=column_headers(columns), column_widths=column_widths(columns))
 
 
 def _table(rows: list[dict], columns=sweeps.COLUMNS) -> list[list]:

@@ -10,7 +10,7 @@ from playground.ui import render, race
 from playground.ui.api import generate
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
 from playground.ui.experiments_tab import (calculator, column_headers, column_widths, experiment_buttons, from_last_run, make_experiment_link,
-                                           run_comparison, run_sweep, settings_line, sweep_wrote_csv)
+                                           run_comparison, run_sweep, settings_line, sweep_columns, sweep_wrote_csv)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
@@ -182,8 +182,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             sweep_btn = gr.Button("Run sweep", variant="primary", scale=3)
             sweep_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="sweep-stop")
         sweep_status = gr.HTML()
-        sweep_table = gr.Dataframe(headers=column_headers(sweeps.COLUMNS), label="Results", interactive=False, wrap=True,
-                                   column_widths=column_widths(sweeps.COLUMNS), elem_id="sweep-table")
+        sweep_table = gr.Dataframe(headers=column_headers(sweep_columns(FIRST.sweep_axis)), label="Results", interactive=False,
+                                   wrap=True, column_widths=column_widths(sweep_columns(FIRST.sweep_axis)), elem_id="sweep-table")
         sweep_plot = gr.Plot()
         sweep_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="sweep-csv")  # once it has one
         gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
