@@ -294,6 +294,9 @@ def test_a_link_carrying_script_runs_none(page, app_url):
     expect(page.get_by_text("https://evil.example/")).to_be_visible(timeout=30_000)  # shown as typed
     expect(page.get_by_text("ignored unknown parameter 'www.evil.example'")).to_be_visible()
     assert page.locator("a[href*='evil']").count() == 0  # a link's notice links nowhere
+    page.locator("#dismiss-notices").click()  # read (and fixed): they go, the button too
+    expect(page.get_by_text("ignored unknown parameter 'www.evil.example'")).to_be_hidden(timeout=10_000)
+    expect(page.locator("#dismiss-notices")).to_be_hidden()
 
 
 @pytest.mark.parametrize("tree,nodes", [("", 3), ("2,2", 6), ("4,4,2", 52), ("3,3,3/12", 12), ("2,2+3", 9)])

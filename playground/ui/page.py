@@ -44,7 +44,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.")
-    link_notice = gr.Markdown()
+    with gr.Row(elem_id="link-notices"):
+        link_notice = gr.Markdown()
+        dismiss_notice = gr.Button("Dismiss", size="sm", scale=0, min_width=90, visible=False, elem_id="dismiss-notices")
     FIRST = Experiment()  # the Experiments tab's first values
     with gr.Tabs() as tabs, gr.Tab("Playground", id="playground"):
         with gr.Row():
@@ -315,5 +317,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, k_sweep.change, demo.load):  # values
         trigger(calculator, [calc_a, calc_k, calc_c, history, k_sweep], [calc_text, calc_plot], preprocess=False,  # checked there
                 api_visibility="private")
+    link_notice.change(lambda notice: gr.update(visible=bool(notice)), link_notice, dismiss_notice, queue=False,
+                       api_visibility="private")  # a link's notices stay, once read and fixed, until dismissed
+    dismiss_notice.click(lambda: "", None, link_notice, queue=False, api_visibility="private")
     calc_from_run.click(from_last_run, history, [calc_a, calc_k, calc_c, calc_text], queue=False, api_visibility="private")
     gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id="device")
