@@ -397,6 +397,38 @@ def test_a_sections_message_and_the_pointer_to_it_go_once_its_input_changes(page
     expect(page.locator("#prompt-error")).to_have_count(0, timeout=10_000)
 
 
+def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(page, app_url):
+    """A newcomer's loop, wrong schema, Run, another wrong schema, Run, a right one: the second Run's
+    pointer was gone within 0.2 s (the section's redraw fired a change of its inputs), and the check
+    under the editor stayed faded, "pending", for the rest of the visit."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.get_by_role("button", name="Structured output (JSON Schema, regex or grammar)").click()
+    page.get_by_label("JSON schema").check()
+    editor, check, pointer = page.locator("#constraint-editor .cm-content"), page.locator("#constraint-check"), page.locator("#run-pointer")
+
+    def type_schema(text: str, said: str) -> None:
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.press("Delete")
+        page.keyboard.insert_text(text)
+        expect(pointer).to_have_count(0, timeout=10_000)  # an edit: a pointer to the last refusal goes
+        expect(check).to_contain_text(said, timeout=30_000)
+        page.wait_for_timeout(3000)
+
+    for wrong, said in (('{"type": "object"', "not valid JSON"), ('{"type": "objec"}', "not a valid JSON Schema")):
+        type_schema(wrong, said)
+        page.click("#run-button")
+        expect(pointer).to_contain_text("Structured output", timeout=30_000)
+        page.wait_for_timeout(2000)  # (it went within 0.2 s)
+        expect(pointer).to_contain_text("Structured output")
+    type_schema('{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}', "looks fine")
+    page.click("#run-button")
+    expect(page.locator("#metrics")).to_contain_text("acceptance", timeout=60_000)
+    assert page.locator("#constraint-check .pending, #constraint-check.pending").count() == 0
+    expect(pointer).to_have_count(0)
+
+
 def test_a_phone_shows_the_prompt_and_run_before_the_settings(page, app_url):
     page.set_viewport_size({"width": 390, "height": 844})
     try:

@@ -103,7 +103,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         "or GBNF (`root ::= ...`: every rule with `::=`); both backends read both, as vLLM's do "
                         "(xgrammar lacks some of llguidance's Lark extensions).", elem_id="grammar-help",
                         visible=bool(DEFAULT.grammar))  # with a grammar only (its check sits below)
-                    constraint_check = gr.HTML()
+                    constraint_check = gr.HTML(elem_id="constraint-check")
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
                                                    visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")
                     think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
@@ -118,7 +118,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     # the link's settings are shown (a click before ran the preset's: k=4 for a link's k=3)
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button", interactive=False)
                     share_btn = gr.Button("Share link", elem_id="share-button")
-                run_msg = gr.HTML()
+                run_msg = gr.HTML(elem_id="run-msg")
                 share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False,
                                        placeholder=" ")  # emptied by a change of setting: hidden (render.CSS)
                 gr.HTML(render.legend())
@@ -245,7 +245,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         box.change(None, None, message, js="() => ''", queue=False, api_visibility="private")  # the pointer
     for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):  # to it under Run (a
         for box in boxes:  # constraint's own message is its check as typed); in the browser, before a Run
-            box.change(None, run_msg, run_msg, js=pointer_cleared(where), queue=False, api_visibility="private")
+            box.change(None, [run_msg, *boxes], run_msg, js=pointer_cleared(where), queue=False, api_visibility="private")
     target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     tree.change(k_with_tree, tree, k, queue=False, api_visibility="private")  # k looked live and did nothing
@@ -289,7 +289,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
           api_visibility="private")
     for trigger in (kind.change, constraint.change, backend.change):
         trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
-                concurrency_limit=1, concurrency_id="constraint-check")  # one worker at a time for the three
+                concurrency_limit=1, concurrency_id="constraint-check",  # one worker at a time for the three
+                show_progress="hidden")  # quick; its fading stayed on after a refused Run had written the box
     example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt],
                              api_visibility="private")
     for box in (preset, kind, constraint):  # changed by hand or by a preset: no longer the example named

@@ -208,8 +208,14 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> 
 def pointer_cleared(where: str) -> str:
     """For a change of an input whose message (at `where`) is being redone: JavaScript giving run_msg
     without the pointer to that message, any other message kept. In the browser, at once: a call to
-    the server could land after the refusal of a Run clicked right after the change."""
-    return f"(shown) => shown === {json.dumps(render.pointer(POINTED[where]))} ? '' : shown"
+    the server could land after the refusal of a Run clicked right after the change. Given the inputs'
+    values after run_msg, only when they differ from the last seen: a refused Run's redrawing of the
+    Structured output section fires their change with the same values, and its pointer was gone
+    within 0.2 s of being shown."""
+    pointer, seen = json.dumps(render.pointer(POINTED[where])), json.dumps(where)
+    return (f"(shown, ...values) => {{ const seen = (window.pointerInputs ||= {{}}), now = JSON.stringify(values);"
+            f" if (values.length && seen[{seen}] === now) return shown; seen[{seen}] = now;"
+            f" return shown === {pointer} ? '' : shown; }}")
 
 
 def start_run(request: gr.Request):
