@@ -35,7 +35,7 @@ def test_run_streams_every_token_kind_with_consistent_stats():
     html = plain[-1][0] + constrained[-1][0]
     assert set(re.findall(r'data-kind="(\w+)"', html)) == set(KINDS)
     for outputs in (plain, constrained):
-        report = json.loads(open(outputs[-1][10]).read())  # the downloadable run
+        report = json.loads(open(outputs[-1][10]["value"]).read())  # the downloadable run
         stats = report["stats"]
         tokens = [t for r in report["rounds"] for t in r["tokens"]]
         committed = [t["id"] for t in tokens if t["kind"] != "rejected"]
@@ -49,7 +49,7 @@ def test_run_streams_every_token_kind_with_consistent_stats():
         if measure["speedup"] is not None:
             assert measure["low"] <= measure["speedup"] <= measure["high"]
         assert outputs[-1][11]["k"] == report["settings"]["k"]  # measured point for the calculator
-    report = json.loads(open(constrained[-1][10]).read())
+    report = json.loads(open(constrained[-1][10]["value"]).read())
     assert report["valid"] is True and constrained[-1][5] == json.loads(report["text"])
     assert report["stats"]["forced"] > 0
 
@@ -98,8 +98,10 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
     inputs = page_inputs.inputs_from_settings(settings)
-    status, table, _, csv_path = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
-    assert [row[0] for row in table] == [1, 3] and all(row[-2] == 2 for row in table)  # 2 prompts each
+    status, table, _, csv_path, k_sweep = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
+    rows = table.value["data"]
+    assert [row[0] for row in rows] == [1, 3] and all(row[-2] == 2 for row in rows)  # 2 prompts each
+    assert "temperature" not in table.headers and [p["k"] for p in k_sweep["rows"]] == [1, 3]  # (for the calculator)
     csv_rows = list(csv.reader(open(csv_path)))
     assert csv_rows[0][:2] == ["k", "temperature"] and "done: 2 values of k, 2 prompts each" in status
     columns = dict(zip(*csv_rows[:2]))  # what it was measured with, and the
@@ -114,7 +116,7 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "x\n" * 400_000, *inputs))  # bounded before it is split
     assert "the prompts' length (characters) is 800000, more than this host allows" in html.unescape(refused[0][0])
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
-    assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
+    assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 4
     for axis, typed, said in (("k", "2,2.5", "'2.5' is not a whole number"), ("temperature", "0.5,warm", "'warm' is not a number")):
         refused = list(experiments_tab.run_sweep(None, QUIET, axis, typed, "def f():", *inputs))  # was "'2.5' is not a number"
         assert len(refused) == 1 and said in html.unescape(refused[0][0])
@@ -391,7 +393,7 @@ def test_stop_ends_the_run_with_what_it_produced():
         if i == 3:
             files.request_stop(Request())
     final = outputs[-1]
-    report = json.loads(open(final[10]).read())
+    report = json.loads(open(final[10]["value"]).read())
     assert report["phase"] == "stopped" and 0 < len(report["token_ids"]) < 1024
     assert final[2] == report["text"] and final[2].strip()  # the partial text can be copied
     assert f"stopped after {len(report['token_ids'])} tokens" in final[4]
@@ -423,7 +425,7 @@ def test_run_clicked_while_measuring_again_ends_that_measuring_and_waits_its_tur
             playground_tab.start_run(Request())  # Run clicked again
     assert enabled == [gr.update(interactive=True)]
     assert playground_tab.runnable_while_measuring(outputs[0][-1]) == gr.skip()  # not while it writes
-    report = json.loads(open(outputs[-1][10]).read())
+    report = json.loads(open(outputs[-1][10]["value"]).read())
     assert report["phase"] == "done" and report["speedup_measure"]["reason"].endswith("measuring stopped")
     kept = outputs[-1][11]  # for the calculator: too noisy to tell, yet its estimate and range
     assert kept["speedup"] is None and kept["speedup_low"] <= kept["speedup_estimate"] <= kept["speedup_high"]
@@ -442,7 +444,7 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     assert spec.at(spec.total)[0] == final[2] and base.at(base.total)[0] == final[3]  # each lane ends with its run's text
     assert sum(map(len, spec.pieces)) == len(final[2])  # each round's own text kept, not the text so far after each
     assert all(a < b for lane in lanes for a, b in zip(lane.ends, lane.ends[1:]))  # time only moves forward
-    report = json.loads(open(final[10]).read())
+    report = json.loads(open(final[10]["value"]).read())
     assert len(base.ends) == report["baseline"]["stats"]["target_passes"] - 1  # one round per target pass
     assert spec.total == pytest.approx(report["stats"]["wall_s"], rel=1e-6)  # the clock the stats use
     times, scale = race.replay_times(lanes)
@@ -530,7 +532,8 @@ def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monk
         monkeypatch.setattr(sweeps, "engine_block", counted)
         outputs = list(experiment(Request(), QUIET, *args, *inputs))
         status, table = outputs[-1][:2]
-        assert f"stopped: 1 of {total} {what}" in status and isinstance(table, list) and len(table) == 1  # the point measured stays
+        rows = table.value["data"] if isinstance(table, gr.Dataframe) else table  # (a sweep's names its columns)
+        assert f"stopped: 1 of {total} {what}" in status and isinstance(rows, list) and len(rows) == 1  # the point measured stays
         assert len(points) == 2  # none measured after it
         assert not files.stop_flag(Request(), job).exists()  # the next experiment or run is not stopped by it
         assert files.stop_flag(Request(), "run").exists()  # (nor was the Playground's flag used up)
@@ -557,7 +560,7 @@ def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
     chain = run_preset("demo", max_new_tokens=24, k=3, compare=False)[-1][-2]
     assert "nodes verified in one pass" in chain and 'class="tnode' in chain
     constrained = run_preset("demo-json", tree="2,2")[-1]  # each node under its own path's constraint state
-    report = json.loads(open(constrained[10]).read())
+    report = json.loads(open(constrained[10]["value"]).read())
     assert report["valid"] is True and report["identical_to_baseline"] is True and "nodes verified" in constrained[-2]
 
 
@@ -611,7 +614,7 @@ def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monk
                         regex="[0-9]{2}", compare=False, think_budget=8)
     outputs = list(playground_tab.run(None, QUIET, *page_inputs.inputs_from_settings(settings)))
     final = outputs[-1]
-    report = json.loads(open(final[10]).read())
+    report = json.loads(open(final[10]["value"]).read())
     assert report["valid"] is True and report["reasoning_tokens"] == 9 and re.fullmatch("[0-9]{2}", report["answer"])
     stream = final[0]
     assert stream.count('<details class="thinking"') == 1 and "thought for 9 tokens" in stream

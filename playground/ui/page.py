@@ -159,7 +159,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         with gr.Row():
                             cum_plot = gr.Plot(label="Tokens vs passes")
                             time_plot = gr.Plot(label="Time split")
-                download = gr.DownloadButton("Download run (JSON)", value=None, elem_id="download-run")
+                download = gr.DownloadButton("Download run (JSON)", value=None, interactive=False, elem_id="download-run")
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
                     kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes,
                     tree, think_budget]

@@ -22,8 +22,15 @@ from playground.ui.tree_view import tree_view
 log = logging.getLogger("playground.ui")
 
 
-CLEARED = ["", "", None, None, None, None, None, None]  # RUN_OUTPUTS after the output box: the target
-# alone's text, the badge, the JSON view, four charts and the download, as a run's first update leaves them
+def cleared() -> list:
+    """RUN_OUTPUTS after the output box as a run's first update leaves them: the target alone's text,
+    the badge, the JSON view, four charts and the download (greyed until this run wrote its file)."""
+    return ["", "", None, None, None, None, None, download_update(None)]
+
+
+def download_update(path: str | None) -> dict:
+    """The run's file, the button greyed while there is none (clicked before any run, it did nothing)."""
+    return gr.update(value=path, interactive=path is not None)
 
 
 def _view(snap: live.Snapshot, final: bool, first: bool = False):
@@ -39,7 +46,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note,
                             theory=chain_theory(snap.settings))
     if not final:  # the output box grows with the stream; the rest waits for the end
-        rest = CLEARED if first else [gr.skip()] * 8
+        rest = cleared() if first else [gr.skip()] * 8
         return [stream, metric, render.committed_text(snap.events), *rest]
     baseline_text = snap.baseline.text if snap.baseline else ""
     answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
@@ -52,7 +59,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     return [stream, metric, result.text, baseline_text, badge,
             pretty, plots.accepted_histogram(snap.events, longest_path(snap.settings)), plots.acceptance_by_position(snap.events),
             plots.cumulative_tokens(snap.events, snap.baseline_events),
-            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download]
+            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download_update(download)]
 
 
 def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool) -> list:
@@ -62,7 +69,7 @@ def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: 
     stream, text, tree = ((render.token_stream(snap.events, snap.eos_ids, snap.reasoning),
                            render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings))
-    rest, messages = (CLEARED[1:], _messages(snap.settings)) if first else ([gr.skip()] * 7, SKIP_MESSAGES)
+    rest, messages = (cleared()[1:], _messages(snap.settings)) if first else ([gr.skip()] * 7, SKIP_MESSAGES)
     return [stream, metric, text, baseline_text, *rest, gr.skip(), *messages, None if first else gr.skip(), tree]
 
 
