@@ -45,8 +45,17 @@ def cmd_generate(args) -> int:
                                            thinking)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
-    print(json.dumps(out) if args.json else format_text(out))
+    print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, prompt, prompt_ids))
     return 0
+
+
+def ran_with(target: str, draft: str, cfg, prompt: str, prompt_ids: list[int]) -> str:
+    """The line that says what produced the text above it (the text alone began mid-code, from nowhere)."""
+    t = cfg.sampling.temperature
+    sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
+    shown = prompt if len(prompt) <= 60 else prompt[:59] + "…"
+    return (f"-- {target} with {draft}, k {cfg.k}, {sampling}, at most {cfg.max_new_tokens} new tokens; "
+            f"prompt {shown!r} ({len(prompt_ids)} tokens)")
 
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
@@ -181,8 +190,10 @@ def format_text(out: dict) -> str:
         m = out["speedup_measure"]
         told = (f"{m['speedup']:.2f}x over the target alone ({m['low']:.2f}-{m['high']:.2f}x, 95% interval, "
                 f"{m['blocks']} interleaved measurement{'s' * (m['blocks'] > 1)})" if m["speedup"] is not None else
-                f"{m['side'] or 'cannot tell'} ({m['reason']}; about {m['estimate']:.2f}x)")
+                f"{m['side'] or 'cannot tell'}, about {m['estimate']:.2f}x")
         lines.append(f"-- speedup {told}" + same.get(out.get("identical_to_baseline"), ""))
+        if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
+            lines.append(f"-- too noisy for one number: {m['reason']}")
     return "\n".join(lines)
 
 

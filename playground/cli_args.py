@@ -28,16 +28,19 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--baseline", action="store_true", help="also decode with the target alone and compare")
     gen.add_argument("--num-samples", type=int, default=1, help="N runs seeded seed..seed+N-1")
     gen.add_argument("--json", action="store_true", help="print one JSON object")
-    bench = commands.add_parser("bench", help="this engine vs target-only and transformers, side by side")
+    bench = commands.add_parser("bench", help="this engine vs target-only and transformers, side by side",
+                                description="Every k and temperature against the target alone and transformers' "
+                                            "generation, interleaved; minutes on a CPU (fewer --num-prompts, "
+                                            "--max-new-tokens or --repeat for a first look).")
     add_model_args(bench)
-    bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths")
-    bench.add_argument("--temperature", default="0", help="comma-separated temperatures")
+    bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths (default 1,2,4,8)")
+    bench.add_argument("--temperature", default="0", help="comma-separated temperatures (default 0)")
     bench.add_argument("--prompts", help="a JSON list of prompts, or a text file with one prompt per line "
                                          "(\\n for a newline); default: the demo pair's held-out prompts or the preset's")
-    bench.add_argument("--num-prompts", type=int, default=8)
-    bench.add_argument("--max-new-tokens", type=int, default=96)
-    bench.add_argument("--repeat", type=int, default=3)
-    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--num-prompts", type=int, default=8, help="prompts measured for each row (default 8)")
+    bench.add_argument("--max-new-tokens", type=int, default=96, help="tokens each run writes (default 96)")
+    bench.add_argument("--repeat", type=int, default=3, help="interleaved repeats of each row (default 3)")
+    bench.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     bench.add_argument("--raw", action="store_true", help="no chat template")
     bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
     bench.add_argument("--out", help="directory for rows.json, table.md and charts")
@@ -81,12 +84,12 @@ def compiles(args) -> bool:
 
 
 def add_sampling_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=int, help=f"draft tokens per round (1..{MAX_K})")
-    p.add_argument("--temperature", type=float, help="0 for greedy")
-    p.add_argument("--top-p", type=float)
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--k", type=int, help=f"draft tokens per round (1..{MAX_K}; default: the preset's, e.g. 4 for demo)")
+    p.add_argument("--temperature", type=float, help="0 for greedy (default: the preset's)")
+    p.add_argument("--top-p", type=float, help="nucleus sampling, 0..1 (default: the preset's)")
+    p.add_argument("--top-k", type=int, help="sample among the k likeliest tokens, 0 for all (default: the preset's)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--max-new-tokens", type=int, help="tokens to write at most (default: the preset's)")
     p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess does not pay) or confidence (k = ceiling)")
     p.add_argument("--confidence", type=float, default=0.5, help="the confidence policy's threshold")
     p.add_argument("--tree", type=parse_tree, default="", help="draft a token tree instead of a chain: children per "

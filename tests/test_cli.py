@@ -2,6 +2,7 @@
 line `error: ...` on stderr (never a traceback)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -43,6 +44,23 @@ def test_json_report_with_baseline(capsys, saved_pair):
         assert key in stats
     assert stats["acceptance_rate"] == pytest.approx(stats["accepted"] / stats["proposed"])
     assert stats["target_passes"] == stats["rounds"] + 1  # the prompt pass is counted
+
+
+def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsys, saved_pair):
+    """The text began mid-code from nowhere, and a noisy speedup read "cannot tell (the ratio ranged ...
+    (...); about 1.15x)": what produced it now ends the report, and why there is no number is a line."""
+    from playground.cli import format_text
+    target, draft = saved_pair
+    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
+                           "--k", "3", "--max-new-tokens", "9")
+    assert code == 0 and re.fullmatch(re.escape(f"-- {target} with {draft}, k 3, greedy, at most 9 new tokens; prompt "
+                                                "'def f(x):' (") + r"\d+ tokens\)", out.rstrip().splitlines()[-1])
+    report = json.loads(run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
+                                "--max-new-tokens", "9", "--baseline", "--json")[1])
+    report["speedup_measure"] |= {"speedup": None, "estimate": 1.15, "side": "", "reason": "the ratio ranged 0.96-1.33x"}
+    lines = format_text(report).splitlines()
+    assert lines[-2].startswith("-- speedup cannot tell, about 1.15x") and "(" not in lines[-2]
+    assert lines[-1] == "-- too noisy for one number: the ratio ranged 0.96-1.33x"
 
 
 def test_samples_are_seeded_runs(capsys, saved_pair):

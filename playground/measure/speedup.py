@@ -118,8 +118,9 @@ def estimate(blocks: list[Block]) -> Speedup:
     elif rounds < MIN_ROUNDS:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
     elif not low or high / low > TOLERANCE:
-        reason = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurement"
-                  f"{'s' * (len(blocks) > 1)} (the machine's other load, or rounds that differ; longer runs usually narrow it)")
+        spread = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurements" if len(blocks) > 1
+                  else f"its 95% interval, {low:.2f}-{high:.2f}x, from one interleaved measurement")  # (its rounds resampled)
+        reason = f"{spread} (the machine's other load, or rounds that differ; longer runs usually narrow it)"
         side = "faster" if low > 1 else "slower" if high < 1 else ""
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
                    _rate(spec), _rate(base), side)
