@@ -45,17 +45,19 @@ def cmd_generate(args) -> int:
                                            thinking)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
-    print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, prompt, prompt_ids))
+    print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, None if args.prompt_ids else prompt,
+                                                                               prompt_ids))
     return 0
 
 
-def ran_with(target: str, draft: str, cfg, prompt: str, prompt_ids: list[int]) -> str:
-    """The line that says what produced the text above it (the text alone began mid-code, from nowhere)."""
+def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[int]) -> str:
+    """The line that says what produced the text above it (the text alone began mid-code, from nowhere);
+    prompt None: given as token ids."""
     t = cfg.sampling.temperature
     sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
-    shown = prompt if len(prompt) <= 60 else prompt[:59] + "…"
+    shown = "given as token ids" if prompt is None else repr(prompt if len(prompt) <= 60 else prompt[:59] + "…")
     return (f"-- {target} with {draft}, k {cfg.k}, {sampling}, at most {cfg.max_new_tokens} new tokens; "
-            f"prompt {shown!r} ({len(prompt_ids)} tokens)")
+            f"prompt {shown} ({len(prompt_ids)} tokens)")
 
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:

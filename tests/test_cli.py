@@ -55,6 +55,8 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
                            "--k", "3", "--max-new-tokens", "9")
     assert code == 0 and re.fullmatch(re.escape(f"-- {target} with {draft}, k 3, greedy, at most 9 new tokens; prompt "
                                                 "'def f(x):' (") + r"\d+ tokens\)", out.rstrip().splitlines()[-1])
+    out = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--max-new-tokens", "4")[1]
+    assert out.rstrip().endswith("; prompt given as token ids (3 tokens)")  # not the preset's prompt, unused
     report = json.loads(run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
                                 "--max-new-tokens", "9", "--baseline", "--json")[1])
     report["speedup_measure"] |= {"speedup": None, "estimate": 1.15, "side": "", "reason": "the ratio ranged 0.96-1.33x"}

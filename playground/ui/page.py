@@ -118,7 +118,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     # the link's settings are shown (a click before ran the preset's: k=4 for a link's k=3)
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button", interactive=False)
                     share_btn = gr.Button("Share link", elem_id="share-button")
-                run_msg = gr.HTML(elem_id="run-msg")
+                run_msg = gr.HTML()
                 share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False,
                                        placeholder=" ")  # emptied by a change of setting: hidden (render.CSS)
                 gr.HTML(render.legend())
