@@ -368,13 +368,26 @@ def test_the_run_downloads_as_json(page, app_url):
     assert page.locator("#output-text textarea").input_value() == report["text"]
 
 
+def fill_until_kept(box, text: str, tries: int = 3) -> None:
+    """Fill a box just drawn (an accordion opened): under load the page's first drawing of its value
+    landed after the typing and emptied it (a full suite, 2026-11-27; its first key lost before)."""
+    for _ in range(tries - 1):
+        box.fill(text)
+        try:
+            expect(box).to_have_value(text, timeout=3_000)
+            return
+        except AssertionError:
+            continue
+    box.fill(text)
+    expect(box).to_have_value(text)
+
+
 def test_a_sections_message_and_the_pointer_to_it_go_once_its_input_changes(page, app_url):
     """A refused run's pointer under Run ("see the message in ...") stayed after the cause was mended."""
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     page.get_by_text("Advanced").click()
-    page.locator("#tree-box textarea").fill("9,9,9,9,9,9")  # (typed at once into a box just drawn, under
-    expect(page.locator("#tree-box textarea")).to_have_value("9,9,9,9,9,9")  # load, its first key was lost)
+    fill_until_kept(page.locator("#tree-box textarea"), "9,9,9,9,9,9")
     page.get_by_text("Advanced").click()  # closed again: the error opens it
     page.click("#run-button")
     expect(page.locator("#tree-error")).to_contain_text("a token tree is 1 to 8 depths", timeout=30_000)
