@@ -154,8 +154,8 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
                                  name=name, marker=dict(color=colour, symbol="circle-open", size=10),
                                  error_y=_range(group), text=[f"per-token acceptance α={m['alpha']:.2f}" for m in group]))
     if k_sweep:
-        fig.add_trace(go.Scatter(x=[r["k"] for r in k_sweep], y=[r["speedup"] or r["speedup_estimate"] for r in k_sweep],
-                                 mode="lines+markers", name="your last K sweep (measured)", error_y=_sweep_ranges(k_sweep),
+        fig.add_trace(go.Scatter(x=[r["k"] for r in k_sweep], y=[r["speedup_estimate"] for r in k_sweep],  # (= the
+                                 mode="lines+markers", name="your last K sweep (measured)", error_y=_range(k_sweep),  # speedup where told)
                                  line=dict(color=MEASURED_COLOUR, dash="dash"),
                                  marker=dict(symbol=["circle" if r["speedup"] else "circle-open" for r in k_sweep], size=9),
                                  text=[f"acceptance {r['acceptance_rate']:.2f}" + ("" if r["speedup"] else ", too noisy for one number")
@@ -202,13 +202,6 @@ def _noisy_groups(untold: list[dict], told_colour: str = COLOURS["bonus"]) -> li
 def _untold(rows: list[dict]) -> list[dict]:
     """Rows measured whose speedup could not be told (too noisy): they have an estimate and a range."""
     return [r for r in rows if r["speedup"] is None and r.get("speedup_estimate") and r.get("speedup_low") is not None]
-
-
-def _sweep_ranges(rows: list[dict]) -> dict:
-    """Each point's interval, or the range it varied over where it could not tell."""
-    centre = [r["speedup"] or r["speedup_estimate"] for r in rows]
-    return dict(type="data", symmetric=False, array=[r["speedup_high"] - c for r, c in zip(rows, centre)],
-                arrayminus=[c - r["speedup_low"] for r, c in zip(rows, centre)])
 
 
 def _range(rows: list[dict]) -> dict:
