@@ -22,7 +22,12 @@ is rounded to the value's dtype before p v, as there. Opt-in: PLAYGROUND_GQA_ATT
 (scripts/gpu_check.py times it against the matrix products, CHUNK at three sizes). On an H200
 (2026-11-27) it was faster alone, over all layers at 4,096 positions (a 7B one-token pass 0.41
 against 0.69 ms, the 0.5B draft step 0.32 against 0.57), and no faster within a compiled round
-(its split kernel 12 us a layer; BENCHMARKS.md "GPU")."""
+(its split kernel 12 us a layer; BENCHMARKS.md "GPU"). Those kernels waited on memory in series: a
+program stepped through its chunk's blocks one by one (each block's mask read, then its keys and
+values, each load waiting for the block before), and the combine read each chunk's statistics in
+turn, twice. Now a chunk's blocks are unrolled with no branch (a block nobody attends masks its key
+and value loads off), so their loads issue together, and the combine reads every chunk's statistics
+in one load; the same arithmetic. Not yet timed on a GPU (gpu_check's attention lines will)."""
 import functools
 import os
 
@@ -66,23 +71,24 @@ def _kernels():
         m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-        for off in range(0, CHUNK, BLOCK_N):
-            cols = chunk * CHUNK + off + tl.arange(0, BLOCK_N)
+        for j in tl.static_range(CHUNK // BLOCK_N):  # unrolled, no branch: every block's loads issue together
+            cols = chunk * CHUNK + j * BLOCK_N + tl.arange(0, BLOCK_N)
             col_ok = cols < length
             allowed = tl.load(MASK + b * sm_b + token[:, None] * sm_n + cols[None, :] * sm_l,
                               mask=row_ok[:, None] & col_ok[None, :], other=0) != 0  # [BLOCK_M, BLOCK_N]
-            if tl.max(tl.max(allowed.to(tl.int32), 1), 0) > 0:  # else no row attends here: nothing read
-                k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + dims[None, :],
-                            mask=col_ok[:, None] & dim_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
-                v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + dims[None, :],
-                            mask=col_ok[:, None] & dim_ok[None, :], other=0.0)  # loaded beside k, not after q k^T
-                scores = tl.where(allowed, tl.dot(q, tl.trans(k)) * scale, -1.0e30)  # [BLOCK_M, BLOCK_N], fp32
-                m_new = tl.maximum(m_i, tl.max(scores, 1))
-                alpha = tl.exp(m_i - m_new)
-                p = tl.where(allowed, tl.exp(scores - m_new[:, None]), 0.0)
-                l_i = l_i * alpha + tl.sum(p, 1)
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-                m_i = m_new
+            hits = tl.max(tl.max(allowed.to(tl.int32), 1), 0)  # no row attends here: nothing read
+            read = col_ok & (tl.full([BLOCK_N], 0, tl.int32) + hits > 0)
+            k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + dims[None, :],
+                        mask=read[:, None] & dim_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
+            v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + dims[None, :],
+                        mask=read[:, None] & dim_ok[None, :], other=0.0)  # loaded beside k, not after q k^T
+            scores = tl.where(allowed, tl.dot(q, tl.trans(k)) * scale, -1.0e30)  # [BLOCK_M, BLOCK_N], fp32
+            m_new = tl.maximum(m_i, tl.max(scores, 1))
+            alpha = tl.exp(m_i - m_new)  # 1 where the block allowed nothing: it changes no sum
+            p = tl.where(allowed, tl.exp(scores - m_new[:, None]), 0.0)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
         part = bh * chunks + chunk
         tl.store(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :], acc,
                  mask=(l_i > 0)[:, None])  # a row that attended nothing here leaves its partial unwritten
@@ -91,22 +97,24 @@ def _kernels():
 
     @triton.jit
     def combine(O, STATS, OUT, so_b, so_h, so_r, heads, ROWS: tl.constexpr, D: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr):
+                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr):
         bh = tl.program_id(0)
         b, h = bh // heads, bh % heads
         rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
-        top = tl.full([BLOCK_M], -1.0e30, tl.float32)
-        for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
-            top = tl.maximum(top, tl.load(STATS + (bh * CHUNKS + c) * 2 * BLOCK_M + rows))
+        chunk = tl.arange(0, BLOCK_C)
+        at = (bh * CHUNKS + chunk)[:, None] * 2 * BLOCK_M + rows[None, :]  # [BLOCK_C, BLOCK_M]
+        c_ok = (chunk < CHUNKS)[:, None]
+        m_c = tl.load(STATS + at, mask=c_ok, other=-1.0e30)  # every chunk's stats in one load each
+        l_c = tl.load(STATS + at + BLOCK_M, mask=c_ok, other=0.0)  # 0 where the row attended nothing there
+        w_c = tl.exp(m_c - tl.max(m_c, 0)[None, :])  # [BLOCK_C, BLOCK_M] each chunk's weight
+        den = tl.sum(w_c * l_c, 0)
         num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-        den = tl.zeros([BLOCK_M], tl.float32)
-        for c in range(0, CHUNKS):
-            part = bh * CHUNKS + c
-            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows) - top)
-            l_c = tl.load(STATS + part * 2 * BLOCK_M + BLOCK_M + rows)  # 0 where the row attended nothing here
-            den += w * l_c
+        for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
+            here = (chunk == c)[:, None]  # chunk c's row of the stats, from registers: no load waits here
+            w, l_one = tl.sum(tl.where(here, w_c, 0.0), 0), tl.sum(tl.where(here, l_c, 0.0), 0)
+            part = bh * CHUNKS + c  # a chunk nobody attended costs no read: its loads are masked off
             num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :],
-                                        mask=(l_c > 0)[:, None], other=0.0)  # read only what was written
+                                        mask=(l_one > 0)[:, None], other=0.0)  # read only what was written
         ok = (rows < ROWS)[:, None] & (dims < D)[None, :]
         out = num / tl.where(den > 0, den, 1.0)[:, None]
         tl.store(OUT + b * so_b + h * so_h + rows[:, None] * so_r + dims[None, :], out.to(OUT.dtype.element_ty), mask=ok)
@@ -135,7 +143,8 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
         mask.stride(0), mask.stride(2), mask.stride(3), heads, n, length, scale,
         ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNK=chunk, BLOCK_N=min(BLOCK_N, chunk))
     combine[(b * heads,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads,
-                          ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks)
+                          ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks,
+                          BLOCK_C=_pow2(chunks, 1))
     return out
 
 
