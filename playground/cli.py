@@ -1,14 +1,14 @@
 """`python -m playground generate|bench|export`: the command-line contract other tools rely on.
 
 Bad input exits with status 2 and one line `error: ...` on stderr, before any model work when the
-input alone shows the mistake."""
+input alone shows the mistake. The session (torch, transformers: seconds to import) is imported by the
+commands, so --help and a mistyped flag answer at once."""
 import dataclasses
 import json
 import pathlib
 import sys
 import warnings
 
-from playground import session
 from playground.cli_args import (build_parser, compiles, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
                                   resolve_models, writable_dir)
 from playground.config import thinks, tree_fields
@@ -16,10 +16,10 @@ from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.metrics import engine_seconds, first_difference
-from playground.measure.speedup import engine_block, measure
 
 
 def cmd_generate(args) -> int:
+    from playground import session
     preset, target, draft = resolve_models(args)
     cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
@@ -61,6 +61,8 @@ def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[
 
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
+    from playground import session
+    from playground.measure.speedup import engine_block, measure
     compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
     if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
         make = engine_block(pair, [prompt_ids], cfg, constraint)
@@ -90,6 +92,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
 
 
 def cmd_bench(args) -> int:
+    from playground import session
     from playground.measure import bench, report
     from playground.measure.sweeps import parse_values
     preset, target, draft = resolve_models(args)
@@ -136,6 +139,7 @@ def cmd_export(args) -> int:
 
 def _settings(args):
     """The page's Settings for the flags: the preset's, each flag given overriding it (loads nothing)."""
+    from playground import session
     from playground.presets import Settings, chosen_constraint
     preset, target, draft = resolve_models(args)
     base = Settings.from_preset(preset) if preset else Settings(preset="", chat=False)
@@ -161,7 +165,6 @@ def _written(write, out_dir: pathlib.Path):
 
 
 def _reseeded(cfg, seed):
-    import dataclasses
     return dataclasses.replace(cfg, seed=seed)
 
 

@@ -4,9 +4,8 @@ import argparse
 import json
 import pathlib
 
-from playground.config import MAX_K, tree_fields
+from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
-from playground.presets import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, compiles_by_default
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -80,6 +79,7 @@ def compiles(args) -> bool:
     """--compile or --no-compile, else the host's default (on with CUDA, off ZeroGPU) unless --device cpu."""
     if args.compile is not None:
         return args.compile
+    from playground.presets import compiles_by_default
     return compiles_by_default() and args.device != "cpu"
 
 

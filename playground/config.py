@@ -4,6 +4,8 @@ from dataclasses import dataclass, field
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS
 
+# the default preset: with a GPU, on a CPU where SmolLM2 loads offline, else (playground.presets)
+GPU_DEFAULT, CPU_DEFAULT, CPU_FALLBACK = "qwen2.5-7b", "smollm2", "demo"
 MAX_K = 16  # the page's slider, the CLI and the API alike
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0  # outside, logits / T overflows or flattens to noise
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds

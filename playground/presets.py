@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import torch
 
+from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT
 from playground.models import loading as models
 from playground.models import packaged
 from playground.models.placement import compiles_by_default, on_zero_gpu
 from playground.errors import PlaygroundError
 
 PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
-GPU_DEFAULT, CPU_DEFAULT, CPU_FALLBACK = "qwen2.5-7b", "smollm2", "demo"
 
 # Tokenizer families: a draft must come from its target's family (checked by the tests, and at load
 # time by comparing the vocabularies themselves).

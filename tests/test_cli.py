@@ -120,3 +120,25 @@ def test_subprocess_has_no_traceback(saved_pair):
                            "ngram", "--prompt-ids", "1,2,oops"], capture_output=True, text=True, env=env)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: --prompt-ids must be comma-separated integers, got '1,2,oops'"]
+
+
+def test_help_and_a_mistyped_flag_answer_before_torch_is_imported():
+    """torch and transformers take seconds to import (7-10 s for `--help` on a 2-core machine): the
+    parser answers without them."""
+    code = """
+import contextlib, io, sys
+from playground.cli import main
+for argv in (["--help"], ["generate", "--help"], ["bench", "--help"], ["export", "--help"], ["generate", "--k", "x"]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)  # a bad flag: status 2, one line
+        except SystemExit as exc:  # help
+            code = exc.code
+    assert code == (2 if argv[-1] == "x" else 0), (argv, code)
+    assert ("--preset" in out.getvalue() or argv[0] == "--help") if code == 0 else "invalid int value" in err.getvalue()
+    assert "torch" not in sys.modules and "transformers" not in sys.modules, argv
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
