@@ -444,13 +444,18 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
     expect(pointer).to_have_count(0)
 
 
-def test_a_phone_shows_the_prompt_and_run_before_the_settings(page, app_url):
+def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_url):
     page.set_viewport_size({"width": 390, "height": 844})
     try:
         page.goto(f"{app_url}?preset=demo")
         expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
-        run = page.locator("#run-button").bounding_box()
-        assert run["y"] + run["height"] < 844 < page.locator("#preset-box").bounding_box()["y"]  # Run on the first screen
+        run, preset = page.locator("#run-button").bounding_box(), page.locator("#preset-box").bounding_box()
+        assert preset["y"] + preset["height"] < page.locator("#prompt-box").bounding_box()["y"]  # the picker first
+        assert run["y"] + run["height"] < 844 < page.locator("#target-box").bounding_box()["y"]  # Run on the first screen
+        assert preset["width"] > 300  # the whole width, as the prompt's
+        page.locator("#preset-box input").click()
+        page.get_by_role("option", name="demo-json").click()  # the picker works where it now sits
+        expect(page.locator("#prompt-box textarea")).to_have_value(re.compile("metadata"), timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "browser-phone.png"))
     finally:
         page.set_viewport_size({"width": 1400, "height": 1600})

@@ -53,8 +53,12 @@ CSS = """
 @keyframes spin { to { transform: rotate(360deg); } }
 #stream > [data-testid=status-tracker].translucent { background: var(--block-background-fill); }  /* loading's
    progress over the stream (its text ran through the placeholder's); not while tokens stream ("generating") */
-@media (max-width: 640px) { #settings-column { order: 1; } }  /* a phone: prompt, Run and output first, the
-   settings (each with its default) below them, not 1,800 px of them before Run */
+@media (max-width: 640px) {  /* a phone: the preset picker, then prompt, Run and output, then the settings (each
+   with its default) below them, not 1,800 px of them before Run; the column's parts join the row to be ordered */
+  #settings-column { display: contents; }
+  #settings-column > * { order: 1; width: 100%; }
+  #settings-column > :has(#preset-box) { order: -1; }
+}
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
 """
