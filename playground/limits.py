@@ -53,6 +53,10 @@ CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `re
 MAX_REQUEST_BYTES = _env_int("PLAYGROUND_MAX_REQUEST_MIB", 8) * 2**20
 SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 128)
 QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)
+# Runs on the device (a run, a sweep, Compare drafts, the API's generate) one address may have queued or
+# running at once: one caller's 32 calls filled the queue and held everyone else off for 32 runs. A
+# page needs 2 (a run and an experiment); people behind one shared address (a classroom's NAT) share it.
+DEVICE_RUNS_PER_CLIENT = max(1, _env_int("PLAYGROUND_DEVICE_RUNS_PER_CLIENT", 3))
 
 
 def at_most(value: int, limit: int, what: str, hint: str = "") -> int:

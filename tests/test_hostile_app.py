@@ -435,3 +435,34 @@ def test_the_calculator_refuses_values_past_its_sliders():
         text, chart = calculator(*args, [])
         assert text.startswith("**Not computed:**") and said in text and chart is None
     assert "tokens per target pass" in calculator(0.7, 4.0, 0.1, [])[0]
+
+
+def test_one_address_holds_at_most_its_share_of_the_device_queue(app_url):
+    """One caller's calls filled the 32-event queue and held everyone else off for 32 runs: past
+    DEVICE_RUNS_PER_CLIENT runs queued or running, its next gets Gradio's "queue full" (503, with the
+    reason), while another address still joins, and the page's own quick events are not counted."""
+    from gradio_client.utils import QueueError
+
+    from playground.limits import DEVICE_RUNS_PER_CLIENT
+    args = ("def f(", "demo", 4, 0.0, 384, 0, "", "", False)
+    flood = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7, 10.0.0.1"})
+    other = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.2"})
+    held = [flood.submit(*args, api_name="/generate") for _ in range(DEVICE_RUNS_PER_CLIENT)]
+    deadline = time.monotonic() + 30
+    while sum(j.status().code.name in ("IN_QUEUE", "PROCESSING", "ITERATING") for j in held) < len(held):
+        assert time.monotonic() < deadline, [j.status().code.name for j in held]
+        time.sleep(0.05)
+    refused = flood.submit(*args, api_name="/generate")
+    with pytest.raises(QueueError):
+        refused.result(timeout=60)
+    fn_index = next(d["id"] for d in flood.config["dependencies"] if d.get("api_name") == "generate")
+    request = urllib.request.Request(
+        urllib.parse.urljoin(app_url, "gradio_api/queue/join"), method="POST",
+        data=json.dumps({"data": list(args), "fn_index": fn_index, "session_hash": "s1"}).encode(),
+        headers={"Content-Type": "application/json", "X-Forwarded-For": "203.0.113.7"})
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(request, timeout=30)
+    assert answer.value.code == 503 and "already has" in answer.value.read().decode()
+    assert other.predict("def g(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")["text"] is not None
+    for job in held:  # each held run was served in its turn
+        assert job.result(timeout=300)["stats"]["generated_tokens"] > 0

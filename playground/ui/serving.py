@@ -10,6 +10,10 @@ with a guard in front of Gradio on every request.
   whose path is a public URL into its cache before the function's own checks: a fetch of any
   address a caller names). Nor is a URL given to Gradio's file route, which fetched it and sent it
   back (an open proxy with no time or size bound).
+- One address has at most DEVICE_RUNS_PER_CLIENT runs on the device queued or running: past them, a
+  join of the queue for the device gets Gradio's own "queue full" answer (503), the others go on.
+  The address is the first of X-Forwarded-For where a proxy sets it (a Space's: the peer is the
+  proxy), else the peer's; a caller who forges that header gets no more than without this bound.
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off."""
@@ -19,7 +23,7 @@ import re
 import anyio
 from starlette.middleware import Middleware
 
-from playground.limits import CONCURRENCY, MAX_REQUEST_BYTES, QUEUE_SIZE, SESSIONS_KEPT
+from playground.limits import CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, QUEUE_SIZE, SESSIONS_KEPT
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
@@ -27,6 +31,8 @@ FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's fi
 # the URL and streamed it back (a public proxy, with no time or size bound); the page's files are local paths
 BODY_METHODS = {"POST", "PUT", "PATCH"}  # the requests whose bodies Gradio reads
 _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
+_joining = anyio.Lock()  # one queue join at a time: two at once would each count the other's caller short
+DEVICE = "device"  # the concurrency_id of the page's and API's runs on the model pair (playground.ui.page)
 
 
 class RequestGuard:
@@ -54,15 +60,61 @@ class RequestGuard:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
         if await names_a_file(body):
             return await refuse(send, 403, f"a file in a call's data is not taken: {NO_FILES}")
-        sent = False
+        if path.rstrip("/").endswith("/queue/join"):
+            async with _joining:
+                if await over_device_share(scope, body):
+                    return await refuse(send, 503, f"this address already has {DEVICE_RUNS_PER_CLIENT} runs queued "
+                                                   "or running; start another once one has ended")
+                return await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, _replay(body, receive), send)
 
-        async def replay():  # the body once, as read; then the client's own messages (a disconnect)
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await self.app(scope, replay, send)
+
+def _replay(body: bytes, receive):
+    """The body once, as read; then the client's own messages (a disconnect)."""
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+    return replay
+
+
+def client_address(headers, peer) -> str:
+    """Who sent a request: X-Forwarded-For's first address when a proxy set it, else the peer's
+    (headers: name -> value, lower-case names; peer: (host, port) or None)."""
+    forwarded = headers.get("x-forwarded-for", "").split(",")[0].strip()
+    return forwarded or (peer[0] if peer else "")
+
+
+async def over_device_share(scope, body: bytes) -> bool:
+    """Whether this join is for the device and its address has DEVICE_RUNS_PER_CLIENT such events
+    queued or running already (read from Gradio's queue; the body is parsed only then)."""
+    blocks = scope["app"].get_blocks()
+    queue = blocks._queue
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    caller = client_address(headers, scope.get("client"))
+    waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
+    running = [e for job in queue.active_jobs if job for e in job]
+    held = sum(e.concurrency_id == DEVICE and client_address(e.request.headers, _peer(e.request)) == caller
+               for e in waiting + running)
+    if held < DEVICE_RUNS_PER_CLIENT:
+        return False
+    fn = blocks.fns.get(await anyio.to_thread.run_sync(_fn_index, body))
+    return fn is not None and fn.concurrency_id == DEVICE
+
+
+def _peer(request):
+    return (request.client.host, request.client.port) if request is not None and request.client else None
+
+
+def _fn_index(body: bytes):
+    try:
+        return json.loads(body).get("fn_index")
+    except (ValueError, AttributeError, RecursionError):
+        return None
 
 
 TOO_LONG = object()
