@@ -18,6 +18,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
 from playground.ui.playground_tab import (IDLE, after_run, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
+from playground.ui.serving import DEVICE
 from playground.ui.share import RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
@@ -259,7 +260,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     # measuring (start_run) and the new run starts once it has (always_last: Gradio defers it till then).
     running = (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")
                .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html, run_status],
-                     api_name="run", concurrency_limit=CONCURRENCY, concurrency_id="device",
+                     api_name="run", concurrency_limit=CONCURRENCY, concurrency_id=DEVICE,
                      show_progress_on=[stream], trigger_mode="always_last"))
     run_status.change(runnable_while_measuring, run_status, run_btn, queue=False, api_visibility="private")
     running.failure(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
@@ -304,7 +305,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         start, stopping = experiment_buttons(name)
         measuring = (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
                      .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY,
-                           concurrency_id="device", show_progress_on=[outputs[0]]))
+                           concurrency_id=DEVICE, show_progress_on=[outputs[0]]))
         measuring_events[name] = measuring
         for step in (measuring.then, measuring.failure):
             step(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
@@ -322,4 +323,4 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                        api_visibility="private")  # a link's notices stay, once read and fixed, until dismissed
     dismiss_notice.click(lambda: "", None, link_notice, queue=False, api_visibility="private")
     calc_from_run.click(from_last_run, history, [calc_a, calc_k, calc_c, calc_text], queue=False, api_visibility="private")
-    gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id="device")
+    gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id=DEVICE)

@@ -32,7 +32,7 @@ FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's fi
 BODY_METHODS = {"POST", "PUT", "PATCH"}  # the requests whose bodies Gradio reads
 _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
 _joining = anyio.Lock()  # one queue join at a time: two at once would each count the other's caller short
-DEVICE = "device"  # the concurrency_id of the page's and API's runs on the model pair (playground.ui.page)
+DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
 
 
 class RequestGuard:
