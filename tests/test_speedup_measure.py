@@ -192,3 +192,23 @@ def test_stop_also_ends_the_target_alones_tail(monkeypatch):
     block = engine_block(None, [[1, 2]], session.settings(k=K, max_new_tokens=200), warm=False,
                          should_stop=lambda: asked.append(1) or len(asked) > 20)()
     assert block.spec.tokens == 6 and block.base.tokens < 20  # not all 200 rounds of the target alone
+
+
+def test_a_ratio_beyond_what_its_passes_allow_is_not_told():
+    """The target alone slowed 4x by other load (say) gave 9x at 3 tokens a pass: no round can save
+    more passes than it has, so it is no number, after measuring again, and the reason says why."""
+    clock, made = FakeClock(), []
+
+    def block():
+        base = clock.run(120, 1, 0)
+        for e in base:  # every pass of the target alone 4x slower
+            e.target_s *= 4
+            if isinstance(e, Round):
+                e.wall_s *= 4
+        made.append(Block(Timed(), Timed()))
+        made[-1].add(clock.run(40, 3, K), base)
+        return made[-1]
+    sp = measure(block)
+    assert len(made) == MAX_BLOCKS and sp.speedup is None and sp.side == "" and sp.verdict == "cannot tell"
+    assert sp.estimate > 8 and "lies wholly above 3.00x, the most its target passes allow" in sp.reason
+    assert measure(lambda: fake_block(FakeClock())).speedup < 3  # the same runs at even load: told, within it

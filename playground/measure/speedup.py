@@ -11,8 +11,12 @@ caller does between rounds (rendering, streaming) never counts.
              seed); several blocks: that, widened to the range of the blocks' own estimates
     verdict  an interval wider than TOLERANCE (high / low), fewer than MIN_TOKENS tokens or fewer than
              MIN_ROUNDS rounds on a side (a bootstrap over one round has no width: an output the
-             constraint forced whole is one round): measure another block, up to MAX_BLOCKS; still
-             wide: no number, and the reason says why
+             constraint forced whole is one round), or an interval wholly above the most the passes
+             allow: measure another block, up to MAX_BLOCKS; still so: no number, and the reason says why
+    bound    R <= (spec tokens per target pass) / (target-alone tokens per target pass): a verify pass
+             reads the same weights as a pass of the target alone and is at least as wide, and a
+             round adds the draft's time, so no round can beat the passes it saves. A whole interval
+             above it is the machine's load hitting the target alone harder, not speculation.
 
 Callers with opaque runs (bench's transformers rows) build their blocks from `Timed` parts
 themselves: a whole run is then one part."""
@@ -117,6 +121,10 @@ def estimate(blocks: list[Block]) -> Speedup:
         # target alone can have fewer than its speculation)
     elif rounds < MIN_ROUNDS:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
+    elif low > (bound := most_possible(blocks)):
+        reason = (f"its {low:.2f}-{high:.2f}x lies wholly above {bound:.2f}x, the most its target passes allow "
+                  f"(a verify pass costs at least a pass of the target alone): the machine's other load slowed the "
+                  "target alone more")
     elif not low or high / low > TOLERANCE:
         spread = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurements" if len(blocks) > 1
                   else f"its 95% interval, {low:.2f}-{high:.2f}x, from one interleaved measurement")  # (its rounds resampled)
@@ -124,6 +132,17 @@ def estimate(blocks: list[Block]) -> Speedup:
         side = "faster" if low > 1 else "slower" if high < 1 else ""
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
                    _rate(spec), _rate(base), side)
+
+
+def most_possible(blocks: list[Block]) -> float:
+    """The bound above: (spec tokens / target passes) / (target-alone tokens / target passes), rounds
+    pooled over blocks; infinite where a side has no rounds (whole runs timed as one part)."""
+    def per_pass(runs) -> float:
+        rounds = [e for events in runs for e in events if isinstance(e, Round)]
+        passes = sum(e.target_passes for e in rounds)
+        return sum(len(e.committed) for e in rounds) / passes if passes else 0.0
+    spec, base = per_pass(r for b in blocks for r in b.spec_runs), per_pass(r for b in blocks for r in b.base_runs)
+    return spec / base if spec and base else float("inf")
 
 
 def fewest_rounds(blocks: list[Block]) -> int:
