@@ -437,32 +437,47 @@ def test_the_calculator_refuses_values_past_its_sliders():
     assert "tokens per target pass" in calculator(0.7, 4.0, 0.1, [])[0]
 
 
-def test_one_address_holds_at_most_its_share_of_the_device_queue(app_url):
+def _join(app_url, fn_index: int, data: list, address: str) -> tuple[int, str]:
+    """A raw join of the queue from `address` -> (status, body)."""
+    request = urllib.request.Request(
+        urllib.parse.urljoin(app_url, "gradio_api/queue/join"), method="POST",
+        data=json.dumps({"data": data, "fn_index": fn_index, "session_hash": f"s-{address}"}).encode(),
+        headers={"Content-Type": "application/json", "X-Forwarded-For": address})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
+
+
+def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     """One caller's calls filled the 32-event queue and held everyone else off for 32 runs: past
-    DEVICE_RUNS_PER_CLIENT runs queued or running, its next gets Gradio's "queue full" (503, with the
-    reason), while another address still joins, and the page's own quick events are not counted."""
+    DEVICE_RUNS_PER_CLIENT runs on the device queued or running (or QUEUED_PER_CLIENT events of any
+    kind), its next join gets Gradio's "queue full" (503, with the reason), while another address
+    still joins and is served, and the held runs finish in their turn."""
     from gradio_client.utils import QueueError
 
     from playground.limits import DEVICE_RUNS_PER_CLIENT
+    from playground.ui import serving
     args = ("def f(", "demo", 4, 0.0, 384, 0, "", "", False)
     flood = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7, 10.0.0.1"})
     other = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.2"})
+    fn = {d.get("api_name"): d["id"] for d in flood.config["dependencies"]}
     held = [flood.submit(*args, api_name="/generate") for _ in range(DEVICE_RUNS_PER_CLIENT)]
     deadline = time.monotonic() + 30
     while sum(j.status().code.name in ("IN_QUEUE", "PROCESSING", "ITERATING") for j in held) < len(held):
         assert time.monotonic() < deadline, [j.status().code.name for j in held]
         time.sleep(0.05)
-    refused = flood.submit(*args, api_name="/generate")
     with pytest.raises(QueueError):
-        refused.result(timeout=60)
-    fn_index = next(d["id"] for d in flood.config["dependencies"] if d.get("api_name") == "generate")
-    request = urllib.request.Request(
-        urllib.parse.urljoin(app_url, "gradio_api/queue/join"), method="POST",
-        data=json.dumps({"data": list(args), "fn_index": fn_index, "session_hash": "s1"}).encode(),
-        headers={"Content-Type": "application/json", "X-Forwarded-For": "203.0.113.7"})
-    with pytest.raises(urllib.error.HTTPError) as answer:
-        urllib.request.urlopen(request, timeout=30)
-    assert answer.value.code == 503 and "already has" in answer.value.read().decode()
+        flood.submit(*args, api_name="/generate").result(timeout=60)
+    status, text = _join(app_url, fn["generate"], list(args), "203.0.113.7")
+    assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text
+    assert _join(app_url, fn["share_link"], [], "203.0.113.7")[0] == 200  # not a run: under its own share
+    monkeypatch.setattr(serving, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, now reached
+    status, text = _join(app_url, fn["share_link"], [], "203.0.113.7")
+    assert status == 503 and "events queued or running" in text
+    assert _join(app_url, fn["share_link"], [], "198.51.100.9")[0] == 200  # another address joins
+    monkeypatch.undo()
     assert other.predict("def g(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")["text"] is not None
     for job in held:  # each held run was served in its turn
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0

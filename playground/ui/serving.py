@@ -10,8 +10,9 @@ with a guard in front of Gradio on every request.
   whose path is a public URL into its cache before the function's own checks: a fetch of any
   address a caller names). Nor is a URL given to Gradio's file route, which fetched it and sent it
   back (an open proxy with no time or size bound).
-- One address has at most DEVICE_RUNS_PER_CLIENT runs on the device queued or running: past them, a
-  join of the queue for the device gets Gradio's own "queue full" answer (503), the others go on.
+- One address has at most DEVICE_RUNS_PER_CLIENT runs on the device queued or running, and at most
+  QUEUED_PER_CLIENT events of any kind (a quarter of the queue): past them, its join of the queue
+  gets Gradio's own "queue full" answer (503), the others go on.
   The address is the first of X-Forwarded-For where a proxy sets it (a Space's: the peer is the
   proxy), else the peer's; a caller who forges that header gets no more than without this bound.
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
@@ -23,7 +24,8 @@ import re
 import anyio
 from starlette.middleware import Middleware
 
-from playground.limits import CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, QUEUE_SIZE, SESSIONS_KEPT
+from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, QUEUE_SIZE, QUEUED_PER_CLIENT,
+                               SESSIONS_KEPT)
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
@@ -62,9 +64,10 @@ class RequestGuard:
             return await refuse(send, 403, f"a file in a call's data is not taken: {NO_FILES}")
         if path.rstrip("/").endswith("/queue/join"):
             async with _joining:
-                if await over_device_share(scope, body):
-                    return await refuse(send, 503, f"this address already has {DEVICE_RUNS_PER_CLIENT} runs queued "
-                                                   "or running; start another once one has ended")
+                held = await over_share(scope, body)
+                if held:
+                    return await refuse(send, 503, f"this address already has {held} queued or running; start "
+                                                   "another once one has ended")
                 return await self.app(scope, _replay(body, receive), send)
         await self.app(scope, _replay(body, receive), send)
 
@@ -89,21 +92,23 @@ def client_address(headers, peer) -> str:
     return forwarded or (peer[0] if peer else "")
 
 
-async def over_device_share(scope, body: bytes) -> bool:
-    """Whether this join is for the device and its address has DEVICE_RUNS_PER_CLIENT such events
-    queued or running already (read from Gradio's queue; the body is parsed only then)."""
+async def over_share(scope, body: bytes) -> str:
+    """What this join's address holds already where that is its share (read from Gradio's queue;
+    the body is parsed only for a join that may be for the device), else ""."""
     blocks = scope["app"].get_blocks()
     queue = blocks._queue
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
     caller = client_address(headers, scope.get("client"))
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
-    held = sum(e.concurrency_id == DEVICE and client_address(e.request.headers, _peer(e.request)) == caller
-               for e in waiting + running)
-    if held < DEVICE_RUNS_PER_CLIENT:
-        return False
+    mine = [e for e in waiting + running if client_address(e.request.headers, _peer(e.request)) == caller]
+    if len(mine) >= QUEUED_PER_CLIENT:
+        return f"{len(mine)} events"
+    runs = sum(e.concurrency_id == DEVICE for e in mine)
+    if runs < DEVICE_RUNS_PER_CLIENT:
+        return ""
     fn = blocks.fns.get(await anyio.to_thread.run_sync(_fn_index, body))
-    return fn is not None and fn.concurrency_id == DEVICE
+    return f"{runs} runs on the device" if fn is not None and fn.concurrency_id == DEVICE else ""
 
 
 def _peer(request):
