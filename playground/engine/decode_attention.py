@@ -5,7 +5,8 @@ cache positions some row may attend (flash-decoding: the cache split in chunks, 
 The folded attention (playground.engine.attention) otherwise runs as two matrix products over the
 cache's whole capacity behind a mask: 4,096 positions (or up to 32,768) read and multiplied every
 pass however short the context, in three kernels (q k^T, softmax, p v). Here a chunk's blocks whose
-mask rows are all False are skipped before any key is read, so a pass costs what its context costs.
+mask rows are all False read no key or value, so a pass reads what its context holds (those blocks'
+products still run, on zeros).
 
     query [b, Hkv, R, d]   R = g * n folded rows: row r is query head kv * g + r // n, token r % n
     key, value [b, Hkv, L, d]
@@ -26,8 +27,9 @@ against 0.69 ms, the 0.5B draft step 0.32 against 0.57), and no faster within a 
 program stepped through its chunk's blocks one by one (each block's mask read, then its keys and
 values, each load waiting for the block before), and the combine read each chunk's statistics in
 turn, twice. Now a chunk's blocks are unrolled with no branch (a block nobody attends masks its key
-and value loads off), so their loads issue together, and the combine reads every chunk's statistics
-in one load; the same arithmetic. Not yet timed on a GPU (gpu_check's attention lines will)."""
+and value loads off), so their loads issue together, and the combine takes the maximum and the sum
+over all chunks from one load of their statistics (then one pass over the chunks, as before); the same
+sums, the denominator's in another order. Not yet timed on a GPU (gpu_check's attention lines will)."""
 import functools
 import os
 
@@ -104,15 +106,15 @@ def _kernels():
         chunk = tl.arange(0, BLOCK_C)
         at = (bh * CHUNKS + chunk)[:, None] * 2 * BLOCK_M + rows[None, :]  # [BLOCK_C, BLOCK_M]
         c_ok = (chunk < CHUNKS)[:, None]
-        m_c = tl.load(STATS + at, mask=c_ok, other=-1.0e30)  # every chunk's stats in one load each
+        m_c = tl.load(STATS + at, mask=c_ok, other=-1.0e30)  # the maximum and sum over all chunks: one load each
         l_c = tl.load(STATS + at + BLOCK_M, mask=c_ok, other=0.0)  # 0 where the row attended nothing there
-        w_c = tl.exp(m_c - tl.max(m_c, 0)[None, :])  # [BLOCK_C, BLOCK_M] each chunk's weight
-        den = tl.sum(w_c * l_c, 0)
+        top = tl.max(m_c, 0)  # [BLOCK_M]
+        den = tl.sum(tl.exp(m_c - top[None, :]) * l_c, 0)
         num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
         for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
-            here = (chunk == c)[:, None]  # chunk c's row of the stats, from registers: no load waits here
-            w, l_one = tl.sum(tl.where(here, w_c, 0.0), 0), tl.sum(tl.where(here, l_c, 0.0), 0)
-            part = bh * CHUNKS + c  # a chunk nobody attended costs no read: its loads are masked off
+            part = bh * CHUNKS + c  # a chunk nobody attended costs no read of its partial: masked off
+            l_one = tl.load(STATS + part * 2 * BLOCK_M + BLOCK_M + rows)
+            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows) - top)
             num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :],
                                         mask=(l_one > 0)[:, None], other=0.0)  # read only what was written
         ok = (rows < ROWS)[:, None] & (dims < D)[None, :]
