@@ -437,12 +437,13 @@ def test_the_calculator_refuses_values_past_its_sliders():
     assert "tokens per target pass" in calculator(0.7, 4.0, 0.1, [])[0]
 
 
-def _join(app_url, fn_index: int, data: list, address: str) -> tuple[int, str]:
-    """A raw join of the queue from `address` -> (status, body)."""
-    request = urllib.request.Request(
-        urllib.parse.urljoin(app_url, "gradio_api/queue/join"), method="POST",
-        data=json.dumps({"data": data, "fn_index": fn_index, "session_hash": f"s-{address}"}).encode(),
-        headers={"Content-Type": "application/json", "X-Forwarded-For": address})
+def _join(app_url, fn_index: int, data: list, address: str, route: str = "queue/join") -> tuple[int, str]:
+    """A raw join of the queue from `address` (through the local proxy the test server's peer is)
+    -> (status, body)."""
+    body = {"data": data, "fn_index": fn_index, "session_hash": f"s-{address}"}
+    request = urllib.request.Request(urllib.parse.urljoin(app_url, f"gradio_api/{route}"), method="POST",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "X-Forwarded-For": address})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status, answer.read().decode()
@@ -453,8 +454,8 @@ def _join(app_url, fn_index: int, data: list, address: str) -> tuple[int, str]:
 def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     """One caller's calls filled the 32-event queue and held everyone else off for 32 runs: past
     DEVICE_RUNS_PER_CLIENT runs on the device queued or running (or QUEUED_PER_CLIENT events of any
-    kind), its next join gets Gradio's "queue full" (503, with the reason), while another address
-    still joins and is served, and the held runs finish in their turn."""
+    kind), its next join, by either of Gradio's routes, gets Gradio's "queue full" (503, with the
+    reason), while another address still joins and is served, and the held runs finish in turn."""
     from gradio_client.utils import QueueError
 
     from playground.limits import DEVICE_RUNS_PER_CLIENT
@@ -470,14 +471,27 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
         time.sleep(0.05)
     with pytest.raises(QueueError):
         flood.submit(*args, api_name="/generate").result(timeout=60)
-    status, text = _join(app_url, fn["generate"], list(args), "203.0.113.7")
-    assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text
-    assert _join(app_url, fn["share_link"], [], "203.0.113.7")[0] == 200  # not a run: under its own share
-    monkeypatch.setattr(serving, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, now reached
+    for route, index in (("queue/join", fn["generate"]), ("queue/join", str(fn["generate"])), ("call/generate", None),
+                         ("call/v2/generate", None), ("queue/join", fn["share_link"])):  # any join, by any route
+        status, text = _join(app_url, index, list(args), "203.0.113.7", route)
+        assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
+    monkeypatch.setattr(serving, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
     status, text = _join(app_url, fn["share_link"], [], "203.0.113.7")
-    assert status == 503 and "events queued or running" in text
+    assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} events queued or running" in text
     assert _join(app_url, fn["share_link"], [], "198.51.100.9")[0] == 200  # another address joins
     monkeypatch.undo()
     assert other.predict("def g(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")["text"] is not None
     for job in held:  # each held run was served in its turn
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
+
+
+def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():
+    from starlette.datastructures import Headers
+
+    from playground.ui.serving import client_address
+    forwarded = Headers({"X-Forwarded-For": "203.0.113.7, 10.0.0.1"})
+    assert client_address(forwarded, ("10.16.3.80", 5000)) == "203.0.113.7"  # a Space's proxy: the caller it names
+    assert client_address(forwarded, ("127.0.0.1", 5000)) == "203.0.113.7"  # a local nginx
+    assert client_address(forwarded, ("93.184.216.34", 5000)) == "93.184.216.34"  # a caller naming someone else
+    assert client_address(Headers({}), ("10.16.3.80", 5000)) == "10.16.3.80"
+    assert client_address(Headers({}), None) == ""

@@ -10,18 +10,25 @@ with a guard in front of Gradio on every request.
   whose path is a public URL into its cache before the function's own checks: a fetch of any
   address a caller names). Nor is a URL given to Gradio's file route, which fetched it and sent it
   back (an open proxy with no time or size bound).
-- One address has at most DEVICE_RUNS_PER_CLIENT runs on the device queued or running, and at most
-  QUEUED_PER_CLIENT events of any kind (a quarter of the queue): past them, its join of the queue
-  gets Gradio's own "queue full" answer (503), the others go on.
-  The address is the first of X-Forwarded-For where a proxy sets it (a Space's: the peer is the
-  proxy), else the peer's; a caller who forges that header gets no more than without this bound.
+- One address holds at most DEVICE_RUNS_PER_CLIENT runs on the device and QUEUED_PER_CLIENT events
+  of any kind (a quarter of the queue), queued, running or joining: past either, its next join of
+  the queue (/queue/join, or /call/<name>, which joins it too) is refused with the status of Gradio's
+  own "queue full" (503; Gradio's clients show their own words for it), the others go on. A page
+  held at most 2 events, 1 on the device, at any join of the browser tests (331 joins).
+  The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
+  a Space's proxy, a local nginx) the first of X-Forwarded-For. The first, not the last: a proxy that
+  passes on what the caller sent lets a forger look like another address, which gives him only what
+  he had without this bound; the last may be an inner proxy's, which would put every visitor under one.
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off."""
+import collections
+import ipaddress
 import json
 import re
 
 import anyio
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, QUEUE_SIZE, QUEUED_PER_CLIENT,
@@ -33,7 +40,9 @@ FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's fi
 # the URL and streamed it back (a public proxy, with no time or size bound); the page's files are local paths
 BODY_METHODS = {"POST", "PUT", "PATCH"}  # the requests whose bodies Gradio reads
 _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
-_joining = anyio.Lock()  # one queue join at a time: two at once would each count the other's caller short
+JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that put an event in the queue
+_joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
+_pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
 DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
 
 
@@ -62,14 +71,22 @@ class RequestGuard:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
         if await names_a_file(body):
             return await refuse(send, 403, f"a file in a call's data is not taken: {NO_FILES}")
-        if path.rstrip("/").endswith("/queue/join"):
-            async with _joining:
-                held = await over_share(scope, body)
-                if held:
-                    return await refuse(send, 503, f"this address already has {held} queued or running; start "
-                                                   "another once one has ended")
-                return await self.app(scope, _replay(body, receive), send)
-        await self.app(scope, _replay(body, receive), send)
+        if not JOINS.search(path):
+            return await self.app(scope, _replay(body, receive), send)
+        caller = client_address(Headers(scope=scope), scope.get("client"))
+        async with _joining:
+            held = share_taken(scope["app"].get_blocks()._queue, caller)
+            if not held:
+                _pending[caller] += 1
+        if held:
+            return await refuse(send, 503, f"this address already has {held} queued or running; start another "
+                                           "once one has ended")
+        try:
+            await self.app(scope, _replay(body, receive), send)
+        finally:
+            _pending[caller] -= 1
+            if not _pending[caller]:
+                del _pending[caller]
 
 
 def _replay(body: bytes, receive):
@@ -86,40 +103,31 @@ def _replay(body: bytes, receive):
 
 
 def client_address(headers, peer) -> str:
-    """Who sent a request: X-Forwarded-For's first address when a proxy set it, else the peer's
-    (headers: name -> value, lower-case names; peer: (host, port) or None)."""
-    forwarded = headers.get("x-forwarded-for", "").split(",")[0].strip()
-    return forwarded or (peer[0] if peer else "")
+    """Who sent a request (headers: Starlette's; peer: (host, port) or None): see the module's words."""
+    host = peer[0] if peer else ""
+    try:
+        proxied = ipaddress.ip_address(host).is_private or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # no address (a test client's name)
+        proxied = False
+    forwarded = headers.get("x-forwarded-for", "").split(",")[0].strip() if proxied else ""
+    return forwarded or host
 
 
-async def over_share(scope, body: bytes) -> str:
-    """What this join's address holds already where that is its share (read from Gradio's queue;
-    the body is parsed only for a join that may be for the device), else ""."""
-    blocks = scope["app"].get_blocks()
-    queue = blocks._queue
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    caller = client_address(headers, scope.get("client"))
+def share_taken(queue, caller: str) -> str:
+    """What `caller` holds in Gradio's queue (waiting, running, or joining now) where that is its
+    whole share, else ""."""
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
     mine = [e for e in waiting + running if client_address(e.request.headers, _peer(e.request)) == caller]
-    if len(mine) >= QUEUED_PER_CLIENT:
-        return f"{len(mine)} events"
-    runs = sum(e.concurrency_id == DEVICE for e in mine)
-    if runs < DEVICE_RUNS_PER_CLIENT:
-        return ""
-    fn = blocks.fns.get(await anyio.to_thread.run_sync(_fn_index, body))
-    return f"{runs} runs on the device" if fn is not None and fn.concurrency_id == DEVICE else ""
+    joining = _pending[caller]  # unknown functions: counted as runs on the device too
+    if len(mine) + joining >= QUEUED_PER_CLIENT:
+        return f"{len(mine) + joining} events"
+    runs = sum(e.concurrency_id == DEVICE for e in mine) + joining
+    return f"{runs} runs on the device" if runs >= DEVICE_RUNS_PER_CLIENT else ""
 
 
 def _peer(request):
-    return (request.client.host, request.client.port) if request is not None and request.client else None
-
-
-def _fn_index(body: bytes):
-    try:
-        return json.loads(body).get("fn_index")
-    except (ValueError, AttributeError, RecursionError):
-        return None
+    return (request.client.host, request.client.port) if request.client else None
 
 
 TOO_LONG = object()
