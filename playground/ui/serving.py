@@ -48,7 +48,8 @@ DEVICE = "device"  # the concurrency_id of every run on the model pair: the page
 
 class RequestGuard:
     """ASGI middleware: 413 for a body over `max_bytes` (declared, or sent in chunks without a
-    length), 403 for a route that takes files or fetches a URL, or a body that names a file."""
+    length), 403 for a route that takes files or fetches a URL, or a body that names a file, 503 for
+    a join of the queue past its address's share."""
 
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
