@@ -55,7 +55,8 @@ SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 128)
 QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)
 # Runs on the device (a run, a sweep, Compare drafts, the API's generate) one address may have queued or
 # running at once: one caller's 32 calls filled the queue and held everyone else off for 32 runs. A
-# page needs 2 (a run and an experiment); people behind one shared address (a classroom's NAT) share it.
+# page held at most 1 at any join of the browser tests; people behind one shared address (a classroom's
+# NAT) share it.
 DEVICE_RUNS_PER_CLIENT = max(1, _env_int("PLAYGROUND_DEVICE_RUNS_PER_CLIENT", 3))
 # Queued events of any kind one address may hold (constraint checks compile for up to COMPILE_SECONDS
 # each): a quarter of the queue. The browser tests' pages held at most 2 at once.

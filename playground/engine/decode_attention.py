@@ -79,7 +79,8 @@ def _kernels():
             allowed = tl.load(MASK + b * sm_b + token[:, None] * sm_n + cols[None, :] * sm_l,
                               mask=row_ok[:, None] & col_ok[None, :], other=0) != 0  # [BLOCK_M, BLOCK_N]
             hits = tl.max(tl.max(allowed.to(tl.int32), 1), 0)  # no row attends here: nothing read
-            read = col_ok & (tl.full([BLOCK_N], 0, tl.int32) + hits > 0)
+            read = col_ok & (tl.full([BLOCK_N], 0, tl.int32) + hits > 0)  # broadcast first: the interpreter
+            # refused a mask made with a scalar ("mask has unsupported dtype")
             k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + dims[None, :],
                         mask=read[:, None] & dim_ok[None, :], other=0.0)  # [BLOCK_N, BLOCK_D]
             v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + dims[None, :],
