@@ -13,10 +13,11 @@
          (both predict the last token again: acceptance 1, every product still full size).
 - joined: the real pair again with each layer's q/k/v and gate/up projections joined into one
          product each (playground.models.fused_projections, what session.load_pair does on a GPU
-         unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh.
+         unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh (by layer, as
+         CUDA does by default; whole models with PLAYGROUND_REGIONAL_COMPILE=0).
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
          PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
-- regional: the joined pair compiled by layer (playground.engine.layer_regions,
+- regional: the joined pair compiled by layer (playground.engine.layer_regions, CUDA's default,
          PLAYGROUND_REGIONAL_COMPILE=1: each decoder layer's code compiled once, not once per layer), run
          as `--only joined` in a process of its own whose inductor and Triton caches start empty: its
          compile seconds are a fresh machine's.
@@ -39,8 +40,8 @@ use; PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no fol
 through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written. Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
-since cold compiles of the 7B pair take minutes and a call has 10: `--only regional,whole` first (about 8
-min: the joined pair cold by layer, then cold whole, each with its rows), then `--only tests` (about 3 min); `triton`,
+since cold compiles of the 7B pair take minutes and a call has 10: `--only tests,triton` next (about 7
+min); `regional,whole` (about 8 min: the joined pair cold by layer, then cold whole, each with its rows),
 `joined`, `cli,demo` and `real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
@@ -540,7 +541,7 @@ def main(argv=None) -> dict:
     shapes = (SMALL_TARGET, SMALL_DRAFT) if args.rehearse else (QWEN25_7B, QWEN25_05B)
     report = {"device": (platform.processor() or "cpu") if args.rehearse else torch.cuda.get_device_name(),
               "torch": torch.__version__, "transformers": transformers.__version__, "rehearsal": args.rehearse,
-              "gqa_attention": attention.WAY, "regional_compile": layer_regions.ON,
+              "gqa_attention": attention.WAY, "regional_compile": layer_regions.by_layer_on(torch.device(device)),
               "copy_bytes_per_s": copy_bandwidth(device)}
     print(f"{report['device']}, torch {torch.__version__}, transformers {transformers.__version__}: copy "
           f"{report['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + written)", flush=True)

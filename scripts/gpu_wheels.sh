@@ -6,11 +6,11 @@
 # `bash scripts/gpu_wheels.sh --restore` once the GPU calls are done (never commit while they are out).
 # Then, on the device, one section per call (each fits its 10 minutes), carry [".whl"]:
 #   set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only regional,whole --out $OUT 2>&1 | tee $OUT/gpu_check.log
-# with `--only regional,whole` first (about 8 min on a fresh H200: the joined pair compiled by layer, then as
-# whole models, each in a process whose compile caches start empty, each with its rows), then at once
-# `--only tests` (about 3 min: the gpu tests). Both fit 15 minutes of device time (2026-11-27: a start took
-# about 36 s; `--only triton,gemv` 455 s; `regional` 190 s to its acceptance-1 half).
+#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only tests,triton --out $OUT 2>&1 | tee $OUT/gpu_check.log
+# with `--only tests,triton` next (about 7 min: the gpu tests with compiling by layer the default, then one
+# pass's attention through Triton beside the matrix products and the joined pair's rows through it).
+# 2026-11-27 on an H200: a start about 36 s; `--only triton,gemv` 455 s; `--only regional,whole` 457 s;
+# `--only tests` 170 s (benchmarks/gpu-check-2026-11-27-h200-regional/).
 # On 2026-11-26 `--only real` took 3 to 3.5 min and `--only tests,cli,demo` 3 min on an H200
 # (benchmarks/gpu-check-2026-11-26-h200/).
 set -euo pipefail

@@ -54,11 +54,12 @@ def test_a_second_prompt_compiles_nothing(cuda_pair, tokenizer):
     assert set(cuda_pair.programs) == made
 
 
-def test_rounds_compiled_by_layer_are_captured_and_exact(tokenizer, monkeypatch):
-    """PLAYGROUND_REGIONAL_COMPILE=1 (playground.engine.layer_regions): one compiled body per layer class,
-    called per layer inside the captured rounds."""
+@pytest.mark.parametrize("setting", ["", "0"])
+def test_rounds_compiled_by_layer_or_whole_are_captured_and_exact(setting, tokenizer, monkeypatch):
+    """On CUDA models compile by layer by default (playground.engine.layer_regions: one compiled body
+    per layer class, called per layer inside the captured rounds); PLAYGROUND_REGIONAL_COMPILE=0 whole."""
     from playground.engine import layer_regions
-    monkeypatch.setattr(layer_regions, "ON", True)
+    monkeypatch.setattr(layer_regions, "SETTING", setting)
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), layers=3, seed=11, eos_id=tokenizer.eos_token_id).cuda()
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3).cuda(), tokenizer, eos_ids=[])
     prompt = tokenizer(PROMPT).input_ids
@@ -66,7 +67,8 @@ def test_rounds_compiled_by_layer_are_captured_and_exact(tokenizer, monkeypatch)
     spec = session.run(pair, prompt, cfg)
     assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
     assert 0 < spec.stats["accepted"] < spec.stats["proposed"]
-    assert all("forward" in layer.__dict__ for m in (pair.target, pair.draft) for layer in m.model.layers)
+    by_layer = [("forward" in layer.__dict__) for m in (pair.target, pair.draft) for layer in m.model.layers]
+    assert by_layer == [setting != "0"] * len(by_layer)
     assert pair.programs and all(p.capture for p in pair.programs.values())
 
 

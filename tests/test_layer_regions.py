@@ -1,4 +1,4 @@
-"""Decoder layers compiled as one region (playground.engine.layer_regions, PLAYGROUND_REGIONAL_COMPILE=1):
+"""Decoder layers compiled as one region (playground.engine.layer_regions; on CUDA by default):
 every layer's trace is the same body, kept once and called per layer; eager calls are unchanged; compiled
 passes keep greedy speculation identical to transformers' greedy decoding. Real torch.compile, tiny models."""
 import pytest
@@ -60,7 +60,7 @@ def test_a_layer_with_a_hooked_forward_is_left_alone():
 @pytest.mark.parametrize("fused", [False, True])
 def test_greedy_identity_compiled_by_layer(fused, tokenizer, monkeypatch):
     """Per-pass graphs (a CPU's path) and whole rounds as programs (a GPU's) compiled by layer."""
-    monkeypatch.setattr(layer_regions, "ON", True)
+    monkeypatch.setattr(layer_regions, "SETTING", "1")
     if fused:
         monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), layers=3, seed=11, eos_id=tokenizer.eos_token_id)
@@ -73,3 +73,11 @@ def test_greedy_identity_compiled_by_layer(fused, tokenizer, monkeypatch):
     assert result.token_ids == expected and result.stats["accepted"] > 0
     assert session.run(pair, prompt, cfg, speculative=False).token_ids == expected
     assert all("forward" in layer.__dict__ for m in (target, draft) for layer in m.model.layers)  # compiled by layer
+
+
+def test_by_layer_on_cuda_by_default_and_as_the_setting_says(monkeypatch):
+    """Unset: by layer on CUDA (half the cold compile on an H200), whole on a CPU (keeps its C++ wrapper)."""
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+    for setting, expected in [("", (True, False)), ("1", (True, True)), ("0", (False, False)), ("yes", (True, False))]:
+        monkeypatch.setattr(layer_regions, "SETTING", setting)
+        assert (layer_regions.by_layer_on(cuda), layer_regions.by_layer_on(cpu)) == expected, setting

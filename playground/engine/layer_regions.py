@@ -1,4 +1,4 @@
-"""Compile a model's decoder layers once instead of once per layer (PLAYGROUND_REGIONAL_COMPILE=1).
+"""Compile a model's decoder layers once instead of once per layer (on CUDA by default).
 
 A compiled pass is one graph of the whole model, so torch.compile lowers and generates code for
 every layer although they are the same program on other weights: a cold compile of the
@@ -15,17 +15,29 @@ on a static cache, inductor's Python wrapper in both, each compile with empty ca
 each): torch 2.13, 72.1 and 72.0 s whole, 29.0 and 28.6 s by layer; torch 2.11 (the lent GPU's),
 75.5 and 70.6 s whole, 48.7 (beside other work) and 40.0 s by layer; the same logits; a one-token pass 4-13% slower
 by layer on that CPU, where Python calls each layer's body (a GPU replays the round's kernels from
-a CUDA graph). On an H200 (2026-11-27, empty caches): the joined Qwen2.5-7B/0.5B-shaped pair
-compiled in 85.7 s by layer against 147-156 s for whole-model compiles in other calls, with 31
-kernels more a verify pass (545) and 26 more a draft step; the target alone 5.15 ms a token against 4.95 whole in another call.
-Opt-in until one call times both cold (scripts/gpu_check.py `--only regional,whole`). A CPU compiling by layer drops inductor's
-C++ wrapper, which cannot call a region (torch 2.13)."""
+a CUDA graph). On an H200, by layer a verify pass of the joined
+Qwen2.5-7B/0.5B-shaped pair is 545 kernels against 514, a draft step 381 against 355.
+Timed cold, one process after the other in one call (H200, 2026-11-27,
+benchmarks/gpu-check-2026-11-27-h200-regional/): 81.7 s by layer against 156.5 s whole (speculative
+passes 52.4 against 99.7 s, the schedule's 12.0 against 27.6, the one-token target alone 17.3 against
+29.2); at acceptance 1 speculation made 450.0 tok/s by layer against 456.5 whole (1.4% less; a
+draft step 1.43 against 1.39 ms), the target alone 5.25 against 5.21 ms a token, 2.37x both. Half
+the first run's wait for about 1% of speed: by layer on CUDA by default. A CPU compiles whole by default: by
+layer it drops inductor's C++ wrapper, which cannot call a region (torch 2.13), and its one-token pass
+was 4-13% slower. PLAYGROUND_REGIONAL_COMPILE=1 compiles by layer on every device, =0 on none."""
 import os
 import types
 
 import torch
 
-ON = os.environ.get("PLAYGROUND_REGIONAL_COMPILE") == "1"
+SETTING = os.environ.get("PLAYGROUND_REGIONAL_COMPILE", "")  # "1": every device, "0": none, else CUDA only
+
+
+def by_layer_on(device: torch.device) -> bool:
+    """Whether models on this device compile by layer (the module docstring has the measurements)."""
+    if SETTING in ("0", "1"):
+        return SETTING == "1"
+    return device.type == "cuda"
 REGIONS: dict[type, object] = {}  # one region per layer class, shared by every model of that class
 
 

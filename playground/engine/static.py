@@ -78,7 +78,7 @@ def compiled_forward(model: torch.nn.Module):
         if folds_on(model.device):  # before the first compile: no copy of the cache per query head
             fold_grouped_heads(model)
         allow_recompiles()
-        by_layer = layer_regions.ON and layer_regions.mark_layer_regions(model) > 0
+        by_layer = layer_regions.by_layer_on(model.device) and layer_regions.mark_layer_regions(model) > 0
         options = {"guard_filter_fn": guards_on_arguments}
         if model.device.type == "cpu" and not by_layer:  # a C++ wrapper calls the kernels without a Python line
             options["cpp_wrapper"] = True  # per op (-6% a demo round); it cannot call a layer's region

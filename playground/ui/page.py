@@ -81,7 +81,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         value=DEFAULT.compile, label="Compiled passes (static KV cache, torch.compile)",
                         info="The target's verify pass (and on a GPU the draft's step) runs compiled; on by default "
                              "with a GPU (not on ZeroGPU). The first run with a model, k and context size compiles "
-                             "first: about 2 minutes for the 7B preset on an H200 (a GPU host compiles its default preset's "
+                             "first: about 1.5 minutes for the 7B preset on an H200 (a GPU host compiles its default preset's "
                              "before serving the page), about 20 s a pass on a 2-core CPU.")
                     tree = gr.Textbox(value=DEFAULT.tree, label="Token tree (children per depth, e.g. 1,2,1,1; dynamic: 4,4,4,4/16; +3: a prompt-lookup branch)",
                                       elem_id="tree-box", placeholder="empty: a chain of k drafts",

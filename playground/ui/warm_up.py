@@ -1,7 +1,7 @@
 """Warming up before the page is served: the default preset's pair is loaded, and on a host that
 compiles by default (a GPU, not ZeroGPU) what its default run needs is compiled and captured
 (speculation and the target alone beside it), before the first visitor comes, who would otherwise
-wait for it: the 7B preset's cold compile took about 2 minutes on an H200 (BENCHMARKS.md); on a CPU,
+wait for it: the 7B preset's cold compile took 82 s on an H200 (BENCHMARKS.md); on a CPU,
 SmolLM2's target is converted from its GGUF file on a fresh machine, 30 s (1.6 s in a later
 process). A GPU's static caches hold GPU_CAPACITY positions whatever the prompt, so later prompts
 compile nothing. A failure is logged and the page starts anyway: the run that meets it says why.
