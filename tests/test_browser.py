@@ -135,7 +135,7 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
 def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=12")
     page.get_by_role("tab", name="Experiments").click()
-    page.get_by_label("Values").fill("1,2,3")
+    fill_until_kept(page.get_by_label("Values"), "1,2,3")  # under load the sweep ran the default values: typed ones overwritten
     expect(page.locator("#sweep-stop")).to_be_disabled()
     expect(page.locator("#sweep-csv")).to_be_hidden()  # nothing to download yet
     page.get_by_role("button", name="Run sweep").click()
@@ -154,7 +154,7 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
 def test_stop_ends_a_sweep_where_it_is(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
     page.get_by_role("tab", name="Experiments").click()
-    page.get_by_label("Values").fill("1,2,3")
+    fill_until_kept(page.get_by_label("Values"), "1,2,3")
     page.get_by_role("button", name="Run sweep").click()
     stop = page.locator("#sweep-stop")
     expect(stop).to_be_enabled(timeout=30_000)
@@ -203,7 +203,7 @@ def test_an_experiment_link_opens_on_its_tab_and_its_share_link_goes_with_a_chan
     expect(box).to_be_visible(timeout=15_000)
     shared = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(box.locator("textarea").input_value()).query))
     assert shared == {k: v for k, v in dict(urllib.parse.parse_qsl(query)).items()}  # what it opened with, no more
-    page.get_by_label("Values").fill("0,1")
+    fill_until_kept(page.get_by_label("Values"), "0,1")
     expect(box).to_be_hidden(timeout=15_000)  # the link no longer says what the tab shows
     assert error_labels(page) == 0
 
@@ -405,7 +405,7 @@ def test_a_sections_message_and_the_pointer_to_it_go_once_its_input_changes(page
     page.get_by_role("option", name="regex: ISO date").click()  # a fix made by picking an example
     expect(page.locator(".badge-ok").get_by_text("looks fine")).to_be_visible(timeout=30_000)
     expect(page.locator("#run-pointer")).to_have_count(0, timeout=10_000)
-    page.locator("#prompt-box textarea").fill("   ")
+    fill_until_kept(page.locator("#prompt-box textarea"), "   ")
     page.click("#run-button")
     expect(page.locator("#prompt-error")).to_have_text("the prompt is empty", timeout=30_000)
     page.locator("#prompt-box textarea").press_sequentially("Hi")
