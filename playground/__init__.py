@@ -2,7 +2,11 @@
 
 Public API (two names): `load_pair` gives a ready target/draft pair, `generate` streams one run.
 """
+from playground.cpu_isa import hold_below_amx
+
 __all__ = ["generate", "load_pair"]
+
+hold_below_amx()  # before torch's first CPU product (see cpu_isa)
 
 
 def __getattr__(name: str):

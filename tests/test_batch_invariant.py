@@ -2,11 +2,13 @@
 half-precision CPU model is made batch-invariant, so a pass of k+1 tokens gives bitwise the logits
 of one-token passes and greedy speculation stays the target alone (the real SmolLM2 case is in
 test_smollm2)."""
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from playground import session
+from playground import cpu_isa, session
 from playground.models import loading as models
 from playground.models import placement
 from playground.models import packed_linear
@@ -33,15 +35,54 @@ def test_cpu_dtype_follows_size_and_native_bf16(monkeypatch):
     assert placement.default_dtype(torch.device("cuda"), small) == torch.bfloat16
 
 
-def test_bfloat16_attends_eagerly_only_where_the_cpu_multiplies_it(monkeypatch):
-    """Eager attention's rows were invariant with native bfloat16 only: with AVX2 alone greedy
-    SmolLM2 speculation left the target at token 66 (test_smollm2's trees in bfloat16 catch it there)."""
+AVX512_BF16 = frozenset({"avx2", "avx512f", "avx512_bf16"})
+AMX = AVX512_BF16 | {"amx_bf16", "amx_tile"}
+
+
+@pytest.mark.parametrize("flags, limit, attention", [
+    (AVX512_BF16, None, ATTENTION),
+    (AMX, "AVX512_CORE_BF16", ATTENTION),  # playground.cpu_isa's limit
+    (AMX, None, ROW_INVARIANT), (AMX, "AVX512_CORE_AMX", ROW_INVARIANT),  # AMX allowed: its rows differed
+    (frozenset({"avx2"}), None, ROW_INVARIANT)])
+def test_bfloat16_attends_eagerly_only_where_its_rows_were_measured_invariant(flags, limit, attention, monkeypatch):
+    """Eager attention's rows were invariant with AVX512-BF16 only: with AVX2 alone greedy SmolLM2
+    speculation left the target at token 66, with AMX allowed at token 16 (test_smollm2's scan of
+    context lengths and its trees in bfloat16 catch them there)."""
     cpu = torch.device("cpu")
-    monkeypatch.setattr(placement, "native_bf16", lambda: True)
-    assert placement.attention_for(cpu, torch.bfloat16, 0) == {"attn_implementation": ATTENTION}
-    monkeypatch.setattr(placement, "native_bf16", lambda: False)
-    assert placement.attention_for(cpu, torch.bfloat16, 0) == {"attn_implementation": ROW_INVARIANT}
+    monkeypatch.setattr(placement, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: flags)
+    if limit is None:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", limit)
+    assert placement.native_bf16() == ("avx512_bf16" in flags)
+    assert placement.attention_for(cpu, torch.bfloat16, 0) == {"attn_implementation": attention}
     assert placement.attention_for(cpu, torch.float16, 0) == {"attn_implementation": ROW_INVARIANT}
+
+
+def test_onednn_is_held_below_amx_unless_the_user_set_a_limit(monkeypatch):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: AVX512_BF16)
+    cpu_isa.hold_below_amx()
+    assert "ONEDNN_MAX_CPU_ISA" not in os.environ  # nothing to hold
+    monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: AMX)
+    assert cpu_isa.amx_allowed()
+    cpu_isa.hold_below_amx()
+    assert os.environ["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16" and not cpu_isa.amx_allowed()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_amx")
+    cpu_isa.hold_below_amx()
+    assert os.environ["ONEDNN_MAX_CPU_ISA"] == "avx512_core_amx" and cpu_isa.amx_allowed()  # the user's kept
+
+
+def test_playground_holds_onednn_at_import_on_this_cpu():
+    """In a fresh interpreter, as the app and the CLI start: set before torch multiplies anything."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
+    code = "import os, playground; print(os.environ.get('ONEDNN_MAX_CPU_ISA', ''))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    flags = cpu_isa.cpu_flags()
+    assert out == ("AVX512_CORE_BF16" if {"amx_bf16", "avx512_bf16"} <= flags else "")
 
 
 @pytest.mark.parametrize("shape", [(48,), (1, 48), (1, 1, 48), (1, 5, 48), (3, 48)])
@@ -60,8 +101,8 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     target, draft = saved_pair
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.bfloat16)
     for model in (pair.target, pair.draft):
-        assert model.dtype == torch.bfloat16  # eager attention's rows are invariant with native bfloat16 only
-        assert model.config._attn_implementation == (ATTENTION if placement.native_bf16() else ROW_INVARIANT)
+        assert model.dtype == torch.bfloat16  # eager attention's rows were invariant with AVX512-BF16 only
+        assert model.config._attn_implementation == (ATTENTION if placement.eager_rows_invariant() else ROW_INVARIANT)
         assert model.playground_batch_invariant
         packed = [packed_linear.ATTR in m.__dict__ for m in model.modules() if isinstance(m, torch.nn.Linear)]
         assert packed and all(p == placement.native_bf16() for p in packed)  # packed where exactness was checked

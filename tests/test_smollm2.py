@@ -72,6 +72,25 @@ def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
         assert session.run(bf16, ids, session.settings(k=k, max_new_tokens=48)).token_ids == alone
 
 
+def test_bfloat16_verify_passes_agree_at_every_short_context(pair):
+    """A 4-token pass after each context of 1 to 44 positions gives bitwise the logits of four
+    one-token passes. On a CPU with AMX, eager bfloat16 attention did not after 12-14, 16-19 and
+    36-39 positions (the preset's prompt is 37 tokens): such a CPU attends row by row (placement)."""
+    bf16 = models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu", dtype=torch.bfloat16)
+    ids = torch.randint(100, 40_000, (48,), generator=torch.Generator().manual_seed(1))
+    runner = session.runners(bf16, 48, session.settings(k=3), speculative=False)[0]
+    runner.reset()
+    ones = torch.cat([runner.forward(ids[i:i + 1]) for i in range(48)])  # [48, V]: position i's logits
+    differing = []
+    for context in range(1, 45):
+        runner.crop(context)
+        if not torch.equal(runner.forward(ids[context:context + 4]), ones[context:context + 4]):
+            differing.append(context)
+        runner.crop(context)
+        runner.forward(ids[context:context + 1])  # the cache the reference had: one-token passes' keys
+    assert differing == []
+
+
 def test_feature_draft_is_exact_and_distilled(pair):
     """The draft that reads the target's features: greedy speculation is the target alone in
     bfloat16, and it guesses far better than chance."""

@@ -12,7 +12,9 @@ one-row linear computed as two identical rows, keeping the first. On a CPU with 
 emulated; 2-core AMD EPYC, torch 2.13) the products still agree but the eager attention's rows do
 not: greedy speculation on SmolLM2 differed from the target alone at token 66 of a held-out prompt,
 chains and trees alike, and matched it with the row-invariant attention below (placement.attention_for
-picks that there).
+picks that there). Nor with AMX (2-core Intel Xeon, torch 2.13: oneDNN's AMX products sum a row's
+keys in an order that follows the key count; greedy SmolLM2 left the target alone at token 16):
+playground.cpu_isa holds oneDNN below AMX, where the eager rows agree again.
 
 What it costs: with unpacked weights, little: a bfloat16 pass of 1 to 5 tokens costs about the
 same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row products were
@@ -39,9 +41,9 @@ from transformers.models.llama.modeling_llama import eager_attention_forward, re
 
 from playground.models.packed_linear import ATTR, linear
 
-ATTENTION = "playground_eager"  # bfloat16 on CPUs with it natively: eager attention (rows do not depend on the query
-# count there), a tree's rows alone
-ROW_INVARIANT = "playground_row_invariant"  # float32, and bfloat16 where emulated: the same, by explicit reductions (below)
+ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
+# depend on the query count there, placement.eager_rows_invariant), a tree's rows alone
+ROW_INVARIANT = "playground_row_invariant"  # float32, and bfloat16 elsewhere: the same, by explicit reductions (below)
 
 
 def row_invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):

@@ -10,6 +10,7 @@ import shutil
 import torch
 
 from playground.errors import PlaygroundError
+from playground.cpu_isa import amx_allowed, cpu_flags
 from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT
 
 
@@ -56,12 +57,15 @@ def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
 
 def native_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX; Linux's CPU flags)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+
+
+def eager_rows_invariant() -> bool:
+    """Whether bfloat16 eager attention gives a query the same row whatever the pass's width on this
+    CPU (see batch_invariant): measured so with AVX512-BF16 (2-core AMD EPYC, torch 2.13; a 2-core
+    Intel Xeon with AMX too, with oneDNN held below AMX as playground.cpu_isa does: with AMX its rows
+    were not). Not with AVX2 alone (bfloat16 emulated)."""
+    return "avx512_bf16" in cpu_flags() and not amx_allowed()
 
 
 def free_memory(device: torch.device) -> int:
@@ -102,11 +106,11 @@ def fastest_decode_threads(model) -> int | None:
 
 def attention_for(device: torch.device, dtype: torch.dtype, need_bytes: int) -> dict:
     """The attention batch_invariant needs (see there) for half precision on a CPU (the eager one for
-    bfloat16 where the CPU multiplies it natively, else the row-invariant one), and for float32
-    models past SMALL_MODEL on a CPU (smaller ones, like the demo pair, keep transformers' choice and
+    bfloat16 where its rows were measured invariant, see eager_rows_invariant; else the row-invariant
+    one), and for float32 models past SMALL_MODEL on a CPU (smaller ones, like the demo pair, keep transformers' choice and
     may run compiled); else transformers' choice."""
     if device.type == "cpu" and dtype in (torch.bfloat16, torch.float16):
-        eager = dtype == torch.bfloat16 and native_bf16()  # its rows measured invariant there only
+        eager = dtype == torch.bfloat16 and eager_rows_invariant()
         return {"attn_implementation": BATCH_INVARIANT_ATTENTION if eager else BATCH_INVARIANT_ROW_INVARIANT}
     if device.type == "cpu" and dtype == torch.float32 and need_bytes > 4 * SMALL_MODEL:
         return {"attn_implementation": BATCH_INVARIANT_ROW_INVARIANT}
