@@ -9,14 +9,14 @@ left the target alone at its 16th token (the 68th and 85th on two other prompts)
 eager attention agreed at every context scanned, as on AVX512-BF16 CPUs without AMX. The default
 preset, k=3, 128 tokens, three prompts twice in each of two processes: 1.29x and 1.35x the target
 alone (medians), identical, against 1.04x and 1.07x with the row-by-row attention that AMX would
-need instead (placement picks it where a user's ONEDNN_MAX_CPU_ISA allows AMX; that limit is kept).
+need instead (placement picks it where a user's own limit allows AMX; a user's limit is kept).
 What the limit costs there: a pass of 1 or 4 tokens after 150 took 45-47 ms against 39-46 with
 AMX, a 500-token prompt pass 768-787 ms against 253-299 (two processes each)."""
 import os
 
 BELOW_AMX = "AVX512_CORE_BF16"
-NO_AMX_LIMITS = {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI",
-                 "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX10_1_512"}  # oneDNN's names for ISAs without AMX
+WITHOUT_BF16 = {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"}  # oneDNN's
+WITHOUT_AMX = WITHOUT_BF16 | {"AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX10_1_512"}  # names of ISAs without them
 
 
 def cpu_flags() -> frozenset[str]:
@@ -28,14 +28,24 @@ def cpu_flags() -> frozenset[str]:
         return frozenset()
 
 
+def user_limit() -> str:
+    """The limit oneDNN reads (ONEDNN_MAX_CPU_ISA, else the older DNNL_MAX_CPU_ISA), upper-cased; "" if none."""
+    return (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").upper()
+
+
 def hold_below_amx() -> None:
-    """On a CPU with AMX and AVX512-BF16, limit oneDNN to AVX512-BF16 unless the user set a limit."""
+    """On a CPU with AMX and AVX512-BF16, limit oneDNN to AVX512-BF16 unless a limit is set."""
     flags = cpu_flags()
-    if "amx_bf16" in flags and "avx512_bf16" in flags:
-        os.environ.setdefault("ONEDNN_MAX_CPU_ISA", BELOW_AMX)
+    if "amx_bf16" in flags and "avx512_bf16" in flags and not user_limit():
+        os.environ["ONEDNN_MAX_CPU_ISA"] = BELOW_AMX
 
 
 def amx_allowed() -> bool:
-    """Whether oneDNN may multiply with AMX here: the CPU has it and no limit below it was set (a
-    limit set after torch's first CPU product would not hold; playground sets its own at import)."""
-    return "amx_bf16" in cpu_flags() and os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() not in NO_AMX_LIMITS
+    """Whether oneDNN may multiply with AMX here: the CPU has it and no limit below it is set (a limit
+    set after torch's first CPU product would not hold; playground sets its own at import)."""
+    return "amx_bf16" in cpu_flags() and user_limit() not in WITHOUT_AMX
+
+
+def bf16_allowed() -> bool:
+    """Whether oneDNN's limit leaves it bfloat16 dot products (where the CPU has them)."""
+    return user_limit() not in WITHOUT_BF16

@@ -13,8 +13,9 @@
          (both predict the last token again: acceptance 1, every product still full size).
 - joined: the real pair again with each layer's q/k/v and gate/up projections joined into one
          product each (playground.models.fused_projections, what session.load_pair does on a GPU
-         unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh (by layer, as
-         CUDA does by default; whole models with PLAYGROUND_REGIONAL_COMPILE=0).
+         unless PLAYGROUND_FUSE_PROJECTIONS=0): fewer kernels a pass; compiles afresh. Every CUDA
+         section compiles by layer, CUDA's default since 2026-11-27 (whole models with
+         PLAYGROUND_REGIONAL_COMPILE=0).
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
          PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
 - regional: the joined pair compiled by layer (playground.engine.layer_regions, CUDA's default,

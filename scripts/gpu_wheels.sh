@@ -10,7 +10,7 @@
 # with `--only tests,triton` next (about 7 min: the gpu tests with compiling by layer the default, then one
 # pass's attention through Triton beside the matrix products and the joined pair's rows through it).
 # 2026-11-27 on an H200: a start about 36 s; `--only triton,gemv` 455 s; `--only regional,whole` 457 s;
-# `--only tests` 170 s (benchmarks/gpu-check-2026-11-27-h200-regional/).
+# `--only tests` 170 s, 134 s of it in pytest (benchmarks/gpu-check-2026-11-27-h200-regional/).
 # On 2026-11-26 `--only real` took 3 to 3.5 min and `--only tests,cli,demo` 3 min on an H200
 # (benchmarks/gpu-check-2026-11-26-h200/).
 set -euo pipefail

@@ -39,29 +39,35 @@ AVX512_BF16 = frozenset({"avx2", "avx512f", "avx512_bf16"})
 AMX = AVX512_BF16 | {"amx_bf16", "amx_tile"}
 
 
-@pytest.mark.parametrize("flags, limit, attention", [
-    (AVX512_BF16, None, ATTENTION),
-    (AMX, "AVX512_CORE_BF16", ATTENTION),  # playground.cpu_isa's limit
-    (AMX, None, ROW_INVARIANT), (AMX, "AVX512_CORE_AMX", ROW_INVARIANT),  # AMX allowed: its rows differed
-    (frozenset({"avx2"}), None, ROW_INVARIANT)])
-def test_bfloat16_attends_eagerly_only_where_its_rows_were_measured_invariant(flags, limit, attention, monkeypatch):
+@pytest.mark.parametrize("flags, limit, native, attention", [
+    (AVX512_BF16, None, True, ATTENTION),
+    (AMX, "AVX512_CORE_BF16", True, ATTENTION),  # playground.cpu_isa's limit
+    (AMX, "avx512_core_bf16", True, ATTENTION),  # oneDNN reads it in any case
+    (AMX, None, True, ROW_INVARIANT), (AMX, "AVX512_CORE_AMX", True, ROW_INVARIANT),  # AMX allowed: its rows differed
+    (AVX512_BF16, "AVX2", False, None),  # bfloat16 emulated under that limit: float32 by default
+    (frozenset({"avx2"}), None, False, ROW_INVARIANT)])
+def test_bfloat16_attends_eagerly_only_where_its_rows_were_measured_invariant(flags, limit, native, attention,
+                                                                              monkeypatch):
     """Eager attention's rows were invariant with AVX512-BF16 only: with AVX2 alone greedy SmolLM2
     speculation left the target at token 66, with AMX allowed at token 16 (test_smollm2's scan of
     context lengths and its trees in bfloat16 catch them there)."""
     cpu = torch.device("cpu")
     monkeypatch.setattr(placement, "cpu_flags", lambda: flags)
     monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: flags)
-    if limit is None:
-        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
-    else:
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    if limit is not None:
         monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", limit)
-    assert placement.native_bf16() == ("avx512_bf16" in flags)
-    assert placement.attention_for(cpu, torch.bfloat16, 0) == {"attn_implementation": attention}
+    monkeypatch.delenv("PLAYGROUND_CPU_DTYPE", raising=False)
+    assert placement.native_bf16() == native
+    assert placement.default_dtype(cpu, 4 * placement.SMALL_MODEL + 1) == (torch.bfloat16 if native else torch.float32)
+    assert placement.attention_for(cpu, torch.bfloat16, 0) == {"attn_implementation": attention or ROW_INVARIANT}
     assert placement.attention_for(cpu, torch.float16, 0) == {"attn_implementation": ROW_INVARIANT}
 
 
 def test_onednn_is_held_below_amx_unless_the_user_set_a_limit(monkeypatch):
-    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: AVX512_BF16)
     cpu_isa.hold_below_amx()
     assert "ONEDNN_MAX_CPU_ISA" not in os.environ  # nothing to hold
@@ -72,15 +78,21 @@ def test_onednn_is_held_below_amx_unless_the_user_set_a_limit(monkeypatch):
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_amx")
     cpu_isa.hold_below_amx()
     assert os.environ["ONEDNN_MAX_CPU_ISA"] == "avx512_core_amx" and cpu_isa.amx_allowed()  # the user's kept
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    monkeypatch.setenv("DNNL_MAX_CPU_ISA", "ALL")  # oneDNN's older name
+    cpu_isa.hold_below_amx()
+    assert "ONEDNN_MAX_CPU_ISA" not in os.environ and cpu_isa.amx_allowed()
 
 
 def test_playground_holds_onednn_at_import_on_this_cpu():
     """In a fresh interpreter, as the app and the CLI start: set before torch multiplies anything."""
+    import pathlib
     import subprocess
     import sys
-    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
+    env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")}
     code = "import os, playground; print(os.environ.get('ONEDNN_MAX_CPU_ISA', ''))"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=pathlib.Path(__file__).parents[1]).stdout.strip()
     flags = cpu_isa.cpu_flags()
     assert out == ("AVX512_CORE_BF16" if {"amx_bf16", "avx512_bf16"} <= flags else "")
 

@@ -13,7 +13,7 @@ a layer and the norm that starts the next become two kernels instead of one).
 Measured on a CPU (2-core AMD EPYC; a 24-layer, 256-wide random Qwen2, passes of 1 and 5 tokens
 on a static cache, inductor's Python wrapper in both, each compile with empty caches, two runs
 each): torch 2.13, 72.1 and 72.0 s whole, 29.0 and 28.6 s by layer; torch 2.11 (the lent GPU's),
-75.5 and 70.6 s whole, 48.7 (beside other work) and 40.0 s by layer; the same logits; a one-token pass 4-13% slower
+75.5 and 70.6 s whole, 48.7 (beside other work) and 40.0 s by layer; the same logits; a one-token pass 4-14% slower
 by layer on that CPU, where Python calls each layer's body (a GPU replays the round's kernels from
 a CUDA graph). On an H200, by layer a verify pass of the joined
 Qwen2.5-7B/0.5B-shaped pair is 545 kernels against 514, a draft step 381 against 355.
@@ -24,7 +24,7 @@ passes 52.4 against 99.7 s, the schedule's 12.0 against 27.6, the one-token targ
 draft step 1.43 against 1.39 ms), the target alone 5.25 against 5.21 ms a token, 2.37x both. Half
 the first run's wait for about 1% of speed: by layer on CUDA by default. A CPU compiles whole by default: by
 layer it drops inductor's C++ wrapper, which cannot call a region (torch 2.13), and its one-token pass
-was 4-13% slower. PLAYGROUND_REGIONAL_COMPILE=1 compiles by layer on every device, =0 on none."""
+was 4-14% slower. PLAYGROUND_REGIONAL_COMPILE=1 compiles by layer on every device, =0 on none."""
 import os
 import types
 
@@ -38,6 +38,8 @@ def by_layer_on(device: torch.device) -> bool:
     if SETTING in ("0", "1"):
         return SETTING == "1"
     return device.type == "cuda"
+
+
 REGIONS: dict[type, object] = {}  # one region per layer class, shared by every model of that class
 
 

@@ -10,7 +10,7 @@ import shutil
 import torch
 
 from playground.errors import PlaygroundError
-from playground.cpu_isa import amx_allowed, cpu_flags
+from playground.cpu_isa import amx_allowed, bf16_allowed, cpu_flags
 from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT
 
 
@@ -56,8 +56,9 @@ def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
 
 
 def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX; Linux's CPU flags)."""
-    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX; Linux's CPU flags), oneDNN's
+    limit allowing it (ONEDNN_MAX_CPU_ISA=AVX2 emulates bfloat16 there)."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags()) and bf16_allowed()
 
 
 def eager_rows_invariant() -> bool:
@@ -65,7 +66,7 @@ def eager_rows_invariant() -> bool:
     CPU (see batch_invariant): measured so with AVX512-BF16 (2-core AMD EPYC, torch 2.13; a 2-core
     Intel Xeon with AMX too, with oneDNN held below AMX as playground.cpu_isa does: with AMX its rows
     were not). Not with AVX2 alone (bfloat16 emulated)."""
-    return "avx512_bf16" in cpu_flags() and not amx_allowed()
+    return "avx512_bf16" in cpu_flags() and bf16_allowed() and not amx_allowed()
 
 
 def free_memory(device: torch.device) -> int:
