@@ -5,12 +5,12 @@ any product runs, and oneDNN reads its limit once, at its first product.
 Measured on a 2-core Intel Xeon with AMX (torch 2.13, oneDNN 3.12): its AMX products summed a
 row of 40 keys and of 41 (the last weighted zero, as a verify pass masks it) in other orders, so a
 verify pass of k+1 tokens did not give one-token passes' logits, and greedy speculation on SmolLM2
-left the target alone at its 16th token (the 68th and 85th on two other prompts). Held to AVX512-BF16 the same
-eager attention agreed at every context scanned, as on AVX512-BF16 CPUs without AMX. The default
-preset, k=3, 128 tokens, three prompts twice in each of two processes: 1.29x and 1.35x the target
-alone (medians), identical, against 1.04x and 1.07x with the row-by-row attention that AMX would
-need instead (placement picks it where a user's own limit allows AMX; a user's limit is kept).
-What the limit costs there: a pass of 1 or 4 tokens after 150 took 45-47 ms against 39-46 with
+left the target alone at its 16th token (the 68th and 85th on two other prompts). Held to
+AVX512-BF16, the same eager attention agreed at every context scanned, as on AVX512-BF16 CPUs
+without AMX. The default preset, k=3, 128 tokens, three prompts twice in each of two processes:
+1.29x and 1.35x the target alone (medians), identical, against 1.04x and 1.07x with the row-by-row
+attention that AMX would need instead (placement picks it where a user's own limit allows AMX; a
+user's limit is kept). What the limit costs there: a pass of 1 or 4 tokens after 150 took 45-47 ms against 39-46 with
 AMX, a 500-token prompt pass 768-787 ms against 253-299 (two processes each)."""
 import os
 

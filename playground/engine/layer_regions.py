@@ -15,9 +15,8 @@ on a static cache, inductor's Python wrapper in both, each compile with empty ca
 each): torch 2.13, 72.1 and 72.0 s whole, 29.0 and 28.6 s by layer; torch 2.11 (the lent GPU's),
 75.5 and 70.6 s whole, 48.7 (beside other work) and 40.0 s by layer; the same logits; a one-token pass 4-14% slower
 by layer on that CPU, where Python calls each layer's body (a GPU replays the round's kernels from
-a CUDA graph). On an H200, by layer a verify pass of the joined
-Qwen2.5-7B/0.5B-shaped pair is 545 kernels against 514, a draft step 381 against 355.
-Timed cold, one process after the other in one call (H200, 2026-11-27,
+a CUDA graph). On an H200, by layer a verify pass of the joined Qwen2.5-7B/0.5B-shaped pair is
+545 kernels against 514, a draft step 381 against 355. Timed cold, one process after the other in one call (H200, 2026-11-27,
 benchmarks/gpu-check-2026-11-27-h200-regional/): 81.7 s by layer against 156.5 s whole (speculative
 passes 52.4 against 99.7 s, the schedule's 12.0 against 27.6, the one-token target alone 17.3 against
 29.2); at acceptance 1 speculation made 450.0 tok/s by layer against 456.5 whole (1.4% less; a
