@@ -107,7 +107,8 @@ def client_address(headers, peer) -> str:
     """Who sent a request (headers: Starlette's; peer: (host, port) or None): see the module's words."""
     host = peer[0] if peer else ""
     try:
-        proxied = ipaddress.ip_address(host).is_private or ipaddress.ip_address(host).is_loopback
+        ip = ipaddress.ip_address(host)
+        proxied = ip.is_private or ip.is_loopback
     except ValueError:  # no address (a test client's name)
         proxied = False
     forwarded = headers.get("x-forwarded-for", "").split(",")[0].strip() if proxied else ""
