@@ -12,6 +12,7 @@ from playground import cpu_isa, session
 from playground.models import loading as models
 from playground.models import placement
 from playground.models import packed_linear
+from playground.models import batch_invariant
 from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, two_row_linear
 from playground.engine.runner import ModelRunner
 from playground.engine.static import StaticRunner
@@ -159,6 +160,43 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch):
     alone = session.run(pair, prompt, session.settings(k=2, max_new_tokens=40), speculative=False).token_ids
     for k in (1, 3):
         assert session.run(pair, prompt, session.settings(k=k, max_new_tokens=40)).token_ids == alone
+    models.CACHE.entries.clear()
+
+
+def test_a_runs_first_pass_attends_in_one_batch_and_greedy_stays_exact(saved_pair, monkeypatch):
+    """The row-invariant attention takes a run's first pass (ModelRunner.prefill) in one batch: each
+    layer once, rows equal to row-by-row ones up to rounding; every later pass row by row. Greedy
+    speculation, chains and a tree, stays the target alone at every prompt length, a one-token
+    prompt (no such pass) included: both runs start with the very same pass."""
+    monkeypatch.setattr(placement, "SMALL_MODEL", 1000)
+    target, draft = saved_pair
+    models.CACHE.entries.clear()
+    pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.float32)
+    model = pair.target
+    assert model.config._attn_implementation == ROW_INVARIANT
+    batched = []
+    one_batch = batch_invariant.batched_causal_attention
+    monkeypatch.setattr(batch_invariant, "batched_causal_attention", lambda *a: batched.append(a[1].shape) or one_batch(*a))
+    ids = torch.arange(3, 43)
+    with torch.inference_mode():
+        runner = ModelRunner(model, pair.vocab)
+        first = runner.prefill(ids)  # [1, V]
+        assert len(batched) == model.config.num_hidden_layers and batched[0][-2] == 40  # [B, H, 40 queries, d]
+        runner.forward(ids[:4], keep=4)
+        assert len(batched) == model.config.num_hidden_layers  # a later pass: row by row
+        by_rows = ModelRunner(model, pair.vocab).forward(ids, keep=1)  # no prompt_pass: row by row
+    torch.testing.assert_close(first, by_rows, rtol=1e-5, atol=1e-5)
+    prompt = session.encode_prompt(pair, "def parse(text):\n    return [int(x) for x in text.split()]\n")
+    layers = model.config.num_hidden_layers, pair.draft.config.num_hidden_layers
+    for n in (1, 2, 6, len(prompt)):
+        batched.clear()
+        alone = session.run(pair, prompt[:n], session.settings(k=2, max_new_tokens=30), speculative=False).token_ids
+        assert [shape[-2] for shape in batched] == [n - 1] * layers[0] * (n > 1)  # the target's first pass only
+        for cfg in (session.settings(k=1, max_new_tokens=30), session.settings(k=4, max_new_tokens=30),
+                    session.settings(k=3, max_new_tokens=30, tree=(2, 2))):
+            batched.clear()
+            assert session.run(pair, prompt[:n], cfg).token_ids == alone, (n, cfg)
+            assert [shape[-2] for shape in batched] == [n - 1] * sum(layers) * (n > 1)  # the same pass, then the draft's
     models.CACHE.entries.clear()
 
 

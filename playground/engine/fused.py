@@ -181,8 +181,7 @@ class FusedProposer:
         self.seq = list(prompt)
         if self.draft is None:
             return 0
-        self.draft.reset()
-        self.draft.forward(torch.tensor(prompt[:-1], device=self.draft.device), keep=1)
+        self.draft.prefill(torch.tensor(prompt[:-1], device=self.draft.device))
         self.fed = len(prompt) - 1
         return 1
 

@@ -47,7 +47,7 @@ class DraftModelProposer:
         self.seq = list(prompt)
         if len(prompt) < 2:
             return 0
-        self.runner.forward(self._ids(prompt[:-1]), keep=1)
+        self.runner.prefill(self._ids(prompt[:-1]))
         return 1
 
     def propose(self, k: int, ctx: DraftContext) -> Proposal:

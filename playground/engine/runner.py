@@ -4,7 +4,7 @@ import contextlib
 
 import torch
 from playground.engine.cache import GrowingLayer, keep_slots, new_cache
-from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, tree_batches
+from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, prompt_pass, tree_batches
 
 
 DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
@@ -51,6 +51,14 @@ class ModelRunner:
 
     def reset(self) -> None:
         self.cache.reset()
+
+    def prefill(self, ids: torch.Tensor) -> torch.Tensor:
+        """Start a run: forget the cache, then one pass over ids [n] (a prompt's tokens but the last)
+        -> the last position's logits [1, vocab]. Every run of this model starts with this same pass,
+        so a batch-invariant model may attend over it in one batch (batch_invariant.prompt_pass)."""
+        self.reset()
+        with prompt_pass():
+            return self.forward(ids, keep=1)
 
     def forward(self, ids: torch.Tensor, keep: int = 0) -> torch.Tensor:
         """ids [n] (long, on the model's device) -> logits of the last `keep` positions [keep, vocab]

@@ -153,7 +153,7 @@ def _prefill(target: ModelRunner, proposer, prompt: list[int], clock: Clock) -> 
     t0 = clock.mark()
     target_passes = 0
     if len(prompt) > 1:
-        target.forward(torch.tensor(prompt[:-1], device=target.device), keep=1)
+        target.prefill(torch.tensor(prompt[:-1], device=target.device))
         target_passes = 1
     t1 = clock.mark()
     draft_passes = proposer.start(prompt)

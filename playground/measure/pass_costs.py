@@ -22,8 +22,7 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
     used (on a CPU, measuring a model alone makes its passes look up to 2x cheaper)."""
 
     def prime(runner: ModelRunner) -> None:
-        runner.reset()
-        runner.forward(torch.arange(context, device=runner.device) % 100, keep=1)
+        runner.prefill(torch.arange(context, device=runner.device) % 100)
 
     def timed_pass(runner: ModelRunner, width: int) -> float:
         ids = torch.arange(width, device=runner.device) % 100

@@ -30,6 +30,8 @@ float32 matmuls are not: ROW_INVARIANT attention computes each query alone, as a
 does. SmolLM2-135M in float32 on 2 cores (AMD EPYC with oneDNN, ATen and MKL held to AVX2), a
 pass of 1/2/3/4/5 tokens after 150: 44/43/46/48/51 ms (1.16x at 5, interleaved medians), bitwise
 equal to one-token passes; it was 55/88/107/78/70 ms with SDPA and MKL, rows differing by 5e-5."""
+import contextlib
+import contextvars
 import functools
 from dataclasses import dataclass
 
@@ -46,6 +48,23 @@ ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without A
 ROW_INVARIANT = "playground_row_invariant"  # float32, and bfloat16 elsewhere: the same, by explicit reductions (below)
 
 
+PROMPT_PASS = contextvars.ContextVar("playground_prompt_pass", default=False)  # see prompt_pass
+
+
+@contextlib.contextmanager
+def prompt_pass():
+    """Within: the pass that starts a run (ModelRunner.prefill, over an empty cache). Every run of a
+    model starts with that very pass (the same tokens, one pass), so its rows need to agree only
+    with themselves, not with narrower passes: the row-invariant attention attends over them in one
+    batch there (SmolLM2-135M in float32 on 2 cores, a 500-token prompt's pass: 0.47 s against 1.20
+    row by row)."""
+    token = PROMPT_PASS.set(True)
+    try:
+        yield
+    finally:
+        PROMPT_PASS.reset(token)
+
+
 def row_invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
     """Causal attention computed one query at a time over exactly the keys it may see: query
     [B, H, q, d], key and value [B, KV, kv, d] (the pass's q tokens last) -> ([B, q, H, d], None).
@@ -54,7 +73,10 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
     products (matmul over all queries, or elementwise sums over the masked keys) are not: their
     kernels and blockings follow the query count and the key count (1,710 of 1,710 rows differed
     with matmul, 345 of 1,188 with sums). Needs no mask: batch 1, no padding, causal; a token
-    tree's pass (playground.engine.tree) names its runs of rows and their keys in `tree_runs`."""
+    tree's pass (playground.engine.tree) names its runs of rows and their keys in `tree_runs`.
+    A run's first pass (prompt_pass, nothing cached before it) attends in one batch instead."""
+    if PROMPT_PASS.get() and key.shape[-2] == query.shape[-2] and not kwargs.get("tree_runs"):
+        return batched_causal_attention(module, query, key, value, scaling), None
     rows = []
     for start, end, keys in kwargs.get("tree_runs") or [(0, query.shape[-2], key.shape[-2])]:
         k = repeat_kv(gather_keys(key, keys), module.num_key_value_groups)  # [B, H, n, d]: the run's last row's keys
@@ -66,6 +88,15 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
             rows.append(torch.matmul(weights, v[:, :, :seen]))  # [B, H, 1, d]
     out = torch.cat(rows, dim=2) if len(rows) > 1 else rows[0]  # [B, H, q, d]
     return out.transpose(1, 2).contiguous(), None
+
+
+def batched_causal_attention(module, query, key, value, scaling) -> torch.Tensor:
+    """One causal product over a pass with no keys before it: query [B, H, q, d], key and value
+    [B, KV, q, d] -> [B, q, H, d] (PyTorch's fused kernel: blocked, so no [q, q] scores are held)."""
+    k = repeat_kv(key, module.num_key_value_groups)
+    v = repeat_kv(value, module.num_key_value_groups)
+    out = nn.functional.scaled_dot_product_attention(query, k, v, is_causal=True, scale=scaling)  # [B, H, q, d]
+    return out.transpose(1, 2).contiguous()
 
 
 def eager_or_tree_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
