@@ -16,7 +16,7 @@ from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
-from playground.ui.playground_tab import (IDLE, after_run, pointer_cleared, remember_run, replay_race, run,
+from playground.ui.playground_tab import (IDLE, after_run, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.serving import DEVICE
 from playground.ui.share import RANGES
@@ -242,10 +242,12 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for box in (preset, target, draft):  # a model's error was about the models chosen then (as below)
         box.input(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")
         box.input(None, run_msg, run_msg, js=pointer_cleared("model"), queue=False, api_visibility="private")
-    for box, message in ((prompt, prompt_msg), (tree, tree_msg)):  # so was the prompt's, the tree's, and
-        box.change(None, None, message, js="() => ''", queue=False, api_visibility="private")  # the pointer
-    for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):  # to it under Run (a
-        for box in boxes:  # constraint's own message is its check as typed); in the browser, before a Run
+    # So was the prompt's, the tree's, and the pointer to it under Run (a constraint's own message is its
+    # check as typed): each goes once its input changes, in the browser, before a Run.
+    for box, message, where in ((prompt, prompt_msg, "prompt"), (tree, tree_msg, "tree")):
+        box.change(None, [message, box], message, js=message_cleared(where), queue=False, api_visibility="private")
+    for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):
+        for box in boxes:
             box.change(None, [run_msg, *boxes], run_msg, js=pointer_cleared(where), queue=False, api_visibility="private")
     target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
