@@ -73,7 +73,8 @@ def page_run(client, settings: Settings) -> dict:
         pass
     wall = time.perf_counter() - started
     outputs = job.outputs()[-1] if outputs is None else outputs
-    report = json.loads(open(outputs[10]).read())
+    download = outputs[10]  # the run's JSON file: its path, or an update of the download button holding it
+    report = json.loads(open(download["value"] if isinstance(download, dict) else download).read())
     stats = report["stats"]
     return {"engine_tok_s": stats["tokens_per_s"], "wall_tok_s": stats["generated_tokens"] / wall,
             "tokens": stats["generated_tokens"], "ids": report["token_ids"], "report": report}

@@ -9,16 +9,26 @@ Why the same few threads, not a new one per run: torch's OpenMP gives each threa
 parallel product a team of workers of its own, and with more workers alive than cores (a second
 team) it stops spinning between products: SmolLM2's 2-row bf16 products took 2.5x longer from a
 second thread (34 -> 85 us for 1536x576 on 2 cores, measured) and its runs 30% longer. Work on
-these threads alone keeps one team per thread."""
+these threads alone keeps one team per thread: the warm-up's loading too (`on_engine`). Loaded on
+the main thread, it gave that thread a team, and the page made 0.60-0.64x the CLI's tokens/s
+against 0.84-0.85x (SmolLM2, scripts/bench_page.py, 2-core Xeon, 2026-11-27)."""
 import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from playground.limits import CONCURRENCY
 
+T = TypeVar("T")
 _engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix="playground-engine")
+
+
+def on_engine(work: Callable[..., T], *args) -> T:
+    """work(*args) run on an engine thread, its result (or its error) returned here: model work the
+    app does outside a run (the warm-up's loading) goes there too, so no other thread keeps a team."""
+    return _engine.submit(contextvars.copy_context().run, work, *args).result()
 
 
 PAGE_SHARE = 0.03  # the most of the time the caller may spend on handed-over items (drawing, sending)

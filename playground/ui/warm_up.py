@@ -5,6 +5,8 @@ wait for it: the 7B preset's cold compile took 82 s on an H200 (BENCHMARKS.md); 
 SmolLM2's target is converted from its GGUF file on a fresh machine, 30 s (1.6 s in a later
 process). A GPU's static caches hold GPU_CAPACITY positions whatever the prompt, so later prompts
 compile nothing. A failure is logged and the page starts anyway: the run that meets it says why.
+The loading goes on an engine thread, where runs go (playground.ui.pacing: a thread that multiplies
+keeps a team of OpenMP workers, and a second team slows every run's products).
 ZeroGPU loads the default pair as app.py is imported instead (its GPU is lent per call)."""
 import logging
 import os
@@ -13,6 +15,7 @@ import time
 from playground.models.placement import on_zero_gpu
 from playground.presets import Settings
 from playground.ui.live import prepare
+from playground.ui.pacing import on_engine
 
 log = logging.getLogger("playground.warm_up")
 
@@ -28,7 +31,7 @@ def warm_up(settings: Settings) -> float | None:
     started = time.perf_counter()
     log.info("warming up: %s with %s, before the page is served", settings.target, settings.draft)
     try:
-        prepare(settings, progress=lambda fraction, message: log.info("warming up: %s", message))
+        on_engine(prepare, settings, lambda fraction, message: log.info("warming up: %s", message))
     except Exception:  # noqa: BLE001 (whatever it is, the page must still start; a run reports it)
         log.exception("warming up failed; the page starts anyway and the first run will say why")
         return None
