@@ -39,7 +39,8 @@ def main():
         rows = list(sweeps.sweep(pair, prompts, cfg, "k", [1, 2, 3, 4, 5, 6]))[-1]
         for row in rows:
             show(temperature, "draft model, fixed k", row["k"], row)
-        best = max(rows, key=lambda r: r["speedup"])["k"]
+        told = [r for r in rows if r["speedup"] is not None] or rows  # "cannot tell" rows have no number
+        best = max(told, key=lambda r: r["speedup"] or r["speedup_estimate"] or 0)["k"]
         runs = [(best, 0.5, ["draft model", "cascade (lookup -> draft)"]), (args.ceiling, 0.5, ["adaptive: schedule"])]
         runs += [(args.ceiling, c, ["adaptive: confidence"]) for c in args.confidence]
         for k, confidence, variants in runs:
@@ -50,8 +51,12 @@ def main():
 
 
 def show(temperature, name, k, row):
+    if row["acceptance_rate"] is None:  # a variant that could not run
+        print(f"| {temperature} | {name} | {k} | {row['note']} |", flush=True)
+        return
+    speedup = f"{row['speedup']:.2f}x" if row["speedup"] is not None else f"cannot tell: {row['note']}"
     print(f"| {temperature} | {name} | {k} | {row['acceptance_rate']:.2f} | {row['tokens_per_target_pass']:.2f} | "
-          f"{row['tokens_per_s']:.1f} | {row['baseline_tokens_per_s']:.1f} | {row['speedup']:.2f}x |", flush=True)
+          f"{row['tokens_per_s']:.1f} | {row['baseline_tokens_per_s']:.1f} | {speedup} |", flush=True)
 
 
 if __name__ == "__main__":
