@@ -103,8 +103,8 @@ def test_the_app_multiplies_on_its_engine_threads_alone():
     """torch's OpenMP gives each thread that runs a parallel product a team of workers, and with
     more workers than cores it stops spinning between products (playground.ui.pacing): a SmolLM2
     pass took 58 ms on the main thread and 100 ms on a second thread after the main one had a team
-    (2-core Xeon), and the page made 0.68x the CLI's tokens/s while the warm-up loaded the pair on
-    the main thread, 0.87x once it loaded on the engine thread. After the warm-up and a served run,
+    (2-core Xeon), and the page made 0.60-0.64x the CLI's tokens/s while the warm-up loaded the pair
+    on the main thread, 0.84-0.85x once it loaded on the engine thread. After the warm-up and a run,
     neither the main thread nor the serving thread has a team: a product there starts its worker.
     (The default CPU preset, as app.py warms it up: the toy pair's loading is too small to be split.)"""
     done = subprocess.run([sys.executable, "-c", TEAMS], cwd=ROOT, capture_output=True, text=True, timeout=600,
