@@ -225,6 +225,27 @@ def client(app_url):
     return Client(app_url, verbose=False)
 
 
+def test_bench_page_reads_what_the_page_runs(client):
+    """scripts/bench_page.py (the page against the CLI, BENCHMARKS.md) reads /run's outputs as the
+    page gets them: it broke unnoticed once, when the run's download became a button's update. The
+    tokens it reads are the ones the same settings make in-process."""
+    import importlib.util
+    import pathlib
+
+    from playground import session
+    from playground.presets import get_preset
+    from playground.ui import live
+    spec = importlib.util.spec_from_file_location("bench_page", pathlib.Path(__file__).parents[1] / "scripts" / "bench_page.py")
+    bench_page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_page)
+    settings = Settings.from_preset(get_preset("demo"))
+    settings.max_new_tokens, settings.compare = 16, False
+    run = bench_page.page_run(client, settings)
+    pair, ids, cfg, _ = live.prepare(settings)
+    assert run["tokens"] == len(run["ids"]) == 16 and run["engine_tok_s"] > 0
+    assert run["ids"] == session.run(pair, ids, cfg).token_ids
+
+
 def test_api_streams_a_run(client):
     job = client.submit("def add(a, b):\n", "demo", 4, 0.0, 48, 0, "", "", True, api_name="/generate")
     snapshots = list(job)
