@@ -110,6 +110,28 @@ def test_two_row_linear_keeps_shapes_and_rows(shape):
     assert torch.equal(out.reshape(-1, 32), wide[: len(rows)])
 
 
+@pytest.mark.parametrize("queries, keys", [(1, 9), (4, 40), (7, 300)])
+def test_grouped_eager_attention_is_transformers_eager_attention(queries, keys):
+    """The grouped heads folded into the query axis (no copy of the keys and values per query head)
+    attend as transformers' eager attention does, each query head to its own key/value head: float32
+    within rounding, and with a tree's batch of chains (BranchBatch: runs as the batch axis)."""
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+    torch.manual_seed(0)
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.training = 4, False
+    for batch in (1, 5):
+        q = torch.randn(batch, 8, queries, 16)  # 8 query heads on 2 key/value heads
+        k, v = torch.randn(batch, 2, keys, 16), torch.randn(batch, 2, keys, 16)
+        mask = torch.zeros(batch, 1, queries, keys)
+        mask[..., keys - queries:].masked_fill_(torch.ones(queries, queries, dtype=torch.bool).triu(1), torch.finfo(torch.float32).min)
+        want = eager_attention_forward(module, q, k, v, mask, scaling=0.25)[0]
+        got = batch_invariant.grouped_eager_attention(q, k, v, mask, 0.25)
+        assert got.shape == want.shape == (batch, queries, 8, 16)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+        without = eager_attention_forward(module, q, k, v, None, scaling=0.25)[0]
+        torch.testing.assert_close(batch_invariant.grouped_eager_attention(q, k, v, None, 0.25), without, rtol=1e-5, atol=1e-6)
+
+
 def test_half_precision_cpu_models_decode_exactly(saved_pair):
     target, draft = saved_pair
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.bfloat16)
