@@ -130,6 +130,10 @@ def test_grouped_eager_attention_is_transformers_eager_attention(queries, keys):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
         without = eager_attention_forward(module, q, k, v, None, scaling=0.25)[0]
         torch.testing.assert_close(batch_invariant.grouped_eager_attention(q, k, v, None, 0.25), without, rtol=1e-5, atol=1e-6)
+        if placement.eager_rows_invariant():  # where bf16 CPU models attend this way: bitwise eager's rows
+            half = [t.bfloat16() for t in (q, k, v, mask)]
+            assert torch.equal(batch_invariant.grouped_eager_attention(*half, 0.25),
+                               eager_attention_forward(module, *half, scaling=0.25)[0])
 
 
 def test_half_precision_cpu_models_decode_exactly(saved_pair):

@@ -8,7 +8,9 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 
+import pytest
 import torch
 
 from playground import session
@@ -86,7 +88,7 @@ def workers_started_here() -> int:  # OpenMP workers a parallel product on this 
     return len(os.listdir("/proc/self/task")) - before
 
 settings = dataclasses.replace(Settings.from_preset(get_preset("smollm2")), max_new_tokens=8, compare=True)
-warm_up.warm_up(settings)  # as app.py does on the main thread, before serving
+assert warm_up.warm_up(settings) is not None  # as app.py does on the main thread, before serving
 main = workers_started_here()
 handler = []
 def serve_a_run() -> None:  # as Gradio does, on a thread of its own
@@ -107,9 +109,26 @@ def test_the_app_multiplies_on_its_engine_threads_alone():
     on the main thread, 0.84-0.85x once it loaded on the engine thread. After the warm-up and a run,
     neither the main thread nor the serving thread has a team: a product there starts its worker.
     (The default CPU preset, as app.py warms it up: the toy pair's loading is too small to be split.)"""
+    if "OpenMP" not in torch.__config__.parallel_info():
+        pytest.skip("this torch has no OpenMP threads, hence no teams")
     done = subprocess.run([sys.executable, "-c", TEAMS], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, OMP_NUM_THREADS="2"))
+                          env=dict(os.environ, OMP_NUM_THREADS="2", CUDA_VISIBLE_DEVICES=""))  # a CPU host's start
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["handler"][1] > 0  # the run made tokens
     assert seen == {"main": 1, "handler": [1, seen["handler"][1]]}, seen
+
+
+def test_on_engine_runs_at_once_when_called_on_an_engine_thread(monkeypatch):
+    """One engine thread (the default): waiting there for work queued behind itself would never end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from playground.ui import pacing
+    # an engine of its own: should it wait for itself, no other test's runs wait behind it
+    monkeypatch.setattr(pacing, "_engine", ThreadPoolExecutor(1, thread_name_prefix=pacing.ENGINE_THREADS))
+    names = []
+    caller = threading.Thread(target=lambda: names.append(
+        pacing.on_engine(lambda: pacing.on_engine(lambda: threading.current_thread().name))), daemon=True)
+    caller.start()
+    caller.join(timeout=60)  # fail, not hang, if it waits
+    assert not caller.is_alive() and names[0].startswith(pacing.ENGINE_THREADS), names

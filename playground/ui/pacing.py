@@ -22,12 +22,19 @@ from typing import TypeVar
 from playground.limits import CONCURRENCY
 
 T = TypeVar("T")
-_engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix="playground-engine")
+ENGINE_THREADS = "playground-engine"  # their names' prefix
+_engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix=ENGINE_THREADS)
 
 
 def on_engine(work: Callable[..., T], *args) -> T:
     """work(*args) run on an engine thread, its result (or its error) returned here: model work the
-    app does outside a run (the warm-up's loading) goes there too, so no other thread keeps a team."""
+    app does outside a run (the warm-up's loading) goes there too, so no other thread keeps a team.
+    Called on an engine thread, it runs there at once (a second wait on the only engine thread would
+    wait for itself). (A process forked after an engine thread started must not submit here: the
+    child's executor counts a thread it does not have. Nothing forked does: the constraint worker's
+    child only compiles, and ZeroGPU never warms up.)"""
+    if threading.current_thread().name.startswith(ENGINE_THREADS):
+        return work(*args)
     return _engine.submit(contextvars.copy_context().run, work, *args).result()
 
 
