@@ -118,7 +118,7 @@ def eager_or_tree_attention(module, query, key, value, attention_mask, scaling, 
     parts = kwargs.pop("tree_runs", None)
     if parts is None:
         return grouped_eager_attention(query, key, value, attention_mask, scaling), None
-    return torch.cat([part.attend(module, query, key, value, scaling) for part in parts], dim=1), None  # [1, q, H, d]
+    return torch.cat([part.attend(query, key, value, scaling) for part in parts], dim=1), None  # [1, q, H, d]
 
 
 def grouped_eager_attention(query, key, value, mask, scaling) -> torch.Tensor:
@@ -172,7 +172,7 @@ class FirstRun:
     end: int
     keys: int
 
-    def attend(self, module, query, key, value, scaling) -> torch.Tensor:
+    def attend(self, query, key, value, scaling) -> torch.Tensor:
         mask = causal_tail(self.end - self.start, self.keys, query.dtype, query.device)
         k, v = key[:, :, : self.keys], value[:, :, : self.keys]
         return grouped_eager_attention(query[:, :, self.start:self.end], k, v, mask, scaling)
@@ -205,7 +205,7 @@ class BranchBatch:
         keys = torch.cat([torch.cat([k, k[-1:].expand(n - len(k))]) for k in seen])
         return BranchBatch(torch.cat(rows).to(device), keys.to(device), mask.to(device), torch.tensor(out, device=device))
 
-    def attend(self, module, query, key, value, scaling) -> torch.Tensor:
+    def attend(self, query, key, value, scaling) -> torch.Tensor:
         """-> [1, rows, H, d]: this batch's rows, in pass order."""
         q = self.grid(query[0], self.rows)  # [runs, H, width, d]
         k, v = self.grid(key[0], self.keys), self.grid(value[0], self.keys)  # [runs, KV, n, d]
