@@ -257,6 +257,28 @@ def test_api_streams_a_run(client):
     assert "accepted" in kinds
 
 
+def test_measuring_again_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
+    """A comparison too noisy to tell measures again once its text is whole (up to 3 more blocks, a
+    minute on a 2-core CPU), and every other visitor's run waited in the queue behind it, unseen. It
+    now ends as soon as a run waits for the model, with the estimate so far and why."""
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it would measure again, to 4 blocks
+    args = ("def add(a, b):\n", "demo", 4, 0.0, 256, 0, "", "", True)
+    first = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.9"}).submit(*args, api_name="/generate")
+    deadline = time.monotonic() + 60
+    while first.status().code.name not in ("PROCESSING", "ITERATING"):
+        assert time.monotonic() < deadline and not first.done(), first.status()
+        time.sleep(0.02)
+    second = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.9"}).submit(
+        *args[:4], 16, 0, "", "", False, api_name="/generate")
+    final = first.result(timeout=300)
+    assert final["phase"] == "done" and len(final["token_ids"]) == final["stats"]["generated_tokens"]
+    assert final["speedup_measure"]["blocks"] == 1, final["speedup_measure"]
+    assert final["speedup_measure"]["reason"].endswith("measuring stopped: a run was waiting for the model")
+    assert second.result(timeout=120)["phase"] == "done"
+    assert first.outputs()[-1]["speedup_measure"]["blocks"] == 1
+
+
 def test_api_constrained_run_is_valid_json(client):
     final = client.predict("config = ", "demo-json", 0, -1.0, 0, 1, "", "", False, api_name="/generate")
     assert final["valid"] is True
@@ -685,7 +707,8 @@ def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estima
     monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it measures again, up to 4 times
     outputs = run_preset("demo", max_new_tokens=96, compare=True)
     notes = [out[1] for out in outputs if isinstance(out[1], str) and "measuring again" in out[1]]
-    assert notes and re.search(r"of at most 4, about \d+ s each; Stop, or Run again, keeps the estimate so far", notes[0])
+    assert notes and re.search(r"of at most 4, about \d+ s each; Stop, Run again, or another run waiting for the model, keeps "
+                             r"the estimate so far", notes[0])
     # while it measures, the stream and both texts are the finished runs' (the stream's last update used
     # to be skipped by the pacing: the page showed fewer tokens than its counts, and no target-alone text)
     final, again = outputs[-1], next(out for out in outputs if "measuring again" in str(out[1]))

@@ -21,6 +21,7 @@ from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models
 from playground.ui.pacing import paced
+from playground.ui.serving import device_waiting
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
 MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second made while streaming
@@ -159,19 +160,27 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterato
 
 def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
     """The speedup of the streamed comparison, with more interleaved measurements (not streamed)
-    while it cannot tell; the snapshot says so while they run. A stopped run: what it measured."""
+    while it cannot tell; the snapshot says so while they run. A stopped run: what it measured.
+    Measuring again gives way to Stop and to a run waiting for the device (another visitor's, whose
+    wait this would add to unseen): the estimate before the block cut short is kept."""
     first = Block(Timed(), Timed())
     first.add(snap.events, snap.baseline_events)
     if snap.phase == "stopped":
         snap.speedup = estimate([first])
         yield snap
         return
-    more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=should_stop)
+    ended = []  # why measuring again ended early, once it has
+
+    def ending() -> bool:
+        if not ended and (should_stop() or device_waiting()):
+            ended.append("measuring stopped" if should_stop() else "measuring stopped: a run was waiting for the model")
+        return bool(ended)
+    more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending)
     for told in measuring(more, [first]):
-        if should_stop():  # Stop while measuring again: the estimate before the block Stop cut short
-            snap.speedup = snap.speedup or told  # (the text is whole)
+        if ending():  # the estimate before the block this cut short (the text is whole)
+            snap.speedup = snap.speedup or told
             if snap.speedup.noisy:
-                snap.speedup = dataclasses.replace(snap.speedup, reason=snap.speedup.reason + "; measuring stopped")
+                snap.speedup = dataclasses.replace(snap.speedup, reason=f"{snap.speedup.reason}; {ended[0]}")
             break
         snap.speedup = told
         if told.more:

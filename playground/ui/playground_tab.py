@@ -151,7 +151,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                 yield _between(snap, whole, note, render.committed_text(snap.baseline_events), first) + status(snap.phase)
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
-                        f"{_block_seconds(snap)}; Stop, or Run again, keeps the estimate so far): {snap.speedup.reason}")
+                        f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "
+                        f"so far): {snap.speedup.reason}")
                 yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first) + status(snap.phase)
             else:
                 continue  # the last snapshot: drawn below, whole

@@ -28,6 +28,7 @@ import json
 import re
 
 import anyio
+from gradio.context import LocalContext
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
@@ -126,6 +127,14 @@ def share_taken(queue, caller: str) -> str:
         return f"{len(mine) + joining} events"
     runs = sum(e.concurrency_id == DEVICE for e in mine) + joining
     return f"{runs} runs on the device" if runs >= DEVICE_RUNS_PER_CLIENT else ""
+
+
+def device_waiting() -> int:
+    """The runs waiting their turn on the device in the queue of the page whose event is being served
+    (read in that event's context, on the engine thread too); 0 outside one (the CLI, a direct call)."""
+    queue = getattr(LocalContext.blocks.get(None), "_queue", None)
+    waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue else None
+    return len(waiting.queue) if waiting else 0
 
 
 def _peer(request):
