@@ -94,6 +94,29 @@ def test_rounds_without_drafting_keep_the_drafts_cache(fused_rounds, target, tok
         assert sum(r.draft_passes for r in drafted) == sum(r.k for r in drafted) + catch_ups and catch_ups >= 4
 
 
+def test_greedy_rounds_show_the_probabilities_the_plain_rounds_show(target, noisy_draft, tokenizer, monkeypatch):
+    """Greedy fused rounds take the probabilities shown beside each token (the target's p and the
+    draft's q, at the drafts and at the target's own next token) from logits at those entries alone,
+    not from a whole softmax per row: they are the plain rounds' softmax values."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    cfg = compiled(4, 40)
+    assert rounds_fused(pair, prompt, cfg)
+    fused_tokens = [t for r in session.run(pair, prompt, cfg).rounds for t in r.tokens]
+    monkeypatch.setattr(session.choice, "FUSED_DEVICES", set())
+    assert not rounds_fused(pair, prompt, cfg)
+    plain_tokens = [t for r in session.run(pair, prompt, cfg).rounds for t in r.tokens]
+    assert [(t.kind, t.token_id) for t in fused_tokens] == [(t.kind, t.token_id) for t in plain_tokens]
+    for name in ("p_target", "p_draft"):
+        fused_p, plain_p = ([getattr(t, name) for t in tokens] for tokens in (fused_tokens, plain_tokens))
+        assert [p is None for p in fused_p] == [p is None for p in plain_p]
+        shown = [(a, b) for a, b in zip(fused_p, plain_p) if b is not None]
+        assert len(shown) > 10 and len({round(b, 6) for _, b in shown}) > 5, (name, shown)  # varied, not all 1
+        assert [a for a, _ in shown] == pytest.approx([b for _, b in shown], rel=1e-5, abs=1e-7), name
+    kinds = {t.kind for t in fused_tokens}
+    assert {"accepted", "rejected", "corrected"} <= kinds, kinds
+
+
 def test_eos_inside_a_round_fused(target, noisy_draft, tokenizer):
     prompt = tokenizer(PROMPT).input_ids
     free = hf_greedy(target, prompt, 30, eos_id=NO_EOS)

@@ -6,9 +6,10 @@ replayed, its kernels run back to back).
 
     meta    [a, b, last, k', draft start, target start]: set by the host before each round
     draft   feeds [a, b] (the last two committed tokens) at `draft start`, then drafts k' tokens,
-            each fed back: `drafts` [k], `q` [k, V] (its warped distributions)
+            each fed back: `drafts` [k], `q` [k, V] (its warped distributions; greedy: its logits)
     verify  feeds [last, x_1..x_k] at `target start` (always k+1 wide) and judges the first k'
             drafts (verify.py's `limit`) -> report [n, next, x, p(x), p(next), q(x), q(next)]
+            (greedy: those probabilities from the logits at those entries alone, no whole softmax)
 
 Feeding the last two committed tokens keeps the draft's cache right with no bookkeeping: after any
 round that drafts, its cache holds every committed position but the last two, whatever was accepted
@@ -31,7 +32,7 @@ import torch
 from playground.config import SamplingParams
 from playground.engine.graphs import program
 from playground.engine.proposers import Proposal
-from playground.engine.sampling import race_draw, warp
+from playground.engine.sampling import race_draw, softmax_at, warp
 from playground.engine.schedule import MAX_PAUSE
 from playground.engine.verify import accept_sampled, verify_greedy
 
@@ -62,7 +63,7 @@ class Programs:
             self.meta = torch.zeros(META, dtype=torch.long, device=device)
             self.meta_host = torch.zeros(META, dtype=torch.long, pin_memory=capture)
             self.drafts = torch.zeros(k, dtype=torch.long, device=device)  # [k]
-            self.q = torch.zeros(k, vocab, device=device)  # [k, V]
+            self.q = torch.zeros(k, vocab, device=device)  # [k, V] the drafts' warped distributions (greedy: logits)
             self.draft_race = torch.ones(k, vocab, device=device)  # [k, V] Exp(1) noise for the drafts' draws
             self.u = torch.zeros(k, device=device)  # [k] uniform noise of the acceptance test
             self.race = torch.ones(vocab, device=device)  # [V] noise of the target's own draw
@@ -123,10 +124,13 @@ class Programs:
         d.cache.pointer.copy_(self.meta[4])
         logits = d(self.meta[0:2], keep=1)  # [1, V]
         for i in range(kp):
-            p = warp(logits, self.sampling, self.temperature, self.top_p)  # [1, V]
-            token = logits.argmax(dim=-1) if greedy else race_draw(p, self.draft_race[i:i + 1])  # [1]
+            if greedy:  # q keeps the logits: verify takes the two probabilities shown from them
+                token, row = logits.argmax(dim=-1), logits  # [1], [1, V]
+            else:
+                row = warp(logits, self.sampling, self.temperature, self.top_p)  # [1, V]
+                token = race_draw(row, self.draft_race[i:i + 1])  # [1]
             self.drafts[i:i + 1].copy_(token)
-            self.q[i:i + 1].copy_(p)
+            self.q[i:i + 1].copy_(row)
             if i + 1 < kp:
                 logits = d(self.drafts[i:i + 1], keep=1)
         return self.drafts
@@ -136,15 +140,19 @@ class Programs:
         t, k, x, limit = self.target, self.k, self.drafts, self.meta[3]
         t.cache.pointer.copy_(self.meta[5])
         logits = t(torch.cat([self.meta[2:3], x]), keep=k + 1)  # [k+1, V]: one pass
-        p = warp(logits, self.sampling, self.temperature, self.top_p)  # [k+1, V]
-        if self.sampling.greedy:
+        greedy = self.sampling.greedy
+        if greedy:
             n, nxt = verify_greedy(logits, x, limit)
         else:
+            p = warp(logits, self.sampling, self.temperature, self.top_p)  # [k+1, V]
             n, nxt = accept_sampled(p, self.q, x, self.u, self.race, limit)
-        rows = torch.arange(k, device=p.device)
-        parts = [n.view(1).float(), nxt.view(1).float(), x.float(), p[rows, x], p[n.view(1), nxt.view(1)]]
-        if self.draft is not None:
-            parts += [self.q[rows, x], self.q[n.clamp(max=k - 1).view(1), nxt.view(1)]]
+        rows = torch.cat([torch.arange(k, device=x.device), n.view(1)])  # [k+1]: x_1..x_k's rows, then next's
+        tokens = torch.cat([x, nxt.view(1)])  # [k+1]
+        parts = [n.view(1).float(), nxt.view(1).float(), x.float(),
+                 softmax_at(logits, rows, tokens) if greedy else p[rows, tokens]]
+        if self.draft is not None:  # q's rows (next's row past the last draft: the last draft's)
+            q_rows = rows.clamp(max=k - 1)
+            parts.append(softmax_at(self.q, q_rows, tokens) if greedy else self.q[q_rows, tokens])
         return torch.cat(parts)
 
 

@@ -24,6 +24,15 @@ def warp(logits: torch.Tensor, params: SamplingParams, temperature: torch.Tensor
     return probs
 
 
+def softmax_at(logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """softmax(logits)[rows, tokens] in float32 without the whole softmax: exp(l - logsumexp(l)) at
+    those entries. logits [n, V], rows and tokens [m] -> [m]. A greedy round shows these beside its
+    tokens and decides by argmax: the full softmax it made for them was, on an H200, 45 us of each
+    0.5B draft step (~3%) and 70 us of each 7B verify pass ([5, 152k] floats, a block per row)."""
+    lse = torch.logsumexp(logits.float(), dim=-1)  # [n]
+    return torch.exp(logits[rows, tokens].float() - lse[rows])
+
+
 def _top_p(probs: torch.Tensor, top_p: float | torch.Tensor) -> torch.Tensor:
     """Keep the smallest set of most likely tokens whose mass reaches top_p (the top one always)."""
     sorted_p, order = torch.sort(probs, dim=-1, descending=True)
