@@ -288,8 +288,14 @@ def test_api_constrained_run_is_valid_json(client):
 def test_api_invalid_schema_is_a_clean_error(client):
     with pytest.raises(Exception, match="the schema is not valid JSON"):
         client.predict("x", "demo", 4, 0.0, 16, 0, '{"type": ', "", False, api_name="/generate")
-    with pytest.raises(Exception, match=r"temperature must be 0 \(greedy\) or up to 2"):  # as the slider and the sweeps say
-        client.predict("x", "demo", 4, 5.0, 16, 0, "", "", False, api_name="/generate")
+    said = r"temperature must be 0 \(greedy\) or from 0.01 up to 2 \(the slider's range\); -1: the preset's"
+    for temperature in (5.0, 0.005, -0.5):  # one message for each, as the slider says
+        with pytest.raises(Exception, match=said):
+            client.predict("x", "demo", 4, temperature, 16, 0, "", "", False, api_name="/generate")
+    from playground.ui import api
+    for temperature in (float("nan"), float("inf")):  # a raw JSON body may carry them (gradio_client refuses to)
+        with pytest.raises(gr.Error, match=said):
+            next(api.generate("x", "demo", 4, temperature, 16))
     with pytest.raises(Exception, match="unknown constraint backend 'outlines'"):
         client.predict("x", "demo", 4, 0.0, 16, 0, "", "[0-9]+", False, "outlines", api_name="/generate")
 

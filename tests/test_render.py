@@ -149,7 +149,7 @@ def test_a_sweep_stars_a_best_only_where_its_interval_clears_the_others():
     overlapping = plots.sweep_chart([k2, k4], "k")
     assert not stars(overlapping) and "no clear best" in overlapping.layout.annotations[0].text
     clear = k2 | {"k": 3, "speedup": 1.6, "speedup_low": 1.51, "speedup_high": 1.7, "speedup_estimate": 1.6}
-    assert stars(plots.sweep_chart([k2, k4, clear], "k")) == ["best k = 3"]
+    assert stars(plots.sweep_chart([k2, k4, clear], "k")) == ["best k measured = 3"]
     alone = plots.sweep_chart([k2], "k")  # a sweep stopped after one point: nothing it is best among
     assert not stars(alone) and not alone.layout.annotations
 

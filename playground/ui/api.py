@@ -2,6 +2,7 @@
 JSON snapshots."""
 import dataclasses
 
+from playground.config import MIN_TEMPERATURE
 from playground.errors import PlaygroundError
 from playground.presets import Settings, chosen_constraint
 from playground.ui import live
@@ -21,7 +22,7 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
         prompt: the text to continue; empty: the preset's own prompt
         preset: a preset's name (see presets/)
         k: draft tokens per round; 0: the preset's
-        temperature: 0 greedy, up to 2; -1: the preset's
+        temperature: 0 greedy, or from 0.01 up to 2; -1: the preset's
         max_new_tokens: 0: the preset's
         seed: the sampling seed (a seeded sampled run repeats exactly)
         schema: a JSON Schema every output must satisfy
@@ -40,14 +41,14 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
         temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
     except PlaygroundError as exc:
         raise user_error(exc) from None
-    if temperature > RANGES["temperature"][1]:  # the page's slider and the sweeps refuse it too
-        raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or up to {RANGES['temperature'][1]:g} (the "
-                                         "slider's range); -1: the preset's"))
+    if not (temperature == -1 or temperature == 0 or MIN_TEMPERATURE <= temperature <= RANGES["temperature"][1]):
+        raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or from {MIN_TEMPERATURE:g} up to "  # as the page's
+                                         f"{RANGES['temperature'][1]:g} (the slider's range); -1: the preset's"))  # slider, NaN too
     if preset not in PRESETS:
         raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
     base = Settings.from_preset(PRESETS[preset])
     settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
-                                   temperature=base.temperature if temperature < 0 else temperature,
+                                   temperature=base.temperature if temperature == -1 else temperature,
                                    max_new_tokens=max_new_tokens or base.max_new_tokens, seed=seed, compare=compare,
                                    backend=backend[:40] or base.backend,
                                    **chosen_constraint({"schema": schema, "regex": regex, "grammar": grammar}, base))

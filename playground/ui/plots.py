@@ -110,7 +110,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
                                  name=name, marker=dict(color=colour, symbol="circle-open", size=10),
                                  error_y=_range(group)), secondary_y=False)
     if best := clear_best(rows):
-        fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} = {best[x]}",
+        fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} measured = {best[x]}",
                                  marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
     elif (told := [r for r in rows if r["speedup"] is not None]) and len(told + untold) > 1:
         fig.add_annotation(text="no clear best: the intervals overlap", showarrow=False, xref="paper", yref="paper",
