@@ -45,6 +45,7 @@ COMPILE_BYTES = _env_int("PLAYGROUND_COMPILE_MIB", 2048) * 2**20  # memory that 
 CONSTRAINT_STEP_SECONDS = float(_env_int("PLAYGROUND_CONSTRAINT_STEP_MS", 1000)) / 1000
 # A run of 2,048 tokens of 100 JSON records at k=16 spent 1.2 s (llguidance) and 1.7 s (xgrammar) on a
 # 2-core Xeon (2026-11-28); an ambiguous grammar held the device (and every visitor behind it) 2 minutes at 120.
+# Per generation: a compared run meters its speculation and its target alone apart (about 60 s at most).
 CONSTRAINT_RUN_SECONDS = _env_int("PLAYGROUND_CONSTRAINT_RUN_SECONDS", 30)
 CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `regex` module's timeout)
 # The web server: a run's body holds at most a 1 MiB schema as typed plus the prompts (4.9 MB at

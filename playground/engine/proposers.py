@@ -29,7 +29,7 @@ class DraftContext:
 @dataclass(slots=True)
 class Proposal:
     tokens: torch.Tensor  # [k'] long, on the proposer's device
-    probs: torch.Tensor | None  # [k', V] warped draft probabilities; None for deterministic guesses
+    probs: torch.Tensor | None  # [k', V] warped draft probabilities (fused greedy: logits); None for deterministic guesses
     passes: int  # draft forward passes spent
     stop_reason: str = ""  # why fewer than k tokens were proposed ('' when k were)
 

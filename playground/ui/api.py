@@ -42,8 +42,8 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
     except PlaygroundError as exc:
         raise user_error(exc) from None
     if not (temperature == -1 or temperature == 0 or MIN_TEMPERATURE <= temperature <= RANGES["temperature"][1]):
-        raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or from {MIN_TEMPERATURE:g} up to "  # as the page's
-                                         f"{RANGES['temperature'][1]:g} (the slider's range); -1: the preset's"))  # slider, NaN too
+        raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or from {MIN_TEMPERATURE:g} to "  # the page's slider
+                                         f"{RANGES['temperature'][1]:g}; -1: the preset's"))  # ends at 2; NaN refused too
     if preset not in PRESETS:
         raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
     base = Settings.from_preset(PRESETS[preset])

@@ -177,15 +177,15 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
         return bool(ended)
     more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending)
     for told in measuring(more, [first]):
-        if ending():  # the estimate before the block this cut short (the text is whole)
-            snap.speedup = snap.speedup or told
-            if snap.speedup.noisy:
-                snap.speedup = dataclasses.replace(snap.speedup, reason=f"{snap.speedup.reason}; {ended[0]}")
+        if ended:  # the block this cut short: not counted, the estimate before it kept
             break
         snap.speedup = told
-        if told.more:
-            snap.phase = "measuring"
-            yield snap
+        if not told.more or ending():  # told (or nothing more to learn); or Stop, or a run waiting
+            break
+        snap.phase = "measuring"
+        yield snap
+    if ended and snap.speedup.noisy:  # the text is whole
+        snap.speedup = dataclasses.replace(snap.speedup, reason=f"{snap.speedup.reason}; {ended[0]}")
     snap.phase = "done"
     yield snap
 

@@ -25,6 +25,7 @@ with a guard in front of Gradio on every request.
 import collections
 import ipaddress
 import json
+import os
 import re
 
 import anyio
@@ -129,12 +130,20 @@ def share_taken(queue, caller: str) -> str:
     return f"{runs} runs on the device" if runs >= DEVICE_RUNS_PER_CLIENT else ""
 
 
+SERVER_PID = os.getpid()  # the process that serves the page and holds Gradio's queue
+
+
 def device_waiting() -> int:
     """The runs waiting their turn on the device in the queue of the page whose event is being served
-    (read in that event's context, on the engine thread too); 0 outside one (the CLI, a direct call)."""
+    (read in that event's context, on the engine thread too), counted only while every device slot is
+    taken (with PLAYGROUND_CONCURRENCY > 1 an event sits in the queue a moment before a free slot
+    takes it); 0 outside one (the CLI, a direct call) and in another process (a ZeroGPU worker,
+    forked with a copy of the queue as it was then)."""
     queue = getattr(LocalContext.blocks.get(None), "_queue", None)
-    waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue else None
-    return len(waiting.queue) if waiting else 0
+    waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue and os.getpid() == SERVER_PID else None
+    if not waiting or waiting.concurrency_limit is None or waiting.current_concurrency < waiting.concurrency_limit:
+        return 0
+    return len(waiting.queue)
 
 
 def _peer(request):
