@@ -172,8 +172,10 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
     ended = []  # why measuring again ended early, once it has
 
     def ending() -> bool:
-        if not ended and (should_stop() or device_waiting()):
-            ended.append("measuring stopped" if should_stop() else "measuring stopped: a run was waiting for the model")
+        if not ended:
+            why = ("measuring stopped" if should_stop() else
+                   "measuring stopped: a run was waiting for the model" if device_waiting() else "")
+            ended.extend([why] if why else [])
         return bool(ended)
     more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending)
     for told in measuring(more, [first]):
