@@ -279,6 +279,32 @@ def test_measuring_again_gives_way_to_a_run_waiting_for_the_model(app_url, monke
     assert first.outputs()[-1]["speedup_measure"]["blocks"] == 1
 
 
+def test_an_experiment_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
+    """A sweep or Compare drafts held the device up to the host's 900 s while every other visitor's
+    run waited in the queue with nothing on their page to say why. Past EXPERIMENT_SHARE_SECONDS (0
+    here) it now ends where it is when a run waits, with the points measured whole, and says so."""
+    monkeypatch.setattr(experiments_tab, "EXPERIMENT_SHARE_SECONDS", 0)
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens = 64
+    values = ",".join(str(1 + i % 8) for i in range(16))  # 16 points: minutes, were it let run
+    sweep = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7"}).submit(
+        "k", values, "def add(a, b):", *page_inputs.inputs_from_settings(settings), api_name="/sweep")
+    deadline = time.monotonic() + 60
+    while sweep.status().code.name not in ("PROCESSING", "ITERATING"):
+        assert time.monotonic() < deadline and not sweep.done(), sweep.status()
+        time.sleep(0.02)
+    run = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.7"}).submit(
+        "x = ", "demo", 4, 0.0, 16, 0, "", "", False, api_name="/generate")
+    status, table, _, csv_path = sweep.result(timeout=300)
+    told = re.search(r"stopped after \d+ s, giving way to a run waiting for the model: (\d+) of 16 values of k", status)
+    assert told and int(told[1]) < 16 and len(table["value"]["data"]) == int(told[1]), (status, table)
+    assert isinstance(csv_path, str)  # the points measured whole are kept, as after Stop
+    assert run.result(timeout=120)["phase"] == "done"
+    alone = Client(app_url, verbose=False).predict("k", "1,2", "def f(x):", *page_inputs.inputs_from_settings(settings),
+                                                    api_name="/sweep")
+    assert "done: 2 values of k" in alone[0]  # nobody waiting: nothing given way to
+
+
 def test_api_constrained_run_is_valid_json(client):
     final = client.predict("config = ", "demo-json", 0, -1.0, 0, 1, "", "", False, api_name="/generate")
     assert final["valid"] is True

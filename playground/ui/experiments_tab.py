@@ -3,11 +3,13 @@ calculator, each streaming its table and chart; a refused experiment leaves the 
 import html
 import logging
 import time
+from typing import Callable
 
 import gradio as gr
 
 from playground.errors import PlaygroundError
-from playground.limits import EXPERIMENT_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS, MAX_SWEEP_PROMPTS, at_most
+from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
+                               MAX_SWEEP_PROMPTS, at_most)
 from playground.metrics import expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
 from playground.presets import constraint_of
@@ -19,6 +21,7 @@ from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, 
                                           read_experiment, sweep_values)
 from playground.ui.inputs import page_url, settings_from_inputs, typed, user_error
 from playground.ui.pacing import paced
+from playground.ui.serving import device_waiting
 from playground.ui.share import RANGES, share_url
 
 IDLE_S = 2.0  # an experiment's progress is handed to the page again this often: a closed page is noticed then
@@ -28,7 +31,8 @@ log = logging.getLogger("playground.ui")
 @on_gpu(runs=3)
 def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop (or the
-    host's time limit, or a closed page) ends it where it is, with the rows measured whole so far."""
+    host's time limit, a closed page, a run waiting for the device: Halt) ends it where it is, with the
+    rows measured whole so far."""
     try:
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
@@ -38,8 +42,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(values_list), prompts, settings)
-        rows, pace = [], Pace()
-        ends = pace.began + EXPERIMENT_SECONDS
+        rows, pace, halt = [], Pace(), Halt(request, "sweep")
         yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), _sweep_table([], axis),
                None, None, gr.skip())
 
@@ -48,7 +51,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
             yield from sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint,
-                                    halted=lambda: stop.is_set() or stop_requested(request, "sweep") or time.monotonic() > ends)
+                                    halted=halt.checker(stop))
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows))})" if len(rows) < len(values_list) else "finishing")
@@ -60,7 +63,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         forget_stop(request, "sweep")
     about = {k: v for k, v in measured_with(settings).items() if k not in sweeps.COLUMNS}  # k, temperature: columns
     csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows, about)), f"sweep-{axis}-", ".csv")
-    done = f"{_done_or_stopped(rows, values_list, ends)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    done = f"{_done_or_stopped(rows, values_list, halt)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield (render.progress_note(done, final=True), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), csv_path,
            k_sweep_points(rows, settings) if axis == "k" else gr.skip())
 
@@ -200,23 +203,21 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(variants), prompts, settings)
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
-        pace = Pace()
-        ends = pace.began + EXPERIMENT_SECONDS
+        pace, halt = Pace(), Halt(request, "compare_drafts")
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
-            halted = lambda: stop.is_set() or stop_requested(request, "compare_drafts") or time.monotonic() > ends  # noqa: E731
             yield []  # as a sweep's
             yield from sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
-                                             lambda f, msg: progress(f, desc=msg), halted)
+                                             lambda f, msg: progress(f, desc=msg), halt.checker(stop))
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(len(rows))})"
                       if len(rows) < len(variants) else "")
-            yield render.progress_note(status or _compared(rows, variants, prompts, ends), final=not status), \
+            yield render.progress_note(status or _compared(rows, variants, prompts, halt), final=not status), \
                 _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows)
         if len(rows) < len(variants):  # stopped
-            yield (render.progress_note(_compared(rows, variants, prompts, ends), final=True),
+            yield (render.progress_note(_compared(rows, variants, prompts, halt), final=True),
                    _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows))
     except (PlaygroundError, ValueError) as exc:
         yield experiment_error(exc, 2)
@@ -238,22 +239,53 @@ class Pace:
             self.done, self.last = done, time.monotonic()
         if not done:
             return ""
-        seconds = round((self.last - self.began) / done)
-        said = f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
-        return f"; about {said} a point so far"
+        return f"; about {_duration((self.last - self.began) / done)} a point so far"
 
 
-def _compared(rows: list, variants: list, prompts: list, ends: float) -> str:
-    return f"{_done_or_stopped(rows, variants, ends)} way{'s' * (len(variants) > 1)} of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
 
 
-def _done_or_stopped(rows: list, asked: list, ends: float) -> str:
-    """'done: 3' when every point was measured, 'stopped: 1 of 3' when Stop (or the host's time
-    limit, past `ends`) ended it sooner."""
+class Halt:
+    """Whether an experiment ends where it is, and why, decided once (on the engine thread, in the
+    event's context): Stop or a closed page; the host's time limit; or, once it has held the device
+    EXPERIMENT_SHARE_SECONDS, a run waiting for it in the queue (another visitor's, whose wait would
+    otherwise last up to EXPERIMENT_SECONDS with nothing on their page to say why)."""
+
+    def __init__(self, request, job: str):
+        self.request, self.job, self.began = request, job, time.monotonic()
+        self.why = None  # once halted: "" for Stop, else the words after "stopped"
+
+    def checker(self, stop) -> Callable[[], bool]:
+        """-> halted() for the engine thread; stop: the page's (set when it closed)."""
+        def halted() -> bool:
+            if self.why is None:
+                self.why = self._why(stop)
+            return self.why is not None
+        return halted
+
+    def _why(self, stop) -> str | None:
+        held = time.monotonic() - self.began
+        if stop.is_set() or stop_requested(self.request, self.job):
+            return ""
+        if held > EXPERIMENT_SECONDS:
+            return f" at this host's limit of {EXPERIMENT_SECONDS} s for one experiment"
+        if held >= EXPERIMENT_SHARE_SECONDS and device_waiting():
+            return f" after {_duration(held)}, giving way to a run waiting for the model"
+        return None
+
+
+def _compared(rows: list, variants: list, prompts: list, halt: Halt) -> str:
+    return f"{_done_or_stopped(rows, variants, halt)} way{'s' * (len(variants) > 1)} of drafting, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+
+
+def _done_or_stopped(rows: list, asked: list, halt: Halt) -> str:
+    """'done: 3' when every point was measured, 'stopped: 1 of 3' when Stop (or what else halted it,
+    said) ended it sooner."""
     if len(rows) == len(asked):
         return f"done: {len(rows)}"
-    why = f" at this host's limit of {EXPERIMENT_SECONDS} s for one experiment" if time.monotonic() > ends else ""
-    return f"stopped{why}: {len(rows)} of {len(asked)}"
+    return f"stopped{halt.why or ''}: {len(rows)} of {len(asked)}"
 
 
 def _check_work(points: int, prompts: list, settings) -> None:
