@@ -28,7 +28,7 @@ MAX_EXPERIMENT_TOKENS = _env_int("PLAYGROUND_MAX_EXPERIMENT_TOKENS", 32_768)
 EXPERIMENT_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SECONDS", 900)
 # Past this long holding the device, an experiment gives way to a run waiting for it (another
 # visitor's, who would otherwise wait up to EXPERIMENT_SECONDS with nothing on the page to say why).
-EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 60)
+EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 120)
 # A schema's size bounds only the checks made before compiling (well under a second at the limit);
 # the compile itself is bounded in time and memory (COMPILE_SECONDS, COMPILE_BYTES).
 MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 256_000)  # minified: what the engines read
