@@ -41,8 +41,10 @@ use; PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no fol
 through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written. Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
-since cold compiles of the 7B pair take minutes and a call has 10: `--only tests,triton` next (about 7
-min); `regional,whole` (about 8 min: the joined pair cold by layer, then cold whole, each with its rows),
+since cold compiles of the 7B pair take minutes and a call has 10 (and, since 2026-11-28, a session 15
+of device time, its start included: one call): `--only tests,triton` next (about 7 min: the GPU tests
+of the greedy probabilities taken at their entries, and rows to set beside 2026-11-27's), then `tuned`;
+`regional,whole` (about 8 min: the joined pair cold by layer, then cold whole, each with its rows),
 `joined`, `cli,demo` and `real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
