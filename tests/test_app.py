@@ -282,27 +282,58 @@ def test_measuring_again_gives_way_to_a_run_waiting_for_the_model(app_url, monke
 def test_an_experiment_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
     """A sweep or Compare drafts held the device up to the host's 900 s while every other visitor's
     run waited in the queue with nothing on their page to say why. Past EXPERIMENT_SHARE_SECONDS (0
-    here) it now ends where it is when a run waits, with the points measured whole, and says so."""
+    here) it now ends where it is when a run waits, keeps the points measured whole, and says so."""
     monkeypatch.setattr(experiments_tab, "EXPERIMENT_SHARE_SECONDS", 0)
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 64
     values = ",".join(str(1 + i % 8) for i in range(16))  # 16 points: minutes, were it let run
     sweep = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7"}).submit(
         "k", values, "def add(a, b):", *page_inputs.inputs_from_settings(settings), api_name="/sweep")
-    deadline = time.monotonic() + 60
-    while sweep.status().code.name not in ("PROCESSING", "ITERATING"):
-        assert time.monotonic() < deadline and not sweep.done(), sweep.status()
-        time.sleep(0.02)
+    deadline = time.monotonic() + 120
+    while not any(len(out[1]["value"]["data"]) for out in sweep.outputs() if isinstance(out[1], dict)):
+        assert time.monotonic() < deadline and not sweep.done(), (sweep.status(), sweep.outputs()[-1:])
+        time.sleep(0.05)  # a point measured whole before the run comes
     run = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.7"}).submit(
         "x = ", "demo", 4, 0.0, 16, 0, "", "", False, api_name="/generate")
     status, table, _, csv_path = sweep.result(timeout=300)
-    told = re.search(r"stopped after \d+ s, giving way to a run waiting for the model: (\d+) of 16 values of k", status)
-    assert told and int(told[1]) < 16 and len(table["value"]["data"]) == int(told[1]), (status, table)
+    told = re.search(r"stopped after [^,:]+, giving way to a run waiting for the model: (\d+) of 16 values of k", status)
+    assert told and 1 <= int(told[1]) < 16 and len(table["value"]["data"]) == int(told[1]), (status, table)
     assert isinstance(csv_path, str)  # the points measured whole are kept, as after Stop
     assert run.result(timeout=120)["phase"] == "done"
-    alone = Client(app_url, verbose=False).predict("k", "1,2", "def f(x):", *page_inputs.inputs_from_settings(settings),
-                                                    api_name="/sweep")
+    alone = Client(app_url, verbose=False).submit("k", "1,2", "def f(x):", *page_inputs.inputs_from_settings(settings),
+                                                   api_name="/sweep").result(timeout=300)
     assert "done: 2 values of k" in alone[0]  # nobody waiting: nothing given way to
+
+
+def test_an_experiment_gives_way_only_past_its_share_of_the_device(monkeypatch):
+    """Halt's order and threshold, on a clock of its own: Stop first, then the host's limit, then a
+    run waiting once the experiment has held the device EXPERIMENT_SHARE_SECONDS; its why latched."""
+    import threading
+    clock, waiting = [1000.0], [0]
+    monkeypatch.setattr(experiments_tab, "EXPERIMENT_SHARE_SECONDS", 120)
+    monkeypatch.setattr(experiments_tab.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(experiments_tab, "device_waiting", lambda: waiting[0])
+    monkeypatch.setattr(experiments_tab, "stop_requested", lambda request, job: False)
+    halt, stop = experiments_tab.Halt(None, "sweep"), threading.Event()
+    halted = halt.checker(stop)
+    waiting[0] = 2
+    clock[0] += experiments_tab.EXPERIMENT_SHARE_SECONDS - 1
+    assert not halted()  # a run waits, but the experiment's share is not used up
+    waiting[0], clock[0] = 0, clock[0] + 6
+    assert not halted()  # its share used up, nobody waiting
+    waiting[0] = 1
+    assert halted() and halt.why == " after 2 min 5 s, giving way to a run waiting for the model"
+    waiting[0], clock[0] = 0, clock[0] + 10_000
+    assert halted() and "giving way" in halt.why  # latched: the first reason stays
+    late = experiments_tab.Halt(None, "sweep")
+    clock[0] += experiments_tab.EXPERIMENT_SECONDS + 1
+    stop.set()
+    assert late.checker(stop)() and late.why == ""  # Stop (or a closed page) before the time limit
+    assert experiments_tab.Halt(None, "sweep").checker(threading.Event())() is False
+    timed = experiments_tab.Halt(None, "sweep")
+    clock[0] += experiments_tab.EXPERIMENT_SECONDS + 1
+    waiting[0] = 1
+    assert timed.checker(threading.Event())() and "limit of" in timed.why  # the limit before giving way
 
 
 def test_api_constrained_run_is_valid_json(client):
@@ -614,6 +645,24 @@ def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monk
         assert files.stop_flag(Request(), "run").exists()  # (nor was the Playground's flag used up)
         playground_tab.start_run(Request())
         assert not files.stop_flag(Request(), "run").exists()
+
+
+def test_a_point_measured_whole_before_an_experiment_halts_is_kept(monkeypatch):
+    """The halt was looked at once more after each point: a run that came to wait just after a point's
+    last round threw that whole point away (the last of a sweep too). Only a point cut short goes."""
+    from playground import session
+    pair = session.load_pair("demo-target", "demo-draft")
+    ids = [session.encode_prompt(pair, "def f(x):")]
+    came = []
+    made = sweeps.measure
+
+    def measure_then_a_run_comes(block):
+        told = made(block)
+        came.append(1)  # from here on, halted() is true
+        return told
+    monkeypatch.setattr(sweeps, "measure", measure_then_a_run_comes)
+    tables = list(sweeps.sweep(pair, ids, session.settings(max_new_tokens=8), "k", [1, 2, 3], halted=lambda: bool(came)))
+    assert [len(t) for t in tables] == [1] and tables[-1][0]["k"] == 1  # the first kept, the second cut at once
 
 
 def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():

@@ -7,30 +7,33 @@ import shlex
 
 import pytest
 
-from playground.cli_args import build_parser
+from playground.cli_args import build_parser, resolve_models
 
 README = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
-def fenced(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+def fenced(*languages: str) -> list[str]:
+    return [body for language, body in re.findall(r"```(\w*)\n(.*?)```", README, flags=re.S) if language in languages]
 
 
 def commands() -> list[str]:
     """Every `python -m playground ...` line of the README's shell blocks, continuations joined."""
-    lines = "\n".join(fenced("bash")).replace("\\\n", " ").splitlines()
-    return [line for line in lines if line.startswith("python -m playground ")]
+    lines = "\n".join(fenced("bash", "sh", "shell", "console")).replace("\\\n", " ").splitlines()
+    return [line.strip() for line in lines if "python -m playground " in line]
 
 
 def test_the_readme_shows_the_cli():
     assert len(commands()) >= 10  # the Command line section, found
+    assert all(c.startswith("python -m playground ") for c in commands())  # (a prefix would be dropped unread below)
 
 
 @pytest.mark.parametrize("command", commands())
 def test_each_readme_command_parses(command):
     argv = shlex.split(command, comments=True)[3:]  # after "python -m playground"
-    args = build_parser().parse_args(argv)  # a wrong flag or value: SystemExit(2)
+    args = build_parser().parse_args(argv)  # a wrong flag or value: PlaygroundError (OneLineParser)
     assert args.command == argv[0]
+    preset, target, draft = resolve_models(args)  # a renamed preset is refused here (loads no model)
+    assert target and (draft or args.draft is None)
 
 
 def test_the_readme_python_snippet_runs():

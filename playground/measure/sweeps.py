@@ -50,13 +50,14 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
           constraint=None, halted: Callable[[], bool] = lambda: False) -> Iterator[list[dict]]:
     """Yield the table so far after each value; every row aggregates all prompts, its speedup
     measured by playground.measure.speedup (the target alone interleaved beside every prompt). Once
-    `halted()` (Stop, the host's time limit, a closed page) the value being measured ends where it
-    is, without a row: a point cut short is no measurement."""
+    `halted()` (Stop, the host's time limit, a closed page, a run waiting) the value being measured
+    ends where it is, without a row: a point cut short is no measurement (one measured whole before
+    it is kept)."""
     rows = []
     for i, value in enumerate(values):
         run_cfg = _with(cfg, axis, value)
         result = measured(pair, prompts, run_cfg, constraint, warm=i == 0, halted=halted)
-        if halted():
+        if result is None:
             return
         rows.append(_row(run_cfg, result, len(prompts)))
         yield rows
@@ -64,15 +65,20 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
 
 def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, warm: bool = True,
              halted: Callable[[], bool] = lambda: False):
-    """-> (Speedup, the blocks' speculative events) for these prompts and settings; once `halted()`,
-    each block ends where it is (the result then means nothing: callers drop it)."""
-    blocks = []
-    make = engine_block(pair, prompts, cfg, constraint, warm=warm, should_stop=halted)
+    """-> (Speedup, the blocks' speculative events) for these prompts and settings; None where
+    `halted()` cut a block short (each block ends where it is then)."""
+    blocks, cut = [], []
+
+    def stopping() -> bool:
+        cut.extend([True] if not cut and halted() else [])
+        return bool(cut)
+    make = engine_block(pair, prompts, cfg, constraint, warm=warm, should_stop=stopping)
 
     def block():
         blocks.append(make())
         return blocks[-1]
-    return measure(block), [run for b in blocks for run in b.spec_runs]
+    told = measure(block)
+    return None if cut else (told, [run for b in blocks for run in b.spec_runs])
 
 
 def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
@@ -147,7 +153,7 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
             continue
         ids = [encode(pair, text) for text in prompts]
         result = measured(pair, ids, run_cfg, halted=halted)
-        if halted():
+        if result is None:
             return
         rows.append({"variant": name, "draft": draft_id, "policy": policy, **_row(run_cfg, result, len(prompts))})
         yield rows
