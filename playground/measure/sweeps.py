@@ -69,8 +69,9 @@ def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, w
     `halted()` cut a block short (each block ends where it is then)."""
     blocks, cut = [], []
 
-    def stopping() -> bool:
-        cut.extend([True] if not cut and halted() else [])
+    def stopping() -> bool:  # latched: a point cut short stays cut
+        if not cut and halted():
+            cut.append(True)
         return bool(cut)
     make = engine_block(pair, prompts, cfg, constraint, warm=warm, should_stop=stopping)
 
