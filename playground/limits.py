@@ -53,9 +53,10 @@ CONSTRAINT_RUN_SECONDS = _env_int("PLAYGROUND_CONSTRAINT_RUN_SECONDS", 30)
 CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `regex` module's timeout)
 # The web server: a run's body holds at most a 1 MiB schema as typed plus the prompts (4.9 MB at
 # worst when a client escapes every non-ASCII character as \uXXXX; browsers and gradio_client send
-# UTF-8). Gradio keeps each session's inputs and outputs in memory, so only the newest SESSIONS_KEPT
-# sessions are kept (not 10,000), and at most QUEUE_SIZE events wait, each holding its body: at
-# most about (SESSIONS_KEPT + QUEUE_SIZE) x MAX_REQUEST_BYTES held (1.3 GiB), usually far less.
+# UTF-8). Gradio keeps each session's last value of every input in memory, so only the newest
+# SESSIONS_KEPT sessions are kept (not 10,000), and each value is bounded (playground.ui.serving:
+# about 4.3 Mi characters for all the inputs of a session, 0.54 GiB over 128 sessions; up to 4 bytes a
+# character: 2.2 GiB); at most QUEUE_SIZE events wait, each holding its body (256 MiB).
 MAX_REQUEST_BYTES = _env_int("PLAYGROUND_MAX_REQUEST_MIB", 8) * 2**20
 SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 128)
 QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)

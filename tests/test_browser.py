@@ -297,6 +297,9 @@ def test_a_link_carrying_script_runs_none(page, app_url):
     page.locator("#dismiss-notices").click()  # read (and fixed): they go, the button too
     expect(page.get_by_text("ignored unknown parameter 'www.evil.example'")).to_be_hidden(timeout=10_000)
     expect(page.locator("#dismiss-notices")).to_be_hidden()
+    page.goto(f"{app_url}?preset=%24%24%5Crule%7B3000px%7D%7B3000px%7D%24%24")  # $$\rule{...}$$: as typed, not LaTeX
+    expect(page.get_by_text("unknown preset '$$\\rule{3000px}{3000px}$$'")).to_be_visible(timeout=30_000)
+    assert page.locator("#link-notices .katex").count() == 0
 
 
 @pytest.mark.parametrize("tree,nodes", [("", 3), ("2,2", 6), ("4,4,2", 52), ("3,3,3/12", 12), ("2,2+3", 9)])

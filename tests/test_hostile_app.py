@@ -3,6 +3,7 @@ error naming its cause, nothing is fetched, and the server keeps answering other
 import dataclasses
 import json
 import os
+import pathlib
 import re
 import time
 import urllib.error
@@ -14,7 +15,7 @@ from gradio_client import Client
 
 from playground.ui import files, inputs as page_inputs, playground_tab
 from playground.errors import PlaygroundError
-from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
+from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SYSTEM_CHARS
 from playground.presets import Settings
 from playground.ui.share import MAX_LINK_CHARS, from_query, share_url
 from tests.test_hostile_constraints import listener  # noqa: F401  (fixture)
@@ -143,6 +144,17 @@ def test_a_share_link_takes_its_host_and_scheme_from_headers_only_when_they_are_
                  "host": "10.0.0.5:7860"}) == "http://10.0.0.5:7860/"
 
 
+def test_a_link_carries_every_seed_a_page_holds_and_refuses_the_others():
+    """A run takes seeds to 2^63 - 1 and links read them to 2^31 - 1: a link made of seed 3,000,000,000
+    was made without a word and opened on seed 0 with a notice (another run). A link now reads
+    seeds to 2^53 (a page's number holds no more exactly), and is not made of a value it would drop."""
+    settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), seed=3_000_000_000, temperature=0.7)
+    link = share_url("http://h/", settings)
+    assert from_query(dict(urllib.parse.parse_qsl(link.split("?")[1])), False) == (settings, [])
+    with pytest.raises(PlaygroundError, match="seed='1152921504606846976' cannot go into a link: must be between 0 and"):
+        share_url("http://h/", dataclasses.replace(settings, seed=2**60))
+
+
 def test_links_without_a_known_preset_fall_back_to_the_default_and_say_so():
     for params in ({"k": "999", "target": "evil/model", "foo": "bar"}, {"preset": "nope"}):
         settings, notices = from_query(params, allow_custom=False)
@@ -212,11 +224,15 @@ def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
     assert "could not be written" in final[4]
 
 
-def test_stop_flags_and_run_tickets_no_job_reads_are_pruned():
+class Session:
+    def __init__(self, key):
+        self.session_hash = key
+
+
+def test_stop_flags_and_run_tickets_no_job_reads_are_pruned(monkeypatch, tmp_path):
     """Stop on a made-up session left a file for good (500 calls, 500 files); they go after an hour."""
-    class Session:
-        def __init__(self, key):
-            self.session_hash = key
+    monkeypatch.setattr(files, "STOPS", tmp_path)
+    monkeypatch.setattr(files, "TIDY_EVERY", 1)
     files.request_stop(Session("made-up-1"))
     old = files.stop_flag(Session("made-up-1"))
     os.utime(old, (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)
@@ -230,6 +246,25 @@ def test_stop_flags_and_run_tickets_no_job_reads_are_pruned():
     assert ticket and files.run_ticket(Session("made-up-3")) is None and files.run_ticket(Session("made-up-4"))
     files.new_ticket(Session("../../tmp/x"))  # no file outside the flag folder
     assert files.run_ticket(Session("../../tmp/x")) is None and not (files.STOPS / "../../tmp/x.run-ticket").exists()
+
+
+def test_made_up_sessions_hold_a_bounded_number_of_stop_flags_read_now_and_then(monkeypatch, tmp_path):
+    """Any caller can Stop (or Run) a made-up session: 8,778 of them in 10 min made each call 8x
+    slower, every call reading the whole folder. Now the folder is read every TIDY_EVERY-th write
+    and holds at most STOPS_MAX_FILES (the oldest go first), plus the writes since."""
+    monkeypatch.setattr(files, "STOPS", tmp_path)
+    monkeypatch.setattr(files, "STOPS_MAX_FILES", 10)
+    monkeypatch.setattr(files, "TIDY_EVERY", 4)
+    monkeypatch.setattr(files, "_written", 0)
+    listed = []
+    real_glob = pathlib.Path.glob
+    monkeypatch.setattr(pathlib.Path, "glob", lambda self, pattern: listed.append(self) or real_glob(self, pattern))
+    for n in range(40):
+        files.request_stop(Session(f"made-up-{n}"))
+        assert len(list(real_glob(tmp_path, "*"))) <= 10 + 4
+    assert listed.count(tmp_path) == 2 * 40 // 4  # an age pass and a count pass, every 4th Stop
+    assert files.stop_requested(Session("made-up-39"))  # the newest stay
+    assert not files.stop_requested(Session("made-up-0"))
 
 
 def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
@@ -249,7 +284,8 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
     conn.close()
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)  # no length: sent in chunks
     for chunks, refused in ((9, True), (1, False)):  # 9 MiB refused; 1 MiB read (then an ordinary answer)
-        conn.request("POST", "/gradio_api/call/export", body=iter([b'{"data": ["'] + [b"x" * 2**20] * chunks + [b'"]}']),
+        conn.request("POST", "/gradio_api/call/export",  # (in the constraint: the input that takes the most)
+                     body=iter([b'{"data": [' + b"null, " * 13 + b'"'] + [b"x" * 2**20] * chunks + [b'"]}']),
                      headers={"Content-Type": "application/json"}, encode_chunked=True)
         response = conn.getresponse()
         assert (response.status >= 400) == refused, (chunks, response.status)
@@ -258,6 +294,66 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
     assert page_answers_quickly(app_url)
     assert "vllm serve" in client.predict(*page_inputs.inputs_from_settings(
         Settings.from_preset(page_inputs.PRESETS["qwen2.5-7b"])), api_name="/export")[1]  # a normal body still passes
+
+
+def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_url):
+    """Gradio keeps a session's last value of every input, before the function's checks: three
+    refused 7 MiB values a session (a prompt, a Markdown and an HTML input, in three calls) held
+    2.6 GiB over 128 sessions. A value is at most serving.VALUE_CHARS, or past the page's own limit
+    for the long texts (a prompt: 4x), so that a text too long still gets the page's message."""
+    from playground.ui import page, serving
+    values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
+    cases = ((1, "x" * (serving.VALUE_CHARS + 1), "Target model is 16385 characters"),
+             (9, "x" * (4 * MAX_PROMPT_CHARS + 1), f"Prompt is {4 * MAX_PROMPT_CHARS + 1} characters, more than this host allows ({MAX_PROMPT_CHARS})"))
+    for index, value, said in cases:
+        status, text = post(app_url, "/gradio_api/call/export", json.dumps({"data": values[:index] + [value]}).encode())
+        assert status == 413 and said in text, (status, text)
+    api = ["x", "demo", 0, -1.0, 0, 0]  # /generate's inputs before its schema: named by their parameters
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": api + ["{" * 2**21]}).encode())
+    assert status == 413 and f"schema is 2097152 characters, more than this host allows ({MAX_SCHEMA_TEXT_CHARS})" in text, (status, text)
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": api + ["{" * 50_000]}).encode())
+    assert status == 200 and "event_id" in text, (status, text)  # a long schema still reaches the run's own checks
+    notice = next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])  # a Markdown input
+    status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
+        {"data": ["<b>x</b>" * 2**17], "fn_index": notice, "session_hash": "abc"}).encode())
+    assert status == 413 and "more than this host allows (16384)" in text, (status, text)
+    notes = client.predict(*values[:9], "x" * (MAX_PROMPT_CHARS + 1), *values[10:], api_name="/export")[0]
+    assert f"length (characters) is {MAX_PROMPT_CHARS + 1}" in notes  # past the limit, within the bound: the page's words
+    assert page_answers_quickly(app_url)
+
+
+def test_a_session_keeps_at_most_the_characters_limits_py_says():
+    """The sum of every input's bound (a session keeps the last value of each): limits.py says 4.3 M
+    characters a session; a new long input must say so there."""
+    from playground.ui import page, serving
+    inputs = {c._id for fn in page.demo.fns.values() for c in fn.inputs if not c.stateful}
+    total = sum(serving._value_chars.get(i, (serving.VALUE_CHARS,))[0] for i in inputs)
+    assert 4.2 * 2**20 < total < 4.4 * 2**20, total / 2**20
+
+
+def test_gradios_deep_links_are_off(app_url):
+    """Gradio's deep-link route saved a session's values as a caller sent them (HTML posted to an
+    HTML input, unchecked) for `?deep_link=` to draw in anyone's page: a script ran there, with no
+    click. The route is refused, and a deep link's file (one left from before) is never drawn."""
+    import gradio.utils
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(app_url + "gradio_api/deep_link?session_hash=abc", timeout=30)
+    assert refused.value.code == 403 and b"deep links are not made here" in refused.value.read()
+    from playground.ui import page
+    with urllib.request.urlopen(app_url + "config", timeout=30) as response:
+        components = json.loads(response.read())["components"]  # as Gradio saves a session's
+    planted = "<b id=planted>PLANTED</b>"
+    for component in components:
+        if component["id"] == page.link_notice._id:
+            component["props"]["value"] = planted
+    folder = pathlib.Path(gradio.utils.get_upload_folder()) / "deep_links" / "plantedlink"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "state.json").write_text(json.dumps(components))
+    for path in ("?deep_link=plantedlink", "config?deep_link=plantedlink", "?tab=experiments&deep%5Flink=plantedlink"):
+        with urllib.request.urlopen(app_url + path, timeout=30) as response:
+            assert response.status == 200 and b"PLANTED" not in response.read(), path
+    with urllib.request.urlopen(app_url + "?k=6&deep_link=plantedlink", timeout=30) as response:
+        assert response.status == 200  # the other parameters stay (the page reads them when it loads)
 
 
 def test_uploads_are_refused(app_url):

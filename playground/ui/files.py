@@ -29,6 +29,9 @@ STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per
 DOWNLOAD_TTL_S = 3600  # Gradio removes older downloads (delete_cache in page.py, every SWEEP_S)
 SWEEP_S = 600
 DOWNLOADS_MAX_BYTES = 256 * 2**20  # past this the oldest downloads go first (a run's file is at most about 1 MB)
+STOPS_MAX_FILES = 4096  # past this the oldest stop flags and tickets go first: a script's made-up sessions
+TIDY_EVERY = 64  # flags and tickets written between two tidyings of their folder (each reads the whole folder)
+_written = 0  # flags and tickets written since the folder was last tidied
 log = logging.getLogger("playground.ui")
 
 
@@ -58,13 +61,14 @@ def _prune(folder: pathlib.Path, age: float) -> None:
             pass
 
 
-def _cap(folder: pathlib.Path, most: int) -> None:
-    """Remove the folder's oldest files until the rest hold at most `most` bytes."""
+def _cap(folder: pathlib.Path, most: int, count=lambda size: size) -> None:
+    """Remove the folder's oldest files until the rest hold at most `most` bytes (or, with
+    count=lambda size: 1, files)."""
     found = []
     for path in folder.glob("*"):
         try:
             stat = path.stat()
-            found.append((stat.st_mtime, stat.st_size, path))
+            found.append((stat.st_mtime, count(stat.st_size), path))
         except OSError:
             pass
     total = sum(size for _, size, _ in found)
@@ -73,6 +77,18 @@ def _cap(folder: pathlib.Path, most: int) -> None:
             break
         path.unlink(missing_ok=True)
         total -= size
+
+
+def _tidy_stops() -> None:
+    """Every TIDY_EVERY-th flag or ticket written: the older than an hour go (a Stop no job read: a
+    session that ran nothing), then the oldest past STOPS_MAX_FILES. Any caller can make up sessions
+    (8,778 made-up Stops in 10 min made each call 8x slower, when each read the whole folder)."""
+    global _written
+    _written += 1
+    if _written >= TIDY_EVERY:
+        _written = 0
+        _prune(STOPS, DOWNLOAD_TTL_S)
+        _cap(STOPS, STOPS_MAX_FILES, count=lambda size: 1)
 
 
 def stop_flag(request: gr.Request | None, job: str = "run") -> pathlib.Path | None:
@@ -86,7 +102,7 @@ def stop_flag(request: gr.Request | None, job: str = "run") -> pathlib.Path | No
 def request_stop(request: gr.Request, job: str = "run") -> None:
     flag = stop_flag(request, job)
     if flag is not None:
-        _prune(STOPS, DOWNLOAD_TTL_S)  # a Stop no job read (a session that ran nothing, made up by a script) goes in time
+        _tidy_stops()
         flag.touch()
 
 
@@ -103,7 +119,7 @@ def new_ticket(request: gr.Request | None) -> None:
     path = _ticket(request)
     if path is None:
         return
-    _prune(STOPS, DOWNLOAD_TTL_S)  # (as a Stop's flag)
+    _tidy_stops()
     part = path.with_name(path.name + ".part")
     try:
         part.write_text(secrets.token_hex(8))

@@ -1,8 +1,11 @@
 """The page's layout and its wiring: which component feeds which callback (playground_tab,
 experiments_tab, api). Building it starts nothing; app.py launches `demo`."""
+import inspect
+
 import gradio as gr
 
-from playground.limits import CONCURRENCY
+from playground.limits import (CONCURRENCY, MAX_GRAMMAR_CHARS, MAX_PROMPT_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SWEEP_PROMPTS,
+                               MAX_SYSTEM_CHARS)
 from playground.models.loading import custom_models_allowed
 from playground.presets import constraint_of
 from playground.measure import sweeps
@@ -18,7 +21,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
 from playground.ui.playground_tab import (IDLE, after_run, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
-from playground.ui.serving import DEVICE
+from playground.ui.serving import DEVICE, VALUE_CHARS, bound
 from playground.ui.share import RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
@@ -46,7 +49,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.")
     with gr.Row(elem_id="link-notices"):
-        link_notice = gr.Markdown()
+        link_notice = gr.Markdown(latex_delimiters=[])  # a link's text shown as typed, never as LaTeX
         dismiss_notice = gr.Button("Dismiss", size="sm", scale=0, min_width=90, visible=False, elem_id="dismiss-notices")
     FIRST = Experiment()  # the Experiments tab's first values
     with gr.Tabs() as tabs, gr.Tab("Playground", id="playground"):
@@ -222,6 +225,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     EXPERIMENT = [axis, sweep_values, sweep_prompts, variants, calc_a, calc_k, calc_c]  # EXPERIMENT_NAMES' order
 
     history = gr.State([])
+    # The long texts (any other value is at most serving.VALUE_CHARS): past the page's own limit, so that its
+    # message says what is too long (a pasted document: 4x), and at most what a session may keep (1.25x)
+    for box, limit, times in ((prompt, MAX_PROMPT_CHARS, 4), (system, MAX_SYSTEM_CHARS, 4), (constraint, MAX_SCHEMA_TEXT_CHARS, 1.25),
+                              (sweep_prompts, MAX_SWEEP_PROMPTS * MAX_PROMPT_CHARS, 1.25)):
+        bound(box, int(limit * times), limit)
     k_sweep = gr.State(None)  # the last K sweep's points, for the calculator's chart
     measured = gr.State(None)
     RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
@@ -326,3 +334,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     dismiss_notice.click(lambda: "", None, link_notice, queue=False, api_visibility="private")
     calc_from_run.click(from_last_run, history, [calc_a, calc_k, calc_c, calc_text], queue=False, api_visibility="private")
     gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id=DEVICE)
+    api_texts = {"prompt": (MAX_PROMPT_CHARS, 4), "schema": (MAX_SCHEMA_TEXT_CHARS, 1.25), "grammar": (MAX_GRAMMAR_CHARS, 4)}
+    for name, box in zip(inspect.signature(generate).parameters, next(
+            fn for fn in demo.fns.values() if fn.api_name == "generate").inputs):  # (their labels: "1st", "2nd")
+        limit, times = api_texts.get(name, (VALUE_CHARS, 1))
+        bound(box, int(limit * times), limit, name)

@@ -19,6 +19,14 @@ with a guard in front of Gradio on every request.
   a Space's proxy, a local nginx) the first of X-Forwarded-For. The first, not the last: a proxy that
   passes on what the caller sent lets a forger look like another address, which gives him only what
   he had without this bound; the last may be an inner proxy's, which would put every visitor under one.
+- Gradio keeps each session's last value of every input it was sent, before the function's own
+  checks: one value is at most VALUE_CHARS characters, or what its component was `bound` to (a
+  prompt, a schema as typed: past the page's own limit, so the page's message says what is too
+  long), checked where a body is longer than that. Three refused 7 MiB values a session, in three
+  calls, held 2.6 GiB over 128 sessions (twice what limits.py said).
+- Gradio's deep links are off: its route saved a session's values as they were sent (HTML
+  included, unchecked) to a file that `?deep_link=` then drew in anyone's page (a script ran there),
+  one file per call, never removed. The page's share links carry every setting, checked.
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off."""
@@ -27,6 +35,7 @@ import ipaddress
 import json
 import os
 import re
+import urllib.parse
 
 import anyio
 from gradio.context import LocalContext
@@ -38,6 +47,10 @@ from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
+DEEP_LINK_ROUTE = "/deep_link"  # (a path's ending) Gradio's route that saves a session's values for a link
+DEEP_LINK_PARAM = "deep_link"  # the query parameter that draws them in a page
+VALUE_CHARS = 16 * 1024  # the most characters one value of a call may carry where its component says no more
+_value_chars: dict[int, tuple[int, int, str | None]] = {}  # component id -> (bound, limit, name) (see bound)
 FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's file route given a URL: it fetched
 # the URL and streamed it back (a public proxy, with no time or size bound); the page's files are local paths
 BODY_METHODS = {"POST", "PUT", "PATCH"}  # the requests whose bodies Gradio reads
@@ -50,8 +63,9 @@ DEVICE = "device"  # the concurrency_id of every run on the model pair: the page
 
 class RequestGuard:
     """ASGI middleware: 413 for a body over `max_bytes` (declared, or sent in chunks without a
-    length), 403 for a route that takes files or fetches a URL, or a body that names a file, 503 for
-    a join of the queue past its address's share."""
+    length) or a value past its bound, 403 for a route that takes files, fetches a URL or makes a
+    deep link, or a body that names a file, 503 for a join of the queue past its address's share;
+    a `deep_link` query parameter dropped."""
 
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
@@ -62,6 +76,9 @@ class RequestGuard:
         path = scope.get("path", "")
         if path.rstrip("/").endswith(REFUSED_ROUTES) or FETCHING_ROUTE.search(path):
             return await refuse(send, 403, f"files are not taken or fetched here: {NO_FILES}")
+        if path.rstrip("/").endswith(DEEP_LINK_ROUTE):
+            return await refuse(send, 403, "deep links are not made here: the page's Share link carries every setting")
+        scope = without_deep_link(scope)
         declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > self.max_bytes:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
@@ -72,8 +89,8 @@ class RequestGuard:
             return
         if body is TOO_LONG:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
-        if await names_a_file(body):
-            return await refuse(send, 403, f"a file in a call's data is not taken: {NO_FILES}")
+        if refused := await refusal(body, scope["app"].get_blocks(), path):
+            return await refuse(send, *refused)
         if not JOINS.search(path):
             return await self.app(scope, _replay(body, receive), send)
         caller = client_address(Headers(scope=scope), scope.get("client"))
@@ -169,45 +186,89 @@ async def read_body(receive, most: int):
             return b"".join(parts)
 
 
-async def names_a_file(body: bytes) -> bool:
-    """Whether a JSON body holds a Gradio file reference anywhere ({"path": ..., "meta": {"_type":
-    "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it), read as FastAPI
-    reads it (json.loads: UTF-8, -16 or -32); a body that is not JSON is left to Gradio, which
-    refuses it. Parsed only when the name could be in it (as written, or behind a \\u escape), in a
-    worker thread, so the server goes on answering meanwhile."""
+def bound(component, chars: int, limit: int | None = None, name: str | None = None) -> None:
+    """Let `component`'s values carry up to `chars` characters (past VALUE_CHARS: a prompt, a
+    schema as typed); a refusal says `limit` (the page's own, which its checks say of a text
+    shorter than `chars`; else `chars`) and `name` (else the component's label)."""
+    _value_chars[component._id] = chars, limit or chars, name
+
+
+def without_deep_link(scope: dict) -> dict:
+    """The request with no `deep_link` in its query (a page, its /config): the page opens as it is."""
+    query = scope.get("query_string", b"")
+    if DEEP_LINK_PARAM.encode() not in urllib.parse.unquote_to_bytes(query):
+        return scope
+    kept = [(k, v) for k, v in urllib.parse.parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+            if k != DEEP_LINK_PARAM]
+    return {**scope, "query_string": urllib.parse.urlencode(kept).encode("latin-1")}
+
+
+async def refusal(body: bytes, blocks, path: str) -> tuple[int, str] | None:
+    """(status, why) for a JSON body that holds a Gradio file reference anywhere ({"path": ...,
+    "meta": {"_type": "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it)
+    or a value past its bound (see bound); None to pass it on. Read as FastAPI reads it (json.loads:
+    UTF-8, -16 or -32); a body that is not JSON is left to Gradio, which refuses it. Parsed only when
+    a file's name could be in it (as written, or behind a \\u escape) or it is longer than VALUE_CHARS,
+    in a worker thread, so the server goes on answering meanwhile."""
     try:
         text = body.decode(json.detect_encoding(body))
     except (UnicodeDecodeError, LookupError):
-        return False
-    if "FileData" not in text and "\\u" not in text:
-        return False
+        return None
+    if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
+        return None
     async with _parsing:
-        return await anyio.to_thread.run_sync(_holds_a_file, text)
+        return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
 
 
 class _FileFound(Exception):
     pass
 
 
-def _holds_a_file(text: str) -> bool:
+def _refusal(text: str, blocks, path: str) -> tuple[int, str] | None:
     def hook(value: dict) -> dict:  # each object as it is read, innermost first: stops at the first file
         meta = value.get("meta")
         if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
             raise _FileFound
         return value
     try:
-        json.loads(text, object_hook=hook)
+        call = json.loads(text, object_hook=hook)
     except _FileFound:
-        return True
+        return 403, f"a file in a call's data is not taken: {NO_FILES}"
     except (ValueError, RecursionError):
-        pass
-    return False
+        return None
+    return overlong_value(call, blocks, path)
+
+
+def overlong_value(call, blocks, path: str) -> tuple[int, str] | None:
+    """(413, why) for the first value of a call (its "data", for the function its fn_index or its
+    route names) longer than its component's bound; None when all fit or the function is unknown
+    (Gradio refuses that call before it keeps anything)."""
+    data = call.get("data") if isinstance(call, dict) else None
+    fn = _function(blocks, call.get("fn_index"), path) if isinstance(data, list) else None
+    for component, value in zip(fn.inputs if fn else (), data or ()):
+        size = len(value) if isinstance(value, str) else len(json.dumps(value))
+        most, limit, name = _value_chars.get(getattr(component, "_id", None), (VALUE_CHARS, VALUE_CHARS, None))
+        if size > most:
+            name = name or getattr(component, "label", None) or "a value"
+            return 413, f"{name[:60]} is {size} characters, more than this host allows ({limit})"
+    return None
+
+
+def _function(blocks, fn_index, path: str):
+    """The BlockFunction a call runs: its fn_index (the queue's join, /run/predict), else its
+    api_name in the route (/call/<name>, /run/<name>); None for none."""
+    if isinstance(fn_index, int) and not isinstance(fn_index, bool):
+        return blocks.fns.get(fn_index)
+    named = re.search(r"/(?:call|run)/(?:v2/)?([^/]+)/?$", path)
+    return next((fn for fn in blocks.fns.values() if named and fn.api_name == named.group(1)), None)
 
 
 async def refuse(send, status: int, text: str) -> None:
-    body = text.encode()
+    """The answer as Gradio's own errors are, JSON with a "detail": the page shows it (plain text
+    showed as "Could not parse server response")."""
+    body = json.dumps({"detail": text}).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -73,13 +73,14 @@ def _tree(v: str) -> str:
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
 # reset an out-of-range value to the slider's minimum without a word). New tokens: the host's limit,
 # as for /generate and the CLI (the page stopped at 1024 where the API took 2048).
+EXACT_IN_A_PAGE = 2**53  # the largest seed a browser's number holds exactly (a run takes up to 2^63 - 1)
 RANGES = {"k": (1, MAX_K), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
           "max_new_tokens": (8, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, 1024)}
 
 PARSERS = {
     "preset": text_within(64), "target": text_within(200), "draft": text_within(200),
     "k": whole_number(*RANGES["k"]), "temperature": number(*RANGES["temperature"]), "top_p": number(*RANGES["top_p"]),
-    "top_k": whole_number(*RANGES["top_k"]), "seed": whole_number(0, 2**31 - 1), "max_new_tokens": whole_number(*RANGES["max_new_tokens"]),
+    "top_k": whole_number(*RANGES["top_k"]), "seed": whole_number(0, EXACT_IN_A_PAGE), "max_new_tokens": whole_number(*RANGES["max_new_tokens"]),
     "prompt": text_within(MAX_PROMPT_CHARS), "system": text_within(MAX_SYSTEM_CHARS),
     "chat": _bool, "schema": text_within(20000), "regex": text_within(2000), "grammar": text_within(MAX_LINK_CHARS),
     "backend": _choice("llguidance", "xgrammar"),
@@ -94,8 +95,13 @@ def to_query(settings: Settings, defaults: Settings | None = None) -> str:
     name is always included."""
     base = defaults or _preset_defaults(settings.preset) or Settings()
     values = dataclasses.asdict(settings)
-    keep = {k: v for k, v in values.items() if k == "preset" or v != getattr(base, k)}
-    return urllib.parse.urlencode({k: _encode(v) for k, v in keep.items()})
+    keep = {k: _encode(v) for k, v in values.items() if k == "preset" or v != getattr(base, k)}
+    for key, text in keep.items():  # a link that says a value its reader ignores is not the run it was made from
+        try:
+            PARSERS[key](text)
+        except ValueError as exc:
+            raise PlaygroundError(f"{key}={text[:40]!r} cannot go into a link: {exc}") from None
+    return urllib.parse.urlencode(keep)
 
 
 def _encode(v) -> str:
