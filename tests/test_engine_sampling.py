@@ -150,3 +150,22 @@ def test_warp_matches_reference():
     for t, k, p in itertools.product([0.5, 1.0, 1.7], [0, 1, 7], [1.0, 0.8, 0.3]):
         ours = warp(logits, SamplingParams(temperature=t, top_k=k, top_p=p)).double()
         assert torch.allclose(ours, reference_warp(logits, t, k, p), atol=1e-5), (t, k, p)
+
+
+CLOSE = dict(temperature=1.3, top_k=8, top_p=0.95)  # warped, with a close draft: many guesses kept
+
+
+@pytest.mark.parametrize("way", [dict(k=3), dict(tree=(3, 2)), dict(k=3, policy="schedule")],
+                         ids=["chain", "tree", "schedule"])
+def test_a_close_draft_under_warping_keeps_many_guesses_and_the_targets_distribution(small, way):
+    """The draft above had none of 900 warped guesses kept (2% at temperature 1): the warped tests
+    never reach the rule's accept branch. A perturbed copy of the target has about half kept."""
+    tok, target, _ = small
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, 0.3, seed=5), tok, eos_ids=[])
+    counts, accepted = {}, 0
+    for seed in range(N_RUNS):
+        result = session.run(pair, PROMPT, session.settings(max_new_tokens=3, seed=seed, **CLOSE, **way))
+        counts[tuple(result.token_ids)] = counts.get(tuple(result.token_ids), 0) + 1
+        accepted += result.stats["accepted"]
+    assert accepted > N_RUNS // 2, accepted  # half a guess kept a run at least, of the 3 tokens each writes (the far draft: none)
+    assert chi_square_p(counts, exact_joint(target, 3, CLOSE), N_RUNS) > P_MIN
