@@ -68,6 +68,9 @@ DEVICE_RUNS_PER_CLIENT = max(1, _env_int("PLAYGROUND_DEVICE_RUNS_PER_CLIENT", 3)
 # Queued events of any kind one address may hold (constraint checks compile for up to COMPILE_SECONDS
 # each): a quarter of the queue. The browser tests' pages held at most 2 at once.
 QUEUED_PER_CLIENT = max(DEVICE_RUNS_PER_CLIENT, QUEUE_SIZE // 4)
+# Requests one address may have open at once (a stream lasts as long as its caller keeps it: 20,000
+# idle heartbeat streams from one address took every file the server may open; a page holds a few).
+OPEN_PER_CLIENT = max(8, _env_int("PLAYGROUND_OPEN_PER_CLIENT", 256))
 
 
 def at_most(value: int, limit: int, what: str, hint: str = "") -> int:

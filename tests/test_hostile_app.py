@@ -322,6 +322,62 @@ def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_ur
     assert page_answers_quickly(app_url)
 
 
+def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
+    """An fn_index of "43" or 43.0 (Gradio reads both as 43) was checked against no function's
+    bounds: two 8 MiB values a session, 1 GB over 64 sessions. 8 MiB of `[{}, {}, ...]` became
+    600 MB of Python objects in Gradio's parses. A call naming no function of the page has every
+    value at most VALUE_CHARS."""
+    from playground.ui import page, serving
+    notice = next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])
+    for index in (str(notice), float(notice), True):
+        status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
+            {"data": ["x" * (serving.VALUE_CHARS + 1)], "fn_index": index, "session_hash": "abc"}).encode())
+        assert status == 400 and "fn_index must be a whole number" in text, (index, status, text)
+    status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
+        {"data": ["x" * (serving.VALUE_CHARS + 1)], "fn_index": 10**6, "session_hash": "abc"}).encode())
+    assert status == 413 and "a value is 16385 characters" in text, (status, text)
+    bomb = json.dumps({"data": [[{}] * 2 * serving.MAX_CONTAINERS + ["[{" * 5000]], "fn_index": notice})
+    status, text = post(app_url, "/gradio_api/run/predict", bomb.encode())
+    assert status == 413 and f"holds {2 * serving.MAX_CONTAINERS + 3} JSON objects and arrays" in text, (status, text)
+    with pytest.raises(urllib.error.HTTPError) as refused:  # idle, each held the CPU polling every 50 ms
+        urllib.request.urlopen(app_url + "gradio_api/dev/reload", timeout=30)
+    assert refused.value.code == 403
+    assert page_answers_quickly(app_url)
+
+
+def test_one_address_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):
+    """A stream lasts as long as its caller keeps it: 20,000 idle heartbeat streams from one address
+    took every file the server may open, and the page answered no one. One address (here the first
+    of X-Forwarded-For: the peer is this host) has at most OPEN_PER_CLIENT open; others go on."""
+    import socket
+    from playground.ui import serving
+    monkeypatch.setattr(serving, "OPEN_PER_CLIENT", 4)
+    url = urllib.parse.urlsplit(app_url)
+    forged = "203.0.113.9"
+    held = []
+    try:
+        for n in range(4):
+            conn = socket.create_connection((url.hostname, url.port), timeout=30)
+            conn.sendall(f"GET /gradio_api/heartbeat/held{n} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: {forged}\r\n\r\n".encode())
+            held.append(conn)
+        deadline = time.monotonic() + 30
+        while serving._open[forged] < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        request = urllib.request.Request(app_url + "gradio_api/queue/status", headers={"X-Forwarded-For": forged})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 429 and b"requests open" in refused.value.read()
+        assert page_answers_quickly(app_url)  # another address
+    finally:
+        for conn in held:
+            conn.close()
+    deadline = time.monotonic() + 30
+    while serving._open[forged] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+
+
 def test_a_session_keeps_at_most_the_characters_limits_py_says():
     """The sum of every input's bound (a session keeps the last value of each): limits.py says 4.3 M
     characters a session; a new long input must say so there."""

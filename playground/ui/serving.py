@@ -24,9 +24,15 @@ with a guard in front of Gradio on every request.
   prompt, a schema as typed: past the page's own limit, so the page's message says what is too
   long), checked where a body is longer than that. Three refused 7 MiB values a session, in three
   calls, held 2.6 GiB over 128 sessions (twice what limits.py said).
+  A call's fn_index is a whole number (Gradio also reads "43" and 43.0, whose calls were checked
+  against no function's bounds), and its JSON holds at most MAX_CONTAINERS objects and arrays
+  outside strings (8 MiB of `[{}, {}, ...]` became 600 MB of Python objects in Gradio's parses).
 - Gradio's deep links are off: its route saved a session's values as they were sent (HTML
   included, unchecked) to a file that `?deep_link=` then drew in anyone's page (a script ran there),
-  one file per call, never removed. The page's share links carry every setting, checked.
+  one file per call, never removed. The page's share links carry every setting, checked. So is its
+  reload mode's stream, registered without reload mode (idle connections held the CPU).
+- One address has at most OPEN_PER_CLIENT requests open at once: a stream (heartbeat, the queue's
+  data) lasts as long as its caller keeps it, and 20,000 idle ones took every file the server may open.
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off."""
@@ -42,12 +48,17 @@ from gradio.context import LocalContext
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
-from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, QUEUE_SIZE, QUEUED_PER_CLIENT,
-                               SESSIONS_KEPT)
+from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_PER_CLIENT, QUEUE_SIZE,
+                               QUEUED_PER_CLIENT, SESSIONS_KEPT)
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
-DEEP_LINK_ROUTE = "/deep_link"  # (a path's ending) Gradio's route that saves a session's values for a link
+NOT_SERVED = {  # (a path's ending) Gradio's routes this page does not serve -> why
+    "/deep_link": "deep links are not made here: the page's Share link carries every setting",  # saves a session's values
+    "/dev/reload": "Gradio's reload mode is off here",  # its stream, served without reload mode: each idle
+}  # connection polled every 50 ms, forever (2,000 of them held the server's CPU at 99%)
+MAX_CONTAINERS = 1000  # JSON objects and arrays in a call, outside its strings (a call of the page: under 10)
+STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # a JSON string, escapes included (possessive: no backtracking)
 DEEP_LINK_PARAM = "deep_link"  # the query parameter that draws them in a page
 VALUE_CHARS = 16 * 1024  # the most characters one value of a call may carry where its component says no more
 _value_chars: dict[int, tuple[int, int, str | None]] = {}  # component id -> (bound, limit, name) (see bound)
@@ -58,14 +69,16 @@ _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about 
 JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that put an event in the queue
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
 _pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
+_open = collections.Counter()  # address -> its requests open now (streams until they end)
 DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
 
 
 class RequestGuard:
-    """ASGI middleware: 413 for a body over `max_bytes` (declared, or sent in chunks without a
-    length) or a value past its bound, 403 for a route that takes files, fetches a URL or makes a
-    deep link, or a body that names a file, 503 for a join of the queue past its address's share;
-    a `deep_link` query parameter dropped."""
+    """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address, 413 for a body
+    over `max_bytes` (declared, or sent in chunks without a length), a value past its bound or past
+    MAX_CONTAINERS objects and arrays, 400 for an fn_index that is not a whole number, 403 for a
+    route that takes files, fetches a URL, makes a deep link or streams reloads, or a body that names
+    a file, 503 for a join of the queue past its address's share; a `deep_link` parameter dropped."""
 
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
@@ -73,11 +86,23 @@ class RequestGuard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        caller = client_address(Headers(scope=scope), scope.get("client"))
+        if _open[caller] >= OPEN_PER_CLIENT:
+            return await refuse(send, 429, f"this address has {_open[caller]} requests open; close some first")
+        _open[caller] += 1
+        try:
+            await self.guarded(scope, receive, send, caller)
+        finally:
+            _open[caller] -= 1
+            if not _open[caller]:
+                del _open[caller]
+
+    async def guarded(self, scope, receive, send, caller: str):
         path = scope.get("path", "")
         if path.rstrip("/").endswith(REFUSED_ROUTES) or FETCHING_ROUTE.search(path):
             return await refuse(send, 403, f"files are not taken or fetched here: {NO_FILES}")
-        if path.rstrip("/").endswith(DEEP_LINK_ROUTE):
-            return await refuse(send, 403, "deep links are not made here: the page's Share link carries every setting")
+        if why := next((why for route, why in NOT_SERVED.items() if path.rstrip("/").endswith(route)), None):
+            return await refuse(send, 403, why)
         scope = without_deep_link(scope)
         declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > self.max_bytes:
@@ -93,7 +118,6 @@ class RequestGuard:
             return await refuse(send, *refused)
         if not JOINS.search(path):
             return await self.app(scope, _replay(body, receive), send)
-        caller = client_address(Headers(scope=scope), scope.get("client"))
         async with _joining:
             held = share_taken(scope["app"].get_blocks()._queue, caller)
             if not held:
@@ -230,22 +254,36 @@ def _refusal(text: str, blocks, path: str) -> tuple[int, str] | None:
         if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
             raise _FileFound
         return value
+    if len(text) > VALUE_CHARS and (containers := _containers(text)) > MAX_CONTAINERS:  # (Python objects from
+        # 8 MiB of [{}, {}, ...]: 600 MB over Gradio's parses of it)
+        return 413, f"a call holds {containers} JSON objects and arrays, more than this host reads ({MAX_CONTAINERS})"
     try:
         call = json.loads(text, object_hook=hook)
     except _FileFound:
         return 403, f"a file in a call's data is not taken: {NO_FILES}"
     except (ValueError, RecursionError):
         return None
+    fn_index = call.get("fn_index") if isinstance(call, dict) else None
+    if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
+        return 400, "fn_index must be a whole number"
     return overlong_value(call, blocks, path)
+
+
+def _containers(text: str) -> int:
+    """JSON objects and arrays in a JSON text, those inside its strings left out."""
+    bare = STRING.sub("", text)
+    return bare.count("{") + bare.count("[")
 
 
 def overlong_value(call, blocks, path: str) -> tuple[int, str] | None:
     """(413, why) for the first value of a call (its "data", for the function its fn_index or its
-    route names) longer than its component's bound; None when all fit or the function is unknown
-    (Gradio refuses that call before it keeps anything)."""
+    route names) longer than its component's bound (VALUE_CHARS where the call names no function of
+    the page); None when all fit."""
     data = call.get("data") if isinstance(call, dict) else None
-    fn = _function(blocks, call.get("fn_index"), path) if isinstance(data, list) else None
-    for component, value in zip(fn.inputs if fn else (), data or ()):
+    if not isinstance(data, list):
+        return None
+    fn = _function(blocks, call.get("fn_index"), path)
+    for component, value in zip(fn.inputs if fn else [None] * len(data), data):
         size = len(value) if isinstance(value, str) else len(json.dumps(value))
         most, limit, name = _value_chars.get(getattr(component, "_id", None), (VALUE_CHARS, VALUE_CHARS, None))
         if size > most:
@@ -257,7 +295,7 @@ def overlong_value(call, blocks, path: str) -> tuple[int, str] | None:
 def _function(blocks, fn_index, path: str):
     """The BlockFunction a call runs: its fn_index (the queue's join, /run/predict), else its
     api_name in the route (/call/<name>, /run/<name>); None for none."""
-    if isinstance(fn_index, int) and not isinstance(fn_index, bool):
+    if fn_index is not None:
         return blocks.fns.get(fn_index)
     named = re.search(r"/(?:call|run)/(?:v2/)?([^/]+)/?$", path)
     return next((fn for fn in blocks.fns.values() if named and fn.api_name == named.group(1)), None)
