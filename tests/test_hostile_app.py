@@ -345,6 +345,30 @@ def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
     assert page_answers_quickly(app_url)
 
 
+def test_a_lone_surrogates_bytes_in_a_body_skip_no_check(app_url):
+    """The guard read a body as strict UTF-8 where Starlette passes surrogates: the bytes of one
+    lone surrogate anywhere (here the session hash) let a 200,000-character value, 50,000 objects
+    or a file reference through (Gradio went on to fetch the file's URL)."""
+    from playground.ui import page, serving
+    notice = next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])
+    file = {"path": "https://example.com/x.bin", "meta": {"_type": "gradio.FileData"}}
+    for data, status in ((["x" * (serving.VALUE_CHARS + 1)], 413), ([[{}] * 50_000], 413), ([file], 403)):
+        body = json.dumps({"data": data, "fn_index": notice, "session_hash": "SURROGATE"}).encode()
+        got, text = post(app_url, "/gradio_api/run/predict", body.replace(b"SURROGATE", b"\xed\xa0\x80"))
+        assert got == status, (got, text[:200])
+
+
+def test_containers_are_counted_in_one_pass(monkeypatch):
+    """A match was tried at every quote: an unterminated string of escaped quotes made the count
+    quadratic (32 K characters took 2.9 s, 8 MiB about two days, holding the parsing lock)."""
+    from types import SimpleNamespace
+    from playground.ui import serving
+    assert serving._containers('{"a": "{[\\"", "b": [{}, "]"], "c": "\\\\"}') == 3
+    tried, string = [], serving.STRING
+    monkeypatch.setattr(serving, "STRING", SimpleNamespace(match=lambda text, at: tried.append(at) or string.match(text, at)))
+    assert serving._containers('[{"a": 1}, "' + '\\"' * 100_000 + "]") == 2 and tried == [2, 11]
+
+
 def test_one_address_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):
     """A stream lasts as long as its caller keeps it: 20,000 idle heartbeat streams from one address
     took every file the server may open, and the page answered no one. One address (here the first
