@@ -296,12 +296,18 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
         Settings.from_preset(page_inputs.PRESETS["qwen2.5-7b"])), api_name="/export")[1]  # a normal body still passes
 
 
+def notice_function() -> int:
+    """The fn_index of the callback that takes the link notice (a Markdown component) as its input."""
+    from playground.ui import page
+    return next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])
+
+
 def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_url):
     """Gradio keeps a session's last value of every input, before the function's checks: three
     refused 7 MiB values a session (a prompt, a Markdown and an HTML input, in three calls) held
     2.6 GiB over 128 sessions. A value is at most serving.VALUE_CHARS, or past the page's own limit
     for the long texts (a prompt: 4x), so that a text too long still gets the page's message."""
-    from playground.ui import page, serving
+    from playground.ui import serving
     values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
     cases = ((1, "x" * (serving.VALUE_CHARS + 1), "Target model is 16385 characters"),
              (9, "x" * (4 * MAX_PROMPT_CHARS + 1), f"Prompt is {4 * MAX_PROMPT_CHARS + 1} characters, more than this host allows ({MAX_PROMPT_CHARS})"))
@@ -313,7 +319,7 @@ def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_ur
     assert status == 413 and f"schema is 2097152 characters, more than this host allows ({MAX_SCHEMA_TEXT_CHARS})" in text, (status, text)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": api + ["{" * 50_000]}).encode())
     assert status == 200 and "event_id" in text, (status, text)  # a long schema still reaches the run's own checks
-    notice = next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])  # a Markdown input
+    notice = notice_function()  # a Markdown input
     status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
         {"data": ["<b>x</b>" * 2**17], "fn_index": notice, "session_hash": "abc"}).encode())
     assert status == 413 and "more than this host allows (16384)" in text, (status, text)
@@ -327,8 +333,8 @@ def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
     bounds: two 8 MiB values a session, 1 GB over 64 sessions. 8 MiB of `[{}, {}, ...]` became
     600 MB of Python objects in Gradio's parses. A call naming no function of the page has every
     value at most VALUE_CHARS."""
-    from playground.ui import page, serving
-    notice = next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])
+    from playground.ui import serving
+    notice = notice_function()
     for index in (str(notice), float(notice), True):
         status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
             {"data": ["x" * (serving.VALUE_CHARS + 1)], "fn_index": index, "session_hash": "abc"}).encode())
@@ -349,8 +355,8 @@ def test_a_lone_surrogates_bytes_in_a_body_skip_no_check(app_url):
     """The guard read a body as strict UTF-8 where Starlette passes surrogates: the bytes of one
     lone surrogate anywhere (here the session hash) let a 200,000-character value, 50,000 objects
     or a file reference through (Gradio went on to fetch the file's URL)."""
-    from playground.ui import page, serving
-    notice = next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])
+    from playground.ui import serving
+    notice = notice_function()
     file = {"path": "https://example.com/x.bin", "meta": {"_type": "gradio.FileData"}}
     for data, status in ((["x" * (serving.VALUE_CHARS + 1)], 413), ([[{}] * 50_000], 413), ([file], 403)):
         body = json.dumps({"data": data, "fn_index": notice, "session_hash": "SURROGATE"}).encode()

@@ -227,9 +227,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     history = gr.State([])
     # The long texts (any other value is at most serving.VALUE_CHARS): past the page's own limit, so that its
     # message says what is too long (a pasted document: 4x), and at most what a session may keep (1.25x)
-    for box, limit, times in ((prompt, MAX_PROMPT_CHARS, 4), (system, MAX_SYSTEM_CHARS, 4), (constraint, MAX_SCHEMA_TEXT_CHARS, 1.25),
-                              (sweep_prompts, MAX_SWEEP_PROMPTS * MAX_PROMPT_CHARS, 1.25)):
-        bound(box, int(limit * times), limit)
+    for box, limit, room in ((prompt, MAX_PROMPT_CHARS, 4), (system, MAX_SYSTEM_CHARS, 4), (constraint, MAX_SCHEMA_TEXT_CHARS, 1.25),
+                             (sweep_prompts, MAX_SWEEP_PROMPTS * MAX_PROMPT_CHARS, 1.25)):
+        bound(box, limit, room)
     k_sweep = gr.State(None)  # the last K sweep's points, for the calculator's chart
     measured = gr.State(None)
     RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
@@ -337,5 +337,4 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     api_texts = {"prompt": (MAX_PROMPT_CHARS, 4), "schema": (MAX_SCHEMA_TEXT_CHARS, 1.25), "grammar": (MAX_GRAMMAR_CHARS, 4)}
     for name, box in zip(inspect.signature(generate).parameters, next(
             fn for fn in demo.fns.values() if fn.api_name == "generate").inputs):  # (their labels: "1st", "2nd")
-        limit, times = api_texts.get(name, (VALUE_CHARS, 1))
-        bound(box, int(limit * times), limit, name)
+        bound(box, *api_texts.get(name, (VALUE_CHARS, 1)), name)

@@ -212,11 +212,11 @@ async def read_body(receive, most: int):
             return b"".join(parts)
 
 
-def bound(component, chars: int, limit: int | None = None, name: str | None = None) -> None:
-    """Let `component`'s values carry up to `chars` characters (past VALUE_CHARS: a prompt, a
-    schema as typed); a refusal says `limit` (the page's own, which its checks say of a text
-    shorter than `chars`; else `chars`) and `name` (else the component's label)."""
-    _value_chars[component._id] = chars, limit or chars, name
+def bound(component, limit: int, room: float = 1.0, name: str | None = None) -> None:
+    """Let `component`'s values carry up to `room` times `limit` characters (past VALUE_CHARS: a
+    prompt, a schema as typed): a value past `limit` and within that room reaches the page's own
+    check, which says what is too long; a refusal says `limit` and `name` (else the label)."""
+    _value_chars[component._id] = int(limit * room), limit, name
 
 
 def without_deep_link(scope: dict) -> dict:
