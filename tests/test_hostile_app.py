@@ -539,6 +539,19 @@ def test_a_link_cannot_write_headings_into_the_page():
     assert all(line.startswith("- ") for line in shown.strip().splitlines())  # each notice one list item
 
 
+def test_a_link_of_thousands_of_parameters_makes_a_short_notice():
+    """3,000 unknown parameters made a notice of 240 K characters: past the page's value bound, so
+    its Dismiss button (drawn by a callback that takes the notice) never showed."""
+    from playground.ui import serving
+
+    class Request:
+        query_params = {"preset": "demo", "k": "nine"} | {f"p{i}": "1" for i in range(3_000)}
+    notice = page_inputs.restore_from_url(Request())[-1]
+    items = notice.split("**Link notices**\n", 1)[-1].strip().splitlines()
+    assert len(items) == page_inputs.NOTICES_SHOWN + 1 and items[-1] == "- and 2981 more ignored"
+    assert "nine" in items[0] and len(notice) < serving.VALUE_CHARS  # the first notices, in the link's order
+
+
 def test_nan_integers_and_unencodable_links_are_clear_errors():
     """Raw HTTP can send NaN where Gradio's range check lets it through, and text with a lone surrogate;
     both popped up as raw exceptions ('cannot convert float NaN to integer', UnicodeEncodeError)."""

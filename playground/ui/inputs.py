@@ -239,9 +239,20 @@ def restore_from_url(request: gr.Request):
     params = dict(request.query_params) if request is not None else {}
     experiment, opens, params, notices = experiment_from_query(params)
     settings, more = from_query(params, custom_models_allowed()) if params else (DEFAULT, [])
-    note = "".join(f"- {_md_escape(n)}\n" for n in more + notices)
+    note = _listed(more + notices)
     return [*inputs_from_settings(settings), preset_note(settings.preset), constraint_section(settings),
             *experiment.inputs(), gr.Tabs(selected=TAB) if opens else gr.skip(), note and f"**Link notices**\n{note}"]
+
+
+NOTICES_SHOWN = 20  # a hand-made link can carry thousands of parameters: the notice stays short
+
+
+def _listed(notices: list[str]) -> str:
+    """The notices as a Markdown list, the first NOTICES_SHOWN of them and a count of the rest (a
+    notice past the page's value bound would be refused when its Dismiss button is drawn)."""
+    shown = [f"- {_md_escape(n)}\n" for n in notices[:NOTICES_SHOWN]]
+    rest = len(notices) - NOTICES_SHOWN
+    return "".join(shown) + (f"- and {rest} more ignored\n" if rest > 0 else "")
 
 
 def _md_escape(text: str) -> str:
