@@ -12,7 +12,8 @@ caller does between rounds (rendering, streaming) never counts.
     verdict  an interval wider than TOLERANCE (high / low), fewer than MIN_TOKENS tokens or fewer than
              MIN_ROUNDS rounds on a side (a bootstrap over one round has no width: an output the
              constraint forced whole is one round), or an interval wholly above the most the passes
-             allow: measure another block, up to MAX_BLOCKS; still so: no number, and the reason says why
+             allow, or an estimate above it: measure another block, up to MAX_BLOCKS; still so: no number,
+             and the reason says why
     bound    R <= (spec tokens per target pass) / (target-alone tokens per target pass): a verify pass
              reads the same weights as a pass of the target alone and is at least as wide, and a
              round adds the draft's time, so no round can beat the passes it saves. With SLACK: on a
@@ -125,8 +126,9 @@ def estimate(blocks: list[Block]) -> Speedup:
         # target alone can have fewer than its speculation)
     elif rounds < MIN_ROUNDS:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
-    elif low > SLACK * (bound := most_possible(blocks)):
-        reason = (f"its {low:.2f}-{high:.2f}x lies wholly above {bound:.2f}x, about the most its target passes allow "
+    elif value > SLACK * (bound := most_possible(blocks)):
+        where = f"its {low:.2f}-{high:.2f}x lies wholly" if low > SLACK * bound else f"its estimate, {value:.2f}x, lies"
+        reason = (f"{where} above {bound:.2f}x, about the most its target passes allow "
                   "(a verify pass costs at least a pass of the target alone): perhaps the machine's other load "
                   "slowed the target alone more")
     elif not low or high / low > TOLERANCE:
