@@ -220,6 +220,30 @@ def test_the_badge_refuses_what_run_refuses_before_the_tokenizer(kind, text, bac
         assert "badge-ok" in page_inputs.check_constraint(kind, text, "llguidance")
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("kind, text, message", [
+    ("regex", r"[^\x00-\U0010FFFF]+", "can never be satisfied by any output"),
+    ("regex", "a{0}", "allows only the empty output"),
+    ("grammar", 'root ::= ""', "allows only the empty output"),
+    ("grammar", 'start: "x" | "y" "z"', None),
+    ("grammar", 'start: "a" <[1]>', None)])  # names a token: Run's to check, over the model's tokenizer
+def test_the_badge_refuses_a_constraint_no_text_satisfies_as_run_does(kind, text, message, backend):
+    """The check as typed said "looks fine" for a{0}, and Run then refused it ("allows only the empty
+    output"): it now compiles the constraint over the 256 bytes, as Run does over the model's tokens."""
+    from playground.constraints import ConstraintSpec, compile_constraint
+    from playground.errors import PlaygroundError
+    from tests import tiny
+    told = html.unescape(page_inputs.check_constraint(kind, text, backend))
+    assert (message in told) if message else "badge-ok" in told, told
+    tokenizer = tiny.byte_bpe_tokenizer()
+    spec = ConstraintSpec("json" if kind == "JSON schema" else kind, text, backend)
+    if message:
+        with pytest.raises(PlaygroundError, match=message):
+            compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id}))
+    else:
+        compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id}))
+
+
 @pytest.fixture(scope="module")
 def client(app_url):
     return Client(app_url, verbose=False)

@@ -5,6 +5,7 @@ makes a compiler grow without bound is refused, and the server lives."""
 import dataclasses
 import itertools
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from playground.constraints.llg import LLGuidanceBackend
 from playground.constraints.metered import MeteredMatcher, TooCostly
 from playground.constraints.schema_keywords import patterns
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
-from playground.constraints.spec import ConstraintSpec, Unreadable, parse_schema
+from playground.constraints.spec import BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
 from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
@@ -27,6 +28,7 @@ from playground.errors import PlaygroundError
 BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
 READING = ("checking this constraint as typed", "Run checks it in full")
 MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name the one at fault
+TOKEN_REFERENCE = re.compile(r"<[\[|]")  # a grammar's <[token id]> or <|special token|> (Lark and GBNF)
 READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them
@@ -107,11 +109,22 @@ def read_constraint(spec: ConstraintSpec) -> list[str]:
 
 
 def _read_checked(spec: ConstraintSpec) -> list[str]:
-    """In the worker: the backend's reading, a refusal saying whether the other backend reads it."""
+    """In the worker: the backend's reading, a refusal saying whether the other backend reads it;
+    then a regex or grammar that no byte string satisfies (or the empty one alone) is refused as Run
+    would refuse it (a schema's contradictions are found as it is parsed; a grammar naming tokens is
+    Run's to check: the bytes have none of a model's)."""
     try:
-        return BACKENDS[spec.backend].read(spec)
+        notes = BACKENDS[spec.backend].read(spec)
     except Unreadable as exc:
         raise _with_other_backend(exc, spec) from None
+    if spec.kind == "regex" or (spec.kind == "grammar" and not TOKEN_REFERENCE.search(spec.text)):
+        backend = BACKENDS[spec.backend].over_bytes()
+        try:
+            compiled = backend.compile(spec)[0]
+        except Unreadable:  # read, yet not over bytes: Run decides
+            return notes
+        _check_satisfiable(backend, compiled, spec, len(BYTE_TOKENS))
+    return notes
 
 
 def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:

@@ -10,7 +10,7 @@ import torch
 
 from playground.constraints.guide import DEAD_END
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
-from playground.constraints.spec import ConstraintSpec, Unreadable
+from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
@@ -26,6 +26,13 @@ class LLGuidanceBackend:
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
         self.eos_ids = eos_ids  # the tokens that end the output (the tokenizer's own where empty)
         self.tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab, eos_token=sorted(eos_ids) or None)
+
+    @classmethod
+    def over_bytes(cls) -> "LLGuidanceBackend":
+        """The backend over spec.BYTE_TOKENS, not a model's tokenizer."""
+        backend = cls.__new__(cls)
+        backend.eos_ids, backend.tokenizer = frozenset({BYTE_END}), llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Bytes()))
+        return backend
 
     def compile(self, spec: ConstraintSpec) -> tuple[str, list[str]]:
         """-> (a checked llguidance grammar, notes on what it does not enforce); PlaygroundError
@@ -48,6 +55,14 @@ class LLGuidanceBackend:
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
         pristine = llguidance.LLMatcher(self.tokenizer, grammar)  # copied (microseconds), never used itself
         return LLGuidanceMatcher(pristine.deep_copy)
+
+
+class _Bytes:
+    """spec.BYTE_TOKENS as llguidance.TokenizerWrapper reads a tokenizer."""
+    eos_token_id, bos_token_id, tokens, special_token_ids = BYTE_END, None, BYTE_TOKENS, [BYTE_END]
+
+    def __call__(self, text: bytes) -> list[int]:
+        return list(text)
 
 
 def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:

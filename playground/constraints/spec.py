@@ -19,6 +19,10 @@ SCHEMAS_KEPT = 16  # parsed schemas kept: a text of up to 1 MiB and its parse ea
 PARSE_SECONDS = 15  # the finiteness check's own bound (5 s) and the rest, with room on a loaded host
 CHECKING = ("checking the schema", "fewer or simpler patterns, references and required names")
 BACKENDS = ("llguidance", "xgrammar")
+# A vocabulary of the 256 bytes and an end (BYTE_END): any text a tokenizer writes is bytes, so what
+# no byte string satisfies no token string does; the check as typed compiles over it (no model needed).
+BYTE_TOKENS = [bytes([b]) for b in range(256)] + [b"</s>"]
+BYTE_END = 256
 
 
 def check_backend(name: str) -> None:

@@ -3,13 +3,14 @@ enforce, so those are named here in the constraint's notes (the output is checke
 after the run); its bounded strings can emit raw control characters (xgrammar issue 800), which the
 grammar text is patched to exclude."""
 import json
+from types import SimpleNamespace
 
 import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
-from playground.constraints.spec import ConstraintSpec, Unreadable
+from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
 
 # Keywords xgrammar 0.2.8 compiles past without enforcing them (each tried with an output that
@@ -32,6 +33,14 @@ class XGrammarBackend:
         self.eos_ids = eos_ids  # the tokens that end the output (the tokenizer's own where empty)
         self.info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab, stop_token_ids=sorted(eos_ids) or None)
         self.tokenizer = tokenizer
+
+    @classmethod
+    def over_bytes(cls) -> "XGrammarBackend":
+        """The backend over spec.BYTE_TOKENS, not a model's tokenizer."""
+        backend = cls.__new__(cls)
+        backend.eos_ids, backend.tokenizer = frozenset({BYTE_END}), _bytes_of
+        backend.info = xgr.TokenizerInfo(BYTE_TOKENS, stop_token_ids=[BYTE_END])
+        return backend
 
     def compile(self, spec: ConstraintSpec) -> tuple[xgr.CompiledGrammar, list[str]]:
         """-> (the compiled grammar, notes on what it does not enforce)."""
@@ -158,6 +167,11 @@ def _json_grammar(schema) -> tuple[str, list[str]]:
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
                                                strict_mode=False)
     return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR), unenforced_note(names + _inexact_formats(schema))
+
+
+def _bytes_of(text: str, add_special_tokens: bool = False) -> SimpleNamespace:
+    """A text's tokens over spec.BYTE_TOKENS, as a Hugging Face tokenizer's call gives them."""
+    return SimpleNamespace(input_ids=list(text.encode()))
 
 
 class XGrammarMatcher:
