@@ -193,13 +193,22 @@ def format_text(out: dict) -> str:
         same = {True: ", identical to the target alone",
                 False: f", DIFFERENT from the target alone from token {(out.get('first_difference') or 0) + 1}"}
         m = out["speedup_measure"]
-        told = (f"{m['speedup']:.2f}x over the target alone ({m['low']:.2f}-{m['high']:.2f}x, 95% interval, "
-                f"{m['blocks']} interleaved measurement{'s' * (m['blocks'] > 1)})" if m["speedup"] is not None else
-                f"{m['side'] or 'cannot tell'}, about {m['estimate']:.2f}x")
-        lines.append(f"-- speedup {told}" + same.get(out.get("identical_to_baseline"), ""))
+        lines.append(f"-- speedup {_told(m)}" + same.get(out.get("identical_to_baseline"), ""))
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
-            lines.append(f"-- too noisy for one number: {m['reason']}")
+            lines.append(f"-- too noisy for one number: {m['reason']}; about {m['estimate']:.2f}x")
     return "\n".join(lines)
+
+
+def _told(m: dict) -> str:
+    """The speedup as the page says it (playground.measure.speedup.Speedup.verdict): its number and
+    interval, "no clear difference" where that holds 1x; too noisy for one number, "faster" or "slower"
+    with the range, else "cannot tell"."""
+    span = f"{m['low']:.2f}-{m['high']:.2f}x"
+    if m["speedup"] is None:
+        return f"{m['side']}, {span}" if m["side"] else "cannot tell"
+    told = (f"{m['speedup']:.2f}x over the target alone ({span}, 95% interval, "
+            f"{m['blocks']} interleaved measurement{'s' * (m['blocks'] > 1)})")
+    return f"no clear difference: {told}" if m["low"] <= 1.0 <= m["high"] else told
 
 
 def _progress_printer():

@@ -75,3 +75,30 @@ def test_transformers_rows_ignore_the_models_own_generation_config(target, noisy
         target.generation_config.repetition_penalty = saved[0]
     assert all(row["identical"] is True for row in rows), rows
     assert noisy_draft.generation_config.num_assistant_tokens == saved[1]  # the cached draft is left as it was
+
+
+def test_rows_say_their_speedup_as_the_page_does():
+    """bench's cells read "faster" with no range, a told interval holding 1x printed as a plain
+    number, and a noisy line's reason sat in doubled brackets."""
+    from playground.measure.report import markdown_table, row_line
+    row = {"method": "engine", "k": 3, "temperature": 0.0, "tokens_per_s": 40.0, "tokens_per_target_pass": 2.0,
+           "acceptance_rate": 0.5, "speedup": None, "speedup_range": [1.56, 2.15], "side": "faster",
+           "note": "the ratio ranged 1.56-2.15x over 4 interleaved measurements (the machine's other load)"}
+    cells = lambda r: markdown_table([r]).splitlines()[-1].split(" | ")  # noqa: E731
+    assert cells(row)[4] == "faster, 1.56-2.15x (noisy)"
+    assert "faster, 1.56-2.15x (noisy)" in row_line(row) and "((" not in row_line(row) and "))" not in row_line(row)
+    assert cells(row | {"side": ""})[4] == "cannot tell"
+    assert cells(row | {"speedup": 1.04, "speedup_range": [0.98, 1.09]})[4] == "no clear difference, 1.04x (0.98-1.09)"
+    assert cells(row | {"speedup": 1.32, "speedup_range": [1.19, 1.43]})[4] == "1.32x (1.19-1.43)"
+    assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[4] == "1.00x (the baseline)"
+
+
+def test_a_row_it_cannot_measure_is_said(target, noisy_draft, tokenizer):
+    """--tree with prompt lookup (or --compile with it) added no row and said nothing."""
+    import dataclasses
+    from playground import session
+    pair = dataclasses.replace(tiny.make_pair(target, noisy_draft, tokenizer), draft=None, draft_id="ngram")
+    said = []
+    methods = bench.available_methods(pair, session.settings(k=2, tree=(2, 2)), said.append, compiled=True)
+    assert bench.TREE not in methods and bench.COMPILED not in methods
+    assert any("no engine-tree row" in s for s in said) and any("no engine-compiled row" in s for s in said)

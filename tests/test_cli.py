@@ -61,8 +61,12 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
                                 "--max-new-tokens", "9", "--baseline", "--json")[1])
     report["speedup_measure"] |= {"speedup": None, "estimate": 1.15, "side": "", "reason": "the ratio ranged 0.96-1.33x"}
     lines = format_text(report).splitlines()
-    assert lines[-2].startswith("-- speedup cannot tell, about 1.15x") and "(" not in lines[-2]
-    assert lines[-1] == "-- too noisy for one number: the ratio ranged 0.96-1.33x"
+    assert lines[-2].startswith("-- speedup cannot tell") and "(" not in lines[-2] and "1.15" not in lines[-2]
+    assert lines[-1] == "-- too noisy for one number: the ratio ranged 0.96-1.33x; about 1.15x"
+    report["speedup_measure"] |= {"side": "faster", "low": 1.16, "high": 2.79}  # all of it above 1x: the range, no number
+    assert format_text(report).splitlines()[-2].startswith("-- speedup faster, 1.16-2.79x")
+    report["speedup_measure"] |= {"speedup": 1.04, "low": 0.98, "high": 1.09}  # told, and its interval holds 1x
+    assert format_text(report).splitlines()[-1].startswith("-- speedup no clear difference: 1.04x over the target alone")
 
 
 def test_samples_are_seeded_runs(capsys, saved_pair):

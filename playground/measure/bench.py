@@ -142,6 +142,8 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
     """The methods a setting measures; a compiled row's note says where it runs eager (the longest
     prompt, `prompt_len`, decides a GPU's long-context fallback)."""
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
+    if compiled and pair.draft is None:
+        log("(no engine-compiled row: it compiles a draft model's passes beside the target's, and prompt lookup has none)")
     if compiled and pair.draft is not None:
         why = session.compile_fallback(pair, dataclasses.replace(cfg, compile=True), prompt_len=prompt_len)
         if pair.feature_draft:
@@ -150,7 +152,9 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
             if why:
                 log(f"(engine-compiled, eager where it cannot compile: {why})")
             methods.insert(methods.index("engine") + 1, COMPILED)
-    if cfg.tree and pair.draft is not None and not pair.cascade:
+    if cfg.tree and (pair.draft is None or pair.cascade):
+        log("(no engine-tree row: a token tree is drafted by a draft model, not by prompt lookup or a cascade)")
+    elif cfg.tree:
         methods.insert(methods.index("engine") + 1, TREE)
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
@@ -240,7 +244,7 @@ def _target_row(cfg: SpecConfig, runs: list[Sample]) -> dict:
     tokens, seconds = sum(len(s.ids) for s in runs), sum(s.seconds for s in runs)
     return {"method": "target", "k": cfg.k, "temperature": cfg.sampling.temperature,
             "tokens_per_s": tokens / seconds if seconds else 0.0, "speedup": 1.0, "speedup_range": [1.0, 1.0],
-            "measurements": 0, "note": "the baseline of every row", "acceptance_rate": None,
+            "measurements": 0, "note": "the baseline of every row", "side": "", "acceptance_rate": None,
             "tokens_per_target_pass": 1.0 if runs else 0.0, "seconds": seconds, "tokens": tokens,
             **({"identical": True} if cfg.sampling.greedy else {})}
 

@@ -12,14 +12,27 @@ def label(row: dict) -> str:
 RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
 
 
-def row_line(row: dict) -> str:
-    parts = [f"{label(row):>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s"]
+def verdict(row: dict) -> str:
+    """A row's speedup as the page says it: its number and 95% interval, "no clear difference" before
+    an interval that holds 1x; too noisy for one number, "faster" or "slower" with the range where all
+    of it lies on one side of 1x, else "cannot tell" (the row's note says why)."""
+    if row["method"] == "target":
+        return "1.00x (the baseline)"
+    low, high = row["speedup_range"]
     if row["speedup"] is None:
-        parts.append(f"speedup: {row.get('side') or 'cannot tell'} ({row['note']})")
-    for key, fmt in (("speedup", "{:.2f}x"), ("speedup_range", RANGE), ("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
+        return f"{row['side']}, {low:.2f}-{high:.2f}x (noisy)" if row.get("side") else "cannot tell"
+    told = f"{row['speedup']:.2f}x {RANGE.format(row['speedup_range'])}"
+    return f"no clear difference, {told}" if low <= 1.0 <= high else told
+
+
+def row_line(row: dict) -> str:
+    parts = [f"{label(row):>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s", verdict(row)]
+    for key, fmt in (("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
                      ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
-        if row.get(key) is not None and (key != "speedup_range" or row["speedup"] is not None):
+        if row.get(key) is not None:
             parts.append(fmt.format(row[key]))
+    if row["speedup"] is None:
+        parts.append(f"-- too noisy for one number: {row['note']}")
     return "  ".join(parts)
 
 
@@ -28,7 +41,7 @@ def markdown_table(rows: list[dict]) -> str:
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
         f"| {label(r)} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
-        f"{cell(r['speedup'], '{:.2f}x') + cell(r.get('speedup_range'), ' ' + RANGE) if r['speedup'] is not None else r.get('side') or 'cannot tell'} | "
+        f"{verdict(r)} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
 
