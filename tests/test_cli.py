@@ -126,6 +126,15 @@ def test_subprocess_has_no_traceback(saved_pair):
     assert proc.stderr.strip().splitlines() == ["error: --prompt-ids must be comma-separated integers, got '1,2,oops'"]
 
 
+def test_a_bad_size_in_the_environment_is_one_line():
+    """The limits read PLAYGROUND_* as they are imported, before main() catches anything: a 17-line
+    traceback, even for --help."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PLAYGROUND_MAX_NEW_TOKENS="abc")
+    proc = subprocess.run([sys.executable, "-m", "playground", "--help"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["error: environment variable PLAYGROUND_MAX_NEW_TOKENS must be an integer, got 'abc'"]
+
+
 def test_help_and_a_mistyped_flag_answer_before_torch_is_imported():
     """torch and transformers take seconds to import (7-10 s for `--help` on a 2-core machine): the
     parser answers without them."""
