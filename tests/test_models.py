@@ -70,6 +70,16 @@ def test_default_preset(monkeypatch, tmp_path):
     assert default_preset_name() == "demo"
 
 
+def test_an_unknown_cpu_dtype_is_refused(monkeypatch):
+    """PLAYGROUND_CPU_DTYPE=bf16 (not 'bfloat16') was silently ignored: the models ran in the default."""
+    from playground.models.placement import default_dtype
+    monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "bf16")
+    with pytest.raises(PlaygroundError, match="PLAYGROUND_CPU_DTYPE must be float32 or bfloat16, got 'bf16'"):
+        default_dtype(torch.device("cpu"))
+    monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", " float32 ")
+    assert default_dtype(torch.device("cpu")) == torch.float32
+
+
 def test_families_cover_every_preset_model():
     for p in all_presets().values():
         for model in (p.target, p.draft.removeprefix(models.CASCADE)):
