@@ -381,6 +381,19 @@ def test_api_invalid_schema_is_a_clean_error(client):
         client.predict("x", "demo", 4, 0.0, 16, 0, "", "[0-9]+", False, "outlines", api_name="/generate")
 
 
+def test_a_slider_emptied_or_past_its_range_names_itself(client):
+    """An emptied k box popped up "Could not preprocess input component at index 3 (a `slider`
+    component) of the event handler (named "export_view") ... TypeError"; a typed 100 "Value 100 is
+    greater than maximum value 16."."""
+    values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
+    for k, said in ((None, "Draft length k is empty: type a number from 1 to 16"),
+                    (100, "Draft length k takes a number from 1 to 16, not 100")):
+        with pytest.raises(Exception, match=re.escape(said)) as caught:
+            client.predict(*values[:3], k, *values[4:], api_name="/export")
+        assert "preprocess" not in str(caught.value)
+    assert "vllm serve" in client.predict(*values, api_name="/export")[1]
+
+
 def test_the_api_picks_the_constraint_backend_its_refusals_suggest(client):
     """A refusal may say "the llguidance backend reads it": /generate had no way to ask for it."""
     with pytest.raises(Exception, match=r"xgrammar cannot use this regex.*\(the llguidance backend reads it"):
