@@ -410,6 +410,17 @@ def test_a_sections_message_and_the_pointer_to_it_go_once_its_input_changes(page
     page.get_by_role("option", name="regex: ISO date").click()  # a fix made by picking an example
     expect(page.locator(".badge-ok").get_by_text("looks fine")).to_be_visible(timeout=30_000)
     expect(page.locator("#run-pointer")).to_have_count(0, timeout=10_000)
+    page.locator("#constraint-editor .cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text("a{0}")  # read as typed, refused over the bytes (and at Run)
+    expect(page.locator("#constraint-check")).to_contain_text("allows only the empty output", timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#run-pointer")).to_contain_text("Structured output", timeout=30_000)
+    page.get_by_label("Examples").click()
+    page.get_by_role("option", name="grammar: equation (GBNF)").click()  # the kind and the text change at once:
+    expect(page.locator(".badge-ok").get_by_text("looks fine")).to_be_visible(timeout=30_000)  # two changes,
+    page.wait_for_timeout(2000)  # the second (its values seen) put the pointer back
+    expect(page.locator("#run-pointer")).to_have_count(0)
     fill_until_kept(page.locator("#prompt-box textarea"), "   ")
     page.click("#run-button")
     expect(page.locator("#prompt-error")).to_have_text("the prompt is empty", timeout=30_000)

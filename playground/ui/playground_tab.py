@@ -232,11 +232,17 @@ def pointer_cleared(where: str) -> str:
     the server could land after the refusal of a Run clicked right after the change. Given the inputs'
     values after run_msg, only when they differ from the last seen: a refused Run's redrawing of the
     Structured output section fires their change with the same values, and its pointer was gone
-    within 0.2 s of being shown."""
+    within 0.2 s of being shown. Two inputs changed at once (an example sets the kind and the text)
+    fire two changes, each given the pointer: the second, seeing values already seen, put it back; so
+    a pointer cleared for these values stays cleared until the next Run (RUN_CLICKED_JS)."""
     pointer, seen = json.dumps(render.pointer(POINTED[where])), json.dumps(where)
     return (f"(shown, ...values) => {{ const seen = (window.pointerInputs ||= {{}}), now = JSON.stringify(values);"
-            f" if (values.length && seen[{seen}] === now) return shown; seen[{seen}] = now;"
-            f" return shown === {pointer} ? '' : shown; }}")
+            f" const cleared = (window.pointerCleared ||= {{}});"
+            f" if (values.length && seen[{seen}] === now) return cleared[{seen}] === now && shown === {pointer} ? '' : shown;"
+            f" seen[{seen}] = now; if (shown !== {pointer}) return shown; cleared[{seen}] = now; return ''; }}")
+
+
+RUN_CLICKED_JS = "() => { window.pointerCleared = {}; }"  # a Run's pointers are new: none cleared yet (pointer_cleared)
 
 
 def start_run(request: gr.Request):
