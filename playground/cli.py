@@ -132,7 +132,9 @@ def cmd_bench(args) -> int:
 
 def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
-    exported = export_setting(_settings(args))
+    settings = _settings(args)
+    constraint_from_args(args, resolve_models(args)[0])  # read as generate reads it: an export of what would run
+    exported = export_setting(settings)
     print(json.dumps(dataclasses.asdict(exported)) if args.json else format_export(exported), end="" if not args.json else "\n")
     return 0
 

@@ -319,7 +319,12 @@ def test_cli_export_is_the_pages_export_of_the_same_setting():
 @pytest.mark.parametrize("argv,message", [(["--preset", "demo", "--k", "99"], "k must be"),
                                           (["--preset", "nope"], "unknown preset"),
                                           (["--preset", "demo", "--tree", "9,9,9"], "tree"),
-                                          (["--preset", "demo", "--grammar", "g.lark"], "grammar")])
+                                          (["--preset", "demo", "--grammar", "g.lark"], "grammar"),
+                                          # generate refused these and export wrote them into a request (exit 0):
+                                          (["--preset", "demo", "--regex", "(unclosed"], "not a valid regular expression"),
+                                          (["--preset", "demo", "--schema", '{"type": "objekt"}'], "not a valid JSON Schema"),
+                                          (["--preset", "demo", "--think-budget", "-3", "--regex", "[a-z]+"],
+                                           "thinking budget must be a whole number")])
 def test_cli_export_refuses_in_one_line(argv, message):
     code, out, err = run_cli(*argv)
     assert code == 2 and out == "" and err.startswith("error: ") and message in err and err.count("\n") == 1
@@ -343,6 +348,8 @@ def test_the_page_says_why_a_setting_cannot_be_exported():
     from playground.ui.inputs import inputs_from_settings
     notes, *boxes = export_view(*inputs_from_settings(settings("qwen2.5-7b", schema="{oops")))
     assert 'id="export-error"' in notes and "not valid JSON" in notes and boxes == ["", "", ""]
+    notes, *boxes = export_view(*inputs_from_settings(settings("qwen2.5-7b", regex="(unclosed")))  # as Run reads it
+    assert 'id="export-error"' in notes and "not a valid regular expression" in notes and boxes == ["", "", ""]
     notes = export_view(*inputs_from_settings(settings("qwen2.5-7b", prompt="<script>x</script>")))[0]
     assert "<script>" not in notes
 

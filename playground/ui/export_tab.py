@@ -3,6 +3,7 @@ each, and a transformers generate call (playground.export), each in a code box w
 and what each engine cannot express. Nothing loads and nothing runs: the text is only shown."""
 import html
 
+from playground.constraints import from_user
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.ui import render
@@ -15,7 +16,9 @@ def export_view(*values) -> list[str]:
     """SETTINGS values -> [notes HTML, vLLM block, SGLang block, transformers code]; a setting that
     cannot be exported is said in the notes, the boxes left empty."""
     try:
-        e = export_setting(settings_from_inputs(*values))
+        s = settings_from_inputs(*values)
+        from_user(s.schema, s.regex, s.grammar, s.backend, s.think_budget)  # read as Run reads it
+        e = export_setting(s)
     except PlaygroundError as exc:
         return [render.error(str(exc), "export"), "", "", ""]
     return [notes_html(e.notes), shell_block(e, "vllm"), shell_block(e, "sglang"), e.transformers_code]
