@@ -11,7 +11,7 @@ import warnings
 
 from playground.cli_args import (build_parser, compiles, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
                                   resolve_models, writable_dir)
-from playground.config import thinks, tree_fields
+from playground.config import thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -56,7 +56,9 @@ def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[
     t = cfg.sampling.temperature
     sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
     shown = "given as token ids" if prompt is None else repr(prompt if len(prompt) <= 60 else prompt[:59] + "…")
-    return (f"-- {target} with {draft}, k {cfg.k}, {sampling}, at most {cfg.max_new_tokens} new tokens; "
+    drafting = f"token tree {tree_text(cfg)}" if cfg.tree else f"k {cfg.k}" + (
+        f", {cfg.policy} policy" + (f" at {cfg.confidence:g}" if cfg.policy == "confidence" else "") if cfg.policy != "fixed" else "")
+    return (f"-- {target} with {draft}, {drafting}, {sampling}, at most {cfg.max_new_tokens} new tokens; "
             f"prompt {shown} ({len(prompt_ids)} tokens)")
 
 

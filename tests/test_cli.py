@@ -69,6 +69,17 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
     assert format_text(report).splitlines()[-1].startswith("-- speedup no clear difference: 1.04x over the target alone")
 
 
+def test_the_ran_with_line_names_the_tree_and_the_policy():
+    """It said "k 4" for a token tree (whose k is unused) and nothing of a policy."""
+    from playground import session
+    from playground.cli import ran_with
+    from playground.config import tree_fields
+    line = ran_with("t", "d", session.settings(k=4, **tree_fields("2,2,2/5+3")), "p", [1])
+    assert line.startswith("-- t with d, token tree 2,2,2/5+3, greedy,") and "k 4" not in line
+    assert ", k 4, confidence policy at 0.3, greedy," in ran_with("t", "d", session.settings(k=4, policy="confidence", confidence=0.3), "p", [1])
+    assert ", k 3, greedy," in ran_with("t", "d", session.settings(k=3), "p", [1])
+
+
 def test_samples_are_seeded_runs(capsys, saved_pair):
     target, draft = saved_pair
     args = ["--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--temperature", "1",
