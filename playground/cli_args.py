@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_args(bench)
     bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths (default 1,2,4,8)")
     bench.add_argument("--temperature", default="0", help="comma-separated temperatures (default 0)")
-    bench.add_argument("--prompts", help="a JSON list of prompts, or a text file with one prompt per line "
+    bench.add_argument("--prompts", help="a JSON list of prompts (the text, or a .json file), or a text file with one prompt per line "
                                          "(\\n for a newline); default: the demo pair's held-out prompts or the preset's")
     bench.add_argument("--num-prompts", type=int, default=8, help="prompts measured for each row (default 8)")
     bench.add_argument("--max-new-tokens", type=int, default=96, help="tokens each run writes (default 96)")
@@ -125,15 +125,28 @@ def constraint_flags(args) -> dict[str, str]:
 
 
 def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:
-    """The value itself when it is JSON text (starts with '{'), else the contents of that file."""
-    if not must_be_file and value.lstrip().startswith("{"):
+    """The value itself when it is JSON text (starts with '{', or names no file and parses: `true`),
+    else the contents of that file."""
+    if not must_be_file and (value.lstrip().startswith("{") or _json_not_a_file(value)):
         return value
     return read_utf8(value, f"--{what}")
 
 
+def _json_not_a_file(value: str) -> bool:
+    if pathlib.Path(value).exists():
+        return False
+    try:
+        json.loads(value)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def read_utf8(value: str, what: str) -> str:
-    """A text file's contents, or one clear error (missing, unreadable, not UTF-8)."""
+    """A text file's contents, or one clear error (missing, a folder, unreadable, not UTF-8)."""
     path = pathlib.Path(value)
+    if path.is_dir():
+        raise PlaygroundError(f"{what}: '{value}' is a folder, not a file")
     if not path.is_file():
         raise PlaygroundError(f"{what}: no such file '{value}'")
     try:
@@ -194,9 +207,10 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
         if target == "smollm2-135m-instruct":
             return json.loads((SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())
         return [preset.prompt] if preset is not None else ["def fib(n):\n"]
-    text = read_utf8(path, "--prompts")
+    inline = _json_not_a_file(path)  # the list itself: '["a", "b"]'
+    text = path if inline else read_utf8(path, "--prompts")
     try:
-        prompts = json.loads(text) if path.endswith(".json") else prompt_lines(text)
+        prompts = json.loads(text) if inline or path.endswith(".json") else prompt_lines(text)
     except (ValueError, RecursionError) as exc:
         raise PlaygroundError(f"--prompts: cannot read {path}: {exc}") from None
     if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):

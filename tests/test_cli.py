@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from playground.cli import main
+from playground.errors import PlaygroundError
 from tests import tiny
 
 
@@ -78,6 +79,21 @@ def test_the_ran_with_line_names_the_tree_and_the_policy():
     assert line.startswith("-- t with d, token tree 2,2,2/5+3, greedy,") and "k 4" not in line
     assert ", k 4, confidence policy at 0.3, greedy," in ran_with("t", "d", session.settings(k=4, policy="confidence", confidence=0.3), "p", [1])
     assert ", k 3, greedy," in ran_with("t", "d", session.settings(k=3), "p", [1])
+
+
+def test_a_json_value_is_read_as_itself_and_a_folder_is_named(tmp_path):
+    """--prompts '["a","b"]' (its help: "a JSON list of prompts") and --schema true said "no such file",
+    and a folder given for a file "no such file '/tmp'"."""
+    from playground.cli_args import read_prompts, read_text_arg
+    assert read_prompts('["a", "b"]', None, "t") == ["a", "b"]
+    assert read_text_arg("true", "schema") == "true" and read_text_arg('{"type": "string"}', "schema") == '{"type": "string"}'
+    (tmp_path / "true").write_text('{"type": "integer"}')  # a file of that name is the file
+    assert read_text_arg(str(tmp_path / "true"), "schema") == '{"type": "integer"}'
+    for read in (lambda: read_prompts(str(tmp_path), None, "t"), lambda: read_text_arg(str(tmp_path), "schema")):
+        with pytest.raises(PlaygroundError, match="is a folder, not a file"):
+            read()
+    with pytest.raises(PlaygroundError, match="no such file 'nope.json'"):
+        read_text_arg("nope.json", "schema")
 
 
 def test_samples_are_seeded_runs(capsys, saved_pair):

@@ -34,7 +34,7 @@ def gen(saved_pair, *args) -> list[str]:
     (["--temperature", "nan"], "temperature must be 0"),
     (["--max-new-tokens", "1000000000"], "max new tokens must be between"),
     (["--num-samples", "10000"], "--num-samples is 10000"),
-    (["--schema", "false"], "no such file"),
+    (["--schema", "false"], "the schema `false` allows no value at all"),  # JSON, not a file name
     (["--schema", '{"items":' * 99 + "{}" + "}" * 99], "nested more than"),
 ])
 def test_bad_values_are_one_line_errors(capsys, saved_pair, args, message):
