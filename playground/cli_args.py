@@ -66,7 +66,7 @@ def add_prompt_args(p: argparse.ArgumentParser) -> None:
 def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", help=f"a preset name from presets/ (default: PLAYGROUND_PRESET, else {GPU_DEFAULT} with "
                                     f"a GPU, else {CPU_DEFAULT} where it loads offline, else {CPU_FALLBACK})")
-    p.add_argument("--target", help="target model: Hugging Face id or local directory")
+    p.add_argument("--target", help="target model: Hugging Face id or local directory (with --draft, or a --preset)")
     p.add_argument("--draft", help="draft model: Hugging Face id, local directory, or 'ngram' (prompt lookup)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
@@ -158,8 +158,13 @@ def read_utf8(value: str, what: str) -> str:
 
 
 def resolve_models(args):
-    """-> (preset or None, target id, draft id); explicit --target/--draft override the preset."""
+    """-> (preset or None, target id, draft id); explicit --target/--draft override the preset. A
+    --target alone would take the default preset's draft (a feature draft of another model, say):
+    it names its --preset or --draft."""
     from playground.presets import default_preset_name, get_preset
+    if args.target and not (args.draft or args.preset):
+        raise PlaygroundError("--target needs a --draft (a model, 'ngram' for prompt lookup, 'ngram+<model>' for a cascade) "
+                              "or a --preset whose draft and settings it takes")
     preset = None
     if args.preset or not (args.target and args.draft):
         preset = get_preset(args.preset or default_preset_name())

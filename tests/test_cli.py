@@ -96,6 +96,15 @@ def test_a_json_value_is_read_as_itself_and_a_folder_is_named(tmp_path):
         read_text_arg("nope.json", "schema")
 
 
+def test_a_target_alone_names_its_draft_or_preset(capsys, saved_pair):
+    """--target without --draft took the default preset's draft, prompt and k: "draft
+    'smollm2-feature-draft' could not be loaded for target 'demo-target'", a draft never asked for."""
+    target, _ = saved_pair
+    code, out, err = run_cli(capsys, "--target", str(target), "--prompt", "x")
+    assert code == 2 and out == "" and err.startswith("error: --target needs a --draft (a model, 'ngram' for prompt lookup")
+    assert run_cli(capsys, "--target", str(target), "--draft", "ngram", "--prompt", "x", "--max-new-tokens", "2")[0] == 0
+
+
 def test_samples_are_seeded_runs(capsys, saved_pair):
     target, draft = saved_pair
     args = ["--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--temperature", "1",
