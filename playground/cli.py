@@ -30,6 +30,8 @@ def cmd_generate(args) -> int:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
     at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
     prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
+    if args.prompt is not None and prompt_ids is not None:
+        raise PlaygroundError("give --prompt or --prompt-ids, not both")
     prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
     if prompt_ids is None and not prompt.strip():
         raise PlaygroundError("the prompt is empty")

@@ -119,7 +119,11 @@ def constraint_from_args(args, preset):
 
 
 def constraint_flags(args) -> dict[str, str]:
-    """--schema (a file or the text), --regex, --grammar (a file) -> their texts ('' where not given)."""
+    """--schema (a file or the text), --regex, --grammar (a file) -> their texts ('' where not given;
+    given empty, an error: it ran unconstrained)."""
+    for name in ("schema", "regex", "grammar"):
+        if getattr(args, name) is not None and not getattr(args, name).strip():
+            raise PlaygroundError(f"--{name} is empty")
     return {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
             "grammar": read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""}
 

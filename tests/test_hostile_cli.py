@@ -36,6 +36,8 @@ def gen(saved_pair, *args) -> list[str]:
     (["--num-samples", "10000"], "--num-samples is 10000"),
     (["--schema", "false"], "the schema `false` allows no value at all"),  # JSON, not a file name
     (["--schema", '{"items":' * 99 + "{}" + "}" * 99], "nested more than"),
+    (["--regex", " "], "--regex is empty"),  # these ran unconstrained, or dropped the text prompt
+    (["--prompt-ids", "1,2"], "give --prompt or --prompt-ids, not both"),
 ])
 def test_bad_values_are_one_line_errors(capsys, saved_pair, args, message):
     assert message in one_line_error(capsys, *gen(saved_pair, *args))
@@ -45,7 +47,8 @@ def test_prompt_longer_than_the_context_is_refused(capsys, saved_pair):
     target, _ = saved_pair
     context = json.loads((target / "config.json").read_text())["max_position_embeddings"]
     ids = ",".join(["5"] * context)
-    assert "context" in one_line_error(capsys, *gen(saved_pair, "--prompt-ids", ids, "--max-new-tokens", "8"))
+    argv = [a for a in gen(saved_pair, "--prompt-ids", ids, "--max-new-tokens", "8") if a not in ("--prompt", "x")]
+    assert "context" in one_line_error(capsys, *argv)
 
 
 def test_files_that_are_not_utf8_or_missing(capsys, saved_pair, tmp_path):
