@@ -48,6 +48,9 @@ def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
         assert len(faint) == 1 and list(faint[0].y) == [1.1]
         assert list(faint[0].error_y.array) == [1.35 - 1.1] and list(faint[0].error_y.arrayminus) == [1.1 - 0.78]
     assert not [t for t in plots.draft_comparison([told]).data if t.name == plots.UNTOLD]
+    alone = plots.sweep_chart([untold], "k")  # its legend named a 95% interval no point had; no 1x line (the calculator's has)
+    assert "speedup (95% interval)" not in [t.name for t in alone.data]
+    assert [(h.y0, h.yref) for h in alone.layout.shapes] == [(1.0, "y")]
     faster = untold | {"variant": "cascade", "k": 3, "speedup_low": 1.12, "speedup_high": 1.53, "speedup_estimate": 1.32,
                        "verdict": "faster"}
     few_rounds = untold | {"variant": "lookup", "k": 5, "speedup_low": 4.0, "speedup_high": 4.0, "speedup_estimate": 4.0,

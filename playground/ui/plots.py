@@ -98,8 +98,9 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     """Speedup and acceptance against the swept setting (k or temperature); best speedup marked."""
     xs = [r[x] for r in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup (95% interval)",
-                             line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), secondary_y=False)
+    if any(r["speedup"] is not None for r in rows):  # (its legend named an interval no point had)
+        fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup (95% interval)",
+                                 line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), secondary_y=False)
     fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name="acceptance",
                              line=dict(dash="dot")), secondary_y=True)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
@@ -115,6 +116,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     elif (told := [r for r in rows if r["speedup"] is not None]) and len(told + untold) > 1:
         fig.add_annotation(text="no clear best: the intervals overlap", showarrow=False, xref="paper", yref="paper",
                            x=0.5, y=1.0, yanchor="bottom", font=dict(color="#6b7280"))
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af", secondary_y=False)  # the target alone, as the calculator's
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
     fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
     if x == "k":
