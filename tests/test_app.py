@@ -13,6 +13,7 @@ from gradio_client import Client
 from playground.measure import sweeps
 from playground.ui import experiments_tab, files, inputs as page_inputs, playground_tab
 from playground.ui import plots, race
+from playground.errors import PlaygroundError
 from playground.events import KINDS
 from playground.presets import Settings
 from playground.ui.share import RANGES, from_query
@@ -923,6 +924,9 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
                                                     + urllib.parse.quote("p\n" * 33)))
     notices = html.unescape(refused[-1]).replace("\\", "")
     assert "sweep_values='1,99': sweep values for k must be between 1 and 16 (the slider's range), not 99" in notices
+    from playground.ui.experiment_link import sweep_values
+    with pytest.raises(PlaygroundError, match=r"not 0, 20$"):  # it named 0 alone
+        sweep_values("k", "0,20")
     assert "the number of prompts is 33, more than this host allows (32)" in notices
     assert refused[-2].selected == "experiments" and refused[-9:-7] == ["k", first.sweep_values]  # tab=Experiments opens it
     odd = page_inputs.restore_from_url(_request("/?tab=playground&sweep_axis=Temperature&compare_drafts=nope"))

@@ -44,13 +44,14 @@ def _axis(v: str) -> str:
 
 
 def sweep_values(axis: str, text: str) -> list:
-    """A sweep's values as typed -> its numbers, or ValueError naming the first wrong one (Run sweep,
-    a link and its maker read them alike)."""
+    """A sweep's values as typed -> its numbers, or ValueError naming the wrong ones (Run sweep, a
+    link and its maker read them alike)."""
     values = sweeps.parse_values(text, int if axis == "k" else float)
     lo, hi = RANGES[axis]
     if bad := [v for v in values if not lo <= v <= hi]:
         hint = "; a comma separates values: write 0.3 with a point" if axis == "temperature" and "," in text else ""
-        raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range), not {bad[0]}{hint}")
+        raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range), not "
+                              f"{', '.join(map(str, bad[:8]))}{' ...' * (len(bad) > 8)}{hint}")
     return values
 
 
