@@ -135,7 +135,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     with gr.Tab("Text"):
                         with gr.Row():
                             text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
-                            baseline_text = gr.Textbox(label="Target alone (for comparison)", lines=8, buttons=["copy"],
+                            baseline_text = gr.Textbox(label="Target alone (greedy: the same text; sampling: another "
+                                                             "draw from the same distribution)", lines=8, buttons=["copy"],
                                                        elem_id="baseline-text", visible=DEFAULT.compare)
                     with gr.Tab("Race", elem_id="race-tab") as race_tab:
                         race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
