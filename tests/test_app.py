@@ -393,6 +393,10 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
             client.predict(*values[:3], k, *values[4:], api_name="/export")
         assert "preprocess" not in str(caught.value)
     assert "vllm serve" in client.predict(*values, api_name="/export")[1]
+    from playground.ui import page
+    remade = page.k.__class__(**page.k.constructor_args)  # as Gradio remakes it for a session after an update
+    with pytest.raises(gr.Error, match="Draft length k is empty"):  # (a wrapper on the instance was gone)
+        remade.preprocess(None)
 
 
 def test_the_api_picks_the_constraint_backend_its_refusals_suggest(client):

@@ -112,23 +112,25 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
 SETTING_NAMES = tuple(inspect.signature(settings_from_inputs).parameters)
 
 
-def named_slider(*args, **kwargs) -> gr.Slider:
-    """gr.Slider whose refusals name it: an emptied box was "Could not preprocess input component at
-    index 3 (a `slider` component) ... TypeError", a typed 100 "Value 100 is greater than maximum
-    value 16." (the box then takes the nearest value it allows). Its preprocess is wrapped, not
-    overridden: Gradio writes a .pyi beside the module of any Component subclass."""
-    slider = gr.Slider(*args, **kwargs)
-    own = slider.preprocess
-
-    def preprocess(payload):
-        span = f"from {slider.minimum:g} to {slider.maximum:g}"
+def _named_refusals(own):
+    """gr.Slider.preprocess, its refusals naming the slider: an emptied box was "Could not preprocess
+    input component at index 3 (a `slider` component) ... TypeError", a typed 100 "Value 100 is
+    greater than maximum value 16." (the box then takes the nearest value it allows). Set on the class:
+    Gradio remakes a component from its constructor's arguments for a session once a callback updates
+    it (k's label, the thinking budget), and writes a .pyi beside the module of any subclass."""
+    def preprocess(self, payload):
+        span = f"from {self.minimum:g} to {self.maximum:g}"
         if payload is None:
-            raise gr.Error(f"{slider.label} is empty: type a number {span}", print_exception=False)
-        if isinstance(payload, (int, float)) and not slider.minimum <= payload <= slider.maximum:
-            raise gr.Error(f"{slider.label} takes a number {span}, not {payload:g}", print_exception=False)
-        return own(payload)
-    slider.preprocess = preprocess
-    return slider
+            raise gr.Error(f"{self.label} is empty: type a number {span}", print_exception=False)
+        if isinstance(payload, (int, float)) and not self.minimum <= payload <= self.maximum:
+            raise gr.Error(f"{self.label} takes a number {span}, not {payload:g}", print_exception=False)
+        return own(self, payload)
+    preprocess.named = True
+    return preprocess
+
+
+if not getattr(gr.Slider.preprocess, "named", False):
+    gr.Slider.preprocess = _named_refusals(gr.Slider.preprocess)
 
 
 def bounded_text(name: str, value, limit: int = MAX_NAME_CHARS) -> str:

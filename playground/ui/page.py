@@ -18,7 +18,7 @@ from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
-                                  k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url, named_slider)
+                                  k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, after_run, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.serving import DEVICE, VALUE_CHARS, bound
@@ -62,20 +62,20 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                      allow_custom_value=custom_models_allowed())
                 draft = gr.Dropdown(DRAFTS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     elem_id="draft-box", allow_custom_value=custom_models_allowed())
-                k = named_slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
+                k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="fixed: k guesses every round. schedule: k grows by 2 after a round kept whole, "
                                        "shrinks by 1 after a rejection, and drafting pauses while guesses do not pay. "
                                        "confidence: the draft stops guessing when unsure. With both, k is the ceiling.")
-                confidence = named_slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
+                confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
                                        visible=False)  # shown with the confidence policy only
-                temperature = named_slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
-                max_new_tokens = named_slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
+                temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
+                max_new_tokens = gr.Slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
                                            elem_id="max-tokens")
                 compare = gr.Checkbox(value=True, label="Compare with the target alone")
                 with gr.Accordion("Advanced", open=False) as advanced:
-                    top_p = named_slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.05, label="Top-p")
-                    top_k = named_slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
+                    top_p = gr.Slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.05, label="Top-p")
+                    top_k = gr.Slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
                     chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
                     system = gr.Textbox(value=DEFAULT.system, label="System prompt", lines=2)
@@ -110,7 +110,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     constraint_check = gr.HTML(elem_id="constraint-check")
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
                                                    visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")
-                    think_budget = named_slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
+                    think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
                                              visible=think_budget_shown(DEFAULT.target, DEFAULT.think_budget)["visible"],
                                              label="Think first: thinking budget in tokens (0 = constrain from the first token)",
                                              elem_id="think-budget",
@@ -212,11 +212,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     "button below sets the sliders to your last run's α, k and c (its drafting time per guess over its "
                     "verify pass's time), so the curve is that run's.")
         with gr.Row():
-            calc_a = named_slider(*CALCULATOR_RANGES["acceptance"], value=FIRST.calc_alpha, step=0.01, label="per-token acceptance α",
+            calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=FIRST.calc_alpha, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "
                                     "drafts after a rejection too)")
-            calc_k = named_slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k")
-            calc_c = named_slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.01, label="cost ratio c",
+            calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k")
+            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.01, label="cost ratio c",
                                elem_id="calc-c")
         with gr.Row():
             calc_from_run = gr.Button("Set α, k and c from my last run", size="sm", scale=0, min_width=260,
