@@ -28,7 +28,7 @@ from playground.errors import PlaygroundError
 BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
 READING = ("checking this constraint as typed", "Run checks it in full")
 MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name the one at fault
-TOKEN_REFERENCE = re.compile(r"<[\[|]")  # a grammar's <[token id]> or <|special token|> (Lark and GBNF)
+TOKEN_REFERENCE = re.compile(r"<\[|<[^\s<>\"']+>")  # a Lark grammar's token: <[id]>, <|special|>, <name>
 READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them

@@ -192,7 +192,10 @@ class XGrammarMatcher:
         """The jump-forward string, tokenized, without its last token (which could merge with what
         follows); none where the grammar refuses its first token: a text tokenized alone can start
         otherwise than in context (a SentencePiece tokenizer writes '▁"name"' for '"name"')."""
-        text = self.m.find_jump_forward_string()
+        try:
+            text = self.m.find_jump_forward_string()
+        except UnicodeDecodeError:  # a forced prefix ending inside a character ([😀-🙏]): nothing forced
+            return []
         if not text:
             return []
         ids = self.tokenizer(text, add_special_tokens=False).input_ids[:-1]
