@@ -3,6 +3,7 @@
 Bad input exits with status 2 and one line `error: ...` on stderr, before any model work when the
 input alone shows the mistake. The session (torch, transformers: seconds to import) is imported by the
 commands, so --help and a mistyped flag answer at once."""
+import contextlib
 import dataclasses
 import json
 import pathlib
@@ -136,8 +137,13 @@ def cmd_bench(args) -> int:
 
 def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
+    from playground.constraints import read_constraint
+    from playground.constraints.worker import TooSlow
     settings = _settings(args)
-    constraint_from_args(args, resolve_models(args)[0])  # read as generate reads it: an export of what would run
+    spec = constraint_from_args(args, resolve_models(args)[0])  # read as generate reads it, and as the backend
+    if spec is not None:  # reads it (no tokenizer): an export of what would run
+        with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
+            read_constraint(spec)
     exported = export_setting(settings)
     print(json.dumps(dataclasses.asdict(exported)) if args.json else format_export(exported), end="" if not args.json else "\n")
     return 0

@@ -324,7 +324,10 @@ def test_cli_export_is_the_pages_export_of_the_same_setting():
                                           (["--preset", "demo", "--regex", "(unclosed"], "not a valid regular expression"),
                                           (["--preset", "demo", "--schema", '{"type": "objekt"}'], "not a valid JSON Schema"),
                                           (["--preset", "demo", "--think-budget", "-3", "--regex", "[a-z]+"],
-                                           "thinking budget must be a whole number")])
+                                           "thinking budget must be a whole number"),
+                                          (["--preset", "demo", "--regex", "a{0}"], "allows only the empty output"),
+                                          (["--preset", "demo", "--regex", "(?s:.)", "--constraint-backend", "xgrammar"],
+                                           "xgrammar cannot use this regex")])
 def test_cli_export_refuses_in_one_line(argv, message):
     code, out, err = run_cli(*argv)
     assert code == 2 and out == "" and err.startswith("error: ") and message in err and err.count("\n") == 1
