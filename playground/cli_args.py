@@ -2,6 +2,7 @@
 folder): every mistake is a PlaygroundError, raised before any model loads."""
 import argparse
 import json
+import os
 import pathlib
 
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
@@ -121,11 +122,12 @@ def constraint_from_args(args, preset):
 def constraint_flags(args) -> dict[str, str]:
     """--schema (a file or the text), --regex, --grammar (a file) -> their texts ('' where not given;
     given empty, an error: it ran unconstrained)."""
-    for name in ("schema", "regex", "grammar"):
-        if getattr(args, name) is not None and not getattr(args, name).strip():
-            raise PlaygroundError(f"--{name} is empty")
-    return {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
-            "grammar": read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""}
+    texts = {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
+             "grammar": read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""}
+    for name, text in texts.items():
+        if getattr(args, name) is not None and not text.strip():
+            raise PlaygroundError(f"--{name} is empty (or only spaces)" + (f": {getattr(args, name)[:80]}" if name != "regex" else ""))
+    return texts
 
 
 def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:
@@ -137,22 +139,26 @@ def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:
 
 
 def _json_not_a_file(value: str) -> bool:
-    if pathlib.Path(value).exists():
-        return False
     try:
         json.loads(value)
     except (ValueError, RecursionError):
         return False
-    return True
+    try:
+        return not pathlib.Path(value).exists()
+    except OSError:  # a name too long for a file
+        return True
 
 
 def read_utf8(value: str, what: str) -> str:
     """A text file's contents, or one clear error (missing, a folder, unreadable, not UTF-8)."""
     path = pathlib.Path(value)
-    if path.is_dir():
-        raise PlaygroundError(f"{what}: '{value}' is a folder, not a file")
-    if not path.is_file():
-        raise PlaygroundError(f"{what}: no such file '{value}'")
+    try:
+        if path.is_dir():
+            raise PlaygroundError(f"{what}: '{value}' is a folder, not a file")
+        if not path.is_file():
+            raise PlaygroundError(f"{what}: no such file '{value}'")
+    except OSError as exc:  # a name too long for a file, say
+        raise PlaygroundError(f"{what}: no such file '{value[:80]}' ({exc.strerror or exc})") from None
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -166,7 +172,7 @@ def resolve_models(args):
     --target alone would take the default preset's draft (a feature draft of another model, say):
     it names its --preset or --draft."""
     from playground.presets import default_preset_name, get_preset
-    if args.target and not (args.draft or args.preset):
+    if args.target and not (args.draft or args.preset or os.environ.get("PLAYGROUND_PRESET")):
         raise PlaygroundError("--target needs a --draft (a model, 'ngram' for prompt lookup, 'ngram+<model>' for a cascade) "
                               "or a --preset whose draft and settings it takes")
     preset = None

@@ -94,11 +94,16 @@ def test_a_json_value_is_read_as_itself_and_a_folder_is_named(tmp_path):
             read()
     with pytest.raises(PlaygroundError, match="no such file 'nope.json'"):
         read_text_arg("nope.json", "schema")
+    assert read_prompts(json.dumps(["a" * 300]), None, "t") == ["a" * 300]  # a name too long for a file: a traceback
+    with pytest.raises(PlaygroundError, match=r"no such file 'a{80}' \(File name too long\)"):
+        read_text_arg("a" * 300, "schema")
 
 
-def test_a_target_alone_names_its_draft_or_preset(capsys, saved_pair):
+def test_a_target_alone_names_its_draft_or_preset(capsys, saved_pair, monkeypatch):
     """--target without --draft took the default preset's draft, prompt and k: "draft
-    'smollm2-feature-draft' could not be loaded for target 'demo-target'", a draft never asked for."""
+    'smollm2-feature-draft' could not be loaded for target 'demo-target'", a draft never asked for
+    (a preset set in PLAYGROUND_PRESET is one asked for, as --preset)."""
+    monkeypatch.delenv("PLAYGROUND_PRESET", raising=False)
     target, _ = saved_pair
     code, out, err = run_cli(capsys, "--target", str(target), "--prompt", "x")
     assert code == 2 and out == "" and err.startswith("error: --target needs a --draft (a model, 'ngram' for prompt lookup")

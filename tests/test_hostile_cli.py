@@ -59,6 +59,9 @@ def test_files_that_are_not_utf8_or_missing(capsys, saved_pair, tmp_path):
     grammar.write_bytes(b'start: "\xff"\n')
     assert "not UTF-8" in one_line_error(capsys, *gen(saved_pair, "--grammar", str(grammar)))
     assert "no such" in one_line_error(capsys, *gen(saved_pair, "--schema", "~nosuchuser/s.json"))
+    blank = tmp_path / "blank.lark"
+    blank.write_text("  \n")  # it ran unconstrained
+    assert "--grammar is empty (or only spaces)" in one_line_error(capsys, *gen(saved_pair, "--grammar", str(blank)))
 
 
 def test_prompt_with_invalid_utf8_is_refused(capsys, saved_pair):
