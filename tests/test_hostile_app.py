@@ -551,6 +551,11 @@ def test_a_link_of_thousands_of_parameters_makes_a_short_notice():
     assert len(items) == page_inputs.NOTICES_SHOWN + 1 and items[-1] == "- and 2981 more ignored"
     assert "nine" in items[0] and len(notice) < serving.VALUE_CHARS  # the first notices, in the link's order
 
+    class Long:  # float()'s message quotes the whole value: one notice of 20,119 characters
+        query_params = {"preset": "demo", "top_p": "x" * 20_000}
+    notice = page_inputs.restore_from_url(Long())[-1]
+    assert "top" in notice and len(notice) < 2 * page_inputs.NOTICE_CHARS + 100
+
 
 def test_nan_integers_and_unencodable_links_are_clear_errors():
     """Raw HTTP can send NaN where Gradio's range check lets it through, and text with a lone surrogate;

@@ -265,13 +265,14 @@ def restore_from_url(request: gr.Request):
             *experiment.inputs(), gr.Tabs(selected=TAB) if opens else gr.skip(), note and f"**Link notices**\n{note}"]
 
 
-NOTICES_SHOWN = 20  # a hand-made link can carry thousands of parameters: the notice stays short
+NOTICES_SHOWN, NOTICE_CHARS = 20, 300  # a hand-made link can carry thousands of parameters, or long ones
 
 
 def _listed(notices: list[str]) -> str:
-    """The notices as a Markdown list, the first NOTICES_SHOWN of them and a count of the rest (a
-    notice past the page's value bound would be refused when its Dismiss button is drawn)."""
-    shown = [f"- {_md_escape(n)}\n" for n in notices[:NOTICES_SHOWN]]
+    """The notices as a Markdown list, the first NOTICES_SHOWN of them (each cut at NOTICE_CHARS: a
+    parser's message can quote the whole value) and a count of the rest: a notice past the page's
+    value bound would be refused when its Dismiss button is drawn."""
+    shown = [f"- {_md_escape(n if len(n) <= NOTICE_CHARS else n[:NOTICE_CHARS] + '…')}\n" for n in notices[:NOTICES_SHOWN]]
     rest = len(notices) - NOTICES_SHOWN
     return "".join(shown) + (f"- and {rest} more ignored\n" if rest > 0 else "")
 
