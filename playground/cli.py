@@ -16,6 +16,7 @@ from playground.config import thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
+from playground.measure.report import said
 from playground.metrics import engine_seconds, first_difference
 
 
@@ -205,22 +206,13 @@ def format_text(out: dict) -> str:
         same = {True: ", identical to the target alone",
                 False: f", DIFFERENT from the target alone from token {(out.get('first_difference') or 0) + 1}"}
         m = out["speedup_measure"]
-        lines.append(f"-- speedup {_told(m)}" + same.get(out.get("identical_to_baseline"), ""))
+        told = "" if m["speedup"] is None else (f" over the target alone (95% interval, {m['blocks']} interleaved "
+                                                f"measurement{'s' * (m['blocks'] > 1)})")
+        lines.append(f"-- speedup {said(m['speedup'], m['low'], m['high'], m['side'])}{told}"
+                     + same.get(out.get("identical_to_baseline"), ""))
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
             lines.append(f"-- too noisy for one number: {m['reason']}; about {m['estimate']:.2f}x")
     return "\n".join(lines)
-
-
-def _told(m: dict) -> str:
-    """The speedup as the page says it (playground.measure.speedup.Speedup.verdict): its number and
-    interval, "no clear difference" where that holds 1x; too noisy for one number, "faster" or "slower"
-    with the range, else "cannot tell"."""
-    span = f"{m['low']:.2f}-{m['high']:.2f}x"
-    if m["speedup"] is None:
-        return f"{m['side']}, {span}" if m["side"] else "cannot tell"
-    told = (f"{m['speedup']:.2f}x over the target alone ({span}, 95% interval, "
-            f"{m['blocks']} interleaved measurement{'s' * (m['blocks'] > 1)})")
-    return f"no clear difference: {told}" if m["low"] <= 1.0 <= m["high"] else told
 
 
 def _progress_printer():

@@ -67,7 +67,7 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
     report["speedup_measure"] |= {"side": "faster", "low": 1.16, "high": 2.79}  # all of it above 1x: the range, no number
     assert format_text(report).splitlines()[-2].startswith("-- speedup faster, 1.16-2.79x")
     report["speedup_measure"] |= {"speedup": 1.04, "low": 0.98, "high": 1.09}  # told, and its interval holds 1x
-    assert format_text(report).splitlines()[-1].startswith("-- speedup no clear difference: 1.04x over the target alone")
+    assert format_text(report).splitlines()[-1].startswith("-- speedup no clear difference, 1.04x (0.98-1.09x) over the target alone")
 
 
 def test_the_ran_with_line_names_the_tree_and_the_policy():

@@ -1,4 +1,4 @@
-"""bench's rows as people read them: one line per row while it runs, a Markdown table, and the
+"""Speedups and bench's rows as people read them: one line per row while it runs, a Markdown table, and the
 files --out writes (rows.json, table.md, a plotly chart)."""
 import json
 import pathlib
@@ -9,20 +9,22 @@ def label(row: dict) -> str:
     return f"{row['method']} {row['tree']}" if row.get("tree") else row["method"]
 
 
-RANGE = "({0[0]:.2f}-{0[1]:.2f})"  # a [low, high] speedup range
+def said(speedup: float | None, low: float, high: float, side: str = "") -> str:
+    """A speedup (playground.measure.speedup's) in the words every text view uses (the page's card
+    lays the same verdict out in parts): "1.32x (1.19-1.43x)"; "no clear difference, 1.04x
+    (0.98-1.09x)" where a told interval holds 1x; too noisy for one number, "faster, 1.16-2.79x"
+    where all of it lies on one side of 1x (Speedup.side), else "cannot tell"."""
+    if speedup is None:
+        return f"{side}, {low:.2f}-{high:.2f}x" if side else "cannot tell"
+    told = f"{speedup:.2f}x ({low:.2f}-{high:.2f}x)"
+    return f"no clear difference, {told}" if low <= 1.0 <= high else told
 
 
 def verdict(row: dict) -> str:
-    """A row's speedup as the page says it: its number and 95% interval, "no clear difference" before
-    an interval that holds 1x; too noisy for one number, "faster" or "slower" with the range where all
-    of it lies on one side of 1x, else "cannot tell" (the row's note says why)."""
+    """A row's speedup in said's words (the row's note says why one is too noisy)."""
     if row["method"] == "target":
         return "1.00x (the baseline)"
-    low, high = row["speedup_range"]
-    if row["speedup"] is None:
-        return f"{row['side']}, {low:.2f}-{high:.2f}x (noisy)" if row.get("side") else "cannot tell"
-    told = f"{row['speedup']:.2f}x {RANGE.format(row['speedup_range'])}"
-    return f"no clear difference, {told}" if low <= 1.0 <= high else told
+    return said(row["speedup"], *row["speedup_range"], row.get("side", ""))
 
 
 def row_line(row: dict) -> str:

@@ -127,7 +127,7 @@ def estimate(blocks: list[Block]) -> Speedup:
     elif rounds < MIN_ROUNDS:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
     elif value > SLACK * (bound := most_possible(blocks)):
-        where = f"its {low:.2f}-{high:.2f}x lies wholly" if low > SLACK * bound else f"its estimate, {value:.2f}x, lies"
+        where = f"its {low:.2f}-{high:.2f}x lies wholly" if low > SLACK * bound else "its estimate lies"  # (views add it)
         reason = (f"{where} above {bound:.2f}x, about the most its target passes allow "
                   "(a verify pass costs at least a pass of the target alone): perhaps the machine's other load "
                   "slowed the target alone more")
