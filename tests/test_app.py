@@ -229,7 +229,8 @@ def test_the_badge_refuses_what_run_refuses_before_the_tokenizer(kind, text, bac
     ("grammar", 'start: "x" | "y" "z"', None),
     ("regex", "😀|😃", None),  # xgrammar's forced prefix ends inside a character: it failed, typed and at Run
     ("grammar", "root ::= [😀-🙏]", None),
-    ("grammar", 'start: "a" <[1]>', None)])  # names a token: Run's to check, over the model's tokenizer
+    ("grammar", 'start: "a" <[1]>', None),  # names a token: Run's to check, over the model's tokenizer
+    ("grammar", 'start: "a" <|endoftext|>', None)])  # (xgrammar refused it as typed: "requires tokenizer_info")
 def test_the_badge_refuses_a_constraint_no_text_satisfies_as_run_does(kind, text, message, backend):
     """The check as typed said "looks fine" for a{0}, and Run then refused it ("allows only the empty
     output"): it now compiles the constraint over the 256 bytes, as Run does over the model's tokens."""

@@ -50,8 +50,14 @@ class XGrammarBackend:
     @staticmethod
     def read(spec: ConstraintSpec) -> list[str]:
         """What compile refuses before any tokenizer is involved (the page checks it as the user types):
-        xgrammar's reading of the schema, regex or grammar text -> its notes (what it reads past)."""
-        return _converted(spec, xgr.Grammar.from_ebnf, xgr.Grammar.from_lark, xgr.Grammar.from_regex)[1]
+        xgrammar's reading of the schema, regex or grammar text -> its notes (what it reads past). A
+        grammar naming a token (<|endoftext|>, <[*]>) is read only with a tokenizer: Run's to check."""
+        try:
+            return _converted(spec, xgr.Grammar.from_ebnf, xgr.Grammar.from_lark, xgr.Grammar.from_regex)[1]
+        except Unreadable as exc:
+            if "requires tokenizer_info" in str(exc):
+                return []
+            raise
 
     def dump(self, compiled: xgr.CompiledGrammar) -> str:
         return compiled.serialize_json()
