@@ -213,7 +213,9 @@ def test_constraint_checked_as_typed():
                                       "as the constraint backend)"),
     ("regex", r"(?=a)a+", "xgrammar", "xgrammar cannot use this regex: Regex parsing error at position 3: Lookahead"),
     ("JSON schema", '{"type": "string", "pattern": "(?<=a)b"}', "llguidance", "llguidance cannot use this JSON schema: look-around"),
-    ("regex", r"[^\s]+", "xgrammar", "xgrammar reads \\s with ASCII classes")])
+    ("regex", r"[^\s]+", "xgrammar", "xgrammar reads \\s with ASCII classes"),
+    # it said "the xgrammar backend reads it: pick it", and xgrammar then refused it at Run
+    ("grammar", 'start: "a"{0}', "llguidance", "(the xgrammar backend reads it, but this grammar allows only the empty output")])
 def test_the_badge_refuses_what_run_refuses_before_the_tokenizer(kind, text, backend, message):
     """The check as typed is the backend's own reading too: it said "looks fine" and Run then refused."""
     assert message in html.unescape(page_inputs.check_constraint(kind, text, backend))

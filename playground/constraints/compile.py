@@ -109,14 +109,19 @@ def read_constraint(spec: ConstraintSpec) -> list[str]:
 
 
 def _read_checked(spec: ConstraintSpec) -> list[str]:
-    """In the worker: the backend's reading, a refusal saying whether the other backend reads it;
-    then a regex or grammar that no byte string satisfies (or the empty one alone) is refused as Run
-    would refuse it (a schema's contradictions are found as it is parsed; a grammar naming tokens is
-    Run's to check: the bytes have none of a model's)."""
+    """In the worker: the backend's reading (_reading), a refusal saying whether the other backend
+    reads it."""
     try:
-        notes = BACKENDS[spec.backend].read(spec)
+        return _reading(spec)
     except Unreadable as exc:
         raise _with_other_backend(exc, spec) from None
+
+
+def _reading(spec: ConstraintSpec) -> list[str]:
+    """The backend's reading -> its notes; then a regex or grammar that no byte string satisfies (or
+    the empty one alone) is refused as Run would refuse it (a schema's contradictions are found as it
+    is parsed; a grammar naming tokens is Run's to check: the bytes have none of a model's)."""
+    notes = BACKENDS[spec.backend].read(spec)
     if spec.kind == "regex" or (spec.kind == "grammar" and not TOKEN_REFERENCE.search(spec.text)):
         backend = BACKENDS[spec.backend].over_bytes()
         try:
@@ -133,7 +138,9 @@ def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundErro
     exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec)}")
     other = next(name for name in BACKENDS if name != spec.backend)
     try:
-        notes = BACKENDS[other].read(dataclasses.replace(spec, backend=other))
+        notes = _reading(dataclasses.replace(spec, backend=other))
+    except Unsatisfiable as why:  # it reads it, and no output satisfies it there either
+        return PlaygroundError(f"{exc} (the {other} backend reads it, but {why})")
     except PlaygroundError:
         return PlaygroundError(f"{exc} (the {other} backend cannot read it either)")
     if notes:  # e.g. xgrammar drops a look-ahead it cannot follow: not the same constraint
@@ -223,6 +230,10 @@ def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> N
     except NoWayOn:
         writes = False
     if not writes and not guide.accepting():
-        raise PlaygroundError(f"this {spec.named} can never be satisfied by any output")
+        raise Unsatisfiable(f"this {spec.named} can never be satisfied by any output")
     if not writes:
-        raise PlaygroundError(f"this {spec.named} allows only the empty output: the model would write nothing")
+        raise Unsatisfiable(f"this {spec.named} allows only the empty output: the model would write nothing")
+
+
+class Unsatisfiable(PlaygroundError):
+    """A constraint read whole that no output satisfies but the empty one, or none."""
