@@ -16,6 +16,8 @@ def test_smoke_every_method(target, noisy_draft, tokenizer):
         assert row["tokens_per_s"] > 0 and row["identical"] is True, row
     by_method = {r["method"]: r for r in rows}
     assert by_method["target"]["speedup"] == 1.0
+    for row in rows[1:]:  # each row's own baseline, beside it (the target row pools them all)
+        assert row["baseline_tokens_per_s"] > 0, row
     for row in rows:  # a speedup with its interval around it, or none and the reason
         if row["speedup"] is None:
             assert row["note"] and row["measurements"] == 4, row

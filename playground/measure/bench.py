@@ -4,7 +4,9 @@ measured by playground.measure.speedup against the engine's target alone (the ba
 CLI use), with its 95% interval, or left out with the reason when it cannot be told; rows are
 printed (and with --out written) as each is measured.
 
-Rows (one per method, k, temperature): tokens_per_s, speedup and speedup_range, measurements (the
+Rows (one per method, k, temperature): tokens_per_s, baseline_tokens_per_s (the target alone
+measured beside that row, its speedup's baseline; the `target` row pools those of every row, so under
+changing load it differs), speedup and speedup_range, measurements (the
 interleaved blocks it took), note, acceptance_rate, tokens_per_target_pass, efficiency (engine rows:
 the time predicted from measured per-pass costs and the run's own rounds, over the measured time;
 1.0 means no overhead outside model passes) and identical (greedy rows: the same tokens as the
@@ -224,7 +226,8 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
     tokens = sum(len(s.ids) for s in mine)
     proposed = sum(s.proposed for s in mine)
     row = {"method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
-           "tokens_per_s": result.spec_tokens_per_s, "speedup": result.speedup,
+           "tokens_per_s": result.spec_tokens_per_s, "baseline_tokens_per_s": result.base_tokens_per_s,
+           "speedup": result.speedup,
            "speedup_range": [result.low, result.high], "measurements": result.blocks, "note": result.reason, "side": result.side,
            "acceptance_rate": sum(s.accepted for s in mine) / proposed if proposed else None,
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in mine)),
