@@ -60,10 +60,17 @@ def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[
     t = cfg.sampling.temperature
     sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
     shown = "given as token ids" if prompt is None else repr(prompt if len(prompt) <= 60 else prompt[:59] + "…")
-    drafting = f"token tree {tree_text(cfg)}" if cfg.tree else f"k {cfg.k}" + (
-        f", {cfg.policy} policy" + (f" at {cfg.confidence:g}" if cfg.policy == "confidence" else "") if cfg.policy != "fixed" else "")
-    return (f"-- {target} with {draft}, {drafting}, {sampling}, at most {cfg.max_new_tokens} new tokens; "
+    return (f"-- {target} with {draft}, {_drafting(cfg)}, {sampling}, at most {cfg.max_new_tokens} new tokens; "
             f"prompt {shown} ({len(prompt_ids)} tokens)")
+
+
+def _drafting(cfg) -> str:
+    """'token tree 2,2,2/5+3' (its k unused), or 'k 4' and a policy other than fixed."""
+    if cfg.tree:
+        return f"token tree {tree_text(cfg)}"
+    if cfg.policy == "fixed":
+        return f"k {cfg.k}"
+    return f"k {cfg.k}, {cfg.policy} policy" + (f" at {cfg.confidence:g}" if cfg.policy == "confidence" else "")
 
 
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:

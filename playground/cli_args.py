@@ -35,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_args(bench)
     bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths (default 1,2,4,8)")
     bench.add_argument("--temperature", default="0", help="comma-separated temperatures (default 0)")
-    bench.add_argument("--prompts", help="a JSON list of prompts (the text, or a .json file), or a text file with one prompt per line "
-                                         "(\\n for a newline); default: the demo pair's held-out prompts or the preset's")
+    bench.add_argument("--prompts", help="a JSON list of prompts (the text, or a .json file), or a text file with "
+                                         "one prompt per line (\\n for a newline); default: the demo pair's held-out "
+                                         "prompts or the preset's")
     bench.add_argument("--num-prompts", type=int, default=8, help="prompts measured for each row (default 8)")
     bench.add_argument("--max-new-tokens", type=int, default=96, help="tokens each run writes (default 96)")
     bench.add_argument("--repeat", type=int, default=3, help="interleaved repeats of each row (default 3)")
@@ -125,8 +126,10 @@ def constraint_flags(args) -> dict[str, str]:
     texts = {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
              "grammar": read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""}
     for name, text in texts.items():
-        if getattr(args, name) is not None and not text.strip():
-            raise PlaygroundError(f"--{name} is empty (or only spaces)" + (f": {getattr(args, name)[:80]}" if name != "regex" else ""))
+        given = getattr(args, name)
+        if given is not None and not text.strip():
+            read_from = "" if name == "regex" else f": {given[:80]}"  # the file it read
+            raise PlaygroundError(f"--{name} is empty (or only spaces){read_from}")
     return texts
 
 
