@@ -3,10 +3,10 @@ each, and a transformers generate call (playground.export), each in a code box w
 and what each engine cannot express. Nothing loads and nothing runs: the text is only shown."""
 import html
 
-from playground.constraints import from_user
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.ui import render
+from playground.ui.live import constraint_spec
 from playground.ui.inputs import settings_from_inputs
 
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "transformers"}
@@ -17,7 +17,7 @@ def export_view(*values) -> list[str]:
     cannot be exported is said in the notes, the boxes left empty."""
     try:
         s = settings_from_inputs(*values)
-        from_user(s.schema, s.regex, s.grammar, s.backend, s.think_budget)  # read as Run reads it
+        constraint_spec(s)  # read as Run reads it
         e = export_setting(s)
     except PlaygroundError as exc:
         return [render.error(str(exc), "export"), "", "", ""]

@@ -86,8 +86,13 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
         cfg = session.settings(**chosen, **tree) if tree["tree"] else cfg
     with blamed_on("constraint"):
         check_backend(settings.backend)  # with no constraint too: an API caller's text is echoed
-        return cfg, from_user(**{name: getattr(settings, name) for name in CONSTRAINT_FIELDS},
-                              backend=settings.backend, think_budget=settings.think_budget)
+        return cfg, constraint_spec(settings)
+
+
+def constraint_spec(settings: Settings):
+    """The settings' constraint as a checked ConstraintSpec (constraints.from_user), or None."""
+    return from_user(**{name: getattr(settings, name) for name in CONSTRAINT_FIELDS},
+                     backend=settings.backend, think_budget=settings.think_budget)
 
 
 def load(settings: Settings, spec, progress=None):
