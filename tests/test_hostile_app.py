@@ -695,3 +695,53 @@ def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():
     assert client_address(forwarded, ("93.184.216.34", 5000)) == "93.184.216.34"  # a caller naming someone else
     assert client_address(Headers({}), ("10.16.3.80", 5000)) == "10.16.3.80"
     assert client_address(Headers({}), None) == ""
+
+
+def _unread_call(app_url, max_new_tokens: int, compare: bool) -> str:
+    """A /call/generate whose stream nobody opens, waited for until its run has ended -> its event id."""
+    import app
+    data = ["def f(", "demo", 4, 0.0, max_new_tokens, 0, "", "", compare, "", ""]
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": data}).encode())
+    assert status == 200, text
+    event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 300
+    while event_id in app.demo._queue.event_ids_to_events:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    return event_id
+
+
+def _late_read(app_url, event_id: str) -> str:
+    """The stream of a /call/generate event, or its refusal ("404: why")."""
+    try:
+        with urllib.request.urlopen(f"{app_url}gradio_api/call/generate/{event_id}", timeout=60) as r:
+            return r.read().decode()
+    except urllib.error.HTTPError as refused:
+        return f"{refused.code}: {json.loads(refused.read())['detail']}"
+
+
+def test_a_run_nobody_reads_keeps_only_its_result_and_few_such_runs_are_kept(app_url, monkeypatch):
+    """Gradio queued every snapshot of a /call/generate run (each the whole value) until someone
+    read the stream, for up to 2,000 sessions: an unread 1,900-token compared run of the demo pair
+    held 21.6 MB. Now an unread run keeps its result (a late reader, as the README's curl, gets it
+    whole), and past UNREAD_KEPT ended unread sessions the oldest is forgotten. Asked for an event
+    it no longer holds, the stream says so at once (Gradio broke off a forgotten one mid-answer and
+    kept a stream read once more open forever, sending heartbeats)."""
+    import app
+    from playground.ui import unread
+    event_id = _unread_call(app_url, 200, compare=True)
+    held = list(app.demo._queue.pending_messages_per_session[event_id]._queue)
+    assert [m.msg for m in held if m.msg in ("process_generating", "process_completed")] == ["process_completed"]
+    stream = _late_read(app_url, event_id)
+    assert stream.count("event: generating") == 0 and stream.count("event: complete") == 1, stream[:300]
+    result = json.loads(stream.split("event: complete\ndata: ", 1)[1])[0]
+    assert result["stats"]["generated_tokens"] > 100 and result["baseline"]["text"] == result["text"]
+    monkeypatch.setattr(unread, "UNREAD_KEPT", 1)
+    first, second = (_unread_call(app_url, 4, compare=False) for _ in range(2))
+    assert first not in app.demo._queue.pending_messages_per_session
+    assert _late_read(app_url, first).startswith("404: nothing of event")
+    assert "event: complete" in _late_read(app_url, second)
+    assert "only the newest 1 results nobody has read" in _late_read(app_url, second)  # read once: gone
+    assert _late_read(app_url, "made-up").startswith("404: nothing of event made-up is held here")
+    _unread_call(app_url, 4, compare=False)  # (an event's end lets go of what was read before it)
+    assert second not in app.demo._queue.pending_event_ids_session  # its emptied set, kept by Gradio
+    assert page_answers_quickly(app_url)

@@ -1,0 +1,90 @@
+"""What Gradio keeps of an event for a caller who does not read it, bounded.
+
+Gradio puts every message of an event (progress, each snapshot a generator yields, the result) in
+its session's queue until that session's stream reads it, and keeps up to 2,000 sessions' queues.
+A `/call/<name>` caller who never opens the stream (or opens it late, as the README's curl does)
+leaves them all there: `/call/generate` sends the whole value at every snapshot (its "simple
+format", no diffs), 21.6 MB for one unread 1,900-token compared run of the demo pair; 2,000 such
+sessions would hold 43 GB. Here:
+- a progress message replaces its event's progress not yet read, and a snapshot or the result of
+  a simple-format event replaces its snapshots not yet read (each holds the whole value; a late
+  reader sees the newest, then the result). The page's stream sends diffs, each needed: kept.
+- at most UNREAD_KEPT sessions whose event has ended keep their messages unread; past that, the
+  longest unread is forgotten.
+- a stream asked for an event whose messages are not held (forgotten, read already, never made) is
+  answered at once with the reason (Gradio's broke off mid-answer, or waited forever on a read one).
+- a read session's emptied set of event ids is let go (Gradio kept one for every /call/ call).
+Installed on Gradio's Queue class (it is made anew by each `demo.queue()`) at import."""
+import collections
+import re
+
+from gradio import queueing
+from gradio.server_messages import ProcessCompletedMessage, ProcessGeneratingMessage, ProgressMessage
+
+UNREAD_KEPT = 64  # ended events' sessions whose messages wait for a reader (an unread compared 1,900-token run: ~1 MB)
+STREAM = re.compile(r"/call/(?:v2/)?[^/]+/([^/]+)/?$")  # the route a /call/<name> caller reads its event from
+_ended_unread: collections.OrderedDict[str, None] = collections.OrderedDict()  # session hash, oldest first
+
+
+def _superseded(message, event) -> type | tuple | None:
+    """The kinds of the event's queued messages that `message` makes useless, or None."""
+    if isinstance(message, ProgressMessage):
+        return ProgressMessage
+    simple = getattr(event.data, "simple_format", False)
+    if simple and isinstance(message, (ProcessGeneratingMessage, ProcessCompletedMessage)):
+        return ProcessGeneratingMessage
+    return None
+
+
+def _drop(messages, kinds, event_id: str) -> None:
+    """Remove the queued messages of `kinds` for `event_id` from an asyncio.Queue (its deque, in place:
+    nothing waits on a queue that holds messages)."""
+    held = messages._queue
+    kept = [m for m in held if not (isinstance(m, kinds) and m.event_id == event_id)]
+    if len(kept) < len(held):
+        held.clear()
+        held.extend(kept)
+
+
+def _forget_unread(queue) -> None:
+    """Past UNREAD_KEPT ended sessions with messages still queued, drop the oldest's messages."""
+    for session in list(_ended_unread):
+        messages = queue.pending_messages_per_session.get(session)
+        if messages is None or messages.empty():  # read, or already dropped by Gradio
+            del _ended_unread[session]
+            if not queue.pending_event_ids_session.get(session, True):  # Gradio empties a read session's
+                del queue.pending_event_ids_session[session]  # set of ids, and kept it: one per /call/ call
+    while len(_ended_unread) > UNREAD_KEPT:
+        session, _ = _ended_unread.popitem(last=False)
+        queue.pending_messages_per_session.pop(session, None)
+        queue.pending_event_ids_session.pop(session, None)
+
+
+_gradios_send = queueing.Queue.send_message
+
+
+def send_message(self, event, message) -> None:
+    """Gradio's Queue.send_message, keeping only what a late reader needs (see the module)."""
+    messages = self.pending_messages_per_session.get(event.session_hash)
+    if event.alive and messages is not None and (kinds := _superseded(message, event)):
+        _drop(messages, kinds, event._id)
+    _gradios_send(self, event, message)
+    if isinstance(message, ProcessCompletedMessage):
+        _ended_unread[event.session_hash] = None
+        _ended_unread.move_to_end(event.session_hash)
+        _forget_unread(self)
+
+
+queueing.Queue.send_message = send_message
+
+
+def not_held(queue, path: str) -> str:
+    """Why the event whose stream `path` asks for has nothing to read, or "" (held, or not such a path)."""
+    asked = STREAM.search(path)
+    if not asked or queue is None:
+        return ""
+    event_id = asked.group(1)
+    if event_id in queue.event_ids_to_events or any(event_id in ids for ids in queue.pending_event_ids_session.values()):
+        return ""
+    return (f"nothing of event {event_id[:40]} is held here: a result is kept until it is read once, and only the "
+            f"newest {UNREAD_KEPT} results nobody has read")
