@@ -727,7 +727,7 @@ def test_a_run_nobody_reads_keeps_only_its_result_and_few_such_runs_are_kept(app
     it no longer holds, the stream says so at once (Gradio broke off a forgotten one mid-answer and
     kept a stream read once more open forever, sending heartbeats)."""
     import app
-    from playground.ui import unread
+    from playground.ui import leftovers
     event_id = _unread_call(app_url, 200, compare=True)
     held = list(app.demo._queue.pending_messages_per_session[event_id]._queue)
     assert [m.msg for m in held if m.msg in ("process_generating", "process_completed")] == ["process_completed"]
@@ -735,7 +735,7 @@ def test_a_run_nobody_reads_keeps_only_its_result_and_few_such_runs_are_kept(app
     assert stream.count("event: generating") == 0 and stream.count("event: complete") == 1, stream[:300]
     result = json.loads(stream.split("event: complete\ndata: ", 1)[1])[0]
     assert result["stats"]["generated_tokens"] > 100 and result["baseline"]["text"] == result["text"]
-    monkeypatch.setattr(unread, "UNREAD_KEPT", 1)
+    monkeypatch.setattr(leftovers, "UNREAD_KEPT", 1)
     first, second = (_unread_call(app_url, 4, compare=False) for _ in range(2))
     assert first not in app.demo._queue.pending_messages_per_session
     assert _late_read(app_url, first).startswith("404: nothing of event")
@@ -745,3 +745,17 @@ def test_a_run_nobody_reads_keeps_only_its_result_and_few_such_runs_are_kept(app
     _unread_call(app_url, 4, compare=False)  # (an event's end lets go of what was read before it)
     assert second not in app.demo._queue.pending_event_ids_session  # its emptied set, kept by Gradio
     assert page_answers_quickly(app_url)
+
+
+def test_api_calls_do_not_push_out_a_page_visitors_session(app_url, monkeypatch):
+    """Each /call/ call is a session of its own, whose state Gradio kept among the newest
+    SESSIONS_KEPT: 128 API calls pushed out every visitor's (the calculator's history, a run's race
+    replay). A call's session now lets go of its state when its event ends."""
+    import app
+    holder = app.demo.state_holder
+    visitor = Client(app_url, verbose=False)
+    assert visitor.predict(k=6, api_name="/share_link").startswith("http")
+    monkeypatch.setattr(holder, "capacity", len(holder.session_data) + 2)
+    calls = [_unread_call(app_url, 4, compare=False) for _ in range(4)]
+    assert visitor.session_hash in holder and not any(call in holder for call in calls)
+    assert all("event: complete" in _late_read(app_url, call) for call in calls)  # their results still read

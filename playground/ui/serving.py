@@ -38,7 +38,7 @@ with a guard in front of Gradio on every request.
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off.
 - What Gradio keeps of an event nobody reads is bounded, and a stream it no longer holds is answered
-  404 with the reason (playground.ui.unread)."""
+  404 with the reason (playground.ui.leftovers)."""
 import collections
 import ipaddress
 import json
@@ -53,7 +53,7 @@ from starlette.middleware import Middleware
 
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_PER_CLIENT, QUEUE_SIZE,
                                QUEUED_PER_CLIENT, SESSIONS_KEPT)
-from playground.ui import unread  # (imported, it bounds what Gradio keeps for callers who do not read)
+from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
@@ -84,7 +84,7 @@ class RequestGuard:
     VALUE_CHARS: a shorter one holds no value past a bound), 403 for a
     route that takes files, fetches a URL, makes a deep link or streams reloads, or a body that names
     a file, 503 for a join of the queue past its address's share, 404 for the stream of an event not
-    held (playground.ui.unread); a `deep_link` parameter dropped."""
+    held (playground.ui.leftovers); a `deep_link` parameter dropped."""
 
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
@@ -114,7 +114,7 @@ class RequestGuard:
         if not declared.isdigit() or int(declared) > self.max_bytes:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
         if scope.get("method") not in BODY_METHODS:
-            if why := unread.not_held(getattr(scope["app"].get_blocks(), "_queue", None), path):
+            if why := leftovers.not_held(getattr(scope["app"].get_blocks(), "_queue", None), path):
                 return await refuse(send, 404, why)
             return await self.app(scope, receive, send)
         body = await read_body(receive, self.max_bytes)

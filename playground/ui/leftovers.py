@@ -1,11 +1,13 @@
-"""What Gradio keeps of an event for a caller who does not read it, bounded.
+"""What Gradio keeps of an event once it has ended, bounded.
 
 Gradio puts every message of an event (progress, each snapshot a generator yields, the result) in
 its session's queue until that session's stream reads it, and keeps up to 2,000 sessions' queues.
 A `/call/<name>` caller who never opens the stream (or opens it late, as the README's curl does)
 leaves them all there: `/call/generate` sends the whole value at every snapshot (its "simple
 format", no diffs), 21.6 MB for one unread 1,900-token compared run of the demo pair; 2,000 such
-sessions would hold 43 GB. Here:
+sessions would hold 43 GB. And each `/call/` call is a session of its own, whose state Gradio keeps
+among the newest SESSIONS_KEPT: 128 API calls pushed out every page visitor's (the calculator's
+history, a run's race replay). Here:
 - a progress message replaces its event's progress not yet read, and a snapshot or the result of
   a simple-format event replaces its snapshots not yet read (each holds the whole value; a late
   reader sees the newest, then the result). The page's stream sends diffs, each needed: kept.
@@ -13,7 +15,8 @@ sessions would hold 43 GB. Here:
   longest unread is forgotten.
 - a stream asked for an event whose messages are not held (forgotten, read already, never made) is
   answered at once with the reason (Gradio's broke off mid-answer, or waited forever on a read one).
-- a read session's emptied set of event ids is let go (Gradio kept one for every /call/ call).
+- a session made for one `/call/` event lets go of its state when the event ends, and a read
+  session of its emptied set of event ids (Gradio kept one for every call).
 Installed on Gradio's Queue class (it is made anew by each `demo.queue()`) at import."""
 import collections
 import re
@@ -52,12 +55,19 @@ def _forget_unread(queue) -> None:
         messages = queue.pending_messages_per_session.get(session)
         if messages is None or messages.empty():  # read, or already dropped by Gradio
             del _ended_unread[session]
-            if not queue.pending_event_ids_session.get(session, True):  # Gradio empties a read session's
-                del queue.pending_event_ids_session[session]  # set of ids, and kept it: one per /call/ call
+            if not queue.pending_event_ids_session.get(session, True):  # its emptied set of ids
+                del queue.pending_event_ids_session[session]
     while len(_ended_unread) > UNREAD_KEPT:
         session, _ = _ended_unread.popitem(last=False)
         queue.pending_messages_per_session.pop(session, None)
         queue.pending_event_ids_session.pop(session, None)
+
+
+def _let_go_of_state(state_holder, session: str) -> None:
+    """Drop a session's state from Gradio's StateHolder (under its lock, as Gradio's own eviction)."""
+    with state_holder.lock:
+        state_holder.session_data.pop(session, None)
+        state_holder.time_last_used.pop(session, None)
 
 
 _gradios_send = queueing.Queue.send_message
@@ -70,6 +80,8 @@ def send_message(self, event, message) -> None:
         _drop(messages, kinds, event._id)
     _gradios_send(self, event, message)
     if isinstance(message, ProcessCompletedMessage):
+        if event.session_hash == event._id:  # a session made for this one event (a /call/ caller sends none)
+            _let_go_of_state(self.blocks.state_holder, event.session_hash)
         _ended_unread[event.session_hash] = None
         _ended_unread.move_to_end(event.session_hash)
         _forget_unread(self)
