@@ -747,6 +747,26 @@ def test_a_run_nobody_reads_keeps_only_its_result_and_few_such_runs_are_kept(app
     assert page_answers_quickly(app_url)
 
 
+def test_one_session_of_many_unread_events_keeps_the_newest_results_only(app_url, monkeypatch):
+    """One made-up session of 400 unread /export joins (a 250 KB schema in each answer) added 330 MB:
+    the bound is on ended events unread, whatever their sessions."""
+    import app
+    from playground.ui import leftovers
+    monkeypatch.setattr(leftovers, "UNREAD_KEPT", 3)
+    fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
+    queue = app.demo._queue
+    for _ in range(6):
+        status, text = _join(app_url, fn["share_link"], [], "192.0.2.44")
+        event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 60
+        while event_id in queue.event_ids_to_events:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    held = queue.pending_messages_per_session["s-192.0.2.44"]._queue
+    assert [m.msg for m in held].count("process_completed") == 3 and len({m.event_id for m in held}) == 3
+    assert len(queue.pending_event_ids_session["s-192.0.2.44"]) == 3
+    assert page_answers_quickly(app_url)
+
+
 def test_api_calls_do_not_push_out_a_page_visitors_session(app_url, monkeypatch):
     """Each /call/ call is a session of its own, whose state Gradio kept among the newest
     SESSIONS_KEPT: 128 API calls pushed out every visitor's (the calculator's history, a run's race

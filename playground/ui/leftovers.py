@@ -5,34 +5,38 @@ its session's queue until that session's stream reads it, and keeps up to 2,000 
 A `/call/<name>` caller who never opens the stream (or opens it late, as the README's curl does)
 leaves them all there: `/call/generate` sends the whole value at every snapshot (its "simple
 format", no diffs), 21.6 MB for one unread 1,900-token compared run of the demo pair; 2,000 such
-sessions would hold 43 GB. And each `/call/` call is a session of its own, whose state Gradio keeps
+sessions would hold 43 GB; one session of 400 unread /export events (the run's inputs with a 250 KB
+schema, each answered in both boxes) added 330 MB in 26 s. And each `/call/` call is a session of its own, whose state Gradio keeps
 among the newest SESSIONS_KEPT: 128 API calls pushed out every page visitor's (the calculator's
 history, a run's race replay). Here:
-- a progress message replaces its event's progress not yet read, and a snapshot or the result of
+- a progress or queue-position message replaces its event's one not yet read, and a snapshot or the result of
   a simple-format event replaces its snapshots not yet read (each holds the whole value; a late
   reader sees the newest, then the result). The page's stream sends diffs, each needed: kept.
-- at most UNREAD_KEPT sessions whose event has ended keep their messages unread; past that, the
-  longest unread is forgotten.
+- at most UNREAD_KEPT ended events keep their messages unread, whatever their sessions; past that,
+  the messages of the longest unread are forgotten.
 - a stream asked for an event whose messages are not held (forgotten, read already, never made) is
   answered at once with the reason (Gradio's broke off mid-answer, or waited forever on a read one).
-- a session made for one `/call/` event lets go of its state when the event ends, and a read
-  session of its emptied set of event ids (Gradio kept one for every call).
+- a session made for one `/call/` event lets go of its state when the event ends, and a session
+  whose events are all read or forgotten, of its emptied set of event ids (Gradio kept one for every
+  call) and its empty queue.
 Installed on Gradio's Queue class (it is made anew by each `demo.queue()`) at import."""
 import collections
 import re
 
 from gradio import queueing
-from gradio.server_messages import ProcessCompletedMessage, ProcessGeneratingMessage, ProgressMessage
+from gradio.server_messages import (BaseMessage, EstimationMessage, ProcessCompletedMessage, ProcessGeneratingMessage,
+                                    ProgressMessage)
 
-UNREAD_KEPT = 64  # ended events' sessions whose messages wait for a reader (an unread compared 1,900-token run: ~1 MB)
+UNREAD_KEPT = 64  # ended events whose messages wait for a reader (an unread compared 1,900-token run: ~1 MB)
 STREAM = re.compile(r"/call/(?:v2/)?[^/]+/([^/]+)/?$")  # the route a /call/<name> caller reads its event from
-_ended_unread: collections.OrderedDict[str, None] = collections.OrderedDict()  # session hash, oldest first
+_ended_unread: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()  # (session hash, event
+# id), oldest first
 
 
 def _superseded(message, event) -> type | tuple | None:
     """The kinds of the event's queued messages that `message` makes useless, or None."""
-    if isinstance(message, ProgressMessage):
-        return ProgressMessage
+    if isinstance(message, (ProgressMessage, EstimationMessage)):
+        return type(message)
     simple = getattr(event.data, "simple_format", False)
     if simple and isinstance(message, (ProcessGeneratingMessage, ProcessCompletedMessage)):
         return ProcessGeneratingMessage
@@ -49,18 +53,31 @@ def _drop(messages, kinds, event_id: str) -> None:
         held.extend(kept)
 
 
+def _unread(queue, session: str, event_id: str) -> bool:
+    messages = queue.pending_messages_per_session.get(session)
+    return messages is not None and any(m.event_id == event_id for m in messages._queue)
+
+
 def _forget_unread(queue) -> None:
-    """Past UNREAD_KEPT ended sessions with messages still queued, drop the oldest's messages."""
-    for session in list(_ended_unread):
-        messages = queue.pending_messages_per_session.get(session)
-        if messages is None or messages.empty():  # read, or already dropped by Gradio
-            del _ended_unread[session]
-            if not queue.pending_event_ids_session.get(session, True):  # its emptied set of ids
-                del queue.pending_event_ids_session[session]
+    """Let go of what read events leave, and past UNREAD_KEPT ended events unread, of the oldest's messages."""
+    for session, event_id in [key for key in _ended_unread if not _unread(queue, *key)]:
+        del _ended_unread[session, event_id]
+        _let_go_of_ids(queue, session)
     while len(_ended_unread) > UNREAD_KEPT:
-        session, _ = _ended_unread.popitem(last=False)
+        (session, event_id), _ = _ended_unread.popitem(last=False)
+        _drop(queue.pending_messages_per_session[session], BaseMessage, event_id)
+        queue.pending_event_ids_session.get(session, set()).discard(event_id)
+        _let_go_of_ids(queue, session)
+
+
+def _let_go_of_ids(queue, session: str) -> None:
+    """A session whose events have all been read or forgotten: its emptied set of event ids (Gradio
+    kept one for every /call/ call), and with nothing queued, its queue (a stream then finds none)."""
+    if queue.pending_event_ids_session.get(session, True):
+        return
+    del queue.pending_event_ids_session[session]
+    if (messages := queue.pending_messages_per_session.get(session)) is not None and messages.empty():
         queue.pending_messages_per_session.pop(session, None)
-        queue.pending_event_ids_session.pop(session, None)
 
 
 def _let_go_of_state(state_holder, session: str) -> None:
@@ -82,8 +99,7 @@ def send_message(self, event, message) -> None:
     if isinstance(message, ProcessCompletedMessage):
         if event.session_hash == event._id:  # a session made for this one event (a /call/ caller sends none)
             _let_go_of_state(self.blocks.state_holder, event.session_hash)
-        _ended_unread[event.session_hash] = None
-        _ended_unread.move_to_end(event.session_hash)
+        _ended_unread[event.session_hash, event._id] = None
         _forget_unread(self)
 
 
