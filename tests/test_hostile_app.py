@@ -331,7 +331,7 @@ def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_ur
 def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
     """An fn_index of "43" or 43.0 (Gradio reads both as 43) was checked against no function's
     bounds: two 8 MiB values a session, 1 GB over 64 sessions. 8 MiB of `[{}, {}, ...]` became
-    600 MB of Python objects in Gradio's parses. A call naming no function of the page has every
+    600 MB of Python objects in Gradio's parses; 7.7 MiB of numbers held every thread 1.3 s. A call naming no function of the page has every
     value at most VALUE_CHARS."""
     from playground.ui import serving
     notice = notice_function()
@@ -345,6 +345,9 @@ def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
     bomb = json.dumps({"data": [[{}] * 2 * serving.MAX_CONTAINERS + ["[{" * 5000]], "fn_index": notice})
     status, text = post(app_url, "/gradio_api/run/predict", bomb.encode())
     assert status == 413 and f"holds {2 * serving.MAX_CONTAINERS + 3} JSON objects and arrays" in text, (status, text)
+    numbers = json.dumps({"data": [[1e308] * (serving.MAX_ITEMS + 1)], "fn_index": notice})  # (7.7 MiB of them held
+    status, text = post(app_url, "/gradio_api/run/predict", numbers.encode())  # the interpreter lock 1.3 s a call)
+    assert status == 413 and f"holds {serving.MAX_ITEMS + 1} values, more than this host reads" in text, (status, text)
     with pytest.raises(urllib.error.HTTPError) as refused:  # idle, each held the CPU polling every 50 ms
         urllib.request.urlopen(app_url + "gradio_api/dev/reload", timeout=30)
     assert refused.value.code == 403
@@ -369,10 +372,10 @@ def test_containers_are_counted_in_one_pass(monkeypatch):
     quadratic (32 K characters took 2.9 s, 8 MiB about two days, holding the parsing lock)."""
     from types import SimpleNamespace
     from playground.ui import serving
-    assert serving._containers('{"a": "{[\\"", "b": [{}, "]"], "c": "\\\\"}') == 3
+    assert serving._outside_strings('{"a": "{[\\"", "b": [{}, "]"], "c": "\\\\"}') == (3, 3)
     tried, string = [], serving.STRING
     monkeypatch.setattr(serving, "STRING", SimpleNamespace(match=lambda text, at: tried.append(at) or string.match(text, at)))
-    assert serving._containers('[{"a": 1}, "' + '\\"' * 100_000 + "]") == 2 and tried == [2, 11]
+    assert serving._outside_strings('[{"a": 1}, "' + '\\"' * 100_000 + "]") == (2, 1) and tried == [2, 11]
 
 
 def test_one_address_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):

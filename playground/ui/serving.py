@@ -27,7 +27,7 @@ with a guard in front of Gradio on every request.
   A call past VALUE_CHARS has a whole number for its fn_index (Gradio also reads "43" and 43.0,
   whose calls were checked against no function's bounds), and its JSON holds at most MAX_CONTAINERS
   objects and arrays outside strings (8 MiB of `[{}, {}, ...]` became 600 MB of Python objects in
-  Gradio's parses).
+  Gradio's parses) and MAX_ITEMS values (8 MiB of numbers held the interpreter lock 1.3 s a call).
 - Gradio's deep links are off: its route saved a session's values as they were sent (HTML
   included, unchecked) to a file that `?deep_link=` then drew in anyone's page (a script ran there),
   one file per call, never removed. The page's share links carry every setting, checked. So is its
@@ -62,6 +62,8 @@ NOT_SERVED = {  # (a path's ending) Gradio's routes this page does not serve -> 
     "/dev/reload": "Gradio's reload mode is off here",  # its stream, served without reload mode: each idle
 }  # connection polled every 50 ms, forever (2,000 of them held the server's CPU at 99%)
 MAX_CONTAINERS = 1000  # JSON objects and arrays in a call, outside its strings (a call of the page: under 10)
+MAX_ITEMS = 100_000  # commas in a call outside its strings, its values' count: 7.7 MiB of [1e308, ...] took 1.3 s of
+# the interpreter lock to parse and measure (every thread stalled: a 32-token run took 34 s); 100,000 about 50 ms
 STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # a JSON string, escapes included (possessive: no backtracking)
 DEEP_LINK_PARAM = "deep_link"  # the query parameter that draws them in a page
 VALUE_CHARS = 16 * 1024  # the most characters one value of a call may carry where its component says no more
@@ -80,7 +82,7 @@ DEVICE = "device"  # the concurrency_id of every run on the model pair: the page
 class RequestGuard:
     """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address, 413 for a body
     over `max_bytes` (declared, or sent in chunks without a length), a value past its bound or past
-    MAX_CONTAINERS objects and arrays, 400 for an fn_index that is not a whole number (in a body past
+    MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
     VALUE_CHARS: a shorter one holds no value past a bound), 403 for a
     route that takes files, fetches a URL, makes a deep link or streams reloads, or a body that names
     a file, 503 for a join of the queue past its address's share, 404 for the stream of an event not
@@ -262,9 +264,11 @@ def _refusal(text: str, blocks, path: str) -> tuple[int, str] | None:
         if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
             raise _FileFound
         return value
-    if len(text) > VALUE_CHARS and (containers := _containers(text)) > MAX_CONTAINERS:  # (Python objects from
-        # 8 MiB of [{}, {}, ...]: 600 MB over Gradio's parses of it)
+    containers, items = _outside_strings(text) if len(text) > VALUE_CHARS else (0, 0)
+    if containers > MAX_CONTAINERS:  # (Python objects from 8 MiB of [{}, {}, ...]: 600 MB over Gradio's parses of it)
         return 413, f"a call holds {containers} JSON objects and arrays, more than this host reads ({MAX_CONTAINERS})"
+    if items > MAX_ITEMS:
+        return 413, f"a call holds {items} values, more than this host reads ({MAX_ITEMS})"
     try:
         call = json.loads(text, object_hook=hook)
     except _FileFound:
@@ -277,17 +281,18 @@ def _refusal(text: str, blocks, path: str) -> tuple[int, str] | None:
     return overlong_value(call, blocks, path)
 
 
-def _containers(text: str) -> int:
-    """JSON objects and arrays in a JSON text, those inside its strings left out: one pass, left to
-    right, to an unterminated string (the rest is inside it). STRING.sub tried a match at every quote:
-    quadratic in an unterminated string of escaped quotes (32 K characters took 2.9 s)."""
-    count, pos = 0, 0
+def _outside_strings(text: str) -> tuple[int, int]:
+    """(objects and arrays, commas) in a JSON text, those inside its strings left out: one pass, left
+    to right, to an unterminated string (the rest is inside it). STRING.sub tried a match at every
+    quote: quadratic in an unterminated string of escaped quotes (32 K characters took 2.9 s)."""
+    containers, commas, pos = 0, 0, 0
     while True:
         quote = text.find('"', pos)
         outside = text[pos:] if quote < 0 else text[pos:quote]
-        count += outside.count("{") + outside.count("[")
+        containers += outside.count("{") + outside.count("[")
+        commas += outside.count(",")
         if quote < 0 or (string := STRING.match(text, quote)) is None:
-            return count
+            return containers, commas
         pos = string.end()
 
 
