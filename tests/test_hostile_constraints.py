@@ -324,6 +324,28 @@ def test_what_the_meta_schema_check_meets_is_bounded_before_it(monkeypatch):
     assert "badge-bad" in told and "checking the schema took longer than 0.5 s" in told
 
 
+def test_the_check_as_typed_holds_its_lane_at_most_its_ceiling_and_workers_yield_the_cpu(monkeypatch):
+    """Every visitor's check as typed waits in one lane: one caller's schemas of 12 slow patterns held
+    it the parse's 15 s each (another visitor's check waited 37 s), and the workers' CPU slowed a
+    32-token run from 0.9 s to 14 s. The check stops a parse at its ceiling (READ_SECONDS) and says
+    it was not checked as typed; Run still parses it in full. Workers run at a lower priority."""
+    import os
+    from playground.constraints import worker
+    from playground.ui import inputs as page_inputs
+    slow = json.dumps({"type": "string", "pattern": "(?i)" + "[!-\U0010ffff]" * 399})  # seconds of re's work
+    monkeypatch.setattr(page_inputs, "READ_SECONDS", 0.3)
+    told = page_inputs.check_constraint("JSON schema", slow)
+    assert "not checked as typed (over 0.3 s)" in told and "badge-bad" not in told
+    assert from_user(schema=slow) is not None  # Run: the parse's own bound
+    assert "badge-ok" in page_inputs.check_constraint("JSON schema", slow, compiled=True)
+    with worker.ceiling(0.3), pytest.raises(worker.OverCeiling, match="took longer than 0.3 s"):
+        worker.bounded(time.sleep, 5, seconds=10)
+    with worker.ceiling(30), pytest.raises(worker.TooSlow, match="took longer than 0.3 s") as own:
+        worker.bounded(time.sleep, 5, seconds=0.3)
+    assert not isinstance(own.value, worker.OverCeiling)
+    assert worker.bounded(os.nice, 0) == min(19, os.nice(0) + worker.CHILD_NICENESS)
+
+
 def test_a_pattern_nesting_groups_too_deeply_is_refused_by_name():
     """The meta-schema check compiles each pattern with Python's re: 5,000 nested groups raised a
     bare RecursionError (and a 9,000-line traceback per request); 5,000 are now refused by length first.

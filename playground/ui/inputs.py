@@ -11,7 +11,7 @@ import gradio as gr
 
 from playground.constraints import from_user, read_constraint
 from playground.constraints.compile import READ_SECONDS
-from playground.constraints.worker import TooSlow
+from playground.constraints import worker
 from playground.errors import PlaygroundError
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
@@ -317,21 +317,28 @@ def _refused(exc: PlaygroundError) -> str:
     return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
 
 
+def _not_checked(compiled: bool) -> str:
+    return CONSTRAINT_OK if compiled else (f'<span class="badge">not checked as typed (over {READ_SECONDS:g} s): '
+                                           'Run checks it in full</span>')
+
+
 def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled: bool = False) -> str:
     """Checks as the user types: JSON, meta-schema, regex or grammar syntax, and the backend's own reading of
     them (what Run would refuse before the model's tokenizer is involved). compiled: a run just
     compiled it (a reading past its time bound is then no news)."""
     if kind not in KIND_FIELDS or not (text or "").strip():
         return ""
-    try:
-        spec = from_user(**{KIND_FIELDS[kind]: text}, backend=backend)  # past its time too, Run refuses it
-    except PlaygroundError as exc:
+    try:  # (every visitor's checks wait in one lane: 12 slow patterns held it the parse's 15 s)
+        with worker.ceiling(READ_SECONDS):
+            spec = from_user(**{KIND_FIELDS[kind]: text}, backend=backend)
+    except worker.OverCeiling:
+        return _not_checked(compiled)
+    except PlaygroundError as exc:  # past the parse's own bound too: Run refuses it
         return _refused(exc)
     try:
-        notes = read_constraint(spec)
-    except TooSlow:
-        return CONSTRAINT_OK if compiled else (f'<span class="badge">not checked as typed (over {READ_SECONDS:g} s): '
-                                               'Run checks it in full</span>')
+        notes = read_constraint(spec)  # (bounded to READ_SECONDS itself)
+    except worker.TooSlow:
+        return _not_checked(compiled)
     except PlaygroundError as exc:
         return _refused(exc)
     return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
