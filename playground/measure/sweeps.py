@@ -4,6 +4,7 @@ Compare drafts. The CLI reads its value and prompt lists with the same parsers."
 import csv
 import dataclasses
 import io
+import re
 from collections.abc import Callable, Iterator
 
 from playground import session
@@ -25,15 +26,18 @@ def prompt_lines(text: str) -> list[str]:
     return [line.replace("\\n", "\n") for line in (text or "").splitlines() if line.strip()]
 
 
+NUMBERS = {int: re.compile(r"[+-]?[0-9]+"), float: re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")}
+# as written in ASCII: int() and float() also read '1_0', Arabic-Indic digits, 'nan' and 'inf' (a link's reader refuses them)
+
+
 def parse_values(text: str, kind=float) -> list:
     """'1, 2,4' -> [1, 2, 4]; raises ValueError with the offending item."""
     values = []
     for item in text.replace(";", ",").split(","):
         if item.strip():
-            try:
-                values.append(kind(item.strip()))
-            except ValueError:
-                raise ValueError(f"'{item.strip()}' is not a {'whole ' * (kind is int)}number") from None
+            if not NUMBERS[kind].fullmatch(item.strip()):
+                raise ValueError(f"'{item.strip()[:40]}' is not a {'whole ' * (kind is int)}number")
+            values.append(kind(item.strip()))
     if not values:
         raise ValueError("give at least one value")
     at_most(len(values), MAX_SWEEP_VALUES, "the number of values")
