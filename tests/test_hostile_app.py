@@ -627,14 +627,16 @@ def test_a_cascade_presets_model_is_offered_on_its_own_and_every_compared_way_is
 def test_the_calculator_refuses_values_past_its_sliders():
     """Gradio's slider check lets NaN through to this private endpoint (it drew 'nanx' as a speedup,
     and as k a raw 'cannot convert float NaN to integer'), and the page sends what is typed unchecked:
-    each is said in the calculator's text, its chart cleared."""
+    each is said in the calculator's text, its chart cleared, the value as typed (Markdown escaped: a
+    link of its own was drawn as one)."""
     from playground.ui.experiments_tab import calculator
     for args, said in (((float("nan"), 4, 0.1), "the acceptance must be between 0 and 0.99, not nan"),
                        ((0.7, float("nan"), 0.1), "the k must be a whole number between"),
                        ((0.7, 4, float("inf")), "the cost ratio must be between"), ((0.7, 10**6, 0.1), "the k must be"),
-                       ((0.7, 2.5, 0.1), "the k must be a whole number between 1 and 16, not 2.5"),
+                       ((0.7, 2.5, 0.1), "the k must be a whole number between 1 and 16, not 2\\.5"),
                        ((None, 4, 0.1), "between 0 and 0.99, not empty"), ((0.7, 4, ""), "between 0.01 and 1, not empty"), ((0.7, True, 0.1), "the k must be"),
-                       ((0.7, 4, "<img src=x onerror=alert(1)>"), "not &lt;img src=x onerror=alert(1)&gt;")):
+                       ((0.7, 4, "<img src=x onerror=alert(1)>"), "not \\<img src\\=x onerror\\=alert\\(1\\)\\>"),
+                       ((0.7, 4, "[x](javascript:alert(1))"), "not \\[x\\]\\(javascript\\:alert\\(1\\)\\)")):
         text, chart = calculator(*args, [])
         assert text.startswith("**Not computed:**") and said in text and chart is None
     assert "tokens per target pass" in calculator(0.7, 4.0, 0.1, [])[0]

@@ -9,14 +9,14 @@ import re
 
 import gradio as gr
 
-from playground.constraints import from_user, read_constraint
+from playground.constraints import from_user, read_constraint, worker
 from playground.constraints.compile import READ_SECONDS
-from playground.constraints import worker
 from playground.errors import PlaygroundError
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family, gpu_host
+from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
 from playground.ui.share import from_query, share_url
 
@@ -272,17 +272,9 @@ def _listed(notices: list[str]) -> str:
     """The notices as a Markdown list, the first NOTICES_SHOWN of them (each cut at NOTICE_CHARS: a
     parser's message can quote the whole value) and a count of the rest: a notice past the page's
     value bound would be refused when its Dismiss button is drawn."""
-    shown = [f"- {_md_escape(n if len(n) <= NOTICE_CHARS else n[:NOTICE_CHARS] + '…')}\n" for n in notices[:NOTICES_SHOWN]]
+    shown = [f"- {render.md_escape(n if len(n) <= NOTICE_CHARS else n[:NOTICE_CHARS] + '…')}\n" for n in notices[:NOTICES_SHOWN]]
     rest = len(notices) - NOTICES_SHOWN
     return "".join(shown) + (f"- and {rest} more ignored\n" if rest > 0 else "")
-
-
-def _md_escape(text: str) -> str:
-    """User text shown through Markdown: every Markdown or HTML character backslash-escaped, so
-    it shows as typed, with no HTML, links or formatting of its own (':', '.' and '@' too: the
-    page's Markdown turns bare URLs, www. names and e-mail addresses into links); on one line, so
-    it cannot start a heading or a rule of its own ('=' and '-' under a line)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&:.@=-" else " " if c in "\r\n" else c for c in text)
 
 
 def make_share_link(request: gr.Request, *values) -> str:

@@ -222,3 +222,11 @@ def validity_badge(valid: bool | None, error: str | None, notes: list[str] = ())
     badge = ('<span class="badge badge-ok" id="valid-badge">valid</span>' if valid else
              f'<span class="badge badge-bad" id="valid-badge">invalid: {html.escape(error or "")}</span>')
     return badge + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
+
+
+def md_escape(text: str) -> str:
+    """User text shown through Markdown: every Markdown or HTML character backslash-escaped, so
+    it shows as typed, with no HTML, links or formatting of its own (':', '.' and '@' too: the
+    page's Markdown turns bare URLs, www. names and e-mail addresses into links); on one line, so
+    it cannot start a heading or a rule of its own ('=' and '-' under a line)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&:.@=-" else " " if c in "\r\n" else c for c in text)
