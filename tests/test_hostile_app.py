@@ -344,10 +344,10 @@ def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
     assert status == 413 and "a value is 16385 characters" in text, (status, text)
     bomb = json.dumps({"data": [[{}] * 2 * serving.MAX_CONTAINERS + ["[{" * 5000]], "fn_index": notice})
     status, text = post(app_url, "/gradio_api/run/predict", bomb.encode())
-    assert status == 413 and f"holds {2 * serving.MAX_CONTAINERS + 3} JSON objects and arrays" in text, (status, text)
+    assert status == 413 and f"holds over {serving.MAX_CONTAINERS} JSON objects and arrays" in text, (status, text)
     numbers = json.dumps({"data": [[1e308] * (serving.MAX_ITEMS + 1)], "fn_index": notice})  # (7.7 MiB of them held
     status, text = post(app_url, "/gradio_api/run/predict", numbers.encode())  # the interpreter lock 1.3 s a call)
-    assert status == 413 and f"holds {serving.MAX_ITEMS + 1} values, more than this host reads" in text, (status, text)
+    assert status == 413 and f"holds over {serving.MAX_ITEMS} values, more than this host reads" in text, (status, text)
     with pytest.raises(urllib.error.HTTPError) as refused:  # idle, each held the CPU polling every 50 ms
         urllib.request.urlopen(app_url + "gradio_api/dev/reload", timeout=30)
     assert refused.value.code == 403
@@ -372,10 +372,11 @@ def test_containers_are_counted_in_one_pass(monkeypatch):
     quadratic (32 K characters took 2.9 s, 8 MiB about two days, holding the parsing lock)."""
     from types import SimpleNamespace
     from playground.ui import serving
-    assert serving._outside_strings('{"a": "{[\\"", "b": [{}, "]"], "c": "\\\\"}') == (3, 3)
+    assert serving._outside_strings('{"a": "{[\\"", "b": [{}, "]"], "c": "\\\\"}', 10, 10) == (3, 9)
+    assert serving._outside_strings('[' + '"", ' * 10**6 + '""]', 10, 10) == (1, 11)  # stops once past a most
     tried, string = [], serving.STRING
     monkeypatch.setattr(serving, "STRING", SimpleNamespace(match=lambda text, at: tried.append(at) or string.match(text, at)))
-    assert serving._outside_strings('[{"a": 1}, "' + '\\"' * 100_000 + "]") == (2, 1) and tried == [2, 11]
+    assert serving._outside_strings('[{"a": 1}, "' + '\\"' * 100_000 + "]", 10, 10) == (2, 2) and tried == [2, 11]
 
 
 def test_one_address_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):
@@ -784,3 +785,79 @@ def test_api_calls_do_not_push_out_a_page_visitors_session(app_url, monkeypatch)
     calls = [_unread_call(app_url, 4, compare=False) for _ in range(4)]
     assert visitor.session_hash in holder and not any(call in holder for call in calls)
     assert all("event: complete" in _late_read(app_url, call) for call in calls)  # their results still read
+
+
+def test_a_slow_readers_events_are_forgotten_last_and_a_failed_run_keeps_its_last_snapshot(monkeypatch):
+    """A page whose connection is slow is behind, not gone: the bound forgot its run's result (and the
+    diffs it was reading) when 64 unread API results came after it. And a late reader of a run that
+    failed got the error alone, its last snapshot dropped with the others."""
+    import asyncio
+    import collections
+    from types import SimpleNamespace
+    from gradio.server_messages import ProcessCompletedMessage, ProcessGeneratingMessage
+    from playground.ui import leftovers
+    monkeypatch.setattr(leftovers, "_ended_unread", collections.OrderedDict())
+    monkeypatch.setattr(leftovers, "_streams_open", collections.Counter({"page": 1}))
+    queue = SimpleNamespace(pending_messages_per_session=collections.defaultdict(asyncio.Queue),
+                            pending_event_ids_session=collections.defaultdict(set), event_ids_to_events={},
+                            blocks=SimpleNamespace(state_holder=None))
+
+    def send(session: str, event_id: str, message, simple: bool = True):
+        event = SimpleNamespace(alive=True, session_hash=session, _id=event_id, data=SimpleNamespace(simple_format=simple))
+        queue.pending_event_ids_session[session].add(event_id)
+        leftovers.send_message(queue, event, message)
+
+    def held(session: str) -> list:
+        return [(m.event_id, m.msg.value) for m in queue.pending_messages_per_session[session]._queue]
+    for n in range(3):
+        send("script", "b", ProcessGeneratingMessage(output={"data": [n]}, success=True))  # whole values: the newest
+    send("script", "b", ProcessCompletedMessage(output={"error": "x"}, success=False))
+    assert held("script") == [("b", "process_generating"), ("b", "process_completed")]  # an error keeps it
+    for n in range(3):
+        send("page", "run", ProcessGeneratingMessage(output={"data": [n]}, success=True), simple=False)  # diffs: kept
+    assert len(held("page")) == 3
+    send("page", "run", ProcessCompletedMessage(output={"data": [2]}, success=True), simple=False)  # whole: diffs go
+    assert held("page") == [("run", "process_completed")]
+    monkeypatch.setattr(leftovers, "UNREAD_KEPT", 1)
+    send("script", "a", ProcessCompletedMessage(output={}, success=True))
+    assert held("script") == [] and held("page") == [("run", "process_completed")]  # the script's forgotten first
+    leftovers._streams_open["script"] = 1
+    send("script", "c", ProcessCompletedMessage(output={}, success=True))
+    assert held("page") == [] and held("script") == [("c", "process_completed")]  # all read by a stream: the oldest
+
+
+def test_an_unread_pages_run_leaves_its_result_and_a_cancel_counts_as_an_end(app_url, monkeypatch):
+    """The page's own format (diffs) kept every snapshot of a run nobody read (1.15 MB for a
+    1,000-token compared run); Gradio's /cancel queues its result itself, past the bound. The guard
+    counts a session's stream while it is open."""
+    import http.client
+    import app
+    from playground.ui import leftovers
+    fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
+    queue, session = app.demo._queue, "s-192.0.2.51"
+    status, text = _join(app_url, fn["generate"], ["def f(", "demo", 4, 0.0, 64, 0, "", "", True, "", ""], "192.0.2.51")
+    event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 120
+    while event_id in queue.event_ids_to_events:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    kinds = [m.msg.value for m in queue.pending_messages_per_session[session]._queue if m.event_id == event_id]
+    assert "process_completed" in kinds and "process_generating" not in kinds, kinds
+    url = urllib.parse.urlsplit(app_url)
+    _join(app_url, fn["generate"], ["def g(", "demo", 4, 0.0, 400, 0, "", "", True, "", ""], "192.0.2.51")
+    reader = http.client.HTTPConnection(url.hostname, url.port, timeout=30)  # (a run going: the stream stays)
+    reader.request("GET", f"/gradio_api/queue/data?session_hash={session}")
+    assert reader.getresponse().status == 200 and leftovers._streams_open[session] == 1
+    reader.close()
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
+        {"data": ["def f(", "demo", 4, 0.0, 200, 0, "", "", True, "", ""]}).encode())
+    long_run = json.loads(text)["event_id"]
+    monkeypatch.setattr(leftovers, "UNREAD_KEPT", 0)
+    status, text = post(app_url, "/gradio_api/cancel", json.dumps(
+        {"session_hash": long_run, "event_id": long_run, "fn_index": fn["generate"]}).encode())
+    assert status == 200, text
+    assert long_run not in queue.pending_event_ids_session and (long_run, long_run) not in leftovers._ended_unread
+    assert _late_read(app_url, long_run).startswith("404: nothing of event")
+    deadline = time.monotonic() + 60
+    while leftovers._streams_open[session]:  # the reader gone: Gradio's stream notices within its 10 s wait
+        assert time.monotonic() < deadline
+        time.sleep(0.2)

@@ -6,22 +6,30 @@ A `/call/<name>` caller who never opens the stream (or opens it late, as the REA
 leaves them all there: `/call/generate` sends the whole value at every snapshot (its "simple
 format", no diffs), 21.6 MB for one unread 1,900-token compared run of the demo pair; 2,000 such
 sessions would hold 43 GB; one session of 400 unread /export events (the run's inputs with a 250 KB
-schema, each answered in both boxes) added 330 MB in 26 s. And each `/call/` call is a session of its own, whose state Gradio keeps
-among the newest SESSIONS_KEPT: 128 API calls pushed out every page visitor's (the calculator's
-history, a run's race replay). Here:
-- a progress or queue-position message replaces its event's one not yet read, and a snapshot or the result of
-  a simple-format event replaces its snapshots not yet read (each holds the whole value; a late
-  reader sees the newest, then the result). The page's stream sends diffs, each needed: kept.
-- at most UNREAD_KEPT ended events keep their messages unread, whatever their sessions; past that,
-  the messages of the longest unread are forgotten.
+schema, each answered in both boxes) added 330 MB in 26 s. And each `/call/` call is a session of
+its own, whose state Gradio keeps among the newest SESSIONS_KEPT: 128 API calls pushed out every
+page visitor's (the calculator's history, a run's race replay). Here:
+- a progress or queue-position message replaces its event's one not yet read; a snapshot of a
+  simple-format event replaces its snapshots not yet read (each holds the whole value); a result
+  replaces its event's snapshots not yet read, in either format (it holds the whole values: the
+  page's client and gradio_client take it whole), unless it is an error (its last snapshot stays).
+  A late reader sees the newest snapshot, then the result.
+- at most UNREAD_KEPT ended events keep their messages unread, whatever their sessions (a
+  cancelled one too: Gradio's /cancel queues its result itself); past that, the messages of the
+  longest unread are forgotten, first of sessions with no stream open (a page whose connection is
+  slow is behind, not gone).
 - a stream asked for an event whose messages are not held (forgotten, read already, never made) is
   answered at once with the reason (Gradio's broke off mid-answer, or waited forever on a read one).
 - a session made for one `/call/` event lets go of its state when the event ends, and a session
   whose events are all read or forgotten, of its emptied set of event ids (Gradio kept one for every
   call) and its empty queue.
-Installed on Gradio's Queue class (it is made anew by each `demo.queue()`) at import."""
+Installed on Gradio's Queue class (it is made anew by each `demo.queue()`) at import; the request
+guard (playground.ui.serving) counts the streams open and passes on cancels."""
 import collections
+import json
 import re
+import urllib.parse
+from contextlib import contextmanager
 
 from gradio import queueing
 from gradio.server_messages import (BaseMessage, EstimationMessage, ProcessCompletedMessage, ProcessGeneratingMessage,
@@ -29,16 +37,20 @@ from gradio.server_messages import (BaseMessage, EstimationMessage, ProcessCompl
 
 UNREAD_KEPT = 64  # ended events whose messages wait for a reader (an unread compared 1,900-token run: ~1 MB)
 STREAM = re.compile(r"/call/(?:v2/)?[^/]+/([^/]+)/?$")  # the route a /call/<name> caller reads its event from
+SESSION_STREAM = re.compile(r"/queue/data/?$")  # the route a page (or gradio_client) reads its session from
+CANCEL = re.compile(r"/cancel/?$")
 _ended_unread: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()  # (session hash, event
 # id), oldest first
+_streams_open: collections.Counter[str] = collections.Counter()  # session hash -> its streams open now
 
 
 def _superseded(message, event) -> type | tuple | None:
     """The kinds of the event's queued messages that `message` makes useless, or None."""
     if isinstance(message, (ProgressMessage, EstimationMessage)):
         return type(message)
-    simple = getattr(event.data, "simple_format", False)
-    if simple and isinstance(message, (ProcessGeneratingMessage, ProcessCompletedMessage)):
+    if isinstance(message, ProcessCompletedMessage):
+        return ProcessGeneratingMessage if message.success else None
+    if isinstance(message, ProcessGeneratingMessage) and getattr(event.data, "simple_format", False):
         return ProcessGeneratingMessage
     return None
 
@@ -59,12 +71,15 @@ def _unread(queue, session: str, event_id: str) -> bool:
 
 
 def _forget_unread(queue) -> None:
-    """Let go of what read events leave, and past UNREAD_KEPT ended events unread, of the oldest's messages."""
+    """Let go of what read events leave, and past UNREAD_KEPT ended events unread, of the oldest's
+    messages (the oldest of a session no stream reads, where there is one)."""
     for session, event_id in [key for key in _ended_unread if not _unread(queue, *key)]:
         del _ended_unread[session, event_id]
         _let_go_of_ids(queue, session)
     while len(_ended_unread) > UNREAD_KEPT:
-        (session, event_id), _ = _ended_unread.popitem(last=False)
+        oldest = next((key for key in _ended_unread if not _streams_open[key[0]]), next(iter(_ended_unread)))
+        del _ended_unread[oldest]
+        session, event_id = oldest
         _drop(queue.pending_messages_per_session[session], BaseMessage, event_id)
         queue.pending_event_ids_session.get(session, set()).discard(event_id)
         _let_go_of_ids(queue, session)
@@ -87,6 +102,11 @@ def _let_go_of_state(state_holder, session: str) -> None:
         state_holder.time_last_used.pop(session, None)
 
 
+def _ended(queue, session: str, event_id: str) -> None:
+    _ended_unread[session, event_id] = None
+    _forget_unread(queue)
+
+
 _gradios_send = queueing.Queue.send_message
 
 
@@ -99,8 +119,7 @@ def send_message(self, event, message) -> None:
     if isinstance(message, ProcessCompletedMessage):
         if event.session_hash == event._id:  # a session made for this one event (a /call/ caller sends none)
             _let_go_of_state(self.blocks.state_holder, event.session_hash)
-        _ended_unread[event.session_hash, event._id] = None
-        _forget_unread(self)
+        _ended(self, event.session_hash, event._id)
 
 
 queueing.Queue.send_message = send_message
@@ -116,3 +135,55 @@ def not_held(queue, path: str) -> str:
         return ""
     return (f"nothing of event {event_id[:40]} is held here: a result is kept until it is read once, and only the "
             f"newest {UNREAD_KEPT} results nobody has read")
+
+
+@contextmanager
+def stream_open(queue, scope: dict):
+    """Around a request: where it is a stream of a session's messages, that session counted as read
+    by an open stream meanwhile."""
+    session = _streamed_session(queue, scope)
+    if session is None:
+        yield
+        return
+    _streams_open[session] += 1
+    try:
+        yield
+    finally:
+        _streams_open[session] -= 1
+        if not _streams_open[session]:
+            del _streams_open[session]
+
+
+def _streamed_session(queue, scope: dict) -> str | None:
+    path = scope.get("path", "")
+    if queue is not None and SESSION_STREAM.search(path):
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        return query.get("session_hash", [None])[0]
+    if queue is not None and (asked := STREAM.search(path)):
+        event = queue.event_ids_to_events.get(asked.group(1))
+        return event.session_hash if event else next(
+            (s for s, ids in queue.pending_event_ids_session.items() if asked.group(1) in ids), asked.group(1))
+    return None
+
+
+def on_cancel(queue, path: str, body: bytes, send):
+    """The ASGI `send` of a request, which where it is Gradio's /cancel (it queues the event's result
+    itself, not through send_message) counts the event as ended before the answer's end goes out."""
+    if queue is None or not CANCEL.search(path):
+        return send
+
+    async def sending(message: dict) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            _cancelled(queue, body)
+        await send(message)
+    return sending
+
+
+def _cancelled(queue, body: bytes) -> None:
+    try:
+        call = json.loads(body)
+        session, event_id = call["session_hash"], call["event_id"]
+    except (ValueError, KeyError, TypeError):
+        return
+    if isinstance(session, str) and isinstance(event_id, str) and _unread(queue, session, event_id):
+        _ended(queue, session, event_id)

@@ -38,7 +38,8 @@ with a guard in front of Gradio on every request.
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off.
 - What Gradio keeps of an event nobody reads is bounded, and a stream it no longer holds is answered
-  404 with the reason (playground.ui.leftovers)."""
+  404 with the reason (playground.ui.leftovers: the guard counts the streams open and passes on
+  cancels)."""
 import collections
 import ipaddress
 import json
@@ -62,7 +63,7 @@ NOT_SERVED = {  # (a path's ending) Gradio's routes this page does not serve -> 
     "/dev/reload": "Gradio's reload mode is off here",  # its stream, served without reload mode: each idle
 }  # connection polled every 50 ms, forever (2,000 of them held the server's CPU at 99%)
 MAX_CONTAINERS = 1000  # JSON objects and arrays in a call, outside its strings (a call of the page: under 10)
-MAX_ITEMS = 100_000  # commas in a call outside its strings, its values' count: 7.7 MiB of [1e308, ...] took 1.3 s of
+MAX_ITEMS = 100_000  # values in a call (its commas and strings, outside strings): 7.7 MiB of [1e308, ...] took 1.3 s of
 # the interpreter lock to parse and measure (every thread stalled: a 32-token run took 34 s); 100,000 about 50 ms
 STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # a JSON string, escapes included (possessive: no backtracking)
 DEEP_LINK_PARAM = "deep_link"  # the query parameter that draws them in a page
@@ -115,10 +116,12 @@ class RequestGuard:
         declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > self.max_bytes:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
+        queue = getattr(scope["app"].get_blocks(), "_queue", None)
         if scope.get("method") not in BODY_METHODS:
-            if why := leftovers.not_held(getattr(scope["app"].get_blocks(), "_queue", None), path):
+            if why := leftovers.not_held(queue, path):
                 return await refuse(send, 404, why)
-            return await self.app(scope, receive, send)
+            with leftovers.stream_open(queue, scope):
+                return await self.app(scope, receive, send)
         body = await read_body(receive, self.max_bytes)
         if body is None:  # the client left while sending
             return
@@ -127,9 +130,9 @@ class RequestGuard:
         if refused := await refusal(body, scope["app"].get_blocks(), path):
             return await refuse(send, *refused)
         if not JOINS.search(path):
-            return await self.app(scope, _replay(body, receive), send)
+            return await self.app(scope, _replay(body, receive), leftovers.on_cancel(queue, path, body, send))
         async with _joining:
-            held = share_taken(scope["app"].get_blocks()._queue, caller)
+            held = share_taken(queue, caller)
             if not held:
                 _pending[caller] += 1
         if held:
@@ -264,11 +267,11 @@ def _refusal(text: str, blocks, path: str) -> tuple[int, str] | None:
         if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
             raise _FileFound
         return value
-    containers, items = _outside_strings(text) if len(text) > VALUE_CHARS else (0, 0)
+    containers, items = _outside_strings(text, MAX_CONTAINERS, MAX_ITEMS) if len(text) > VALUE_CHARS else (0, 0)
     if containers > MAX_CONTAINERS:  # (Python objects from 8 MiB of [{}, {}, ...]: 600 MB over Gradio's parses of it)
-        return 413, f"a call holds {containers} JSON objects and arrays, more than this host reads ({MAX_CONTAINERS})"
+        return 413, f"a call holds over {MAX_CONTAINERS} JSON objects and arrays, more than this host reads"
     if items > MAX_ITEMS:
-        return 413, f"a call holds {items} values, more than this host reads ({MAX_ITEMS})"
+        return 413, f"a call holds over {MAX_ITEMS} values, more than this host reads"
     try:
         call = json.loads(text, object_hook=hook)
     except _FileFound:
@@ -281,19 +284,22 @@ def _refusal(text: str, blocks, path: str) -> tuple[int, str] | None:
     return overlong_value(call, blocks, path)
 
 
-def _outside_strings(text: str) -> tuple[int, int]:
-    """(objects and arrays, commas) in a JSON text, those inside its strings left out: one pass, left
-    to right, to an unterminated string (the rest is inside it). STRING.sub tried a match at every
-    quote: quadratic in an unterminated string of escaped quotes (32 K characters took 2.9 s)."""
-    containers, commas, pos = 0, 0, 0
-    while True:
+def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[int, int]:
+    """(objects and arrays, values: commas and strings) in a JSON text, those inside its strings left
+    out, counted until either passes its most: one pass, left to right, to an unterminated string (the
+    rest is inside it). STRING.sub tried a match at every quote: quadratic in an unterminated string
+    of escaped quotes (32 K characters took 2.9 s); 7.6 MiB of empty strings took 2.8 s counted whole."""
+    containers, items, pos = 0, 0, 0
+    while containers <= most_containers and items <= most_items:
         quote = text.find('"', pos)
         outside = text[pos:] if quote < 0 else text[pos:quote]
         containers += outside.count("{") + outside.count("[")
-        commas += outside.count(",")
+        items += outside.count(",")
         if quote < 0 or (string := STRING.match(text, quote)) is None:
-            return containers, commas
+            break
+        items += 1
         pos = string.end()
+    return containers, items
 
 
 def overlong_value(call, blocks, path: str) -> tuple[int, str] | None:
