@@ -338,8 +338,12 @@ def test_the_check_as_typed_holds_its_lane_at_most_its_ceiling_and_workers_yield
     assert "not checked as typed (over 0.3 s)" in told and "badge-bad" not in told
     assert from_user(schema=slow) is not None  # Run: the parse's own bound
     assert "badge-ok" in page_inputs.check_constraint("JSON schema", slow, compiled=True)
-    with worker.ceiling(0.3), pytest.raises(worker.OverCeiling, match="took longer than 0.3 s"):
+    with worker.ceiling(0.3), pytest.raises(worker.OverCeiling, match="took longer than 0.3 s, the time given"):
         worker.bounded(time.sleep, 5, seconds=10)
+    with worker.ceiling(2.0):  # the time of the whole check, not of each step in it (two steps took twice)
+        worker.bounded(time.sleep, 1.2, seconds=10)
+        with pytest.raises(worker.OverCeiling):
+            worker.bounded(time.sleep, 1.2, seconds=10)
     with worker.ceiling(30), pytest.raises(worker.TooSlow, match="took longer than 0.3 s") as own:
         worker.bounded(time.sleep, 5, seconds=0.3)
     assert not isinstance(own.value, worker.OverCeiling)

@@ -26,7 +26,8 @@ from playground.limits import COMPILE_BYTES, COMPILE_SECONDS
 
 FORKS = sys.platform.startswith("linux")
 CHILD_NICENESS = 10  # added to the server's: a child's work yields the CPU to the runs and the page
-_ceiling: contextvars.ContextVar[float | None] = contextvars.ContextVar("worker_ceiling", default=None)
+_ceiling: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("worker_ceiling", default=None)
+# (its deadline on the monotonic clock, its seconds)
 _in_child = False  # True inside a worker child: its fd 2 is its own to redirect
 
 
@@ -43,8 +44,9 @@ class OverCeiling(TooSlow):
 
 @contextmanager
 def ceiling(seconds: float):
-    """Within it, work in a worker is stopped past `seconds` where its own limit is longer (OverCeiling)."""
-    token = _ceiling.set(seconds)
+    """Within it, all the work in workers together is stopped past `seconds` from now, where a
+    work's own limit would go on longer (OverCeiling)."""
+    token = _ceiling.set((time.monotonic() + seconds, seconds))
     try:
         yield
     finally:
@@ -57,8 +59,9 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     PlaygroundError from the child is raised here as is; running out of either bound is a
     PlaygroundError saying which. task: (what is being done, what would make it lighter)."""
     seconds = COMPILE_SECONDS if seconds is None else seconds
-    capped = (limit := _ceiling.get()) is not None and limit < seconds
-    seconds = limit if capped else seconds
+    deadline, ceiling_seconds = _ceiling.get() or (None, None)
+    capped = deadline is not None and deadline - time.monotonic() < seconds
+    wait = max(0.0, deadline - time.monotonic()) if capped else seconds
     extra_bytes = COMPILE_BYTES if extra_bytes is None else extra_bytes
     if not FORKS or _in_child or multiprocessing.current_process().daemon:  # inside a worker already: its bounds
         return compile_fn(*args)  # hold; a daemon process (a ZeroGPU task) may not start children
@@ -72,8 +75,10 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
         raise PlaygroundError(f"{task[0]} could not start its worker process ({exc.strerror or exc}): try again") from None
     send.close()
     try:
-        if not receive.poll(seconds):
-            raise (OverCeiling if capped else TooSlow)(f"{task[0]} took longer than {seconds:g} s and was stopped: {task[1]}")
+        if not receive.poll(wait):
+            said = f"{task[0]} took longer than {ceiling_seconds if capped else seconds:g} s"
+            raise (OverCeiling(f"{said}, the time given to the whole check, and was stopped") if capped
+                   else TooSlow(f"{said} and was stopped: {task[1]}"))
         try:
             kind, value = receive.recv()
         except EOFError:  # the child died without a word: killed by the memory cap, or crashed
@@ -94,7 +99,10 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
 def _child(send, extra_bytes: int, compile_fn, args, doing: str) -> None:
     global _in_child
     _in_child = True
-    os.nice(CHILD_NICENESS)
+    try:
+        os.nice(CHILD_NICENESS)
+    except OSError:  # (never seen: raising one's own niceness is always allowed on Linux)
+        pass
     _cap_memory(extra_bytes)
     try:
         send.send(("ok", compile_fn(*args)))

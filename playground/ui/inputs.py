@@ -320,17 +320,17 @@ def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled
     compiled it (a reading past its time bound is then no news)."""
     if kind not in KIND_FIELDS or not (text or "").strip():
         return ""
-    try:  # (every visitor's checks wait in one lane: 12 slow patterns held it the parse's 15 s)
-        with worker.ceiling(READ_SECONDS):
+    with worker.ceiling(READ_SECONDS):  # the whole check (every visitor's checks wait in one lane: 12 slow
+        try:  # patterns held it the parse's 15 s)
             spec = from_user(**{KIND_FIELDS[kind]: text}, backend=backend)
-    except worker.OverCeiling:
-        return _not_checked(compiled)
-    except PlaygroundError as exc:  # past the parse's own bound too: Run refuses it
-        return _refused(exc)
-    try:
-        notes = read_constraint(spec)  # (bounded to READ_SECONDS itself)
-    except worker.TooSlow:
-        return _not_checked(compiled)
-    except PlaygroundError as exc:
-        return _refused(exc)
+        except worker.OverCeiling:
+            return _not_checked(compiled)
+        except PlaygroundError as exc:  # past the parse's own bound too: Run refuses it
+            return _refused(exc)
+        try:
+            notes = read_constraint(spec)
+        except worker.TooSlow:
+            return _not_checked(compiled)
+        except PlaygroundError as exc:
+            return _refused(exc)
     return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
