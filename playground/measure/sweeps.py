@@ -35,9 +35,12 @@ def parse_values(text: str, kind=float) -> list:
     values = []
     for item in text.replace(";", ",").split(","):
         if item.strip():
-            if not NUMBERS[kind].fullmatch(item.strip()):
-                raise ValueError(f"'{item.strip()[:40]}' is not a {'whole ' * (kind is int)}number")
-            values.append(kind(item.strip()))
+            try:
+                if not NUMBERS[kind].fullmatch(item.strip()):
+                    raise ValueError
+                values.append(kind(item.strip()))  # (int() refuses over 4,300 digits)
+            except ValueError:
+                raise ValueError(f"'{item.strip()[:40]}' is not a {'whole ' * (kind is int)}number") from None
     if not values:
         raise ValueError("give at least one value")
     at_most(len(values), MAX_SWEEP_VALUES, "the number of values")
