@@ -357,6 +357,23 @@ def test_the_page_says_why_a_setting_cannot_be_exported():
     assert "<script>" not in notes
 
 
+def test_the_export_tab_reads_a_constraint_within_the_check_as_typeds_time(monkeypatch):
+    """Its lanes are every visitor's (the tab's select and its refresh as settings change): one
+    caller's slow schemas held each 15 s an event. Past READ_SECONDS it says so; once a Run has read
+    the schema (kept), the export shows."""
+    import json
+    from playground.constraints import from_user
+    from playground.ui import export_tab
+    from playground.ui.inputs import inputs_from_settings
+    slow = json.dumps({"type": "string", "pattern": "(?i)" + "[!-\U0010ffff]" * 398})  # seconds of re's work
+    monkeypatch.setattr(export_tab, "READ_SECONDS", 0.3)
+    notes, *boxes = export_tab.export_view(*inputs_from_settings(settings("qwen2.5-7b", schema=slow)))
+    assert "took longer than 0.3 s" in notes and "a Run reads it with more time" in notes and boxes == ["", "", ""]
+    from_user(schema=slow)  # a Run's reading, kept
+    notes, vllm, *_ = export_tab.export_view(*inputs_from_settings(settings("qwen2.5-7b", schema=slow)))
+    assert 'id="export-notes"' in notes and '"json_schema"' in vllm
+
+
 def test_a_note_every_engine_shares_is_said_once():
     from playground.ui.export_tab import export_view
     from playground.ui.inputs import inputs_from_settings

@@ -3,6 +3,8 @@ each, and a transformers generate call (playground.export), each in a code box w
 and what each engine cannot express. Nothing loads and nothing runs: the text is only shown."""
 import html
 
+from playground.constraints import worker
+from playground.constraints.compile import READ_SECONDS
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.ui import render
@@ -14,11 +16,15 @@ TITLES = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "transformers"}
 
 def export_view(*values) -> list[str]:
     """SETTINGS values -> [notes HTML, vLLM block, SGLang block, transformers code]; a setting that
-    cannot be exported is said in the notes, the boxes left empty."""
+    cannot be exported is said in the notes, the boxes left empty. The constraint is read within the
+    check as typed's time (READ_SECONDS); past it, after a Run has read it (kept: parse_schema)."""
     try:
         s = settings_from_inputs(*values)
-        constraint_spec(s)  # read as Run reads it
+        with worker.ceiling(READ_SECONDS):  # (its lanes are every visitor's: slow schemas held them 15 s each)
+            constraint_spec(s)  # read as Run reads it
         e = export_setting(s)
+    except worker.OverCeiling as exc:
+        return [render.error(f"{exc}: a Run reads it with more time, and the export shows after it", "export"), "", "", ""]
     except PlaygroundError as exc:
         return [render.error(str(exc), "export"), "", "", ""]
     return [notes_html(e.notes), shell_block(e, "vllm"), shell_block(e, "sglang"), e.transformers_code]
