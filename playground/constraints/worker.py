@@ -7,11 +7,11 @@ The child inherits the backend (tokenizer tables already built, copy-on-write), 
 memory with RLIMIT_DATA at what it has plus COMPILE_BYTES, compiles, and sends back a picklable
 result (llguidance: the grammar text; xgrammar: the compiled grammar serialized). The parent waits
 at most COMPILE_SECONDS and kills it past that (or less where its caller set a ceiling: the page's
-check as typed, whose lane every visitor's checks wait in). The child runs at a lower CPU priority
-(CHILD_NICENESS): on a 2-core host one caller's checks slowed a 32-token run from 0.9 s to 14 s.
-Where fork is not available or not safe (not
-Linux), or not allowed (a daemon process: a ZeroGPU task), the work runs in-process, unbounded,
-which is only fit for a trusted local user."""
+check as typed and its Export tab, whose lanes every visitor's calls wait in). The child runs at a
+lower CPU priority (CHILD_NICENESS): on a 2-core host one caller's checks slowed a 32-token run from
+0.9 s to 14 s. Where fork is not available or not safe (not Linux), or not allowed (a daemon
+process: a ZeroGPU task), the work runs in-process, unbounded, which is only fit for a trusted local
+user."""
 import contextvars
 import multiprocessing
 import os
