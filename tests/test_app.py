@@ -5,6 +5,7 @@ import json
 import re
 import time
 import urllib.parse
+import urllib.request
 
 import gradio as gr
 import pytest
@@ -392,7 +393,7 @@ def test_api_invalid_schema_is_a_clean_error(client):
 def test_a_slider_emptied_or_past_its_range_names_itself(client):
     """An emptied k box popped up "Could not preprocess input component at index 3 (a `slider`
     component) of the event handler (named "export_view") ... TypeError"; a typed 100 "Value 100 is
-    greater than maximum value 16."."""
+    greater than maximum value 16.". A script's wrong choice or NaN seed names its box too."""
     values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
     for k, said in ((None, "Draft length k is empty: type a number from 1 to 16"),
                     (100, "Draft length k takes a number from 1 to 16, not 100")):
@@ -400,6 +401,17 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
             client.predict(*values[:3], k, *values[4:], api_name="/export")
         assert "preprocess" not in str(caught.value)
     assert "vllm serve" in client.predict(*values, api_name="/export")[1]
+    seed = page_inputs.SETTING_NAMES.index("seed")
+    for index, value, said in ((0, "nope", "Preset: Value: nope is not in the list of choices"),
+                               (seed, float("nan"), "Seed takes a finite number, not nan")):  # (a script's: the
+        sent = list(values)  # log had a traceback of each; raw HTTP, as gradio_client sends no NaN)
+        sent[index] = value
+        called = urllib.request.Request(client.src + "gradio_api/call/export", json.dumps({"data": sent}).encode(),
+                                        {"Content-Type": "application/json"})
+        event = json.loads(urllib.request.urlopen(called, timeout=30).read())["event_id"]
+        with urllib.request.urlopen(f"{client.src}gradio_api/call/export/{event}", timeout=60) as answer:
+            stream = answer.read().decode()
+        assert "event: error" in stream and said in stream and "preprocess" not in stream, stream[:300]
     from playground.ui import page
     remade = page.k.__class__(**page.k.constructor_args)  # as Gradio remakes it for a session after an update
     with pytest.raises(gr.Error, match="Draft length k is empty"):  # (a wrapper on the instance was gone)
