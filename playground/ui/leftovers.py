@@ -131,7 +131,7 @@ def not_held(queue, path: str) -> str:
     if not asked or queue is None:
         return ""
     event_id = asked.group(1)
-    if event_id in queue.event_ids_to_events or any(event_id in ids for ids in queue.pending_event_ids_session.values()):
+    if _session_of(queue, event_id) is not None:
         return ""
     return (f"nothing of event {event_id[:40]} is held here: a result is kept until it is read once, and only the "
             f"newest {UNREAD_KEPT} results nobody has read")
@@ -160,10 +160,15 @@ def _streamed_session(queue, scope: dict) -> str | None:
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
         return query.get("session_hash", [None])[0]
     if queue is not None and (asked := STREAM.search(path)):
-        event = queue.event_ids_to_events.get(asked.group(1))
-        return event.session_hash if event else next(
-            (s for s, ids in queue.pending_event_ids_session.items() if asked.group(1) in ids), asked.group(1))
+        return _session_of(queue, asked.group(1)) or asked.group(1)
     return None
+
+
+def _session_of(queue, event_id: str) -> str | None:
+    """The session of an event queued, running, or ended with its messages held; None for none."""
+    if event := queue.event_ids_to_events.get(event_id):
+        return event.session_hash
+    return next((s for s, ids in queue.pending_event_ids_session.items() if event_id in ids), None)
 
 
 def on_cancel(queue, path: str, body: bytes, send):
