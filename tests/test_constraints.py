@@ -10,7 +10,7 @@ import torch
 from playground import session
 from playground.cli import main
 from playground.constraints import ConstraintSpec
-from playground.constraints.compile import stop_ids
+from playground.constraints.compile import compile_constraint, stop_ids
 from playground.errors import PlaygroundError
 from playground.events import FORCED, Round
 from tests import tiny
@@ -449,11 +449,26 @@ def test_a_run_through_a_rule_llguidance_cannot_roll_back(pair, tokenizer, gramm
     assert rejected, "no guess was refused: nothing rolled back"
 
 
-def test_a_dead_end_replays_from_the_newest_copy_before_it(tokenizer):
-    """Undoing a guess into a Lark dead end replays what is kept on a copy taken at most
-    2 x CHECKPOINT_EVERY tokens back (a replay from the start cost the output's length each time);
-    deeper rollbacks start from an older copy or the start. Masks match a matcher fed the kept tokens."""
-    from playground.constraints.llg import CHECKPOINT_EVERY, LLGuidanceBackend
+class Counted:
+    """An llguidance.LLMatcher that counts the tokens it consumes (its copies count into the same list)."""
+
+    def __init__(self, inner, counts: list):
+        self.inner, self.counts = inner, counts
+
+    def consume_token(self, token: int) -> bool:
+        self.counts.append(token)
+        return self.inner.consume_token(token)
+
+    def deep_copy(self):
+        return self.inner.deep_copy()
+
+
+def test_a_dead_end_is_left_behind_with_the_abandoned_copy(tokenizer):
+    """A guess into a Lark dead end leaves llguidance's matcher in error; a rollback copies the clean
+    matcher instead, fed each kept token once across rollbacks (a replay from the start cost the
+    output's length each time); a new matcher only for a rollback past what it holds. Masks match
+    a matcher fed the kept tokens."""
+    from playground.constraints.llg import LLGuidanceBackend
     (a,), (b,) = tokenizer("a").input_ids, tokenizer("b").input_ids
     backend = LLGuidanceBackend(tokenizer, len(tokenizer), stop_ids(tokenizer))
     grammar, _ = backend.compile(ConstraintSpec("grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n'))
@@ -464,21 +479,59 @@ def test_a_dead_end_replays_from_the_newest_copy_before_it(tokenizer):
         matcher.fill_bitmask(row)
         return row
 
-    kept = 2 * CHECKPOINT_EVERY + 6
-    for back in (1, 7, 20, CHECKPOINT_EVERY + 8, kept + 1):  # back to the newest copy, onto it, the older, the start
-        matcher = backend.matcher(grammar)
-        fresh_calls = []
-        fresh = matcher.fresh
-        matcher.fresh = lambda: fresh_calls.append(1) or fresh()
-        assert all(matcher.consume(b) for _ in range(kept)) and matcher.consume(a)
-        assert [n for n, _ in matcher.checkpoints] == [CHECKPOINT_EVERY, 2 * CHECKPOINT_EVERY]
+    matcher, fed, fresh_calls = backend.matcher(grammar), [], []
+    fresh = matcher.fresh
+    matcher.fresh = lambda: fresh_calls.append(1) or Counted(fresh(), fed)
+    matcher.clean = matcher.fresh()
+    kept = 0
+    for written, back in ((40, 1), (30, 7), (5, 1), (0, 30)):  # the last one past what the clean one holds
+        fed.clear()
+        assert all(matcher.consume(b) for _ in range(written)) and matcher.consume(a)
         mask(matcher)  # (an error's mask allows EOS alone; the guide zeroes a dead end's)
         assert matcher.error() == "no token can continue the output"
         matcher.rollback(back)
+        kept_before, kept = kept, kept + written + 1 - back
         reference = backend.matcher(grammar)
-        assert all(reference.consume(b) for _ in range(kept + 1 - back))
+        assert all(reference.consume(b) for _ in range(kept))
         assert torch.equal(mask(matcher), mask(reference)) and matcher.error() is None
-        assert len(fresh_calls) == (kept + 1 - back < CHECKPOINT_EVERY)  # a new matcher only below the first copy
+        assert len(fed) == (kept if back > written else kept - kept_before)  # each kept token fed once
+    assert len(fresh_calls) == 2  # the first clean matcher, then the rollback past it
+
+
+@pytest.fixture(scope="module")
+def smollm2_tokenizer():
+    from transformers import AutoTokenizer
+    from playground.models import packaged
+    return AutoTokenizer.from_pretrained(packaged.local_dir("smollm2-135m-instruct"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_mask_after_a_rollback_is_that_of_the_kept_tokens(smollm2_tokenizer, backend):
+    """llguidance 1.9.1 rolled back in place kept a mask's reading from the abandoned branch: masked
+    inside `{"source": {"name": "`, rolled back to the key and fed `uri": "`, it allowed `",` (a key
+    after `uri`, the last one), which its matcher then refused: a run over a real schema
+    (JSONSchemaBench's Github_hard o89726) stopped with "token doesn't satisfy the grammar"."""
+    tok = smollm2_tokenizer
+    source = {"type": "object", "properties": {"name": {"type": "string"}, "uri": {"type": "string"}},
+              "additionalProperties": False}
+    schema = {"type": "object", "properties": {"source": source}, "additionalProperties": False}
+    constraint = compile_constraint(ConstraintSpec("json", json.dumps(schema), backend), tok, len(tok), stop_ids(tok))
+    ids = lambda text: tok(text, add_special_tokens=False).input_ids  # noqa: E731
+    prefix, guess, kept = ids('{"source": {"'), ids('name": "'), ids('uri": "')
+    matcher, row = constraint.guide(1).matcher, torch.empty((len(tok) + 31) // 32, dtype=torch.int32)
+    assert all(matcher.consume(t) for t in prefix)
+    for token in guess:
+        assert matcher.consume(token)
+        matcher.fill_bitmask(row)
+    matcher.rollback(len(guess))
+    for token in kept:
+        assert matcher.consume(token)
+        matcher.fill_bitmask(row)
+    reference = constraint.guide(1)
+    assert reference._commit(prefix + kept)
+    assert torch.equal(row, reference.next_mask())
+    (comma,) = ids('",')
+    assert not (row[comma // 32].item() >> (comma % 32)) & 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
