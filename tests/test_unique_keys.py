@@ -1,0 +1,101 @@
+"""No key twice in one JSON object while writing (playground.constraints.unique_keys): the names
+followed byte by byte, a repeated name's closing masked under both backends, never a dead end, and
+runs whose model wants to repeat a name come out valid, the speculative one the target alone's."""
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from playground import session
+from playground.constraints import ConstraintSpec
+from playground.constraints.unique_keys import Lexed, lexed
+from tests import tiny
+
+BACKENDS = ["llguidance", "xgrammar"]
+FREE_NAMES = {"type": "object", "additionalProperties": {"type": "integer"}}
+
+
+def lexed_all(pieces: list[bytes]) -> Lexed:
+    state = Lexed()
+    for piece in pieces:
+        state = lexed(state, piece)
+    return state
+
+
+def test_names_are_followed_through_nesting_strings_and_escapes():
+    text = b'{"a": 1, "b": {"a": ["x", {"c": "\\"q,{"}]}, "d\\u0061": "}", "e\\"'
+    for cut in range(1, len(text)):  # however the tokens split it
+        state = lexed_all([text[:cut], text[cut:]])
+        assert state.frames == (frozenset({"a", "b", "da"}),)
+        assert state.key == b'e\\"' and state.in_string  # a name being written, its escape kept as written
+    inner = lexed_all([b'{"a": 1, "b": {"a": ["x", {"c": "'])
+    assert inner.frames == (frozenset({"a", "b"}), frozenset({"a"}), None, frozenset({"c"})) and inner.key is None
+
+
+def allows(row: torch.Tensor, token: int) -> bool:
+    return bool((row[token // 32].item() >> (token % 32)) & 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_name_its_object_holds_cannot_be_closed(tokenizer, backend):
+    pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps({"type": "object"}), backend))
+    closing = [i for i in range(len(tokenizer)) if tokenizer.decode([i]).startswith('"')]
+    for written, repeats in (('{"a": 1, "a', True), ('{"a": 1, "ab', False), ('{"a": 1, "b": {"a', False),
+                             ('{"a": {"b": 2}, "b', False), ('{"a": 1, "b": 2, "b', True)):
+        guide = constraint.guide(2)
+        assert guide._commit(tokenizer(written, add_special_tokens=False).input_ids), written
+        row = guide.next_mask()
+        assert any(allows(row, t) for t in range(len(tokenizer)))
+        assert not any(allows(row, t) for t in closing) if repeats else any(allows(row, t) for t in closing), written
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_where_only_a_repeat_can_follow_the_grammar_stands(tokenizer, backend):
+    """Names limited to "a": after `{"a": 1, "a` the closing quote is the only way on; it stays
+    allowed (no dead end), and the check after the run refuses the repeat."""
+    pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
+    schema = {"type": "object", "patternProperties": {"^a$": {"type": "integer"}}, "additionalProperties": False}
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps(schema), backend))
+    guide = constraint.guide(2)
+    assert guide._commit(tokenizer('{"a": 1, "a', add_special_tokens=False).input_ids)
+    (quote,) = tokenizer('"', add_special_tokens=False).input_ids
+    assert allows(guide.next_mask(), quote)
+    assert constraint.validate('{"a": 1, "a": 2}', [], True) == (False, "the key 'a' appears twice in one object")
+
+
+@pytest.fixture(scope="module")
+def repeating_pair(tokenizer):
+    """A random pair whose head favours `"`, `a`, `:`, ` `, `1`, `,` and `}`: under free names the
+    grammar alone lets it write the same name twice."""
+    favoured = {'"': 5.0, "a": 3.0, ":": 3.0, " ": 3.0, "1": 3.0, ",": 4.0, "}": 2.0}
+    ids = {tokenizer(c, add_special_tokens=False).input_ids[0]: bias for c, bias in favoured.items()}
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=61, eos_id=tokenizer.eos_token_id)
+    draft = tiny.perturbed_copy(target, noise=0.5, seed=62)
+    models = [tiny.prefer_tokens(m, list(ids), 0.0) for m in (target, draft)]
+    with torch.no_grad():
+        for model in models:
+            for token, bias in ids.items():
+                model.get_output_embeddings().bias[token] = bias
+    return tiny.make_pair(*models, tokenizer)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_model_that_repeats_names_never_writes_one_twice(repeating_pair, tokenizer, backend):
+    pair = repeating_pair
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps(FREE_NAMES), backend))
+    prompt = tokenizer("x = ", add_special_tokens=False).input_ids
+    repeated, valid = 0, 0
+    for temperature, seed in ((0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3)):
+        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=160)
+        speculative = session.run(pair, prompt, cfg, constraint=constraint)
+        alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
+        for result in (speculative, alone):  # valid, or cut by max new tokens: never a name twice
+            assert result.valid or result.finish_reason == "length", (result.text, result.validation_error)
+            valid += result.valid and len(json.loads(result.text)) > 1
+        assert speculative.token_ids == alone.token_ids or temperature
+        grammar_alone = session.run(pair, prompt, cfg, constraint=dataclasses.replace(constraint, byte_tables=None))
+        repeated += "appears twice" in (grammar_alone.validation_error or "")
+    assert repeated, "the grammar alone never repeated a name: nothing was kept from it"
+    assert valid, "no whole object of several names was written"
