@@ -52,6 +52,20 @@ def test_a_name_its_object_holds_cannot_be_closed(tokenizer, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_token_holding_a_whole_name_it_repeats_is_masked_where_names_start(tokenizer, backend):
+    """`""` is one token here: after `{"": 1, ` it would open and close the name "" at once."""
+    pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps({"type": "object"}), backend))
+    (empty_name,) = tokenizer('""', add_special_tokens=False).input_ids
+    (quote,) = tokenizer('"', add_special_tokens=False).input_ids
+    for written, masked in (('{"": 1, ', True), ('{"a": 1, ', False), ('{', False)):
+        guide = constraint.guide(2)
+        assert guide._commit(tokenizer(written, add_special_tokens=False).input_ids)
+        row = guide.next_mask()
+        assert allows(row, quote) and allows(row, empty_name) is not masked, written
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_where_only_a_repeat_can_follow_the_grammar_stands(tokenizer, backend):
     """Names limited to "a": after `{"a": 1, "a` the closing quote is the only way on; it stays
     allowed (no dead end), and the check after the run refuses the repeat."""
@@ -99,3 +113,17 @@ def test_a_model_that_repeats_names_never_writes_one_twice(repeating_pair, token
         repeated += "appears twice" in (grammar_alone.validation_error or "")
     assert repeated, "the grammar alone never repeated a name: nothing was kept from it"
     assert valid, "no whole object of several names was written"
+
+
+def test_a_model_with_fewer_rows_than_its_tokenizer_has_names_followed(tokenizer):
+    """The token bytes are read for the model's rows (xgrammar takes such a model; reading them for
+    the rows alone raised 'vocab size too small' from llguidance's tokenizer)."""
+    from playground.constraints.compile import compile_constraint, stop_ids
+    rows = len(tokenizer) - 3
+    constraint = compile_constraint(ConstraintSpec("json", json.dumps({"type": "object"}), "xgrammar"), tokenizer,
+                                    rows, stop_ids(tokenizer))
+    assert len(constraint.byte_tables[0]) == rows
+    guide = constraint.guide(2)
+    assert guide._commit(tokenizer('{"a": 1, "a', add_special_tokens=False).input_ids)
+    (quote,) = tokenizer('"', add_special_tokens=False).input_ids
+    assert not allows(guide.next_mask(), quote)

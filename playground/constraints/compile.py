@@ -182,7 +182,7 @@ def _token_bytes(tokenizer, vocab: int) -> tuple[tuple[bytes, ...], "torch.Tenso
     with _lock:
         found = _bytes.get(key)
     if found is None:
-        ll = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab)
+        ll = llguidance.hf.from_tokenizer(tokenizer, n_vocab=max(vocab, len(tokenizer)))  # a model may have fewer rows
         token_bytes = tuple(ll.decode_bytes([i]) for i in range(min(vocab, ll.vocab_size)))
         found = (tokenizer, token_bytes, quoted_ids(token_bytes))
         with _lock:

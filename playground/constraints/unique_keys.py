@@ -5,8 +5,10 @@ is up to each reader). SmolLM2 wrote one over a real schema (JSONSchemaBench's G
 asked for an instance, it echoed the schema and wrote "description" twice.
 
 UniqueKeys wraps the grammar's matcher and follows the output byte by byte (objects, arrays,
-strings; the grammar keeps it JSON): inside a key, a token that would close it as a name its
-object already holds is masked. Where that would leave no token at all (a finite set of names, all
+strings; the grammar keeps it JSON): inside a name, or where one starts (after { or ,), a token
+that would close a name its object already holds is masked (` "a"` whole, or `":` after `"a`). A
+token that would end a value and hold a whole name as well (`1, "a"`) is not looked at: the
+check after the run catches what that lets through. Where that would leave no token at all (a finite set of names, all
 written), the grammar's mask stands and the check after the run says so: never a dead end."""
 import json
 from dataclasses import dataclass
@@ -27,12 +29,13 @@ class Lexed:
     in_string: bool = False
     key: bytes | None = None  # the name being written, as written (inside a name only)
     escaped: bool = False  # the last byte in a string began an escape
+    repeated: bool = False  # the bytes that led here closed a name its object already held
 
 
 def lexed(state: Lexed, data: bytes) -> Lexed:
     """The state after the bytes `data` (a valid JSON continuation: the grammar allowed it)."""
     frames, wants_key, in_string, key, escaped = list(state.frames), state.wants_key, state.in_string, state.key, state.escaped
-    start = 0  # where the name being written starts in `data`
+    start, repeated = 0, False  # where the name being written starts in `data`
     for i, byte in enumerate(data):
         if in_string:
             if escaped:
@@ -41,7 +44,9 @@ def lexed(state: Lexed, data: bytes) -> Lexed:
                 escaped = True
             elif byte == QUOTE:
                 if key is not None:
-                    frames[-1] = frames[-1] | {name(key + data[start:i])}
+                    written = name(key + data[start:i])
+                    repeated = repeated or written in frames[-1]
+                    frames[-1] = frames[-1] | {written}
                     key, wants_key = None, False
                 in_string = False
         elif byte == QUOTE:
@@ -58,7 +63,7 @@ def lexed(state: Lexed, data: bytes) -> Lexed:
             wants_key = bool(frames) and frames[-1] is not None
     if key is not None:
         key += data[start:]
-    return Lexed(tuple(frames), wants_key, in_string, key, escaped)
+    return Lexed(tuple(frames), wants_key, in_string, key, escaped, repeated)
 
 
 def name(raw: bytes) -> str:
@@ -67,19 +72,6 @@ def name(raw: bytes) -> str:
         return json.loads(b'"' + raw + b'"')
     except ValueError:
         return raw.decode("utf-8", "replace")
-
-
-def closing_name(state: Lexed, data: bytes) -> str | None:
-    """The name a token would close, written from inside one; None where it does not close it."""
-    escaped = state.escaped
-    for i, byte in enumerate(data):
-        if escaped:
-            escaped = False
-        elif byte == BACKSLASH:
-            escaped = True
-        elif byte == QUOTE:
-            return name(state.key + data[:i])
-    return None
 
 
 class UniqueKeys:
@@ -94,11 +86,12 @@ class UniqueKeys:
     def fill_bitmask(self, row: torch.Tensor) -> None:
         self.inner.fill_bitmask(row)
         state = self.states[-1]
-        if state.key is None or not state.frames[-1]:
+        naming = state.key is not None or (state.wants_key and not state.in_string)  # in a name, or where one starts
+        if not (naming and state.frames[-1]):
             return
         ids = self.quoted[self.quoted < 32 * len(row)]
         allowed = ids[((row[ids >> 5].long() >> (ids & 31)) & 1).bool()]  # [A] quote tokens the grammar allows
-        repeats = [t for t in allowed.tolist() if closing_name(state, self.token_bytes[t]) in state.frames[-1]]
+        repeats = [t for t in allowed.tolist() if lexed(state, self.token_bytes[t]).repeated]
         if not repeats:
             return
         before = row.clone()
