@@ -1,0 +1,115 @@
+"""Generation over real-world JSON Schemas: speculative runs under each schema, with the target
+alone beside them, through the project's own path (the page's checks, the bounded compile, the
+session's run and its check of the output after it).
+
+    python scripts/bench_schema_runs.py --data DIR [--per-subset 8] [--subsets A,B] [--max-new-tokens 256] [--backend llguidance]
+
+DIR is JSONSchemaBench's data/ folder (see scripts/bench_schemas.py; the same schemas in the same
+order). The pair is the offline default, SmolLM2-135M-Instruct with its feature draft, k=3, greedy,
+chat template, the schema in the prompt where it fits (minified; the smollm2-json preset asks the same way). Per schema it
+records: refused (and why) or run; the speculative output valid, cut by max new tokens, or invalid
+(and why); whether its tokens equal the target alone's (greedy: they must); acceptance and tokens
+per target pass. Any other exception is a bug and is recorded with its type. Prints Markdown for
+BENCHMARKS.md; --out writes every row as JSON lines."""
+import argparse
+import collections
+import json
+import pathlib
+import platform
+import sys
+import time
+import traceback
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from bench_schemas import reason_class, schemas  # noqa: E402
+from playground import session  # noqa: E402
+from playground.constraints import from_user  # noqa: E402
+from playground.errors import PlaygroundError  # noqa: E402
+
+TARGET, DRAFT = "smollm2-135m-instruct", "smollm2-feature-draft"
+PROMPT = "Write one JSON value for the schema below, with realistic made-up content."
+SCHEMA_IN_PROMPT_CHARS = 6000  # minified; past this the prompt asks without the schema (the constraint still holds it)
+
+
+def run_one(pair, text: str, backend: str, cfg) -> dict:
+    started = time.perf_counter()
+    try:
+        spec = from_user(schema=text, backend=backend)
+        constraint = session.constrain(pair, spec)
+    except PlaygroundError as exc:
+        return {"status": "refused", "reason": str(exc), "wall_s": time.perf_counter() - started}
+    minified = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+    in_prompt = len(minified) <= SCHEMA_IN_PROMPT_CHARS
+    ids = session.encode_prompt(pair, PROMPT, chat=True, schema=minified if in_prompt else None)
+    spec_run = session.run(pair, ids, cfg, speculative=True, constraint=constraint)
+    alone = session.run(pair, ids, cfg, speculative=False, constraint=constraint)
+    status = "valid" if spec_run.valid else ("cut" if (spec_run.validation_error or "").startswith("truncated") else "invalid")
+    return {"status": status, "reason": spec_run.validation_error, "notes": spec_run.constraint_notes,
+            "schema_in_prompt": in_prompt, "prompt_tokens": len(ids), "tokens": len(spec_run.token_ids),
+            "finish": spec_run.finish_reason, "identical": spec_run.token_ids == alone.token_ids,
+            "first_difference": first_difference(spec_run.token_ids, alone.token_ids),
+            "alone_status": "valid" if alone.valid else "not valid",
+            "acceptance": spec_run.stats["acceptance_rate"], "tokens_per_pass": spec_run.stats["tokens_per_target_pass"],
+            "forced": spec_run.stats["forced"], "text": spec_run.text[:2000], "wall_s": time.perf_counter() - started}
+
+
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, type=pathlib.Path)
+    parser.add_argument("--per-subset", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--subsets", help="comma-separated subset names (default: all)")
+    parser.add_argument("--backend", default="llguidance")
+    parser.add_argument("--out", type=pathlib.Path)
+    args = parser.parse_args()
+    pair = session.load_pair(TARGET, DRAFT, "cpu")
+    cfg = session.settings(k=3, max_new_tokens=args.max_new_tokens)
+    todo = schemas(args.data, args.per_subset)
+    if args.subsets:
+        todo = [row for row in todo if row[0] in args.subsets.split(",")]
+    print(f"{len(todo)} schemas from {args.data}, {args.backend}, {TARGET} + {DRAFT}, k=3, greedy, "
+          f"{args.max_new_tokens} new tokens at most; {platform.processor() or platform.machine()}", file=sys.stderr)
+    out = args.out.open("w") if args.out else None
+    rows = []
+    for i, (subset, name, text) in enumerate(todo):
+        try:
+            row = run_one(pair, text, args.backend, cfg)
+        except Exception as exc:  # a bug: recorded, not raised, so one schema does not end the run
+            row = {"status": "crashed", "reason": f"{type(exc).__name__}: {exc}"[:500],
+                   "traceback": traceback.format_exc()[-3000:]}
+        row = {"subset": subset, "file": name, **row}
+        rows.append(row)
+        if out:
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+        print(f"{i + 1}/{len(todo)} {subset}/{name}: {row['status']}", file=sys.stderr, flush=True)
+    report(rows)
+
+
+def report(rows: list[dict]) -> None:
+    kinds = ["valid", "cut", "invalid", "refused", "crashed"]
+    print("| subset | schemas | " + " | ".join(kinds) + " | identical to the target alone |")
+    print("|---|---|" + "---|" * (len(kinds) + 1))
+    for subset in sorted({r["subset"] for r in rows}) + ["all"]:
+        mine = [r for r in rows if subset in ("all", r["subset"])]
+        counts = collections.Counter(r["status"] for r in mine)
+        ran = [r for r in mine if "identical" in r]
+        print(f"| {subset} | {len(mine)} | " + " | ".join(str(counts[k]) for k in kinds)
+              + f" | {sum(r['identical'] for r in ran)} of {len(ran)} |")
+    ran = [r for r in rows if "identical" in r]
+    if ran:
+        mean = lambda key: sum(r[key] or 0 for r in ran) / len(ran)  # noqa: E731
+        print(f"\nmean acceptance {mean('acceptance'):.2f}, tokens per target pass {mean('tokens_per_pass'):.2f}, "
+              f"forced tokens {sum(r['forced'] for r in ran) / max(1, sum(r['tokens'] for r in ran)):.0%} of the output")
+    for kind in ("invalid", "refused", "crashed"):
+        reasons = collections.Counter(reason_class(r["reason"] or "") for r in rows if r["status"] == kind)
+        for reason, count in reasons.most_common(10):
+            print(f"  {kind} {count:3d}  {reason}")
+
+
+if __name__ == "__main__":
+    main()
