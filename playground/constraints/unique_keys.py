@@ -6,10 +6,10 @@ asked for an instance, it echoed the schema and wrote "description" twice.
 
 UniqueKeys wraps the grammar's matcher and follows the output byte by byte (objects, arrays,
 strings; the grammar keeps it JSON): inside a name, or where one starts (after { or ,), a token
-that would close a name its object already holds is masked (` "a"` whole, or `":` after `"a`). A
-token that would end a value and hold a whole name as well (`1, "a"`) is not looked at: the
-check after the run catches what that lets through. Where that would leave no token at all (a finite set of names, all
-written), the grammar's mask stands and the check after the run says so: never a dead end."""
+that would close a name its object already holds is masked (` "a"` whole, or `":` after `"a`).
+Where masking would leave no token at all (a finite set of names, all written), the grammar's mask
+stands: never a dead end. That repeat, and a token that ends a value and holds a whole name too
+(`1, "a"`, not looked at), are left to the check after the run."""
 import json
 from dataclasses import dataclass
 
