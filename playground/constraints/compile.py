@@ -37,7 +37,7 @@ _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, back
 _thinking: dict = {}  # (id(tokenizer), vocab, eos) -> (tokenizer, Thinking)
 _bytes: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, each id's bytes, the ids holding a quote)
 _compiled: OrderedDict = OrderedDict()  # (backend key, spec) -> (compiled grammar, notes, size), newest last
-_lock = threading.Lock()  # guards both caches (runs may compile from several threads); never held while compiling
+_lock = threading.Lock()  # guards the caches above (runs may compile from several threads); never held while compiling
 
 
 @dataclass(slots=True)
