@@ -66,6 +66,23 @@ def test_a_token_holding_a_whole_name_it_repeats_is_masked_where_names_start(tok
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_token_ending_a_value_and_holding_a_whole_name_is_masked_where_it_repeats(backend):
+    """Tokens that end a value and hold a name too (`1, "b"`; `"}, "a"` closes an inner object as
+    well): no name starts before them, yet they repeat one."""
+    tokenizer = tiny.byte_bpe_tokenizer()
+    first = len(tokenizer)
+    tokenizer.add_tokens(['1, "a"', '"}, "a"', '1, "b"'])
+    pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps({"type": "object"}), backend))
+    for written, allowed in (('{"a": ', [False, False, True]), ('{"b": ', [True, False, False]),
+                             ('{"b": {"x": "', [False, True, False]), ('{"a": {"x": "', [False, False, False])):
+        guide = constraint.guide(2)
+        assert guide._commit(tokenizer(written, add_special_tokens=False).input_ids)
+        row = guide.next_mask()
+        assert [allows(row, t) for t in range(first, first + 3)] == allowed, written
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_where_only_a_repeat_can_follow_the_grammar_stands(tokenizer, backend):
     """Names limited to "a": after `{"a": 1, "a` the closing quote is the only way on; it stays
     allowed (no dead end), and the check after the run refuses the repeat."""

@@ -49,7 +49,7 @@ class Constraint:
     eos_ids: frozenset[int]
     notes: tuple[str, ...] = ()  # what the backend does not enforce while writing (checked after the run)
     thinking: Thinking | None = None  # a reasoning model thinks first (spec.think_budget > 0)
-    byte_tables: tuple | None = None  # a schema's: (each id's bytes, the ids holding a quote), for UniqueKeys
+    byte_tables: tuple | None = None  # a schema's: (each id's bytes, the ids holding one quote or more, two or more), for UniqueKeys
 
     def guide(self, max_rows: int) -> Guide:
         matcher = self.backend.matcher(self.compiled)
@@ -175,19 +175,19 @@ def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking
     return found[1]
 
 
-def _token_bytes(tokenizer, vocab: int) -> tuple[tuple[bytes, ...], "torch.Tensor"]:
-    """Each id's bytes and the ids whose bytes hold a quote, built once per tokenizer (0.3 s at
-    SmolLM2's 49k vocabulary)."""
+def _token_bytes(tokenizer, vocab: int) -> tuple:
+    """(each id's bytes, the ids whose bytes hold a quote, those holding two or more), built once per
+    tokenizer (0.3 s at SmolLM2's 49k vocabulary)."""
     key = (id(tokenizer), vocab)
     with _lock:
         found = _bytes.get(key)
     if found is None:
         ll = llguidance.hf.from_tokenizer(tokenizer, n_vocab=max(vocab, len(tokenizer)))  # a model may have fewer rows
         token_bytes = tuple(ll.decode_bytes([i]) for i in range(min(vocab, ll.vocab_size)))
-        found = (tokenizer, token_bytes, quoted_ids(token_bytes))
+        found = (tokenizer, token_bytes, *quoted_ids(token_bytes))
         with _lock:
             _bytes[key] = found
-    return found[1], found[2]
+    return found[1:]
 
 
 def _compiled_grammar(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: frozenset[int]):

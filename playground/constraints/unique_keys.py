@@ -7,9 +7,10 @@ asked for an instance, it echoed the schema and wrote "description" twice.
 UniqueKeys wraps the grammar's matcher and follows the output byte by byte (objects, arrays,
 strings; the grammar keeps it JSON): inside a name, or where one starts (after { or ,), a token
 that would close a name its object already holds is masked (` "a"` whole, or `":` after `"a`).
-Where masking would leave no token at all (a finite set of names, all written), the grammar's mask
-stands: never a dead end. That repeat, and a token that ends a value and holds a whole name too
-(`1, "a"`, not looked at), are left to the check after the run."""
+Elsewhere in an object holding names, a token with two quotes or more is looked at too: it can end
+a value and hold a whole name (`1,"a"`, `"},"a"`). Where masking would leave no token at all (a
+finite set of names, all written), the grammar's mask stands: never a dead end; that repeat is left
+to the check after the run."""
 import json
 from dataclasses import dataclass
 
@@ -77,19 +78,20 @@ def name(raw: bytes) -> str:
 class UniqueKeys:
     """A matcher (llguidance's or xgrammar's) with the same methods, masking repeated names."""
 
-    def __init__(self, inner, token_bytes: tuple[bytes, ...], quoted: torch.Tensor):
+    def __init__(self, inner, token_bytes: tuple[bytes, ...], quoted: torch.Tensor, quoted_twice: torch.Tensor):
         self.inner = inner
         self.token_bytes = token_bytes  # [tokens] each id's bytes
         self.quoted = quoted  # [Q] int64: the ids whose bytes hold a quote (only they can close a name)
+        self.quoted_twice = quoted_twice  # [Q2] those holding two or more (only they can open and close one)
         self.states = [Lexed()]  # after each consumed token, the first before any
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
         self.inner.fill_bitmask(row)
-        state = self.states[-1]
-        naming = state.key is not None or (state.wants_key and not state.in_string)  # in a name, or where one starts
-        if not (naming and state.frames[-1]):
+        ids = self._closers(self.states[-1])
+        if ids is None:
             return
-        ids = self.quoted[self.quoted < 32 * len(row)]
+        state = self.states[-1]
+        ids = ids[ids < 32 * len(row)]
         allowed = ids[((row[ids >> 5].long() >> (ids & 31)) & 1).bool()]  # [A] quote tokens the grammar allows
         repeats = [t for t in allowed.tolist() if lexed(state, self.token_bytes[t]).repeated]
         if not repeats:
@@ -99,6 +101,13 @@ class UniqueKeys:
             row[t >> 5] &= ~_bit(t & 31)
         if not row.any():  # only repeats are left: the grammar's mask stands (no dead end), the check says so
             row.copy_(before)
+
+    def _closers(self, state: Lexed) -> torch.Tensor | None:
+        """The ids that could close a name some open object already holds, from here (None: none can)."""
+        naming = state.key is not None or (state.wants_key and not state.in_string)  # in a name, or where one starts
+        if naming and state.frames[-1]:
+            return self.quoted
+        return self.quoted_twice if any(state.frames) else None
 
     def consume(self, token: int) -> bool:
         ok = self.inner.consume(token)
@@ -122,5 +131,7 @@ class UniqueKeys:
         return self.inner.error()
 
 
-def quoted_ids(token_bytes: tuple[bytes, ...]) -> torch.Tensor:
-    return torch.tensor([i for i, data in enumerate(token_bytes) if b'"' in data], dtype=torch.long)
+def quoted_ids(token_bytes: tuple[bytes, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    """-> (the ids whose bytes hold a quote, those holding two or more): UniqueKeys' last two arguments."""
+    quotes = [data.count(b'"') for data in token_bytes]
+    return tuple(torch.tensor([i for i, n in enumerate(quotes) if n >= least], dtype=torch.long) for least in (1, 2))
