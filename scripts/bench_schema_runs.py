@@ -3,13 +3,16 @@ alone beside them, through the project's own path (the page's checks, the bounde
 session's run and its check of the output after it).
 
     python scripts/bench_schema_runs.py --data DIR [--per-subset 8] [--subsets A,B] [--max-new-tokens 256] [--backend llguidance]
+        [--temperature 0 --seed 0] [--tree 2,2,1]
 
 DIR is JSONSchemaBench's data/ folder (see scripts/bench_schemas.py; the same schemas in the same
-order). The pair is the offline default, SmolLM2-135M-Instruct with its feature draft, k=3, greedy,
-chat template, the schema in the prompt where it fits (minified; the smollm2-json preset asks the same way). Per schema it
-records: refused (and why) or run; the speculative output valid, cut by max new tokens, or invalid
-(and why); whether its tokens equal the target alone's (greedy: they must); acceptance and tokens
-per target pass. Any other exception is a bug and is recorded with its type. Prints Markdown for
+order). The pair is the offline default, SmolLM2-135M-Instruct with its feature draft, k=3 (or a
+static token tree: --tree), greedy (or sampled: --temperature, each schema seeded the same), chat
+template, the schema in the prompt where it fits (minified; the smollm2-json preset asks the same
+way). Per schema it records: refused (and why) or run; the speculative output valid, cut by max new
+tokens, or invalid (and why); whether its tokens equal the target alone's (greedy: they must;
+sampled, they need not, and only the target alone's validity is kept); acceptance and tokens per
+target pass. Any other exception is a bug and is recorded with its type. Prints Markdown for
 BENCHMARKS.md; --out writes every row as JSON lines."""
 import argparse
 import collections
@@ -64,14 +67,20 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--subsets", help="comma-separated subset names (default: all)")
     parser.add_argument("--backend", default="llguidance")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tree", default="", help="children per node at each depth, e.g. 2,2,1 (default: a chain)")
     parser.add_argument("--out", type=pathlib.Path)
     args = parser.parse_args()
     pair = session.load_pair(TARGET, DRAFT, "cpu")
-    cfg = session.settings(k=3, max_new_tokens=args.max_new_tokens)
+    tree = tuple(int(n) for n in args.tree.split(",")) if args.tree else ()
+    cfg = session.settings(k=3, max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed, tree=tree)
     todo = schemas(args.data, args.per_subset)
     if args.subsets:
         todo = [row for row in todo if row[0] in args.subsets.split(",")]
-    print(f"{len(todo)} schemas from {args.data}, {args.backend}, {TARGET} + {DRAFT}, k=3, greedy, "
+    drafting = f"the tree {args.tree}" if tree else "k=3"
+    sampling = f"temperature {args.temperature:g}, seed {args.seed}" if args.temperature else "greedy"
+    print(f"{len(todo)} schemas from {args.data}, {args.backend}, {TARGET} + {DRAFT}, {drafting}, {sampling}, "
           f"{args.max_new_tokens} new tokens at most; {platform.processor() or platform.machine()}", file=sys.stderr)
     out = args.out.open("w") if args.out else None
     rows = []
@@ -87,10 +96,10 @@ def main() -> None:
             out.write(json.dumps(row) + "\n")
             out.flush()
         print(f"{i + 1}/{len(todo)} {subset}/{name}: {row['status']}", file=sys.stderr, flush=True)
-    report(rows)
+    report(rows, greedy=not args.temperature)
 
 
-def report(rows: list[dict]) -> None:
+def report(rows: list[dict], greedy: bool = True) -> None:
     kinds = ["valid", "cut", "invalid", "refused", "crashed"]
     print("| subset | schemas | " + " | ".join(kinds) + " | identical to the target alone |")
     print("|---|---|" + "---|" * (len(kinds) + 1))
@@ -98,8 +107,8 @@ def report(rows: list[dict]) -> None:
         mine = [r for r in rows if subset in ("all", r["subset"])]
         counts = collections.Counter(r["status"] for r in mine)
         ran = [r for r in mine if "identical" in r]
-        print(f"| {subset} | {len(mine)} | " + " | ".join(str(counts[k]) for k in kinds)
-              + f" | {sum(r['identical'] for r in ran)} of {len(ran)} |")
+        same = f"{sum(r['identical'] for r in ran)} of {len(ran)}" if greedy else "- (sampled)"
+        print(f"| {subset} | {len(mine)} | " + " | ".join(str(counts[k]) for k in kinds) + f" | {same} |")
     ran = [r for r in rows if "identical" in r]
     if ran:
         mean = lambda key: sum(r[key] or 0 for r in ran) / len(ran)  # noqa: E731
