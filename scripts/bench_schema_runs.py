@@ -46,14 +46,17 @@ def run_one(pair, text: str, backend: str, cfg) -> dict:
     ids = session.encode_prompt(pair, PROMPT, chat=True, schema=minified if in_prompt else None)
     spec_run = session.run(pair, ids, cfg, speculative=True, constraint=constraint)
     alone = session.run(pair, ids, cfg, speculative=False, constraint=constraint)
-    status = "valid" if spec_run.valid else ("cut" if (spec_run.validation_error or "").startswith("truncated") else "invalid")
-    return {"status": status, "reason": spec_run.validation_error, "notes": spec_run.constraint_notes,
+    return {"status": status_of(spec_run), "reason": spec_run.validation_error, "notes": spec_run.constraint_notes,
             "schema_in_prompt": in_prompt, "prompt_tokens": len(ids), "tokens": len(spec_run.token_ids),
             "finish": spec_run.finish_reason, "identical": spec_run.token_ids == alone.token_ids,
             "first_difference": first_difference(spec_run.token_ids, alone.token_ids),
-            "alone_status": "valid" if alone.valid else "not valid",
+            "alone_status": status_of(alone), "alone_reason": alone.validation_error,
             "acceptance": spec_run.stats["acceptance_rate"], "tokens_per_pass": spec_run.stats["tokens_per_target_pass"],
             "forced": spec_run.stats["forced"], "text": spec_run.text[:2000], "wall_s": time.perf_counter() - started}
+
+
+def status_of(result) -> str:
+    return "valid" if result.valid else ("cut" if (result.validation_error or "").startswith("truncated") else "invalid")
 
 
 def first_difference(a: list[int], b: list[int]) -> int | None:
@@ -107,7 +110,9 @@ def report(rows: list[dict], greedy: bool = True) -> None:
         mine = [r for r in rows if subset in ("all", r["subset"])]
         counts = collections.Counter(r["status"] for r in mine)
         ran = [r for r in mine if "identical" in r]
-        same = f"{sum(r['identical'] for r in ran)} of {len(ran)}" if greedy else "- (sampled)"
+        alone = collections.Counter(r["alone_status"] for r in ran)
+        same = (f"{sum(r['identical'] for r in ran)} of {len(ran)}" if greedy else  # sampled: the target alone's own counts
+                "sampled; alone: " + ", ".join(f"{alone[k]} {k}" for k in kinds[:3]))
         print(f"| {subset} | {len(mine)} | " + " | ".join(str(counts[k]) for k in kinds) + f" | {same} |")
     ran = [r for r in rows if "identical" in r]
     if ran:
