@@ -38,6 +38,10 @@ class TooSlow(PlaygroundError):
     """The work ran past its time limit and was stopped."""
 
 
+class OverMemory(PlaygroundError):
+    """The work grew past its memory allowance and was stopped."""
+
+
 class OverCeiling(TooSlow):
     """The work ran past its caller's ceiling (shorter than its own limit) and was stopped."""
 
@@ -83,7 +87,7 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
             kind, value = receive.recv()
         except EOFError:  # the child died without a word: killed by the memory cap, or crashed
             child.join(1)
-            raise PlaygroundError(_died(task, child.exitcode, extra_bytes, time.monotonic() - started)) from None
+            raise OverMemory(_died(task, child.exitcode, extra_bytes, time.monotonic() - started)) from None
     finally:
         receive.close()
         if child.is_alive():
@@ -92,7 +96,7 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     if kind == "ok":
         return value
     if kind == "memory":
-        raise PlaygroundError(_over_memory(task, extra_bytes))
+        raise OverMemory(_over_memory(task, extra_bytes))
     raise PlaygroundError(value)
 
 
