@@ -66,20 +66,25 @@ def test_a_token_holding_a_whole_name_it_repeats_is_masked_where_names_start(tok
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_token_ending_a_value_and_holding_a_whole_name_is_masked_where_it_repeats(backend):
-    """Tokens that end a value and hold a name too (`1, "b"`; `"}, "a"` closes an inner object as
-    well): no name starts before them, yet they repeat one."""
+def test_a_token_writing_a_whole_name_is_masked_where_it_repeats_one(backend):
+    """Tokens that write a whole name themselves, from outside one: after a value (`1, "b"`; `"}, "a"`
+    closes an inner object as well), or the first name and its repeat at once (`"a": 1, "a"`)."""
     tokenizer = tiny.byte_bpe_tokenizer()
-    first = len(tokenizer)
-    tokenizer.add_tokens(['1, "a"', '"}, "a"', '1, "b"'])
+    whole = ['1, "a"', '"}, "a"', '1, "b"', '"a": 1, "a"', '{"a": 1, "a"', '"a": 1, "b"']
+    tokenizer.add_tokens(whole)
+    ids = dict(zip(whole, tokenizer.convert_tokens_to_ids(whole)))
     pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
     constraint = session.constrain(pair, ConstraintSpec("json", json.dumps({"type": "object"}), backend))
-    for written, allowed in (('{"a": ', [False, False, True]), ('{"b": ', [True, False, False]),
-                             ('{"b": {"x": "', [False, True, False]), ('{"a": {"x": "', [False, False, False])):
-        guide = constraint.guide(2)
-        assert guide._commit(tokenizer(written, add_special_tokens=False).input_ids)
-        row = guide.next_mask()
-        assert [allows(row, t) for t in range(first, first + 3)] == allowed, written
+    grammar_alone = dataclasses.replace(constraint, byte_tables=None)
+    for written, masked in (("", {'{"a": 1, "a"'}), ("{", {'"a": 1, "a"'}), ('{"a": ', {'1, "a"', '{"a": 1, "a"'}),
+                            ('{"b": ', {'1, "b"', '{"a": 1, "a"'}), ('{"b": {"x": "', set()), ('{"a": {"x": "', {'"}, "a"'})):
+        allowed = []
+        for c in (grammar_alone, constraint):
+            guide = c.guide(2)
+            assert guide._commit(tokenizer(written, add_special_tokens=False).input_ids)
+            row = guide.next_mask()
+            allowed.append({t for t in whole if allows(row, ids[t])})
+        assert allowed[0] - allowed[1] == masked and allowed[1] <= allowed[0], written
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

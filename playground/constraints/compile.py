@@ -49,7 +49,7 @@ class Constraint:
     eos_ids: frozenset[int]
     notes: tuple[str, ...] = ()  # what the backend does not enforce while writing (checked after the run)
     thinking: Thinking | None = None  # a reasoning model thinks first (spec.think_budget > 0)
-    byte_tables: tuple | None = None  # a schema's: (each id's bytes, the ids holding one quote or more, two or more), for UniqueKeys
+    byte_tables: tuple | None = None  # a schema's: (each id's bytes, and two id sets from quoted_ids), for UniqueKeys
 
     def guide(self, max_rows: int) -> Guide:
         matcher = self.backend.matcher(self.compiled)
@@ -160,8 +160,8 @@ def _with_lazy_backend(exc: PlaygroundError, spec: ConstraintSpec) -> Playground
     100 schemas past 2 GiB under xgrammar; llguidance compiled 6 of them in under a second each)."""
     if spec.backend == "llguidance":
         return exc
-    try:
-        notes = read_constraint(dataclasses.replace(spec, backend="llguidance"))
+    try:  # its reading alone (read_constraint would also try xgrammar's where llguidance refused)
+        notes = worker.bounded(_reading, dataclasses.replace(spec, backend="llguidance"), seconds=READ_SECONDS, task=READING)
     except PlaygroundError:
         return exc
     enforced = f" without enforcing all of it ({'; '.join(notes)})" if notes else ""
@@ -191,8 +191,8 @@ def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking
 
 
 def _token_bytes(tokenizer, vocab: int) -> tuple:
-    """(each id's bytes, the ids whose bytes hold a quote, those holding two or more), built once per
-    tokenizer (0.3 s at SmolLM2's 49k vocabulary)."""
+    """(each id's bytes, and the two id sets of unique_keys.quoted_ids), built once per tokenizer (0.3 s
+    at SmolLM2's 49k vocabulary)."""
     key = (id(tokenizer), vocab)
     with _lock:
         found = _bytes.get(key)

@@ -7,11 +7,12 @@ asked for an instance, it echoed the schema and wrote "description" twice.
 UniqueKeys wraps the grammar's matcher and follows the output byte by byte (objects, arrays,
 strings; the grammar keeps it JSON): inside a name, or where one starts (after { or ,), a token
 that would close a name its object already holds is masked (` "a"` whole, or `":` after `"a`).
-Elsewhere in an object holding names, a token with two quotes or more is looked at too: it can end
-a value and hold a whole name (`1,"a"`, `"},"a"`). Where masking would leave no token at all (a
+Elsewhere, a token holding a `,` or `{` with two quotes after it is looked at too: it can write a
+whole name itself (`1, "a"`, `"}, "a"`, `{"a": 1, "a"`). Where masking would leave no token at all (a
 finite set of names, all written), the grammar's mask stands: never a dead end; that repeat is left
 to the check after the run."""
 import json
+import re
 from dataclasses import dataclass
 
 import torch
@@ -78,17 +79,18 @@ def name(raw: bytes) -> str:
 class UniqueKeys:
     """A matcher (llguidance's or xgrammar's) with the same methods, masking repeated names."""
 
-    def __init__(self, inner, token_bytes: tuple[bytes, ...], quoted: torch.Tensor, quoted_twice: torch.Tensor):
+    def __init__(self, inner, token_bytes: tuple[bytes, ...], quoted: torch.Tensor, whole_names: torch.Tensor):
         self.inner = inner
         self.token_bytes = token_bytes  # [tokens] each id's bytes
         self.quoted = quoted  # [Q] int64: the ids whose bytes hold a quote (only they can close a name)
-        self.quoted_twice = quoted_twice  # [Q2] those holding two or more (only they can open and close one)
+        self.whole_names = whole_names  # [N] those with a , or { and two quotes after it (only they can
+        # open and close a name from outside one; none of SmolLM2's 49k)
         self.states = [Lexed()]  # after each consumed token, the first before any
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
         self.inner.fill_bitmask(row)
         ids = self._closers(self.states[-1])
-        if ids is None:
+        if not len(ids):
             return
         state = self.states[-1]
         ids = ids[ids < 32 * len(row)]
@@ -102,12 +104,10 @@ class UniqueKeys:
         if not row.any():  # only repeats are left: the grammar's mask stands (no dead end), the check says so
             row.copy_(before)
 
-    def _closers(self, state: Lexed) -> torch.Tensor | None:
-        """The ids that could close a name some open object already holds, from here (None: none can)."""
+    def _closers(self, state: Lexed) -> torch.Tensor:
+        """The ids that could close a name its object already holds (or one the token itself writes), from here."""
         naming = state.key is not None or (state.wants_key and not state.in_string)  # in a name, or where one starts
-        if naming and state.frames[-1]:
-            return self.quoted
-        return self.quoted_twice if any(state.frames) else None
+        return self.quoted if naming and state.frames[-1] else self.whole_names
 
     def consume(self, token: int) -> bool:
         ok = self.inner.consume(token)
@@ -132,6 +132,8 @@ class UniqueKeys:
 
 
 def quoted_ids(token_bytes: tuple[bytes, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """-> (the ids whose bytes hold a quote, those holding two or more): UniqueKeys' last two arguments."""
-    quotes = [data.count(b'"') for data in token_bytes]
-    return tuple(torch.tensor([i for i, n in enumerate(quotes) if n >= least], dtype=torch.long) for least in (1, 2))
+    """-> (the ids whose bytes hold a quote, those holding a , or { with two quotes after it):
+    UniqueKeys' last two arguments."""
+    whole = re.compile(rb'[,{][^"]*"[^"]*"')  # a name opened after , or { and closed, in one token
+    return (torch.tensor([i for i, data in enumerate(token_bytes) if b'"' in data], dtype=torch.long),
+            torch.tensor([i for i, data in enumerate(token_bytes) if whole.search(data)], dtype=torch.long))
