@@ -344,3 +344,35 @@ def test_octal_and_nul_escapes_and_a_leading_bracket_mean_what_python_reads(toke
         assert allowed(octal, tokenizer, "a", "A") and not allowed(octal, tokenizer, "a", "1")
         bracket = compile_constraint(from_user(regex="[]a]x", backend=backend), tokenizer, len(tokenizer), eos)
         assert allowed(bracket, tokenizer, "", "]") and allowed(bracket, tokenizer, "a", "x")
+
+
+# -- a schema means to xgrammar what it means to JSON Schema -----------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keywords_of_a_node_without_a_type_are_enforced(tokenizer, backend):
+    """xgrammar read a node naming no kind as any JSON value and dropped its keywords: "ab" passed
+    minLength 3. The check after the run refused it; now the mask does."""
+    constraint = compiled(tokenizer, {"minLength": 3}, backend)
+    assert not allowed(constraint, tokenizer, '"ab', '"') and allowed(constraint, tokenizer, '"abc', '"')
+    assert allowed(constraint, tokenizer, "", "1")  # still any kind: a number has no length
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pattern_property_is_searched_for_in_a_name(tokenizer, backend):
+    """JSONSchemaBench's Github_trivial o78117 (no type, one unanchored pattern): xgrammar matched
+    the pattern whole, so "$schema" escaped it and took an object where a string is required."""
+    schema = {"patternProperties": {"[A-Za-z0-9-_.:]{1,255}": {"type": "string"}}}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"$schema": ', '"')
+    assert not allowed(constraint, tokenizer, '{"$schema": ', "{") and not allowed(constraint, tokenizer, '{"$schema": ', "1")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("beside", [{}, {"additionalProperties": {"type": "integer"}},
+                                    {"patternProperties": {"^a$": {"type": "integer"}}}])
+def test_a_required_name_missing_from_properties_is_required(tokenizer, backend, beside):
+    """xgrammar let `{}` through where `a` is required but not in properties."""
+    constraint = compiled(tokenizer, {"type": "object", "required": ["a"], **beside}, backend)
+    assert not allowed(constraint, tokenizer, "{", "}") and allowed(constraint, tokenizer, "{", '"')
+    if beside:  # its value is held by the schema that holds the name
+        assert not allowed(constraint, tokenizer, '{"a": ', '"') and allowed(constraint, tokenizer, '{"a": ', "1")

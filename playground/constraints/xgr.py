@@ -9,6 +9,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
+from playground.constraints.safety import NameMatcher
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
@@ -21,6 +22,9 @@ BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 
 NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
                    "$id", "$schema", "$anchor", "$dynamicAnchor", "deprecated", "readOnly", "writeOnly", "nullable"}
 INEXACT_FORMATS = {"ipv4"}
+ALL_TYPES = ["null", "boolean", "object", "array", "number", "string"]  # "integer" is among the numbers
+KIND_GIVEN = {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "properties", "items", "prefixItems"}
+# (what xgrammar reads a node's kind from; a node with none of them is any JSON value to it, its other keywords dropped)
 SEPARATORS = (", ", ": ")
 # xgrammar's class for characters of a length-bounded string, and the JSON-legal one to use instead
 BOUNDED_CHAR, JSON_CHAR = r'[^\"\\\r\n]', r'[^\0-\x1f\"\\]'
@@ -163,6 +167,7 @@ def _code(pattern: str, i: int) -> str:
 
 
 def _json_grammar(schema) -> tuple[str, list[str]]:
+    schema = as_xgrammar_reads(schema)
     names = sorted({BESIDE_REF if k == "$ref" else k for node in subschemas(schema) for k, v in node.items()
                     if _unenforced(k, v, node)})
     try:
@@ -173,6 +178,43 @@ def _json_grammar(schema) -> tuple[str, list[str]]:
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
                                                strict_mode=False)
     return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR), unenforced_note(names + _inexact_formats(schema))
+
+
+def as_xgrammar_reads(schema):
+    """The schema in words xgrammar 0.2.8 reads as JSON Schema does (a copy): a node that names no
+    kind (no type, properties, items, enum...) is any JSON value to xgrammar, its keywords for some
+    kinds dropped (`{"minLength": 3}` let "ab" through): it gets every type named (and items and
+    additionalProperties as their defaults), which changes nothing in JSON Schema; a patternProperties pattern is searched for in a name by JSON Schema and
+    matched whole by xgrammar ("$schema" escaped `[a-z]+`): one without anchors gets `.*` around; a
+    required name missing from properties is not required by xgrammar (`{}` passed): it is added
+    there, with the schema that holds it (its patternProperties entries, else additionalProperties)."""
+    schema, names = json.loads(json.dumps(schema)), NameMatcher()
+    for node in list(subschemas(schema)):
+        if not KIND_GIVEN & set(node) and set(node) - NOT_CONSTRAINTS:
+            node.update(type=ALL_TYPES, additionalProperties=node.get("additionalProperties", {}), items={})
+            # (items and additionalProperties as JSON Schema's defaults: beside other keywords, xgrammar's
+            # strict mode would allow only [] and {})
+        patterns = node.get("patternProperties") if isinstance(node.get("patternProperties"), dict) else {}
+        if isinstance(node.get("required"), list) and isinstance(node.get("properties", {}), dict):
+            for name in node["required"]:
+                if isinstance(name, str) and name not in node.get("properties", {}):
+                    node.setdefault("properties", {})[name] = _holding(node, patterns, name, names)
+        if patterns:
+            node["patternProperties"] = {_searched(p): sub for p, sub in patterns.items()}
+    return schema
+
+
+def _holding(node: dict, patterns: dict, name: str, names: NameMatcher):
+    """The schema a property of this name gets in the node (JSON Schema: every patternProperties
+    entry it matches, else additionalProperties); a pattern that cannot be told in time counts as one."""
+    held = [sub for pattern, sub in patterns.items() if names(pattern, name) is not False]
+    extra = node.get("additionalProperties", True)
+    return held[0] if len(held) == 1 else {"allOf": held} if held else (extra if isinstance(extra, dict) else {})
+
+
+def _searched(pattern: str) -> str:
+    """A pattern searched for -> one matched whole; one with an anchor (^ $, anywhere) is left as it is."""
+    return pattern if "^" in pattern or "$" in pattern else f".*(?:{pattern}).*"
 
 
 def _bytes_of(text: str, add_special_tokens: bool = False) -> SimpleNamespace:
