@@ -11,9 +11,9 @@ static token tree: --tree), greedy (or sampled: --temperature, each schema seede
 template, the schema in the prompt where it fits (minified; the smollm2-json preset asks the same
 way). Per schema it records: refused (and why) or run; the speculative output valid, cut by max new
 tokens, or invalid (and why); whether its tokens equal the target alone's (greedy: they must;
-sampled, they need not, and only the target alone's validity is kept); acceptance and tokens per
-target pass. Any other exception is a bug and is recorded with its type. Prints Markdown for
-BENCHMARKS.md; --out writes every row as JSON lines."""
+sampled, they need not, and the target alone's own verdicts are counted instead); acceptance and
+tokens per target pass. Any other exception is a bug and is recorded with its type. Prints Markdown
+for BENCHMARKS.md; --out writes every row as JSON lines."""
 import argparse
 import collections
 import json
