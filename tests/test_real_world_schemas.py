@@ -376,3 +376,12 @@ def test_a_required_name_missing_from_properties_is_required(tokenizer, backend,
     assert not allowed(constraint, tokenizer, "{", "}") and allowed(constraint, tokenizer, "{", '"')
     if beside:  # its value is held by the schema that holds the name
         assert not allowed(constraint, tokenizer, '{"a": ', '"') and allowed(constraint, tokenizer, '{"a": ', "1")
+
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_format_in_a_branch_without_a_type_is_enforced(tokenizer, backend):
+    """Snowplow's schemas write `"type": "string", "anyOf": [{"format": "ipv4"}, ...]`: each branch
+    names no type, which xgrammar read as any value, the format dropped."""
+    constraint = compiled(tokenizer, {"type": "string", "anyOf": [{"format": "ipv4"}]}, backend)
+    assert allowed(constraint, tokenizer, '"', "1") and not allowed(constraint, tokenizer, '"', "a")
