@@ -89,10 +89,10 @@ class UniqueKeys:
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
         self.inner.fill_bitmask(row)
-        ids = self._closers(self.states[-1])
+        state = self.states[-1]
+        ids = self._closers(state)
         if not len(ids):
             return
-        state = self.states[-1]
         ids = ids[ids < 32 * len(row)]
         allowed = ids[((row[ids >> 5].long() >> (ids & 31)) & 1).bool()]  # [A] quote tokens the grammar allows
         repeats = [t for t in allowed.tolist() if lexed(state, self.token_bytes[t]).repeated]

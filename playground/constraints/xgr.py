@@ -9,7 +9,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
-from playground.constraints.safety import NameMatcher
+from playground.constraints.safety import Needs
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
@@ -188,28 +188,21 @@ def as_xgrammar_reads(schema):
     matched whole by xgrammar ("$schema" escaped `[a-z]+`): one without anchors gets `.*` around; a
     required name missing from properties is not required by xgrammar (`{}` passed): it is added
     there, with the schema that holds it (its patternProperties entries, else additionalProperties)."""
-    schema, names = json.loads(json.dumps(schema)), NameMatcher()
+    schema = json.loads(json.dumps(schema))
+    needs = Needs(schema)
     for node in list(subschemas(schema)):
         if not KIND_GIVEN & set(node) and set(node) - NOT_CONSTRAINTS:
             node.update(type=ALL_TYPES, additionalProperties=node.get("additionalProperties", {}), items={})
             # (items and additionalProperties as JSON Schema's defaults: beside other keywords, xgrammar's
             # strict mode would allow only [] and {})
-        patterns = node.get("patternProperties") if isinstance(node.get("patternProperties"), dict) else {}
-        if isinstance(node.get("required"), list) and isinstance(node.get("properties", {}), dict):
-            for name in node["required"]:
-                if isinstance(name, str) and name not in node.get("properties", {}):
-                    node.setdefault("properties", {})[name] = _holding(node, patterns, name, names)
-        if patterns:
-            node["patternProperties"] = {_searched(p): sub for p, sub in patterns.items()}
+        for name, (held, _) in zip(node.get("required", []), needs.names(node)):
+            if name not in node.get("properties", {}):  # held: its patternProperties entries
+                extra = node.get("additionalProperties", True)
+                node.setdefault("properties", {})[name] = (held[0] if len(held) == 1 else {"allOf": held} if held
+                                                           else extra if isinstance(extra, dict) else {})
+        if node.get("patternProperties"):
+            node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
     return schema
-
-
-def _holding(node: dict, patterns: dict, name: str, names: NameMatcher):
-    """The schema a property of this name gets in the node (JSON Schema: every patternProperties
-    entry it matches, else additionalProperties); a pattern that cannot be told in time counts as one."""
-    held = [sub for pattern, sub in patterns.items() if names(pattern, name) is not False]
-    extra = node.get("additionalProperties", True)
-    return held[0] if len(held) == 1 else {"allOf": held} if held else (extra if isinstance(extra, dict) else {})
 
 
 def _searched(pattern: str) -> str:
