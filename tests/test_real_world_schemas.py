@@ -309,7 +309,7 @@ def test_xgrammar_allows_unnamed_items_where_the_schema_needs_them(tokenizer):
 
 def allowed(constraint, tokenizer, prefix: str, text: str) -> bool:
     guide = constraint.guide(2)
-    guide._commit(tokenizer(prefix, add_special_tokens=False).input_ids)
+    assert guide._commit(tokenizer(prefix, add_special_tokens=False).input_ids), prefix
     mask, ids = guide.next_mask(), tokenizer(text, add_special_tokens=False).input_ids
     assert len(ids) == 1, text
     return bool((mask[ids[0] // 32].item() >> (ids[0] % 32)) & 1)
@@ -365,6 +365,21 @@ def test_a_pattern_property_is_searched_for_in_a_name(tokenizer, backend):
     constraint = compiled(tokenizer, schema, backend)
     assert allowed(constraint, tokenizer, '{"$schema": ', '"')
     assert not allowed(constraint, tokenizer, '{"$schema": ', "{") and not allowed(constraint, tokenizer, '{"$schema": ', "1")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("pattern, name, outside, then", [("^x-", "x-foo", '{"', "a"), ("foo$", "afoo", '{"foob', '"'),
+                                                          ("[^.]+", "a.b", '{"..', '"'), (r"\$ref", "a$ref", '{"ref', '"')])
+def test_a_pattern_property_anchored_at_one_end_is_searched_for_from_the_other(tokenizer, backend, pattern, name,
+                                                                               outside, then):
+    """xgrammar drops a ^ or $ at either end of a pattern and matches the rest whole: `^x-` took only
+    "x-", and a caret in a class (`[^.]`) or an escaped dollar kept the rewrite from searching."""
+    constraint = compiled(tokenizer, {"type": "object", "patternProperties": {pattern: {"type": "string"}}}, backend)
+    prefix = "{" + json.dumps(name) + ": "
+    assert allowed(constraint, tokenizer, prefix, '"') and not allowed(constraint, tokenizer, prefix, "1")
+    closed = compiled(tokenizer, {"type": "object", "patternProperties": {pattern: {}}, "additionalProperties": False},
+                      backend)  # the anchor still holds: a name the pattern does not match is refused
+    assert not allowed(closed, tokenizer, outside, then)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

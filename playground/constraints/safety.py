@@ -303,6 +303,23 @@ def written_out(pattern: str, what: str) -> int:
     return size
 
 
+def end_anchors(pattern: str) -> tuple[bool, bool] | None:
+    """Whether a pattern is anchored at its start (a leading ^) and at its end (a trailing $), where
+    those are its only anchors; None where it has another (`^a|b`, `(^a)`, `\\b`) or Python cannot read it."""
+    try:
+        items = list(sre_parse.parse(pattern))
+    except (re.error, RecursionError, OverflowError):
+        return None
+    starts = pattern.startswith("^") and items[:1] == [(sre.AT, sre.AT_BEGINNING)]
+    ends = pattern.endswith("$") and items[-1:] == [(sre.AT, sre.AT_END)] and len(pattern) > starts
+    anchors, stack = 0, [items]
+    while stack:
+        for op, av in stack.pop():
+            anchors += op is sre.AT
+            stack.extend(_subpatterns(av))
+    return (starts, ends) if anchors == starts + ends else None
+
+
 def _subpatterns(av) -> list:
     """The patterns nested in a parsed item's argument: a group's, an alternation's branches, a look-around's."""
     parts = av if isinstance(av, tuple) else (av,)

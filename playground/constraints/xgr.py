@@ -9,7 +9,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
-from playground.constraints.safety import Needs
+from playground.constraints.safety import Needs, end_anchors
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
@@ -185,7 +185,7 @@ def as_xgrammar_reads(schema):
     kind (no type, properties, items, enum...) is any JSON value to xgrammar, its keywords for some
     kinds dropped (`{"minLength": 3}` let "ab" through): it gets every type named (and items and
     additionalProperties as their defaults), which changes nothing in JSON Schema; a patternProperties pattern is searched for in a name by JSON Schema and
-    matched whole by xgrammar ("$schema" escaped `[a-z]+`): one without anchors gets `.*` around; a
+    matched whole by xgrammar ("$schema" escaped `[a-z]+`): it gets `.*` at each end not anchored; a
     required name missing from properties is not required by xgrammar (`{}` passed): it is added
     there, with the schema that holds it (its patternProperties entries, else additionalProperties)."""
     schema = json.loads(json.dumps(schema))
@@ -206,8 +206,14 @@ def as_xgrammar_reads(schema):
 
 
 def _searched(pattern: str) -> str:
-    """A pattern searched for -> one matched whole; one with an anchor (^ $, anywhere) is left as it is."""
-    return pattern if "^" in pattern or "$" in pattern else f".*(?:{pattern}).*"
+    """A pattern searched for in a name -> one matched whole, as xgrammar matches it (dropping a ^ or $
+    at either end): `.*` on each side not anchored (`^x-` -> `(?:x-).*`). One with another anchor
+    (`^a|b`, `(^a)`) is left as it is."""
+    anchored = end_anchors(pattern)
+    if anchored is None:
+        return pattern
+    body = pattern[anchored[0]:len(pattern) - anchored[1]]
+    return ("" if anchored[0] else ".*") + f"(?:{body})" + ("" if anchored[1] else ".*")
 
 
 def _bytes_of(text: str, add_special_tokens: bool = False) -> SimpleNamespace:
