@@ -383,6 +383,16 @@ def test_a_pattern_property_anchored_at_one_end_is_searched_for_from_the_other(t
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("extra", [{"type": "boolean"}, {}, True])
+def test_a_name_a_pattern_matches_takes_the_patterns_schema_alone(tokenizer, backend, extra):
+    """xgrammar, beside properties, let a name matching a pattern take additionalProperties' schema."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "patternProperties": {"^x-": {"type": "string"}},
+              "additionalProperties": extra}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"x-b": ', '"') and not allowed(constraint, tokenizer, '{"x-b": ', "t")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("beside", [{}, {"additionalProperties": {"type": "integer"}},
                                     {"patternProperties": {"^a$": {"type": "integer"}}}])
 def test_a_required_name_missing_from_properties_is_required(tokenizer, backend, beside):

@@ -185,7 +185,8 @@ def as_xgrammar_reads(schema):
     kind (no type, properties, items, enum...) is any JSON value to xgrammar, its keywords for some
     kinds dropped (`{"minLength": 3}` let "ab" through): it gets every type named (and items and
     additionalProperties as their defaults), which changes nothing in JSON Schema; a patternProperties pattern is searched for in a name by JSON Schema and
-    matched whole by xgrammar ("$schema" escaped `[a-z]+`): it gets `.*` at each end not anchored; a
+    matched whole by xgrammar ("$schema" escaped `[a-z]+`): it gets `.*` at each end not anchored, and
+    additionalProperties beside it becomes false (xgrammar let `"x-a": true` through `^x-`'s strings); a
     required name missing from properties is not required by xgrammar (`{}` passed): it is added
     there, with the schema that holds it (its patternProperties entries, else additionalProperties)."""
     schema = json.loads(json.dumps(schema))
@@ -202,6 +203,8 @@ def as_xgrammar_reads(schema):
                                                            else extra if isinstance(extra, dict) else {})
         if node.get("patternProperties"):
             node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
+            node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
+            # instead (beside properties; without them it drops it): fewer names, none wrong
     return schema
 
 
