@@ -393,6 +393,20 @@ def test_a_name_a_pattern_matches_takes_the_patterns_schema_alone(tokenizer, bac
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_name_in_properties_that_a_pattern_matches_takes_both_schemas_or_is_noted(tokenizer, backend):
+    """JSONSchemaBench's Github_easy o9814: xgrammar let "id" take the catch-all pattern's free
+    string past its own pattern; llguidance holds it to both, xgrammar's notes say it does not."""
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-f]{4}$"}},
+              "patternProperties": {"^[a-z]+$": {"type": ["string", "number"]}}}
+    constraint = compiled(tokenizer, schema, backend)
+    held = not allowed(constraint, tokenizer, '{"id": "', "q") and not allowed(constraint, tokenizer, '{"id": ', "1")
+    noted = any("a name in properties that a patternProperties pattern matches" in n for n in constraint.notes)
+    assert (held, noted) == ((True, False) if backend == "llguidance" else (False, True))
+    apart = compiled(tokenizer, {**schema, "patternProperties": {"^x-": {}}}, backend)
+    assert not any("patternProperties" in n for n in apart.notes)  # "id" is not an x- name
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("beside", [{}, {"additionalProperties": {"type": "integer"}},
                                     {"patternProperties": {"^a$": {"type": "integer"}}}])
 def test_a_required_name_missing_from_properties_is_required(tokenizer, backend, beside):

@@ -9,7 +9,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
-from playground.constraints.safety import Needs, end_anchors
+from playground.constraints.safety import NameMatcher, Needs, end_anchors
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
@@ -19,6 +19,7 @@ from playground.errors import PlaygroundError
 UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContains", "maxContains",
               "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
+NAMED_TWICE = "a name in properties that a patternProperties pattern matches"  # xgrammar: either schema, not both
 NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
                    "$id", "$schema", "$anchor", "$dynamicAnchor", "deprecated", "readOnly", "writeOnly", "nullable"}
 INEXACT_FORMATS = {"ipv4"}
@@ -167,9 +168,10 @@ def _code(pattern: str, i: int) -> str:
 
 
 def _json_grammar(schema) -> tuple[str, list[str]]:
+    twice = [NAMED_TWICE] if _named_twice(schema) else []
     schema = as_xgrammar_reads(schema)
-    names = sorted({BESIDE_REF if k == "$ref" else k for node in subschemas(schema) for k, v in node.items()
-                    if _unenforced(k, v, node)})
+    names = twice + sorted({BESIDE_REF if k == "$ref" else k for node in subschemas(schema) for k, v in node.items()
+                            if _unenforced(k, v, node)})
     try:
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS)
     except RuntimeError as exc:  # strict mode (no properties or items beyond those named) left too few
@@ -206,6 +208,17 @@ def as_xgrammar_reads(schema):
             node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
             # instead (beside properties; without them it drops it): fewer names, none wrong
     return schema
+
+
+def _named_twice(schema) -> bool:
+    """Whether a name in some node's properties is also found by one of its patternProperties
+    patterns (or cannot be told in time), with another schema: JSON Schema applies both, xgrammar
+    lets the name take either alone (`"id"` took `^[a-z]+$`'s free string past its own pattern)."""
+    matches = NameMatcher()
+    return any(matches(pattern, name) is not False and held != node["properties"][name]
+               for node in subschemas(schema)
+               if isinstance(node.get("patternProperties"), dict) and isinstance(node.get("properties"), dict)
+               for pattern, held in node["patternProperties"].items() for name in node["properties"])
 
 
 def _searched(pattern: str) -> str:
