@@ -9,7 +9,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
-from playground.constraints.safety import NameMatcher, Needs, end_anchors
+from playground.constraints.safety import NameMatcher, Needs, end_anchors, literal_of
 from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
@@ -187,8 +187,9 @@ def as_xgrammar_reads(schema):
     kind (no type, properties, items, enum...) is any JSON value to xgrammar, its keywords for some
     kinds dropped (`{"minLength": 3}` let "ab" through): it gets every type named (and items and
     additionalProperties as their defaults), which changes nothing in JSON Schema; a patternProperties pattern is searched for in a name by JSON Schema and
-    matched whole by xgrammar ("$schema" escaped `[a-z]+`): it gets `.*` at each end not anchored, and
-    additionalProperties beside it becomes false (xgrammar let `"x-a": true` through `^x-`'s strings); a
+    matched whole by xgrammar ("$schema" escaped `[a-z]+`): one matching a single name becomes that
+    property, the others get `.*` at each end not anchored, and additionalProperties beside them
+    becomes false (xgrammar let `"x-a": true` through `^x-`'s strings); a
     required name missing from properties is not required by xgrammar (`{}` passed): it is added
     there, with the schema that holds it (its patternProperties entries, else additionalProperties)."""
     schema = json.loads(json.dumps(schema))
@@ -204,10 +205,25 @@ def as_xgrammar_reads(schema):
                 node.setdefault("properties", {})[name] = (held[0] if len(held) == 1 else {"allOf": held} if held
                                                            else extra if isinstance(extra, dict) else {})
         if node.get("patternProperties"):
+            _as_properties(node)
+        if node.get("patternProperties"):
             node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
             node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
             # instead (beside properties; without them it drops it): fewer names, none wrong
     return schema
+
+
+def _as_properties(node: dict) -> None:
+    """A pattern matching one name alone (`^data_type$`, as protobuf's generated schemas write each
+    field's other spelling) -> that name in properties, where xgrammar keeps each name once and
+    additionalProperties beside (a name in properties already keeps its pattern)."""
+    for pattern, held in list(node["patternProperties"].items()):
+        name = literal_of(pattern)
+        if name is not None and name not in node.get("properties", {}):
+            node.setdefault("properties", {})[name] = held
+            del node["patternProperties"][pattern]
+    if not node["patternProperties"]:
+        del node["patternProperties"]
 
 
 def _named_twice(schema) -> bool:
