@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from playground.constraints import ConstraintSpec, compile_constraint, from_user, worker
+from playground.constraints import ConstraintSpec, compile_constraint, from_user, worker, xgr_reads
 from playground.constraints.validate import validate_json
 from playground.errors import PlaygroundError
 
@@ -437,3 +437,72 @@ def test_a_pattern_matching_one_name_is_that_property(tokenizer, backend):
     assert allowed(constraint, tokenizer, '{"data_type": ', '"') and not allowed(constraint, tokenizer, '{"data_type": ', "t")
     assert allowed(constraint, tokenizer, '{"data_type": "a", "other": ', "t")
     assert not allowed(constraint, tokenizer, '{"data_type": "a", "other": ', '"')
+
+
+# -- keywords beside anyOf, oneOf and allOf: xgrammar read the first of the three and nothing beside ---
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keywords_beside_anyof_hold_in_each_branch(tokenizer, backend):
+    """xgrammar dropped `required` and `properties` beside anyOf: `{}` passed, "a" took a string."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+              "anyOf": [{"type": "object", "properties": {"b": {"type": "string"}}}]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert not allowed(constraint, tokenizer, "{", "}") and allowed(constraint, tokenizer, "{", '"')
+    assert not allowed(constraint, tokenizer, '{"a": ', '"') and allowed(constraint, tokenizer, '{"a": ', "1")
+    assert not constraint.notes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_type_beside_a_branch_without_one_holds(tokenizer, backend):
+    """JSONSchemaBench's Github_hard o29445 (`"type": "object"` beside oneOf branches naming no
+    type): xgrammar let a container be a string."""
+    constraint = compiled(tokenizer, {"type": "string", "maxLength": 3, "anyOf": [{"minLength": 2}]}, backend)
+    assert not allowed(constraint, tokenizer, "", "1") and not allowed(constraint, tokenizer, "", "{")
+    assert not allowed(constraint, tokenizer, '"a', '"') and not allowed(constraint, tokenizer, '"abc', "d")
+    assert allowed(constraint, tokenizer, '"ab', '"')
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_allof_of_two_branches_is_both(tokenizer, backend):
+    """xgrammar read allOf of two as any value (and said so in the notes); merged, it is enforced."""
+    schema = {"allOf": [{"type": "integer", "minimum": 1}, {"type": "integer", "maximum": 5}]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, "", "3") and not allowed(constraint, tokenizer, "", "7")
+    assert not allowed(constraint, tokenizer, "", '"') and not constraint.notes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_branch_naming_a_definition_takes_the_keywords_beside(tokenizer, backend):
+    schema = {"$defs": {"A": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+              "type": "object", "required": ["x"], "oneOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert not allowed(constraint, tokenizer, "{", "}") and not allowed(constraint, tokenizer, "", "n")
+    assert allowed(constraint, tokenizer, '{"x": ', "1") and not constraint.notes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keywords_beside_a_branch_they_do_not_merge_with_are_noted(tokenizer, backend):
+    """additionalProperties: false beside a branch naming another property: in one node it would
+    allow "b", which the parent forbids; not merged, xgrammar's notes say the keywords are not held."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False,
+              "required": ["a"], "anyOf": [{"properties": {"b": {"type": "string"}}}]}
+    constraint = compiled(tokenizer, schema, backend)
+    noted = any("keywords beside anyOf, oneOf or allOf" in note for note in constraint.notes)
+    assert noted == (backend == "xgrammar")
+    if backend == "llguidance":
+        assert not allowed(constraint, tokenizer, "{", "}")
+
+
+def test_merging_branches_is_bounded():
+    """Each level's keywords go into both its branches, which hold the next level: 3^16 copies
+    written out. The merging stops at its budget (the rest noted) instead."""
+    node = {"type": "string"}
+    for level in range(16):
+        node = {"type": "object", "properties": {"p": node}, "required": ["p"],
+                "anyOf": [{"required": ["p"]}, {"properties": {"q": {"type": "integer"}}}]}
+    text = json.dumps(node)
+    started = time.perf_counter()
+    rewritten = json.dumps(xgr_reads.as_xgrammar_reads(node))
+    assert len(rewritten) <= 5 * len(text) + 100_000
+    assert time.perf_counter() - started < 60  # (seconds here; unbounded, it would not end)
+    assert any(xgr_reads.beside_choice(n) for n in xgr_reads.read_nodes(json.loads(rewritten)))

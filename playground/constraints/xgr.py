@@ -9,8 +9,9 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
-from playground.constraints.safety import NameMatcher, Needs, end_anchors, literal_of
-from playground.constraints.schema_keywords import ONE_OF, subschemas, unenforced_note
+from playground.constraints.schema_keywords import ONE_OF, unenforced_note
+from playground.constraints.xgr_reads import (BESIDE_CHOICE, NAMED_TWICE, NOT_CONSTRAINTS, PUSHED_DOWN,
+                                                 as_xgrammar_reads, beside_choice, named_twice, read_nodes)
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
 
@@ -19,13 +20,7 @@ from playground.errors import PlaygroundError
 UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContains", "maxContains",
               "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
-NAMED_TWICE = "a name in properties that a patternProperties pattern matches"  # xgrammar: either schema, not both
-NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
-                   "$id", "$schema", "$anchor", "$dynamicAnchor", "deprecated", "readOnly", "writeOnly", "nullable"}
 INEXACT_FORMATS = {"ipv4"}
-ALL_TYPES = ["null", "boolean", "object", "array", "number", "string"]  # "integer" is among the numbers
-KIND_GIVEN = {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "properties", "items", "prefixItems"}
-# (what xgrammar reads a node's kind from; a node with none of them is any JSON value to it, its other keywords dropped)
 SEPARATORS = (", ", ": ")
 # xgrammar's class for characters of a length-bounded string, and the JSON-legal one to use instead
 BOUNDED_CHAR, JSON_CHAR = r'[^\"\\\r\n]', r'[^\0-\x1f\"\\]'
@@ -168,10 +163,12 @@ def _code(pattern: str, i: int) -> str:
 
 
 def _json_grammar(schema) -> tuple[str, list[str]]:
-    twice = [NAMED_TWICE] if _named_twice(schema) else []
+    names = [NAMED_TWICE] if named_twice(schema) else []
     schema = as_xgrammar_reads(schema)
-    names = twice + sorted({BESIDE_REF if k == "$ref" else k for node in subschemas(schema) for k, v in node.items()
-                            if _unenforced(k, v, node)})
+    for node in read_nodes(schema):  # (a pushed-down node's keywords are read in its branches)
+        names += [BESIDE_CHOICE] if beside_choice(node) else []
+        names += [] if node.get(PUSHED_DOWN) else [BESIDE_REF if k == "$ref" else k for k, v in node.items()
+                                                   if _unenforced(k, v, node)]
     try:
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS)
     except RuntimeError as exc:  # strict mode (no properties or items beyond those named) left too few
@@ -180,72 +177,6 @@ def _json_grammar(schema) -> tuple[str, list[str]]:
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
                                                strict_mode=False)
     return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR), unenforced_note(names + _inexact_formats(schema))
-
-
-def as_xgrammar_reads(schema):
-    """The schema in words xgrammar 0.2.8 reads as JSON Schema does (a copy): a node that names no
-    kind (no type, properties, items, enum...) is any JSON value to xgrammar, its keywords for some
-    kinds dropped (`{"minLength": 3}` let "ab" through): it gets every type named (and items and
-    additionalProperties as their defaults), which changes nothing in JSON Schema; a patternProperties pattern is searched for in a name by JSON Schema and
-    matched whole by xgrammar ("$schema" escaped `[a-z]+`): one matching a single name becomes that
-    property, the others get `.*` at each end not anchored, and additionalProperties beside them
-    becomes false (xgrammar let `"x-a": true` through `^x-`'s strings); a
-    required name missing from properties is not required by xgrammar (`{}` passed): it is added
-    there, with the schema that holds it (its patternProperties entries, else additionalProperties)."""
-    schema = json.loads(json.dumps(schema))
-    needs = Needs(schema)
-    for node in list(subschemas(schema)):
-        if not KIND_GIVEN & set(node) and set(node) - NOT_CONSTRAINTS:
-            node.update(type=ALL_TYPES, additionalProperties=node.get("additionalProperties", {}), items={})
-            # (items and additionalProperties as JSON Schema's defaults: beside other keywords, xgrammar's
-            # strict mode would allow only [] and {})
-        for name, (held, _) in zip(node.get("required", []), needs.names(node)):
-            if name not in node.get("properties", {}):  # held: its patternProperties entries
-                extra = node.get("additionalProperties", True)
-                node.setdefault("properties", {})[name] = (held[0] if len(held) == 1 else {"allOf": held} if held
-                                                           else extra if isinstance(extra, dict) else {})
-        if node.get("patternProperties"):
-            _as_properties(node)
-        if node.get("patternProperties"):
-            node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
-            node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
-            # instead (beside properties; without them it drops it): fewer names, none wrong
-    return schema
-
-
-def _as_properties(node: dict) -> None:
-    """A pattern matching one name alone (`^data_type$`, as protobuf's generated schemas write each
-    field's other spelling) -> that name in properties, where xgrammar keeps each name once and
-    additionalProperties beside (a name in properties already keeps its pattern)."""
-    for pattern, held in list(node["patternProperties"].items()):
-        name = literal_of(pattern)
-        if name is not None and name not in node.get("properties", {}):
-            node.setdefault("properties", {})[name] = held
-            del node["patternProperties"][pattern]
-    if not node["patternProperties"]:
-        del node["patternProperties"]
-
-
-def _named_twice(schema) -> bool:
-    """Whether a name in some node's properties is also found by one of its patternProperties
-    patterns (or cannot be told in time), with another schema: JSON Schema applies both, xgrammar
-    lets the name take either alone (`"id"` took `^[a-z]+$`'s free string past its own pattern)."""
-    matches = NameMatcher()
-    return any(matches(pattern, name) is not False and held != node["properties"][name]
-               for node in subschemas(schema)
-               if isinstance(node.get("patternProperties"), dict) and isinstance(node.get("properties"), dict)
-               for pattern, held in node["patternProperties"].items() for name in node["properties"])
-
-
-def _searched(pattern: str) -> str:
-    """A pattern searched for in a name -> one matched whole, as xgrammar matches it (dropping a ^ or $
-    at either end): `.*` on each side not anchored (`^x-` -> `(?:x-).*`). One with another anchor
-    (`^a|b`, `(^a)`) is left as it is."""
-    anchored = end_anchors(pattern)
-    if anchored is None:
-        return pattern
-    body = pattern[anchored[0]:len(pattern) - anchored[1]]
-    return ("" if anchored[0] else ".*") + f"(?:{body})" + ("" if anchored[1] else ".*")
 
 
 def _bytes_of(text: str, add_special_tokens: bool = False) -> SimpleNamespace:
@@ -319,7 +250,7 @@ def _inexact_formats(schema) -> list[str]:
     """xgrammar drops minLength/maxLength on a string that also has a format, and its ipv4 format
     lets leading zeros through (JSON Schema's ipv4 does not)."""
     found = []
-    for sub in subschemas(schema):
+    for sub in read_nodes(schema):
         if sub.get("format") in INEXACT_FORMATS:
             found.append(f"format {sub['format']}")
         if "format" in sub and {"minLength", "maxLength"} & set(sub):
