@@ -506,3 +506,63 @@ def test_merging_branches_is_bounded():
     assert len(rewritten) <= 5 * len(text) + 100_000
     assert time.perf_counter() - started < 60  # (seconds here; unbounded, it would not end)
     assert any(xgr_reads.beside_choice(n) for n in xgr_reads.read_nodes(json.loads(rewritten)))
+
+
+def xgrammar_mask(tokenizer, schema):
+    return compiled(tokenizer, schema, "xgrammar")
+
+
+@pytest.mark.parametrize("schema, prefix, refused", [
+    # a patternProperties dict shared by the merged branches: turning ^a$ into a property for one holder
+    # took it from the others
+    ({"type": "object", "patternProperties": {"^a$": {"type": "integer"}}, "anyOf": [{"minProperties": 1}, {"maxProperties": 5}]},
+     '{"a": ', '"'),
+    # a marker the user wrote is not the rewrite's
+    ({"type": "object", "required": ["a"], "anyOf": [{"type": "object"}], "x-playground-pushed-down": True}, "{", "}"),
+    # a required name nothing allows was given a free schema
+    ({"anyOf": [{"type": "object", "required": ["a"], "additionalProperties": False}, {"type": "string"}]}, "{", '"'),
+    # the typeless fill (items, additionalProperties) marked every name evaluated
+    ({"type": "object", "properties": {"o": {"unevaluatedProperties": False}}}, '{"o": {', '"'),
+])
+def test_what_a_review_found_in_the_rewrite_stays_closed(tokenizer, schema, prefix, refused):
+    assert not allowed(xgrammar_mask(tokenizer, schema), tokenizer, prefix, refused)
+
+
+def test_json_values_compare_as_json_in_the_merging(tokenizer):
+    """0 and false are one value to Python: merged as equal, `{"a": false}` passed const 0."""
+    schema = {"type": "object", "properties": {"a": {"const": 0}}, "anyOf": [{"properties": {"a": {"const": False}}}]}
+    constraint = xgrammar_mask(tokenizer, schema)
+    assert not allowed(constraint, tokenizer, '{"a": ', "f") or any("beside anyOf" in n for n in constraint.notes)
+
+
+@pytest.mark.parametrize("schema, refusal", [
+    ({"minProperties": 1, "anyOf": [{"$ref": "#"}, {"type": "string"}]}, None),  # a branch naming its own holder
+    ({"port": {"properties": [], "required": ["a"]}, "anyOf": [{"$ref": "#/port"}], "type": "object"},
+     "properties must be an object"),  # a $ref to a place that is no schema
+    ({"port": {"required": 5}, "anyOf": [{"$ref": "#/port"}], "type": "object"}, "required must be an array"),
+    ({"type": "object", "x-playground-pushed-down": True}, None),  # a marker without branches
+])
+def test_a_hostile_schema_compiles_or_is_refused_in_words(tokenizer, schema, refusal):
+    """Before the review's fixes, the worker turned a cycle in the rewritten schema (json.dumps) or a
+    TypeError into "compiling failed: ..."; now the first compiles (its self-reference left as noted)
+    and xgrammar itself refuses what is no schema."""
+    if refusal:
+        with pytest.raises(PlaygroundError, match=refusal):
+            xgrammar_mask(tokenizer, schema)
+    else:
+        xgrammar_mask(tokenizer, schema)
+
+
+def test_merging_shared_references_is_bounded():
+    """Two chains of definitions, each level naming the one below twice, merged name by name: the
+    merges double at each level. They stop at their budget (the node is noted instead)."""
+    defs = {"A0": {"type": "string"}, "B0": {"minLength": 1}}
+    for i in range(1, 25):
+        for chain in "AB":
+            below = {"$ref": f"#/$defs/{chain}{i - 1}"}
+            defs[f"{chain}{i}"] = {"type": "object", "properties": {"x": below, "y": below}}
+    schema = {"$defs": defs, "$ref": "#/$defs/A24", "anyOf": [{"$ref": "#/$defs/B24"}]}
+    started = time.perf_counter()
+    rewritten = xgr_reads.as_xgrammar_reads(schema)
+    assert time.perf_counter() - started < 20  # (about 0.5 s here; 2^24 merges unbounded)
+    assert any(xgr_reads.beside_choice(n) for n in xgr_reads.read_nodes(rewritten))

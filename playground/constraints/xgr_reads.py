@@ -12,8 +12,9 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
 - a required name missing from properties was not required (`{}` passed)."""
 import json
 
-from playground.constraints.safety import NameMatcher, Needs, end_anchors, literal_of, resolve
+from playground.constraints.safety import NameMatcher, Needs, end_anchors, literal_of
 from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas
+from playground.constraints.schema_merge import Apart, Merging, same
 from playground.errors import PlaygroundError
 
 NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
@@ -25,41 +26,67 @@ COMBINED = ("anyOf", "oneOf", "allOf")  # in the order xgrammar looks for them
 PUSHED_DOWN = "x-playground-pushed-down"  # a node whose keywords sit in each of its branches now (x- keys: ignored)
 BESIDE_CHOICE = "keywords beside anyOf, oneOf or allOf"  # where they could not be merged into the branches
 NAMED_TWICE = "a name in properties that a patternProperties pattern matches"  # xgrammar: either schema, not both
-LOWER_BOUNDS = {"minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum"}
-UPPER_BOUNDS = {"maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum"}
-ARRAY_SHAPE = ("prefixItems", "items", "additionalItems", "unevaluatedItems")
-REF_HOPS, MERGE_DEPTH = 8, 8
-
-
-class _Apart(Exception):
-    """Two schemas whose meeting is not said in one node here."""
+MERGE_DEPTH = 8  # branches of branches pushed down in one node
+PUSH_ROUNDS = 3
 
 
 def as_xgrammar_reads(schema):
     """The schema rewritten for xgrammar (a copy; the original keeps its meaning for the check after the run)."""
-    schema = json.loads(json.dumps(schema))
-    budget = [4 * len(json.dumps(schema)) + 100_000]  # characters of JSON the merging may add
-    for node in reversed(list(subschemas(schema))):  # branches before the nodes holding them
-        _push_down(node, schema, budget, MERGE_DEPTH)
+    schema = _unmarked(json.loads(json.dumps(schema)))  # (a marker the user wrote means nothing)
+    text = json.dumps(schema)
+    budget = [4 * len(text) + 100_000]  # characters of JSON the merging may add
+    nodes = list(subschemas(schema))
+    for _ in range(PUSH_ROUNDS):  # again over what the merging brought in from the nodes $refs name
+        merging = Merging(json.loads(text), choice_of=_read_alone)  # $refs followed in a copy never rewritten
+        todo = [node for node in reversed(nodes) if _to_push(node)]  # branches before the nodes holding them
+        for node in todo:
+            _push_down(node, merging, budget, MERGE_DEPTH)
+        nodes = read_nodes(schema)
     needs = Needs(schema)
     for node in read_nodes(schema):
-        if node.get(PUSHED_DOWN):
-            continue
-        if not KIND_GIVEN & set(node) and set(node) - NOT_CONSTRAINTS:
-            node.update(type=ALL_TYPES, additionalProperties=node.get("additionalProperties", {}), items={})
-            # (items and additionalProperties as JSON Schema's defaults: beside other keywords, xgrammar's
-            # strict mode would allow only [] and {})
-        for name, (held, _) in zip(node.get("required", []), needs.names(node)):
-            if name not in node.get("properties", {}):  # held: its patternProperties entries
-                extra = node.get("additionalProperties", True)
-                node.setdefault("properties", {})[name] = (held[0] if len(held) == 1 else {"allOf": held} if held
-                                                           else extra if isinstance(extra, dict) else {})
-        if node.get("patternProperties"):
-            _as_properties(node)
-        if node.get("patternProperties"):
-            node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
-            node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
-            # instead (beside properties; without them it drops it): fewer names, none wrong
+        if not node.get(PUSHED_DOWN):
+            try:
+                _read_as_meant(node, needs)
+            except (TypeError, AttributeError, ValueError):  # not a schema: a $ref into a non-keyword place
+                pass  # brought it here; xgrammar refuses it or reads it as before
+    return schema
+
+
+def _read_as_meant(node: dict, needs: Needs) -> None:
+    """One node rewritten where xgrammar reads it otherwise (new values only: a node's values can be
+    shared with other nodes since the merging; the node itself is rewritten once)."""
+    if not KIND_GIVEN & set(node) and set(node) - NOT_CONSTRAINTS:
+        node["type"] = ALL_TYPES
+        # items and additionalProperties as JSON Schema's defaults (beside other keywords, xgrammar's
+        # strict mode would allow only [] and {}), not where they would mark every item or name evaluated
+        if "unevaluatedItems" not in node:
+            node.setdefault("items", {})
+        if "unevaluatedProperties" not in node:
+            node.setdefault("additionalProperties", {})
+    for name, (held, _) in zip(node.get("required", []), needs.names(node)):
+        if name not in node.get("properties", {}):  # held: its patternProperties entries
+            extra = node.get("additionalProperties", node.get("unevaluatedProperties", True))
+            if held or extra is not False:  # (a required name nothing allows: left to the check)
+                node["properties"] = {**node.get("properties", {}), name: (
+                    held[0] if len(held) == 1 else {"allOf": held} if held else extra if isinstance(extra, dict) else {})}
+    if node.get("patternProperties"):
+        _as_properties(node)
+    if node.get("patternProperties"):
+        node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
+        node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
+        # instead (beside properties; without them it drops it): fewer names, none wrong
+
+
+def _unmarked(schema):
+    """The schema with every marker key taken out, wherever it is (a $ref can lead anywhere)."""
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            value.pop(PUSHED_DOWN, None)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
     return schema
 
 
@@ -95,130 +122,82 @@ def _choice(node: dict) -> str:
     return next(k for k in COMBINED if k in node)
 
 
-def _push_down(node: dict, root, budget: list, depth: int) -> None:
-    """A node with anyOf/oneOf (or allOf) and other keywords -> those keywords, and allOf's branches,
-    merged into each anyOf/oneOf branch (one anyOf branch for allOf alone), in place. The node's own
-    keywords stay, for $refs into them; the marker says xgrammar reads the branches alone. Left as
-    it is where the merge is not said in one node here, or past the budget (noted then)."""
-    if not isinstance(node, dict) or not (beside_choice(node) or len(node.get("allOf", [])) > 1) or depth <= 0:
+def _read_alone(node: dict) -> dict | None:
+    """A pushed-down node as xgrammar reads it: its branches (its own keywords are in each)."""
+    return {_choice(node): node[_choice(node)]} if node.get(PUSHED_DOWN) else None
+
+
+def _push_down(node: dict, merging: Merging, budget: list, depth: int) -> None:
+    """A node with anyOf/oneOf (or allOf) and other keywords -> those keywords, its $ref and allOf's
+    branches merged into each anyOf/oneOf branch (one anyOf branch for allOf alone), in place. The
+    node's own keywords stay, for $refs into them; the marker says xgrammar reads the branches alone.
+    Left as it is where the merge is not said in one node, or past the budget (noted then)."""
+    if not _to_push(node) or depth <= 0:
         return
     choices = [k for k in ("anyOf", "oneOf") if k in node]
     try:
-        if len(choices) > 1:
-            raise _Apart  # both must hold: a product of branches, not merged here
-        base = {k: v for k, v in node.items() if k == "$ref" or k not in NOT_CONSTRAINTS | set(COMBINED)}
-        for part in node.get("allOf", []):
-            base = _merged(base, part, root)
-        branches = [_merged(base, b, root) for b in node[choices[0]]] if choices else [base]
+        if len(choices) > 1 or not all(isinstance(node[k], list) for k in COMBINED if k in node):
+            raise Apart  # anyOf and oneOf both: a product of branches, not merged here
+        base = {k: v for k, v in node.items() if k not in NOT_CONSTRAINTS | set(COMBINED) and not k.startswith("x-")}
+        for part in ([{"$ref": node["$ref"]}] if "$ref" in node else []) + node.get("allOf", []):
+            base = merging.merged(base, part, outer=True)
+        branches = [merging.merged(base, b, outer=True) for b in node[choices[0]]] if choices else [base]
         branches = [b for b in branches if b is not None]  # a branch nothing satisfies beside the rest: dropped
-        added = len(json.dumps(branches))
-    except (_Apart, PlaygroundError, RecursionError, TypeError, ValueError):
+    except (Apart, PlaygroundError, RecursionError, TypeError, ValueError, AttributeError):
         return
-    if not branches or added > budget[0]:
+    added = _size_within(branches, budget[0])
+    if not branches or added is None:
         return
     budget[0] -= added
     node.pop("$ref", None)  # followed into the branches (a path never ends at one)
     node[choices[0] if choices and len(branches) > 1 else "anyOf"] = branches  # (oneOf of one: that one)
     node[PUSHED_DOWN] = True
-    for branch in branches:  # a branch that held anyOf/oneOf of its own now has keywords beside it
-        _push_down(branch, root, budget, depth - 1)
+    for branch in branches:  # new nodes; one that held anyOf/oneOf of its own now has keywords beside it
+        _push_down(branch, merging, budget, depth - 1)
 
 
-def _resolved(schema, root, hops: int = REF_HOPS) -> dict | None:
-    """A schema with its $ref followed (the node it names merged with the keywords beside it: draft
-    2020-12 applies both) -> a node without one, its annotations left out; None for `false`."""
-    if schema is True:
-        return {}
-    if schema is False:
-        return None
-    if not isinstance(schema, dict):
-        raise _Apart
-    if schema.get(PUSHED_DOWN):
-        schema = {_choice(schema): schema[_choice(schema)]}  # its other keywords are in each branch
-    bare = {k: v for k, v in schema.items() if k not in NOT_CONSTRAINTS and not k.startswith("x-")}
-    if "$ref" not in schema:
-        return bare
-    if not hops:
-        raise _Apart
-    return _merged(_resolved(resolve(schema["$ref"], root), root, hops - 1), bare, root)
+def _to_push(node) -> bool:
+    return isinstance(node, dict) and (beside_choice(node) or (not node.get(PUSHED_DOWN) and _many(node.get("allOf"))))
 
 
-def _merged(a, b, root) -> dict | None:
-    """What allOf [a, b] means, as one node; None where nothing satisfies both; _Apart where it
-    cannot be said in one node here. Neither input is changed (the result shares their values)."""
-    a, b = _resolved(a, root), _resolved(b, root)
-    if a is None or b is None:
-        return None
-    _names_kept(a, b)
-    _names_kept(b, a)
-    if "prefixItems" in a.keys() | b.keys() and any(k in a for k in ARRAY_SHAPE) and any(k in b for k in ARRAY_SHAPE) \
-            and any(a.get(k) != b.get(k) for k in ARRAY_SHAPE):
-        raise _Apart  # items after prefixItems means something else than items alone
-    out = dict(a)
-    for key, value in b.items():
-        if key not in out or out[key] == value:
-            out[key] = value
-        elif key == "type":
-            out[key] = _types_met(out[key], value)
-            if not out[key]:
-                return None
-        elif key == "required":
-            out[key] = list(dict.fromkeys(out[key] + value))
-        elif key in LOWER_BOUNDS | UPPER_BOUNDS and _number(out[key]) and _number(value):
-            out[key] = max(out[key], value) if key in LOWER_BOUNDS else min(out[key], value)
-        elif key in ("properties", "items") and isinstance(value, dict) and isinstance(out[key], dict):
-            out[key] = _properties_met(out[key], value, root) if key == "properties" else _merged(out[key], value, root)
-            if out[key] is None:
-                raise _Apart  # (an empty array only: not said here)
+def _many(value) -> bool:
+    return isinstance(value, list) and len(value) > 1
+
+
+def _size_within(value, limit: int) -> int | None:
+    """About how many characters of JSON the value writes out (shared parts each time), None past limit."""
+    size, stack = 0, [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            size += 2 + sum(len(k) + 4 for k in value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            size += 2 + len(value)
+            stack.extend(value)
         else:
-            raise _Apart
-    return out
-
-
-def _names_kept(side: dict, other: dict) -> None:
-    """Where one side limits an object's other names (additionalProperties, patternProperties,
-    unevaluatedProperties), the merged node's properties must be that side's names: _Apart otherwise."""
-    limits = {k: side[k] for k in ("additionalProperties", "patternProperties", "unevaluatedProperties")
-              if k in side and side[k] not in (True, {})}
-    if not limits:
-        return
-    if not set(other.get("properties", {})) <= set(side.get("properties", {})):
-        raise _Apart
-    if any(k in other and other[k] not in (True, {}) and other[k] != v for k, v in limits.items()):
-        raise _Apart
-
-
-def _types_met(a, b) -> list | str:
-    """Two `type` values -> the types both allow ("integer" is among the numbers)."""
-    a, b = ([t] if isinstance(t, str) else list(t) for t in (a, b))
-    met = [t for t in a if t in b or (t == "integer" and "number" in b)]
-    met += [t for t in b if t == "integer" and "number" in a and t not in met]
-    return met[0] if len(met) == 1 else met
-
-
-def _properties_met(a: dict, b: dict, root) -> dict:
-    out = dict(a)
-    for name, schema in b.items():
-        out[name] = _merged(out[name], schema, root) if name in out and out[name] != schema else schema
-        if out[name] is None:
-            raise _Apart  # (the name never present: not said here)
-    return out
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+            size += len(str(value)) + 2
+        if size > limit:
+            return None
+    return size
 
 
 def _as_properties(node: dict) -> None:
     """A pattern matching one name alone (`^data_type$`, as protobuf's generated schemas write each
     field's other spelling) -> that name in properties, where xgrammar keeps each name once and
-    additionalProperties beside (a name in properties already keeps its pattern)."""
-    for pattern, held in list(node["patternProperties"].items()):
+    additionalProperties beside (a name in properties already keeps its pattern). New dicts: the
+    old ones can be shared."""
+    properties, patterns = dict(node.get("properties", {})), {}
+    for pattern, held in node["patternProperties"].items():
         name = literal_of(pattern)
-        if name is not None and name not in node.get("properties", {}):
-            node.setdefault("properties", {})[name] = held
-            del node["patternProperties"][pattern]
-    if not node["patternProperties"]:
+        if name is not None and name not in properties:
+            properties[name] = held
+        else:
+            patterns[pattern] = held
+    node["properties"] = properties
+    if patterns:
+        node["patternProperties"] = patterns
+    else:
         del node["patternProperties"]
 
 
@@ -227,7 +206,7 @@ def named_twice(schema) -> bool:
     patterns (or cannot be told in time), with another schema: JSON Schema applies both, xgrammar
     lets the name take either alone (`"id"` took `^[a-z]+$`'s free string past its own pattern)."""
     matches = NameMatcher()
-    return any(matches(pattern, name) is not False and held != node["properties"][name]
+    return any(matches(pattern, name) is not False and not same(held, node["properties"][name])
                for node in subschemas(schema)
                if isinstance(node.get("patternProperties"), dict) and isinstance(node.get("properties"), dict)
                for pattern, held in node["patternProperties"].items() for name in node["properties"])
