@@ -426,19 +426,6 @@ def test_a_format_in_a_branch_without_a_type_is_enforced(tokenizer, backend):
     assert allowed(constraint, tokenizer, '"', "1") and not allowed(constraint, tokenizer, '"', "a")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_pattern_matching_one_name_is_that_property(tokenizer, backend):
-    """JsonSchemaStore's strmprivacy schemas (protobuf's): `^data_type$` beside a free
-    additionalProperties. Read as a pattern, xgrammar took no other name after it and wrote
-    "data_type" three times in one object; as a property it is written once, other names still free."""
-    schema = {"type": "object", "properties": {"dataType": {"type": "integer"}},
-              "patternProperties": {"^data_type$": {"type": "string"}}, "additionalProperties": {"type": "boolean"}}
-    constraint = compiled(tokenizer, schema, backend)
-    assert allowed(constraint, tokenizer, '{"data_type": ', '"') and not allowed(constraint, tokenizer, '{"data_type": ', "t")
-    assert allowed(constraint, tokenizer, '{"data_type": "a", "other": ', "t")
-    assert not allowed(constraint, tokenizer, '{"data_type": "a", "other": ', '"')
-
-
 # -- keywords beside anyOf, oneOf and allOf: xgrammar read the first of the three and nothing beside ---
 
 @pytest.mark.parametrize("backend", BACKENDS)

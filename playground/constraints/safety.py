@@ -320,14 +320,6 @@ def end_anchors(pattern: str) -> tuple[bool, bool] | None:
     return (starts, ends) if anchors == starts + ends else None
 
 
-def literal_of(pattern: str) -> str | None:
-    """The one name a pattern like `^data_type$` matches (anchored at both ends, letters alone), else None."""
-    if end_anchors(pattern) != (True, True):
-        return None
-    items = list(sre_parse.parse(pattern))[1:-1]
-    return "".join(chr(av) for _, av in items) if all(op is sre.LITERAL for op, _ in items) else None
-
-
 def _subpatterns(av) -> list:
     """The patterns nested in a parsed item's argument: a group's, an alternation's branches, a look-around's."""
     parts = av if isinstance(av, tuple) else (av,)
