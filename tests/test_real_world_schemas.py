@@ -468,6 +468,27 @@ def test_a_branch_naming_a_definition_takes_the_keywords_beside(tokenizer, backe
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_an_enum_beside_branches_meets_theirs(tokenizer, backend):
+    """Github_easy o69635: `msg`'s enum of commands beside oneOf branches each naming one command
+    (three of them not among the parent's, so those branches can never hold: dropped)."""
+    schema = {"type": "object", "properties": {"m": {"enum": ["a", "b"]}}, "required": ["m"],
+              "oneOf": [{"properties": {"m": {"enum": ["b", "c"]}}}, {"properties": {"m": {"enum": ["z"]}}}]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"m": "', "b") and not allowed(constraint, tokenizer, '{"m": "', "a")
+    assert not allowed(constraint, tokenizer, '{"m": "', "z") and not any("beside" in n for n in constraint.notes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_enum_holds_only_the_values_the_rest_of_its_node_allows(tokenizer, backend):
+    """xgrammar wrote every value of an enum whatever the node's type or minLength said."""
+    constraint = compiled(tokenizer, {"type": "string", "enum": ["a", 1, None]}, backend)
+    assert allowed(constraint, tokenizer, "", '"') and not allowed(constraint, tokenizer, "", "1")
+    assert not allowed(constraint, tokenizer, "", "n")
+    constraint = compiled(tokenizer, {"type": "string", "minLength": 2, "enum": ["a", "bb"]}, backend)
+    assert not allowed(constraint, tokenizer, '"', "a") and allowed(constraint, tokenizer, '"', "b")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_keywords_beside_a_branch_they_do_not_merge_with_are_noted(tokenizer, backend):
     """additionalProperties: false beside a branch naming another property: in one node it would
     allow "b", which the parent forbids; not merged, xgrammar's notes say the keywords are not held."""

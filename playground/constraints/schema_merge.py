@@ -2,7 +2,7 @@
 it. Used to give xgrammar, which reads a node's anyOf/oneOf/allOf branches and nothing beside them,
 each branch with the keywords beside it merged in (xgr_reads.py).
 
-Merged: `type` (the types both allow), `required` (both lists), bounds (the tighter), `properties`
+Merged: `type` and `enum` (what both allow), `required` (both lists), bounds (the tighter), `properties`
 name by name, `items` (each element both), and every keyword one side alone has. Anything else
 both sides give differently raises Apart, as do the keywords whose meaning depends on what is
 beside them in a node, where the merged node would change it: additionalProperties,
@@ -19,6 +19,7 @@ UPPER_BOUNDS = {"maxLength", "maxItems", "maxProperties", "maximum", "exclusiveM
 ARRAY_SHAPE = ("prefixItems", "items", "contains", "minContains", "maxContains", "unevaluatedItems")
 NAME_LIMITS = ("additionalProperties", "patternProperties", "unevaluatedProperties")
 REF_HOPS = 8
+NEVER = object()  # a property schema nothing satisfies
 MERGES = 10_000  # merges one rewrite may do (shared $refs merged name by name can double at each level)
 
 
@@ -52,10 +53,15 @@ class Merging:
         out = dict(a)
         for key, value in b.items():
             if key in out and not same(out[key], value):
-                if key == "type" and not _types_met(out[key], value):
-                    return None  # no type both allow
+                if key == "type" and not _types_met(out[key], value) or key == "enum" and not _enum_met(out[key], value):
+                    return None  # no type, or no value, both allow
                 value = self._met(key, out[key], value)
             out[key] = value
+        never = [name for name, sub in out.get("properties", {}).items() if sub is NEVER]
+        if never and set(never) & set(out.get("required", [])):
+            return None  # a name it requires that nothing allows
+        if never:
+            raise Apart  # (a name never present: not said in one node here)
         return out
 
     def resolved(self, schema, hops: int = REF_HOPS) -> dict | None:
@@ -81,6 +87,8 @@ class Merging:
         """Two different values of one keyword -> the value meaning both."""
         if key == "type":
             return _types_met(a, b)
+        if key == "enum" and isinstance(a, list) and isinstance(b, list):
+            return _enum_met(a, b)
         if key == "required" and isinstance(a, list) and isinstance(b, list):
             return list(dict.fromkeys(a + b))
         if key in LOWER_BOUNDS | UPPER_BOUNDS and _number(a) and _number(b):
@@ -96,9 +104,8 @@ class Merging:
     def _property(self, a, b):
         if same(a, b):
             return a
-        if (met := self.merged(a, b)) is None:
-            raise Apart  # (the name never present: not said here)
-        return met
+        met = self.merged(a, b)
+        return NEVER if met is None else met
 
 
 def same(a, b) -> bool:
@@ -134,6 +141,13 @@ def _types_met(a, b) -> list | str:
     met = [t for t in a if t in b or (t == "integer" and "number" in b)]
     met += [t for t in b if t == "integer" and "number" in a and t not in met]
     return met[0] if len(met) == 1 else met
+
+
+def _enum_met(a, b) -> list:
+    """Two `enum` lists -> the values both hold, in the first's order; [] for none (lists not given: Apart)."""
+    if not isinstance(a, list) or not isinstance(b, list):
+        raise Apart
+    return [v for v in a if any(same(v, w) for w in b)]
 
 
 def _number(value) -> bool:

@@ -9,12 +9,16 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
 - a patternProperties pattern is searched for in a name by JSON Schema and matched whole by xgrammar
   (dropping a ^ or $ at either end); beside properties, a name a pattern matches could take
   additionalProperties' schema instead.
-- a required name missing from properties was not required (`{}` passed)."""
+- a required name missing from properties was not required (`{}` passed).
+- an enum's values are written whatever else the node says: they are filtered by the rest."""
 import json
+
+from jsonschema import Draft202012Validator
 
 from playground.constraints.safety import NameMatcher, Needs, end_anchors
 from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas
 from playground.constraints.schema_merge import Apart, Merging, same
+from playground.constraints.validate import NO_RETRIEVAL, safe_validator
 from playground.errors import PlaygroundError
 
 NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
@@ -64,6 +68,8 @@ def _read_as_meant(node: dict, needs: Needs) -> None:
             node.setdefault("items", {})
         if "unevaluatedProperties" not in node:
             node.setdefault("additionalProperties", {})
+    if isinstance(node.get("enum"), list) and set(node) - NOT_CONSTRAINTS - {"enum"}:
+        node["enum"] = _enum_held(node)
     for name, (held, _) in zip(node.get("required", []), needs.names(node)):
         if name not in node.get("properties", {}):  # held: its patternProperties entries
             extra = node.get("additionalProperties", node.get("unevaluatedProperties", True))
@@ -74,6 +80,22 @@ def _read_as_meant(node: dict, needs: Needs) -> None:
         node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
         node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
         # instead (beside properties; without them it drops it): fewer names, none wrong
+
+
+def _enum_held(node: dict) -> list:
+    """xgrammar writes an enum's values whatever else the node says (`{"type": "string", "enum":
+    ["a", 1]}` let 1 through, minLength beside was dropped): the values the rest allows (all of them
+    where the rest names a $ref, or where none is left: the check after the run judges those)."""
+    rest = {k: v for k, v in node.items() if k not in ("enum", "const") and not k.startswith("x-")}
+    if any(f'"{ref}"' in json.dumps(rest) for ref in ("$ref", "$dynamicRef", "$recursiveRef")):
+        return node["enum"]
+    try:
+        validator = safe_validator(Draft202012Validator)(rest, format_checker=Draft202012Validator.FORMAT_CHECKER,
+                                                          registry=NO_RETRIEVAL)
+        held = [value for value in node["enum"] if validator.is_valid(value)]
+    except Exception:  # noqa: BLE001 - a rest the checker cannot read (or a pattern past its time): as it was
+        return node["enum"]
+    return held or node["enum"]
 
 
 def _unmarked(schema):
