@@ -165,7 +165,8 @@ def _code(pattern: str, i: int) -> str:
 def _json_grammar(schema) -> tuple[str, list[str]]:
     names = [NAMED_TWICE] if named_twice(schema) else []
     schema = as_xgrammar_reads(schema)
-    for node in read_nodes(schema):  # (a pushed-down node's keywords are read in its branches)
+    nodes = read_nodes(schema)
+    for node in nodes:  # (a pushed-down node's keywords are read in its branches)
         names += [BESIDE_CHOICE] if beside_choice(node) else []
         names += [] if node.get(PUSHED_DOWN) else [BESIDE_REF if k == "$ref" else k for k, v in node.items()
                                                    if _unenforced(k, v, node)]
@@ -176,7 +177,7 @@ def _json_grammar(schema) -> tuple[str, list[str]]:
             raise
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
                                                strict_mode=False)
-    return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR), unenforced_note(names + _inexact_formats(schema))
+    return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR), unenforced_note(names + _inexact_formats(nodes))
 
 
 def _bytes_of(text: str, add_special_tokens: bool = False) -> SimpleNamespace:
@@ -246,11 +247,11 @@ def _warned(log: list[str]) -> list[str]:
     return sorted(set(notes))
 
 
-def _inexact_formats(schema) -> list[str]:
+def _inexact_formats(nodes: list[dict]) -> list[str]:
     """xgrammar drops minLength/maxLength on a string that also has a format, and its ipv4 format
     lets leading zeros through (JSON Schema's ipv4 does not)."""
     found = []
-    for sub in read_nodes(schema):
+    for sub in nodes:
         if sub.get("format") in INEXACT_FORMATS:
             found.append(f"format {sub['format']}")
         if "format" in sub and {"minLength", "maxLength"} & set(sub):

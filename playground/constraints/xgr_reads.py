@@ -17,12 +17,11 @@ from jsonschema import Draft202012Validator
 
 from playground.constraints.safety import NameMatcher, Needs, end_anchors
 from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas
-from playground.constraints.schema_merge import Apart, Merging, same
+from playground.constraints.schema_merge import ANNOTATIONS, Apart, Merging, same
 from playground.constraints.validate import NO_RETRIEVAL, safe_validator
 from playground.errors import PlaygroundError
 
-NOT_CONSTRAINTS = {"$ref", "$defs", "definitions", "$comment", "title", "description", "default", "examples",
-                   "$id", "$schema", "$anchor", "$dynamicAnchor", "deprecated", "readOnly", "writeOnly", "nullable"}
+NOT_CONSTRAINTS = ANNOTATIONS | {"$ref"}
 ALL_TYPES = ["null", "boolean", "object", "array", "number", "string"]  # "integer" is among the numbers
 KIND_GIVEN = {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "properties", "items", "prefixItems"}
 # (what xgrammar reads a node's kind from; a node with none of them is any JSON value to it, its other keywords dropped)
@@ -134,9 +133,12 @@ def read_nodes(schema) -> list[dict]:
 def beside_choice(node: dict) -> bool:
     """Whether xgrammar drops some of this node's keywords: beside anyOf/oneOf/allOf, not merged in."""
     present = [k for k in COMBINED if k in node]
-    return bool(present) and not node.get(PUSHED_DOWN) and (
-        len(present) > 1 or any(k == "$ref" or k not in NOT_CONSTRAINTS | set(COMBINED) and not k.startswith("x-")
-                                for k in node))
+    return bool(present) and not node.get(PUSHED_DOWN) and (len(present) > 1 or "$ref" in node or bool(_beside(node)))
+
+
+def _beside(node: dict) -> dict:
+    """The node's own constraints beside anyOf/oneOf/allOf (its $ref aside)."""
+    return {k: v for k, v in node.items() if k not in NOT_CONSTRAINTS | set(COMBINED) and not k.startswith("x-")}
 
 
 def _choice(node: dict) -> str:
@@ -159,7 +161,7 @@ def _push_down(node: dict, merging: Merging, budget: list, depth: int) -> None:
     try:
         if len(choices) > 1 or not all(isinstance(node[k], list) for k in COMBINED if k in node):
             raise Apart  # anyOf and oneOf both: a product of branches, not merged here
-        base = {k: v for k, v in node.items() if k not in NOT_CONSTRAINTS | set(COMBINED) and not k.startswith("x-")}
+        base = _beside(node)
         for part in ([{"$ref": node["$ref"]}] if "$ref" in node else []) + node.get("allOf", []):
             base = merging.merged(base, part, outer=True)
         branches = [merging.merged(base, b, outer=True) for b in node[choices[0]]] if choices else [base]
