@@ -32,7 +32,7 @@ MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name t
 TOKEN_REFERENCE = re.compile(r"<\[|<[^\s<>\"']+>")  # a Lark grammar's token: <[id]>, <|special|>, <name>
 READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 COMPILED_KEPT = 32  # compiled constraints kept, at most
-COMPILED_KEPT_CHARS = 256 * 2**20  # and at most this much of them, counted as the worker sent them
+COMPILED_KEPT_BYTES = 256 * 2**20  # and at most this much of them, as each backend counts its own
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
 _thinking: dict = {}  # (id(tokenizer), vocab, eos) -> (tokenizer, Thinking)
 _bytes: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, each id's bytes, the ids holding a quote)
@@ -223,15 +223,16 @@ def _compiled_grammar(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: froz
             raise
         except (worker.OverMemory, worker.TooSlow) as exc:
             raise _with_lazy_backend(exc, spec) from None
-        found = (backend.load(payload), tuple(notes), len(payload))
+        compiled = backend.load(payload)
+        found = (compiled, tuple(notes), backend.size(compiled))
         with _lock:
             _compiled[(key, spec)] = found
-            while len(_compiled) > COMPILED_KEPT or (len(_compiled) > 1 and _kept_chars() > COMPILED_KEPT_CHARS):
+            while len(_compiled) > COMPILED_KEPT or (len(_compiled) > 1 and _kept_bytes() > COMPILED_KEPT_BYTES):
                 _compiled.popitem(last=False)
     return backend, found[0], found[1]
 
 
-def _kept_chars() -> int:
+def _kept_bytes() -> int:
     return sum(size for _, _, size in _compiled.values())
 
 

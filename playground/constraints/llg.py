@@ -52,6 +52,11 @@ class LLGuidanceBackend:
     def load(self, grammar: str) -> str:
         return grammar
 
+    @staticmethod
+    def size(grammar: str) -> int:
+        """Bytes it holds, about."""
+        return len(grammar)
+
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
         pristine = llguidance.LLMatcher(self.tokenizer, grammar)  # copied (microseconds), never used itself
         return LLGuidanceMatcher(pristine.deep_copy)

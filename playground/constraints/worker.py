@@ -5,7 +5,8 @@ it, so the compile itself is what gets bounded.
 
 The child inherits the backend (tokenizer tables already built, copy-on-write), caps its private
 memory with RLIMIT_DATA at what it has plus COMPILE_BYTES, compiles, and sends back a picklable
-result (llguidance: the grammar text; xgrammar: the compiled grammar serialized). The parent waits
+result (llguidance: the grammar text; xgrammar: the text it compiled, which the caller compiles
+again, work the child showed fits the bounds: the compiled form serialized ran to 256 MB). The parent waits
 at most COMPILE_SECONDS and kills it past that (or less where its caller set a ceiling: the page's
 check as typed and its Export tab, whose lanes every visitor's calls wait in). The child runs at a
 lower CPU priority (CHILD_NICENESS): on a 2-core host one caller's checks slowed a 32-token run from
