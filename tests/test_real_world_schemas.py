@@ -3,6 +3,7 @@ of its own: a compile bounded in memory and time, the draft a schema declares, d
 references to nodes outside any keyword, required names matched by patternProperties, sizes
 counted minified, oneOf and unknown formats, and a cut output that says where and why."""
 import json
+import os
 import time
 
 import pytest
@@ -82,6 +83,33 @@ def test_xgrammar_compiles_what_fits_its_bounds_however_large_its_serialized_for
     assert all(matcher.consume(t) for t in tokenizer.encode('{"p7": {"a": 12}, "p149": {"a": 3}}'))
     assert matcher.accepting()
     assert not matcher.consume(tokenizer.encode("}")[0])  # past the end
+
+
+def test_the_servers_second_xgrammar_compile_yields_the_cpu_and_a_compile_in_process_is_done_once(tokenizer,
+                                                                                                  monkeypatch):
+    """The text the worker compiled is compiled again in the server at the workers' low priority (on a
+    2-core host a compile beside a run slowed it 15x); with no worker (not Linux, a ZeroGPU task) the
+    compiled grammar is kept as it is, not compiled twice."""
+    from playground.constraints import xgr
+    niceness, compile_once = [], xgr._compiled
+
+    def watched(*args):
+        niceness.append(os.getpriority(os.PRIO_PROCESS, 0))  # (Linux: the calling thread's)
+        return compile_once(*args)
+    monkeypatch.setattr(xgr, "_compiled", watched)
+    schema = {"type": "object", "properties": {"yielding": {"type": "integer"}}}
+    compiled(tokenizer, schema, "xgrammar")
+    assert niceness == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + worker.CHILD_NICENESS)]  # the child's is its own
+    monkeypatch.setattr(worker, "FORKS", False)
+    niceness.clear()
+    constraint = compiled(tokenizer, {**schema, "title": "in-process"}, "xgrammar")
+    assert len(niceness) == 1 and constraint.guide(1).next_mask().any()
+
+
+def test_work_yielding_in_the_server_raises_in_its_caller():
+    assert worker.yielding(max, 2, 3) == 3
+    with pytest.raises(ZeroDivisionError):
+        worker.yielding(divmod, 1, 0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

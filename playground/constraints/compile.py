@@ -1,7 +1,8 @@
 """Compile a ConstraintSpec for one tokenizer, with caches: one backend object per tokenizer (the
 expensive part: llguidance ~1 s, xgrammar's tokenizer info) and the last COMPILED_KEPT compiled
 grammars. Each compile runs in a bounded worker (playground.constraints.worker): a schema that
-makes a compiler grow without bound is refused, and the server lives."""
+makes a compiler grow without bound is refused, and the server lives. xgrammar's compile is then
+done again in the server (its compiled form is too large to hand back): work known to fit."""
 import dataclasses
 import itertools
 import json

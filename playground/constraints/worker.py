@@ -6,7 +6,8 @@ it, so the compile itself is what gets bounded.
 The child inherits the backend (tokenizer tables already built, copy-on-write), caps its private
 memory with RLIMIT_DATA at what it has plus COMPILE_BYTES, compiles, and sends back a picklable
 result (llguidance: the grammar text; xgrammar: the text it compiled, which the caller compiles
-again, work the child showed fits the bounds: the compiled form serialized ran to 256 MB). The parent waits
+again at the same low priority (yielding): work the child has shown fits the bounds, where the
+compiled form serialized ran to 256 MB and past the allowance to write it). The parent waits
 at most COMPILE_SECONDS and kills it past that (or less where its caller set a ceiling: the page's
 check as typed and its Export tab, whose lanes every visitor's calls wait in). The child runs at a
 lower CPU priority (CHILD_NICENESS): on a 2-core host one caller's checks slowed a 32-token run from
@@ -19,6 +20,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 
@@ -99,6 +101,31 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     if kind == "memory":
         raise OverMemory(_over_memory(task, extra_bytes))
     raise PlaygroundError(value)
+
+
+def in_child() -> bool:
+    """True inside a worker child: what it returns crosses a pipe to its parent."""
+    return _in_child
+
+
+def yielding(fn, *args):
+    """fn(*args) on a thread of its own at the workers' lower CPU priority (Linux sets a niceness per
+    thread, and the threads it starts inherit it), its exceptions raised here: work in the server
+    that a worker has shown fits the bounds, and that should yield to the runs as a worker does."""
+    outcome: list = [None, None]  # its result, or what it raised
+
+    def run() -> None:
+        try:
+            os.nice(CHILD_NICENESS)
+            outcome[0] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            outcome[1] = exc
+    thread = threading.Thread(target=run, name="yielding", daemon=True)
+    thread.start()
+    thread.join()
+    if outcome[1] is not None:
+        raise outcome[1]
+    return outcome[0]
 
 
 def _child(send, extra_bytes: int, compile_fn, args, doing: str) -> None:

@@ -60,15 +60,23 @@ class XGrammarBackend:
             raise
 
     @staticmethod
-    def dump(compiled: "Compiled") -> tuple[str, str]:
+    def dump(compiled: "Compiled"):
         """What a worker hands back: the text xgrammar compiled, not the compiled form, whose
         serialize_json is far larger than the form itself (JSONSchemaBench's Snowplow sp_367: 16 KB of
-        grammar compiled in 3.4 s to 10 MB, serialized to 256 MB in 9.9 s with 3.4 GB more memory)."""
-        return compiled.source
+        grammar compiled in 3.4 s to 10 MB, serialized to 256 MB in 9.9 s with 3.4 GB more memory).
+        Compiled in-process (no worker: not Linux, or a ZeroGPU task), the compiled grammar itself."""
+        return compiled.source if worker.in_child() else compiled
 
-    def load(self, source: tuple[str, str]) -> "Compiled":
-        """The source compiled again here (it compiled within the worker's bounds: the same work)."""
-        return Compiled(source, _compiled(self.info, *source))
+    def load(self, payload) -> "Compiled":
+        """dump's hand-back compiled again here, at a worker's low CPU priority: the work the worker
+        finished within its bounds."""
+        if isinstance(payload, Compiled):
+            return payload
+        try:
+            return Compiled(payload, worker.yielding(_compiled, self.info, *payload))
+        except (RuntimeError, MemoryError) as exc:  # (never seen: the worker compiled the same text)
+            raise PlaygroundError(f"compiling this constraint again in the server failed: {type(exc).__name__} "
+                                 f"{str(exc)[:300]}") from None
 
     @staticmethod
     def size(compiled: "Compiled") -> int:
