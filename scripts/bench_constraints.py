@@ -89,7 +89,7 @@ def mask_table(tok, steps: int) -> list[dict]:
             spec = ConstraintSpec("json", json.dumps(schema), name)
             start = time.perf_counter()
             try:
-                compiled = backend.compile(spec)
+                compiled, _ = backend.compile(spec)
             except PlaygroundError:
                 refused += 1
                 continue
