@@ -1,6 +1,7 @@
 """Hostile constraints: a schema or pattern may never fetch a URL, read a file, hang the process or
 exhaust its memory; each is refused up front with one clear line, or checked in bounded time."""
 import json
+import os
 import re
 import resource
 import socket
@@ -155,6 +156,21 @@ BAD_SCHEMAS = {
     # backends failed on it: llguidance "number out of range", xgrammar an IndexError
     "a lone surrogate": ('{"const": "a\\ud800b"}', "lone surrogate"),
 }
+
+
+def test_a_schema_against_its_meta_schema_is_told_the_same_place_in_every_process():
+    """jsonschema's check_schema names the first error its walk meets, and it walks a set of names:
+    JSONSchemaBench o15286 was refused at definitions/currency/enum in 4 of 12 processes and at
+    definitions/Location/... in 8. The place named is the one nearest the top, then first by name."""
+    import subprocess
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#",
+              "definitions": {name: {"enum": [1, 1]} for name in "hgfedcba"}}
+    told = {subprocess.run([sys.executable, "-c", "import sys; from playground.constraints.spec import parse_schema\n"
+                            "try: parse_schema(sys.argv[1])\nexcept Exception as exc: print(exc)", json.dumps(schema)],
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True,
+                           check=True).stdout.strip() for seed in range(4)}
+    assert told == {"the schema is not a valid JSON Schema (draft-04) at definitions/a/enum: [1, 1] has non-unique "
+                    "elements"}, told
 
 
 @pytest.mark.parametrize("case", BAD_SCHEMAS)
