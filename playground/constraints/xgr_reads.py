@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from playground.constraints.safety import NameMatcher, Needs, end_anchors
 from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas
 from playground.constraints.schema_merge import ANNOTATIONS, Apart, Merging, same
-from playground.constraints.validate import NO_RETRIEVAL, safe_validator
+from playground.constraints.validate import checker
 from playground.errors import PlaygroundError
 
 NOT_CONSTRAINTS = ANNOTATIONS | {"$ref"}
@@ -89,8 +89,7 @@ def _enum_held(node: dict) -> list:
     if any(f'"{ref}"' in json.dumps(rest) for ref in ("$ref", "$dynamicRef", "$recursiveRef")):
         return node["enum"]
     try:
-        validator = safe_validator(Draft202012Validator)(rest, format_checker=Draft202012Validator.FORMAT_CHECKER,
-                                                          registry=NO_RETRIEVAL)
+        validator = checker(rest, Draft202012Validator)
         held = [value for value in node["enum"] if validator.is_valid(value)]
     except Exception:  # noqa: BLE001 - a rest the checker cannot read (or a pattern past its time): as it was
         return node["enum"]
