@@ -678,7 +678,8 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     with pytest.raises(QueueError):
         flood.submit(*args, api_name="/generate").result(timeout=60)
     for route, index in (("queue/join", fn["generate"]), ("queue/join", str(fn["generate"])), ("call/generate", None),
-                         ("call/v2/generate", None), ("queue/join", fn["share_link"])):  # any join, by any route
+                         ("call/v2/generate", None), ("queue/join", None), ("queue/join", 10**6)):  # any run's join, by
+        # any route; a function not named or not known counts as a run
         status, text = _join(app_url, index, list(args), "203.0.113.7", route)
         assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
     monkeypatch.setattr(serving, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
@@ -686,9 +687,36 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} events queued or running" in text
     assert _join(app_url, fn["share_link"], [], "198.51.100.9")[0] == 200  # another address joins
     monkeypatch.undo()
+    assert _join(app_url, fn["share_link"], [], "203.0.113.7")[0] == 200  # a quick event, not a run, joins
     assert other.predict("def g(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")["text"] is not None
     for job in held:  # each held run was served in its turn
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
+
+
+def test_quick_events_joining_at_once_are_not_counted_as_runs(monkeypatch):
+    """A page's first load joins three quick events at once (the chart, the export, the thinking
+    budget); all counted as runs on the device, the third was refused ("currently busy") while a
+    freshly started server was slow to answer the first two (5 of 7 first loads on a 2-core EPYC)."""
+    import app
+    from playground.limits import DEVICE_RUNS_PER_CLIENT, QUEUED_PER_CLIENT
+    from playground.ui import serving
+    fns = {fn.api_name: index for index, fn in app.demo.fns.items()}
+    join = lambda fn_index: json.dumps({"data": [], "fn_index": fn_index, "session_hash": "s"}).encode()
+    assert not serving._runs_on_device(join(fns["export"]), app.demo, "/gradio_api/queue/join")
+    assert not serving._runs_on_device(b"{}", app.demo, "/gradio_api/call/share_link")
+    for runs in (join(fns["generate"]), join(str(fns["generate"])), join(10**6), b"{}", b"[" * 5000,
+                 join(fns["export"])[:-1] + b" " * serving.VALUE_CHARS + b"}"):  # a run, or not known for one
+        assert serving._runs_on_device(runs, app.demo, "/gradio_api/queue/join"), runs[:60]
+    assert serving._runs_on_device(b"{}", app.demo, "/gradio_api/call/generate")
+
+    queue, caller = app.demo._queue, "203.0.113.99"
+    monkeypatch.setitem(serving._pending, caller, DEVICE_RUNS_PER_CLIENT)  # that many quick ones joining now
+    assert serving.share_taken(queue, caller, run=False) == serving.share_taken(queue, caller, run=True) == ""
+    monkeypatch.setitem(serving._pending_runs, caller, DEVICE_RUNS_PER_CLIENT)  # runs, joining now
+    assert serving.share_taken(queue, caller, run=False) == ""
+    assert serving.share_taken(queue, caller, run=True) == f"{DEVICE_RUNS_PER_CLIENT} runs on the device"
+    monkeypatch.setitem(serving._pending, caller, QUEUED_PER_CLIENT)
+    assert serving.share_taken(queue, caller, run=False) == f"{QUEUED_PER_CLIENT} events"
 
 
 def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():

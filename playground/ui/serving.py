@@ -11,10 +11,11 @@ with a guard in front of Gradio on every request.
   address a caller names). Nor is a URL given to Gradio's file route, which fetched it and sent it
   back (an open proxy with no time or size bound).
 - One address holds at most DEVICE_RUNS_PER_CLIENT runs on the device and QUEUED_PER_CLIENT events
-  of any kind (a quarter of the queue), queued, running or joining: past either, its next join of
-  the queue (/queue/join, or /call/<name>, which joins it too) is refused with the status of Gradio's
-  own "queue full" (503; Gradio's clients show their own words for it), the others go on. A page
-  held at most 2 events, 1 on the device, at any join of the browser tests (331 joins).
+  of any kind (a quarter of the queue), queued, running or joining: past the first, its next join of
+  the queue for a run (/queue/join, or /call/<name>, which joins it too; a function not known counts
+  as a run) is refused with the status of Gradio's own "queue full" (503; Gradio's clients show their
+  own words for it), past the second any join; the others go on. A page's first load joins three
+  quick events at once (the calculator's chart, the export, the thinking budget), none a run.
   The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
   a Space's proxy, a local nginx) the first of X-Forwarded-For. The first, not the last: a proxy that
   passes on what the caller sent lets a forger look like another address, which gives him only what
@@ -76,6 +77,7 @@ _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about 
 JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that put an event in the queue
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
 _pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
+_pending_runs = collections.Counter()  # address -> those of them that run on the device (or may: _runs_on_device)
 _open = collections.Counter()  # address -> its requests open now (streams until they end)
 DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
 
@@ -131,19 +133,22 @@ class RequestGuard:
             return await refuse(send, *refused)
         if not JOINS.search(path):
             return await self.app(scope, _replay(body, receive), leftovers.on_cancel(queue, path, body, send))
+        run = _runs_on_device(body, scope["app"].get_blocks(), path)
         async with _joining:
-            held = share_taken(queue, caller)
+            held = share_taken(queue, caller, run)
             if not held:
                 _pending[caller] += 1
+                _pending_runs[caller] += run
         if held:
             return await refuse(send, 503, f"this address already has {held} queued or running; start another "
                                            "once one has ended")
         try:
             await self.app(scope, _replay(body, receive), send)
         finally:
-            _pending[caller] -= 1
-            if not _pending[caller]:
-                del _pending[caller]
+            for pending, joined in ((_pending, 1), (_pending_runs, run)):
+                pending[caller] -= joined
+                if pending[caller] <= 0:
+                    del pending[caller]
 
 
 def _replay(body: bytes, receive):
@@ -171,17 +176,32 @@ def client_address(headers, peer) -> str:
     return forwarded or host
 
 
-def share_taken(queue, caller: str) -> str:
+def share_taken(queue, caller: str, run: bool = True) -> str:
     """What `caller` holds in Gradio's queue (waiting, running, or joining now) where that is its
-    whole share, else ""."""
+    whole share for one more event (`run`: one on the device), else ""."""
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
     mine = [e for e in waiting + running if client_address(e.request.headers, _peer(e.request)) == caller]
-    joining = _pending[caller]  # unknown functions: counted as runs on the device too
-    if len(mine) + joining >= QUEUED_PER_CLIENT:
-        return f"{len(mine) + joining} events"
-    runs = sum(e.concurrency_id == DEVICE for e in mine) + joining
-    return f"{runs} runs on the device" if runs >= DEVICE_RUNS_PER_CLIENT else ""
+    if len(mine) + _pending[caller] >= QUEUED_PER_CLIENT:
+        return f"{len(mine) + _pending[caller]} events"
+    runs = sum(e.concurrency_id == DEVICE for e in mine) + _pending_runs[caller]
+    return f"{runs} runs on the device" if run and runs >= DEVICE_RUNS_PER_CLIENT else ""
+
+
+def _runs_on_device(body: bytes, blocks, path: str) -> bool:
+    """Whether a join's function runs on the device: its route's (/call/<name>) or its fn_index's, read
+    from a body short enough to read again here; a function not known so counts as one that does. (A
+    page's first load joins three quick ones at once, the chart, the export, the thinking budget; all
+    counted as runs, the third was refused while the server was slow to answer the first.)"""
+    call = None
+    if len(body) <= VALUE_CHARS:
+        try:
+            call = json.loads(body)
+        except (ValueError, RecursionError):
+            pass
+    fn_index = call.get("fn_index") if isinstance(call, dict) else None
+    fn = _function(blocks, fn_index if type(fn_index) is int else None, path)
+    return fn is None or fn.concurrency_id == DEVICE
 
 
 SERVER_PID = os.getpid()  # the process that serves the page and holds Gradio's queue
