@@ -82,6 +82,27 @@ def test_preset_switch_and_url_restore():
     assert "bogus" in values[-1] and "evil/model" in values[-1]
 
 
+def test_a_preset_picked_keeps_what_the_user_typed_and_says_so():
+    """A prompt written, then a pair picked to try it on, was replaced by the preset's without a word."""
+    at = page_inputs.SETTING_NAMES.index
+    stock = page_inputs.apply_preset("demo-json", page_inputs.PRESETS["demo"].prompt)  # a preset's own: replaced
+    assert "metadata" in stock[at("prompt")] and stock[at("kind")] == "JSON schema" and "Kept" not in stock[-2]
+    example = page_inputs.EXAMPLE_CONSTRAINTS["regex: IPv4"]
+    replaced = page_inputs.apply_preset("demo", example[2], "", example[0], example[1] + "\n")  # an example's
+    assert replaced[at("kind")] == "none" and "Kept" not in replaced[-2]
+
+    mine = page_inputs.apply_preset("demo-json", "My own prompt", "Be brief.", "regex", "[0-9]+")
+    for box in ("prompt", "system", "kind", "constraint", "schema_in_prompt"):
+        assert mine[at(box)] == gr.skip(), box
+    assert mine[at("k")] == page_inputs.PRESETS["demo-json"].k  # the pair's own settings still come with it
+    assert mine[-2].endswith("*Kept your prompt, your system prompt and your regex: empty a box and pick the "
+                             "preset again for the preset's own.*")
+    assert mine[-1] == gr.skip()  # the section holding the user's regex stays as it is
+    unused = page_inputs.apply_preset("demo", "My own prompt", "", "none", "[0-9]+")  # an editor's text unused
+    assert unused[at("kind")] == "none" and unused[-2].endswith("*Kept your prompt: empty its box and pick the "
+                                                                 "preset again for the preset's own.*")
+
+
 def test_a_host_without_a_gpu_marks_the_gpu_presets_before_one_is_picked(monkeypatch):
     """A newcomer on a CPU learnt that a 7B preset cannot run here from Run's refusal."""
     for gpu in (False, True):

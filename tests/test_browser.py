@@ -460,6 +460,26 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
     expect(pointer).to_have_count(0)
 
 
+def test_a_preset_picked_keeps_a_typed_prompt_and_gives_its_own_once_the_box_is_empty(page, app_url):
+    page.goto(f"{app_url}?preset=demo")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    prompt, note = page.locator("#prompt-box textarea"), page.locator("#preset-note")
+
+    def pick(name):
+        page.locator("#preset-box input").click()
+        page.get_by_role("option", name=name, exact=True).click()
+
+    prompt.fill("My own prompt, written before picking a pair")
+    pick("demo-json")
+    expect(note).to_contain_text("Kept your prompt", timeout=30_000)
+    expect(page.locator("#constraint-editor")).to_contain_text('"type"')  # the preset's schema came with it
+    expect(prompt).to_have_value("My own prompt, written before picking a pair")
+    prompt.fill("")
+    pick("demo-json")  # the same preset again, its box emptied: the preset's own
+    expect(prompt).to_have_value(re.compile("metadata"), timeout=30_000)
+    expect(note).not_to_contain_text("Kept")
+
+
 def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_url):
     page.set_viewport_size({"width": 390, "height": 844})
     try:

@@ -61,6 +61,14 @@ EXAMPLE_CONSTRAINTS = {  # name -> (kind, constraint, a prompt it answers)
                                   "in the table users. Answer with the query only."),
 }
 STOCK_PROMPTS = {p.prompt for p in PRESETS.values()} | {example[2] for example in EXAMPLE_CONSTRAINTS.values()}
+STOCK_SYSTEMS = {p.system for p in PRESETS.values()}
+STOCK_CONSTRAINTS = ({text.strip() for p in PRESETS.values() for text in (p.schema, p.regex, p.grammar)}
+                     | {example[1].strip() for example in EXAMPLE_CONSTRAINTS.values()})
+
+
+def _typed_by_user(text: str | None, stock: set[str]) -> bool:
+    """Whether a box holds the user's own text: not empty, and none of a preset's or an example's."""
+    return bool((text or "").strip()) and text not in stock and text.strip() not in stock
 
 
 def load_example(name: str | None, prompt: str) -> tuple:
@@ -69,8 +77,7 @@ def load_example(name: str | None, prompt: str) -> tuple:
     if not name or name not in EXAMPLE_CONSTRAINTS:
         return (gr.skip(),) * 3
     kind, text, example_prompt = EXAMPLE_CONSTRAINTS[name]
-    mine = (prompt or "").strip() and prompt not in STOCK_PROMPTS
-    return kind, text, gr.skip() if mine else example_prompt
+    return kind, text, gr.skip() if _typed_by_user(prompt, STOCK_PROMPTS) else example_prompt
 
 
 def named_inputs(fn, leading: tuple[str, ...] = ()):
@@ -214,11 +221,34 @@ def preset_choices() -> list[tuple[str, str]]:
     return [(f"{name} (needs a GPU)" if preset.gpu and not gpu else name, name) for name, preset in PRESETS.items()]
 
 
-def apply_preset(name: str):
+def apply_preset(name: str, prompt: str = "", system: str = "", kind: str = "none", constraint: str = ""):
+    """The preset's settings -> SETTINGS values, its note, the constraint section. What the user typed
+    (a prompt, a system prompt, a constraint that is no preset's or example's) is kept, and the note
+    says so: a prompt written, then a pair picked to try it on, was replaced without a word."""
     if name not in PRESETS:
         raise user_error(PlaygroundError(f"unknown preset '{name[:40]}'"))
     settings = Settings.from_preset(PRESETS[name])
-    return inputs_from_settings(settings) + [preset_note(name), constraint_section(settings)]
+    values, section = inputs_from_settings(settings), constraint_section(settings)
+    kept = []  # (its words in the note, the settings it holds)
+    if _typed_by_user(prompt, STOCK_PROMPTS):
+        kept.append(("your prompt", ("prompt",)))
+    if _typed_by_user(system, STOCK_SYSTEMS):
+        kept.append(("your system prompt", ("system",)))
+    if kind in KIND_FIELDS and _typed_by_user(constraint, STOCK_CONSTRAINTS):  # KIND_FIELDS: the note's word too
+        kept.append((f"your {KIND_FIELDS[kind]}", ("kind", "constraint", "schema_in_prompt")))
+        section = gr.skip()  # open: it holds the user's
+    for _, names in kept:
+        for box in names:
+            values[SETTING_NAMES.index(box)] = gr.skip()
+    note = preset_note(name)
+    if kept:
+        note += (f"\n\n*Kept {_joined([words for words, _ in kept])}: empty {'its box' if len(kept) == 1 else 'a box'} "
+                 "and pick the preset again for the preset's own.*")
+    return values + [note, section]
+
+
+def _joined(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def k_with_tree(tree: str):

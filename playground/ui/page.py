@@ -56,7 +56,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         with gr.Row():
             with gr.Column(scale=1, min_width=300, elem_id="settings-column"):
                 preset = gr.Dropdown(preset_choices(), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
-                note = gr.Markdown(preset_note(DEFAULT.preset))
+                note = gr.Markdown(preset_note(DEFAULT.preset), elem_id="preset-note")
                 model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
                 target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model", elem_id="target-box",
                                      allow_custom_value=custom_models_allowed())
@@ -239,7 +239,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
     run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
 
-    preset.input(apply_preset, preset, SETTINGS + [note, constraint_acc], api_visibility="private").then(
+    preset.input(apply_preset, [preset, prompt, system, kind, constraint], SETTINGS + [note, constraint_acc],
+                 api_visibility="private").then(
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
     # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
