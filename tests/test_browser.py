@@ -486,7 +486,9 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         page.goto(f"{app_url}?preset=demo")
         expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
         run, preset = page.locator("#run-button").bounding_box(), page.locator("#preset-box").bounding_box()
-        assert preset["y"] + preset["height"] < page.locator("#prompt-box").bounding_box()["y"]  # the picker first
+        note = page.locator("#preset-note").bounding_box()
+        assert preset["y"] + preset["height"] <= note["y"]  # the picker first, what the preset is under it
+        assert note["y"] + note["height"] < page.locator("#prompt-box").bounding_box()["y"]
         assert run["y"] + run["height"] < 844 < page.locator("#target-box").bounding_box()["y"]  # Run on the first screen
         assert preset["width"] > 300  # the whole width, as the prompt's
         page.locator("#preset-box input").click()

@@ -47,7 +47,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
-                "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.")
+                "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.",
+                elem_id="intro")
     with gr.Row(elem_id="link-notices"):
         link_notice = gr.Markdown(latex_delimiters=[])  # a link's text shown as typed, never as LaTeX
         dismiss_notice = gr.Button("Dismiss", size="sm", scale=0, min_width=90, visible=False, elem_id="dismiss-notices")

@@ -53,11 +53,19 @@ CSS = """
 @keyframes spin { to { transform: rotate(360deg); } }
 #stream > [data-testid=status-tracker].translucent { background: var(--block-background-fill); }  /* loading's
    progress over the stream (its text ran through the placeholder's); not while tokens stream ("generating") */
-@media (max-width: 640px) {  /* a phone: the preset picker, then prompt, Run and output, then the settings (each
-   with its default) below them, not 1,800 px of them before Run; the column's parts join the row to be ordered */
+/* An HTML box with nothing in it (a message not said, a run's badge before a run) takes no room: each left a
+   20 px band and its gap, between the prompt and its constraint, under Run; one showing Gradio's progress stays */
+.block:has(> .html-container > .prose:empty):not(:has(> [data-testid=status-tracker]:not(.hide))) { display: none; }
+@media (max-width: 640px) {  /* a phone: the preset picker and what the preset is, then prompt, Run and output, then
+   the settings (each with its default) below them, not 1,800 px of them before Run; the column's parts join the row
+   to be ordered */
   #settings-column { display: contents; }
   #settings-column > * { order: 1; width: 100%; }
-  #settings-column > :has(#preset-box) { order: -1; }
+  #settings-column > :is(:has(#preset-box), #preset-note, :has(#preset-note)) { order: -1; }
+  h1 { font-size: 20px !important; line-height: 1.25 !important; }  /* its three lines at 34 px pushed Run off the
+     first screen once the preset's note joined the picker */
+  #intro p { font-size: 14px !important; line-height: 1.45 !important; }
+  #preset-note * { font-size: 13px !important; line-height: 1.4 !important; }  /* as a setting's help text */
 }
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
