@@ -147,6 +147,8 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.locator("#sweep-csv")).to_be_visible()
     expect(page.locator("#sweep-table thead")).to_contain_text("acceptance rate")
     expect(page.locator("#sweep-table thead")).not_to_contain_text("temperature")  # held still: the settings line has it
+    lows = page.locator("#sweep-table .virtual-row .body-cell:nth-child(3)").all_inner_texts()  # k, speedup, its low end
+    assert len(lows) == 3 and all(re.fullmatch(r"\d+\.\d\d", cell.strip()) for cell in lows), lows  # as the run's card
     expect(page.locator("#calc-text")).to_contain_text("Your last K sweep (temperature 0")  # its line on the chart
     expect(page.locator("#calc-plot")).to_contain_text("your last K sweep (measured)")
 

@@ -99,7 +99,7 @@ def test_compare_drafts_measures_each_way_once_and_is_bounded(monkeypatch):
     monkeypatch.setattr(experiments_tab, "MAX_EXPERIMENT_TOKENS", 8)  # one way, one prompt, 8 tokens
     *_, (status, table, _) = experiments_tab.run_comparison(None, lambda *a, **k: None, ["prompt lookup"] * 40, "def f(",
                                                             *page_inputs.inputs_from_settings(settings))
-    assert "done: 1 way of drafting" in status and len(table) == 1
+    assert "done: 1 way of drafting" in status and len(table["data"]) == 1
     refused = list(experiments_tab.run_comparison(None, lambda *a, **k: None, ["prompt lookup", "draft model"], "def f(",
                                                   *page_inputs.inputs_from_settings(settings)))
     assert "tokens this experiment asks for (values x prompts x max new tokens) is 16, more than this host allows (8)" in refused[-1][0]

@@ -92,8 +92,10 @@ def test_a_sweep_rows_speedup_cell_says_which_side_of_1x_and_its_csv_keeps_the_e
                                                    "speedup_low": sp.low, "speedup_high": sp.high, "verdict": sp.verdict,
                                                    "note": sweeps._note(sp)}
         rows.append(row)
-    cells = [row[at] for row in experiments_tab._table(rows)]
+    table = experiments_tab._table(rows)
+    cells = [row[at] for row in table["data"]]
     assert cells == ["≈1.32 (faster, noisy)", "≈1.13 (noisy)", "0.96 (no clear difference)", 1.4]
+    assert [row[at] for row in table["metadata"]["display_value"]][3] == "1.40"
     assert rows[2]["note"].startswith("no clear difference: the 95% interval holds 1x") and rows[3]["note"] == ""
     csv_text = sweeps.to_csv(rows, {"target": "acme/target", "max_new_tokens": 32})
     header, *lines = csv_text.splitlines()
@@ -130,7 +132,7 @@ def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
     told = row | {"k": 4, "speedup": 1.31, "speedup_estimate": 1.31}
     table = experiments_tab._table([row, told])
     at = sweeps.COLUMNS.index("speedup")
-    assert table[0][at] == "≈1.10 (noisy)" and table[1][at] == 1.31
+    assert table["data"][0][at] == "≈1.10 (noisy)" and table["data"][1][at] == 1.31
     assert "tokens (all measurements)" in experiments_tab.column_headers(sweeps.COLUMNS)
     for axis, held in (("k", "temperature"), ("temperature", "k")):  # the axis held still: one value down a column
         columns = experiments_tab.sweep_columns(axis)
@@ -139,6 +141,25 @@ def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
         assert shown.headers == experiments_tab.column_headers(columns) and all(len(r) == len(columns) for r in shown.value["data"])
     assert "tokens per target pass (prompt passes too)" in experiments_tab.column_headers(sweeps.COMPARE_COLUMNS)
     assert plots.sweep_chart([row, told], "k").layout.xaxis.dtick == 1
+
+
+def test_a_sweep_tables_columns_each_show_their_own_decimals():
+    """A sweep showed speedup 1.635 with high 1.811 beside high 1.9 (round to 3 places), and the run's
+    card 1.64x for the speedup this table showed as 1.635."""
+    from playground.measure import sweeps
+    from playground.ui import experiments_tab
+    row = {c: None for c in sweeps.COLUMNS} | {"k": 4, "temperature": 0.7, "speedup": 1.635, "speedup_estimate": 1.635,
+                                               "speedup_low": 1.5, "speedup_high": 1.9, "acceptance_rate": 0.4166,
+                                               "token_acceptance": 0.537, "tokens_per_target_pass": 2.0,
+                                               "tokens_per_s": 31.25, "baseline_tokens_per_s": 19.0, "measurements": 2,
+                                               "note": ""}
+    table = experiments_tab._table([row])
+    shown = dict(zip(sweeps.COLUMNS, table["metadata"]["display_value"][0]))
+    assert shown == {"k": "4", "temperature": "0.7", "speedup": "1.64", "speedup_low": "1.50", "speedup_high": "1.90",
+                     "note": "", "acceptance_rate": "0.42", "token_acceptance": "0.54", "tokens_per_target_pass": "2.00",
+                     "tokens_per_s": "31.2", "baseline_tokens_per_s": "19.0", "measurements": "2", "prompts": "",
+                     "tokens": ""}
+    assert dict(zip(sweeps.COLUMNS, table["data"][0]))["speedup_high"] == 1.9  # the number itself, for sorting and the API
 
 
 def test_a_sweep_stars_a_best_only_where_its_interval_clears_the_others():

@@ -169,21 +169,43 @@ def _sweep_table(rows: list[dict], axis: str) -> gr.Dataframe:
     return gr.Dataframe(value=_table(rows, columns), headers=column_headers(columns), column_widths=column_widths(columns))
 
 
-def _table(rows: list[dict], columns=sweeps.COLUMNS) -> list[list]:
-    return [[_speedup_cell(r) if c == "speedup" else round(r[c], 3) if isinstance(r[c], float) else r[c]
-             for c in columns] for r in rows]
+def _table(rows: list[dict], columns=sweeps.COLUMNS) -> dict:
+    """The Dataframe's value: each cell's value (what a column sorts by, what an API caller reads; a
+    speedup not clear of 1x: its words) and the text shown, each column to its own decimals (1.635
+    beside 1.9 in one column, and a speedup of 1.64 on the run's card shown as 1.635 here)."""
+    shown = [[_speedup_cell(r) if c == "speedup" else _shown(c, r[c]) for c in columns] for r in rows]
+    data = [[_value(r, c, cell) for c, cell in zip(columns, line)] for r, line in zip(rows, shown)]
+    return {"headers": column_headers(columns), "data": data, "metadata": {"display_value": shown}}
 
 
-def _speedup_cell(row: dict) -> float | str | None:
+def _value(row: dict, column: str, shown: str):
+    if column == "speedup" and (row[column] is None or shown.endswith(")")):  # not told, or holding 1x
+        return shown or None
+    return round(row[column], 3) if isinstance(row[column], float) else row[column]
+
+
+DECIMALS = {"speedup_low": 2, "speedup_high": 2, "acceptance_rate": 2, "token_acceptance": 2,
+            "tokens_per_target_pass": 2, "tokens_per_s": 1, "baseline_tokens_per_s": 1}  # as the run's card shows them
+
+
+def _shown(column: str, value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{DECIMALS[column]}f}" if column in DECIMALS else f"{value:g}"
+    return str(value)
+
+
+def _speedup_cell(row: dict) -> str:
     """A told speedup clear of 1x as its number; else the number marked by what it says (the note
     beside it says why): "≈1.32 (faster, noisy)", "≈1.13 (noisy)", "0.96 (no clear difference)".
-    None: not measured."""
+    "": not measured."""
     estimate, verdict = row.get("speedup_estimate"), row.get("verdict")
     if not estimate:
-        return None
+        return ""
     if row["speedup"] is None:
         return f"≈{estimate:.2f} ({verdict + ', ' if verdict in ('faster', 'slower') else ''}noisy)"
-    return f"{row['speedup']:.2f} (no clear difference)" if verdict == "no clear difference" else round(row["speedup"], 3)
+    return f"{row['speedup']:.2f}" + (" (no clear difference)" if verdict == "no clear difference" else "")
 
 
 @on_gpu(runs=3)
@@ -317,7 +339,8 @@ def from_last_run(history: list) -> tuple:
                                    "the target alone, in the Playground tab.",)
     last = history[-1]
     (a_low, a_high), (c_low, c_high) = CALCULATOR_RANGES["acceptance"], CALCULATOR_RANGES["cost ratio"]
-    c = gr.skip() if last.get("cost_ratio") is None else round(min(max(last["cost_ratio"], c_low), c_high), 2)
+    c = gr.skip() if last.get("cost_ratio") is None else round(min(max(last["cost_ratio"], c_low), c_high), 3)  # as
+    # the text gives it (to 0.01, a run's 0.075 was 0.08 on the slider: 1.63x expected where it said 1.65x)
     return round(min(max(last["alpha"], a_low), a_high), 2), last["k"], c, gr.skip()
 
 

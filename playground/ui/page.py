@@ -217,7 +217,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "
                                     "drafts after a rejection too)")
             calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k")
-            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.01, label="cost ratio c",
+            calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.001, label="cost ratio c",
                                elem_id="calc-c")
         with gr.Row():
             calc_from_run = gr.Button("Set α, k and c from my last run", size="sm", scale=0, min_width=260,
