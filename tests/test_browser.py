@@ -117,7 +117,14 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     expect(page.locator("[role=alert]")).to_have_count(1)  # once, beside the prompt
     assert error_labels(page) == 0
     assert page.locator("#output-text textarea").input_value() == text and token_count(page) > 0  # kept
+    last_runs = "getComputedStyle(document.querySelector('#stream'), '::before').content"
+    assert "this Run was refused" in page.evaluate(last_runs)  # said to be the last run's, and dimmed
+    assert page.evaluate("getComputedStyle(document.querySelector('#stream .tokstream')).opacity") == "0.45"
     page.screenshot(path=str(ARTIFACTS / "browser-refused.png"), full_page=True)
+    page.locator("#prompt-box textarea").press_sequentially("x")  # its cause changed: the message goes, and the mark
+    expect(page.locator("#prompt-error")).to_have_count(0)
+    assert page.evaluate(last_runs) == "none"
+    assert page.evaluate("getComputedStyle(document.querySelector('#stream .tokstream')).opacity") == "1"
 
 
 def test_the_race_tab_replays_the_comparison(page, app_url):

@@ -53,6 +53,13 @@ CSS = """
 @keyframes spin { to { transform: rotate(360deg); } }
 #stream > [data-testid=status-tracker].translucent { background: var(--block-background-fill); }  /* loading's
    progress over the stream (its text ran through the placeholder's); not while tokens stream ("generating") */
+/* A refused Run (its message under Run, or at the prompt just above it) leaves the last run's output below, as it
+   was (nothing lost): dimmed and said to be the last run's, until the message goes (its input changed, a new Run) */
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) .tokstream,
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ * { opacity: 0.45; }
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before {
+  content: "The last run's output: this Run was refused (see the message above)"; display: block;
+  font-size: 13px; color: #b45309; margin-bottom: 4px; }
 /* An HTML box with nothing in it (a message not said, a run's badge before a run) takes no room: each left a
    20 px band and its gap, between the prompt and its constraint, under Run; one showing Gradio's progress stays */
 .block:has(> .html-container > .prose:empty):not(:has(> [data-testid=status-tracker]:not(.hide))) { display: none; }
