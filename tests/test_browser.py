@@ -48,6 +48,12 @@ def test_share_link_run_chart_and_stop(page, app_url):
     page.click("#run-button")
     expect(page.locator("#token-stream .tok-accepted").first).to_be_visible(timeout=60_000)
     expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
+    rejected = page.locator("#token-stream .tok-rejected").first
+    rejected.click()  # a tap shows what a hover would (a phone has no hover)
+    expect(page.locator("#token-tip")).to_be_visible()
+    assert page.locator("#token-tip").inner_text() == rejected.get_attribute("title") and "p_target" in rejected.get_attribute("title")
+    page.locator("h1").click()
+    expect(page.locator("#token-tip")).to_be_hidden()
     page.get_by_role("tab", name="Charts").click()
     expect(page.locator("#hist-plot .js-plotly-plot").first).to_be_visible(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "browser-run.png"), full_page=True)

@@ -29,7 +29,7 @@ ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
 forward pass. Green tokens are guesses the target kept, red struck-through ones it refused (they are not
 part of the text), orange is the target's own token where it refused, blue the target's own token after
-every guess was kept (or in a round with no guess, such as prompt lookup finding no match), grey a token the constraint forces. Hover a token with a mouse for its probabilities; the Text tab below
+every guess was kept (or in a round with no guess, such as prompt lookup finding no match), grey a token the constraint forces. Hover a token with a mouse, or tap it, for its probabilities; the Text tab below
 shows the output alone, without the refused guesses.
 
 **Why the output does not change.** Under greedy decoding a guess is kept only if it is the target's own
@@ -245,6 +245,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
     # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
+    demo.load(None, None, None, js=render.TAP_TIPS_JS, queue=False, api_visibility="private")  # a token's
+    # probabilities on a tap (no hover on a phone)
     restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, *EXPERIMENT, tabs, link_notice],
                          queue=False, api_visibility="private")
     budget = restored.then(think_budget_shown, [target, think_budget], think_budget, queue=False, api_visibility="private")

@@ -53,6 +53,9 @@ CSS = """
 @keyframes spin { to { transform: rotate(360deg); } }
 #stream > [data-testid=status-tracker].translucent { background: var(--block-background-fill); }  /* loading's
    progress over the stream (its text ran through the placeholder's); not while tokens stream ("generating") */
+#token-tip { position: fixed; z-index: 1000; max-width: 280px; padding: 4px 8px; border-radius: 6px; font-size: 12px;
+             background: #111827; color: #f9fafb; pointer-events: none; }
+#token-tip[hidden] { display: none; }
 /* A refused Run (its message under Run, or at the prompt just above it) leaves the last run's output below, as it
    was (nothing lost): dimmed and said to be the last run's, until the message goes (its input changed, a new Run) */
 .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) .tokstream,
@@ -77,6 +80,27 @@ CSS = """
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
 """
+
+
+# A token's (or a round mark's) title, shown where it was tapped or clicked: a phone has no hover, and a
+# token's probabilities were out of its reach. Its text is set as text, never read as HTML.
+TAP_TIPS_JS = """() => {
+  if (window.tapTips) return;
+  window.tapTips = true;
+  const tip = Object.assign(document.createElement('div'), {id: 'token-tip', hidden: true});
+  tip.setAttribute('role', 'status');
+  document.body.appendChild(tip);
+  document.addEventListener('click', (event) => {
+    const mark = event.target.closest ? event.target.closest('.tok[title], .round-sep[title]') : null;
+    if (!mark) { tip.hidden = true; return; }
+    const at = mark.getBoundingClientRect();
+    tip.textContent = mark.title;
+    tip.style.left = Math.max(4, Math.min(at.left, window.innerWidth - 288)) + 'px';
+    tip.style.top = (at.bottom + 6) + 'px';
+    tip.hidden = false;
+  });
+  document.addEventListener('scroll', () => { tip.hidden = true; }, true);
+}"""
 
 
 def legend() -> str:
