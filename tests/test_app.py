@@ -98,6 +98,8 @@ def test_a_preset_picked_keeps_what_the_user_typed_and_says_so():
     assert mine[-2].endswith("*Kept your prompt, your system prompt and your regex: empty a box and pick the "
                              "preset again for the preset's own.*")
     assert mine[-1] == gr.skip()  # the section holding the user's regex stays as it is
+    odd = page_inputs.apply_preset("demo", ["not", "text"], {"x": 1}, "regex", None)  # a forged call's values
+    assert odd[at("prompt")] == page_inputs.PRESETS["demo"].prompt and "Kept" not in odd[-2]
     unused = page_inputs.apply_preset("demo", "My own prompt", "", "none", "[0-9]+")  # an editor's text unused
     assert unused[at("kind")] == "none" and unused[-2].endswith("*Kept your prompt: empty its box and pick the "
                                                                  "preset again for the preset's own.*")

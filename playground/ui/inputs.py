@@ -68,7 +68,7 @@ STOCK_CONSTRAINTS = ({text.strip() for p in PRESETS.values() for text in (p.sche
 
 def _typed_by_user(text: str | None, stock: set[str]) -> bool:
     """Whether a box holds the user's own text: not empty, and none of a preset's or an example's."""
-    return bool((text or "").strip()) and text not in stock and text.strip() not in stock
+    return isinstance(text, str) and bool(text.strip()) and text not in stock and text.strip() not in stock
 
 
 def load_example(name: str | None, prompt: str) -> tuple:
