@@ -495,6 +495,13 @@ def test_a_preset_picked_keeps_a_typed_prompt_and_gives_its_own_once_the_box_is_
     expect(note).not_to_contain_text("Kept")
 
 
+def test_a_settings_help_text_reads_as_its_label_does(page, app_url):
+    """Gradio's grey for a setting's help is 1.9:1 on white: the draft length policy's was hard to read."""
+    page.goto(f"{app_url}?preset=demo")
+    help_text = page.get_by_text("fixed: k guesses every round").evaluate("e => getComputedStyle(e).color")
+    assert help_text == page.get_by_text("Draft length policy").evaluate("e => getComputedStyle(e).color")
+
+
 def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_url):
     page.set_viewport_size({"width": 390, "height": 844})
     try:

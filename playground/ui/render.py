@@ -56,6 +56,8 @@ CSS = """
 #token-tip { position: fixed; z-index: 1000; max-width: 280px; padding: 4px 8px; border-radius: 6px; font-size: 12px;
              background: #111827; color: #f9fafb; pointer-events: none; }
 #token-tip[hidden] { display: none; }
+.info-text { color: var(--block-label-text-color) !important; }  /* a setting's help: Gradio's own grey on white
+   is 1.9:1 (the draft length policy's was hard to read); the labels' grey, 4.8:1 */
 /* A refused Run (its message under Run, or at the prompt just above it) leaves the last run's output below, as it
    was (nothing lost): dimmed and said to be the last run's, until the message goes (its input changed, a new Run) */
 .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) .tokstream,
