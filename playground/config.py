@@ -7,7 +7,8 @@ from playground.limits import MAX_NEW_TOKENS
 # the default preset: with a GPU, on a CPU where SmolLM2 loads offline, else (playground.presets)
 GPU_DEFAULT, CPU_DEFAULT, CPU_FALLBACK = "qwen2.5-7b", "smollm2", "demo"
 MAX_K = 16  # the page's slider, the CLI and the API alike
-MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0  # outside, logits / T overflows or flattens to noise
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 2.0  # below, logits / T overflows; above 2 an LLM's text is noise.
+# One range for the page's slider, the API and the CLI (the CLI took up to 100 where the API stopped at 2)
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds
 POLICIES = ("fixed", "schedule", "confidence")  # see playground.engine.schedule
 MAX_TREE_NODES, MAX_TREE_BRANCHING, MAX_TREE_DEPTH = 64, 8, 8  # a token tree's verify pass stays this narrow

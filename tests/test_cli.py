@@ -133,6 +133,7 @@ BAD_INPUTS = {
     "k too small": (["--k", "0"], "k must be between 1 and 16"),
     "k too large": (["--k", "17"], "k must be between 1 and 16"),
     "negative temperature": (["--temperature", "-0.5"], "temperature must be 0 (greedy) or between"),
+    "temperature past the page's and the API's range": (["--temperature", "2.5"], "between 0.01 and 2, got 2.5"),
     "empty prompt": (["--prompt", "  "], "prompt is empty"),
     "non-integer prompt ids": (["--prompt-ids", "1,x,3"], "comma-separated integers"),
     "unknown preset": (["--preset", "nope"], "unknown preset"),

@@ -6,7 +6,7 @@ host allows custom models."""
 import dataclasses
 import urllib.parse
 
-from playground.config import MAX_K, tree_fields
+from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
 from playground.models.loading import is_way_of_drafting
@@ -74,7 +74,7 @@ def _tree(v: str) -> str:
 # reset an out-of-range value to the slider's minimum without a word). New tokens: the host's limit,
 # as for /generate and the CLI (the page stopped at 1024 where the API took 2048).
 EXACT_IN_A_PAGE = 2**53  # the largest seed a browser's number holds exactly (a run takes up to 2^63 - 1)
-RANGES = {"k": (1, MAX_K), "temperature": (0.0, 2.0), "top_p": (0.05, 1.0), "top_k": (0, 200),
+RANGES = {"k": (1, MAX_K), "temperature": (0.0, MAX_TEMPERATURE), "top_p": (0.05, 1.0), "top_k": (0, 200),
           "max_new_tokens": (8, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, 1024)}
 
 PARSERS = {
