@@ -97,10 +97,10 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         if cfg.sampling.greedy:
             out["identical_to_baseline"] = base.token_ids == result.token_ids
             out["first_difference"] = first_difference(result.token_ids, base.token_ids)
-    if num_samples > 1:
-        out["samples"] = [result.token_ids] + [
-            session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint).token_ids
-            for i in range(1, num_samples)]
+    if num_samples > 1:  # the first is the run above; each its seed, text and tokens
+        runs = [result] + [session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint)
+                           for i in range(1, num_samples)]
+        out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids} for i, run in enumerate(runs)]
     return out
 
 
@@ -219,6 +219,8 @@ def format_text(out: dict) -> str:
                      + same.get(out.get("identical_to_baseline"), ""))
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
             lines.append(f"-- too noisy for one number: {m['reason']}; about {m['estimate']:.2f}x")
+    for sample in out.get("samples", [])[1:]:  # (the first is the text above) printed only in --json before
+        lines += ["", f"-- sample with seed {sample['seed']}:", sample["text"]]
     return "\n".join(lines)
 
 

@@ -115,9 +115,13 @@ def test_samples_are_seeded_runs(capsys, saved_pair):
     args = ["--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--temperature", "1",
             "--max-new-tokens", "6", "--json"]
     report = json.loads(run_cli(capsys, *args, "--seed", "3", "--num-samples", "3")[1])
-    assert len(report["samples"]) == 3 and report["samples"][0] == report["token_ids"]
+    samples = report["samples"]
+    assert [x["seed"] for x in samples] == [3, 4, 5] and samples[0]["token_ids"] == report["token_ids"]
+    assert samples[0]["text"] == report["text"]
     second = json.loads(run_cli(capsys, *args, "--seed", "4")[1])
-    assert report["samples"][1] == second["token_ids"]
+    assert samples[1]["token_ids"] == second["token_ids"] and samples[1]["text"] == second["text"]
+    code, text, _ = run_cli(capsys, *args[:-1], "--seed", "3", "--num-samples", "3")  # as text: every sample, not the first
+    assert code == 0 and text.count("-- sample with seed ") == 2 and "-- sample with seed 5:\n" in text
 
 
 def test_prompt_lookup_draft(capsys, saved_pair):
