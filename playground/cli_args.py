@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
@@ -105,7 +106,7 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--schema", help="JSON Schema: a file, or the JSON text itself")
     group.add_argument("--regex", help="regular expression the whole output must match")
-    group.add_argument("--grammar", help="grammar file (Lark, or GBNF: every rule defined with ::=)")
+    group.add_argument("--grammar", help="grammar (Lark, or GBNF: every rule defined with ::=): a file, or the text itself")
     p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
     p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
@@ -121,10 +122,10 @@ def constraint_from_args(args, preset):
 
 
 def constraint_flags(args) -> dict[str, str]:
-    """--schema (a file or the text), --regex, --grammar (a file) -> their texts ('' where not given;
+    """--schema, --grammar (each a file or the text), --regex -> their texts ('' where not given;
     given empty, an error: it ran unconstrained)."""
     texts = {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
-             "grammar": read_text_arg(args.grammar, "grammar", must_be_file=True) if args.grammar else ""}
+             "grammar": read_text_arg(args.grammar, "grammar") if args.grammar else ""}
     for name, text in texts.items():
         given = getattr(args, name)
         if given is not None and not text.strip():
@@ -133,12 +134,25 @@ def constraint_flags(args) -> dict[str, str]:
     return texts
 
 
-def read_text_arg(value: str, what: str, must_be_file: bool = False) -> str:
-    """The value itself when it is JSON text (starts with '{', or names no file and parses: `true`),
-    else the contents of that file."""
-    if not must_be_file and (value.lstrip().startswith("{") or _json_not_a_file(value)):
+def read_text_arg(value: str, what: str) -> str:
+    """The value itself when it is the text (a schema: starts with '{', or names no file and parses as
+    JSON, `true`; a grammar: names no file and has a rule in it, `::=` or a line starting with a name
+    and ':'), else the contents of that file."""
+    looks_like_text = _json_not_a_file if what == "schema" else _grammar_not_a_file
+    if (what == "schema" and value.lstrip().startswith("{")) or looks_like_text(value):
         return value
     return read_utf8(value, f"--{what}")
+
+
+def _grammar_not_a_file(value: str) -> bool:
+    return bool(re.search(r"::=|^\s*[?!]?\w+(\.\d+)?\s*:(?![\\/])", value, re.M)) and not _exists(value)  # C:\... names a file
+
+
+def _exists(value: str) -> bool:
+    try:
+        return pathlib.Path(value).exists()
+    except OSError:  # a name too long for a file
+        return False
 
 
 def _json_not_a_file(value: str) -> bool:
@@ -146,10 +160,7 @@ def _json_not_a_file(value: str) -> bool:
         json.loads(value)
     except (ValueError, RecursionError):
         return False
-    try:
-        return not pathlib.Path(value).exists()
-    except OSError:  # a name too long for a file
-        return True
+    return not _exists(value)
 
 
 def read_utf8(value: str, what: str) -> str:

@@ -99,6 +99,24 @@ def test_a_json_value_is_read_as_itself_and_a_folder_is_named(tmp_path):
         read_text_arg("a" * 300, "schema")
 
 
+def test_a_grammar_is_a_file_or_its_text(capsys, saved_pair, tmp_path):
+    """--schema took the text or a file, --grammar a file alone: --grammar 'root ::= "yes" | "no"' said
+    "no such file" (a newcomer's pass); the API's grammar is text too."""
+    from playground.cli_args import read_text_arg
+    for text in ('root ::= "yes" | "no"', 'start: "yes" | "no"', 'start: answer\nanswer: "yes" | "no"\n',
+                 '?start:"yes"', "root::=[0-9]+"):
+        assert read_text_arg(text, "grammar") == text, text
+    (tmp_path / "g.gbnf").write_text('root ::= "no"\n')
+    assert read_text_arg(str(tmp_path / "g.gbnf"), "grammar") == 'root ::= "no"\n'  # a file is read
+    for missing in ("g.lark", str(tmp_path / "nope.gbnf"), "C:\\grammars\\g.lark"):  # a file's name, no rule in it
+        with pytest.raises(PlaygroundError, match="no such file"):
+            read_text_arg(missing, "grammar")
+    target, draft = saved_pair
+    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "8",
+                           "--grammar", 'root ::= "yes" | "no"', "--json")
+    assert code == 0 and json.loads(out)["text"] in ("yes", "no") and json.loads(out)["valid"] is True
+
+
 def test_a_target_alone_names_its_draft_or_preset(capsys, saved_pair, monkeypatch):
     """--target without --draft took the default preset's draft, prompt and k: "draft
     'smollm2-feature-draft' could not be loaded for target 'demo-target'", a draft never asked for
