@@ -36,7 +36,8 @@ def cmd_generate(args) -> int:
         raise PlaygroundError("give --prompt or --prompt-ids, not both")
     prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
     if prompt_ids is None and not prompt.strip():
-        raise PlaygroundError("the prompt is empty")
+        why = "" if args.prompt is not None else ": give --prompt or --prompt-ids (models named without a --preset have no prompt of their own)"
+        raise PlaygroundError("the prompt is empty" + why)
     spec = constraint_from_args(args, preset)
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     constraint = session.constrain(pair, spec)

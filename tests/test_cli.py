@@ -174,6 +174,14 @@ def test_bad_input_is_one_line_status_2(capsys, saved_pair, case):
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
 
 
+def test_models_named_without_a_prompt_are_told_to_give_one(capsys, saved_pair):
+    """'the prompt is empty' where no prompt was given: models named without a preset have none (a newcomer's pass)."""
+    target, draft = saved_pair
+    code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(draft))
+    assert code == 2 and err.strip() == ("error: the prompt is empty: give --prompt or --prompt-ids (models named "
+                                         "without a --preset have no prompt of their own)")
+
+
 def test_mismatched_tokenizers_named(capsys, saved_pair, other_tokenizer_model):
     target, _ = saved_pair
     code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(other_tokenizer_model), "--prompt", "x")
