@@ -290,7 +290,7 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     for i, (temperature, k) in enumerate(settings):
         cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed,
                                **tree_fields(tree))
-        log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompts, >= {repeat} "
+        log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompt{'s' * (len(prompts) > 1)}, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
         methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)))
         bench_setting(pairs, prompts, cfg, repeat, methods, costs, done)

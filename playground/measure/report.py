@@ -9,6 +9,12 @@ def label(row: dict) -> str:
     return f"{row['method']} {row['tree']}" if row.get("tree") else row["method"]
 
 
+def k_cell(row: dict) -> str:
+    """The row's k, or '-' where it drafts none with it (the target alone, a tree): a bench showed k=2
+    and k=4 beside the target alone's rows."""
+    return "-" if row["method"] in ("target", "hf-target") or row.get("tree") else str(row["k"])
+
+
 def said(speedup: float | None, low: float, high: float, side: str = "") -> str:
     """A speedup (playground.measure.speedup's) in the words every text view uses (the page's card
     lays the same verdict out in parts): "1.32x (1.19-1.43x)"; "no clear difference, 1.04x
@@ -28,7 +34,7 @@ def verdict(row: dict) -> str:
 
 
 def row_line(row: dict) -> str:
-    parts = [f"{label(row):>20} k={row['k']:<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s", verdict(row)]
+    parts = [f"{label(row):>20} k={k_cell(row):<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s", verdict(row)]
     for key, fmt in (("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
                      ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
         if row.get(key) is not None:
@@ -39,10 +45,11 @@ def row_line(row: dict) -> str:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = "| method | k | T | tokens/s | speedup (95% interval) | acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n"
+    head = ("| method | k | T | tokens/s | speedup (95% interval; too noisy for one number: the range it varied over) "
+            "| acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n")
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
-        f"| {label(r)} | {r['k']} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
+        f"| {label(r)} | {k_cell(r)} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
         f"{verdict(r)} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
