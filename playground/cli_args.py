@@ -14,7 +14,8 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line on stderr and status 2."""
 
     def error(self, message):
-        raise PlaygroundError(message)
+        top = self.prog == "python -m playground"  # no command, or an unknown one: where to look
+        raise PlaygroundError(message + " (python -m playground --help for more)" if top else message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sampling_args(export)
     add_constraint_args(export)
     export.add_argument("--json", action="store_true", help="print one JSON object")
+    commands.metavar = "{" + ",".join(commands.choices) + "}"  # a missing command's error names them (not 'command')
     return parser
 
 

@@ -174,6 +174,15 @@ def test_bad_input_is_one_line_status_2(capsys, saved_pair, case):
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
 
 
+def test_no_command_names_the_commands_and_where_to_look(capsys):
+    """'python -m playground' alone said 'the following arguments are required: command' and no more."""
+    for argv, said in (([], "the following arguments are required: {generate,bench,export}"),
+                       (["frob"], "invalid choice: 'frob'")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and err.rstrip().endswith("(python -m playground --help for more)")
+
+
 def test_models_named_without_a_prompt_are_told_to_give_one(capsys, saved_pair):
     """'the prompt is empty' where no prompt was given: models named without a preset have none (a newcomer's pass)."""
     target, draft = saved_pair
