@@ -10,6 +10,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import anyio
 import pytest
 from gradio_client import Client
 
@@ -678,8 +679,9 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     with pytest.raises(QueueError):
         flood.submit(*args, api_name="/generate").result(timeout=60)
     for route, index in (("queue/join", fn["generate"]), ("queue/join", str(fn["generate"])), ("call/generate", None),
-                         ("call/v2/generate", None), ("queue/join", None), ("queue/join", 10**6)):  # any run's join, by
-        # any route; a function not named or not known counts as a run
+                         ("call/v2/generate", None), ("queue/join", None), ("queue/join", 10**6),
+                         ("call/generate", fn["export"])):  # any run's join, by any route; a function not named or not
+        # known counts as a run; /call/ runs what its route names, whatever fn_index its body forges
         status, text = _join(app_url, index, list(args), "203.0.113.7", route)
         assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
     monkeypatch.setattr(serving, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
@@ -701,13 +703,18 @@ def test_quick_events_joining_at_once_are_not_counted_as_runs(monkeypatch):
     from playground.limits import DEVICE_RUNS_PER_CLIENT, QUEUED_PER_CLIENT
     from playground.ui import serving
     fns = {fn.api_name: index for index, fn in app.demo.fns.items()}
-    join = lambda fn_index: json.dumps({"data": [], "fn_index": fn_index, "session_hash": "s"}).encode()
-    assert not serving._runs_on_device(join(fns["export"]), app.demo, "/gradio_api/queue/join")
-    assert not serving._runs_on_device(b"{}", app.demo, "/gradio_api/call/share_link")
-    for runs in (join(fns["generate"]), join(str(fns["generate"])), join(10**6), b"{}", b"[" * 5000,
-                 join(fns["export"])[:-1] + b" " * serving.VALUE_CHARS + b"}"):  # a run, or not known for one
-        assert serving._runs_on_device(runs, app.demo, "/gradio_api/queue/join"), runs[:60]
-    assert serving._runs_on_device(b"{}", app.demo, "/gradio_api/call/generate")
+    join = lambda fn_index, pad=b"": json.dumps({"data": [], "fn_index": fn_index, "session_hash": "s"}).encode()[:-1] + pad + b"}"
+    long = b" " * serving.VALUE_CHARS  # a page with a long prompt sends it with each of them: read in the worker thread
+    runs = lambda body, path="/gradio_api/queue/join": (lambda fn: fn is None or fn.concurrency_id == serving.DEVICE)(
+        anyio.run(serving.refusal, body, app.demo, path)[1])
+    assert not runs(join(fns["export"])) and not runs(join(fns["export"], long))
+    assert not runs(b"{}", "/gradio_api/call/share_link") and not runs(b"{}", "/gradio_api/call/v2/export")
+    for run in (join(fns["generate"]), join(fns["generate"], long), join(str(fns["generate"])), join(10**6), b"{}",
+                b"[" * 5000, b"\xff"):  # a run, or not known for one
+        assert runs(run), run[:60]
+    for forged in (join(fns["export"]), join(fns["export"], long)):  # /call/ runs what its route names, not its fn_index
+        assert runs(forged, "/gradio_api/call/generate") and runs(forged, "/gradio_api/call/v2/generate")
+    assert not runs(join(fns["export"]), "/gradio_api/run/generate")  # /run/ runs its fn_index, as Gradio reads it
 
     queue, caller = app.demo._queue, "203.0.113.99"
     monkeypatch.setitem(serving._pending, caller, DEVICE_RUNS_PER_CLIENT)  # that many quick ones joining now

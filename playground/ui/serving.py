@@ -77,7 +77,7 @@ _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about 
 JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that put an event in the queue
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
 _pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
-_pending_runs = collections.Counter()  # address -> those of them that run on the device (or may: _runs_on_device)
+_pending_runs = collections.Counter()  # address -> those of them that run on the device (or may: a function not known)
 _open = collections.Counter()  # address -> its requests open now (streams until they end)
 DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
 
@@ -129,11 +129,12 @@ class RequestGuard:
             return
         if body is TOO_LONG:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
-        if refused := await refusal(body, scope["app"].get_blocks(), path):
+        refused, fn = await refusal(body, scope["app"].get_blocks(), path)
+        if refused:
             return await refuse(send, *refused)
         if not JOINS.search(path):
             return await self.app(scope, _replay(body, receive), leftovers.on_cancel(queue, path, body, send))
-        run = _runs_on_device(body, scope["app"].get_blocks(), path)
+        run = fn is None or fn.concurrency_id == DEVICE  # a function not known counts as a run
         async with _joining:
             held = share_taken(queue, caller, run)
             if not held:
@@ -186,22 +187,6 @@ def share_taken(queue, caller: str, run: bool = True) -> str:
         return f"{len(mine) + _pending[caller]} events"
     runs = sum(e.concurrency_id == DEVICE for e in mine) + _pending_runs[caller]
     return f"{runs} runs on the device" if run and runs >= DEVICE_RUNS_PER_CLIENT else ""
-
-
-def _runs_on_device(body: bytes, blocks, path: str) -> bool:
-    """Whether a join's function runs on the device: its route's (/call/<name>) or its fn_index's, read
-    from a body short enough to read again here; a function not known so counts as one that does. (A
-    page's first load joins three quick ones at once, the chart, the export, the thinking budget; all
-    counted as runs, the third was refused while the server was slow to answer the first.)"""
-    call = None
-    if len(body) <= VALUE_CHARS:
-        try:
-            call = json.loads(body)
-        except (ValueError, RecursionError):
-            pass
-    fn_index = call.get("fn_index") if isinstance(call, dict) else None
-    fn = _function(blocks, fn_index if type(fn_index) is int else None, path)
-    return fn is None or fn.concurrency_id == DEVICE
 
 
 SERVER_PID = os.getpid()  # the process that serves the page and holds Gradio's queue
@@ -260,48 +245,66 @@ def without_deep_link(scope: dict) -> dict:
     return {**scope, "query_string": urllib.parse.urlencode(kept).encode("latin-1")}
 
 
-async def refusal(body: bytes, blocks, path: str) -> tuple[int, str] | None:
-    """(status, why) for a JSON body that holds a Gradio file reference anywhere ({"path": ...,
-    "meta": {"_type": "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it)
-    or a value past its bound (see bound); None to pass it on. Read as FastAPI reads it (json.loads:
-    UTF-8, -16 or -32); a body that is not JSON is left to Gradio, which refuses it. Parsed only when
-    a file's name could be in it (as written, or behind a \\u escape) or it is longer than VALUE_CHARS,
-    in a worker thread, so the server goes on answering meanwhile."""
+async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | None, object]:
+    """((status, why) or None to pass it on, the BlockFunction the call runs or None where not known).
+    Refused: a JSON body that holds a Gradio file reference anywhere ({"path": ..., "meta": {"_type":
+    "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it) or a value past its
+    bound (see bound). Read as FastAPI reads it (json.loads: UTF-8, -16 or -32); a body that is not
+    JSON is left to Gradio, which refuses it. A short body is parsed here; one where a file's name
+    could be (as written, or behind a \\u escape) or longer than VALUE_CHARS, in a worker thread, so
+    the server goes on answering meanwhile. (The function tells a run on the device from a quick event:
+    a page's first load joins three quick ones at once, and a page with a long prompt sends it with
+    each; all counted as runs, the third was refused while the server was slow to answer the first.)"""
     try:  # (surrogatepass: as Starlette's json.loads reads it; a lone surrogate's bytes skipped every check)
         text = body.decode(json.detect_encoding(body), "surrogatepass")
     except (UnicodeDecodeError, LookupError):
-        return None
+        return None, _function(blocks, None, path)
     if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
-        return None
+        return None, _function(blocks, _fn_index(_parsed(text)), path)
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
+
+
+def _parsed(text: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _fn_index(call) -> int | None:
+    """A call's fn_index where it is a whole number (Gradio reads "43" and 43.0 as 43 too: not known here)."""
+    fn_index = call.get("fn_index") if isinstance(call, dict) else None
+    return fn_index if type(fn_index) is int else None
 
 
 class _FileFound(Exception):
     pass
 
 
-def _refusal(text: str, blocks, path: str) -> tuple[int, str] | None:
+def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, object]:
     def hook(value: dict) -> dict:  # each object as it is read, innermost first: stops at the first file
         meta = value.get("meta")
         if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
             raise _FileFound
         return value
+    named = _function(blocks, None, path)
     containers, items = _outside_strings(text, MAX_CONTAINERS, MAX_ITEMS) if len(text) > VALUE_CHARS else (0, 0)
     if containers > MAX_CONTAINERS:  # (Python objects from 8 MiB of [{}, {}, ...]: 600 MB over Gradio's parses of it)
-        return 413, f"a call holds over {MAX_CONTAINERS} JSON objects and arrays, more than this host reads"
+        return (413, f"a call holds over {MAX_CONTAINERS} JSON objects and arrays, more than this host reads"), named
     if items > MAX_ITEMS:
-        return 413, f"a call holds over {MAX_ITEMS} values, more than this host reads"
+        return (413, f"a call holds over {MAX_ITEMS} values, more than this host reads"), named
     try:
         call = json.loads(text, object_hook=hook)
     except _FileFound:
-        return 403, f"a file in a call's data is not taken: {NO_FILES}"
+        return (403, f"a file in a call's data is not taken: {NO_FILES}"), named
     except (ValueError, RecursionError):
-        return None
+        return None, named
     fn_index = call.get("fn_index") if isinstance(call, dict) else None
     if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
-        return 400, "fn_index must be a whole number"
-    return overlong_value(call, blocks, path)
+        return (400, "fn_index must be a whole number"), named
+    fn = _function(blocks, fn_index, path)
+    return overlong_value(call, fn), fn
 
 
 def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[int, int]:
@@ -322,14 +325,12 @@ def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[
     return containers, items
 
 
-def overlong_value(call, blocks, path: str) -> tuple[int, str] | None:
-    """(413, why) for the first value of a call (its "data", for the function its fn_index or its
-    route names) longer than its component's bound (VALUE_CHARS where the call names no function of
-    the page); None when all fit."""
+def overlong_value(call, fn) -> tuple[int, str] | None:
+    """(413, why) for the first value of a call (its "data", for the function `fn` it runs) longer than
+    its component's bound (VALUE_CHARS where the call names no function of the page); None when all fit."""
     data = call.get("data") if isinstance(call, dict) else None
     if not isinstance(data, list):
         return None
-    fn = _function(blocks, call.get("fn_index"), path)
     for component, value in zip(fn.inputs if fn else [None] * len(data), data):
         size = len(value) if isinstance(value, str) else len(json.dumps(value))
         most, limit, name = _value_chars.get(getattr(component, "_id", None), (VALUE_CHARS, VALUE_CHARS, None))
@@ -339,13 +340,16 @@ def overlong_value(call, blocks, path: str) -> tuple[int, str] | None:
     return None
 
 
-def _function(blocks, fn_index, path: str):
-    """The BlockFunction a call runs: its fn_index (the queue's join, /run/predict), else its
-    api_name in the route (/call/<name>, /run/<name>); None for none."""
-    if fn_index is not None:
-        return blocks.fns.get(fn_index)
-    named = re.search(r"/(?:call|run)/(?:v2/)?([^/]+)/?$", path)
-    return next((fn for fn in blocks.fns.values() if named and fn.api_name == named.group(1)), None)
+def _function(blocks, fn_index: int | None, path: str):
+    """The BlockFunction a call runs, as Gradio picks it: the name in a /call/ route (its body's
+    fn_index is not read there: a forged one had the guard count a /call/generate as a quick event),
+    else its fn_index (the queue's join, /run/), else the name in a /run/ route; None for none."""
+    called = re.search(r"/call/(?:v2/)?([^/]+)/?$", path)
+    run = None if called or fn_index is not None else re.search(r"/run/([^/]+)/?$", path)
+    if called or run:
+        name = (called or run).group(1)
+        return next((fn for fn in blocks.fns.values() if fn.api_name == name), None)
+    return blocks.fns.get(fn_index) if fn_index is not None else None
 
 
 async def refuse(send, status: int, text: str) -> None:
