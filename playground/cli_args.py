@@ -147,7 +147,8 @@ def read_text_arg(value: str, what: str) -> str:
 
 
 def _grammar_not_a_file(value: str) -> bool:
-    return bool(re.search(r"::=|^\s*[?!]?\w+(\.\d+)?\s*:(?![\\/])", value, re.M)) and not _exists(value)  # C:\... names a file
+    drive = re.match(r"[A-Za-z]:[\\/]", value)  # C:\grammars\g.lark names a file
+    return bool(re.search(r"::=|^\s*[?!]?\w+(\.\d+)?\s*:", value, re.M)) and not drive and not _exists(value)
 
 
 def _exists(value: str) -> bool:

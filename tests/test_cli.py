@@ -104,11 +104,11 @@ def test_a_grammar_is_a_file_or_its_text(capsys, saved_pair, tmp_path):
     "no such file" (a newcomer's pass); the API's grammar is text too."""
     from playground.cli_args import read_text_arg
     for text in ('root ::= "yes" | "no"', 'start: "yes" | "no"', 'start: answer\nanswer: "yes" | "no"\n',
-                 '?start:"yes"', "root::=[0-9]+"):
+                 '?start:"yes"', "root::=[0-9]+", "start:/[0-9]+/", 'start: NUMBER\nNUMBER:/\\d+/'):
         assert read_text_arg(text, "grammar") == text, text
     (tmp_path / "g.gbnf").write_text('root ::= "no"\n')
     assert read_text_arg(str(tmp_path / "g.gbnf"), "grammar") == 'root ::= "no"\n'  # a file is read
-    for missing in ("g.lark", str(tmp_path / "nope.gbnf"), "C:\\grammars\\g.lark"):  # a file's name, no rule in it
+    for missing in ("g.lark", str(tmp_path / "nope.gbnf"), "C:\\grammars\\g.lark", "D:/g.lark"):  # a file's name
         with pytest.raises(PlaygroundError, match="no such file"):
             read_text_arg(missing, "grammar")
     target, draft = saved_pair
