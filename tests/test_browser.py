@@ -125,7 +125,10 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     assert page.locator("#output-text textarea").input_value() == text and token_count(page) > 0  # kept
     last_runs = "getComputedStyle(document.querySelector('#stream'), '::before').content"
     assert "this Run was refused" in page.evaluate(last_runs)  # said to be the last run's, and dimmed
-    assert page.evaluate("getComputedStyle(document.querySelector('#stream .tokstream')).opacity") == "0.45"
+    opacity = "([selector, up]) => getComputedStyle(document.querySelector(selector).closest(up || '*')).opacity"
+    dimmed = [("#stream .tokstream", ""), ("#output-text", ""), ("#metrics", ".block")]
+    assert [page.evaluate(opacity, s) for s in dimmed] == ["0.45"] * 3
+    assert page.evaluate(opacity, ["#output-text", ".tabs"]) == "1"  # not the tabs (Export shows the settings now)
     page.screenshot(path=str(ARTIFACTS / "browser-refused.png"), full_page=True)
     page.locator("#prompt-box textarea").press_sequentially("x")  # its cause changed: the message goes, and the mark
     expect(page.locator("#prompt-error")).to_have_count(0)

@@ -61,7 +61,9 @@ CSS = """
 /* A refused Run (its message under Run, or at the prompt just above it) leaves the last run's output below, as it
    was (nothing lost): dimmed and said to be the last run's, until the message goes (its input changed, a new Run) */
 .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) .tokstream,
-.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ * { opacity: 0.45; }
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ .block:has(#metrics, .badge),
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ .tabs :is(#output-text, #baseline-text)
+  { opacity: 0.45; }  /* the run's own output: not the Export tab (the settings now) or the tabs themselves */
 .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before {
   content: "The last run's output: this Run was refused (see the message above)"; display: block;
   font-size: 13px; color: #b45309; margin-bottom: 4px; }
