@@ -320,6 +320,12 @@ def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_ur
     assert status == 413 and f"schema is 2097152 characters, more than this host allows ({MAX_SCHEMA_TEXT_CHARS})" in text, (status, text)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": api + ["{" * 50_000]}).encode())
     assert status == 200 and "event_id" in text, (status, text)  # a long schema still reaches the run's own checks
+    for body, said in (({"prompt": "x", "schema": "{" * 2**21}, f"schema is 2097152 characters, more than this host "
+                         f"allows ({MAX_SCHEMA_TEXT_CHARS})"), ({"prompt": "x", "surplus": "x" * 2**21}, "a value is 2097152")):
+        status, text = post(app_url, "/gradio_api/call/v2/generate", json.dumps(body).encode())  # the inputs by name
+        assert status == 413 and said in text, (status, text)  # (the README's curl example's route)
+    status, text = post(app_url, "/gradio_api/call/v2/export", json.dumps({"prompt": "x" * (4 * MAX_PROMPT_CHARS + 1)}).encode())
+    assert status == 413 and f"Prompt is {4 * MAX_PROMPT_CHARS + 1} characters" in text, (status, text)
     notice = notice_function()  # a Markdown input
     status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
         {"data": ["<b>x</b>" * 2**17], "fn_index": notice, "session_hash": "abc"}).encode())

@@ -326,12 +326,21 @@ def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[
 
 
 def overlong_value(call, fn) -> tuple[int, str] | None:
-    """(413, why) for the first value of a call (its "data", for the function `fn` it runs) longer than
-    its component's bound (VALUE_CHARS where the call names no function of the page); None when all fit."""
-    data = call.get("data") if isinstance(call, dict) else None
-    if not isinstance(data, list):
+    """(413, why) for the first value of a call, for the function `fn` it runs, longer than its
+    component's bound (VALUE_CHARS where the call names no function of the page); None when all fit.
+    Its values: its "data" in the inputs' order, or (/call/v2/<name>, which the README shows) its
+    inputs by parameter name, each unknown name's value bounded by VALUE_CHARS."""
+    if not isinstance(call, dict):
         return None
-    for component, value in zip(fn.inputs if fn else [None] * len(data), data):
+    data = call.get("data")
+    if isinstance(data, list):
+        values = zip(fn.inputs if fn else [None] * len(data), data)
+    elif data is None:  # the inputs by name: no bound applied to them before
+        by_name = dict(zip(fn.input_parameter_names, fn.inputs)) if fn else {}
+        values = ((by_name.get(name), value) for name, value in call.items())
+    else:
+        return None
+    for component, value in values:
         size = len(value) if isinstance(value, str) else len(json.dumps(value))
         most, limit, name = _value_chars.get(getattr(component, "_id", None), (VALUE_CHARS, VALUE_CHARS, None))
         if size > most:
