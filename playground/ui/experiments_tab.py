@@ -174,13 +174,13 @@ def _table(rows: list[dict], columns=sweeps.COLUMNS) -> dict:
     speedup not clear of 1x: its words) and the text shown, each column to its own decimals (1.635
     beside 1.9 in one column, and a speedup of 1.64 on the run's card shown as 1.635 here)."""
     shown = [[_speedup_cell(r) if c == "speedup" else _shown(c, r[c]) for c in columns] for r in rows]
-    data = [[_value(r, c, cell) for c, cell in zip(columns, line)] for r, line in zip(rows, shown)]
+    data = [[_value(r, c) for c in columns] for r in rows]
     return {"headers": column_headers(columns), "data": data, "metadata": {"display_value": shown}}
 
 
-def _value(row: dict, column: str, shown: str):
-    if column == "speedup" and (row[column] is None or shown.endswith(")")):  # not told, or holding 1x
-        return shown or None
+def _value(row: dict, column: str):
+    if column == "speedup" and (row[column] is None or row.get("verdict") == "no clear difference"):  # its words
+        return _speedup_cell(row) or None
     return round(row[column], 3) if isinstance(row[column], float) else row[column]
 
 
