@@ -12,6 +12,7 @@ import warnings
 
 from playground.cli_args import (build_parser, compiles, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
                                   resolve_models, writable_dir)
+from playground.cli_notes import unused_flags
 from playground.config import thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import RunResult
@@ -26,7 +27,8 @@ def cmd_generate(args) -> int:
     cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
                            seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
-                           policy=args.policy, confidence=args.confidence, compile=compiles(args),
+                           policy=args.policy, confidence=0.5 if args.confidence is None else args.confidence,
+                           compile=compiles(args),
                            **tree_fields(args.tree))
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
@@ -41,8 +43,10 @@ def cmd_generate(args) -> int:
     spec = constraint_from_args(args, preset)
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     constraint = session.constrain(pair, spec)
+    chat = pick(None, preset, "chat", True) and not args.raw  # models named alone: their chat template, if any
+    for note in unused_flags(args, spec, chat, bool(getattr(pair.tokenizer, "chat_template", None)), target):
+        print(note, file=sys.stderr)
     if prompt_ids is None:
-        chat = pick(None, preset, "chat", False) and not args.raw
         in_prompt = args.schema_in_prompt or pick(None, preset, "schema_in_prompt", False)
         schema = spec.text if spec is not None and spec.kind == "json" and in_prompt else None
         thinking = thinks(spec is not None, spec.think_budget if spec is not None else 0)
@@ -126,7 +130,7 @@ def cmd_bench(args) -> int:
     out_dir = writable_dir(args.out) if args.out else None
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
-    chat = pick(None, preset, "chat", False) and not args.raw
+    chat = pick(None, preset, "chat", True) and not args.raw
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
@@ -163,11 +167,11 @@ def _settings(args):
     from playground import session
     from playground.presets import Settings, chosen_constraint
     preset, target, draft = resolve_models(args)
-    base = Settings.from_preset(preset) if preset else Settings(preset="", chat=False)
+    base = Settings.from_preset(preset) if preset else Settings(preset="", chat=True)
     flags = {"k": args.k, "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
              "max_new_tokens": args.max_new_tokens, "prompt": args.prompt, "system": args.system}
     s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
-                            confidence=args.confidence, tree=args.tree, **chosen_constraint(constraint_flags(args), base),
+                            confidence=0.5 if args.confidence is None else args.confidence, tree=args.tree, **chosen_constraint(constraint_flags(args), base),
                             backend=args.constraint_backend,
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},

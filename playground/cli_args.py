@@ -64,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_prompt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
-    p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
-    p.add_argument("--system", help="system prompt for chat models")
+    p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template (which "
+                   "is applied where the preset says so, or the models are named alone and their tokenizer has one)")
+    p.add_argument("--system", help="system prompt (with the chat template)")
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -96,7 +97,7 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--max-new-tokens", type=int, help="tokens to write at most (default: the preset's)")
     p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess does not pay) or confidence (k = ceiling)")
-    p.add_argument("--confidence", type=float, default=0.5, help="the confidence policy's threshold")
+    p.add_argument("--confidence", type=float, help="the confidence policy's threshold (default 0.5)")
     p.add_argument("--tree", type=parse_tree, default="", help="draft a token tree instead of a chain: children per "
                    "node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused), or a dynamic "
                    "tree (greedy), e.g. 4,4,4,4/16: the 4 likeliest nodes of each depth grow 4 children, the 16 "

@@ -236,3 +236,48 @@ print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def test_flags_the_run_does_not_use_are_said(capsys, saved_pair):
+    """--system on a tokenizer without a chat template, --think-budget without a constraint, ... were
+    accepted and did nothing, in silence (a newcomer's pass)."""
+    target, draft = saved_pair
+    base = ["--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "3", "--json"]
+    code, out, err = run_cli(capsys, *base, "--system", "be brief", "--schema-in-prompt", "--think-budget", "16",
+                             "--confidence", "0.7")
+    assert code == 0 and len(json.loads(out)["token_ids"]) == 3  # stdout stays one JSON object
+    assert err.splitlines() == [
+        f"note: --system is not used: {target}'s tokenizer has no chat template",
+        "note: --schema-in-prompt is not used: it appends a --schema to the prompt, and this run has none",
+        "note: --think-budget is not used: it bounds a reasoning model's thinking before a constraint (--schema, "
+        "--regex or --grammar); without one the model thinks as long as it likes",
+        "note: --confidence is not used: it is --policy confidence's threshold"]
+    code, _, err = run_cli(capsys, *base, "--policy", "confidence", "--confidence", "0.7", "--schema-in-prompt",
+                           "--schema", '{"type": "integer"}')
+    assert code == 0 and err == ""  # used: said nothing
+    code, _, err = run_cli(capsys, *base[:4], "--prompt-ids", "5,6", *base[6:], "--schema-in-prompt", "--schema",
+                           '{"type": "integer"}')
+    assert code == 0 and err == "note: --schema-in-prompt is not used: --prompt-ids are sent as given\n"
+
+
+def test_models_named_alone_get_their_chat_template(capsys, saved_pair):
+    """Models named without a --preset got the prompt as raw text, their chat template and --system
+    unused (an instruct model answered a bare "List three primes"); --raw still sends it as is."""
+    from playground import session
+    target, draft = saved_pair
+    pair = session.load_pair(str(target), str(draft), "cpu")  # the CLI's load_pair returns this one (cached)
+    pair.tokenizer.chat_template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+                                    "{% if add_generation_prompt %}<assistant>{% endif %}")
+    base = ["--target", str(target), "--draft", str(draft), "--device", "cpu", "--prompt", "hi", "--max-new-tokens", "2"]
+    try:
+        shown = {}
+        for name, extra in (("chat", ["--system", "be brief"]), ("raw", ["--raw", "--system", "be brief"])):
+            code, out, err = run_cli(capsys, *base, *extra)
+            shown[name] = (code, out.rstrip().splitlines()[-1].rsplit("(", 1)[1], err)
+    finally:
+        pair.tokenizer.chat_template = None
+    chat_ids = pair.tokenizer("<system>be brief<user>hi<assistant>", add_special_tokens=False).input_ids
+    assert shown["chat"] == (0, f"{len(chat_ids)} tokens)", "")
+    raw_ids = pair.tokenizer("hi", add_special_tokens=False).input_ids
+    assert shown["raw"] == (0, f"{len(raw_ids)} tokens)",
+                            "note: --system is not used: --raw sends the prompt without the chat template\n")
