@@ -572,6 +572,20 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
     assert not any(r.exc_info for r in caplog.records)
 
 
+@pytest.mark.parametrize("kind", ["grammar", "regex", "JSON schema"])
+def test_a_kind_of_constraint_picked_with_its_box_empty_is_refused_beside_it(kind):
+    """Constraint 'grammar' with nothing written ran unconstrained, without a word (a newcomer's pass)."""
+    values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
+    values[page_inputs.SETTING_NAMES.index("kind")] = kind
+    values[page_inputs.SETTING_NAMES.index("constraint")] = "  \n"
+    outputs = list(playground_tab.run(None, QUIET, *values))
+    assert len(outputs) == 1 and outputs[0][:12] == [gr.skip()] * 12
+    said = outputs[0][MESSAGE_SLOTS["constraint"]]
+    assert f"the constraint is empty: write a {page_inputs.KIND_FIELDS[kind]}" in said and "set Constraint to none" in said
+    values[page_inputs.SETTING_NAMES.index("kind")] = "none"  # the box's text unused: runs
+    assert len(list(playground_tab.run(None, QUIET, *values))) > 1
+
+
 def test_stop_ends_the_run_with_what_it_produced():
     class Request:
         session_hash = "stop-test-session"

@@ -19,7 +19,7 @@ from playground.ui.files import forget_stop, request_stop, stop_requested, write
 from playground.ui.gpu import on_gpu
 from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
                                           read_experiment, sweep_values)
-from playground.ui.inputs import page_url, settings_from_inputs, typed, user_error
+from playground.ui.inputs import page_url, settings_from_inputs, settings_to_run, typed, user_error
 from playground.ui.pacing import paced
 from playground.ui.serving import device_waiting
 from playground.ui.share import RANGES, share_url
@@ -37,7 +37,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
                                            zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
-        settings = settings_from_inputs(*values)
+        settings = settings_to_run(*values)
         values_list = sweep_values("k" if axis == "k" else "temperature", values_text)
         cfg, spec = live.checked_config(settings)
         prompts = _experiment_prompts(prompts_text, settings)
@@ -214,7 +214,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
     try:
         variants, prompts_text, *values = inputs
-        settings = settings_from_inputs(*values)
+        settings = settings_to_run(*values)
         prompts_text = typed("prompts", prompts_text, str)
         if not variants or not isinstance(variants, list) or not all(isinstance(v, str) and v in sweeps.VARIANTS for v in variants):
             raise PlaygroundError(f"pick at least one way of drafting among {', '.join(sweeps.VARIANTS)}")

@@ -119,6 +119,19 @@ def settings_from_inputs(preset, target, draft, k, temperature, top_p, top_k, se
 SETTING_NAMES = tuple(inspect.signature(settings_from_inputs).parameters)
 
 
+def settings_to_run(*values) -> Settings:
+    """settings_from_inputs, for a run: a kind of constraint picked with its box left empty is refused
+    (it ran unconstrained, without a word; a share link or an export of it carries no constraint)."""
+    named = dict(zip(SETTING_NAMES, values))
+    kind, text = named.get("kind"), named.get("constraint")
+    if kind in KIND_FIELDS and isinstance(text, str) and not text.strip():
+        exc = PlaygroundError(f"the constraint is empty: write a {KIND_FIELDS[kind]} (the Examples have one), "
+                              "or set Constraint to none")
+        exc.where = "constraint"
+        raise exc
+    return settings_from_inputs(*values)
+
+
 def _named_refusals(own):
     """gr.Slider.preprocess, its refusals naming the slider: an emptied box was "Could not preprocess
     input component at index 3 (a `slider` component) ... TypeError", a typed 100 "Value 100 is

@@ -16,7 +16,7 @@ from playground.presets import Settings
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import check_constraint, page_constraint, settings_from_inputs
+from playground.ui.inputs import check_constraint, page_constraint, settings_to_run
 from playground.ui.tree_view import tree_view
 
 log = logging.getLogger("playground.ui")
@@ -134,7 +134,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     superseded = lambda: run_ticket(request) not in (None, ticket)  # noqa: E731
     status = lambda phase: [{"ticket": ticket, "phase": phase}]  # noqa: E731  (the last output, run_status)
     try:
-        settings = settings_from_inputs(*values)
+        settings = settings_to_run(*values)
         snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
                               should_stop=lambda: stop_requested(request) or superseded())
         snap, phase, first = None, None, True  # first: the update that clears the last run's outputs
