@@ -145,7 +145,10 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     for axis, typed, said in (("k", "2,2.5", "'2.5' is not a whole number"), ("temperature", "0.5,warm", "'warm' is not a number")):
         refused = list(experiments_tab.run_sweep(None, QUIET, axis, typed, "def f():", *inputs))  # was "'2.5' is not a number"
         assert len(refused) == 1 and said in html.unescape(refused[0][0])
-    settings.draft = "ngram"
+    settings.tree, settings.policy = "1,2", "fixed"  # a k sweep of a token tree measured one setting again and again (k unused)
+    refused = list(experiments_tab.run_sweep(None, QUIET, "k", "1,2", "def f():", *page_inputs.inputs_from_settings(settings)))
+    assert len(refused) == 1 and "k changes nothing with a token tree (1,2: it sets each round&#x27;s drafts)" in refused[0][0]
+    settings.tree, settings.draft = "", "ngram"
     refused = list(experiments_tab.run_comparison(None, QUIET, ["draft model"], "def f():", *page_inputs.inputs_from_settings(settings)))
     assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 2
 

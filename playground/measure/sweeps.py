@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from playground import session
-from playground.config import SpecConfig
+from playground.config import SpecConfig, tree_text
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.metrics import summarize
@@ -47,6 +47,14 @@ def parse_values(text: str, kind=float) -> list:
     return values
 
 
+def check_axis(axis: str, cfg: SpecConfig) -> None:
+    """A k sweep with a token tree set measured one setting again and again (the tree sets each round's
+    drafts; k goes unused), its chart of k drawn from nothing (a fresh-eyes pass)."""
+    if axis == "k" and cfg.tree:
+        raise PlaygroundError(f"k changes nothing with a token tree ({tree_text(cfg)}: it sets each round's drafts): "
+                              "clear the token tree (Playground, Advanced) to sweep k, or sweep the temperature")
+
+
 def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
     if axis == "k":
         return dataclasses.replace(cfg, k=int(value))
@@ -60,6 +68,7 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
     `halted()` (Stop, the host's time limit, a closed page, a run waiting) the value being measured
     ends where it is, without a row: a point cut short is no measurement (one measured whole before
     it is kept)."""
+    check_axis(axis, cfg)
     rows = []
     for i, value in enumerate(values):
         run_cfg = _with(cfg, axis, value)

@@ -40,6 +40,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         settings = settings_to_run(*values)
         values_list = sweep_values("k" if axis == "k" else "temperature", values_text)
         cfg, spec = live.checked_config(settings)
+        sweeps.check_axis(axis, cfg)
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(values_list), prompts, settings)
         rows, pace, halt = [], Pace(), Halt(request, "sweep")
