@@ -39,6 +39,7 @@ MAX_SCHEMA_DEPTH = 32  # nesting of JSON objects and arrays in a schema
 MAX_SCHEMA_NODES = 2_000  # subschemas in a schema
 MAX_PROPERTIES = 256  # properties of one object schema (xgrammar takes 26 s to compile 2,000 optional ones)
 MAX_REPEAT_COUNT = 1_000  # n and m of a {n,m} repetition in a regex or schema pattern
+MAX_GRAMMAR_SIZE = 100_000  # a grammar with its counted repetitions written out (constraints.grammar_size)
 MAX_PATTERN_SIZE = 10_000  # a pattern with its counted repetitions written out, a class by its ranges (7 MB compiled)
 COMPILE_SECONDS = _env_int("PLAYGROUND_COMPILE_SECONDS", 20)  # one constraint compile, in a bounded worker
 COMPILE_BYTES = _env_int("PLAYGROUND_COMPILE_MIB", 2048) * 2**20  # memory that compile may add
