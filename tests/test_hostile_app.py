@@ -701,6 +701,23 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
 
 
+def test_a_call_by_name_naming_no_input_is_told_which_there_are(app_url):
+    """/call/v2/generate with {"top_k": 5} (an input /run has, /generate not) was answered "Internal
+    Server Error" (500), and Gradio logged its TypeError with the name whole and a traceback: 30 calls
+    naming 7 MB names added 200 MiB of log in 3 s (a red-team pass). So was a route naming no endpoint."""
+    inputs = "prompt, preset, k, temperature, max_new_tokens, seed, schema, regex, compare, backend, grammar"
+    for body, said in (({"prompt": "x", "top_k": 5}, f"'top_k' is not an input of /generate; its inputs: {inputs}"),
+                       ({"data": []}, "'data' is not an input of /generate"),
+                       ({"k" * 3_000_000: 1}, f"'{'k' * 40}' is not an input of /generate")):
+        status, text = post(app_url, "/gradio_api/call/v2/generate", json.dumps(body).encode())
+        assert status == 400 and said in text and len(text) < 1000, (status, text[:300])
+    for path in ("/gradio_api/call/v2/nope", "/gradio_api/call/nope", "/gradio_api/call/v2/from_last_run"):  # (private)
+        status, text = post(app_url, path, json.dumps({"data": []} if "v2" not in path else {}).encode())
+        assert status == 404 and "here; /gradio_api/info lists them" in text, (path, status, text[:300])  # were 500s
+    status, text = post(app_url, "/gradio_api/call/v2/generate", json.dumps({"prompt": "x", "max_new_tokens": 2}).encode())
+    assert status == 200 and "event_id" in text, (status, text)
+
+
 def test_quick_events_joining_at_once_are_not_counted_as_runs(monkeypatch):
     """A page's first load joins three quick events at once (the chart, the export, the thinking
     budget); all counted as runs on the device, the third was refused ("currently busy") while a

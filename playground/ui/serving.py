@@ -29,6 +29,9 @@ with a guard in front of Gradio on every request.
   whose calls were checked against no function's bounds), and its JSON holds at most MAX_CONTAINERS
   objects and arrays outside strings (8 MiB of `[{}, {}, ...]` became 600 MB of Python objects in
   Gradio's parses) and MAX_ITEMS values (8 MiB of numbers held the interpreter lock 1.3 s a call).
+- A /call/ route naming no endpoint, or a /call/v2/ body naming an input its endpoint lacks, is
+  answered 404 or 400 with the names to use (misnamed_input); Gradio answered 500 and logged the
+  name whole with a traceback.
 - Gradio's deep links are off: its route saved a session's values as they were sent (HTML
   included, unchecked) to a file that `?deep_link=` then drew in anyone's page (a script ran there),
   one file per call, never removed. The page's share links carry every setting, checked. So is its
@@ -75,6 +78,7 @@ FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's fi
 BODY_METHODS = {"POST", "PUT", "PATCH"}  # the requests whose bodies Gradio reads
 _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
 JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that put an event in the queue
+CALLED = re.compile(r"/call/(v2/)?([^/]+)/?$")  # Gradio's routes for an endpoint by name (v2: its inputs named)
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
 _pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
 _pending_runs = collections.Counter()  # address -> those of them that run on the device (or may: a function not known)
@@ -260,7 +264,9 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     except (UnicodeDecodeError, LookupError):
         return None, _function(blocks, None, path)
     if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
-        return None, _function(blocks, _fn_index(_parsed(text)), path)
+        call = _parsed(text)
+        fn = _function(blocks, _fn_index(call), path)
+        return misnamed_input(call, fn, path), fn
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
 
@@ -304,7 +310,7 @@ def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, obje
     if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
         return (400, "fn_index must be a whole number"), named
     fn = _function(blocks, fn_index, path)
-    return overlong_value(call, fn), fn
+    return overlong_value(call, fn) or misnamed_input(call, fn, path), fn
 
 
 def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[int, int]:
@@ -347,6 +353,25 @@ def overlong_value(call, fn) -> tuple[int, str] | None:
             name = name or getattr(component, "label", None) or "a value"
             return 413, f"{name[:60]} is {size} characters, more than this host allows ({limit})"
     return None
+
+
+def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
+    """(404, why) for a /call/ route naming no endpoint (a /call/v2/ one: no public one); (400, why) for
+    a /call/v2/<name> body (inputs by name) naming an input its function lacks (every public one has a
+    default for each). Gradio answered each "Internal Server Error" (500) and logged a traceback, the
+    name whole (a 7 MB name: 62 MiB of log a second)."""
+    called = CALLED.search(path)
+    if called is None:
+        return None
+    by_name = called.group(1) is not None
+    if fn is None or by_name and fn.api_visibility == "private":
+        return 404, f"no endpoint {ascii(called.group(2)[:40])} here; /gradio_api/info lists them"
+    if not by_name or not isinstance(call, dict):
+        return None
+    names = list(fn.input_parameter_names)
+    wrong = next((name for name in call if name not in names and name != "oauth_token"), None)
+    return None if wrong is None else (400, f"{ascii(wrong[:40])} is not an input of /{fn.api_name}; its inputs: "
+                                            f"{', '.join(names)}")
 
 
 def _function(blocks, fn_index: int | None, path: str):
