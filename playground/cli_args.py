@@ -8,6 +8,7 @@ import re
 
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
+from playground.limits import MAX_GRAMMAR_CHARS, MAX_PROMPTS_FILE_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -144,7 +145,7 @@ def read_text_arg(value: str, what: str) -> str:
     looks_like_text = _json_not_a_file if what == "schema" else _grammar_not_a_file
     if (what == "schema" and value.lstrip().startswith("{")) or looks_like_text(value):
         return value
-    return read_utf8(value, f"--{what}")
+    return read_utf8(value, f"--{what}", MAX_SCHEMA_TEXT_CHARS if what == "schema" else MAX_GRAMMAR_CHARS)
 
 
 def _grammar_not_a_file(value: str) -> bool:
@@ -167,14 +168,17 @@ def _json_not_a_file(value: str) -> bool:
     return not _exists(value)
 
 
-def read_utf8(value: str, what: str) -> str:
-    """A text file's contents, or one clear error (missing, a folder, unreadable, not UTF-8)."""
+def read_utf8(value: str, what: str, most_chars: int) -> str:
+    """A text file's contents, or one clear error (missing, a folder, unreadable, not UTF-8, more
+    bytes than `most_chars` characters can take: a 2 GB --schema file was read whole, 27 s and 4.6 GB,
+    before its length was refused)."""
     path = pathlib.Path(value)
     try:
         if path.is_dir():
             raise PlaygroundError(f"{what}: '{value}' is a folder, not a file")
         if not path.is_file():
             raise PlaygroundError(f"{what}: no such file '{value}'")
+        at_most(path.stat().st_size, 4 * most_chars, f"{what}: the size of {value[:80]} (bytes)")  # UTF-8: <= 4 a character
     except OSError as exc:  # a name too long for a file, say
         raise PlaygroundError(f"{what}: no such file '{value[:80]}' ({exc.strerror or exc})") from None
     try:
@@ -241,7 +245,7 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
             return json.loads((SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())
         return [preset.prompt] if preset is not None else ["def fib(n):\n"]
     inline = _json_not_a_file(path)  # the list itself: '["a", "b"]'
-    text = path if inline else read_utf8(path, "--prompts")
+    text = path if inline else read_utf8(path, "--prompts", MAX_PROMPTS_FILE_CHARS)
     try:
         prompts = json.loads(text) if inline or path.endswith(".json") else prompt_lines(text)
     except (ValueError, RecursionError) as exc:

@@ -34,6 +34,7 @@ EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 120)
 MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 256_000)  # minified: what the engines read
 MAX_SCHEMA_TEXT_CHARS = max(MAX_SCHEMA_CHARS, 2**20)  # as typed (pretty-printing included), before it is parsed
 MAX_GRAMMAR_CHARS = _env_int("PLAYGROUND_MAX_GRAMMAR_CHARS", 64_000)
+MAX_PROMPTS_FILE_CHARS = 2**24  # a --prompts file (the CLI reads the first --num-prompts of them)
 MAX_REGEX_CHARS = 2_000
 MAX_SCHEMA_DEPTH = 32  # nesting of JSON objects and arrays in a schema
 MAX_SCHEMA_NODES = 2_000  # subschemas in a schema

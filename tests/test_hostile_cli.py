@@ -64,6 +64,22 @@ def test_files_that_are_not_utf8_or_missing(capsys, saved_pair, tmp_path):
     assert "--grammar is empty (or only spaces)" in one_line_error(capsys, *gen(saved_pair, "--grammar", str(blank)))
 
 
+def test_a_file_larger_than_its_text_may_be_is_refused_before_it_is_read(capsys, saved_pair, tmp_path):
+    """A 2 GB --schema file was read whole (27 s, 4.6 GB) before its length was refused (a red-team pass)."""
+    from playground.limits import MAX_GRAMMAR_CHARS, MAX_PROMPTS_FILE_CHARS, MAX_SCHEMA_TEXT_CHARS
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(2**31)  # sparse: takes no disk, and no time to read the size of
+    for flag, most in (("--schema", MAX_SCHEMA_TEXT_CHARS), ("--grammar", MAX_GRAMMAR_CHARS)):
+        said = one_line_error(capsys, *gen(saved_pair, flag, str(big)))
+        assert f"{flag}: the size of {big} (bytes) is 2147483648, more than this host allows ({4 * most})" in said
+    said = one_line_error(capsys, "bench", "--preset", "demo", "--prompts", str(big))
+    assert f"({4 * MAX_PROMPTS_FILE_CHARS})" in said
+    fits = tmp_path / "fits.json"
+    fits.write_text('{"type": "integer"}')
+    assert main(gen(saved_pair, "--schema", str(fits), "--max-new-tokens", "2")) == 0
+
+
 def test_prompt_with_invalid_utf8_is_refused(capsys, saved_pair):
     broken = b"caf\xe9".decode("utf-8", "surrogateescape")  # what Python makes of such bytes in argv
     target, draft = saved_pair
