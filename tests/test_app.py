@@ -680,7 +680,13 @@ def test_the_calculator_draws_the_runs_that_told_their_speedup_and_faintly_the_r
         history = playground_tab.remember_run(measured, history)  # None: a run without the comparison
     assert len(history) == 2
     text, figure = experiments_tab.calculator(0.7, 4, 0.1, history)
-    assert "1 of your runs compared with the target alone could not tell its speedup (too noisy for one number): drawn as a circle" in text
+    assert "1 of your runs compared with the target alone gave no single number for its speedup (too noisy for one): drawn as a circle" in text
+    assert "measured 0.90-1.50x, about 1.20x (too noisy for one number)" in text  # no verdict known: none said
+    history[-1] = dict(untold, verdict="faster", speedup_low=1.14, speedup_high=2.09, speedup_estimate=1.66)
+    text, figure = experiments_tab.calculator(0.55, 3, 0.025, history)  # it said "could not tell" of a run shown "faster"
+    assert "measured faster, 1.14-2.09x, about 1.66x (too noisy for one number)" in text
+    assert any(t.name == "expected (α=0.55, c=0.025)" for t in figure.data)  # as its slider says (c=0.03 before)
+    text, figure = experiments_tab.calculator(0.7, 4, 0.1, history[:1] + [untold])
     assert [list(t.y) for t in figure.data if t.name == "measured runs"] == [[1.4]]
     faint = next(t for t in figure.data if t.name == plots.UNTOLD)
     assert list(faint.y) == [1.2] and list(faint.error_y.array) == [pytest.approx(0.3)]

@@ -351,10 +351,17 @@ def _last_run(history: list) -> str:
         return ""
     last = history[-1]
     c = "" if last.get("cost_ratio") is None else f", c {last['cost_ratio']:.3f}"
-    shown = f"{last['speedup']:.2f}x" if last.get("speedup") else f"≈{last['speedup_estimate']:.2f}x, too noisy for one number"
+    shown = f"{last['speedup']:.2f}x" if last.get("speedup") else _noisy(last)
     return (f". Your last compared run: α {last['alpha']:.2f}, k {last['k']}{c}, measured {shown} (the formula leaves "
             f"out each round's overhead, and takes a verify pass of k + 1 tokens to cost what the target alone's "
             "one-token pass does)")
+
+
+def _noisy(run: dict) -> str:
+    """A run's speedup too noisy for one number, as its card said it: 'faster, 1.14-2.09x, about 1.66x'."""
+    verdict = {"faster": "faster, ", "slower": "slower, "}.get(run.get("verdict"), "")
+    spread = f"{run['speedup_low']:.2f}-{run['speedup_high']:.2f}x, " if run.get("speedup_low") and run.get("speedup_high") else ""
+    return f"{verdict}{spread}about {run['speedup_estimate']:.2f}x (too noisy for one number)"
 
 
 def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sweep: dict | None = None):
@@ -372,8 +379,8 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
     told = [m for m in history or [] if m.get("speedup")]
     if untold := len(history or []) - len(told):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
-        text += (f". {untold} of your runs compared with the target alone could not tell {their} speedup (too "
-                 f"noisy for one number): drawn as {circles} at {their} estimate, with the range it varied over")
+        text += (f". {untold} of your runs compared with the target alone gave no single number for {their} speedup "
+                 f"(too noisy for one): drawn as {circles} at {their} estimate, with the range it varied over")
     sweep_rows = (k_sweep or {}).get("rows") or []
     return (text + _last_run(history) + _last_sweep(k_sweep),
             plots.speedup_curve(acceptance, int(k), cost_ratio, history or [], sweep_rows))

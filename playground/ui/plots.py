@@ -144,7 +144,7 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
     K sweep's rows as a measured line (its estimate where a point could not tell, with its range)."""
     ks = list(range(1, 17))
     fig = go.Figure(go.Scatter(x=ks, y=[expected_speedup(acceptance, kk, cost_ratio) for kk in ks], mode="lines",
-                               name=f"expected (α={acceptance:.2f}, c={cost_ratio:.2f})"))
+                               name=f"expected (α={acceptance:.2f}, c={round(cost_ratio, 3):g})"))  # c as its slider (0.025)
     fig.add_trace(go.Scatter(x=[k], y=[expected_speedup(acceptance, k, cost_ratio)], mode="markers",
                              name=f"k = {k}", marker=dict(size=14, color="#f59e0b")))
     if told := [m for m in measured if m.get("speedup")]:
