@@ -102,9 +102,11 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
         fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup (95% interval)",
                                  line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), secondary_y=False)
     fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name="acceptance",
-                             line=dict(dash="dot")), secondary_y=True)
+                             line=dict(dash="dot", color=COLOURS["accepted"])), secondary_y=True)  # (blue as the speedup's
+    # by default)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
-                             name="tokens per pass", line=dict(dash="dash")), secondary_y=False)
+                             name="tokens per pass", line=dict(dash="dash", color=PASS_COLOUR),
+                             marker=dict(symbol="diamond", size=6)), secondary_y=False)
     untold = _untold(rows)
     for group, name, colour in _noisy_groups(untold):  # too noisy to tell: its range, not a point of the line
         fig.add_trace(go.Scatter(x=[r[x] for r in group], y=[r["speedup_estimate"] for r in group], mode="markers",
@@ -116,7 +118,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     elif (told := [r for r in rows if r["speedup"] is not None]) and len(told + untold) > 1:
         fig.add_annotation(text="no clear best: the intervals overlap", showarrow=False, xref="paper", yref="paper",
                            x=0.5, y=1.0, yanchor="bottom", font=dict(color="#6b7280"))
-    fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af", secondary_y=False)  # the target alone, as the calculator's
+    target_alone_line(fig, secondary_y=False)
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
     fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
     if x == "k":
@@ -162,7 +164,7 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
                                  marker=dict(symbol=["circle" if r["speedup"] else "circle-open" for r in k_sweep], size=9),
                                  text=[f"acceptance {r['acceptance_rate']:.2f}" + ("" if r["speedup"] else ", too noisy for one number")
                                        for r in k_sweep]))
-    fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
+    target_alone_line(fig)
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
 
 
@@ -170,8 +172,9 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
     """Speedup (bars) and acceptance (diamonds) of each way of drafting for one target."""
     names = [r["variant"] for r in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup (95% interval)",
-                         marker_color=COLOURS["bonus"], error_y=_interval(rows)), secondary_y=False)
+    if any(r["speedup"] is not None for r in rows):  # (its legend named bars none of them had)
+        fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup (95% interval)",
+                             marker_color=COLOURS["bonus"], error_y=_interval(rows)), secondary_y=False)
     for group, name, colour in _noisy_groups(_untold(rows)):  # in the same places, hatched: the estimate and the
         # range it was not sure within (in the speedup's colour where that range is clear of 1x, else grey)
         fig.add_trace(go.Bar(x=[r["variant"] for r in group], y=[r["speedup_estimate"] for r in group], name=name,
@@ -180,14 +183,30 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
         fig.update_layout(barmode="overlay")
     fig.add_trace(go.Scatter(x=names, y=[r["acceptance_rate"] for r in rows], mode="markers", name="acceptance",
                              marker=dict(size=14, symbol="diamond", color=COLOURS["accepted"])), secondary_y=True)
-    fig.add_hline(y=1.0, line_dash="dot", line_color="#9ca3af")
-    fig.update_yaxes(title_text="speedup over the target alone", secondary_y=False)
+    for r in rows:
+        if str(r.get("note") or "").startswith("not run"):  # its empty slot read as a speedup of 0
+            fig.add_annotation(x=r["variant"], y=0, yanchor="bottom", text="not run (see its row)", showarrow=False,
+                               font=dict(color="#6b7280"))
+    target_alone_line(fig, secondary_y=False)
+    fig.update_yaxes(title_text="speedup", secondary_y=False)  # (on a phone, the longer title ran into the chart's)
     fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
     return fig.update_layout(title="Draft comparison", **LAYOUT)
 
 
-UNTOLD = "too noisy to tell (estimate, range)"  # short: a phone shows about 40 characters of a legend line
-ONE_SIDE = "clear of 1x, noisy (estimate, range)"  # too noisy for one number, its whole range faster (or slower)
+UNTOLD = "speedup, too noisy (estimate, range)"  # short: a phone shows about 40 characters of a legend line
+ONE_SIDE = "speedup clear of 1x, noisy (range)"  # too noisy for one number, its whole range faster (or slower)
+PASS_COLOUR = "#7c3aed"  # tokens per target pass (the speedup blue, the acceptance green)
+
+
+def target_alone_line(fig: go.Figure, **axis) -> None:
+    """The dotted line at 1x, named in the legend (unnamed, it read as a mark of the acceptance axis
+    beside it; a name on the chart sat on a bar on a phone)."""
+    fig.add_hline(y=1.0, line_dash="dot", line_color=ONE_X_COLOUR, **axis)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=TARGET_ALONE,
+                             line=dict(dash="dot", color=ONE_X_COLOUR)), **axis)
+
+
+TARGET_ALONE, ONE_X_COLOUR = "target alone (1x)", "#9ca3af"
 
 
 def _noisy_groups(untold: list[dict], told_colour: str = COLOURS["bonus"]) -> list[tuple[list[dict], str, str]]:
