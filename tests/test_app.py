@@ -664,6 +664,8 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     end = race.frame_html(lanes, max(spec.total, base.total), 1.0)
     assert spec.tokens == base.tokens == 64 and end.count(", 64 tokens, ") == 2  # greedy: one text, two paces
     assert "first measurement" in end and "different texts" not in end
+    ratio = (spec.tokens / spec.total) / (base.tokens / base.total)  # said once both have finished, apart from the card's
+    assert f"This measurement alone: speculation at <b>{ratio:.2f}x</b>" in end and "race-outcome" not in frames[0]
     sampled = [race.Lane("speculative", [1.0], ["a b c"], 30), race.Lane("target alone", [2.0], ["a"], 12)]
     assert ("the runs wrote different texts, 30 tokens and 12 tokens: compare their tok/s, not who finishes first"
             in race.frame_html(sampled, 2.0, 1.0))  # (a sampled comparison: a race the shorter text may win)

@@ -78,12 +78,25 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
     if len(counts) > 1:  # sampled: the two texts differ, so do their lengths
         note += ("; the runs wrote different texts, " + " and ".join(f"{ln.tokens} tokens" for ln in race)
                  + ": compare their tok/s, not who finishes first")
-    return f'<div class="race" id="race"><small>{html.escape(note)}</small><div class="race-lanes">{"".join(cards)}</div></div>'
+    return (f'<div class="race" id="race"><small>{html.escape(note)}</small><div class="race-lanes">{"".join(cards)}</div>'
+            f'{_outcome(race, t)}</div>')
+
+
+def _outcome(race: list[Lane], t: float) -> str:
+    """Once both lanes have finished: this measurement's own ratio, said apart from the card's (a
+    replay ending 1.14x beside a card saying 'about 1.66x' read as a contradiction)."""
+    if len(race) != 2 or any(ln.at(t)[1] < len(ln.ends) or not (ln.tokens and ln.total > 0) for ln in race):
+        return ""
+    spec, base = ((ln.tokens / ln.total) for ln in race)
+    return (f'<p class="race-outcome">This measurement alone: speculation at <b>{spec / base:.2f}x</b> the target '
+            "alone's tokens per second. The speedup card pools every measurement of the comparison, so it may differ: "
+            "one measurement on a busy machine varies.</p>")
 
 
 CSS = """
 .race-lanes { display: flex; gap: 10px; } .race-lane { flex: 1; min-width: 0; }
-.race-head { display: flex; justify-content: space-between; font-size: 14px; }
+.race-head { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; font-size: 14px; }
+.race-outcome { margin: 8px 0 0; font-size: 14px; }
 .race-bar { height: 6px; background: #e5e7eb; border-radius: 3px; margin: 4px 0; }
 .race-bar i { display: block; height: 100%; background: #2563eb; border-radius: 3px; }
 .race-lane[data-finished="true"] .race-bar i { background: #16a34a; }
