@@ -190,7 +190,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             sweep_btn = gr.Button("Run sweep", variant="primary", scale=3)
             sweep_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="sweep-stop")
         sweep_status = gr.HTML()
-        sweep_table = gr.Dataframe(headers=column_headers(sweep_columns(FIRST.sweep_axis)), label="Results", interactive=False,
+        sweep_table = gr.Dataframe(headers=column_headers(sweep_columns(FIRST.sweep_axis)), interactive=False,
+                                   label=f"Results ({len(sweep_columns(FIRST.sweep_axis))} columns: scroll sideways; the CSV has them all)",
                                    wrap=True, column_widths=column_widths(sweep_columns(FIRST.sweep_axis)), elem_id="sweep-table")
         sweep_plot = gr.Plot()
         sweep_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="sweep-csv")  # once it has one
@@ -201,7 +202,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             compare_btn = gr.Button("Compare drafts", variant="primary", scale=3)
             compare_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="compare-stop")
         compare_status = gr.HTML()
-        compare_table = gr.Dataframe(headers=column_headers(sweeps.COMPARE_COLUMNS), label="Results", interactive=False, wrap=True,
+        compare_table = gr.Dataframe(headers=column_headers(sweeps.COMPARE_COLUMNS), interactive=False, wrap=True,
+                                     label=f"Results ({len(sweeps.COMPARE_COLUMNS)} columns: scroll sideways)",
                                      column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table")
         compare_plot = gr.Plot()
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
