@@ -517,7 +517,13 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
 
     class Request:
         query_params = {"preset": "demo", "regex": "[0-9]+"}
-    assert page_inputs.restore_from_url(Request())[len(page_inputs.SETTING_NAMES) + 1] == gr.update(open=True)
+    sections = lambda query: page_inputs.restore_from_url(type("R", (), {"query_params": query}))[  # noqa: E731
+        len(page_inputs.SETTING_NAMES) + 1:len(page_inputs.SETTING_NAMES) + 3]  # (constraint, Advanced)
+    assert sections(Request.query_params) == [gr.update(open=True), gr.skip()]
+    for query in ({"preset": "demo", "tree": "1,2"}, {"preset": "demo", "seed": "3"}, {"preset": "demo", "top_p": "0.9"},
+                  {"preset": "demo", "backend": "xgrammar"}):  # restored out of sight before (a fresh-eyes pass)
+        assert sections(query) == [gr.skip(), gr.update(open=True)], query
+    assert sections({"preset": "demo", "k": "3"}) == [gr.skip(), gr.skip()]
     assert page_inputs.constraint_editor("regex")["language"] is None
     assert page_inputs.constraint_editor("JSON schema")["language"] == "json"
     assert [page_inputs.constraint_editor(kind)["visible"] for kind in ("none", "regex", "JSON schema")] == [False, True, True]

@@ -270,6 +270,17 @@ def k_with_tree(tree: str):
     return gr.update(interactive=not on_tree, info="unused: the token tree sets each round's drafts" if on_tree else "")
 
 
+ADVANCED_FIELDS = ("top_p", "top_k", "seed", "chat", "system", "backend", "compile", "tree")  # the Advanced section's
+
+
+def advanced_section(settings: Settings):
+    """The Advanced section opens when a link sets something in it otherwise than its preset does: a
+    link's token tree, seed or top-p were restored out of sight (only "unused: the token tree..."
+    under k hinted at the tree)."""
+    base = Settings.from_preset(PRESETS[settings.preset]) if settings.preset in PRESETS else DEFAULT
+    return gr.update(open=True) if any(getattr(settings, f) != getattr(base, f) for f in ADVANCED_FIELDS) else gr.skip()
+
+
 def constraint_section(settings: Settings):
     """The Structured output section opens when the settings carry a constraint, so it is seen."""
     return gr.update(open=True) if constraint_of(settings) else gr.skip()
@@ -320,13 +331,14 @@ def example_settings(name: str, prompt: str):
 def restore_from_url(request: gr.Request):
     """demo.load: the Playground's settings and the Experiments tab's inputs from the page's query
     parameters, and the tab the link opens on; what is ignored is said, never run.
-    -> SETTINGS values, the preset's note, the constraint section, the Experiments inputs, the tabs, the notices."""
+    -> SETTINGS values, the preset's note, the constraint and Advanced sections, the Experiments inputs, the tabs,
+    the notices."""
     params = dict(request.query_params) if request is not None else {}
     experiment, opens, params, notices = experiment_from_query(params)
     settings, more = from_query(params, custom_models_allowed()) if params else (DEFAULT, [])
     note = _listed(more + notices)
     return [*inputs_from_settings(settings), preset_note(settings.preset), constraint_section(settings),
-            *experiment.inputs(), gr.Tabs(selected=TAB) if opens else gr.skip(), note and f"**Link notices**\n{note}"]
+            advanced_section(settings), *experiment.inputs(), gr.Tabs(selected=TAB) if opens else gr.skip(), note and f"**Link notices**\n{note}"]
 
 
 NOTICES_SHOWN, NOTICE_CHARS = 20, 300  # a hand-made link can carry thousands of parameters, or long ones

@@ -249,7 +249,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
     demo.load(None, None, None, js=render.TAP_TIPS_JS, queue=False, api_visibility="private")  # a token's
     # probabilities on a tap (no hover on a phone)
-    restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, *EXPERIMENT, tabs, link_notice],
+    restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, advanced, *EXPERIMENT, tabs, link_notice],
                          queue=False, api_visibility="private")
     budget = restored.then(think_budget_shown, [target, think_budget], think_budget, queue=False, api_visibility="private")
     for step in (restored.failure, budget.then, budget.failure):
