@@ -520,6 +520,10 @@ def test_gradios_file_route_fetches_no_url(app_url, listener):  # noqa: F811
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(app_url + "monitoring/summary", timeout=30)
     assert refused.value.code == 403
+    for path in ("gradio_api/runs", "gradio_api/run-history/buckets"):  # Gradio's run history: served (200, 401)
+        with pytest.raises(urllib.error.HTTPError) as refused:  # before (a red-team pass)
+            urllib.request.urlopen(app_url + path, timeout=30)
+        assert refused.value.code == 404, path
 
 
 def test_texts_past_their_limits_are_refused_before_anything_reads_them(client):

@@ -40,7 +40,9 @@ with a guard in front of Gradio on every request.
   data) lasts as long as its caller keeps it, and 20,000 idle ones took every file the server may open.
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
-  limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off.
+  limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off, and
+  its run history (a page at /gradio_api/runs keeping every call's outputs in the browser, or in a
+  Hugging Face bucket a visitor connects): a share link restores a run's settings.
 - What Gradio keeps of an event nobody reads is bounded, and a stream it no longer holds is answered
   404 with the reason (playground.ui.leftovers: the guard counts the streams open and passes on
   cancels)."""
@@ -402,5 +404,5 @@ def queue_options() -> dict:
 
 def launch_options() -> dict:
     """Keyword arguments of demo.launch for every host."""
-    return {"show_error": True, "state_session_capacity": SESSIONS_KEPT, "enable_monitoring": False,
+    return {"show_error": True, "state_session_capacity": SESSIONS_KEPT, "enable_monitoring": False, "run_history": False,
             "app_kwargs": {"middleware": [Middleware(RequestGuard, max_bytes=MAX_REQUEST_BYTES)]}}
