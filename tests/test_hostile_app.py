@@ -419,6 +419,39 @@ def test_one_address_holds_a_bounded_number_of_requests_open(app_url, monkeypatc
         assert response.status == 200
 
 
+def test_every_address_together_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):
+    """A caller may forge X-Forwarded-For where the Space's proxy passes on what it was sent: rotated
+    forged addresses held 13,227 idle streams (of a 20,000-file limit) and a small run waited 26.8 s
+    (a red-team pass). Every address together has at most OPEN_IN_ALL open."""
+    import socket
+    from playground.ui import serving
+    monkeypatch.setattr(serving, "OPEN_PER_CLIENT", 4)
+    monkeypatch.setattr(serving, "OPEN_IN_ALL", serving._open.total() + 6)
+    url = urllib.parse.urlsplit(app_url)
+    forged = [f"203.0.113.{n}" for n in range(20, 26)]  # six addresses, one stream each: none past its own bound
+    held = []
+    try:
+        for n, address in enumerate(forged):
+            conn = socket.create_connection((url.hostname, url.port), timeout=30)
+            conn.sendall(f"GET /gradio_api/heartbeat/all{n} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: {address}\r\n\r\n".encode())
+            held.append(conn)
+        deadline = time.monotonic() + 30
+        while sum(serving._open[a] for a in forged) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        request = urllib.request.Request(app_url + "gradio_api/queue/status", headers={"X-Forwarded-For": "203.0.113.77"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 503 and b"requests open, its most" in refused.value.read()
+    finally:
+        for conn in held:
+            conn.close()
+    deadline = time.monotonic() + 30
+    while any(serving._open[a] for a in forged) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+
+
 def test_a_session_keeps_at_most_the_characters_limits_py_says():
     """The sum of every input's bound (a session keeps the last value of each): limits.py says 4.3 M
     characters a session; a new long input must say so there."""

@@ -38,6 +38,8 @@ with a guard in front of Gradio on every request.
   reload mode's stream, registered without reload mode (idle connections held the CPU).
 - One address has at most OPEN_PER_CLIENT requests open at once: a stream (heartbeat, the queue's
   data) lasts as long as its caller keeps it, and 20,000 idle ones took every file the server may open.
+  Every address together has at most OPEN_IN_ALL (503 past it): an address forged in X-Forwarded-For
+  passes the per-address bounds, not this one.
 - Queued functions are reached through the queue only (`api_open=False`, Gradio's default on Spaces
   and not elsewhere): a direct POST to /gradio_api/run/generate skipped the queue and its device
   limit, and 45 of them held page loads for over a minute. Gradio's traffic monitoring is off, and
@@ -58,7 +60,7 @@ from gradio.context import LocalContext
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
-from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_PER_CLIENT, QUEUE_SIZE,
+from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE,
                                QUEUED_PER_CLIENT, SESSIONS_KEPT)
 from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
 
@@ -106,6 +108,8 @@ class RequestGuard:
         caller = client_address(Headers(scope=scope), scope.get("client"))
         if _open[caller] >= OPEN_PER_CLIENT:
             return await refuse(send, 429, f"this address has {_open[caller]} requests open; close some first")
+        if _open.total() >= OPEN_IN_ALL:  # every address together (a forged one passes the line above)
+            return await refuse(send, 503, f"this server has {_open.total()} requests open, its most; try again shortly")
         _open[caller] += 1
         try:
             await self.guarded(scope, receive, send, caller)
