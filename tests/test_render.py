@@ -53,7 +53,7 @@ def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
         assert plots.TARGET_ALONE in [t.name for t in figure.data] and plots.UNTOLD.startswith("speedup")
     sweep = plots.sweep_chart([told, untold], "k")  # the acceptance line drawn in the speedup's blue
     colour = {t.name: t.line.color for t in sweep.data}
-    assert len({colour["speedup (95% interval)"], colour["acceptance"], colour["tokens per pass"]}) == 3
+    assert len({colour["speedup (95% interval)"], colour[plots.ACCEPTANCE], colour["tokens per pass"]}) == 3
     not_run = {key: None for key in told} | {"variant": "cascade (lookup -> draft)", "note": "not run: a feature draft"}
     assert "not run (see its row)" in [a.text for a in plots.draft_comparison([told, not_run]).layout.annotations]
     alone = plots.sweep_chart([untold], "k")  # its legend named a 95% interval no point had; no 1x line (the calculator's has)

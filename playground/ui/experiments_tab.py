@@ -145,6 +145,8 @@ def column_headers(columns: list[str]) -> list[str]:
 
 
 HEADERS = {"tokens": "tokens (all measurements)",  # a row's tokens: every prompt, every measurement of both
+           "acceptance_rate": "acceptance rate (kept / proposed)",  # the charts' "acceptance": two figures of one
+           "token_acceptance": "α: token acceptance (kept / judged)",  # row (0.19, 0.37) read as one, unexplained
            "tokens_per_target_pass": "tokens per target pass (prompt passes too)"}  # a prompt pass writes none:
 # without a kept guess a run's is n / (n + 1), under 1
 

@@ -101,7 +101,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     if any(r["speedup"] is not None for r in rows):  # (its legend named an interval no point had)
         fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup (95% interval)",
                                  line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), secondary_y=False)
-    fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name="acceptance",
+    fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name=ACCEPTANCE,
                              line=dict(dash="dot", color=COLOURS["accepted"])), secondary_y=True)  # (blue as the speedup's
     # by default)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
@@ -120,7 +120,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
                            x=0.5, y=1.0, yanchor="bottom", font=dict(color="#6b7280"))
     target_alone_line(fig, secondary_y=False)
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
-    fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
+    fig.update_yaxes(title_text="acceptance rate", range=[0, 1.05], secondary_y=True)
     if x == "k":
         fig.update_xaxes(dtick=1)  # whole draft lengths, no 1.5
     return fig.update_layout(title=f"Sweep over {x}", xaxis_title=x, **LAYOUT)
@@ -181,7 +181,7 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
                              marker=dict(color=colour, opacity=0.45, pattern=dict(shape="/")), error_y=_range(group)),
                       secondary_y=False)
         fig.update_layout(barmode="overlay")
-    fig.add_trace(go.Scatter(x=names, y=[r["acceptance_rate"] for r in rows], mode="markers", name="acceptance",
+    fig.add_trace(go.Scatter(x=names, y=[r["acceptance_rate"] for r in rows], mode="markers", name=ACCEPTANCE,
                              marker=dict(size=14, symbol="diamond", color=COLOURS["accepted"])), secondary_y=True)
     for r in rows:
         if str(r.get("note") or "").startswith("not run"):  # its empty slot read as a speedup of 0
@@ -189,12 +189,13 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
                                font=dict(color="#6b7280"))
     target_alone_line(fig, secondary_y=False)
     fig.update_yaxes(title_text="speedup", secondary_y=False)  # (on a phone, the longer title ran into the chart's)
-    fig.update_yaxes(title_text="acceptance", range=[0, 1.05], secondary_y=True)
+    fig.update_yaxes(title_text="acceptance rate", range=[0, 1.05], secondary_y=True)
     return fig.update_layout(title="Draft comparison", **LAYOUT)
 
 
 UNTOLD = "speedup, too noisy (estimate, range)"  # short: a phone shows about 40 characters of a legend line
 ONE_SIDE = "speedup clear of 1x, noisy (range)"  # too noisy for one number, its whole range faster (or slower)
+ACCEPTANCE = "acceptance rate (kept / proposed)"  # the tables' column; not α, the calculator's (kept / judged)
 PASS_COLOUR = "#7c3aed"  # tokens per target pass (the speedup blue, the acceptance green)
 
 
