@@ -149,8 +149,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         pretty = gr.JSON(label="Parsed output (a JSON Schema run's answer; empty when its text "
                                                "is not whole JSON)", open=True)
                     with gr.Tab("Export", elem_id="export-tab") as export_tab:
-                        gr.Markdown("This setting, ready to serve at scale: launch commands and one request for "
-                                    "vLLM and SGLang, and the same run as a transformers `generate` call.")
+                        gr.Markdown("The settings as they stand now (kept current as you change them, so not "
+                                    "necessarily the run shown in the other tabs), ready to serve at scale: launch "
+                                    "commands and one request for vLLM and SGLang, and the same run as a transformers "
+                                    "`generate` call.")
                         export_notes = gr.HTML()
                         export_vllm = gr.Code(language="shell", label="vLLM: serve, then send the request",
                                               buttons=["copy"], wrap_lines=True, elem_id="export-vllm")
