@@ -219,10 +219,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         with gr.Row():
             calc_a = gr.Slider(*CALCULATOR_RANGES["acceptance"], value=FIRST.calc_alpha, step=0.01, label="per-token acceptance α",
                                info="a run's theory card shows its α (not its acceptance rate, which counts the "
-                                    "drafts after a rejection too)")
-            calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k")
+                                    "drafts after a rejection too)", min_width=240)
+            calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k", min_width=240)
             calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.001, label="cost ratio c",
-                               elem_id="calc-c")
+                               elem_id="calc-c", min_width=240)  # (each a line of its own on a phone: k sat beside
+            # α's help text there, α's number box pushed under it)
         with gr.Row():
             calc_from_run = gr.Button("Set α, k and c from my last run", size="sm", scale=0, min_width=260,
                                       elem_id="calc-from-run")
