@@ -171,7 +171,8 @@ def _settings(args):
     flags = {"k": args.k, "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
              "max_new_tokens": args.max_new_tokens, "prompt": args.prompt, "system": args.system}
     s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
-                            confidence=0.5 if args.confidence is None else args.confidence, tree=args.tree, **chosen_constraint(constraint_flags(args), base),
+                            confidence=0.5 if args.confidence is None else args.confidence, tree=args.tree,
+                            **chosen_constraint(constraint_flags(args), base),
                             backend=args.constraint_backend,
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},

@@ -330,6 +330,7 @@ GROWN = "the size of the grammar with its counted repetitions written out"
     ('start: x ~ 1000\nx: "ab" ~ 200..1000', f"{GROWN} (each count times what it repeats, through the rules it names) is 1000000"),
     ('start: x{2,}\n?x.2: /[0-9]{1000}/ ~ 100', f"{GROWN} (each count times what it repeats, through the rules it names) is 300000"),
     ('start: /a{1001}/', "a repetition count in a regex in the grammar is 1001"),
+    ("root ::= " + "(" * 5000 + '"a"' + ")" * 5000, "nests its rules or groups too deeply to be sized here"),
 ])
 def test_grammars_that_grow_when_written_out_are_refused(grammar, says):
     """A grammar's counts were not bounded at all: xgrammar took `root ::= "ab"{4000000}` (or a rule of

@@ -13,6 +13,7 @@ out). Both dialects are read by their tokens alone (GBNF: `name ::=`, [...] a cl
 import re
 from collections.abc import Callable
 
+from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_SIZE, MAX_REPEAT_COUNT, at_most
 
 _COMMON = r"""
@@ -52,7 +53,10 @@ def check_grammar_size(text: str, gbnf: bool, regex_size: Callable[[str], int]) 
             return regex_size(value[1:value.rindex("/")])
         return 1
 
-    largest = max(map(rule_size, rules), default=0)  # each rule holds what it names
+    try:
+        largest = max(map(rule_size, rules), default=0)  # each rule holds what it names
+    except RecursionError:  # (a chain of some 300 rules, or groups, each inside the last)
+        raise PlaygroundError("the grammar nests its rules or groups too deeply to be sized here") from None
     at_most(largest, MAX_GRAMMAR_SIZE, "the size of the grammar with its counted repetitions written out (each "
             "count times what it repeats, through the rules it names)")
 
