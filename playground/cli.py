@@ -158,6 +158,9 @@ def cmd_export(args) -> int:
         with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
             read_constraint(spec)
     exported = export_setting(settings)
+    if not settings.preset and exported.endpoint.endswith("/chat/completions"):  # nothing loaded: not known
+        print("note: models named without a --preset are exported with their chat template, as generate applies it "
+              "where their tokenizer has one; give --raw for a model without one (a base model)", file=sys.stderr)
     print(json.dumps(dataclasses.asdict(exported)) if args.json else format_export(exported), end="" if not args.json else "\n")
     return 0
 

@@ -281,3 +281,14 @@ def test_models_named_alone_get_their_chat_template(capsys, saved_pair):
     raw_ids = pair.tokenizer("hi", add_special_tokens=False).input_ids
     assert shown["raw"] == (0, f"{len(raw_ids)} tokens)",
                             "note: --system is not used: --raw sends the prompt without the chat template\n")
+
+
+def test_an_export_of_models_named_alone_says_it_assumes_their_chat_template(capsys):
+    """export loads nothing, so it cannot see whether the tokenizer has a template that generate would apply."""
+    base = ["export", "--target", "acme/base-model", "--draft", "acme/small", "--prompt", "hi", "--json"]
+    assert main(base) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["endpoint"] == "/v1/chat/completions" and err.startswith("note: models named without a --preset")
+    assert main(base + ["--raw"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["endpoint"] == "/v1/completions" and err == ""

@@ -331,6 +331,14 @@ GROWN = "the size of the grammar with its counted repetitions written out"
     ('start: x{2,}\n?x.2: /[0-9]{1000}/ ~ 100', f"{GROWN} (each count times what it repeats, through the rules it names) is 300000"),
     ('start: /a{1001}/', "a repetition count in a regex in the grammar is 1001"),
     ("root ::= " + "(" * 5000 + '"a"' + ")" * 5000, "nests its rules or groups too deeply to be sized here"),
+    # read as the backends read them (a review of the first reading found each of these passing at 10^6):
+    ('start: "a" # don\'t\n | b~1000\nb: c~1000 # it\'s\nc: "ab"', "is 1000001"),  # Lark's # comments
+    ('start: "a" # :)\n | b~1000\nb: c~1000\nc: "ab"', "is 1000001"),  # (a stray bracket ended the rule)
+    ('start: x~1000\nx[max_tokens=9]: y~1000\ny: "ab"', "is 1000000"),  # llguidance's rule attributes
+    ('start: %json {"type":"integer"} b~1000\nb: c~1000\nc: "ab"', "is 100"),  # %json is no directive
+    ('root ::= a.b{1000}\na.b ::= c{1000}\nc ::= "ab"', "is 1000000"),  # a GBNF name with a dot
+    ('start: /(?<x>(ab{1000}){1000})/', "is 1001003"),  # a regex Python cannot parse, read loosely
+    ('root ::= Regex("((ab){1000}){1000}")', "is 2000000"),  # xgrammar's regex in EBNF
 ])
 def test_grammars_that_grow_when_written_out_are_refused(grammar, says):
     """A grammar's counts were not bounded at all: xgrammar took `root ::= "ab"{4000000}` (or a rule of
@@ -345,7 +353,8 @@ def test_grammars_within_the_written_out_bound_are_read():
     for grammar in ('root ::= x{100}\nx ::= "ab"{1000}',  # 100,000: the bound
                     'root ::= ("a" | [{-}]){3,5} root?',  # recursion is not written out; a class holds braces
                     '?start: item+\nitem.2: "a"i | WORD ~ 3\n%import common.WORD',
-                    'start: "{" x{5} "}" /\\p{L}{3}/\nx: "y"'):  # a regex Python cannot read: its length
+                    'start: "{" x{5} "}" /\\p{L}{3}/\nx: "y"',  # a regex Python cannot read: loosely
+                    'start: "a"\n# up to {5000}', 'root ::= x .{1000}\nx ::= "ab"{20}'):  # a comment; GBNF's any character
         assert from_user(grammar=grammar) is not None
 
 

@@ -8,27 +8,38 @@ The size: every string, character class, regex and rule reference counts its own
 or an item followed by a count {n}, {n,m}, {n,} or Lark's ~ n..m counts that many times (the most it
 allows; an open one its minimum and one more, as a regex's); a rule counts the sum of its body, each
 rule once however often it is named (a rule on its own path, recursion, counts 1: it is not written
-out). Both dialects are read by their tokens alone (GBNF: `name ::=`, [...] a class; Lark: `name:`,
-[...] an optional group, /.../ a regex), loosely: the backends parse them properly afterwards."""
+out). Both dialects are read by their tokens alone (GBNF: `name ::=`, [...] a class, `.` any
+character; Lark: `name:` or `name[attributes]:`, [...] an optional group, /.../ a regex, // and #
+comments; xgrammar's Regex("...") a regex), loosely: the backends parse them properly afterwards. A
+regex Python cannot parse (\\p{L}, (?<name>...)) is read loosely too, each character an item."""
 import re
 from collections.abc import Callable
 
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_SIZE, MAX_REPEAT_COUNT, at_most
 
-_COMMON = r"""
-  (?P<space>\s+)
-| (?P<string>"(?:\\.|[^"\\])*"i?|'(?:\\.|[^'\\])*'i?)
+_NAME_AND_COUNT = r"""
 | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\}|~\s*\d+(?:\s*\.\.\s*\d+)?)
 | (?P<name>[A-Za-z_][\w.-]*)
+| (?P<space>\s+)
+| (?P<other>.)
 """
-TOKENS = {
-    True: re.compile(r"(?P<comment>\#[^\n]*)" r"| (?P<klass>\[(?:\\.|[^\]\\])*\])" r"| (?P<define>::=)|" + _COMMON
-                     + r"| (?P<other>.)", re.X | re.S),  # GBNF
-    False: re.compile(r"(?P<comment>//[^\n]*)" r"| (?P<regex>/(?!/)(?:\\.|[^/\\\n])+/[imslux]*)|" + _COMMON
-                      + r"| (?P<other>.)", re.X | re.S),  # Lark
+TOKENS = {  # each dialect as the backends read it: GBNF (llama.cpp's; xgrammar's EBNF), Lark (llguidance's)
+    True: re.compile(r"""(?P<comment>\#[^\n]*)
+| (?P<string>"(?:\\.|[^"\\])*")
+| (?P<klass>\[(?:\\.|[^\]\\])*\])
+| (?P<define>::=)""" + _NAME_AND_COUNT, re.X | re.S),
+    False: re.compile(r"""(?P<comment>(?://|\#)[^\n]*)
+| (?P<string>"(?:\\.|[^"\\])*"i?|'(?:\\.|[^'\\])*'i?)
+| (?P<regex>/(?!/)(?:\\.|[^/\\\n])+/[imslux]*)""" + _NAME_AND_COUNT, re.X | re.S),
 }
+REGEX_TOKENS = re.compile(r"""(?P<klass>\[\^?\]?(?:\\.|[^\]\\])*\])
+| (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\})
+| (?P<string>\\[pPkgN]\{[^}]*\}|\\.|[^()|*+?{\[])
+| (?P<other>.)""", re.X | re.S)  # a regex read as a grammar's body: each character an item
 OPEN, CLOSE = {"(": ")", "[": "]"}, {")", "]"}
+DIRECTIVES = {"import", "ignore", "declare", "override", "extend", "llguidance"}  # Lark's: end a rule's body
+ITEMS = ("name", "string", "regex", "klass")
 
 
 def check_grammar_size(text: str, gbnf: bool, regex_size: Callable[[str], int]) -> None:
@@ -61,47 +72,76 @@ def check_grammar_size(text: str, gbnf: bool, regex_size: Callable[[str], int]) 
             "count times what it repeats, through the rules it names)")
 
 
+def regex_size(pattern: str) -> int:
+    """A regex's size written out, read loosely (one Python cannot parse: the backends' own syntax):
+    each count bounded, nested groups multiplied."""
+    tokens = [(m.lastgroup, m.group()) for m in REGEX_TOKENS.finditer(pattern)]
+    try:
+        return _body_size(tokens, 0, lambda kind, value: 1)[0]
+    except RecursionError:
+        raise PlaygroundError("a regex in the grammar nests its groups too deeply to be sized here") from None
+
+
 def _tokens(text: str, gbnf: bool) -> list[tuple[str, str]]:
-    return [(m.lastgroup, m.group()) for m in TOKENS[gbnf].finditer(text) if m.lastgroup not in ("space", "comment")]
+    """The grammar's tokens, spaces and comments left out; xgrammar's Regex("...") one regex token."""
+    tokens = [(m.lastgroup, m.group()) for m in TOKENS[gbnf].finditer(text) if m.lastgroup not in ("space", "comment")]
+    out, i = [], 0
+    while i < len(tokens):
+        if tokens[i] == ("name", "Regex") and [v for _, v in tokens[i + 1:i + 4:2]] == ["(", ")"] and \
+                tokens[i + 2][0] == "string":
+            out.append(("regex", "/" + tokens[i + 2][1][1:-1] + "/"))
+            i += 4
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
 
 
 def _rules(tokens: list[tuple[str, str]], gbnf: bool) -> dict[str, list[tuple[str, str]]]:
     """name -> its body's tokens (a name defined twice: its bodies joined, as alternatives are)."""
-    starts = [i for i in range(len(tokens) - 1) if tokens[i][0] == "name" and _defines(tokens, i, gbnf)]
+    starts = [(i, body) for i in range(len(tokens) - 1) if tokens[i][0] == "name"
+              and (body := _body_start(tokens, i, gbnf)) is not None]
     rules: dict[str, list] = {}
-    for start, end in zip(starts, starts[1:] + [len(tokens)]):
-        body = tokens[start + 2:end]
-        if not gbnf:  # a Lark directive (%import, %ignore...) after the body is not part of it
-            body = body[:next((j for j, (_, v) in enumerate(body) if v == "%"), len(body))]
-        rules.setdefault(_rule_name(tokens, start), []).extend(body)
+    for (start, body_start), (end, _) in zip(starts, starts[1:] + [(len(tokens), 0)]):
+        body = tokens[body_start:end]
+        if not gbnf:  # a Lark directive (%import, %ignore...) after the body is not part of it (%json is)
+            body = body[:next((j for j, (_, v) in enumerate(body[:-1]) if v == "%" and body[j + 1][1] in DIRECTIVES),
+                              len(body))]
+        name = tokens[start][1] if gbnf else tokens[start][1].split(".")[0]  # Lark's priority: name.2
+        rules.setdefault(name, []).extend(body)
     return rules
 
 
-def _defines(tokens, i: int, gbnf: bool) -> bool:
-    """Whether the name at i starts a rule: GBNF's `name ::=`, Lark's `name:` (a colon is in no body)."""
-    return tokens[i + 1][1] == ("::=" if gbnf else ":")
+def _body_start(tokens, i: int, gbnf: bool) -> int | None:
+    """Where the body of a rule named at i starts, None where no rule starts at i: GBNF's `name ::=`,
+    Lark's `name:` or `name[max_tokens=9]:` (a colon is in no body)."""
+    if gbnf:
+        return i + 2 if tokens[i + 1][1] == "::=" else None
+    j = i + 1
+    if tokens[j][1] == "[":  # llguidance's attributes
+        j = next((k for k in range(j, len(tokens)) if tokens[k][1] == "]"), len(tokens) - 1) + 1
+    return j + 1 if j < len(tokens) and tokens[j][1] == ":" else None
 
 
-def _rule_name(tokens, start: int) -> str:
-    return tokens[start][1].split(".")[0]  # Lark's priority: name.2
-
-
-def _body_size(tokens, i: int, item_size) -> tuple[int, int]:
-    """The size of tokens[i:] up to the group's closing bracket -> (size, where it goes on)."""
+def _body_size(tokens, i: int, item_size, depth: int = 0) -> tuple[int, int]:
+    """The size of tokens[i:] up to the group's closing bracket -> (size, where it goes on). A closing
+    bracket with no group open is passed over (the rest of the rule still counts)."""
     total = last = 0
     while i < len(tokens):
         kind, value = tokens[i]
         i += 1
         if value in CLOSE:
-            break
+            if depth:
+                break
+            continue
         if value in OPEN:
-            last, i = _body_size(tokens, i, item_size)
+            last, i = _body_size(tokens, i, item_size, depth + 1)
         elif kind == "count":
             times = _times(value)
             total += last * (times - 1)
             last *= times
             continue
-        elif kind in ("name", "string", "regex", "klass"):
+        elif kind in ITEMS or value == ".":  # GBNF's any character
             last = item_size(kind, value)
         else:
             continue  # | * + ? and the rest

@@ -9,7 +9,7 @@ from jsonschema.validators import validator_for
 
 from playground import strict_json
 from playground.constraints import drafts, worker
-from playground.constraints.grammar_size import check_grammar_size
+from playground.constraints.grammar_size import check_grammar_size, regex_size
 from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, written_out
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
@@ -84,11 +84,11 @@ class ConstraintSpec:
 
 def _regex_size(pattern: str) -> int:
     """A grammar's regex terminal written out (safety.written_out); one Python cannot parse (the
-    backends' own syntax, e.g. \\p{L}) by its length."""
+    backends' own syntax, e.g. \\p{L}) read loosely (grammar_size.regex_size)."""
     try:
         return written_out(pattern, "a regex in the grammar")
     except (re.error, RecursionError, OverflowError):
-        return len(pattern)
+        return regex_size(pattern)
 
 
 @dataclass(frozen=True, slots=True)
