@@ -65,11 +65,13 @@ def check_grammar_size(text: str, gbnf: bool, regex_size: Callable[[str], int]) 
         return 1
 
     try:
-        largest = max(map(rule_size, rules), default=0)  # each rule holds what it names
+        largest = max(rules, key=rule_size, default=None)  # each rule holds what it names
     except RecursionError:  # (a chain of some 300 rules, or groups, each inside the last)
         raise PlaygroundError("the grammar nests its rules or groups too deeply to be sized here") from None
-    at_most(largest, MAX_GRAMMAR_SIZE, "the size of the grammar with its counted repetitions written out (each "
-            "count times what it repeats, through the rules it names)")
+    if largest is not None:
+        at_most(sizes.get(largest, 1), MAX_GRAMMAR_SIZE, "the size of the grammar with its counted repetitions "
+                "written out (each count times what it repeats, through the rules it names)",
+                f": rule {ascii(largest[:40])} is that large; fewer or smaller counts there, or * and + instead")
 
 
 def regex_size(pattern: str) -> int:
