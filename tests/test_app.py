@@ -370,7 +370,7 @@ def test_an_experiment_gives_way_only_past_its_share_of_the_device(monkeypatch):
     import threading
     clock, waiting = [1000.0], [0]
     monkeypatch.setattr(experiments_tab, "EXPERIMENT_SHARE_SECONDS", 120)
-    monkeypatch.setattr(experiments_tab.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(experiments_tab, "monotonic", lambda: clock[0])
     monkeypatch.setattr(experiments_tab, "device_waiting", lambda: waiting[0])
     monkeypatch.setattr(experiments_tab, "stop_requested", lambda request, job: False)
     halt, stop = experiments_tab.Halt(None, "sweep"), threading.Event()
