@@ -10,7 +10,7 @@ import pathlib
 import sys
 import warnings
 
-from playground.cli_args import (build_parser, compiles, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
+from playground.cli_args import (build_parser, compiles, confidence_of, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
                                   resolve_models, writable_dir)
 from playground.cli_notes import unused_flags
 from playground.config import thinks, tree_fields, tree_text
@@ -27,7 +27,7 @@ def cmd_generate(args) -> int:
     cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
                            seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
-                           policy=args.policy, confidence=0.5 if args.confidence is None else args.confidence,
+                           policy=args.policy, confidence=confidence_of(args),
                            compile=compiles(args),
                            **tree_fields(args.tree))
     if args.num_samples < 1:
@@ -174,7 +174,7 @@ def _settings(args):
     flags = {"k": args.k, "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
              "max_new_tokens": args.max_new_tokens, "prompt": args.prompt, "system": args.system}
     s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
-                            confidence=0.5 if args.confidence is None else args.confidence, tree=args.tree,
+                            confidence=confidence_of(args), tree=args.tree,
                             **chosen_constraint(constraint_flags(args), base),
                             backend=args.constraint_backend,
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),

@@ -90,6 +90,11 @@ def compiles(args) -> bool:
     return compiles_by_default() and args.device != "cpu"
 
 
+def confidence_of(args) -> float:
+    """--confidence, else 0.5 (not a parser default: a flag given is told from one not, cli_notes)."""
+    return 0.5 if args.confidence is None else args.confidence
+
+
 def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, help=f"draft tokens per round (1..{MAX_K}; default: the preset's, e.g. 4 for demo)")
     p.add_argument("--temperature", type=float, help="0 for greedy (default: the preset's)")

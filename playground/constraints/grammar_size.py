@@ -13,8 +13,8 @@ character; Lark: `name:` or `name[attributes]:`, [...] an optional group, /.../ 
 comments; xgrammar's Regex("...") a regex), loosely: the backends parse them properly afterwards. A
 regex Python cannot parse (\\p{L}, (?<name>...)) is read loosely too, each character an item."""
 import re
-from collections.abc import Callable
 
+from playground.constraints.safety import written_out
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_SIZE, MAX_REPEAT_COUNT, at_most
 
@@ -37,14 +37,14 @@ REGEX_TOKENS = re.compile(r"""(?P<klass>\[\^?\]?(?:\\.|[^\]\\])*\])
 | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\})
 | (?P<string>\\[pPkgN]\{[^}]*\}|\\.|[^()|*+?{\[])
 | (?P<other>.)""", re.X | re.S)  # a regex read as a grammar's body: each character an item
-OPEN, CLOSE = {"(": ")", "[": "]"}, {")", "]"}
+OPEN, CLOSE = {"(", "["}, {")", "]"}
 DIRECTIVES = {"import", "ignore", "declare", "override", "extend", "llguidance"}  # Lark's: end a rule's body
 ITEMS = ("name", "string", "regex", "klass")
 
 
-def check_grammar_size(text: str, gbnf: bool, regex_size: Callable[[str], int]) -> None:
+def check_grammar_size(text: str, gbnf: bool) -> None:
     """Refuses a grammar whose written-out size is past MAX_GRAMMAR_SIZE, or any of whose counts is
-    past MAX_REPEAT_COUNT. regex_size(pattern) -> a regex terminal's written-out size."""
+    past MAX_REPEAT_COUNT."""
     rules = _rules(_tokens(text, gbnf), gbnf)
     sizes: dict[str, int] = {}
     on_path: set[str] = set()
@@ -61,7 +61,7 @@ def check_grammar_size(text: str, gbnf: bool, regex_size: Callable[[str], int]) 
         if kind == "name":
             return rule_size(value)
         if kind == "regex":
-            return regex_size(value[1:value.rindex("/")])
+            return _regex_size(value[1:value.rindex("/")])
         return 1
 
     try:
@@ -74,9 +74,13 @@ def check_grammar_size(text: str, gbnf: bool, regex_size: Callable[[str], int]) 
                 f": rule {ascii(largest[:40])} is that large; fewer or smaller counts there, or * and + instead")
 
 
-def regex_size(pattern: str) -> int:
-    """A regex's size written out, read loosely (one Python cannot parse: the backends' own syntax):
-    each count bounded, nested groups multiplied."""
+def _regex_size(pattern: str) -> int:
+    """A regex terminal's size written out (safety.written_out); one Python cannot parse (the backends'
+    own syntax, e.g. \\p{L}) read loosely: each count bounded, nested groups multiplied."""
+    try:
+        return written_out(pattern, "a regex in the grammar")
+    except (re.error, RecursionError, OverflowError):
+        pass
     tokens = [(m.lastgroup, m.group()) for m in REGEX_TOKENS.finditer(pattern)]
     try:
         return _body_size(tokens, 0, lambda kind, value: 1)[0]

@@ -2,15 +2,14 @@
 any compilation so a mistake is reported next to its cause."""
 import functools
 import json
-import re
 from dataclasses import dataclass
 
 from jsonschema.validators import validator_for
 
 from playground import strict_json
 from playground.constraints import drafts, worker
-from playground.constraints.grammar_size import check_grammar_size, regex_size
-from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, written_out
+from playground.constraints.grammar_size import check_grammar_size
+from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
@@ -60,7 +59,7 @@ class ConstraintSpec:
             raise PlaygroundError(f"the {self.named} holds a lone surrogate (\\u{ord(self.text[exc.start]):04x}) at "
                                   f"character {exc.start + 1}, which is not a character") from None
         if self.kind == "grammar":
-            check_grammar_size(self.text, self.gbnf, _regex_size)
+            check_grammar_size(self.text, self.gbnf)
         if not isinstance(self.think_budget, int) or self.think_budget < 0:
             raise PlaygroundError(f"the thinking budget must be a whole number of tokens >= 0, got {self.think_budget!r}")
         at_most(self.think_budget, MAX_NEW_TOKENS, "the thinking budget (tokens)")
@@ -80,15 +79,6 @@ class ConstraintSpec:
     def engine_schema(self) -> dict | bool:
         """The same schema in draft 2020-12 words, without no-op keywords: what the engines compile."""
         return parse_schema(self.text).engine
-
-
-def _regex_size(pattern: str) -> int:
-    """A grammar's regex terminal written out (safety.written_out); one Python cannot parse (the
-    backends' own syntax, e.g. \\p{L}) read loosely (grammar_size.regex_size)."""
-    try:
-        return written_out(pattern, "a regex in the grammar")
-    except (re.error, RecursionError, OverflowError):
-        return regex_size(pattern)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,8 @@ def parse_values(text: str, kind=float) -> list:
 
 def check_axis(axis: str, cfg: SpecConfig) -> None:
     """A k sweep with a token tree set measured one setting again and again (the tree sets each round's
-    drafts; k goes unused), its chart of k drawn from nothing (a fresh-eyes pass)."""
+    drafts; k goes unused), its chart of k drawn from nothing (a fresh-eyes pass). Checked before the
+    models load (sweep() is a generator: a check there ran only once they had)."""
     if axis == "k" and cfg.tree:
         raise PlaygroundError(f"k changes nothing with a token tree ({tree_text(cfg)}: it sets each round's drafts): "
                               "clear the token tree (Playground, Advanced) to sweep k, or sweep the temperature")
@@ -68,7 +69,6 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
     `halted()` (Stop, the host's time limit, a closed page, a run waiting) the value being measured
     ends where it is, without a row: a point cut short is no measurement (one measured whole before
     it is kept)."""
-    check_axis(axis, cfg)
     rows = []
     for i, value in enumerate(values):
         run_cfg = _with(cfg, axis, value)
