@@ -963,3 +963,45 @@ def test_an_unread_pages_run_leaves_its_result_and_a_cancel_counts_as_an_end(app
     while leftovers._streams_open[session]:  # the reader gone: Gradio's stream notices within its 10 s wait
         assert time.monotonic() < deadline
         time.sleep(0.2)
+
+
+def test_a_cancelled_runs_work_counts_in_its_addresss_share_until_it_ends_and_queued_work_never_starts(app_url, monkeypatch):
+    """Gradio's /cancel frees an event's place in the queue at once, while its work goes on on the
+    engine thread (a constraint's compile) or waits its turn there: joining and cancelling runs one
+    after another (a red-team pass) queued 24 schema checks of 4.5 s on the engine thread, past the
+    address's share, and another visitor's 8-token run waited 160 s behind them."""
+    import threading
+
+    from playground.limits import DEVICE_RUNS_PER_CLIENT
+    from playground.ui import live, pacing
+    fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
+    release, prepared, real_prepare = threading.Event(), [], live.prepare
+
+    def slow_prepare(*args, **kwargs):  # a constraint's compile of a few seconds
+        prepared.append(args[0].prompt)
+        release.wait(60)
+        return real_prepare(*args, **kwargs)
+    monkeypatch.setattr(live, "prepare", slow_prepare)
+    address, joined = "192.0.2.77", []
+    args = lambda i: [f"def f{i}(", "demo", 4, 0.0, 8, 0, "", "", False, "", ""]
+    for i in range(DEVICE_RUNS_PER_CLIENT):
+        status, text = _join(app_url, fn["generate"], args(i), address)
+        assert status == 200, text
+        event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 30
+        while event_id not in dict(pacing.handed_requests()) or not prepared:  # its work handed to the engine
+            assert time.monotonic() < deadline  # thread, and the first one started there (in its compile)
+            time.sleep(0.02)
+        status, _ = post(app_url, "/gradio_api/cancel", json.dumps(
+            {"session_hash": f"s-{address}", "event_id": event_id, "fn_index": fn["generate"]}).encode())
+        assert status == 200
+        joined.append(event_id)
+    status, text = _join(app_url, fn["generate"], args(9), address)  # was 200: the share counted Gradio's queue only
+    assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (status, text)
+    release.set()
+    deadline = time.monotonic() + 60
+    while any(event_id in dict(pacing.handed_requests()) for event_id in joined):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert prepared == ["def f0("]  # the cancelled ones that waited for the engine thread never started
+    status, text = _join(app_url, fn["generate"], args(10), address)  # their work ended: the share is free again
+    assert status == 200, text

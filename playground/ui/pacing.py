@@ -19,11 +19,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from gradio.context import LocalContext
+
 from playground.limits import CONCURRENCY
 
 T = TypeVar("T")
 ENGINE_THREADS = "playground-engine"  # their names' prefix
 _engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix=ENGINE_THREADS)
+_handed: dict[str, tuple[threading.Event, object]] = {}  # Gradio event id -> (its work's stop, its request), from
+# the work's hand-over until it ends: a cancelled event's work goes on (a constraint's compile) or waits its turn
 
 
 def on_engine(work: Callable[..., T], *args) -> T:
@@ -41,6 +45,22 @@ def on_engine(work: Callable[..., T], *args) -> T:
 PAGE_SHARE = 0.03  # the most of the time the caller may spend on handed-over items (drawing, sending)
 
 
+def stop_handed(event_id: object) -> None:
+    """A cancel of Gradio's event `event_id`: its work ends at its next item, or does not start.
+    (Gradio's /cancel frees the event's place in the queue at once, while the thread asking the
+    work for its next item waits on: cancelling runs one after another in a constraint's compile
+    queued 24 of them on the engine thread, and another visitor's run waited 160 s behind them.)"""
+    stop, _ = _handed.get(event_id, (None, None)) if isinstance(event_id, str) else (None, None)
+    if stop is not None:
+        stop.set()
+
+
+def handed_requests() -> list[tuple[str, object]]:
+    """(event id, the request that asked for it) of each work on the engine threads or waiting for
+    one, whether or not Gradio still holds its event (a cancelled one's goes on to its next item)."""
+    return [(event_id, request) for event_id, (_, request) in list(_handed.items())]
+
+
 def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float | None = None) -> Iterator:
     """Run the iterator `make(stop)` on an engine thread (in the caller's context, so Gradio's
     progress reaches the page) and yield its newest item at most every `every` seconds, and no more
@@ -52,14 +72,20 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     nothing for minutes)."""
     stop, finished, failure = threading.Event(), threading.Event(), []
     newest = [0, None]  # [items made, the last] (an item may be the same object, grown)
+    event_id = LocalContext.event_id.get(None)
+    if event_id is not None:
+        _handed[event_id] = stop, LocalContext.request.get(None)
 
     def work() -> None:
         try:
-            for item in make(stop):
-                newest[:] = [newest[0] + 1, item]
+            if not stop.is_set():  # (cancelled while it waited for the engine thread: nothing to do)
+                for item in make(stop):
+                    newest[:] = [newest[0] + 1, item]
         except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
             failure.append(exc)
         finally:
+            if event_id is not None and _handed.get(event_id, (None,))[0] is stop:
+                del _handed[event_id]
             finished.set()
     _engine.submit(contextvars.copy_context().run, work)
     sent, wait, last = 0, every, time.monotonic()

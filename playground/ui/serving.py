@@ -63,6 +63,7 @@ from starlette.middleware import Middleware
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE,
                                QUEUED_PER_CLIENT, SESSIONS_KEPT)
 from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
+from playground.ui import pacing
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
@@ -143,6 +144,8 @@ class RequestGuard:
         if refused:
             return await refuse(send, *refused)
         if not JOINS.search(path):
+            if leftovers.CANCEL.search(path):
+                pacing.stop_handed(_cancelled_event(body))
             return await self.app(scope, _replay(body, receive), leftovers.on_cancel(queue, path, body, send))
         run = fn is None or fn.concurrency_id == DEVICE  # a function not known counts as a run
         async with _joining:
@@ -160,6 +163,12 @@ class RequestGuard:
                 pending[caller] -= joined
                 if pending[caller] <= 0:
                     del pending[caller]
+
+
+def _cancelled_event(body: bytes) -> object:
+    """The event id a /cancel body names (None past VALUE_CHARS: Gradio's own are short)."""
+    call = _parsed(body) if len(body) <= VALUE_CHARS else None
+    return call.get("event_id") if isinstance(call, dict) else None
 
 
 def _replay(body: bytes, receive):
@@ -193,9 +202,13 @@ def share_taken(queue, caller: str, run: bool = True) -> str:
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
     mine = [e for e in waiting + running if client_address(e.request.headers, _peer(e.request)) == caller]
-    if len(mine) + _pending[caller] >= QUEUED_PER_CLIENT:
-        return f"{len(mine) + _pending[caller]} events"
-    runs = sum(e.concurrency_id == DEVICE for e in mine) + _pending_runs[caller]
+    held = {e._id for e in mine}
+    cancelled = [i for i, request in pacing.handed_requests() if i not in held and request is not None
+                 and client_address(request.headers, _peer(request)) == caller]  # a run's work, going on after
+    # its event was cancelled (its constraint's compile), or waiting its turn on the engine thread
+    if len(mine) + len(cancelled) + _pending[caller] >= QUEUED_PER_CLIENT:
+        return f"{len(mine) + len(cancelled) + _pending[caller]} events"
+    runs = sum(e.concurrency_id == DEVICE for e in mine) + len(cancelled) + _pending_runs[caller]
     return f"{runs} runs on the device" if run and runs >= DEVICE_RUNS_PER_CLIENT else ""
 
 
