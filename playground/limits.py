@@ -44,6 +44,8 @@ EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 120)
 MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 256_000)  # minified: what the engines read
 MAX_SCHEMA_TEXT_CHARS = max(MAX_SCHEMA_CHARS, 2**20)  # as typed (pretty-printing included), before it is parsed
 MAX_GRAMMAR_CHARS = _env_int("PLAYGROUND_MAX_GRAMMAR_CHARS", 64_000)
+MAX_EXPORT_CHARS = 2**20  # the page's Export (its three boxes together): each holds the schema (and the prompt) again,
+# JSON-escaped (an emoji is 12 characters): 1 MB sent came back as 17 MB, kept per session and per unread stream
 MAX_PROMPTS_FILE_CHARS = 2**24  # a --prompts file (the CLI reads the first --num-prompts of them)
 MAX_REGEX_CHARS = 2_000
 MAX_SCHEMA_DEPTH = 32  # nesting of JSON objects and arrays in a schema
@@ -80,6 +82,10 @@ DEVICE_RUNS_PER_CLIENT = max(1, _env_int("PLAYGROUND_DEVICE_RUNS_PER_CLIENT", 3)
 # Queued events of any kind one address may hold (constraint checks compile for up to COMPILE_SECONDS
 # each): a quarter of the queue. The browser tests' pages held at most 2 at once.
 QUEUED_PER_CLIENT = max(DEVICE_RUNS_PER_CLIENT, QUEUE_SIZE // 4)
+# Quick events one address may hold in one lane (a function's, or the three constraint checks'): a lane serves one
+# at a time, and a check or an export may take its 3 s ceiling: 8 from one address held another visitor's check 24 s.
+# A page holds at most 2 in one (its checks: one running, the newest waiting).
+QUICK_PER_LANE = max(2, _env_int("PLAYGROUND_QUICK_PER_LANE", 3))
 # Requests one address may have open at once (a stream lasts as long as its caller keeps it: 20,000
 # idle heartbeat streams from one address took every file the server may open; a page holds a few).
 OPEN_PER_CLIENT = max(8, _env_int("PLAYGROUND_OPEN_PER_CLIENT", 256))

@@ -357,6 +357,23 @@ def test_the_page_says_why_a_setting_cannot_be_exported():
     assert "<script>" not in notes
 
 
+def test_the_pages_export_is_bounded_in_size():
+    """A 1 MB call (a schema of one 250,000-emoji enum string, shown in the prompt too) came back as
+    a 17 MB export (each emoji JSON-escaped to 12 characters, the schema in each request twice), kept
+    per session and per unread stream (a red-team pass: +7.5 GB from 250 unread streams)."""
+    import json
+    from playground.limits import MAX_EXPORT_CHARS
+    from playground.ui.export_tab import export_view
+    from playground.ui.inputs import inputs_from_settings
+    emoji = json.dumps({"enum": ["\U0001F600" * 250_000]}, ensure_ascii=False)
+    notes, *boxes = export_view(*inputs_from_settings(settings("qwen2.5-7b", schema=emoji, schema_in_prompt=True)))
+    assert 'id="export-error"' in notes and f"more than the page shows ({MAX_EXPORT_CHARS:,})" in notes, notes[:300]
+    assert boxes == ["", "", ""]
+    big = json.dumps({"enum": ["x" * 60_000]})  # a large ASCII schema, in the prompt too: shown
+    notes, vllm, sglang, code = export_view(*inputs_from_settings(settings("qwen2.5-7b", schema=big, schema_in_prompt=True)))
+    assert 'id="export-notes"' in notes and "x" * 60_000 in vllm and "x" * 60_000 in sglang
+
+
 def test_the_export_tab_reads_a_constraint_within_the_check_as_typeds_time(monkeypatch):
     """Its lanes are every visitor's (the tab's select and its refresh as settings change): one
     caller's slow schemas held each 15 s an event. Past READ_SECONDS it says so; once a Run has read

@@ -783,14 +783,33 @@ def test_quick_events_joining_at_once_are_not_counted_as_runs(monkeypatch):
         assert runs(forged, "/gradio_api/call/generate") and runs(forged, "/gradio_api/call/v2/generate")
     assert not runs(join(fns["export"]), "/gradio_api/run/generate")  # /run/ runs its fn_index, as Gradio reads it
 
-    queue, caller = app.demo._queue, "203.0.113.99"
+    queue, caller, lane = app.demo._queue, "203.0.113.99", "constraint-check"
     monkeypatch.setitem(serving._pending, caller, DEVICE_RUNS_PER_CLIENT)  # that many quick ones joining now
-    assert serving.share_taken(queue, caller, run=False) == serving.share_taken(queue, caller, run=True) == ""
-    monkeypatch.setitem(serving._pending_runs, caller, DEVICE_RUNS_PER_CLIENT)  # runs, joining now
-    assert serving.share_taken(queue, caller, run=False) == ""
-    assert serving.share_taken(queue, caller, run=True) == f"{DEVICE_RUNS_PER_CLIENT} runs on the device"
+    assert serving.share_taken(queue, caller, lane) == serving.share_taken(queue, caller) == ""
+    monkeypatch.setitem(serving._pending_lanes, (caller, serving.DEVICE), DEVICE_RUNS_PER_CLIENT)  # runs, joining now
+    assert serving.share_taken(queue, caller, lane) == ""
+    assert serving.share_taken(queue, caller) == f"{DEVICE_RUNS_PER_CLIENT} runs on the device"
     monkeypatch.setitem(serving._pending, caller, QUEUED_PER_CLIENT)
-    assert serving.share_taken(queue, caller, run=False) == f"{QUEUED_PER_CLIENT} events"
+    assert serving.share_taken(queue, caller, lane) == f"{QUEUED_PER_CLIENT} events"
+
+
+def test_one_address_holds_a_few_events_of_one_lane(monkeypatch):
+    """A lane serves one event at a time, and a constraint's check as typed or an export may take its
+    3 s ceiling: 8 checks from one address (its share of every kind) held another visitor's check of
+    `[0-9]{4}` 24.6 s (a red-team pass). Past QUICK_PER_LANE in one lane its next join there is
+    refused; other lanes, and runs, are not."""
+    import app
+    from playground.limits import QUEUED_PER_CLIENT, QUICK_PER_LANE
+    from playground.ui import serving
+    queue, caller = app.demo._queue, "203.0.113.98"
+    assert QUICK_PER_LANE < QUEUED_PER_CLIENT
+    monkeypatch.setitem(serving._pending, caller, QUICK_PER_LANE)
+    monkeypatch.setitem(serving._pending_lanes, (caller, "constraint-check"), QUICK_PER_LANE)
+    assert serving.share_taken(queue, caller, "constraint-check") == f"{QUICK_PER_LANE} events of this kind"
+    assert serving.share_taken(queue, caller, "export") == serving.share_taken(queue, caller) == ""
+    checks = [fn for fn in app.demo.fns.values() if fn.concurrency_id == "constraint-check"]
+    assert len(checks) == 1 and checks[0].trigger_mode == "always_last"  # a page holds at most 2 there: one
+    # running, the newest waiting (three events, one for each of kind, constraint and backend: a preset changed all three)
 
 
 def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():

@@ -7,6 +7,7 @@ from playground.constraints import worker
 from playground.constraints.compile import READ_SECONDS
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
+from playground.limits import MAX_EXPORT_CHARS
 from playground.ui import render
 from playground.ui.live import constraint_spec
 from playground.ui.inputs import settings_from_inputs
@@ -27,7 +28,12 @@ def export_view(*values) -> list[str]:
         return [render.error(f"{exc}: a Run reads it with more time, and the export shows after it", "export"), "", "", ""]
     except PlaygroundError as exc:
         return [render.error(str(exc), "export"), "", "", ""]
-    return [notes_html(e.notes), shell_block(e, "vllm"), shell_block(e, "sglang"), e.transformers_code]
+    boxes = [shell_block(e, "vllm"), shell_block(e, "sglang"), e.transformers_code]
+    if (size := sum(map(len, boxes))) > MAX_EXPORT_CHARS:
+        return [render.error(f"this export is {size:,} characters, more than the page shows ({MAX_EXPORT_CHARS:,}): each "
+                             "engine's request holds the schema and the prompt again (escaped for JSON, a character "
+                             "outside ASCII as up to 12); `python -m playground export` writes it whole", "export"), "", "", ""]
+    return [notes_html(e.notes), *boxes]
 
 
 def notes_html(notes: dict) -> str:

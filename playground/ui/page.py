@@ -309,10 +309,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private")
     gr.on(changed + [box.change for box in EXPERIMENT], None, None, experiment_share_box, js="() => ''", queue=False,
           api_visibility="private")
-    for trigger in (kind.change, constraint.change, backend.change):
-        trigger(check_constraint, [kind, constraint, backend], constraint_check, api_visibility="private",
-                concurrency_limit=1, concurrency_id="constraint-check",  # one worker at a time for the three
-                show_progress="hidden")  # quick; its fading stayed on after a refused Run had written the box
+    gr.on([kind.change, constraint.change, backend.change], check_constraint, [kind, constraint, backend],
+          constraint_check, api_visibility="private", concurrency_limit=1, concurrency_id="constraint-check",
+          trigger_mode="always_last",  # one check at a time, then the newest (a preset changes all three at once)
+          show_progress="hidden")  # quick; its fading stayed on after a refused Run had written the box
     example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt],
                              api_visibility="private")
     for box in (preset, kind, constraint):  # changed by hand or by a preset: no longer the example named

@@ -61,7 +61,7 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE,
-                               QUEUED_PER_CLIENT, SESSIONS_KEPT)
+                               QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
 from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
 from playground.ui import pacing
 
@@ -86,7 +86,8 @@ JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that
 CALLED = re.compile(r"/call/(v2/)?([^/]+)/?$")  # Gradio's routes for an endpoint by name (v2: its inputs named)
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
 _pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
-_pending_runs = collections.Counter()  # address -> those of them that run on the device (or may: a function not known)
+_pending_lanes = collections.Counter()  # (address, lane) -> those of them in one lane (a concurrency_id; DEVICE: runs
+# on the device, or may be: a function not known)
 _open = collections.Counter()  # address -> its requests open now (streams until they end)
 DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
 
@@ -147,22 +148,22 @@ class RequestGuard:
             if leftovers.CANCEL.search(path):
                 pacing.stop_handed(_cancelled_event(body))
             return await self.app(scope, _replay(body, receive), leftovers.on_cancel(queue, path, body, send))
-        run = fn is None or fn.concurrency_id == DEVICE  # a function not known counts as a run
+        lane = DEVICE if fn is None else fn.concurrency_id  # a function not known counts as a run
         async with _joining:
-            held = share_taken(queue, caller, run)
+            held = share_taken(queue, caller, lane)
             if not held:
                 _pending[caller] += 1
-                _pending_runs[caller] += run
+                _pending_lanes[caller, lane] += 1
         if held:
             return await refuse(send, 503, f"this address already has {held} queued or running; start another "
                                            "once one has ended")
         try:
             await self.app(scope, _replay(body, receive), send)
         finally:
-            for pending, joined in ((_pending, 1), (_pending_runs, run)):
-                pending[caller] -= joined
-                if pending[caller] <= 0:
-                    del pending[caller]
+            for pending, key in ((_pending, caller), (_pending_lanes, (caller, lane))):
+                pending[key] -= 1
+                if pending[key] <= 0:
+                    del pending[key]
 
 
 def _cancelled_event(body: bytes) -> object:
@@ -196,9 +197,9 @@ def client_address(headers, peer) -> str:
     return forwarded or host
 
 
-def share_taken(queue, caller: str, run: bool = True) -> str:
+def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
     """What `caller` holds in Gradio's queue (waiting, running, or joining now) where that is its
-    whole share for one more event (`run`: one on the device), else ""."""
+    whole share for one more event in `lane` (a concurrency_id; DEVICE: a run), else ""."""
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
     mine = [e for e in waiting + running if client_address(e.request.headers, _peer(e.request)) == caller]
@@ -208,8 +209,10 @@ def share_taken(queue, caller: str, run: bool = True) -> str:
     # its event was cancelled (its constraint's compile), or waiting its turn on the engine thread
     if len(mine) + len(cancelled) + _pending[caller] >= QUEUED_PER_CLIENT:
         return f"{len(mine) + len(cancelled) + _pending[caller]} events"
-    runs = sum(e.concurrency_id == DEVICE for e in mine) + len(cancelled) + _pending_runs[caller]
-    return f"{runs} runs on the device" if run and runs >= DEVICE_RUNS_PER_CLIENT else ""
+    in_lane = sum(e.concurrency_id == lane for e in mine) + _pending_lanes[caller, lane]
+    if lane == DEVICE and in_lane + len(cancelled) >= DEVICE_RUNS_PER_CLIENT:
+        return f"{in_lane + len(cancelled)} runs on the device"
+    return f"{in_lane} events of this kind" if lane != DEVICE and in_lane >= QUICK_PER_LANE else ""
 
 
 SERVER_PID = os.getpid()  # the process that serves the page and holds Gradio's queue
