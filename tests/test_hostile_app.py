@@ -727,9 +727,9 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     with pytest.raises(QueueError):
         flood.submit(*args, api_name="/generate").result(timeout=60)
     for route, index in (("queue/join", fn["generate"]), ("queue/join", str(fn["generate"])), ("call/generate", None),
-                         ("call/v2/generate", None), ("queue/join", None), ("queue/join", 10**6),
-                         ("call/generate", fn["export"])):  # any run's join, by any route; a function not named or not
-        # known counts as a run; /call/ runs what its route names, whatever fn_index its body forges
+                         ("call/v2/generate", None), ("queue/join", None), ("call/generate", fn["export"])):  # any run's
+        # join, by any route; a function not named counts as a run; /call/ runs what its route names, whatever
+        # fn_index its body forges (a function not known: 404, test_a_call_naming_no_function_or_session_is_a_404)
         status, text = _join(app_url, index, list(args), "203.0.113.7", route)
         assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
     monkeypatch.setattr(serving, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
@@ -741,6 +741,23 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     assert other.predict("def g(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")["text"] is not None
     for job in held:  # each held run was served in its turn
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
+
+
+def test_a_call_naming_no_function_or_session_is_a_404(app_url):
+    """Gradio answered an fn_index naming no function (or one that runs in the page alone) with a bare
+    500 and printed a traceback, and a page's stream of a session it does not hold began, then ended
+    with an error logged with a traceback: tiny requests logged 1-1.7 MiB a second (a red-team pass)."""
+    import app
+    js_only = next(index for index, fn in app.demo.fns.items() if fn.fn is None)
+    for path in ("/gradio_api/run/predict", "/gradio_api/queue/join"):
+        for index, said in ((99999, "no function 99999 here"), (js_only, f"function {js_only} runs in the page alone")):
+            status, text = post(app_url, path, json.dumps({"data": [], "fn_index": index, "session_hash": "x"}).encode())
+            assert status == 404 and said in text, (path, index, status, text[:300])
+    try:
+        urllib.request.urlopen(f"{app_url}gradio_api/queue/data?session_hash=never-joined", timeout=30)
+        raise AssertionError("a session never joined was streamed")
+    except urllib.error.HTTPError as refused:
+        assert refused.code == 404 and "no session 'never-joined' is held here" in refused.read().decode()
 
 
 def test_a_call_by_name_naming_no_input_is_told_which_there_are(app_url):
@@ -1024,3 +1041,30 @@ def test_a_cancelled_runs_work_counts_in_its_addresss_share_until_it_ends_and_qu
     assert prepared == ["def f0("]  # the cancelled ones that waited for the engine thread never started
     status, text = _join(app_url, fn["generate"], args(10), address)  # their work ended: the share is free again
     assert status == 200, text
+
+
+def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, capsys):
+    """Gradio prints a traceback for every call its function fails: a malformed call of a quick
+    event (`[null]` to a gr.Examples loader by /run/predict) logged 712 bytes a request, about
+    1 MiB a second from four threads (a red-team pass)."""
+    import gradio.queueing
+    import gradio.routes
+
+    from playground.ui import serving
+    assert isinstance(gradio.routes.traceback, serving.QuietTracebacks) and gradio.queueing.traceback is gradio.routes.traceback
+    quiet, now = serving.QuietTracebacks(), [600.0]
+    monkeypatch.setattr(serving, "monotonic", lambda: now[0])
+
+    def fail_and_print(times: int) -> str:
+        for _ in range(times):
+            try:
+                raise TypeError("cannot unpack non-iterable NoneType object")
+            except TypeError:
+                quiet.print_exc()
+        return capsys.readouterr().err
+    printed = fail_and_print(serving.QuietTracebacks.MOST + 30)
+    assert printed.count("Traceback (most recent call last)") == serving.QuietTracebacks.MOST
+    assert printed.count("the others are left out of the log until the next") == 1
+    now[0] += 60
+    printed = fail_and_print(1)
+    assert "(30 tracebacks were left out of the log in that minute)" in printed and printed.count("Traceback") == 1

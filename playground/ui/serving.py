@@ -15,7 +15,11 @@ with a guard in front of Gradio on every request.
   the queue for a run (/queue/join, or /call/<name>, which joins it too; a function not known counts
   as a run) is refused with the status of Gradio's own "queue full" (503; Gradio's clients show their
   own words for it), past the second any join; the others go on. A page's first load joins three
-  quick events at once (the calculator's chart, the export, the thinking budget), none a run.
+  quick events at once (the calculator's chart, the export, the thinking budget), none a run. A
+  run's work counts until it ends on the engine thread, also once Gradio's /cancel has taken its
+  event out of the queue (its constraint's compile goes on; work cancelled while it waited for the
+  thread never starts: playground.ui.pacing). In one quick lane (a function's, or the constraint
+  checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time.
   The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
   a Space's proxy, a local nginx) the first of X-Forwarded-For. The first, not the last: a proxy that
   passes on what the caller sent lets a forger look like another address, which gives him only what
@@ -31,7 +35,9 @@ with a guard in front of Gradio on every request.
   Gradio's parses) and MAX_ITEMS values (8 MiB of numbers held the interpreter lock 1.3 s a call).
 - A /call/ route naming no endpoint, or a /call/v2/ body naming an input its endpoint lacks, is
   answered 404 or 400 with the names to use (misnamed_input); Gradio answered 500 and logged the
-  name whole with a traceback.
+  name whole with a traceback. So is an fn_index naming no function, or one that runs in the page
+  alone (unknown_function), and a page's stream of a session not held (playground.ui.leftovers).
+  What Gradio still prints of a failed call is at most QuietTracebacks.MOST tracebacks a minute.
 - Gradio's deep links are off: its route saved a session's values as they were sent (HTML
   included, unchecked) to a file that `?deep_link=` then drew in anyone's page (a script ran there),
   one file per call, never removed. The page's share links carry every setting, checked. So is its
@@ -53,9 +59,15 @@ import ipaddress
 import json
 import os
 import re
+import sys
+import traceback
 import urllib.parse
+from time import monotonic
 
 import anyio
+import gradio.queueing
+import gradio.route_utils
+import gradio.routes
 from gradio.context import LocalContext
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -132,7 +144,7 @@ class RequestGuard:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
         queue = getattr(scope["app"].get_blocks(), "_queue", None)
         if scope.get("method") not in BODY_METHODS:
-            if why := leftovers.not_held(queue, path):
+            if why := leftovers.not_held(queue, path, scope.get("query_string", b"")):
                 return await refuse(send, 404, why)
             with leftovers.stream_open(queue, scope):
                 return await self.app(scope, receive, send)
@@ -288,7 +300,7 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
         call = _parsed(text)
         fn = _function(blocks, _fn_index(call), path)
-        return misnamed_input(call, fn, path), fn
+        return misnamed_input(call, fn, path) or unknown_function(call, fn, path), fn
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
 
@@ -332,7 +344,7 @@ def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, obje
     if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
         return (400, "fn_index must be a whole number"), named
     fn = _function(blocks, fn_index, path)
-    return overlong_value(call, fn) or misnamed_input(call, fn, path), fn
+    return overlong_value(call, fn) or misnamed_input(call, fn, path) or unknown_function(call, fn, path), fn
 
 
 def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[int, int]:
@@ -396,6 +408,18 @@ def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
                                             f"{', '.join(names)}")
 
 
+def unknown_function(call, fn, path: str) -> tuple[int, str] | None:
+    """(404, why) for a call by fn_index (the queue's join, /run/predict) naming no function of the
+    page, or one that runs in the page alone (no Python function): Gradio answered each 500 and
+    printed a traceback (a red-team pass: tiny calls logged 1 MiB a second)."""
+    fn_index = _fn_index(call)
+    if fn_index is None or CALLED.search(path):
+        return None
+    if fn is None:
+        return 404, f"no function {fn_index} here; /gradio_api/info lists the endpoints"
+    return (404, f"function {fn_index} runs in the page alone, not here") if fn.fn is None else None
+
+
 def _function(blocks, fn_index: int | None, path: str):
     """The BlockFunction a call runs, as Gradio picks it: the name in a /call/ route (its body's
     fn_index is not read there: a forged one had the guard count a /call/generate as a quick event),
@@ -415,6 +439,38 @@ async def refuse(send, status: int, text: str) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+class QuietTracebacks:
+    """The traceback module as Gradio's routes and queue use it, with print_exc printing at most
+    TRACEBACKS_A_MINUTE a minute, then once a line saying how many it left out: Gradio prints one for
+    every call its function fails (a malformed call of a quick event: 712 bytes of log a request,
+    a red-team pass logged 1 MiB a second). The first ones of each minute still show what failed."""
+    MOST = 20  # TRACEBACKS_A_MINUTE
+
+    def __init__(self):
+        self.minute, self.printed, self.left_out = -1, 0, 0
+
+    def __getattr__(self, name: str):
+        return getattr(traceback, name)
+
+    def print_exc(self, *args, **kwargs) -> None:
+        minute = int(monotonic() // 60)
+        if minute != self.minute:
+            if self.left_out:
+                print(f"({self.left_out} tracebacks were left out of the log in that minute)", file=sys.stderr)
+            self.minute, self.printed, self.left_out = minute, 0, 0
+        self.printed += 1
+        if self.printed <= self.MOST:
+            traceback.print_exc(*args, **kwargs)
+            return
+        if not self.left_out:
+            print(f"(past {self.MOST} tracebacks in a minute: the others are left out of the log until the next)",
+                  file=sys.stderr)
+        self.left_out += 1
+
+
+gradio.routes.traceback = gradio.queueing.traceback = gradio.route_utils.traceback = QuietTracebacks()
 
 
 def queue_options() -> dict:
