@@ -4,6 +4,7 @@ import spaces  # noqa: F401  (first: on ZeroGPU it must load before anything tou
 
 import logging
 import os
+import sys
 
 from playground.models.loading import load_pair
 from playground.ui.inputs import DEFAULT
@@ -15,6 +16,11 @@ if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, move
     load_pair(DEFAULT.target, DEFAULT.draft)
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(f"{__doc__}\n\nUsage: python app.py (no options): serves the page on http://127.0.0.1:7860. Its settings are "
+              "environment variables (GRADIO_SERVER_PORT, PLAYGROUND_PRESET, ...: README.md, 'Hosting on Hugging "
+              "Face Spaces'). The command line: python -m playground --help")
+        sys.exit(0)
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
     if wanted():  # the default pair loaded (a GPU: and compiled) before the first visitor

@@ -216,6 +216,14 @@ def test_a_bad_size_in_the_environment_is_one_line():
     assert proc.stderr.splitlines() == ["error: environment variable PLAYGROUND_MAX_NEW_TOKENS must be an integer, got 'abc'"]
 
 
+def test_the_apps_help_says_where_its_settings_are_and_serves_nothing():
+    """`python app.py --help` started the server on port 7860 (a red-team pass)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PLAYGROUND_WARM_UP="0")
+    proc = subprocess.run([sys.executable, "app.py", "--help"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and "Its settings are environment variables" in proc.stdout, proc.stderr[-2000:]
+    assert "Running on" not in proc.stdout + proc.stderr
+
+
 def test_help_and_a_mistyped_flag_answer_before_torch_is_imported():
     """torch and transformers take seconds to import (7-10 s for `--help` on a 2-core machine): the
     parser answers without them."""
