@@ -1,5 +1,6 @@
 """Hostile input through the running app (real server, gradio_client): every bad request is one clear
 error naming its cause, nothing is fetched, and the server keeps answering other users at once."""
+import collections
 import dataclasses
 import json
 import os
@@ -753,11 +754,14 @@ def test_a_call_naming_no_function_or_session_is_a_404(app_url):
         for index, said in ((99999, "no function 99999 here"), (js_only, f"function {js_only} runs in the page alone")):
             status, text = post(app_url, path, json.dumps({"data": [], "fn_index": index, "session_hash": "x"}).encode())
             assert status == 404 and said in text, (path, index, status, text[:300])
-    try:
-        urllib.request.urlopen(f"{app_url}gradio_api/queue/data?session_hash=never-joined", timeout=30)
-        raise AssertionError("a session never joined was streamed")
-    except urllib.error.HTTPError as refused:
-        assert refused.code == 404 and "no session 'never-joined' is held here" in refused.read().decode()
+    fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
+    assert _join(app_url, fn["share_link"], [], "192.0.2.61")[0] == 200  # session s-192.0.2.61 held (not read)
+    for query in ("session_hash=never-joined", "session_hash=s-192.0.2.61&session_hash=never-joined"):  # (Starlette
+        try:  # reads the last: the first passed a session held, and Gradio streamed another)
+            urllib.request.urlopen(f"{app_url}gradio_api/queue/data?{query}", timeout=30)
+            raise AssertionError(f"a session never joined was streamed: {query}")
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 404 and "no session 'never-joined' is held here" in refused.read().decode()
 
 
 def test_a_call_by_name_naming_no_input_is_told_which_there_are(app_url):
@@ -827,6 +831,15 @@ def test_one_address_holds_a_few_events_of_one_lane(monkeypatch):
     checks = [fn for fn in app.demo.fns.values() if fn.concurrency_id == "constraint-check"]
     assert len(checks) == 1 and checks[0].trigger_mode == "always_last"  # a page holds at most 2 there: one
     # running, the newest waiting (three events, one for each of kind, constraint and backend: a preset changed all three)
+    held = collections.Counter()  # lane -> the most a page holds there: an event "once" 1, "always_last" 2 (one
+    for fn in app.demo.fns.values():  # running, the newest waiting); a lane is a concurrency_id, or a function's own
+        if fn.queue and fn.fn is not None and fn.concurrency_id != serving.DEVICE:
+            held[fn.concurrency_id, fn.name] += {"once": 1, "always_last": 2}.get(fn.trigger_mode, QUICK_PER_LANE + 1)
+    lanes = collections.Counter()
+    for (lane, _), most in held.items():
+        lanes[lane] += most
+    assert max(lanes.values()) <= QUICK_PER_LANE, [key for key, most in held.items() if lanes[key[0]] > QUICK_PER_LANE]
+    # (the calculator's six triggers, each an event of its own, made four at once from a link: refused)
 
 
 def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():
@@ -1047,11 +1060,14 @@ def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, caps
     """Gradio prints a traceback for every call its function fails: a malformed call of a quick
     event (`[null]` to a gr.Examples loader by /run/predict) logged 712 bytes a request, about
     1 MiB a second from four threads (a red-team pass)."""
+    import logging
+
     import gradio.queueing
     import gradio.routes
 
     from playground.ui import serving
-    assert isinstance(gradio.routes.traceback, serving.QuietTracebacks) and gradio.queueing.traceback is gradio.routes.traceback
+    assert gradio.routes.traceback is gradio.queueing.traceback is serving.QUIET_TRACEBACKS
+    assert serving.QUIET_TRACEBACKS in logging.getLogger("uvicorn.error").filters  # ("Exception in ASGI application")
     quiet, now = serving.QuietTracebacks(), [600.0]
     monkeypatch.setattr(serving, "monotonic", lambda: now[0])
 
@@ -1068,3 +1084,8 @@ def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, caps
     now[0] += 60
     printed = fail_and_print(1)
     assert "(30 tracebacks were left out of the log in that minute)" in printed and printed.count("Traceback") == 1
+    record = lambda exc_info: logging.LogRecord("uvicorn.error", logging.ERROR, "", 0, "Exception in ASGI application",
+                                                None, exc_info)
+    assert all(quiet.filter(record(None)) for _ in range(100))  # a line without a traceback: always
+    kept = [quiet.filter(record((TypeError, TypeError("x"), None))) for _ in range(serving.QuietTracebacks.MOST)]
+    assert kept.count(True) == serving.QuietTracebacks.MOST - 1  # one of the minute's printed above

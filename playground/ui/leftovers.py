@@ -130,7 +130,7 @@ def not_held(queue, path: str, query: bytes = b"") -> str:
     read, or "" (held, or not such a path). (Gradio's own answer for a session it does not hold
     began a stream, then ended it with an error, logged with a traceback: 5.9 KB of log a request.)"""
     if queue is not None and SESSION_STREAM.search(path):
-        session = urllib.parse.parse_qs(query.decode("latin-1")).get("session_hash", [""])[0]
+        session = _session_asked(query)
         return "" if session in queue.pending_messages_per_session else f"no session {session[:40]!r} is held here"
     asked = STREAM.search(path)
     if not asked or queue is None:
@@ -162,11 +162,16 @@ def stream_open(queue, scope: dict):
 def _streamed_session(queue, scope: dict) -> str | None:
     path = scope.get("path", "")
     if queue is not None and SESSION_STREAM.search(path):
-        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        return query.get("session_hash", [None])[0]
+        return _session_asked(scope.get("query_string", b"")) or None
     if queue is not None and (asked := STREAM.search(path)):
         return _session_of(queue, asked.group(1)) or asked.group(1)
     return None
+
+
+def _session_asked(query: bytes) -> str:
+    """The session a stream's query names, as Starlette reads it (the last `session_hash`: the first
+    passed a session held by the guard, and Gradio streamed another)."""
+    return urllib.parse.parse_qs(query.decode("latin-1")).get("session_hash", [""])[-1]
 
 
 def _session_of(queue, event_id: str) -> str | None:

@@ -87,7 +87,11 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
             if event_id is not None and _handed.get(event_id, (None,))[0] is stop:
                 del _handed[event_id]
             finished.set()
-    _engine.submit(contextvars.copy_context().run, work)
+    try:
+        _engine.submit(contextvars.copy_context().run, work)
+    except BaseException:  # (an executor shut down: the interpreter ending)
+        _handed.pop(event_id, None)
+        raise
     sent, wait, last = 0, every, time.monotonic()
     try:
         while not finished.wait(wait):

@@ -337,9 +337,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     sweep_btn.click(lambda: gr.update(visible="hidden"), None, sweep_csv, queue=False, api_visibility="private")
     measuring_events["sweep"].then(lambda status: gr.update(visible=sweep_wrote_csv(status) or "hidden"), sweep_status,
                                    sweep_csv, queue=False, api_visibility="private")
-    for trigger in (calc_a.change, calc_k.change, calc_c.change, history.change, k_sweep.change, demo.load):  # values
-        trigger(calculator, [calc_a, calc_k, calc_c, history, k_sweep], [calc_text, calc_plot], preprocess=False,  # checked there
-                api_visibility="private")
+    gr.on([calc_a.change, calc_k.change, calc_c.change, history.change, k_sweep.change, demo.load], calculator,
+          [calc_a, calc_k, calc_c, history, k_sweep], [calc_text, calc_plot], preprocess=False,  # values checked there
+          trigger_mode="always_last", api_visibility="private")  # one at a time, then the newest (a link or "Set
+    # from my last run" changes three sliders at once: four events of its lane, past an address's share of one)
     link_notice.change(lambda notice: gr.update(visible=bool(notice)), link_notice, dismiss_notice, queue=False,
                        api_visibility="private")  # a link's notices stay, once read and fixed, until dismissed
     dismiss_notice.click(lambda: "", None, link_notice, queue=False, api_visibility="private")

@@ -164,6 +164,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     finally:
         if not superseded():  # (else a newer click owns the stop flag now)
             forget_stop(request)
+    if snap is None:  # cancelled before its work started (Gradio's /cancel): nothing made, nobody reading
+        return
     measure = live.speedup(snap) if chain_theory(settings) else None  # None: no comparison, or not the calculator's model
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
                             "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high,

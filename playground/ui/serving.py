@@ -57,6 +57,7 @@ with a guard in front of Gradio on every request.
 import collections
 import ipaddress
 import json
+import logging
 import os
 import re
 import sys
@@ -441,20 +442,31 @@ async def refuse(send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class QuietTracebacks:
-    """The traceback module as Gradio's routes and queue use it, with print_exc printing at most
-    TRACEBACKS_A_MINUTE a minute, then once a line saying how many it left out: Gradio prints one for
-    every call its function fails (a malformed call of a quick event: 712 bytes of log a request,
-    a red-team pass logged 1 MiB a second). The first ones of each minute still show what failed."""
-    MOST = 20  # TRACEBACKS_A_MINUTE
+class QuietTracebacks(logging.Filter):
+    """At most MOST tracebacks a minute in the log, then once a line saying the others are left out
+    (and, at the next, how many were): the traceback module as Gradio's routes and queue use it (its
+    print_exc), and a filter of uvicorn's error log. Gradio prints one for every call its function
+    fails (a malformed call of a quick event: 712 bytes of log a request) and uvicorn one for every
+    stream that fails after its start: a red-team pass logged 1-1.7 MiB a second. The first ones of
+    each minute still show what failed."""
+    MOST = 20
 
     def __init__(self):
+        super().__init__()
         self.minute, self.printed, self.left_out = -1, 0, 0
 
     def __getattr__(self, name: str):
         return getattr(traceback, name)
 
     def print_exc(self, *args, **kwargs) -> None:
+        if self.allowed():
+            traceback.print_exc(*args, **kwargs)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.exc_info or self.allowed()
+
+    def allowed(self) -> bool:
+        """Whether one more traceback may be printed now (counted either way)."""
         minute = int(monotonic() // 60)
         if minute != self.minute:
             if self.left_out:
@@ -462,15 +474,17 @@ class QuietTracebacks:
             self.minute, self.printed, self.left_out = minute, 0, 0
         self.printed += 1
         if self.printed <= self.MOST:
-            traceback.print_exc(*args, **kwargs)
-            return
+            return True
         if not self.left_out:
             print(f"(past {self.MOST} tracebacks in a minute: the others are left out of the log until the next)",
                   file=sys.stderr)
         self.left_out += 1
+        return False
 
 
-gradio.routes.traceback = gradio.queueing.traceback = gradio.route_utils.traceback = QuietTracebacks()
+QUIET_TRACEBACKS = QuietTracebacks()
+gradio.routes.traceback = gradio.queueing.traceback = gradio.route_utils.traceback = QUIET_TRACEBACKS
+logging.getLogger("uvicorn.error").addFilter(QUIET_TRACEBACKS)
 
 
 def queue_options() -> dict:
