@@ -47,6 +47,25 @@ class Round:
     def committed(self) -> list[TokenEvent]:
         return [t for t in self.tokens if t.kind in COMMITTED_KINDS]
 
+    @property
+    def refused(self) -> bool:
+        """Whether the target refused a draft this round (it wrote its corrected token): a tree's round
+        that walked to a leaf refused none, though most of its nodes were not kept."""
+        return any(t.kind == CORRECTED for t in self.tokens)
+
+    @property
+    def depth(self) -> int:
+        """The draft positions this round drafted: a chain's proposed tokens, a tree's deepest branch."""
+        if not self.tree:
+            return self.proposed
+        parents, depths = self.tree["parents"], {}
+
+        def depth_of(node: int) -> int:  # 1 for the root's children
+            if node not in depths:
+                depths[node] = 1 if parents[node] < 0 else depth_of(parents[node]) + 1
+            return depths[node]
+        return max(map(depth_of, range(len(parents))), default=0)
+
 
 @dataclass(slots=True)
 class RunResult:

@@ -13,7 +13,7 @@ def summarize(events: list, wall_s: float) -> dict:
     verified = [r for r in rounds if r.target_passes]  # rounds of drafting and verifying (not only forced tokens)
     proposed = sum(r.proposed for r in rounds)
     accepted = sum(r.accepted for r in rounds)
-    rejections = sum(r.accepted < r.proposed for r in rounds)
+    rejections = sum(r.refused for r in rounds)  # (a tree's proposed counts its every node: not accepted < proposed)
     target_passes = sum(r.target_passes for r in rounds) + sum(p.target_passes for p in prefills)
     draft_passes = sum(r.draft_passes for r in rounds) + sum(p.draft_passes for p in prefills)
     return {

@@ -34,10 +34,10 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     prefix survival: of rounds that drafted position i, the share whose first i drafts were all kept;
     conditional: of rounds that drafted i and kept 1..i-1, the share that also kept i."""
     rounds = _rounds(events)
-    depth = max((r.proposed for r in rounds), default=0)
+    depth = max((r.depth for r in rounds), default=0)  # (a tree's positions are its levels, not its nodes)
     survival, conditional = [], []
     for i in range(1, depth + 1):
-        drafted = [r for r in rounds if r.proposed >= i]
+        drafted = [r for r in rounds if r.depth >= i]
         reached = [r for r in drafted if r.accepted >= i - 1]
         kept = sum(r.accepted >= i for r in drafted)
         survival.append(kept / len(drafted) if drafted else 0.0)
