@@ -98,6 +98,29 @@ def test_draft_model_sampling_matches_target(small, case):
     assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN
 
 
+def first_tokens_counts(pair, length: int, kept: int, **settings) -> dict:
+    """How often each first `kept` tokens came out of N_RUNS seeded runs writing `length` tokens."""
+    counts = {}
+    for seed in range(N_RUNS):
+        ids = tuple(session.run(pair, PROMPT, session.settings(max_new_tokens=length, seed=seed, **settings)).token_ids)
+        counts[ids[:kept]] = counts.get(ids[:kept], 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("way", [dict(k=4, **CASES["plain"]), dict(tree=(2, 2, 2), **CASES["warped"])], ids=["k4", "tree"])
+def test_deep_rounds_keep_the_targets_law(small, way):
+    """A run of 3 tokens drafts at most 2 in a round (it keeps budget - 1 and the target's token): the
+    tests above never judged a third or fourth draft, nor a tree's third level. Runs of 5 tokens (the
+    first round drafts 4, or a whole 3-level tree) have their first 3 compared with the target's law."""
+    tok, target, draft = small
+    pair = tiny.make_pair(target, draft, tok, eos_ids=[])
+    params = {key: way[key] for key in CASES["plain"]}
+    first = session.run(pair, PROMPT, session.settings(max_new_tokens=5, seed=0, **way)).rounds[0]
+    assert first.depth == (4 if "k" in way else 3)  # the depth the rounds reach
+    counts = first_tokens_counts(pair, 5, 3, **way)
+    assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN
+
+
 def test_prompt_lookup_sampling_matches_target(small):
     tok, target, _ = small
     pair = tiny.make_pair(target, None, tok, eos_ids=[])
