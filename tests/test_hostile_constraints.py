@@ -378,6 +378,42 @@ def test_what_the_meta_schema_check_meets_is_bounded_before_it(monkeypatch):
     assert "badge-bad" in told and "checking the schema took longer than 0.5 s" in told
 
 
+def test_a_cancelled_runs_compile_in_a_worker_ends_at_once():
+    """A run cancelled while its constraint compiled went on compiling (up to COMPILE_SECONDS) on the
+    engine thread, every run behind it waiting: a cancel (playground.ui.pacing.stop_handed) now
+    ends the worker, its child killed; work not stopped gets its answer."""
+    import threading
+
+    from gradio.context import LocalContext
+
+    from playground.constraints import worker
+    from playground.ui import pacing
+    outcome = []
+
+    def make(stop):
+        yield worker.bounded(time.sleep, 30, seconds=60)  # a compile of 30 s
+
+    def drive():  # as Gradio reads a run: in its event's context
+        LocalContext.event_id.set("cancelled-compile")
+        try:
+            outcome.extend(pacing.paced(make, 0.05))
+        except worker.Stopped as exc:
+            outcome.append(exc)
+    started = time.monotonic()
+    thread = threading.Thread(target=drive)
+    thread.start()
+    while "cancelled-compile" not in dict(pacing.handed_requests()):
+        assert time.monotonic() - started < 30
+        time.sleep(0.02)
+    time.sleep(0.5)  # its child compiling
+    pacing.stop_handed("cancelled-compile")
+    thread.join(10)
+    assert not thread.is_alive() and isinstance(outcome[0], worker.Stopped), outcome
+    assert "was stopped: its run was cancelled" in str(outcome[0]) and time.monotonic() - started < 10
+    with worker.stopped_by(threading.Event()):
+        assert worker.bounded(pow, 2, 10, seconds=20) == 1024
+
+
 def test_the_check_as_typed_holds_its_lane_at_most_its_ceiling_and_workers_yield_the_cpu(monkeypatch):
     """Every visitor's check as typed waits in one lane: one caller's schemas of 12 slow patterns held
     it the parse's 15 s each (another visitor's check waited 37 s), and the workers' CPU slowed a

@@ -32,6 +32,8 @@ CHILD_NICENESS = 10  # added to the server's: a child's work yields the CPU to t
 _ceiling: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("worker_ceiling", default=None)
 # (its deadline on the monotonic clock, its seconds)
 _in_child = False  # True inside a worker child: its fd 2 is its own to redirect
+_stop: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("worker_stop", default=None)
+STOP_POLL_SECONDS = 0.1  # how soon a stop reaches a worker's parent
 
 
 COMPILING = ("compiling this constraint", "simplify the schema (fewer alternatives, less recursion)")
@@ -47,6 +49,21 @@ class OverMemory(PlaygroundError):
 
 class OverCeiling(TooSlow):
     """The work ran past its caller's ceiling (shorter than its own limit) and was stopped."""
+
+
+class Stopped(PlaygroundError):
+    """The work's caller stopped it (a run cancelled while its constraint compiled)."""
+
+
+@contextmanager
+def stopped_by(event: threading.Event):
+    """Within it, work in a worker ends (Stopped, its child killed) once `event` is set: a cancelled
+    run's compile held the engine thread, and every run behind it, for up to its 20 s."""
+    token = _stop.set(event)
+    try:
+        yield
+    finally:
+        _stop.reset(token)
 
 
 @contextmanager
@@ -82,7 +99,7 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
         raise PlaygroundError(f"{task[0]} could not start its worker process ({exc.strerror or exc}): try again") from None
     send.close()
     try:
-        if not receive.poll(wait):
+        if not _answered(receive, wait, task):
             said = f"{task[0]} took longer than {ceiling_seconds if capped else seconds:g} s"
             raise (OverCeiling(f"{said}, the time given to the whole check, and was stopped") if capped
                    else TooSlow(f"{said} and was stopped: {task[1]}"))
@@ -101,6 +118,19 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
     if kind == "memory":
         raise OverMemory(_over_memory(task, extra_bytes))
     raise PlaygroundError(value)
+
+
+def _answered(receive, wait: float, task: tuple[str, str]) -> bool:
+    """Whether the child answered within `wait` seconds; Stopped once the caller's stop is set."""
+    stop, until = _stop.get(), time.monotonic() + wait
+    while stop is not None and not stop.is_set():
+        if receive.poll(min(STOP_POLL_SECONDS, max(0.0, until - time.monotonic()))):
+            return True
+        if time.monotonic() >= until:
+            return False
+    if stop is not None:
+        raise Stopped(f"{task[0]} was stopped: its run was cancelled")
+    return receive.poll(wait)
 
 
 def in_child() -> bool:

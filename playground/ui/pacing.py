@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from gradio.context import LocalContext
 
+from playground.constraints import worker
 from playground.limits import CONCURRENCY
 
 T = TypeVar("T")
@@ -79,8 +80,9 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     def work() -> None:
         try:
             if not stop.is_set():  # (cancelled while it waited for the engine thread: nothing to do)
-                for item in make(stop):
-                    newest[:] = [newest[0] + 1, item]
+                with worker.stopped_by(stop):  # a constraint's compile in a worker ends on a stop too
+                    for item in make(stop):
+                        newest[:] = [newest[0] + 1, item]
         except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)
             failure.append(exc)
         finally:
