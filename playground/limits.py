@@ -84,7 +84,8 @@ DEVICE_RUNS_PER_CLIENT = max(1, _env_int("PLAYGROUND_DEVICE_RUNS_PER_CLIENT", 3)
 QUEUED_PER_CLIENT = max(DEVICE_RUNS_PER_CLIENT, QUEUE_SIZE // 4)
 # Quick events one address may hold in one lane (a function's, or the three constraint checks'): a lane serves one
 # at a time, and a check or an export may take its 3 s ceiling: 8 from one address held another visitor's check 24 s.
-# A page holds at most 2 in one (its checks: one running, the newest waiting).
+# A page holds at most 3 in one (tests/test_hostile_app counts them: an "always_last" event 2, one running and the
+# newest waiting; the export's lane and the thinking budget's take another event each).
 QUICK_PER_LANE = max(2, _env_int("PLAYGROUND_QUICK_PER_LANE", 3))
 # Requests one address may have open at once (a stream lasts as long as its caller keeps it: 20,000
 # idle heartbeat streams from one address took every file the server may open; a page holds a few).

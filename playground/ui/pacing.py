@@ -28,7 +28,7 @@ T = TypeVar("T")
 ENGINE_THREADS = "playground-engine"  # their names' prefix
 _engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix=ENGINE_THREADS)
 _handed: dict[str, tuple[threading.Event, object]] = {}  # Gradio event id -> (its work's stop, its request), from
-# the work's hand-over until it ends: a cancelled event's work goes on (a constraint's compile) or waits its turn
+# the work's hand-over until it ends: a cancelled event's work goes on to its next item, or waits its turn
 
 
 def on_engine(work: Callable[..., T], *args) -> T:
@@ -47,7 +47,8 @@ PAGE_SHARE = 0.03  # the most of the time the caller may spend on handed-over it
 
 
 def stop_handed(event_id: object) -> None:
-    """A cancel of Gradio's event `event_id`: its work ends at its next item, or does not start.
+    """A cancel of Gradio's event `event_id`: its work ends at its next item (a constraint's compile
+    in a worker at once: constraints.worker.stopped_by), or does not start.
     (Gradio's /cancel frees the event's place in the queue at once, while the thread asking the
     work for its next item waits on: cancelling runs one after another in a constraint's compile
     queued 24 of them on the engine thread, and another visitor's run waited 160 s behind them.)"""

@@ -17,8 +17,8 @@ with a guard in front of Gradio on every request.
   own words for it), past the second any join; the others go on. A page's first load joins three
   quick events at once (the calculator's chart, the export, the thinking budget), none a run. A
   run's work counts until it ends on the engine thread, also once Gradio's /cancel has taken its
-  event out of the queue (its constraint's compile goes on; work cancelled while it waited for the
-  thread never starts: playground.ui.pacing). In one quick lane (a function's, or the constraint
+  event out of the queue (a cancel ends its constraint's compile in a worker, and work cancelled
+  while it waited for the thread never starts: playground.ui.pacing). In one quick lane (a function's, or the constraint
   checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time.
   The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
   a Space's proxy, a local nginx) the first of X-Forwarded-For. The first, not the last: a proxy that
