@@ -74,13 +74,17 @@ def chi_square_p(counts: dict, expected: dict, n: int) -> float:
                                    torch.tensor(stat / 2, dtype=torch.float64)).item()
 
 
-def sample_counts(pair, k: int, length: int, params: dict) -> dict:
+def first_tokens_counts(pair, length: int, kept: int, **settings) -> dict:
+    """How often each first `kept` tokens came out of N_RUNS seeded runs writing `length` tokens."""
     counts = {}
     for seed in range(N_RUNS):
-        cfg = session.settings(k=k, max_new_tokens=length, seed=seed, **params)
-        ids = tuple(session.run(pair, PROMPT, cfg).token_ids)
-        counts[ids] = counts.get(ids, 0) + 1
+        ids = tuple(session.run(pair, PROMPT, session.settings(max_new_tokens=length, seed=seed, **settings)).token_ids)
+        counts[ids[:kept]] = counts.get(ids[:kept], 0) + 1
     return counts
+
+
+def sample_counts(pair, k: int, length: int, params: dict) -> dict:
+    return first_tokens_counts(pair, length, length, k=k, **params)
 
 
 CASES = {
@@ -96,15 +100,6 @@ def test_draft_model_sampling_matches_target(small, case):
     params = CASES[case]
     counts = sample_counts(pair, k=2, length=3, params=params)
     assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN
-
-
-def first_tokens_counts(pair, length: int, kept: int, **settings) -> dict:
-    """How often each first `kept` tokens came out of N_RUNS seeded runs writing `length` tokens."""
-    counts = {}
-    for seed in range(N_RUNS):
-        ids = tuple(session.run(pair, PROMPT, session.settings(max_new_tokens=length, seed=seed, **settings)).token_ids)
-        counts[ids[:kept]] = counts.get(ids[:kept], 0) + 1
-    return counts
 
 
 @pytest.mark.parametrize("way", [dict(k=4, **CASES["plain"]), dict(tree=(2, 2, 2), **CASES["warped"])], ids=["k4", "tree"])

@@ -21,7 +21,8 @@ from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, make_bat
 from playground.models.placement import native_bf16
 from playground.models.packed_linear import pack_linears
 from tests import tiny
-from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, PROMPT, chi_square_p, exact_joint, small  # noqa: F401
+from tests.test_engine_sampling import (CASES, N_RUNS, P_MIN, PROMPT, chi_square_p, exact_joint,  # noqa: F401
+                                        first_tokens_counts, small)
 
 # root's children a, b; a has c, d; b has e; c has f: paths a-c-f, a-d, b-e
 PARENTS = [-1, -1, 0, 0, 1, 2]
@@ -208,12 +209,7 @@ def test_a_trees_acceptance_counts_refusals_and_its_positions_are_its_levels(pai
 
 
 def tree_counts(pair, tree: tuple, params: dict) -> dict:
-    counts = {}
-    for seed in range(N_RUNS):
-        cfg = session.settings(max_new_tokens=3, seed=seed, tree=tree, **params)
-        ids = tuple(session.run(pair, PROMPT, cfg).token_ids)
-        counts[ids] = counts.get(ids, 0) + 1
-    return counts
+    return first_tokens_counts(pair, 3, 3, tree=tree, **params)
 
 
 @pytest.mark.parametrize("tree,case", [((3, 2), "plain"), ((2, 2, 2), "warped")])
