@@ -25,6 +25,7 @@ from playground.limits import (CHECK_SECONDS, MAX_PATTERN_SIZE, MAX_PROPERTIES, 
 
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 SCALARS = {"string", "number", "integer", "boolean", "null"}
+ANY_TYPE = ("null", "boolean", "integer", "number", "string", "array", "object")  # (in an order no hash seed changes)
 REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
 
@@ -76,7 +77,16 @@ def _patterns(node: dict) -> list[str]:
 def reachable(schema) -> list[dict]:
     """The schema's subschemas, and those of every node a reference reaches, even one that sits
     outside any keyword (`#/port`, a plain key used as a store of definitions)."""
-    found, queue = {}, [schema]
+    return list(_walk_references(schema)[0].values())
+
+
+def referenced(schema) -> list[tuple[str, dict]]:
+    """(reference, the node it names) for every reference reachable from the schema, in the order met."""
+    return _walk_references(schema)[1]
+
+
+def _walk_references(schema) -> tuple[dict[int, dict], list[tuple[str, dict]]]:
+    found, named, queue = {}, [], [schema]
     while queue and len(found) <= MAX_SCHEMA_NODES:
         for node in subschemas(queue.pop()):
             if id(node) in found:
@@ -84,8 +94,9 @@ def reachable(schema) -> list[dict]:
             found[id(node)] = node
             for key in REF_KEYWORDS:
                 if isinstance(node.get(key), str) and isinstance(target := resolve(node[key], schema), dict):
+                    named.append((node[key], target))
                     queue.append(target)
-    return list(found.values())
+    return found, named
 
 
 def _check_refs(value, root) -> None:
@@ -170,7 +181,7 @@ def _finite_given(node: dict, known: set[int], needs: "Needs") -> bool:
         return False
     if "const" in node or "enum" in node:
         return True
-    types = node.get("type", list(SCALARS | {"object", "array"}))
+    types = node.get("type", ANY_TYPE)
     types = [types] if isinstance(types, str) else types
     return any(t in SCALARS or (t == "object" and _object_finite(needs.names(node), node, sub))
                or (t == "array" and _array_finite(node, sub)) for t in types)

@@ -9,7 +9,7 @@ from jsonschema.validators import validator_for
 from playground import strict_json
 from playground.constraints import drafts, worker
 from playground.constraints.grammar_size import check_grammar_size
-from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth
+from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, referenced
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
@@ -128,10 +128,11 @@ def _parsed_schema(text: str) -> Schema:
     draft = drafts.declared(schema)
     try:
         error = _meta_schema_error(draft, schema)
+        where, error = ("", error) if error is not None else _referenced_error(draft, schema)
     except RecursionError:  # the meta-schema's "format": "regex" compiles each pattern with Python's re
         raise PlaygroundError("the schema could not be checked: a pattern in it nests its groups too deeply") from None
     if error is not None:
-        where = "/".join(str(p) for p in error.path) or "the top level"
+        where = "/".join([where] * bool(where) + [str(p) for p in error.absolute_path]) or "the top level"
         raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at {where}: {error.message}")
     engine = drop_noops(drafts.to_2020_12(schema, draft))
     check_schema_safe(engine)
@@ -146,6 +147,33 @@ def _meta_schema_error(draft: type, schema):
     checker = validator_for(draft.META_SCHEMA, default=draft)
     errors = checker(draft.META_SCHEMA, format_checker=checker.FORMAT_CHECKER).iter_errors(schema)
     return min(errors, key=lambda error: (len(error.path), [str(p) for p in error.path]), default=None)
+
+
+def _referenced_error(draft: type, schema) -> tuple[str, object]:
+    """A $ref may name a node the meta-schema never looks at (`#/port`, a plain key used as a store
+    of definitions; `$defs` under draft 7): each such node is a schema too, checked here, once with
+    all it holds. ("$ref", first error) or ("", None). Before, `{"port": {"required": 5}}` reached
+    the finiteness check and failed there with a TypeError, or not, by the process's hash seed."""
+    checked: set[int] = set()
+    for ref, target in referenced(schema):
+        if target is schema or id(target) in checked:
+            continue
+        checked.update(id(node) for node in _objects(target))
+        if (error := _meta_schema_error(draft, target)) is not None:
+            return ref, error
+    return "", None
+
+
+def _objects(value):
+    """Every JSON object in value, value included (no recursion: depth() bounds it anyway)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 @functools.lru_cache(maxsize=256)  # patterns checked fine (at most 2,000 characters each): one fork each, not one a run
