@@ -146,7 +146,21 @@ def _meta_schema_error(draft: type, schema):
     and the walk goes through a set of names: the place named changed with the process's hash seed.)"""
     checker = validator_for(draft.META_SCHEMA, default=draft)
     errors = checker(draft.META_SCHEMA, format_checker=checker.FORMAT_CHECKER).iter_errors(schema)
-    return min(errors, key=lambda error: (len(error.path), [str(p) for p in error.path]), default=None)
+    error = min(errors, key=lambda error: (len(error.path), [str(p) for p in error.path]), default=None)
+    return error and _deeper(error)
+
+
+def _deeper(error):
+    """An error of anyOf/oneOf ("{...} is not valid under any of the given schemas", the whole
+    subschema printed) -> the deepest error of its branches, while that names a place further in
+    (items of draft 4 is a schema or an array of them: `{"id": {...}}` -> "at items/id: ... is not
+    of type 'string'"). Ties go to the larger path as text, then message: the same in every process."""
+    while error.context:
+        deeper = max(error.context, key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path], e.message))
+        if len(deeper.absolute_path) <= len(error.absolute_path):
+            break
+        error = deeper
+    return error
 
 
 def _referenced_error(draft: type, schema) -> tuple[str, object]:
