@@ -3,6 +3,7 @@ enforce, so those are named here in the constraint's notes (the output is checke
 after the run); its bounded strings can emit raw control characters (xgrammar issue 800), which the
 grammar text is patched to exclude."""
 import json
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -76,7 +77,7 @@ class XGrammarBackend:
             return Compiled(payload, worker.yielding(_compiled, self.info, *payload))
         except (RuntimeError, MemoryError) as exc:  # (never seen: the worker compiled the same text)
             raise PlaygroundError(f"compiling this constraint again in the server failed: {type(exc).__name__} "
-                                 f"{str(exc)[:300]}") from None
+                                 f"{_clean(exc)[:300]}") from None
 
     @staticmethod
     def size(compiled: "Compiled") -> int:
@@ -293,7 +294,10 @@ def _inexact_formats(nodes: list[dict]) -> list[str]:
     return sorted(set(found))
 
 
+SOURCE_PLACE = re.compile(r"\[\d\d:\d\d:\d\d\] \S+?:\d+: ")  # "[21:02:57] /project/cpp/regex_converter.cc:83: "
+
+
 def _clean(exc: Exception) -> str:
-    """xgrammar errors start with '[time] file.cc:line: '; keep the message."""
-    line = str(exc).strip().splitlines()[0]
-    return line.split(": ", 1)[1] if line.startswith("[") and ": " in line else line
+    """xgrammar's errors hold '[time] file.cc:line: ' at their start and where they wrap another
+    (a Lark grammar's regex): the message without them, the same on every run."""
+    return SOURCE_PLACE.sub("", str(exc).strip().splitlines()[0])
