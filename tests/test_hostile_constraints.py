@@ -155,6 +155,19 @@ BAD_SCHEMAS = {
     "an integer past a float's range": ('{"type": "integer", "minimum": -' + "9" * 309 + "}", "309 digits"),  # the
     # backends failed on it: llguidance "number out of range", xgrammar an IndexError
     "a lone surrogate": ('{"const": "a\\ud800b"}', "lone surrogate"),
+    # the output's checker reads a $ref against the nearest $id, the engines against the whole schema:
+    # each compiled, and every output was "could not be checked: unresolvable reference" (a helper's audit)
+    "an anchor inside another resource": (json.dumps({"$defs": {"a": {"$id": "u1", "$anchor": "x"}}, "$ref": "#x"}),
+                                          r"\$ref '#x' names an anchor that the output's checker \(draft 2020-12\) does not find"),
+    "an $anchor in draft 7": (json.dumps({"$schema": "http://json-schema.org/draft-07/schema#",
+                                          "definitions": {"a": {"$anchor": "x"}}, "$ref": "#x"}), r"checker \(draft-07\)"),
+    "a $ref inside another resource": (json.dumps({"$defs": {"a": {"$id": "u1", "items": {"$ref": "#/$defs/b"},
+                                                                   "$defs": {"b": {"type": "integer"}}}, "b": {}},
+                                                   "$ref": "#/$defs/a"}),
+                                       r"the \$ref '#/\$defs/b' sits inside a subschema with an \$id of its own \('u1'\)"),
+    "a $ref inside another resource, draft 4": (json.dumps({"$schema": "http://json-schema.org/draft-04/schema#",
+                                                            "items": {"id": "http://e.org/u", "items": {"$ref": "#"}}}),
+                                                r"with an id of its own \('http://e.org/u'\)"),
     # items of draft 4 is a schema or an array of them: the place named is inside the branch that
     # goes furthest, not "{...} is not valid under any of the given schemas" (JSONSchemaBench o28532)
     "an id that is a schema": ('{"$schema": "http://json-schema.org/draft-04/schema#", "items": {"id": {"type": "integer"}}}',
@@ -179,6 +192,24 @@ def test_a_node_named_by_a_ref_outside_the_keywords_is_checked_in_every_process(
     schema = {"port": {"required": 5}, "anyOf": [{"$ref": "#/port"}], "type": "object"}
     assert told_by_seed(schema, range(7)) == {"the schema is not a valid JSON Schema (draft 2020-12) at "
                                               "#/port/required: 5 is not of type 'array'"}
+
+
+def test_references_the_checker_reads_as_the_engines_do_are_accepted():
+    """An anchor of the whole schema, an id that is a fragment or names the whole schema again, and a
+    $ref beside an inner $id under draft 4 (which reads only `id`): accepted, and outputs are checked."""
+    from playground.constraints.validate import validate_json
+    accepted = [({"$defs": {"a": {"$anchor": "x", "type": "string"}}, "$ref": "#x"}, '"s"', "5"),
+                ({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {"$id": "#x", "type": "string"}},
+                  "$ref": "#x"}, '"s"', "5"),
+                ({"$id": "https://e.org/s", "$defs": {"a": {"$id": "https://e.org/s", "$ref": "#/$defs/b"},
+                                                      "b": {"type": "string"}}, "$ref": "#/$defs/a"}, '"s"', "5"),
+                ({"$schema": "http://json-schema.org/draft-04/schema#", "definitions": {"b": {"type": "string"}},
+                  "items": {"$id": "http://e.org/u", "items": {"$ref": "#/definitions/b"}}}, '[["s"]]', "[[5]]")]
+    for schema, good, bad in accepted:
+        parsed = from_user(schema=json.dumps(schema)).schema
+        assert validate_json(good, parsed) == (True, None), schema
+        ok, why = validate_json(bad, parsed)
+        assert not ok and "is not of type 'string'" in why, (schema, why)
 
 
 def told_by_seed(schema, seeds) -> set[str]:

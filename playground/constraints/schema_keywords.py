@@ -40,15 +40,19 @@ def subschemas(schema):
     if not isinstance(schema, dict):
         return
     yield schema
+    for child in children(schema):
+        yield from subschemas(child)
+
+
+def children(schema: dict):
+    """The values of a schema's keywords that are schemas themselves (some may be booleans or no schema)."""
     for key, value in schema.items():
         if key in SUBSCHEMA:
-            yield from subschemas(value)
+            yield value
         elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            for sub in value:
-                yield from subschemas(sub)
+            yield from value
         elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            for sub in value.values():
-                yield from subschemas(sub)
+            yield from value.values()
 
 
 def keywords(schema):

@@ -9,6 +9,7 @@ from jsonschema.validators import validator_for
 from playground import strict_json
 from playground.constraints import drafts, worker
 from playground.constraints.grammar_size import check_grammar_size
+from playground.constraints.ref_reading import check_refs_read_alike
 from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, referenced
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
@@ -134,6 +135,7 @@ def _parsed_schema(text: str) -> Schema:
     if error is not None:
         where = "/".join([where] * bool(where) + [str(p) for p in error.absolute_path]) or "the top level"
         raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at {where}: {error.message}")
+    check_refs_read_alike(schema, draft)
     engine = drop_noops(drafts.to_2020_12(schema, draft))
     check_schema_safe(engine)
     check_satisfiable(engine)
