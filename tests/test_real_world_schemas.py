@@ -372,6 +372,20 @@ def allowed(constraint, tokenizer, prefix: str, text: str) -> bool:
 
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("draft, anchor", [("http://json-schema.org/draft-04/schema#", {"id": "#n"}),
+                                           ("http://json-schema.org/draft-07/schema#", {"$id": "#n"}),
+                                           ("https://json-schema.org/draft/2020-12/schema", {"$anchor": "n"})])
+def test_a_ref_to_an_anchor_is_followed_in_every_draft(tokenizer, backend, draft, anchor):
+    """Drafts 4-7 name an anchor with an id that is a fragment: such a $ref was refused as pointing
+    nowhere (JSONSchemaBench o35904-o35906), and xgrammar, given `#n`, wrote any value there."""
+    schema = {"$schema": draft, "definitions": {"n": {**anchor, "type": "integer"}},
+              "type": "object", "properties": {"a": {"$ref": "#n"}}, "required": ["a"]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"a": ', "1") and not allowed(constraint, tokenizer, '{"a": ', '"')
+    assert not constraint.notes, constraint.notes
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
 def test_a_regex_dot_and_hex_escape_mean_what_python_reads(tokenizer, backend):
     """xgrammar read '.' as any character, a newline too (the run then failed its own check, which
     reads '.' as Python does), and '\\x41b' as U+041B: both now reach it in words it reads the same."""

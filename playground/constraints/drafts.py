@@ -6,7 +6,8 @@ constraint engines, which read draft 2020-12, are given the same meaning in 2020
     drafts 4-2019-09 items: [a, b], additionalItems: c  ->  prefixItems: [a, b], items: c
     drafts 4-7 dependencies: {p: [q]} / {p: {...}}  ->  dependentRequired / dependentSchemas
     drafts 4-7 {$ref: r, ...siblings}  ->  {$ref: r} (siblings of $ref are ignored there), keeping
-               $defs/definitions that other references may point into"""
+               $defs/definitions that other references may point into
+    drafts 4-7 {"id": "#a"} ($id from draft 6)  ->  {"$anchor": "a"}"""
 import jsonschema
 from jsonschema.validators import validator_for
 
@@ -40,6 +41,8 @@ def _node(node, cls: type):
     if not isinstance(node, dict):
         return node
     node = {key: _children(key, value, cls) for key, value in node.items()}
+    if cls in BEFORE_2019:
+        _fragment_id_as_anchor(node, "id" if cls is jsonschema.Draft4Validator else "$id")
     if cls in BEFORE_2019 and "$ref" in node:
         node = {key: value for key, value in node.items() if key in ("$ref", "definitions", "$defs")}
     if cls is jsonschema.Draft4Validator:
@@ -59,6 +62,12 @@ def _children(key: str, value, cls: type):
     if key in SUBSCHEMA_MAPS + ("dependencies",) and isinstance(value, dict):
         return {name: _node(v, cls) for name, v in value.items()}
     return _node(value, cls) if key in SUBSCHEMA else value
+
+
+def _fragment_id_as_anchor(node: dict, key: str) -> None:
+    """drafts 4-7 name an anchor with an id that is a fragment: {"id": "#a"} -> {"$anchor": "a"}."""
+    if isinstance(node.get(key), str) and node[key].startswith("#") and len(node[key]) > 1:
+        node["$anchor"] = node.pop(key)[1:]
 
 
 def _exclusive_bounds(node: dict) -> None:

@@ -139,7 +139,10 @@ def _pointer(root, pointer: str):
 
 
 def _anchor(root, name: str):
-    return next((node for node in subschemas(root) if node.get("$anchor") == name), None)
+    """The node declaring anchor `name`: `$anchor` (2019-09 on), or an id that is a fragment (`$id`
+    in drafts 6-7, `id` in draft 4; what the declared draft reads is ref_reading's to check)."""
+    return next((node for node in subschemas(root) if node.get("$anchor") == name
+                 or f"#{name}" in (node.get("$id"), node.get("id"))), None)
 
 
 FIXPOINT_SECONDS = 5 * CHECK_SECONDS  # past this the check refuses the schema instead of going on

@@ -8,28 +8,32 @@ SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "de
 
 
 
-def patterns(schema, pointer: str = ""):
+def patterns(schema):
     """Yield (JSON pointer, regex) for every `pattern` and `patternProperties` name in the schema,
-    as subschemas() walks it (a property called "pattern" is a name, not a regex)."""
+    as with_pointers() walks it (a property called "pattern" is a name, not a regex)."""
+    for pointer, node in with_pointers(schema):
+        if isinstance(node.get("pattern"), str):
+            yield f"{pointer}/pattern", node["pattern"]
+        if isinstance(node.get("patternProperties"), dict):
+            yield from ((f"{pointer}/patternProperties/{_escaped(name)}", name) for name in node["patternProperties"])
+
+
+def with_pointers(schema, pointer: str = ""):
+    """Yield (JSON pointer, node) for the schema and every schema nested in it, as subschemas()
+    walks them, and the items of an items list (drafts before 2020-12)."""
     if not isinstance(schema, dict):
         return
-    if isinstance(schema.get("pattern"), str):
-        yield f"{pointer}/pattern", schema["pattern"]
+    yield pointer, schema
     for key, value in schema.items():
         here = f"{pointer}/{_escaped(key)}"
-        if key == "patternProperties" and isinstance(value, dict):
-            yield from ((f"{here}/{_escaped(name)}", name) for name in value)
-        if key in SUBSCHEMA and isinstance(value, list):  # items as a list (drafts before 2020-12)
+        if isinstance(value, list) and (key in SUBSCHEMA or key in SUBSCHEMA_LISTS):
             for i, sub in enumerate(value):
-                yield from patterns(sub, f"{here}/{i}")
+                yield from with_pointers(sub, f"{here}/{i}")
         elif key in SUBSCHEMA:
-            yield from patterns(value, here)
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            for i, sub in enumerate(value):
-                yield from patterns(sub, f"{here}/{i}")
+            yield from with_pointers(value, here)
         elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
             for name, sub in value.items():
-                yield from patterns(sub, f"{here}/{_escaped(name)}")
+                yield from with_pointers(sub, f"{here}/{_escaped(name)}")
 
 
 def _escaped(name: str) -> str:

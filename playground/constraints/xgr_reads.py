@@ -10,13 +10,15 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
   (dropping a ^ or $ at either end); beside properties, a name a pattern matches could take
   additionalProperties' schema instead.
 - a required name missing from properties was not required (`{}` passed).
-- an enum's values are written whatever else the node says: they are filtered by the rest."""
+- an enum's values are written whatever else the node says: they are filtered by the rest.
+- a $ref naming an anchor (`#name`) was any value ("URI should either be '#' or start with '#/'"):
+  it names the anchored node by its JSON pointer."""
 import json
 
 from jsonschema import Draft202012Validator
 
 from playground.constraints.safety import NameMatcher, Needs, end_anchors
-from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas
+from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas, with_pointers
 from playground.constraints.schema_merge import ANNOTATIONS, Apart, Merging, same
 from playground.constraints.validate import checker
 from playground.errors import PlaygroundError
@@ -36,6 +38,7 @@ PUSH_ROUNDS = 3
 def as_xgrammar_reads(schema):
     """The schema rewritten for xgrammar (a copy; the original keeps its meaning for the check after the run)."""
     schema = _unmarked(json.loads(json.dumps(schema)))  # (a marker the user wrote means nothing)
+    _anchors_as_pointers(schema)
     text = json.dumps(schema)
     budget = [len(text) + 10_000]  # characters of JSON the merging may add: xgrammar writes a grammar for
     # each copy (JsonSchemaStore helm-testsuite's, unbounded: 44 KB -> 393 KB), and compiles it in full
@@ -54,6 +57,18 @@ def as_xgrammar_reads(schema):
             except (TypeError, AttributeError, ValueError):  # not a schema: a $ref into a non-keyword place
                 pass  # brought it here; xgrammar refuses it or reads it as before
     return schema
+
+
+def _anchors_as_pointers(schema) -> None:
+    """Each `"$ref": "#name"` -> the JSON pointer of the first node declaring `"$anchor": "name"`, in
+    the order safety.resolve finds it (the anchors of other resources are refused before: ref_reading)."""
+    anchored: dict[str, str] = {}
+    for pointer, node in with_pointers(schema):
+        if isinstance(node.get("$anchor"), str):
+            anchored.setdefault(node["$anchor"], pointer.replace("%", "%25"))  # (a fragment is read %-decoded)
+    for _, node in with_pointers(schema):
+        if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and node["$ref"][1:] in anchored:
+            node["$ref"] = "#" + anchored[node["$ref"][1:]]
 
 
 def _read_as_meant(node: dict, needs: Needs) -> None:
