@@ -494,6 +494,33 @@ def test_api_share_link_round_trip(client):
     assert urllib.parse.urlparse(default).query == f"preset={page_inputs.DEFAULT.preset}"
 
 
+def test_api_generate_runs_a_share_link(client):
+    """/generate ran a preset with seven of its settings; a page's link carries them all (top-p,
+    top-k, the drafting way...). A link runs as it is, the inputs given replace its values, and what
+    the page would ignore of it is refused, nothing run."""
+    sent = Settings.from_preset(page_inputs.PRESETS["demo"])
+    sent.k, sent.temperature, sent.top_p, sent.top_k, sent.seed = 3, 0.7, 0.9, 20, 11
+    sent.prompt, sent.max_new_tokens, sent.policy = "x = ", 10, "confidence"  # (schedule's pauses follow times)
+    url = client.predict(*page_inputs.inputs_from_settings(sent), api_name="/share_link")
+    final = client.predict(link=url, api_name="/generate")
+    assert final["settings"] == {name: getattr(sent, name) for name in sent.__slots__}
+    assert len(final["token_ids"]) == 10
+    query = urllib.parse.urlparse(url).query  # the query string alone, and an input replacing the link's value
+    shorter = client.predict(link=query, max_new_tokens=6, api_name="/generate")
+    assert shorter["settings"]["max_new_tokens"] == 6 and shorter["settings"]["top_p"] == 0.9
+    assert len(shorter["token_ids"]) == 6
+    assert client.predict(link=url, api_name="/generate")["token_ids"] == final["token_ids"]  # seeded: repeats
+    for link, said in ((url + "&bogus=1", "the link: ignored unknown parameter 'bogus'"),
+                       (url.replace("preset=demo", "preset=nope"), "the link: unknown preset 'nope'")):
+        with pytest.raises(Exception, match=said):
+            client.predict(link=link, api_name="/generate")
+    with pytest.raises(Exception, match="give a preset or a link, not both"):
+        client.predict(preset="demo", link=url, api_name="/generate")
+    from playground.ui import api
+    with pytest.raises(gr.Error, match=r"the length of the link \(characters\)"):  # as long as a page's link at most
+        next(api.generate(link="preset=demo&" + "k=2&" * 3000))
+
+
 def test_the_pages_endpoints_name_their_inputs(client):
     """Not param_0..param_21: each input by its setting's name, optional, and accepted by name."""
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]

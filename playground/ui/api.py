@@ -1,41 +1,48 @@
 """The public web API beside the page's own endpoints: /generate streams one run of a preset as
 JSON snapshots."""
 import dataclasses
+import urllib.parse
 
 from playground.config import MIN_TEMPERATURE
 from playground.errors import PlaygroundError
+from playground.limits import at_most
+from playground.models.loading import custom_models_allowed
 from playground.presets import Settings, chosen_constraint
 from playground.ui import live
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
-from playground.ui.share import RANGES
+from playground.ui.share import MAX_LINK_CHARS, RANGES, from_query
 
 
 @on_gpu()
-def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, temperature: float = -1.0,
-             max_new_tokens: int = 0, seed: int = 0, schema: str = "", regex: str = "",
-             compare: bool = False, backend: str = "", grammar: str = "") -> dict:  # a generator of dicts
-    """Stream a run of a preset (the page's default one unless named) as JSON snapshots: tokens with
+def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float = -1.0,
+             max_new_tokens: int = 0, seed: int = -1, schema: str = "", regex: str = "",
+             compare: bool = False, backend: str = "", grammar: str = "", link: str = "") -> dict:  # a generator of dicts
+    """Stream a run of a preset (the page's default one unless named) or a share link as JSON snapshots: tokens with
     kinds and probabilities, stats, validity.
 
     Args:
         prompt: the text to continue; empty: the preset's own prompt
-        preset: a preset's name (see presets/)
+        preset: a preset's name (see presets/); empty: the page's default preset (or the link's)
         k: draft tokens per round; 0: the preset's
         temperature: 0 greedy, or from 0.01 up to 2; -1: the preset's
         max_new_tokens: 0: the preset's
-        seed: the sampling seed (a seeded sampled run repeats exactly)
+        seed: the sampling seed (a seeded sampled run repeats exactly, but under the schedule
+            policy, whose pauses follow measured times); -1: the link's, else 0
         schema: a JSON Schema every output must satisfy
         regex: a regular expression the whole output must match
         compare: also run the target alone, interleaved, and measure the speedup
         backend: the constraint backend, llguidance or xgrammar; empty: the preset's
         grammar: a grammar the whole output must match: Lark or GBNF (either backend)
             (one of schema, regex and grammar; none given: the preset's own constraint, if any)
+        link: a share link of the page (or its query string): every setting it carries (top-p, the
+            drafting way, the system prompt...), in place of a preset; the arguments above, where
+            given, replace its values
     """
     try:
-        prompt, preset, schema, regex, grammar, backend = (typed(name, value, str) for name, value in zip(
-            ("prompt", "preset", "schema", "regex", "grammar", "backend"), (prompt, preset, schema, regex, grammar,
-                                                                           backend)))
+        prompt, preset, schema, regex, grammar, backend, link = (typed(name, value, str) for name, value in zip(
+            ("prompt", "preset", "schema", "regex", "grammar", "backend", "link"),
+            (prompt, preset, schema, regex, grammar, backend, link)))
         k, max_new_tokens, seed = (typed(name, value, int) for name, value in
                                    zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
         temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
@@ -44,12 +51,14 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
     if not (temperature == -1 or temperature == 0 or MIN_TEMPERATURE <= temperature <= RANGES["temperature"][1]):
         raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or from {MIN_TEMPERATURE:g} to "  # the page's slider
                                          f"{RANGES['temperature'][1]:g}; -1: the preset's"))  # ends at 2; NaN refused too
-    if preset not in PRESETS:
-        raise user_error(PlaygroundError(f"unknown preset '{preset[:40]}'; available: {', '.join(PRESETS)}"))
-    base = Settings.from_preset(PRESETS[preset])
+    try:
+        base = _base_settings(preset, link)
+    except PlaygroundError as exc:
+        raise user_error(exc) from None
     settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
                                    temperature=base.temperature if temperature == -1 else temperature,
-                                   max_new_tokens=max_new_tokens or base.max_new_tokens, seed=seed, compare=compare,
+                                   max_new_tokens=max_new_tokens or base.max_new_tokens,
+                                   seed=base.seed if seed == -1 else seed, compare=compare or base.compare,
                                    backend=backend[:40] or base.backend,
                                    **chosen_constraint({"schema": schema, "regex": regex, "grammar": grammar}, base))
     try:
@@ -57,3 +66,22 @@ def generate(prompt: str = "", preset: str = DEFAULT.preset, k: int = 0, tempera
             yield live.run_to_dict(snap)
     except PlaygroundError as exc:
         raise user_error(exc) from None
+
+
+def _base_settings(preset: str, link: str) -> Settings:
+    """The settings the arguments start from: a preset's, or a share link's. The page says what a
+    link carries that it ignores and runs the rest; an API caller is told instead, nothing run."""
+    if preset and link:
+        raise PlaygroundError("give a preset or a link, not both (a link names its preset)")
+    if not link:
+        name = preset or DEFAULT.preset
+        if name not in PRESETS:
+            raise PlaygroundError(f"unknown preset '{name[:40]}'; available: {', '.join(PRESETS)}")
+        return Settings.from_preset(PRESETS[name])
+    at_most(len(link), MAX_LINK_CHARS, "the length of the link (characters)")
+    query = urllib.parse.urlsplit(link).query if "?" in link else link
+    settings, notices = from_query(dict(urllib.parse.parse_qsl(query, keep_blank_values=True)), custom_models_allowed())
+    if notices:
+        raise PlaygroundError("the link: " + "; ".join(notice[:200] for notice in notices[:5])
+                              + f" (and {len(notices) - 5} more)" * (len(notices) > 5))
+    return settings

@@ -22,7 +22,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, after_run, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.serving import DEVICE, VALUE_CHARS, bound
-from playground.ui.share import RANGES
+from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
 ABOUT = """
@@ -66,7 +66,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="fixed: k guesses every round. schedule: k grows by 2 after a round kept whole, "
-                                       "shrinks by 1 after a rejection, and drafting pauses while guesses do not pay. "
+                                       "shrinks by 1 after a rejection, and drafting pauses while guesses do not pay (judged by measured "
+                                       "times: a seeded sampled run may then differ from one run to the next). "
                                        "confidence: the draft stops guessing when unsure. With both, k is the ceiling.")
                 confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
                                        visible=False)  # shown with the confidence policy only
@@ -346,7 +347,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     dismiss_notice.click(lambda: "", None, link_notice, queue=False, api_visibility="private")
     calc_from_run.click(from_last_run, history, [calc_a, calc_k, calc_c, calc_text], queue=False, api_visibility="private")
     gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id=DEVICE)
-    api_texts = {"prompt": (MAX_PROMPT_CHARS, 4), "schema": (MAX_SCHEMA_TEXT_CHARS, 1.25), "grammar": (MAX_GRAMMAR_CHARS, 4)}
+    api_texts = {"prompt": (MAX_PROMPT_CHARS, 4), "schema": (MAX_SCHEMA_TEXT_CHARS, 1.25), "grammar": (MAX_GRAMMAR_CHARS, 4),
+                 "link": (MAX_LINK_CHARS, 1)}
     for name, box in zip(inspect.signature(generate).parameters, next(
             fn for fn in demo.fns.values() if fn.api_name == "generate").inputs):  # (their labels: "1st", "2nd")
         bound(box, *api_texts.get(name, (VALUE_CHARS, 1)), name)
