@@ -104,3 +104,38 @@ def test_idle_work_is_handed_again_so_a_closed_page_ends_it():
     assert stopped  # the work saw it
     quiet = paced(lambda stop: iter(["a"]), every=0.05, idle=0.01)
     assert list(quiet) == ["a"]  # finished work: the last item once
+
+
+def test_stop_ends_a_constraints_compile_in_a_worker(monkeypatch):
+    """The page's Stop is read between rounds: pressed while the run's constraint compiled (up to its
+    20 s, in a worker), the run waited for the compile to end. Now the worker's child is killed and
+    the run ends without an error (playground_tab shows it stopped); a stand-in compile of 30 s."""
+    import pytest
+
+    from playground.constraints import worker
+    monkeypatch.setattr(live.session, "constrain", lambda pair, spec: worker.bounded(time.sleep, 30, seconds=60))
+    began = time.monotonic()
+    pressed = lambda: time.monotonic() - began > 1.0  # noqa: E731  (Stop a second in: the demo pair loaded, compiling)
+    with pytest.raises(worker.Stopped, match="was stopped with its run"):
+        list(live.live_run(demo_settings(max_new_tokens=8, regex="[0-9]+"), should_stop=pressed))
+    assert time.monotonic() - began < 25  # (ended by the Stop, not by the 30 s compile)
+
+
+def test_the_pages_stop_during_a_compile_ends_the_run_quietly(monkeypatch):
+    """The page's Stop pressed while the constraint compiles: the run ends "stopped", no error shown
+    next to the constraint (the worker's Stopped is not a mistake of the user's)."""
+    import threading
+
+    import gradio as gr
+
+    from playground.constraints import worker
+    from playground.ui import inputs, playground_tab
+    monkeypatch.setattr(live.session, "constrain", lambda pair, spec: worker.bounded(time.sleep, 30, seconds=60))
+    request = gr.Request(session_hash="stop-while-compiling")
+    values = inputs.inputs_from_settings(demo_settings(max_new_tokens=8, regex="[0-9]+"))
+    threading.Timer(1.0, playground_tab.stop_run, (request,)).start()
+    began = time.monotonic()
+    outputs = list(playground_tab.run(request, lambda *args, **kwargs: None, *values))
+    assert time.monotonic() - began < 25 and len(outputs) == 1
+    assert outputs[0][-1]["phase"] == "stopped" and all(isinstance(v, dict) and v.get("__type__") == "update"
+                                                         for v in outputs[0][:-1]), outputs

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from playground.errors import PlaygroundError
@@ -32,7 +33,7 @@ CHILD_NICENESS = 10  # added to the server's: a child's work yields the CPU to t
 _ceiling: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("worker_ceiling", default=None)
 # (its deadline on the monotonic clock, its seconds)
 _in_child = False  # True inside a worker child: its fd 2 is its own to redirect
-_stop: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("worker_stop", default=None)
+_stop: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("worker_stop", default=None)
 STOP_POLL_SECONDS = 0.1  # how soon a stop reaches a worker's parent
 
 
@@ -56,10 +57,11 @@ class Stopped(PlaygroundError):
 
 
 @contextmanager
-def stopped_by(event: threading.Event):
-    """Within it, work in a worker ends (Stopped, its child killed) once `event` is set: a cancelled
-    run's compile held the engine thread, and every run behind it, for up to its 20 s."""
-    token = _stop.set(event)
+def stopped_by(stopped: Callable[[], bool]):
+    """Within it, work in a worker ends (Stopped, its child killed) once `stopped()` is true (asked
+    every STOP_POLL_SECONDS): a cancelled run's compile held the engine thread, and every run behind
+    it, for up to its 20 s; the page's Stop waited for it too."""
+    token = _stop.set(stopped)
     try:
         yield
     finally:
@@ -123,13 +125,13 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
 def _answered(receive, wait: float, task: tuple[str, str]) -> bool:
     """Whether the child answered within `wait` seconds; Stopped once the caller's stop is set."""
     stop, until = _stop.get(), time.monotonic() + wait
-    while stop is not None and not stop.is_set():
+    while stop is not None and not stop():
         if receive.poll(min(STOP_POLL_SECONDS, max(0.0, until - time.monotonic()))):
             return True
         if time.monotonic() >= until:
             return False
     if stop is not None:
-        raise Stopped(f"{task[0]} was stopped: its run was cancelled")
+        raise Stopped(f"{task[0]} was stopped with its run")
     return receive.poll(wait)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from playground import session
 from playground.config import thinks, tree_fields
-from playground.constraints import from_user
+from playground.constraints import from_user, worker
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult
@@ -121,8 +121,9 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     With the comparison on, the target alone runs interleaved with it (speedup.interleave); when
     that one measurement cannot tell the speedup, more are made (phase "measuring")."""
     def run(stop=None) -> Iterator[Snapshot]:
-        pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
         stopping = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
+        with worker.stopped_by(stopping):  # Stop ends a constraint's check or compile in a worker too
+            pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
         yield from _snapshots(settings, pair, ids, cfg, constraint, stopping)
     return paced(run, every) if every else run()
 

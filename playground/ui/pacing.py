@@ -81,7 +81,7 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     def work() -> None:
         try:
             if not stop.is_set():  # (cancelled while it waited for the engine thread: nothing to do)
-                with worker.stopped_by(stop):  # a constraint's compile in a worker ends on a stop too
+                with worker.stopped_by(stop.is_set):  # a constraint's compile in a worker ends on a stop too
                     for item in make(stop):
                         newest[:] = [newest[0] + 1, item]
         except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)

@@ -8,6 +8,7 @@ import gradio as gr
 import orjson
 
 from playground.config import longest_branch, tree_lookup, tree_shape
+from playground.constraints.worker import Stopped
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, engine_seconds, identity_note, summarize
@@ -157,6 +158,9 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             else:
                 continue  # the last snapshot: drawn below, whole
             first = False
+    except Stopped:  # Stop pressed while its constraint was checked or compiled: nothing made, nothing wrong
+        yield [gr.skip()] * 12 + SKIP_MESSAGES + [gr.skip()] * 2 + status("stopped")
+        return
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
         yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2 + status("refused")
