@@ -212,6 +212,21 @@ def test_references_the_checker_reads_as_the_engines_do_are_accepted():
         assert not ok and "is not of type 'string'" in why, (schema, why)
 
 
+def test_only_references_the_keywords_reach_are_read():
+    """A `$ref` inside a value (default, examples) is data, and was refused as pointing outside the
+    schema or nowhere; a $dynamicRef to its $dynamicAnchor was refused as pointing nowhere, its
+    keyword named "$ref"."""
+    for schema in ({"type": "object", "properties": {"a": {"default": {"$ref": "http://example.com/x"}}}},
+                   {"type": "object", "examples": [{"$ref": "#/nowhere"}]},
+                   {"$defs": {"n": {"$dynamicAnchor": "node", "type": "object",
+                                    "properties": {"c": {"$dynamicRef": "#node"}}}}, "$ref": "#/$defs/n"}):
+        from_user(schema=json.dumps(schema))
+    for schema, said in (({"$dynamicRef": "#nope"}, "$dynamicRef '#nope' does not point to a schema"),
+                         ({"properties": {"a": {"$ref": "http://example.com/x"}}}, "$ref 'http://example.com/x' points outside")):
+        with pytest.raises(PlaygroundError, match=re.escape(said)):
+            from_user(schema=json.dumps(schema))
+
+
 def told_by_seed(schema, seeds) -> set[str]:
     """What parse_schema says of the schema in a fresh process per hash seed."""
     import subprocess

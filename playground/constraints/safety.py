@@ -43,8 +43,7 @@ def check_schema_safe(schema) -> None:
     """Size bounds, local references only, and a finite instance (depth() is checked first, by the caller)."""
     if schema is False:
         raise PlaygroundError("the schema `false` allows no value at all: nothing could ever be written")
-    _check_refs(schema, schema)
-    nodes = reachable(schema)
+    nodes = reachable(schema)  # (every reference it meets must resolve inside the schema)
     at_most(len(nodes), MAX_SCHEMA_NODES, "the number of subschemas")
     for node in nodes:
         at_most(len(node.get("properties") or {}), MAX_PROPERTIES, "the number of properties of one object")
@@ -93,35 +92,22 @@ def _walk_references(schema) -> tuple[dict[int, dict], list[tuple[str, dict]]]:
                 continue
             found[id(node)] = node
             for key in REF_KEYWORDS:
-                if isinstance(node.get(key), str) and isinstance(target := resolve(node[key], schema), dict):
+                if isinstance(node.get(key), str) and isinstance(target := resolve(node[key], schema, key), dict):
                     named.append((node[key], target))
                     queue.append(target)
     return found, named
 
 
-def _check_refs(value, root) -> None:
-    """Every reference keyword, anywhere in the document, must resolve inside it."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for key in REF_KEYWORDS:
-                if isinstance(item.get(key), str):
-                    resolve(item[key], root)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
-def resolve(ref: str, root):
-    """A local reference ('#', '#/$defs/a', '#name' for an $anchor) -> the schema it names."""
+def resolve(ref: str, root, keyword: str = "$ref"):
+    """A local reference ('#', '#/$defs/a', '#name' for an anchor) -> the schema it names. Only
+    references the schema's keywords reach count (`{"default": {"$ref": "http://..."}}` is a value)."""
     if not ref.startswith("#"):
-        raise PlaygroundError(f"$ref '{ref[:80]}' points outside the schema: only local references ('#/...') "
+        raise PlaygroundError(f"{keyword} '{ref[:80]}' points outside the schema: only local references ('#/...') "
                               "are allowed (nothing is ever fetched or read from files)")
     fragment = urllib.parse.unquote(ref[1:])
     target = _anchor(root, fragment) if fragment and not fragment.startswith("/") else _pointer(root, fragment)
     if not isinstance(target, (dict, bool)):
-        raise PlaygroundError(f"$ref '{ref[:80]}' does not point to a schema inside this schema")
+        raise PlaygroundError(f"{keyword} '{ref[:80]}' does not point to a schema inside this schema")
     return target
 
 
@@ -139,9 +125,10 @@ def _pointer(root, pointer: str):
 
 
 def _anchor(root, name: str):
-    """The node declaring anchor `name`: `$anchor` (2019-09 on), or an id that is a fragment (`$id`
-    in drafts 6-7, `id` in draft 4; what the declared draft reads is ref_reading's to check)."""
-    return next((node for node in subschemas(root) if node.get("$anchor") == name
+    """The node declaring anchor `name`: `$anchor` or `$dynamicAnchor` (2019-09 on), or an id that
+    is a fragment (`$id` in drafts 6-7, `id` in draft 4; what the declared draft reads is
+    ref_reading's to check)."""
+    return next((node for node in subschemas(root) if name in (node.get("$anchor"), node.get("$dynamicAnchor"))
                  or f"#{name}" in (node.get("$id"), node.get("id"))), None)
 
 

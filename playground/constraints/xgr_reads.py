@@ -60,12 +60,14 @@ def as_xgrammar_reads(schema):
 
 
 def _anchors_as_pointers(schema) -> None:
-    """Each `"$ref": "#name"` -> the JSON pointer of the first node declaring `"$anchor": "name"`, in
-    the order safety.resolve finds it (the anchors of other resources are refused before: ref_reading)."""
+    """Each `"$ref": "#name"` -> the JSON pointer of the first node declaring anchor `name` ($anchor
+    or $dynamicAnchor), in the order safety.resolve finds it (the anchors of other resources are
+    refused before: ref_reading)."""
     anchored: dict[str, str] = {}
     for pointer, node in with_pointers(schema):
-        if isinstance(node.get("$anchor"), str):
-            anchored.setdefault(node["$anchor"], pointer.replace("%", "%25"))  # (a fragment is read %-decoded)
+        for name in (node.get("$anchor"), node.get("$dynamicAnchor")):  # (a $ref reads a dynamic one as plain)
+            if isinstance(name, str):
+                anchored.setdefault(name, pointer.replace("%", "%25"))  # (a fragment is read %-decoded)
     for _, node in with_pointers(schema):
         if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and node["$ref"][1:] in anchored:
             node["$ref"] = "#" + anchored[node["$ref"][1:]]
