@@ -387,6 +387,16 @@ def test_a_ref_to_an_anchor_is_followed_in_every_draft(tokenizer, backend, draft
 
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_prefix_items_under_an_earlier_draft_is_what_its_checker_reads(tokenizer, backend):
+    """Draft 4 has no prefixItems: its checker ignores it, and the engines wrote by it ([2], refused
+    by the check as not one of [1])."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "array", "items": {"enum": [1]},
+              "prefixItems": [{"enum": [2]}], "minItems": 1}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, "[", "1") and not allowed(constraint, tokenizer, "[", "2")
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
 def test_a_regex_dot_and_hex_escape_mean_what_python_reads(tokenizer, backend):
     """xgrammar read '.' as any character, a newline too (the run then failed its own check, which
     reads '.' as Python does), and '\\x41b' as U+041B: both now reach it in words it reads the same."""

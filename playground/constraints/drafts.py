@@ -7,7 +7,10 @@ constraint engines, which read draft 2020-12, are given the same meaning in 2020
     drafts 4-7 dependencies: {p: [q]} / {p: {...}}  ->  dependentRequired / dependentSchemas
     drafts 4-7 {$ref: r, ...siblings}  ->  {$ref: r} (siblings of $ref are ignored there), keeping
                $defs/definitions that other references may point into
-    drafts 4-7 {"id": "#a"} ($id from draft 6)  ->  {"$anchor": "a"}"""
+    drafts 4-7 {"id": "#a"} ($id from draft 6)  ->  {"$anchor": "a"}
+    drafts 4-2019-09 prefixItems (a later draft's)  ->  dropped, as that draft's checker ignores it"""
+import re
+
 import jsonschema
 from jsonschema.validators import validator_for
 
@@ -15,6 +18,7 @@ from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, S
 from playground.errors import PlaygroundError
 
 LATEST = jsonschema.Draft202012Validator
+ANCHOR_NAME = re.compile(r"[A-Za-z_][-A-Za-z0-9._]*")  # draft 2020-12's $anchor
 BEFORE_2019 = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
 ARRAY_ITEMS = BEFORE_2019 + (jsonschema.Draft201909Validator,)
 NAMES = {jsonschema.Draft4Validator: "draft-04", jsonschema.Draft6Validator: "draft-06",
@@ -40,7 +44,11 @@ def to_2020_12(schema, cls: type):
 def _node(node, cls: type):
     if not isinstance(node, dict):
         return node
-    node = {key: _children(key, value, cls) for key, value in node.items()}
+    # prefixItems written under an earlier draft: its checker ignores it, and to the engines it would
+    # change what items means ({"$schema": draft-04, "items": {"enum": [1]}, "prefixItems": [{"enum":
+    # [2]}]}: they wrote [2], the check refused it). Other later keywords only make the engines
+    # stricter than the checker (const under draft 4): kept, as their author meant them.
+    node = {key: _children(key, value, cls) for key, value in node.items() if key != "prefixItems"}
     if cls in BEFORE_2019:
         _fragment_id_as_anchor(node, "id" if cls is jsonschema.Draft4Validator else "$id")
     if cls in BEFORE_2019 and "$ref" in node:
@@ -65,9 +73,13 @@ def _children(key: str, value, cls: type):
 
 
 def _fragment_id_as_anchor(node: dict, key: str) -> None:
-    """drafts 4-7 name an anchor with an id that is a fragment: {"id": "#a"} -> {"$anchor": "a"}."""
-    if isinstance(node.get(key), str) and node[key].startswith("#") and len(node[key]) > 1:
-        node["$anchor"] = node.pop(key)[1:]
+    """drafts 4-7 name an anchor with an id that is a fragment: {"id": "#a"} -> {"$anchor": "a"}. A
+    fragment no anchor can be named by (`#/definitions/a`, which some generators write beside each
+    definition; `#a!b`) is no anchor of draft 2020-12: dropped (a $ref names that node by its pointer)."""
+    if isinstance(node.get(key), str) and node[key].startswith("#"):
+        name = node.pop(key)[1:]
+        if ANCHOR_NAME.fullmatch(name):
+            node["$anchor"] = name
 
 
 def _exclusive_bounds(node: dict) -> None:

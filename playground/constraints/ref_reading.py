@@ -13,7 +13,7 @@ import jsonschema
 import referencing.exceptions
 
 from playground.constraints.drafts import NAMES
-from playground.constraints.safety import REF_KEYWORDS, resolve
+from playground.constraints.safety import REF_KEYWORDS, anchored, resolve
 from playground.constraints.schema_keywords import children
 from playground.constraints.validate import checker
 from playground.errors import PlaygroundError
@@ -25,6 +25,7 @@ def check_refs_read_alike(schema, draft: type) -> None:
     if not isinstance(schema, dict):
         return
     key = "id" if draft is jsonschema.Draft4Validator else "$id"
+    _check_no_inner_root(schema)
     lookup = checker(schema, draft)._resolver.lookup  # (the checker's own resolver: the same reading, no copy of it)
     for node, inner in _nodes_with_resource(schema, key):
         for keyword in REF_KEYWORDS:
@@ -36,11 +37,27 @@ def check_refs_read_alike(schema, draft: type) -> None:
                                       f"({inner[:80]!r}): the output's checker and llguidance read it relative to that "
                                       f"{key}, xgrammar and the playground's own checks relative to the whole schema; "
                                       f"take the inner {key} out")
+            if _names_an_anchor(ref) and len(anchored(schema, ref[1:])) > 1:  # (which the checker takes
+                raise PlaygroundError(f"the anchor {ref[:80]!r} is declared more than once: name each "  # changed
+                                      "anchor once")  # with the hash seed; the engines took the first)
             if keyword == "$ref" and _names_an_anchor(ref) and _found(lookup, ref) is not resolve(ref, schema):
                 raise PlaygroundError(f"$ref '{ref[:80]}' names an anchor that the output's checker "
                                       f"({NAMES[draft]}) does not find there: declare it as that draft does "
                                       "($anchor from 2019-09, \"$id\": \"#name\" before), outside any subschema "
                                       "with an $id of its own")
+
+
+def _check_no_inner_root(schema: dict) -> None:
+    """An inner `$id` naming the whole schema again ("", "#", or the whole schema's own): llguidance
+    compiled that subschema as the whole schema, even one in unused $defs, and the checker refused
+    what it wrote ({"type": "string", "$defs": {"x": {"$id": "", "type": "integer"}}} wrote 1)."""
+    root = _base("", schema.get("$id"))
+    for node, _ in _nodes_with_resource(schema, "$id"):
+        given = node.get("$id")
+        named_fragment = given.startswith("#") and len(given) > 1 if isinstance(given, str) else True  # (an anchor)
+        if node is not schema and not named_fragment and _base(root, given) == root:
+            raise PlaygroundError(f"the $id {given[:80]!r} inside the schema names the whole schema again: "
+                                  "take it out (llguidance reads that subschema as the whole schema)")
 
 
 def _nodes_with_resource(schema: dict, key: str):

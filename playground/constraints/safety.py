@@ -125,11 +125,15 @@ def _pointer(root, pointer: str):
 
 
 def _anchor(root, name: str):
-    """The node declaring anchor `name`: `$anchor` or `$dynamicAnchor` (2019-09 on), or an id that
+    return next(iter(anchored(root, name)), None)
+
+
+def anchored(root, name: str) -> list[dict]:
+    """The nodes declaring anchor `name`: `$anchor` or `$dynamicAnchor` (2019-09 on), or an id that
     is a fragment (`$id` in drafts 6-7, `id` in draft 4; what the declared draft reads is
     ref_reading's to check)."""
-    return next((node for node in subschemas(root) if name in (node.get("$anchor"), node.get("$dynamicAnchor"))
-                 or f"#{name}" in (node.get("$id"), node.get("id"))), None)
+    return [node for node in subschemas(root) if name in (node.get("$anchor"), node.get("$dynamicAnchor"))
+            or f"#{name}" in (node.get("$id"), node.get("id"))]
 
 
 FIXPOINT_SECONDS = 5 * CHECK_SECONDS  # past this the check refuses the schema instead of going on

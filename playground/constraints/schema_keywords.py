@@ -8,32 +8,42 @@ SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "de
 
 
 
-def patterns(schema):
+def patterns(schema, pointer: str = ""):
     """Yield (JSON pointer, regex) for every `pattern` and `patternProperties` name in the schema,
-    as with_pointers() walks it (a property called "pattern" is a name, not a regex)."""
-    for pointer, node in with_pointers(schema):
-        if isinstance(node.get("pattern"), str):
-            yield f"{pointer}/pattern", node["pattern"]
-        if isinstance(node.get("patternProperties"), dict):
-            yield from ((f"{pointer}/patternProperties/{_escaped(name)}", name) for name in node["patternProperties"])
+    in the order the document writes them (a property called "pattern" is a name, not a regex)."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(schema.get("pattern"), str):
+        yield f"{pointer}/pattern", schema["pattern"]
+    for key, value in schema.items():
+        here = f"{pointer}/{_escaped(key)}"
+        if key == "patternProperties" and isinstance(value, dict):
+            yield from ((f"{here}/{_escaped(name)}", name) for name in value)
+        for at, sub in _keyword_children(key, value, here):
+            yield from patterns(sub, at)
 
 
 def with_pointers(schema, pointer: str = ""):
     """Yield (JSON pointer, node) for the schema and every schema nested in it, as subschemas()
-    walks them, and the items of an items list (drafts before 2020-12)."""
+    walks them."""
     if not isinstance(schema, dict):
         return
     yield pointer, schema
     for key, value in schema.items():
-        here = f"{pointer}/{_escaped(key)}"
-        if isinstance(value, list) and (key in SUBSCHEMA or key in SUBSCHEMA_LISTS):
-            for i, sub in enumerate(value):
-                yield from with_pointers(sub, f"{here}/{i}")
-        elif key in SUBSCHEMA:
-            yield from with_pointers(value, here)
-        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            for name, sub in value.items():
-                yield from with_pointers(sub, f"{here}/{_escaped(name)}")
+        for at, sub in _keyword_children(key, value, f"{pointer}/{_escaped(key)}"):
+            yield from with_pointers(sub, at)
+
+
+def _keyword_children(key: str, value, here: str):
+    """(pointer, value) of each schema one keyword holds (an items list too), `here` its pointer."""
+    if isinstance(value, list) and (key in SUBSCHEMA or key in SUBSCHEMA_LISTS):
+        yield from ((f"{here}/{i}", sub) for i, sub in enumerate(value))
+    elif key in SUBSCHEMA:
+        yield here, value
+    elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+        yield from ((f"{here}/{_escaped(name)}", sub) for name, sub in value.items())
+    elif key == "dependencies" and isinstance(value, dict):  # (a list there names properties)
+        yield from ((f"{here}/{_escaped(name)}", sub) for name, sub in value.items() if isinstance(sub, (dict, bool)))
 
 
 def _escaped(name: str) -> str:
@@ -49,14 +59,10 @@ def subschemas(schema):
 
 
 def children(schema: dict):
-    """The values of a schema's keywords that are schemas themselves (some may be booleans or no schema)."""
+    """The values of a schema's keywords that are schemas themselves (some may be booleans or no
+    schema), with the drafts' older forms: an items list, and dependencies' schemas (drafts 4-7)."""
     for key, value in schema.items():
-        if key in SUBSCHEMA:
-            yield value
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            yield from value
-        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            yield from value.values()
+        yield from (sub for _, sub in _keyword_children(key, value, ""))
 
 
 def keywords(schema):

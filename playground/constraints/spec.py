@@ -137,6 +137,8 @@ def _parsed_schema(text: str) -> Schema:
         raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at {where}: {error.message}")
     check_refs_read_alike(schema, draft)
     engine = drop_noops(drafts.to_2020_12(schema, draft))
+    if draft is not drafts.LATEST:
+        _check_engine_form(engine)
     check_schema_safe(engine)
     check_satisfiable(engine)
     return Schema(schema, draft, engine)
@@ -165,31 +167,30 @@ def _deeper(error):
     return error
 
 
+def _check_engine_form(engine) -> None:
+    """The schema in the engines' words (draft 2020-12) must be one too: an earlier draft's
+    meta-schema never reads `$defs` (draft 7) or `dependentSchemas`, which the engines and the
+    checks here do read ({"$schema": draft-07, "$defs": {"a": {"type": 7}}} failed there with a
+    TypeError)."""
+    if (error := _meta_schema_error(drafts.LATEST, engine)) is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+        raise PlaygroundError(f"the schema is not valid where the constraint engines read it (as draft 2020-12) "
+                              f"at {where}: {error.message}")
+
+
 def _referenced_error(draft: type, schema) -> tuple[str, object]:
     """A $ref may name a node the meta-schema never looks at (`#/port`, a plain key used as a store
-    of definitions; `$defs` under draft 7): each such node is a schema too, checked here, once with
-    all it holds. ("$ref", first error) or ("", None). Before, `{"port": {"required": 5}}` reached
+    of definitions; `$defs` under draft 7): each such node is a schema too, checked here.
+    ("$ref", first error) or ("", None). Before, `{"port": {"required": 5}}` reached
     the finiteness check and failed there with a TypeError, or not, by the process's hash seed."""
-    checked: set[int] = set()
-    for ref, target in referenced(schema):
+    checked: set[int] = set()  # (each target once; one inside another is checked again: `#/x/y` sits
+    for ref, target in referenced(schema):  # under a plain key of `#/x`, which the meta-schema never reads)
         if target is schema or id(target) in checked:
             continue
-        checked.update(id(node) for node in _objects(target))
+        checked.add(id(target))
         if (error := _meta_schema_error(draft, target)) is not None:
             return ref, error
     return "", None
-
-
-def _objects(value):
-    """Every JSON object in value, value included (no recursion: depth() bounds it anyway)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
 
 
 @functools.lru_cache(maxsize=256)  # patterns checked fine (at most 2,000 characters each): one fork each, not one a run
