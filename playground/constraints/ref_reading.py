@@ -20,8 +20,9 @@ from playground.errors import PlaygroundError
 
 
 def check_refs_read_alike(schema, draft: type) -> None:
-    """Refuse a reference inside a subschema with an id of its own, and a `#name` the checker does
-    not find where the engines do (references resolve inside the schema: checked before)."""
+    """Refuse a reference inside a subschema with an id of its own, an inner $id naming the whole
+    schema, an anchor declared twice, and a `#name` the checker does not find where the engines do
+    (references resolve inside the schema: checked before)."""
     if not isinstance(schema, dict):
         return
     key = "id" if draft is jsonschema.Draft4Validator else "$id"
@@ -37,9 +38,9 @@ def check_refs_read_alike(schema, draft: type) -> None:
                                       f"({inner[:80]!r}): the output's checker and llguidance read it relative to that "
                                       f"{key}, xgrammar and the playground's own checks relative to the whole schema; "
                                       f"take the inner {key} out")
-            if _names_an_anchor(ref) and len(anchored(schema, ref[1:])) > 1:  # (which the checker takes
-                raise PlaygroundError(f"the anchor {ref[:80]!r} is declared more than once: name each "  # changed
-                                      "anchor once")  # with the hash seed; the engines took the first)
+            if _names_an_anchor(ref) and len(anchored(schema, ref[1:])) > 1:
+                # (which of them the checker took changed with the hash seed; the engines took the first)
+                raise PlaygroundError(f"the anchor {ref[:80]!r} is declared more than once: name each anchor once")
             if keyword == "$ref" and _names_an_anchor(ref) and _found(lookup, ref) is not resolve(ref, schema):
                 raise PlaygroundError(f"$ref '{ref[:80]}' names an anchor that the output's checker "
                                       f"({NAMES[draft]}) does not find there: declare it as that draft does "
