@@ -133,8 +133,8 @@ def _parsed_schema(text: str) -> Schema:
     except RecursionError:  # the meta-schema's "format": "regex" compiles each pattern with Python's re
         raise PlaygroundError("the schema could not be checked: a pattern in it nests its groups too deeply") from None
     if error is not None:
-        where = "/".join([where] * bool(where) + [str(p) for p in error.absolute_path]) or "the top level"
-        raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at {where}: {error.message}")
+        raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at "
+                              f"{_place(error, where)}: {error.message}")
     check_refs_read_alike(schema, draft)
     engine = drop_noops(drafts.to_2020_12(schema, draft))
     if draft is not drafts.LATEST:
@@ -173,9 +173,13 @@ def _check_engine_form(engine) -> None:
     checks here do read ({"$schema": draft-07, "$defs": {"a": {"type": 7}}} failed there with a
     TypeError)."""
     if (error := _meta_schema_error(drafts.LATEST, engine)) is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "the top level"
         raise PlaygroundError(f"the schema is not valid where the constraint engines read it (as draft 2020-12) "
-                              f"at {where}: {error.message}")
+                              f"at {_place(error)}: {error.message}")
+
+
+def _place(error, ref: str = "") -> str:
+    """Where a meta-schema error lies: its path, after the $ref that named its node if any."""
+    return "/".join([ref] * bool(ref) + [str(p) for p in error.absolute_path]) or "the top level"
 
 
 def _referenced_error(draft: type, schema) -> tuple[str, object]:
