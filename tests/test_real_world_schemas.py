@@ -396,6 +396,62 @@ def test_prefix_items_under_an_earlier_draft_is_what_its_checker_reads(tokenizer
     assert allowed(constraint, tokenizer, "[", "1") and not allowed(constraint, tokenizer, "[", "2")
 
 
+@pytest.mark.parametrize("schema, loop", [
+    ({"anyOf": [{"$ref": "#"}, {"type": "null"}]}, "# -> #/anyOf/0 -> #"),
+    ({"not": {"$ref": "#/not"}}, "#/not -> #/not"),
+    ({"$dynamicRef": "#", "type": "null"}, "# -> #"),
+    ({"type": "object", "properties": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}},
+      "$defs": {"b": {"oneOf": [{"$ref": "#/properties/a"}, {"type": "string"}]}}},
+     "#/properties/a -> #/properties/a/allOf/0 -> #/$defs/b -> #/$defs/b/oneOf/0 -> #/properties/a"),
+    ({"properties": {"a": {"$ref": "#/port"}}, "port": {"properties": {"b": {"if": {"$ref": "#/port/properties/b"}}}}},
+     "#/port/properties/b -> #/port/properties/b/if -> #/port/properties/b"),
+    ({"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": True,
+      "anyOf": [{"$recursiveRef": "#"}, {"type": "null"}]}, "# -> #/anyOf/0 -> #"),
+])
+def test_a_reference_loop_that_enters_no_property_or_item_is_refused_naming_it(schema, loop):
+    """Such a loop checks the same value against the same schema again: both engines compiled these
+    and every output was "could not be checked: nested too deeply for the checker"."""
+    with pytest.raises(PlaygroundError, match=re.escape(f"refers back to itself without entering a property or an item ({loop})")):
+        from_user(schema=json.dumps(schema))
+
+
+def test_recursion_through_properties_or_items_is_no_loop():
+    for schema in ({"type": "object", "properties": {"next": {"$ref": "#"}}},
+                   {"$defs": {"n": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}},
+                    "$ref": "#/$defs/n"},
+                   {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {"type": "string"}},
+                    "$ref": "#/definitions/a", "allOf": [{"$ref": "#"}]}):  # (draft 7 ignores the siblings of $ref)
+        from_user(schema=json.dumps(schema))
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_draft_2019_09_recursive_references_are_followed(tokenizer, backend):
+    """`$recursiveAnchor: true` was refused (draft 2020-12's meta-schema, which the engines' form is
+    checked against, wants a name there), and xgrammar compiled past $recursiveRef."""
+    schema = {"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": True,
+              "anyOf": [{"type": "integer"}, {"type": "array", "items": {"$recursiveRef": "#"}}]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, "[[", "1") and not allowed(constraint, tokenizer, "[[", '"')
+    assert not constraint.notes, constraint.notes
+    parsed = from_user(schema=json.dumps(schema)).schema
+    assert validate_json("[[1], 2]", parsed) == (True, None) and not validate_json('[["a"]]', parsed)[0]
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("draft", ["http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-07/schema#"])
+def test_an_inner_id_of_a_bare_hash_is_an_empty_anchor_in_drafts_6_and_7(tokenizer, backend, draft):
+    """Drafts 6-7 read an $id starting with "#" as an anchor: "#" names no resource (the checker reads
+    it so, and the engines' form drops it), but was refused as naming the whole schema again."""
+    schema = {"$schema": draft, "definitions": {"a": {"$id": "#", "type": "integer"}},
+              "type": "object", "properties": {"x": {"$ref": "#/definitions/a"}}, "required": ["x"]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"x": ', "1") and not allowed(constraint, tokenizer, '{"x": ', '"')
+    assert validate_json('{"x": 1}', from_user(schema=json.dumps(schema)).schema) == (True, None)
+    for still_refused in ("https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-04/schema#"):
+        with pytest.raises(PlaygroundError, match="names the whole schema again"):
+            from_user(schema=json.dumps({**schema, "$schema": still_refused}))
+
+
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
 def test_a_regex_dot_and_hex_escape_mean_what_python_reads(tokenizer, backend):
     """xgrammar read '.' as any character, a newline too (the run then failed its own check, which
@@ -625,7 +681,8 @@ def test_json_values_compare_as_json_in_the_merging(tokenizer):
 
 
 @pytest.mark.parametrize("schema, refusal", [
-    ({"minProperties": 1, "anyOf": [{"$ref": "#"}, {"type": "string"}]}, None),  # a branch naming its own holder
+    ({"minProperties": 1, "anyOf": [{"$ref": "#"}, {"type": "string"}]},  # a branch naming its own holder
+     "refers back to itself without entering a property or an item"),
     ({"port": {"properties": [], "required": ["a"]}, "anyOf": [{"$ref": "#/port"}], "type": "object"},
      r"at #/port/properties: \[\] is not of type 'object'"),  # a $ref to a place that is no schema
     ({"port": {"required": 5}, "anyOf": [{"$ref": "#/port"}], "type": "object"},
@@ -636,7 +693,8 @@ def test_json_values_compare_as_json_in_the_merging(tokenizer):
 ])
 def test_a_hostile_schema_compiles_or_is_refused_in_words(tokenizer, schema, refusal):
     """Before the review's fixes, the worker turned a cycle in the rewritten schema (json.dumps) or a
-    TypeError into "compiling failed: ..."; now the first compiles (its self-reference left as noted).
+    TypeError into "compiling failed: ..."; the first compiled then (its self-reference noted); it is
+    a loop that enters no property or item, refused in words since.
     A node a $ref names outside the meta-schema's keywords is checked as the schema it is used as:
     before, the finiteness check read `required: 5` and failed with a TypeError under some hash seeds
     (CI's run of stop 73), and xgrammar refused it in its own words under the others."""

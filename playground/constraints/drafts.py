@@ -8,7 +8,9 @@ constraint engines, which read draft 2020-12, are given the same meaning in 2020
     drafts 4-7 {$ref: r, ...siblings}  ->  {$ref: r} (siblings of $ref are ignored there), keeping
                $defs/definitions that other references may point into
     drafts 4-7 {"id": "#a"} ($id from draft 6)  ->  {"$anchor": "a"}
-    drafts 4-2019-09 prefixItems (a later draft's)  ->  dropped, as that draft's checker ignores it"""
+    drafts 4-2019-09 prefixItems (a later draft's)  ->  dropped, as that draft's checker ignores it
+    draft 2019-09 $recursiveRef: r, $recursiveAnchor  ->  $ref: r (a reference inside an inner $id is
+               refused, ref_reading: the schema is one resource, whose root `#` names either way)"""
 import re
 
 import jsonschema
@@ -55,6 +57,8 @@ def _node(node, cls: type):
         node = {key: value for key, value in node.items() if key in ("$ref", "definitions", "$defs")}
     if cls is jsonschema.Draft4Validator:
         _exclusive_bounds(node)
+    if cls is jsonschema.Draft201909Validator:
+        _recursive_as_ref(node)
     if cls in ARRAY_ITEMS and isinstance(node.get("items"), list):
         node["prefixItems"] = node.pop("items")
         if "additionalItems" in node:
@@ -80,6 +84,18 @@ def _fragment_id_as_anchor(node: dict, key: str) -> None:
         name = node.pop(key)[1:]
         if ANCHOR_NAME.fullmatch(name):
             node["$anchor"] = name
+
+
+def _recursive_as_ref(node: dict) -> None:
+    """draft 2019-09: $recursiveRef -> $ref (in an allOf beside a $ref of its own), $recursiveAnchor
+    dropped (draft 2020-12's meta-schema wants a name there: `true` was refused)."""
+    node.pop("$recursiveAnchor", None)
+    if isinstance(node.get("$recursiveRef"), str):
+        ref = {"$ref": node.pop("$recursiveRef")}
+        if "$ref" in node:
+            node["allOf"] = [*node.get("allOf", []), ref] if isinstance(node.get("allOf", []), list) else [ref]
+        else:
+            node.update(ref)
 
 
 def _exclusive_bounds(node: dict) -> None:

@@ -26,7 +26,7 @@ def check_refs_read_alike(schema, draft: type) -> None:
     if not isinstance(schema, dict):
         return
     key = "id" if draft is jsonschema.Draft4Validator else "$id"
-    _check_no_inner_root(schema)
+    _check_no_inner_root(schema, draft)
     lookup = checker(schema, draft)._resolver.lookup  # (the checker's own resolver: the same reading, no copy of it)
     for node, inner in _nodes_with_resource(schema, key):
         for keyword in REF_KEYWORDS:
@@ -48,14 +48,17 @@ def check_refs_read_alike(schema, draft: type) -> None:
                                       "with an $id of its own")
 
 
-def _check_no_inner_root(schema: dict) -> None:
+def _check_no_inner_root(schema: dict, draft: type) -> None:
     """An inner `$id` naming the whole schema again ("", "#", or the whole schema's own): llguidance
     compiled that subschema as the whole schema, even one in unused $defs, and the checker refused
-    what it wrote ({"type": "string", "$defs": {"x": {"$id": "", "type": "integer"}}} wrote 1)."""
+    what it wrote ({"type": "string", "$defs": {"x": {"$id": "", "type": "integer"}}} wrote 1).
+    Drafts 6-7 read an `$id` that starts with "#" as an anchor, "#" too (an empty one, which the
+    engines' form drops: drafts.to_2020_12)."""
     root = _base("", schema.get("$id"))
+    fragment_ids = draft in (jsonschema.Draft6Validator, jsonschema.Draft7Validator)  # (draft 4's id is `id`)
     for node, _ in _nodes_with_resource(schema, "$id"):
         given = node.get("$id")
-        named_fragment = given.startswith("#") and len(given) > 1 if isinstance(given, str) else True  # (an anchor)
+        named_fragment = given.startswith("#") and (len(given) > 1 or fragment_ids) if isinstance(given, str) else True
         if node is not schema and not named_fragment and _base(root, given) == root:
             raise PlaygroundError(f"the $id {given[:80]!r} inside the schema names the whole schema again: "
                                   "take it out (llguidance reads that subschema as the whole schema)")

@@ -9,6 +9,7 @@ from jsonschema.validators import validator_for
 from playground import strict_json
 from playground.constraints import drafts, worker
 from playground.constraints.grammar_size import check_grammar_size
+from playground.constraints.ref_loops import check_no_ref_loop
 from playground.constraints.ref_reading import check_refs_read_alike
 from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, referenced
 from playground.constraints.satisfiable import check_satisfiable
@@ -140,6 +141,7 @@ def _parsed_schema(text: str) -> Schema:
     if draft is not drafts.LATEST:
         _check_engine_form(engine)
     check_schema_safe(engine)
+    check_no_ref_loop(engine)
     check_satisfiable(engine)
     return Schema(schema, draft, engine)
 
