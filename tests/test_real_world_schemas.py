@@ -447,9 +447,53 @@ def test_an_inner_id_of_a_bare_hash_is_an_empty_anchor_in_drafts_6_and_7(tokeniz
     constraint = compiled(tokenizer, schema, backend)
     assert allowed(constraint, tokenizer, '{"x": ', "1") and not allowed(constraint, tokenizer, '{"x": ', '"')
     assert validate_json('{"x": 1}', from_user(schema=json.dumps(schema)).schema) == (True, None)
-    for still_refused in ("https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-04/schema#"):
-        with pytest.raises(PlaygroundError, match="names the whole schema again"):
-            from_user(schema=json.dumps({**schema, "$schema": still_refused}))
+    with pytest.raises(PlaygroundError, match="names the whole schema again"):  # (an empty fragment: the root there)
+        from_user(schema=json.dumps({**schema, "$schema": "https://json-schema.org/draft/2020-12/schema"}))
+
+
+def test_xgrammar_says_where_an_enum_has_no_value_its_node_allows(tokenizer):
+    """Every value of `{"enum": ["X", "Y"], "type": "object"}` is refused by its own type: xgrammar
+    cannot be told "no value" (it refuses an empty enum and `false`), so it wrote "X" there, and
+    said nothing of it (JSONSchemaBench o31055); llguidance never writes the property."""
+    schema = {"type": "object", "properties": {"b": {"enum": ["X", "Y"], "type": "object"}, "c": {"type": "integer"}},
+              "additionalProperties": False}
+    assert any("an enum whose every value its node's other keywords refuse" in note
+               for note in compiled(tokenizer, schema, "xgrammar").notes)
+    assert not allowed(compiled(tokenizer, schema, "llguidance"), tokenizer, '{"', "b")
+    schema["properties"]["b"]["type"] = "string"
+    assert not compiled(tokenizer, schema, "xgrammar").notes
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_a_draft4_dollar_id_is_no_keyword_for_the_engines(tokenizer, backend):
+    """Draft 4 names ids `id`: its checker reads `$ref`s beside a `"$id"` from the root, and llguidance
+    read the `$id` as a new base and refused "Pointer '/definitions/a' does not exist" (JSONSchemaStore
+    cryproj, base)."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "definitions": {"a": {"enum": ["x"]}},
+              "type": "object", "properties": {"p": {"$id": "/properties/p", "type": "object",
+                                                     "properties": {"q": {"$ref": "#/definitions/a"}}, "required": ["q"]}},
+              "required": ["p"], "additionalProperties": False}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"p": {"q": "', "x") and not allowed(constraint, tokenizer, '{"p": {"q": "', "z")
+    assert validate_json('{"p": {"q": "x"}}', from_user(schema=json.dumps(schema)).schema) == (True, None)
+
+
+def test_a_refusal_names_a_pattern_only_where_the_pattern_is_its_cause():
+    """llguidance refuses a circular $ref with keywords beside it; a look-ahead elsewhere, which it
+    also refuses alone, was named as the place at fault (JSONSchemaStore web-types), and the place of
+    the $ref was given in llguidance's own base (`json-schema:///#`)."""
+    from playground.constraints import read_constraint
+    schema = {"type": "object", "properties": {"n": {"$ref": "#", "required": ["m"]},
+                                               "m": {"type": "string", "pattern": "^(?!x$).*$"}}}
+    with pytest.raises(PlaygroundError) as refused:
+        read_constraint(from_user(schema=json.dumps(schema)))
+    told = str(refused.value)
+    assert "circular references with sibling keys are not supported: # (" in told, told
+    assert "in the pattern at" not in told and "json-schema:///" not in told, told
+    schema["properties"]["n"] = {"type": "integer"}
+    with pytest.raises(PlaygroundError, match=re.escape("look-ahead and look-behind, is not supported (in the pattern at "
+                                                        "/properties/m/pattern)")):
+        read_constraint(from_user(schema=json.dumps(schema)))
 
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])

@@ -142,7 +142,7 @@ def _reading(spec: ConstraintSpec) -> list[str]:
 def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
     """A backend's refusal, and whether the other backend reads the same text (each reads Lark and GBNF,
     not the same Lark: llguidance's extensions, xgrammar's subset)."""
-    exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec)}")
+    exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec, str(exc))}")
     other = next(name for name in BACKENDS if name != spec.backend)
     try:
         notes = _reading(dataclasses.replace(spec, backend=other))
@@ -248,17 +248,20 @@ def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
     return backend.dump(compiled), notes
 
 
-def _pattern_at_fault(spec: ConstraintSpec) -> str:
+def _pattern_at_fault(spec: ConstraintSpec, refusal: str) -> str:
     """' (in the pattern at /properties/zip/pattern)' when a regex of the schema is what the backend
-    cannot read (the first of at most MAX_PATTERNS_READ), else ''."""
+    cannot read: the first (of at most MAX_PATTERNS_READ) that the backend refuses alone in the same
+    words, else ''. (Any refusal of it was taken: a schema refused for its circular references was
+    sent to a look-ahead elsewhere, JSONSchemaBench web-types.)"""
     if spec.kind != "json":
         return ""
     for pointer, pattern in itertools.islice(patterns(strict_json.loads(spec.text)), MAX_PATTERNS_READ):
         alone = ConstraintSpec("json", json.dumps({"type": "string", "pattern": pattern}), spec.backend)
         try:  # the pattern read as the backend reads a schema's (not as a regex constraint)
             BACKENDS[spec.backend].read(alone)
-        except PlaygroundError:
-            return f" (in the pattern at {pointer})"
+        except PlaygroundError as exc:
+            if str(exc) == refusal:
+                return f" (in the pattern at {pointer})"
     return ""
 
 

@@ -7,7 +7,7 @@ constraint engines, which read draft 2020-12, are given the same meaning in 2020
     drafts 4-7 dependencies: {p: [q]} / {p: {...}}  ->  dependentRequired / dependentSchemas
     drafts 4-7 {$ref: r, ...siblings}  ->  {$ref: r} (siblings of $ref are ignored there), keeping
                $defs/definitions that other references may point into
-    drafts 4-7 {"id": "#a"} ($id from draft 6)  ->  {"$anchor": "a"}
+    drafts 4-7 {"id": "#a"} ($id from draft 6)  ->  {"$anchor": "a"}; draft 4's "$id" (no keyword there) dropped
     drafts 4-2019-09 prefixItems (a later draft's)  ->  dropped, as that draft's checker ignores it
     draft 2019-09 $recursiveRef: r, $recursiveAnchor  ->  $ref: r (a reference inside an inner $id is
                refused, ref_reading: the schema is one resource, whose root `#` names either way)"""
@@ -51,6 +51,8 @@ def _node(node, cls: type):
     # [2]}]}: they wrote [2], the check refused it). Other later keywords only make the engines
     # stricter than the checker (const under draft 4): kept, as their author meant them.
     node = {key: _children(key, value, cls) for key, value in node.items() if key != "prefixItems"}
+    if cls is jsonschema.Draft4Validator:
+        node.pop("$id", None)  # (no keyword there: to the engines it moved the base of the $refs inside it)
     if cls in BEFORE_2019:
         _fragment_id_as_anchor(node, "id" if cls is jsonschema.Draft4Validator else "$id")
     if cls in BEFORE_2019 and "$ref" in node:

@@ -174,7 +174,9 @@ def _notes(warnings: list[str], silent: list[str]) -> list[str]:
 
 
 def _clean(message: str) -> str:
-    """The line of an llguidance message that says what is wrong, without the grammar listing."""
+    """The line of an llguidance message that says what is wrong, without the grammar listing; a
+    place in a schema without an $id as the pointer the user wrote (`json-schema:///#/definitions/a`
+    is llguidance's own base)."""
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     reason = next((line for line in lines if line.startswith("error:")), None)
-    return reason[len("error:"):].strip() if reason else lines[0]
+    return (reason[len("error:"):].strip() if reason else lines[0]).replace("json-schema:///#", "#")

@@ -54,8 +54,10 @@ def _check_no_inner_root(schema: dict, draft: type) -> None:
     what it wrote ({"type": "string", "$defs": {"x": {"$id": "", "type": "integer"}}} wrote 1).
     Drafts 6-7 read an `$id` that starts with "#" as an anchor, "#" too (an empty one, which the
     engines' form drops: drafts.to_2020_12)."""
+    if draft is jsonschema.Draft4Validator:
+        return  # (its id is `id`, which the engines do not read; its "$id" is no keyword, dropped for them)
     root = _base("", schema.get("$id"))
-    fragment_ids = draft in (jsonschema.Draft6Validator, jsonschema.Draft7Validator)  # (draft 4's id is `id`)
+    fragment_ids = draft in (jsonschema.Draft6Validator, jsonschema.Draft7Validator)
     for node, _ in _nodes_with_resource(schema, "$id"):
         given = node.get("$id")
         named_fragment = given.startswith("#") and (len(given) > 1 or fragment_ids) if isinstance(given, str) else True

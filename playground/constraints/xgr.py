@@ -12,8 +12,8 @@ import xgrammar as xgr
 
 from playground.constraints import worker
 from playground.constraints.schema_keywords import ONE_OF, unenforced_note
-from playground.constraints.xgr_reads import (BESIDE_CHOICE, NAMED_TWICE, NOT_CONSTRAINTS, PUSHED_DOWN,
-                                                 as_xgrammar_reads, beside_choice, named_twice, read_nodes)
+from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
+                                                 PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
 
@@ -203,6 +203,7 @@ def _json_grammar(schema) -> tuple[str, list[str]]:
     nodes = read_nodes(schema)
     for node in nodes:  # (a pushed-down node's keywords are read in its branches)
         names += [BESIDE_CHOICE] if beside_choice(node) else []
+        names += [ENUM_REFUSED] if node.get(NO_ENUM_VALUE) else []
         names += [] if node.get(PUSHED_DOWN) else [BESIDE_REF if k == "$ref" else k for k, v in node.items()
                                                    if _unenforced(k, v, node)]
     try:

@@ -31,6 +31,8 @@ COMBINED = ("anyOf", "oneOf", "allOf")  # in the order xgrammar looks for them
 PUSHED_DOWN = "x-playground-pushed-down"  # a node whose keywords sit in each of its branches now (x- keys: ignored)
 BESIDE_CHOICE = "keywords beside anyOf, oneOf or allOf"  # where they could not be merged into the branches
 NAMED_TWICE = "a name in properties that a patternProperties pattern matches"  # xgrammar: either schema, not both
+NO_ENUM_VALUE = "x-playground-no-enum-value"  # an enum none of whose values the rest of its node allows
+ENUM_REFUSED = "an enum whose every value its node's other keywords refuse"  # (xgrammar has no way to say "no value")
 MERGE_DEPTH = 8  # branches of branches pushed down in one node
 PUSH_ROUNDS = 3
 
@@ -101,7 +103,8 @@ def _read_as_meant(node: dict, needs: Needs) -> None:
 def _enum_held(node: dict) -> list:
     """xgrammar writes an enum's values whatever else the node says (`{"type": "string", "enum":
     ["a", 1]}` let 1 through, minLength beside was dropped): the values the rest allows (all of them
-    where the rest names a $ref, or where none is left: the check after the run judges those)."""
+    where the rest names a $ref, or where none is left, marked NO_ENUM_VALUE: xgrammar refuses an
+    empty enum and `false`, so it writes them and the check after the run refuses them)."""
     rest = {k: v for k, v in node.items() if k not in ("enum", "const") and not k.startswith("x-")}
     if any(f'"{ref}"' in json.dumps(rest) for ref in ("$ref", "$dynamicRef", "$recursiveRef")):
         return node["enum"]
@@ -110,6 +113,8 @@ def _enum_held(node: dict) -> list:
         held = [value for value in node["enum"] if validator.is_valid(value)]
     except Exception:  # noqa: BLE001 - a rest the checker cannot read (or a pattern past its time): as it was
         return node["enum"]
+    if not held:
+        node[NO_ENUM_VALUE] = True
     return held or node["enum"]
 
 
