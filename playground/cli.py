@@ -15,7 +15,7 @@ from playground.cli_args import (build_parser, compiles, confidence_of, constrai
 from playground.cli_notes import unused_flags
 from playground.config import thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
-from playground.events import RunResult
+from playground.events import OPEN_END, RunResult
 from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
 from playground.metrics import engine_seconds, first_difference
@@ -199,7 +199,7 @@ def _reseeded(cfg, seed):
 
 def result_dict(result: RunResult) -> dict:
     return {"text": result.text, "token_ids": result.token_ids, "finish_reason": result.finish_reason,
-            "valid": result.valid, "validation_error": result.validation_error,
+            "valid": result.valid, "validation_error": result.validation_error, "open_end": result.open_end,
             "constraint_notes": result.constraint_notes, "stats": result.stats,
             **({"reasoning_tokens": result.reasoning_tokens, "answer": result.answer}
                if result.reasoning_tokens is not None else {})}
@@ -216,7 +216,8 @@ def format_text(out: dict) -> str:
         lines.append(f"-- thought for {out['reasoning_tokens']} tokens; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
     if out["valid"] is not None:
-        lines.append("-- valid" if out["valid"] else f"-- INVALID: {out['validation_error']}")
+        lines.append(f"-- valid {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
+                     else f"-- INVALID: {out['validation_error']}")
         lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
     if "speedup_measure" in out:
         same = {True: ", identical to the target alone",

@@ -67,6 +67,10 @@ class Round:
         return max(map(depth_of, range(len(parents))), default=0)
 
 
+OPEN_END = ("as far as it goes: max new tokens ran out where the output could have gone on (more digits of a "
+            "number, say), so it may be cut short of what the model meant")
+
+
 @dataclass(slots=True)
 class RunResult:
     token_ids: list[int]
@@ -76,6 +80,7 @@ class RunResult:
     rounds: list[Round] = field(default_factory=list)
     valid: bool | None = None  # None when unconstrained
     validation_error: str | None = None
+    open_end: bool = False  # valid, but max new tokens ran out where the output could have gone on (OPEN_END)
     constraint_notes: list[str] = field(default_factory=list)  # what the constraint engine did not enforce while writing
     reasoning_tokens: int | None = None  # a thinking run: its first tokens up to </think> (all, if it never got there)
     answer: str | None = None  # a thinking run: the text after </think>, which the constraint judges

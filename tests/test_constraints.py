@@ -100,6 +100,21 @@ def test_speculative_equals_constrained_target_only(pair, tokenizer, target, bac
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_valid_output_cut_where_it_could_go_on_says_so(pair, tokenizer, backend, capsys, saved_pair):
+    """A number cut at max new tokens (`0.00000000100002...`, JSONSchemaBench o89151) was reported
+    valid like a finished value; one cut where only an end could follow is plainly valid."""
+    prompt, cfg = tokenizer("n = ").input_ids, session.settings(k=4, max_new_tokens=2)
+    cut = session.run(pair, prompt, cfg, constraint=constrained(pair, "regex", "[0-9]{2,}", backend))
+    assert (cut.finish_reason, cut.valid, cut.open_end) == ("length", True, True), cut.text
+    closed = session.run(pair, prompt, cfg, constraint=constrained(pair, "regex", "[0-9]{2}", backend))
+    assert closed.valid and not closed.open_end, closed.text
+    target, draft = saved_pair
+    main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "n = ", "--regex", "[0-9]{2,}",
+          "--max-new-tokens", "2", "--constraint-backend", backend])
+    assert "-- valid as far as it goes: max new tokens ran out where the output could have gone on" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_prompt_lookup_guessing_past_an_eos_keeps_the_target_alone(closing_pair, tokenizer, backend):
     """A chat prompt holds the EOS after the user's text: a looked-up guess can be '1', EOS, 'z'. The
     guide keeps the EOS where the constraint allows it and nothing after it (the rows after an EOS

@@ -240,7 +240,8 @@ def run_to_dict(snap: Snapshot) -> dict:
     if snap.result is not None:
         out |= {"text": snap.result.text, "token_ids": snap.result.token_ids, "stats": snap.result.stats,
                 "finish_reason": snap.result.finish_reason, "valid": snap.result.valid,
-                "validation_error": snap.result.validation_error, "constraint_notes": snap.result.constraint_notes,
+                "validation_error": snap.result.validation_error, "open_end": snap.result.open_end,
+                "constraint_notes": snap.result.constraint_notes,
                 "reasoning_tokens": snap.result.reasoning_tokens, "answer": snap.result.answer}
     if snap.baseline is not None:
         out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,

@@ -54,7 +54,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     pretty = _pretty_json(answer) if snap.settings.schema.strip() else None
     download = _download(snap)
     badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
-             render.validity_badge(result.valid, result.validation_error, result.constraint_notes))
+             render.validity_badge(result.valid, result.validation_error, result.constraint_notes, result.open_end))
     badge += "" if download else render.warning("the download file could not be written (is the server's disk full?); "
                                                 "the run is shown above")
     return [stream, metric, result.text, baseline_text, badge,

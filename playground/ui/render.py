@@ -3,7 +3,7 @@ live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
 
 from playground.config import depths
-from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, REJECTED, Round
+from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
 from playground.metrics import expected_tokens_per_round
 
 COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS: "#2563eb", FORCED: "#6b7280"}
@@ -258,11 +258,13 @@ def stopped(tokens: int) -> str:
             f'stats and charts are what the run had produced</span>')
 
 
-def validity_badge(valid: bool | None, error: str | None, notes: list[str] = ()) -> str:
-    """The check's verdict, then what the constraint engine did not enforce while writing."""
+def validity_badge(valid: bool | None, error: str | None, notes: list[str] = (), open_end: bool = False) -> str:
+    """The check's verdict (valid as far as it goes where it was cut where it could go on), then
+    what the constraint engine did not enforce while writing."""
     if valid is None:
         return ""
-    badge = ('<span class="badge badge-ok" id="valid-badge">valid</span>' if valid else
+    said = f"valid {OPEN_END}" if open_end else "valid"
+    badge = (f'<span class="badge badge-ok" id="valid-badge">{html.escape(said)}</span>' if valid else
              f'<span class="badge badge-bad" id="valid-badge">invalid: {html.escape(error or "")}</span>')
     return badge + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
 
