@@ -196,6 +196,16 @@ class Guide:
     def accepting(self) -> bool:
         return self.ended or self.matcher.accepting()
 
+    def could_go_on(self) -> bool:
+        """Whether the committed state allows a token besides an end: an output stopped there by
+        its budget may be cut short (more digits of a number). Read on a row of its own: the
+        guide's rows are left as they are."""
+        if self.ended or self.matcher.forced_tokens():
+            return not self.ended
+        row = torch.zeros_like(self.bitmask[0])
+        self.matcher.fill_bitmask(row)
+        return not self.matcher.error() and allows_besides(row, self.eos_ids)
+
 
 def allows_besides(mask: torch.Tensor, ids) -> bool:
     """Whether a packed mask ([W] int32) allows a token other than `ids` (ids past it: none to clear)."""

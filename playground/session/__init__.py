@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from playground.config import SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
-from playground.constraints.guide import Guide, NoWayOn, allows_besides
+from playground.constraints.guide import Guide
 from playground.detok import with_text
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.tree import TreeProposer
@@ -202,13 +202,5 @@ def _judge(pair: Pair, result: RunResult, constraint: Constraint, guide: Guide) 
     complete = result.finish_reason == "eos" or (result.finish_reason == "length" and guide.accepting())
     answer = result.text if result.answer is None else result.answer
     result.valid, result.validation_error = constraint.validate(answer, ids[start:], complete)
-    result.open_end = bool(result.valid) and result.finish_reason == "length" and _could_go_on(guide, constraint)
-
-
-def _could_go_on(guide: Guide, constraint: Constraint) -> bool:
-    """Whether the constraint allows a token besides an end where the output stops: a valid output
-    cut there may not be the one the model meant (`0.00000000100002...` was still being written)."""
-    try:
-        return allows_besides(guide.next_mask(), constraint.eos_ids)
-    except NoWayOn:
-        return False
+    # valid, yet the budget cut it where it could have gone on (`0.00000000100002...` was still being written)
+    result.open_end = bool(result.valid) and result.finish_reason == "length" and guide.could_go_on()
