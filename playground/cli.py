@@ -216,7 +216,7 @@ def format_text(out: dict) -> str:
         lines.append(f"-- thought for {out['reasoning_tokens']} tokens; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
     if out["valid"] is not None:
-        lines.append(f"-- valid {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
+        lines.append(f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
                      else f"-- INVALID: {out['validation_error']}")
         lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
     if "speedup_measure" in out:

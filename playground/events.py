@@ -67,8 +67,8 @@ class Round:
         return max(map(depth_of, range(len(parents))), default=0)
 
 
-OPEN_END = ("as far as it goes: max new tokens ran out where the output could have gone on (more digits of a "
-            "number, say), so it may be cut short of what the model meant")
+OPEN_END = ("max new tokens ran out where the output could have gone on (more digits of a number, say): it may be "
+            "cut short of what the model meant")  # (after "valid as far as it goes")
 
 
 @dataclass(slots=True)

@@ -259,12 +259,13 @@ def stopped(tokens: int) -> str:
 
 
 def validity_badge(valid: bool | None, error: str | None, notes: list[str] = (), open_end: bool = False) -> str:
-    """The check's verdict (valid as far as it goes where it was cut where it could go on), then
-    what the constraint engine did not enforce while writing."""
+    """The check's verdict ("valid as far as it goes", and why, where the budget cut an output that
+    could have gone on), then what the constraint engine did not enforce while writing."""
     if valid is None:
         return ""
-    said = f"valid {OPEN_END}" if open_end else "valid"
-    badge = (f'<span class="badge badge-ok" id="valid-badge">{html.escape(said)}</span>' if valid else
+    said = "valid as far as it goes" if open_end else "valid"
+    notes = [OPEN_END] * bool(valid and open_end) + list(notes)
+    badge = (f'<span class="badge badge-ok" id="valid-badge">{said}</span>' if valid else
              f'<span class="badge badge-bad" id="valid-badge">invalid: {html.escape(error or "")}</span>')
     return badge + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
 
