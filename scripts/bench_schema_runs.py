@@ -12,8 +12,11 @@ template, the schema in the prompt where it fits (minified; the smollm2-json pre
 way). Per schema it records: refused (and why) or run; the speculative output valid, cut by max new
 tokens, or invalid (and why); whether its tokens equal the target alone's (greedy: they must;
 sampled, they need not, and the target alone's own verdicts are counted instead); acceptance and
-tokens per target pass. Any other exception is a bug and is recorded with its type. Prints Markdown
-for BENCHMARKS.md; --out writes every row as JSON lines."""
+tokens per target pass; each output not cut checked again outside the product (strict JSON, then
+jsonschema by the declared draft): a verdict that check contradicts is a fault, listed; a valid output
+cut where it could have gone on (open_end) is counted. Any other exception is a bug and is recorded
+with its type. --target/--draft run another pair (the offline demo pair: demo-target, demo-draft).
+Prints Markdown for BENCHMARKS.md; --out writes every row as JSON lines."""
 import argparse
 import collections
 import json
@@ -22,6 +25,9 @@ import platform
 import sys
 import time
 import traceback
+
+import jsonschema
+from jsonschema.validators import validator_for
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from bench_schemas import reason_class, schemas  # noqa: E402
@@ -46,13 +52,34 @@ def run_one(pair, text: str, backend: str, cfg) -> dict:
     ids = session.encode_prompt(pair, PROMPT, chat=True, schema=minified if in_prompt else None)
     spec_run = session.run(pair, ids, cfg, speculative=True, constraint=constraint)
     alone = session.run(pair, ids, cfg, speculative=False, constraint=constraint)
-    return {"status": status_of(spec_run), "reason": spec_run.validation_error, "notes": spec_run.constraint_notes,
+    status = status_of(spec_run)
+    return {"status": status, "reason": spec_run.validation_error, "notes": spec_run.constraint_notes,
+            "open_end": spec_run.open_end, "checked_here": None if status == "cut" else checked_here(spec_run.text, text),
             "schema_in_prompt": in_prompt, "prompt_tokens": len(ids), "tokens": len(spec_run.token_ids),
             "finish": spec_run.finish_reason, "identical": spec_run.token_ids == alone.token_ids,
             "first_difference": first_difference(spec_run.token_ids, alone.token_ids),
             "alone_status": status_of(alone), "alone_reason": alone.validation_error,
             "acceptance": spec_run.stats["acceptance_rate"], "tokens_per_pass": spec_run.stats["tokens_per_target_pass"],
             "forced": spec_run.stats["forced"], "text": spec_run.text[:2000], "wall_s": time.perf_counter() - started}
+
+
+def checked_here(output: str, schema_text: str) -> bool | None:
+    """The output checked without the product: strict JSON, then the declared draft's validator
+    (formats not asserted, as the product's check); None where jsonschema cannot tell."""
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return False
+    schema = json.loads(schema_text)
+    try:
+        return validator_for(schema, default=jsonschema.Draft202012Validator)(schema).is_valid(value)
+    except Exception:  # noqa: BLE001 - a reference or a nesting jsonschema cannot follow
+        return None
+
+
+def contradicted(row: dict) -> bool:
+    """The product's verdict and the check outside it disagree: a fault."""
+    return row.get("checked_here") is not None and row["checked_here"] != (row["status"] == "valid")
 
 
 def status_of(result) -> str:
@@ -73,9 +100,11 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tree", default="", help="children per node at each depth, e.g. 2,2,1 (default: a chain)")
+    parser.add_argument("--target", default=TARGET)
+    parser.add_argument("--draft", default=DRAFT)
     parser.add_argument("--out", type=pathlib.Path)
     args = parser.parse_args()
-    pair = session.load_pair(TARGET, DRAFT, "cpu")
+    pair = session.load_pair(args.target, args.draft, "cpu")
     tree = tuple(int(n) for n in args.tree.split(",")) if args.tree else ()
     cfg = session.settings(k=3, max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed, tree=tree)
     todo = schemas(args.data, args.per_subset)
@@ -83,7 +112,7 @@ def main() -> None:
         todo = [row for row in todo if row[0] in args.subsets.split(",")]
     drafting = f"the tree {args.tree}" if tree else "k=3"
     sampling = f"temperature {args.temperature:g}, seed {args.seed}" if args.temperature else "greedy"
-    print(f"{len(todo)} schemas from {args.data}, {args.backend}, {TARGET} + {DRAFT}, {drafting}, {sampling}, "
+    print(f"{len(todo)} schemas from {args.data}, {args.backend}, {args.target} + {args.draft}, {drafting}, {sampling}, "
           f"{args.max_new_tokens} new tokens at most; {platform.processor() or platform.machine()}", file=sys.stderr)
     out = args.out.open("w") if args.out else None
     rows = []
@@ -119,6 +148,13 @@ def report(rows: list[dict], greedy: bool = True) -> None:
         mean = lambda key: sum(r[key] or 0 for r in ran) / len(ran)  # noqa: E731
         print(f"\nmean acceptance {mean('acceptance'):.2f}, tokens per target pass {mean('tokens_per_pass'):.2f}, "
               f"forced tokens {sum(r['forced'] for r in ran) / max(1, sum(r['tokens'] for r in ran)):.0%} of the output")
+        noted = sum(bool(r["notes"]) for r in ran if r["status"] == "invalid")
+        print(f"invalid with a note on what the backend does not enforce while writing: {noted}; valid but cut "
+              f"where it could have gone on (open_end): {sum(r['open_end'] for r in ran)}")
+    faults = [r for r in rows if contradicted(r)]
+    print(f"verdicts the check outside the product contradicts: {len(faults)}")
+    for r in faults:
+        print(f"  FAULT {r['subset']}/{r['file']}: {r['status']}, checked here {r['checked_here']}: {r['text'][:120]!r}")
     for kind in ("invalid", "refused", "crashed"):
         reasons = collections.Counter(reason_class(r["reason"] or "") for r in rows if r["status"] == kind)
         for reason, count in reasons.most_common(10):

@@ -4,6 +4,7 @@ references to nodes outside any keyword, required names matched by patternProper
 counted minified, oneOf and unknown formats, and a cut output that says where and why."""
 import json
 import os
+import pathlib
 import re
 import time
 
@@ -762,3 +763,36 @@ def test_merging_shared_references_is_bounded():
     rewritten = xgr_reads.as_xgrammar_reads(schema)
     assert time.perf_counter() - started < 20  # (about 0.5 s here; 2^24 merges unbounded)
     assert any(xgr_reads.beside_choice(n) for n in xgr_reads.read_nodes(rewritten))
+
+
+def test_the_generation_bench_checks_every_output_again_and_names_faults(tmp_path, monkeypatch):
+    """scripts/bench_schema_runs.py (generation under JSONSchemaBench's schemas) over a made-up subset
+    of two schemas on the offline demo pair, each backend: every run recorded with the target alone's
+    beside it, each output not cut checked again outside the product; a verdict that check
+    contradicts is a fault, listed."""
+    import importlib.util
+    import subprocess
+    import sys
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "bench_schema_runs.py"
+    subset = tmp_path / "made-up"
+    subset.mkdir()
+    (subset / "a.json").write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}},
+                                               "required": ["n"], "additionalProperties": False}))
+    (subset / "b.json").write_text(json.dumps({"type": "object", "additionalProperties": False,
+                                               "properties": {"b": {"enum": ["X"], "type": "object"}, "c": {"type": "integer"}}}))
+    for backend in BACKENDS:
+        done = subprocess.run([sys.executable, str(script), "--data", str(tmp_path), "--target", "demo-target",
+                               "--draft", "demo-draft", "--backend", backend, "--max-new-tokens", "24",
+                               "--out", str(tmp_path / f"{backend}.jsonl")],
+                              capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=900)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = [json.loads(line) for line in (tmp_path / f"{backend}.jsonl").read_text().splitlines()]
+        assert sorted(r["file"] for r in rows) == ["a.json", "b.json"] and all(r["identical"] for r in rows), rows
+        assert "verdicts the check outside the product contradicts: 0" in done.stdout, done.stdout
+    monkeypatch.syspath_prepend(str(script.parent))  # (as a script, its folder is on the path: bench_schemas)
+    spec = importlib.util.spec_from_file_location("bench_schema_runs", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.checked_here('{"n": 1}', json.dumps({"required": ["n"]})) is True
+    assert bench.contradicted({"status": "valid", "checked_here": False})
+    assert not bench.contradicted({"status": "cut", "checked_here": None})
