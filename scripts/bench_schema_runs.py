@@ -119,6 +119,8 @@ def main() -> None:
     for i, (subset, name, text) in enumerate(todo):
         try:
             row = run_one(pair, text, args.backend, cfg)
+        except PlaygroundError as exc:  # said in words (a prompt with the schema past a small pair's context)
+            row = {"status": "refused", "reason": str(exc)}
         except Exception as exc:  # a bug: recorded, not raised, so one schema does not end the run
             row = {"status": "crashed", "reason": f"{type(exc).__name__}: {exc}"[:500],
                    "traceback": traceback.format_exc()[-3000:]}
