@@ -479,6 +479,21 @@ def test_a_draft4_dollar_id_is_no_keyword_for_the_engines(tokenizer, backend):
     assert validate_json('{"p": {"q": "x"}}', from_user(schema=json.dumps(schema)).schema) == (True, None)
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_an_inner_dollar_schema_without_an_id_names_no_dialect(tokenizer, backend):
+    """A 2020-12 schema holding `{"$schema": draft-04, "id": "schemata/a", ...}`: to its checker the
+    inner `$schema` names no resource's dialect (no `$id` beside it) and `id` is no keyword, but
+    llguidance read the `id` as a new base and refused "Resource 'json-schema:///schemata/a' is not
+    present in a registry" (JSONSchemaBench o91126)."""
+    schema = {"definitions": {"a": {"$schema": "http://json-schema.org/draft-04/schema", "id": "schemata/a",
+                                    "type": "object", "definitions": {"x": {"enum": ["x"]}},
+                                    "properties": {"x": {"$ref": "#/definitions/a/definitions/x"}}, "required": ["x"]}},
+              "type": "object", "properties": {"a": {"$ref": "#/definitions/a"}}, "required": ["a"]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"a": {"x": "', "x") and not allowed(constraint, tokenizer, '{"a": {"x": "', "z")
+    assert "$schema" not in from_user(schema=json.dumps(schema)).engine_schema["definitions"]["a"]
+
+
 def test_a_refusal_names_a_pattern_only_where_the_pattern_is_its_cause():
     """llguidance refuses a circular $ref with keywords beside it; a look-ahead elsewhere, which it
     also refuses alone, was named as the place at fault (JSONSchemaStore web-types), and the place of

@@ -10,7 +10,10 @@ constraint engines, which read draft 2020-12, are given the same meaning in 2020
     drafts 4-7 {"id": "#a"} ($id from draft 6)  ->  {"$anchor": "a"}; draft 4's "$id" (no keyword there) dropped
     drafts 4-2019-09 prefixItems (a later draft's)  ->  dropped, as that draft's checker ignores it
     draft 2019-09 $recursiveRef: r, $recursiveAnchor  ->  $ref: r (a reference inside an inner $id is
-               refused, ref_reading: the schema is one resource, whose root `#` names either way)"""
+               refused, ref_reading: the schema is one resource, whose root `#` names either way)
+    any draft: an inner $schema where its node has no id (the draft's own key)  ->  dropped: it names
+               no resource's dialect, and llguidance read `{"$schema": draft-04, "id": "a"}` inside a
+               2020-12 schema as a new base (JSONSchemaBench o91126: "Resource ... is not present")"""
 import re
 
 import jsonschema
@@ -38,19 +41,19 @@ def declared(schema) -> type:
 
 def to_2020_12(schema, cls: type):
     """The schema in draft 2020-12 words (a new value; the input is not changed)."""
-    if cls is LATEST or not isinstance(schema, dict):
-        return schema
-    return _node(schema, cls)
+    return _node(schema, cls, inner=False) if isinstance(schema, dict) else schema
 
 
-def _node(node, cls: type):
+def _node(node, cls: type, inner: bool = True):
     if not isinstance(node, dict):
         return node
+    if inner and "$schema" in node and ("id" if cls is jsonschema.Draft4Validator else "$id") not in node:
+        node = {key: value for key, value in node.items() if key != "$schema"}
     # prefixItems written under an earlier draft: its checker ignores it, and to the engines it would
     # change what items means ({"$schema": draft-04, "items": {"enum": [1]}, "prefixItems": [{"enum":
     # [2]}]}: they wrote [2], the check refused it). Other later keywords only make the engines
     # stricter than the checker (const under draft 4): kept, as their author meant them.
-    node = {key: _children(key, value, cls) for key, value in node.items() if key != "prefixItems"}
+    node = {key: _children(key, value, cls) for key, value in node.items() if key != "prefixItems" or cls is LATEST}
     if cls is jsonschema.Draft4Validator:
         node.pop("$id", None)  # (no keyword there: to the engines it moved the base of the $refs inside it)
     if cls in BEFORE_2019:
