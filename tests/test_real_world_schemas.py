@@ -494,6 +494,18 @@ def test_an_inner_dollar_schema_without_an_id_names_no_dialect(tokenizer, backen
     assert "$schema" not in from_user(schema=json.dumps(schema)).engine_schema["definitions"]["a"]
 
 
+def test_xgrammar_refusing_a_bound_past_64_bits_names_it():
+    """xgrammar's own words were "Check failed: (false) is false: Integer exceeds maximum limit due to
+    precision loss at 64-bit boundary", with no place (JSONSchemaBench sp_151)."""
+    from playground.constraints import read_constraint
+    for bound, said in (("maximum", "9223372036854776000"), ("minimum", "-1e+19")):
+        schema = '{"type": "object", "properties": {"n": {"type": "integer", "%s": %s}}}' % (bound, said)
+        with pytest.raises(PlaygroundError) as refused:
+            read_constraint(from_user(schema=schema, backend="xgrammar"))
+        told = str(refused.value)
+        assert f"(at /properties/n/{bound}: {said}, past a 64-bit integer)" in told and "Check failed" not in told, told
+
+
 def test_a_refusal_names_a_pattern_only_where_the_pattern_is_its_cause():
     """llguidance refuses a circular $ref with keywords beside it; a look-ahead elsewhere, which it
     also refuses alone, was named as the place at fault (JSONSchemaStore web-types), and the place of

@@ -296,9 +296,11 @@ def _inexact_formats(nodes: list[dict]) -> list[str]:
 
 
 SOURCE_PLACE = re.compile(r"\[\d\d:\d\d:\d\d\] \S+?:\d+: ")  # "[21:02:57] /project/cpp/regex_converter.cc:83: "
+CHECK_FAILED = re.compile(r"Check failed: \(.*?\) is false: ")
 
 
 def _clean(exc: Exception) -> str:
     """xgrammar's errors hold '[time] file.cc:line: ' at their start and where they wrap another
-    (a Lark grammar's regex): the message without them, the same on every run."""
-    return SOURCE_PLACE.sub("", str(exc).strip().splitlines()[0])
+    (a Lark grammar's regex), and a failed check's own code ('Check failed: (false) is false: '):
+    the message without them, the same on every run."""
+    return CHECK_FAILED.sub("", SOURCE_PLACE.sub("", str(exc).strip().splitlines()[0]))
