@@ -494,6 +494,24 @@ def test_an_inner_dollar_schema_without_an_id_names_no_dialect(tokenizer, backen
     assert "$schema" not in from_user(schema=json.dumps(schema)).engine_schema["definitions"]["a"]
 
 
+def test_a_node_with_no_value_named_only_where_it_may_be_left_out_leaves_the_schema_satisfiable():
+    """llguidance compiles every node a $ref names and gave up on the whole schema where one has no
+    value, so the check refused `{}`'s schema as one no value satisfies (JSONSchemaBench o91126:
+    git_url's pattern is no URI, and git_url is optional). A reference where a value must be written
+    still refuses it, in the same words."""
+    never = {"type": "string", "minLength": 5, "maxLength": 2}
+    for schema in ({"$defs": {"g": never}, "type": "object", "properties": {"a": {"$ref": "#/$defs/g"}}},
+                   {"$defs": {"g": never}, "type": "array", "items": {"$ref": "#/$defs/g"}},
+                   {"$defs": {"g": never, "h": {"type": "object", "properties": {"x": {"$ref": "#/$defs/g"}}, "required": ["x"]}},
+                    "anyOf": [{"$ref": "#/$defs/h"}, {"type": "null"}]}):
+        from_user(schema=json.dumps(schema))
+    for schema, said in (({"$defs": {"g": never}, "type": "object", "properties": {"a": {"$ref": "#/$defs/g"}}, "required": ["a"]},
+                          "the required property 'a' can have no value"),
+                         ({"$defs": {"g": never}, "$ref": "#/$defs/g"}, "minLength (5) is greater than maxLength (2)")):
+        with pytest.raises(PlaygroundError, match=re.escape(f"no JSON value can satisfy this schema: {said}")):
+            from_user(schema=json.dumps(schema))
+
+
 def test_xgrammar_refusing_a_bound_past_64_bits_names_it():
     """xgrammar's own words were "Check failed: (false) is false: Integer exceeds maximum limit due to
     precision loss at 64-bit boundary", with no place (JSONSchemaBench sp_151)."""

@@ -3,14 +3,17 @@ about a millisecond): it finds contradictions such as minLength > maxLength, a p
 string of the allowed length matches, or allOf parts of different types."""
 import json
 import re
+import urllib.parse
 
 import llguidance
 
 from playground.constraints import worker
-from playground.constraints.schema_keywords import drop_noops
+from playground.constraints.schema_keywords import drop_noops, with_pointers
 from playground.errors import PlaygroundError
 
 PREFIX = "Unsatisfiable schema:"
+PROCESSING = re.compile(r"while processing \S*?#(/\S*)")  # the node a $ref named, as llguidance says it
+NODES_MADE_FALSE = 32
 PLAIN = [  # llguidance's reason -> words for a person
     (r"Regex is empty.*", "no string can follow all of its string rules at once (a pattern or format and the "
                           "length limits contradict each other)"),
@@ -29,13 +32,44 @@ def check_satisfiable(schema) -> None:
 
 
 def _unsatisfiable(schema) -> str | None:
-    """llguidance's reason why no value satisfies the schema, or None."""
+    """llguidance's reason why no value satisfies the schema, or None. It compiles every node a
+    $ref names, and gives up on the whole schema where one has no value, even one an optional
+    property names (`{"$defs": {"g": <no value>}, "properties": {"a": {"$ref": "#/$defs/g"}}}`, which
+    `{}` satisfies; JSONSchemaBench o91126's git_url, a pattern no URI matches): each reference to
+    such a node is `false` in meaning, so it is made `false` and the schema asked again, up to
+    NODES_MADE_FALSE times; a reference at the root, or one not found, leaves the reason standing."""
+    schema = json.loads(json.dumps(drop_noops(schema)))  # (a copy of its own: references are replaced in it)
+    for _ in range(NODES_MADE_FALSE):
+        reason = _reason(schema)
+        where = reason and PROCESSING.search(reason)
+        referring = [pointer for pointer, node in with_pointers(schema) if where and isinstance(node.get("$ref"), str)
+                     and urllib.parse.unquote(node["$ref"]) == "#" + urllib.parse.unquote(where.group(1))]
+        if not referring or "" in referring:
+            return reason
+        for pointer in referring:
+            _make_false(schema, pointer)
+    return None  # (not told within the bound: left to the backend, as any other objection)
+
+
+def _reason(schema) -> str | None:
     try:
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(drop_noops(schema)), overrides={"lenient": True})
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides={"lenient": True})
         is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, None)
     except (ValueError, TypeError, RuntimeError):
         return None
     return next((m[len(PREFIX):].strip() for m in messages if m.startswith(PREFIX)), None) if is_error else None
+
+
+def _make_false(schema: dict, pointer: str) -> None:
+    """The node at a JSON pointer below the root (as with_pointers writes it) becomes `false`."""
+    *path, last = [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
+    node = schema
+    for part in path:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if isinstance(node, list):
+        node[int(last)] = False
+    else:
+        node[last] = False
 
 
 def plain(reason: str) -> str:
