@@ -494,11 +494,11 @@ def test_an_inner_dollar_schema_without_an_id_names_no_dialect(tokenizer, backen
     assert "$schema" not in from_user(schema=json.dumps(schema)).engine_schema["definitions"]["a"]
 
 
-def test_a_node_with_no_value_named_only_where_it_may_be_left_out_leaves_the_schema_satisfiable():
+def test_a_node_with_no_value_named_only_where_it_may_be_left_out_leaves_the_schema_satisfiable(tokenizer):
     """llguidance compiles every node a $ref names and gave up on the whole schema where one has no
     value, so the check refused `{}`'s schema as one no value satisfies (JSONSchemaBench o91126:
-    git_url's pattern is no URI, and git_url is optional). A reference where a value must be written
-    still refuses it, in the same words."""
+    git_url's pattern is no URI, and git_url is optional), and the llguidance backend refused it. A
+    reference where a value must be written still refuses it, in the same words."""
     never = {"type": "string", "minLength": 5, "maxLength": 2}
     for schema in ({"$defs": {"g": never}, "type": "object", "properties": {"a": {"$ref": "#/$defs/g"}}},
                    {"$defs": {"g": never}, "type": "array", "items": {"$ref": "#/$defs/g"}},
@@ -510,6 +510,10 @@ def test_a_node_with_no_value_named_only_where_it_may_be_left_out_leaves_the_sch
                          ({"$defs": {"g": never}, "$ref": "#/$defs/g"}, "minLength (5) is greater than maxLength (2)")):
         with pytest.raises(PlaygroundError, match=re.escape(f"no JSON value can satisfy this schema: {said}")):
             from_user(schema=json.dumps(schema))
+    optional = {"$defs": {"g": never}, "type": "object", "additionalProperties": False,
+                "properties": {"a": {"$ref": "#/$defs/g"}, "b": {"type": "integer"}}}
+    constraint = compiled(tokenizer, optional, "llguidance")
+    assert allowed(constraint, tokenizer, '{"', "b") and not allowed(constraint, tokenizer, '{"', "a")
 
 
 def test_xgrammar_refusing_a_bound_past_64_bits_names_it():

@@ -9,6 +9,7 @@ import llguidance.hf
 import torch
 
 from playground.constraints.guide import DEAD_END
+from playground.constraints.satisfiable import PROCESSING, no_value_refs_false
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
 from playground.errors import PlaygroundError
@@ -76,9 +77,14 @@ def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
 
 
 def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
-    """-> (the grammar, llguidance's warnings), checked against `tokenizer` (None: its text alone)."""
+    """-> (the grammar, llguidance's warnings), checked against `tokenizer` (None: its text alone).
+    Where it gives up on a node with no value that a $ref names, the schema is compiled again with
+    such references made `false`, which they mean (satisfiable.no_value_refs_false)."""
     grammar = _grammar(spec)
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
+    if is_error and spec.kind == "json" and PROCESSING.search(messages[0]):
+        grammar = _json_grammar(no_value_refs_false(spec.engine_schema)[0])
+        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error:
         raise Unreadable(f"llguidance cannot use this {spec.named}: {_clean(messages[0])}")
     return grammar, messages
@@ -86,13 +92,7 @@ def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
 
 def _grammar(spec: ConstraintSpec) -> str:
     if spec.kind == "json":
-        schema = spec.engine_schema
-        if isinstance(schema, dict):  # engine_schema is in draft 2020-12's words whatever it declared: its
-            # $schema would only make llguidance look the draft up (it knows few URIs, e.g. not ".../schema#")
-            schema = {key: value for key, value in schema.items() if key not in ("x-guidance", "$schema")}
-        elif schema is True:
-            schema = {}  # any JSON value (llguidance wants an object to apply its options to)
-        return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
+        return _json_grammar(spec.engine_schema)
     if spec.kind == "regex":
         return llguidance.LLMatcher.grammar_from_regex(spec.text)
     if not spec.gbnf:
@@ -101,6 +101,15 @@ def _grammar(spec: ConstraintSpec) -> str:
         return llguidance.grammar_from("grammar", spec.text)
     except ValueError as exc:  # GBNF the converter cannot read
         raise Unreadable(f"llguidance cannot use this grammar: {_clean(str(exc))}") from None
+
+
+def _json_grammar(schema) -> str:
+    if isinstance(schema, dict):  # the engines' form is in draft 2020-12's words whatever it declared: its
+        # $schema would only make llguidance look the draft up (it knows few URIs, e.g. not ".../schema#")
+        schema = {key: value for key, value in schema.items() if key not in ("x-guidance", "$schema")}
+    elif schema is True:
+        schema = {}  # any JSON value (llguidance wants an object to apply its options to)
+    return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
 
 
 class LLGuidanceMatcher:

@@ -32,12 +32,18 @@ def check_satisfiable(schema) -> None:
 
 
 def _unsatisfiable(schema) -> str | None:
-    """llguidance's reason why no value satisfies the schema, or None. It compiles every node a
-    $ref names, and gives up on the whole schema where one has no value, even one an optional
-    property names (`{"$defs": {"g": <no value>}, "properties": {"a": {"$ref": "#/$defs/g"}}}`, which
-    `{}` satisfies; JSONSchemaBench o91126's git_url, a pattern no URI matches): each reference to
-    such a node is `false` in meaning, so it is made `false` and the schema asked again, up to
-    NODES_MADE_FALSE times; a reference at the root, or one not found, leaves the reason standing."""
+    """llguidance's reason why no value satisfies the schema, or None."""
+    return no_value_refs_false(schema)[1]
+
+
+def no_value_refs_false(schema) -> tuple[object, str | None]:
+    """(the schema with each reference to a node that has no value made `false`, llguidance's
+    reason why no value satisfies it or None). llguidance compiles every node a $ref names, and
+    gives up on the whole schema where one has no value, even one an optional property names
+    (`{"$defs": {"g": <no value>}, "properties": {"a": {"$ref": "#/$defs/g"}}}`, which `{}`
+    satisfies; JSONSchemaBench o91126's git_url, a pattern no URI matches): such a reference is
+    `false` in meaning, so it is made `false` and the schema asked again, up to NODES_MADE_FALSE
+    times; a reference at the root, or one not found, leaves the reason standing."""
     schema = json.loads(json.dumps(drop_noops(schema)))  # (a copy of its own: references are replaced in it)
     for _ in range(NODES_MADE_FALSE):
         reason = _reason(schema)
@@ -45,10 +51,10 @@ def _unsatisfiable(schema) -> str | None:
         referring = [pointer for pointer, node in with_pointers(schema) if where and isinstance(node.get("$ref"), str)
                      and urllib.parse.unquote(node["$ref"]) == "#" + urllib.parse.unquote(where.group(1))]
         if not referring or "" in referring:
-            return reason
+            return schema, reason
         for pointer in referring:
             _make_false(schema, pointer)
-    return None  # (not told within the bound: left to the backend, as any other objection)
+    return schema, None  # (not told within the bound: left to the backend, as any other objection)
 
 
 def _reason(schema) -> str | None:
