@@ -50,6 +50,10 @@ def run_one(pair, text: str, backend: str, cfg) -> dict:
     minified = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
     in_prompt = len(minified) <= SCHEMA_IN_PROMPT_CHARS
     ids = session.encode_prompt(pair, PROMPT, chat=True, schema=minified if in_prompt else None)
+    try:
+        session.check_prompt_ids(pair, ids, cfg.max_new_tokens)
+    except PlaygroundError as exc:  # said in words: the prompt with the schema past a small pair's context
+        return {"status": "refused", "reason": str(exc), "wall_s": time.perf_counter() - started}
     spec_run = session.run(pair, ids, cfg, speculative=True, constraint=constraint)
     alone = session.run(pair, ids, cfg, speculative=False, constraint=constraint)
     status = status_of(spec_run)
@@ -66,8 +70,8 @@ def run_one(pair, text: str, backend: str, cfg) -> dict:
 def checked_here(output: str, schema_text: str) -> bool | None:
     """The output checked without the product: strict JSON, then the declared draft's validator
     (formats not asserted, as the product's check); None where jsonschema cannot tell."""
-    try:
-        value = json.loads(output)
+    try:  # (a key twice is no valid output: the product refuses it too)
+        value = json.loads(output, object_pairs_hook=_once)
     except ValueError:
         return False
     schema = json.loads(schema_text)
@@ -75,6 +79,12 @@ def checked_here(output: str, schema_text: str) -> bool | None:
         return validator_for(schema, default=jsonschema.Draft202012Validator)(schema).is_valid(value)
     except Exception:  # noqa: BLE001 - a reference or a nesting jsonschema cannot follow
         return None
+
+
+def _once(pairs: list) -> dict:
+    if len({key for key, _ in pairs}) < len(pairs):
+        raise ValueError("a key twice")
+    return dict(pairs)
 
 
 def contradicted(row: dict) -> bool:
@@ -119,8 +129,6 @@ def main() -> None:
     for i, (subset, name, text) in enumerate(todo):
         try:
             row = run_one(pair, text, args.backend, cfg)
-        except PlaygroundError as exc:  # said in words (a prompt with the schema past a small pair's context)
-            row = {"status": "refused", "reason": str(exc)}
         except Exception as exc:  # a bug: recorded, not raised, so one schema does not end the run
             row = {"status": "crashed", "reason": f"{type(exc).__name__}: {exc}"[:500],
                    "traceback": traceback.format_exc()[-3000:]}

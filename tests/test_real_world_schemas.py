@@ -416,6 +416,16 @@ def test_a_reference_loop_that_enters_no_property_or_item_is_refused_naming_it(s
         from_user(schema=json.dumps(schema))
 
 
+def test_a_loop_is_named_by_its_own_places_and_a_then_without_if_is_no_step():
+    """A node equal to one on the loop, but elsewhere, was named as its start; `then` without `if` is
+    never applied (a review's finds)."""
+    schema = {"properties": {"p": {"$ref": "#/$defs/x"}},
+              "$defs": {"x": {"allOf": [{"$ref": "#/$defs/y"}]}, "y": {"allOf": [{"$ref": "#/$defs/y"}]}}}
+    with pytest.raises(PlaygroundError, match=re.escape("(#/$defs/y -> #/$defs/y/allOf/0 -> #/$defs/y)")):
+        from_user(schema=json.dumps(schema))
+    from_user(schema=json.dumps({"type": ["object", "string"], "then": {"$ref": "#"}}))
+
+
 def test_recursion_through_properties_or_items_is_no_loop():
     for schema in ({"type": "object", "properties": {"next": {"$ref": "#"}}},
                    {"$defs": {"n": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}},
@@ -492,6 +502,12 @@ def test_an_inner_dollar_schema_without_an_id_names_no_dialect(tokenizer, backen
     constraint = compiled(tokenizer, schema, backend)
     assert allowed(constraint, tokenizer, '{"a": {"x": "', "x") and not allowed(constraint, tokenizer, '{"a": {"x": "', "z")
     assert "$schema" not in from_user(schema=json.dumps(schema)).engine_schema["definitions"]["a"]
+    # its subschema is read by its own draft, as the checker reads it (jsonschema takes a subschema's $schema)
+    inner = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["a"],
+             "properties": {"a": {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "array",
+                                  "prefixItems": [{"const": 1}], "minItems": 1}}}
+    assert not allowed(compiled(tokenizer, inner, backend), tokenizer, '{"a": [', "2")
+    assert validate_json('{"a": [2]}', from_user(schema=json.dumps(inner)).schema)[0] is False
 
 
 def test_a_node_with_no_value_named_only_where_it_may_be_left_out_leaves_the_schema_satisfiable(tokenizer):
@@ -514,12 +530,23 @@ def test_a_node_with_no_value_named_only_where_it_may_be_left_out_leaves_the_sch
                 "properties": {"a": {"$ref": "#/$defs/g"}, "b": {"type": "integer"}}}
     constraint = compiled(tokenizer, optional, "llguidance")
     assert allowed(constraint, tokenizer, '{"', "b") and not allowed(constraint, tokenizer, '{"', "a")
+    # xgrammar refuses `false` there and writes such a node as it reads it (`{"a": {}}`): named in its notes
+    closed = {**optional, "$defs": {"g": {"type": "object", "required": ["x"], "additionalProperties": False}}}
+    assert any("a $ref to a schema no value satisfies" in note for note in compiled(tokenizer, closed, "xgrammar").notes)
+    chain = {"$defs": {f"d{i}": {"type": "object", "properties": {"x": {"$ref": f"#/$defs/d{i + 1}"}}, "required": ["x"]}
+                       for i in range(40)}, "properties": {"a": {"$ref": "#/$defs/d0"}}, "required": ["a"]}
+    chain["$defs"]["d40"] = never  # (past the 32 references made false: still refused, not let through)
+    with pytest.raises(PlaygroundError, match="no JSON value can satisfy this schema"):
+        from_user(schema=json.dumps(chain))
 
 
 def test_xgrammar_refusing_a_bound_past_64_bits_names_it():
     """xgrammar's own words were "Check failed: (false) is false: Integer exceeds maximum limit due to
     precision loss at 64-bit boundary", with no place (JSONSchemaBench sp_151)."""
     from playground.constraints import read_constraint
+    wide = '{"properties": {"a": {"type": "number", "maximum": 1e30}, "b": {"type": "integer", "maximum": 1e19}}}'
+    with pytest.raises(PlaygroundError, match=re.escape("(at /properties/b/maximum: 1e+19, past a 64-bit integer)")):
+        read_constraint(from_user(schema=wide, backend="xgrammar"))  # (a number's bound that large it reads)
     for bound, said in (("maximum", "9223372036854776000"), ("minimum", "-1e+19")):
         schema = '{"type": "object", "properties": {"n": {"type": "integer", "%s": %s}}}' % (bound, said)
         with pytest.raises(PlaygroundError) as refused:
@@ -843,5 +870,6 @@ def test_the_generation_bench_checks_every_output_again_and_names_faults(tmp_pat
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.checked_here('{"n": 1}', json.dumps({"required": ["n"]})) is True
+    assert bench.checked_here('{"n": 1, "n": 2}', json.dumps({"required": ["n"]})) is False  # (a key twice)
     assert bench.contradicted({"status": "valid", "checked_here": False})
     assert not bench.contradicted({"status": "cut", "checked_here": None})

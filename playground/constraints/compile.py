@@ -272,8 +272,10 @@ def _bound_at_fault(spec: ConstraintSpec, refusal: str) -> str:
     "... minimum limit")."""
     if spec.kind != "json" or "Integer exceeds" not in refusal:
         return ""
+    keys = [key for key in BOUNDS if ("minimum limit" if "inimum" in key else "maximum limit") in refusal]
     for pointer, node in with_pointers(strict_json.loads(spec.text)):
-        for key in BOUNDS:
+        integer = node.get("type") == "integer" or isinstance(node.get("type"), list) and "integer" in node["type"]
+        for key in keys if integer else ():  # (a number's bounds past 64 bits it reads)
             if type(node.get(key)) in (int, float) and abs(node[key]) > 2 ** 63 - 1:
                 return f" (at {pointer}/{key}: {node[key]}, past a 64-bit integer)"
     return ""

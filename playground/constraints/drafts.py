@@ -11,9 +11,10 @@ constraint engines, which read draft 2020-12, are given the same meaning in 2020
     drafts 4-2019-09 prefixItems (a later draft's)  ->  dropped, as that draft's checker ignores it
     draft 2019-09 $recursiveRef: r, $recursiveAnchor  ->  $ref: r (a reference inside an inner $id is
                refused, ref_reading: the schema is one resource, whose root `#` names either way)
-    any draft: an inner $schema where its node has no id (the draft's own key)  ->  dropped: it names
-               no resource's dialect, and llguidance read `{"$schema": draft-04, "id": "a"}` inside a
-               2020-12 schema as a new base (JSONSchemaBench o91126: "Resource ... is not present")"""
+    any draft: an inner $schema  ->  its subschema read by that draft's rules, as the checker reads it
+               (jsonschema's validator takes a subschema's own $schema), then dropped: llguidance read
+               `{"$schema": draft-04, "id": "a"}` inside a 2020-12 schema as a new base
+               (JSONSchemaBench o91126: "Resource ... is not present")"""
 import re
 
 import jsonschema
@@ -47,7 +48,8 @@ def to_2020_12(schema, cls: type):
 def _node(node, cls: type, inner: bool = True):
     if not isinstance(node, dict):
         return node
-    if inner and "$schema" in node and ("id" if cls is jsonschema.Draft4Validator else "$id") not in node:
+    if inner and "$schema" in node:
+        cls = _draft_of(node, cls)
         node = {key: value for key, value in node.items() if key != "$schema"}
     # prefixItems written under an earlier draft: its checker ignores it, and to the engines it would
     # change what items means ({"$schema": draft-04, "items": {"enum": [1]}, "prefixItems": [{"enum":
@@ -71,6 +73,14 @@ def _node(node, cls: type, inner: bool = True):
     if cls in BEFORE_2019 and isinstance(node.get("dependencies"), dict):
         _split_dependencies(node)
     return node
+
+
+def _draft_of(node: dict, around: type) -> type:
+    """The draft a subschema's own $schema names (one not known: the draft around it)."""
+    cls = validator_for(node, default=around)
+    if cls is jsonschema.Draft3Validator:
+        return declared(node)  # (refused in words)
+    return cls
 
 
 def _children(key: str, value, cls: type):

@@ -200,10 +200,13 @@ class Guide:
         """Whether the committed state allows a token besides an end: an output stopped there by
         its budget may be cut short (more digits of a number). Read on a row of its own: the
         guide's rows are left as they are."""
-        if self.ended or self.matcher.forced_tokens():
-            return not self.ended
-        row = torch.zeros_like(self.bitmask[0])
-        self.matcher.fill_bitmask(row)
+        try:
+            if self.ended or self.matcher.forced_tokens():
+                return not self.ended
+            row = torch.zeros_like(self.bitmask[0])
+            self.matcher.fill_bitmask(row)
+        except PlaygroundError:  # (the run's matcher time spent: the finished result is kept, not this flag)
+            return False
         return not self.matcher.error() and allows_besides(row, self.eos_ids)
 
 

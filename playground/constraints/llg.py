@@ -83,7 +83,7 @@ def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
     grammar = _grammar(spec)
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error and spec.kind == "json" and PROCESSING.search(messages[0]):
-        grammar = _json_grammar(no_value_refs_false(spec.engine_schema)[0])
+        grammar = _json_grammar(no_value_refs_false(spec.engine_schema)[0])  # (the parse checked it has a value)
         is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error:
         raise Unreadable(f"llguidance cannot use this {spec.named}: {_clean(messages[0])}")

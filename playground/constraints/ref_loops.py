@@ -13,7 +13,7 @@ from playground.constraints.schema_keywords import with_pointers
 from playground.errors import PlaygroundError
 
 IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
-IN_PLACE = ("not", "if", "then", "else")
+IN_PLACE = ("not", "if")  # (then and else where an if is beside them: alone they are never applied)
 
 
 def check_no_ref_loop(schema) -> None:
@@ -34,32 +34,37 @@ def _first_loop(schema: dict) -> list[dict]:
     loop found, its start repeated at its end; [] if none. A node left with no loop found below it
     is not walked again: O(nodes + steps) in all."""
     done: set[int] = set()
+    targets: dict[tuple[str, str], object] = {}  # (keyword, reference) -> its node: each resolved once
     for start in reachable(schema):
         if id(start) in done:
             continue
-        path, on_path, stack = [start], {id(start)}, [iter(_in_place(start, schema))]
+        path, on_path, stack = [start], {id(start)}, [iter(_in_place(start, schema, targets))]
         while stack:
             step = next(stack[-1], None)
             if step is None:
                 stack.pop()
                 done.add(id(path[-1]))
                 on_path.discard(id(path.pop()))
-            elif id(step) in on_path:
-                return path[path.index(step):] + [step]
+            elif id(step) in on_path:  # (found by identity: an equal node elsewhere is another place)
+                return path[[id(node) for node in path].index(id(step)):] + [step]
             elif id(step) not in done:
-                stack.append(iter(_in_place(step, schema)))
+                stack.append(iter(_in_place(step, schema, targets)))
                 path.append(step)
                 on_path.add(id(step))
     return []
 
 
-def _in_place(node: dict, root: dict) -> list[dict]:
+def _in_place(node: dict, root: dict, targets: dict) -> list[dict]:
     """The subschemas applied to the value `node` is applied to (dicts only: a boolean ends a walk)."""
-    steps = [node.get(key) for key in IN_PLACE]
+    steps = [node.get(key) for key in IN_PLACE] + ([node.get("then"), node.get("else")] if "if" in node else [])
     steps += [sub for key in IN_PLACE_LISTS if isinstance(node.get(key), list) for sub in node[key]]
     if isinstance(node.get("dependentSchemas"), dict):
         steps += list(node["dependentSchemas"].values())
-    steps += [resolve(node[key], root, key) for key in REF_KEYWORDS if isinstance(node.get(key), str)]
+    for key in REF_KEYWORDS:
+        if isinstance(node.get(key), str):
+            if (key, node[key]) not in targets:
+                targets[(key, node[key])] = resolve(node[key], root, key)
+            steps.append(targets[(key, node[key])])
     return [step for step in steps if isinstance(step, dict)]
 
 
@@ -68,6 +73,7 @@ def _names(schema: dict) -> dict[int, str]:
     node under a plain key, which no keyword walk meets)."""
     names = {id(node): f"#{pointer}" for pointer, node in with_pointers(schema)}
     for ref, target in referenced(schema):
-        for pointer, node in with_pointers(target):
-            names.setdefault(id(node), f"{ref}{pointer}")
+        if id(target) not in names:  # (a node with a place walks no further: its subtree has places too)
+            for pointer, node in with_pointers(target):
+                names.setdefault(id(node), f"{ref}{pointer}")
     return names

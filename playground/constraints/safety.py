@@ -85,7 +85,9 @@ def referenced(schema) -> list[tuple[str, dict]]:
 
 
 def _walk_references(schema) -> tuple[dict[int, dict], list[tuple[str, dict]]]:
-    found, named, queue = {}, [], [schema]
+    """Each node's subtree walked once: a target already found or queued is not queued again
+    (1,990 references to `#` walked the whole schema 1,990 times)."""
+    found, named, queue, queued = {}, [], [schema], {id(schema)}
     while queue and len(found) <= MAX_SCHEMA_NODES:
         for node in subschemas(queue.pop()):
             if id(node) in found:
@@ -94,7 +96,9 @@ def _walk_references(schema) -> tuple[dict[int, dict], list[tuple[str, dict]]]:
             for key in REF_KEYWORDS:
                 if isinstance(node.get(key), str) and isinstance(target := resolve(node[key], schema, key), dict):
                     named.append((node[key], target))
-                    queue.append(target)
+                    if id(target) not in queued:
+                        queued.add(id(target))
+                        queue.append(target)
     return found, named
 
 

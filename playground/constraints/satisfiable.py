@@ -23,38 +23,43 @@ PLAIN = [  # llguidance's reason -> words for a person
 ]
 
 
-def check_satisfiable(schema) -> None:
+def check_satisfiable(schema) -> tuple[str, ...]:
     """PlaygroundError when no value satisfies `schema`; other llguidance objections (keywords it
-    cannot enforce) are left to the chosen backend at Run. It is a compile, so it runs bounded."""
-    reason = worker.bounded(_unsatisfiable, schema)
+    cannot enforce) are left to the chosen backend at Run. It is a compile, so it runs bounded.
+    -> the places of the references that name a node with no value (no_value_refs_false)."""
+    reason, made_false = worker.bounded(_unsatisfiable, schema)
     if reason is not None:
         raise PlaygroundError(f"no JSON value can satisfy this schema: {plain(reason)}")
+    return made_false
 
 
-def _unsatisfiable(schema) -> str | None:
-    """llguidance's reason why no value satisfies the schema, or None."""
-    return no_value_refs_false(schema)[1]
+def _unsatisfiable(schema) -> tuple[str | None, tuple[str, ...]]:
+    """(llguidance's reason why no value satisfies the schema or None, the references made false)."""
+    _, reason, made_false = no_value_refs_false(schema)
+    return reason, made_false
 
 
-def no_value_refs_false(schema) -> tuple[object, str | None]:
+def no_value_refs_false(schema) -> tuple[object, str | None, tuple[str, ...]]:
     """(the schema with each reference to a node that has no value made `false`, llguidance's
-    reason why no value satisfies it or None). llguidance compiles every node a $ref names, and
+    reason why no value satisfies it or None, the places made false). llguidance compiles every node a $ref names, and
     gives up on the whole schema where one has no value, even one an optional property names
     (`{"$defs": {"g": <no value>}, "properties": {"a": {"$ref": "#/$defs/g"}}}`, which `{}`
     satisfies; JSONSchemaBench o91126's git_url, a pattern no URI matches): such a reference is
     `false` in meaning, so it is made `false` and the schema asked again, up to NODES_MADE_FALSE
-    times; a reference at the root, or one not found, leaves the reason standing."""
-    schema = json.loads(json.dumps(drop_noops(schema)))  # (a copy of its own: references are replaced in it)
+    times; a reference at the root, one not found, or one left past the bound leaves the reason
+    standing (a chain of 40 required references to a node with no value is refused, as before)."""
+    schema, made_false = json.loads(json.dumps(drop_noops(schema))), []  # (a copy of its own: references are replaced in it)
     for _ in range(NODES_MADE_FALSE):
         reason = _reason(schema)
         where = reason and PROCESSING.search(reason)
         referring = [pointer for pointer, node in with_pointers(schema) if where and isinstance(node.get("$ref"), str)
                      and urllib.parse.unquote(node["$ref"]) == "#" + urllib.parse.unquote(where.group(1))]
         if not referring or "" in referring:
-            return schema, reason
+            return schema, reason, tuple(made_false)
         for pointer in referring:
             _make_false(schema, pointer)
-    return schema, None  # (not told within the bound: left to the backend, as any other objection)
+        made_false += referring
+    return schema, _reason(schema), tuple(made_false)
 
 
 def _reason(schema) -> str | None:

@@ -88,6 +88,7 @@ class Schema:
     schema: dict | bool  # as written
     draft: type  # the jsonschema validator class of its declared draft
     engine: dict | bool  # in draft 2020-12 words (playground.constraints.drafts)
+    no_value_refs: tuple[str, ...] = ()  # places of references to a node no value satisfies (satisfiable.py)
 
 
 class Unreadable(PlaygroundError):
@@ -142,8 +143,7 @@ def _parsed_schema(text: str) -> Schema:
         _check_engine_form(engine)
     check_schema_safe(engine)
     check_no_ref_loop(engine)
-    check_satisfiable(engine)
-    return Schema(schema, draft, engine)
+    return Schema(schema, draft, engine, check_satisfiable(engine))
 
 
 def _meta_schema_error(draft: type, schema):

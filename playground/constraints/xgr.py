@@ -14,13 +14,14 @@ from playground.constraints import worker
 from playground.constraints.schema_keywords import ONE_OF, unenforced_note
 from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
                                                  PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
-from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
+from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.errors import PlaygroundError
 
 # Keywords xgrammar 0.2.8 compiles past without enforcing them (each tried with an output that
 # breaks it); it does enforce propertyNames, multipleOf on integers and unevaluated*: false.
 UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContains", "maxContains",
               "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
+NO_VALUE_REF = "a $ref to a schema no value satisfies"  # (where it may be left out: satisfiable.py)
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
 INEXACT_FORMATS = {"ipv4"}
 SEPARATORS = (", ", ": ")
@@ -118,7 +119,7 @@ def _converted(spec: ConstraintSpec, make) -> tuple:
 def _source(spec: ConstraintSpec) -> tuple[str, str, list[str]]:
     """-> (how xgrammar reads the text: a key of READERS, the text, notes on what it does not enforce)."""
     if spec.kind == "json":
-        return "ebnf", *_json_grammar(spec.engine_schema)
+        return "ebnf", *_json_grammar(spec.engine_schema, bool(parse_schema(spec.text).no_value_refs))
     if spec.kind == "regex":
         return "regex", python_meaning(spec.text), []
     return ("ebnf" if spec.gbnf else "lark"), spec.text, []  # Lark through xgrammar's own reader, as vLLM's
@@ -197,8 +198,11 @@ def _code(pattern: str, i: int) -> str:
     return pattern[i + 1]
 
 
-def _json_grammar(schema) -> tuple[str, list[str]]:
+def _json_grammar(schema, no_value_refs: bool = False) -> tuple[str, list[str]]:
+    """no_value_refs: some $ref names a node no value satisfies, in a place that may be left out
+    (xgrammar refuses `false` there, and writes such a node as it reads it)."""
     names = [NAMED_TWICE] if named_twice(schema) else []
+    names += [NO_VALUE_REF] if no_value_refs else []
     schema = as_xgrammar_reads(schema)
     nodes = read_nodes(schema)
     for node in nodes:  # (a pushed-down node's keywords are read in its branches)
