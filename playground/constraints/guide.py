@@ -200,14 +200,14 @@ class Guide:
         """Whether the committed state allows a token besides an end: an output stopped there by
         its budget may be cut short (more digits of a number). Read on a row of its own: the
         guide's rows are left as they are."""
-        try:
-            if self.ended or self.matcher.forced_tokens():
-                return not self.ended
-            row = torch.zeros_like(self.bitmask[0])
-            self.matcher.fill_bitmask(row)
-        except PlaygroundError:  # (the run's matcher time spent: the finished result is kept, not this flag)
+        if self.ended:
             return False
-        return not self.matcher.error() and allows_besides(row, self.eos_ids)
+        row = torch.zeros_like(self.bitmask[0])
+        try:
+            self._fill(row)
+        except PlaygroundError:  # (stuck, or the run's matcher time spent: the finished result is kept, not this flag)
+            return False
+        return allows_besides(row, self.eos_ids)
 
 
 def allows_besides(mask: torch.Tensor, ids) -> bool:

@@ -9,9 +9,9 @@ import llguidance.hf
 import torch
 
 from playground.constraints.guide import DEAD_END
-from playground.constraints.satisfiable import PROCESSING, no_value_refs_false
+from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
-from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable
+from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
@@ -77,22 +77,18 @@ def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
 
 
 def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
-    """-> (the grammar, llguidance's warnings), checked against `tokenizer` (None: its text alone).
-    Where it gives up on a node with no value that a $ref names, the schema is compiled again with
-    such references made `false`, which they mean (satisfiable.no_value_refs_false)."""
+    """-> (the grammar, llguidance's warnings), checked against `tokenizer` (None: its text alone)."""
     grammar = _grammar(spec)
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
-    if is_error and spec.kind == "json" and PROCESSING.search(messages[0]):
-        grammar = _json_grammar(no_value_refs_false(spec.engine_schema)[0])  # (the parse checked it has a value)
-        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error:
         raise Unreadable(f"llguidance cannot use this {spec.named}: {_clean(messages[0])}")
     return grammar, messages
 
 
 def _grammar(spec: ConstraintSpec) -> str:
-    if spec.kind == "json":
-        return _json_grammar(spec.engine_schema)
+    if spec.kind == "json":  # references to a node with no value made `false`, which they mean: llguidance
+        # gave up on the whole schema where an optional place named one (satisfiable.py found them)
+        return _json_grammar(made_false_at(spec.engine_schema, parse_schema(spec.text).no_value_refs))
     if spec.kind == "regex":
         return llguidance.LLMatcher.grammar_from_regex(spec.text)
     if not spec.gbnf:

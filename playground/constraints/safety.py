@@ -109,13 +109,14 @@ def resolve(ref: str, root, keyword: str = "$ref"):
         raise PlaygroundError(f"{keyword} '{ref[:80]}' points outside the schema: only local references ('#/...') "
                               "are allowed (nothing is ever fetched or read from files)")
     fragment = urllib.parse.unquote(ref[1:])
-    target = _anchor(root, fragment) if fragment and not fragment.startswith("/") else _pointer(root, fragment)
+    target = _anchor(root, fragment) if fragment and not fragment.startswith("/") else at_pointer(root, fragment)
     if not isinstance(target, (dict, bool)):
         raise PlaygroundError(f"{keyword} '{ref[:80]}' does not point to a schema inside this schema")
     return target
 
 
-def _pointer(root, pointer: str):
+def at_pointer(root, pointer: str):
+    """The value at a JSON pointer ('/a/0', ~0 and ~1 escaped), or None."""
     node = root
     for part in pointer.split("/")[1:]:
         part = part.replace("~1", "/").replace("~0", "~")

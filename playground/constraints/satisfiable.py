@@ -8,6 +8,7 @@ import urllib.parse
 import llguidance
 
 from playground.constraints import worker
+from playground.constraints.safety import at_pointer
 from playground.constraints.schema_keywords import drop_noops, with_pointers
 from playground.errors import PlaygroundError
 
@@ -34,32 +35,25 @@ def check_satisfiable(schema) -> tuple[str, ...]:
 
 
 def _unsatisfiable(schema) -> tuple[str | None, tuple[str, ...]]:
-    """(llguidance's reason why no value satisfies the schema or None, the references made false)."""
-    _, reason, made_false = no_value_refs_false(schema)
-    return reason, made_false
-
-
-def no_value_refs_false(schema) -> tuple[object, str | None, tuple[str, ...]]:
-    """(the schema with each reference to a node that has no value made `false`, llguidance's
-    reason why no value satisfies it or None, the places made false). llguidance compiles every node a $ref names, and
+    """(llguidance's reason why no value satisfies the schema or None, the places of the references
+    to a node with no value, made false to ask it). llguidance compiles every node a $ref names, and
     gives up on the whole schema where one has no value, even one an optional property names
     (`{"$defs": {"g": <no value>}, "properties": {"a": {"$ref": "#/$defs/g"}}}`, which `{}`
     satisfies; JSONSchemaBench o91126's git_url, a pattern no URI matches): such a reference is
     `false` in meaning, so it is made `false` and the schema asked again, up to NODES_MADE_FALSE
     times; a reference at the root, one not found, or one left past the bound leaves the reason
     standing (a chain of 40 required references to a node with no value is refused, as before)."""
-    schema, made_false = json.loads(json.dumps(drop_noops(schema))), []  # (a copy of its own: references are replaced in it)
+    schema, made_false = drop_noops(schema), []
     for _ in range(NODES_MADE_FALSE):
         reason = _reason(schema)
         where = reason and PROCESSING.search(reason)
         referring = [pointer for pointer, node in with_pointers(schema) if where and isinstance(node.get("$ref"), str)
                      and urllib.parse.unquote(node["$ref"]) == "#" + urllib.parse.unquote(where.group(1))]
         if not referring or "" in referring:
-            return schema, reason, tuple(made_false)
-        for pointer in referring:
-            _make_false(schema, pointer)
+            return reason, tuple(made_false)
+        schema = made_false_at(schema, referring)
         made_false += referring
-    return schema, _reason(schema), tuple(made_false)
+    return _reason(schema), tuple(made_false)
 
 
 def _reason(schema) -> str | None:
@@ -71,16 +65,17 @@ def _reason(schema) -> str | None:
     return next((m[len(PREFIX):].strip() for m in messages if m.startswith(PREFIX)), None) if is_error else None
 
 
-def _make_false(schema: dict, pointer: str) -> None:
-    """The node at a JSON pointer below the root (as with_pointers writes it) becomes `false`."""
-    *path, last = [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
-    node = schema
-    for part in path:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    if isinstance(node, list):
-        node[int(last)] = False
-    else:
-        node[last] = False
+def made_false_at(schema, pointers) -> object:
+    """A copy of the schema with the node at each JSON pointer below its root (as with_pointers
+    writes them) made `false`; the schema itself where there are none."""
+    if not pointers:
+        return schema
+    schema = json.loads(json.dumps(schema))
+    for pointer in pointers:
+        parent, last = pointer.rsplit("/", 1)
+        holder, last = at_pointer(schema, parent), last.replace("~1", "/").replace("~0", "~")
+        holder[int(last) if isinstance(holder, list) else last] = False
+    return schema
 
 
 def plain(reason: str) -> str:
