@@ -1,5 +1,6 @@
 """The web app: event functions called directly, then the real server driven by gradio_client."""
 import csv
+import functools
 import html
 import json
 import re
@@ -13,7 +14,7 @@ from gradio_client import Client
 
 from playground.measure import sweeps
 from playground.ui import experiments_tab, files, inputs as page_inputs, playground_tab
-from playground.ui import plots, race
+from playground.ui import live, plots, race
 from playground.errors import PlaygroundError
 from playground.events import KINDS
 from playground.presets import Settings
@@ -678,6 +679,34 @@ def test_run_clicked_while_measuring_again_ends_that_measuring_and_waits_its_tur
     assert playground_tab.after_run(None, None) == playground_tab.IDLE  # over the API: no click, no ticket
 
 
+def test_while_it_measures_again_the_badge_charts_and_race_are_drawn(monkeypatch):
+    """Measuring again took minutes on a 2-core CPU after the text was complete, with the charts empty
+    and the Race tab saying to turn on the comparison that was on (a newcomer's review): the first
+    comparison's results are drawn as measuring again begins; only the file waits for the estimate."""
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it measures again
+    monkeypatch.setattr(live, "live_run", functools.partial(live.live_run, every=0))  # every snapshot in turn (the
+    # pacing may skip a quick phase's)
+
+    class Request:
+        session_hash = "measuring-draws-test-session"
+    settings = Settings.from_preset(page_inputs.PRESETS["demo-json"])
+    outputs = []
+    for out in playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(settings)):
+        outputs.append(out)
+        if out[-1]["phase"] == "measuring":
+            files.request_stop(Request())  # the first measuring update is enough
+    measuring = next(out for out in outputs if out[-1]["phase"] == "measuring")
+    assert 'id="valid-badge"' in measuring[4] and measuring[4] == outputs[-1][4]  # the verdict, as at the end
+    assert measuring[5] is not None and measuring[5] == outputs[-1][5]  # the output as JSON
+    assert all(measuring[i] is not None and measuring[i] != gr.skip() for i in range(6, 10))  # the four charts
+    spec, base = measuring[-3]  # the race's lanes
+    assert spec.at(spec.total)[0] == measuring[2] and base.at(base.total)[0] == measuring[3]
+    assert measuring[10] == gr.skip()  # the file waits for the estimate (greyed by the run's first update)
+    assert outputs[0][10] == playground_tab.download_update(None)
+    assert "once the target alone has run" in next(playground_tab.replay_race(None))
+
+
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     final = run_preset("demo", max_new_tokens=64)[-1]
     spec, base = lanes = final[-3]  # then the tree view and the run's status
@@ -693,7 +722,7 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     monkeypatch.setattr(race, "REPLAY_S", 0.4)
     frames = list(playground_tab.replay_race(lanes))
     assert len(frames) > 2 and frames[-1].count("finished in") == 2 and "finished in" not in frames[0]
-    assert "run with" in next(playground_tab.replay_race(None))  # nothing to race before a comparison
+    assert "no comparison to replay yet" in next(playground_tab.replay_race(None))  # nothing to race before one
     end = race.frame_html(lanes, max(spec.total, base.total), 1.0)
     assert spec.tokens == base.tokens == 64 and end.count(", 64 tokens, ") == 2  # greedy: one text, two paces
     assert "first measurement" in end and "different texts" not in end
@@ -728,9 +757,18 @@ def test_the_calculator_draws_the_runs_that_told_their_speedup_and_faintly_the_r
     assert list(faint.error_y.arrayminus) == [pytest.approx(0.3)]
 
 
+def test_the_calculator_says_when_no_k_pays():
+    """At α 0.5 and c 1 every k is slower than the target alone: it named k = 1 "best", at 0.75x,
+    under its own 1x line (a newcomer's review)."""
+    text, _ = experiments_tab.calculator(0.5, 8, 1.0, [])
+    assert "expected speedup **0.22x** (no k pays for these numbers: the best, k = 1, gives 0.75x; the target alone is faster" in text
+    assert "best k for these numbers" not in text
+    assert "(best k for these numbers: 3)" in experiments_tab.calculator(0.6, 8, 0.1, [])[0]
+
+
 def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
     """A K sweep is a measured speedup-vs-k curve: the calculator drew only the formula's. Its points
-    come as a line, a noisy one at its estimate (open) with the range it varied over; the text says what
+    come as a line, a noisy one at its estimate (open) with its 95% interval; the text says what
     the line is and the best k it measured where one was clear."""
     def row(k, speedup, low, high, estimate=None):
         return {"k": k, "temperature": 0.0, "speedup": speedup, "speedup_low": low, "speedup_high": high,

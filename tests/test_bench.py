@@ -93,7 +93,7 @@ def test_rows_say_their_speedup_as_the_page_does():
     assert cells(row | {"speedup": 1.04, "speedup_range": [0.98, 1.09]})[4] == "no clear difference, 1.04x (0.98-1.09x)"
     assert cells(row | {"speedup": 1.32, "speedup_range": [1.19, 1.43]})[4] == "1.32x (1.19-1.43x)"
     assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[4] == "1.00x (the baseline)"
-    assert "too noisy for one number: the range it varied over" in markdown_table([row]).splitlines()[0]
+    assert "too noisy for one number: its side and interval" in markdown_table([row]).splitlines()[0]
     assert cells(row)[1] == "3" and cells(row | {"method": "hf-target"})[1] == "-"  # k where it drafts with it
     assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[1] == "-"
     assert " k=-  " in row_line(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})

@@ -39,7 +39,7 @@ def test_the_verdict_carries_what_the_engine_did_not_enforce():
 
 def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
     """Under noise every point can be 'cannot tell': the charts then drew nothing for them (one bar,
-    the only sure one, stood out); they draw the estimate faintly with the range it varied over."""
+    the only sure one, stood out); they draw the estimate faintly with its 95% interval."""
     from playground.ui import plots
     told = {"variant": "prompt lookup", "k": 1, "speedup": 0.9, "speedup_low": 0.85, "speedup_high": 0.96,
             "speedup_estimate": 0.9, "acceptance_rate": 0.2, "tokens_per_target_pass": 1.2}

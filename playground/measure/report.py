@@ -45,7 +45,7 @@ def row_line(row: dict) -> str:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = ("| method | k | T | tokens/s | speedup (95% interval; too noisy for one number: the range it varied over) "
+    head = ("| method | k | T | tokens/s | speedup (95% interval; too noisy for one number: its side and interval) "
             "| acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n")
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(

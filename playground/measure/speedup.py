@@ -132,7 +132,8 @@ def estimate(blocks: list[Block]) -> Speedup:
                   "(a verify pass costs at least a pass of the target alone): perhaps the machine's other load "
                   "slowed the target alone more")
     elif not low or high / low > TOLERANCE:
-        spread = (f"the ratio ranged {low:.2f}-{high:.2f}x over {len(blocks)} interleaved measurements" if len(blocks) > 1
+        spread = (f"its 95% interval, {low:.2f}-{high:.2f}x, over {len(blocks)} interleaved measurements (each one's "
+                  "own ratio inside it)" if len(blocks) > 1  # (not a min-max: one more measurement can narrow it)
                   else f"its 95% interval, {low:.2f}-{high:.2f}x, from one interleaved measurement")  # (its rounds resampled)
         reason = f"{spread} (the machine's other load, or rounds that differ; longer runs usually narrow it)"
         side = "faster" if low > 1 else "slower" if high < 1 else ""

@@ -17,7 +17,7 @@ from playground.measure.speedup import engine_block, measure
 COLUMNS = ["k", "temperature", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
            "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "measurements", "prompts",
            "tokens"]  # speedup None when it cannot tell (the note beside it says why, the page shows the estimate);
-# low/high: its 95% interval, or the range it varied over. The result and its note first: a page of 14
+# low/high: its 95% interval (each measurement's own ratio inside it). The result and its note first: a page of 14
 # columns scrolls sideways, and the note at the right edge was out of sight
 
 

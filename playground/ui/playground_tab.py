@@ -50,28 +50,39 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
         rest = cleared() if first else [gr.skip()] * 8
         return [stream, metric, render.committed_text(snap.events), *rest]
     baseline_text = snap.baseline.text if snap.baseline else ""
-    answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
-    pretty = _pretty_json(answer) if snap.settings.schema.strip() else None
     download = _download(snap)
-    badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
-             render.validity_badge(result.valid, result.validation_error, result.constraint_notes, result.open_end))
+    badge, *views = _results(snap, stats)
     badge += "" if download else render.warning("the download file could not be written (is the server's disk full?); "
                                                 "the run is shown above")
-    return [stream, metric, result.text, baseline_text, badge,
-            pretty, plots.accepted_histogram(snap.events, longest_path(snap.settings)), plots.acceptance_by_position(snap.events),
-            plots.cumulative_tokens(snap.events, snap.baseline_events),
-            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None), download_update(download)]
+    return [stream, metric, result.text, baseline_text, badge, *views, download_update(download)]
 
 
-def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool) -> list:
+def _results(snap: live.Snapshot, stats: dict) -> list:
+    """The badge, the JSON view and the four charts of a run whose generation (and comparison) ended."""
+    result = snap.result
+    answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
+    pretty = _pretty_json(answer) if snap.settings.schema.strip() else None
+    badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
+             render.validity_badge(result.valid, result.validation_error, result.constraint_notes, result.open_end))
+    return [badge, pretty, plots.accepted_histogram(snap.events, longest_path(snap.settings)),
+            plots.acceptance_by_position(snap.events), plots.cumulative_tokens(snap.events, snap.baseline_events),
+            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None)]
+
+
+def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool, ended: bool = False) -> list:
     """RUN_OUTPUTS and the rest while the target alone runs or the comparison is measured again: the
     metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree;
-    `first` (the run's first update): the last run's badge, charts and file cleared, the messages set."""
+    `first` (the run's first update): the last run's badge, charts and file cleared, the messages set;
+    `ended` (measuring again: both runs of the first comparison have ended), with `whole`: the badge,
+    charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
     stream, text, tree = ((render.token_stream(snap.events, snap.eos_ids, snap.reasoning),
                            render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings))
     rest, messages = (cleared()[1:], _messages(snap.settings)) if first else ([gr.skip()] * 7, SKIP_MESSAGES)
-    return [stream, metric, text, baseline_text, *rest, gr.skip(), *messages, None if first else gr.skip(), tree]
+    lanes = None if first else gr.skip()
+    if ended and whole:
+        rest[:6], lanes = _results(snap, snap.result.stats), race.lanes(snap.events, snap.baseline_events)
+    return [stream, metric, text, baseline_text, *rest, gr.skip(), *messages, lanes, tree]
 
 
 def drafting(settings: Settings) -> int | str:
@@ -154,7 +165,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
                         f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "
                         f"so far): {snap.speedup.reason}")
-                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first) + status(snap.phase)
+                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first, ended=True) + status(snap.phase)
             else:
                 continue  # the last snapshot: drawn below, whole
             first = False
@@ -182,7 +193,8 @@ def replay_race(lanes: list | None):
     """The last comparison replayed at its measured pace (slowed or sped up so the slower run lasts
     race.REPLAY_S); a frame is sent only when a run finishes a round. No GPU: it only waits."""
     if not lanes:
-        yield render.progress_note("run with \"Compare with the target alone\" on, then replay the race here", final=True)
+        yield render.progress_note("no comparison to replay yet: Run with \"Compare with the target alone\" on; the race "
+                                   "is here once the target alone has run", final=True)
         return
     times, scale = race.replay_times(lanes)
     started, shown = time.monotonic(), None
