@@ -317,6 +317,17 @@ def test_api_streams_a_run(client):
     assert "accepted" in kinds
 
 
+def test_api_compare_false_runs_without_the_target_alone(client):
+    """`compare` False was read as "the preset's", which compares: an API caller could not turn the
+    comparison (and its measuring again, minutes on a CPU) off (a red-team pass)."""
+    alone = client.predict("x = ", "demo", 4, 0.0, 16, 0, "", "", False, api_name="/generate")
+    assert alone["settings"]["compare"] is False and "baseline" not in alone and "speedup" not in alone
+    told = client.predict(prompt="x = ", preset="demo", max_new_tokens=16, compare=None, api_name="/generate")
+    assert told["settings"]["compare"] is True and told["baseline"]["token_ids"] == told["token_ids"]  # the preset's
+    with pytest.raises(Exception, match="compare must be a bool"):
+        client.predict(prompt="x = ", preset="demo", compare="no", api_name="/generate")
+
+
 def test_measuring_again_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
     """A comparison too noisy to tell measures again once its text is whole (up to 3 more blocks, a
     minute on a 2-core CPU), and every other visitor's run waited in the queue behind it, unseen. It

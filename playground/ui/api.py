@@ -17,7 +17,7 @@ from playground.ui.share import MAX_LINK_CHARS, RANGES, from_query
 @on_gpu()
 def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float = -1.0,
              max_new_tokens: int = 0, seed: int = -1, schema: str = "", regex: str = "",
-             compare: bool = False, backend: str = "", grammar: str = "", link: str = "") -> dict:  # a generator of dicts
+             compare: bool | None = None, backend: str = "", grammar: str = "", link: str = "") -> dict:  # a generator of dicts
     """Stream a run of a preset (the page's default one unless named) or a share link as JSON snapshots: tokens with
     kinds and probabilities, stats, validity.
 
@@ -31,7 +31,8 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
             policy, whose pauses follow measured times); -1: the link's, else 0
         schema: a JSON Schema every output must satisfy
         regex: a regular expression the whole output must match
-        compare: also run the target alone, interleaved, and measure the speedup
+        compare: also run the target alone, interleaved, and measure the speedup (true), or not (false);
+            null: the preset's (or the link's)
         backend: the constraint backend, llguidance or xgrammar; empty: the preset's
         grammar: a grammar the whole output must match: Lark or GBNF (either backend)
             (one of schema, regex and grammar; none given: the preset's own constraint, if any)
@@ -45,7 +46,8 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
             (prompt, preset, schema, regex, grammar, backend, link)))
         k, max_new_tokens, seed = (typed(name, value, int) for name, value in
                                    zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
-        temperature, compare = typed("temperature", temperature, float), typed("compare", compare, bool)
+        temperature = typed("temperature", temperature, float)
+        compare = None if compare is None else typed("compare", compare, bool)
     except PlaygroundError as exc:
         raise user_error(exc) from None
     if not (temperature == -1 or temperature == 0 or MIN_TEMPERATURE <= temperature <= RANGES["temperature"][1]):
@@ -58,7 +60,9 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
     settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
                                    temperature=base.temperature if temperature == -1 else temperature,
                                    max_new_tokens=max_new_tokens or base.max_new_tokens,
-                                   seed=base.seed if seed == -1 else seed, compare=compare or base.compare,
+                                   seed=base.seed if seed == -1 else seed,
+                                   compare=base.compare if compare is None else compare,  # (False was read as the
+                                   # preset's: a caller could not turn the comparison and its measuring again off)
                                    backend=backend[:40] or base.backend,
                                    **chosen_constraint({"schema": schema, "regex": regex, "grammar": grammar}, base))
     try:
