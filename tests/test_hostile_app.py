@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 
 import anyio
 import pytest
@@ -505,6 +506,31 @@ def post(app_url: str, path: str, body: bytes, content_type: str = "application/
     answer = response.status, response.read().decode(errors="replace")
     conn.close()
     return answer
+
+
+def test_gradios_own_fields_are_checked_before_it_keeps_or_echoes_them(app_url):
+    """A red-team pass: 7 MB session hashes (Gradio keys every session's state by it) pinned 2.4 GB from
+    one address, never given back; NaN or 1e400 in a call's own fields was a 500 with a traceback
+    (Gradio's answer echoed the value, which FastAPI cannot write as JSON)."""
+    from playground.ui import serving
+    notice = notice_function()
+    for session, body_size in (("a" * 129, 0), ("a b", 0), ("a" * 7_000_000, 7_000_000)):
+        status, text = post(app_url, "/gradio_api/queue/join", json.dumps(
+            {"data": ["x"], "fn_index": notice, "session_hash": session}).encode())
+        assert status == 400 and "session_hash must be 1 to 128 visible ASCII characters" in text, (body_size, status, text)
+    assert serving.SESSION_HASH.fullmatch(str(uuid.uuid4())) and serving.SESSION_HASH.fullmatch("x7k2m9q4w1z")
+    for path, body in (("/gradio_api/queue/join", '{"data": ["x"], "fn_index": %d, "session_hash": NaN}' % notice),
+                       ("/gradio_api/queue/join", '{"data": ["x"], "fn_index": 1e400, "session_hash": "abc"}'),
+                       ("/gradio_api/cancel", '{"session_hash": "abc", "event_id": NaN, "fn_index": %d}' % notice),
+                       ("/gradio_api/call/generate", '{"data": Infinity}'),
+                       ("/gradio_api/queue/join", '{"data": ["x"], "fn_index": %d, "session_hash": "abc", '
+                                                  '"event_data": {"a": [-Infinity]}}' % notice)):
+        status, text = post(app_url, path, body.encode())
+        assert status == 400 and ("which JSON has no number for" in text or "session_hash must" in text), (body, status, text)
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": ["x = ", "demo", 4, 0.0, 8, 0, "", "",
+                                                                                   False, "", "", ""]}).encode())
+    assert status == 200 and "event_id" in text  # a whole call passes
+    assert page_answers_quickly(app_url)
 
 
 def test_a_file_named_in_any_calls_data_is_refused_before_gradio_reads_it(client, app_url, listener):  # noqa: F811

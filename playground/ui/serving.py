@@ -33,6 +33,11 @@ with a guard in front of Gradio on every request.
   whose calls were checked against no function's bounds), and its JSON holds at most MAX_CONTAINERS
   objects and arrays outside strings (8 MiB of `[{}, {}, ...]` became 600 MB of Python objects in
   Gradio's parses) and MAX_ITEMS values (8 MiB of numbers held the interpreter lock 1.3 s a call).
+  A call's session_hash is at most 128 visible ASCII characters (SESSION_HASH; Gradio's page sends
+  11, gradio_client a UUID's 36): Gradio keeps it as the key of every session's state, and
+  7 MB hashes from one address pinned 2.4 GB that was never given back. A call's own fields hold
+  no NaN or infinity (not_finite: Gradio's answer echoed it, FastAPI could not write it, a 500);
+  each is a 400 saying what to send.
 - A /call/ route naming no endpoint, or a /call/v2/ body naming an input its endpoint lacks, is
   answered 404 or 400 with the names to use (misnamed_input); Gradio answered 500 and logged the
   name whole with a traceback. So is an fn_index naming no function, or one that runs in the page
@@ -58,6 +63,7 @@ import collections
 import ipaddress
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -88,6 +94,8 @@ MAX_CONTAINERS = 1000  # JSON objects and arrays in a call, outside its strings 
 MAX_ITEMS = 100_000  # values in a call (its commas and strings, outside strings): 7.7 MiB of [1e308, ...] took 1.3 s of
 # the interpreter lock to parse and measure (every thread stalled: a 32-token run took 34 s); 100,000 about 50 ms
 STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # a JSON string, escapes included (possessive: no backtracking)
+SESSION_HASH = re.compile(r"[!-~]{1,128}")  # a session's key: visible ASCII (Gradio's clients send 11 letters and digits,
+# or a UUID's 36 characters)
 DEEP_LINK_PARAM = "deep_link"  # the query parameter that draws them in a page
 VALUE_CHARS = 16 * 1024  # the most characters one value of a call may carry where its component says no more
 _value_chars: dict[int, tuple[int, int, str | None]] = {}  # component id -> (bound, limit, name) (see bound)
@@ -109,7 +117,7 @@ class RequestGuard:
     """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address, 413 for a body
     over `max_bytes` (declared, or sent in chunks without a length), a value past its bound or past
     MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
-    VALUE_CHARS: a shorter one holds no value past a bound), 403 for a
+    VALUE_CHARS: a shorter one holds no value past a bound) or a session_hash not like Gradio's, 403 for a
     route that takes files, fetches a URL, makes a deep link or streams reloads, or a body that names
     a file, 503 for a join of the queue past its address's share, 404 for the stream of an event not
     held (playground.ui.leftovers); a `deep_link` parameter dropped."""
@@ -301,7 +309,8 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
         call = _parsed(text)
         fn = _function(blocks, _fn_index(call), path)
-        return misnamed_input(call, fn, path) or unknown_function(call, fn, path), fn
+        return (odd_session(call) or not_finite(call, path) or misnamed_input(call, fn, path)
+                or unknown_function(call, fn, path)), fn
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
 
@@ -345,7 +354,32 @@ def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, obje
     if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
         return (400, "fn_index must be a whole number"), named
     fn = _function(blocks, fn_index, path)
-    return overlong_value(call, fn) or misnamed_input(call, fn, path) or unknown_function(call, fn, path), fn
+    return (overlong_value(call, fn) or odd_session(call) or not_finite(call, path) or misnamed_input(call, fn, path)
+            or unknown_function(call, fn, path)), fn
+
+
+def odd_session(call) -> tuple[int, str] | None:
+    """(400, why) for a session_hash that is not SESSION_HASH's (None, or none given: Gradio's own)."""
+    session = call.get("session_hash") if isinstance(call, dict) else None
+    if session is None or isinstance(session, str) and SESSION_HASH.fullmatch(session):
+        return None
+    return 400, "session_hash must be 1 to 128 visible ASCII characters (letters, digits, punctuation)"
+
+
+def not_finite(call, path: str) -> tuple[int, str] | None:
+    """(400, why) for NaN or an infinity (NaN, Infinity, 1e400: Python's JSON reads them) in a call's
+    own fields: Gradio's answer to a field it cannot read echoes the value, which FastAPI cannot write
+    as JSON: a 500 and a traceback. The inputs (a list in "data", /call/v2/'s named ones) are the
+    functions' own to check, and each says what it takes."""
+    if not isinstance(call, dict) or (called := CALLED.search(path)) and called.group(1):
+        return None
+    todo = [value for key, value in call.items() if key != "data" or not isinstance(value, list)]
+    while todo:  # (a short body, or one within MAX_CONTAINERS and MAX_ITEMS)
+        value = todo.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return 400, f"a call's fields hold {value}, which JSON has no number for"
+        todo += value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return None
 
 
 def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[int, int]:
