@@ -348,7 +348,8 @@ BAD_CONSTRAINTS = {
     "unsatisfiable xgrammar": (["--schema", '{"type": "string", "minLength": 5, "maxLength": 2}',
                                 "--constraint-backend", "xgrammar"], "minLength"),
     "grammar does not parse": (["--grammar", "GRAMMAR"], "cannot use this grammar"),
-    "invalid schema": (["--schema", '{"type": "strin"}'], "not a valid JSON Schema"),
+    "invalid schema": (["--schema", '{"type": "strin"}'], "not a valid JSON Schema (draft 2020-12) at type: 'strin' is "
+                       "not valid under any of the given schemas; 'strin' is no type: did you mean 'string'?"),
 }
 
 

@@ -210,6 +210,23 @@ def test_a_schema_against_its_meta_schema_is_told_the_same_place_in_every_proces
                                               "[1, 1] has non-unique elements"}
 
 
+def test_a_misspelt_type_is_named_with_the_type_meant():
+    """The meta-schema says "'objct' is not valid under any of the given schemas" (a newcomer's review):
+    the type meant is named, or the types listed; a property named "type" is no keyword."""
+    def told(schema) -> str:
+        with pytest.raises(PlaygroundError) as refused:
+            from_user(schema=json.dumps(schema))
+        return str(refused.value)
+    assert told({"type": "objct"}).endswith("; 'objct' is no type: did you mean 'object'? (the types: array, boolean, "
+                                            "integer, null, number, object, string)")
+    assert told({"items": {"type": ["string", "nul"]}}).endswith(  # (its message lists them already)
+        "is not one of ['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']; 'nul' is no type: did you mean 'null'?")
+    assert told({"$schema": "http://json-schema.org/draft-04/schema#", "type": "Integer"}).endswith("did you mean 'integer'? "
+                                                                                                   "(the types: array, boolean, integer, null, number, object, string)")
+    assert told({"type": "xyzzy"}).endswith("; 'xyzzy' is no type (the types: array, boolean, integer, null, number, object, string)")
+    assert told({"properties": {"type": "objct"}}).endswith("at properties/type: 'objct' is not of type 'object', 'boolean'")
+
+
 def test_a_node_named_by_a_ref_outside_the_keywords_is_checked_in_every_process():
     """`#/port` is no keyword, so the meta-schema never looked at it: its `required: 5` reached the
     finiteness check, which failed with a TypeError under hash seed 5 (the type it tried first came

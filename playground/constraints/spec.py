@@ -1,5 +1,6 @@
 """What the user asked for (a JSON Schema, a regex or a grammar, and a backend), checked before
 any compilation so a mistake is reported next to its cause."""
+import difflib
 import functools
 import json
 from dataclasses import dataclass
@@ -13,9 +14,10 @@ from playground.constraints.ref_loops import check_no_ref_loop
 from playground.constraints.ref_reading import check_refs_read_alike
 from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, referenced
 from playground.constraints.satisfiable import check_satisfiable
-from playground.constraints.schema_keywords import drop_noops
+from playground.constraints.schema_keywords import SUBSCHEMA_MAPS, drop_noops
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
+TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")  # JSON Schema's type names
 
 KINDS = ("json", "regex", "grammar")
 SCHEMAS_KEPT = 16  # parsed schemas kept: a text of up to 1 MiB and its parse each
@@ -136,7 +138,7 @@ def _parsed_schema(text: str) -> Schema:
         raise PlaygroundError("the schema could not be checked: a pattern in it nests its groups too deeply") from None
     if error is not None:
         raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at "
-                              f"{_place(error, where)}: {error.message}")
+                              f"{_place(error, where)}: {error.message}{_type_hint(error)}")
     check_refs_read_alike(schema, draft)
     engine = drop_noops(drafts.to_2020_12(schema, draft))
     if draft is not drafts.LATEST:
@@ -182,6 +184,22 @@ def _check_engine_form(engine) -> None:
 def _place(error, ref: str = "") -> str:
     """Where a meta-schema error lies: its path, after the $ref that named its node if any."""
     return "/".join([ref] * bool(ref) + [str(p) for p in error.absolute_path]) or "the top level"
+
+
+def _type_hint(error) -> str:
+    """Words for a misspelt type, which the meta-schema's message does not name ("'objct' is not valid
+    under any of the given schemas"): "; 'objct' is no type: did you mean 'object'? ..."."""
+    path = [None, None] + list(error.absolute_path)
+    keyword = path[-1] == "type" and path[-2] not in SUBSCHEMA_MAPS  # (a property named "type" is no keyword)
+    if not (keyword or path[-2] == "type" and isinstance(path[-1], int) and path[-3] not in SUBSCHEMA_MAPS):
+        return ""
+    named = error.instance if isinstance(error.instance, list) else [error.instance]
+    wrong = next((name for name in named if isinstance(name, str) and name not in TYPES), None)
+    if wrong is None:
+        return ""
+    close = difflib.get_close_matches(wrong, TYPES, n=1)
+    listed = "" if "'integer'" in error.message else f" (the types: {', '.join(TYPES)})"
+    return f"; {wrong[:40]!r} is no type" + (f": did you mean {close[0]!r}?" if close else "") + listed
 
 
 def _referenced_error(draft: type, schema) -> tuple[str, object]:

@@ -187,7 +187,7 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
          + (f"; {stats['forced']} token{'s' * (stats['forced'] != 1)} forced by the constraint, written without one"
             if stats["forced"] else "")),
-        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} tokens in {stats['wall_s']:.2f} s"),
+        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} token{'s' * (stats['generated_tokens'] != 1)} in {stats['wall_s']:.2f} s"),
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
         cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
