@@ -232,6 +232,8 @@ def test_constraint_checked_as_typed():
         "JSON schema", '{"type": "string", "pattern": "^a$", "minLength": 3}')
     assert "badge-bad" in page_inputs.check_constraint("regex", "([a-z]")
     assert "badge-ok" in page_inputs.check_constraint("regex", "[a-z]+")
+    assert "write a schema above, or pick one from the Examples below" in page_inputs.check_constraint("JSON schema", " ")
+    assert page_inputs.check_constraint("none", "") == ""
 
 
 @pytest.mark.parametrize("kind, text, backend, message", [

@@ -455,6 +455,7 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
     page.get_by_role("button", name="Structured output (JSON Schema, regex or grammar)").click()
     page.get_by_label("JSON schema").check()
     editor, check, pointer = page.locator("#constraint-editor .cm-content"), page.locator("#constraint-check"), page.locator("#run-pointer")
+    expect(check).to_contain_text("write a schema above, or pick one from the Examples below", timeout=30_000)  # (blank before)
 
     def type_schema(text: str, said: str) -> None:
         editor.click()

@@ -394,8 +394,11 @@ def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled
     """Checks as the user types: JSON, meta-schema, regex or grammar syntax, and the backend's own reading of
     them (what Run would refuse before the model's tokenizer is involved). compiled: a run just
     compiled it (a reading past its time bound is then no news)."""
-    if kind not in KIND_FIELDS or not (text or "").strip():
+    if kind not in KIND_FIELDS:
         return ""
+    if not (text or "").strip():  # (a blank editor said nothing: a newcomer's review)
+        return (f'<div class="constraint-note">write a {KIND_FIELDS[kind]} above, or pick one from the Examples '
+                "below</div>")
     with worker.ceiling(READ_SECONDS):  # the whole check (every visitor's checks wait in one lane: 12 slow
         try:  # patterns held it the parse's 15 s)
             spec = from_user(**{KIND_FIELDS[kind]: text}, backend=backend)
