@@ -65,8 +65,8 @@ def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[
     t = cfg.sampling.temperature
     sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
     shown = "given as token ids" if prompt is None else repr(prompt if len(prompt) <= 60 else prompt[:59] + "…")
-    return (f"-- {target} with {draft}, {_drafting(cfg)}, {sampling}, at most {cfg.max_new_tokens} new tokens; "
-            f"prompt {shown} ({len(prompt_ids)} tokens)")
+    return (f"-- {target} with {draft}, {_drafting(cfg)}, {sampling}, at most {tokens(cfg.max_new_tokens, 'new token')}; "
+            f"prompt {shown} ({tokens(len(prompt_ids))})")
 
 
 def _drafting(cfg) -> str:
@@ -205,15 +205,21 @@ def result_dict(result: RunResult) -> dict:
                if result.reasoning_tokens is not None else {})}
 
 
+def tokens(n: int, noun: str = "token") -> str:
+    """'1 token', '2 tokens'."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def format_text(out: dict) -> str:
     s = out["stats"]
-    lines = [out["text"], "", f"-- {s['generated_tokens']} tokens in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
-             f"acceptance {s['acceptance_rate']:.2f}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
+    acceptance = f"{s['acceptance_rate']:.2f}" if s["proposed"] else "n/a (nothing was drafted)"
+    lines = [out["text"], "", f"-- {tokens(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
+             f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
     if "compile_s" in out:
         lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
     if out.get("reasoning_tokens") is not None:
-        lines.append(f"-- thought for {out['reasoning_tokens']} tokens; the answer after </think> is what the "
+        lines.append(f"-- thought for {tokens(out['reasoning_tokens'])}; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
     if out["valid"] is not None:
         lines.append(f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]

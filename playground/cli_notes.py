@@ -17,6 +17,8 @@ def unused_flags(args, spec, chat: bool, has_template: bool, target: str) -> lis
     if args.think_budget and spec is None:  # under one, a model without </think> is refused (constraints.reasoning)
         notes.append("--think-budget is not used: it bounds a reasoning model's thinking before a constraint "
                      "(--schema, --regex or --grammar); without one the model thinks as long as it likes")
+    if args.k is not None and args.tree:
+        notes.append("--k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length")
     if args.confidence is not None and args.policy != "confidence":
         notes.append("--confidence is not used: it is --policy confidence's threshold")
     return [f"note: {n}" for n in notes]

@@ -85,11 +85,12 @@ def test_rows_say_their_speedup_as_the_page_does():
     from playground.measure.report import markdown_table, row_line
     row = {"method": "engine", "k": 3, "temperature": 0.0, "tokens_per_s": 40.0, "tokens_per_target_pass": 2.0,
            "acceptance_rate": 0.5, "speedup": None, "speedup_range": [1.56, 2.15], "side": "faster",
-           "note": "the ratio ranged 1.56-2.15x over 4 interleaved measurements (the machine's other load)"}
+           "note": "its 95% interval, 1.56-2.15x, over 4 interleaved measurements (the machine's other load)"}
     cells = lambda r: markdown_table([r]).splitlines()[-1].split(" | ")  # noqa: E731
     assert cells(row)[4] == "faster, 1.56-2.15x"
     assert "faster, 1.56-2.15x  " in row_line(row) and "((" not in row_line(row) and "))" not in row_line(row)
-    assert cells(row | {"side": ""})[4] == "cannot tell"
+    assert cells(row | {"side": ""})[4] == "cannot tell, 1.56-2.15x"  # (the table has no note: "cannot tell" alone)
+    assert "tok/s  cannot tell  acc" in row_line(row | {"side": ""})  # (the line's note says it)
     assert cells(row | {"speedup": 1.04, "speedup_range": [0.98, 1.09]})[4] == "no clear difference, 1.04x (0.98-1.09x)"
     assert cells(row | {"speedup": 1.32, "speedup_range": [1.19, 1.43]})[4] == "1.32x (1.19-1.43x)"
     assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[4] == "1.00x (the baseline)"

@@ -266,6 +266,20 @@ def test_flags_the_run_does_not_use_are_said(capsys, saved_pair):
     code, _, err = run_cli(capsys, *base[:4], "--prompt-ids", "5,6", *base[6:], "--schema-in-prompt", "--schema",
                            '{"type": "integer"}')
     assert code == 0 and err == "note: --schema-in-prompt is not used: --prompt-ids are sent as given\n"
+    code, _, err = run_cli(capsys, *base, "--tree", "2,1", "--k", "5")  # (said nothing: a CLI review)
+    assert code == 0 and err == "note: --k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length\n"
+
+
+def test_one_token_is_said_so_and_an_unusable_device_is_one_line(capsys, saved_pair):
+    """A CLI review: '-- 1 tokens in 0.03 s', 'acceptance 0.00' where nothing was drafted; --device mps
+    or meta (names torch knows) ended in a 30-line traceback where 'gpu' was one line."""
+    target, draft = saved_pair
+    code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "1")
+    assert code == 0 and "at most 1 new token; prompt 'x' (" in out and "\n-- 1 token in " in out, out
+    assert "acceptance n/a (nothing was drafted), 1.00 tokens per target pass" in out
+    for device in ("mps", "meta", "xpu:0", "gpu"):
+        code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--device", device)
+        assert code == 2 and err == f"error: unknown device '{device}': use auto, cpu or cuda\n", (device, err)
 
 
 def test_models_named_alone_get_their_chat_template(capsys, saved_pair):
@@ -287,7 +301,7 @@ def test_models_named_alone_get_their_chat_template(capsys, saved_pair):
     chat_ids = pair.tokenizer("<system>be brief<user>hi<assistant>", add_special_tokens=False).input_ids
     assert shown["chat"] == (0, f"{len(chat_ids)} tokens)", "")
     raw_ids = pair.tokenizer("hi", add_special_tokens=False).input_ids
-    assert shown["raw"] == (0, f"{len(raw_ids)} tokens)",
+    assert shown["raw"] == (0, f"{len(raw_ids)} token{'s' * (len(raw_ids) != 1)})",
                             "note: --system is not used: --raw sends the prompt without the chat template\n")
 
 

@@ -50,9 +50,17 @@ def markdown_table(rows: list[dict]) -> str:
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
         f"| {label(r)} | {k_cell(r)} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
-        f"{verdict(r)} | "
+        f"{_table_verdict(r)} | "
         f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
+
+
+def _table_verdict(row: dict) -> str:
+    """verdict(), with the interval of a row too noisy to tell on either side ('cannot tell' alone lost
+    it: the table has no note column)."""
+    low, high = row["speedup_range"]
+    unsided = row["method"] != "target" and row["speedup"] is None and not row.get("side") and low > 0
+    return verdict(row) + (f", {low:.2f}-{high:.2f}x" if unsided else "")
 
 
 def write_rows(rows: list[dict], out: pathlib.Path, title: str) -> None:

@@ -20,9 +20,13 @@ def resolve_device(name: str = "auto") -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise PlaygroundError(f"device '{name}' asked for, but no CUDA GPU is available here; use --device cpu")
     try:
-        return torch.device(name)
+        device = torch.device(name)
     except RuntimeError:
-        raise PlaygroundError(f"unknown device '{name}': use auto, cpu or cuda") from None
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):  # (torch names mps, meta, xpu...: each failed
+        # later with a traceback: "PyTorch is not linked with support for mps devices")
+        raise PlaygroundError(f"unknown device '{name[:40]}': use auto, cpu or cuda")
+    return device
 
 
 SMALL_MODEL = 100_000_000  # parameters
