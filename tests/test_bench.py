@@ -26,6 +26,8 @@ def test_smoke_every_method(target, noisy_draft, tokenizer):
             assert low <= row["speedup"] <= high, row
     assert 0 <= by_method["engine"]["acceptance_rate"] <= 1
     assert by_method["engine"]["tokens_per_target_pass"] > by_method["target"]["tokens_per_target_pass"]
+    alone = by_method["target"]  # its prompt pass counted, as every row's is (it was 1.00, written in)
+    assert 0.9 < alone["tokens_per_target_pass"] < 1.0  # one pass a token, and each run's prompt pass
 
 
 def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
