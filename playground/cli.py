@@ -41,6 +41,9 @@ def cmd_generate(args) -> int:
         why = "" if args.prompt is not None else ": give --prompt or --prompt-ids (models named without a --preset have no prompt of their own)"
         raise PlaygroundError("the prompt is empty" + why)
     spec = constraint_from_args(args, preset)
+    if preset is not None and preset.gpu and not args.target and session.resolve_device(args.device).type == "cpu":
+        print(f"note: the preset {preset.name} is made for a GPU; on this CPU it runs very slowly (and its weights, "
+              "if not cached, are a download of several GB)", file=sys.stderr)  # (a CLI review: said after the download)
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     constraint = session.constrain(pair, spec)
     chat = pick(None, preset, "chat", True) and not args.raw  # models named alone: their chat template, if any

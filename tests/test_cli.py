@@ -282,6 +282,22 @@ def test_one_token_is_said_so_and_an_unusable_device_is_one_line(capsys, saved_p
         assert code == 2 and err == f"error: unknown device '{device}': use auto, cpu or cuda\n", (device, err)
 
 
+def test_a_gpu_preset_on_a_cpu_is_said_before_its_models_load(capsys, monkeypatch):
+    """A CLI review: a GPU preset on a CPU host told of a 15 GB download first, nothing of the GPU."""
+    from playground import session
+
+    def load_pair(*args, **kwargs):
+        raise PlaygroundError("not loaded here")
+    monkeypatch.setattr(session, "load_pair", load_pair)
+    code = main(["generate", "--preset", "qwen2.5-7b", "--device", "cpu", "--max-new-tokens", "4"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines() == [
+        "note: the preset qwen2.5-7b is made for a GPU; on this CPU it runs very slowly (and its weights, if not cached, "
+        "are a download of several GB)", "error: not loaded here"]
+    assert main(["generate", "--preset", "demo", "--device", "cpu", "--max-new-tokens", "4"]) == 2
+    assert capsys.readouterr().err == "error: not loaded here\n"  # (a CPU preset: nothing to say)
+
+
 def test_models_named_alone_get_their_chat_template(capsys, saved_pair):
     """Models named without a --preset got the prompt as raw text, their chat template and --system
     unused (an instruct model answered a bare "List three primes"); --raw still sends it as is."""

@@ -45,8 +45,9 @@ def row_line(row: dict) -> str:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = ("| method | k | T | tokens/s | speedup (95% interval; too noisy for one number: its side and interval) "
-            "| acceptance | tokens/pass | efficiency | identical |\n|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| method | k | T | tokens/s | speedup over the target alone run beside it (95% interval; too noisy for one "
+            "number: its side and interval) | acceptance | tokens/pass | efficiency (its passes' measured cost / its "
+            "time) | identical |\n|---|---|---|---|---|---|---|---|---|\n")
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
         f"| {label(r)} | {k_cell(r)} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
