@@ -16,7 +16,7 @@ from playground.cli_notes import unused_flags
 from playground.config import thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END, RunResult
-from playground.limits import MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
+from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
 from playground.metrics import engine_seconds, first_difference
 
@@ -37,6 +37,8 @@ def cmd_generate(args) -> int:
     if args.prompt is not None and prompt_ids is not None:
         raise PlaygroundError("give --prompt or --prompt-ids, not both")
     prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
+    if args.prompt == "-":  # from standard input (a pipe was ignored in silence: a CLI review); bounded as typed ones are
+        prompt = sys.stdin.read(MAX_PROMPT_CHARS + 1)
     if prompt_ids is None and not prompt.strip():
         why = "" if args.prompt is not None else ": give --prompt or --prompt-ids (models named without a --preset have no prompt of their own)"
         raise PlaygroundError("the prompt is empty" + why)

@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_prompt_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prompt", help="prompt text (default: the preset's example prompt)")
+    p.add_argument("--prompt", help="prompt text, or - to read it from standard input (default: the preset's example prompt)")
     p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template (which "
                    "is applied where the preset says so, or the models are named alone and their tokenizer has one)")
     p.add_argument("--system", help="system prompt (with the chat template)")

@@ -1,5 +1,6 @@
 """Presets: one small TOML file per pair in presets/, read and validated here."""
 import dataclasses
+import difflib
 import logging
 import os
 import pathlib
@@ -194,7 +195,9 @@ def hosted_presets() -> set[str] | None:
 def get_preset(name: str) -> Preset:
     presets = all_presets()
     if name not in presets:
-        raise PlaygroundError(f"unknown preset '{name}'; available: {', '.join(presets)}")
+        close = difflib.get_close_matches(name, presets, n=1)
+        meant = f"; did you mean '{close[0]}'?" if close else ""
+        raise PlaygroundError(f"unknown preset '{name[:40]}'{meant} (available: {', '.join(sorted(presets))})")
     return presets[name]
 
 

@@ -159,6 +159,7 @@ BAD_INPUTS = {
     "empty prompt": (["--prompt", "  "], "prompt is empty"),
     "non-integer prompt ids": (["--prompt-ids", "1,x,3"], "comma-separated integers"),
     "unknown preset": (["--preset", "nope"], "unknown preset"),
+    "misspelt preset": (["--preset", "demoo"], "unknown preset 'demoo'; did you mean 'demo'? (available: deepseek-coder-6.7b, "),
     "unknown flag": (["--frobnicate"], "unrecognized arguments"),
     "top-p out of range": (["--top-p", "1.5"], "top-p"),
 }
@@ -280,6 +281,18 @@ def test_one_token_is_said_so_and_an_unusable_device_is_one_line(capsys, saved_p
     for device in ("mps", "meta", "xpu:0", "gpu"):
         code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--device", device)
         assert code == 2 and err == f"error: unknown device '{device}': use auto, cpu or cuda\n", (device, err)
+
+
+def test_a_prompt_of_a_dash_is_read_from_standard_input(capsys, monkeypatch, saved_pair):
+    """A CLI review: `echo ... | generate` ran the preset's prompt, and `--prompt -` the text "-"."""
+    import io
+    target, draft = saved_pair
+    monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):"))
+    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
+    assert code == 0 and "; prompt 'def f(x):' (" in out.rstrip().splitlines()[-1]
+    monkeypatch.setattr("sys.stdin", io.StringIO("x" * 10**6))  # read up to the bound, then refused as a typed one is
+    code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
+    assert code == 2 and "prompt" in err and "20000" in err.replace(",", ""), err
 
 
 def test_a_gpu_preset_on_a_cpu_is_said_before_its_models_load(capsys, monkeypatch):
