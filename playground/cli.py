@@ -18,7 +18,7 @@ from playground.errors import PlaygroundError
 from playground.events import OPEN_END, RunResult
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
-from playground.metrics import engine_seconds, first_difference
+from playground.metrics import counted, engine_seconds, first_difference
 
 
 def cmd_generate(args) -> int:
@@ -37,8 +37,6 @@ def cmd_generate(args) -> int:
     if args.prompt is not None and prompt_ids is not None:
         raise PlaygroundError("give --prompt or --prompt-ids, not both")
     prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
-    if args.prompt == "-":  # from standard input (a pipe was ignored in silence: a CLI review); bounded as typed ones are
-        prompt = sys.stdin.read(MAX_PROMPT_CHARS + 1)
     if prompt_ids is None and not prompt.strip():
         why = "" if args.prompt is not None else ": give --prompt or --prompt-ids (models named without a --preset have no prompt of their own)"
         raise PlaygroundError("the prompt is empty" + why)
@@ -70,8 +68,8 @@ def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[
     t = cfg.sampling.temperature
     sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
     shown = "given as token ids" if prompt is None else repr(prompt if len(prompt) <= 60 else prompt[:59] + "…")
-    return (f"-- {target} with {draft}, {_drafting(cfg)}, {sampling}, at most {tokens(cfg.max_new_tokens, 'new token')}; "
-            f"prompt {shown} ({tokens(len(prompt_ids))})")
+    return (f"-- {target} with {draft}, {_drafting(cfg)}, {sampling}, at most {counted(cfg.max_new_tokens, 'new token')}; "
+            f"prompt {shown} ({counted(len(prompt_ids))})")
 
 
 def _drafting(cfg) -> str:
@@ -210,21 +208,16 @@ def result_dict(result: RunResult) -> dict:
                if result.reasoning_tokens is not None else {})}
 
 
-def tokens(n: int, noun: str = "token") -> str:
-    """'1 token', '2 tokens'."""
-    return f"{n} {noun}{'s' * (n != 1)}"
-
-
 def format_text(out: dict) -> str:
     s = out["stats"]
     acceptance = f"{s['acceptance_rate']:.2f}" if s["proposed"] else "n/a (nothing was drafted)"
-    lines = [out["text"], "", f"-- {tokens(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
+    lines = [out["text"], "", f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
     if "compile_s" in out:
         lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
     if out.get("reasoning_tokens") is not None:
-        lines.append(f"-- thought for {tokens(out['reasoning_tokens'])}; the answer after </think> is what the "
+        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
     if out["valid"] is not None:
         lines.append(f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
@@ -261,9 +254,19 @@ def _quiet_libraries() -> None:
     disable_progress_bars()
 
 
+def stdin_prompt() -> str:
+    """`--prompt -`: the prompt from standard input (a pipe was ignored in silence, and '-' sent as the
+    prompt: a CLI review), read up to the prompt's bound (past it, refused as a typed one is)."""
+    if sys.stdin.isatty():  # (it waited with nothing said)
+        print("reading the prompt from standard input: type it, then Ctrl-D", file=sys.stderr)
+    return sys.stdin.read(MAX_PROMPT_CHARS + 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "prompt", None) == "-":  # generate's and export's: from standard input
+            args.prompt = stdin_prompt()
         _quiet_libraries()
         return COMMANDS[args.command](args)
     except PlaygroundError as exc:

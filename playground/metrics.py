@@ -95,3 +95,8 @@ def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool,
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
+
+
+def counted(n: int, noun: str = "token") -> str:
+    """'1 token', '2 tokens' (the page and the CLI wrote '1 tokens')."""
+    return f"{n} {noun}{'s' * (n != 1)}"

@@ -290,6 +290,10 @@ def test_a_prompt_of_a_dash_is_read_from_standard_input(capsys, monkeypatch, sav
     monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):"))
     code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
     assert code == 0 and "; prompt 'def f(x):' (" in out.rstrip().splitlines()[-1]
+    monkeypatch.setattr("sys.stdin", io.StringIO("def g(y):"))
+    assert main(["export", "--preset", "demo", "--prompt", "-"]) == 0  # export's --prompt too (a review: it sent "-")
+    out = capsys.readouterr().out
+    assert "def g(y):" in out and '"prompt": "-"' not in out
     monkeypatch.setattr("sys.stdin", io.StringIO("x" * 10**6))  # read up to the bound, then refused as a typed one is
     code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
     assert code == 2 and "prompt" in err and "20000" in err.replace(",", ""), err

@@ -524,7 +524,10 @@ def test_gradios_own_fields_are_checked_before_it_keeps_or_echoes_them(app_url):
                        ("/gradio_api/cancel", '{"session_hash": "abc", "event_id": NaN, "fn_index": %d}' % notice),
                        ("/gradio_api/call/generate", '{"data": Infinity}'),
                        ("/gradio_api/queue/join", '{"data": ["x"], "fn_index": %d, "session_hash": "abc", '
-                                                  '"event_data": {"a": [-Infinity]}}' % notice)):
+                                                  '"event_data": {"a": [-Infinity]}}' % notice),
+                       ("/gradio_api/queue/join", "NaN"), ("/gradio_api/call/generate", "[NaN]"),  # no object (a review)
+                       ("/gradio_api/call/v2/generate", "[Infinity]"),
+                       ("/gradio_api/call/generate", json.dumps([float("nan"), "x" * (serving.VALUE_CHARS + 1)]))):
         status, text = post(app_url, path, body.encode())
         assert status == 400 and ("which JSON has no number for" in text or "session_hash must" in text), (body, status, text)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": ["x = ", "demo", 4, 0.0, 8, 0, "", "",

@@ -225,6 +225,11 @@ def test_a_misspelt_type_is_named_with_the_type_meant():
                                                                                                    "(the types: array, boolean, integer, null, number, object, string)")
     assert told({"type": "xyzzy"}).endswith("; 'xyzzy' is no type (the types: array, boolean, integer, null, number, object, string)")
     assert told({"properties": {"type": "objct"}}).endswith("at properties/type: 'objct' is not of type 'object', 'boolean'")
+    for named in ({"dependentRequired": {"type": ["a", "a"]}}, {"dependentRequired": {"type": "objct"}},  # (a review)
+                  {"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"type": ["a", "a"]}}):
+        assert "is no type" not in told(named), named  # a property named "type": no keyword there
+    assert told({"properties": {"properties": {"type": "objct"}}}).endswith("did you mean 'object'? (the types: array, "
+                                                                            "boolean, integer, null, number, object, string)")
 
 
 def test_a_node_named_by_a_ref_outside_the_keywords_is_checked_in_every_process():

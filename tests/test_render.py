@@ -254,6 +254,8 @@ def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
     assert "<b>n/a</b><small>accepted / proposed draft tokens: nothing was drafted" in shown and "theory" not in shown
     single = summarize([Round(1, [TokenEvent(FORCED, 3, "{")], 0, 0, 0, 0, 0.0, 0.0, 0.01)], 0.01)
     assert "1 token in 0.01 s" in metrics(single, 4) and "5 tokens in 0.01 s" in shown  # ("1 tokens" before)
+    from playground.ui.render import stopped
+    assert "stopped after 1 token: " in stopped(1) and "stopped after 2 tokens: " in stopped(2)
 
 
 def test_runs_joined_count_each_ones_prompt_pass():

@@ -14,7 +14,7 @@ from playground.constraints.ref_loops import check_no_ref_loop
 from playground.constraints.ref_reading import check_refs_read_alike
 from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, referenced
 from playground.constraints.satisfiable import check_satisfiable
-from playground.constraints.schema_keywords import SUBSCHEMA_MAPS, drop_noops
+from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")  # JSON Schema's type names
@@ -189,9 +189,10 @@ def _place(error, ref: str = "") -> str:
 def _type_hint(error) -> str:
     """Words for a misspelt type, which the meta-schema's message does not name ("'objct' is not valid
     under any of the given schemas"): "; 'objct' is no type: did you mean 'object'? ..."."""
-    path = [None, None] + list(error.absolute_path)
-    keyword = path[-1] == "type" and path[-2] not in SUBSCHEMA_MAPS  # (a property named "type" is no keyword)
-    if not (keyword or path[-2] == "type" and isinstance(path[-1], int) and path[-3] not in SUBSCHEMA_MAPS):
+    path = list(error.absolute_schema_path)  # the meta-schema's: [..., "properties", "type", ...] where the value
+    # is the type keyword's (the instance's path read a property named "type" as one: a review)
+    last = max((i for i, step in enumerate(path) if step == "properties"), default=None)
+    if last is None or path[last + 1:last + 2] != ["type"]:
         return ""
     named = error.instance if isinstance(error.instance, list) else [error.instance]
     wrong = next((name for name in named if isinstance(name, str) and name not in TYPES), None)

@@ -10,7 +10,7 @@ import gradio as gr
 from playground.errors import PlaygroundError
 from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
                                MAX_SWEEP_PROMPTS, at_most)
-from playground.metrics import expected_speedup, expected_tokens_per_round
+from playground.metrics import counted, expected_speedup, expected_tokens_per_round
 from playground.models.loading import NGRAM
 from playground.presets import constraint_of
 from playground.measure import sweeps
@@ -93,7 +93,7 @@ def settings_line(*values) -> str:
         m = measured_with(settings_from_inputs(*values))
     except PlaygroundError:
         return ""
-    parts = [f"k {m['k']}", f"temperature {m['temperature']:g}", f"{m['max_new_tokens']} new tokens"]
+    parts = [f"k {m['k']}", f"temperature {m['temperature']:g}", counted(m['max_new_tokens'], "new token")]
     if m["policy"] != "fixed":
         parts.append(f"policy {m['policy']}")
     if m["tree"]:

@@ -213,7 +213,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                     "(k c + 1)`. Your Playground runs of a draft model with a fixed k, compared with the target alone "
                     "(their estimated α), appear as red crosses; too noisy for one number, as circles at their estimate "
-                    "with their 95% interval (red where it is clear of 1x, grey where it holds 1x); your "
+                    "with their 95% interval, each measurement's own ratio inside it (red where it is clear of 1x, grey where it holds 1x); your "
                     "last K sweep, as a red dashed line of its measured points (open where too noisy for one number). The "
                     "button below sets the sliders to your last run's α, k and c (its drafting time per guess over its "
                     "verify pass's time), so the curve is that run's.")

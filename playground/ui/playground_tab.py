@@ -11,7 +11,7 @@ from playground.config import longest_branch, tree_lookup, tree_shape
 from playground.constraints.worker import Stopped
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
-from playground.metrics import cost_ratio, engine_seconds, identity_note, summarize
+from playground.metrics import cost_ratio, counted, engine_seconds, identity_note, summarize
 from playground.models.loading import NGRAM
 from playground.presets import Settings
 from playground.ui import live, plots, race, render
@@ -159,7 +159,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                        + [tree_view(snap.events)] + status(snap.phase))
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
-                note = f"measuring the target alone for comparison: {done} tokens so far"
+                note = f"measuring the target alone for comparison: {counted(done)} so far"
                 yield _between(snap, whole, note, render.committed_text(snap.baseline_events), first) + status(snap.phase)
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"

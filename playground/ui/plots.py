@@ -109,7 +109,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
                              name="tokens per pass", line=dict(dash="dash", color=PASS_COLOUR),
                              marker=dict(symbol="diamond", size=6)), secondary_y=False)
     untold = _untold(rows)
-    for group, name, colour in _noisy_groups(untold):  # too noisy to tell: its range, not a point of the line
+    for group, name, colour in _noisy_groups(untold):  # too noisy to tell: its interval, not a point of the line
         fig.add_trace(go.Scatter(x=[r[x] for r in group], y=[r["speedup_estimate"] for r in group], mode="markers",
                                  name=name, marker=dict(color=colour, symbol="circle-open", size=10),
                                  error_y=_range(group)), secondary_y=False)
@@ -129,7 +129,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
 
 def clear_best(rows: list[dict]) -> dict | None:
     """The row whose speedup was told and whose whole interval lies above every other row's (the
-    ranges of those too noisy to tell included); None where the intervals overlap, or with nothing to
+    intervals of those too noisy to tell included); None where the intervals overlap, or with nothing to
     be better than (a sweep stopped after its first point)."""
     told = [r for r in rows if r["speedup"] is not None]
     best = max(told, key=lambda r: r["speedup"], default=None)
@@ -143,8 +143,8 @@ MEASURED_COLOUR = "#dc2626"  # the calculator's measured runs
 def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = (),
                   k_sweep: list[dict] = ()) -> go.Figure:
     """Expected speedup vs k for the chosen acceptance and draft/target cost ratio; measured runs
-    (acceptance, k, speedup) as points, those too noisy to tell faint (estimate and range); the last
-    K sweep's rows as a measured line (its estimate where a point could not tell, with its range)."""
+    (acceptance, k, speedup) as points, those too noisy to tell faint (estimate and interval); the last
+    K sweep's rows as a measured line (its estimate where a point could not tell, with its interval)."""
     ks = list(range(1, 17))
     fig = go.Figure(go.Scatter(x=ks, y=[expected_speedup(acceptance, kk, cost_ratio) for kk in ks], mode="lines",
                                name=f"expected (α={acceptance:.2f}, c={round(cost_ratio, 3):g})"))  # c as its slider (0.025)
@@ -177,7 +177,7 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
         fig.add_trace(go.Bar(x=names, y=[r["speedup"] for r in rows], name="speedup (95% interval)",
                              marker_color=COLOURS["bonus"], error_y=_interval(rows)), secondary_y=False)
     for group, name, colour in _noisy_groups(_untold(rows)):  # in the same places, hatched: the estimate and the
-        # range it was not sure within (in the speedup's colour where that range is clear of 1x, else grey)
+        # 95% interval (in the speedup's colour where that interval is clear of 1x, else grey)
         fig.add_trace(go.Bar(x=[r["variant"] for r in group], y=[r["speedup_estimate"] for r in group], name=name,
                              marker=dict(color=colour, opacity=0.45, pattern=dict(shape="/")), error_y=_range(group)),
                       secondary_y=False)
@@ -194,8 +194,8 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
     return fig.update_layout(title="Draft comparison", **LAYOUT)
 
 
-UNTOLD = "speedup, too noisy (estimate, range)"  # short: a phone shows about 40 characters of a legend line
-ONE_SIDE = "speedup clear of 1x, noisy (range)"  # too noisy for one number, its whole range faster (or slower)
+UNTOLD = "speedup, too noisy (estimate, interval)"  # short: a phone shows about 40 characters of a legend line
+ONE_SIDE = "speedup clear of 1x, noisy (interval)"  # too noisy for one number, its whole interval faster (or slower)
 ACCEPTANCE = "acceptance rate (kept / proposed)"  # the tables' column; not α, the calculator's (kept / judged)
 PASS_COLOUR = "#7c3aed"  # tokens per target pass (the speedup blue, the acceptance green)
 

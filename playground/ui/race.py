@@ -4,6 +4,7 @@ import html
 from dataclasses import dataclass
 
 from playground.events import Prefill, Round
+from playground.metrics import counted
 
 REPLAY_S = 8.0  # the slower run replays in about this long, whatever it measured
 FRAME_S = 0.05  # one frame of the replay every 50 ms
@@ -64,7 +65,7 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
         text, done = ln.at(t)
         finished = done == len(ln.ends)
         share = len(text) / max(1, ln.length)
-        rate = f", {ln.tokens} tokens, {ln.tokens / ln.total:.1f} tok/s" if ln.tokens and ln.total > 0 else ""
+        rate = f", {counted(ln.tokens)}, {ln.tokens / ln.total:.1f} tok/s" if ln.tokens and ln.total > 0 else ""
         status = f"finished in {ln.total:.2f} s{rate}" if finished else f"{t:.2f} s"
         cards.append(f'<div class="race-lane" data-finished="{str(finished).lower()}">'
                      f'<div class="race-head"><b>{html.escape(ln.name)}</b><span>{status}</span></div>'
@@ -76,7 +77,7 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
     note = f"{pace}; the comparison's first measurement (the speedup card pools all of them, time per token)"
     counts = {ln.tokens for ln in race}
     if len(counts) > 1:  # sampled: the two texts differ, so do their lengths
-        note += ("; the runs wrote different texts, " + " and ".join(f"{ln.tokens} tokens" for ln in race)
+        note += ("; the runs wrote different texts, " + " and ".join(counted(ln.tokens) for ln in race)
                  + ": compare their tok/s, not who finishes first")
     return (f'<div class="race" id="race"><small>{html.escape(note)}</small><div class="race-lanes">{"".join(cards)}</div>'
             f'{_outcome(race, t)}</div>')

@@ -4,7 +4,7 @@ import html
 
 from playground.config import depths
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
-from playground.metrics import expected_tokens_per_round
+from playground.metrics import counted, expected_tokens_per_round
 
 COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS: "#2563eb", FORCED: "#6b7280"}
 MEANING = {
@@ -141,7 +141,7 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
 def _thinking(parts: list[str], tokens: int | None, still: bool) -> str:
     if not parts:
         return ""
-    summary = f"thinking… {tokens} tokens" if still else f"thought for {tokens} tokens (the constraint judges what follows)"
+    summary = f"thinking… {counted(tokens)}" if still else f"thought for {counted(tokens)} (the constraint judges what follows)"
     return (f'<details class="thinking" id="thinking"{" open" if still else ""}><summary>{summary}</summary>'
             f'{"".join(parts)}</details>')
 
@@ -187,7 +187,7 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
          + (f"; {stats['forced']} token{'s' * (stats['forced'] != 1)} forced by the constraint, written without one"
             if stats["forced"] else "")),
-        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{stats['generated_tokens']} token{'s' * (stats['generated_tokens'] != 1)} in {stats['wall_s']:.2f} s"),
+        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"),
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
         cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
@@ -254,7 +254,7 @@ def progress_note(message: str, final: bool = False) -> str:
 
 
 def stopped(tokens: int) -> str:
-    return (f'<span class="badge badge-stopped" id="stopped-badge">stopped after {tokens} tokens: the text, '
+    return (f'<span class="badge badge-stopped" id="stopped-badge">stopped after {counted(tokens)}: the text, '
             f'stats and charts are what the run had produced</span>')
 
 

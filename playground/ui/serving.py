@@ -370,10 +370,14 @@ def not_finite(call, path: str) -> tuple[int, str] | None:
     """(400, why) for NaN or an infinity (NaN, Infinity, 1e400: Python's JSON reads them) in a call's
     own fields: Gradio's answer to a field it cannot read echoes the value, which FastAPI cannot write
     as JSON: a 500 and a traceback. The inputs (a list in "data", /call/v2/'s named ones) are the
-    functions' own to check, and each says what it takes."""
-    if not isinstance(call, dict) or (called := CALLED.search(path)) and called.group(1):
+    functions' own to check, and each says what it takes. A body that is no object (`NaN`, `[NaN]`)
+    is read whole: Gradio refuses it, echoing it."""
+    if not isinstance(call, dict):
+        todo = [call]
+    elif (called := CALLED.search(path)) and called.group(1):
         return None
-    todo = [value for key, value in call.items() if key != "data" or not isinstance(value, list)]
+    else:
+        todo = [value for key, value in call.items() if key != "data" or not isinstance(value, list)]
     while todo:  # (a short body, or one within MAX_CONTAINERS and MAX_ITEMS)
         value = todo.pop()
         if isinstance(value, float) and not math.isfinite(value):
