@@ -12,12 +12,11 @@ from playground.constraints import drafts, worker
 from playground.constraints.grammar_size import check_grammar_size
 from playground.constraints.ref_loops import check_no_ref_loop
 from playground.constraints.ref_reading import check_refs_read_alike
-from playground.constraints.safety import check_pattern, check_schema_safe, check_sizes_first, depth, referenced
+from playground.constraints.safety import ANY_TYPE, check_pattern, check_schema_safe, check_sizes_first, depth, referenced
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
-TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")  # JSON Schema's type names
 
 KINDS = ("json", "regex", "grammar")
 SCHEMAS_KEPT = 16  # parsed schemas kept: a text of up to 1 MiB and its parse each
@@ -195,11 +194,11 @@ def _type_hint(error) -> str:
     if last is None or path[last + 1:last + 2] != ["type"]:
         return ""
     named = error.instance if isinstance(error.instance, list) else [error.instance]
-    wrong = next((name for name in named if isinstance(name, str) and name not in TYPES), None)
+    wrong = next((name for name in named if isinstance(name, str) and name not in ANY_TYPE), None)
     if wrong is None:
         return ""
-    close = difflib.get_close_matches(wrong, TYPES, n=1)
-    listed = "" if "'integer'" in error.message else f" (the types: {', '.join(TYPES)})"
+    close = difflib.get_close_matches(wrong, ANY_TYPE, n=1)
+    listed = "" if "'integer'" in error.message else f" (the types: {', '.join(sorted(ANY_TYPE))})"
     return f"; {wrong[:40]!r} is no type" + (f": did you mean {close[0]!r}?" if close else "") + listed
 
 

@@ -375,8 +375,7 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
         return f"**Not computed:** {refused}", None
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
-    best = max(range(1, RANGES["k"][1] + 1), key=lambda kk: expected_speedup(acceptance, kk, cost_ratio))
-    text = f"**{per_round:.2f}** tokens per target pass, expected speedup **{speed:.2f}x** ({_best_k(acceptance, best, cost_ratio)})"
+    text = f"**{per_round:.2f}** tokens per target pass, expected speedup **{speed:.2f}x** ({_best_k(acceptance, cost_ratio)})"
     told = [m for m in history or [] if m.get("speedup")]
     if untold := len(history or []) - len(told):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
@@ -387,8 +386,9 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
             plots.speedup_curve(acceptance, int(k), cost_ratio, history or [], sweep_rows))
 
 
-def _best_k(acceptance: float, best: int, cost_ratio: float) -> str:
+def _best_k(acceptance: float, cost_ratio: float) -> str:
     """The k the formula favours, or that none pays: below 1x speculation is slower than the target alone."""
+    best = max(range(1, RANGES["k"][1] + 1), key=lambda k: expected_speedup(acceptance, k, cost_ratio))
     if (top := expected_speedup(acceptance, best, cost_ratio)) < 1:
         return (f"no k pays for these numbers: the best, k = {best}, gives {top:.2f}x; the target alone is faster "
                 "(a higher acceptance or a cheaper draft is needed)")

@@ -309,8 +309,7 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
         call = _parsed(text)
         fn = _function(blocks, _fn_index(call), path)
-        return (odd_session(call) or not_finite(call, path) or misnamed_input(call, fn, path)
-                or unknown_function(call, fn, path)), fn
+        return _field_refusal(call, fn, path), fn
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
 
@@ -354,8 +353,12 @@ def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, obje
     if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
         return (400, "fn_index must be a whole number"), named
     fn = _function(blocks, fn_index, path)
-    return (overlong_value(call, fn) or odd_session(call) or not_finite(call, path) or misnamed_input(call, fn, path)
-            or unknown_function(call, fn, path)), fn
+    return overlong_value(call, fn) or _field_refusal(call, fn, path), fn
+
+
+def _field_refusal(call, fn, path: str) -> tuple[int, str] | None:
+    """The checks of a parsed call, short or long, past its values' bounds."""
+    return odd_session(call) or not_finite(call, path) or misnamed_input(call, fn, path) or unknown_function(call, fn, path)
 
 
 def odd_session(call) -> tuple[int, str] | None:
