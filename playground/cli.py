@@ -18,7 +18,7 @@ from playground.errors import PlaygroundError
 from playground.events import OPEN_END, RunResult
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
-from playground.metrics import counted, engine_seconds, first_difference
+from playground.metrics import counted, engine_seconds, first_difference, identity_note
 
 
 def cmd_generate(args) -> int:
@@ -224,13 +224,12 @@ def format_text(out: dict) -> str:
                      else f"-- INVALID: {out['validation_error']}")
         lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
     if "speedup_measure" in out:
-        same = {True: ", identical to the target alone",
-                False: f", DIFFERENT from the target alone from token {(out.get('first_difference') or 0) + 1}"}
+        greedy = "identical_to_baseline" in out  # (a sampled run's text is not compared)
+        same = identity_note(out["token_ids"], out["baseline"]["token_ids"], greedy) if greedy else ""
         m = out["speedup_measure"]
         told = "" if m["speedup"] is None else (f" over the target alone (95% interval, {m['blocks']} interleaved "
                                                 f"measurement{'s' * (m['blocks'] > 1)})")
-        lines.append(f"-- speedup {said(m['speedup'], m['low'], m['high'], m['side'])}{told}"
-                     + same.get(out.get("identical_to_baseline"), ""))
+        lines.append(f"-- speedup: {said(m['speedup'], m['low'], m['high'], m['side'])}{told}" + (f"; {same}" if same else ""))
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
             lines.append(f"-- too noisy for one number: {m['reason']}; about {m['estimate']:.2f}x")
     for sample in out.get("samples", [])[1:]:  # (the first is the text above) printed only in --json before

@@ -62,12 +62,15 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
                                 "--max-new-tokens", "9", "--baseline", "--json")[1])
     report["speedup_measure"] |= {"speedup": None, "estimate": 1.15, "side": "", "reason": "the ratio ranged 0.96-1.33x"}
     lines = format_text(report).splitlines()
-    assert lines[-2].startswith("-- speedup cannot tell") and "(" not in lines[-2] and "1.15" not in lines[-2]
+    assert lines[-2].startswith("-- speedup: cannot tell") and "(" not in lines[-2] and "1.15" not in lines[-2]
+    assert report["identical_to_baseline"] and lines[-2].endswith("; its text identical to the target alone's")  # the page's words
+    differs = format_text(report | {"token_ids": report["token_ids"][:2] + [-1]}).splitlines()[-2]
+    assert differs.endswith("; its text differs from the target alone's from token 3")
     assert lines[-1] == "-- too noisy for one number: the ratio ranged 0.96-1.33x; about 1.15x"
     report["speedup_measure"] |= {"side": "faster", "low": 1.16, "high": 2.79}  # all of it above 1x: the range, no number
-    assert format_text(report).splitlines()[-2].startswith("-- speedup faster, 1.16-2.79x")
+    assert format_text(report).splitlines()[-2].startswith("-- speedup: faster, 1.16-2.79x")
     report["speedup_measure"] |= {"speedup": 1.04, "low": 0.98, "high": 1.09}  # told, and its interval holds 1x
-    assert format_text(report).splitlines()[-1].startswith("-- speedup no clear difference, 1.04x (0.98-1.09x) over the target alone")
+    assert format_text(report).splitlines()[-1].startswith("-- speedup: no clear difference, 1.04x (0.98-1.09x) over the target alone")
 
 
 def test_the_ran_with_line_names_the_tree_and_the_policy():
