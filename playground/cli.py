@@ -125,11 +125,12 @@ def cmd_bench(args) -> int:
         for t in temperatures:
             session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
                              **tree_fields(args.tree))
-    at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations")
+    at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations",
+            " (PLAYGROUND_MAX_SWEEP_VALUES)")
     if args.repeat < 1 or args.num_prompts < 1:
         raise PlaygroundError("--repeat and --num-prompts must be >= 1")
-    at_most(args.repeat, MAX_REPEAT, "--repeat")
-    at_most(args.num_prompts, MAX_SWEEP_PROMPTS, "--num-prompts")
+    at_most(args.repeat, MAX_REPEAT, "--repeat", " (PLAYGROUND_MAX_REPEAT)")
+    at_most(args.num_prompts, MAX_SWEEP_PROMPTS, "--num-prompts", " (PLAYGROUND_MAX_SWEEP_PROMPTS)")
     out_dir = writable_dir(args.out) if args.out else None
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())

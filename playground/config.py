@@ -56,8 +56,8 @@ class SpecConfig:
         if not 1 <= self.k <= MAX_K:
             raise PlaygroundError(f"k must be between 1 and {MAX_K}, got {self.k}")
         if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
-            raise PlaygroundError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this host, "
-                                  f"got {self.max_new_tokens}")
+            raise PlaygroundError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this host "
+                                  f"(PLAYGROUND_MAX_NEW_TOKENS), got {self.max_new_tokens}")
         if not 0 <= self.seed <= MAX_SEED:
             raise PlaygroundError(f"seed must be between 0 and 2^63 - 1, got {self.seed}")
         if self.policy not in POLICIES:

@@ -32,7 +32,7 @@ def gen(saved_pair, *args) -> list[str]:
     (["--temperature", "1e308"], "temperature must be 0"),
     (["--temperature", "1e-45"], "temperature must be 0"),
     (["--temperature", "nan"], "temperature must be 0"),
-    (["--max-new-tokens", "1000000000"], "max new tokens must be between"),
+    (["--max-new-tokens", "1000000000"], "max new tokens must be between 1 and 2048 on this host (PLAYGROUND_MAX_NEW_TOKENS)"),
     (["--num-samples", "10000"], "--num-samples is 10000"),
     (["--schema", "false"], "the schema `false` allows no value at all"),  # JSON, not a file name
     (["--schema", '{"items":' * 99 + "{}" + "}" * 99], "nested more than"),
@@ -97,7 +97,7 @@ def test_bench_out_must_be_writable(capsys, saved_pair, tmp_path):
     assert "more than this host allows" in err
     err = one_line_error(capsys, "bench", "--target", str(target), "--draft", str(draft), "--k", "1,2,3,4,5",
                          "--temperature", "0,0.5,1,1.5")
-    assert "combinations" in err
+    assert "combinations is 20, more than this host allows (16) (PLAYGROUND_MAX_SWEEP_VALUES)" in err
 
 
 @pytest.fixture(scope="module")
