@@ -3,6 +3,7 @@ import csv
 import functools
 import html
 import json
+import pathlib
 import re
 import time
 import urllib.parse
@@ -880,6 +881,21 @@ def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
     constrained = run_preset("demo-json", tree="2,2")[-1]  # each node under its own path's constraint state
     report = json.loads(open(constrained[10]["value"]).read())
     assert report["valid"] is True and report["identical_to_baseline"] is True and "nodes verified" in constrained[-2]
+
+
+def test_a_share_links_model_is_not_looked_for_on_disk(tmp_path, monkeypatch):
+    """A link's target was tested for a feature draft's folder (its config.json read, unbounded) before
+    the presets' models were checked: any path was read, and the notice told whether such a folder was there."""
+    (tmp_path / "config.json").write_text(json.dumps({"playground_feature_draft": True}))
+    read, read_text = [], pathlib.Path.read_text
+    monkeypatch.setattr(pathlib.Path, "read_text", lambda self, *a, **k: (
+        read.append(self) if tmp_path in self.parents else None) or read_text(self, *a, **k))
+    got, notices = from_query({"preset": "demo", "target": str(tmp_path), "draft": str(tmp_path)}, allow_custom=False)
+    assert not read and got.target == "demo-target" and got.draft == page_inputs.PRESETS["demo"].draft
+    assert notices == [f"ignored {key}={str(tmp_path)!r}: this host only runs the models of its presets" for key in ("target", "draft")]
+    monkeypatch.undo()  # a host that runs custom models is told a feature draft is no target
+    _, notices = from_query({"preset": "demo", "target": str(tmp_path)}, allow_custom=True)
+    assert notices == [f"ignored target={str(tmp_path)!r}: a way of drafting, not a model that writes on its own"]
 
 
 def test_a_share_link_carries_the_tree():

@@ -150,15 +150,14 @@ def _one_constraint(parsed: dict, notices: list[str]) -> None:
 
 def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list[str]) -> None:
     """Only models that some preset uses may come from a link, unless the host opts in; never a way
-    of drafting (prompt lookup, a cascade, a feature draft) as the target."""
-    if "target" in parsed and is_way_of_drafting(parsed["target"]):
-        notices.append(f"ignored target={parsed.pop('target')!r}: a way of drafting, not a model that writes on its own")
-    if allow_custom:
-        return
+    of drafting (prompt lookup, a cascade, a feature draft) as the target. The presets' models are
+    checked first: telling a feature draft looks for its folder, which a link must not make it do."""
     known = hosted_models(presets)
     for key in ("target", "draft"):
-        if key in parsed and parsed[key] not in known:
+        if not allow_custom and key in parsed and parsed[key] not in known:
             notices.append(f"ignored {key}={parsed.pop(key)!r}: this host only runs the models of its presets")
+    if "target" in parsed and is_way_of_drafting(parsed["target"]):
+        notices.append(f"ignored target={parsed.pop('target')!r}: a way of drafting, not a model that writes on its own")
 
 
 def _preset_defaults(name: str) -> Settings | None:
