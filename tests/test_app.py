@@ -150,9 +150,41 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings.tree, settings.policy = "1,2", "fixed"  # a k sweep of a token tree measured one setting again and again (k unused)
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "1,2", "def f():", *page_inputs.inputs_from_settings(settings)))
     assert len(refused) == 1 and "k changes nothing with a token tree (1,2: it sets each round&#x27;s drafts)" in refused[0][0]
+    settings.tree = "2,2/6"  # a value its settings refuse: told before the models load, not midway (the first measured)
+    for typed, said in (("0,0.005", "temperature = 0.005: temperature must be 0 (greedy) or between 0.01"),
+                        ("0,0.7", "temperature = 0.7: a dynamic tree is for greedy decoding")):
+        refused = list(experiments_tab.run_sweep(None, QUIET, "temperature", typed, "def f():", *page_inputs.inputs_from_settings(settings)))
+        assert len(refused) == 1 and said in html.unescape(refused[0][0])
+    settings.tree = "1,2"  # ways of drafting a tree cannot take: a row each saying why, none loaded nor measured
+    compared = list(experiments_tab.run_comparison(None, QUIET, ["prompt lookup", "adaptive: schedule"], "def f():",
+                                                   *page_inputs.inputs_from_settings(settings)))[-1]
+    assert [row[0] for row in compared[1]["data"]] == ["prompt lookup", "adaptive: schedule"]
+    notes = [row[compared[1]["headers"].index("note")] for row in compared[1]["data"]]
+    assert notes == ["not run: a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)",
+                     "not run: a token tree runs with the fixed draft policy for now"]
     settings.tree, settings.draft = "", "ngram"
     refused = list(experiments_tab.run_comparison(None, QUIET, ["draft model"], "def f():", *page_inputs.inputs_from_settings(settings)))
     assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 2
+
+
+def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
+    """An error at the second value (here the host's constraint bound, forced) returned before the CSV
+    was written: the first value's measurement, minutes on a CPU, could not be downloaded."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens = 8
+    calls, measured = [], sweeps.measured
+
+    def failing_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise PlaygroundError("this run spent 31 s of CPU on its constraint, more than this host allows (30 s)")
+        return measured(*args, **kwargs)
+    monkeypatch.setattr(sweeps, "measured", failing_second)
+    status, table, chart, csv_path, _ = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def f():",
+                                                                       *page_inputs.inputs_from_settings(settings)))[-1]
+    assert "more than this host allows (30 s)" in status
+    assert [row[0] for row in table.value["data"]] == [1]
+    assert chart is not None and [row[0] for row in csv.reader(open(csv_path))] == ["k", "1"]
 
 
 def test_links_and_presets_stay_inside_what_the_sliders_show():

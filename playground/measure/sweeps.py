@@ -47,13 +47,19 @@ def parse_values(text: str, kind=float) -> list:
     return values
 
 
-def check_axis(axis: str, cfg: SpecConfig) -> None:
-    """A k sweep with a token tree set measured one setting again and again (the tree sets each round's
-    drafts; k goes unused), its chart of k drawn from nothing (a fresh-eyes pass). Checked before the
-    models load (sweep() is a generator: a check there ran only once they had)."""
+def check_axis(axis: str, cfg: SpecConfig, values: list) -> None:
+    """Refuse a sweep before the models load (sweep() is a generator: a check there ran only once they
+    had): a k sweep with a token tree set measured one setting again and again (the tree sets each
+    round's drafts; k goes unused), its chart of k drawn from nothing (a fresh-eyes pass); a value its
+    settings refuse (temperature 0.005, or above 0 with a dynamic tree) ended the sweep midway."""
     if axis == "k" and cfg.tree:
         raise PlaygroundError(f"k changes nothing with a token tree ({tree_text(cfg)}: it sets each round's drafts): "
                               "clear the token tree (Playground, Advanced) to sweep k, or sweep the temperature")
+    for value in values:
+        try:
+            _with(cfg, axis, value)
+        except PlaygroundError as exc:
+            raise PlaygroundError(f"{axis} = {value}: {exc}") from None
 
 
 def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
@@ -161,10 +167,12 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
         if halted():
             return
         draft_id, policy = (v.format(draft=model) for v in VARIANTS[name])
-        run_cfg = dataclasses.replace(cfg, policy=policy)
-        try:
+        try:  # a way these settings or this draft cannot draft (a token tree adaptive or by prompt lookup,
+            run_cfg = dataclasses.replace(cfg, policy=policy)  # a feature draft under a cascade): a row says so
+            if cfg.tree:
+                session.check_tree_drafter(draft_id)
             pair = session.load_pair(target, draft_id, progress=progress)
-        except PlaygroundError as exc:  # a way this draft cannot draft (a feature draft under a cascade)
+        except PlaygroundError as exc:
             rows.append(_unavailable(name, draft_id, policy, str(exc)))
             yield rows
             continue

@@ -142,12 +142,17 @@ def ending_ids(pair: Pair, constrained=None) -> frozenset[int]:
 
 def check_tree(pair: Pair, target: ModelRunner, draft: ModelRunner | None) -> None:
     """What a token tree needs for now: a draft model (token or feature), both models on full-attention caches."""
-    if pair.draft is None or pair.cascade:
-        raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)")
+    check_tree_drafter(pair.draft_id)
     for name, runner in ((pair.target_id, target), (pair.draft_id, draft)):
         if not runner.takes_trees:
             raise PlaygroundError(f"'{name}' has sliding-window layers, whose cache cannot keep one branch "
                                   "of a tree: use a chain")
+
+
+def check_tree_drafter(draft_id: str) -> None:
+    """A token tree is drafted by a draft model: refused for prompt lookup or a cascade before any model loads."""
+    if draft_id == loading.NGRAM or draft_id.startswith(loading.CASCADE):
+        raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)")
 
 
 def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, cfg: SpecConfig):

@@ -33,6 +33,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop (or the
     host's time limit, a closed page, a run waiting for the device: Halt) ends it where it is, with the
     rows measured whole so far."""
+    measured = []  # the rows measured whole, as the engine thread made them (the page may not have had the newest)
     try:
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
@@ -40,10 +41,10 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         settings = settings_to_run(*values)
         values_list = sweep_values("k" if axis == "k" else "temperature", values_text)
         cfg, spec = live.checked_config(settings)
-        sweeps.check_axis(axis, cfg)
+        sweeps.check_axis(axis, cfg, values_list)
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(values_list), prompts, settings)
-        rows, pace, halt = [], Pace(), Halt(request, "sweep")
+        pace, halt = Pace(), Halt(request, "sweep")
         yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), _sweep_table([], axis),
                None, None, gr.skip())
 
@@ -51,19 +52,21 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
             prompt_ids = [live.encode(pair, settings, p) for p in prompts]
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
-            yield from sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint,
-                                    halted=halt.checker(stop))
+            for rows in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint, halted=halt.checker(stop)):
+                measured[:] = rows
+                yield rows
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows))})" if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
-    except (PlaygroundError, ValueError) as exc:
-        yield experiment_error(exc, 4)
+    except (PlaygroundError, ValueError) as exc:  # the values measured whole before it stay downloadable
+        yield experiment_error(exc, 4) if not measured else [
+            experiment_error(exc, 0)[0], _sweep_table(measured, axis), plots.sweep_chart(measured, axis),
+            _sweep_csv(measured, axis, settings), gr.skip()]
         return
     finally:
         forget_stop(request, "sweep")
-    about = {k: v for k, v in measured_with(settings).items() if k not in sweeps.COLUMNS}  # k, temperature: columns
-    csv_path = write_download(lambda f: f.write(sweeps.to_csv(rows, about)), f"sweep-{axis}-", ".csv")
+    csv_path = _sweep_csv(rows, axis, settings)
     done = f"{_done_or_stopped(rows, values_list, halt)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield (render.progress_note(done, final=True), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), csv_path,
            k_sweep_points(rows, settings) if axis == "k" else gr.skip())
@@ -120,6 +123,12 @@ def experiment_buttons(job: str):
 def sweep_wrote_csv(status: str) -> bool:
     """Whether a sweep's last status is its end (done or stopped, its CSV written), not a refusal."""
     return isinstance(status, str) and status.startswith('<div class="progress-note"')
+
+
+def _sweep_csv(rows: list[dict], axis: str, settings) -> str:
+    """The download of a sweep's rows, with the settings they were measured with."""
+    about = {k: v for k, v in measured_with(settings).items() if k not in sweeps.COLUMNS}  # k, temperature: columns
+    return write_download(lambda f: f.write(sweeps.to_csv(rows, about)), f"sweep-{axis}-", ".csv")
 
 
 def experiment_error(exc: Exception, outputs: int) -> list:
