@@ -210,3 +210,15 @@ def test_a_compiled_run_takes_caches_that_finished_runners_left_in_a_cycle(targe
     finally:
         gc.enable()
     assert isinstance(target_runner, StaticRunner)
+
+
+def test_runs_sharing_the_device_each_get_compiled_runners_for_both_sides(target, noisy_draft, tokenizer, monkeypatch):
+    """With PLAYGROUND_CONCURRENCY 2, a second run's target alone found the target's two caches held
+    (the first run's sides) and ran eager: its speedup set compiled speculation against an eager target."""
+    from playground import limits
+    monkeypatch.setattr(limits, "CONCURRENCY", 2)
+    pair = tiny.make_pair(target, noisy_draft, tokenizer)
+    cfg = session.settings(k=2, max_new_tokens=8, compile=True)
+    held = [session.runners(pair, 6, cfg, speculative) for _ in range(2) for speculative in (True, False)]
+    assert all(isinstance(runner, StaticRunner) for runners in held for runner in runners if runner is not None)
+    assert not isinstance(session.runners(pair, 6, cfg, False)[0], StaticRunner)  # past them: eager, as before

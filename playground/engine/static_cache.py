@@ -1,4 +1,5 @@
-"""Static KV caches kept for the life of a model, at most two per capacity, each with one write pointer.
+"""Static KV caches kept for the life of a model, at most two per capacity for each run sharing the
+device, each with one write pointer.
 
 transformers' StaticCache gives every layer its own write pointer (`cumulative_length`) that each
 pass advances in place: moving a cache back means one kernel per layer, and a CUDA graph that ran
@@ -12,14 +13,16 @@ after the query's own position. Everything here is made in inference mode, like 
 uses it (an inference tensor cannot be updated in place outside inference mode).
 
 A model's caches are made once per capacity and kept on the model (CUDA graphs captured on them
-hold their buffers' addresses): two per capacity, for a speculative run and the target alone
-interleaved beside it; a run borrows one, and a third run wanting one while both are held gets
-None (the caller then runs eager on a cache of its own)."""
+hold their buffers' addresses): two per capacity for each run sharing the device, a speculative run
+and the target alone interleaved beside it; a run borrows one, and a run wanting one while all are
+held gets None (the caller then runs eager on a cache of its own)."""
 import threading
 import weakref
 
 import torch
 from transformers.cache_utils import Cache, StaticLayer
+
+from playground import limits
 
 
 class PointerLayer(StaticLayer):
@@ -71,18 +74,22 @@ class PointerCache(Cache):
             self.pointer.fill_(length)
 
 
-MAX_CACHES = 2  # per model and capacity: a speculative run and the target alone interleaved beside it
+def max_caches() -> int:
+    """Caches per model and capacity: a speculative run and the target alone interleaved beside it, for
+    each run the host lets share the device (with fewer, a comparison's second side found both held and
+    ran eager, and its speedup set compiled against eager)."""
+    return 2 * limits.CONCURRENCY
 
 
 def borrow_cache(model: torch.nn.Module, capacity: int, owner) -> PointerCache | None:
     """A cache of this capacity for `owner` until `owner` is freed or gives it back: the first of
     the model's caches no live owner holds, or a new one (made once, then kept); None when
-    MAX_CACHES are all held."""
+    max_caches() are all held."""
     with BORROWING:  # two runs starting at once must not take the same cache
         caches = model.__dict__.setdefault("_playground_caches", {}).setdefault(capacity, [])
         cache = next((c for c in caches if c.owner is None or c.owner() in (None, owner)), None)
         if cache is None:
-            if len(caches) >= MAX_CACHES:
+            if len(caches) >= max_caches():
                 return None
             cache = PointerCache(model, capacity)
             caches.append(cache)
