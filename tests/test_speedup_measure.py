@@ -182,6 +182,17 @@ def test_a_block_stops_where_it_is_with_both_sides_level(target, noisy_draft, to
     assert again.spec.tokens == again.base.tokens == 40
 
 
+def test_a_compiled_warm_up_uses_the_measured_runs_cache(tokenizer):
+    """The warm-up ran for 4 new tokens: a compiled run's cache size follows its max new tokens (a
+    power of two on a CPU), so it compiled graphs and kept a cache (for the models' life) of a size
+    the measured runs never used."""
+    target = tiny.tiny_model(vocab=len(tokenizer), seed=3)  # (its own: caches are kept on the model)
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, 0.1), tokenizer, eos_ids=[])
+    ids = tokenizer(PROMPT).input_ids
+    engine_block(pair, [ids], session.settings(k=2, max_new_tokens=300, compile=True), warm=True)
+    assert set(target.__dict__["_playground_caches"]) == {512}  # the runs' (prompt, 300 new, k + 2); 256 was the warm-up's
+
+
 def test_stop_also_ends_the_target_alones_tail(monkeypatch):
     """The speculative run over (an early EOS), the target alone goes on alone: Stop ends that too."""
     from playground.measure import speedup

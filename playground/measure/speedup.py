@@ -24,7 +24,6 @@ caller does between rounds (rendering, streaming) never counts.
 
 Callers with opaque runs (bench's transformers rows) build their blocks from `Timed` parts
 themselves: a whole run is then one part."""
-import dataclasses
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -210,14 +209,16 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
                  should_stop: Callable[[], bool] = lambda: False) -> Callable[[], Block]:
     """A maker of blocks: each prompt's speculative run and the target alone, interleaved round by
     round, one prompt after the other (runs never hold the models' caches at once). With `warm`,
-    both run once for 4 tokens first, so one-time costs stay out of every block. Once
+    both run once until the speculative side has written WARM_TOKENS, so one-time costs stay out of
+    every block (with the run's own settings: a compiled run's cache size follows its max new tokens,
+    and a shorter warm-up compiled graphs and kept a cache of a size the blocks never use). Once
     `should_stop()` is true a block ends where it is (callers do not count a block cut short)."""
-    def run(block: Block, ids: list[int], run_cfg) -> None:
-        guides = [session.new_guide(constraint, run_cfg) for _ in range(2)]
-        spec, base = (session.generate(pair, ids, run_cfg, side, guide) for side, guide in zip((True, False), guides))
+    def run(block: Block, ids: list[int], enough: Callable[[int], bool] = lambda written: False) -> None:
+        guides = [session.new_guide(constraint, cfg) for _ in range(2)]
+        spec, base = (session.generate(pair, ids, cfg, side, guide) for side, guide in zip((True, False), guides))
         seen = {"spec": [], "base": []}
         for side, event in interleave(spec, base):
-            if should_stop():
+            if should_stop() or enough(sum(map(_tokens, seen["spec"]))):
                 spec.close(), base.close()
                 break
             seen[side].append(event)
@@ -228,11 +229,14 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
         for ids in prompts:
             if should_stop():
                 break
-            run(made, ids, cfg)
+            run(made, ids)
         return made
     if warm and prompts:
-        run(Block(Timed(), Timed()), prompts[0], dataclasses.replace(cfg, max_new_tokens=min(4, cfg.max_new_tokens)))
+        run(Block(Timed(), Timed()), prompts[0], lambda written: written >= WARM_TOKENS)
     return block
+
+
+WARM_TOKENS = 4  # a warm-up's speculative side (the target alone beside it as far)
 
 
 def _tokens(event) -> int:
