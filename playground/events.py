@@ -39,7 +39,7 @@ class Round:
     target_s: float
     wall_s: float
     finish_reason: str | None = None  # set on the last round: "eos", "length", ...
-    k: int = 0  # the draft length asked for this round
+    k: int = 0  # the draft length asked for this round, at most the token budget left less one
     stop_reason: str = ""  # why drafting stopped early (adaptive K), empty when it drafted k
     tree: dict | None = None  # a token tree's round: its node tokens, parents (-1: root) and accepted path
 

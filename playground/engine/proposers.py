@@ -85,7 +85,8 @@ class DraftModelProposer:
         return tokens, probs, passes, ""
 
     def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
-        # The cache holds seq + the first k-1 drafts; of those, the first n_accepted are now committed.
+        # The cache holds seq + the drafts fed back (k-1, or all t after an early stop); the first
+        # n_accepted of them are now committed.
         self.runner.crop(min(self.runner.length, len(self.seq) + n_accepted))
         self.seq.extend(new_tokens)
         self.runner.follow_target()

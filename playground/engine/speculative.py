@@ -83,7 +83,7 @@ def speculate(target: ModelRunner, proposer, prompt: list[int], cfg: SpecConfig,
 @torch.inference_mode()
 def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: set[int]) -> Round:
     clock, guide, started = run.clock, run.ctx.guide, time.perf_counter()
-    events = _forced(proposer, run, eos_ids) if guide is not None else []
+    events = _forced(proposer, run) if guide is not None else []
     if run.budget == 0 or (events and events[-1].token_id in eos_ids):
         finish = "eos" if events[-1].token_id in eos_ids else "length"
         return _round_event(run, events, 0, 0, None, 0.0, 0.0, started, finish, 0)
@@ -127,7 +127,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     return event
 
 
-def _forced(proposer, run: _Run, eos_ids) -> list[TokenEvent]:
+def _forced(proposer, run: _Run) -> list[TokenEvent]:
     """Commit the tokens the grammar forces, without drafting (the target reads them in its next pass)."""
     forced = run.ctx.guide.forced(run.budget)
     if forced:

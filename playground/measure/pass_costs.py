@@ -1,4 +1,4 @@
-"""What one model pass costs: the median seconds of a draft pass and of a target verify pass per
+"""What one model pass costs: the mean seconds of a draft pass and the median of a target verify pass per
 width, at a realistic context, measured the way decoding alternates the two models. bench uses
 them to tell how much of a run's time is model passes (its efficiency column)."""
 import statistics
@@ -15,7 +15,7 @@ from playground.models.loading import Pair
 @torch.inference_mode()
 def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, burst: int = 4,
                        compiled: bool = False) -> dict:
-    """Median seconds of one draft pass (1 token) and of a target verify pass per width, at a
+    """Mean seconds of one draft pass (1 token) and median of a target verify pass per width, at a
     realistic context length, with the same runners (and thread settings) the engine uses. The
     passes alternate as in decoding: each verify pass follows a burst of draft passes and each
     burst follows a verify pass, so neither model finds its weights in a cache the other has just
