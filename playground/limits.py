@@ -32,7 +32,8 @@ MAX_SAMPLES = _env_int("PLAYGROUND_MAX_SAMPLES", 64)  # generate --num-samples
 MAX_SWEEP_VALUES = _env_int("PLAYGROUND_MAX_SWEEP_VALUES", 16)  # values of one sweep (and bench --k x --temperature)
 MAX_SWEEP_PROMPTS = _env_int("PLAYGROUND_MAX_SWEEP_PROMPTS", 32)
 MAX_REPEAT = _env_int("PLAYGROUND_MAX_REPEAT", 20)  # bench --repeat
-# One experiment of the page (a sweep, Compare drafts): its points x prompts x max new tokens, and its
+# One experiment of the page (a sweep, Compare drafts): its points x prompts x max new tokens (the tokens it
+# asks for; each is written by both sides, up to four measurements, so the time bound holds the rest), and its
 # time (it goes on when its caller has gone, holding the device from everyone else).
 MAX_EXPERIMENT_TOKENS = _env_int("PLAYGROUND_MAX_EXPERIMENT_TOKENS", 32_768)
 EXPERIMENT_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SECONDS", 900)
