@@ -2,15 +2,23 @@
 on time here; those live in BENCHMARKS.md) and its greedy rows agree on the tokens."""
 import json
 
+from playground import session
 from playground.measure import bench
 from playground.cli import main
 from tests import tiny
 
 
+def smoke(pair, prompts: list[list[int]]) -> list[dict]:
+    """A bench small enough for a test (seconds): every method once at k=4, greedy, 24 tokens."""
+    cfg = session.settings(k=4, max_new_tokens=24)
+    pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
+    return bench.bench_setting(pairs, prompts[:2], cfg, 1, bench.available_methods(pair, cfg), None)
+
+
 def test_smoke_every_method(target, noisy_draft, tokenizer):
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     prompts = [tokenizer("def walk(path):\n    for name in ").input_ids, tokenizer("x = [1, 2, 3]\ny = [").input_ids]
-    rows = bench.smoke(pair, prompts)
+    rows = smoke(pair, prompts)
     assert [r["method"] for r in rows] == list(bench.METHODS)
     for row in rows:
         assert row["tokens_per_s"] > 0 and row["identical"] is True, row
@@ -74,7 +82,7 @@ def test_transformers_rows_ignore_the_models_own_generation_config(target, noisy
     saved = target.generation_config.repetition_penalty, noisy_draft.generation_config.num_assistant_tokens
     target.generation_config.repetition_penalty = 3.0
     try:
-        rows = bench.smoke(pair, [tokenizer("x = [1, 2, 3]\ny = [").input_ids])
+        rows = smoke(pair, [tokenizer("x = [1, 2, 3]\ny = [").input_ids])
     finally:
         target.generation_config.repetition_penalty = saved[0]
     assert all(row["identical"] is True for row in rows), rows

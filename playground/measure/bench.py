@@ -301,11 +301,3 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
 
 def ngram_pair(pair: Pair) -> Pair:
     return dataclasses.replace(pair, draft=None, draft_id=NGRAM)
-
-
-def smoke(pair: Pair, prompts: list[list[int]]) -> list[dict]:
-    """A run small enough for CI (seconds): every method once at k=4, greedy, 24 tokens."""
-    cfg = session.settings(k=4, max_new_tokens=24)
-    pairs = {"draft": pair, "ngram": ngram_pair(pair)}
-    return bench_setting(pairs, prompts[:2], cfg, 1, available_methods(pair, cfg), None)
-
