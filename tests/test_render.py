@@ -19,6 +19,12 @@ def test_stream_text_is_escaped():
     assert "<img" not in html and "&lt;img" in html
 
 
+def test_an_errors_quoted_command_is_code_and_the_rest_stays_text():
+    """'Pre-download it ...: `hf download Qwen/Qwen3-8B`' showed its backticks on the page."""
+    shown = render.error("offline. Pre-download it: `hf download Qwen/Qwen3-8B`; the schema `<b>` `", "model")
+    assert shown.endswith("Pre-download it: <code>hf download Qwen/Qwen3-8B</code>; the schema <code>&lt;b&gt;</code> `</div>")
+
+
 def test_the_theory_card_is_shown_only_for_draft_models():
     from playground.metrics import summarize
     from playground.ui.render import metrics

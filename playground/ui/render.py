@@ -1,6 +1,7 @@
 """Events -> HTML for the UI: the colour-coded token stream with hover details, the legend, and the
 live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
+import re
 
 from playground.config import depths
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
@@ -238,8 +239,10 @@ def warning(message: str) -> str:
 
 
 def error(message: str, where: str) -> str:
-    """A user error, shown once next to the input it is about."""
-    return f'<div class="field-error" id="{where}-error" role="alert">{html.escape(message)}</div>'
+    """A user error, shown once next to the input it is about; its `quoted` parts (a command to run,
+    a schema's text) as code, as the CLI's reader takes them."""
+    text = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(message))
+    return f'<div class="field-error" id="{where}-error" role="alert">{text}</div>'
 
 
 def pointer(place: str) -> str:
