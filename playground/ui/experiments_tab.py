@@ -337,7 +337,7 @@ def _outside_calculator_ranges(*values) -> str:
         if not number or not low <= value <= high or (name == "k" and not float(value).is_integer()):
             whole = " a whole number" if name == "k" else ""
             typed_as = "empty" if value is None or value == "" else render.md_escape(str(value)[:40])
-            return f"the {name} must be{whole} between {low} and {high}, not {typed_as}"
+            return f"{'k' if name == 'k' else f'the {name}'} must be{whole} between {low} and {high}, not {typed_as}"
     return ""
 
 

@@ -9,6 +9,7 @@ import urllib.parse
 from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
+from playground.measure.sweeps import NUMBERS
 from playground.models.loading import is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, hosted_models
 
@@ -25,7 +26,11 @@ def whole_number(lo, hi):
 
 
 def number(lo, hi):
-    return lambda v: _ranged(float(v), lo, hi)
+    def parse(v: str) -> float:
+        if not NUMBERS[float].fullmatch(v.strip()):  # float() also reads 'nan', '1_0', '٤' (and said "could not convert")
+            raise ValueError("must be a number in ASCII digits, such as 0.7")
+        return _ranged(float(v), lo, hi)
+    return parse
 
 
 def _ranged(v, lo, hi):
