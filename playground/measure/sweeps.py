@@ -171,6 +171,9 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
             run_cfg = dataclasses.replace(cfg, policy=policy)  # a feature draft under a cascade): a row says so
             if cfg.tree:
                 session.check_tree_drafter(draft_id)
+            if draft_id == f"ngram+{model}" and session.reads_features(model):  # (loading's words name 'ngram+', never typed here)
+                raise PlaygroundError(f"a cascade feeds prompt lookup's guesses to a token draft; '{model}' reads the "
+                                      "target's features instead")
             pair = session.load_pair(target, draft_id, progress=progress)
         except PlaygroundError as exc:
             rows.append(_unavailable(name, draft_id, policy, str(exc)))

@@ -149,6 +149,11 @@ def check_tree(pair: Pair, target: ModelRunner, draft: ModelRunner | None) -> No
                                   "of a tree: use a chain")
 
 
+def reads_features(draft_id: str) -> bool:
+    """Whether this draft is a feature draft (it reads the target's hidden states, not tokens)."""
+    return draft_id != loading.NGRAM and not draft_id.startswith(loading.CASCADE) and loading.is_way_of_drafting(draft_id)
+
+
 def check_tree_drafter(draft_id: str) -> None:
     """A token tree is drafted by a draft model: refused for prompt lookup or a cascade before any model loads."""
     if draft_id == loading.NGRAM or draft_id.startswith(loading.CASCADE):
