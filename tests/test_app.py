@@ -135,10 +135,10 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert columns["target"] == "demo-target" and columns["draft"] == "demo-draft" and columns["max_new_tokens"] == "12"
     assert float(columns["speedup_estimate"]) > 0 and columns["verdict"]  # estimate a noisy row leaves out of its speedup
     line = experiments_tab.settings_line(*inputs)  # the Experiments tab says what it runs with
-    assert "Runs with demo-target and the draft demo-draft: k 4, temperature 0, 12 new tokens." in line
+    assert "Runs with demo-target and the draft demo-draft: k 4, temperature 0, 12 new tokens (a sweep sets the one it sweeps)." in line
     settings.regex, settings.policy = "<b>[0-9]+", "schedule"
     line = experiments_tab.settings_line(*page_inputs.inputs_from_settings(settings))
-    assert "policy schedule, a regex." in line and "<b>" not in line
+    assert "policy schedule, a regex (a sweep" in line and "<b>" not in line
     assert experiments_tab.settings_line(*inputs[:3], "many", *inputs[4:]) == ""  # a value the page cannot hold: nothing
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "x\n" * 400_000, *inputs))  # bounded before it is split
     assert "the prompts' length (characters) is 800000, more than this host allows" in html.unescape(refused[0][0])
@@ -853,7 +853,7 @@ def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monk
     for job, experiment, args, total, what in (
             ("sweep", experiments_tab.run_sweep, ("k", "1,2,3", "def f(x):"), 3, "values of k"),
             ("compare_drafts", experiments_tab.run_comparison, (["draft model", "prompt lookup"], "def f(x):"), 2, "ways of drafting")):
-        start, stop = experiments_tab.experiment_buttons(job)
+        start, stop, _ = experiments_tab.experiment_buttons(job, 0)
         files.request_stop(Request(), job)  # a Stop pressed after the last one ended...
         start(Request())  # ...is forgotten when the experiment is asked for
         files.request_stop(Request(), "run")  # the Playground's Stop is not this experiment's

@@ -156,10 +156,13 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.locator("#sweep-csv")).to_be_hidden()  # nothing to download yet
     page.get_by_role("button", name="Run sweep").click()
     expect(page.locator("#sweep-stop")).to_be_enabled(timeout=30_000)  # Stop acts while the sweep runs
+    expect(page.get_by_label("Values")).to_be_disabled()  # what it measures is held (an axis switched midway
+    expect(page.get_by_role("radio", name="temperature")).to_be_disabled()  # showed k's values above a temperature sweep)
     page.wait_for_function("document.querySelectorAll('#sweep-table tbody tr').length >= 1", timeout=120_000)
     expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"measuring k = \d \(\d of 3(; about [^)]+ a point so far)?\)|done"))
     expect(page.locator("#experiment-progress")).to_contain_text("done: 3 values of k", timeout=120_000)
     expect(page.locator("#sweep-stop")).to_be_disabled(timeout=15_000)
+    expect(page.get_by_label("Values")).to_be_enabled()
     expect(page.locator("#sweep-csv")).to_be_visible()
     expect(page.locator("#sweep-table thead")).to_contain_text("acceptance rate")
     expect(page.locator("#sweep-table thead")).not_to_contain_text("temperature")  # held still: the settings line has it
@@ -172,6 +175,10 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
 def test_stop_ends_a_sweep_where_it_is(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
     page.get_by_role("tab", name="Experiments").click()
+    page.get_by_role("radio", name="temperature").check()  # the empty table is headed by the axis picked (it said k)
+    expect(page.locator("#sweep-table thead")).to_contain_text("temperature")
+    page.get_by_role("radio", name="k", exact=True).check()
+    expect(page.locator("#sweep-table thead")).not_to_contain_text("temperature")
     fill_until_kept(page.get_by_label("Values"), "1,2,3")
     page.get_by_role("button", name="Run sweep").click()
     stop = page.locator("#sweep-stop")

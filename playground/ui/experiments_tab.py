@@ -103,21 +103,32 @@ def settings_line(*values) -> str:
         parts.append(f"tree {m['tree']}")
     if m["constraint"]:
         parts.append(f"a {m['constraint'].replace('schema', 'JSON schema')}")
-    text = (f"Runs with {m['target']} and the draft {m['draft']}: {', '.join(parts)}. "
-            "Change them in the Playground tab.")
+    text = (f"Runs with {m['target']} and the draft {m['draft']}: {', '.join(parts)} (a sweep sets the one it "
+            "sweeps). Change them in the Playground tab.")
     return f'<div class="experiment-settings">{html.escape(text)}</div>'
 
 
-def experiment_buttons(job: str):
-    """(on its button's click, on its Stop's click) for an experiment: (button, Stop) updates."""
+def experiment_buttons(job: str, held: int):
+    """(on its button's click, on its Stop's click, at its end) for an experiment: (button, Stop, and its
+    `held` inputs) updates. Its inputs are held while it measures: an axis switched mid-sweep showed k's
+    values above a temperature sweep's results, and a link shared then said what was not measured."""
     def start(request: gr.Request):
         forget_stop(request, job)  # a Stop pressed since the last one ended is not for this one
-        return gr.update(interactive=False), gr.update(value="Stop", interactive=True)
+        return gr.update(interactive=False), gr.update(value="Stop", interactive=True), *[gr.update(interactive=False)] * held
 
     def stop(request: gr.Request):
         request_stop(request, job)
         return gr.update(value="Stopping", interactive=False)  # the point being measured ends where it is, unshown
-    return start, stop
+
+    def end():
+        return gr.update(interactive=True), gr.update(value="Stop", interactive=False), *[gr.update(interactive=True)] * held
+    return start, stop, end
+
+
+def empty_sweep_table(axis: str, table):
+    """An empty results table headed by the axis picked (it said 'k' above a temperature sweep's
+    place); one holding a sweep's rows keeps the headers they were measured under."""
+    return _sweep_table([], axis) if table is None or len(table) == 0 else gr.skip()
 
 
 def sweep_wrote_csv(status: str) -> bool:

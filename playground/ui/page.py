@@ -12,8 +12,8 @@ from playground.measure import sweeps
 from playground.ui import render, race
 from playground.ui.api import generate
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
-from playground.ui.experiments_tab import (calculator, column_headers, column_widths, experiment_buttons, from_last_run, make_experiment_link,
-                                           run_comparison, run_sweep, settings_line, sweep_columns, sweep_wrote_csv)
+from playground.ui.experiments_tab import (calculator, column_headers, column_widths, empty_sweep_table, experiment_buttons, from_last_run,
+                                           make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, sweep_wrote_csv)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
@@ -319,18 +319,19 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for box in (preset, kind, constraint):  # changed by hand or by a preset: no longer the example named
         box.input(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
+    axis.change(empty_sweep_table, [axis, sweep_table], sweep_table, queue=False, api_visibility="private")  # a link's too
     measuring_events = {}  # experiment name -> its measuring event
     for button, stop, experiment, inputs, outputs, name in (
             (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv, k_sweep], "sweep"),
             (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
              "compare_drafts")):
-        start, stopping = experiment_buttons(name)
-        measuring = (button.click(start, None, [button, stop], queue=False, api_visibility="private")  # as Run and Stop
+        start, stopping, end = experiment_buttons(name, len(inputs))
+        measuring = (button.click(start, None, [button, stop, *inputs], queue=False, api_visibility="private")  # as Run and Stop
                      .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY,
                            concurrency_id=DEVICE, show_progress_on=[outputs[0]]))
         measuring_events[name] = measuring
         for step in (measuring.then, measuring.failure):
-            step(lambda: (IDLE[0], gr.update(value="Stop", interactive=False)), None, [button, stop], queue=False,
+            step(end, None, [button, stop, *inputs], queue=False,
                  api_visibility="private")
         stop.click(stopping, None, stop, queue=False, api_visibility="private")
     # Download CSV shows once a sweep ended with a file (toggled here: the sweep's API returns the path alone; the
