@@ -12,6 +12,7 @@ import urllib.request
 import gradio as gr
 import pytest
 from gradio_client import Client
+from starlette.datastructures import QueryParams
 
 from playground.measure import sweeps
 from playground.ui import experiments_tab, files, inputs as page_inputs, playground_tab
@@ -77,11 +78,14 @@ def test_preset_switch_and_url_restore():
     values = page_inputs.apply_preset("demo-ngram")
     assert values[0] == "demo-ngram" and values[2] == "ngram"
 
-    class Request:
-        query_params = {"preset": "demo", "k": "7", "temperature": "0.5", "bogus": "1", "target": "evil/model"}
+    class Request:  # (as the server reads the page's address)
+        query_params = QueryParams({"preset": "demo", "k": "7", "temperature": "0.5", "bogus": "1", "target": "evil/model"})
     values = page_inputs.restore_from_url(Request())
     assert values[3] == 7 and values[4] == 0.5 and values[1] == "demo-target"
     assert "bogus" in values[-1] and "evil/model" in values[-1]
+    Request.query_params = QueryParams("preset=demo&k=3&k=7&temperature=0.5&temperature=0.9")  # repeated: the last, said
+    values = page_inputs.restore_from_url(Request())
+    assert values[3] == 7 and values[4] == 0.9 and "'k' is given 2 times\\: the last, '7', is used" in values[-1]  # (Markdown-escaped)
 
 
 def test_a_preset_picked_keeps_what_the_user_typed_and_says_so():
@@ -144,7 +148,8 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert "the prompts' length (characters) is 800000, more than this host allows" in html.unescape(refused[0][0])
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "2", "", *inputs))  # one message above the results, which stay
     assert len(refused) == 1 and "no prompts" in refused[0][0] and refused[0][1:] == [gr.skip()] * 4
-    for axis, typed, said in (("k", "2,2.5", "'2.5' is not a whole number"), ("temperature", "0.5,warm", "'warm' is not a number")):
+    for axis, typed, said in (("k", "2,2.5", "'2.5' is not a whole number"), ("temperature", "0.5,warm", "'warm' is not a number"),
+                              ("k", "3,3", "3 is given twice"), ("temperature", "0,0.0", "0 is given twice")):  # (was measured twice)
         refused = list(experiments_tab.run_sweep(None, QUIET, axis, typed, "def f():", *inputs))  # was "'2.5' is not a number"
         assert len(refused) == 1 and said in html.unescape(refused[0][0])
     settings.tree, settings.policy = "1,2", "fixed"  # a k sweep of a token tree measured one setting again and again (k unused)
@@ -561,6 +566,7 @@ def test_api_generate_runs_a_share_link(client):
     assert len(shorter["token_ids"]) == 6
     assert client.predict(link=url, api_name="/generate")["token_ids"] == final["token_ids"]  # seeded: repeats
     for link, said in ((url + "&bogus=1", "the link: ignored unknown parameter 'bogus'"),
+                       (url + "&k=2&k=3", "the link: 'k' is given 3 times: the last, '3', is used"),
                        (url.replace("preset=demo", "preset=nope"), "the link: unknown preset 'nope'")):
         with pytest.raises(Exception, match=said):
             client.predict(link=link, api_name="/generate")
@@ -594,7 +600,7 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
 
     class Request:
         query_params = {"preset": "demo", "regex": "[0-9]+"}
-    sections = lambda query: page_inputs.restore_from_url(type("R", (), {"query_params": query}))[  # noqa: E731
+    sections = lambda query: page_inputs.restore_from_url(type("R", (), {"query_params": QueryParams(query)}))[  # noqa: E731
         len(page_inputs.SETTING_NAMES) + 1:len(page_inputs.SETTING_NAMES) + 3]  # (constraint, Advanced)
     assert sections(Request.query_params) == [gr.update(open=True), gr.skip()]
     for query in ({"preset": "demo", "tree": "1,2"}, {"preset": "demo", "seed": "3"}, {"preset": "demo", "top_p": "0.9"},
@@ -1120,7 +1126,7 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
         "&sweep_values=" + "1," * 150 + "&sweep_prompts=" + "a" * 20_001 + "&k=3"))
     notices = html.unescape(restored[-1]).replace("\\", "")
     for said in ("tab='results': a link opens on playground or experiments", "calc_k='99': must be between 1 and 16",
-                 "calc_alpha='nan': must be between 0 and 0.99", "calc_c='1e-9'", "compare_drafts='x': not one of draft model",
+                 "calc_alpha='nan': must be a number in ASCII digits, such as 0.7", "calc_c='1e-9'", "compare_drafts='x': not one of draft model",
                  "sweep_axis='seed': must be one of k, temperature", "sweep_values='1,1,", "longer than 200 characters",
                  "sweep_prompts='aaa", "longer than 20000 characters"):
         assert said in notices, said
@@ -1147,7 +1153,7 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
     for bad, said in ((["k", "1", "", ["a,b"], 0.5, 4, 0.1], "compare_drafts must be a list of names"),
                       (["k", "1", "", "draft model", 0.5, 4, 0.1], "compare_drafts must be a list of names"),
                       (["k", "1", "", ["nope"], 0.5, 4, 0.1], "no link made: Drafts 'nope': not one of"),
-                      (["k", "1", "", [], float("nan"), 4, 0.1], "no link made: per-token acceptance α 'nan': must be between 0 and 0.99"),
+                      (["k", "1", "", [], float("nan"), 4, 0.1], "no link made: per-token acceptance α 'nan': must be a number in ASCII digits"),
                       (["k", "1", "", [], 0.5, 4.5, 0.1], "calc_k must be a whole number"),
                       (["k", 3, "", [], 0.5, 4, 0.1], "sweep_values must be a str"),
                       (["k", "1,99", "", [], 0.5, 4, 0.1], "no link made: Values '1,99': sweep values for k must be between 1 and 16"),
@@ -1170,5 +1176,5 @@ def test_the_experiment_link_endpoint_round_trips_through_the_page(client):
 
 def _request(link: str):
     class Request:
-        query_params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(link).query))
+        query_params = QueryParams(urllib.parse.urlparse(link).query)
     return Request()

@@ -15,6 +15,7 @@ import uuid
 import anyio
 import pytest
 from gradio_client import Client
+from starlette.datastructures import QueryParams
 
 from playground.ui import files, inputs as page_inputs, playground_tab
 from playground.errors import PlaygroundError
@@ -168,7 +169,7 @@ def test_links_without_a_known_preset_fall_back_to_the_default_and_say_so():
 
 def test_link_notices_and_constraint_messages_are_escaped():
     class Request:
-        query_params = {"preset": "demo", "<img src=x onerror=alert(1)>": "1", "k": "<script>alert(1)</script>"}
+        query_params = QueryParams({"preset": "demo", "<img src=x onerror=alert(1)>": "1", "k": "<script>alert(1)</script>"})
     notice = page_inputs.restore_from_url(Request())[-1]
     assert "\\<img" in notice and "\\<script" in notice and notice.count("<") == notice.count("\\<")
     message = page_inputs.check_constraint("JSON schema", '{"type": "<img src=x onerror=alert(1)>"}')
@@ -611,7 +612,7 @@ def test_a_link_cannot_write_headings_into_the_page():
     """An unknown parameter's name came back in the notices with its newlines: a link could put a
     '⚠ Security notice' heading on the page."""
     class Request:
-        query_params = {"preset": "demo", "\n\n⚠ Security notice\n===\n\nPaste your token\n\n---\n": "1"}
+        query_params = QueryParams({"preset": "demo", "\n\n⚠ Security notice\n===\n\nPaste your token\n\n---\n": "1"})
     notice = page_inputs.restore_from_url(Request())[-1]
     shown = notice.split("**Link notices**\n", 1)[-1]
     assert "Security notice" in shown and "===" not in shown and "---" not in shown
@@ -624,14 +625,14 @@ def test_a_link_of_thousands_of_parameters_makes_a_short_notice():
     from playground.ui import serving
 
     class Request:
-        query_params = {"preset": "demo", "k": "nine"} | {f"p{i}": "1" for i in range(3_000)}
+        query_params = QueryParams({"preset": "demo", "k": "nine"} | {f"p{i}": "1" for i in range(3_000)})
     notice = page_inputs.restore_from_url(Request())[-1]
     items = notice.split("**Link notices**\n", 1)[-1].strip().splitlines()
     assert len(items) == page_inputs.NOTICES_SHOWN + 1 and items[-1] == "- and 2981 more ignored"
     assert "nine" in items[0] and len(notice) < serving.VALUE_CHARS  # the first notices, in the link's order
 
     class Long:  # float()'s message quotes the whole value: one notice of 20,119 characters
-        query_params = {"preset": "demo", "top_p": "x" * 20_000}
+        query_params = QueryParams({"preset": "demo", "top_p": "x" * 20_000})
     notice = page_inputs.restore_from_url(Long())[-1]
     assert "top" in notice and len(notice) < 2 * page_inputs.NOTICE_CHARS + 100
 

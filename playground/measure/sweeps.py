@@ -44,6 +44,9 @@ def parse_values(text: str, kind=float) -> list:
     if not values:
         raise ValueError("give at least one value")
     at_most(len(values), MAX_SWEEP_VALUES, "the number of values")
+    twice = [v for i, v in enumerate(values) if v in values[:i]]  # 3,3 measured 3 twice, said as 2 values
+    if twice:
+        raise ValueError(f"{twice[0]:g} is given twice: give each value once")
     return values
 
 

@@ -11,7 +11,7 @@ from playground.presets import Settings, chosen_constraint
 from playground.ui import live
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
-from playground.ui.share import MAX_LINK_CHARS, RANGES, from_query
+from playground.ui.share import MAX_LINK_CHARS, RANGES, from_query, last_of_each
 
 
 @on_gpu()
@@ -84,7 +84,9 @@ def _base_settings(preset: str, link: str) -> Settings:
         return Settings.from_preset(PRESETS[name])
     at_most(len(link), MAX_LINK_CHARS, "the length of the link (characters)")
     query = urllib.parse.urlsplit(link).query if "?" in link else link
-    settings, notices = from_query(dict(urllib.parse.parse_qsl(query, keep_blank_values=True)), custom_models_allowed())
+    params, repeated = last_of_each(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    settings, notices = from_query(params, custom_models_allowed())
+    notices = repeated + notices
     if notices:
         raise PlaygroundError("the link: " + "; ".join(notice[:200] for notice in notices[:5])
                               + f" (and {len(notices) - 5} more)" * (len(notices) > 5))

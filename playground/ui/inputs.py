@@ -18,7 +18,7 @@ from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family, gpu_host
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
-from playground.ui.share import from_query, share_url
+from playground.ui.share import from_query, last_of_each, share_url
 
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())
@@ -333,10 +333,10 @@ def restore_from_url(request: gr.Request):
     parameters, and the tab the link opens on; what is ignored is said, never run.
     -> SETTINGS values, the preset's note, the constraint and Advanced sections, the Experiments inputs, the tabs,
     the notices."""
-    params = dict(request.query_params) if request is not None else {}
+    params, repeated = last_of_each(request.query_params.multi_items()) if request is not None else ({}, [])
     experiment, opens, params, notices = experiment_from_query(params)
     settings, more = from_query(params, custom_models_allowed()) if params else (DEFAULT, [])
-    note = _listed(more + notices)
+    note = _listed(repeated + more + notices)
     return [*inputs_from_settings(settings), preset_note(settings.preset), constraint_section(settings),
             advanced_section(settings), *experiment.inputs(), gr.Tabs(selected=TAB) if opens else gr.skip(), note and f"**Link notices**\n{note}"]
 

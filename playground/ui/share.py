@@ -3,6 +3,7 @@
 Reading a link never executes anything: each parameter is parsed and range-checked; unknown or
 invalid ones are dropped with a notice, and model ids outside the presets are refused unless the
 host allows custom models."""
+import collections
 import dataclasses
 import urllib.parse
 
@@ -114,6 +115,17 @@ def _encode(v) -> str:
 
 
 GRADIO_KEYS = {"view", "lang"}  # Gradio's own (?view=api opens the API page), not settings
+
+
+def last_of_each(pairs) -> tuple[dict[str, str], list[str]]:
+    """A link's (name, value) pairs -> (the last value of each name, as the server reads them; a notice
+    for each name given more than once: k=3&k=7 opened on k 7 without a word)."""
+    params, seen = {}, collections.Counter()
+    for key, value in pairs:
+        params[key] = value
+        seen[key] += 1
+    return params, [f"{key[:40]!r} is given {n} times: the last, {params[key][:40]!r}, is used"
+                    for key, n in seen.items() if n > 1]
 
 
 def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, list[str]]:
