@@ -13,7 +13,7 @@ import warnings
 from playground.cli_args import (build_parser, compiles, confidence_of, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
                                   resolve_models, writable_dir)
 from playground.cli_notes import unused_flags
-from playground.config import thinks, tree_fields, tree_text
+from playground.config import no_room_to_answer, thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END, RunResult
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -56,6 +56,8 @@ def cmd_generate(args) -> int:
         prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""), schema,
                                            thinking)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
+    if short := no_room_to_answer(spec.think_budget if spec is not None else 0, cfg.max_new_tokens):
+        print(f"note: {short}", file=sys.stderr)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
     print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, None if args.prompt_ids else prompt,
                                                                                prompt_ids))

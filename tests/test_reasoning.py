@@ -148,6 +148,25 @@ def test_the_budget_ends_a_thinking_model_that_never_stops(think_tokenizer, back
     assert short.valid is False and "still thinking" in short.validation_error and short.answer == ""
 
 
+def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_tokenizer, tmp_path, capsys):
+    """max new tokens at or under the thinking budget: the run was told 'still thinking' only at its end."""
+    from playground.cli import main
+    pair = thinking_pair(think_tokenizer, -5.0)
+    target, draft = (tiny.save(model, think_tokenizer, tmp_path / name) for model, name in ((pair.target, "t"), (pair.draft, "d")))
+    args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--schema", SCHEMA]
+    assert main(args + ["--think-budget", "12", "--max-new-tokens", "8"]) == 0
+    err = capsys.readouterr().err
+    assert "note: the thinking budget (12 tokens) is not below max new tokens (8): a model that thinks that long ends before its answer" in err
+    assert main(args + ["--think-budget", "12", "--max-new-tokens", "40"]) == 0
+    assert "thinking budget" not in capsys.readouterr().err  # room left: nothing said
+    from playground.presets import Settings, get_preset
+    from playground.ui import live
+    settings = Settings.from_preset(get_preset("demo"))  # the page's run: beside its metrics from the first snapshot
+    settings.target, settings.draft, settings.schema, settings.think_budget, settings.max_new_tokens = str(target), str(draft), SCHEMA, 16, 8
+    first, *_, last = live.live_run(settings, allow_custom=True, every=0)
+    assert first.note.startswith("the thinking budget (16 tokens) is not below max new tokens (8)") and "still thinking" in last.result.validation_error
+
+
 def test_thinking_needs_a_tokenizer_with_the_marker(tokenizer, target, noisy_draft):
     pair = tiny.make_pair(target, noisy_draft, tokenizer)
     with pytest.raises(PlaygroundError, match="no </think> token"):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from playground import session
-from playground.config import thinks, tree_fields
+from playground.config import no_room_to_answer, thinks, tree_fields
 from playground.constraints import from_user, worker
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on
@@ -37,7 +37,7 @@ class Snapshot:
     result: RunResult | None = None
     baseline: RunResult | None = None
     eos_ids: frozenset = frozenset()
-    note: str = ""  # said next to the metrics: why compiled passes were asked for but not used
+    note: str = ""  # said next to the metrics: why compiled passes were asked for but not used, a budget with no room
     constraint_notes: tuple = ()  # what the constraint does not enforce while writing: beside the metrics
     # while the run streams, then under its verdict
     speedup: Speedup | None = None  # the comparison's measured speedup (speedup.measuring)
@@ -136,7 +136,8 @@ def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> I
 
 def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
-                    note=session.compile_fallback(pair, cfg, prompt_len=len(ids)),
+                    note="; ".join(filter(None, [session.compile_fallback(pair, cfg, prompt_len=len(ids)),
+                                                 no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens)])),
                     constraint_notes=tuple(constraint.notes) if constraint else ())
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
