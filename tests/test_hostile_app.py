@@ -882,6 +882,35 @@ def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():
     assert client_address(forwarded, ("93.184.216.34", 5000)) == "93.184.216.34"  # a caller naming someone else
     assert client_address(Headers({}), ("10.16.3.80", 5000)) == "10.16.3.80"
     assert client_address(Headers({}), None) == ""
+    # IPv6: one subscriber's /64 is one address (each of its 2^64 had a share of its own); IPv4 mapped: itself
+    sixes = [client_address(Headers({}), (peer, 5000)) for peer in ("2001:db8:1:2::1", "2001:db8:1:2:abcd::9", "2001:db8:1:3::1")]
+    assert sixes == ["2001:db8:1:2::/64", "2001:db8:1:2::/64", "2001:db8:1:3::/64"]
+    assert client_address(Headers({"X-Forwarded-For": "::ffff:198.51.100.7"}), ("127.0.0.1", 5000)) == "198.51.100.7"
+
+
+def test_a_flood_of_new_sessions_pushes_out_its_own_not_a_visitors(app_url, monkeypatch):
+    """Any call naming a new session_hash makes a session (a component's server route answering 404 too);
+    past SESSIONS_KEPT Gradio forgot the oldest: 130 such calls from one address, in 1.7 s, pushed out
+    every visitor reading their results (a red-team pass). Now the address holding the most loses first."""
+    import app
+    import http.client
+    from playground.ui.sessions import FairStateHolder
+    holder = app.demo.state_holder
+    assert isinstance(holder, FairStateHolder)
+    visitor = Client(app_url, verbose=False)
+    assert visitor.predict(k=6, api_name="/share_link").startswith("http")  # (its session made)
+    monkeypatch.setattr(holder, "capacity", len(holder.session_data) + 8)
+    url = urllib.parse.urlsplit(app_url)
+    flood = [f"flood-{uuid.uuid4().hex}" for _ in range(40)]
+    for session in flood:
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        body = json.dumps({"session_hash": session, "component_id": 1, "fn_name": "x", "data": None})
+        conn.request("POST", "/gradio_api/component_server/", body=body,
+                     headers={"Content-Type": "application/json", "X-Forwarded-For": "203.0.113.66"})
+        conn.getresponse().read()
+        conn.close()
+    assert visitor.session_hash in holder and len(holder.session_data) <= holder.capacity
+    assert 0 < sum(session in holder for session in flood) <= 8  # the flood's newest, in the room left
 
 
 def _unread_call(app_url, max_new_tokens: int, compare: bool) -> str:

@@ -22,8 +22,10 @@ with a guard in front of Gradio on every request.
   checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time.
   The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
   a Space's proxy, a local nginx) the first of X-Forwarded-For. The first, not the last: a proxy that
-  passes on what the caller sent lets a forger look like another address, which gives him only what
-  he had without this bound; the last may be an inner proxy's, which would put every visitor under one.
+  passes on what the caller sent lets a forger look like another address (and use up its share); the
+  last may be an inner proxy's, which would put every visitor under one. An IPv6 address counts by its
+  /64 (keyed). Past SESSIONS_KEPT sessions, Gradio forgets those of the address holding the most first
+  (playground.ui.sessions: any call naming a new session_hash makes one).
 - Gradio keeps each session's last value of every input it was sent, before the function's own
   checks: one value is at most VALUE_CHARS characters, or what its component was `bound` to (a
   prompt, a schema as typed: past the page's own limit, so the page's message says what is too
@@ -82,7 +84,7 @@ from starlette.middleware import Middleware
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE,
                                QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
 from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
-from playground.ui import pacing
+from playground.ui import pacing, sessions  # (sessions: imported, Gradio forgets the sessions of the address holding most first)
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
@@ -162,9 +164,11 @@ class RequestGuard:
             return
         if body is TOO_LONG:
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
-        refused, fn = await refusal(body, scope["app"].get_blocks(), path)
+        refused, fn, session = await refusal(body, scope["app"].get_blocks(), path)
         if refused:
             return await refuse(send, *refused)
+        if session is not None:
+            sessions.opened_by(session, caller)
         if not JOINS.search(path):
             if leftovers.CANCEL.search(path):
                 pacing.stop_handed(_cancelled_event(body))
@@ -215,7 +219,19 @@ def client_address(headers, peer) -> str:
     except ValueError:  # no address (a test client's name)
         proxied = False
     forwarded = headers.get("x-forwarded-for", "").split(",")[0].strip() if proxied else ""
-    return forwarded or host
+    return keyed(forwarded or host)
+
+
+def keyed(address: str) -> str:
+    """An address as the bounds count it: an IPv6 caller by its /64 (one subscriber's network: each
+    of its 2^64 addresses had a share of its own), an IPv4 one mapped into IPv6 as itself."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False)) if ip.version == 6 else address
 
 
 def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
@@ -292,8 +308,9 @@ def without_deep_link(scope: dict) -> dict:
     return {**scope, "query_string": urllib.parse.urlencode(kept).encode("latin-1")}
 
 
-async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | None, object]:
-    """((status, why) or None to pass it on, the BlockFunction the call runs or None where not known).
+async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | None, object, str | None]:
+    """((status, why) or None to pass it on, the BlockFunction the call runs or None where not known, the
+    session_hash it names or None).
     Refused: a JSON body that holds a Gradio file reference anywhere ({"path": ..., "meta": {"_type":
     "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it) or a value past its
     bound (see bound). Read as FastAPI reads it (json.loads: UTF-8, -16 or -32); a body that is not
@@ -305,11 +322,11 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     try:  # (surrogatepass: as Starlette's json.loads reads it; a lone surrogate's bytes skipped every check)
         text = body.decode(json.detect_encoding(body), "surrogatepass")
     except (UnicodeDecodeError, LookupError):
-        return None, _function(blocks, None, path)
+        return None, _function(blocks, None, path), None
     if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
         call = _parsed(text)
         fn = _function(blocks, _fn_index(call), path)
-        return _field_refusal(call, fn, path), fn
+        return _field_refusal(call, fn, path), fn, _session(call)
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
 
@@ -331,7 +348,7 @@ class _FileFound(Exception):
     pass
 
 
-def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, object]:
+def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, object, str | None]:
     def hook(value: dict) -> dict:  # each object as it is read, innermost first: stops at the first file
         meta = value.get("meta")
         if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
@@ -340,20 +357,25 @@ def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, obje
     named = _function(blocks, None, path)
     containers, items = _outside_strings(text, MAX_CONTAINERS, MAX_ITEMS) if len(text) > VALUE_CHARS else (0, 0)
     if containers > MAX_CONTAINERS:  # (Python objects from 8 MiB of [{}, {}, ...]: 600 MB over Gradio's parses of it)
-        return (413, f"a call holds over {MAX_CONTAINERS} JSON objects and arrays, more than this host reads"), named
+        return (413, f"a call holds over {MAX_CONTAINERS} JSON objects and arrays, more than this host reads"), named, None
     if items > MAX_ITEMS:
-        return (413, f"a call holds over {MAX_ITEMS} values, more than this host reads"), named
+        return (413, f"a call holds over {MAX_ITEMS} values, more than this host reads"), named, None
     try:
         call = json.loads(text, object_hook=hook)
     except _FileFound:
-        return (403, f"a file in a call's data is not taken: {NO_FILES}"), named
+        return (403, f"a file in a call's data is not taken: {NO_FILES}"), named, None
     except (ValueError, RecursionError):
-        return None, named
+        return None, named, None
     fn_index = call.get("fn_index") if isinstance(call, dict) else None
     if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
-        return (400, "fn_index must be a whole number"), named
+        return (400, "fn_index must be a whole number"), named, None
     fn = _function(blocks, fn_index, path)
-    return overlong_value(call, fn) or _field_refusal(call, fn, path), fn
+    return overlong_value(call, fn) or _field_refusal(call, fn, path), fn, _session(call)
+
+
+def _session(call) -> str | None:
+    session = call.get("session_hash") if isinstance(call, dict) else None
+    return session if isinstance(session, str) else None
 
 
 def _field_refusal(call, fn, path: str) -> tuple[int, str] | None:
