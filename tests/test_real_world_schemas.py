@@ -616,6 +616,18 @@ def test_keywords_of_a_node_without_a_type_are_enforced(tokenizer, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("names", [{"pattern": "^[a-c]+$"}, {"$ref": "#/$defs/name"}])
+def test_a_property_name_is_a_string(tokenizer, backend, names):
+    """xgrammar wrote a name by its propertyNames schema as a value: one naming no type (or a $ref to
+    one) was any value, and `{false: null}` was written: no JSON at all, and no note said so."""
+    schema = {"type": "object", "propertyNames": names, "additionalProperties": {"type": "null"},
+              "$defs": {"name": {"pattern": "^[a-c]+$"}}}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, "{", '"') and allowed(constraint, tokenizer, '{"ab', '"')
+    assert not any(allowed(constraint, tokenizer, "{", start) for start in ("f", "t", "n", "1", "{", "["))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_pattern_property_is_searched_for_in_a_name(tokenizer, backend):
     """JSONSchemaBench's Github_trivial o78117 (no type, one unanchored pattern): xgrammar matched
     the pattern whole, so "$schema" escaped it and took an object where a string is required."""

@@ -12,7 +12,8 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
 - a required name missing from properties was not required (`{}` passed).
 - an enum's values are written whatever else the node says: they are filtered by the rest.
 - a $ref naming an anchor (`#name`) was any value ("URI should either be '#' or start with '#/'"):
-  it names the anchored node by its JSON pointer."""
+  it names the anchored node by its JSON pointer.
+- a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string."""
 import json
 
 from jsonschema import Draft202012Validator
@@ -41,6 +42,7 @@ def as_xgrammar_reads(schema):
     """The schema rewritten for xgrammar (a copy; the original keeps its meaning for the check after the run)."""
     schema = _unmarked(json.loads(json.dumps(schema)))  # (a marker the user wrote means nothing)
     _anchors_as_pointers(schema)
+    _names_as_strings(schema)
     text = json.dumps(schema)
     budget = [len(text) + 10_000]  # characters of JSON the merging may add: xgrammar writes a grammar for
     # each copy (JsonSchemaStore helm-testsuite's, unbounded: 44 KB -> 393 KB), and compiles it in full
@@ -73,6 +75,16 @@ def _anchors_as_pointers(schema) -> None:
     for _, node in with_pointers(schema):
         if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and node["$ref"][1:] in anchored:
             node["$ref"] = "#" + anchored[node["$ref"][1:]]
+
+
+def _names_as_strings(schema) -> None:
+    """Each propertyNames schema -> {"type": "string", "allOf": [it]}: xgrammar writes a name by that
+    schema as it would a value, and one naming no type (`{"pattern": "^[a-c]+$"}`, or a $ref to
+    such a node), given every type as any node naming no kind is, wrote `{false: null}`: no JSON."""
+    named = [node for _, node in with_pointers(schema) if isinstance(node.get("propertyNames"), dict)]
+    for node in named:
+        if node["propertyNames"].get("type") != "string":
+            node["propertyNames"] = {"type": "string", "allOf": [node["propertyNames"]]}
 
 
 def _read_as_meant(node: dict, needs: Needs) -> None:
