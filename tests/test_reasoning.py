@@ -9,6 +9,7 @@ import torch
 
 from playground import session
 from playground.constraints import ConstraintSpec
+from playground.constraints.guide import Guide
 from playground.constraints.reasoning import MARKER, ThinkingMatcher, thinking_tables
 from playground.errors import PlaygroundError
 from playground.events import FORCED, REJECTED
@@ -109,6 +110,27 @@ def test_the_budget_forces_the_marker_then_the_grammar_starts(think_tokenizer, b
     guide.settle(kept=3, target_token=None)
     forced = guide.forced(8)
     assert forced[0] == tok.convert_tokens_to_ids(MARKER) and tok.decode(forced[1:]).startswith('{"a": ')
+
+
+def test_a_marker_of_several_tokens_is_forced_whole_once_the_budget_is_spent():
+    """A tokenizer writing </think> as '</', 'think', '>': the budget spent, the first of them was
+    forced again after every one ('</</</...'), the answer never reached."""
+    pieces = [b"</", b"think", b">", b"x", b"{"]
+    tables = thinking_tables(pieces + [b""], lambda text: [pieces.index(p) for p in (b"</", b"think", b">")],
+                             vocab=len(pieces) + 1, eos_ids=frozenset({len(pieces)}))
+
+    class AnyAnswer:  # the grammar after the marker: any token (its own tokens forced: none)
+        def fill_bitmask(self, row): row.fill_(-1)
+        def consume(self, token): return True
+        def rollback(self, n): pass
+        def forced_tokens(self): return []
+        def accepting(self): return True
+        def error(self): return None
+    matcher = ThinkingMatcher(AnyAnswer(), tables, budget=2)
+    for token in (3, 3):  # 'x', 'x': the budget spent
+        assert matcher.consume(token)
+    guide = Guide(matcher, len(pieces) + 1, frozenset({len(pieces)}), 4)
+    assert guide.forced(20) == [0, 1, 2] and not matcher.thinking()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

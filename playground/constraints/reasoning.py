@@ -140,7 +140,9 @@ class ThinkingMatcher:
         """The marker's rest once the budget is spent, the grammar's own forced tokens after it."""
         if not self.thinking():
             return self.inner.forced_tokens()
-        return list(self.t.finish) if len(self.states) - 1 >= self.budget else []
+        written = len(self.states) - 1 - self.budget  # of the marker's tokens (past the budget, only they are)
+        return list(self.t.finish[written:]) if written >= 0 else []  # (from 0 again, a marker of several
+        # tokens was forced its first token forever: '<<<<')
 
     def accepting(self) -> bool:
         return not self.thinking() and self.inner.accepting()
