@@ -139,3 +139,17 @@ def test_the_pages_stop_during_a_compile_ends_the_run_quietly(monkeypatch):
     assert time.monotonic() - began < 25 and len(outputs) == 1
     assert outputs[0][-1]["phase"] == "stopped" and all(isinstance(v, dict) and v.get("__type__") == "update"
                                                          for v in outputs[0][:-1]), outputs
+
+
+def test_stop_ends_compiling_the_passes_between_graphs():
+    """Stop (or a closed page) pressed while a compiled run's passes compiled (a graph per width and
+    model, ~30 s each on this CPU for a new k) was read only once all of them had compiled."""
+    import pytest
+
+    from playground.constraints import worker
+    told = []
+    pressed = lambda: any("compiling" in message for message in told)  # noqa: E731  (Stop as the first graph begins)
+    with pytest.raises(worker.Stopped, match="compiling the passes was stopped with its run"):
+        list(live.live_run(demo_settings(max_new_tokens=8, k=7, compile=True), lambda f, message: told.append(message),
+                           should_stop=pressed, every=0))
+    assert sum("compiling" in message for message in told) == 1  # none after it

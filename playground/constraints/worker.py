@@ -68,6 +68,14 @@ def stopped_by(stopped: Callable[[], bool]):
         _stop.reset(token)
 
 
+def raise_if_stopped(what: str) -> None:
+    """Stopped where the caller's stop (stopped_by) is set: for work between its steps outside a worker
+    (compiling a run's passes, one graph after another)."""
+    stop = _stop.get()
+    if stop is not None and stop():
+        raise Stopped(f"{what} was stopped with its run")
+
+
 @contextmanager
 def ceiling(seconds: float):
     """Within it, all the work in workers together is stopped past `seconds` from now, where a
