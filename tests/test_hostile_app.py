@@ -422,6 +422,21 @@ def test_one_address_holds_a_bounded_number_of_requests_open(app_url, monkeypatc
         assert response.status == 200
 
 
+def test_a_body_declared_and_not_sent_is_given_up(app_url, monkeypatch):
+    """256 POSTs declaring a body and never sending it held an address's share of open requests (a forged
+    X-Forwarded-For locked a chosen address out, 429) for as long as their sockets lasted: a red-team pass."""
+    import socket
+    from playground.ui import serving
+    monkeypatch.setattr(serving, "BODY_SECONDS", 1)
+    url = urllib.parse.urlsplit(app_url)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as conn:
+        conn.sendall(b"POST /gradio_api/queue/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\nX-Forwarded-For: 203.0.113.19\r\n\r\n{")
+        answer = conn.recv(4096).decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 408") and "body was not sent within 1 s" in answer
+    assert not serving._open["203.0.113.19"]
+
+
 def test_every_address_together_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):
     """A caller may forge X-Forwarded-For where the Space's proxy passes on what it was sent: rotated
     forged addresses held 13,227 idle streams (of a 20,000-file limit) and a small run waited 26.8 s

@@ -117,7 +117,7 @@ DEVICE = "device"  # the concurrency_id of every run on the model pair: the page
 
 class RequestGuard:
     """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address, 413 for a body
-    over `max_bytes` (declared, or sent in chunks without a length), a value past its bound or past
+    over `max_bytes` (declared, or sent in chunks without a length), 408 for one not sent within BODY_SECONDS, a value past its bound or past
     MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
     VALUE_CHARS: a shorter one holds no value past a bound) or a session_hash not like Gradio's, 403 for a
     route that takes files, fetches a URL, makes a deep link or streams reloads, or a body that names
@@ -159,7 +159,11 @@ class RequestGuard:
                 return await refuse(send, 404, why)
             with leftovers.stream_open(queue, scope):
                 return await self.app(scope, receive, send)
-        body = await read_body(receive, self.max_bytes)
+        body = NOT_SENT
+        with anyio.move_on_after(BODY_SECONDS):
+            body = await read_body(receive, self.max_bytes)
+        if body is NOT_SENT:
+            return await refuse(send, 408, f"the request's body was not sent within {BODY_SECONDS} s")
         if body is None:  # the client left while sending
             return
         if body is TOO_LONG:
@@ -272,7 +276,9 @@ def _peer(request):
     return (request.client.host, request.client.port) if request.client else None
 
 
-TOO_LONG = object()
+TOO_LONG, NOT_SENT = object(), object()
+BODY_SECONDS = 60  # to send a body (8 MiB at about 1 Mbit/s): 256 bodies declared and never sent, from an address
+# forged in X-Forwarded-For, held that address's share of open requests for as long as their sockets lasted
 
 
 async def read_body(receive, most: int):
