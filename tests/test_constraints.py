@@ -9,7 +9,7 @@ import torch
 
 from playground import session
 from playground.cli import main
-from playground.constraints import ConstraintSpec
+from playground.constraints import ConstraintSpec, from_user
 from playground.constraints.compile import compile_constraint, stop_ids
 from playground.errors import PlaygroundError
 from playground.events import FORCED, Round
@@ -260,6 +260,17 @@ def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     card = render.metrics(result.stats, 4)
     assert f"{len(forced)} tokens forced by the constraint" in card and "(forced tokens not counted)" in card
     assert '"debug": ' in "".join(t.text for t in forced) or '"debug"' in "".join(t.text for t in forced)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_committed_token_the_constraint_refuses_is_an_error_not_a_silent_skip(tokenizer, backend):
+    """Every committed token is drawn under its mask; a refusal means a mask that was not the state's.
+    It returned False, which two callers ignored: xgrammar names no error, so the matcher was left a
+    token behind the output, unseen (a reviewer's reading; no path to it was found)."""
+    spec = from_user(schema='{"type": "integer"}', backend=backend)
+    guide = compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id})).guide(2)
+    with pytest.raises((RuntimeError, PlaygroundError)):
+        guide.settle(kept=0, target_token=tokenizer('"', add_special_tokens=False).input_ids[0])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

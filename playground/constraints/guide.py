@@ -84,12 +84,15 @@ class Guide:
         return out
 
     def _commit(self, tokens: list[int]) -> bool:
+        """Consume committed tokens, each drawn under its mask (True): a refusal is the matcher's limit,
+        or a mask that was not the state's (an engine bug: raised, where False left the matcher a token
+        behind the output, unseen)."""
         for token in tokens:
             if token in self.eos_ids:
                 self.ended = True
             elif not self.matcher.consume(token):
                 self._raise_if_stuck()
-                return False
+                raise RuntimeError(f"token {token} was not allowed by the mask it was drawn under")
         return True
 
     # -- one round ---------------------------------------------------------------------------------
