@@ -54,6 +54,16 @@ def test_share_link_run_chart_and_stop(page, app_url):
     assert page.locator("#token-tip").inner_text() == rejected.get_attribute("title") and "p_target" in rejected.get_attribute("title")
     page.locator("h1").click()
     expect(page.locator("#token-tip")).to_be_hidden()
+    page.set_viewport_size({"width": 1400, "height": 500})  # a token on the screen's last line: its tip above it
+    try:  # (it was drawn below the screen's foot, out of sight)
+        rejected.evaluate("e => e.scrollIntoView({block: 'end'})")
+        box = rejected.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        expect(page.locator("#token-tip")).to_be_visible()
+        tip = page.locator("#token-tip").bounding_box()
+        assert tip["y"] + tip["height"] <= box["y"] and tip["y"] >= 0, (tip, box)
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1600})
     page.get_by_role("tab", name="Charts").click()
     expect(page.locator("#hist-plot .js-plotly-plot").first).to_be_visible(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "browser-run.png"), full_page=True)
@@ -528,6 +538,9 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         page.get_by_role("option", name="demo-json").click()  # the picker works where it now sits
         expect(page.locator("#prompt-box textarea")).to_have_value(re.compile("metadata"), timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "browser-phone.png"))
+        page.set_viewport_size({"width": 750, "height": 342})  # a phone in landscape: the same order (at 641-767 px
+        run = page.locator("#run-button").bounding_box()  # the settings came first, Run 6 screens down)
+        assert run["y"] < page.locator("#target-box").bounding_box()["y"], run
     finally:
         page.set_viewport_size({"width": 1400, "height": 1600})
     run = page.locator("#run-button").bounding_box()

@@ -161,13 +161,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                                 buttons=["copy"], wrap_lines=True, elem_id="export-sglang")
                         export_hf = gr.Code(language="python", label="transformers", buttons=["copy"],
                                             elem_id="export-transformers")
-                    with gr.Tab("Charts"):
+                    with gr.Tab("Charts"):  # (no labels: each figure has its title, and on a phone the label
+                        with gr.Row():  # covered the figure's toolbar)
+                            hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot", show_label=False)
+                            pos_plot = gr.Plot(label="By draft position", show_label=False)
                         with gr.Row():
-                            hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot")
-                            pos_plot = gr.Plot(label="By draft position")
-                        with gr.Row():
-                            cum_plot = gr.Plot(label="Tokens vs passes")
-                            time_plot = gr.Plot(label="Time split")
+                            cum_plot = gr.Plot(label="Tokens vs passes", show_label=False)
+                            time_plot = gr.Plot(label="Time split", show_label=False)
                 download = gr.DownloadButton("Download run (JSON)", value=None, interactive=False, elem_id="download-run")
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
                     kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes,

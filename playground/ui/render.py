@@ -71,9 +71,10 @@ CSS = """
 /* An HTML box with nothing in it (a message not said, a run's badge before a run) takes no room: each left a
    20 px band and its gap, between the prompt and its constraint, under Run; one showing Gradio's progress stays */
 .block:has(> .html-container > .prose:empty):not(:has(> [data-testid=status-tracker]:not(.hide))) { display: none; }
-@media (max-width: 640px) {  /* a phone: the preset picker and what the preset is, then prompt, Run and output, then
+@media (max-width: 767px) {  /* a phone: the preset picker and what the preset is, then prompt, Run and output, then
    the settings (each with its default) below them, not 1,800 px of them before Run; the column's parts join the row
-   to be ordered */
+   to be ordered. Up to where Gradio stacks the two columns (at 640 px, a phone in landscape, 750 px wide, had its
+   settings stacked above the prompt and Run 6 screens down) */
   #settings-column { display: contents; }
   #settings-column > * { order: 1; width: 100%; }
   #settings-column > :is(:has(#preset-box), #preset-note, :has(#preset-note)) { order: -1; }
@@ -101,8 +102,9 @@ TAP_TIPS_JS = """() => {
     const at = mark.getBoundingClientRect();
     tip.textContent = mark.title;
     tip.style.left = Math.max(4, Math.min(at.left, window.innerWidth - 288)) + 'px';
-    tip.style.top = (at.bottom + 6) + 'px';
     tip.hidden = false;
+    const below = at.bottom + 6;  // above the token where it would end past the screen's foot (it was drawn off it)
+    tip.style.top = (below + tip.offsetHeight <= window.innerHeight ? below : Math.max(4, at.top - 6 - tip.offsetHeight)) + 'px';
   });
   document.addEventListener('scroll', () => { tip.hidden = true; }, true);
 }"""
