@@ -537,6 +537,9 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         page.locator("#preset-box input").click()
         page.get_by_role("option", name="demo-json").click()  # the picker works where it now sits
         expect(page.locator("#prompt-box textarea")).to_have_value(re.compile("metadata"), timeout=30_000)
+        editor = page.locator("#constraint-editor .cm-editor")  # a long schema scrolls in its box (Run was 2.4 screens down)
+        expect(editor).to_be_visible()
+        assert editor.bounding_box()["height"] <= 0.4 * 844 + 1
         page.screenshot(path=str(ARTIFACTS / "browser-phone.png"))
         page.set_viewport_size({"width": 750, "height": 342})  # a phone in landscape: the same order (at 641-767 px
         run = page.locator("#run-button").bounding_box()  # the settings came first, Run 6 screens down)

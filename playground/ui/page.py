@@ -159,8 +159,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                               buttons=["copy"], wrap_lines=True, elem_id="export-vllm")
                         export_sglang = gr.Code(language="shell", label="SGLang: launch, then send the request",
                                                 buttons=["copy"], wrap_lines=True, elem_id="export-sglang")
-                        export_hf = gr.Code(language="python", label="transformers", buttons=["copy"],
-                                            elem_id="export-transformers")
+                        export_hf = gr.Code(language="python", label="transformers", buttons=["copy"], wrap_lines=True,
+                                            elem_id="export-transformers")  # (as the others: on a phone it was cut)
                     with gr.Tab("Charts"):  # (no labels: each figure has its title, and on a phone the label
                         with gr.Row():  # covered the figure's toolbar)
                             hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot", show_label=False)

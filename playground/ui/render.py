@@ -82,6 +82,8 @@ CSS = """
      first screen once the preset's note joined the picker */
   #intro p { font-size: 14px !important; line-height: 1.45 !important; }
   #preset-note * { font-size: 13px !important; line-height: 1.4 !important; }  /* as a setting's help text */
+  #constraint-editor .cm-editor { max-height: 40vh; }  /* a link's 28-line schema, wrapped, put Run 2.4 screens
+     down: it scrolls within its box */
 }
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
