@@ -54,9 +54,14 @@ def test_share_link_run_chart_and_stop(page, app_url):
     assert page.locator("#token-tip").inner_text() == rejected.get_attribute("title") and "p_target" in rejected.get_attribute("title")
     page.locator("h1").click()
     expect(page.locator("#token-tip")).to_be_hidden()
+    key = page.locator(".legend .key").first  # what a colour means, by touch too (a hover tooltip alone before)
+    key.click()
+    expect(page.locator("#token-tip")).to_have_text(key.get_attribute("title"))
+    page.locator("h1").click()
     page.set_viewport_size({"width": 1400, "height": 500})  # a token on the screen's last line: its tip above it
     try:  # (it was drawn below the screen's foot, out of sight)
-        rejected.evaluate("e => e.scrollIntoView({block: 'end'})")
+        rejected.evaluate("e => e.scrollIntoView({block: 'end'})")  # then two frames: its scroll event (which hides
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # a tip) has fired
         box = rejected.bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         expect(page.locator("#token-tip")).to_be_visible()

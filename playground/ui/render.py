@@ -90,8 +90,8 @@ CSS = """
 """
 
 
-# A token's (or a round mark's) title, shown where it was tapped or clicked: a phone has no hover, and a
-# token's probabilities were out of its reach. Its text is set as text, never read as HTML.
+# A token's (a round mark's, a legend entry's) title, shown where it was tapped or clicked: a phone has no hover,
+# and a token's probabilities (what each colour means) were out of its reach. Its text is set as text, never read as HTML.
 TAP_TIPS_JS = """() => {
   if (window.tapTips) return;
   window.tapTips = true;
@@ -99,7 +99,7 @@ TAP_TIPS_JS = """() => {
   tip.setAttribute('role', 'status');
   document.body.appendChild(tip);
   document.addEventListener('click', (event) => {
-    const mark = event.target.closest ? event.target.closest('.tok[title], .round-sep[title]') : null;
+    const mark = event.target.closest ? event.target.closest('.tok[title], .round-sep[title], .legend .key[title]') : null;
     if (!mark) { tip.hidden = true; return; }
     const at = mark.getBoundingClientRect();
     tip.textContent = mark.title;
@@ -116,7 +116,7 @@ def legend() -> str:
     keys = "".join(f'<span class="key" title="{MEANING[k]}"><i style="background:{COLOURS[k]}"></i>{k}</span>'
                    for k in KINDS)
     rounds = ('<span class="key" title="a dotted line separates rounds; an amber one marks a round whose drafting '
-              'stopped early (adaptive length, EOS, no lookup match): hover it for why">'
+              'stopped early (adaptive length, EOS, no lookup match): hover or tap it for why">'
               '<span class="round-sep"></span> round &nbsp;<span class="round-sep stopped"></span> stopped early</span>')
     return f'<div class="legend">{keys}{rounds}</div>'
 
