@@ -213,15 +213,16 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
     every block (with the run's own settings: a compiled run's cache size follows its max new tokens,
     and a shorter warm-up compiled graphs and kept a cache of a size the blocks never use). Once
     `should_stop()` is true a block ends where it is (callers do not count a block cut short)."""
-    def run(block: Block, ids: list[int], enough: Callable[[int], bool] = lambda written: False) -> None:
+    def run(block: Block, ids: list[int], most: int | None = None) -> None:  # most: speculative tokens, then end
         guides = [session.new_guide(constraint, cfg) for _ in range(2)]
         spec, base = (session.generate(pair, ids, cfg, side, guide) for side, guide in zip((True, False), guides))
-        seen = {"spec": [], "base": []}
+        seen, written = {"spec": [], "base": []}, 0
         for side, event in interleave(spec, base):
-            if should_stop() or enough(sum(map(_tokens, seen["spec"]))):
+            if should_stop() or (most is not None and written >= most):
                 spec.close(), base.close()
                 break
             seen[side].append(event)
+            written += _tokens(event) if side == "spec" else 0
         block.add(seen["spec"], seen["base"], guides[0])
 
     def block() -> Block:
@@ -232,7 +233,7 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
             run(made, ids)
         return made
     if warm and prompts:
-        run(Block(Timed(), Timed()), prompts[0], lambda written: written >= WARM_TOKENS)
+        run(Block(Timed(), Timed()), prompts[0], WARM_TOKENS)
     return block
 
 
