@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from playground import session
 from playground.events import Prefill, Round
+from playground.metrics import counted
 
 TOLERANCE = 1.25  # high / low: about +-11% around the estimate
 MAX_BLOCKS = 4
@@ -121,7 +122,7 @@ def estimate(blocks: list[Block]) -> Speedup:
     rounds = fewest_rounds(blocks)
     reason, side = "", ""
     if tokens < MIN_TOKENS:
-        reason = f"only {tokens} token{'s' * (tokens != 1)} on a side, too few to time"  # (a stopped run's
+        reason = f"only {counted(tokens)} on a side, too few to time"  # (a stopped run's
         # target alone can have fewer than its speculation)
     elif rounds < MIN_ROUNDS:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"

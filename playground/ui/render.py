@@ -190,7 +190,7 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a",
          f"of k = {k}" if isinstance(k, int) else f"of {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
-         + (f"; {stats['forced']} token{'s' * (stats['forced'] != 1)} forced by the constraint, written without one"
+         + (f"; {counted(stats['forced'])} forced by the constraint, written without one"
             if stats["forced"] else "")),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"),
     ]

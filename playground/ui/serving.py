@@ -117,8 +117,8 @@ DEVICE = "device"  # the concurrency_id of every run on the model pair: the page
 
 class RequestGuard:
     """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address, 413 for a body
-    over `max_bytes` (declared, or sent in chunks without a length), 408 for one not sent within BODY_SECONDS, a value past its bound or past
-    MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
+    over `max_bytes` (declared, or sent in chunks without a length), 408 for one not sent within
+    BODY_SECONDS, a value past its bound or past MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
     VALUE_CHARS: a shorter one holds no value past a bound) or a session_hash not like Gradio's, 403 for a
     route that takes files, fetches a URL, makes a deep link or streams reloads, or a body that names
     a file, 503 for a join of the queue past its address's share, 404 for the stream of an event not
