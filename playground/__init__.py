@@ -1,6 +1,8 @@
 """Speculative decoding and structured output playground.
 
-Public API (two names): `load_pair` gives a ready target/draft pair, `generate` streams one run.
+Public API: `load_pair` gives a ready target/draft pair, `generate` streams one run's events (from
+prompt ids and a SpecConfig); playground.session has the rest a caller needs (`settings`,
+`encode_prompt`, `run`), as the README's example uses them.
 """
 from playground.cpu_isa import hold_below_amx
 

@@ -39,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths (default 1,2,4,8)")
     bench.add_argument("--temperature", default="0", help="comma-separated temperatures (default 0)")
     bench.add_argument("--prompts", help="a JSON list of prompts (the text, or a .json file), or a text file with "
-                                         "one prompt per line (\\n for a newline); default: the demo pair's held-out "
-                                         "prompts or the preset's")
+                                         "one prompt per line (\\n for a newline); default: the held-out prompts of "
+                                         "the demo pair or of SmolLM2 (for a pair with its target), else the preset's")
     bench.add_argument("--num-prompts", type=int, default=8, help="prompts measured for each row (default 8)")
     bench.add_argument("--max-new-tokens", type=int, default=96, help="tokens each run writes (default 96)")
     bench.add_argument("--repeat", type=int, default=3, help="interleaved repeats of each row (default 3)")
@@ -79,7 +79,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="static KV caches and compiled draft/verify passes, compiled once per process, the compile "
                         "time reported apart (default: on with CUDA, not on ZeroGPU or --device cpu; bench: "
-                        "--compile adds an engine-compiled row)")
+                        "off unless given, which adds an engine-compiled row)")
 
 
 def compiles(args) -> bool:
