@@ -222,6 +222,15 @@ def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_con
     assert page_inputs.check_constraint("regex", "[0-9]+", "llguidance", compiled=True) == page_inputs.CONSTRAINT_OK
 
 
+def test_a_regex_with_blanks_at_its_ends_says_the_output_has_them_too():
+    """The constraint editor's Tab writes spaces: a keyboard user Tabbing on wrote 14 before an ISO-date regex,
+    the badge said "looks fine" and the output began with 14 spaces, "valid" (an accessibility review)."""
+    told = html.unescape(page_inputs.check_constraint("regex", "  [0-9]{4}\n", "llguidance"))
+    assert "looks fine" in told and "the pattern starts with 2 blanks and ends with 1 blank: the output must too" in told
+    assert "blank" not in page_inputs.check_constraint("regex", "[0-9]{4}", "llguidance")
+    assert "blank" not in page_inputs.check_constraint("grammar", '  start: "a"\n', "llguidance")  # a grammar's are nothing
+
+
 def test_a_refused_schema_names_the_pattern_at_fault():
     """"llguidance cannot use this JSON schema: look-around ..." did not say where, in a schema of many patterns."""
     from playground.constraints.schema_keywords import patterns

@@ -58,6 +58,7 @@ def test_share_link_run_chart_and_stop(page, app_url):
     key.click()
     expect(page.locator("#token-tip")).to_have_text(key.get_attribute("title"))
     page.locator("h1").click()
+    read_by_keyboard(page)
     page.set_viewport_size({"width": 1400, "height": 500})  # a token on the screen's last line: its tip above it
     try:  # (it was drawn below the screen's foot, out of sight)
         rejected.evaluate("e => e.scrollIntoView({block: 'end'})")  # then two frames: its scroll event (which hides
@@ -91,6 +92,48 @@ def test_share_link_run_chart_and_stop(page, app_url):
     expect(page.locator("#stop-button")).to_be_disabled()
     assert error_labels(page) == 0  # no red "Error" labels
     page.screenshot(path=str(ARTIFACTS / "browser-stopped.png"), full_page=True)
+
+
+def read_by_keyboard(page):
+    """An accessibility review: a token's details were a hover's (or a tap's) alone, and a screen reader read
+    refused drafts as part of the text. The stream is one Tab stop; its arrow keys go from token to token, each
+    one's tip shown; Escape hides it; a refused draft is said to be one; the kinds differ by more than colour."""
+    stream = page.locator("#token-stream")
+    assert stream.get_attribute("role") == "region" and stream.get_attribute("tabindex") == "0"
+    stream.focus()
+    page.keyboard.press("ArrowRight")
+    first = page.locator("#token-stream :is(.tok, .round-sep)[title]").first
+    expect(first).to_be_focused()
+    expect(page.locator("#token-tip")).to_have_text(first.get_attribute("title"))
+    page.keyboard.press("End")
+    expect(page.locator("#token-stream :is(.tok, .round-sep)[title]").last).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.locator("#token-tip")).to_be_hidden()
+    said = "e => getComputedStyle(e, '::before').content"
+    assert "refused" in page.locator("#token-stream .tok-rejected").first.evaluate(said)
+    assert "refused" not in page.locator("#token-stream .tok-accepted").first.evaluate(said)
+    styles = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#token-stream .tok')].map(
+        e => [e.dataset.kind, getComputedStyle(e).borderBottomStyle]))""")
+    from playground.ui.render import UNDERLINES  # solid, double, dotted, dashed: rejected is struck through
+    assert styles == {kind: UNDERLINES[kind][1] for kind in styles} and len(styles) >= 3, styles
+
+
+def test_leaving_the_preset_unchosen_keeps_the_settings(page, app_url):
+    """Gradio 6 sends a dropdown's .input when it is only left: Tabbing past the Preset (or a click in it and
+    away) applied the preset again over the settings changed since (an accessibility review, keyboard only)."""
+    page.goto(f"{app_url}?preset=demo&k=7")
+    k = page.locator("#k-slider input[type=number]")
+    expect(k).to_have_value("7", timeout=30_000)
+    page.wait_for_timeout(1000)  # (the link's settings applied)
+    page.locator("#preset-box input").focus()
+    page.keyboard.press("Tab")
+    page.locator("#preset-box input").click()
+    page.locator("h1").click()
+    page.wait_for_timeout(2500)  # (a round trip to the server, had one been sent)
+    expect(k).to_have_value("7")
+    page.locator("#preset-box input").click()
+    page.get_by_role("option", name="demo", exact=True).click()  # chosen: applied, its own k
+    expect(k).not_to_have_value("7", timeout=30_000)
 
 
 def test_run_while_the_speedup_is_measured_again_starts_the_next_run(page, app_url, monkeypatch):

@@ -14,6 +14,7 @@ from playground.constraints.compile import READ_SECONDS
 from playground.errors import PlaygroundError
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
+from playground.metrics import counted
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family, gpu_host
 from playground.ui import render
@@ -412,4 +413,14 @@ def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled
             return _not_checked(compiled)
         except PlaygroundError as exc:
             return _refused(exc)
+    notes = _edge_spaces(text) * (kind == "regex") + notes
     return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
+
+
+def _edge_spaces(pattern: str) -> list[str]:
+    """A regex's blanks (spaces, tabs, newlines) at either end are the output's: the editor's Tab writes them (a keyboard user Tabbing
+    on wrote 14, and the run's output began with them, "valid")."""
+    ends = [f"{where} with {counted(len(edge), 'blank')}" for where, edge in
+            (("starts", pattern[:len(pattern) - len(pattern.lstrip())]), ("ends", pattern[len(pattern.rstrip()):])) if edge]
+    return [f"the pattern {' and '.join(ends)}: the output must too (Tab in the editor writes spaces; Esc, then "
+            "Tab, leaves it)"] if ends else []

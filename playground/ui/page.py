@@ -27,10 +27,12 @@ from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
 ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
-forward pass. Green tokens are guesses the target kept, red struck-through ones it refused (they are not
-part of the text), orange is the target's own token where it refused, blue the target's own token after
-every guess was kept (or in a round with no guess, such as prompt lookup finding no match), grey a token the constraint forces. Hover a token with a mouse, or tap it, for its probabilities; the Text tab below
-shows the output alone, without the refused guesses.
+forward pass. Green tokens (underlined) are guesses the target kept, red struck-through ones it refused (they
+are not part of the text), orange (double underline) is the target's own token where it refused, blue (dotted)
+the target's own token after every guess was kept (or in a round with no guess, such as prompt lookup finding
+no match), grey (dashed) a token the constraint forces. Hover a token with a mouse, tap it, or Tab to the stream
+and move with the arrow keys, for its probabilities; the Text tab below shows the output alone, without the
+refused guesses.
 
 **Why the output does not change.** Under greedy decoding a guess is kept only if it is the target's own
 choice, so the text is exactly the target's. When sampling, a guess `x` is kept with probability
@@ -84,8 +86,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
                     compile_passes = gr.Checkbox(
                         value=DEFAULT.compile, label="Compiled passes (static KV cache, torch.compile)",
-                        info="The target's verify pass (and on a GPU the draft's step) runs compiled; on by default "
-                             "with a GPU (not on ZeroGPU). The first run with a model, k and context size compiles "
+                        info="The target's and the draft's passes run compiled (on a GPU whole rounds replay as "
+                             "graphs); on by default with a GPU (not on ZeroGPU). The first run with a model, k and context size compiles "
                              "first: about 1.5 minutes for the 7B preset on an H200 (a GPU host compiles its default preset's "
                              "before serving the page), about 20 s a pass on a 2-core CPU.")
                     tree = gr.Textbox(value=DEFAULT.tree, label="Token tree (children per depth, e.g. 1,2,1,1; dynamic: 4,4,4,4/16; +3: a prompt-lookup branch)",
@@ -100,7 +102,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 with gr.Accordion("Structured output (JSON Schema, regex or grammar)",
                                   open=constraint_of(DEFAULT) is not None) as constraint_acc:
                     kind = gr.Radio(CONSTRAINT_KINDS, value="none", label="Constraint")
-                    constraint = gr.Code(value="", language="json", lines=6, label="Schema, pattern or grammar",
+                    constraint = gr.Code(value="", language="json", lines=6,
+                                         label="Schema, pattern or grammar (Tab writes spaces here; Esc, then Tab, leaves it)",
                                          interactive=True, elem_id="constraint-editor", wrap_lines=True,  # a pasted
                                          # one-line schema showed its end alone
                                          visible=constraint_of(DEFAULT) is not None)
@@ -118,7 +121,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                              elem_id="think-budget",
                                              info="Reasoning models (Qwen3, DeepSeek-R1) write freely until </think>, then "
                                                   "the constraint applies to the answer alone; at the budget, </think> is forced.")
-                    example_constraint = gr.Dropdown(list(EXAMPLE_CONSTRAINTS), label="Examples", value=None)
+                    example_constraint = gr.Dropdown(list(EXAMPLE_CONSTRAINTS), label="Examples", value=None,
+                                                     elem_id="example-constraint")
                 with gr.Row():
                     run_btn = gr.Button("Run", variant="primary", elem_id="run-button", interactive=False)  # until
                     # the link's settings are shown (a click before ran the preset's: k=4 for a link's k=3)
@@ -132,13 +136,14 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     gr.Markdown(ABOUT)
                 stream = gr.HTML(render.token_stream([]), elem_id="stream")
                 metrics_html = gr.HTML(render.metrics(None, DEFAULT.k))
-                badge = gr.HTML()
+                badge = gr.HTML(elem_id="run-badge")
                 with gr.Tabs():
                     with gr.Tab("Text"):
                         with gr.Row():
                             text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
-                            baseline_text = gr.Textbox(label="Target alone (greedy: the same text; sampling: another "
-                                                             "draw from the same distribution)", lines=8, buttons=["copy"],
+                            baseline_text = gr.Textbox(label="Target alone (greedy: the same text, else the speedup "
+                                                             "card says where it differs; sampling: another draw from "
+                                                             "the same distribution)", lines=8, buttons=["copy"],
                                                        elem_id="baseline-text", visible=DEFAULT.compare)
                     with gr.Tab("Race", elem_id="race-tab") as race_tab:
                         race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
@@ -246,8 +251,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
     run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
 
-    preset.input(apply_preset, [preset, prompt, system, kind, constraint], SETTINGS + [note, constraint_acc],
-                 api_visibility="private").then(
+    # A dropdown's choice is its .select: Gradio 6 sends .input when one is only left (Tab, a click away),
+    # which re-applied the preset over the settings changed since, without a word
+    preset.select(apply_preset, [preset, prompt, system, kind, constraint], SETTINGS + [note, constraint_acc],
+                  api_visibility="private").then(
         think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
     # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
@@ -259,8 +266,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for step in (restored.failure, budget.then, budget.failure):
         step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then (as below)
-        box.input(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")
-        box.input(None, run_msg, run_msg, js=pointer_cleared("model"), queue=False, api_visibility="private")
+        box.select(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")
+        box.select(None, run_msg, run_msg, js=pointer_cleared("model"), queue=False, api_visibility="private")
     # So was the prompt's, the tree's, and the pointer to it under Run (a constraint's own message is its
     # check as typed): each goes once its input changes, in the browser, before a Run.
     for box, message, where in ((prompt, prompt_msg, "prompt"), (tree, tree_msg, "tree")):
@@ -268,7 +275,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):
         for box in boxes:
             box.change(None, [run_msg, *boxes], run_msg, js=pointer_cleared(where), queue=False, api_visibility="private")
-    target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
+    target.select(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     tree.change(k_with_tree, tree, k, queue=False, api_visibility="private")  # k looked live and did nothing
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
@@ -314,10 +321,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
           constraint_check, api_visibility="private", concurrency_limit=1, concurrency_id="constraint-check",
           trigger_mode="always_last",  # one check at a time, then the newest (a preset changes all three at once)
           show_progress="hidden")  # quick; its fading stayed on after a refused Run had written the box
-    example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt],
-                             api_visibility="private")
-    for box in (preset, kind, constraint):  # changed by hand or by a preset: no longer the example named
-        box.input(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")
+    example_constraint.select(load_example, [example_constraint, prompt], [kind, constraint, prompt],
+                              api_visibility="private")
+    for event in (preset.select, kind.input, constraint.input):  # by hand or by a preset: no longer the example named
+        event(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     axis.change(empty_sweep_table, [axis, sweep_table], sweep_table, queue=False, api_visibility="private")  # a link's too
     measuring_events = {}  # experiment name -> its measuring event

@@ -8,6 +8,11 @@ from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_EN
 from playground.metrics import counted, expected_tokens_per_round
 
 COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS: "#2563eb", FORCED: "#6b7280"}
+# Each kind's underline in a shade of its colour that stands 3:1 against its own tint on white (the colours'
+# own: 2.8:1 for accepted; kept in dark mode, where they do), and in a style of its own: colour alone told
+# accepted from corrected to no one with deuteranopia (both olive there)
+UNDERLINES = {ACCEPTED: ("#15803d", "solid"), REJECTED: ("#b91c1c", "solid"), CORRECTED: ("#c2410c", "double"),
+              BONUS: ("#1d4ed8", "dotted"), FORCED: ("#4b5563", "dashed")}
 MEANING = {
     ACCEPTED: "draft token the target kept",
     REJECTED: "draft token the target refused (not part of the text)",
@@ -25,11 +30,19 @@ CSS = """
              white-space: pre-wrap; word-break: break-word; padding: 10px; border-radius: 8px;
              border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
 .tok { border-radius: 3px; padding: 0 1px; }
-""" + "".join(f".tok-{k} {{ background: {c}26; border-bottom: 2px solid {c}; }}\n" for k, c in COLOURS.items()) + """
+""" + "".join(f".tok-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
+               f".dark .tok-{k} {{ border-bottom-color: {COLOURS[k]}; }}\n" for k, (shade, style) in UNDERLINES.items()) + """
+.legend .key i { border-bottom: 3px solid; height: 9px !important; }  /* each kind's underline, under its swatch */
 .tok-rejected { text-decoration: line-through; color: """ + COLOURS[REJECTED] + """; opacity: 0.75; }
-.tok-eos { font-size: 11px; color: #6b7280; }
-.thinking { margin-bottom: 6px; } .thinking .tok { opacity: 0.45; }
-.thinking summary { color: #6b7280; cursor: pointer; font-style: italic; }
+.tok-rejected::before { content: "" / "refused: "; }  /* said by a screen reader, not shown (it read refused
+   drafts as part of the text) */
+.tok:focus-visible, .round-sep:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
+.tok-eos { font-size: 11px; color: var(--body-text-color-subdued); }
+.thinking { margin-bottom: 6px; } .thinking .tok { color: var(--body-text-color-subdued); }  /* (opacity 0.45: 2.5:1) */
+.thinking summary { color: var(--body-text-color-subdued); cursor: pointer; font-style: italic; }
+.stream-placeholder { color: var(--body-text-color-subdued); }
+input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid var(--color-accent);
+  outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at all */
 .round-sep { display: inline-block; width: 0; border-left: 1px dotted #9ca3af; height: 1.1em; margin: 0 1px;
              vertical-align: middle; }
 .round-sep.stopped { border-left: 2px solid #f59e0b; }
@@ -85,6 +98,10 @@ CSS = """
   #constraint-editor .cm-editor { max-height: 40vh; }  /* a link's 28-line schema, wrapped, put Run 2.4 screens
      down: it scrolls within its box */
 }
+/* Dark mode: the amber, green and red words above are drawn for white (the amber note read 3.8:1 on dark) */
+.dark :is(.constraint-note, .badge-stopped), .dark .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before
+  { color: #fbbf24; }
+.dark .badge-ok { color: #4ade80; } .dark :is(.badge-bad, .field-error) { color: #f87171; }
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
 """
@@ -92,14 +109,34 @@ CSS = """
 
 # A token's (a round mark's, a legend entry's) title, shown where it was tapped or clicked: a phone has no hover,
 # and a token's probabilities (what each colour means) were out of its reach. Its text is set as text, never read as HTML.
+# By keyboard: the stream is one Tab stop, its arrow keys (Home, End) go from token to token, each focused one's
+# tip shown, Escape hides it (a title's hover was the only way to a token's details). The run's badge (its verdict)
+# is said by a screen reader as it changes.
 TAP_TIPS_JS = """() => {
   if (window.tapTips) return;
   window.tapTips = true;
   const tip = Object.assign(document.createElement('div'), {id: 'token-tip', hidden: true});
   tip.setAttribute('role', 'status');
   document.body.appendChild(tip);
-  document.addEventListener('click', (event) => {
-    const mark = event.target.closest ? event.target.closest('.tok[title], .round-sep[title], .legend .key[title]') : null;
+  const MARKS = '.tok[title], .round-sep[title], .legend .key[title]';
+  const markOf = (node) => node && node.closest ? node.closest(MARKS) : null;
+  document.addEventListener('click', (event) => show(markOf(event.target)));
+  document.addEventListener('focusin', (event) => { const mark = markOf(event.target); if (mark) show(mark); });
+  document.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') { tip.hidden = true; return; }
+    const stream = event.target.closest ? event.target.closest('#token-stream') : null;
+    const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity}[event.key];
+    if (!stream || step === undefined) return;
+    const marks = [...stream.querySelectorAll('.tok[title], .round-sep[title]')];
+    if (!marks.length) return;
+    const at = marks.indexOf(markOf(event.target));
+    const next = at < 0 ? (step > 0 ? 0 : marks.length - 1) : Math.max(0, Math.min(marks.length - 1, at + step));
+    marks[next].focus();
+    event.preventDefault();
+  });
+  const badge = document.getElementById('run-badge');
+  if (badge) { badge.setAttribute('aria-live', 'polite'); }
+  function show(mark) {
     if (!mark) { tip.hidden = true; return; }
     const at = mark.getBoundingClientRect();
     tip.textContent = mark.title;
@@ -107,16 +144,16 @@ TAP_TIPS_JS = """() => {
     tip.hidden = false;
     const below = at.bottom + 6;  // above the token where it would end past the screen's foot (it was drawn off it)
     tip.style.top = (below + tip.offsetHeight <= window.innerHeight ? below : Math.max(4, at.top - 6 - tip.offsetHeight)) + 'px';
-  });
+  }
   document.addEventListener('scroll', () => { tip.hidden = true; }, true);
 }"""
 
 
 def legend() -> str:
-    keys = "".join(f'<span class="key" title="{MEANING[k]}"><i style="background:{COLOURS[k]}"></i>{k}</span>'
-                   for k in KINDS)
-    rounds = ('<span class="key" title="a dotted line separates rounds; an amber one marks a round whose drafting '
-              'stopped early (adaptive length, EOS, no lookup match): hover or tap it for why">'
+    keys = "".join(f'<span class="key" tabindex="0" title="{MEANING[k]}"><i style="background:{COLOURS[k]}26; '
+                   f'border-color:{UNDERLINES[k][0]}; border-bottom-style:{UNDERLINES[k][1]}"></i>{k}</span>' for k in KINDS)
+    rounds = ('<span class="key" tabindex="0" title="a dotted line separates rounds; an amber one marks a round whose drafting '
+              'stopped early (adaptive length, EOS, no lookup match): hover, tap or focus it for why">'
               '<span class="round-sep"></span> round &nbsp;<span class="round-sep stopped"></span> stopped early</span>')
     return f'<div class="legend">{keys}{rounds}</div>'
 
@@ -134,13 +171,14 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
             continue
         if thought or answer:
             stopped = " stopped" if event.target_passes and event.proposed < event.k else ""
-            part().append(f'<span class="round-sep{stopped}" title="{html.escape(_round_title(event))}"></span>')
+            part().append(f'<span class="round-sep{stopped}" tabindex="-1" title="{html.escape(_round_title(event))}"></span>')
         for t in event.tokens:
             part().append(_token_html(t, eos_ids))
             committed += t.kind != REJECTED
     body = _thinking(thought, reasoning, still=not answer) + "".join(answer)
-    body = body or '<span style="color:#9ca3af">tokens appear here, coloured by what happened to them</span>'
-    return f'<div class="tokstream" id="token-stream">{body}</div>'
+    body = body or '<span class="stream-placeholder">tokens appear here, coloured by what happened to them</span>'
+    return (f'<div class="tokstream" id="token-stream" role="region" aria-label="Token stream (arrow keys: each '
+            f'token\'s details)" tabindex="0">{body}</div>')
 
 
 def _thinking(parts: list[str], tokens: int | None, still: bool) -> str:
@@ -170,10 +208,10 @@ def _token_html(t, eos_ids) -> str:
     title = t.kind + "".join(f" · {name} {p:.3f}" for name, p in (("p_target", t.p_target), ("p_draft", t.p_draft))
                              if p is not None)
     if t.token_id in eos_ids and not t.text:
-        return f'<span class="tok tok-{t.kind} tok-eos" title="{title} · end of sequence">⏎eos</span>'
+        return f'<span class="tok tok-{t.kind} tok-eos" tabindex="-1" title="{title} · end of sequence">⏎eos</span>'
     text = t.text if t.kind != REJECTED else t.text.replace("\n", "↵")  # a refused newline stays on its line
     text = html.escape(text) if text else "·"
-    return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" title="{html.escape(title)}">{text}</span>'
+    return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}">{text}</span>'
 
 
 def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",
