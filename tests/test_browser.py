@@ -136,6 +136,19 @@ def test_leaving_the_preset_unchosen_keeps_the_settings(page, app_url):
     expect(k).not_to_have_value("7", timeout=30_000)
 
 
+def test_the_focus_goes_from_run_to_stop_and_back(page, app_url):
+    """Run and Stop disable themselves: a keyboard's focus on either fell to the page's body as it did, and a
+    screen reader's user lost their place (an accessibility review). It moves to the button enabled instead."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=24&compare=false")
+    run = page.locator("#run-button")
+    expect(run).to_be_enabled(timeout=30_000)
+    run.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#stop-button")).to_be_focused(timeout=30_000)
+    expect(run).to_be_focused(timeout=120_000)  # the run ended
+    assert token_count(page) > 0
+
+
 def test_run_while_the_speedup_is_measured_again_starts_the_next_run(page, app_url, monkeypatch):
     """The text is whole while the speedup is measured again (tens of seconds on a laptop): Run acts
     then, ends that measuring with its estimate and runs the settings shown now."""

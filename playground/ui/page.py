@@ -19,7 +19,7 @@ from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
-from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, after_run, message_cleared, pointer_cleared, remember_run, replay_race, run,
+from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, after_run, focus_moved_to, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.serving import DEVICE, VALUE_CHARS, bound
 from playground.ui.share import MAX_LINK_CHARS, RANGES
@@ -287,14 +287,17 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     # the stream. Run is enabled again while a run only measures its speedup again: a click ends that
     # measuring (start_run) and the new run starts once it has (always_last: Gradio defers it till then).
     run_btn.click(None, None, None, js=RUN_CLICKED_JS, queue=False, api_visibility="private")
-    running = (run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")
+    started = run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")
+    started.then(None, None, None, js=focus_moved_to("#stop-button"), queue=False, api_visibility="private")
+    running = (started
                .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html, run_status],
                      api_name="run", concurrency_limit=CONCURRENCY, concurrency_id=DEVICE,
                      show_progress_on=[stream], trigger_mode="always_last"))
     run_status.change(runnable_while_measuring, run_status, run_btn, queue=False, api_visibility="private")
     running.failure(lambda: IDLE, None, [run_btn, stop_btn], queue=False, api_visibility="private")
-    (running.then(after_run, run_status, [run_btn, stop_btn], queue=False, api_visibility="private")
-     .then(remember_run, [measured, history], history, api_visibility="private"))
+    ended = running.then(after_run, run_status, [run_btn, stop_btn], queue=False, api_visibility="private")
+    ended.then(None, None, None, js=focus_moved_to("#run-button"), queue=False, api_visibility="private")
+    ended.then(remember_run, [measured, history], history, api_visibility="private")
     stop_btn.click(stop_run, None, None, queue=False, api_visibility="private")
     for trigger in (race_tab.select, race_btn.click):
         trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",

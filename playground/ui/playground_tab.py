@@ -263,6 +263,16 @@ def pointer_cleared(where: str) -> str:
 RUN_CLICKED_JS = "() => { window.pointerCleared = {}; }"  # a Run's pointers are new: none cleared yet (pointer_cleared)
 
 
+def focus_moved_to(button: str) -> str:
+    """JS: where the focus was on a button that has just been disabled (Run as a run starts, Stop as it ends), or
+    on nothing, it moves to `button` (the one enabled instead) once enabled: it fell to the page's body, and a
+    screen reader's user lost their place (an accessibility review)."""
+    return (f"() => {{ const to = document.querySelector({json.dumps(button)}), at = document.activeElement;"
+            " if (at && at !== document.body && !(at.closest('button') || {}).disabled) return;"
+            " let tries = 20; const go = () => { if (!to.disabled) to.focus(); else if (tries--) setTimeout(go, 50); };"
+            " go(); }")
+
+
 def start_run(request: gr.Request):
     """Run clicked: a Stop pressed since the last run ended is not for this one, and a run still
     measuring its speedup again ends with its estimate so far; (Run, Stop) updates."""
