@@ -246,6 +246,22 @@ def test_the_position_chart_labels_whole_positions():
     assert plots.acceptance_by_position(rounds).layout.xaxis.dtick == 1
 
 
+def test_the_run_charts_write_their_numbers():
+    """A screen reader read a chart as its tick labels and title alone (an accessibility review), and a reader of
+    the figure guessed each value from its axis: each bar, point and line's end carries its number."""
+    from playground.ui import plots
+    rounds = [Round(index=i, tokens=[TokenEvent(ACCEPTED, 1, "a")] * a + [TokenEvent(CORRECTED, 2, "b")], proposed=3,
+                    accepted=a, target_passes=1, draft_passes=3, draft_s=0.1, target_s=0.2, wall_s=0.4, k=3)
+               for i, a in enumerate((0, 2, 3, 2))]
+    assert list(plots.accepted_histogram(rounds, 3).data[0].text) == ["1", "0", "2", "1"]
+    survival, conditional = plots.acceptance_by_position(rounds).data
+    assert list(survival.text) == ["0.75", "0.75", "0.25"] and list(conditional.text) == ["0.75", "1.00", "0.33"]
+    line = plots.cumulative_tokens(rounds).data[0]
+    assert line.text[-1] == "11 tokens, 4 passes" and not any(line.text[:-1])
+    stats = {"wall_s": 1.6, "draft_s": 0.4, "target_s": 0.8}
+    assert [bar.text[0] for bar in plots.time_split(stats).data] == ["0.40 s", "0.80 s", "0.40 s"]
+
+
 def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
     from playground.metrics import summarize
     from playground.ui.render import metrics

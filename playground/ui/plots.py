@@ -6,6 +6,8 @@ from playground.events import Prefill, Round
 from playground.metrics import expected_speedup
 from playground.ui.render import COLOURS
 
+# Each run chart writes its numbers on it (a bar's count, a point's rate, a line's end): read from the figure, and
+# what a screen reader gets of it (its tick labels and title alone before: an accessibility review).
 # The legend sits at the very bottom of the figure (container coordinates), below the x-axis title. 400 px:
 # on a phone a sweep's six legend lines left the plot itself about 120 px of 340.
 LAYOUT = dict(template="plotly_white", height=400, margin=dict(l=50, r=20, t=50, b=100),
@@ -23,7 +25,8 @@ def accepted_histogram(events, k: int) -> go.Figure:
     for r in _rounds(events):
         if r.k:
             counts[min(r.accepted, k)] += 1
-    fig = go.Figure(go.Bar(x=list(range(k + 1)), y=counts, marker_color=COLOURS["accepted"]))
+    fig = go.Figure(go.Bar(x=list(range(k + 1)), y=counts, marker_color=COLOURS["accepted"], text=counts,
+                           textposition="outside", cliponaxis=False))
     fig.update_xaxes(dtick=1)  # every count labelled (plotly's own ticks skipped 1 and 3 at k=4)
     return fig.update_layout(title="Accepted draft tokens per round", xaxis_title="accepted in the round",
                              yaxis_title="rounds", **LAYOUT)
@@ -48,8 +51,10 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
 def acceptance_by_position(events) -> go.Figure:
     survival, conditional = position_acceptance(events)
     xs = list(range(1, len(survival) + 1))
-    fig = go.Figure([go.Scatter(x=xs, y=survival, mode="lines+markers", name="prefix survival P(kept 1..i)"),
-                     go.Scatter(x=xs, y=conditional, mode="lines+markers", name="conditional P(kept i | kept 1..i-1)")])
+    fig = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers+text", name=name, text=[f"{y:.2f}" for y in ys],
+                                textposition=where, cliponaxis=False)
+                     for ys, name, where in ((survival, "prefix survival P(kept 1..i)", "top center"),
+                                             (conditional, "conditional P(kept i | kept 1..i-1)", "bottom center"))])
     fig.update_xaxes(dtick=1)  # whole positions (plotly's own ticks put 1.5 and 2.5 between them)
     return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i",
                              yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)
@@ -72,7 +77,9 @@ def cumulative_tokens(events, baseline_events=()) -> go.Figure:
     for name, evs, colour in (("speculative", events, COLOURS["bonus"]), ("target only", baseline_events, "#6b7280")):
         if evs:
             xs, ys = _cumulative(evs)
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line=dict(color=colour)))
+            end = [""] * (len(xs) - 1) + [f"{ys[-1]} tokens, {xs[-1]} passes"]  # at the line's end
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+text", name=name, line=dict(color=colour), text=end,
+                                     textposition="top left", cliponaxis=False))
     return fig.update_layout(title="Tokens written vs target passes", xaxis_title="target forward passes",
                              yaxis_title="tokens", **LAYOUT)
 
@@ -84,7 +91,8 @@ def time_split(stats: dict | None, baseline_stats: dict | None = None) -> go.Fig
     fig = go.Figure()
     for part, colour in (("draft", COLOURS["accepted"]), ("target", COLOURS["bonus"]), ("overhead", "#9ca3af")):
         ys = [_part(s, part) for _, s in runs]
-        fig.add_trace(go.Bar(x=[n for n, _ in runs], y=ys, name=part, marker_color=colour))
+        fig.add_trace(go.Bar(x=[n for n, _ in runs], y=ys, name=part, marker_color=colour,
+                             text=[f"{y:.2f} s" for y in ys], textposition="inside"))
     title = "Time split" + (", first measurement" if baseline_stats else "")
     return fig.update_layout(barmode="stack", title=title, yaxis_title="seconds", **LAYOUT)
 
