@@ -254,6 +254,10 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     page.get_by_role("button", name="Run sweep").click()
     stop = page.locator("#sweep-stop")
     expect(stop).to_be_enabled(timeout=30_000)
+    page.get_by_role("tab", name="Playground").click()  # a run waits for the experiment, and says so (Gradio's
+    page.click("#run-button")  # "queue: 2/2" alone showed for the minutes the sweep had left)
+    expect(page.locator("#run-waits")).to_contain_text("starts once the experiment running on the Experiments tab ends")
+    page.get_by_role("tab", name="Experiments").click()
     stop.click()
     expect(stop).to_have_text("Stopping", timeout=10_000)  # said at once
     expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"stopped: [012] of 3 values of k"),
@@ -261,6 +265,10 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     expect(stop).to_have_text("Stop", timeout=15_000)
     expect(stop).to_be_disabled()
     expect(page.get_by_role("button", name="Run sweep")).to_be_enabled()
+    page.get_by_role("tab", name="Playground").click()
+    expect(page.locator("#token-stream .tok").first).to_be_visible(timeout=60_000)  # the run went on, its note gone
+    expect(page.locator("#run-waits")).to_have_count(0)
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=60_000)
 
 
 def test_a_calculator_value_typed_past_its_slider_is_said_under_it(page, app_url):

@@ -19,7 +19,8 @@ from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
-from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, after_run, focus_moved_to, message_cleared, pointer_cleared, remember_run, replay_race, run,
+from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, focus_moved_to,
+                                          message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.serving import DEVICE, VALUE_CHARS, bound
 from playground.ui.share import MAX_LINK_CHARS, RANGES
@@ -287,6 +288,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     # the stream. Run is enabled again while a run only measures its speedup again: a click ends that
     # measuring (start_run) and the new run starts once it has (always_last: Gradio defers it till then).
     run_btn.click(None, None, None, js=RUN_CLICKED_JS, queue=False, api_visibility="private")
+    run_btn.click(None, run_msg, run_msg, js=WAITS_FOR_EXPERIMENT_JS, queue=False, api_visibility="private")  # (the
+    # run's first update clears it)
     started = run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")
     started.then(None, None, None, js=focus_moved_to("#stop-button"), queue=False, api_visibility="private")
     running = (started
