@@ -117,4 +117,6 @@ REGEXES = {
 
 # Schemas the xgrammar backend does not enforce exactly: compiled, with a note naming what it lets through.
 # name -> (what its note says, what the check says of an output xgrammar lets through; None: none can be)
-XGRAMMAR_INEXACT = {"ipv4": ("format ipv4", "is not a 'ipv4'"), "one_of": ("oneOf is enforced as anyOf", None)}
+XGRAMMAR_INEXACT = {"ipv4": ("format ipv4", "is not a 'ipv4'"), "one_of": ("oneOf is enforced as anyOf", None),
+                    "date": ("format date", "is not a 'date'"), "event": ("format date", "is not a 'date'"),
+                    "date_time": ("format date-time", "is not a 'date-time'")}

@@ -274,6 +274,30 @@ def test_a_committed_token_the_constraint_refuses_is_an_error_not_a_silent_skip(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind, text", [("json", '{"type": "string"}'), ("json", '{"type": "string", "maxLength": 9}'),
+                                        ("regex", '".*"'), ("regex", '"[^a]*"'), ("regex", '"[\u0100-\uffff]*"')])
+def test_no_surrogate_is_written_as_utf8(tokenizer, backend, kind, text):
+    """xgrammar's character classes let U+D800-U+DFFF through as UTF-8 bytes (ED A0-BF xx), which no
+    reader takes: a string read back as U+FFFD, too long for its bound (a reviewer's random walks).
+    No allowed token holds ED A0-BF, and after ED (a byte-level vocabulary has it alone) none starts
+    with A0-BF; ED 80-9F (U+D000-U+D7FF) stays allowed."""
+    from playground.constraints.compile import _token_bytes
+    spec = ConstraintSpec(kind, text, backend)
+    guide = compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id})).guide(2)
+    token_bytes = _token_bytes(tokenizer, len(tokenizer))[0]
+    allowed = lambda mask: [t for t in range(len(token_bytes)) if (int(mask[t // 32]) >> (t % 32)) & 1]  # noqa: E731
+    lead = token_bytes.index(b"\xed")
+    guide._commit([token_bytes.index(b'"')])
+    inside = allowed(guide.next_mask())
+    assert lead in inside and not [t for t in inside if b"\xed\xa0" <= token_bytes[t][:2] <= b"\xed\xbf"]
+    guide.rows = 0
+    guide._commit([lead])
+    after = [token_bytes[t] for t in allowed(guide.next_mask())]
+    assert after and not [data for data in after if 0xA0 <= data[0] <= 0xBF]
+    assert b"\x80" in after and b"\x9f" in after  # U+D000-U+D7FF
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_rollback_leaves_the_matcher_as_if_fed_only_committed_tokens(target, tokenizer, backend, temperature):
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=2.0), tokenizer)  # rejects often

@@ -696,6 +696,19 @@ def test_a_format_in_a_branch_without_a_type_is_enforced(tokenizer, backend):
     assert allowed(constraint, tokenizer, '"', "1") and not allowed(constraint, tokenizer, '"', "a")
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("fmt, prefix", [("date", '"2025-04-3'), ("date-time", '"2025-04-3')])
+def test_a_day_the_month_lacks_is_named_where_the_mask_lets_it_through(tokenizer, backend, fmt, prefix):
+    """xgrammar's date and date-time read any day 01-31 in any month: `2025-04-31` is written, and
+    the check after the run refuses it. Its note says so (it said nothing); llguidance's mask knows
+    April's 30 days."""
+    constraint = compiled(tokenizer, {"type": "string", "format": fmt}, backend)
+    lets_through = allowed(constraint, tokenizer, prefix, "1")
+    assert lets_through == (backend == "xgrammar")
+    assert (f"format {fmt}" in " ".join(constraint.notes)) == lets_through, constraint.notes
+    assert allowed(constraint, tokenizer, prefix, "0")
+
+
 # -- keywords beside anyOf, oneOf and allOf: xgrammar read the first of the three and nothing beside ---
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -24,6 +24,7 @@ from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_ma
 from playground.constraints.spec import BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
 from playground.constraints.unique_keys import UniqueKeys, quoted_ids
+from playground.constraints.whole_chars import NoSurrogates, SurrogateTables, surrogate_tables
 from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
 
@@ -38,6 +39,7 @@ COMPILED_KEPT_BYTES = 256 * 2**20  # and at most this much of them, as each back
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
 _thinking: dict = {}  # (id(tokenizer), vocab, eos) -> (tokenizer, Thinking)
 _bytes: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, each id's bytes, the ids holding a quote)
+_surrogates: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, SurrogateTables)
 _compiled: OrderedDict = OrderedDict()  # (backend key, spec) -> (compiled grammar, notes, size), newest last
 _lock = threading.Lock()  # guards the caches above (runs may compile from several threads); never held while compiling
 
@@ -52,9 +54,12 @@ class Constraint:
     notes: tuple[str, ...] = ()  # what the backend does not enforce while writing (checked after the run)
     thinking: Thinking | None = None  # a reasoning model thinks first (spec.think_budget > 0)
     byte_tables: tuple | None = None  # a schema's: (each id's bytes, and two id sets from quoted_ids), for UniqueKeys
+    surrogates: SurrogateTables | None = None  # a backend writing surrogates' (xgrammar): for NoSurrogates
 
     def guide(self, max_rows: int) -> Guide:
         matcher = self.backend.matcher(self.compiled)
+        if self.surrogates is not None:
+            matcher = NoSurrogates(matcher, self.surrogates)
         if self.byte_tables is not None:
             matcher = UniqueKeys(matcher, *self.byte_tables)
         if self.thinking is not None:
@@ -104,7 +109,8 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
     grammar = dataclasses.replace(spec, think_budget=0)  # compiled once whatever the budget
     backend, compiled, notes = _compiled_grammar(grammar, tokenizer, vocab, eos_ids)
     byte_tables = _token_bytes(tokenizer, vocab) if spec.kind == "json" else None
-    return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking, byte_tables)
+    surrogates = _surrogate_tables(tokenizer, vocab) if backend.writes_surrogates else None
+    return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking, byte_tables, surrogates)
 
 
 def read_constraint(spec: ConstraintSpec) -> list[str]:
@@ -205,6 +211,18 @@ def _token_bytes(tokenizer, vocab: int) -> tuple:
         with _lock:
             _bytes[key] = found
     return found[1:]
+
+
+def _surrogate_tables(tokenizer, vocab: int) -> SurrogateTables:
+    """NoSurrogates' tables, built once per tokenizer."""
+    key = (id(tokenizer), vocab)
+    with _lock:
+        found = _surrogates.get(key)
+    if found is None:
+        found = (tokenizer, surrogate_tables(_token_bytes(tokenizer, vocab)[0], vocab))
+        with _lock:
+            _surrogates[key] = found
+    return found[1]
 
 
 def _compiled_grammar(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: frozenset[int]):

@@ -23,6 +23,7 @@ SILENT = {"dependentRequired"}  # compiled past by llguidance 1.9.1 without a wa
 
 class LLGuidanceBackend:
     name = "llguidance"
+    writes_surrogates = False  # it writes UTF-8 only
 
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
         self.eos_ids = eos_ids  # the tokens that end the output (the tokenizer's own where empty)

@@ -23,7 +23,7 @@ UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContai
               "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
 NO_VALUE_REF = "a $ref to a schema no value satisfies"  # (where it may be left out: satisfiable.py)
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
-INEXACT_FORMATS = {"ipv4"}
+INEXACT_FORMATS = {"ipv4", "date", "date-time"}  # leading zeros; a day the month lacks (2025-02-30)
 SEPARATORS = (", ", ": ")
 # xgrammar's class for characters of a length-bounded string, and the JSON-legal one to use instead
 BOUNDED_CHAR, JSON_CHAR = r'[^\"\\\r\n]', r'[^\0-\x1f\"\\]'
@@ -31,6 +31,7 @@ BOUNDED_CHAR, JSON_CHAR = r'[^\"\\\r\n]', r'[^\0-\x1f\"\\]'
 
 class XGrammarBackend:
     name = "xgrammar"
+    writes_surrogates = True  # its character classes let U+D800-U+DFFF through as UTF-8: whole_chars.py
 
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
         self.eos_ids = eos_ids  # the tokens that end the output (the tokenizer's own where empty)
@@ -288,8 +289,9 @@ def _warned(log: list[str]) -> list[str]:
 
 
 def _inexact_formats(nodes: list[dict]) -> list[str]:
-    """xgrammar drops minLength/maxLength on a string that also has a format, and its ipv4 format
-    lets leading zeros through (JSON Schema's ipv4 does not)."""
+    """xgrammar drops minLength/maxLength on a string that also has a format, its ipv4 format lets
+    leading zeros through (JSON Schema's ipv4 does not), and its date and date-time read any day 01-31
+    in any month (2025-04-31)."""
     found = []
     for sub in nodes:
         if sub.get("format") in INEXACT_FORMATS:
