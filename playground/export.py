@@ -181,7 +181,7 @@ def _vllm_draft_options(s, draft: str, notes: list) -> dict:
     if widths := _widths(s, draft):
         notes.append(f"The target's logits are {widths[0]:,} wide, the draft's {widths[1]:,}: vLLM refuses the pair "
                      "unless use_heterogeneous_vocab (drafts limited to the tokens both share, drawn greedily: at a "
-                     "temperature above 0 the output keeps the target's law but acceptance is lower than here).")
+                     "temperature above 0 the output keeps the target's law, its acceptance not this run's: usually lower).")
         return {"use_heterogeneous_vocab": True}
     if s.temperature > 0:  # vLLM's default drafts greedily and treats q as one-hot
         return {"draft_sample_method": "probabilistic"}

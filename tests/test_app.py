@@ -828,6 +828,8 @@ def test_the_calculator_says_when_no_k_pays():
     assert "expected speedup **0.22x** (no k pays for these numbers: the best, k = 1, gives 0.75x; the target alone is faster" in text
     assert "best k for these numbers" not in text
     assert "(best k for these numbers: 3)" in experiments_tab.calculator(0.6, 8, 0.1, [])[0]
+    # past the slider's 16 (α 0.95, c 0.01: k = 40 gives 12.5x, 16 gives 10.0x): not called the best (a maths review)
+    assert "(best k for these numbers: 16 or more (16 is the slider's limit))" in experiments_tab.calculator(0.95, 8, 0.01, [])[0]
 
 
 def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
@@ -836,7 +838,8 @@ def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
     the line is and the best k it measured where one was clear."""
     def row(k, speedup, low, high, estimate=None):
         return {"k": k, "temperature": 0.0, "speedup": speedup, "speedup_low": low, "speedup_high": high,
-                "speedup_estimate": estimate or speedup, "verdict": "faster", "acceptance_rate": 0.9 - 0.1 * k}
+                "speedup_estimate": estimate or speedup, "verdict": "faster", "acceptance_rate": 0.9 - 0.1 * k,
+                "token_acceptance": 0.9 - 0.05 * k}
     rows = [row(1, 1.3, 1.2, 1.4), row(2, 1.9, 1.8, 2.0), row(3, None, 1.1, 1.7, estimate=1.4),
             {"k": 4, "speedup": None, "speedup_estimate": None, "speedup_low": None}]  # (a point stopped: no range)
     points = experiments_tab.k_sweep_points(rows, Settings.from_preset(page_inputs.PRESETS["demo"]))
@@ -846,7 +849,11 @@ def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
     assert list(line.x) == [1, 2, 3] and list(line.y) == [1.3, 1.9, 1.4]
     assert list(line.error_y.array) == [pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.3)]
     assert list(line.marker.symbol) == ["circle", "circle", "circle-open"]
-    assert "Your last K sweep (temperature 0, acceptance 0.60-0.80) is the measured line" in text
+    # α, the slider's: the share of drafts kept falls with k by construction (a maths review: "acceptance 0.19-0.37"
+    # sat under the α slider); the line's points say theirs
+    assert "Your last K sweep (temperature 0, α 0.75-0.85) is the measured line" in text
+    assert list(line.text) == ["per-token acceptance α=0.85", "per-token acceptance α=0.80",
+                               "per-token acceptance α=0.75, too noisy for one number"]
     assert "best k measured: 2" in text  # its interval above every other's, the noisy one's range included
     rows[2]["speedup_high"] = 2.1
     assert "no k measured clearly best" in experiments_tab.calculator(0.7, 4, 0.1, [], experiments_tab.k_sweep_points(

@@ -99,6 +99,14 @@ def test_partial_acceptance_shows_rejections_and_corrections(target, noisy_draft
     assert 0 < result.stats["acceptance_rate"] < 1
     for r in result.rounds:  # every round commits between 1 and k+1 tokens
         assert 1 <= len(r.committed) <= r.k + 1
+    # the first refused draft was judged; those after it never were: their p_target was read after a guess the
+    # text never had (under greedy one could be the target's own top choice there, struck through: a maths review)
+    refusals = [[t for t in r.tokens if t.kind == REJECTED] for r in result.rounds]
+    assert any(len(refused) > 1 for refused in refusals)
+    for refused in filter(None, refusals):
+        assert refused[0].p_target is not None and all(t.p_target is None and t.p_draft is not None for t in refused[1:])
+    from playground.ui.render import token_stream
+    assert "never judged: it came after a refused guess" in token_stream(result.rounds)
 
 
 @pytest.mark.parametrize("draft_name", ["same", "noisy", "ngram", "cascade"])

@@ -1,7 +1,7 @@
 """What the stream shows: a rejected newline stays on its line as a visible, struck-through symbol."""
 import pytest
 
-from playground.events import ACCEPTED, CORRECTED, FORCED, REJECTED, Round, TokenEvent
+from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Round, TokenEvent
 from playground.ui import render
 from playground.ui.render import token_stream
 
@@ -35,6 +35,18 @@ def test_the_theory_card_is_shown_only_for_draft_models():
     assert "measured 2.00 a round, the prompt pass not counted" in metrics(stats, 2)
 
 
+def test_the_theory_card_takes_each_round_at_its_own_k():
+    """The formula at the settings' k against rounds the token budget shortened: at α = 1, k = 5 and 32 tokens
+    the card read theory 6.00 against 5.33 measured, as if independence had failed (a maths review)."""
+    from playground.metrics import summarize
+    from playground.ui.render import metrics
+    whole = Round(1, [TokenEvent(ACCEPTED, 1, "a")] * 5 + [TokenEvent(BONUS, 2, "b")], 5, 5, 1, 5, 0.0, 0.0, 0.01, k=5)
+    last = Round(6, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(BONUS, 2, "b")], 1, 1, 1, 1, 0.0, 0.0, 0.01, k=1)
+    shown = metrics(summarize([whole] * 5 + [last], 0.1), 5)
+    assert "theory</small><b>5.33</b>" in shown and "each round at its own k" in shown and "measured 5.33 a round" in shown
+    assert "each round at its own k" not in metrics(summarize([whole] * 5, 0.1), 5)  # no round shortened: the formula's
+
+
 def test_the_verdict_carries_what_the_engine_did_not_enforce():
     html_text = render.validity_badge(True, None, ["not enforced while writing (checked after the run): <uniqueItems>"])
     assert 'id="valid-badge">valid<' in html_text and 'class="constraint-note"' in html_text
@@ -48,7 +60,7 @@ def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
     the only sure one, stood out); they draw the estimate faintly with its 95% interval."""
     from playground.ui import plots
     told = {"variant": "prompt lookup", "k": 1, "speedup": 0.9, "speedup_low": 0.85, "speedup_high": 0.96,
-            "speedup_estimate": 0.9, "acceptance_rate": 0.2, "tokens_per_target_pass": 1.2}
+            "speedup_estimate": 0.9, "acceptance_rate": 0.2, "token_acceptance": 0.3, "tokens_per_target_pass": 1.2}
     untold = told | {"variant": "draft model", "k": 2, "speedup": None, "speedup_low": 0.78, "speedup_high": 1.35,
                      "speedup_estimate": 1.1}
     for figure in (plots.draft_comparison([told, untold]), plots.sweep_chart([told, untold], "k")):
@@ -56,6 +68,8 @@ def test_charts_show_a_speedup_that_could_not_be_told_as_its_range_not_a_gap():
         assert len(faint) == 1 and list(faint[0].y) == [1.1]
         assert list(faint[0].error_y.array) == [1.35 - 1.1] and list(faint[0].error_y.arrayminus) == [1.1 - 0.78]
     assert not [t for t in plots.draft_comparison([told]).data if t.name == plots.UNTOLD]
+    alpha = next(t for t in plots.sweep_chart([told, untold], "k").data if t.name == plots.ALPHA)  # beside the
+    assert list(alpha.y) == [0.3, 0.3]  # acceptance rate, which falls with k by construction (a maths review)
     for figure in (plots.draft_comparison([untold]), plots.sweep_chart([untold], "k")):  # a fresh-eyes pass: a legend
         assert "speedup (95% interval)" not in [t.name for t in figure.data]  # named bars none had; the 1x line unnamed
         assert plots.TARGET_ALONE in [t.name for t in figure.data] and plots.UNTOLD.startswith("speedup")
@@ -183,7 +197,7 @@ def test_a_sweep_stars_a_best_only_where_its_interval_clears_the_others():
     because k=2's interval was tight. A star needs an interval above every other row's."""
     from playground.ui import plots
     k2 = {"k": 2, "speedup": 1.2, "speedup_low": 1.06, "speedup_high": 1.32, "speedup_estimate": 1.2,
-          "acceptance_rate": 0.5, "tokens_per_target_pass": 1.8}
+          "acceptance_rate": 0.5, "token_acceptance": 0.6, "tokens_per_target_pass": 1.8}
     k4 = k2 | {"k": 4, "speedup": None, "speedup_low": 1.16, "speedup_high": 1.5, "speedup_estimate": 1.32}
     stars = lambda fig: [t.name for t in fig.data if t.name.startswith("best")]  # noqa: E731
     overlapping = plots.sweep_chart([k2, k4], "k")

@@ -75,7 +75,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
 def k_sweep_points(rows: list[dict], settings) -> dict | None:
     """A finished K sweep for the calculator's chart (its measured speedup against k beside the
     formula's curve); None when no point was measured."""
-    kept = ("k", "speedup", "speedup_low", "speedup_high", "speedup_estimate", "verdict", "acceptance_rate")
+    kept = ("k", "speedup", "speedup_low", "speedup_high", "speedup_estimate", "verdict", "token_acceptance")
     points = [{key: r.get(key) for key in kept} for r in rows
               if r.get("speedup_estimate") and r.get("speedup_low") is not None]  # (measured, with a range)
     return {"temperature": settings.temperature, "rows": points} if points else None
@@ -166,7 +166,9 @@ def column_headers(columns: list[str]) -> list[str]:
 
 HEADERS = {"tokens": "tokens (all measurements)",  # a row's tokens: every prompt, every measurement of both
            "acceptance_rate": "acceptance rate (kept / proposed)",  # the charts' "acceptance": two figures of one
-           "token_acceptance": "α: token acceptance (kept / judged)",  # row (0.19, 0.37) read as one, unexplained
+           "token_acceptance": "α: token acceptance (kept / (kept + refusals))",  # row (0.19, 0.37) read as one,
+           # unexplained; a refusal: a round's end on the target's own token (a tree's: a depth whose every guess it
+           # refused, so not "judged": a tree judges siblings)
            "tokens_per_target_pass": "tokens per target pass (prompt passes too)"}  # a prompt pass writes none:
 # without a kept guess a run's is n / (n + 1), under 1
 
@@ -395,7 +397,7 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
         return f"**Not computed:** {refused}", None
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
-    text = f"**{per_round:.2f}** tokens per target pass, expected speedup **{speed:.2f}x** ({_best_k(acceptance, cost_ratio)})"
+    text = f"**{per_round:.2f}** tokens per round (a verify pass), expected speedup **{speed:.2f}x** ({_best_k(acceptance, cost_ratio)})"
     told = [m for m in history or [] if m.get("speedup")]
     if untold := len(history or []) - len(told):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
@@ -412,6 +414,8 @@ def _best_k(acceptance: float, cost_ratio: float) -> str:
     if (top := expected_speedup(acceptance, best, cost_ratio)) < 1:
         return (f"no k pays for these numbers: the best, k = {best}, gives {top:.2f}x; the target alone is faster "
                 "(a higher acceptance or a cheaper draft is needed)")
+    if best == RANGES["k"][1]:  # the formula's best lies past the slider (α 0.95, c 0.01: k = 40, 12.5x against 10.0x)
+        return f"best k for these numbers: {best} or more ({best} is the slider's limit)"
     return f"best k for these numbers: {best}"
 
 
@@ -420,12 +424,13 @@ def _last_sweep(k_sweep: dict | None) -> str:
     if not (k_sweep or {}).get("rows"):
         return ""
     rows = k_sweep["rows"]
-    acceptance = [r["acceptance_rate"] for r in rows if r.get("acceptance_rate") is not None]
-    spread = f", acceptance {min(acceptance):.2f}-{max(acceptance):.2f}" if acceptance else ""
+    alphas = [r["token_acceptance"] for r in rows if r.get("token_acceptance") is not None]  # the slider's α (its
+    # acceptance rate falls with k by construction: α(1 - α^k) / ((1 - α) k), 0.50 at k = 1 to 0.125 at k = 8 for α 0.5)
+    spread = f", α {min(alphas):.2f}-{max(alphas):.2f}" if alphas else ""
     best = plots.clear_best(rows)
     measured_best = f"; best k measured: {best['k']}" if best else "; no k measured clearly best"
     return (f". Your last K sweep (temperature {k_sweep['temperature']:g}{spread}) is the measured line: each point is "
-            f"its own run, with its own acceptance{measured_best}")
+            f"its own run, with its own α{measured_best}")
 
 
 def experiment_from_inputs(sweep_axis, sweep_values, sweep_prompts, compare_drafts, calc_alpha, calc_k,

@@ -28,8 +28,8 @@ from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
 ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
-forward pass. Green tokens (underlined) are guesses the target kept, red struck-through ones it refused (they
-are not part of the text), orange (double underline) is the target's own token where it refused, blue (dotted)
+forward pass. Green tokens (underlined) are guesses the target kept, red struck-through ones it refused and
+those after a refusal, never judged (none of them part of the text), orange (double underline) is the target's own token where it refused, blue (dotted)
 the target's own token after every guess was kept (or in a round with no guess, such as prompt lookup finding
 no match), grey (dashed) a token the constraint forces. Hover a token with a mouse, tap it, or Tab to the stream
 and move with the arrow keys, for its probabilities; the Text tab below shows the output alone, without the
@@ -40,8 +40,9 @@ choice, so the text is exactly the target's. When sampling, a guess `x` is kept 
 `min(1, p_target(x) / p_draft(x))` and a refusal draws from `max(0, p_target - p_draft)` renormalised:
 the output has exactly the target's distribution.
 
-**Expected tokens per target pass** when each guess is kept with probability `α` and the draft makes `k`
-guesses: `(1 - α^(k+1)) / (1 - α)`. `α` is per token; the *acceptance rate* shown (kept / proposed) is lower,
+**Expected tokens per round** (one verify pass of the target) when each guess is kept with probability `α` and
+the draft makes `k` guesses: `(1 - α^(k+1)) / (1 - α)` (the theory card; the tokens-per-target-pass card also
+counts the prompt's pass and the tokens a constraint forces). `α` is per token; the *acceptance rate* shown (kept / proposed) is lower,
 because guesses after a refusal are proposed but never judged. The speedup also pays for the draft: divide by
 `k * c + 1`, where `c` is a draft pass's cost in target passes.
 """

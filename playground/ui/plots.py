@@ -112,7 +112,10 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
                                  line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), secondary_y=False)
     fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name=ACCEPTANCE,
                              line=dict(dash="dot", color=COLOURS["accepted"])), secondary_y=True)  # (blue as the speedup's
-    # by default)
+    # by default). And α, the calculator's: over k the rate falls by construction, α need not (a maths review)
+    fig.add_trace(go.Scatter(x=xs, y=[r["token_acceptance"] for r in rows], mode="lines+markers", name=ALPHA,
+                             line=dict(color=COLOURS["accepted"]), marker=dict(symbol="triangle-up", size=7)),
+                  secondary_y=True)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
                              name="tokens per pass", line=dict(dash="dash", color=PASS_COLOUR),
                              marker=dict(symbol="diamond", size=6)), secondary_y=False)
@@ -129,7 +132,7 @@ def sweep_chart(rows: list[dict], x: str) -> go.Figure:
                            x=0.5, y=1.0, yanchor="bottom", font=dict(color="#6b7280"))
     target_alone_line(fig, secondary_y=False)
     fig.update_yaxes(title_text="speedup / tokens per pass", secondary_y=False)
-    fig.update_yaxes(title_text="acceptance rate", range=[0, 1.05], secondary_y=True)
+    fig.update_yaxes(title_text="acceptance rate, α", range=[0, 1.05], secondary_y=True)
     if x == "k":
         fig.update_xaxes(dtick=1)  # whole draft lengths, no 1.5
     return fig.update_layout(title=f"Sweep over {x}", xaxis_title=x, **LAYOUT)
@@ -171,8 +174,8 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
                                  mode="lines+markers", name="your last K sweep (measured)", error_y=_range(k_sweep),  # speedup where told)
                                  line=dict(color=MEASURED_COLOUR, dash="dash"),
                                  marker=dict(symbol=["circle" if r["speedup"] else "circle-open" for r in k_sweep], size=9),
-                                 text=[f"acceptance {r['acceptance_rate']:.2f}" + ("" if r["speedup"] else ", too noisy for one number")
-                                       for r in k_sweep]))
+                                 text=[f"per-token acceptance α={r['token_acceptance']:.2f}"
+                                       + ("" if r["speedup"] else ", too noisy for one number") for r in k_sweep]))
     target_alone_line(fig)
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
 
@@ -204,7 +207,8 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
 
 UNTOLD = "speedup, too noisy (estimate, interval)"  # short: a phone shows about 40 characters of a legend line
 ONE_SIDE = "speedup clear of 1x, noisy (interval)"  # too noisy for one number, its whole interval faster (or slower)
-ACCEPTANCE = "acceptance rate (kept / proposed)"  # the tables' column; not α, the calculator's (kept / judged)
+ACCEPTANCE = "acceptance rate (kept / proposed)"  # the tables' column; not α, the calculator's (kept / (kept + refusals))
+ALPHA = "α, per-token acceptance"
 PASS_COLOUR = "#7c3aed"  # tokens per target pass (the speedup blue, the acceptance green)
 
 

@@ -15,7 +15,7 @@ UNDERLINES = {ACCEPTED: ("#15803d", "solid"), REJECTED: ("#b91c1c", "solid"), CO
               BONUS: ("#1d4ed8", "dotted"), FORCED: ("#4b5563", "dashed")}
 MEANING = {
     ACCEPTED: "draft token the target kept",
-    REJECTED: "draft token the target refused (not part of the text)",
+    REJECTED: "draft token the target refused, or one after it, never judged (not part of the text)",
     CORRECTED: "the target's own token where it refused the draft",
     BONUS: "the target's own token after every guess was kept (or with no guess that round)",
     FORCED: "the only token the constraint allows (no draft, no check)",
@@ -207,6 +207,8 @@ def _round_title(r: Round) -> str:
 def _token_html(t, eos_ids) -> str:
     title = t.kind + "".join(f" · {name} {p:.3f}" for name, p in (("p_target", t.p_target), ("p_draft", t.p_draft))
                              if p is not None)
+    if t.kind == REJECTED and t.p_target is None:
+        title += " · never judged: it came after a refused guess"
     if t.token_id in eos_ids and not t.text:
         return f'<span class="tok tok-{t.kind} tok-eos" tabindex="-1" title="{title} · end of sequence">⏎eos</span>'
     text = t.text if t.kind != REJECTED else t.text.replace("\n", "↵")  # a refused newline stays on its line
@@ -233,8 +235,11 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"),
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
-        cards.insert(3, ("theory", f"{expected_tokens_per_round(alpha, k):.2f}",
-                         f"tokens per round, (1 - α^(k+1)) / (1 - α), if each guess were kept independently with "
+        at_k = stats["theory_tokens_per_round"]
+        short = " (each round at its own k: the last draft fewer, within max new tokens)" if (
+            round(at_k, 2) != round(expected_tokens_per_round(alpha, k), 2)) else ""
+        cards.insert(3, ("theory", f"{at_k:.2f}",
+                         f"tokens per round, (1 - α^(k+1)) / (1 - α){short}, if each guess were kept independently with "
                          f"probability α = {alpha:.2f} (of the guesses the target judged, the share it kept); measured "
                          f"{stats['tokens_per_round']:.2f} a round" + (" (forced tokens not counted)" if stats["forced"] else "")
                          + ", the prompt pass not counted"))

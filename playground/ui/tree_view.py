@@ -1,7 +1,7 @@
 """The page's tree view: what the draft proposed in each of the last rounds, as a tree. A token
 tree's round shows every node under its parent; a chain's round is the one-branch tree of its
-drafts. The kept path is green, every other node struck through; hover a node for the target's and
-the draft's probabilities of it. Nested lists with a bounded height: readable at 30+ nodes."""
+drafts. The kept path is green, every other node struck through (in a chain, those after the first refused
+one were never judged); hover a node for the target's and the draft's probabilities of it. Nested lists with a bounded height: readable at 30+ nodes."""
 import html
 
 from playground.events import ACCEPTED, REJECTED, Round
@@ -38,15 +38,18 @@ def tree_view(events: list) -> str:
 
 
 def round_tree(r: Round) -> dict:
-    """A round's drafts as {tokens, parents, path, text, p_target, p_draft}: its token tree, or the
-    chain of its drafted tokens (parent: the one before)."""
+    """A round's drafts as {tokens, parents, path, text, p_target, p_draft, unjudged}: its token tree, or the
+    chain of its drafted tokens (parent: the one before; unjudged: those after the first refused one)."""
     if r.tree:
         n = len(r.tree["tokens"])
-        return {"text": [str(t) for t in r.tree["tokens"]], "p_target": [None] * n, "p_draft": [None] * n, **r.tree}
+        return {"text": [str(t) for t in r.tree["tokens"]], "p_target": [None] * n, "p_draft": [None] * n,
+                "unjudged": set(), **r.tree}
     drafts = [t for t in r.tokens if t.kind in (ACCEPTED, REJECTED)]
+    refused = next((i for i, t in enumerate(drafts) if t.kind == REJECTED), len(drafts))
     return {"tokens": [t.token_id for t in drafts], "parents": list(range(-1, len(drafts) - 1)),
             "path": [i for i, t in enumerate(drafts) if t.kind == ACCEPTED], "text": [t.text for t in drafts],
-            "p_target": [t.p_target for t in drafts], "p_draft": [t.p_draft for t in drafts]}
+            "p_target": [t.p_target for t in drafts], "p_draft": [t.p_draft for t in drafts],
+            "unjudged": set(range(refused + 1, len(drafts)))}
 
 
 def _round_html(r: Round) -> str:
@@ -68,6 +71,8 @@ def _node(n: int, tree: dict, kept: set) -> str:
     title = " · ".join(f"{name} {tree[name][n]:.3f}" for name in ("p_target", "p_draft") if tree[name][n] is not None)
     if tree["p_draft"][n] is None and tree["p_target"][n] is not None:
         title += " · prompt lookup (not drafted)"
+    if n in tree["unjudged"]:
+        title += " · never judged: it came after a refused guess"
     text = (tree["text"][n] or "·").replace("\n", "↵")
     css = "kept" if n in kept else "refused"
     return f'<span class="tnode {css}" title="{html.escape(title)}">{html.escape(text)}</span>'
