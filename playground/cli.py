@@ -158,7 +158,10 @@ def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
     from playground.constraints import read_constraint
     from playground.constraints.worker import TooSlow
+    from playground.session import check_utf8
     settings = _settings(args)
+    for text, what in ((settings.prompt, "the prompt"), (settings.system, "the system prompt")):
+        check_utf8(text, what)  # as generate refuses it (an export wrote lone surrogates into its commands)
     spec = constraint_from_args(args, resolve_models(args)[0])  # read as generate reads it, and as the backend
     if spec is not None:  # reads it (no tokenizer): an export of what would run
         with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
@@ -265,6 +268,8 @@ def stdin_prompt() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if hasattr(sys.stdout, "reconfigure"):  # a standard output that cannot write every character (cp1252 on Windows,
+        sys.stdout.reconfigure(errors="backslashreplace")  # redirected) wrote a traceback after the whole run
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "prompt", None) == "-":  # generate's and export's: from standard input

@@ -35,21 +35,54 @@ class Detokenizer:
         self.prefix_at, self.read_at = self.read_at, len(self.ids)
         return delta
 
-    def peek(self, token_id: int) -> str:
-        """Text a token would add without committing it (for rejected draft tokens)."""
-        delta = self._delta(self.ids + [token_id])
-        return delta if delta is not None else self._decode([token_id])
+    def fork(self) -> "Detokenizer":
+        """A copy to push guesses on (a round's refused drafts, a tree's branch), the text left as it is;
+        only what is not yet emitted is copied."""
+        other = Detokenizer.__new__(Detokenizer)
+        other.tokenizer, other.ids = self.tokenizer, self.ids[self.prefix_at:]
+        other.prefix_at, other.read_at = 0, self.read_at - self.prefix_at
+        return other
+
+
+def whole_characters(tokenizer, ids: list[int]) -> tuple[str, bool]:
+    """The text of ids cut short (max new tokens, Stop) without the bytes of a character it ends inside, as the
+    stream holds them back: (text, whether some were left out). It ended in U+FFFD on the page, in the download and
+    the CLI (SmolLM2 writes a Chinese character in about 2 tokens: half of such runs)."""
+    full = tokenizer.decode(ids, skip_special_tokens=True)
+    if not full.endswith(REPLACEMENT):
+        return full, False
+    for n in range(1, min(4, len(ids)) + 1):  # a character is at most 4 bytes
+        head = tokenizer.decode(ids[:-n], skip_special_tokens=True)
+        if not head.endswith(REPLACEMENT):
+            return head, True
+    return full, False  # no character cut short: bytes that are no UTF-8 at all
 
 
 def with_text(events: Iterable, tokenizer, prompt_ids: list[int]) -> Iterator:
     """The engine's events, each token's text filled in as it streams by: committed tokens (forced,
     accepted, corrected, bonus) extend the text in their round's order; a rejected draft shows what
-    it would have added at its place."""
+    it would have added after the kept text and the drafts refused before it (each decoded alone, a
+    character split over refused tokens read as U+FFFD, or joined a kept byte into one never guessed);
+    a tree's node, what it adds after the kept text and its ancestors."""
     detok = Detokenizer(tokenizer, prompt_ids)
     for event in events:
         if isinstance(event, Round):
-            if event.tree is not None:  # a token tree's nodes, each as its own text
-                event.tree["text"] = [detok.peek(t) for t in event.tree["tokens"]]
+            if event.tree is not None:
+                event.tree["text"] = _branch_texts(detok, event.tree["tokens"], event.tree["parents"])
+            guessed = None  # the round's refused drafts so far, after the kept text
             for token in event.tokens:
-                token.text = detok.peek(token.token_id) if token.kind == REJECTED else detok.push(token.token_id)
+                if token.kind == REJECTED:
+                    guessed = guessed or detok.fork()
+                    token.text = guessed.push(token.token_id)
+                else:
+                    token.text = detok.push(token.token_id)
         yield event
+
+
+def _branch_texts(detok: Detokenizer, tokens: list[int], parents: list[int]) -> list[str]:
+    """Each node's text after its ancestors' (a parent is numbered before its children)."""
+    forks, texts = [], []
+    for token, parent in zip(tokens, parents):
+        forks.append((forks[parent] if parent >= 0 else detok).fork())
+        texts.append(forks[-1].push(token))
+    return texts

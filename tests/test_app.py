@@ -16,7 +16,7 @@ from starlette.datastructures import QueryParams
 
 from playground.measure import sweeps
 from playground.ui import experiments_tab, files, inputs as page_inputs, playground_tab
-from playground.ui import live, plots, race
+from playground.ui import api as page_api, live, plots, race
 from playground.errors import PlaygroundError
 from playground.events import KINDS
 from playground.presets import Settings
@@ -86,6 +86,13 @@ def test_preset_switch_and_url_restore():
     Request.query_params = QueryParams("preset=demo&k=3&k=7&temperature=0.5&temperature=0.9")  # repeated: the last, said
     values = page_inputs.restore_from_url(Request())
     assert values[3] == 7 and values[4] == 0.9 and "'k' is given 2 times\\: the last, '7', is used" in values[-1]  # (Markdown-escaped)
+    # a value in another encoding's escapes (GBK's 你好) ran as '���' without a word (an outside review in Chinese)
+    Request.query_params = QueryParams("preset=demo&prompt=%C4%E3%BA%C3&k=3")
+    values = page_inputs.restore_from_url(Request())
+    assert values[3] == 3 and "\ufffd" not in values[page_inputs.SETTING_NAMES.index("prompt")]
+    assert "ignored prompt\\: it holds U\\+FFFD" in values[-1]  # (Markdown-escaped)
+    with pytest.raises(Exception, match="ignored prompt: it holds U\\+FFFD"):
+        page_api._base_settings("", "?preset=demo&prompt=%C4%E3%BA%C3")
 
 
 def test_a_preset_picked_keeps_what_the_user_typed_and_says_so():
@@ -229,6 +236,15 @@ def test_a_regex_with_blanks_at_its_ends_says_the_output_has_them_too():
     assert "looks fine" in told and "the pattern starts with 2 blanks and ends with 1 blank: the output must too" in told
     assert "blank" not in page_inputs.check_constraint("regex", "[0-9]{4}", "llguidance")
     assert "blank" not in page_inputs.check_constraint("grammar", '  start: "a"\n', "llguidance")  # a grammar's are nothing
+
+
+def test_xgrammars_ascii_short_classes_are_noted():
+    """\\w{1,6} on a Chinese prompt wrote 你好０ under llguidance and "Ichigo" under xgrammar, whose \\w is ASCII:
+    "looks fine" for both, a user's own script silently lost on switching (an outside review in Chinese)."""
+    told = html.unescape(page_inputs.check_constraint("regex", r"\w{1,6}", "xgrammar"))
+    assert "looks fine" in told and "xgrammar reads \\d, \\w and \\s as ASCII" in told
+    assert "ASCII" not in page_inputs.check_constraint("regex", r"\w{1,6}", "llguidance")
+    assert "ASCII" not in page_inputs.check_constraint("regex", r"a\\w", "xgrammar")  # an escaped backslash, then w
 
 
 def test_a_refused_schema_names_the_pattern_at_fault():

@@ -274,6 +274,27 @@ def test_a_committed_token_the_constraint_refuses_is_an_error_not_a_silent_skip(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_cut_inside_a_character_leaves_it_out_and_says_so(pair, tokenizer, backend):
+    """Max new tokens ending inside a character (3 byte tokens each here) wrote U+FFFD into the text, the download
+    and the CLI, and the verdict said no more than "truncated" (an outside review in Chinese)."""
+    constraint = constrained(pair, "regex", "[\u4e00-\u9fff]{4,12}", backend)
+    result = session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=7), constraint=constraint)
+    assert result.finish_reason == "length" and len(result.text) == 2 and "\ufffd" not in result.text
+    assert result.valid is False and result.validation_error.endswith(
+        "(it ended inside a character, whose first bytes are not shown)")
+    whole = session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=6), constraint=constraint)
+    assert len(whole.text) == 2 and "inside a character" not in whole.validation_error
+
+
+def test_a_unicode_class_is_refused_with_its_ranges_named():
+    """\\p{Han} was refused as "bad escape \\p at position 0" (a schema's as "is not a 'regex'"): the user blamed,
+    no way on (an outside review in Chinese)."""
+    for kwargs in ({"regex": r"\p{Han}+"}, {"schema": json.dumps({"type": "string", "pattern": r"^\P{Arabic}+$"})}):
+        with pytest.raises(PlaygroundError, match=r"a \\p\{\.\.\.\} class is not read here .* such as \[\\u4e00-\\u9fff\] for Han"):
+            from_user(**kwargs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kind, text", [("json", '{"type": "string"}'), ("json", '{"type": "string", "maxLength": 9}'),
                                         ("regex", '".*"'), ("regex", '"[^a]*"'), ("regex", '"[\u0100-\uffff]*"')])
 def test_no_surrogate_is_written_as_utf8(tokenizer, backend, kind, text):

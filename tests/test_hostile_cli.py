@@ -85,6 +85,22 @@ def test_prompt_with_invalid_utf8_is_refused(capsys, saved_pair):
     target, draft = saved_pair
     assert "not valid UTF-8" in one_line_error(capsys, "generate", "--target", str(target), "--draft", str(draft),
                                                "--prompt", broken)
+    # export too: it wrote the lone surrogates into its commands, which the engines would refuse or garble
+    assert "the prompt is not valid UTF-8" in one_line_error(capsys, "export", "--preset", "demo", "--prompt", broken)
+    assert "the system prompt is not valid UTF-8" in one_line_error(capsys, "export", "--preset", "demo", "--prompt", "x",
+                                                                    "--system", broken)
+
+
+def test_a_standard_output_that_cannot_write_a_character_escapes_it(capsys, monkeypatch):
+    """A standard output in cp1252 (Windows, redirected) wrote a traceback after the whole run, the output lost."""
+    import io
+    import sys
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="cp1252")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    assert main(["export", "--preset", "demo", "--prompt", "请用中文说 é"]) == 0
+    stdout.flush()
+    written = stdout.buffer.getvalue().decode("cp1252")
+    assert "\\u8bf7\\u7528" in written and "é" in written  # escaped where it cannot be written, not lost
 
 
 def test_bench_out_must_be_writable(capsys, saved_pair, tmp_path):

@@ -316,3 +316,20 @@ def test_a_paused_round_is_titled_the_target_alone_and_left_out_of_the_histogram
     assert 'title="round 2: the target alone (the schedule paused drafting)"' in token_stream([refused, paused])
     assert list(accepted_histogram([refused, paused, paused], 2).data[0].y) == [1, 0, 0]
     assert accepted_histogram([refused], 4).layout.xaxis.dtick == 1  # every count labelled, 1 and 3 too
+
+
+def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):
+    """Each refused draft was decoded alone after the kept text: a character the draft guessed over three
+    byte tokens read '� � �', and a kept byte joined a later refused one into a character never guessed (an
+    outside review in Chinese). Refused drafts read on from each other; a tree's nodes from their ancestors."""
+    from playground.detok import with_text
+    ids = lambda text: tokenizer(text, add_special_tokens=False).input_ids  # noqa: E731
+    guessed = ids("乐")  # three byte tokens here
+    assert len(guessed) == 3
+    tokens = [TokenEvent(ACCEPTED, ids("a")[0], ""), *(TokenEvent(REJECTED, t, "") for t in guessed),
+              TokenEvent(CORRECTED, ids("b")[0], "")]
+    [filled] = with_text([Round(1, tokens, 4, 1, 1, 4, 0.0, 0.0, 0.0, k=4)], tokenizer, ids("x = "))
+    assert [t.text for t in filled.tokens] == ["a", "", "", "乐", "b"]  # (it read a, �, �, �, b)
+    tree = Round(2, [], 4, 0, 1, 4, 0.0, 0.0, 0.0, k=4, tree={"tokens": guessed + [guessed[0]], "parents": [-1, 0, 1, -1]})
+    [filled] = with_text([tree], tokenizer, ids("x = "))
+    assert filled.tree["text"] == ["", "", "乐", ""]

@@ -267,6 +267,14 @@ def _array_finite(node: dict, sub) -> bool:
     return all(map(sub, prefix[:need])) and (need <= len(prefix) or sub(node.get("items", True)))
 
 
+def unicode_class_hint(pattern: str) -> str:
+    """Words for a \\p{...} class, which Python's re refuses as a bad escape (the user blamed, no way on)."""
+    if not re.search(r"\\[pP]\{", pattern):
+        return ""
+    return (r"; a \p{...} class is not read here (Python's re, which checks the output, reads none, nor xgrammar): "
+            r"write its ranges, such as [\u4e00-\u9fff] for Han")
+
+
 def check_pattern(pattern: str, what: str = "the regex") -> None:
     """Bounded, valid for Python, and read the same way by the constraint engines and the checker."""
     at_most(len(pattern), MAX_REGEX_CHARS, f"the length of {what}")
@@ -280,7 +288,7 @@ def check_pattern(pattern: str, what: str = "the regex") -> None:
                                   "which the constraint engine and Python read differently: write the class "
                                   "out (e.g. [a-zA-Z] instead of [[:alpha:]])") from None
         except (re.error, RecursionError, OverflowError) as exc:
-            raise PlaygroundError(f"{what} is not a valid regular expression: {exc}") from None
+            raise PlaygroundError(f"{what} is not a valid regular expression: {exc}{unicode_class_hint(pattern)}") from None
     at_most(written_out(pattern, what), MAX_PATTERN_SIZE, f"the size of {what} with its counted repetitions written out")
 
 

@@ -12,7 +12,8 @@ from playground.constraints import drafts, worker
 from playground.constraints.grammar_size import check_grammar_size
 from playground.constraints.ref_loops import check_no_ref_loop
 from playground.constraints.ref_reading import check_refs_read_alike
-from playground.constraints.safety import ANY_TYPE, check_pattern, check_schema_safe, check_sizes_first, depth, referenced
+from playground.constraints.safety import (ANY_TYPE, check_pattern, check_schema_safe, check_sizes_first, depth, referenced,
+                                           unicode_class_hint)
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
 from playground.errors import PlaygroundError
@@ -137,7 +138,7 @@ def _parsed_schema(text: str) -> Schema:
         raise PlaygroundError("the schema could not be checked: a pattern in it nests its groups too deeply") from None
     if error is not None:
         raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at "
-                              f"{_place(error, where)}: {error.message}{_type_hint(error)}")
+                              f"{_place(error, where)}: {error.message}{_type_hint(error)}{_regex_hint(error)}")
     check_refs_read_alike(schema, draft)
     engine = drop_noops(drafts.to_2020_12(schema, draft))
     if draft is not drafts.LATEST:
@@ -200,6 +201,12 @@ def _type_hint(error) -> str:
     close = difflib.get_close_matches(wrong, ANY_TYPE, n=1)
     listed = "" if "'integer'" in error.message else f" (the types: {', '.join(sorted(ANY_TYPE))})"
     return f"; {wrong[:40]!r} is no type" + (f": did you mean {close[0]!r}?" if close else "") + listed
+
+
+def _regex_hint(error) -> str:
+    """Words for a pattern the meta-schema's format check refused ("'^\\p{Han}+$' is not a 'regex'")."""
+    refused = error.validator == "format" and error.validator_value == "regex" and isinstance(error.instance, str)
+    return unicode_class_hint(error.instance) if refused else ""
 
 
 def _referenced_error(draft: type, schema) -> tuple[str, object]:

@@ -25,6 +25,9 @@ NO_VALUE_REF = "a $ref to a schema no value satisfies"  # (where it may be left 
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
 INEXACT_FORMATS = {"ipv4", "date", "date-time"}  # leading zeros; a day the month lacks (2025-02-30)
 SEPARATORS = (", ", ": ")
+SHORT_CLASS = re.compile(r"(?<!\\)(?:\\\\)*\\[dws]")  # an unescaped \d, \w or \s
+ASCII_CLASSES = (r"xgrammar reads \d, \w and \s as ASCII (llguidance and the check after the run as Unicode): under it "
+                 "they never write 你, é or ٤")
 # xgrammar's class for characters of a length-bounded string, and the JSON-legal one to use instead
 BOUNDED_CHAR, JSON_CHAR = r'[^\"\\\r\n]', r'[^\0-\x1f\"\\]'
 
@@ -122,7 +125,7 @@ def _source(spec: ConstraintSpec) -> tuple[str, str, list[str]]:
     if spec.kind == "json":
         return "ebnf", *_json_grammar(spec.engine_schema, bool(parse_schema(spec.text).no_value_refs))
     if spec.kind == "regex":
-        return "regex", python_meaning(spec.text), []
+        return "regex", python_meaning(spec.text), [ASCII_CLASSES] if SHORT_CLASS.search(spec.text) else []
     return ("ebnf" if spec.gbnf else "lark"), spec.text, []  # Lark through xgrammar's own reader, as vLLM's
 
 

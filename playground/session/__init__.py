@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from playground.config import SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
-from playground.detok import with_text
+from playground.detok import whole_characters, with_text
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.tree import TreeProposer
 from playground.engine.tree_dynamic import DynamicTreeProposer
@@ -74,10 +74,10 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
     if not isinstance(text, str) or not text.strip():
         raise PlaygroundError("the prompt is empty")
     at_most(len(text), MAX_PROMPT_CHARS, "the prompt's length (characters)")
-    _check_utf8(text, "the prompt")
+    check_utf8(text, "the prompt")
     if system:
         at_most(len(system), MAX_SYSTEM_CHARS, "the system prompt's length (characters)")
-        _check_utf8(system, "the system prompt")
+        check_utf8(system, "the system prompt")
     if schema:
         text = f"{text}\n\nAnswer with JSON that matches this JSON Schema:\n{schema.strip()}"
     tok = pair.tokenizer
@@ -89,7 +89,7 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
     return tok(text, add_special_tokens=False).input_ids or [tok.eos_token_id]
 
 
-def _check_utf8(text: str, what: str) -> None:
+def check_utf8(text: str, what: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -191,11 +191,20 @@ def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | No
     rounds = [e for e in events if isinstance(e, Round)]
     ids = [t.token_id for r in rounds for t in r.committed]
     finish = (rounds[-1].finish_reason if rounds else None) or "stopped"
-    text = pair.tokenizer.decode(ids, skip_special_tokens=True)
+    text, cut = _text(pair, ids, finish)
     result = RunResult(ids, text, summarize(events, wall_s), finish, rounds)
     if constraint is not None:
         _judge(pair, result, constraint, guide)
+        if cut and result.validation_error:
+            result.validation_error += " (it ended inside a character, whose first bytes are not shown)"
     return result
+
+
+def _text(pair: Pair, ids: list[int], finish: str) -> tuple[str, bool]:
+    """An output's text; one cut short (max new tokens, Stop) without a character it ended inside (whether one was)."""
+    if finish == "eos":  # ended by the model: what it wrote, bytes that are no character too
+        return pair.tokenizer.decode(ids, skip_special_tokens=True), False
+    return whole_characters(pair.tokenizer, ids)
 
 
 def _judge(pair: Pair, result: RunResult, constraint: Constraint, guide: Guide) -> None:
@@ -204,7 +213,7 @@ def _judge(pair: Pair, result: RunResult, constraint: Constraint, guide: Guide) 
     result.constraint_notes = list(constraint.notes)
     if constraint.thinking is not None:
         result.reasoning_tokens = constraint.reasoning_tokens(ids)
-        result.answer = "" if start is None else pair.tokenizer.decode(ids[start:], skip_special_tokens=True)
+        result.answer = "" if start is None else _text(pair, ids[start:], result.finish_reason)[0]
     if start is None:
         result.valid, result.validation_error = False, (
             "still thinking when the run ended: no </think> yet, so no answer (raise max new tokens or lower the "

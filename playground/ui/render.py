@@ -29,7 +29,11 @@ CSS = """
 .tokstream { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7;
              white-space: pre-wrap; word-break: break-word; padding: 10px; border-radius: 8px;
              border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
-.tok { border-radius: 3px; padding: 0 1px; }
+.tok { border-radius: 3px; }  /* no padding: a padded span is shaped alone, and Hindi's conjuncts broke into dotted
+   circles, Arabic's letters into their isolated forms (the rounded underlines still show where a token ends) */
+.tok-part { color: var(--body-text-color-subdued); }
+.tokstream, #output-text textarea, #baseline-text textarea, #prompt-box textarea { unicode-bidi: plaintext; }  /* each
+   paragraph in the direction of its first letter: Arabic's full stop was drawn at its right, its start */
 """ + "".join(f".tok-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
                f".dark .tok-{k} {{ border-bottom-color: {COLOURS[k]}; }}\n" for k, (shade, style) in UNDERLINES.items()) + """
 .legend .key i { border-bottom: 3px solid; height: 9px !important; }  /* each kind's underline, under its swatch */
@@ -212,8 +216,10 @@ def _token_html(t, eos_ids) -> str:
     if t.token_id in eos_ids and not t.text:
         return f'<span class="tok tok-{t.kind} tok-eos" tabindex="-1" title="{title} · end of sequence">⏎eos</span>'
     text = t.text if t.kind != REJECTED else t.text.replace("\n", "↵")  # a refused newline stays on its line
-    text = html.escape(text) if text else "·"
-    return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}">{text}</span>'
+    if not text:  # ('·' read as the middle dot of 列夫·托尔斯泰)
+        title += " · no text of its own: part of a character a later token completes, or a special token"
+        return f'<span class="tok tok-{t.kind} tok-part" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}">◦</span>'
+    return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}">{html.escape(text)}</span>'
 
 
 def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",

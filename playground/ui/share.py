@@ -15,6 +15,7 @@ from playground.models.loading import is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
+NOT_UTF8 = "\ufffd"  # what a link's values read as where their bytes are not UTF-8 (the server decodes with replace)
 
 
 def whole_number(lo, hi):
@@ -138,6 +139,9 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
         if key not in PARSERS:
             notices.append(f"ignored unknown parameter {key[:40]!r}")
             continue
+        if NOT_UTF8 in raw:  # percent-escapes of another encoding (GBK's 你好) ran as '���', without a word
+            notices.append(f"ignored {key}: it holds U+FFFD, what escapes of another encoding than UTF-8 read as")
+            continue
         try:
             parsed[key] = PARSERS[key](raw)
         except ValueError as exc:
@@ -194,5 +198,5 @@ def share_url(base_url: str, settings: Settings, extra: dict[str, str] | None = 
     if len(url) > MAX_LINK_CHARS:
         raise PlaygroundError(f"this link would be {len(url)} characters long, more than servers accept "
                               f"({MAX_LINK_CHARS}); shorten the prompt, system prompt{', sweep prompts' * bool(extra)} or "
-                              "constraint (non-ASCII text takes up to 9 characters per letter in a link)")
+                              "constraint (non-ASCII text takes 6 to 12 characters per letter in a link: é 6, 你 9, 😀 12)")
     return url

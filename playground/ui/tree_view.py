@@ -73,6 +73,8 @@ def _node(n: int, tree: dict, kept: set) -> str:
         title += " · prompt lookup (not drafted)"
     if n in tree["unjudged"]:
         title += " · never judged: it came after a refused guess"
-    text = (tree["text"][n] or "·").replace("\n", "↵")
+    if not tree["text"][n]:
+        title += " · no text of its own: part of a character a later token completes"
+    text = (tree["text"][n] or "◦").replace("\n", "↵")
     css = "kept" if n in kept else "refused"
     return f'<span class="tnode {css}" title="{html.escape(title)}">{html.escape(text)}</span>'
