@@ -51,28 +51,28 @@ def whole_characters(tokenizer, ids: list[int]) -> tuple[str, bool]:
     full = tokenizer.decode(ids, skip_special_tokens=True)
     if not full.endswith(REPLACEMENT):
         return full, False
-    for n in range(1, min(4, len(ids)) + 1):  # a character is at most 4 bytes
-        head = tokenizer.decode(ids[:-n], skip_special_tokens=True)
-        if not head.endswith(REPLACEMENT):
-            return head, True
+    for n in range(1, min(4, len(ids)) + 1):  # a character is at most 4 bytes, one U+FFFD while cut short
+        if not tokenizer.decode(ids[:-n], skip_special_tokens=True).endswith(REPLACEMENT):
+            return full[:-1], True  # (not ids[:-n]'s text: its last token may hold a space or a character too)
     return full, False  # no character cut short: bytes that are no UTF-8 at all
 
 
 def with_text(events: Iterable, tokenizer, prompt_ids: list[int]) -> Iterator:
     """The engine's events, each token's text filled in as it streams by: committed tokens (forced,
     accepted, corrected, bonus) extend the text in their round's order; a rejected draft shows what
-    it would have added after the kept text and the drafts refused before it (each decoded alone, a
-    character split over refused tokens read as U+FFFD, or joined a kept byte into one never guessed);
-    a tree's node, what it adds after the kept text and its ancestors."""
+    it would have added after the kept text and the drafts refused before it in a chain (each decoded
+    alone, a character split over refused tokens read as U+FFFD, or joined a kept byte into one never
+    guessed), a tree's refused sibling after the kept text alone; a tree's node, what it adds after the
+    kept text and its ancestors."""
     detok = Detokenizer(tokenizer, prompt_ids)
     for event in events:
         if isinstance(event, Round):
             if event.tree is not None:
                 event.tree["text"] = _branch_texts(detok, event.tree["tokens"], event.tree["parents"])
-            guessed = None  # the round's refused drafts so far, after the kept text
+            guessed = None  # a chain round's refused drafts so far, after the kept text (a tree's are siblings)
             for token in event.tokens:
                 if token.kind == REJECTED:
-                    guessed = guessed or detok.fork()
+                    guessed = detok.fork() if guessed is None or event.tree is not None else guessed
                     token.text = guessed.push(token.token_id)
                 else:
                     token.text = detok.push(token.token_id)

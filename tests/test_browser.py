@@ -91,6 +91,7 @@ def test_share_link_run_chart_and_stop(page, app_url):
     expect(page.locator("#run-button")).to_be_enabled()
     expect(page.locator("#stop-button")).to_be_disabled()
     assert error_labels(page) == 0  # no red "Error" labels
+    expect(page.locator("#run-said")).to_contain_text("stopped after")  # the verdict, said to a screen reader
     page.screenshot(path=str(ARTIFACTS / "browser-stopped.png"), full_page=True)
 
 
@@ -106,6 +107,9 @@ def read_by_keyboard(page):
     expect(first).to_be_focused()
     expect(page.locator("#token-tip")).to_have_text(first.get_attribute("title"))
     page.keyboard.press("End")
+    expect(page.locator("#token-stream :is(.tok, .round-sep)[title]").last).to_be_focused()
+    stream.focus()
+    page.keyboard.press("End")  # from the stream itself too (it went to the first)
     expect(page.locator("#token-stream :is(.tok, .round-sep)[title]").last).to_be_focused()
     page.keyboard.press("Escape")
     expect(page.locator("#token-tip")).to_be_hidden()
@@ -135,7 +139,15 @@ def test_leaving_the_preset_unchosen_keeps_the_settings(page, app_url):
     page.wait_for_timeout(2500)  # (a round trip to the server, had one been sent)
     expect(k).to_have_value("7")
     page.locator("#preset-box input").click()
-    page.get_by_role("option", name="demo", exact=True).click()  # chosen: applied, its own k
+    page.get_by_role("option", name="demo", exact=True).click()  # chosen again by a mouse: applied, its own k
+    expect(k).not_to_have_value("7", timeout=30_000)
+    page.locator("#k-slider input[type=number]").fill("7")
+    page.locator("#k-slider input[type=number]").press("Enter")
+    page.locator("#preset-box input").focus()  # chosen by keyboard: Gradio sends no .select for it
+    page.keyboard.press("Control+A")
+    page.keyboard.type("demo-json")
+    page.keyboard.press("Enter")
+    expect(page.locator("#preset-note")).to_contain_text("JSON", timeout=30_000)
     expect(k).not_to_have_value("7", timeout=30_000)
 
 
@@ -148,7 +160,14 @@ def test_the_focus_goes_from_run_to_stop_and_back(page, app_url):
     run.focus()
     page.keyboard.press("Enter")
     expect(page.locator("#stop-button")).to_be_focused(timeout=30_000)
-    expect(run).to_be_focused(timeout=120_000)  # the run ended
+    page.set_viewport_size({"width": 1400, "height": 500})
+    try:  # reading below: not pulled back up to Run at the end
+        page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+        scrolled = page.evaluate("window.scrollY")
+        expect(run).to_be_focused(timeout=120_000)  # the run ended
+        assert scrolled > 0 and page.evaluate("window.scrollY") == scrolled
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1600})
     assert token_count(page) > 0
 
 

@@ -333,3 +333,6 @@ def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):
     tree = Round(2, [], 4, 0, 1, 4, 0.0, 0.0, 0.0, k=4, tree={"tokens": guessed + [guessed[0]], "parents": [-1, 0, 1, -1]})
     [filled] = with_text([tree], tokenizer, ids("x = "))
     assert filled.tree["text"] == ["", "", "乐", ""]
+    from playground.detok import whole_characters  # a run cut inside a character: that character's bytes left out,
+    assert whole_characters(tokenizer, ids(" 好")[:-1]) == (" ", True)  # not the whole token (its space kept)
+    assert whole_characters(tokenizer, ids(" 好")) == (" 好", False)

@@ -208,6 +208,26 @@ def test_a_trees_acceptance_counts_refusals_and_its_positions_are_its_levels(pai
     assert sum(r.refused for r in chain.rounds) == sum(r.accepted < r.proposed for r in chain.rounds)  # a chain's as before
 
 
+def test_a_trees_refused_siblings_are_each_judged_and_read_alone(pair):
+    """A tree's refused tokens in a round are siblings, each judged in the same place: they kept their p_target
+    and each reads after the kept text alone (read after the sibling before it: 'G' showed as '�G'; a review)."""
+    import copy
+    from playground.detok import with_text
+    from playground.events import REJECTED
+    pair, tok = pair
+    result = session.run(pair, tok("def fib(n):").input_ids, session.settings(max_new_tokens=60, tree=(3, 2, 2)))
+    siblings = [[t for t in r.tokens if t.kind == REJECTED] for r in result.rounds]
+    assert any(len(refused) > 1 for refused in siblings)
+    assert all(t.p_target is not None for refused in siblings for t in refused)
+    reread = copy.deepcopy(result.rounds)  # the siblings in the other order: each reads as before
+    for r in reread:
+        refused = [t for t in r.tokens if t.kind == REJECTED][::-1]
+        r.tokens = [t for t in r.tokens if t.kind != REJECTED][:r.accepted] + refused + r.tokens[r.accepted + len(refused):]
+    reread = list(with_text(reread, tok, tok("def fib(n):").input_ids))
+    texts = lambda rounds: [sorted((t.token_id, t.text) for t in r.tokens if t.kind == REJECTED) for r in rounds]  # noqa: E731
+    assert texts(reread) == texts(result.rounds)
+
+
 def tree_counts(pair, tree: tuple, params: dict) -> dict:
     return first_tokens_counts(pair, 3, 3, tree=tree, **params)
 

@@ -251,9 +251,10 @@ def _commit_events(v: Verdict, eos_ids: set[int]):
         events.append(TokenEvent(ACCEPTED, token, "", v.p_target[i], v.p_draft[i]))
         if token in eos_ids:
             return new, len(new), events, "eos"
-    for i in range(v.n, len(v.drafts)):  # the first refused; those after it were never judged: their p_target
-        token = v.drafts[i]  # was read after a refused guess, a context the text never had (None)
-        events.append(TokenEvent(REJECTED, token, "", v.p_target[i] if i == v.n else None, v.p_draft[i]))
+    for i in range(v.n, len(v.drafts)):  # a chain's first refused draft; those after it were never judged, their
+        token = v.drafts[i]  # p_target read after a guess the text never had (None). A tree's: siblings, each judged
+        judged = i == v.n or v.path is not None
+        events.append(TokenEvent(REJECTED, token, "", v.p_target[i] if judged else None, v.p_draft[i]))
     kind = BONUS if v.n == len(v.drafts) else CORRECTED
     new.append(v.next)
     events.append(TokenEvent(kind, v.next, "", v.p_target[-1], v.p_draft[-1]))

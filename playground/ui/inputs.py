@@ -261,6 +261,14 @@ def apply_preset(name: str, prompt: str = "", system: str = "", kind: str = "non
     return values + [note, section]
 
 
+def apply_preset_chosen(name: str | None, prompt: str, system: str, kind: str, constraint: str):
+    """The Preset box's .input: as apply_preset; name None where the box was only left (Tab, a click away: Gradio
+    sends its .input then too), as render.PRESET_LEFT_JS tells: nothing then."""
+    if name is None:
+        return [gr.skip()] * (len(SETTING_NAMES) + 2)
+    return apply_preset(name, prompt, system, kind, constraint)
+
+
 def _joined(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 

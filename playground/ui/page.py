@@ -18,7 +18,8 @@ from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
-                                  k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url)
+                                  k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
+                                  apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, focus_moved_to,
                                           message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
@@ -253,11 +254,14 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
     run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
 
-    # A dropdown's choice is its .select: Gradio 6 sends .input when one is only left (Tab, a click away),
-    # which re-applied the preset over the settings changed since, without a word
-    preset.select(apply_preset, [preset, prompt, system, kind, constraint], SETTINGS + [note, constraint_acc],
-                  api_visibility="private").then(
-        think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
+    # Gradio 6 sends a dropdown's .input when it is only left (Tab, a click away), its value unchanged: that re-applied
+    # the preset over the settings changed since, without a word. Its .select comes only from a mouse's click (a
+    # preset picked again gives the preset's own); a choice by keyboard is an .input, applied where the box's text
+    # differs from what it showed when it took the focus (PRESET_LEFT_JS)
+    typed = [preset, prompt, system, kind, constraint]
+    for chosen, fn, js in ((preset.select, apply_preset, None), (preset.input, apply_preset_chosen, render.PRESET_LEFT_JS)):
+        chosen(fn, typed, SETTINGS + [note, constraint_acc], js=js, api_visibility="private").then(
+            think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
     # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
     demo.load(None, None, None, js=render.TAP_TIPS_JS, queue=False, api_visibility="private")  # a token's
@@ -268,8 +272,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for step in (restored.failure, budget.then, budget.failure):
         step(lambda: gr.update(interactive=True), None, run_btn, queue=False, api_visibility="private")
     for box in (preset, target, draft):  # a model's error was about the models chosen then (as below)
-        box.select(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")
-        box.select(None, run_msg, run_msg, js=pointer_cleared("model"), queue=False, api_visibility="private")
+        box.input(None, None, model_msg, js="() => ''", queue=False, api_visibility="private")
+        box.input(None, run_msg, run_msg, js=pointer_cleared("model"), queue=False, api_visibility="private")
     # So was the prompt's, the tree's, and the pointer to it under Run (a constraint's own message is its
     # check as typed): each goes once its input changes, in the browser, before a Run.
     for box, message, where in ((prompt, prompt_msg, "prompt"), (tree, tree_msg, "tree")):
@@ -277,7 +281,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for boxes, where in (((kind, constraint, backend), "constraint"), ((tree,), "tree")):
         for box in boxes:
             box.change(None, [run_msg, *boxes], run_msg, js=pointer_cleared(where), queue=False, api_visibility="private")
-    target.select(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
+    target.input(draft_for, [target, draft], draft, api_visibility="private")  # a draft of its tokenizer
     policy.change(lambda p: gr.update(visible=p == "confidence"), policy, confidence, api_visibility="private")
     tree.change(k_with_tree, tree, k, queue=False, api_visibility="private")  # k looked live and did nothing
     target.change(think_budget_shown, [target, think_budget], think_budget, api_visibility="private")
@@ -328,10 +332,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
           constraint_check, api_visibility="private", concurrency_limit=1, concurrency_id="constraint-check",
           trigger_mode="always_last",  # one check at a time, then the newest (a preset changes all three at once)
           show_progress="hidden")  # quick; its fading stayed on after a refused Run had written the box
-    example_constraint.select(load_example, [example_constraint, prompt], [kind, constraint, prompt],
-                              api_visibility="private")
-    for event in (preset.select, kind.input, constraint.input):  # by hand or by a preset: no longer the example named
-        event(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")
+    example_constraint.input(load_example, [example_constraint, prompt], [kind, constraint, prompt],
+                             api_visibility="private")
+    for event in (preset.change, kind.input, constraint.input):  # another preset, or an edit: no longer the example
+        event(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")  # (not a Tab)
     axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
     axis.change(empty_sweep_table, [axis, sweep_table], sweep_table, queue=False, api_visibility="private")  # a link's too
     measuring_events = {}  # experiment name -> its measuring event

@@ -169,8 +169,9 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             else:
                 continue  # the last snapshot: drawn below, whole
             first = False
-    except Stopped:  # Stop pressed while its constraint was checked or compiled: nothing made, nothing wrong
-        yield [gr.skip()] * 12 + SKIP_MESSAGES + [gr.skip()] * 2 + status("stopped")
+    except Stopped:  # Stop pressed while its constraint was checked or compiled: nothing made, nothing wrong (a
+        # note that it waited for an experiment goes)
+        yield [gr.skip()] * 12 + RUN_MESSAGE_CLEARED + [gr.skip()] * 2 + status("stopped")
         return
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
@@ -272,10 +273,12 @@ WAITS_FOR_EXPERIMENT_JS = ("(shown) => document.querySelector('#sweep-stop:enabl
 def focus_moved_to(button: str) -> str:
     """JS: where the focus was on a button that has just been disabled (Run as a run starts, Stop as it ends), or
     on nothing, it moves to `button` (the one enabled instead) once enabled: it fell to the page's body, and a
-    screen reader's user lost their place (an accessibility review)."""
+    screen reader's user lost their place (an accessibility review). Without scrolling: a reader of the charts below
+    was pulled back up to Run as each run ended."""
     return (f"() => {{ const to = document.querySelector({json.dumps(button)}), at = document.activeElement;"
             " if (at && at !== document.body && !(at.closest('button') || {}).disabled) return;"
-            " let tries = 20; const go = () => { if (!to.disabled) to.focus(); else if (tries--) setTimeout(go, 50); };"
+            " let tries = 20; const go = () => { if (!to.disabled) to.focus({preventScroll: true});"
+            " else if (tries--) setTimeout(go, 50); };"
             " go(); }")
 
 
@@ -307,6 +310,7 @@ def stop_run(request: gr.Request) -> None:
 
 SKIP_MESSAGES = [gr.skip()] * 7
 MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3, "tree": 5}  # indices in _messages' values
+RUN_MESSAGE_CLEARED = ["" if i == MESSAGE_SLOTS["run"] else gr.skip() for i in range(7)]
 SECTIONS = {"constraint": 4, "tree": 6}  # the closed section each message sits in
 POINTED = {"constraint": "in Structured output", "tree": "in Advanced, under the token tree",
            "model": "at Target model"}  # where each pointed-to message sits (on a phone the models come below Run)

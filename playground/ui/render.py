@@ -45,6 +45,7 @@ CSS = """
 .thinking { margin-bottom: 6px; } .thinking .tok { color: var(--body-text-color-subdued); }  /* (opacity 0.45: 2.5:1) */
 .thinking summary { color: var(--body-text-color-subdued); cursor: pointer; font-style: italic; }
 .stream-placeholder { color: var(--body-text-color-subdued); }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid var(--color-accent);
   outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at all */
 .round-sep { display: inline-block; width: 0; border-left: 1px dotted #9ca3af; height: 1.1em; margin: 0 1px;
@@ -115,7 +116,7 @@ input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2
 # and a token's probabilities (what each colour means) were out of its reach. Its text is set as text, never read as HTML.
 # By keyboard: the stream is one Tab stop, its arrow keys (Home, End) go from token to token, each focused one's
 # tip shown, Escape hides it (a title's hover was the only way to a token's details). The run's badge (its verdict)
-# is said by a screen reader as it changes.
+# is said by a screen reader as it changes (copied into a status line drawn for it alone).
 TAP_TIPS_JS = """() => {
   if (window.tapTips) return;
   window.tapTips = true;
@@ -125,21 +126,30 @@ TAP_TIPS_JS = """() => {
   const MARKS = '.tok[title], .round-sep[title], .legend .key[title]';
   const markOf = (node) => node && node.closest ? node.closest(MARKS) : null;
   document.addEventListener('click', (event) => show(markOf(event.target)));
-  document.addEventListener('focusin', (event) => { const mark = markOf(event.target); if (mark) show(mark); });
+  document.addEventListener('focusin', (event) => {
+    const mark = markOf(event.target);
+    if (mark) show(mark);
+    if (event.target.closest && event.target.closest('#preset-box')) window.presetOnFocus = event.target.value;  // (PRESET_LEFT_JS)
+  });
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Escape') { tip.hidden = true; return; }
     const stream = event.target.closest ? event.target.closest('#token-stream') : null;
     const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity}[event.key];
     if (!stream || step === undefined) return;
-    const marks = [...stream.querySelectorAll('.tok[title], .round-sep[title]')];
-    if (!marks.length) return;
+    const marks = [...stream.querySelectorAll('.tok[title], .round-sep[title]')].filter((m) => m.getClientRects().length);
+    if (!marks.length) return;  // (those drawn: a closed thinking fold's are not, and focus() does nothing there)
     const at = marks.indexOf(markOf(event.target));
-    const next = at < 0 ? (step > 0 ? 0 : marks.length - 1) : Math.max(0, Math.min(marks.length - 1, at + step));
+    const next = Math.abs(step) === Infinity ? (step > 0 ? marks.length - 1 : 0)
+      : at < 0 ? (step > 0 ? 0 : marks.length - 1) : Math.max(0, Math.min(marks.length - 1, at + step));
     marks[next].focus();
     event.preventDefault();
   });
+  const said = Object.assign(document.createElement('div'), {id: 'run-said', className: 'sr-only'});
+  said.setAttribute('role', 'status');  // always drawn: the badge's own box is hidden while empty, and a live
+  document.body.appendChild(said);  // region shown as it fills is not reliably read
   const badge = document.getElementById('run-badge');
-  if (badge) { badge.setAttribute('aria-live', 'polite'); }
+  if (badge) new MutationObserver(() => { const text = badge.textContent.trim(); if (text) said.textContent = text; })
+    .observe(badge, {childList: true, subtree: true, characterData: true});
   function show(mark) {
     if (!mark) { tip.hidden = true; return; }
     const at = mark.getBoundingClientRect();
@@ -150,6 +160,16 @@ TAP_TIPS_JS = """() => {
     tip.style.top = (below + tip.offsetHeight <= window.innerHeight ? below : Math.max(4, at.top - 6 - tip.offsetHeight)) + 'px';
   }
   document.addEventListener('scroll', () => { tip.hidden = true; }, true);
+}"""
+
+
+# The Preset box's .input, in the browser: the preset's name, or null where the box shows what it showed when it took
+# the focus (only left: Tab, a click away); what it shows now is what the next one is judged against.
+PRESET_LEFT_JS = """(name, ...typed) => {
+  const box = document.querySelector('#preset-box input');
+  const left = box !== null && box.value === window.presetOnFocus;
+  if (box !== null) window.presetOnFocus = box.value;
+  return [left ? null : name, ...typed];
 }"""
 
 

@@ -139,9 +139,9 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
         if key not in PARSERS:
             notices.append(f"ignored unknown parameter {key[:40]!r}")
             continue
-        if NOT_UTF8 in raw:  # percent-escapes of another encoding (GBK's 你好) ran as '���', without a word
-            notices.append(f"ignored {key}: it holds U+FFFD, what escapes of another encoding than UTF-8 read as")
-            continue
+        if NOT_UTF8 in raw:  # percent-escapes of another encoding (GBK's 你好) ran as '���', without a word (kept:
+            notices.append(f"{key} holds U+FFFD, what escapes of another encoding than UTF-8 read as: check it")  # a
+            # link made from a text holding one must open on it)
         try:
             parsed[key] = PARSERS[key](raw)
         except ValueError as exc:
