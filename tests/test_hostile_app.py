@@ -731,7 +731,7 @@ def test_the_calculator_refuses_values_past_its_sliders():
                        ((0.7, 4, "[x](javascript:alert(1))"), "not \\[x\\]\\(javascript\\:alert\\(1\\)\\)")):
         text, chart = calculator(*args, [])
         assert text.startswith("**Not computed:**") and said in text and chart is None
-    assert "tokens per target pass" in calculator(0.7, 4.0, 0.1, [])[0]
+    assert "tokens per round" in calculator(0.7, 4.0, 0.1, [])[0]
 
 
 def _join(app_url, fn_index: int, data: list, address: str, route: str = "queue/join") -> tuple[int, str]:

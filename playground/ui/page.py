@@ -261,11 +261,12 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     typed = [preset, prompt, system, kind, constraint]
     for chosen, fn, js in ((preset.select, apply_preset, None), (preset.input, apply_preset_chosen, render.PRESET_LEFT_JS)):
         chosen(fn, typed, SETTINGS + [note, constraint_acc], js=js, api_visibility="private").then(
-            think_budget_shown, [target, think_budget], think_budget, api_visibility="private")  # a budget set: shown
+            think_budget_shown, [target, think_budget], think_budget, queue=False,  # a budget set: shown (quick: out
+            api_visibility="private")  # of the queue, as the link's, where two of these held its lane past its share)
     # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
-    demo.load(None, None, None, js=render.TAP_TIPS_JS, queue=False, api_visibility="private")  # a token's
-    # probabilities on a tap (no hover on a phone)
+    demo.load(None, None, None, js=render.PAGE_JS, queue=False, api_visibility="private")  # a token's
+    # probabilities on a tap (no hover on a phone) or by keyboard, the verdict said, the Preset's focus followed
     restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, advanced, *EXPERIMENT, tabs, link_notice],
                          queue=False, api_visibility="private")
     budget = restored.then(think_budget_shown, [target, think_budget], think_budget, queue=False, api_visibility="private")

@@ -116,10 +116,11 @@ input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2
 # and a token's probabilities (what each colour means) were out of its reach. Its text is set as text, never read as HTML.
 # By keyboard: the stream is one Tab stop, its arrow keys (Home, End) go from token to token, each focused one's
 # tip shown, Escape hides it (a title's hover was the only way to a token's details). The run's badge (its verdict)
-# is said by a screen reader as it changes (copied into a status line drawn for it alone).
-TAP_TIPS_JS = """() => {
-  if (window.tapTips) return;
-  window.tapTips = true;
+# is said by a screen reader as it changes (copied into a status line drawn for it alone). The Preset box's text on
+# taking the focus is kept for PRESET_LEFT_JS.
+PAGE_JS = """() => {
+  if (window.pageJs) return;
+  window.pageJs = true;
   const tip = Object.assign(document.createElement('div'), {id: 'token-tip', hidden: true});
   tip.setAttribute('role', 'status');
   document.body.appendChild(tip);
