@@ -31,7 +31,7 @@ CSS = """
              border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
 .tok { border-radius: 3px; }  /* no padding: a padded span is shaped alone, and Hindi's conjuncts broke into dotted
    circles, Arabic's letters into their isolated forms (the rounded underlines still show where a token ends) */
-.tok-part { color: var(--body-text-color-subdued); }
+.tok-part { color: var(--block-label-text-color); }
 .tokstream, #output-text textarea, #baseline-text textarea, #prompt-box textarea { unicode-bidi: plaintext; }  /* each
    paragraph in the direction of its first letter: Arabic's full stop was drawn at its right, its start */
 """ + "".join(f".tok-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
@@ -41,10 +41,11 @@ CSS = """
 .tok-rejected::before { content: "" / "refused: "; }  /* said by a screen reader, not shown (it read refused
    drafts as part of the text) */
 .tok:focus-visible, .round-sep:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
-.tok-eos { font-size: 11px; color: var(--body-text-color-subdued); }
-.thinking { margin-bottom: 6px; } .thinking .tok { color: var(--body-text-color-subdued); }  /* (opacity 0.45: 2.5:1) */
-.thinking summary { color: var(--body-text-color-subdued); cursor: pointer; font-style: italic; }
-.stream-placeholder { color: var(--body-text-color-subdued); }
+.tok-eos { font-size: 11px; color: var(--block-label-text-color); }
+.thinking { margin-bottom: 6px; } .thinking .tok { color: var(--block-label-text-color); }  /* (opacity 0.45: 2.5:1;
+   the labels' grey here and below: 4.8:1, where Gradio's subdued one is 1.9:1) */
+.thinking summary { color: var(--block-label-text-color); cursor: pointer; font-style: italic; }
+.stream-placeholder { color: var(--block-label-text-color); }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid var(--color-accent);
   outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at all */

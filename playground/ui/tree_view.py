@@ -13,7 +13,7 @@ CSS = """
 .treeview { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; max-height: 460px;
             overflow-y: auto; padding: 6px 10px; border: 1px solid var(--border-color-primary); border-radius: 8px; }
 .treeview .tround { margin: 4px 0 10px; }
-.treeview .thead { font-size: 12px; color: var(--body-text-color-subdued); }
+.treeview .thead { font-size: 12px; color: var(--block-label-text-color); }
 .treeview ul { list-style: none; margin: 0; padding-left: 16px; border-left: 1px dotted #9ca3af; }
 .treeview li { margin: 1px 0; white-space: nowrap; }
 .treeview .tnode { border-radius: 3px; padding: 0 3px; }
