@@ -432,7 +432,10 @@ def test_a_body_declared_and_not_sent_is_given_up(app_url, monkeypatch):
     with socket.create_connection((url.hostname, url.port), timeout=30) as conn:
         conn.sendall(b"POST /gradio_api/queue/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 100\r\nX-Forwarded-For: 203.0.113.19\r\n\r\n{")
-        answer = conn.recv(4096).decode(errors="replace")
+        answer = b""
+        while b"body was not sent" not in answer and (part := conn.recv(4096)):  # (the head and the body can
+            answer += part  # come in two reads: one read failed a full suite under load)
+    answer = answer.decode(errors="replace")
     assert answer.startswith("HTTP/1.1 408") and "body was not sent within 1 s" in answer
     assert not serving._open["203.0.113.19"]
 
