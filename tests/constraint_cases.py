@@ -45,7 +45,7 @@ SCHEMAS = {
         "required": ["value"], "additionalProperties": False}}, "$ref": "#/$defs/node"},
     "date": {"type": "string", "format": "date"},
     "uuid": {"type": "string", "format": "uuid"},
-    "ipv4": {"type": "string", "format": "ipv4"},  # not exact in xgrammar (see XGRAMMAR_INEXACT)
+    "ipv4": {"type": "string", "format": "ipv4"},  # not exact in xgrammar (see INEXACT)
     "date_time": {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}},
                   "required": ["at"], "additionalProperties": False},
     "optional_props": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
@@ -115,8 +115,10 @@ REGEXES = {
     "url": r"https://[a-z]{1,10}\.(com|org)(/[a-z]{1,8}){0,3}",
 }
 
-# Schemas the xgrammar backend does not enforce exactly: compiled, with a note naming what it lets through.
-# name -> (what its note says, what the check says of an output xgrammar lets through; None: none can be)
-XGRAMMAR_INEXACT = {"ipv4": ("format ipv4", "is not a 'ipv4'"), "one_of": ("oneOf is enforced as anyOf", None),
-                    "date": ("format date", "is not a 'date'"), "event": ("format date", "is not a 'date'"),
-                    "date_time": ("format date-time", "is not a 'date-time'")}
+# Schemas a backend does not enforce exactly: compiled, with a note naming what it lets through.
+# backend -> name -> (what its note says, what the check says of an output it lets through; None: none can be)
+_DATES = {"date": ("format date", "is not a 'date'"), "event": ("format date", "is not a 'date'"),
+          "date_time": ("format date-time", "is not a 'date-time'")}  # xgrammar: 2025-04-31; both: 2025-02-29
+INEXACT = {"xgrammar": {"ipv4": ("format ipv4", "is not a 'ipv4'"), "one_of": ("oneOf is enforced as anyOf", None),
+                        **_DATES},
+           "llguidance": _DATES}

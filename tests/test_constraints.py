@@ -14,7 +14,7 @@ from playground.constraints.compile import compile_constraint, stop_ids
 from playground.errors import PlaygroundError
 from playground.events import FORCED, Round
 from tests import tiny
-from tests.constraint_cases import REGEXES, SCHEMAS, XGRAMMAR_INEXACT
+from tests.constraint_cases import INEXACT, REGEXES, SCHEMAS
 from tests.test_engine_sampling import chi_square_p
 
 BACKENDS = ["llguidance", "xgrammar"]
@@ -49,7 +49,7 @@ def strip_strings(text: str) -> str:
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_schema_outputs_are_valid(closing_pair, tokenizer, backend, name):
     pair = closing_pair
-    note, caught = XGRAMMAR_INEXACT.get(name, (None, None)) if backend == "xgrammar" else (None, None)
+    note, caught = INEXACT[backend].get(name, (None, None))
     constraint = constrained(pair, "json", json.dumps(SCHEMAS[name]), backend)
     assert (note in " ".join(constraint.notes)) if note else not constraint.notes, constraint.notes
     prompt = tokenizer(JSON_PROMPT).input_ids

@@ -23,7 +23,7 @@ UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContai
               "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
 NO_VALUE_REF = "a $ref to a schema no value satisfies"  # (where it may be left out: satisfiable.py)
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
-INEXACT_FORMATS = {"ipv4", "date", "date-time"}  # leading zeros; a day the month lacks (2025-02-30)
+INEXACT_FORMATS = {"ipv4", "date", "date-time", "time"}  # leading zeros; a day the month lacks (2025-02-30); a 60th second at any minute
 SEPARATORS = (", ", ": ")
 SHORT_CLASS = re.compile(r"(?<!\\)(?:\\\\)*\\[dws]")  # an unescaped \d, \w or \s
 ASCII_CLASSES = (r"xgrammar reads \d, \w and \s as ASCII (llguidance and the check after the run as Unicode): under it "
@@ -293,8 +293,8 @@ def _warned(log: list[str]) -> list[str]:
 
 def _inexact_formats(nodes: list[dict]) -> list[str]:
     """xgrammar drops minLength/maxLength on a string that also has a format, its ipv4 format lets
-    leading zeros through (JSON Schema's ipv4 does not), and its date and date-time read any day 01-31
-    in any month (2025-04-31)."""
+    leading zeros through (JSON Schema's ipv4 does not), its date and date-time read any day 01-31
+    in any month (2025-04-31), and its time and date-time a 60th second at any minute (12:00:60)."""
     found = []
     for sub in nodes:
         if sub.get("format") in INEXACT_FORMATS:
