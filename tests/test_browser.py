@@ -171,6 +171,59 @@ def test_the_focus_goes_from_run_to_stop_and_back(page, app_url):
     assert token_count(page) > 0
 
 
+# Every text's contrast against what is under it (WCAG 2: 4.5:1, or 3:1 from 24 px or bold 18.7 px), its
+# colour laid over the backgrounds it sits on with their alpha, opacity and brightness filters. SVG text is
+# Plotly's, on its own white: left out. Disabled controls are exempt. -> the texts under their bound.
+LOW_CONTRAST_JS = """root => {
+  const rgba = c => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const v = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  const lum = c => { const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
+  const dark = !!document.querySelector('.dark');
+  const dimmed = (c, el) => { let f = 1; for (let e = el; e; e = e.parentElement) {  // brightness(x): each channel times x
+      const m = getComputedStyle(e).filter.match(/brightness\\(([\\d.]+)\\)/); if (m) f *= Number(m[1]); }
+    return c && [c[0] * f, c[1] * f, c[2] * f, c[3]]; };
+  const under = el => { const layers = [];
+    for (let e = el; e; e = e.parentElement) { const c = dimmed(rgba(getComputedStyle(e).backgroundColor), e);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
+    let c = dark ? [11, 15, 25, 1] : [255, 255, 255, 1];
+    for (const layer of layers.reverse()) c = over(layer, c);
+    return c; };
+  const opacity = el => { let o = 1; for (let e = el; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; };
+  const low = [];
+  for (const el of document.querySelector(root).querySelectorAll('*')) {
+    const text = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent.trim()).join(' ').trim();
+    const box = el.getBoundingClientRect(), style = getComputedStyle(el);
+    if (!text || !box.width || !box.height || style.visibility === 'hidden' || el instanceof SVGElement
+        || el.closest('[hidden], .sr-only, [aria-hidden=true], :disabled')) continue;
+    const bg = under(el), fg = dimmed(rgba(style.color), el), seen = over([fg[0], fg[1], fg[2], fg[3] * opacity(el)], bg);
+    const [a, b] = [lum(seen), lum(bg)], ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const size = parseFloat(style.fontSize), large = size >= 24 || (Number(style.fontWeight) >= 700 && size >= 18.66);
+    if (ratio < (large ? 3 : 4.5)) low.push(`${text.slice(0, 30)} (${el.tagName.toLowerCase()} in #${(el.closest('[id]') || {}).id}): `
+      + `${ratio.toFixed(2)}:1, ${style.color} on rgb(${bg.slice(0, 3).map(Math.round)})`); }
+  return low; }"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_text_reads_at_4_5_to_1(page, app_url, theme):
+    """Gradio's default theme drew Run white on orange (2.8:1), the chosen tab's name orange on white
+    (2.8:1), Stop white on red (3.8:1), the sliders' ends and the footer light grey (1.9:1): ui/theme.py."""
+    page.goto(f"{app_url}?preset=demo-json&max_new_tokens=48&__theme={theme}")  # (a schema in its editor)
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.locator("#run-button").click()
+    expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
+    page.mouse.move(0, 0)  # (a hovered button has its hover colour)
+    low = page.evaluate(LOW_CONTRAST_JS, "#stop-button")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=120_000)
+    page.mouse.move(0, 0)
+    for tab in ("Experiments", "Playground", "Race", "Tree", "JSON", "Export", "Charts", "Text"):
+        page.get_by_role("tab", name=tab, exact=True).click()
+        page.wait_for_timeout(300)
+        low += [f"{tab}: {said}" for said in page.evaluate(LOW_CONTRAST_JS, "body")]
+    assert not low, "\n".join(sorted(set(low)))
+
+
 def test_run_while_the_speedup_is_measured_again_starts_the_next_run(page, app_url, monkeypatch):
     """The text is whole while the speedup is measured again (tens of seconds on a laptop): Run acts
     then, ends that measuring with its estimate and runs the settings shown now."""

@@ -76,6 +76,10 @@ input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2
 #token-tip { position: fixed; z-index: 1000; max-width: 280px; padding: 4px 8px; border-radius: 6px; font-size: 12px;
              background: #111827; color: #f9fafb; pointer-events: none; }
 #token-tip[hidden] { display: none; }
+.cm-line > span { filter: brightness(0.5); }  /* Gradio's code boxes colour a schema, a command or Python in
+   Nord's light palette, 1.6-4:1 on white (a string's yellow: 1.6:1): each coloured token at half its brightness,
+   5.6:1 or more (4.9:1 on the line being edited); dark mode's palette reads as it is */
+.dark .cm-line > span { filter: none; }
 .info-text { color: var(--block-label-text-color) !important; }  /* a setting's help: Gradio's own grey on white
    is 1.9:1 (the draft length policy's was hard to read); the labels' grey, 4.8:1 */
 /* A refused Run (its message under Run, or at the prompt just above it) leaves the last run's output below, as it

@@ -85,6 +85,7 @@ from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_
                                QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
 from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
 from playground.ui import pacing, sessions  # (sessions: imported, Gradio forgets the sessions of the address holding most first)
+from playground.ui.theme import theme
 
 NO_FILES = "no input of this page is a file"
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
@@ -564,4 +565,4 @@ def queue_options() -> dict:
 def launch_options() -> dict:
     """Keyword arguments of demo.launch for every host."""
     return {"show_error": True, "state_session_capacity": SESSIONS_KEPT, "enable_monitoring": False, "run_history": False,
-            "app_kwargs": {"middleware": [Middleware(RequestGuard, max_bytes=MAX_REQUEST_BYTES)]}}
+            "theme": theme(), "app_kwargs": {"middleware": [Middleware(RequestGuard, max_bytes=MAX_REQUEST_BYTES)]}}
