@@ -3,16 +3,16 @@
 import spaces  # noqa: F401  (first: on ZeroGPU it must load before anything touches CUDA)
 
 import logging
-import os
 import sys
 
 from playground.models.loading import load_pair
+from playground.models.placement import on_zero_gpu
 from playground.ui.inputs import DEFAULT
 from playground.ui.page import demo
 from playground.ui.serving import launch_options, queue_options
 from playground.ui.warm_up import wanted, warm_up
 
-if os.environ.get("SPACES_ZERO_GPU"):  # ZeroGPU: weights load at start-up, moved to the GPU per call
+if on_zero_gpu():  # ZeroGPU: weights load at start-up, moved to the GPU per call
     load_pair(DEFAULT.target, DEFAULT.draft)
 
 if __name__ == "__main__":

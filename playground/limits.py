@@ -1,5 +1,7 @@
-"""Every size a request can ask for, bounded: a public Space must not be held or exhausted by one
-request. Each bound can be changed by the host through an environment variable."""
+"""Sizes and times a request can ask for, bounded: a public Space must not be held or exhausted by one
+request. A host changes those read through `PLAYGROUND_*` environment variables; the others are fixed
+where they guard the server itself (a schema's depth, a regex's length). Bounds of a run's own settings
+live beside them: k and trees in config.py, the page's slider ranges in ui/share.py (RANGES)."""
 import os
 
 from playground.errors import PlaygroundError

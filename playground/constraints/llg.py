@@ -12,7 +12,6 @@ from playground.constraints.guide import DEAD_END
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
-from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
 # A schema's own "x-guidance" options are dropped (their whitespace_pattern survived the overrides

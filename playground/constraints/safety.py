@@ -53,14 +53,14 @@ def check_schema_safe(schema) -> None:
         raise PlaygroundError(_no_instance_reason(schema, nodes))
 
 
-def depth(value, limit: int = MAX_SCHEMA_DEPTH) -> int:
+def depth(value) -> int:
     """Nesting of JSON objects and arrays, counted without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
         if isinstance(item, (dict, list)):
-            if level > limit:
-                raise PlaygroundError(f"the schema's JSON is nested more than {limit} objects and arrays deep (a "
+            if level > MAX_SCHEMA_DEPTH:
+                raise PlaygroundError(f"the schema's JSON is nested more than {MAX_SCHEMA_DEPTH} objects and arrays deep (a "
                                       "nested property takes two: `properties`, then its schema); move deep parts "
                                       "into $defs and refer to them with $ref")
             deepest = max(deepest, level)

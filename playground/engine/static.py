@@ -56,7 +56,7 @@ def allow_recompiles() -> None:
 def why_not_static(model: torch.nn.Module) -> str:
     """"" when a static cache with compiled passes serves this model, else why it stays eager.
     Static caches here assume every layer attends to the whole sequence (no sliding windows).
-    A batch-invariant model (models.py: bf16, or a float32 one past 100M parameters, on a CPU) stays
+    A batch-invariant model (models/batch_invariant.py: bf16, or a float32 one past 100M parameters, on a CPU) stays
     eager too: compiled graphs sum in other orders per width, and SmolLM2 in bf16 then broke greedy
     identity on 2 of 3 prompts (measured)."""
     if getattr(model, "playground_batch_invariant", False):

@@ -20,12 +20,12 @@ def verify_greedy(target_logits: torch.Tensor, draft_tokens: torch.Tensor, limit
 
 
 def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.Tensor,
-                   generator: torch.Generator | None, limit=None):
+                   generator: torch.Generator | None):
     """p [k+1, V], q [k, V] or None, draft_tokens [k] -> (n accepted, next token); draws its noise
     from `generator` (see accept_sampled)."""
     u = torch.rand(draft_tokens.shape[0], device=p.device, generator=generator)
     race = torch.empty(p.shape[-1], device=p.device).exponential_(generator=generator)
-    return accept_sampled(p, q, draft_tokens, u, race, limit)
+    return accept_sampled(p, q, draft_tokens, u, race)
 
 
 def accept_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.Tensor, u: torch.Tensor,

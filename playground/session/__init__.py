@@ -25,10 +25,10 @@ from playground.models.fused_projections import fuse_projections, fuses_on
 from playground.models.loading import Pair
 from playground.models.placement import resolve_device
 from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
-                                       on_zero_gpu, runners, static_or_eager)
+                                       runners, static_or_eager)
 
 __all__ = ["compile_fallback", "compile_graphs", "constrain", "eager_runners", "encode_prompt", "fuses", "generate",
-           "load_pair", "on_zero_gpu", "resolve_device", "run", "runners", "settings", "static_or_eager"]
+           "load_pair", "resolve_device", "run", "runners", "settings", "static_or_eager"]
 
 
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, progress=None) -> Pair:

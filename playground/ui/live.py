@@ -4,7 +4,7 @@ runs interleaved with it (a speculative round, then target-only rounds up to the
 background load hits both alike and the speedup is measured side by side (playground.measure.speedup).
 
 The run goes on an engine thread and the caller takes the newest snapshot at its own pace (at most
-4 a second; playground.ui.pacing): drawing and sending a page never pauses generation. Times are the
+2 a second: PAGE_UPDATE_S; playground.ui.pacing): drawing and sending a page never pauses generation. Times are the
 engine's own (prefill plus each round's wall time)."""
 import dataclasses
 import time
@@ -257,5 +257,6 @@ def run_to_dict(snap: Snapshot) -> dict:
 
 
 def speedup(snap: Snapshot) -> Speedup | None:
-    """The measured speedup once the comparison is over, else None."""
+    """The speedup measured so far (each block's estimate while it is measured again); None before the
+    comparison has one."""
     return snap.speedup

@@ -97,10 +97,10 @@ PARSERS = {
 }
 
 
-def to_query(settings: Settings, defaults: Settings | None = None) -> str:
+def to_query(settings: Settings) -> str:
     """Query string of the settings that differ from the preset's own (short links); the preset
     name is always included."""
-    base = defaults or _preset_defaults(settings.preset) or Settings()
+    base = _preset_defaults(settings.preset) or Settings()
     values = dataclasses.asdict(settings)
     keep = {k: _encode(v) for k, v in values.items() if k == "preset" or v != getattr(base, k)}
     for key, text in keep.items():  # a link that says a value its reader ignores is not the run it was made from
