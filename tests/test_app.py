@@ -944,6 +944,22 @@ def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
     assert all(b > 0 for b in baselines) and baselines[0] != baselines[1]  # two measurements, not one reused
 
 
+def test_the_draft_comparison_runs_under_the_playgrounds_constraint():
+    """Compare drafts dropped the Playground's regex (a sweep kept it): it measured unconstrained text,
+    1.6x, under a settings line that named the regex. Each way of drafting now writes `yes` or `no`."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens, settings.regex = 16, "(yes|no)"
+    columns = {c: i for i, c in enumerate(sweeps.COMPARE_COLUMNS)}
+    table = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"], "def f(x):",
+                                                *page_inputs.inputs_from_settings(settings)))[-1][1]
+    for row in table["data"]:  # at most 3 tokens and the end a run (`yes`: 1-3 tokens)
+        assert 0 < row[columns["tokens"]] <= 4 * row[columns["measurements"]], row
+    settings.regex = ""
+    table = list(experiments_tab.run_comparison(None, QUIET, ["draft model"], "def f(x):",
+                                                *page_inputs.inputs_from_settings(settings)))[-1][1]
+    assert table["data"][0][columns["tokens"]] == 16 * table["data"][0][columns["measurements"]]
+
+
 def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
     wide = run_preset("demo", max_new_tokens=24, tree="4,4,2", compare=False)[-1]
     view = wide[-2]  # (the run's status last)

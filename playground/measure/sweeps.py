@@ -155,15 +155,17 @@ VARIANTS = {
     "adaptive: confidence": ("{draft}", "confidence"),
 }
 COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
-                   "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "draft",
+                   "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "measurements", "tokens", "draft",
                    "policy"]  # the result and its note first: a narrow screen still shows them
 
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],
-                   encode, progress=None, halted: Callable[[], bool] = lambda: False) -> Iterator[list[dict]]:
+                   encode, progress=None, halted: Callable[[], bool] = lambda: False,
+                   spec=None) -> Iterator[list[dict]]:
     """One row per variant, all on the same prompts, each measured by playground.measure.speedup (the
-    target alone interleaved beside every prompt). `encode(pair, text)` turns a prompt into ids;
-    `draft` is a model id (a cascade's or not). Once `halted()` it ends as sweep() does."""
+    target alone interleaved beside every prompt), under the constraint `spec` (a checked
+    ConstraintSpec, or None) as a sweep is. `encode(pair, text)` turns a prompt into ids; `draft` is a
+    model id (a cascade's or not). Once `halted()` it ends as sweep() does."""
     model = draft.removeprefix("ngram+")
     rows = []
     for name in variants:
@@ -183,7 +185,7 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
             yield rows
             continue
         ids = [encode(pair, text) for text in prompts]
-        result = measured(pair, ids, run_cfg, halted=halted)
+        result = measured(pair, ids, run_cfg, session.constrain(pair, spec), halted=halted)  # (compiled once: cached)
         if result is None:
             return
         rows.append({"variant": name, "draft": draft_id, "policy": policy, **_row(run_cfg, result, len(prompts))})

@@ -244,7 +244,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         if not variants or not isinstance(variants, list) or not all(isinstance(v, str) and v in sweeps.VARIANTS for v in variants):
             raise PlaygroundError(f"pick at least one way of drafting among {', '.join(sweeps.VARIANTS)}")
         variants = list(dict.fromkeys(variants))  # each once (40 copies of one were measured 40 times)
-        cfg, _ = live.checked_config(settings)
+        cfg, spec = live.checked_config(settings)
         if settings.draft.removeprefix(f"{NGRAM}+") == NGRAM:
             raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
         prompts = _experiment_prompts(prompts_text, settings)
@@ -256,7 +256,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             yield []  # as a sweep's
             yield from sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
-                                             lambda f, msg: progress(f, desc=msg), halt.checker(stop))
+                                             lambda f, msg: progress(f, desc=msg), halt.checker(stop), spec)
         rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(len(rows))})"
