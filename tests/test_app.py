@@ -914,6 +914,26 @@ def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monk
         assert not files.stop_flag(Request(), "run").exists()
 
 
+def test_a_sweep_stopped_before_its_first_value_offers_no_file(monkeypatch):
+    """It offered a CSV of its header alone."""
+    class Request:
+        session_hash = "experiment-stop-first-test"
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens = 8
+    start, stop, _ = experiments_tab.experiment_buttons("sweep", 0)
+    start(Request())
+    made = sweeps.engine_block
+
+    def stopped_at_once(*args, **kwargs):
+        stop(Request())
+        return made(*args, **kwargs)
+    monkeypatch.setattr(sweeps, "engine_block", stopped_at_once)
+    status, table, _, csv_path, _ = list(experiments_tab.run_sweep(Request(), QUIET, "k", "1,2", "def f(x):",
+                                                                    *page_inputs.inputs_from_settings(settings)))[-1]
+    assert "stopped: 0 of 2 values of k" in status and csv_path is None
+    assert not experiments_tab.sweep_rows_shown(table.value["data"])
+
+
 def test_a_point_measured_whole_before_an_experiment_halts_is_kept(monkeypatch):
     """The halt was looked at once more after each point: a run that came to wait just after a point's
     last round threw that whole point away (the last of a sweep too). Only a point cut short goes."""

@@ -316,6 +316,12 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     assert len(lows) == 3 and all(re.fullmatch(r"\d+\.\d\d", cell.strip()) for cell in lows), lows  # as the run's card
     expect(page.locator("#calc-text")).to_contain_text("Your last K sweep (temperature 0")  # its line on the chart
     expect(page.locator("#calc-plot")).to_contain_text("your last K sweep (measured)")
+    fill_until_kept(page.get_by_label("Values"), "2,2")  # refused: the last sweep's rows stay, and so does their file
+    page.get_by_role("button", name="Run sweep").click()
+    expect(page.locator("#experiment-error")).to_contain_text("2 is given twice", timeout=30_000)
+    expect(page.get_by_label("Values")).to_be_enabled(timeout=15_000)
+    assert page.locator("#sweep-table .virtual-row .body-cell:nth-child(3)").count() == 3
+    expect(page.locator("#sweep-csv")).to_be_visible()  # (it was hidden at the click and never shown again)
 
 
 def test_stop_ends_a_sweep_where_it_is(page, app_url):
@@ -340,6 +346,9 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     expect(stop).to_have_text("Stop", timeout=15_000)
     expect(stop).to_be_disabled()
     expect(page.get_by_role("button", name="Run sweep")).to_be_enabled()
+    kept = page.locator("#experiment-progress").inner_text()  # a file of the values measured, none before the first
+    page.wait_for_timeout(500)
+    expect(page.locator("#sweep-csv")).to_be_hidden() if "stopped: 0 of" in kept else expect(page.locator("#sweep-csv")).to_be_visible()
     page.get_by_role("tab", name="Playground").click()
     page.wait_for_function("document.querySelectorAll('#token-stream .tok').length > 0", timeout=60_000)  # the run
     # went on (its first token may be a newline: no box to see), its note gone

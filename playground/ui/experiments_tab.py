@@ -66,7 +66,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         return
     finally:
         forget_stop(request, "sweep")
-    csv_path = _sweep_csv(rows, axis, settings)
+    csv_path = _sweep_csv(rows, axis, settings) if rows else None  # (stopped before its first value: no file)
     done = f"{_done_or_stopped(rows, values_list, halt)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
     yield (render.progress_note(done, final=True), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), csv_path,
            k_sweep_points(rows, settings) if axis == "k" else gr.skip())
@@ -131,9 +131,11 @@ def empty_sweep_table(axis: str, table):
     return _sweep_table([], axis) if table is None or len(table) == 0 else gr.skip()
 
 
-def sweep_wrote_csv(status: str) -> bool:
-    """Whether a sweep's last status is its end (done or stopped, its CSV written), not a refusal."""
-    return isinstance(status, str) and status.startswith('<div class="progress-note"')
+def sweep_rows_shown(table) -> bool:
+    """Whether the results table holds rows once a sweep has ended: each time it does, the CSV of those
+    rows is the download's (a refused sweep leaves the last one's table and file; a sweep stopped or
+    failed before its first value empties both)."""
+    return table is not None and len(table) > 0
 
 
 def _sweep_csv(rows: list[dict], axis: str, settings) -> str:

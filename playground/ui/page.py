@@ -13,7 +13,7 @@ from playground.ui import render, race
 from playground.ui.api import generate
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
 from playground.ui.experiments_tab import (calculator, column_headers, column_widths, empty_sweep_table, experiment_buttons, from_last_run,
-                                           make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, sweep_wrote_csv)
+                                           make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, sweep_rows_shown)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
@@ -356,7 +356,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     # Download CSV shows once a sweep ended with a file (toggled here: the sweep's API returns the path alone; the
     # button's own value cannot be sent back, serving.RequestGuard refuses a file in a request)
     sweep_btn.click(lambda: gr.update(visible="hidden"), None, sweep_csv, queue=False, api_visibility="private")
-    measuring_events["sweep"].then(lambda status: gr.update(visible=sweep_wrote_csv(status) or "hidden"), sweep_status,
+    measuring_events["sweep"].then(lambda table: gr.update(visible=sweep_rows_shown(table) or "hidden"), sweep_table,
                                    sweep_csv, queue=False, api_visibility="private")
     gr.on([calc_a.change, calc_k.change, calc_c.change, history.change, k_sweep.change, demo.load], calculator,
           [calc_a, calc_k, calc_c, history, k_sweep], [calc_text, calc_plot], preprocess=False,  # values checked there
