@@ -1,6 +1,8 @@
 """The web app: event functions called directly, then the real server driven by gradio_client."""
 import csv
+import dataclasses
 import functools
+import hashlib
 import html
 import json
 import pathlib
@@ -144,6 +146,10 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert csv_rows[0][:2] == ["k", "temperature"] and "done: 2 values of k, 2 prompts each" in status
     columns = dict(zip(*csv_rows[:2]))  # what it was measured with, and the
     assert columns["target"] == "demo-target" and columns["draft"] == "demo-draft" and columns["max_new_tokens"] == "12"
+    assert columns["compile"] == "False" and columns["constraint"] == columns["constraint_sha256"] == ""  # (a compiled
+    regex = experiments_tab.measured_with(dataclasses.replace(settings, regex="(yes|no)", compile=True))  # sweep's and an
+    assert regex["constraint"] == "regex" and regex["compile"] is True  # eager one's could not be told apart)
+    assert regex["constraint_sha256"] == hashlib.sha256(b"(yes|no)").hexdigest() and regex["backend"] == "llguidance"
     assert float(columns["speedup_estimate"]) > 0 and columns["verdict"]  # estimate a noisy row leaves out of its speedup
     line = experiments_tab.settings_line(*inputs)  # the Experiments tab says what it runs with
     assert "Runs with demo-target and the draft demo-draft: k 4, temperature 0, 12 new tokens (a sweep sets the one it sweeps)." in line

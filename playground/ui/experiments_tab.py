@@ -1,5 +1,6 @@
 """The Experiments tab's callbacks: a K or temperature sweep, the draft comparison and the speedup
 calculator, each streaming its table and chart; a refused experiment leaves the last results."""
+import hashlib
 import html
 import logging
 from time import monotonic  # (a module's own name for it: a test replacing time.monotonic froze the test server's event loop)
@@ -82,11 +83,17 @@ def k_sweep_points(rows: list[dict], settings) -> dict | None:
 
 
 def measured_with(s) -> dict:
-    """The Playground's settings an experiment runs with (those a sweep does not set per row)."""
+    """The Playground's settings an experiment runs with (those a sweep does not set per row): each one
+    that changes what is measured (a compiled sweep's CSV and an eager one's could not be told apart).
+    The constraint by its kind and its text's SHA-256 (a schema may be 256 kB: once per row)."""
     constraint = constraint_of(s)
     return {"preset": s.preset, "target": s.target, "draft": s.draft, "k": s.k, "temperature": s.temperature,
             "max_new_tokens": s.max_new_tokens, "top_p": s.top_p, "top_k": s.top_k, "seed": s.seed, "policy": s.policy,
-            "tree": s.tree, "constraint": constraint[0] if constraint else "", "chat": s.chat}
+            "confidence": s.confidence if s.policy == "confidence" else "", "tree": s.tree,
+            "constraint": constraint[0] if constraint else "",
+            "constraint_sha256": hashlib.sha256(constraint[1].encode("utf-8", "surrogatepass")).hexdigest() if constraint else "",
+            "backend": s.backend if constraint else "", "schema_in_prompt": s.schema_in_prompt if constraint else "",
+            "think_budget": s.think_budget, "chat": s.chat, "system": s.system, "compile": s.compile}
 
 
 def settings_line(*values) -> str:
