@@ -849,6 +849,7 @@ def test_the_calculator_says_when_no_k_pays():
     text, _ = experiments_tab.calculator(0.5, 8, 1.0, [])
     assert "expected speedup **0.22x** (no k pays for these numbers: the best, k = 1, gives 0.75x; the target alone is faster" in text
     assert "best k for these numbers" not in text
+    assert "the best, k = 1, gives 0.99x; the target alone is faster" in experiments_tab.calculator(0.99, 16, 1.0, [])[0]  # (0.995: "1.00x")
     assert "(best k for these numbers: 3)" in experiments_tab.calculator(0.6, 8, 0.1, [])[0]
     # past the slider's 16 (α 0.95, c 0.01: k = 40 gives 12.5x, 16 gives 10.0x): not called the best (a maths review)
     assert "(best k for these numbers: 16 or more (16 is the slider's limit))" in experiments_tab.calculator(0.95, 8, 0.01, [])[0]
@@ -882,6 +883,15 @@ def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
         rows, Settings.from_preset(page_inputs.PRESETS["demo"])))[0]
     assert "Your last K sweep" not in experiments_tab.calculator(0.7, 4, 0.1, [], None)[0]
     assert experiments_tab.k_sweep_points(rows[3:], Settings.from_preset(page_inputs.PRESETS["demo"])) is None
+    typed = experiments_tab.k_sweep_points([rows[2], rows[0], rows[1]], Settings.from_preset(page_inputs.PRESETS["demo"]))
+    assert [p["k"] for p in typed["rows"]] == [1, 2, 3]  # typed 3,1,2: drawn in k's order (a zigzag)
+    chart_rows = [r | {"tokens_per_target_pass": 2.0} for r in (rows[2], rows[0], rows[1])]
+    assert all(list(trace.x) == [1, 2, 3] for trace in plots.sweep_chart(chart_rows, "k").data[:4])
+    one = experiments_tab.k_sweep_points(rows[:1], Settings.from_preset(page_inputs.PRESETS["demo"]))
+    assert "(temperature 0, α 0.85) is the measured line" in experiments_tab.calculator(0.7, 4, 0.1, [], one)[0]  # not 0.85-0.85
+    for changed in ({"draft": "ngram"}, {"policy": "schedule"}, {"policy": "confidence"}):  # the formula is a draft model's
+        settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), **changed)  # fixed k: not drawn
+        assert experiments_tab.k_sweep_points(rows, settings) is None, changed  # against it
 
 
 def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monkeypatch):

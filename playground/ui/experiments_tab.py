@@ -3,6 +3,7 @@ calculator, each streaming its table and chart; a refused experiment leaves the 
 import hashlib
 import html
 import logging
+import math
 from time import monotonic  # (a module's own name for it: a test replacing time.monotonic froze the test server's event loop)
 from typing import Callable
 
@@ -22,6 +23,7 @@ from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, 
                                           read_experiment, sweep_values)
 from playground.ui.inputs import page_url, settings_from_inputs, settings_to_run, typed, user_error
 from playground.ui.pacing import paced
+from playground.ui.playground_tab import chain_theory
 from playground.ui.serving import device_waiting
 from playground.ui.share import RANGES, share_url
 
@@ -75,9 +77,12 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
 
 def k_sweep_points(rows: list[dict], settings) -> dict | None:
     """A finished K sweep for the calculator's chart (its measured speedup against k beside the
-    formula's curve); None when no point was measured."""
+    formula's curve, in k's order whatever the order typed); None when no point was measured, or where
+    the formula does not describe the sweep (prompt lookup, a k the policy changes: chain_theory)."""
+    if not chain_theory(settings):
+        return None
     kept = ("k", "speedup", "speedup_low", "speedup_high", "speedup_estimate", "verdict", "token_acceptance")
-    points = [{key: r.get(key) for key in kept} for r in rows
+    points = [{key: r.get(key) for key in kept} for r in sorted(rows, key=lambda r: r["k"])
               if r.get("speedup_estimate") and r.get("speedup_low") is not None]  # (measured, with a range)
     return {"temperature": settings.temperature, "rows": points} if points else None
 
@@ -420,8 +425,8 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
 def _best_k(acceptance: float, cost_ratio: float) -> str:
     """The k the formula favours, or that none pays: below 1x speculation is slower than the target alone."""
     best = max(range(1, RANGES["k"][1] + 1), key=lambda k: expected_speedup(acceptance, k, cost_ratio))
-    if (top := expected_speedup(acceptance, best, cost_ratio)) < 1:
-        return (f"no k pays for these numbers: the best, k = {best}, gives {top:.2f}x; the target alone is faster "
+    if (top := expected_speedup(acceptance, best, cost_ratio)) < 1:  # (rounded down: 0.995 read "1.00x ... faster")
+        return (f"no k pays for these numbers: the best, k = {best}, gives {math.floor(top * 100) / 100:.2f}x; the target alone is faster "
                 "(a higher acceptance or a cheaper draft is needed)")
     if best == RANGES["k"][1]:  # the formula's best lies past the slider (α 0.95, c 0.01: k = 40, 12.5x against 10.0x)
         return f"best k for these numbers: {best} or more ({best} is the slider's limit)"
@@ -435,7 +440,8 @@ def _last_sweep(k_sweep: dict | None) -> str:
     rows = k_sweep["rows"]
     alphas = [r["token_acceptance"] for r in rows if r.get("token_acceptance") is not None]  # the slider's α (its
     # acceptance rate falls with k by construction: α(1 - α^k) / ((1 - α) k), 0.50 at k = 1 to 0.125 at k = 8 for α 0.5)
-    spread = f", α {min(alphas):.2f}-{max(alphas):.2f}" if alphas else ""
+    low, high = (f"{min(alphas):.2f}", f"{max(alphas):.2f}") if alphas else ("", "")
+    spread = "" if not alphas else f", α {low}" if low == high else f", α {low}-{high}"
     best = plots.clear_best(rows)
     measured_best = f"; best k measured: {best['k']}" if best else "; no k measured clearly best"
     return (f". Your last K sweep (temperature {k_sweep['temperature']:g}{spread}) is the measured line: each point is "

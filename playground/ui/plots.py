@@ -105,6 +105,7 @@ def _part(stats: dict, part: str) -> float:
 
 def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     """Speedup and acceptance against the swept setting (k or temperature); best speedup marked."""
+    rows = sorted(rows, key=lambda r: r[x])  # (values typed 3,1,2 drew a zigzag)
     xs = [r[x] for r in rows]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     if any(r["speedup"] is not None for r in rows):  # (its legend named an interval no point had)
