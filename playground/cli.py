@@ -6,6 +6,7 @@ commands, so --help and a mistyped flag answer at once."""
 import contextlib
 import dataclasses
 import json
+import os
 import pathlib
 import sys
 import warnings
@@ -282,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`| head -1`): quiet, as other tools are (a traceback was printed);
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to flush at exit goes nowhere
+        return 141  # (128 + SIGPIPE, as a shell reports a tool the signal ended)
 
 
 COMMANDS = {"generate": cmd_generate, "bench": cmd_bench, "export": cmd_export}

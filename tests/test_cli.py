@@ -211,6 +211,17 @@ def test_subprocess_has_no_traceback(saved_pair):
     assert proc.stderr.strip().splitlines() == ["error: --prompt-ids must be comma-separated integers, got '1,2,oops'"]
 
 
+@pytest.mark.parametrize("command", [["export", "--preset", "demo"], ["generate", "--preset", "demo", "--max-new-tokens", "8"]])
+def test_a_reader_that_goes_away_ends_it_quietly(command):
+    """`... | head -1` printed a BrokenPipeError traceback after the output it did not read."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen([sys.executable, "-m", "playground", *command], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # read nothing
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
 def test_a_bad_size_in_the_environment_is_one_line():
     """The limits read PLAYGROUND_* as they are imported, before main() catches anything: a 17-line
     traceback, even for --help."""
