@@ -274,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "prompt", None) == "-":  # generate's and export's: from standard input
+            if taken := [f"--{name}" for name in ("schema", "grammar") if getattr(args, name, None) == "-"]:
+                raise PlaygroundError(f"--prompt and {taken[0]} both read standard input: give one of them a file")
             args.prompt = stdin_prompt()
         _quiet_libraries()
         return COMMANDS[args.command](args)

@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import re
+import sys
 
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
@@ -113,9 +114,9 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
 
 def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--schema", help="JSON Schema: a file, or the JSON text itself")
+    group.add_argument("--schema", help="JSON Schema: a file, the JSON text itself, or - for standard input")
     group.add_argument("--regex", help="regular expression the whole output must match")
-    group.add_argument("--grammar", help="grammar (Lark, or GBNF: every rule defined with ::=): a file, or the text itself")
+    group.add_argument("--grammar", help="grammar (Lark, or GBNF: every rule defined with ::=): a file, the text itself, or - for standard input")
     p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
     p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
@@ -131,8 +132,11 @@ def constraint_from_args(args, preset):
 
 
 def constraint_flags(args) -> dict[str, str]:
-    """--schema, --grammar (each a file or the text), --regex -> their texts ('' where not given;
-    given empty, an error: it ran unconstrained)."""
+    """--schema, --grammar (each a file, the text or '-' for standard input), --regex -> their texts
+    ('' where not given; given empty, an error: it ran unconstrained). Read once (export asks twice,
+    and standard input is there once)."""
+    if (read := getattr(args, "constraint_texts", None)) is not None:
+        return read
     texts = {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
              "grammar": read_text_arg(args.grammar, "grammar") if args.grammar else ""}
     for name, text in texts.items():
@@ -140,6 +144,7 @@ def constraint_flags(args) -> dict[str, str]:
         if given is not None and not text.strip():
             read_from = "" if name == "regex" else f": {given[:80]}"  # the file it read
             raise PlaygroundError(f"--{name} is empty (or only spaces){read_from}")
+    args.constraint_texts = texts
     return texts
 
 
@@ -174,24 +179,37 @@ def _json_not_a_file(value: str) -> bool:
 
 
 def read_utf8(value: str, what: str, most_chars: int) -> str:
-    """A text file's contents, or one clear error (missing, a folder, unreadable, not UTF-8, more
-    bytes than `most_chars` characters can take: a 2 GB --schema file was read whole, 27 s and 4.6 GB,
-    before its length was refused)."""
+    """A text file's contents, standard input's for '-', or one clear error (missing, a folder,
+    unreadable, not UTF-8, more bytes than `most_chars` characters can take: a 2 GB --schema file was
+    read whole, 27 s and 4.6 GB, before its length was refused). A pipe is read as a file is (/dev/stdin,
+    a shell's <(...): "no such file" before), never past the bound; a byte-order mark is not the text's."""
+    most_bytes = 4 * most_chars  # UTF-8: at most 4 a character
+    if value == "-":
+        return _without_mark(sys.stdin.buffer.read(most_bytes + 1), value, what, most_bytes)
     path = pathlib.Path(value)
     try:
         if path.is_dir():
             raise PlaygroundError(f"{what}: '{value}' is a folder, not a file")
-        if not path.is_file():
+        if not path.exists():
             raise PlaygroundError(f"{what}: no such file '{value}'")
-        at_most(path.stat().st_size, 4 * most_chars, f"{what}: the size of {value[:80]} (bytes)")  # UTF-8: <= 4 a character
+        if path.is_file():
+            at_most(path.stat().st_size, most_bytes, f"{what}: the size of {value[:80]} (bytes)")
     except OSError as exc:  # a name too long for a file, say
         raise PlaygroundError(f"{what}: no such file '{value[:80]}' ({exc.strerror or exc})") from None
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(most_bytes + 1)
+    except OSError as exc:
+        raise PlaygroundError(f"{what}: cannot read {value[:80]}: {exc.strerror or exc}") from None
+    return _without_mark(data, value, what, most_bytes)
+
+
+def _without_mark(data: bytes, value: str, what: str, most_bytes: int) -> str:
+    at_most(len(data), most_bytes, f"{what}: the size of {value[:80]} (bytes)")
+    try:
+        return data.decode("utf-8-sig")  # (Windows editors start a UTF-8 file with a byte-order mark)
     except UnicodeDecodeError as exc:
         raise PlaygroundError(f"{what}: {value} is not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise PlaygroundError(f"{what}: cannot read {value}: {exc.strerror or exc}") from None
 
 
 def resolve_models(args):

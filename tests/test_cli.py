@@ -313,6 +313,30 @@ def test_a_prompt_of_a_dash_is_read_from_standard_input(capsys, monkeypatch, sav
     assert code == 2 and "prompt" in err and "20000" in err.replace(",", ""), err
 
 
+def test_a_schema_comes_from_a_pipe_standard_input_or_a_file_with_a_byte_order_mark(capsys, monkeypatch, tmp_path):
+    """A CLI review: `--schema /dev/stdin`, `<(...)` and `-` said "no such file", and a schema saved by a
+    Windows editor (a byte-order mark first) was "not valid JSON". A pipe is read up to the bound alone."""
+    import io
+    marked = tmp_path / "marked.json"
+    marked.write_bytes(b'\xef\xbb\xbf{"type": "string", "maxLength": 7}')
+    assert main(["export", "--preset", "demo", "--schema", str(marked), "--json"]) == 0
+    assert re.search(r"maxLength\W+7", capsys.readouterr().out)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"type": "integer", "maximum": 5}')))
+    assert main(["export", "--preset", "demo", "--schema", "-", "--json"]) == 0
+    assert re.search(r"maximum\W+5", capsys.readouterr().out)
+    read, write = os.pipe()  # what /dev/stdin and <(...) are
+    os.write(write, b'start: "yes" | "no"\n')
+    os.close(write)
+    assert main(["export", "--preset", "demo", "--grammar", f"/dev/fd/{read}", "--json"]) == 0
+    assert re.search(r'start: \W+yes\W+ \| \W+no', capsys.readouterr().out)
+    os.close(read)
+    assert main(["export", "--preset", "demo", "--grammar", "/dev/zero"]) == 2  # endless: read to the bound, refused
+    assert "--grammar: the size of /dev/zero (bytes) is" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("hi"))
+    assert main(["export", "--preset", "demo", "--prompt", "-", "--schema", "-"]) == 2
+    assert "--prompt and --schema both read standard input" in capsys.readouterr().err
+
+
 def test_a_gpu_preset_on_a_cpu_is_said_before_its_models_load(capsys, monkeypatch):
     """A CLI review: a GPU preset on a CPU host told of a 15 GB download first, nothing of the GPU."""
     from playground import session
