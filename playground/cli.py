@@ -14,7 +14,7 @@ import warnings
 from playground.cli_args import (build_parser, compiles, confidence_of, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
                                   resolve_models, writable_dir)
 from playground.cli_notes import unused_flags
-from playground.config import no_room_to_answer, thinks, tree_fields, tree_text
+from playground.config import MAX_SEED, no_room_to_answer, thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END, RunResult
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -27,13 +27,16 @@ def cmd_generate(args) -> int:
     preset, target, draft = resolve_models(args)
     cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
                            top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
-                           seed=args.seed, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
+                           seed=args.seed or 0, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
                            policy=args.policy, confidence=confidence_of(args),
                            compile=compiles(args),
                            **tree_fields(args.tree))
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
     at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
+    if cfg.seed + args.num_samples - 1 > MAX_SEED:  # (said after the first sample's run, of a seed never typed)
+        raise PlaygroundError(f"--num-samples {args.num_samples} seeds {cfg.seed}..{cfg.seed + args.num_samples - 1}: "
+                              "the last is past 2^63 - 1, the largest seed")
     prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     if args.prompt is not None and prompt_ids is not None:
         raise PlaygroundError("give --prompt or --prompt-ids, not both")
@@ -48,7 +51,7 @@ def cmd_generate(args) -> int:
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     constraint = session.constrain(pair, spec)
     chat = pick(None, preset, "chat", True) and not args.raw  # models named alone: their chat template, if any
-    for note in unused_flags(args, spec, chat, bool(getattr(pair.tokenizer, "chat_template", None)), target):
+    for note in unused_flags(args, spec, chat, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft):
         print(note, file=sys.stderr)
     if prompt_ids is None:
         in_prompt = args.schema_in_prompt or pick(None, preset, "schema_in_prompt", False)
@@ -168,6 +171,9 @@ def cmd_export(args) -> int:
         with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
             read_constraint(spec)
     exported = export_setting(settings)
+    if given := [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]:
+        print(f"note: {' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
+              "commands, and vLLM, SGLang and transformers pick their own device and compilation", file=sys.stderr)
     if not settings.preset and exported.endpoint.endswith("/chat/completions"):  # nothing loaded: not known
         print("note: models named without a --preset are exported with their chat template, as generate applies it "
               "where their tokenizer has one; give --raw for a model without one (a base model)", file=sys.stderr)
@@ -183,7 +189,7 @@ def _settings(args):
     base = Settings.from_preset(preset) if preset else Settings(preset="", chat=True)
     flags = {"k": args.k, "temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
              "max_new_tokens": args.max_new_tokens, "prompt": args.prompt, "system": args.system}
-    s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed, policy=args.policy,
+    s = dataclasses.replace(base, target=target, draft=draft, seed=args.seed or 0, policy=args.policy,
                             confidence=confidence_of(args), tree=args.tree,
                             **chosen_constraint(constraint_flags(args), base),
                             backend=args.constraint_backend,

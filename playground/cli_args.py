@@ -101,7 +101,7 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float, help="0 for greedy (default: the preset's)")
     p.add_argument("--top-p", type=float, help="nucleus sampling, 0..1 (default: the preset's)")
     p.add_argument("--top-k", type=int, help="sample among the k likeliest tokens, 0 for all (default: the preset's)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--seed", type=int, help="sampling seed (default 0)")  # (None: told from a seed given, cli_notes)
     p.add_argument("--max-new-tokens", type=int, help="tokens to write at most (default: the preset's)")
     p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess does not pay) or confidence (k = ceiling)")
     p.add_argument("--confidence", type=float, help="the confidence policy's threshold (default 0.5)")

@@ -3,11 +3,12 @@ silence reads as a flag that worked (a newcomer's pass: --system on a run withou
 took effect nowhere and said nothing)."""
 
 
-def unused_flags(args, spec, chat: bool, has_template: bool, target: str) -> list[str]:
+def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, draft: str) -> list[str]:
     """-> one line each ('note: --system is not used: ...'). `spec` the run's ConstraintSpec or None,
-    `chat` whether the run asks for the chat template, `has_template` whether the tokenizer has one."""
+    `chat` whether the run asks for the chat template, `has_template` whether the tokenizer has one,
+    `cfg` the run's SpecConfig, `draft` its draft's id."""
     given_ids = args.prompt_ids is not None
-    notes = []
+    notes = _sampling_unused(args, cfg, draft)
     if args.system:
         why = _no_system(args, chat, has_template, target)
         notes += [f"--system is not used: {why}"] if why else []
@@ -21,7 +22,26 @@ def unused_flags(args, spec, chat: bool, has_template: bool, target: str) -> lis
         notes.append("--k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length")
     if args.confidence is not None and args.policy != "confidence":
         notes.append("--confidence is not used: it is --policy confidence's threshold")
+    if args.constraint_backend != "llguidance" and spec is None:
+        notes.append("--constraint-backend is not used: this run has no --schema, --regex or --grammar")
     return [f"note: {n}" for n in notes]
+
+
+def _sampling_unused(args, cfg, draft: str) -> list[str]:
+    """Sampling flags a greedy run never reads, and the confidence policy under prompt lookup."""
+    notes = []
+    if cfg.sampling.greedy:
+        if given := [flag for flag, value in (("--top-p", args.top_p), ("--top-k", args.top_k), ("--seed", args.seed))
+                     if value is not None]:
+            notes.append(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not used: the run is greedy "
+                         "(temperature 0), which draws nothing")
+        if args.num_samples > 1:
+            notes.append(f"--num-samples {args.num_samples} under greedy decoding writes the same text each time "
+                         "(give --temperature above 0 for samples that differ)")
+    if cfg.policy == "confidence" and draft == "ngram":
+        notes.append("--policy confidence is not used: prompt lookup's guesses have no probabilities to be unsure "
+                     "of; they are drafted as under fixed (k the most)")
+    return notes
 
 
 def _no_system(args, chat: bool, has_template: bool, target: str) -> str:

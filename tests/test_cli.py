@@ -337,6 +337,27 @@ def test_a_schema_comes_from_a_pipe_standard_input_or_a_file_with_a_byte_order_m
     assert "--prompt and --schema both read standard input" in capsys.readouterr().err
 
 
+def test_flags_a_run_never_reads_are_said(capsys):
+    """A CLI review: --top-p, --top-k and --seed on a greedy run, --num-samples writing one text three times,
+    --policy confidence under prompt lookup (it has no probabilities: the stats matched fixed's), a backend
+    without a constraint, and export's --device and --compile were taken in silence."""
+    base = ["--preset", "demo", "--max-new-tokens", "4"]
+    assert main(["generate", *base, "--top-p", "0.5", "--top-k", "3", "--seed", "9", "--num-samples", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --top-p, --top-k, --seed are not used: the run is greedy (temperature 0)" in err
+    assert "note: --num-samples 2 under greedy decoding writes the same text each time" in err
+    assert main(["generate", *base, "--draft", "ngram", "--policy", "confidence", "--constraint-backend", "xgrammar"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --policy confidence is not used: prompt lookup's guesses have no probabilities" in err
+    assert "note: --constraint-backend is not used: this run has no --schema, --regex or --grammar" in err
+    assert main(["generate", *base, "--temperature", "0.7", "--seed", "3", "--top-k", "5"]) == 0
+    assert "note:" not in capsys.readouterr().err  # sampled: each one read
+    assert main(["export", "--preset", "demo", "--device", "tpu", "--no-compile"]) == 0
+    assert "note: --device and --compile are not used: export writes the engines' commands" in capsys.readouterr().err
+    assert main(["generate", *base, "--temperature", "0.5", "--seed", str(2**63 - 1), "--num-samples", "2"]) == 2
+    assert "seeds 9223372036854775807..9223372036854775808: the last is past 2^63 - 1" in capsys.readouterr().err
+
+
 def test_a_gpu_preset_on_a_cpu_is_said_before_its_models_load(capsys, monkeypatch):
     """A CLI review: a GPU preset on a CPU host told of a 15 GB download first, nothing of the GPU."""
     from playground import session
