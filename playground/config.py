@@ -1,4 +1,6 @@
 """Frozen settings of one run; each validates itself so bad input fails before any model work."""
+import math
+import numbers
 from dataclasses import dataclass, field
 
 from playground.errors import PlaygroundError
@@ -21,6 +23,8 @@ class SamplingParams:
     top_k: int = 0  # 0 means no top-k cut
 
     def __post_init__(self):
+        _numbers(self, "temperature", "top_p")
+        _whole(self, "top_k")
         if self.temperature != 0 and not MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE:
             raise PlaygroundError(f"temperature must be 0 (greedy) or between {MIN_TEMPERATURE} and "
                                   f"{MAX_TEMPERATURE:g}, got {self.temperature}")
@@ -53,6 +57,10 @@ class SpecConfig:
         return longest_branch(self.tree, self.tree_lookup, self.k)
 
     def __post_init__(self):
+        _whole(self, "k", "max_new_tokens", "seed", "tree_budget", "tree_lookup")
+        _numbers(self, "confidence")
+        if not isinstance(self.sampling, SamplingParams):
+            raise PlaygroundError(f"sampling must be a SamplingParams, got {type(self.sampling).__name__}")
         if not 1 <= self.k <= MAX_K:
             raise PlaygroundError(f"k must be between 1 and {MAX_K}, got {self.k}")
         if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
@@ -100,6 +108,25 @@ class SpecConfig:
         if not self.sampling.greedy:
             raise PlaygroundError("a dynamic tree is for greedy decoding (pruning by the draft's probabilities would "
                                   "bias sampling): set the temperature to 0, or use a static tree")
+
+
+_LABELS = {"top_k": "top-k", "top_p": "top-p"}  # as the range checks name them
+
+
+def _whole(settings, *names: str) -> None:
+    """Each field a whole number (k=2.5 ran until the engine's TypeError; a seed of 1.5, manual_seed's)."""
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be a whole number, got {value!r}")
+
+
+def _numbers(settings, *names: str) -> None:
+    """Each field a finite number (k='4' failed on '<=' between str and int)."""
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be a number, got {value!r}")
 
 
 def tree_shape(text: str) -> tuple[int, ...]:

@@ -4,6 +4,7 @@ probabilities computed by brute force, with a draft deliberately different from 
 negative control shows the test has the power to catch a wrong rule."""
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
@@ -187,3 +188,19 @@ def test_a_close_draft_under_warping_keeps_many_guesses_and_the_targets_distribu
         accepted += result.stats["accepted"]
     assert accepted > N_RUNS // 2, accepted  # half a guess kept a run at least, of the 3 tokens each writes (the far draft: none)
     assert chi_square_p(counts, exact_joint(target, 3, CLOSE), N_RUNS) > P_MIN
+
+
+@pytest.mark.parametrize("given, said", [({"k": 2.5}, "k must be a whole number, got 2.5"),
+                                         ({"k": "4"}, "k must be a whole number, got '4'"),
+                                         ({"max_new_tokens": 10.5}, "max new tokens must be a whole number"),
+                                         ({"seed": 1.5, "temperature": 0.5}, "seed must be a whole number"),
+                                         ({"top_k": 2.5, "temperature": 0.5}, "top-k must be a whole number"),
+                                         ({"top_p": "0.9", "temperature": 0.5}, "top-p must be a number"),
+                                         ({"k": True}, "k must be a whole number, got True")])
+def test_the_apis_settings_refuse_a_value_of_the_wrong_kind(given, said):
+    """A CLI/API review: session.settings() took k=2.5, a seed of 1.5, max_new_tokens=10.5, which failed
+    deep in the engine (TypeError; manual_seed's RuntimeError), and k='4' with a bare TypeError."""
+    from playground.errors import PlaygroundError
+    with pytest.raises(PlaygroundError, match=said):
+        session.settings(**given)
+    assert session.settings(k=np.int64(3), temperature=np.float32(0.5)).k == 3  # numpy's numbers are numbers
