@@ -97,17 +97,23 @@ def test_rows_say_their_speedup_as_the_page_does():
            "acceptance_rate": 0.5, "speedup": None, "speedup_range": [1.56, 2.15], "side": "faster",
            "note": "its 95% interval, 1.56-2.15x, over 4 interleaved measurements (the machine's other load)"}
     cells = lambda r: markdown_table([r]).splitlines()[-1].split(" | ")  # noqa: E731
-    assert cells(row)[4] == "faster, 1.56-2.15x"
+    assert cells(row)[5] == "faster, 1.56-2.15x"
     assert "faster, 1.56-2.15x  " in row_line(row) and "((" not in row_line(row) and "))" not in row_line(row)
-    assert cells(row | {"side": ""})[4] == "cannot tell, 1.56-2.15x"  # (the table has no note: "cannot tell" alone)
+    assert cells(row | {"side": ""})[5] == "cannot tell, 1.56-2.15x"  # (the table has no note: "cannot tell" alone)
     assert "tok/s  cannot tell  acc" in row_line(row | {"side": ""})  # (the line's note says it)
-    assert cells(row | {"speedup": 1.04, "speedup_range": [0.98, 1.09]})[4] == "no clear difference, 1.04x (0.98-1.09x)"
-    assert cells(row | {"speedup": 1.32, "speedup_range": [1.19, 1.43]})[4] == "1.32x (1.19-1.43x)"
-    assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[4] == "1.00x (the baseline)"
+    assert cells(row | {"speedup": 1.04, "speedup_range": [0.98, 1.09]})[5] == "no clear difference, 1.04x (0.98-1.09x)"
+    assert cells(row | {"speedup": 1.32, "speedup_range": [1.19, 1.43]})[5] == "1.32x (1.19-1.43x)"
+    assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[5] == "1.00x (the baseline)"
     assert "too noisy for one number: its side and interval" in markdown_table([row]).splitlines()[0]
     assert cells(row)[1] == "3" and cells(row | {"method": "hf-target"})[1] == "-"  # k where it drafts with it
     assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[1] == "-"
     assert " k=-  " in row_line(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})
+    # tok/s of rows measured apart say nothing of each other on a loaded machine: each row's own baseline beside it
+    assert cells(row | {"baseline_tokens_per_s": 24.4})[4] == "24.4" and "tok/s (alone beside it 24.4)" in row_line(
+        row | {"baseline_tokens_per_s": 24.4})
+    assert cells(row | {"method": "target", "baseline_tokens_per_s": 30.0})[4] == ""  # (the pooled baseline itself)
+    assert cells(row | {"efficiency": 1.94})[8] == "1.94 (load changed: not a real efficiency)"  # (above 1: the costs
+    assert cells(row | {"efficiency": 0.81})[8] == "0.81" and "eff 1.94 (load changed" in row_line(row | {"efficiency": 1.94})
 
 
 def test_a_row_it_cannot_measure_is_said(target, noisy_draft, tokenizer):

@@ -33,26 +33,46 @@ def verdict(row: dict) -> str:
     return said(row["speedup"], *row["speedup_range"], row.get("side", ""))
 
 
+LOAD_CHANGED = 1.1  # an efficiency past it: the row's passes ran faster than their costs measured at the start
+
+
+def alone_beside(row: dict) -> str:
+    """The target alone's tok/s measured beside the row, its speedup's baseline ('' for the pooled
+    target row): tok/s of rows measured minutes apart are not comparable on a loaded machine (a review
+    read transformers as 5x faster than the engine: its row's target alone ran 4x faster too)."""
+    return "" if row.get("baseline_tokens_per_s") is None or row["method"] == "target" else f"{row['baseline_tokens_per_s']:.1f}"
+
+
+def efficiency_cell(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f}" + (" (load changed: not a real efficiency)" if value > LOAD_CHANGED else "")
+
+
 def row_line(row: dict) -> str:
-    parts = [f"{label(row):>20} k={k_cell(row):<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s", verdict(row)]
+    beside = f" (alone beside it {alone_beside(row)})" if alone_beside(row) else ""
+    parts = [f"{label(row):>20} k={k_cell(row):<2} T={row['temperature']:<4} {row['tokens_per_s']:8.1f} tok/s{beside}",
+             verdict(row)]
     for key, fmt in (("acceptance_rate", "acc {:.2f}"), ("tokens_per_target_pass", "{:.2f} tok/pass"),
-                     ("efficiency", "eff {:.2f}"), ("identical", "identical {}")):
+                     ("identical", "identical {}")):
         if row.get(key) is not None:
             parts.append(fmt.format(row[key]))
+    if row.get("efficiency") is not None:
+        parts.append(f"eff {efficiency_cell(row['efficiency'])}")
     if row["speedup"] is None:
         parts.append(f"-- too noisy for one number: {row['note']}")
     return "  ".join(parts)
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = ("| method | k | T | tokens/s | speedup over the target alone run beside it (95% interval; too noisy for one "
-            "number: its side and interval) | acceptance | tokens/pass | efficiency (its passes' measured cost / its "
-            "time) | identical |\n|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| method | k | T | tokens/s | the target alone beside it, tokens/s | speedup over the target alone run "
+            "beside it (95% interval; too noisy for one number: its side and interval) | acceptance | tokens/pass | "
+            "efficiency (its passes' measured cost / its time) | identical |\n|---|---|---|---|---|---|---|---|---|---|\n")
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
-        f"| {label(r)} | {k_cell(r)} | {r['temperature']} | {r['tokens_per_s']:.1f} | "
+        f"| {label(r)} | {k_cell(r)} | {r['temperature']} | {r['tokens_per_s']:.1f} | {alone_beside(r)} | "
         f"{_table_verdict(r)} | "
-        f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {cell(r.get('efficiency'), '{:.2f}')} | "
+        f"{cell(r['acceptance_rate'], '{:.2f}')} | {r['tokens_per_target_pass']:.2f} | {efficiency_cell(r.get('efficiency'))} | "
         f"{cell(r.get('identical'), '{}')} |\n" for r in rows)
 
 
