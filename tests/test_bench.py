@@ -125,3 +125,15 @@ def test_a_row_it_cannot_measure_is_said(target, noisy_draft, tokenizer):
     methods = bench.available_methods(pair, session.settings(k=2, tree=(2, 2)), said.append, compiled=True)
     assert bench.TREE not in methods and bench.COMPILED not in methods
     assert any("no engine-tree row" in s for s in said) and any("no engine-compiled row" in s for s in said)
+
+
+def test_transformers_and_the_target_alone_take_turns_going_first_over_blocks(monkeypatch):
+    """The order alternated over prompts alone: with one prompt (or an odd count) transformers ran first
+    in every block, so a drift in load always favoured the same side."""
+    order = []
+    monkeypatch.setattr(bench, "run_hf", lambda *args: order.append("hf") or bench.Sample([1], 0.1, 1, 0, 0))
+    monkeypatch.setattr(bench.session, "generate", lambda *args, **kwargs: order.append("alone") or iter(()))
+    seen = []
+    for _ in range(4):
+        bench._block("hf-assisted", {"draft": None}, [[1, 2]], session.settings(), seen)  # (each adds its runs to seen)
+    assert order == ["hf", "alone", "alone", "hf", "hf", "alone", "alone", "hf"]

@@ -209,7 +209,8 @@ def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, 
             block.add(sides["spec"], sides["base"])
             samples.append((engine_sample(sides["spec"]), engine_sample(sides["base"])))
             continue
-        first_hf = i % 2 == 0  # alternate the order, so a drift in load favours neither
+        first_hf = (i + len(seen)) % 2 == 0  # alternate the order, so a drift in load favours neither: over prompts
+        # and over blocks (one prompt, or an odd count, ran transformers first in every block)
         hf = run_hf(pairs["draft"], ids, cfg, method) if first_hf else None
         base_events = list(session.generate(pairs["draft"], ids, cfg, speculative=False))
         hf = hf or run_hf(pairs["draft"], ids, cfg, method)
