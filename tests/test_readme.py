@@ -44,6 +44,8 @@ def test_the_readme_python_snippet_runs():
     exec(compile(snippet, "README.md", "exec"), {"print": lambda *a: printed.append(a)})
     text, acceptance = printed[0]
     assert isinstance(text, str) and text and 0 <= acceptance <= 1
+    assert printed[1][0] in ("yes", "no") and printed[1][1] is True  # the constrained run
+    assert str(printed[2][0]).startswith("k must be between 1 and 16")
 
 
 def test_the_readme_curl_example_runs(app_url):
