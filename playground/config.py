@@ -13,6 +13,7 @@ MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 2.0  # below, logits / T overflows; abo
 # One range for the page's slider, the API and the CLI (the CLI took up to 100 where the API stopped at 2)
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds
 POLICIES = ("fixed", "schedule", "confidence")  # see playground.engine.schedule
+SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # before the schema, where it goes in the prompt
 MAX_TREE_NODES, MAX_TREE_BRANCHING, MAX_TREE_DEPTH = 64, 8, 8  # a token tree's verify pass stays this narrow
 
 

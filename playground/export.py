@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from playground import strict_json
-from playground.config import thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
+from playground.config import SCHEMA_HINT, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
@@ -24,7 +24,6 @@ LOOKUP_MAX, LOOKUP_MIN = 3, 1  # the playground's prompt lookup matches the last
 REASONING = {"Qwen/Qwen3-": ("qwen3", "qwen3"), "deepseek-ai/DeepSeek-R1": ("deepseek_r1", "deepseek-r1")}
 VLLM_BACKEND = {"llguidance": "guidance", "xgrammar": "xgrammar"}  # vLLM calls llguidance "guidance"
 PORTS = {"vllm": 8000, "sglang": 30000}  # each server's default port
-SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # as playground.session.encode_prompt
 # Logits widths (config vocab_size) of the preset models whose pairs differ: Qwen2.5 0.5B-3B 151936,
 # 7B and up 152064 (checked on real configs), and the R1 distills built on them (vllm-project/vllm
 # issue 14939). vLLM refuses such a pair unless told use_heterogeneous_vocab; transformers too.

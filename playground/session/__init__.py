@@ -4,7 +4,7 @@ gets and their compilation live in playground.session.choice."""
 import time
 from collections.abc import Iterator
 
-from playground.config import SamplingParams, SpecConfig
+from playground.config import SCHEMA_HINT, SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
 from playground.detok import whole_characters, with_text
@@ -79,7 +79,7 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
         at_most(len(system), MAX_SYSTEM_CHARS, "the system prompt's length (characters)")
         check_utf8(system, "the system prompt")
     if schema:
-        text = f"{text}\n\nAnswer with JSON that matches this JSON Schema:\n{schema.strip()}"
+        text = f"{text}{SCHEMA_HINT}{schema.strip()}"
     tok = pair.tokenizer
     if chat and getattr(tok, "chat_template", None):
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": text}]
