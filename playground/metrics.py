@@ -103,3 +103,13 @@ def _ratio(a: float, b: float) -> float:
 def counted(n: int, noun: str = "token") -> str:
     """'1 token', '2 tokens' (the page and the CLI wrote '1 tokens')."""
     return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def speedup_verdict(speedup: float | None, low: float, high: float, side: str = "") -> str:
+    """A measured speedup in one word or phrase, the same on the card, in tables, charts, CSV and the
+    CLI: "faster" or "slower" where its whole 95% interval lies on one side of 1x (told as one number
+    or too noisy for one: `speedup` None, its `side` given), "no clear difference" where a told
+    interval holds 1x, "cannot tell" else."""
+    if speedup is None:
+        return side or "cannot tell"
+    return "no clear difference" if low <= 1.0 <= high else "faster" if low > 1.0 else "slower"

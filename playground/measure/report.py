@@ -3,6 +3,8 @@ files --out writes (rows.json, table.md, a plotly chart)."""
 import json
 import pathlib
 
+from playground.metrics import speedup_verdict
+
 
 def label(row: dict) -> str:
     """The method, with its tree's shape for an engine-tree row (whose k is not used)."""
@@ -20,10 +22,11 @@ def said(speedup: float | None, low: float, high: float, side: str = "") -> str:
     lays the same verdict out in parts): "1.32x (1.19-1.43x)"; "no clear difference, 1.04x
     (0.98-1.09x)" where a told interval holds 1x; too noisy for one number, "faster, 1.16-2.79x"
     where all of it lies on one side of 1x (Speedup.side), else "cannot tell"."""
+    verdict = speedup_verdict(speedup, low, high, side)
     if speedup is None:
-        return f"{side}, {low:.2f}-{high:.2f}x" if side else "cannot tell"
+        return verdict if verdict == "cannot tell" else f"{verdict}, {low:.2f}-{high:.2f}x"
     told = f"{speedup:.2f}x ({low:.2f}-{high:.2f}x)"
-    return f"no clear difference, {told}" if low <= 1.0 <= high else told
+    return f"{verdict}, {told}" if verdict == "no clear difference" else told
 
 
 def verdict(row: dict) -> str:

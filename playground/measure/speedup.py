@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from playground import session
 from playground.events import Prefill, Round
-from playground.metrics import counted
+from playground.metrics import counted, speedup_verdict
 
 TOLERANCE = 1.25  # high / low: about +-11% around the estimate
 MAX_BLOCKS = 4
@@ -106,11 +106,8 @@ class Speedup:
 
     @property
     def verdict(self) -> str:
-        """"faster" or "slower" where the whole interval lies on one side of 1x (told or too noisy
-        for one number), "no clear difference" where a told interval holds 1x, "cannot tell" else."""
-        if self.noisy:
-            return self.side or "cannot tell"
-        return "no clear difference" if self.low <= 1.0 <= self.high else "faster" if self.low > 1.0 else "slower"
+        """metrics.speedup_verdict of this measurement."""
+        return speedup_verdict(self.speedup, self.low, self.high, self.side)
 
 
 def estimate(blocks: list[Block]) -> Speedup:

@@ -300,12 +300,12 @@ def _speedup_card(m, same: str) -> tuple[str, str, str]:
     over = "over the interleaved measurements" if m.blocks > 1 else "side by side"
     rates = (f"; speculation {m.spec_tokens_per_s:.1f} tok/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
              "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
-    if m.noisy and m.side:  # too wide for one number, but every measurement on one side of 1x
-        return ("speedup", f"{m.side}, {m.low:.2f}-{m.high:.2f}x",
+    if m.noisy and m.verdict != "cannot tell":  # too wide for one number, but every measurement on one side of 1x
+        return ("speedup", f"{m.verdict}, {m.low:.2f}-{m.high:.2f}x",
                 html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same}){rates}"))
     if m.noisy:
         return "speedup", "cannot tell", html.escape(f"{m.reason}; about {m.estimate:.2f}x ({same}){rates}")
-    if m.low <= 1.0 <= m.high:  # a number alone ("1.06x") read as faster
+    if m.verdict == "no clear difference":  # a number alone ("1.06x") read as faster
         return ("speedup", "no clear difference",
                 html.escape(f"{m.speedup:.2f}x, but its 95% interval, {m.low:.2f}-{m.high:.2f}x, holds 1x: as fast as "
                             f"the target alone within the noise ({blocks}); {same}{rates}"))
