@@ -63,6 +63,6 @@ def mask_logits(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.Tensor:
 
 def race_draw(probs: torch.Tensor, race: torch.Tensor) -> torch.Tensor:
     """One token per row by the exponential race: argmax_j p_j / e_j with e ~ Exp(1) i.i.d. picks j
-    with probability p_j / sum(p). probs [n, V], race [n, V] -> [n]. Its noise is drawn outside
+    with probability p_j / sum(p). probs [n, V], race [n, V] -> [n] (a row [V] -> a 0-d index). Its noise is drawn outside
     (see playground.engine.fused), so a CUDA graph can replay it."""
     return (probs / race.clamp(min=1e-30)).argmax(dim=-1)

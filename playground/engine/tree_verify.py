@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from playground.engine.sampling import race_draw
 from playground.engine.tree import TreeProposal
 
 
@@ -62,7 +63,7 @@ def walk_sampled(tree: TreeProposal, p: torch.Tensor, generator: torch.Generator
                 node = child
                 continue
         race = torch.empty_like(target).exponential_(generator=generator)
-        return TreeVerdict(path, int((target / race.clamp(min=1e-30)).argmax()), rejected)
+        return TreeVerdict(path, int(race_draw(target, race)), rejected)
 
 
 def _normalized(row: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:

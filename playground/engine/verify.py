@@ -11,6 +11,8 @@ proposed: a verify pass of fixed width k+1 then serves every shorter proposal (t
 playground.engine.fused, drafts k' <= k tokens into a graph made for k)."""
 import torch
 
+from playground.engine.sampling import race_draw
+
 
 def verify_greedy(target_logits: torch.Tensor, draft_tokens: torch.Tensor, limit=None):
     """target_logits [k+1, V], draft_tokens [k] -> (n accepted, next token), both 0-d tensors."""
@@ -49,7 +51,7 @@ def accept_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.
         row = torch.where(n < limit, row, p_n)
     # a zero residual only happens when p == q on that row, where rejection is impossible; guard anyway
     row = torch.where(row.sum() > 0, row, p_n)
-    return n, (row / race.clamp(min=1e-30)).argmax()
+    return n, race_draw(row, race)
 
 
 def pick(t: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
