@@ -137,3 +137,14 @@ def test_transformers_and_the_target_alone_take_turns_going_first_over_blocks(mo
     for _ in range(4):
         bench._block("hf-assisted", {"draft": None}, [[1, 2]], session.settings(), seen)  # (each adds its runs to seen)
     assert order == ["hf", "alone", "alone", "hf", "hf", "alone", "alone", "hf"]
+
+
+def test_a_tree_row_is_measured_once_per_temperature(monkeypatch, target, noisy_draft, tokenizer):
+    """A CLI review: --k 2,4 --tree measured the same tree row once per k, and drew it against k."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer)
+    measured, said = [], []
+    monkeypatch.setattr(bench, "bench_setting", lambda pairs, prompts, cfg, repeat, methods, *rest: measured.append(
+        (cfg.k, cfg.sampling.temperature, bench.TREE in methods)))
+    bench.run_bench({"draft": pair}, [[1, 2, 3]], [2, 4], [0.0, 0.5], 1, 4, log=said.append, tree="2,1")
+    assert measured == [(2, 0.0, True), (4, 0.0, False), (2, 0.5, True), (4, 0.5, False)]
+    assert "(the engine-tree row is measured once per temperature, with k=2: a tree does not use k)" in said

@@ -296,6 +296,9 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompt{'s' * (len(prompts) > 1)}, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
         methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)))
+        if TREE in methods and k != ks[0]:  # the tree drafts its own shape: a row per k measured one setting again
+            methods.remove(TREE)
+            log(f"(the engine-tree row is measured once per temperature, with k={ks[0]}: a tree does not use k)")
         bench_setting(pairs, prompts, cfg, repeat, methods, costs, done)
     return rows
 
