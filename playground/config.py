@@ -138,7 +138,8 @@ def tree_shape(text: str) -> tuple[int, ...]:
     shape, budget, lookup = _tree_parts(text)
     parts = [part.strip() for part in shape.split(",")] if shape.strip() else []
     numbers = parts + [n.strip() for n in (budget, lookup) if n is not None]
-    if len(text) > 40 or not all(part.isascii() and part.isdigit() and len(part) <= 2 for part in numbers):
+    if len(text) > 40 or not all(part.isascii() and part.isdigit() and len(part) <= 4 for part in numbers):  # (sizes
+        # past the bounds are SpecConfig's to say: 100,100 read as bad syntax)
         raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1, or a dynamic tree with its node "
                               f"budget, e.g. 4,4,4,4/16, with up to N looked-up tokens: +N; got '{text[:40]}'")
     if (budget is not None or lookup is not None) and not parts:
