@@ -273,8 +273,11 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
         prompts = json.loads(text) if inline or path.endswith(".json") else prompt_lines(text)
     except (ValueError, RecursionError) as exc:
         raise PlaygroundError(f"--prompts: cannot read {path}: {exc}") from None
-    if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
-        raise PlaygroundError(f"--prompts: {path} holds no prompts")
+    if not isinstance(prompts, list) or not prompts:
+        raise PlaygroundError(f"--prompts: {path[:80]} holds no prompts (a JSON list of texts, or one a line)")
+    if (bad := next((i for i, p in enumerate(prompts) if not isinstance(p, str) or not p.strip()), None)) is not None:
+        raise PlaygroundError(f"--prompts: prompt {bad + 1} is {'empty' if isinstance(prompts[bad], str) else 'not a text'}: "
+                              f"{json.dumps(prompts[bad])[:40]}")  # (["a", 3] "held no prompts")
     return prompts
 
 

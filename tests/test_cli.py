@@ -98,6 +98,10 @@ def test_a_json_value_is_read_as_itself_and_a_folder_is_named(tmp_path):
     with pytest.raises(PlaygroundError, match="no such file 'nope.json'"):
         read_text_arg("nope.json", "schema")
     assert read_prompts(json.dumps(["a" * 300]), None, "t") == ["a" * 300]  # a name too long for a file: a traceback
+    for given, said in (('["a", 3]', "prompt 2 is not a text: 3"), ('["a", " "]', 'prompt 2 is empty: " "'),
+                        ("[]", "holds no prompts")):  # (the first two "held no prompts")
+        with pytest.raises(PlaygroundError, match=re.escape(said)):
+            read_prompts(given, None, "t")
     with pytest.raises(PlaygroundError, match=r"no such file 'a{80}' \(File name too long\)"):
         read_text_arg("a" * 300, "schema")
 
