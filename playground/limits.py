@@ -8,11 +8,15 @@ from playground.errors import PlaygroundError
 
 
 def _env_int(name: str, default: int) -> int:
+    """A host's bound: a whole number of 1 or more (-1 made "must be between 1 and -1" of every request)."""
     raw = os.environ.get(name, "")
     try:
-        return int(raw) if raw.strip() else default
+        value = int(raw) if raw.strip() else default
     except ValueError:
         raise PlaygroundError(f"environment variable {name} must be an integer, got {raw!r}") from None
+    if value < 1:
+        raise PlaygroundError(f"environment variable {name} must be 1 or more, got {raw!r}")
+    return value
 
 
 def _open_files() -> int:
@@ -42,6 +46,7 @@ EXPERIMENT_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SECONDS", 900)
 # Past this long holding the device, an experiment gives way to a run waiting for it (another
 # visitor's, who would otherwise wait up to EXPERIMENT_SECONDS with nothing on the page to say why).
 EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 120)
+GPU_SECONDS = _env_int("PLAYGROUND_GPU_SECONDS", 120)  # ZeroGPU time asked for per run (ui/gpu.py)
 # A schema's size bounds only the checks made before compiling (well under a second at the limit);
 # the compile itself is bounded in time and memory (COMPILE_SECONDS, COMPILE_BYTES).
 MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 256_000)  # minified: what the engines read

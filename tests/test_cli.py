@@ -233,6 +233,9 @@ def test_a_bad_size_in_the_environment_is_one_line():
     proc = subprocess.run([sys.executable, "-m", "playground", "--help"], capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == ["error: environment variable PLAYGROUND_MAX_NEW_TOKENS must be an integer, got 'abc'"]
+    env["PLAYGROUND_MAX_NEW_TOKENS"] = "-1"  # (every request was refused: "must be between 1 and -1")
+    proc = subprocess.run([sys.executable, "-m", "playground", "--help"], capture_output=True, text=True, env=env)
+    assert proc.stderr.splitlines() == ["error: environment variable PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'"]
 
 
 def test_the_apps_help_says_where_its_settings_are_and_serves_nothing():

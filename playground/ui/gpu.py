@@ -1,10 +1,8 @@
 """The page's GPU leases: on a ZeroGPU Space every callback that touches the GPU runs inside
 `spaces.GPU` (a lease of `duration` seconds); elsewhere the decorator does nothing."""
-import os
-
 import spaces
 
-GPU_SECONDS = int(os.environ.get("PLAYGROUND_GPU_SECONDS", "120"))  # ZeroGPU budget per run
+from playground.limits import GPU_SECONDS
 
 
 def on_gpu(runs: int = 1):
