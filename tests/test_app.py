@@ -996,6 +996,19 @@ def test_the_draft_comparison_runs_under_the_playgrounds_constraint():
     assert table["data"][0][columns["tokens"]] == 16 * table["data"][0][columns["measurements"]]
 
 
+def test_the_comparisons_pace_counts_the_ways_measured(monkeypatch):
+    """A way that cannot run is a row at once: counted as a point, the first one's time read halved ("about
+    1 s a point so far", then 26 s)."""
+    clock = iter([0, 26, 52])  # Pace's start; the first way measured at 26 s; the next call
+    monkeypatch.setattr(experiments_tab, "monotonic", lambda: next(clock))
+    pace, ways = experiments_tab.Pace(), ["cascade (lookup -> draft)", "draft model", "prompt lookup"]
+    unrun = sweeps._unavailable(ways[0], "ngram+x", "fixed", "a feature draft")
+    measured = {**unrun, "variant": ways[1], "note": "", "tokens_per_s": 5.0}
+    assert experiments_tab.comparing([unrun], ways, pace) == "measuring draft model (2 of 3)"  # none measured yet
+    assert experiments_tab.comparing([unrun, measured], ways, pace) == "measuring prompt lookup (3 of 3; about 26 s a point so far)"
+    assert experiments_tab.comparing([unrun, measured, measured], ways, pace) == ""
+
+
 def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
     wide = run_preset("demo", max_new_tokens=24, tree="4,4,2", compare=False)[-1]
     view = wide[-2]  # (the run's status last)
