@@ -16,7 +16,7 @@ from playground.cli_args import (build_parser, compiles, confidence_of, constrai
 from playground.cli_notes import unused_flags
 from playground.config import MAX_SEED, no_room_to_answer, thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
-from playground.events import OPEN_END, RunResult
+from playground.events import OPEN_END
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
 from playground.metrics import counted, engine_seconds, first_difference, identity_note
@@ -98,7 +98,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0])
     else:
         result = session.run(pair, prompt_ids, cfg, constraint=constraint)
-    out = result_dict(result)
+    out = result.as_json()
     if cfg.compile:
         out["compile_s"] = compile_s
         out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
@@ -108,9 +108,9 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         out["baseline"] = {"text": base.text, "token_ids": base.token_ids, "stats": base.stats}  # as the page's download
         out["speedup"] = measured.speedup
         out["speedup_measure"] = dataclasses.asdict(measured)
-        if cfg.sampling.greedy:
-            out["identical_to_baseline"] = base.token_ids == result.token_ids
+        if cfg.sampling.greedy:  # (as the page's: None where identical)
             out["first_difference"] = first_difference(result.token_ids, base.token_ids)
+            out["identical_to_baseline"] = out["first_difference"] is None
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens
         runs = [result] + [session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint)
                            for i in range(1, num_samples)]
@@ -211,14 +211,6 @@ def _written(write, out_dir: pathlib.Path):
 
 def _reseeded(cfg, seed):
     return dataclasses.replace(cfg, seed=seed)
-
-
-def result_dict(result: RunResult) -> dict:
-    return {"text": result.text, "token_ids": result.token_ids, "finish_reason": result.finish_reason,
-            "valid": result.valid, "validation_error": result.validation_error, "open_end": result.open_end,
-            "constraint_notes": result.constraint_notes, "stats": result.stats,
-            **({"reasoning_tokens": result.reasoning_tokens, "answer": result.answer}
-               if result.reasoning_tokens is not None else {})}
 
 
 def format_text(out: dict) -> str:

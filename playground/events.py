@@ -84,3 +84,18 @@ class RunResult:
     constraint_notes: list[str] = field(default_factory=list)  # what the constraint engine did not enforce while writing
     reasoning_tokens: int | None = None  # a thinking run: its first tokens up to </think> (all, if it never got there)
     answer: str | None = None  # a thinking run: the text after </think>, which the constraint judges
+
+    def as_json(self) -> dict:
+        """The run as plain data, the same keys in the CLI's --json, the page's download and the web API
+        (built twice, they had drifted: the CLI's had no rounds and its reasoning keys only when set)."""
+        return {"text": self.text, "token_ids": self.token_ids, "stats": self.stats, "finish_reason": self.finish_reason,
+                "valid": self.valid, "validation_error": self.validation_error, "open_end": self.open_end,
+                "constraint_notes": self.constraint_notes, "reasoning_tokens": self.reasoning_tokens,
+                "answer": self.answer, "rounds": [round_json(r) for r in self.rounds]}
+
+
+def round_json(r: Round) -> dict:
+    """A round as plain data: its timing and its tokens with their kinds and probabilities."""
+    return {"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s, "target_s": r.target_s,
+            "wall_s": r.wall_s, "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
+                                            "p_draft": t.p_draft} for t in r.tokens]}

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from playground.cli import main
+from playground.events import KINDS
 from playground.errors import PlaygroundError
 from tests import tiny
 
@@ -37,6 +38,10 @@ def test_json_report_with_baseline(capsys, saved_pair):
     assert report["baseline"]["token_ids"] == report["token_ids"]
     assert set(report["baseline"]) == {"text", "token_ids", "stats"}  # the page's download has the same shape
     assert report["baseline"]["stats"]["generated_tokens"] == 17 and report["baseline"]["stats"]["proposed"] == 0
+    # the run's keys are the page's download's (built apart, the CLI's had no rounds, its reasoning keys only when set)
+    assert {"rounds", "reasoning_tokens", "answer", "open_end", "constraint_notes"} <= set(report)
+    assert len(report["rounds"]) == report["stats"]["rounds"] and sum(len(r["tokens"]) for r in report["rounds"]) >= 17
+    assert {t["kind"] for r in report["rounds"] for t in r["tokens"]} <= set(KINDS)
     measured = report["speedup_measure"]  # a number, or none with the reason (a loaded machine: too noisy)
     assert report["speedup"] > 0 if report["speedup"] is not None else measured["reason"]
     stats = report["stats"]

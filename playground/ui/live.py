@@ -16,7 +16,7 @@ from playground.config import no_room_to_answer, thinks, tree_fields
 from playground.constraints import from_user, worker
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on
-from playground.events import Round, RunResult
+from playground.events import Round, RunResult, round_json
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models
@@ -233,17 +233,9 @@ def run_to_dict(snap: Snapshot) -> dict:
     """A finished (or stopped) run as plain data: settings, tokens with kinds and probabilities,
     stats, validity, and the baseline. Used for the JSON download and the web API."""
     out = {"settings": {k: getattr(snap.settings, k) for k in snap.settings.__slots__}, "phase": snap.phase}
-    rounds = [e for e in snap.events if isinstance(e, Round)]
-    out["rounds"] = [{"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s,
-                      "target_s": r.target_s, "wall_s": r.wall_s,
-                      "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
-                                  "p_draft": t.p_draft} for t in r.tokens]} for r in rounds]
     if snap.result is not None:
-        out |= {"text": snap.result.text, "token_ids": snap.result.token_ids, "stats": snap.result.stats,
-                "finish_reason": snap.result.finish_reason, "valid": snap.result.valid,
-                "validation_error": snap.result.validation_error, "open_end": snap.result.open_end,
-                "constraint_notes": snap.result.constraint_notes,
-                "reasoning_tokens": snap.result.reasoning_tokens, "answer": snap.result.answer}
+        out |= snap.result.as_json()
+    out["rounds"] = [round_json(e) for e in snap.events if isinstance(e, Round)]  # (before a result too: those so far)
     if snap.baseline is not None:
         out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,
                            "stats": snap.baseline.stats}
