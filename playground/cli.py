@@ -11,9 +11,9 @@ import pathlib
 import sys
 import warnings
 
-from playground.cli_args import (build_parser, compiles, confidence_of, constraint_flags, constraint_from_args, parse_prompt_ids, pick, read_prompts,
-                                  resolve_models, writable_dir)
-from playground.cli_notes import unused_flags
+from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags, constraint_from_args,
+                                  parse_prompt_ids, pick, read_prompts, resolve_models, said_to_type, writable_dir)
+from playground.cli_notes import unused_by_export, unused_flags
 from playground.config import MAX_SEED, no_room_to_answer, thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END
@@ -171,9 +171,8 @@ def cmd_export(args) -> int:
         with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
             read_constraint(spec)
     exported = export_setting(settings)
-    if given := [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]:
-        print(f"note: {' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
-              "commands, and vLLM, SGLang and transformers pick their own device and compilation", file=sys.stderr)
+    for note in unused_by_export(args):
+        print(note, file=sys.stderr)
     if not settings.preset and exported.endpoint.endswith("/chat/completions"):  # nothing loaded: not known
         print("note: models named without a --preset are exported with their chat template, as generate applies it "
               "where their tokenizer has one; give --raw for a model without one (a base model)", file=sys.stderr)
@@ -261,8 +260,7 @@ def _quiet_libraries() -> None:
 def stdin_prompt() -> str:
     """`--prompt -`: the prompt from standard input (a pipe was ignored in silence, and '-' sent as the
     prompt: a CLI review), read up to the prompt's bound (past it, refused as a typed one is)."""
-    if sys.stdin.isatty():  # (it waited with nothing said)
-        print("reading the prompt from standard input: type it, then Ctrl-D", file=sys.stderr)
+    said_to_type("the prompt")
     return sys.stdin.read(MAX_PROMPT_CHARS + 1)
 
 
@@ -272,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "prompt", None) == "-":  # generate's and export's: from standard input
-            if taken := [f"--{name}" for name in ("schema", "grammar") if getattr(args, name, None) == "-"]:
+            if taken := [f"--{name}" for name in ("schema", "grammar") if getattr(args, name, None) in STDIN_NAMES]:
                 raise PlaygroundError(f"--prompt and {taken[0]} both read standard input: give one of them a file")
             args.prompt = stdin_prompt()
         _quiet_libraries()

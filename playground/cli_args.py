@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--k", default="1,2,4,8", help="comma-separated draft lengths (default 1,2,4,8)")
     bench.add_argument("--temperature", default="0", help="comma-separated temperatures (default 0)")
     bench.add_argument("--prompts", help="a JSON list of prompts (the text, or a .json file), or a text file with "
-                                         "one prompt per line (\\n for a newline); default: the held-out prompts of "
+                                         "one prompt per line (\\n for a newline), or - for standard input; default: the held-out prompts of "
                                          "the demo pair or of SmolLM2 (for a pair with its target), else the preset's")
     bench.add_argument("--num-prompts", type=int, default=8, help="prompts measured for each row (default 8)")
     bench.add_argument("--max-new-tokens", type=int, default=96, help="tokens each run writes (default 96)")
@@ -185,6 +185,7 @@ def read_utf8(value: str, what: str, most_chars: int) -> str:
     a shell's <(...): "no such file" before), never past the bound; a byte-order mark is not the text's."""
     most_bytes = 4 * most_chars  # UTF-8: at most 4 a character
     if value == "-":
+        said_to_type(what)
         return _without_mark(sys.stdin.buffer.read(most_bytes + 1), value, what, most_bytes)
     path = pathlib.Path(value)
     try:
@@ -202,6 +203,15 @@ def read_utf8(value: str, what: str, most_chars: int) -> str:
     except OSError as exc:
         raise PlaygroundError(f"{what}: cannot read {value[:80]}: {exc.strerror or exc}") from None
     return _without_mark(data, value, what, most_bytes)
+
+
+STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0")
+
+
+def said_to_type(what: str) -> None:
+    """Where standard input is a terminal, what it waits for (it waited with nothing said)."""
+    if sys.stdin.isatty():
+        print(f"reading {what} from standard input: type it, then Ctrl-D", file=sys.stderr)
 
 
 def _without_mark(data: bytes, value: str, what: str, most_bytes: int) -> str:
@@ -269,8 +279,10 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
         return [preset.prompt] if preset is not None else ["def fib(n):\n"]
     inline = _json_not_a_file(path)  # the list itself: '["a", "b"]'
     text = path if inline else read_utf8(path, "--prompts", MAX_PROMPTS_FILE_CHARS)
+    piped = path in STDIN_NAMES or not (inline or pathlib.Path(path).is_file())  # no name to say which: a list if it reads as one
     try:
-        prompts = json.loads(text) if inline or path.endswith(".json") else prompt_lines(text)
+        listed = inline or path.endswith(".json") or (piped and text.lstrip().startswith("["))
+        prompts = json.loads(text) if listed else prompt_lines(text)
     except (ValueError, RecursionError) as exc:
         raise PlaygroundError(f"--prompts: cannot read {path}: {exc}") from None
     if not isinstance(prompts, list) or not prompts:

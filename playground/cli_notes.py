@@ -1,4 +1,4 @@
-"""What `generate` was given but will not use, said on stderr before it runs: a flag accepted in
+"""What `generate` (and `export`) was given but will not use, said on stderr before it runs: a flag accepted in
 silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat template
 took effect nowhere and said nothing)."""
 
@@ -25,6 +25,13 @@ def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, d
     if args.constraint_backend != "llguidance" and spec is None:
         notes.append("--constraint-backend is not used: this run has no --schema, --regex or --grammar")
     return [f"note: {n}" for n in notes]
+
+
+def unused_by_export(args) -> list[str]:
+    """What `export` was given but writes nowhere: the flags that place and compile a run here."""
+    given = [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]
+    return [f"note: {' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
+            "commands, and vLLM, SGLang and transformers pick their own device and compilation"] if given else []
 
 
 def _sampling_unused(args, cfg, draft: str) -> list[str]:

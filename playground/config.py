@@ -62,6 +62,11 @@ class SpecConfig:
         _numbers(self, "confidence")
         if not isinstance(self.sampling, SamplingParams):
             raise PlaygroundError(f"sampling must be a SamplingParams, got {type(self.sampling).__name__}")
+        if not isinstance(self.compile, bool):  # ('no' is true)
+            raise PlaygroundError(f"compile must be True or False, got {self.compile!r}")
+        if not isinstance(self.tree, tuple) or not all(isinstance(b, numbers.Integral) and not isinstance(b, bool)
+                                                       for b in self.tree):
+            raise PlaygroundError(f"a token tree is a tuple of whole numbers, children per depth, e.g. (3, 2, 1); got {self.tree!r}")
         if not 1 <= self.k <= MAX_K:
             raise PlaygroundError(f"k must be between 1 and {MAX_K}, got {self.k}")
         if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:

@@ -7,15 +7,15 @@ import os
 from playground.errors import PlaygroundError
 
 
-def _env_int(name: str, default: int) -> int:
-    """A host's bound: a whole number of 1 or more (-1 made "must be between 1 and -1" of every request)."""
+def _env_int(name: str, default: int, least: int = 1) -> int:
+    """A host's bound: a whole number of `least` or more (-1 made "must be between 1 and -1" of every request)."""
     raw = os.environ.get(name, "")
     try:
         value = int(raw) if raw.strip() else default
     except ValueError:
         raise PlaygroundError(f"environment variable {name} must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise PlaygroundError(f"environment variable {name} must be 1 or more, got {raw!r}")
+    if value < least:
+        raise PlaygroundError(f"environment variable {name} must be {least} or more, got {raw!r}")
     return value
 
 
@@ -29,7 +29,7 @@ def _open_files() -> int:
     return 8192 if soft == resource.RLIM_INFINITY else soft
 
 
-CONCURRENCY = max(1, _env_int("PLAYGROUND_CONCURRENCY", 1))  # runs sharing the device at once (the app's queue)
+CONCURRENCY = _env_int("PLAYGROUND_CONCURRENCY", 1)  # runs sharing the device at once (the app's queue)
 MAX_NEW_TOKENS = _env_int("PLAYGROUND_MAX_NEW_TOKENS", 2048)  # per run; also capped by the context length
 MAX_PROMPT_CHARS = _env_int("PLAYGROUND_MAX_PROMPT_CHARS", 20_000)
 MAX_SYSTEM_CHARS = _env_int("PLAYGROUND_MAX_SYSTEM_CHARS", 4_000)
@@ -45,7 +45,7 @@ MAX_EXPERIMENT_TOKENS = _env_int("PLAYGROUND_MAX_EXPERIMENT_TOKENS", 32_768)
 EXPERIMENT_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SECONDS", 900)
 # Past this long holding the device, an experiment gives way to a run waiting for it (another
 # visitor's, who would otherwise wait up to EXPERIMENT_SECONDS with nothing on the page to say why).
-EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 120)
+EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 120, least=0)  # 0: give way at once
 GPU_SECONDS = _env_int("PLAYGROUND_GPU_SECONDS", 120)  # ZeroGPU time asked for per run (ui/gpu.py)
 # A schema's size bounds only the checks made before compiling (well under a second at the limit);
 # the compile itself is bounded in time and memory (COMPILE_SECONDS, COMPILE_BYTES).
@@ -86,7 +86,7 @@ QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)
 # running at once: one caller's 32 calls filled the queue and held everyone else off for 32 runs. A
 # page held at most 1 at any join of the browser tests; people behind one shared address (a classroom's
 # NAT) share it.
-DEVICE_RUNS_PER_CLIENT = max(1, _env_int("PLAYGROUND_DEVICE_RUNS_PER_CLIENT", 3))
+DEVICE_RUNS_PER_CLIENT = _env_int("PLAYGROUND_DEVICE_RUNS_PER_CLIENT", 3)
 # Queued events of any kind one address may hold (constraint checks compile for up to COMPILE_SECONDS
 # each): a quarter of the queue. The browser tests' pages held at most 2 at once.
 QUEUED_PER_CLIENT = max(DEVICE_RUNS_PER_CLIENT, QUEUE_SIZE // 4)

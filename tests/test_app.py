@@ -849,7 +849,10 @@ def test_the_calculator_says_when_no_k_pays():
     text, _ = experiments_tab.calculator(0.5, 8, 1.0, [])
     assert "expected speedup **0.22x** (no k pays for these numbers: the best, k = 1, gives 0.75x; the target alone is faster" in text
     assert "best k for these numbers" not in text
-    assert "the best, k = 1, gives 0.99x; the target alone is faster" in experiments_tab.calculator(0.99, 16, 1.0, [])[0]  # (0.995: "1.00x")
+    assert "the best, k = 1, gives 0.99x; the target alone is faster" in experiments_tab.calculator(0.99, 16, 1.0, [])[0]
+    assert "expected speedup **0.99x** (no k pays" in experiments_tab.calculator(0.99, 1, 1.0, [])[0]  # one value, one number
+    assert "**0.88x** (no k pays for these numbers: the best, k = 1, gives 0.88x" in experiments_tab.calculator(0.1, 1, 0.25, [])[0]
+    assert "**1.00x** (at best break-even: k = 1 gives 1.00x" in experiments_tab.calculator(0.1, 1, 0.1, [])[0]  # (α = c)  # (0.995: "1.00x")
     assert "(best k for these numbers: 3)" in experiments_tab.calculator(0.6, 8, 0.1, [])[0]
     # past the slider's 16 (α 0.95, c 0.01: k = 40 gives 12.5x, 16 gives 10.0x): not called the best (a maths review)
     assert "(best k for these numbers: 16 or more (16 is the slider's limit))" in experiments_tab.calculator(0.95, 8, 0.01, [])[0]
@@ -947,7 +950,10 @@ def test_a_sweep_stopped_before_its_first_value_offers_no_file(monkeypatch):
     status, table, _, csv_path, _ = list(experiments_tab.run_sweep(Request(), QUIET, "k", "1,2", "def f(x):",
                                                                     *page_inputs.inputs_from_settings(settings)))[-1]
     assert "stopped: 0 of 2 values of k" in status and csv_path is None
-    assert not experiments_tab.sweep_rows_shown(table.value["data"])
+    from gradio.components.dataframe import DataframeData  # the table as the page's handler reads it (a DataFrame)
+    assert not experiments_tab.sweep_rows_shown(gr.Dataframe().preprocess(DataframeData(headers=["k"], data=[[]])))
+    assert experiments_tab.sweep_rows_shown(gr.Dataframe().preprocess(DataframeData(headers=["k"], data=[[1]])))
+    assert not table.value["data"]  # (the table this sweep left)
 
 
 def test_a_point_measured_whole_before_an_experiment_halts_is_kept(monkeypatch):

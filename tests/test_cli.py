@@ -344,9 +344,15 @@ def test_a_schema_comes_from_a_pipe_standard_input_or_a_file_with_a_byte_order_m
     os.close(read)
     assert main(["export", "--preset", "demo", "--grammar", "/dev/zero"]) == 2  # endless: read to the bound, refused
     assert "--grammar: the size of /dev/zero (bytes) is" in capsys.readouterr().err
-    monkeypatch.setattr("sys.stdin", io.StringIO("hi"))
-    assert main(["export", "--preset", "demo", "--prompt", "-", "--schema", "-"]) == 2
-    assert "--prompt and --schema both read standard input" in capsys.readouterr().err
+    for schema in ("-", "/dev/stdin"):  # (/dev/stdin: the schema's text was read as the prompt, then "empty")
+        monkeypatch.setattr("sys.stdin", io.StringIO("hi"))
+        assert main(["export", "--preset", "demo", "--prompt", "-", "--schema", schema]) == 2
+        assert "--prompt and --schema both read standard input" in capsys.readouterr().err
+    from playground.cli_args import read_prompts  # a list piped in is a list (it was one prompt per line: '[', ...)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'[\n "def f(x):",\n "class A:"\n]\n')))
+    assert read_prompts("-", None, "t") == ["def f(x):", "class A:"]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"def f(x):\nclass A:\n")))
+    assert read_prompts("-", None, "t") == ["def f(x):", "class A:"]  # and lines are lines
 
 
 def test_flags_a_run_never_reads_are_said(capsys):

@@ -196,7 +196,10 @@ def test_a_close_draft_under_warping_keeps_many_guesses_and_the_targets_distribu
                                          ({"seed": 1.5, "temperature": 0.5}, "seed must be a whole number"),
                                          ({"top_k": 2.5, "temperature": 0.5}, "top-k must be a whole number"),
                                          ({"top_p": "0.9", "temperature": 0.5}, "top-p must be a number"),
-                                         ({"k": True}, "k must be a whole number, got True")])
+                                         ({"k": True}, "k must be a whole number, got True"),
+                                         ({"tree": (2.5, 2)}, r"a token tree is a tuple of whole numbers"),
+                                         ({"tree": ("2", "2")}, r"a token tree is a tuple of whole numbers"),
+                                         ({"compile": "no"}, "compile must be True or False, got 'no'")])
 def test_the_apis_settings_refuse_a_value_of_the_wrong_kind(given, said):
     """A CLI/API review: session.settings() took k=2.5, a seed of 1.5, max_new_tokens=10.5, which failed
     deep in the engine (TypeError; manual_seed's RuntimeError), and k='4' with a bare TypeError."""

@@ -18,9 +18,10 @@ from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, U
 # and let a schema write runs of newlines), then these are given as overrides.
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ", "lenient": True}
 SILENT = {"dependentRequired"}  # compiled past by llguidance 1.9.1 without a warning (tried with an output that breaks it)
-# formats whose masks in llguidance 1.9.1 let a value through that the check refuses: Feb 29 of any
-# year (2025-02-29), a 60th second at any minute (12:00:60; JSON Schema's checker takes none)
-LEAP_FORMATS = {"date", "date-time", "time"}
+# formats whose masks in llguidance 1.9.1 let a value through that the check refuses (JSON Schema's checker
+# takes neither): what each lets through
+LEAP_FORMATS = {"date": "Feb 29 of any year (2025-02-29)", "time": "a 60th second at any minute (12:00:60)",
+                "date-time": "Feb 29 of any year and a 60th second at any minute"}
 
 
 class LLGuidanceBackend:
@@ -78,8 +79,9 @@ def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
     if spec.kind != "json":
         return _notes(messages, [])
     silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT]
-    leaps = [f"format {v}" for k, v in keywords(spec.engine_schema) if k == "format" and v in LEAP_FORMATS]
-    return _notes(messages, silent + leaps)
+    leaps = sorted({v for k, v in keywords(spec.engine_schema) if k == "format" and isinstance(v, str) and v in LEAP_FORMATS})
+    return _notes(messages, silent) + [f"format {f}: the mask lets {LEAP_FORMATS[f]} through (checked after the run)"
+                                       for f in leaps]
 
 
 def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:

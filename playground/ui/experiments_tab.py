@@ -21,9 +21,8 @@ from playground.ui.files import forget_stop, request_stop, stop_requested, write
 from playground.ui.gpu import on_gpu
 from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
                                           read_experiment, sweep_values)
-from playground.ui.inputs import page_url, settings_from_inputs, settings_to_run, typed, user_error
+from playground.ui.inputs import chain_theory, page_url, settings_from_inputs, settings_to_run, typed, user_error
 from playground.ui.pacing import paced
-from playground.ui.playground_tab import chain_theory
 from playground.ui.serving import device_waiting
 from playground.ui.share import RANGES, share_url
 
@@ -419,7 +418,7 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
         return f"**Not computed:** {refused}", None
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
-    text = f"**{per_round:.2f}** tokens per round (a verify pass), expected speedup **{speed:.2f}x** ({_best_k(acceptance, cost_ratio)})"
+    text = f"**{per_round:.2f}** tokens per round (a verify pass), expected speedup **{_times(speed)}** ({_best_k(acceptance, cost_ratio)})"
     told = [m for m in history or [] if m.get("speedup")]
     if untold := len(history or []) - len(told):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
@@ -430,11 +429,24 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
             plots.speedup_curve(acceptance, int(k), cost_ratio, history or [], sweep_rows))
 
 
+EVEN = 1e-9  # the formula's float error: α = c gives 0.9999999999999999x
+
+
+def _times(speedup: float) -> str:
+    """'1.42x'; a speedup under 1 rounded down (0.995 read "1.00x ... the target alone is faster")."""
+    if speedup < 1 - EVEN:
+        return f"{math.floor(speedup * 100 + EVEN) / 100:.2f}x"  # (+EVEN: 0.88 computed as 0.8799999999999999)
+    return f"{max(speedup, 1.0):.2f}x"  # (0.9999999999999999: 1.00x)
+
+
 def _best_k(acceptance: float, cost_ratio: float) -> str:
     """The k the formula favours, or that none pays: below 1x speculation is slower than the target alone."""
     best = max(range(1, RANGES["k"][1] + 1), key=lambda k: expected_speedup(acceptance, k, cost_ratio))
-    if (top := expected_speedup(acceptance, best, cost_ratio)) < 1:  # (rounded down: 0.995 read "1.00x ... faster")
-        return (f"no k pays for these numbers: the best, k = {best}, gives {math.floor(top * 100) / 100:.2f}x; the target alone is faster "
+    top = expected_speedup(acceptance, best, cost_ratio)
+    if abs(top - 1) < EVEN:  # (α = c: 1 + α over 1 + c)
+        return f"at best break-even: k = {best} gives 1.00x, as fast as the target alone"
+    if top < 1:
+        return (f"no k pays for these numbers: the best, k = {best}, gives {_times(top)}; the target alone is faster "
                 "(a higher acceptance or a cheaper draft is needed)")
     if best == RANGES["k"][1]:  # the formula's best lies past the slider (α 0.95, c 0.01: k = 40, 12.5x against 10.0x)
         return f"best k for these numbers: {best} or more ({best} is the slider's limit)"

@@ -15,7 +15,7 @@ from playground.errors import PlaygroundError
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.metrics import counted
-from playground.models.loading import custom_models_allowed, is_way_of_drafting
+from playground.models.loading import NGRAM, custom_models_allowed, is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family, gpu_host
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
@@ -432,3 +432,10 @@ def _edge_spaces(pattern: str) -> list[str]:
             (("starts", pattern[:len(pattern) - len(pattern.lstrip())]), ("ends", pattern[len(pattern.rstrip()):])) if edge]
     return [f"the pattern {' and '.join(ends)}: the output must too (Tab in the editor writes spaces; Esc, then "
             "Tab, leaves it)"] if ends else []
+
+
+def chain_theory(settings: Settings) -> bool:
+    """Whether the chain's expected tokens per round, and the speedup calculator's curve, apply: a
+    draft model drafting a chain of fixed k (not a tree, whose acceptance counts its nodes; not
+    prompt lookup, whose guesses are not drawn one by one; not a k the policy changes each round)."""
+    return settings.draft != NGRAM and not settings.tree.strip() and settings.policy == "fixed"

@@ -12,12 +12,11 @@ from playground.constraints.worker import Stopped
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, counted, engine_seconds, identity_note, summarize
-from playground.models.loading import NGRAM
 from playground.presets import Settings
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import check_constraint, page_constraint, settings_to_run
+from playground.ui.inputs import chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.tree_view import tree_view
 
 log = logging.getLogger("playground.ui")
@@ -93,13 +92,6 @@ def drafting(settings: Settings) -> int | str:
 def longest_path(settings: Settings) -> int:
     """The most drafts a round can keep: k, or a token tree's depth (or its lookup branch's length)."""
     return longest_branch(tree_shape(settings.tree), tree_lookup(settings.tree), settings.k)
-
-
-def chain_theory(settings: Settings) -> bool:
-    """Whether the chain's expected tokens per round, and the speedup calculator's curve, apply: a
-    draft model drafting a chain of fixed k (not a tree, whose acceptance counts its nodes; not
-    prompt lookup, whose guesses are not drawn one by one; not a k the policy changes each round)."""
-    return settings.draft != NGRAM and not settings.tree.strip() and settings.policy == "fixed"
 
 
 def _pretty_json(text: str):
