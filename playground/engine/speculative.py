@@ -3,7 +3,10 @@
 Cache invariant, for target and draft alike: between rounds a model's KV cache holds a prefix of the
 committed sequence. The target holds all of it but the last token, which is the first input of the
 next verify pass: [last, x_1..x_k] -> k+1 rows of logits, one pass. After the verdict both caches are
-cropped back to the committed tokens; nothing is ever recomputed.
+cropped back to the committed tokens, with nothing recomputed, save in two cases: the fused CUDA
+round (fused.py) crops nothing and feeds the draft its last two committed tokens again each round;
+a feature draft (feature_runner.py) recomputes the pairs it made from its own guesses once the
+target's features for them are known.
 
 With a constraint guide, each round first commits the tokens the grammar forces (no draft, no
 verification: the target reads them at the head of its next verify pass), the draft proposes under
