@@ -258,6 +258,8 @@ def parse_prompt_ids(text: str) -> list[int]:
 def writable_dir(value: str) -> pathlib.Path:
     """--out, created if needed; checked before any model work so a typo costs nothing."""
     path = pathlib.Path(value)
+    if path.exists() and not path.is_dir():  # (it said "cannot write into /etc/passwd: File exists")
+        raise PlaygroundError(f"--out: {value[:80]} is a file; name a folder (it is created if missing)")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".write-test"

@@ -376,6 +376,13 @@ def test_flags_a_run_never_reads_are_said(capsys):
     assert "seeds 9223372036854775807..9223372036854775808: the last is past 2^63 - 1" in capsys.readouterr().err
 
 
+def test_bench_out_naming_a_file_says_so(capsys, tmp_path):
+    """A CLI review: `--out /etc/passwd` said "cannot write into /etc/passwd: File exists"."""
+    (tmp_path / "rows").write_text("x")
+    assert main(["bench", "--preset", "demo", "--out", str(tmp_path / "rows")]) == 2
+    assert "is a file; name a folder (it is created if missing)" in capsys.readouterr().err
+
+
 def test_a_gpu_preset_on_a_cpu_is_said_before_its_models_load(capsys, monkeypatch):
     """A CLI review: a GPU preset on a CPU host told of a 15 GB download first, nothing of the GPU."""
     from playground import session
