@@ -23,8 +23,8 @@ class SamplingParams:
     top_k: int = 0  # 0 means no top-k cut
 
     def __post_init__(self):
-        _numbers(self, "temperature", "top_p")
-        _whole(self, "top_k")
+        _check_kind(self, numbers.Real, "a number", "temperature", "top_p")
+        _check_kind(self, numbers.Integral, "a whole number", "top_k")
         if self.temperature != 0 and not MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE:
             raise PlaygroundError(f"temperature must be 0 (greedy) or between {MIN_TEMPERATURE} and "
                                   f"{MAX_TEMPERATURE:g}, got {self.temperature}")
@@ -57,14 +57,13 @@ class SpecConfig:
         return longest_branch(self.tree, self.tree_lookup, self.k)
 
     def __post_init__(self):
-        _whole(self, "k", "max_new_tokens", "seed", "tree_budget", "tree_lookup")
-        _numbers(self, "confidence")
+        _check_kind(self, numbers.Integral, "a whole number", "k", "max_new_tokens", "seed", "tree_budget", "tree_lookup")
+        _check_kind(self, numbers.Real, "a number", "confidence")
         if not isinstance(self.sampling, SamplingParams):
             raise PlaygroundError(f"sampling must be a SamplingParams, got {type(self.sampling).__name__}")
         if not isinstance(self.compile, bool):  # ('no' is true)
             raise PlaygroundError(f"compile must be True or False, got {self.compile!r}")
-        if not isinstance(self.tree, tuple) or not all(isinstance(b, numbers.Integral) and not isinstance(b, bool)
-                                                       for b in self.tree):
+        if not isinstance(self.tree, tuple) or not all(_of_kind(b, numbers.Integral) for b in self.tree):
             raise PlaygroundError(f"a token tree is a tuple of whole numbers, children per depth, e.g. (3, 2, 1); got {self.tree!r}")
         if not 1 <= self.k <= MAX_K:
             raise PlaygroundError(f"k must be between 1 and {MAX_K}, got {self.k}")
@@ -118,21 +117,17 @@ class SpecConfig:
 _LABELS = {"top_k": "top-k", "top_p": "top-p"}  # as the range checks name them
 
 
-def _whole(settings, *names: str) -> None:
-    """Each field a whole number (k=2.5 ran until the engine's TypeError; a seed of 1.5, manual_seed's)."""
-    for name in names:
-        value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be a whole number, got {value!r}")
+def _of_kind(value, kind: type) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)  # (True is an int to Python)
 
 
-def _numbers(settings, *names: str) -> None:
-    """Each field a number (top_p='0.9' failed on '<=' between str and float); NaN and infinity are
-    left to each range's check, whose message gives the range."""
+def _check_kind(settings, kind: type, said: str, *names: str) -> None:
+    """Each field of `kind` (k=2.5 ran until the engine's TypeError, a seed of 1.5 until manual_seed's,
+    top_p='0.9' failed on '<=' between str and float); NaN and infinity are left to each range's check,
+    whose message gives the range."""
     for name in names:
-        value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be a number, got {value!r}")
+        if not _of_kind(value := getattr(settings, name), kind):
+            raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be {said}, got {value!r}")
 
 
 def tree_shape(text: str) -> tuple[int, ...]:
