@@ -324,14 +324,20 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.locator("#sweep-csv")).to_be_visible()  # (it was hidden at the click and never shown again)
 
 
+STOP_TEXTS_JS = """() => { window.stopTexts = [];
+  new MutationObserver(() => { const b = document.querySelector('#sweep-stop');
+    if (b) window.stopTexts.push(b.textContent.trim()); })
+    .observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
+
+
 def test_stop_ends_a_sweep_where_it_is(page, app_url):
-    page.goto(f"{app_url}?preset=demo&max_new_tokens=96")  # (16: under load the sweep once ended before Stop was pressed)
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=96")  # long enough to be stopped: 16 tokens once ended first
     page.get_by_role("tab", name="Experiments").click()
     page.get_by_role("radio", name="temperature").check()  # the empty table is headed by the axis picked (it said k)
     expect(page.locator("#sweep-table thead")).to_contain_text("temperature")
     page.get_by_role("radio", name="k", exact=True).check()
     expect(page.locator("#sweep-table thead")).not_to_contain_text("temperature")
-    fill_until_kept(page.get_by_label("Values"), "1,2,3")
+    fill_until_kept(page.get_by_label("Values"), "1,2,3,4,5")
     page.get_by_role("button", name="Run sweep").click()
     stop = page.locator("#sweep-stop")
     expect(stop).to_be_enabled(timeout=30_000)
@@ -339,10 +345,11 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     page.click("#run-button")  # "queue: 2/2" alone showed for the minutes the sweep had left)
     expect(page.locator("#run-waits")).to_contain_text("starts once the experiment running on the Experiments tab ends")
     page.get_by_role("tab", name="Experiments").click()
+    page.evaluate(STOP_TEXTS_JS)  # "Stopping" may show for a moment only (on a fast machine, one token's time)
     stop.click()
-    expect(stop).to_have_text("Stopping", timeout=10_000)  # said at once
-    expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"stopped: [012] of 3 values of k"),
+    expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"stopped: [0-4] of 5 values of k"),
                                                                  timeout=120_000)
+    assert "Stopping" in page.evaluate("window.stopTexts")  # said at once
     expect(stop).to_have_text("Stop", timeout=15_000)
     expect(stop).to_be_disabled()
     expect(page.get_by_role("button", name="Run sweep")).to_be_enabled()
