@@ -12,6 +12,7 @@ from typing import Any
 
 from playground import strict_json
 from playground.config import SCHEMA_HINT, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
+from playground.draft_ids import NGRAM, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
@@ -82,10 +83,10 @@ def _hub(model_id: str) -> str:
 
 def _draft(draft: str) -> tuple[str, str | None]:
     """-> (kind, model id to load): model, ngram, cascade (its inner model), feature, reduced, none."""
-    named = {"ngram": "ngram", FEATURE_DRAFT: "feature", REDUCED_DRAFT: "reduced", "": "none"}
+    named = {NGRAM: "ngram", FEATURE_DRAFT: "feature", REDUCED_DRAFT: "reduced", "": "none"}
     if draft in named:
         return named[draft], None
-    return ("cascade", _hub(draft.removeprefix("ngram+"))) if draft.startswith("ngram+") else ("model", _hub(draft))
+    return ("cascade" if is_cascade(draft) else "model"), _hub(draft_model(draft))
 
 
 def _constraint(s) -> tuple[str, Any] | None:
@@ -252,7 +253,7 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
     elif tree_lookup(s.tree):
         add(every, f"The prompt-lookup branch (+{tree_lookup(s.tree)}) grafted on each tree has no option here: "
                    "the draft's tree is verified without it.")
-    models = {s.target, s.draft.removeprefix("ngram+")}
+    models = {s.target, draft_model(s.draft)}
     if models & set(LOCAL):
         add(every, "demo-target and demo-draft are a toy pair trained for this playground; they exist only in this "
                    "repository (playground/models/demo_pair), loaded by that path from its root.")

@@ -13,6 +13,7 @@ from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT
 from playground.models import loading as models
 from playground.models import packaged
 from playground.models.placement import compiles_by_default, on_zero_gpu
+from playground.draft_ids import NGRAM, cascade, draft_model
 from playground.errors import PlaygroundError
 
 PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
@@ -55,11 +56,11 @@ class Preset:
     @property
     def offline(self) -> bool:
         """Whether both models load here without a network (shipped, or packaged and installed)."""
-        return all(model_offline(m) for m in (self.target, self.draft.removeprefix("ngram+")))
+        return all(model_offline(m) for m in (self.target, draft_model(self.draft)) if m is not None)
 
 
 def model_offline(model_id: str) -> bool:
-    if model_id == "ngram" or model_id in models.ALIASES:
+    if model_id in models.ALIASES:
         return True
     return model_id in packaged.PACKAGED and packaged.available_offline(model_id)
 
@@ -180,9 +181,9 @@ def hosted_models(presets: dict[str, Preset]) -> set[str]:
     a cascade on its own, prompt lookup, and prompt lookup before any of those models (none of them
     downloads anything more)."""
     named = {m for p in presets.values() for m in (p.target, p.draft)}
-    plain = {m.removeprefix(models.CASCADE) for m in named} - {models.NGRAM}
+    plain = {draft_model(m) for m in named} - {None}
     models_alone = {m for m in plain if not models.is_way_of_drafting(m)}
-    return named | models_alone | {models.NGRAM} | {models.CASCADE + m for m in models_alone}
+    return named | models_alone | {NGRAM} | {cascade(m) for m in models_alone}
 
 
 def hosted_presets() -> set[str] | None:

@@ -15,6 +15,7 @@ from playground.models import loading as models
 from playground.models import locate
 from playground.models import packaged
 from playground.constraints import from_user
+from playground.draft_ids import cascade, draft_model, is_cascade, uses_lookup
 from playground.errors import PlaygroundError
 from playground.presets import FAMILIES, all_presets, default_preset_name, family, read_preset
 from tests import tiny
@@ -32,8 +33,8 @@ def test_presets_parse_and_pair_within_a_family():
         assert p.purpose and len(p.purpose.splitlines()) == 1
         assert 1 <= p.k <= 32 and p.temperature >= 0 and 0 < p.top_p <= 1 and p.max_new_tokens > 0 and p.prompt
         assert family(p.target) is not None, p.target
-        draft = p.draft.removeprefix(models.CASCADE)
-        assert draft == models.NGRAM or family(draft) == family(p.target), p.name
+        draft = draft_model(p.draft)
+        assert draft is None or family(draft) == family(p.target), p.name
         assert not (p.schema and p.regex)
         if p.schema:
             assert from_user(schema=p.schema) is not None
@@ -80,10 +81,17 @@ def test_an_unknown_cpu_dtype_is_refused(monkeypatch):
     assert default_dtype(torch.device("cpu")) == torch.float32
 
 
+def test_a_draft_name_says_what_it_loads():
+    assert (draft_model("ngram"), uses_lookup("ngram"), is_cascade("ngram")) == (None, True, False)
+    assert (draft_model("ngram+m/x"), uses_lookup("ngram+m/x"), is_cascade("ngram+m/x")) == ("m/x", True, True)
+    assert (draft_model("ngram-ish/x"), uses_lookup("ngram-ish/x")) == ("ngram-ish/x", False)  # a model named so
+    assert cascade("m/x") == "ngram+m/x" and models.is_way_of_drafting("ngram+m/x")
+
+
 def test_families_cover_every_preset_model():
     for p in all_presets().values():
-        for model in (p.target, p.draft.removeprefix(models.CASCADE)):
-            assert model == models.NGRAM or any(model.startswith(prefix) for prefix in FAMILIES)
+        for model in (p.target, draft_model(p.draft)):
+            assert model is None or any(model.startswith(prefix) for prefix in FAMILIES)
 
 
 def test_demo_pair_ships_small_and_loads_offline():

@@ -26,7 +26,8 @@ from playground import session
 from playground.config import SpecConfig, tree_fields, tree_text
 from playground.events import Round
 from playground.metrics import summarize
-from playground.models.loading import NGRAM, Pair
+from playground.draft_ids import NGRAM
+from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
 from playground.measure.report import row_line
 from playground.measure.speedup import Block, Timed, interleave, measure, timed

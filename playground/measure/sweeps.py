@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 from playground import session
 from playground.config import SpecConfig, tree_text
+from playground.draft_ids import NGRAM, cascade, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.metrics import summarize
@@ -149,8 +150,8 @@ def to_csv(rows: list[dict], about: dict | None = None) -> str:
 # Draft comparison: ways of drafting for one target, from the draft model of the current settings.
 VARIANTS = {
     "draft model": ("{draft}", "fixed"),
-    "prompt lookup": ("ngram", "fixed"),
-    "cascade (lookup -> draft)": ("ngram+{draft}", "fixed"),
+    "prompt lookup": (NGRAM, "fixed"),
+    "cascade (lookup -> draft)": (cascade("{draft}"), "fixed"),
     "adaptive: schedule": ("{draft}", "schedule"),
     "adaptive: confidence": ("{draft}", "confidence"),
 }
@@ -166,7 +167,7 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
     target alone interleaved beside every prompt), under the constraint `spec` (a checked
     ConstraintSpec, or None) as a sweep is. `encode(pair, text)` turns a prompt into ids; `draft` is a
     model id (a cascade's or not). Once `halted()` it ends as sweep() does."""
-    model = draft.removeprefix("ngram+")
+    model = draft_model(draft)
     rows = []
     for name in variants:
         if halted():
@@ -176,7 +177,7 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
             run_cfg = dataclasses.replace(cfg, policy=policy)  # a feature draft under a cascade): a row says so
             if cfg.tree:
                 session.check_tree_drafter(draft_id)
-            if draft_id == f"ngram+{model}" and session.reads_features(model):  # (loading's words name 'ngram+', never typed here)
+            if is_cascade(draft_id) and session.reads_features(model):
                 raise PlaygroundError(f"a cascade feeds prompt lookup's guesses to a token draft; '{model}' reads the "
                                       "target's features instead")
             pair = session.load_pair(target, draft_id, progress=progress)

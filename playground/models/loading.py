@@ -13,6 +13,7 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.cache_utils import DynamicCache, LinearAttentionCacheLayerMixin
 
+from playground.draft_ids import NGRAM, draft_model, is_cascade, uses_lookup
 from playground.errors import PlaygroundError
 from playground.models import placement
 from playground.models.batch_invariant import make_batch_invariant
@@ -21,8 +22,6 @@ from playground.models.locate import ALIASES, Progress, locate, report, sub_prog
 from playground.models.packed_linear import pack_linears
 from playground.models.room import CACHE, packed_bytes, packs, refuse_before_download, refuse_past_free_memory
 
-NGRAM = "ngram"  # the draft name that selects prompt lookup (no draft model)
-CASCADE = "ngram+"  # "ngram+<draft>": prompt lookup drafts for the draft model, which drafts for the target
 LOADING = threading.Lock()  # one model loads at a time (load_model), and one pair's models change in place
 PAIRS: dict[tuple, "Pair"] = {}  # the pair of each (target, draft, device, dtype) while both models are cached:
 PAIRING = threading.Lock()  # what runs keep on a pair (its captured programs) serves the next run
@@ -185,8 +184,7 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
         raise PlaygroundError(f"'{target_id}' is a way of drafting, not a model that writes on its own: "
                               "pick it as the draft, and a model as the target")
     dev = placement.resolve_device(device)
-    cascade = draft_id.startswith(CASCADE)
-    draft_model_id = draft_id[len(CASCADE):] if cascade else draft_id
+    cascade, draft_model_id = is_cascade(draft_id), draft_model(draft_id)
     sub = sub_progress(progress, 0.0, 0.5) if draft_id != NGRAM else progress
     target, tokenizer, target_threads = load_model(target_id, dev, dtype, sub)
     draft, draft_threads = None, None
@@ -223,7 +221,7 @@ CACHE.on_evict.append(_forget_pairs)
 
 def is_way_of_drafting(model_id: str) -> bool:
     """Prompt lookup, a cascade or a feature draft: each drafts for a target, none writes alone."""
-    return model_id == NGRAM or model_id.startswith(CASCADE) or _feature_draft_dir(model_id) is not None
+    return uses_lookup(model_id) or _feature_draft_dir(model_id) is not None
 
 
 def _feature_draft_dir(draft_id: str) -> pathlib.Path | None:

@@ -8,6 +8,7 @@ from playground.config import SCHEMA_HINT, SamplingParams, SpecConfig
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
 from playground.detok import whole_characters, with_text
+from playground.draft_ids import uses_lookup
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.tree import TreeProposer
 from playground.engine.tree_dynamic import DynamicTreeProposer
@@ -151,12 +152,12 @@ def check_tree(pair: Pair, target: ModelRunner, draft: ModelRunner | None) -> No
 
 def reads_features(draft_id: str) -> bool:
     """Whether this draft is a feature draft (it reads the target's hidden states, not tokens)."""
-    return draft_id != loading.NGRAM and not draft_id.startswith(loading.CASCADE) and loading.is_way_of_drafting(draft_id)
+    return not uses_lookup(draft_id) and loading.is_way_of_drafting(draft_id)
 
 
 def check_tree_drafter(draft_id: str) -> None:
     """A token tree is drafted by a draft model: refused for prompt lookup or a cascade before any model loads."""
-    if draft_id == loading.NGRAM or draft_id.startswith(loading.CASCADE):
+    if uses_lookup(draft_id):
         raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)")
 
 

@@ -13,7 +13,7 @@ from playground.errors import PlaygroundError
 from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
                                MAX_SWEEP_PROMPTS, at_most)
 from playground.metrics import counted, expected_speedup, expected_tokens_per_round
-from playground.models.loading import NGRAM
+from playground.draft_ids import draft_model
 from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import live, plots, render
@@ -258,7 +258,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
             raise PlaygroundError(f"pick at least one way of drafting among {', '.join(sweeps.VARIANTS)}")
         variants = list(dict.fromkeys(variants))  # each once (40 copies of one were measured 40 times)
         cfg, spec = live.checked_config(settings)
-        if settings.draft.removeprefix(f"{NGRAM}+") == NGRAM:
+        if draft_model(settings.draft) is None:
             raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(variants), prompts, settings)

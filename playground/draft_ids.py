@@ -1,0 +1,25 @@
+"""A draft's name, read in one place. "ngram" is prompt lookup (no draft model); "ngram+<model>" a
+cascade: prompt lookup drafts for <model>, which drafts for the target; any other name is a model (or a
+feature draft) that drafts for the target itself."""
+
+NGRAM = "ngram"
+CASCADE = NGRAM + "+"
+
+
+def cascade(model_id: str) -> str:
+    """The cascade of prompt lookup before this draft model."""
+    return CASCADE + model_id
+
+
+def is_cascade(draft_id: str) -> bool:
+    return draft_id.startswith(CASCADE)
+
+
+def uses_lookup(draft_id: str) -> bool:
+    """Prompt lookup, alone or before a draft model (neither drafts a token tree)."""
+    return draft_id == NGRAM or is_cascade(draft_id)
+
+
+def draft_model(draft_id: str) -> str | None:
+    """The model this draft loads: none for prompt lookup, the one after 'ngram+' for a cascade."""
+    return None if draft_id == NGRAM else draft_id.removeprefix(CASCADE)
