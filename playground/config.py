@@ -14,6 +14,16 @@ MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds
 POLICIES = ("fixed", "schedule", "confidence")  # see playground.engine.schedule
 SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # before the schema, where it goes in the prompt
 MAX_TREE_NODES, MAX_TREE_BRANCHING, MAX_TREE_DEPTH = 64, 8, 8  # a token tree's verify pass stays this narrow
+CONSTRAINT_FIELDS = {"schema": "json", "regex": "regex", "grammar": "grammar"}  # a setting's field: its kind
+
+
+def one_constraint(schema: str = "", regex: str = "", grammar: str = "") -> tuple[str, str] | None:
+    """(kind, text) of the constraint given, None when none is: a run takes one at most, so more is refused."""
+    given = [(CONSTRAINT_FIELDS[name], text) for name, text in (("schema", schema), ("regex", regex), ("grammar", grammar))
+             if text and text.strip()]
+    if len(given) > 1:
+        raise PlaygroundError("give one constraint only: a schema, a regex or a grammar")
+    return given[0] if given else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from playground import strict_json
-from playground.config import SCHEMA_HINT, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
+from playground.config import SCHEMA_HINT, one_constraint, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.draft_ids import NGRAM, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
@@ -92,13 +92,9 @@ def _draft(draft: str) -> tuple[str, str | None]:
 def _constraint(s) -> tuple[str, Any] | None:
     """("json", schema dict), ("regex", pattern), ("grammar", text) or None; one at most, as the
     playground insists."""
-    given = [(kind, text) for kind, text in (("json", s.schema), ("regex", s.regex), ("grammar", getattr(s, "grammar", "")))
-             if (text or "").strip()]
-    if len(given) > 1:
-        raise PlaygroundError("give one constraint only: a schema, a regex or a grammar")
-    if not given:
+    if (given := one_constraint(s.schema, s.regex, s.grammar)) is None:
         return None
-    kind, text = given[0]
+    kind, text = given
     if kind != "json":
         at_most(len(text), MAX_REGEX_CHARS if kind == "regex" else MAX_GRAMMAR_CHARS, f"the length of the {kind}")
         return kind, text

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT
+from playground.config import CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT
 from playground.models import loading as models
 from playground.models import packaged
 from playground.models.placement import compiles_by_default, on_zero_gpu
@@ -101,9 +101,6 @@ class Settings:
         """The preset's own values for every setting it names (the fields both classes have)."""
         shared = {f.name for f in dataclasses.fields(Preset)} & {f.name for f in dataclasses.fields(cls)}
         return cls(preset=preset.name, **{name: getattr(preset, name) for name in shared})
-
-
-CONSTRAINT_FIELDS = ("schema", "regex", "grammar")  # a run takes one of them at most
 
 
 def constraint_of(s) -> tuple[str, str] | None:

@@ -16,6 +16,7 @@ from playground.constraints.safety import (ANY_TYPE, check_pattern, check_schema
                                            unicode_class_hint)
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
+from playground.config import one_constraint
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
@@ -235,12 +236,9 @@ def check_regex(pattern: str) -> None:
 def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance", think_budget: int = 0):
     """At most one of the three may be given; None when none is. think_budget > 0: the constraint
     starts after a reasoning model's </think> (playground.constraints.reasoning)."""
-    given = [(kind, text) for kind, text in (("json", schema), ("regex", regex), ("grammar", grammar)) if text and text.strip()]
-    if len(given) > 1:
-        raise PlaygroundError("give one constraint only: a schema, a regex or a grammar")
-    if not given:
+    if (given := one_constraint(schema, regex, grammar)) is None:
         return None
-    spec = ConstraintSpec(given[0][0], given[0][1], backend, think_budget)
+    spec = ConstraintSpec(*given, backend, think_budget)
     if spec.kind == "json":
         parse_schema(spec.text)
     elif spec.kind == "regex":
