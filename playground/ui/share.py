@@ -9,7 +9,7 @@ import urllib.parse
 
 from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
 from playground.errors import PlaygroundError
-from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
+from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
 from playground.measure.sweeps import NUMBERS
 from playground.models.loading import is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, hosted_models
@@ -89,7 +89,7 @@ PARSERS = {
     "k": whole_number(*RANGES["k"]), "temperature": number(*RANGES["temperature"]), "top_p": number(*RANGES["top_p"]),
     "top_k": whole_number(*RANGES["top_k"]), "seed": whole_number(0, EXACT_IN_A_PAGE), "max_new_tokens": whole_number(*RANGES["max_new_tokens"]),
     "prompt": text_within(MAX_PROMPT_CHARS), "system": text_within(MAX_SYSTEM_CHARS),
-    "chat": _bool, "schema": text_within(20000), "regex": text_within(2000), "grammar": text_within(MAX_LINK_CHARS),
+    "chat": _bool, "schema": text_within(20000), "regex": text_within(MAX_REGEX_CHARS), "grammar": text_within(MAX_LINK_CHARS),
     "backend": _choice("llguidance", "xgrammar"),
     "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
     "confidence": number(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
