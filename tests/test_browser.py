@@ -404,6 +404,33 @@ def test_an_experiment_link_opens_on_its_tab_and_its_share_link_goes_with_a_chan
     assert error_labels(page) == 0
 
 
+MANY_SETTINGS = {"preset": "demo", "k": "7", "temperature": "0.7", "top_p": "0.9", "top_k": "40", "seed": "12345",
+                 "max_new_tokens": "24", "system": "sys", "chat": "true", "regex": "[a-z]+", "backend": "xgrammar",
+                 "policy": "confidence", "confidence": "0.35", "tree": "2,2", "think_budget": "96"}
+
+
+def test_a_link_of_many_settings_refreshes_the_other_tabs_once(page, app_url):
+    """Each of a link's settings changed the Export and the Experiments' settings line by a call of its own, and
+    each call made the draft's box report a change again: 129 calls in 6 s, past an address's share of a lane,
+    and a red "This application is currently busy" for a valid link."""
+    calls = []
+    page.on("request", lambda r: r.method == "POST" and "/queue/join" in r.url and calls.append(r.post_data_json))
+    page.goto(f"{app_url}?{urllib.parse.urlencode(MANY_SETTINGS)}")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.get_by_role("tab", name="Experiments").click()
+    expect(page.locator("#experiment-settings")).to_contain_text("k 7, temperature 0.7, 24 new tokens, policy confidence")
+    page.wait_for_timeout(1500)  # (what a burst would still send)
+    refresh = page.evaluate("""() => { const button = window.gradio_config.components.find(c => c.props.elem_id === 'refresh-views');
+        return window.gradio_config.dependencies.filter(d => d.targets.some(t => t[0] === button.id)).map(d => d.id); }""")
+    refreshes = [c for c in calls if c["fn_index"] in refresh]
+    assert 1 <= len(refreshes) <= 3, len(refreshes)  # the settled burst (and at most a late one or two under load)
+    assert len(calls) < 20, len(calls)
+    assert page.locator(".toast-body").count() == 0
+    page.get_by_role("tab", name="Playground").click()
+    page.get_by_role("tab", name="Export").click()
+    expect(page.locator("#export-vllm")).to_contain_text('"top_k": 40, "repetition_penalty": 1.0, "seed": 12345')
+
+
 def test_a_models_error_goes_when_the_models_change(page, app_url):
     page.goto(f"{app_url}?preset=demo&draft=smollm2-feature-draft")  # a feature draft made for another target
     expect(page.locator("#draft-box input")).to_have_value("smollm2-feature-draft", timeout=30_000)  # link restored

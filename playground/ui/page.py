@@ -20,7 +20,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
-from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, focus_moved_to,
+from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
                                           message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           runnable_while_measuring, start_run, stop_run)
 from playground.ui.serving import DEVICE, VALUE_CHARS, bound
@@ -132,6 +132,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop-button", interactive=False)
                     share_btn = gr.Button("Share link", elem_id="share-button")
                 run_msg = gr.HTML()
+                refresh_views = gr.Button(visible="hidden", elem_id="refresh-views")  # clicked by a change of setting
                 share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False,
                                        placeholder=" ")  # emptied by a change of setting: hidden (render.CSS)
                 gr.HTML(render.legend())
@@ -315,15 +316,15 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     export_tab.select(named_inputs(export_view), SETTINGS, exports, api_name="export",
                       show_progress="hidden")  # loads nothing: the text of the setting
     changed = [box.change for box in SETTINGS]  # any setting, by hand, a preset or an example
-    gr.on(changed, export_view, SETTINGS, exports, trigger_mode="always_last",
-          api_visibility="private", show_progress="hidden")  # kept current while the tab is open (a burst of
-    # changes, a preset's or typing: one call at a time, then the last)
+    gr.on(changed, None, None, None, js=click_when_settled("#refresh-views"), queue=False,
+          api_visibility="private")  # a burst of changes (a link's or a preset's 22 settings, typing): one call
+    refresh_views.click(lambda *values: [*export_view(*values), settings_line(*values)], SETTINGS,
+                        exports + [experiment_settings], trigger_mode="always_last", api_visibility="private",
+                        show_progress="hidden")  # the Export and Experiments tabs kept current
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
     gr.on(changed, None, None, share_box, js="() => ''", queue=False,
           api_visibility="private")  # a setting changed: the link no longer says it
-    gr.on(changed, settings_line, SETTINGS, experiment_settings, trigger_mode="always_last", queue=False,
-          api_visibility="private", show_progress="hidden")  # cheap: out of the queue, which a burst would fill
     experiment_share_btn.click(named_inputs(make_experiment_link, EXPERIMENT_NAMES), EXPERIMENT + SETTINGS,
                                experiment_share_box, api_name="share_experiment").success(
         lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private")

@@ -262,6 +262,17 @@ WAITS_FOR_EXPERIMENT_JS = ("(shown) => document.querySelector('#sweep-stop:enabl
                                         'it.</div>') + " : shown")
 
 
+SETTLE_MS = 200  # a burst of setting changes is one once none has come for this long
+
+
+def click_when_settled(button: str) -> str:
+    """JS: clicks `button` once the changes that call this have settled (SETTLE_MS). Opening a link changed
+    22 settings, each change one call of the Export's refresh: 12 reached the server at once, past an
+    address's share of a lane, and the page showed "This application is currently busy" for a valid link."""
+    return (f"() => {{ clearTimeout(window.settleTimer); window.settleTimer = setTimeout(() =>"
+            f" document.querySelector({json.dumps(button)})?.click(), {SETTLE_MS}); }}")
+
+
 def focus_moved_to(button: str) -> str:
     """JS: where the focus was on a button that has just been disabled (Run as a run starts, Stop as it ends), or
     on nothing, it moves to `button` (the one enabled instead) once enabled: it fell to the page's body, and a
