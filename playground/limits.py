@@ -52,6 +52,7 @@ GPU_SECONDS = _env_int("PLAYGROUND_GPU_SECONDS", 120)  # ZeroGPU time asked for 
 MAX_SCHEMA_CHARS = _env_int("PLAYGROUND_MAX_SCHEMA_CHARS", 256_000)  # minified: what the engines read
 MAX_SCHEMA_TEXT_CHARS = max(MAX_SCHEMA_CHARS, 2**20)  # as typed (pretty-printing included), before it is parsed
 MAX_GRAMMAR_CHARS = _env_int("PLAYGROUND_MAX_GRAMMAR_CHARS", 64_000)
+MAX_URL_CHARS = 60_000  # a request's path and query (Gradio reads the page's address with httpx, which stops at 65,536)
 MAX_EXPORT_CHARS = 2**20  # the page's Export (its three boxes together): each holds the schema (and the prompt) again,
 # JSON-escaped (an emoji is 12 characters): 1 MB sent came back as 17 MB, kept per session and per unread stream
 MAX_PROMPTS_FILE_CHARS = 2**24  # a --prompts file (the CLI reads the first --num-prompts of them)

@@ -511,6 +511,18 @@ def test_gradios_deep_links_are_off(app_url):
         assert response.status == 200  # the other parameters stay (the page reads them when it loads)
 
 
+def test_an_address_past_its_bound_is_refused_with_its_length(app_url):
+    """A hand-made link of 70,000 characters got a bare 500 "Internal Server Error" and 90 lines of
+    traceback in the log (Gradio reads the page's address with httpx, which stops at 65,536)."""
+    from playground.limits import MAX_URL_CHARS
+    for path in (f"?preset=demo&prompt={'a' * 70_000}", f"gradio_api/{'b' * MAX_URL_CHARS}"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(app_url + path, timeout=30)
+        assert refused.value.code == 414 and "past the 60,000 this server reads" in json.loads(refused.value.read())["detail"]
+    with urllib.request.urlopen(f"{app_url}?preset=demo&prompt={'a' * 20_000}", timeout=30) as response:
+        assert response.status == 200  # longer than Share makes, still read
+
+
 def test_uploads_are_refused(app_url):
     """No input of the page is a file; Gradio kept each upload for an hour for anyone to fetch (40
     uploads of 8 MB took 3.5 s: a disk filled, or free file hosting)."""

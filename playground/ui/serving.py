@@ -82,7 +82,7 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE,
-                               QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
+                               MAX_URL_CHARS, QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
 from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
 from playground.ui import pacing, sessions  # (sessions: imported, Gradio forgets the sessions of the address holding most first)
 from playground.ui.theme import theme
@@ -119,7 +119,7 @@ DEVICE = "device"  # the concurrency_id of every run on the model pair: the page
 class RequestGuard:
     """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address, 413 for a body
     over `max_bytes` (declared, or sent in chunks without a length), 408 for one not sent within
-    BODY_SECONDS, a value past its bound or past MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
+    BODY_SECONDS, 414 for an address past MAX_URL_CHARS, a value past its bound or past MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
     VALUE_CHARS: a shorter one holds no value past a bound) or a session_hash not like Gradio's, 403 for a
     route that takes files, fetches a URL, makes a deep link or streams reloads, or a body that names
     a file, 503 for a join of the queue past its address's share, 404 for the stream of an event not
@@ -146,6 +146,10 @@ class RequestGuard:
 
     async def guarded(self, scope, receive, send, caller: str):
         path = scope.get("path", "")
+        if (length := len(scope.get("raw_path") or path) + len(scope.get("query_string", b""))) > MAX_URL_CHARS:
+            return await refuse(send, 414, f"this address is {length:,} characters long, past the {MAX_URL_CHARS:,} "
+                                           "this server reads (Share link makes far shorter ones): shorten the prompt "
+                                           "or the constraint it carries")  # (past httpx's bound Gradio answered 500)
         if path.rstrip("/").endswith(REFUSED_ROUTES) or FETCHING_ROUTE.search(path):
             return await refuse(send, 403, f"files are not taken or fetched here: {NO_FILES}")
         if why := next((why for route, why in NOT_SERVED.items() if path.rstrip("/").endswith(route)), None):
