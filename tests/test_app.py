@@ -580,6 +580,18 @@ def test_api_share_link_round_trip(client):
     assert urllib.parse.urlparse(default).query == f"preset={page_inputs.DEFAULT.preset}"
 
 
+def test_an_untouched_json_presets_link_names_the_preset_alone():
+    """The page shows a schema stripped of its outer blank lines: the link read that as a change and carried the
+    whole schema (809 characters for demo-json where 35 say it)."""
+    for name in ("demo-json", "smollm2-json"):
+        shown = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS[name]))
+        url = page_inputs.make_share_link(None, *shown)
+        assert urllib.parse.urlsplit(url).query == f"preset={name}", url[:120]
+    edited = Settings.from_preset(page_inputs.PRESETS["demo-json"])
+    edited.schema = '{"type": "integer"}'
+    assert "schema=" in page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(edited))
+
+
 def test_api_generate_runs_a_share_link(client):
     """/generate ran a preset with seven of its settings; a page's link carries them all (top-p,
     top-k, the drafting way...). A link runs as it is, the inputs given replace its values, and what

@@ -102,13 +102,19 @@ def to_query(settings: Settings) -> str:
     name is always included."""
     base = _preset_defaults(settings.preset) or Settings()
     values = dataclasses.asdict(settings)
-    keep = {k: _encode(v) for k, v in values.items() if k == "preset" or v != getattr(base, k)}
+    keep = {k: _encode(v) for k, v in values.items() if k == "preset" or not _same(k, v, getattr(base, k))}
     for key, text in keep.items():  # a link that says a value its reader ignores is not the run it was made from
         try:
             PARSERS[key](text)
         except ValueError as exc:
             raise PlaygroundError(f"{key}={text[:40]!r} cannot go into a link: {exc}") from None
     return urllib.parse.urlencode(keep)
+
+
+def _same(key: str, value, preset_value) -> bool:
+    """A schema is the same one without its outer blank lines (the page shows it stripped: an untouched JSON
+    preset's link carried its whole schema, 809 characters where 35 say it)."""
+    return value.strip() == preset_value.strip() if key == "schema" else value == preset_value
 
 
 def _encode(v) -> str:
