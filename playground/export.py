@@ -262,7 +262,11 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                         "--enable-deterministic-inference (its seeded sampler and batch-invariant kernels; "
                         "docs/advanced_features/deterministic_inference.md); otherwise the same seed may give "
                         "other tokens from one request to the next.")
-    if getattr(s, "think_budget", 0) and constraint:
+    if constraint and _reasoning(s.target, 0) and not _no_thinking(s, constraint) and not s.think_budget:
+        add(serving, f"Thinking budget 0: the playground constrains {s.target}'s first token (no thinking); with "
+                     "--reasoning-parser the engines start the constraint after </think>, so the model thinks first. "
+                     "Leave that flag out to constrain from the first token, as here.")
+    if s.think_budget and constraint and _reasoning(s.target, 0):
         add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it (vLLM's thinking_token_budget "
                      "request field with --reasoning-config, SGLang's thinking budget: their forms still change between "
                      "releases); with --reasoning-parser the constraint starts after </think>, but the model thinks as "

@@ -398,6 +398,20 @@ def test_a_note_every_engine_shares_is_said_once():
     assert notes.count("toy pair") == 1 and "<b>Every engine</b>" in notes
 
 
+def test_the_reasoning_parsers_notes_follow_the_thinking_budget():
+    """R1 under a constraint without a budget: the playground constrains its first token, the engines (with the
+    reasoning parser the export gives them) only after </think>, and nothing said so. A budget on a model that
+    does not think was said to start "with --reasoning-parser", a flag its command does not have."""
+    r1 = export_setting(settings("deepseek-r1-distill-7b", regex="[0-9]+", think_budget=0))
+    assert "--reasoning-parser" in r1.vllm_command and "Leave that flag out" in " ".join(r1.notes["vllm"])
+    thinking = export_setting(settings("deepseek-r1-distill-7b", regex="[0-9]+", think_budget=64))
+    assert "Leave that flag out" not in " ".join(thinking.notes["vllm"]) and "Thinking budget 64" in " ".join(thinking.notes["vllm"])
+    plain = export_setting(settings("demo", regex="[a-z]+", think_budget=96))
+    assert "--reasoning-parser" not in plain.vllm_command + plain.sglang_command
+    assert "reasoning-parser" not in " ".join(plain.notes["vllm"] + plain.notes["sglang"])
+    assert "Leave that flag out" not in " ".join(export_setting(settings("qwen3-8b-json", think_budget=0)).notes["vllm"])
+
+
 def test_qwen3_under_a_constraint_without_a_budget_is_exported_not_thinking():
     asked = export_setting(settings("qwen3-8b-json", think_budget=0))
     assert asked.vllm_request["chat_template_kwargs"] == {"enable_thinking": False} == asked.sglang_request["chat_template_kwargs"]
