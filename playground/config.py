@@ -148,6 +148,9 @@ def tree_shape(text: str) -> tuple[int, ...]:
     shape, budget, lookup = _tree_parts(text)
     parts = [part.strip() for part in shape.split(",")] if shape.strip() else []
     numbers = parts + [n.strip() for n in (budget, lookup) if n is not None]
+    if len(text) <= 40 and all(part.isascii() and part.isdigit() for part in numbers) and any(len(p) > 4 for p in numbers):
+        raise PlaygroundError(f"a token tree is at most {MAX_TREE_DEPTH} deep, {MAX_TREE_BRANCHING} children a node, "
+                              f"{MAX_TREE_NODES} nodes (a dynamic tree's budget too); got '{text}'")  # (said as bad syntax)
     if len(text) > 40 or not all(part.isascii() and part.isdigit() and len(part) <= 4 for part in numbers):  # (sizes
         # past the bounds are SpecConfig's to say: 100,100 read as bad syntax)
         raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1, or a dynamic tree with its node "
