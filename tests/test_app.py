@@ -608,6 +608,8 @@ def test_api_generate_runs_a_share_link(client):
     assert shorter["settings"]["max_new_tokens"] == 6 and shorter["settings"]["top_p"] == 0.9
     assert len(shorter["token_ids"]) == 6
     assert client.predict(link=url, api_name="/generate")["token_ids"] == final["token_ids"]  # seeded: repeats
+    experiments = url + "&tab=experiments&sweep_axis=temperature&sweep_values=0%2C0.5"  # the Experiments tab's link:
+    assert client.predict(link=experiments, api_name="/generate")["token_ids"] == final["token_ids"]  # its settings run
     for link, said in ((url + "&bogus=1", "the link: ignored unknown parameter 'bogus'"),
                        (url + "&k=2&k=3", "the link: 'k' is given 3 times: the last, '3', is used"),
                        (url.replace("preset=demo", "preset=nope"), "the link: unknown preset 'nope'")):

@@ -9,6 +9,7 @@ from playground.limits import at_most
 from playground.models.loading import custom_models_allowed
 from playground.presets import Settings, chosen_constraint
 from playground.ui import live
+from playground.ui.experiment_link import experiment_from_query
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
 from playground.ui.share import MAX_LINK_CHARS, RANGES, from_query, last_of_each
@@ -85,6 +86,7 @@ def _base_settings(preset: str, link: str) -> Settings:
     at_most(len(link), MAX_LINK_CHARS, "the length of the link (characters)")
     query = urllib.parse.urlsplit(link).query if "?" in link else link
     params, repeated = last_of_each(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    params = experiment_from_query(params)[2]  # an Experiments link's own inputs are not a run's (it was refused)
     settings, notices = from_query(params, custom_models_allowed())
     notices = repeated + notices
     if notices:
