@@ -26,6 +26,7 @@ from playground.limits import CONCURRENCY
 
 T = TypeVar("T")
 ENGINE_THREADS = "playground-engine"  # their names' prefix
+IDLE_S = 2.0  # work that makes nothing new for this long is handed to the page again: a closed page is noticed then
 _engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix=ENGINE_THREADS)
 _handed: dict[str, tuple[threading.Event, object]] = {}  # Gradio event id -> (its work's stop, its request), from
 # the work's hand-over until it ends: a cancelled event's work goes on to its next item, or waits its turn
