@@ -122,6 +122,10 @@ def test_work_yielding_in_the_server_raises_in_its_caller():
     assert worker.yielding(max, 2, 3) == 3
     with pytest.raises(ZeroDivisionError):
         worker.yielding(divmod, 1, 0)
+    began = time.monotonic()
+    with worker.stopped_by(lambda: time.monotonic() - began > 0.3), pytest.raises(worker.Stopped, match="again in the server"):
+        worker.yielding(time.sleep, 5)  # a run cancelled during xgrammar's second compile waited it out
+    assert time.monotonic() - began < 2
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
