@@ -431,6 +431,16 @@ def test_a_link_of_many_settings_refreshes_the_other_tabs_once(page, app_url):
     expect(page.locator("#export-vllm")).to_contain_text('"top_k": 40, "repetition_penalty": 1.0, "seed": 12345')
 
 
+def test_a_linked_value_between_round_numbers_is_where_each_slider_shows_it(page, app_url):
+    """max_new_tokens=13 showed 13 in its box and ran 13, its handle at 16 (a step of 8); so temperature 0.73
+    at 0.75, top-p 0.93 at 0.95."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=13&temperature=0.73&top_p=0.93")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    for label, value in (("Max new tokens", "13"), ("Temperature (0 = greedy)", "0.73"), ("Top-p", "0.93")):
+        expect(page.locator(f'input[aria-label="number input for {label}"]')).to_have_value(value)
+        expect(page.locator(f'input[aria-label="range slider for {label}"]')).to_have_value(value)
+
+
 def test_a_models_error_goes_when_the_models_change(page, app_url):
     page.goto(f"{app_url}?preset=demo&draft=smollm2-feature-draft")  # a feature draft made for another target
     expect(page.locator("#draft-box input")).to_have_value("smollm2-feature-draft", timeout=30_000)  # link restored

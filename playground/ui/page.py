@@ -68,20 +68,21 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                      allow_custom_value=custom_models_allowed())
                 draft = gr.Dropdown(DRAFTS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     elem_id="draft-box", allow_custom_value=custom_models_allowed())
-                k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
+                k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")  # steps
+                # fine enough for any value typed or linked (13 new tokens drew the handle at 16 on a step of 8)
                 policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
                                   info="fixed: k guesses every round. schedule: k grows by 2 after a round kept whole, "
                                        "shrinks by 1 after a rejection, and drafting pauses while guesses do not pay (judged by measured "
                                        "times: a seeded sampled run may then differ from one run to the next). "
                                        "confidence: the draft stops guessing when unsure. With both, k is the ceiling.")
-                confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.05, label="Confidence threshold",
+                confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.01, label="Confidence threshold",
                                        visible=False)  # shown with the confidence policy only
-                temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.05, label="Temperature (0 = greedy)")
-                max_new_tokens = gr.Slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=8, label="Max new tokens",
+                temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.01, label="Temperature (0 = greedy)")
+                max_new_tokens = gr.Slider(*RANGES["max_new_tokens"], value=DEFAULT.max_new_tokens, step=1, label="Max new tokens",
                                            elem_id="max-tokens")
                 compare = gr.Checkbox(value=True, label="Compare with the target alone")
                 with gr.Accordion("Advanced", open=False) as advanced:
-                    top_p = gr.Slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.05, label="Top-p")
+                    top_p = gr.Slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.01, label="Top-p")
                     top_k = gr.Slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
                     chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
@@ -118,7 +119,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     constraint_check = gr.HTML(elem_id="constraint-check")
                     schema_in_prompt = gr.Checkbox(value=DEFAULT.schema_in_prompt, label="Also show the schema to the model in the prompt",
                                                    visible=bool(DEFAULT.schema), elem_id="schema-in-prompt")
-                    think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=16,
+                    think_budget = gr.Slider(*RANGES["think_budget"], value=DEFAULT.think_budget, step=1,
                                              visible=think_budget_shown(DEFAULT.target, DEFAULT.think_budget)["visible"],
                                              label="Think first: thinking budget in tokens (0 = constrain from the first token)",
                                              elem_id="think-budget",
