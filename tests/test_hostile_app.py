@@ -252,6 +252,20 @@ def test_stop_flags_and_run_tickets_no_job_reads_are_pruned(monkeypatch, tmp_pat
     assert files.run_ticket(Session("../../tmp/x")) is None and not (files.STOPS / "../../tmp/x.run-ticket").exists()
 
 
+def test_the_folders_of_servers_that_have_ended_are_removed_when_one_starts(tmp_path):
+    """A server stopped by a signal left its download and stop-flag folders: 389 of each on one machine."""
+    import subprocess
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    for name in (f"p-{ended.pid}-abc", "p-x1y2z3", f"p-{os.getpid()}-mine", f"p-{os.getppid()}-parent"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "file").write_text("x")
+    made = files.own_folder(tmp_path, "p-")
+    assert made.name.startswith(f"p-{os.getpid()}-") and made.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([made.name, f"p-{os.getpid()}-mine", f"p-{os.getppid()}-parent"])
+    assert files.DOWNLOADS.name.startswith(f"playground-downloads-{os.getpid()}-")
+
+
 def test_made_up_sessions_hold_a_bounded_number_of_stop_flags_read_now_and_then(monkeypatch, tmp_path):
     """Any caller can Stop (or Run) a made-up session: 8,778 of them in 10 min made each call 8x
     slower, every call reading the whole folder. Now the folder is read every TIDY_EVERY-th write

@@ -8,9 +8,11 @@ name is in every download's address). Gradio removes its files by age (delete_ca
 which also forgets them); this folder's own pruning comes later, for what Gradio never tracked, and
 its byte bound removes the oldest early (each such file stays a line in Gradio's list)."""
 import logging
+import os
 import pathlib
 import re
 import secrets
+import shutil
 import tempfile
 import time
 
@@ -18,14 +20,31 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 
 
-def _in_gradios_cache(prefix: str) -> pathlib.Path:
-    root = pathlib.Path(get_upload_folder())
+def own_folder(root: pathlib.Path, prefix: str) -> pathlib.Path:
+    """A new folder `<prefix><this pid>-<random>` in root, once the folders of processes that have ended are
+    removed: a server stopped by a signal leaves its own (389 of each had built up on one machine)."""
     root.mkdir(parents=True, exist_ok=True)
-    return pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    for old in root.glob(f"{prefix}*"):
+        if old.is_dir() and not _alive(old.name[len(prefix):].split("-")[0]):
+            shutil.rmtree(old, ignore_errors=True)
+    return pathlib.Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=root))
 
 
-DOWNLOADS = _in_gradios_cache("playground-downloads-")  # run JSON and sweep CSV files
-STOPS = pathlib.Path(tempfile.mkdtemp(prefix="playground-stops-"))  # a file per session whose run must stop
+def _alive(pid: str) -> bool:
+    """Whether the process of this id runs (a name without one, from before ids were written: no)."""
+    if not pid.isdigit() or not 0 < int(pid) < 2**22:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (another user's: it runs)
+        pass
+    return True
+
+
+DOWNLOADS = own_folder(pathlib.Path(get_upload_folder()), "playground-downloads-")  # run JSON and sweep CSV files
+STOPS = own_folder(pathlib.Path(tempfile.gettempdir()), "playground-stops-")  # a file per session whose run must stop
 DOWNLOAD_TTL_S = 3600  # Gradio removes older downloads (delete_cache in page.py, every SWEEP_S)
 SWEEP_S = 600
 DOWNLOADS_MAX_BYTES = 256 * 2**20  # past this the oldest downloads go first (a run's file is at most about 1 MB)
