@@ -514,7 +514,9 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
         assert "preprocess" not in str(caught.value)
     assert "vllm serve" in client.predict(*values, api_name="/export")[1]
     seed = page_inputs.SETTING_NAMES.index("seed")
+    k = page_inputs.SETTING_NAMES.index("k")
     for index, value, said in ((0, "nope", "Preset: Value: nope is not in the list of choices"),
+                               (k, "4", "Draft length k takes a number from 1 to 16, not '4'"),  # (Gradio's TypeError)
                                (seed, float("nan"), "Seed takes a finite number, not nan")):  # (a script's: the
         sent = list(values)  # log had a traceback of each; raw HTTP, as gradio_client sends no NaN)
         sent[index] = value
@@ -525,6 +527,9 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
             stream = answer.read().decode()
         assert "event: error" in stream and said in stream and "preprocess" not in stream, stream[:300]
     from playground.ui import page
+    variants = gr.CheckboxGroup(list(sweeps.VARIANTS), label="Drafts")  # a string was read letter by letter
+    with pytest.raises(gr.Error, match="Drafts takes a list of names, not 'draft model'"):
+        variants.preprocess("draft model")
     remade = page.k.__class__(**page.k.constructor_args)  # as Gradio remakes it for a session after an update
     with pytest.raises(gr.Error, match="Draft length k is empty"):  # (a wrapper on the instance was gone)
         remade.preprocess(None)

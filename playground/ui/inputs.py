@@ -144,7 +144,9 @@ def _named_refusals(own):
         span = f"from {self.minimum:g} to {self.maximum:g}"
         if payload is None:
             raise gr.Error(f"{self.label} is empty: type a number {span}", print_exception=False)
-        if isinstance(payload, (int, float)) and not self.minimum <= payload <= self.maximum:
+        if not isinstance(payload, (int, float)):  # a string from a script: Gradio's TypeError, with a traceback
+            raise gr.Error(f"{self.label} takes a number {span}, not {str(payload)[:40]!r}", print_exception=False)
+        if not self.minimum <= payload <= self.maximum:
             raise gr.Error(f"{self.label} takes a number {span}, not {payload:g}", print_exception=False)
         return own(self, payload)
     preprocess.named = True
@@ -159,6 +161,9 @@ def _named_choices(own):
     def preprocess(self, payload):
         if isinstance(payload, float) and not math.isfinite(payload):
             raise gr.Error(f"{self.label} takes a finite number, not {payload}", print_exception=False)
+        if isinstance(self, gr.CheckboxGroup) and payload is not None and not isinstance(payload, list):
+            raise gr.Error(f"{self.label} takes a list of names, not {str(payload)[:40]!r}", print_exception=False)  # (a
+            # string was read letter by letter: "Value: 'd' is not in the list of choices")
         try:
             return own(self, payload)
         except gr.Error as exc:
