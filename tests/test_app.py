@@ -182,7 +182,7 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
                      "not run: a token tree runs with the fixed draft policy for now"]
     settings.tree, settings.draft = "", "ngram"
     refused = list(experiments_tab.run_comparison(None, QUIET, ["draft model"], "def f():", *page_inputs.inputs_from_settings(settings)))
-    assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 2
+    assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
 
 
 def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
@@ -970,8 +970,8 @@ def test_a_sweep_stopped_before_its_first_value_offers_no_file(monkeypatch):
                                                                     *page_inputs.inputs_from_settings(settings)))[-1]
     assert "stopped: 0 of 2 values of k" in status and csv_path is None
     from gradio.components.dataframe import DataframeData  # the table as the page's handler reads it (a DataFrame)
-    assert not experiments_tab.sweep_rows_shown(gr.Dataframe().preprocess(DataframeData(headers=["k"], data=[[]])))
-    assert experiments_tab.sweep_rows_shown(gr.Dataframe().preprocess(DataframeData(headers=["k"], data=[[1]])))
+    assert not experiments_tab.rows_shown(gr.Dataframe().preprocess(DataframeData(headers=["k"], data=[[]])))
+    assert experiments_tab.rows_shown(gr.Dataframe().preprocess(DataframeData(headers=["k"], data=[[1]])))
     assert not table.value["data"]  # (the table this sweep left)
 
 
@@ -996,13 +996,20 @@ def test_a_point_measured_whole_before_an_experiment_halts_is_kept(monkeypatch):
 def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 16
-    status, table, _ = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"], "def f(x):",
-                                               *page_inputs.inputs_from_settings(settings)))[-1]
+    *measuring, (status, table, _, csv_path) = experiments_tab.run_comparison(
+        None, QUIET, ["draft model", "prompt lookup"], "def f(x):", *page_inputs.inputs_from_settings(settings))
     columns = {c: i for i, c in enumerate(sweeps.COMPARE_COLUMNS)}
     rows = table["data"]
     assert "done: 2 ways of drafting, 1 prompt each" in status and [r[0] for r in rows] == ["draft model", "prompt lookup"]
     baselines = [r[columns["baseline_tokens_per_s"]] for r in rows]
     assert all(b > 0 for b in baselines) and baselines[0] != baselines[1]  # two measurements, not one reused
+    assert all(update[3] in (None, gr.skip()) for update in measuring)  # a file once it has ended (it had none)
+    with open(csv_path, encoding="utf-8") as f:
+        written = list(csv.DictReader(f))
+    assert [(r["variant"], r["draft"], r["policy"]) for r in written] == [("draft model", "demo-draft", "fixed"),
+                                                                         ("prompt lookup", "ngram", "fixed")]
+    assert float(written[1]["baseline_tokens_per_s"]) == pytest.approx(baselines[1], rel=1e-3)
+    assert written[0]["preset"] == "demo" and written[0]["max_new_tokens"] == "16" and written[0]["verdict"]
 
 
 def test_the_draft_comparison_runs_under_the_playgrounds_constraint():

@@ -324,6 +324,25 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.locator("#sweep-csv")).to_be_visible()  # (it was hidden at the click and never shown again)
 
 
+def test_compare_drafts_offers_its_rows_as_a_csv(page, app_url):
+    """A sweep's rows had a CSV; a comparison's could only be copied off the screen."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=8")
+    page.get_by_role("tab", name="Experiments").click()
+    for name in ("draft model", "prompt lookup", "cascade (lookup -> draft)", "adaptive: schedule", "adaptive: confidence"):
+        box = page.get_by_role("checkbox", name=name)
+        box.check() if name == "prompt lookup" else box.uncheck()
+    csv = page.locator("#compare-csv")
+    expect(csv).to_be_hidden()
+    page.get_by_role("button", name="Compare drafts").click()
+    expect(page.locator("#compare-stop")).to_be_disabled(timeout=120_000)
+    expect(page.locator("#compare-table")).to_contain_text("prompt lookup", timeout=15_000)
+    expect(csv).to_be_visible(timeout=15_000)
+    with page.expect_download() as download:
+        csv.click()
+    text = pathlib.Path(download.value.path()).read_text(encoding="utf-8")
+    assert text.startswith("variant,speedup,") and "\nprompt lookup," in text and ",ngram,fixed," in text
+
+
 STOP_TEXTS_JS = """() => { window.stopTexts = [];
   new MutationObserver(() => { const b = document.querySelector('#sweep-stop');
     if (b) window.stopTexts.push(b.textContent.trim()); })

@@ -101,7 +101,7 @@ def test_compare_drafts_measures_each_way_once_and_is_bounded(monkeypatch):
     from playground.ui import experiments_tab
     settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), max_new_tokens=8)
     monkeypatch.setattr(experiments_tab, "MAX_EXPERIMENT_TOKENS", 8)  # one way, one prompt, 8 tokens
-    *_, (status, table, _) = experiments_tab.run_comparison(None, lambda *a, **k: None, ["prompt lookup"] * 40, "def f(",
+    *_, (status, table, _, _) = experiments_tab.run_comparison(None, lambda *a, **k: None, ["prompt lookup"] * 40, "def f(",
                                                             *page_inputs.inputs_from_settings(settings))
     assert "done: 1 way of drafting" in status and len(table["data"]) == 1
     refused = list(experiments_tab.run_comparison(None, lambda *a, **k: None, ["prompt lookup", "draft model"], "def f(",

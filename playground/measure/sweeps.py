@@ -136,14 +136,15 @@ def _unavailable(name: str, draft_id: str, policy: str, why: str) -> dict:
 CSV_COLUMNS = COLUMNS + ["speedup_estimate", "verdict"]  # the estimate a noisy row's empty speedup had
 
 
-def to_csv(rows: list[dict], about: dict | None = None) -> str:
+def to_csv(rows: list[dict], about: dict | None = None, columns: list[str] = CSV_COLUMNS) -> str:
     """The rows, each with `about`'s columns too (the settings they were measured with: a CSV
-    saved from two presets could not be told apart)."""
+    saved from two presets could not be told apart), where a row has none of its own (a compared
+    way's draft and policy are the row's)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS + list(about or {}), extrasaction="ignore")
+    writer = csv.DictWriter(out, fieldnames=columns + [k for k in about or {} if k not in columns], extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in (row | (about or {})).items()})
+        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in ((about or {}) | row).items()})
     return out.getvalue()
 
 
@@ -158,6 +159,7 @@ VARIANTS = {
 COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
                    "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "measurements", "tokens", "draft",
                    "policy"]  # the result and its note first: a narrow screen still shows them
+COMPARE_CSV_COLUMNS = COMPARE_COLUMNS + ["k", "temperature", "speedup_estimate", "verdict", "prompts"]
 
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],

@@ -141,10 +141,10 @@ def empty_sweep_table(axis: str, table):
     return _sweep_table([], axis) if table is None or len(table) == 0 else gr.skip()
 
 
-def sweep_rows_shown(table) -> bool:
-    """Whether the results table holds rows once a sweep has ended: each time it does, the CSV of those
-    rows is the download's (a refused sweep leaves the last one's table and file; a sweep stopped or
-    failed before its first value empties both)."""
+def rows_shown(table) -> bool:
+    """Whether the results table holds rows once an experiment has ended: each time it does, the CSV of
+    those rows is the download's (a refused sweep or comparison leaves the last one's table and file; one
+    stopped or failed before its first value empties both)."""
     return table is not None and len(table) > 0
 
 
@@ -152,6 +152,16 @@ def _sweep_csv(rows: list[dict], axis: str, settings) -> str:
     """The download of a sweep's rows, with the settings they were measured with."""
     about = {k: v for k, v in measured_with(settings).items() if k not in sweeps.COLUMNS}  # k, temperature: columns
     return write_download(lambda f: f.write(sweeps.to_csv(rows, about)), f"sweep-{axis}-", ".csv")
+
+
+def _comparison_csv(rows: list[dict], settings) -> str | None:
+    """The download of a comparison's rows (None before its first), with the settings they were measured with."""
+    if not rows:
+        return None
+    about = {k: v for k, v in measured_with(settings).items() if k not in ("draft", "policy")}  # (each way's own)
+    about["confidence"] = settings.confidence  # the adaptive: confidence way's threshold
+    csv_text = sweeps.to_csv(rows, about, sweeps.COMPARE_CSV_COLUMNS)
+    return write_download(lambda f: f.write(csv_text), "compare-drafts-", ".csv")
 
 
 def experiment_error(exc: Exception, outputs: int) -> list:
@@ -249,6 +259,7 @@ def _speedup_cell(row: dict) -> str:
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
+    rows: list[dict] = []
     try:
         variants, prompts_text, *values = inputs
         settings = settings_to_run(*values)
@@ -263,22 +274,22 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         _check_work(len(variants), prompts, settings)
         encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
         pace, halt = Pace(), Halt(request, "compare_drafts")
-        yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None
+        yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None, None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             yield []  # as a sweep's
             yield from sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                              lambda f, msg: progress(f, desc=msg), halt.checker(stop), spec)
-        rows = []
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
-            status = comparing(rows, variants, pace)
-            yield render.progress_note(status or _compared(rows, variants, prompts, halt), final=not status), \
-                _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows)
-        if len(rows) < len(variants):  # stopped
-            yield (render.progress_note(_compared(rows, variants, prompts, halt), final=True),
-                   _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows))
-    except (PlaygroundError, ValueError) as exc:
-        yield experiment_error(exc, 2)
+            if status := comparing(rows, variants, pace):
+                yield (render.progress_note(status), _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows),
+                       gr.skip())
+        yield (render.progress_note(_compared(rows, variants, prompts, halt), final=True),  # done, or stopped
+               _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows), _comparison_csv(rows, settings))
+    except (PlaygroundError, ValueError) as exc:  # the ways measured before it stay downloadable
+        yield experiment_error(exc, 3) if not rows else [
+            experiment_error(exc, 0)[0], _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows),
+            _comparison_csv(rows, settings)]
     finally:
         forget_stop(request, "compare_drafts")
 

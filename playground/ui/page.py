@@ -13,7 +13,7 @@ from playground.ui import render, race
 from playground.ui.api import generate
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
 from playground.ui.experiments_tab import (calculator, column_headers, column_widths, empty_sweep_table, experiment_buttons, from_last_run,
-                                           make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, sweep_rows_shown)
+                                           make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, rows_shown)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
@@ -216,9 +216,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             compare_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="compare-stop")
         compare_status = gr.HTML()
         compare_table = gr.Dataframe(headers=column_headers(sweeps.COMPARE_COLUMNS), interactive=False, wrap=True,
-                                     label=f"Results ({len(sweeps.COMPARE_COLUMNS)} columns: scroll sideways)",
+                                     label=f"Results ({len(sweeps.COMPARE_COLUMNS)} columns: scroll sideways; the CSV has them all)",
                                      column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table")
         compare_plot = gr.Plot()
+        compare_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="compare-csv")  # once it has one
         gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                     "(k c + 1)`. Your Playground runs of a draft model with a fixed k, compared with the target alone "
@@ -344,7 +345,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     measuring_events = {}  # experiment name -> its measuring event
     for button, stop, experiment, inputs, outputs, name in (
             (sweep_btn, sweep_stop, named_inputs(run_sweep, ("axis", "sweep_values", "prompts")), [axis, sweep_values, sweep_prompts], [sweep_status, sweep_table, sweep_plot, sweep_csv, k_sweep], "sweep"),
-            (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot],
+            (compare_btn, compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [variants, sweep_prompts], [compare_status, compare_table, compare_plot, compare_csv],
              "compare_drafts")):
         start, stopping, end = experiment_buttons(name, len(inputs))
         measuring = (button.click(start, None, [button, stop, *inputs], queue=False, api_visibility="private")  # as Run and Stop
@@ -357,9 +358,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         stop.click(stopping, None, stop, queue=False, api_visibility="private")
     # Download CSV shows once a sweep ended with a file (toggled here: the sweep's API returns the path alone; the
     # button's own value cannot be sent back, serving.RequestGuard refuses a file in a request)
-    sweep_btn.click(lambda: gr.update(visible="hidden"), None, sweep_csv, queue=False, api_visibility="private")
-    measuring_events["sweep"].then(lambda table: gr.update(visible=sweep_rows_shown(table) or "hidden"), sweep_table,
-                                   sweep_csv, queue=False, api_visibility="private")
+    for button, name, table, csv in ((sweep_btn, "sweep", sweep_table, sweep_csv),
+                                     (compare_btn, "compare_drafts", compare_table, compare_csv)):
+        button.click(lambda: gr.update(visible="hidden"), None, csv, queue=False, api_visibility="private")
+        measuring_events[name].then(lambda rows: gr.update(visible=rows_shown(rows) or "hidden"), table,
+                                    csv, queue=False, api_visibility="private")
     gr.on([calc_a.change, calc_k.change, calc_c.change, history.change, k_sweep.change, demo.load], calculator,
           [calc_a, calc_k, calc_c, history, k_sweep], [calc_text, calc_plot], preprocess=False,  # values checked there
           trigger_mode="always_last", api_visibility="private")  # one at a time, then the newest (a link or "Set
