@@ -418,6 +418,7 @@ def test_a_constrained_dynamic_tree_is_the_constrained_target_alone(closing_tree
 @pytest.mark.parametrize("text,message", [("4,4/0", "1 to 64 nodes"), ("4,4/65", "1 to 64 nodes"), ("/8", "children per depth"),
                                           ("4,4/x", "dynamic tree with its node"), ("4,4/12345", "at most 8 deep, 8 children a node, 64 nodes"),
                                           ("99999,99999", "at most 8 deep"),  # (said as bad syntax: "children per depth, e.g.")
+                                          (",".join(["1"] * 21), "at most 8 deep"),  # (so were 21 ones: 41 characters)
                                           ("100,100", "1 to 8 children per node, 64 nodes at most, e.g. 3,2,1; got 100,100"),
                                           ("2,2/100", "1 to 64 nodes, got 100")])  # (100,100 was called bad syntax)
 def test_dynamic_tree_settings_are_checked(text, message):
