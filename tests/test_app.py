@@ -714,6 +714,16 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
     assert not any(r.exc_info for r in caplog.records)
 
 
+def test_a_trees_refusals_are_said_beside_the_tree():
+    """A tree under prompt lookup, and a tree past its length, were said under Run (the tree's other refusals
+    beside it, with a pointer under Run)."""
+    for draft, tree, said in (("ngram", "2,2", "a token tree is drafted by a draft model"),
+                              ("demo-draft", "9" * 5000, "the tree's length (characters) is 5000")):
+        outputs = run_preset("demo", draft=draft, tree=tree)
+        assert len(outputs) == 1 and said in html.unescape(outputs[0][MESSAGE_SLOTS["tree"]]), outputs[0][12:19]
+        assert "Advanced" in outputs[0][MESSAGE_SLOTS["run"]]  # the pointer to it
+
+
 @pytest.mark.parametrize("kind", ["grammar", "regex", "JSON schema"])
 def test_a_kind_of_constraint_picked_with_its_box_empty_is_refused_beside_it(kind):
     """Constraint 'grammar' with nothing written ran unconstrained, without a word (a newcomer's pass)."""

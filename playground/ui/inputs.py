@@ -11,7 +11,7 @@ import gradio as gr
 
 from playground.constraints import from_user, read_constraint, worker
 from playground.constraints.compile import READ_SECONDS
-from playground.errors import PlaygroundError
+from playground.errors import PlaygroundError, blamed_on
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.metrics import counted
@@ -181,10 +181,14 @@ for _choosing in (gr.Dropdown, gr.Radio, gr.CheckboxGroup, gr.Number):
         _choosing.preprocess = _named_choices(_choosing.preprocess)
 
 
+TEXT_PLACES = {"target": "model", "draft": "model", "prompt": "prompt", "constraint": "constraint", "tree": "tree"}
+
+
 def bounded_text(name: str, value, limit: int = MAX_NAME_CHARS) -> str:
-    """A text input within its length limit."""
-    value = typed(name, value, str)
-    at_most(len(value), limit, f"the {name}'s length (characters)")
+    """A text input within its length limit; a refusal is said beside its box (TEXT_PLACES), not under Run."""
+    with blamed_on(TEXT_PLACES.get(name, "run")):
+        value = typed(name, value, str)
+        at_most(len(value), limit, f"the {name}'s length (characters)")
     return value
 
 

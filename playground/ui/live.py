@@ -81,8 +81,10 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
                   confidence=settings.confidence, compile=settings.compile)
     with blamed_on("settings"):
         cfg = session.settings(**chosen)
-    with blamed_on("tree"):  # the tree, and what it needs of the settings above
+    with blamed_on("tree"):  # the tree, and what it needs of the settings above and of the draft
         tree = tree_fields(settings.tree)
+        if tree["tree"]:
+            session.check_tree_drafter(settings.draft)
         cfg = session.settings(**chosen, **tree) if tree["tree"] else cfg
     with blamed_on("constraint"):
         check_backend(settings.backend)  # with no constraint too: an API caller's text is echoed
