@@ -215,6 +215,8 @@ def _reseeded(cfg, seed):
 def format_text(out: dict) -> str:
     s = out["stats"]
     acceptance = f"{s['acceptance_rate']:.2f}" if s["proposed"] else "n/a (nothing was drafted)"
+    if s["proposed"] and s["theory_tokens_per_round"] is None:  # (a tree's rounds: every node counts)
+        acceptance += " of the tree's nodes"
     lines = [out["text"], "", f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
     if "compile_s" in out:

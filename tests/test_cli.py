@@ -297,6 +297,19 @@ def test_flags_the_run_does_not_use_are_said(capsys, saved_pair):
     assert code == 0 and err == "note: --k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length\n"
 
 
+def test_a_trees_acceptance_is_said_per_node_and_has_no_chain_theory(capsys, saved_pair):
+    """--tree printed "acceptance 0.21", read as a chain's, and its JSON kept the chain formula's tokens per round
+    at k = the tree's depth (0.02 of an 8,8/64 tree's nodes are kept while it writes 2.5 tokens a pass)."""
+    target, draft = saved_pair
+    base = ["--target", str(target), "--draft", str(draft), "--prompt", "def f(x):", "--max-new-tokens", "12"]
+    code, out, _ = run_cli(capsys, *base, "--tree", "2,2")
+    assert code == 0 and re.search(r"acceptance \d\.\d\d of the tree's nodes,", out), out[-300:]
+    code, out, _ = run_cli(capsys, *base, "--tree", "2,2", "--json")
+    assert json.loads(out)["stats"]["theory_tokens_per_round"] is None
+    code, out, _ = run_cli(capsys, *base, "--k", "2", "--json")
+    assert json.loads(out)["stats"]["theory_tokens_per_round"] > 0  # a chain's
+
+
 def test_one_token_is_said_so_and_an_unusable_device_is_one_line(capsys, saved_pair):
     """A CLI review: '-- 1 tokens in 0.03 s', 'acceptance 0.00' where nothing was drafted; --device mps
     or meta (names torch knows) ended in a 30-line traceback where 'gpu' was one line."""
