@@ -784,6 +784,37 @@ def _join(app_url, fn_index: int, data: list, address: str, route: str = "queue/
         return refused.code, refused.read().decode()
 
 
+def test_a_page_gone_while_its_constraint_compiles_frees_the_device(app_url, client, monkeypatch):
+    """Gradio closes a run's generator only when the run hands it something, and a run hands nothing while
+    its constraint compiles: a visitor who closed the tab then held the device to the compile's end (19 s on a
+    256-property schema with xgrammar), and the next visitor waited. Gradio marks the event gone at once."""
+    import http.client
+    import socket
+    from playground.constraints import worker
+    from playground.ui import live, page
+    real = live.session.constrain
+    monkeypatch.setattr(live.session, "constrain", lambda pair, spec: worker.bounded(time.sleep, 30, seconds=60)
+                        if spec is not None and spec.text == "[0-9]+" else real(pair, spec))
+    fn = next(i for i, f in page.demo.fns.items() if f.api_name == "generate")
+    session = uuid.uuid4().hex[:11]
+    body = {"data": ["x = ", "demo", 0, -1, 8, -1, "", "[0-9]+", False, "", "", ""], "fn_index": fn, "session_hash": session}
+    host = urllib.parse.urlsplit(app_url)
+    joined = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+    joined.request("POST", "/gradio_api/queue/join", json.dumps(body), {"Content-Type": "application/json"})
+    assert joined.getresponse().status == 200
+    stream = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+    stream.request("GET", f"/gradio_api/queue/data?session_hash={session}")
+    answer = stream.getresponse()
+    answer.read(64)  # (its first message: the run has started)
+    time.sleep(2)
+    stream.sock.shutdown(socket.SHUT_RDWR)  # the tab closed, the compile 2 s in
+    answer.close()
+    stream.close()
+    began = time.monotonic()
+    assert client.predict("x = ", "demo", 3, 0.0, 8, 1, "", "", False, api_name="/generate")["token_ids"]
+    assert time.monotonic() - began < 15  # (the compile alone: 30 s)
+
+
 def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     """One caller's calls filled the 32-event queue and held everyone else off for 32 runs: past
     DEVICE_RUNS_PER_CLIENT runs on the device queued or running (or QUEUED_PER_CLIENT events of any

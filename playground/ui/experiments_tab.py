@@ -22,10 +22,11 @@ from playground.ui.gpu import on_gpu
 from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
                                           read_experiment, sweep_values)
 from playground.ui.inputs import chain_theory, page_url, settings_from_inputs, settings_to_run, typed, user_error
-from playground.ui.pacing import IDLE_S, paced
+from playground.ui.pacing import paced
 from playground.ui.serving import device_waiting
 from playground.ui.share import RANGES, share_url
 
+IDLE_S = 2.0  # an experiment's progress is handed to the page again this often: a closed page is noticed then
 log = logging.getLogger("playground.ui")
 
 

@@ -20,7 +20,7 @@ from playground.events import Round, RunResult, round_json
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models
-from playground.ui.pacing import IDLE_S, paced
+from playground.ui.pacing import paced
 from playground.ui.serving import device_waiting
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
@@ -30,7 +30,7 @@ PAGE_UPDATE_S = 0.5  # at most 2 a second handed to the page (each is drawn and 
 
 @dataclass(slots=True)
 class Snapshot:
-    phase: str  # "preparing" (loading, compiling), "speculative", "baseline", "measuring", "done" or "stopped"
+    phase: str  # "speculative", "baseline" or "done"
     settings: Settings
     events: list = field(default_factory=list)  # speculative Prefill + Rounds so far
     baseline_events: list = field(default_factory=list)
@@ -118,19 +118,16 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     """The run's snapshots: loaded and checked (`progress` told while models load), then streamed.
     It runs on an engine thread and the newest snapshot is handed over at most every `every`
     seconds, the last always (playground.ui.pacing), so the engine never waits while the caller draws
-    and sends a page, the first a "preparing" one, handed again every IDLE_S until the next; every=0:
-    in the caller's thread, each snapshot in turn (none preparing). Once `should_stop()`
+    and sends a page; every=0: in the caller's thread, each snapshot in turn. Once `should_stop()`
     is true the run ends early with what it has (phase "stopped": text, stats and baseline so far).
     With the comparison on, the target alone runs interleaved with it (speedup.interleave); when
     that one measurement cannot tell the speedup, more are made (phase "measuring")."""
     def run(stop=None) -> Iterator[Snapshot]:
         stopping = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
-        if stop is not None:  # handed again while models load and the constraint compiles (pacing's idle): a
-            yield Snapshot("preparing", settings)  # page gone then is noticed, and its compile ended
         with worker.stopped_by(stopping):  # Stop ends a constraint's check or compile in a worker too
             pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
         yield from _snapshots(settings, pair, ids, cfg, constraint, stopping)
-    return paced(run, every, IDLE_S) if every else run()
+    return paced(run, every) if every else run()
 
 
 def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:

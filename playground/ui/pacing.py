@@ -26,7 +26,6 @@ from playground.limits import CONCURRENCY
 
 T = TypeVar("T")
 ENGINE_THREADS = "playground-engine"  # their names' prefix
-IDLE_S = 2.0  # work that makes nothing new for this long is handed to the page again: a closed page is noticed then
 _engine = ThreadPoolExecutor(max_workers=max(1, CONCURRENCY), thread_name_prefix=ENGINE_THREADS)
 _handed: dict[str, tuple[threading.Event, object]] = {}  # Gradio event id -> (its work's stop, its request), from
 # the work's hand-over until it ends: a cancelled event's work goes on to its next item, or waits its turn
@@ -64,6 +63,13 @@ def handed_requests() -> list[tuple[str, object]]:
     return [(event_id, request) for event_id, (_, request) in list(_handed.items())]
 
 
+def _gradio_event(event_id: str | None):
+    """The Event Gradio is running for `event_id` (its `alive` turns false once the page's stream closes), or None."""
+    queue = getattr(LocalContext.blocks.get(None), "_queue", None)
+    jobs = getattr(queue, "active_jobs", None) or []
+    return next((e for job in list(jobs) if job for e in job if getattr(e, "_id", None) == event_id), None)
+
+
 def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float | None = None) -> Iterator:
     """Run the iterator `make(stop)` on an engine thread (in the caller's context, so Gradio's
     progress reaches the page) and yield its newest item at most every `every` seconds, and no more
@@ -72,10 +78,12 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     Closing this generator sets `stop` (the work should end at its next item) without waiting.
     With `idle`, the newest item again after that long without a new one: Gradio closes the
     generator of a page that has gone only when it hands it something (an experiment's point makes
-    nothing for minutes)."""
+    nothing for minutes). Gradio's event marked gone (its page's stream closed) sets `stop` too, looked
+    at every `every` seconds: a run hands nothing while its models load and its constraint compiles."""
     stop, finished, failure = threading.Event(), threading.Event(), []
     newest = [0, None]  # [items made, the last] (an item may be the same object, grown)
     event_id = LocalContext.event_id.get(None)
+    event = _gradio_event(event_id)
     if event_id is not None:
         _handed[event_id] = stop, LocalContext.request.get(None)
 
@@ -99,6 +107,8 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     sent, wait, last = 0, every, time.monotonic()
     try:
         while not finished.wait(wait):
+            if event is not None and not event.alive:  # a visitor who left during a compile held the engine to
+                stop.set()  # its end, 19 s (a 256-property schema on xgrammar), and the next visitor waited
             count, item = newest
             if count != sent or (idle is not None and count and time.monotonic() - last >= idle):
                 sent, handed = count, time.perf_counter()

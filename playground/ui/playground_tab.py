@@ -143,9 +143,6 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                               should_stop=lambda: stop_requested(request) or superseded())
         snap, phase, first = None, None, True  # first: the update that clears the last run's outputs
         for snap in snaps:  # and sets the messages (the pacing may hand over any phase first)
-            if snap.phase == "preparing":  # models loading, a constraint compiling: nothing to draw, but a page
-                yield [gr.skip()] * 12 + SKIP_MESSAGES + [gr.skip()] * 3  # that has gone is noticed (its compile ends)
-                continue
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
             # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
@@ -175,7 +172,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     finally:
         if not superseded():  # (else a newer click owns the stop flag now)
             forget_stop(request)
-    if snap is None or snap.phase == "preparing":  # cancelled (Gradio's /cancel) before anything was made
+    if snap is None:  # cancelled before its work started (Gradio's /cancel): nothing made, nobody reading
         return
     measure = live.speedup(snap) if chain_theory(settings) else None  # None: no comparison, or not the calculator's model
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
