@@ -1,6 +1,7 @@
 """What `generate` (and `export`) was given but will not use, said on stderr before it runs: a flag accepted in
 silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat template
 took effect nowhere and said nothing)."""
+from playground.draft_ids import NGRAM
 
 
 def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, draft: str) -> list[str]:
@@ -45,7 +46,7 @@ def _sampling_unused(args, cfg, draft: str) -> list[str]:
         if args.num_samples > 1:
             notes.append(f"--num-samples {args.num_samples} under greedy decoding writes the same text each time "
                          "(give --temperature above 0 for samples that differ)")
-    if cfg.policy == "confidence" and draft == "ngram":
+    if cfg.policy == "confidence" and draft == NGRAM:
         notes.append("--policy confidence is not used: prompt lookup's guesses have no probabilities to be unsure "
                      "of; they are drafted as under fixed (k the most)")
     return notes

@@ -149,16 +149,16 @@ def tree_shape(text: str) -> tuple[int, ...]:
     parts = [part.strip() for part in shape.split(",")] if shape.strip() else []
     numbers = parts + [n.strip() for n in (budget, lookup) if n is not None]
     shown = text if len(text) <= 40 else text[:40] + "…"
-    written = all(part.isascii() and part.isdigit() for part in numbers)
-    if written and (len(text) > 40 or any(len(p) > 4 for p in numbers)):  # (said as bad syntax: 99999,99999, or
-        # 21 ones; smaller sizes past the bounds are SpecConfig's to say)
-        raise PlaygroundError(f"a token tree is at most {MAX_TREE_DEPTH} deep, {MAX_TREE_BRANCHING} children a node, "
-                              f"{MAX_TREE_NODES} nodes (a dynamic tree's budget too); got '{shown}'")
-    if not written:
+    if not all(part.isascii() and part.isdigit() for part in numbers):
         raise PlaygroundError(f"a token tree is children per depth, e.g. 1,2,1,1, or a dynamic tree with its node "
                               f"budget, e.g. 4,4,4,4/16, with up to N looked-up tokens: +N; got '{shown}'")
     if (budget is not None or lookup is not None) and not parts:
         raise PlaygroundError(f"a token tree needs its children per depth first, e.g. 4,4,4/12 or 1,1,1+3; got '{shown}'")
+    if len(text) > 40 or any(int(n) > 9999 for n in numbers):  # (said as bad syntax: 99999,99999, or 21 ones;
+        # smaller sizes past the bounds are SpecConfig's to say)
+        raise PlaygroundError(f"a token tree is at most {MAX_TREE_DEPTH} deep, {MAX_TREE_BRANCHING} children a node, "
+                              f"{MAX_TREE_NODES} nodes (a dynamic tree's budget too), a prompt-lookup branch at most "
+                              f"{MAX_TREE_DEPTH} tokens; got '{shown}'")
     return tuple(int(part) for part in parts)
 
 

@@ -66,7 +66,7 @@ def _chat(s) -> bool:
 def _no_thinking(s, constraint) -> bool:
     """Qwen3 asked to answer without thinking, as the playground asks it (config.thinks); its template
     reads enable_thinking (other templates ignore it: not emitted for them)."""
-    return _chat(s) and s.target.startswith("Qwen/Qwen3-") and not thinks(constraint is not None, getattr(s, "think_budget", 0))
+    return _chat(s) and s.target.startswith("Qwen/Qwen3-") and not thinks(constraint is not None, s.think_budget)
 
 
 def _widths(s, draft: str | None) -> tuple[int, int] | None:

@@ -205,6 +205,26 @@ def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
     assert chart is not None and [row[0] for row in csv.reader(open(csv_path))] == ["k", "1"]
 
 
+def test_a_comparison_that_fails_at_once_after_a_way_keeps_it(monkeypatch):
+    """The error path took the rows the page was last handed: a way measured just before the next one failed
+    (within a pacing interval) was lost, table and CSV."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens = 8
+    calls, measured = [], sweeps.measured
+
+    def failing_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise PlaygroundError("this run spent 31 s of CPU on its constraint, more than this host allows (30 s)")
+        return measured(*args, **kwargs)
+    monkeypatch.setattr(sweeps, "measured", failing_second)
+    monkeypatch.setattr(experiments_tab.live, "PAGE_UPDATE_S", 30.0)  # the first way is never handed to the page
+    status, table, _, csv_path = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"],
+                                                                     "def f():", *page_inputs.inputs_from_settings(settings)))[-1]
+    assert "more than this host allows (30 s)" in status and [row[0] for row in table["data"]] == ["draft model"]
+    assert [row[0] for row in csv.reader(open(csv_path))] == ["variant", "draft model"]
+
+
 def test_links_and_presets_stay_inside_what_the_sliders_show():
     settings, notices = from_query({"k": "20", "max_new_tokens": "96", "temperature": "3"}, allow_custom=False)
     default = Settings.from_preset(page_inputs.PRESETS[settings.preset])  # no preset in the link: the default one
@@ -617,7 +637,8 @@ def test_api_generate_runs_a_share_link(client):
     assert client.predict(link=experiments, api_name="/generate")["token_ids"] == final["token_ids"]  # its settings run
     for link, said in ((url + "&bogus=1", "the link: ignored unknown parameter 'bogus'"),
                        (url + "&k=2&k=3", "the link: 'k' is given 3 times: the last, '3', is used"),
-                       (url.replace("preset=demo", "preset=nope"), "the link: unknown preset 'nope'")):
+                       (url.replace("preset=demo", "preset=nope"), "the link: unknown preset 'nope'"),
+                       (experiments + "&calc_k=999", "the link: ignored calc_k='999'")):  # (as the page says)
         with pytest.raises(Exception, match=said):
             client.predict(link=link, api_name="/generate")
     with pytest.raises(Exception, match="give a preset or a link, not both"):

@@ -257,12 +257,12 @@ def test_the_folders_of_servers_that_have_ended_are_removed_when_one_starts(tmp_
     import subprocess
     ended = subprocess.Popen(["true"])
     ended.wait()
-    for name in (f"p-{ended.pid}-abc", "p-x1y2z3", f"p-{os.getpid()}-mine", f"p-{os.getppid()}-parent"):
-        (tmp_path / name).mkdir()
+    for name in (f"p-{ended.pid}-abc", "p-x1y2z3", f"p-{os.getpid()}-lastboot", f"p-{os.getppid()}-parent"):
+        (tmp_path / name).mkdir()  # (this process's id on a folder made before it: a container restarted)
         (tmp_path / name / "file").write_text("x")
     made = files.own_folder(tmp_path, "p-")
     assert made.name.startswith(f"p-{os.getpid()}-") and made.is_dir()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([made.name, f"p-{os.getpid()}-mine", f"p-{os.getppid()}-parent"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([made.name, f"p-{os.getppid()}-parent"])
     assert files.DOWNLOADS.name.startswith(f"playground-downloads-{os.getpid()}-")
 
 

@@ -419,6 +419,7 @@ def test_a_constrained_dynamic_tree_is_the_constrained_target_alone(closing_tree
                                           ("4,4/x", "dynamic tree with its node"), ("4,4/12345", "at most 8 deep, 8 children a node, 64 nodes"),
                                           ("99999,99999", "at most 8 deep"),  # (said as bad syntax: "children per depth, e.g.")
                                           (",".join(["1"] * 21), "at most 8 deep"),  # (so were 21 ones: 41 characters)
+                                          ("/99999", "needs its children per depth first"), ("1,2+12345", "lookup branch at most 8"),
                                           ("100,100", "1 to 8 children per node, 64 nodes at most, e.g. 3,2,1; got 100,100"),
                                           ("2,2/100", "1 to 64 nodes, got 100")])  # (100,100 was called bad syntax)
 def test_dynamic_tree_settings_are_checked(text, message):
@@ -427,3 +428,4 @@ def test_dynamic_tree_settings_are_checked(text, message):
         session.settings(tree=tree_shape(text), tree_budget=tree_budget(text))
     with pytest.raises(PlaygroundError, match="greedy"):
         session.settings(tree=(4, 4), tree_budget=8, temperature=0.7)
+    assert (tree_shape("00002,2/00006"), tree_budget("00002,2/00006")) == ((2, 2), 6)  # within the bounds, as written

@@ -86,9 +86,9 @@ def _base_settings(preset: str, link: str) -> Settings:
     at_most(len(link), MAX_LINK_CHARS, "the length of the link (characters)")
     query = urllib.parse.urlsplit(link).query if "?" in link else link
     params, repeated = last_of_each(urllib.parse.parse_qsl(query, keep_blank_values=True))
-    params = experiment_from_query(params)[2]  # an Experiments link's own inputs are not a run's (it was refused)
-    settings, notices = from_query(params, custom_models_allowed())
-    notices = repeated + notices
+    _, _, params, ignored = experiment_from_query(params)  # an Experiments link's own inputs are not a run's (the
+    settings, notices = from_query(params, custom_models_allowed())  # link was refused), but checked as the page's
+    notices = repeated + ignored + notices
     if notices:
         raise PlaygroundError("the link: " + "; ".join(notice[:200] for notice in notices[:5])
                               + f" (and {len(notices) - 5} more)" * (len(notices) > 5))

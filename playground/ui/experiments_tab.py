@@ -260,7 +260,7 @@ def _speedup_cell(row: dict) -> str:
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
-    rows: list[dict] = []
+    measured: list[dict] = []  # the ways measured so far, kept on the engine thread (the page's last may be older)
     try:
         variants, prompts_text, *values = inputs
         settings = settings_to_run(*values)
@@ -279,18 +279,20 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             yield []  # as a sweep's
-            yield from sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
-                                             lambda f, msg: progress(f, desc=msg), halt.checker(stop), spec)
+            for rows in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
+                                              lambda f, msg: progress(f, desc=msg), halt.checker(stop), spec):
+                measured[:] = rows
+                yield rows
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
             if status := comparing(rows, variants, pace):
                 yield (render.progress_note(status), _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows),
                        gr.skip())
-        yield (render.progress_note(_compared(rows, variants, prompts, halt), final=True),  # done, or stopped
-               _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows), _comparison_csv(rows, settings))
+        yield (render.progress_note(_compared(measured, variants, prompts, halt), final=True),  # done, or stopped
+               _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured), _comparison_csv(measured, settings))
     except (PlaygroundError, ValueError) as exc:  # the ways measured before it stay downloadable
-        yield experiment_error(exc, 3) if not rows else [
-            experiment_error(exc, 0)[0], _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows),
-            _comparison_csv(rows, settings)]
+        yield experiment_error(exc, 3) if not measured else [
+            experiment_error(exc, 0)[0], _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured),
+            _comparison_csv(measured, settings)]
     finally:
         forget_stop(request, "compare_drafts")
 

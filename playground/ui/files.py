@@ -22,10 +22,12 @@ from gradio.utils import get_upload_folder
 
 def own_folder(root: pathlib.Path, prefix: str) -> pathlib.Path:
     """A new folder `<prefix><this pid>-<random>` in root, once the folders of processes that have ended are
-    removed: a server stopped by a signal leaves its own (389 of each had built up on one machine)."""
+    removed: a server stopped by a signal leaves its own (389 of each had built up on one machine). One of this
+    process's id is an earlier one's (a container restarted keeps its ids and may keep /tmp): made before this."""
     root.mkdir(parents=True, exist_ok=True)
     for old in root.glob(f"{prefix}*"):
-        if old.is_dir() and not _alive(old.name[len(prefix):].split("-")[0]):
+        owner = old.name[len(prefix):].split("-")[0]
+        if old.is_dir() and (owner == str(os.getpid()) or not _alive(owner)):
             shutil.rmtree(old, ignore_errors=True)
     return pathlib.Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=root))
 
