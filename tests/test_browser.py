@@ -571,7 +571,8 @@ def test_the_tree_tab_draws_each_rounds_drafts(page, app_url, tree, nodes):
     page.get_by_role("tab", name="Tree").click()
     first = page.locator("#tree-view .tround").first
     expect(first).to_be_visible(timeout=15_000)
-    assert first.locator(".tnode").count() <= nodes and page.locator("#tree-view .tnode.kept").count() > 0
+    assert first.locator(".tnode:not(.corrected):not(.bonus)").count() <= nodes and page.locator("#tree-view .tnode.kept").count() > 0
+    assert first.locator(".tnode.corrected, .tnode.bonus").count() <= 1  # the target's own token, after the kept path
     if tree:
         verified = int(re.search(r"(\d+) nodes verified", first.inner_text()).group(1))
         assert verified == nodes if "+" not in tree else 6 <= verified <= nodes

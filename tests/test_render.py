@@ -1,4 +1,7 @@
 """What the stream shows: a rejected newline stays on its line as a visible, struck-through symbol."""
+import html as html_text
+import re
+
 import pytest
 
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Round, TokenEvent
@@ -216,6 +219,23 @@ def test_the_tree_view_says_when_it_shows_only_the_last_rounds():
     html = tree_view(rounds)
     assert f"the last {ROUNDS_SHOWN} of {ROUNDS_SHOWN + 3} rounds" in html and html.count('class="tround"') == ROUNDS_SHOWN
     assert "the last" not in tree_view(rounds[:ROUNDS_SHOWN])
+
+
+def test_the_tree_view_tells_refused_from_never_judged_and_ends_in_the_targets_token():
+    """Every node off the kept path was struck through and read "refused", those under a refused node too (the
+    walk never reached them; one had p_target 0.998), and the target's own token was not drawn."""
+    from playground.events import CORRECTED
+    from playground.ui.tree_view import tree_view
+    tree = {"tokens": [1, 2, 3, 4, 5], "parents": [-1, -1, 0, 1, 1], "path": [0],  # 0 kept; 1 refused; 2 refused
+            "text": ["a", "b", "c", "d", "e"], "p_target": [0.9, 0.1, 0.2, 0.998, 0.3], "p_draft": [0.5] * 5}  # 3, 4 unjudged
+    r = Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 9, "Z", p_target=0.7)], 5, 1, 1, 1, 0.0, 0.0, 0.0,
+              tree=tree)
+    view = tree_view([r])
+    kinds = re.findall(r'class="tnode (\w+)"[^>]*>([^<]*)<', view)
+    assert kinds == [("kept", "a"), ("refused", "c"), ("corrected", "Z"), ("refused", "b"), ("unjudged", "d"),
+                     ("unjudged", "e")], kinds  # the target's token after the kept path, beside a's refused child
+    assert "the target's own token (corrected) · p_target 0.700" in html_text.unescape(view)
+    assert 'tabindex="0" role="region"' in view  # (it scrolls: reachable from the keyboard)
 
 
 def test_a_rounds_title_names_a_tree_by_its_nodes_and_depth():

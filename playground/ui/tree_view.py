@@ -1,10 +1,12 @@
 """The page's tree view: what the draft proposed in each of the last rounds, as a tree. A token
 tree's round shows every node under its parent; a chain's round is the one-branch tree of its
-drafts. The kept path is green, every other node struck through (in a chain, those after the first refused
-one were never judged); hover a node for the target's and the draft's probabilities of it. Nested lists with a bounded height: readable at 30+ nodes."""
+drafts. The kept path is green and ends in the target's own token (corrected or bonus, in its colour);
+a node the target judged and refused is struck through in red, one it never judged (under a refused
+node, or after a chain's first refused guess) struck through lightly; hover a node for the target's and
+the draft's probabilities of it. Nested lists with a bounded height: readable at 30+ nodes."""
 import html
 
-from playground.events import ACCEPTED, REJECTED, Round
+from playground.events import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 from playground.ui.render import COLOURS, UNDERLINES
 
 ROUNDS_SHOWN = 6  # the last rounds drawn; older ones are in the stream and the download
@@ -22,7 +24,14 @@ CSS = """
 .treeview .tnode.refused { text-decoration: line-through; color: %s; }
 .dark .treeview .tnode.refused { color: #f87171; }  /* (opacity 0.75 over the red: 3.5:1 on white, 2.7:1 on dark) */
 .treeview .tnode.refused::before { content: "" / "refused: "; }  /* said by a screen reader, not shown */
-""" % (COLOURS[ACCEPTED], UNDERLINES[ACCEPTED][0], COLOURS[ACCEPTED], UNDERLINES[REJECTED][0])
+.treeview .tnode.unjudged { text-decoration: line-through dotted; color: var(--body-text-color-subdued); }
+.treeview .tnode.unjudged::before { content: "" / "never judged: "; }
+.treeview .tnode.kept::before { content: "" / "kept: "; }
+.treeview .tnode.corrected { border-bottom: 3px double %s; }
+.treeview .tnode.bonus { border-bottom: 3px dotted %s; }
+.treeview .tnode.corrected::before, .treeview .tnode.bonus::before { content: "" / "the target's own: "; }
+""" % (COLOURS[ACCEPTED], UNDERLINES[ACCEPTED][0], COLOURS[ACCEPTED], UNDERLINES[REJECTED][0],
+       UNDERLINES[CORRECTED][0], UNDERLINES[BONUS][0])
 
 
 def tree_view(events: list) -> str:
@@ -34,16 +43,18 @@ def tree_view(events: list) -> str:
     if len(rounds) > ROUNDS_SHOWN:  # said, so that a view starting at round 8 does not look cut
         body = (f'<div class="thead">the last {ROUNDS_SHOWN} of {len(rounds)} rounds that drafted (all of them are in '
                 f'the stream and the download)</div>') + body
-    return f'<div class="treeview" id="tree-view">{body}</div>'
+    return (f'<div class="treeview" id="tree-view" tabindex="0" role="region" aria-label="each round\'s drafts '
+            f'as trees">{body}</div>')  # (focusable: it scrolls)
 
 
 def round_tree(r: Round) -> dict:
     """A round's drafts as {tokens, parents, path, text, p_target, p_draft, unjudged}: its token tree, or the
     chain of its drafted tokens (parent: the one before; unjudged: those after the first refused one)."""
     if r.tree:
-        n = len(r.tree["tokens"])
+        n, path = len(r.tree["tokens"]), set(r.tree["path"])
+        unjudged = {node for node, parent in enumerate(r.tree["parents"]) if parent >= 0 and parent not in path}
         return {"text": [str(t) for t in r.tree["tokens"]], "p_target": [None] * n, "p_draft": [None] * n,
-                "unjudged": set(), **r.tree}
+                "unjudged": unjudged, **r.tree}  # (unjudged: under a node the target refused, its walk ended there)
     drafts = [t for t in r.tokens if t.kind in (ACCEPTED, REJECTED)]
     refused = next((i for i, t in enumerate(drafts) if t.kind == REJECTED), len(drafts))
     return {"tokens": [t.token_id for t in drafts], "parents": list(range(-1, len(drafts) - 1)),
@@ -59,12 +70,23 @@ def _round_html(r: Round) -> str:
         children.setdefault(parent, []).append(node)
     head = (f'round {r.index}: {len(tree["tokens"])} node{"s" * (len(tree["tokens"]) != 1)} verified in one pass, '
             f'{len(tree["path"])} kept')
-    return f'<div class="tround"><div class="thead">{head}</div>{_list(-1, children, tree, set(tree["path"]))}</div>'
+    own = next((t for t in r.tokens if t.kind in (CORRECTED, BONUS)), None)  # the target's token after the kept path
+    end = (tree["path"][-1] if tree["path"] else -1, own)
+    return f'<div class="tround"><div class="thead">{head}</div>{_list(-1, children, tree, set(tree["path"]), end)}</div>'
 
 
-def _list(parent: int, children: dict, tree: dict, kept: set) -> str:
-    items = "".join(f"<li>{_node(n, tree, kept)}{_list(n, children, tree, kept)}</li>" for n in children.get(parent, []))
+def _list(parent: int, children: dict, tree: dict, kept: set, end: tuple) -> str:
+    items = "".join(f"<li>{_node(n, tree, kept)}{_list(n, children, tree, kept, end)}</li>" for n in children.get(parent, []))
+    if parent == end[0] and end[1] is not None:
+        items += f"<li>{_own(end[1])}</li>"
     return f"<ul>{items}</ul>" if items else ""
+
+
+def _own(t) -> str:
+    """The target's own token where the kept path ends: corrected (it refused the drafts there) or bonus."""
+    title = (f"the target's own token ({t.kind})" + (f" · p_target {t.p_target:.3f}" if t.p_target is not None else ""))
+    text = (t.text or "◦").replace("\n", "↵")
+    return f'<span class="tnode {t.kind}" title="{html.escape(title)}">{html.escape(text)}</span>'
 
 
 def _node(n: int, tree: dict, kept: set) -> str:
@@ -72,9 +94,9 @@ def _node(n: int, tree: dict, kept: set) -> str:
     if tree["p_draft"][n] is None and tree["p_target"][n] is not None:
         title += " · prompt lookup (not drafted)"
     if n in tree["unjudged"]:
-        title += " · never judged: it came after a refused guess"
+        title += " · never judged: it came after a refused guess"  # (its p_target assumes that guess)
     if not tree["text"][n]:
         title += " · no text of its own: part of a character a later token completes"
     text = (tree["text"][n] or "◦").replace("\n", "↵")
-    css = "kept" if n in kept else "refused"
+    css = "kept" if n in kept else "unjudged" if n in tree["unjudged"] else "refused"
     return f'<span class="tnode {css}" title="{html.escape(title)}">{html.escape(text)}</span>'
