@@ -185,11 +185,8 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
 
 
-def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
-    """An error at the second value (here the host's constraint bound, forced) returned before the CSV
-    was written: the first value's measurement, minutes on a CPU, could not be downloaded."""
-    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
-    settings.max_new_tokens = 8
+def fail_the_second_measurement(monkeypatch) -> None:
+    """The second point of an experiment fails (here the host's constraint bound, forced)."""
     calls, measured = [], sweeps.measured
 
     def failing_second(*args, **kwargs):
@@ -198,6 +195,14 @@ def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
             raise PlaygroundError("this run spent 31 s of CPU on its constraint, more than this host allows (30 s)")
         return measured(*args, **kwargs)
     monkeypatch.setattr(sweeps, "measured", failing_second)
+
+
+def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
+    """An error at the second value (here the host's constraint bound, forced) returned before the CSV
+    was written: the first value's measurement, minutes on a CPU, could not be downloaded."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens = 8
+    fail_the_second_measurement(monkeypatch)
     status, table, chart, csv_path, _ = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def f():",
                                                                        *page_inputs.inputs_from_settings(settings)))[-1]
     assert "more than this host allows (30 s)" in status
@@ -210,14 +215,7 @@ def test_a_comparison_that_fails_at_once_after_a_way_keeps_it(monkeypatch):
     (within a pacing interval) was lost, table and CSV."""
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens = 8
-    calls, measured = [], sweeps.measured
-
-    def failing_second(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise PlaygroundError("this run spent 31 s of CPU on its constraint, more than this host allows (30 s)")
-        return measured(*args, **kwargs)
-    monkeypatch.setattr(sweeps, "measured", failing_second)
+    fail_the_second_measurement(monkeypatch)
     monkeypatch.setattr(experiments_tab.live, "PAGE_UPDATE_S", 30.0)  # the first way is never handed to the page
     status, table, _, csv_path = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"],
                                                                      "def f():", *page_inputs.inputs_from_settings(settings)))[-1]
