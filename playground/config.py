@@ -19,8 +19,7 @@ CONSTRAINT_FIELDS = {"schema": "json", "regex": "regex", "grammar": "grammar"}  
 
 def one_constraint(schema: str = "", regex: str = "", grammar: str = "") -> tuple[str, str] | None:
     """(kind, text) of the constraint given, None when none is: a run takes one at most, so more is refused."""
-    given = [(CONSTRAINT_FIELDS[name], text) for name, text in (("schema", schema), ("regex", regex), ("grammar", grammar))
-             if text and text.strip()]
+    given = [(kind, text) for kind, text in zip(CONSTRAINT_FIELDS.values(), (schema, regex, grammar)) if text and text.strip()]
     if len(given) > 1:
         raise PlaygroundError("give one constraint only: a schema, a regex or a grammar")
     return given[0] if given else None
