@@ -125,6 +125,15 @@ def family(model_id: str) -> str | None:
     return next((fam for prefix, fam in FAMILIES.items() if model_id.startswith(prefix)), None)
 
 
+def drafts_for(target: str, model: str, presets: dict[str, Preset]) -> bool:
+    """Whether a draft model can draft for this target: a feature draft for the target a preset pairs
+    it with (it reads that target's hidden states), any other of the target's tokenizer family (or
+    of no family known here: loading compares the vocabularies)."""
+    if models.is_way_of_drafting(model):
+        return any(p.target == target and draft_model(p.draft) == model for p in presets.values())
+    return family(model) in (family(target), None) or family(target) is None
+
+
 def read_preset(path: pathlib.Path) -> Preset:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -1097,6 +1097,20 @@ def test_a_share_links_model_is_not_looked_for_on_disk(tmp_path, monkeypatch):
     assert notices == [f"ignored target={str(tmp_path)!r}: a way of drafting, not a model that writes on its own"]
 
 
+def test_a_link_pairing_models_that_cannot_draft_for_each_other_says_so_on_opening():
+    """A link mixing tokenizer families opened without a word; Run refused it only after loading both
+    models (on a GPU Space, after downloading them). Each preset's own pair opens without a notice."""
+    got, notices = from_query({"preset": "qwen3-8b", "draft": "Qwen/Qwen2.5-0.5B-Instruct"}, allow_custom=False)
+    assert got.draft == "Qwen/Qwen2.5-0.5B-Instruct"  # kept: the sender mends the link, the page says why
+    assert notices == ["draft 'Qwen/Qwen2.5-0.5B-Instruct' cannot draft for target 'Qwen/Qwen3-8B', and Run will "
+                       "refuse the pair: its tokenizer (qwen2.5) is not the target's (qwen3); pick a draft of the target's family"]
+    assert "qwen3" in from_query({"preset": "qwen2.5-7b", "draft": "ngram+Qwen/Qwen3-0.6B"}, False)[1][0]
+    assert "feature draft" in from_query({"preset": "smollm2", "target": "demo-target"}, False)[1][0]
+    for name in page_inputs.PRESETS:
+        assert from_query({"preset": name}, False)[1] == []
+    assert from_query({"preset": "demo", "draft": "ngram"}, False)[1] == []
+
+
 def test_a_share_link_carries_the_tree():
     sent = Settings.from_preset(page_inputs.PRESETS["demo"])
     sent.tree = "1,2,1,1"

@@ -17,7 +17,7 @@ from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHA
 from playground.metrics import counted
 from playground.draft_ids import NGRAM, draft_model, uses_lookup
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
-from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, family, gpu_host
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
 from playground.ui.share import from_query, last_of_each, share_url
@@ -320,20 +320,12 @@ def draft_for(target: str, draft: str):
     the draft model a preset pairs with this target, else one a preset pairs with a target of its
     family (drafts are the small ones), else prompt lookup; a target of unknown family keeps it."""
     wanted = family(target)
-    if wanted is None or draft == NGRAM or _drafts_for(target, draft_model(draft)):
+    if wanted is None or draft == NGRAM or drafts_for(target, draft_model(draft), PRESETS):
         return gr.skip()
     paired = [p.draft for p in PRESETS.values() if p.target == target]
     kin = [p.draft for p in PRESETS.values() if family(p.target) == wanted and not is_way_of_drafting(p.draft)]
     found = [d for d in paired + kin if d != target and not uses_lookup(d) and d in DRAFTS]
     return found[0] if found else NGRAM
-
-
-def _drafts_for(target: str, model: str) -> bool:
-    """Whether a draft model can draft for this target: a feature draft for the target a preset pairs
-    it with (it reads that target's hidden states), any other of the target's tokenizer family."""
-    if is_way_of_drafting(model):
-        return any(p.target == target and draft_model(p.draft) == model for p in PRESETS.values())
-    return family(model) in (family(target), None)
 
 
 def constraint_editor(kind: str):

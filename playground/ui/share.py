@@ -12,7 +12,8 @@ from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
 from playground.measure.sweeps import NUMBERS
 from playground.models.loading import is_way_of_drafting
-from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, hosted_models
+from playground.draft_ids import draft_model
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
 NOT_UTF8 = "\ufffd"  # what a link's values read as where their bytes are not UTF-8 (the server decodes with replace)
@@ -162,7 +163,9 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
     settings = Settings.from_preset(presets[name])
     _check_models(parsed, presets, allow_custom, notices)
     _one_constraint(parsed, notices)
-    return dataclasses.replace(settings, **parsed), notices
+    settings = dataclasses.replace(settings, **parsed)
+    _check_pair(settings, presets, notices)
+    return settings, notices
 
 
 def _one_constraint(parsed: dict, notices: list[str]) -> None:
@@ -185,6 +188,19 @@ def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list
             notices.append(f"ignored {key}={parsed.pop(key)!r}: this host only runs the models of its presets")
     if "target" in parsed and is_way_of_drafting(parsed["target"]):
         notices.append(f"ignored target={parsed.pop('target')!r}: a way of drafting, not a model that writes on its own")
+
+
+def _check_pair(settings: Settings, presets: dict, notices: list[str]) -> None:
+    """A draft model that cannot draft for the link's target is said on opening, not after loading
+    both when Run refuses them (left as the link has them: the link is the sender's to mend)."""
+    model = draft_model(settings.draft)
+    if model is not None and model != settings.target and not drafts_for(settings.target, model, presets):
+        why = ("a feature draft reads the hidden states of the target a preset pairs it with"
+               if is_way_of_drafting(model) else
+               f"its tokenizer ({family(model)}) is not the target's ({family(settings.target)}); "
+               "pick a draft of the target's family")
+        notices.append(f"draft {settings.draft!r} cannot draft for target {settings.target!r}, and Run will "
+                       f"refuse the pair: {why}")
 
 
 def _preset_defaults(name: str) -> Settings | None:
