@@ -869,6 +869,20 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
 
 
+def test_a_long_races_replay_sends_a_bounded_amount_of_text(monkeypatch):
+    """Each frame re-sends both lanes' text so far: 2,048 tokens a lane (a round per token for the
+    target alone) sent 1.7 MB over the 8 s replay. Frames come further apart for long texts."""
+    piece = "word "  # one token a round, 5 characters
+    base = race.Lane("target alone", [0.01 * (i + 1) for i in range(2048)], [piece] * 2048, 2048)
+    spec = race.Lane("speculative", [0.04 * (i + 1) for i in range(512)], [piece * 4] * 512, 2048)
+    monkeypatch.setattr(playground_tab.time, "sleep", lambda s: None)
+    frames = list(playground_tab.replay_race([spec, base]))
+    assert frames[-1].count("finished in") == 2 and len(frames) > 20  # still a race to watch
+    assert sum(map(len, frames)) < 2 * race.REPLAY_CHARS  # the texts plus each frame's markup
+    short = [race.Lane("speculative", [0.1, 0.2], ["a", "b"], 2), race.Lane("target alone", [0.4], ["ab"], 2)]
+    assert race.frame_seconds(short) == race.FRAME_S
+
+
 def test_the_calculator_draws_the_runs_that_told_their_speedup_and_faintly_the_rest():
     """On a noisy 2-core CPU nearly every run was too noisy to tell: the calculator drew none of them."""
     history = []

@@ -192,11 +192,11 @@ def replay_race(lanes: list | None):
     times, scale = race.replay_times(lanes)
     started, shown = time.monotonic(), None
     for i, t in enumerate(times):
+        time.sleep(max(0.0, started + t * scale - time.monotonic()))  # the frame's replay second
         rounds = tuple(lane.at(t)[1] for lane in lanes)
         if rounds != shown or i == len(times) - 1:
             shown = rounds
             yield race.frame_html(lanes, t, scale)
-        time.sleep(max(0.0, started + (i + 1) * race.FRAME_S - time.monotonic()))
 
 
 def _block_seconds(snap: live.Snapshot) -> str:

@@ -7,7 +7,9 @@ from playground.events import Prefill, Round
 from playground.metrics import counted
 
 REPLAY_S = 8.0  # the slower run replays in about this long, whatever it measured
-FRAME_S = 0.05  # one frame of the replay every 50 ms
+FRAME_S = 0.05  # one frame of the replay every 50 ms, fewer for long texts:
+REPLAY_CHARS = 300_000  # about the most text one replay sends (each frame sends both lanes' text so far:
+# 2,048 tokens a lane sent 1.7 MB in 8 s at 50 ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +56,15 @@ def replay_times(race: list[Lane]) -> tuple[list[float], float]:
     """-> (engine times of the frames, slow-down factor): the slower lane lasts about REPLAY_S."""
     slowest = max(lane.total for lane in race)
     scale = REPLAY_S / slowest if slowest > 0 else 1.0  # replay seconds per engine second
-    frames = int(slowest * scale / FRAME_S) + 1
-    return [min(slowest, i * FRAME_S / scale) for i in range(frames + 1)], scale
+    frame_s = frame_seconds(race)
+    frames = int(slowest * scale / frame_s) + 1
+    return [min(slowest, i * frame_s / scale) for i in range(frames + 1)], scale
+
+
+def frame_seconds(race: list[Lane]) -> float:
+    """Replay seconds between frames: FRAME_S, longer where the frames (about half the texts each, on
+    average) would send more than REPLAY_CHARS in all."""
+    return max(FRAME_S, REPLAY_S * sum(ln.length for ln in race) / 2 / REPLAY_CHARS)
 
 
 def frame_html(race: list[Lane], t: float, scale: float) -> str:
