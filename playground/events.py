@@ -1,6 +1,8 @@
 """The one event vocabulary shared by the engine, metrics, JSON output, UI and tests."""
 from dataclasses import dataclass, field
 
+from playground.config import depths
+
 ACCEPTED, REJECTED, CORRECTED, BONUS, FORCED = "accepted", "rejected", "corrected", "bonus", "forced"
 KINDS = (ACCEPTED, REJECTED, CORRECTED, BONUS, FORCED)
 COMMITTED_KINDS = (ACCEPTED, CORRECTED, BONUS, FORCED)  # everything but rejected is part of the text
@@ -56,15 +58,7 @@ class Round:
     @property
     def depth(self) -> int:
         """The draft positions this round drafted: a chain's proposed tokens, a tree's deepest branch."""
-        if not self.tree:
-            return self.proposed
-        parents, depths = self.tree["parents"], {}
-
-        def depth_of(node: int) -> int:  # 1 for the root's children
-            if node not in depths:
-                depths[node] = 1 if parents[node] < 0 else depth_of(parents[node]) + 1
-            return depths[node]
-        return max(map(depth_of, range(len(parents))), default=0)
+        return max(depths(self.tree["parents"]), default=0) if self.tree else self.proposed
 
 
 OPEN_END = ("max new tokens ran out where the output could have gone on (more digits of a number, say): it may be "

@@ -3,7 +3,6 @@ live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
 import re
 
-from playground.config import depths
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
 from playground.metrics import counted, expected_tokens_per_round
 
@@ -227,7 +226,7 @@ def committed_text(events: list) -> str:
 def _round_title(r: Round) -> str:
     why = f" ({r.stop_reason})" if r.stop_reason else ""
     if r.tree is not None:
-        return (f"round {r.index}: a token tree of {len(r.tree['tokens'])} nodes, {max(depths(r.tree['parents']), default=0)} deep{why}, "
+        return (f"round {r.index}: a token tree of {len(r.tree['tokens'])} nodes, {r.depth} deep{why}, "
                 f"accepted {r.accepted}")
     if r.k == 0:
         return f"round {r.index}: the target alone{why}"
