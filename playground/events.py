@@ -44,6 +44,7 @@ class Round:
     k: int = 0  # the draft length asked for this round, at most the token budget left less one
     stop_reason: str = ""  # why drafting stopped early (adaptive K), empty when it drafted k
     tree: dict | None = None  # a token tree's round: its node tokens, parents (-1: root) and accepted path
+    forced_drafts: int = 0  # of `accepted`, drafts the constraint allowed alone (shown forced: no guess to judge)
 
     @property
     def committed(self) -> list[TokenEvent]:

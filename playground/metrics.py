@@ -11,8 +11,8 @@ def summarize(events: list, wall_s: float) -> dict:
     generated = sum(len(r.committed) for r in rounds)
     forced = sum(t.kind == FORCED for r in rounds for t in r.tokens)
     verified = [r for r in rounds if r.target_passes]  # rounds of drafting and verifying (not only forced tokens)
-    proposed = sum(r.proposed for r in rounds)
-    accepted = sum(r.accepted for r in rounds)
+    proposed = sum(r.proposed - r.forced_drafts for r in rounds)  # guesses: a draft the constraint allowed
+    accepted = sum(r.accepted - r.forced_drafts for r in rounds)  # alone is forced, neither guessed nor judged
     rejections = sum(r.refused for r in rounds)  # (a tree's proposed counts its every node: not accepted < proposed)
     target_passes = sum(r.target_passes for r in rounds) + sum(p.target_passes for p in prefills)
     draft_passes = sum(r.draft_passes for r in rounds) + sum(p.draft_passes for p in prefills)
@@ -28,7 +28,7 @@ def summarize(events: list, wall_s: float) -> dict:
         "tokens_per_target_pass": _ratio(generated, target_passes),
         "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
         "theory_tokens_per_round": None if any(r.tree for r in verified) else _ratio(
-            sum(expected_tokens_per_round(_ratio(accepted, accepted + rejections), r.k) for r in verified),
+            sum(expected_tokens_per_round(_ratio(accepted, accepted + rejections), r.k - r.forced_drafts) for r in verified),
             len(verified)),  # a chain's, each round at its own k (the last ones draft fewer, within the token
         # budget: at k=5 and 32 tokens, 5.33 of 6.00 even at α = 1); a tree's has no such formula
         "generated_tokens": generated,

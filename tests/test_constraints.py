@@ -258,8 +258,28 @@ def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     assert result.stats["mean_accepted_per_round"] == pytest.approx(result.stats["accepted"] / len(verified))
     from playground.ui import render
     card = render.metrics(result.stats, 4)
-    assert f"{len(forced)} tokens forced by the constraint" in card and "(forced tokens not counted)" in card
+    assert f"{len(forced)} of the tokens forced by the constraint" in card and "(forced tokens not counted)" in card
     assert '"debug": ' in "".join(t.text for t in forced) or '"debug"' in "".join(t.text for t in forced)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_draft_the_constraint_allowed_alone_is_forced_not_a_kept_guess(pair, tokenizer, target, backend):
+    """Inside a round the draft also writes where the mask allows one token (a key's jump-forward text,
+    `</think>` past the budget): it was shown and counted as an accepted guess (p 1.00), raising the
+    acceptance; it is forced, and the acceptance counts the guesses alone. The text is unchanged."""
+    constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)
+    prompt, cfg = tokenizer(JSON_PROMPT).input_ids, session.settings(k=8, max_new_tokens=200)
+    for drafter in (pair, tiny.make_pair(target, target, tokenizer)):  # noisy, then a draft that guesses right
+        result = session.run(drafter, prompt, cfg, constraint=constraint)
+        assert result.token_ids == session.run(drafter, prompt, cfg, speculative=False, constraint=constraint).token_ids
+        assert any(r.forced_drafts for r in result.rounds)  # forced tokens inside rounds, not only at their start
+        kinds = [t.kind for r in result.rounds for t in r.tokens]
+        assert result.stats["accepted"] == kinds.count("accepted") and result.stats["forced"] == kinds.count(FORCED)
+        refusals = sum(r.refused for r in result.rounds)
+        assert result.stats["token_acceptance"] == pytest.approx(kinds.count("accepted") / (kinds.count("accepted") + refusals))
+        for r in result.rounds:
+            assert r.accepted - r.forced_drafts == [t.kind for t in r.tokens].count("accepted")
+    assert result.stats["token_acceptance"] == 1.0  # the target as its own draft: every guess kept
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -34,6 +34,7 @@ class Guide:
         self.drafted: list[int] = []  # draft tokens consumed tentatively this round
         self.ended = False  # an EOS was committed
         self.first_row_ready = False  # bitmask[0] already holds the current state's mask
+        self.alone = [False] * max_rows  # row i's mask allowed one token: a draft there had no choice
         self.dead_paths: set[tuple[int, ...]] = set()  # a token tree's paths after which nothing is allowed
 
     # -- masks -------------------------------------------------------------------------------------
@@ -102,9 +103,15 @@ class Guide:
         row = self.bitmask[self.rows]
         if not (self.rows == 0 and self.first_row_ready):
             self._fill(row)
+        self.alone[self.rows] = _single(row) is not None
         self.first_row_ready = False
         self.rows += 1
         return row
+
+    def no_choice(self) -> list[bool]:
+        """For each row handed out this round (drafts, then the target's row): whether its mask
+        allowed one token alone (a jump-forward token, `</think>` past the thinking budget)."""
+        return self.alone[:self.rows]
 
     def unuse_mask(self) -> None:
         """The last mask handed out was not drafted under: its row is refilled for the next one."""

@@ -104,7 +104,8 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     else:
         verdict = _verify(target, proposal, run, cfg)
     t2 = clock.mark()
-    new, kept, committed, finish = _commit_events(verdict, eos_ids)
+    no_choice = guide.no_choice() if guide is not None and verdict.path is None else []
+    new, kept, committed, finish = _commit_events(verdict, eos_ids, no_choice)
     if verdict.path is not None:  # a tree: the target's cache keeps the accepted branch only
         target.keep(len(run.seq), [len(run.seq) + node for node in verdict.path[:kept]])
     run.seq.extend(new)
@@ -124,6 +125,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     if finish is None and run.budget == 0:
         finish = "length"
     event = _round_event(run, events + committed, judged, kept, proposal, draft_s, target_s, started, finish, k)
+    event.forced_drafts = sum(no_choice[:kept])
     if verdict.path is not None:
         event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept],
                       **verdict.node_probs}
@@ -244,14 +246,16 @@ def _parse(host: list[float], k: int, width: int, with_q: bool) -> Verdict:
     return Verdict(n, nxt, drafts, p_target, p_draft)
 
 
-def _commit_events(v: Verdict, eos_ids: set[int]):
+def _commit_events(v: Verdict, eos_ids: set[int], no_choice: list[bool]):
     """-> (committed ids, how many of them are drafts, events in display order, finish reason or
-    None). Stops right after an EOS: nothing behind it is emitted."""
+    None). Stops right after an EOS: nothing behind it is emitted. A kept draft whose mask allowed
+    it alone (no_choice, per draft position) is forced: the draft guessed nothing there."""
     new, events = [], []
     for i in range(v.n):
         token = v.drafts[i]
         new.append(token)
-        events.append(TokenEvent(ACCEPTED, token, "", v.p_target[i], v.p_draft[i]))
+        kind = FORCED if i < len(no_choice) and no_choice[i] else ACCEPTED
+        events.append(TokenEvent(kind, token, "", v.p_target[i], v.p_draft[i]))
         if token in eos_ids:
             return new, len(new), events, "eos"
     for i in range(v.n, len(v.drafts)):  # a chain's first refused draft; those after it were never judged, their

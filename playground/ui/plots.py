@@ -19,12 +19,12 @@ def _rounds(events) -> list[Round]:
 
 
 def accepted_histogram(events, k: int) -> go.Figure:
-    """How many draft tokens each round kept (0..k); rounds that asked for none (the schedule's
-    pause, the last token) are not counted."""
+    """How many guesses each round kept (0..k; forced tokens are none); rounds that asked for none
+    (the schedule's pause, the last token) are not counted."""
     counts = [0] * (k + 1)
     for r in _rounds(events):
         if r.k:
-            counts[min(r.accepted, k)] += 1
+            counts[min(r.accepted - r.forced_drafts, k)] += 1
     fig = go.Figure(go.Bar(x=list(range(k + 1)), y=counts, marker_color=COLOURS["accepted"], text=counts,
                            textposition="outside", cliponaxis=False))
     fig.update_xaxes(dtick=1)  # every count labelled (plotly's own ticks skipped 1 and 3 at k=4)

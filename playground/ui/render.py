@@ -17,7 +17,7 @@ MEANING = {
     REJECTED: "draft token the target refused, or one after it, never judged (not part of the text)",
     CORRECTED: "the target's own token where it refused the draft",
     BONUS: "the target's own token after every guess was kept (or with no guess that round)",
-    FORCED: "the only token the constraint allows (no draft, no check)",
+    FORCED: "the only token the constraint allows (no guess: not counted as drafted or accepted)",
 }
 
 CSS = """
@@ -230,7 +230,8 @@ def _round_title(r: Round) -> str:
                 f"accepted {r.accepted}")
     if r.k == 0:
         return f"round {r.index}: the target alone{why}"
-    return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}"
+    forced = f" ({r.forced_drafts} of them forced)" if r.forced_drafts else ""
+    return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}{forced}"
 
 
 def _token_html(t, eos_ids) -> str:
@@ -261,13 +262,15 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a",
          f"of k = {k}" if isinstance(k, int) else f"of {k}"),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
-         + (f"; {counted(stats['forced'])} forced by the constraint, written without one"
+         + (f"; {stats['forced']} of the tokens forced by the constraint"
             if stats["forced"] else "")),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"),
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
         at_k = stats["theory_tokens_per_round"]
-        short = " (each round at its own k: the last draft fewer, within max new tokens)" if (
+        fewer = "the last draft fewer, within max new tokens" + (
+            "; a forced token is no guess" if stats["forced"] else "")
+        short = f" (each round at its own k: {fewer})" if (
             round(at_k, 2) != round(expected_tokens_per_round(alpha, k), 2)) else ""
         cards.insert(3, ("theory", f"{at_k:.2f}",
                          f"tokens per round, (1 - α^(k+1)) / (1 - α){short}, if each guess were kept independently with "
