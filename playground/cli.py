@@ -60,8 +60,10 @@ def cmd_generate(args) -> int:
         prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""), schema,
                                            thinking)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
-    if short := no_room_to_answer(spec.think_budget if spec is not None else 0, cfg.max_new_tokens):
-        print(f"note: {short}", file=sys.stderr)
+    for short in (no_room_to_answer(spec.think_budget if spec is not None else 0, cfg.max_new_tokens),
+                  session.answers_inside_thinking(pair, prompt_ids, constraint)):
+        if short:
+            print(f"note: {short}", file=sys.stderr)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
     print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, None if args.prompt_ids else prompt,
                                                                                prompt_ids))

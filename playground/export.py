@@ -263,9 +263,12 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                         "docs/advanced_features/deterministic_inference.md); otherwise the same seed may give "
                         "other tokens from one request to the next.")
     if constraint and _reasoning(s.target, 0) and not _no_thinking(s, constraint) and not s.think_budget:
-        add(serving, f"Thinking budget 0: the playground constrains {s.target}'s first token (no thinking); with "
-                     "--reasoning-parser the engines start the constraint after </think>, so the model thinks first. "
-                     "Leave that flag out to constrain from the first token, as here.")
+        first = (f"the playground holds {s.target}'s first token to the constraint, and its chat template opens <think> "
+                 "whatever it is asked, so that answer is written inside the model's unclosed thinking (give it a "
+                 "thinking budget)" if _chat(s) and s.target.startswith("deepseek-ai/DeepSeek-R1-") else
+                 f"the playground constrains {s.target}'s first token (no thinking)")
+        add(serving, f"Thinking budget 0: {first}; with --reasoning-parser the engines start the constraint after "
+                     "</think>, so the model thinks first. Leave that flag out to constrain from the first token, as here.")
     if s.think_budget and constraint and _reasoning(s.target, 0):
         add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it (vLLM's thinking_token_budget "
                      "request field with --reasoning-config, SGLang's thinking budget: their forms still change between "

@@ -404,6 +404,8 @@ def test_the_reasoning_parsers_notes_follow_the_thinking_budget():
     does not think was said to start "with --reasoning-parser", a flag its command does not have."""
     r1 = export_setting(settings("deepseek-r1-distill-7b", regex="[0-9]+", think_budget=0))
     assert "--reasoning-parser" in r1.vllm_command and "Leave that flag out" in " ".join(r1.notes["vllm"])
+    assert "written inside the model's unclosed thinking" in " ".join(r1.notes["vllm"])  # R1's template opens <think>:
+    assert "(no thinking)" not in " ".join(r1.notes["vllm"])  # it was said to answer without thinking
     thinking = export_setting(settings("deepseek-r1-distill-7b", regex="[0-9]+", think_budget=64))
     assert "Leave that flag out" not in " ".join(thinking.notes["vllm"]) and "Thinking budget 64" in " ".join(thinking.notes["vllm"])
     plain = export_setting(settings("demo", regex="[a-z]+", think_budget=96))

@@ -293,3 +293,33 @@ def test_under_a_constraint_without_a_budget_qwen3_is_asked_not_to_think(think_t
         assert live.encode(pair, settings, "Hi?") == tok(asked).input_ids  # no constraint: it thinks as it likes
     finally:
         tok.chat_template = None
+
+
+def test_an_answer_the_template_starts_inside_thinking_is_said_before_the_run(think_tokenizer, tmp_path, capsys):
+    """DeepSeek-R1's template opens <think> whatever it is asked: with no thinking budget the JSON was
+    written as the chain of thought, never closed, and judged valid without a word. Qwen3, asked not to
+    think, closes the block first: nothing to say."""
+    from playground.cli import main
+    from playground.presets import Settings, get_preset
+    from playground.ui import live
+    pair = thinking_pair(think_tokenizer, -5.0)
+    tok = think_tokenizer
+    told = "the chat template opens <think> before the answer whatever it is asked (DeepSeek-R1's does)"
+    for name, template, said in (("deepseek-r1-distill-7b", TEMPLATES["deepseek-r1-distill-7b"][0], True),
+                                 ("qwen3-8b-json", QWEN3_THINKING_SWITCH, False)):
+        tok.chat_template = template
+        try:  # (a folder per template: loaded pairs are kept by path)
+            target, draft = (tiny.save(model, tok, tmp_path / name / part) for model, part in ((pair.target, "t"), (pair.draft, "d")))
+            args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt", "Hi?",
+                    "--schema", SCHEMA, "--max-new-tokens", "24"]
+            assert main(args + ["--think-budget", "0"]) == 0
+            assert (told in capsys.readouterr().err) == said
+            assert main(args + ["--think-budget", "8"]) == 0
+            assert told not in capsys.readouterr().err  # a budget: it thinks, closes, then answers
+            settings = Settings.from_preset(get_preset(name))
+            settings.target, settings.draft, settings.schema, settings.think_budget = str(target), str(draft), SCHEMA, 0
+            settings.max_new_tokens, settings.schema_in_prompt, settings.compare = 16, False, False
+            first = next(iter(live.live_run(settings, allow_custom=True, every=0)))
+            assert (told in first.note) == said
+        finally:
+            tok.chat_template = None

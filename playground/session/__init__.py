@@ -116,6 +116,20 @@ def constrain(pair: Pair, spec: ConstraintSpec | None) -> Constraint | None:
     return compile_constraint(spec, pair.tokenizer, pair.vocab, pair.eos_ids) if spec is not None else None
 
 
+def answers_inside_thinking(pair: Pair, prompt_ids: list[int], constraint: Constraint | None) -> str:
+    """Why a constrained answer would be written inside the model's thinking: a prompt ending in an
+    open <think> (DeepSeek-R1's template opens it whatever it is asked) with no thinking budget, so
+    the constraint starts inside the thinking, never closed; '' otherwise."""
+    if constraint is None or constraint.spec.think_budget:
+        return ""
+    tail = pair.tokenizer.decode(prompt_ids[-8:])
+    if tail.rfind("<think>") <= tail.rfind("</think>"):
+        return ""
+    return ("the chat template opens <think> before the answer whatever it is asked (DeepSeek-R1's does): with no "
+            "thinking budget the constraint starts inside the model's thinking, which is never closed; give it a "
+            "thinking budget")
+
+
 def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
              guide: Guide | None = None) -> Iterator[Prefill | Round]:
     """Stream the events of one run: speculative with the pair's draft, or target-only; `guide`

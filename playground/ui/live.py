@@ -139,7 +139,8 @@ def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> I
 def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
                     note="; ".join(filter(None, [session.compile_fallback(pair, cfg, prompt_len=len(ids)),
-                                                 no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens)])),
+                                                 no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens),
+                                                 session.answers_inside_thinking(pair, ids, constraint)])),
                     constraint_notes=tuple(constraint.notes) if constraint else ())
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
