@@ -219,13 +219,14 @@ def thinks(constrained: bool, think_budget: int) -> bool:
 
 
 def no_room_to_answer(think_budget: int, max_new_tokens: int) -> str:
-    """Why a constrained reasoning run may end before its answer: a thinking budget at or past max new
-    tokens (a model that thinks that long is still thinking when the run ends, its answer empty, and
-    the run said so only then); '' when there is room."""
-    if not 0 < max_new_tokens <= think_budget:
+    """Why a constrained reasoning run may end before its answer: a thinking budget and its </think>
+    (a token at least) leaving no token of max new tokens (a model that thinks that long ends with its
+    answer empty, and the run said so only then); '' when there is room."""
+    if not 0 < max_new_tokens <= think_budget + 1:
         return ""
-    return (f"the thinking budget ({think_budget} tokens) is not below max new tokens ({max_new_tokens}): a model "
-            "that thinks that long ends before its answer (raise max new tokens or lower the budget)")
+    return (f"the thinking budget ({think_budget} tokens) and </think> leave no room for an answer within max new "
+            f"tokens ({max_new_tokens}): a model that thinks that long ends before its answer (raise max new tokens "
+            "or lower the budget)")
 
 
 def depths(parents: list[int]) -> list[int]:

@@ -178,7 +178,10 @@ def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_token
     args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--schema", SCHEMA]
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "8"]) == 0
     err = capsys.readouterr().err
-    assert "note: the thinking budget (12 tokens) is not below max new tokens (8): a model that thinks that long ends before its answer" in err
+    assert ("note: the thinking budget (12 tokens) and </think> leave no room for an answer within max new tokens (8): a "
+            "model that thinks that long ends before its answer") in err
+    assert main(args + ["--think-budget", "12", "--max-new-tokens", "13"]) == 0  # the budget, then the marker: no answer
+    assert "leave no room for an answer within max new tokens (13)" in capsys.readouterr().err
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "40"]) == 0
     assert "thinking budget" not in capsys.readouterr().err  # room left: nothing said
     from playground.presets import Settings, get_preset
@@ -186,7 +189,13 @@ def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_token
     settings = Settings.from_preset(get_preset("demo"))  # the page's run: beside its metrics from the first snapshot
     settings.target, settings.draft, settings.schema, settings.think_budget, settings.max_new_tokens = str(target), str(draft), SCHEMA, 16, 8
     first, *_, last = live.live_run(settings, allow_custom=True, every=0)
-    assert first.note.startswith("the thinking budget (16 tokens) is not below max new tokens (8)") and "still thinking" in last.result.validation_error
+    assert first.note.startswith("the thinking budget (16 tokens) and </think> leave no room for an answer within max new tokens (8)") and "still thinking" in last.result.validation_error
+    from playground.ui import render
+    assert "thinking… 8 tokens" in render.token_stream(last.events, last.eos_ids, last.reasoning)
+    settings.think_budget, settings.max_new_tokens = 12, 13  # the run ends on the forced </think>: thinking is over
+    *_, ended = live.live_run(settings, allow_custom=True, every=0)
+    shown = render.token_stream(ended.events, ended.eos_ids, ended.reasoning)
+    assert "thought for 13 tokens" in shown and "thinking…" not in shown  # it read "thinking…", the fold open
 
 
 def test_thinking_needs_a_tokenizer_with_the_marker(tokenizer, target, noisy_draft):

@@ -3,6 +3,7 @@ live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
 import re
 
+from playground.constraints.reasoning import MARKER
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
 from playground.metrics import counted, expected_tokens_per_round
 
@@ -191,7 +192,7 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
     """All rounds' tokens, a dotted separator between rounds; hover for kind and probabilities. A
     thinking run's first `reasoning` committed tokens (with the drafts refused among them) are
     greyed in a fold, open while it still thinks."""
-    thought, answer, committed = [], [], 0
+    thought, answer, committed, closed = [], [], 0, ""  # closed: the thinking's last characters (</think> once it ends)
 
     def part() -> list:  # thinking while fewer than `reasoning` tokens are committed
         return thought if reasoning is not None and committed < reasoning else answer
@@ -202,9 +203,11 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
             stopped = " stopped" if event.target_passes and event.proposed < event.k else ""
             part().append(f'<span class="round-sep{stopped}" tabindex="-1" title="{html.escape(_round_title(event))}"></span>')
         for t in event.tokens:
+            thinking = part() is thought
             part().append(_token_html(t, eos_ids))
             committed += t.kind != REJECTED
-    body = _thinking(thought, reasoning, still=not answer) + "".join(answer)
+            closed = closed if not thinking or t.kind == REJECTED else (closed + t.text)[-len(MARKER):]
+    body = _thinking(thought, reasoning, still=not answer and closed != MARKER) + "".join(answer)
     body = body or '<span class="stream-placeholder">tokens appear here, coloured by what happened to them</span>'
     return (f'<div class="tokstream" id="token-stream" role="region" aria-label="Token stream (arrow keys: each '
             f'token\'s details)" tabindex="0">{body}</div>')
