@@ -253,6 +253,37 @@ def test_loading_errors_name_the_model(model_id, message):
     assert model_id in str(err.value)
 
 
+def test_a_config_the_weights_do_not_fill_is_refused_not_loaded_at_random(saved_pair, tmp_path):
+    """A config naming more layers than its weights hold loaded, the rest random, and wrote junk with
+    exit 0 (20,000 layers beside a 480 KB file took 4.6 GB first); a config past any model's sizes was
+    built on the meta device to be sized (35 s for 20,000 layers); a tensor missing loaded at random
+    too; a config transformers' checks refuse gave its traceback."""
+    from safetensors.torch import load_file, save_file
+    target, _ = saved_pair
+
+    def copy(name: str, **config) -> pathlib.Path:
+        folder = pathlib.Path(shutil.copytree(target, tmp_path / name))
+        data = json.loads((folder / "config.json").read_text())
+        if "layer_types" in data and "num_hidden_layers" in config:  # one kind per layer, as transformers checks
+            config["layer_types"] = data["layer_types"][:1] * config["num_hidden_layers"]
+        (folder / "config.json").write_text(json.dumps(data | config))
+        return folder
+    layers = json.loads((target / "config.json").read_text())["num_hidden_layers"]
+    for folder, message in (
+            (copy("deeper", num_hidden_layers=layers + 1), f"names {layers + 1} layers and its weights hold {layers}"),
+            (copy("absurd", num_hidden_layers=20_000), "num_hidden_layers = 20,000, past the 1,024"),
+            (copy("wide", vocab_size=2**22), "vocab_size = 4,194,304"),
+            (copy("strict", layer_types=["full_attention"] * (layers + 3)), "could not be loaded")):
+        with pytest.raises(PlaygroundError, match=re.escape(message)):
+            models.load_model(str(folder), torch.device("cpu"))
+    cut = copy("cut")
+    weights = load_file(cut / "model.safetensors")
+    norm = next(key for key in weights if key.endswith("norm.weight") and "layers." not in key)
+    save_file({key: value for key, value in weights.items() if key != norm}, cut / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(PlaygroundError, match=re.escape(f"its weights lack 1 tensors its config.json names (such as {norm})")):
+        models.load_model(str(cut), torch.device("cpu"))
+
+
 def test_tokenizer_mismatch_names_both(saved_pair, tmp_path):
     target, _ = saved_pair
     tok = tiny.byte_bpe_tokenizer(vocab_size=300)

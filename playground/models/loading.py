@@ -5,10 +5,12 @@ import collections
 import contextlib
 import os
 import pathlib
+import re
 import threading
 from dataclasses import dataclass, field
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.cache_utils import DynamicCache, LinearAttentionCacheLayerMixin
@@ -92,11 +94,14 @@ def one_at_a_time(progress: Progress | None, what: str):
 
 def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dtype | None, progress):
     def before_download(config_dir: pathlib.Path) -> None:
+        refuse_past_any_model(model_id, config_dir)
         refuse_unrollable(model_id, config_dir)
         refuse_before_download(model_id, config_dir, device, dtype)
 
     path = locate(model_id, progress, before_download)
-    refuse_unrollable(model_id, path)  # a local folder (nothing downloaded, so not checked before)
+    refuse_past_any_model(model_id, path)  # a local folder (nothing downloaded, so not checked before)
+    refuse_unrollable(model_id, path)
+    refuse_layers_past_weights(model_id, path)
     try:
         dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32))
         need = placement.checkpoint_bytes(path, dtype)
@@ -112,6 +117,53 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
     CACHE.put(key, loaded)
     report(progress, 1.0, f"{model_id} ready")
     return loaded
+
+
+# Far past the largest open models (126 layers, 16,384 wide, 53,248 in the MLP, 262,144 tokens): a
+# config.json past them is refused before anything is built from it (20,000 layers took 35 s and
+# 0.75 GB to size on the meta device, and 4.6 GB to load beside a 480 KB weights file).
+MOST_IN_A_CONFIG = {"num_hidden_layers": 1024, "hidden_size": 65_536, "intermediate_size": 262_144,
+                    "vocab_size": 2**21}
+LAYER_NAME = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+def _text_config(config_dir: pathlib.Path):
+    """The config.json's text model's config, or None (loading says what is wrong with it)."""
+    try:
+        return AutoConfig.from_pretrained(config_dir, trust_remote_code=False).get_text_config()
+    except Exception:  # noqa: BLE001  (an unknown model type, a config transformers' checks refuse)
+        return None
+
+
+def refuse_past_any_model(model_id: str, config_dir: pathlib.Path) -> None:
+    config = _text_config(config_dir)
+    for name, most in MOST_IN_A_CONFIG.items():
+        if isinstance(value := getattr(config, name, None), int) and value > most:
+            raise PlaygroundError(f"model '{model_id}': its config.json gives {name} = {value:,}, past the {most:,} "
+                                  "of any model the playground loads")
+
+
+def refuse_layers_past_weights(model_id: str, path: pathlib.Path) -> None:
+    """A config.json naming more layers than its safetensors weights hold (read from their headers):
+    loading filled the missing layers with random weights and said nothing."""
+    layers = getattr(_text_config(path), "num_hidden_layers", None)
+    held = _layers_in_weights(path)
+    if isinstance(layers, int) and held is not None and layers > held:
+        raise PlaygroundError(f"model '{model_id}': its config.json names {layers} layers and its weights hold "
+                              f"{held} (a config from a larger model, or weights cut short?)")
+
+
+def _layers_in_weights(path: pathlib.Path) -> int | None:
+    """Layers the safetensors files hold tensors for (the highest 'layers.N.' plus one), or None."""
+    from safetensors import safe_open
+    numbers = set()
+    try:
+        for file in path.glob("*.safetensors"):
+            with safe_open(file, "pt") as weights:
+                numbers.update(int(m.group(1)) for key in weights.keys() if (m := LAYER_NAME.search(key)))
+    except (OSError, SafetensorError):
+        return None  # loading says the file is damaged
+    return max(numbers) + 1 if numbers else None
 
 
 def refuse_unrollable(model_id: str, config_dir: pathlib.Path) -> None:
@@ -133,8 +185,9 @@ def refuse_unrollable(model_id: str, config_dir: pathlib.Path) -> None:
 def _from_pretrained(model_id, path, device, dtype, need_bytes):
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=False,
-                                                     **placement.device_map_for(device, need_bytes), **placement.attention_for(device, dtype, need_bytes))
+        model, info = AutoModelForCausalLM.from_pretrained(
+            path, dtype=dtype, trust_remote_code=False, output_loading_info=True,
+            **placement.device_map_for(device, need_bytes), **placement.attention_for(device, dtype, need_bytes))
     except torch.OutOfMemoryError:
         raise PlaygroundError(f"out of memory loading '{model_id}' on {device}: "
                               "pick a smaller preset (e.g. qwen2.5-1.5b or demo)") from None
@@ -148,8 +201,11 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
             raise
         raise PlaygroundError(f"model '{model_id}': config.json and the weights disagree on tensor shapes "
                               "(a config from another model?)") from None
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, StrictDataclassError) as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_first_line(exc)}") from None
+    if missing := info["missing_keys"]:  # left at random by transformers, with a warning in the log alone
+        raise PlaygroundError(f"model '{model_id}': its weights lack {len(missing)} tensors its config.json names "
+                              f"(such as {sorted(missing)[0]}): weights cut short, or a config from another model?")
     if len(tokenizer) < 2:
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
