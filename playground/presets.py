@@ -217,8 +217,15 @@ def default_preset_name() -> str:
     """PLAYGROUND_PRESET if set; else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
     offline (bf16 on CPUs with bf16 dot products, float32 with packed products elsewhere: both
     flat in the pass width and exact, see playground.models.batch_invariant); else the toy demo pair."""
-    if os.environ.get("PLAYGROUND_PRESET"):
-        return os.environ["PLAYGROUND_PRESET"]
+    if asked := os.environ.get("PLAYGROUND_PRESET"):
+        presets = all_presets()
+        if asked in presets:
+            return asked
+        if (key := "PLAYGROUND_PRESET=" + asked) not in _warned:  # a typo started a 7B GPU preset, the first by name
+            _warned.add(key)
+            close = difflib.get_close_matches(asked, presets, n=1)
+            log.warning("PLAYGROUND_PRESET: no preset named %r here%s; starting on this host's own default", asked,
+                        f" (did you mean {close[0]!r}?)" if close else "")
     if torch.cuda.is_available():
         return GPU_DEFAULT
     smollm2 = all_presets().get(CPU_DEFAULT)

@@ -2,6 +2,7 @@
 loads offline and decodes losslessly; loading errors name the model and say what to do."""
 import gc
 import json
+import logging
 import pathlib
 import re
 import shutil
@@ -52,10 +53,16 @@ def test_bad_preset_file_is_a_clear_error(tmp_path):
         read_preset(path)
 
 
-def test_default_preset(monkeypatch, tmp_path):
+def test_default_preset(monkeypatch, tmp_path, caplog):
     """Without a GPU: the SmolLM2 pair where it loads offline (bf16 or float32), else the demo pair."""
     monkeypatch.setenv("PLAYGROUND_PRESET", "demo-json")
     assert default_preset_name() == "demo-json"
+    monkeypatch.delenv("PLAYGROUND_PRESET")
+    own = default_preset_name()
+    monkeypatch.setenv("PLAYGROUND_PRESET", "smolm2")  # a typo started on the first preset by name, a 7B GPU one
+    with caplog.at_level(logging.WARNING, logger="playground"):
+        assert default_preset_name() == own
+    assert "no preset named 'smolm2' here (did you mean 'smollm2'?); starting on this host's own default" in caplog.text
     monkeypatch.delenv("PLAYGROUND_PRESET")
     if torch.cuda.is_available():
         assert default_preset_name() == "qwen2.5-7b"
