@@ -5,12 +5,19 @@ import spaces  # noqa: F401  (first: on ZeroGPU it must load before anything tou
 import logging
 import sys
 
-from playground.models.loading import load_pair
-from playground.models.placement import on_zero_gpu
-from playground.ui.inputs import DEFAULT
-from playground.ui.page import demo
-from playground.ui.serving import launch_options, queue_options
-from playground.ui.warm_up import wanted, warm_up
+from playground.errors import PlaygroundError
+
+try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the import's traceback
+    from playground.models.loading import load_pair
+    from playground.models.placement import cpu_dtype_asked, on_zero_gpu
+    from playground.ui.inputs import DEFAULT
+    from playground.ui.page import demo
+    from playground.ui.serving import launch_options, queue_options
+    from playground.ui.warm_up import wanted, warm_up
+    cpu_dtype_asked()
+    WARM_UP = wanted()
+except PlaygroundError as exc:
+    sys.exit(f"error: {exc}")
 
 if on_zero_gpu():  # ZeroGPU: weights load at start-up, moved to the GPU per call
     load_pair(DEFAULT.target, DEFAULT.draft)
@@ -23,6 +30,6 @@ if __name__ == "__main__":
         sys.exit(0)
     logging.basicConfig(format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("playground").setLevel(logging.INFO)  # a user's refused request: one line each
-    if wanted():  # the default pair loaded (a GPU: and compiled) before the first visitor
+    if WARM_UP:  # the default pair loaded (a GPU: and compiled) before the first visitor
         warm_up(DEFAULT)
     demo.queue(**queue_options()).launch(**launch_options())

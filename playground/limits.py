@@ -7,6 +7,27 @@ import os
 from playground.errors import PlaygroundError
 
 
+def env_flag(name: str, default: bool) -> bool:
+    """A host's on/off setting: 1, true, yes, on or 0, false, no, off (PLAYGROUND_WARM_UP=false warmed up,
+    PLAYGROUND_ALLOW_CUSTOM_MODELS=true was off, without a word)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    if raw:
+        raise PlaygroundError(f"environment variable {name} must be 1 or 0 (or true/false, yes/no, on/off), got {raw[:40]!r}")
+    return default
+
+
+def env_choice(name: str, default: str, *choices: str) -> str:
+    """A host's setting among named choices (an unknown one was the default without a word)."""
+    raw = os.environ.get(name, "").strip() or default
+    if raw not in choices:
+        raise PlaygroundError(f"environment variable {name} must be one of {', '.join(choices)}, got {raw[:40]!r}")
+    return raw
+
+
 def _env_int(name: str, default: int, least: int = 1) -> int:
     """A host's bound: a whole number of `least` or more (-1 made "must be between 1 and -1" of every request)."""
     raw = os.environ.get(name, "")

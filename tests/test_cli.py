@@ -243,6 +243,26 @@ def test_a_bad_size_in_the_environment_is_one_line():
     assert proc.stderr.splitlines() == ["error: environment variable PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'"]
 
 
+@pytest.mark.parametrize("setting, said", [
+    ("PLAYGROUND_CPU_DTYPE=fp16", "PLAYGROUND_CPU_DTYPE must be float32 or bfloat16, got 'fp16'"),  # was a visitor's error
+    ("PLAYGROUND_WARM_UP=maybe", "PLAYGROUND_WARM_UP must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
+    ("PLAYGROUND_GQA_ATTENTION=Triton", "PLAYGROUND_GQA_ATTENTION must be one of matmul, sdpa, triton, got 'Triton'"),
+    ("PLAYGROUND_MAX_NEW_TOKENS=-1", "PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'")])  # was a traceback
+def test_the_app_refuses_a_bad_host_setting_in_one_line_before_serving(setting, said):
+    name, value = setting.split("=")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_SERVER_PORT="7949", **{name: value})
+    proc = subprocess.run([sys.executable, "app.py"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1 and proc.stderr.splitlines()[-1] == f"error: environment variable {said}", proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "Running on" not in proc.stdout + proc.stderr
+
+
+def test_a_host_flag_reads_the_usual_words(monkeypatch):
+    from playground.limits import env_flag
+    for raw, meant in (("1", True), ("true", True), ("ON", True), ("0", False), ("False", False), ("no", False), ("", None)):
+        monkeypatch.setenv("PLAYGROUND_TEST_FLAG", raw)
+        assert env_flag("PLAYGROUND_TEST_FLAG", None) is meant
+
+
 def test_the_apps_help_says_where_its_settings_are_and_serves_nothing():
     """`python app.py --help` started the server on port 7860 (a red-team pass)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", PLAYGROUND_WARM_UP="0")

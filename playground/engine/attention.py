@@ -26,7 +26,6 @@ matrix products; 5 tokens 4.47 / 2.62 / 0.83; Qwen2.5-0.5B one token 0.74 / 1.64
 compiled 7B target alone went from 7.85 to 5.54 ms a token. PLAYGROUND_GQA_ATTENTION=sdpa folds
 into SDPA's kernel instead; PLAYGROUND_GQA_ATTENTION=triton into two Triton kernels that read only
 the positions the mask allows (playground.engine.decode_attention; on an H200 no faster within a round, hence opt-in)."""
-import os
 
 import torch
 from transformers import AttentionInterface
@@ -34,9 +33,10 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
 from playground.engine import decode_attention
+from playground.limits import env_choice, env_flag
 
 NAME = "playground_folded_sdpa"
-WAY = os.environ.get("PLAYGROUND_GQA_ATTENTION", "matmul")  # "matmul", "sdpa" or "triton" (see above)
+WAY = env_choice("PLAYGROUND_GQA_ATTENTION", "matmul", "matmul", "sdpa", "triton")  # (see above)
 
 
 def folded_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -77,7 +77,7 @@ def matmul_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
 
 def folds_on(device: torch.device) -> bool:
     """Whether static-cache models on this device attend through folded_sdpa."""
-    return device.type == "cuda" and os.environ.get("PLAYGROUND_FOLD_GQA", "1") != "0"
+    return device.type == "cuda" and env_flag("PLAYGROUND_FOLD_GQA", True)
 
 
 def fold_grouped_heads(model: torch.nn.Module) -> bool:

@@ -3,7 +3,6 @@ say what to do. Where the files come from: locate; device, dtype and memory: pla
 model needs, and the LRU of loaded models: room."""
 import collections
 import contextlib
-import os
 import pathlib
 import re
 import threading
@@ -17,6 +16,7 @@ from transformers.cache_utils import DynamicCache, LinearAttentionCacheLayerMixi
 
 from playground.draft_ids import NGRAM, draft_model, is_cascade, uses_lookup
 from playground.errors import PlaygroundError
+from playground.limits import env_flag
 from playground.models import placement
 from playground.models.batch_invariant import make_batch_invariant
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
@@ -335,7 +335,7 @@ def eos_token_ids(model, tokenizer) -> frozenset[int]:
 
 def custom_models_allowed() -> bool:
     """Model ids typed by a user (UI, share links) load only where the host opts in."""
-    return os.environ.get("PLAYGROUND_ALLOW_CUSTOM_MODELS", "") == "1"
+    return env_flag("PLAYGROUND_ALLOW_CUSTOM_MODELS", False)
 
 
 def _first_line(exc: Exception) -> str:

@@ -52,13 +52,21 @@ def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
     emulated or the model is too small to gain. PLAYGROUND_CPU_DTYPE=float32|bfloat16 overrides."""
     if device.type == "cuda":
         return torch.bfloat16
+    if chosen := cpu_dtype_asked():
+        return chosen
+    big = float32_bytes > 4 * SMALL_MODEL
+    return torch.bfloat16 if big and native_bf16() else torch.float32
+
+
+def cpu_dtype_asked() -> torch.dtype | None:
+    """PLAYGROUND_CPU_DTYPE's dtype, None where unset (app.py reads it at start-up: a bad value was
+    said first to a visitor's run, the warm-up's traceback in the log)."""
     chosen = os.environ.get("PLAYGROUND_CPU_DTYPE", "").strip()
     if chosen in ("float32", "bfloat16"):
         return getattr(torch, chosen)
     if chosen:
         raise PlaygroundError(f"environment variable PLAYGROUND_CPU_DTYPE must be float32 or bfloat16, got {chosen[:40]!r}")
-    big = float32_bytes > 4 * SMALL_MODEL
-    return torch.bfloat16 if big and native_bf16() else torch.float32
+    return None
 
 
 def native_bf16() -> bool:

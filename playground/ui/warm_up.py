@@ -9,9 +9,9 @@ The loading goes on an engine thread, where runs go (playground.ui.pacing: a thr
 keeps a team of OpenMP workers, and a second team slows every run's products).
 ZeroGPU loads the default pair as app.py is imported instead (its GPU is lent per call)."""
 import logging
-import os
 import time
 
+from playground.limits import env_flag
 from playground.models.placement import on_zero_gpu
 from playground.presets import Settings
 from playground.ui.live import prepare
@@ -22,7 +22,7 @@ log = logging.getLogger("playground.warm_up")
 
 def wanted() -> bool:
     """Whether this host warms up: all but ZeroGPU, unless PLAYGROUND_WARM_UP=0."""
-    return not on_zero_gpu() and os.environ.get("PLAYGROUND_WARM_UP", "1") != "0"
+    return not on_zero_gpu() and env_flag("PLAYGROUND_WARM_UP", True)
 
 
 def warm_up(settings: Settings) -> float | None:
