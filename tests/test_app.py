@@ -498,6 +498,15 @@ def test_an_experiment_gives_way_only_past_its_share_of_the_device(monkeypatch):
     clock[0] += experiments_tab.EXPERIMENT_SECONDS + 1
     waiting[0] = 1
     assert timed.checker(threading.Event())() and "limit of" in timed.why  # the limit before giving way
+    monkeypatch.setattr(experiments_tab, "EXPERIMENT_SECONDS", 900)  # ZeroGPU: a 360 s lease ended a 900 s sweep
+    from playground.ui import gpu  # mid-work, without the stop that keeps what was measured
+    monkeypatch.setattr(gpu, "GPU_SECONDS", 120)
+    monkeypatch.setattr(gpu, "on_zero_gpu", lambda: True)
+    leased = experiments_tab.Halt(None, "sweep")
+    clock[0] += 325
+    assert leased.checker(threading.Event())() and leased.why == " at this Space's GPU lease limit of 324 s for one experiment"
+    monkeypatch.setattr(gpu, "on_zero_gpu", lambda: False)
+    assert experiments_tab.Halt(None, "sweep").limit == 900
 
 
 def test_api_constrained_run_is_valid_json(client):

@@ -18,7 +18,7 @@ from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import live, plots, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
-from playground.ui.gpu import on_gpu
+from playground.ui.gpu import EXPERIMENT_RUNS, on_gpu, within_lease
 from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
                                           read_experiment, sweep_values)
 from playground.ui.inputs import chain_theory, page_url, settings_from_inputs, settings_to_run, typed, user_error
@@ -30,7 +30,7 @@ IDLE_S = 2.0  # an experiment's progress is handed to the page again this often:
 log = logging.getLogger("playground.ui")
 
 
-@on_gpu(runs=3)
+@on_gpu(runs=EXPERIMENT_RUNS)
 def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop (or the
     host's time limit, a closed page, a run waiting for the device: Halt) ends it where it is, with the
@@ -256,7 +256,7 @@ def _speedup_cell(row: dict) -> str:
     return f"{row['speedup']:.2f}" + (" (no clear difference)" if verdict == "no clear difference" else "")
 
 
-@on_gpu(runs=3)
+@on_gpu(runs=EXPERIMENT_RUNS)
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
@@ -336,6 +336,7 @@ class Halt:
 
     def __init__(self, request, job: str):
         self.request, self.job, self.began = request, job, monotonic()
+        self.limit, self.whose = within_lease(EXPERIMENT_SECONDS, EXPERIMENT_RUNS)
         self.why = None  # once halted: "" for Stop, else the words after "stopped"
 
     def checker(self, stop) -> Callable[[], bool]:
@@ -350,8 +351,8 @@ class Halt:
         held = monotonic() - self.began
         if stop.is_set() or stop_requested(self.request, self.job):
             return ""
-        if held > EXPERIMENT_SECONDS:
-            return f" at this host's limit of {EXPERIMENT_SECONDS} s for one experiment"
+        if held > self.limit:
+            return f" at {self.whose} limit of {self.limit} s for one experiment"
         if held >= EXPERIMENT_SHARE_SECONDS and device_waiting():
             return f" after {_duration(held)}, giving way to a run waiting for the model"
         return None
