@@ -109,7 +109,8 @@ def hub_resolves() -> bool:
 
 def _not_cached(model_id: str) -> str:
     return (f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
-            f"HF_HUB_OFFLINE=1). Pre-download it where there is network: `hf download {model_id}`")
+            "HF_HUB_OFFLINE=1): pick a preset whose models are here (demo and smollm2 run offline), or whoever "
+            f"runs this host pre-downloads it where there is network: `hf download {model_id}`")
 
 
 def report(progress: Progress | None, fraction: float, message: str) -> None:
