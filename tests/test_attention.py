@@ -34,7 +34,7 @@ def test_folded_heads_attend_as_repeated_ones(groups, kv_heads, n, additive, way
     seen = torch.ones(1, 1, n, length, dtype=torch.bool).tril(diagonal=length - n - 9)  # the last 9 unwritten
     mask = torch.zeros(seen.shape).masked_fill(~seen, torch.finfo(torch.float32).min) if additive else seen
     expected, _ = sdpa_attention_forward(Grouped(groups), query, key, value, mask, scaling=0.25)
-    got, _ = attention.folded_sdpa(Grouped(groups), query, key, value, mask, scaling=0.25)
+    got, _ = attention.folded_attention(Grouped(groups), query, key, value, mask, scaling=0.25)
     assert got.shape == expected.shape == (1, n, kv_heads * groups, dim)
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
 

@@ -24,7 +24,7 @@ def test_rehearsal_runs_every_real_size_step(gpu_check, tmp_path):
                              "--out", str(tmp_path)])
     assert json.loads((tmp_path / "gpu_check.json").read_text())["rehearsal"] is True
     assert set(report["attention_ms"]) == {"target verify", "target step", "draft step"}
-    assert report["attention"] == {"target": "playground_folded_sdpa", "draft": "playground_folded_sdpa"}  # as on a GPU
+    assert report["attention"] == {"target": "playground_folded_gqa", "draft": "playground_folded_gqa"}  # as on a GPU
     assert all(t["repeated"] > 0 and t["folded"] > 0 for t in report["attention_ms"].values())
     rows = ("alone-1", "alone-W", "spec k=4", "spec k<=4 schedule", "eager alone", "eager spec k=4")
     for setting in ("real acceptance 0", "real acceptance 1"):

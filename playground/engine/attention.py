@@ -35,11 +35,11 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMa
 from playground.engine import decode_attention
 from playground.limits import env_choice, env_flag
 
-NAME = "playground_folded_sdpa"
+NAME = "playground_folded_gqa"
 WAY = env_choice("PLAYGROUND_GQA_ATTENTION", "matmul", "matmul", "sdpa", "triton")  # (see above)
 
 
-def folded_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+def folded_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                 **kwargs) -> tuple[torch.Tensor, None]:
     groups = getattr(module, "num_key_value_groups", 1)
@@ -76,12 +76,12 @@ def matmul_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
 
 
 def folds_on(device: torch.device) -> bool:
-    """Whether static-cache models on this device attend through folded_sdpa."""
+    """Whether static-cache models on this device attend through folded_attention."""
     return device.type == "cuda" and env_flag("PLAYGROUND_FOLD_GQA", True)
 
 
 def fold_grouped_heads(model: torch.nn.Module) -> bool:
-    """Make the model attend through folded_sdpa where it runs SDPA with grouped heads; -> whether it does.
+    """Make the model attend through folded_attention where it runs SDPA with grouped heads; -> whether it does.
     (A module that is not a transformers model, such as a feature draft, keeps its attention.)"""
     if not hasattr(model, "set_attn_implementation"):
         return False
@@ -89,7 +89,7 @@ def fold_grouped_heads(model: torch.nn.Module) -> bool:
     heads, kv_heads = text.num_attention_heads, getattr(text, "num_key_value_heads", None) or text.num_attention_heads
     if heads == kv_heads or model.config._attn_implementation not in ("sdpa", NAME):
         return False
-    AttentionInterface.register(NAME, folded_sdpa)
+    AttentionInterface.register(NAME, folded_attention)
     AttentionMaskInterface.register(NAME, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])  # the masks SDPA gets
     model.set_attn_implementation(NAME)
     return True
