@@ -2,6 +2,8 @@
 on time here; those live in BENCHMARKS.md) and its greedy rows agree on the tokens."""
 import json
 
+import pytest
+
 from playground import session
 from playground.measure import bench
 from playground.cli import main
@@ -148,3 +150,19 @@ def test_a_tree_row_is_measured_once_per_temperature(monkeypatch, target, noisy_
     bench.run_bench({"draft": pair}, [[1, 2, 3]], [2, 4], [0.0, 0.5], 1, 4, log=said.append, tree="2,1")
     assert measured == [(2, 0.0, True), (4, 0.0, False), (2, 0.5, True), (4, 0.5, False)]
     assert "(the engine-tree row is measured once per temperature, with k=2: a tree does not use k)" in said
+
+
+def test_a_rows_efficiency_is_over_the_target_alones_beside_it():
+    """A machine busier than when the pass costs were measured slowed both sides alike: the row read
+    0.15 (as if 85% of its time were overhead) where the target alone beside it read 0.21."""
+    import types
+    costs = {"prefill": 0.010, "verify": {1: 0.010, 2: 0.011, 3: 0.012}, "draft": 0.002}
+    spec_rounds = [types.SimpleNamespace(proposed=2, draft_passes=2)] * 10  # each round: 0.012 (3 wide) + 2 x 0.002
+    base_rounds = [types.SimpleNamespace(proposed=0, draft_passes=0)] * 30  # each: one pass, 0.010
+    spec = bench.Sample(ids=[1] * 30, seconds=4 * (0.010 + 10 * 0.016), target_passes=11, proposed=20, accepted=20, rounds=spec_rounds)
+    base = bench.Sample(ids=[1] * 30, seconds=4 * (0.010 + 30 * 0.010), target_passes=31, proposed=0, accepted=0, rounds=base_rounds)
+    result = types.SimpleNamespace(spec_tokens_per_s=1.0, base_tokens_per_s=1.0, speedup=1.9, low=1.8, high=2.0,
+                                   blocks=1, reason="", side="faster")
+    row = bench._row("engine", session.settings(k=2), result, [(spec, base)], costs)
+    assert row["alone_efficiency"] == pytest.approx(0.25)  # both sides 4x slower than their passes
+    assert row["efficiency"] == pytest.approx(1.0)  # no more overhead than the target alone's

@@ -8,9 +8,11 @@ Rows (one per method, k, temperature): tokens_per_s, baseline_tokens_per_s (the 
 measured beside that row, its speedup's baseline; the `target` row pools those of every row, so under
 changing load it differs), speedup and speedup_range, measurements (the
 interleaved blocks it took), note, acceptance_rate, tokens_per_target_pass, efficiency (engine rows:
-the time predicted from measured per-pass costs and the run's own rounds, over the measured time;
-1.0 means no overhead outside model passes) and identical (greedy rows: the same tokens as the
-target alone on every prompt). `target` is the engine's target alone, `hf-target` transformers'
+the time predicted from measured per-pass costs and the run's own rounds over the measured time, divided
+by the same for the target alone beside it, alone_efficiency: 1.0 means no more overhead outside model
+passes than the target alone has; a machine busier than when the costs were measured lowers both sides,
+not the ratio: 0.15 was read as 85% overhead where the target alone beside it measured 0.21) and
+identical (greedy rows: the same tokens as the target alone on every prompt). `target` is the engine's target alone, `hf-target` transformers'
 plain generate.
 
 With `compiled`, an `engine-compiled` row runs the engine on static caches with compiled passes
@@ -237,8 +239,10 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
     costs = (pass_costs or {}).get("compiled") if method == COMPILED else pass_costs
     if method == TREE:
         row["tree"] = tree_text(cfg)
-    elif method in ENGINE and costs is not None:
-        row["efficiency"] = predicted_seconds(mine, costs, method) / (row["seconds"] or 1.0)
+    elif method in ENGINE and costs is not None:  # each side's predicted over measured time; the row's over the
+        alone = [b for _, b in samples]  # target alone's beside it, so a load on both is not read as overhead
+        row["alone_efficiency"] = predicted_seconds(alone, costs, "target") / (sum(b.seconds for b in alone) or 1.0)
+        row["efficiency"] = predicted_seconds(mine, costs, method) / (row["seconds"] or 1.0) / (row["alone_efficiency"] or 1.0)
     if cfg.sampling.greedy:
         row["identical"] = all(m.ids == b.ids for m, b in samples)
     return row
