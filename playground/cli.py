@@ -123,6 +123,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
 def cmd_bench(args) -> int:
     from playground import session
     from playground.measure import bench, report
+    from playground.measure.machine import machine, machine_line
     from playground.measure.sweeps import parse_values
     preset, target, draft = resolve_models(args)
     try:
@@ -146,7 +147,11 @@ def cmd_bench(args) -> int:
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    title = f"{target} + {draft}"
+    ran_on = machine(next(pair.target.parameters()).device)
+    log(f"machine: {machine_line(ran_on)}")
+    title = f"{target} + {draft}\n\nMeasured on {machine_line(ran_on)}"
+    if out_dir:
+        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
     on_row = (lambda rows: _written(lambda: report.write_rows(rows, out_dir, title), out_dir)) if out_dir else None
     rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
                            compiled=bool(args.compile), on_row=on_row, tree=args.tree)  # text: its row's label

@@ -46,7 +46,7 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
     prompts.write_text("def f(x):\\n    return\nclass A:\n")
     code = main(["bench", "--target", str(target), "--draft", str(draft), "--k", "2,3", "--prompts", str(prompts),
                  "--max-new-tokens", "12", "--repeat", "1", "--json", "--out", str(tmp_path / "out")])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0
     rows = json.loads(out)
     assert {(r["method"], r["k"]) for r in rows} == {(m, k) for m in bench.METHODS for k in (2, 3)}
@@ -57,6 +57,10 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
         if row["method"].startswith("engine"):
             assert row["efficiency"] > 0
     assert (tmp_path / "out" / "table.md").read_text().count("\n") >= 2 + len(rows)
+    ran_on = json.loads((tmp_path / "out" / "machine.json").read_text())  # a figure names what it ran on
+    assert {"cpu", "cpu_flags", "cores", "torch_threads", "device", "torch", "transformers", "load_average", "date"} <= set(ran_on)
+    assert f"{ran_on['torch_threads']} torch threads" in (tmp_path / "out" / "table.md").read_text()
+    assert "machine: " in err  # (--json: the log goes to stderr)
     assert (tmp_path / "out" / "speedup.html").exists()
 
 

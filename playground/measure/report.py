@@ -87,6 +87,12 @@ def _table_verdict(row: dict) -> str:
     return verdict(row) + (f", {low:.2f}-{high:.2f}x" if unsided else "")
 
 
+def write_machine(machine: dict, out: pathlib.Path) -> None:
+    """machine.json: what the rows beside it were measured on (playground.measure.machine)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "machine.json").write_text(json.dumps(machine, indent=1))
+
+
 def write_rows(rows: list[dict], out: pathlib.Path, title: str) -> None:
     """rows.json and table.md as they stand (rewritten after every row, so a long bench leaves what
     it measured even when stopped)."""
