@@ -243,3 +243,24 @@ def test_an_estimate_beyond_what_its_passes_allow_is_not_told():
     sp = measure(block, max_blocks=1)  # (more blocks alike would narrow the interval to above the bound)
     assert sp.speedup is None and sp.estimate > SLACK * 3 and sp.low <= SLACK * 3
     assert "its estimate lies above 3.00x, about the most" in sp.reason
+
+
+def test_a_greedy_sweep_row_says_when_its_texts_left_the_target_alones():
+    """Sweeps and Compare drafts had no identity check: a greedy row whose speculative text drifted
+    from the target alone's (a near tie) was shown as a like-for-like speedup."""
+    import types
+    from playground.measure import sweeps
+
+    def run(*ids):
+        return [Round(index=1, tokens=[TokenEvent(BONUS, i, "x") for i in ids], proposed=0, accepted=0, target_passes=1,
+                      draft_passes=0, draft_s=0.0, target_s=0.01, wall_s=0.01)]
+    sp = types.SimpleNamespace(spec_tokens_per_s=20.0, base_tokens_per_s=10.0, speedup=2.0, low=1.8, high=2.2,
+                               estimate=2.0, verdict="faster", blocks=1, side="", reason="")
+    same = sweeps._row(session.settings(k=2), (sp, [run(1, 2, 3), run(4, 5)], [run(1, 2, 3), run(4, 5)]), 2)
+    assert same["identical"] is True and "left the target alone" not in same["note"]
+    drifted = sweeps._row(session.settings(k=2), (sp, [run(1, 2, 3), run(4, 6)], [run(1, 2, 3), run(4, 5)]), 2)
+    assert drifted["identical"] is False
+    assert drifted["note"].startswith("greedy, yet 1 of 2 runs left the target alone's text (first at token 1")
+    sampled = sweeps._row(session.settings(k=2, temperature=0.8), (sp, [run(1)], [run(2)]), 1)
+    assert sampled["identical"] is None and sampled["note"] == ""  # sampled texts differ by design
+    assert "identical" in sweeps.CSV_COLUMNS and "identical" in sweeps.COMPARE_CSV_COLUMNS

@@ -12,7 +12,8 @@ from playground.config import SpecConfig, tree_text
 from playground.draft_ids import NGRAM, cascade, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
-from playground.metrics import summarize
+from playground.events import Round
+from playground.metrics import first_difference, summarize
 from playground.measure.speedup import engine_block, measure
 
 COLUMNS = ["k", "temperature", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
@@ -105,19 +106,34 @@ def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, w
         blocks.append(make())
         return blocks[-1]
     told = measure(block)
-    return None if cut else (told, [run for b in blocks for run in b.spec_runs])
+    return None if cut else (told, [run for b in blocks for run in b.spec_runs], [run for b in blocks for run in b.base_runs])
 
 
 def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
-    sp, runs = result
+    sp, runs, alone = result
     stats = summarize([e for run in runs for e in run], 0.0)
-    return {"k": cfg.k, "temperature": cfg.sampling.temperature,
+    differ = _differing(runs, alone) if cfg.sampling.greedy else None
+    return {"k": cfg.k, "temperature": cfg.sampling.temperature, "identical": None if differ is None else not differ,
             "acceptance_rate": stats["acceptance_rate"], "token_acceptance": stats["token_acceptance"],
             "tokens_per_target_pass": stats["tokens_per_target_pass"],
             "tokens_per_s": sp.spec_tokens_per_s, "baseline_tokens_per_s": sp.base_tokens_per_s,
             "speedup": sp.speedup, "speedup_low": sp.low, "speedup_high": sp.high, "speedup_estimate": sp.estimate,
-            "verdict": sp.verdict, "measurements": sp.blocks, "note": _note(sp), "prompts": n_prompts,
-            "tokens": stats["generated_tokens"]}
+            "verdict": sp.verdict, "measurements": sp.blocks, "note": "; ".join(filter(None, (_note(sp), _drift(differ, len(runs))))),
+            "prompts": n_prompts, "tokens": stats["generated_tokens"]}
+
+
+def _differing(runs: list[list], alone: list[list]) -> list[int]:
+    """Greedy: where each run's text left the target alone's beside it (first token), for those that did."""
+    ids = lambda events: [t.token_id for e in events if isinstance(e, Round) for t in e.committed]  # noqa: E731
+    return [at for run, base in zip(runs, alone) if (at := first_difference(ids(run), ids(base))) is not None]
+
+
+def _drift(differ: list[int] | None, runs: int) -> str:
+    """A greedy row whose texts left the target alone's says so beside its speedup (not the same tokens compared)."""
+    if not differ:
+        return ""
+    return (f"greedy, yet {len(differ)} of {runs} runs left the target alone's text (first at token {min(differ)}: "
+            "a near tie the two pass shapes rounded apart), so their speeds are of different texts")
 
 
 def _note(sp) -> str:
@@ -133,7 +149,8 @@ def _unavailable(name: str, draft_id: str, policy: str, why: str) -> dict:
     return row | {"variant": name, "draft": draft_id, "policy": policy, "note": f"not run: {why}"}
 
 
-CSV_COLUMNS = COLUMNS + ["speedup_estimate", "verdict"]  # the estimate a noisy row's empty speedup had
+CSV_COLUMNS = COLUMNS + ["speedup_estimate", "verdict", "identical"]  # the estimate a noisy row's empty speedup
+# had; greedy: whether every run wrote the target alone's text
 
 
 def to_csv(rows: list[dict], about: dict | None = None, columns: list[str] = CSV_COLUMNS) -> str:
@@ -159,7 +176,7 @@ VARIANTS = {
 COMPARE_COLUMNS = ["variant", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
                    "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "measurements", "tokens", "draft",
                    "policy"]  # the result and its note first: a narrow screen still shows them
-COMPARE_CSV_COLUMNS = COMPARE_COLUMNS + ["k", "temperature", "speedup_estimate", "verdict", "prompts"]
+COMPARE_CSV_COLUMNS = COMPARE_COLUMNS + ["k", "temperature", "speedup_estimate", "verdict", "prompts", "identical"]
 
 
 def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig, variants: list[str],
