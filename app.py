@@ -14,7 +14,10 @@ try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the imp
     from playground.ui.page import demo
     from playground.ui.serving import launch_options, queue_options
     from playground.ui.warm_up import wanted, warm_up
+    from playground.limits import env_flag
     cpu_dtype_asked()
+    for flag in ("PLAYGROUND_FOLD_GQA", "PLAYGROUND_FUSE_PROJECTIONS"):  # read as a GPU model loads: checked now
+        env_flag(flag, True)
     WARM_UP = wanted()
 except PlaygroundError as exc:
     sys.exit(f"error: {exc}")

@@ -232,7 +232,8 @@ def resolve_models(args):
                               "or a --preset whose draft and settings it takes")
     preset = None
     if args.preset or not (args.target and args.draft):
-        preset = get_preset(args.preset or default_preset_name())
+        preset = get_preset(args.preset or os.environ.get("PLAYGROUND_PRESET") or default_preset_name())  # a
+        # mistyped PLAYGROUND_PRESET is refused here, with its close match (the page starts on its default)
     target = args.target or preset.target
     draft = args.draft or (preset.draft if preset else None)
     return preset, target, draft

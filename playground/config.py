@@ -211,6 +211,9 @@ def tree_nodes(branching: tuple[int, ...]) -> int:
     return total
 
 
+THINK_END = "</think>"  # where a reasoning model's thinking ends (constraints.reasoning finds it in the tokens' bytes)
+
+
 def thinks(constrained: bool, think_budget: int) -> bool:
     """Whether a reasoning model may think before it answers: always without a constraint; under one
     only with a thinking budget (the constraint starts after </think>). Otherwise its chat template is

@@ -45,6 +45,13 @@ class Round:
     stop_reason: str = ""  # why drafting stopped early (adaptive K), empty when it drafted k
     tree: dict | None = None  # a token tree's round: its node tokens, parents (-1: root) and accepted path
     forced_drafts: int = 0  # of `accepted`, drafts the constraint allowed alone (shown forced: no guess to judge)
+    forced_first: int = 0  # the tokens forced before drafting: the first of `tokens`
+
+    @property
+    def drafts(self) -> list[TokenEvent]:
+        """A chain round's drafted tokens, in order: kept (accepted, or forced where the constraint
+        allowed them alone), then refused."""
+        return [t for t in self.tokens[self.forced_first:] if t.kind in (ACCEPTED, FORCED, REJECTED)]
 
     @property
     def committed(self) -> list[TokenEvent]:
@@ -92,5 +99,6 @@ class RunResult:
 def round_json(r: Round) -> dict:
     """A round as plain data: its timing and its tokens with their kinds and probabilities."""
     return {"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s, "target_s": r.target_s,
+            "proposed": r.proposed, "accepted": r.accepted, "forced_drafts": r.forced_drafts, "forced_first": r.forced_first,
             "wall_s": r.wall_s, "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
                                             "p_draft": t.p_draft} for t in r.tokens]}

@@ -247,6 +247,7 @@ def test_a_bad_size_in_the_environment_is_one_line():
     ("PLAYGROUND_CPU_DTYPE=fp16", "PLAYGROUND_CPU_DTYPE must be float32 or bfloat16, got 'fp16'"),  # was a visitor's error
     ("PLAYGROUND_WARM_UP=maybe", "PLAYGROUND_WARM_UP must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
     ("PLAYGROUND_GQA_ATTENTION=Triton", "PLAYGROUND_GQA_ATTENTION must be one of matmul, sdpa, triton, got 'Triton'"),
+    ("PLAYGROUND_FUSE_PROJECTIONS=maybe", "PLAYGROUND_FUSE_PROJECTIONS must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
     ("PLAYGROUND_MAX_NEW_TOKENS=-1", "PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'")])  # was a traceback
 def test_the_app_refuses_a_bad_host_setting_in_one_line_before_serving(setting, said):
     name, value = setting.split("=")
@@ -261,6 +262,17 @@ def test_a_host_flag_reads_the_usual_words(monkeypatch):
     for raw, meant in (("1", True), ("true", True), ("ON", True), ("0", False), ("False", False), ("no", False), ("", None)):
         monkeypatch.setenv("PLAYGROUND_TEST_FLAG", raw)
         assert env_flag("PLAYGROUND_TEST_FLAG", None) is meant
+    import torch
+    from playground.models.fused_projections import fuses_on
+    monkeypatch.setenv("PLAYGROUND_FUSE_PROJECTIONS", "false")  # (only "0" turned it off)
+    assert not fuses_on(torch.device("cuda"))
+
+
+def test_a_mistyped_preset_in_the_environment_is_refused_by_the_cli(capsys, monkeypatch):
+    """The page starts on its own default (a warning); the CLI ran that default without a word."""
+    monkeypatch.setenv("PLAYGROUND_PRESET", "demoo")
+    assert main(["generate", "--prompt", "hi", "--max-new-tokens", "8"]) == 2
+    assert "unknown preset 'demoo'; did you mean 'demo'?" in capsys.readouterr().err
 
 
 def test_the_apps_help_says_where_its_settings_are_and_serves_nothing():

@@ -12,7 +12,8 @@ from playground.cli import main
 from playground.constraints import ConstraintSpec, from_user
 from playground.constraints.compile import compile_constraint, stop_ids
 from playground.errors import PlaygroundError
-from playground.events import FORCED, Round
+from playground.events import FORCED, Round, round_json
+from playground.ui.tree_view import round_tree
 from tests import tiny
 from tests.constraint_cases import INEXACT, REGEXES, SCHEMAS
 from tests.test_engine_sampling import chi_square_p
@@ -279,6 +280,10 @@ def test_a_draft_the_constraint_allowed_alone_is_forced_not_a_kept_guess(pair, t
         assert result.stats["token_acceptance"] == pytest.approx(kinds.count("accepted") / (kinds.count("accepted") + refusals))
         for r in result.rounds:
             assert r.accepted - r.forced_drafts == [t.kind for t in r.tokens].count("accepted")
+            assert all(t.kind == FORCED for t in r.tokens[:r.forced_first])  # forced before drafting, then the drafts:
+            tree = round_tree(r)  # the Tree tab drew a round without its forced drafts (a kept path with gaps)
+            assert tree["tokens"] == [t.token_id for t in r.drafts] and len(tree["path"]) == r.accepted
+            assert round_json(r)["forced_drafts"] == r.forced_drafts
     assert result.stats["token_acceptance"] == 1.0  # the target as its own draft: every guess kept
 
 

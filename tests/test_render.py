@@ -132,8 +132,8 @@ def test_a_sweep_rows_speedup_cell_says_which_side_of_1x_and_its_csv_keeps_the_e
     assert rows[2]["note"].startswith("no clear difference: the 95% interval holds 1x") and rows[3]["note"] == ""
     csv_text = sweeps.to_csv(rows, {"target": "acme/target", "max_new_tokens": 32})
     header, *lines = csv_text.splitlines()
-    assert header.endswith(",speedup_estimate,verdict,target,max_new_tokens")
-    assert lines[0].endswith(",1.3200,faster,acme/target,32") and lines[2].endswith(",0.9560,no clear difference,acme/target,32")
+    assert header.endswith(",speedup_estimate,verdict,identical,target,max_new_tokens")
+    assert lines[0].endswith(",1.3200,faster,,acme/target,32") and lines[2].endswith(",0.9560,no clear difference,,acme/target,32")
 
 
 def test_a_noisy_speedup_wholly_above_one_is_shown_as_faster_with_its_range():

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import torch
 
+from playground.config import THINK_END
 from playground.errors import PlaygroundError
 
-MARKER = "</think>"
+MARKER = THINK_END
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,9 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     events = _forced(proposer, run) if guide is not None else []
     if run.budget == 0 or (events and events[-1].token_id in eos_ids):
         finish = "eos" if events[-1].token_id in eos_ids else "length"
-        return _round_event(run, events, 0, 0, None, 0.0, 0.0, started, finish, 0)
+        event = _round_event(run, events, 0, 0, None, 0.0, 0.0, started, finish, 0)
+        event.forced_first = len(events)
+        return event
     asked = run.schedule.next_k()
     k = min(asked, run.budget - 1)  # never draft past the token budget
     t0 = clock.mark()
@@ -125,7 +127,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     if finish is None and run.budget == 0:
         finish = "length"
     event = _round_event(run, events + committed, judged, kept, proposal, draft_s, target_s, started, finish, k)
-    event.forced_drafts = sum(no_choice[:kept])
+    event.forced_drafts, event.forced_first = sum(no_choice[:kept]), len(events)
     if verdict.path is not None:
         event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept],
                       **verdict.node_probs}

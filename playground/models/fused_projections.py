@@ -15,19 +15,20 @@ separate products (another GEMM shape), identically in speculation and the targe
 run the same model. Models on a GPU are joined at load (PLAYGROUND_FUSE_PROJECTIONS=0: not): on an
 H200 a Qwen2.5-7B token took 4.95 ms joined against 5.49 plain, a 0.5B draft step 1.34 ms against
 1.64 (scripts/gpu_check.py --only real,joined, 2026-11-26; BENCHMARKS.md "GPU")."""
-import os
 import threading
 import types
 
 import torch
 import torch.nn.functional as F
 
+from playground.limits import env_flag
+
 ATTENTIONS = {"LlamaAttention", "Qwen2Attention", "Qwen3Attention", "MistralAttention"}
 MLPS = {"LlamaMLP", "Qwen2MLP", "Qwen3MLP", "MistralMLP"}
 
 
 def fuses_on(device: torch.device) -> bool:
-    return device.type == "cuda" and os.environ.get("PLAYGROUND_FUSE_PROJECTIONS") != "0"
+    return device.type == "cuda" and env_flag("PLAYGROUND_FUSE_PROJECTIONS", True)
 
 
 class Slot:

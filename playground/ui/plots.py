@@ -39,10 +39,10 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     rounds = _rounds(events)
     depth = max((r.depth for r in rounds), default=0)  # (a tree's positions are its levels, not its nodes)
     survival, conditional = [], []
-    for i in range(1, depth + 1):
-        drafted = [r for r in rounds if r.depth >= i]
-        reached = [r for r in drafted if r.accepted >= i - 1]
-        kept = sum(r.accepted >= i for r in drafted)
+    for i in range(1, depth + 1):  # (a chain's positions count its guesses: a forced draft is none)
+        drafted = [r for r in rounds if r.depth - r.forced_drafts >= i]
+        reached = [r for r in drafted if r.accepted - r.forced_drafts >= i - 1]
+        kept = sum(r.accepted - r.forced_drafts >= i for r in drafted)
         survival.append(kept / len(drafted) if drafted else 0.0)
         conditional.append(kept / len(reached) if reached else 0.0)
     return survival, conditional

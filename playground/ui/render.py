@@ -3,7 +3,7 @@ live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
 import re
 
-from playground.constraints.reasoning import MARKER
+from playground.config import THINK_END
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
 from playground.metrics import counted, expected_tokens_per_round
 
@@ -206,8 +206,8 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
             thinking = part() is thought
             part().append(_token_html(t, eos_ids))
             committed += t.kind != REJECTED
-            closed = closed if not thinking or t.kind == REJECTED else (closed + t.text)[-len(MARKER):]
-    body = _thinking(thought, reasoning, still=not answer and closed != MARKER) + "".join(answer)
+            closed = closed if not thinking or t.kind == REJECTED else (closed + t.text)[-len(THINK_END):]
+    body = _thinking(thought, reasoning, still=not answer and closed != THINK_END) + "".join(answer)
     body = body or '<span class="stream-placeholder">tokens appear here, coloured by what happened to them</span>'
     return (f'<div class="tokstream" id="token-stream" role="region" aria-label="Token stream (arrow keys: each '
             f'token\'s details)" tabindex="0">{body}</div>')

@@ -36,7 +36,7 @@ CSS = """
 
 def tree_view(events: list) -> str:
     """HTML of the last rounds' drafts as trees (nothing drafted yet: a note)."""
-    rounds = [e for e in events if isinstance(e, Round) and (e.tree or any(t.kind in (ACCEPTED, REJECTED) for t in e.tokens))]
+    rounds = [e for e in events if isinstance(e, Round) and (e.tree or e.drafts)]
     if not rounds:
         return '<div class="treeview" id="tree-view"><span class="thead">each round\'s drafts appear here as a tree</span></div>'
     body = "".join(_round_html(r) for r in rounds[-ROUNDS_SHOWN:])
@@ -55,10 +55,10 @@ def round_tree(r: Round) -> dict:
         unjudged = {node for node, parent in enumerate(r.tree["parents"]) if parent >= 0 and parent not in path}
         return {"text": [str(t) for t in r.tree["tokens"]], "p_target": [None] * n, "p_draft": [None] * n,
                 "unjudged": unjudged, **r.tree}  # (unjudged: under a node the target refused, its walk ended there)
-    drafts = [t for t in r.tokens if t.kind in (ACCEPTED, REJECTED)]
+    drafts = r.drafts
     refused = next((i for i, t in enumerate(drafts) if t.kind == REJECTED), len(drafts))
     return {"tokens": [t.token_id for t in drafts], "parents": list(range(-1, len(drafts) - 1)),
-            "path": [i for i, t in enumerate(drafts) if t.kind == ACCEPTED], "text": [t.text for t in drafts],
+            "path": [i for i, t in enumerate(drafts) if t.kind != REJECTED], "text": [t.text for t in drafts],
             "p_target": [t.p_target for t in drafts], "p_draft": [t.p_draft for t in drafts],
             "unjudged": set(range(refused + 1, len(drafts)))}
 
