@@ -757,6 +757,7 @@ def test_the_calculator_refuses_values_past_its_sliders():
     for args, said in (((float("nan"), 4, 0.1), "the acceptance must be between 0 and 0.99, not nan"),
                        ((0.7, float("nan"), 0.1), "k must be a whole number between"),
                        ((0.7, 4, float("inf")), "the cost ratio must be between"), ((0.7, 10**6, 0.1), "k must be"),
+                       ((0.7, 4, 20), "not 20: c is a draft pass's time over a target pass's (a draft 20x faster: 0.05)"),
                        ((0.7, 2.5, 0.1), "k must be a whole number between 1 and 16, not 2\\.5"),
                        ((None, 4, 0.1), "between 0 and 0.99, not empty"), ((0.7, 4, ""), "between 0.01 and 1, not empty"), ((0.7, True, 0.1), "k must be"),
                        ((0.7, 4, "<img src=x onerror=alert(1)>"), "not \\<img src\\=x onerror\\=alert\\(1\\)\\>"),

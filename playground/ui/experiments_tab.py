@@ -385,7 +385,10 @@ def _outside_calculator_ranges(*values) -> str:
         if not number or not low <= value <= high or (name == "k" and not float(value).is_integer()):
             whole = " a whole number" if name == "k" else ""
             typed_as = "empty" if value is None or value == "" else render.md_escape(str(value)[:40])
-            return f"{'k' if name == 'k' else f'the {name}'} must be{whole} between {low} and {high}, not {typed_as}"
+            told = f"{'k' if name == 'k' else f'the {name}'} must be{whole} between {low} and {high}, not {typed_as}"
+            if name == "cost ratio" and number and high < value < float("inf"):  # (a seed's c is the target's cost over the draft's)
+                told += f": c is a draft pass's time over a target pass's (a draft {value:g}x faster: {1 / value:.3g})"
+            return told
     return ""
 
 

@@ -234,6 +234,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                     "drafts after a rejection too)", min_width=240)
             calc_k = gr.Slider(*CALCULATOR_RANGES["k"], value=FIRST.calc_k, step=1, label="k", min_width=240)
             calc_c = gr.Slider(*CALCULATOR_RANGES["cost ratio"], value=FIRST.calc_c, step=0.001, label="cost ratio c",
+                               info="a draft pass's time over a target pass's (a draft 20x faster: 0.05)",
                                elem_id="calc-c", min_width=240)  # (each a line of its own on a phone: k sat beside
             # α's help text there, α's number box pushed under it)
         with gr.Row():
