@@ -46,6 +46,8 @@ def expected_tokens_per_round(acceptance: float, k: int) -> float:
     (stats["token_acceptance"]: accepted / (accepted + rejections), its estimate from a run), not
     the share of proposed tokens accepted, which is lower because tokens after a rejection are
     proposed but never judged."""
+    if not (0.0 <= acceptance <= 1.0 and k >= 0):  # (NaN too: 1.5 gave k + 1, a negative k a negative count)
+        raise ValueError(f"acceptance must be in [0, 1] and k >= 0, got {acceptance!r} and {k!r}")
     if acceptance >= 1.0:
         return k + 1.0
     return (1 - acceptance ** (k + 1)) / (1 - acceptance)
@@ -54,6 +56,8 @@ def expected_tokens_per_round(acceptance: float, k: int) -> float:
 def expected_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
     """Speedup over the target alone when a draft pass costs `cost_ratio` target passes and the
     verify pass costs one: tokens per round / (k * c + 1)."""
+    if not cost_ratio >= 0.0:  # (-1/k divided by zero)
+        raise ValueError(f"the cost ratio must be >= 0, got {cost_ratio!r}")
     return expected_tokens_per_round(acceptance, k) / (k * cost_ratio + 1)
 
 

@@ -264,3 +264,17 @@ def test_a_greedy_sweep_row_says_when_its_texts_left_the_target_alones():
     sampled = sweeps._row(session.settings(k=2, temperature=0.8), (sp, [run(1)], [run(2)]), 1)
     assert sampled["identical"] is None and sampled["note"] == ""  # sampled texts differ by design
     assert "identical" in sweeps.CSV_COLUMNS and "identical" in sweeps.COMPARE_CSV_COLUMNS
+
+
+def test_the_formulas_refuse_what_has_no_meaning():
+    """Guarded only by the page: α 1.5 gave k + 1 tokens a round, a negative k a negative count, NaN NaN,
+    and c = -1/k a ZeroDivisionError, to a Python caller."""
+    from playground.metrics import expected_speedup, expected_tokens_per_round
+    assert expected_tokens_per_round(0.8, 5) == pytest.approx(3.6893, abs=1e-4)  # (1 - 0.8^6) / 0.2: seed 001's example
+    assert expected_tokens_per_round(1.0, 4) == 5.0 and expected_tokens_per_round(0.0, 4) == 1.0
+    assert expected_speedup(0.75, 4, 0.05) == pytest.approx(3.0508 / 1.2, abs=1e-3)  # its exercise 1: 2.54x
+    for acceptance, k in ((1.5, 3), (-0.5, 3), (float("nan"), 3), (0.5, -3)):
+        with pytest.raises(ValueError):
+            expected_tokens_per_round(acceptance, k)
+    with pytest.raises(ValueError):
+        expected_speedup(0.5, 4, -0.25)
