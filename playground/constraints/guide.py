@@ -36,6 +36,7 @@ class Guide:
         self.first_row_ready = False  # bitmask[0] already holds the current state's mask
         self.alone = [False] * max_rows  # row i's mask allowed one token: a draft there had no choice
         self.dead_paths: set[tuple[int, ...]] = set()  # a token tree's paths after which nothing is allowed
+        self.paths_alone: list[bool] = []  # path_masks' rows that allowed one token alone
 
     # -- masks -------------------------------------------------------------------------------------
     # The effective mask of a state is the grammar's mask, narrowed to the backend's first jump-forward
@@ -177,6 +178,7 @@ class Guide:
                 dead.add(tuple(path))
             self.matcher.rollback(len(body))
         self.first_row_ready, self.dead_paths = False, dead
+        self.paths_alone = [_single(row) is not None for row in out]  # each path's mask allowed one token
         return out
 
     def allowed_path(self, tokens: list[int]) -> list[int]:

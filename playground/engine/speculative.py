@@ -106,7 +106,8 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     else:
         verdict = _verify(target, proposal, run, cfg)
     t2 = clock.mark()
-    no_choice = guide.no_choice() if guide is not None and verdict.path is None else []
+    no_choice = [] if guide is None else guide.no_choice() if verdict.path is None else [
+        guide.paths_alone[proposal.parents[node] + 1] for node in verdict.path]  # a tree's node: its parent's row
     new, kept, committed, finish = _commit_events(verdict, eos_ids, no_choice)
     if verdict.path is not None:  # a tree: the target's cache keeps the accepted branch only
         target.keep(len(run.seq), [len(run.seq) + node for node in verdict.path[:kept]])
