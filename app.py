@@ -8,13 +8,13 @@ import sys
 from playground.errors import PlaygroundError
 
 try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the import's traceback
+    from playground.limits import env_flag
     from playground.models.loading import load_pair
     from playground.models.placement import cpu_dtype_asked, on_zero_gpu
     from playground.ui.inputs import DEFAULT
     from playground.ui.page import demo
     from playground.ui.serving import launch_options, queue_options
     from playground.ui.warm_up import wanted, warm_up
-    from playground.limits import env_flag
     cpu_dtype_asked()
     for flag in ("PLAYGROUND_FOLD_GQA", "PLAYGROUND_FUSE_PROJECTIONS"):  # read as a GPU model loads: checked now
         env_flag(flag, True)

@@ -214,7 +214,7 @@ def gpu_host() -> bool:
 
 
 def default_preset_name() -> str:
-    """PLAYGROUND_PRESET if set; else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
+    """PLAYGROUND_PRESET where it names a preset here (else a warning); else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
     offline (bf16 on CPUs with bf16 dot products, float32 with packed products elsewhere: both
     flat in the pass width and exact, see playground.models.batch_invariant); else the toy demo pair."""
     if asked := os.environ.get("PLAYGROUND_PRESET"):

@@ -8,11 +8,11 @@ import dataclasses
 import urllib.parse
 
 from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
+from playground.draft_ids import draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
 from playground.measure.sweeps import NUMBERS
 from playground.models.loading import is_way_of_drafting
-from playground.draft_ids import draft_model
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
