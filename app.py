@@ -8,7 +8,9 @@ import sys
 from playground.errors import PlaygroundError
 
 try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the import's traceback
-    from playground.limits import env_flag
+    import torch
+    from playground.engine.attention import folds_on
+    from playground.models.fused_projections import fuses_on
     from playground.models.loading import load_pair
     from playground.models.placement import cpu_dtype_asked, on_zero_gpu
     from playground.ui.inputs import DEFAULT
@@ -16,8 +18,8 @@ try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the imp
     from playground.ui.serving import launch_options, queue_options
     from playground.ui.warm_up import wanted, warm_up
     cpu_dtype_asked()
-    for flag in ("PLAYGROUND_FOLD_GQA", "PLAYGROUND_FUSE_PROJECTIONS"):  # read as a GPU model loads: checked now
-        env_flag(flag, True)
+    for reads_its_flag in (folds_on, fuses_on):  # as a GPU model loads (PLAYGROUND_FOLD_GQA, _FUSE_PROJECTIONS): now
+        reads_its_flag(torch.device("cuda"))
     WARM_UP = wanted()
 except PlaygroundError as exc:
     sys.exit(f"error: {exc}")

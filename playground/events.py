@@ -48,6 +48,15 @@ class Round:
     forced_first: int = 0  # the tokens forced before drafting: the first of `tokens`
 
     @property
+    def guesses(self) -> int:
+        """Drafts judged that were guesses (a forced draft is none)."""
+        return self.proposed - self.forced_drafts
+
+    @property
+    def kept_guesses(self) -> int:
+        return self.accepted - self.forced_drafts
+
+    @property
     def drafts(self) -> list[TokenEvent]:
         """A chain round's drafted tokens, in order: kept (accepted, or forced where the constraint
         allowed them alone), then refused."""

@@ -11,8 +11,8 @@ def summarize(events: list, wall_s: float) -> dict:
     generated = sum(len(r.committed) for r in rounds)
     forced = sum(t.kind == FORCED for r in rounds for t in r.tokens)
     verified = [r for r in rounds if r.target_passes]  # rounds of drafting and verifying (not only forced tokens)
-    proposed = sum(r.proposed - r.forced_drafts for r in rounds)  # guesses: a draft the constraint allowed
-    accepted = sum(r.accepted - r.forced_drafts for r in rounds)  # alone is forced, neither guessed nor judged
+    proposed = sum(r.guesses for r in rounds)  # a draft the constraint allowed alone is forced,
+    accepted = sum(r.kept_guesses for r in rounds)  # neither guessed nor judged
     rejections = sum(r.refused for r in rounds)  # (a tree's proposed counts its every node: not accepted < proposed)
     target_passes = sum(r.target_passes for r in rounds) + sum(p.target_passes for p in prefills)
     draft_passes = sum(r.draft_passes for r in rounds) + sum(p.draft_passes for p in prefills)

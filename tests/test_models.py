@@ -551,4 +551,4 @@ def test_sliding_window_models_are_not_refused(tmp_path):
     """Gemma-2/3 and Mistral-style windows roll back (engine.cache records past the window)."""
     for name in ("Gemma3TextConfig", "MistralConfig"):
         transformers_config(name).save_pretrained(tmp_path / name)
-        models.refuse_unrollable(name, tmp_path / name)
+        models.refuse_unfit_config(name, tmp_path / name)

@@ -94,14 +94,11 @@ def one_at_a_time(progress: Progress | None, what: str):
 
 def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dtype | None, progress):
     def before_download(config_dir: pathlib.Path) -> None:
-        refuse_past_any_model(model_id, config_dir)
-        refuse_unrollable(model_id, config_dir)
+        refuse_unfit_config(model_id, config_dir)
         refuse_before_download(model_id, config_dir, device, dtype)
 
     path = locate(model_id, progress, before_download)
-    refuse_past_any_model(model_id, path)  # a local folder (nothing downloaded, so not checked before)
-    refuse_unrollable(model_id, path)
-    refuse_layers_past_weights(model_id, path)
+    refuse_unfit_config(model_id, path, weights=True)  # a local folder: nothing downloaded, so not checked before
     try:
         dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32))
         need = placement.checkpoint_bytes(path, dtype)
@@ -127,26 +124,27 @@ MOST_IN_A_CONFIG = {"num_hidden_layers": 1024, "hidden_size": 65_536, "intermedi
 LAYER_NAME = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
 
-def _text_config(config_dir: pathlib.Path):
-    """The config.json's text model's config, or None (loading says what is wrong with it)."""
+def refuse_unfit_config(model_id: str, config_dir: pathlib.Path, weights: bool = False) -> None:
+    """config.json read once and checked before anything is built from it (`weights`: against the
+    safetensors files beside it too); a config transformers cannot read is loading's to explain."""
     try:
-        return AutoConfig.from_pretrained(config_dir, trust_remote_code=False).get_text_config()
+        config = AutoConfig.from_pretrained(config_dir, trust_remote_code=False)
     except Exception:  # noqa: BLE001  (an unknown model type, a config transformers' checks refuse)
-        return None
-
-
-def refuse_past_any_model(model_id: str, config_dir: pathlib.Path) -> None:
-    config = _text_config(config_dir)
+        return
+    text = config.get_text_config()
     for name, most in MOST_IN_A_CONFIG.items():
-        if isinstance(value := getattr(config, name, None), int) and value > most:
+        if isinstance(value := getattr(text, name, None), int) and value > most:
             raise PlaygroundError(f"model '{model_id}': its config.json gives {name} = {value:,}, past the {most:,} "
                                   "of any model the playground loads")
+    _refuse_unrollable(model_id, config)
+    if weights:
+        _refuse_layers_past_weights(model_id, text, config_dir)
 
 
-def refuse_layers_past_weights(model_id: str, path: pathlib.Path) -> None:
+def _refuse_layers_past_weights(model_id: str, text_config, path: pathlib.Path) -> None:
     """A config.json naming more layers than its safetensors weights hold (read from their headers):
     loading filled the missing layers with random weights and said nothing."""
-    layers = getattr(_text_config(path), "num_hidden_layers", None)
+    layers = getattr(text_config, "num_hidden_layers", None)
     held = _layers_in_weights(path)
     if isinstance(layers, int) and held is not None and layers > held:
         raise PlaygroundError(f"model '{model_id}': its config.json names {layers} layers and its weights hold "
@@ -166,16 +164,15 @@ def _layers_in_weights(path: pathlib.Path) -> int | None:
     return max(numbers) + 1 if numbers else None
 
 
-def refuse_unrollable(model_id: str, config_dir: pathlib.Path) -> None:
+def _refuse_unrollable(model_id: str, config) -> None:
     """Speculation rolls each model's cache back past a rejected guess: attention layers (full,
     sliding-window, chunked, shared or indexed) forget positions; linear-attention, Mamba-style and
     hybrid layers fold every token into a running state that cannot be taken back (transformers can
     crop a convolution-only state while recording its past; not tried here, so refused too)."""
     try:
-        config = AutoConfig.from_pretrained(config_dir, trust_remote_code=False)
         layers = DynamicCache(config=config).layers
-    except Exception:  # noqa: BLE001  (an unknown model type, a layer kind this transformers lacks:
-        return  # loading says what is wrong with the files)
+    except Exception:  # noqa: BLE001  (a layer kind this transformers lacks: loading says what is wrong)
+        return
     kinds = sorted({type(layer).__name__ for layer in layers if isinstance(layer, LinearAttentionCacheLayerMixin)})
     if kinds:
         raise PlaygroundError(f"model '{model_id}' has layers whose state cannot be rolled back after a rejected "

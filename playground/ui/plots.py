@@ -24,7 +24,7 @@ def accepted_histogram(events, k: int) -> go.Figure:
     counts = [0] * (k + 1)
     for r in _rounds(events):
         if r.k:
-            counts[min(r.accepted - r.forced_drafts, k)] += 1
+            counts[min(r.kept_guesses, k)] += 1
     fig = go.Figure(go.Bar(x=list(range(k + 1)), y=counts, marker_color=COLOURS["accepted"], text=counts,
                            textposition="outside", cliponaxis=False))
     fig.update_xaxes(dtick=1)  # every count labelled (plotly's own ticks skipped 1 and 3 at k=4)
@@ -41,8 +41,8 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     survival, conditional = [], []
     for i in range(1, depth + 1):  # (a chain's positions count its guesses: a forced draft is none)
         drafted = [r for r in rounds if r.depth - r.forced_drafts >= i]
-        reached = [r for r in drafted if r.accepted - r.forced_drafts >= i - 1]
-        kept = sum(r.accepted - r.forced_drafts >= i for r in drafted)
+        reached = [r for r in drafted if r.kept_guesses >= i - 1]
+        kept = sum(r.kept_guesses >= i for r in drafted)
         survival.append(kept / len(drafted) if drafted else 0.0)
         conditional.append(kept / len(reached) if reached else 0.0)
     return survival, conditional
