@@ -79,6 +79,16 @@ def engine_seconds(events: list) -> float:
     return prefill + sum(e.wall_s for e in events if isinstance(e, Round))
 
 
+def pooled_ratio(spec: list[tuple[float, int]], base: list[tuple[float, int]]) -> float:
+    """Speculation's speedup from each side's (seconds, tokens) parts, a part of 0 tokens a prefill:
+    (base prefill s + spec tokens x base decoding s per token) / spec seconds, the target alone
+    costed at the speculative side's length (playground.measure.speedup says why)."""
+    s_sec, s_tok = sum(s for s, _ in spec), sum(n for _, n in spec)
+    b_pre, b_dec = sum(s for s, n in base if not n), sum(s for s, n in base if n)
+    b_tok = sum(n for _, n in base)
+    return (b_pre + s_tok * b_dec / b_tok) / s_sec if s_sec and s_tok and b_tok else 0.0
+
+
 def first_difference(a: list[int], b: list[int], stopped: bool = False) -> int | None:
     """Index of the first token where two outputs differ (the shorter one's length if one is a
     prefix of the other), None when they are identical. stopped: the runs were cut short (Stop), at

@@ -49,6 +49,21 @@ def test_known_costs_give_the_known_ratio_in_one_block():
     assert sp.speedup == pytest.approx(expected) and sp.low == pytest.approx(expected) == sp.high
 
 
+def test_sides_that_end_at_other_lengths_are_costed_at_the_speculative_length():
+    # Sampled sides end where their own EOS falls: 10 speculative tokens at 0.05 s beside 100 of the
+    # target alone at 0.1 s, each after a 1 s prefill. Writing those 10 tokens alone takes 1 + 10 x 0.1 s
+    # against 1 + 10 x 0.05 s: 1.33x (per token over each side's own length, 0.73x).
+    def side(tokens: int, each: float) -> list:
+        return [Prefill(10, 1, 0, 1.0, 0.0)] + [Round(i + 1, [TokenEvent(BONUS, 5, "x")], 0, 0, 1, 0, 0.0, each, each)
+                                                 for i in range(tokens)]
+    block = Block(Timed(), Timed())
+    block.add(side(10, 0.05), side(100, 0.1))
+    assert block.ratio() == pytest.approx(2.0 / 1.5)
+    longer = Block(Timed(), Timed())
+    longer.add(side(100, 0.05), side(10, 0.1))  # the target alone's 10 tokens give its rate for 100
+    assert longer.ratio() == pytest.approx(11.0 / 6.0)
+
+
 def test_a_little_jitter_is_a_tight_interval_around_the_ratio():
     sp = measure(lambda: fake_block(FakeClock(jitter=1.1, seed=3)))
     assert sp.speedup is not None and sp.blocks == 1

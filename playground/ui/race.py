@@ -4,7 +4,7 @@ import html
 from dataclasses import dataclass
 
 from playground.events import Prefill, Round
-from playground.metrics import counted
+from playground.metrics import counted, pooled_ratio
 
 REPLAY_S = 8.0  # the slower run replays in about this long, whatever it measured
 FRAME_S = 0.05  # one frame of the replay every 50 ms, fewer for long texts:
@@ -18,6 +18,7 @@ class Lane:
     ends: list[float]  # engine seconds at the end of each round, prefill included
     pieces: list[str]  # the text each round added (the text so far after each: the output's length squared, kept per session)
     tokens: int  # tokens written in all
+    prefill: float = 0.0  # engine seconds before the first round (counted in ends[0] too)
 
     def at(self, t: float) -> tuple[str, int]:
         """-> (text, rounds finished) at engine time t."""
@@ -35,7 +36,7 @@ class Lane:
 
 def lane(name: str, events: list) -> Lane:
     """Events -> a lane: the cumulative engine time (metrics.engine_seconds' clock) at each round's end."""
-    t = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
+    t = prefill = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
     ends, pieces, tokens = [], [], 0
     for e in events:
         if isinstance(e, Round):
@@ -43,7 +44,7 @@ def lane(name: str, events: list) -> Lane:
             ends.append(t)
             pieces.append("".join(tok.text for tok in e.committed))
             tokens += len(e.committed)
-    return Lane(name, ends, pieces, tokens)
+    return Lane(name, ends, pieces, tokens, prefill)
 
 
 def lanes(events: list, baseline_events: list) -> list[Lane] | None:
@@ -97,9 +98,12 @@ def _outcome(race: list[Lane], t: float) -> str:
     replay ending 1.14x beside a card saying 'about 1.66x' read as a contradiction)."""
     if len(race) != 2 or any(ln.at(t)[1] < len(ln.ends) or not (ln.tokens and ln.total > 0) for ln in race):
         return ""
-    spec, base = ((ln.tokens / ln.total) for ln in race)
-    return (f'<p class="race-outcome">This measurement alone: speculation at <b>{spec / base:.2f}x</b> the target '
-            "alone's tokens per second. The speedup card pools every measurement of the comparison, so it may differ: "
+    spec, base = race
+    ratio = pooled_ratio([(spec.total, spec.tokens)], [(base.prefill, 0), (base.total - base.prefill, base.tokens)])
+    alone = ("the target alone" if spec.tokens == base.tokens else f"the target alone would write its "
+             f"{counted(spec.tokens)} (its prefill, then its own time per token: the texts differ)")
+    return (f'<p class="race-outcome">This measurement alone: speculation <b>{ratio:.2f}x</b> as fast as '
+            f"{alone}. The speedup card pools every measurement of the comparison, so it may differ: "
             "one measurement on a busy machine varies.</p>")
 
 
