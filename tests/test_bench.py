@@ -159,14 +159,40 @@ def test_a_tree_row_is_measured_once_per_temperature(monkeypatch, target, noisy_
 def test_a_rows_efficiency_is_over_the_target_alones_beside_it():
     """A machine busier than when the pass costs were measured slowed both sides alike: the row read
     0.15 (as if 85% of its time were overhead) where the target alone beside it read 0.21."""
-    import types
-    costs = {"prefill": 0.010, "verify": {1: 0.010, 2: 0.011, 3: 0.012}, "draft": 0.002}
-    spec_rounds = [types.SimpleNamespace(proposed=2, draft_passes=2)] * 10  # each round: 0.012 (3 wide) + 2 x 0.002
-    base_rounds = [types.SimpleNamespace(proposed=0, draft_passes=0)] * 30  # each: one pass, 0.010
-    spec = bench.Sample(ids=[1] * 30, seconds=4 * (0.010 + 10 * 0.016), target_passes=11, proposed=20, accepted=20, rounds=spec_rounds)
-    base = bench.Sample(ids=[1] * 30, seconds=4 * (0.010 + 30 * 0.010), target_passes=31, proposed=0, accepted=0, rounds=base_rounds)
-    result = types.SimpleNamespace(spec_tokens_per_s=1.0, base_tokens_per_s=1.0, speedup=1.9, low=1.8, high=2.0,
-                                   blocks=1, reason="", side="faster")
-    row = bench._row("engine", session.settings(k=2), result, [(spec, base)], costs)
+    row = _efficiency_row(slower=4.0)
     assert row["alone_efficiency"] == pytest.approx(0.25)  # both sides 4x slower than their passes
     assert row["efficiency"] == pytest.approx(1.0)  # no more overhead than the target alone's
+
+
+def _efficiency_row(slower: float, prompt_pass: float = 0.0):
+    """An engine row whose rounds took `slower` times their passes' measured costs, after prompt passes
+    of `prompt_pass` s (the speculative side's draft prompt pass a fifth of it more)."""
+    import types
+    costs = {"verify": {1: 0.010, 2: 0.011, 3: 0.012}, "draft": 0.002}
+    spec_rounds = [types.SimpleNamespace(proposed=2, draft_passes=2, wall_s=slower * 0.016)] * 10  # 0.012 (3 wide) + 2 x 0.002
+    base_rounds = [types.SimpleNamespace(proposed=0, draft_passes=0, wall_s=slower * 0.010)] * 30  # each: one pass, 0.010
+    spec = bench.Sample(ids=[1] * 30, seconds=1.2 * prompt_pass + slower * 10 * 0.016, target_passes=11, proposed=20,
+                        accepted=20, rounds=spec_rounds)
+    base = bench.Sample(ids=[1] * 30, seconds=prompt_pass + slower * 30 * 0.010, target_passes=31, proposed=0,
+                        accepted=0, rounds=base_rounds)
+    result = types.SimpleNamespace(spec_tokens_per_s=1.0, base_tokens_per_s=1.0, speedup=1.9, low=1.8, high=2.0,
+                                   blocks=1, reason="", side="faster")
+    return bench._row("engine", session.settings(k=2), result, [(spec, base)], costs)
+
+
+def test_a_long_prompt_pass_is_not_read_as_the_engines_overhead():
+    """Prompt passes were costed as one verify pass of k+1 tokens: a 0.5 s prompt pass (a long prompt)
+    read as overhead, more on the speculative side (its draft's prompt pass too): 0.58 for rounds
+    that ran at exactly their passes' cost."""
+    row = _efficiency_row(slower=1.0, prompt_pass=0.5)
+    assert row["alone_efficiency"] == pytest.approx(1.0) and row["efficiency"] == pytest.approx(1.0)
+
+
+def test_a_rows_columns_pool_every_measurement_as_its_speedup_does(target, noisy_draft, tokenizer):
+    """identical, acceptance, tokens per pass and efficiency came from the last measurement alone,
+    while the speedup beside them pooled all."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    cfg = session.settings(k=3, max_new_tokens=16)
+    rows = bench.bench_setting({"draft": pair}, [tokenizer("x = [1, 2, 3]\ny = [").input_ids], cfg, 2, ["target", "engine"])
+    engine = rows[1]
+    assert engine["measurements"] >= 2 and engine["tokens"] == 16 * engine["measurements"]

@@ -8,11 +8,14 @@ Rows (one per method, k, temperature): tokens_per_s, baseline_tokens_per_s (the 
 measured beside that row, its speedup's baseline; the `target` row pools those of every row, so under
 changing load it differs), speedup and speedup_range, measurements (the
 interleaved blocks it took), note, acceptance_rate, tokens_per_target_pass, efficiency (engine rows:
-the time predicted from measured per-pass costs and the run's own rounds over the measured time, divided
-by the same for the target alone beside it, alone_efficiency: 1.0 means no more overhead outside model
-passes than the target alone has; a machine busier than when the costs were measured lowers both sides,
-not the ratio: 0.15 was read as 85% overhead where the target alone beside it measured 0.21) and
-identical (greedy rows: the same tokens as the target alone on every prompt). `target` is the engine's target alone, `hf-target` transformers'
+the decoding time predicted from measured per-pass costs and the run's own rounds over its rounds'
+measured time, divided by the same for the target alone beside it, alone_efficiency: 1.0 means no more
+overhead outside model passes than the target alone has; a machine busier than when the costs were
+measured lowers both sides, not the ratio: 0.15 was read as 85% overhead where the target alone beside
+it measured 0.21. Prompt passes are left out: they are not decoding, and costing them as a verify pass
+blamed a long prompt's on the engine) and identical (greedy rows: the same tokens as the target alone on
+every prompt). Every column but the tokens per second pools all the row's measurements, as its speedup
+does. `target` is the engine's target alone, `hf-target` transformers'
 plain generate.
 
 With `compiled`, an `engine-compiled` row runs the engine on static caches with compiled passes
@@ -190,7 +193,7 @@ def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat
         result = measure(lambda: _block(method, pairs, prompts, cfg, seen), min_blocks=max(repeat, 2 if opaque else 1))
         if method != COMPILED:
             alone += [base for block in seen for _, base in block]
-        rows.append(_row(method, cfg, result, seen[-1], pass_costs))
+        rows.append(_row(method, cfg, result, [pair for block in seen for pair in block], pass_costs))
         if on_row:
             on_row(rows[-1])
     rows.insert(0, _target_row(cfg, alone))
@@ -225,7 +228,7 @@ def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, 
 
 
 def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sample]], pass_costs: dict | None) -> dict:
-    """A method's row: the measured speedup, and counts from its last block's runs."""
+    """A method's row: the measured speedup, and counts from the runs of all its blocks."""
     mine = [m for m, _ in samples]
     tokens = sum(len(s.ids) for s in mine)
     proposed = sum(s.proposed for s in mine)
@@ -241,8 +244,8 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
         row["tree"] = tree_text(cfg)
     elif method in ENGINE and costs is not None:  # each side's predicted over measured time; the row's over the
         alone = [b for _, b in samples]  # target alone's beside it, so a load on both is not read as overhead
-        row["alone_efficiency"] = predicted_seconds(alone, costs, "target") / (sum(b.seconds for b in alone) or 1.0)
-        row["efficiency"] = predicted_seconds(mine, costs, method) / (row["seconds"] or 1.0) / (row["alone_efficiency"] or 1.0)
+        row["alone_efficiency"] = predicted_seconds(alone, costs, "target") / (decoding_seconds(alone) or 1.0)
+        row["efficiency"] = predicted_seconds(mine, costs, method) / (decoding_seconds(mine) or 1.0) / (row["alone_efficiency"] or 1.0)
     if cfg.sampling.greedy:
         row["identical"] = all(m.ids == b.ids for m, b in samples)
     return row
@@ -261,15 +264,18 @@ def _target_row(cfg: SpecConfig, runs: list[Sample]) -> dict:
 
 
 def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
-    """Time the runs would take with nothing but model passes: per round, its draft passes at the
-    measured draft cost plus one verify pass at the measured cost for its width."""
+    """Time the runs' rounds would take with nothing but model passes: per round, its draft passes at
+    the measured draft cost plus one verify pass at the measured cost for its width."""
     total = 0.0
-    for sample in samples:
-        total += costs["prefill"]
-        for r in sample.rounds:
-            width = min(r.proposed + 1, max(costs["verify"]))
-            total += costs["verify"][width] + (r.draft_passes * costs["draft"] if method in ("engine", COMPILED) else 0.0)
+    for r in (r for sample in samples for r in sample.rounds):
+        width = min(r.proposed + 1, max(costs["verify"]))
+        total += costs["verify"][width] + (r.draft_passes * costs["draft"] if method in ("engine", COMPILED) else 0.0)
     return total
+
+
+def decoding_seconds(samples: list[Sample]) -> float:
+    """The runs' rounds' own wall time (their prompt passes left out)."""
+    return sum(r.wall_s for sample in samples for r in sample.rounds)
 
 
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,

@@ -43,10 +43,8 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
             if draft is not None:
                 drafting += [timed_pass(draft, 1) for _ in range(burst)]
             verify[w].append(timed_pass(target, w))
-    costs = {"verify": {w: statistics.median(t) for w, t in verify.items()}, "prefill": 0.0,
-             "draft": statistics.mean(drafting) if drafting else 0.0}
-    costs["prefill"] = costs["verify"][max(widths)]  # a short prompt's prefill costs about a wide pass
-    return costs
+    return {"verify": {w: statistics.median(t) for w, t in verify.items()},
+            "draft": statistics.mean(drafting) if drafting else 0.0}
 
 
 def cost_runners(pair: Pair, capacity: int, widths: range, compiled: bool):
