@@ -934,6 +934,16 @@ def test_the_calculator_says_when_no_k_pays():
     assert "(best k for these numbers: 16 or more (16 is the slider's limit))" in experiments_tab.calculator(0.95, 8, 0.01, [])[0]
 
 
+def test_the_calculator_takes_an_exact_match_and_a_free_draft():
+    """α stopped at 0.99 and c at 0.01: an exact match (a repeat of the prompt) and prompt lookup's
+    near-free guesses could not be asked."""
+    assert "**5.00** tokens per round (a verify pass), expected speedup **3.57x**" in experiments_tab.calculator(1.0, 4, 0.1, [])[0]
+    free = experiments_tab.calculator(0.7, 4, 0.0, [])[0]
+    assert "expected speedup **2.77x**" in free and "with c = 0 drafting is free here" in free
+    restored = page_inputs.restore_from_url(_request("/?tab=experiments&calc_alpha=1&calc_c=0"))
+    assert restored[-9:-2][4] == 1 and restored[-9:-2][6] == 0 and "calc_" not in html.unescape(restored[-1])
+
+
 def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
     """A K sweep is a measured speedup-vs-k curve: the calculator drew only the formula's. Its points
     come as a line, a noisy one at its estimate (open) with its 95% interval; the text says what
@@ -1322,11 +1332,11 @@ def test_an_experiment_link_restores_the_experiments_tab_and_opens_on_it():
 def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what_no_link_carries():
     """Values or prompts Run sweep refuses were carried silently: the colleague met the refusal at Run."""
     restored = page_inputs.restore_from_url(_request(
-        "/?tab=results&calc_k=99&calc_alpha=nan&calc_c=1e-9&compare_drafts=x,draft+model&sweep_axis=seed"
+        "/?tab=results&calc_k=99&calc_alpha=nan&calc_c=1.5&compare_drafts=x,draft+model&sweep_axis=seed"
         "&sweep_values=" + "1," * 150 + "&sweep_prompts=" + "a" * 20_001 + "&k=3"))
     notices = html.unescape(restored[-1]).replace("\\", "")
     for said in ("tab='results': a link opens on playground or experiments", "calc_k='99': must be between 1 and 16",
-                 "calc_alpha='nan': must be a number in ASCII digits, such as 0.7", "calc_c='1e-9'", "compare_drafts='x': not one of draft model",
+                 "calc_alpha='nan': must be a number in ASCII digits, such as 0.7", "calc_c='1.5'", "compare_drafts='x': not one of draft model",
                  "sweep_axis='seed': must be one of k, temperature", "sweep_values='1,1,", "longer than 200 characters",
                  "sweep_prompts='aaa", "longer than 20000 characters"):
         assert said in notices, said

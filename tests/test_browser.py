@@ -383,14 +383,14 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
 
 
 def test_a_calculator_value_typed_past_its_slider_is_said_under_it(page, app_url):
-    """Typed 0 as the cost ratio: Gradio refused it in a toast and the last result stayed as if current."""
+    """Typed -0.1 as the cost ratio: Gradio refused it in a toast and the last result stayed as if current."""
     page.goto(app_url)
     page.get_by_role("tab", name="Experiments").click()
     text, box = page.locator("#calc-text"), page.locator("#calc-c input[type=number]")
     expect(text).to_contain_text("expected speedup 1.98x")  # α 0.7, k 4, c 0.1
-    box.fill("0")
+    box.fill("-0.1")
     box.press("Enter")
-    expect(text).to_contain_text("Not computed: the cost ratio must be between 0.01 and 1, not 0", timeout=15_000)
+    expect(text).to_contain_text("Not computed: the cost ratio must be between 0 and 1, not -0.1", timeout=15_000)
     assert error_labels(page) == 0
     box.fill("0.2")
     box.press("Enter")

@@ -754,17 +754,20 @@ def test_the_calculator_refuses_values_past_its_sliders():
     each is said in the calculator's text, its chart cleared, the value as typed (Markdown escaped: a
     link of its own was drawn as one)."""
     from playground.ui.experiments_tab import calculator
-    for args, said in (((float("nan"), 4, 0.1), "the acceptance must be between 0 and 0.99, not nan"),
+    for args, said in (((float("nan"), 4, 0.1), "the acceptance must be between 0 and 1, not nan"),
                        ((0.7, float("nan"), 0.1), "k must be a whole number between"),
                        ((0.7, 4, float("inf")), "the cost ratio must be between"), ((0.7, 10**6, 0.1), "k must be"),
                        ((0.7, 4, 20), "not 20: c is a draft pass's time over a target pass's (a draft 20x faster: 0.05)"),
                        ((0.7, 2.5, 0.1), "k must be a whole number between 1 and 16, not 2\\.5"),
-                       ((None, 4, 0.1), "between 0 and 0.99, not empty"), ((0.7, 4, ""), "between 0.01 and 1, not empty"), ((0.7, True, 0.1), "k must be"),
+                       ((None, 4, 0.1), "between 0 and 1, not empty"), ((0.7, 4, ""), "between 0 and 1, not empty"), ((0.7, True, 0.1), "k must be"),
                        ((0.7, 4, "<img src=x onerror=alert(1)>"), "not \\<img src\\=x onerror\\=alert\\(1\\)\\>"),
                        ((0.7, 4, "[x](javascript:alert(1))"), "not \\[x\\]\\(javascript\\:alert\\(1\\)\\)")):
         text, chart = calculator(*args, [])
         assert text.startswith("**Not computed:**") and said in text and chart is None
     assert "tokens per round" in calculator(0.7, 4.0, 0.1, [])[0]
+    for args, said in (((0.7, 4, -0.1), r"the cost ratio must be between 0 and 1, not \-0\.1"),
+                       ((1.01, 4, 0.1), r"the acceptance must be between 0 and 1, not 1\.01")):
+        assert said in calculator(*args, [])[0]
 
 
 def _join(app_url, fn_index: int, data: list, address: str, route: str = "queue/join") -> tuple[int, str]:

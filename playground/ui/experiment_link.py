@@ -11,7 +11,8 @@ from playground.measure import sweeps
 from playground.ui.share import RANGES, number, text_within, whole_number
 
 SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values reset when the axis changes
-CALCULATOR_RANGES = {"acceptance": (0, 0.99), "k": RANGES["k"], "cost ratio": (0.01, 1)}  # its sliders'
+CALCULATOR_RANGES = {"acceptance": (0, 1), "k": RANGES["k"], "cost ratio": (0, 1)}  # its sliders' (α = 1 and
+# c = 0 included: an exact match and prompt lookup's near-free guesses are what a user compares against)
 MAX_VALUES_CHARS = 200  # a sweep's values as typed (at most 16 numbers)
 TAB = "experiments"  # tab=experiments: the page opens on that tab
 LABELS = {"sweep_axis": "Sweep", "sweep_values": "Values", "sweep_prompts": "Prompts", "compare_drafts": "Drafts",

@@ -465,6 +465,9 @@ def _best_k(acceptance: float, cost_ratio: float) -> str:
     if top < 1:
         return (f"no k pays for these numbers: the best, k = {best}, gives {_times(top)}; the target alone is faster "
                 "(a higher acceptance or a cheaper draft is needed)")
+    if best == RANGES["k"][1] and not cost_ratio:  # (prompt lookup's guesses cost next to nothing)
+        return (f"best k for these numbers: {best} or more: with c = 0 drafting is free here, so a longer round never "
+                "costs more (a real verify pass grows with its width)")
     if best == RANGES["k"][1]:  # the formula's best lies past the slider (α 0.95, c 0.01: k = 40, 12.5x against 10.0x)
         return f"best k for these numbers: {best} or more ({best} is the slider's limit)"
     return f"best k for these numbers: {best}"
