@@ -1209,6 +1209,29 @@ def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monk
     assert "valid" in final[4]
 
 
+def test_the_api_sets_a_thinking_budget(tmp_path, monkeypatch):
+    """/generate had no think_budget: a caller could not let a reasoning model think before a constraint,
+    nor turn a link's thinking off."""
+    from playground.ui import api, share
+    from tests import tiny
+    monkeypatch.setenv("PLAYGROUND_ALLOW_CUSTOM_MODELS", "1")
+    tok = tiny.byte_bpe_tokenizer()
+    tok.add_tokens(["<think>", "</think>"])
+    target = tiny.tiny_model("qwen2", vocab=len(tok), seed=5, eos_id=tok.eos_token_id)
+    paths = [str(tiny.save(m, tok, tmp_path / name)) for m, name in ((target, "t"), (tiny.perturbed_copy(target, 0.3), "d"))]
+    link = share.share_url("http://x/", Settings(preset="demo", target=paths[0], draft=paths[1], k=3, max_new_tokens=40,
+                                                 prompt="n = ", regex="[0-9]{2}", compare=False, think_budget=8))
+    thought = list(api.generate(link=link))[-1]
+    assert thought["reasoning_tokens"] == 9 and re.fullmatch("[0-9]{2}", thought["answer"])  # the link's budget
+    plain = list(api.generate(link=link, think_budget=0))[-1]
+    assert plain["reasoning_tokens"] is None and re.fullmatch("[0-9]{2}", plain["text"])
+    shorter = list(api.generate(link=link, think_budget=3))[-1]
+    assert shorter["reasoning_tokens"] == 4 and shorter["valid"] is True
+    for bad in (-2, 10**6):
+        with pytest.raises(gr.Error, match="think_budget must be from 0 to"):
+            list(api.generate(link=link, think_budget=bad))
+
+
 def test_a_link_too_long_is_refused_in_a_popup_that_stays():
     """Its reason (shorten the prompt, and by how much) faded after 10 s, far from the button."""
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])

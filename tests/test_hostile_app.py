@@ -65,7 +65,7 @@ def test_a_lone_surrogate_a_client_sends_is_a_clear_error(app_url):
     """As the backend with no constraint, it reached the reply, which Gradio could not encode (the
     connection dropped, and the session's next call failed too). gradio_client cannot send one: the
     call goes as JSON text, escaped."""
-    data = ["x", "demo", 4, 0.0, 16, 0, "", "", False, "\ud800", "", ""]  # (the older route takes all twelve)
+    data = ["x", "demo", 4, 0.0, 16, 0, "", "", False, "\ud800", "", "", -1]  # (the older route takes all thirteen)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": data}).encode())
     assert status == 200, text
     with urllib.request.urlopen(f"{app_url}gradio_api/call/generate/{json.loads(text)['event_id']}", timeout=60) as r:
@@ -579,7 +579,7 @@ def test_gradios_own_fields_are_checked_before_it_keeps_or_echoes_them(app_url):
         status, text = post(app_url, path, body.encode())
         assert status == 400 and ("which JSON has no number for" in text or "session_hash must" in text), (body, status, text)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": ["x = ", "demo", 4, 0.0, 8, 0, "", "",
-                                                                                   False, "", "", ""]}).encode())
+                                                                                   False, "", "", "", -1]}).encode())
     assert status == 200 and "event_id" in text  # a whole call passes
     assert page_answers_quickly(app_url)
 
@@ -801,7 +801,7 @@ def test_a_page_gone_while_its_constraint_compiles_frees_the_device(app_url, cli
                         if spec is not None and spec.text == "[0-9]+" else real(pair, spec))
     fn = next(i for i, f in page.demo.fns.items() if f.api_name == "generate")
     session = uuid.uuid4().hex[:11]
-    body = {"data": ["x = ", "demo", 0, -1, 8, -1, "", "[0-9]+", False, "", "", ""], "fn_index": fn, "session_hash": session}
+    body = {"data": ["x = ", "demo", 0, -1, 8, -1, "", "[0-9]+", False, "", "", "", -1], "fn_index": fn, "session_hash": session}
     host = urllib.parse.urlsplit(app_url)
     joined = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
     joined.request("POST", "/gradio_api/queue/join", json.dumps(body), {"Content-Type": "application/json"})
@@ -999,7 +999,7 @@ def test_a_flood_of_new_sessions_pushes_out_its_own_not_a_visitors(app_url, monk
 def _unread_call(app_url, max_new_tokens: int, compare: bool) -> str:
     """A /call/generate whose stream nobody opens, waited for until its run has ended -> its event id."""
     import app
-    data = ["def f(", "demo", 4, 0.0, max_new_tokens, 0, "", "", compare, "", "", ""]
+    data = ["def f(", "demo", 4, 0.0, max_new_tokens, 0, "", "", compare, "", "", "", -1]
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": data}).encode())
     assert status == 200, text
     event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 300
@@ -1128,7 +1128,7 @@ def test_an_unread_pages_run_leaves_its_result_and_a_cancel_counts_as_an_end(app
     from playground.ui import leftovers
     fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
     queue, session = app.demo._queue, "s-192.0.2.51"
-    status, text = _join(app_url, fn["generate"], ["def f(", "demo", 4, 0.0, 64, 0, "", "", True, "", "", ""], "192.0.2.51")
+    status, text = _join(app_url, fn["generate"], ["def f(", "demo", 4, 0.0, 64, 0, "", "", True, "", "", "", -1], "192.0.2.51")
     event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 120
     while event_id in queue.event_ids_to_events:
         assert time.monotonic() < deadline
@@ -1136,13 +1136,13 @@ def test_an_unread_pages_run_leaves_its_result_and_a_cancel_counts_as_an_end(app
     kinds = [m.msg.value for m in queue.pending_messages_per_session[session]._queue if m.event_id == event_id]
     assert "process_completed" in kinds and "process_generating" not in kinds, kinds
     url = urllib.parse.urlsplit(app_url)
-    _join(app_url, fn["generate"], ["def g(", "demo", 4, 0.0, 400, 0, "", "", True, "", "", ""], "192.0.2.51")
+    _join(app_url, fn["generate"], ["def g(", "demo", 4, 0.0, 400, 0, "", "", True, "", "", "", -1], "192.0.2.51")
     reader = http.client.HTTPConnection(url.hostname, url.port, timeout=30)  # (a run going: the stream stays)
     reader.request("GET", f"/gradio_api/queue/data?session_hash={session}")
     assert reader.getresponse().status == 200 and leftovers._streams_open[session] == 1
     reader.close()
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
-        {"data": ["def f(", "demo", 4, 0.0, 200, 0, "", "", True, "", "", ""]}).encode())
+        {"data": ["def f(", "demo", 4, 0.0, 200, 0, "", "", True, "", "", "", -1]}).encode())
     long_run = json.loads(text)["event_id"]
     monkeypatch.setattr(leftovers, "UNREAD_KEPT", 0)
     status, text = post(app_url, "/gradio_api/cancel", json.dumps(
@@ -1174,7 +1174,7 @@ def test_a_cancelled_runs_work_counts_in_its_addresss_share_until_it_ends_and_qu
         return real_prepare(*args, **kwargs)
     monkeypatch.setattr(live, "prepare", slow_prepare)
     address, joined = "192.0.2.77", []
-    args = lambda i: [f"def f{i}(", "demo", 4, 0.0, 8, 0, "", "", False, "", "", ""]
+    args = lambda i: [f"def f{i}(", "demo", 4, 0.0, 8, 0, "", "", False, "", "", "", -1]
     for i in range(DEVICE_RUNS_PER_CLIENT):
         status, text = _join(app_url, fn["generate"], args(i), address)
         assert status == 200, text

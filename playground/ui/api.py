@@ -18,7 +18,8 @@ from playground.ui.share import MAX_LINK_CHARS, RANGES, from_query, last_of_each
 @on_gpu()
 def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float = -1.0,
              max_new_tokens: int = 0, seed: int = -1, schema: str = "", regex: str = "",
-             compare: bool | None = None, backend: str = "", grammar: str = "", link: str = "") -> dict:  # a generator of dicts
+             compare: bool | None = None, backend: str = "", grammar: str = "", link: str = "",
+             think_budget: int = -1) -> dict:  # a generator of dicts
     """Stream a run of a preset (the page's default one unless named) or a share link as JSON snapshots: tokens with
     kinds and probabilities, stats, validity.
 
@@ -40,13 +41,15 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
         link: a share link of the page (or its query string): every setting it carries (top-p, the
             drafting way, the system prompt...), in place of a preset; the arguments above, where
             given, replace its values
+        think_budget: a reasoning model under a constraint thinks up to this many tokens, then the
+            constraint applies after </think>; 0: it answers without thinking; -1: the preset's (or the link's)
     """
     try:
         prompt, preset, schema, regex, grammar, backend, link = (typed(name, value, str) for name, value in zip(
             ("prompt", "preset", "schema", "regex", "grammar", "backend", "link"),
             (prompt, preset, schema, regex, grammar, backend, link)))
-        k, max_new_tokens, seed = (typed(name, value, int) for name, value in
-                                   zip(("k", "max_new_tokens", "seed"), (k, max_new_tokens, seed)))
+        k, max_new_tokens, seed, think_budget = (typed(name, value, int) for name, value in zip(
+            ("k", "max_new_tokens", "seed", "think_budget"), (k, max_new_tokens, seed, think_budget)))
         temperature = typed("temperature", temperature, float)
         compare = None if compare is None else typed("compare", compare, bool)
     except PlaygroundError as exc:
@@ -54,6 +57,9 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
     if not (temperature == -1 or temperature == 0 or MIN_TEMPERATURE <= temperature <= RANGES["temperature"][1]):
         raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or from {MIN_TEMPERATURE:g} to "  # the page's slider
                                          f"{RANGES['temperature'][1]:g}; -1: the preset's"))  # ends at 2; NaN refused too
+    if not (think_budget == -1 or RANGES["think_budget"][0] <= think_budget <= RANGES["think_budget"][1]):
+        raise user_error(PlaygroundError(f"think_budget must be from {RANGES['think_budget'][0]} to "
+                                         f"{RANGES['think_budget'][1]} tokens; -1: the preset's"))
     try:
         base = _base_settings(preset, link)
     except PlaygroundError as exc:
@@ -65,6 +71,7 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
                                    compare=base.compare if compare is None else compare,  # (False was read as the
                                    # preset's: a caller could not turn the comparison and its measuring again off)
                                    backend=backend[:40] or base.backend,
+                                   think_budget=base.think_budget if think_budget == -1 else think_budget,
                                    **chosen_constraint({"schema": schema, "regex": regex, "grammar": grammar}, base))
     try:
         for snap in live.live_run(settings):
