@@ -14,7 +14,7 @@ import warnings
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags, constraint_from_args,
                                   parse_prompt_ids, pick, read_prompts, resolve_models, said_to_type, writable_dir)
 from playground.cli_notes import unused_by_export, unused_flags
-from playground.config import MAX_SEED, no_room_to_answer, thinks, tree_fields, tree_text
+from playground.config import MAX_SEED, THINK_END, no_room_to_answer, thinks, tree_fields, tree_text
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -97,7 +97,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         make = engine_block(pair, [prompt_ids], cfg, constraint)
         first = make()
         events = first.spec_runs[0]
-        result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0])
+        result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0], prompt_ids)
     else:
         result = session.run(pair, prompt_ids, cfg, constraint=constraint)
     out = result.as_json()
@@ -229,9 +229,13 @@ def format_text(out: dict) -> str:
     if "compile_s" in out:
         lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
-    if out.get("reasoning_tokens") is not None:
+    if out.get("reasoning_tokens") is not None and out["valid"] is not None:
         lines.append(f"-- thought for {counted(out['reasoning_tokens'])}; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
+    elif out.get("reasoning_tokens") is not None:  # (no constraint: the answer is the text's end, above)
+        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}" + (
+            "" if out["reasoning_tokens"] < s["generated_tokens"] or THINK_END in out["text"] else
+            f": still thinking when it ended, no {THINK_END} yet (raise max new tokens)"))
     if out["valid"] is not None:
         lines.append(f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
                      else f"-- INVALID: {out['validation_error']}")

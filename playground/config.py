@@ -211,6 +211,7 @@ def tree_nodes(branching: tuple[int, ...]) -> int:
     return total
 
 
+THINK_START = "<think>"  # where it starts: in the output (Qwen3), or left open by the chat template (DeepSeek-R1)
 THINK_END = "</think>"  # where a reasoning model's thinking ends (constraints.reasoning finds it in the tokens' bytes)
 
 

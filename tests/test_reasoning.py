@@ -332,3 +332,53 @@ def test_an_answer_the_template_starts_inside_thinking_is_said_before_the_run(th
             assert (told in first.note) == said
         finally:
             tok.chat_template = None
+
+
+def test_a_free_runs_thinking_is_found_in_its_text(think_tokenizer):
+    """Without a constraint there is no thinking matcher: a reasoning model's <think> ... </think> was
+    shown as plain text, never folded, and the JSON had no reasoning_tokens."""
+    from playground.session.thinking import free_thinking
+    tok = think_tokenizer
+    asked, opened = tok("Hi?").input_ids, tok("Hi?<think>\n").input_ids
+    assert free_thinking(tok, asked, tok("<think>ab</think>cd").input_ids) == len(tok("<think>ab</think>").input_ids)
+    assert free_thinking(tok, opened, tok("ab</think>cd").input_ids) == len(tok("ab</think>").input_ids)
+    assert free_thinking(tok, opened, tok("abcd").input_ids) == len(tok("abcd").input_ids)  # still thinking
+    assert free_thinking(tok, asked, tok("ab</think>cd").input_ids) is None  # nothing opened it
+    assert free_thinking(tok, tok("Hi?<think>\n\n</think>\n\n").input_ids, tok("abcd").input_ids) is None  # closed
+
+
+def test_a_free_thinking_run_is_folded_on_the_page_and_counted_in_the_cli(think_tokenizer, tmp_path, capsys, monkeypatch):
+    """The page folds it (no constraint to judge what follows), the CLI counts it, or says it never closed.
+    (The pair is handed to both as loaded: a saved model loses the output bias that makes it write </think>.)"""
+    from playground.cli import main
+    from playground.presets import Settings
+    from playground.ui import live, playground_tab
+    tok = think_tokenizer
+    tok.chat_template = TEMPLATES["deepseek-r1-distill-7b"][0]  # opens <think> whatever it is asked
+    end = tok.convert_tokens_to_ids(MARKER)
+    try:
+        for bias, temperature in ((2.5, 1.0), (0.0, 0.0)):  # writes </think> early (seed 3); never does
+            pair = thinking_pair(tok, bias)
+            target, draft = (tiny.save(m, tok, tmp_path / str(bias) / part) for m, part in ((pair.target, "t"), (pair.draft, "d")))
+            monkeypatch.setattr(session, "load_pair", lambda *args, **kwargs: pair)
+            settings = Settings(preset="demo", target=str(target), draft=str(draft), k=3, max_new_tokens=40, prompt="Hi?",
+                                temperature=temperature, seed=3, compare=False, chat=True)
+            final = list(live.live_run(settings, allow_custom=True, every=0))[-1]
+            ids = final.result.token_ids
+            thought = ids.index(end) + 1 if end in ids else len(ids)
+            assert final.result.reasoning_tokens == final.reasoning == thought
+            stream = playground_tab._stream(final)
+            assert stream.count('<details class="thinking"') == 1 and "the constraint judges" not in stream
+            args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt", "Hi?", "--k", "3",
+                    "--max-new-tokens", "40", "--temperature", str(temperature), "--seed", "3"]
+            assert main(args) == 0
+            printed = capsys.readouterr().out
+            if end in ids:
+                assert 0 < thought < 40 and f"thought for {thought} tokens" in stream and " open>" not in stream.split("</summary>")[0]
+                assert final.result.answer and final.result.text.endswith(final.result.answer)
+                assert f"-- thought for {thought} tokens\n" in printed
+            else:
+                assert "thinking… 40 tokens" in stream and final.result.answer == ""
+                assert "-- thought for 40 tokens: still thinking when it ended, no </think> yet" in printed
+    finally:
+        tok.chat_template = None

@@ -27,6 +27,7 @@ from playground.models.loading import Pair
 from playground.models.placement import resolve_device
 from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        runners, static_or_eager)
+from playground.session.thinking import free_thinking, opens_thinking
 
 __all__ = ["compile_fallback", "compile_graphs", "constrain", "eager_runners", "encode_prompt", "fuses", "generate",
            "load_pair", "resolve_device", "run", "runners", "settings", "static_or_eager"]
@@ -120,10 +121,7 @@ def answers_inside_thinking(pair: Pair, prompt_ids: list[int], constraint: Const
     """Why a constrained answer would be written inside the model's thinking: a prompt ending in an
     open <think> (DeepSeek-R1's template opens it whatever it is asked) with no thinking budget, so
     the constraint starts inside the thinking, never closed; '' otherwise."""
-    if constraint is None or constraint.spec.think_budget:
-        return ""
-    tail = pair.tokenizer.decode(prompt_ids[-8:])
-    if tail.rfind("<think>") <= tail.rfind("</think>"):
+    if constraint is None or constraint.spec.think_budget or not opens_thinking(pair.tokenizer, prompt_ids):
         return ""
     return ("the chat template opens <think> before the answer whatever it is asked (DeepSeek-R1's does): with no "
             "thinking budget the constraint starts inside the model's thinking, which is never closed; give it a "
@@ -194,7 +192,7 @@ def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = 
     compile_graphs(pair, len(prompt_ids), cfg, speculative=speculative, constrained=constraint is not None)  # never in its time
     started = time.perf_counter()
     events = list(generate(pair, prompt_ids, cfg, speculative, guide))
-    return collect(pair, events, time.perf_counter() - started, constraint, guide)
+    return collect(pair, events, time.perf_counter() - started, constraint, guide, prompt_ids)
 
 
 def new_guide(constraint: Constraint | None, cfg: SpecConfig) -> Guide | None:
@@ -202,12 +200,17 @@ def new_guide(constraint: Constraint | None, cfg: SpecConfig) -> Guide | None:
 
 
 def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | None = None,
-            guide: Guide | None = None) -> RunResult:
+            guide: Guide | None = None, prompt_ids: list[int] = ()) -> RunResult:
+    """A run's events -> its result; a thinking run's reasoning tokens and answer: a constrained one's
+    from its matcher, a free one's from the text (`prompt_ids` tells whether the template opened it)."""
     rounds = [e for e in events if isinstance(e, Round)]
     ids = [t.token_id for r in rounds for t in r.committed]
     finish = (rounds[-1].finish_reason if rounds else None) or "stopped"
     text, cut = _text(pair, ids, finish)
     result = RunResult(ids, text, summarize(events, wall_s), finish, rounds)
+    if constraint is None and (thought := free_thinking(pair.tokenizer, prompt_ids, ids)) is not None:
+        result.reasoning_tokens = thought
+        result.answer = _text(pair, ids[thought:], finish)[0] if thought < len(ids) else ""
     if constraint is not None:
         _judge(pair, result, constraint, guide)
         if cut and result.validation_error:

@@ -153,8 +153,7 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterato
         if should_stop():
             break
         if due():
-            snap.reasoning = constraint and constraint.reasoning_tokens(
-                [t.token_id for e in snap.events if isinstance(e, Round) for t in e.committed])
+            snap.reasoning = spec.reasoning()
             yield snap
     if snap.result is None:
         snap.result = spec.result()
@@ -218,7 +217,7 @@ class _Stream:
     """One generation, its events collected into `sink` as they are taken."""
 
     def __init__(self, pair, ids, cfg, constraint, speculative: bool, sink: list):
-        self.pair, self.constraint, self.sink = pair, constraint, sink
+        self.pair, self.prompt_ids, self.constraint, self.sink = pair, ids, constraint, sink
         self.guide = session.new_guide(constraint, cfg)
         self.events = session.generate(pair, ids, cfg, speculative, self.guide)
         self.done = False
@@ -229,7 +228,15 @@ class _Stream:
             self.done = True
 
     def result(self) -> RunResult:
-        return session.collect(self.pair, self.sink, engine_seconds(self.sink), self.constraint, self.guide)
+        return session.collect(self.pair, self.sink, engine_seconds(self.sink), self.constraint, self.guide,
+                               self.prompt_ids)
+
+    def reasoning(self) -> int | None:
+        """How many tokens so far are thinking (RunResult.reasoning_tokens before the result)."""
+        ids = [t.token_id for e in self.sink if isinstance(e, Round) for t in e.committed]
+        if self.constraint is not None:
+            return self.constraint.reasoning_tokens(ids)
+        return session.free_thinking(self.pair.tokenizer, self.prompt_ids, ids)
 
 
 def run_to_dict(snap: Snapshot) -> dict:

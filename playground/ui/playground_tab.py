@@ -12,7 +12,7 @@ from playground.constraints.worker import Stopped
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, counted, engine_seconds, identity_note, summarize
-from playground.presets import Settings
+from playground.presets import Settings, constraint_of
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
@@ -33,12 +33,17 @@ def download_update(path: str | None) -> dict:
     return gr.update(value=path, interactive=path is not None)
 
 
+def _stream(snap: live.Snapshot) -> str:
+    """The token stream, a thinking run's reasoning folded (judged after it where constrained)."""
+    return render.token_stream(snap.events, snap.eos_ids, snap.reasoning, constraint_of(snap.settings) is not None)
+
+
 def _view(snap: live.Snapshot, final: bool, first: bool = False):
     """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over; the first
     snapshot clears what the previous run left)."""
     result = snap.result
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
-    stream = render.token_stream(snap.events, snap.eos_ids, snap.reasoning)
+    stream = _stream(snap)
     same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0,
                          snap.phase == "stopped") if snap.baseline else ""
     verdict = final and snap.phase != "stopped"  # its badge carries the constraint's notes
@@ -74,7 +79,7 @@ def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: 
     `first` (the run's first update): the last run's badge, charts and file cleared, the messages set;
     `ended` (measuring again: both runs of the first comparison have ended), with `whole`: the badge,
     charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
-    stream, text, tree = ((render.token_stream(snap.events, snap.eos_ids, snap.reasoning),
+    stream, text, tree = ((_stream(snap),
                            render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings))
     rest, messages = (cleared()[1:], _messages(snap.settings)) if first else ([gr.skip()] * 7, SKIP_MESSAGES)
