@@ -356,3 +356,7 @@ def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):
     from playground.detok import whole_characters  # a run cut inside a character: that character's bytes left out,
     assert whole_characters(tokenizer, ids(" 好")[:-1]) == (" ", True)  # not the whole token (its space kept)
     assert whole_characters(tokenizer, ids(" 好")) == (" 好", False)
+    assert "lengths differ" not in detail  # 37.9 / 21.35 is the 1.78x
+    sampled = Speedup(1.33, 1.33, 1.2, 1.45, 1, spec_tokens_per_s=50.0, base_tokens_per_s=9.1)  # texts of 10 and 100 tokens
+    assert "the texts&#x27; lengths differ, so the speedup is the target alone&#x27;s time for as many tokens" in (
+        render._speedup_card(sampled, "sampled")[2])
