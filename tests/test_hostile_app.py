@@ -1198,6 +1198,27 @@ def test_a_cancelled_runs_work_counts_in_its_addresss_share_until_it_ends_and_qu
     assert status == 200, text
 
 
+def test_gradio_is_changed_only_by_building_the_page_and_in_one_place():
+    """Three modules changed Gradio as a side effect of being imported. Now importing them changes
+    nothing; building the page installs every patch (playground.ui.gradio_patches), once."""
+    import subprocess
+    import sys
+    check = """
+import logging, gradio.queueing, gradio.routes
+before = (gradio.queueing.Queue.send_message, gradio.routes.StateHolder, gradio.routes.traceback)
+from playground.ui import leftovers, serving, sessions
+assert (gradio.queueing.Queue.send_message, gradio.routes.StateHolder, gradio.routes.traceback) == before
+from playground.ui import gradio_patches, page
+gradio_patches.install()
+assert gradio.queueing.Queue.send_message is leftovers.send_message and gradio.routes.StateHolder is sessions.FairStateHolder
+assert gradio.routes.traceback is gradio.queueing.traceback is serving.QUIET_TRACEBACKS
+assert logging.getLogger("uvicorn.error").filters.count(serving.QUIET_TRACEBACKS) == 1
+"""
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parent.parent)})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, capsys):
     """Gradio prints a traceback for every call its function fails: a malformed call of a quick
     event (`[null]` to a gr.Examples loader by /run/predict) logged 712 bytes a request, about
@@ -1207,8 +1228,8 @@ def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, caps
     import gradio.queueing
     import gradio.routes
 
-    from playground.ui import serving
-    assert gradio.routes.traceback is gradio.queueing.traceback is serving.QUIET_TRACEBACKS
+    from playground.ui import page, serving  # (building the page installs the patches)
+    assert page.demo and gradio.routes.traceback is gradio.queueing.traceback is serving.QUIET_TRACEBACKS
     assert serving.QUIET_TRACEBACKS in logging.getLogger("uvicorn.error").filters  # ("Exception in ASGI application")
     quiet, now = serving.QuietTracebacks(), [600.0]
     monkeypatch.setattr(serving, "monotonic", lambda: now[0])

@@ -23,8 +23,8 @@ page visitor's (the calculator's history, a run's race replay). Here:
 - a session made for one `/call/` event lets go of its state when the event ends, and a session
   whose events are all read or forgotten, of its emptied set of event ids (Gradio kept one for every
   call) and its empty queue.
-Installed on Gradio's Queue class (it is made anew by each `demo.queue()`) at import; the request
-guard (playground.ui.serving) counts the streams open and passes on cancels."""
+Installed on Gradio's Queue class (it is made anew by each `demo.queue()`) by
+playground.ui.gradio_patches; the request guard (playground.ui.serving) counts the streams open and passes on cancels."""
 import collections
 import json
 import re
@@ -120,9 +120,6 @@ def send_message(self, event, message) -> None:
         if event.session_hash == event._id:  # a session made for this one event (a /call/ caller sends none)
             _let_go_of_state(self.blocks.state_holder, event.session_hash)
         _ended(self, event.session_hash, event._id)
-
-
-queueing.Queue.send_message = send_message
 
 
 def not_held(queue, path: str, query: bytes = b"") -> str:

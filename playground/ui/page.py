@@ -1,5 +1,6 @@
 """The page's layout and its wiring: which component feeds which callback (playground_tab,
-experiments_tab, api). Building it starts nothing; app.py launches `demo`."""
+experiments_tab, api). Building it starts nothing but Gradio's patches (playground.ui.gradio_patches);
+app.py launches `demo`."""
 import inspect
 
 import gradio as gr
@@ -9,7 +10,7 @@ from playground.limits import (CONCURRENCY, MAX_GRAMMAR_CHARS, MAX_PROMPT_CHARS,
 from playground.models.loading import custom_models_allowed
 from playground.presets import constraint_of
 from playground.measure import sweeps
-from playground.ui import render, race
+from playground.ui import gradio_patches, render, race
 from playground.ui.api import generate
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
 from playground.ui.experiments_tab import (calculator, column_headers, column_widths, empty_sweep_table, experiment_buttons, from_last_run,
@@ -48,6 +49,7 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 `k * c + 1`, where `c` is a draft pass's cost in target passes.
 """
 
+gradio_patches.install()
 with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S)) as demo:
     gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>")
     gr.Markdown("# Speculative decoding & structured output playground\n"

@@ -74,17 +74,13 @@ import urllib.parse
 from time import monotonic
 
 import anyio
-import gradio.queueing
-import gradio.route_utils
-import gradio.routes
 from gradio.context import LocalContext
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE,
                                MAX_URL_CHARS, QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
-from playground.ui import leftovers  # (imported, it bounds what Gradio keeps of an event once it has ended)
-from playground.ui import pacing, sessions  # (sessions: imported, Gradio forgets the sessions of the address holding most first)
+from playground.ui import leftovers, pacing, sessions
 from playground.ui.theme import theme
 
 NO_FILES = "no input of this page is a file"
@@ -556,9 +552,7 @@ class QuietTracebacks(logging.Filter):
         return False
 
 
-QUIET_TRACEBACKS = QuietTracebacks()
-gradio.routes.traceback = gradio.queueing.traceback = gradio.route_utils.traceback = QUIET_TRACEBACKS
-logging.getLogger("uvicorn.error").addFilter(QUIET_TRACEBACKS)
+QUIET_TRACEBACKS = QuietTracebacks()  # (installed by playground.ui.gradio_patches)
 
 
 def queue_options() -> dict:

@@ -11,7 +11,6 @@ caller by its /64.)"""
 import collections
 import threading
 
-import gradio.routes
 from gradio.state_holder import StateHolder
 
 from playground.limits import SESSIONS_KEPT
@@ -56,5 +55,3 @@ def first_to_forget(held: list[str], keep: str) -> str:
     counts = collections.Counter(owner(s) for s in held)
     return max((s for s in held if s != keep), key=lambda s: counts[owner(s)], default=keep)  # (max: the first, the oldest)
 
-
-gradio.routes.StateHolder = FairStateHolder  # the App that Gradio's launch makes holds its sessions in one
