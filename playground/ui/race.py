@@ -88,7 +88,7 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
     counts = {ln.tokens for ln in race}
     if len(counts) > 1:  # sampled: the two texts differ, so do their lengths
         note += ("; the runs wrote different texts, " + " and ".join(counted(ln.tokens) for ln in race)
-                 + ": compare their tok/s, not who finishes first")
+                 + ": who finishes first says little (the line at the end costs the target alone at speculation's length)")
     return (f'<div class="race" id="race"><small>{html.escape(note)}</small><div class="race-lanes">{"".join(cards)}</div>'
             f'{_outcome(race, t)}</div>')
 
