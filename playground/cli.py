@@ -233,9 +233,10 @@ def format_text(out: dict) -> str:
         lines.append(f"-- thought for {counted(out['reasoning_tokens'])}; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
     elif out.get("reasoning_tokens") is not None:  # (no constraint: the answer is the text's end, above)
+        still = out["reasoning_tokens"] == s["generated_tokens"] and THINK_END not in out["text"]
         lines.append(f"-- thought for {counted(out['reasoning_tokens'])}" + (
-            "" if out["reasoning_tokens"] < s["generated_tokens"] or THINK_END in out["text"] else
-            f": still thinking when it ended, no {THINK_END} yet (raise max new tokens)"))
+            "" if not still else f": still thinking when it ended, no {THINK_END} yet"
+            + " (raise max new tokens)" * (out["finish_reason"] == "length")))
     if out["valid"] is not None:
         lines.append(f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
                      else f"-- INVALID: {out['validation_error']}")

@@ -940,6 +940,8 @@ def test_the_calculator_takes_an_exact_match_and_a_free_draft():
     assert "**5.00** tokens per round (a verify pass), expected speedup **3.57x**" in experiments_tab.calculator(1.0, 4, 0.1, [])[0]
     free = experiments_tab.calculator(0.7, 4, 0.0, [])[0]
     assert "expected speedup **2.77x**" in free and "with c = 0 drafting is free here" in free
+    flat = experiments_tab.calculator(0.3, 4, 0.0, [])[0]  # k = 16 "best" where k = 3 gives as much (a review)
+    assert "k = 3 already gives 1.42x, within 1% of k = 16's 1.43x" in flat
     restored = page_inputs.restore_from_url(_request("/?tab=experiments&calc_alpha=1&calc_c=0"))
     assert restored[-9:-2][4] == 1 and restored[-9:-2][6] == 0 and "calc_" not in html.unescape(restored[-1])
 

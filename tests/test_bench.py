@@ -188,11 +188,17 @@ def test_a_long_prompt_pass_is_not_read_as_the_engines_overhead():
     assert row["alone_efficiency"] == pytest.approx(1.0) and row["efficiency"] == pytest.approx(1.0)
 
 
-def test_a_rows_columns_pool_every_measurement_as_its_speedup_does(target, noisy_draft, tokenizer):
+def test_a_rows_columns_pool_every_measurement_as_its_speedup_does(target, noisy_draft, tokenizer, monkeypatch):
     """identical, acceptance, tokens per pass and efficiency came from the last measurement alone,
     while the speedup beside them pooled all."""
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     cfg = session.settings(k=3, max_new_tokens=16)
+    row_of, given = bench._row, []
+    monkeypatch.setattr(bench, "_row", lambda method, cfg, result, samples, costs: given.append(samples) or row_of(
+        method, cfg, result, samples, costs))
     rows = bench.bench_setting({"draft": pair}, [tokenizer("x = [1, 2, 3]\ny = [").input_ids], cfg, 2, ["target", "engine"])
     engine = rows[1]
     assert engine["measurements"] >= 2 and engine["tokens"] == 16 * engine["measurements"]
+    assert len(given[0]) == engine["measurements"]  # every (run, target alone) pair of every measurement
+    mine = [run for run, _ in given[0]]
+    assert engine["acceptance_rate"] == sum(r.accepted for r in mine) / sum(r.proposed for r in mine)

@@ -345,6 +345,13 @@ def test_a_free_runs_thinking_is_found_in_its_text(think_tokenizer):
     assert free_thinking(tok, opened, tok("abcd").input_ids) == len(tok("abcd").input_ids)  # still thinking
     assert free_thinking(tok, asked, tok("ab</think>cd").input_ids) is None  # nothing opened it
     assert free_thinking(tok, tok("Hi?<think>\n\n</think>\n\n").input_ids, tok("abcd").input_ids) is None  # closed
+    # not a reasoning model's: the user's text quoting <think> (the template's tokens after it), or a tokenizer
+    # without the markers as tokens of their own (a review: a Qwen2.5 answer read as 21 tokens of thinking)
+    assert free_thinking(tok, tok("Hi <think>, then\nassistant:").input_ids, tok("abcd").input_ids) is None
+    plain = tiny.byte_bpe_tokenizer()
+    assert free_thinking(plain, plain("Hi?<think>\n").input_ids, plain("ab</think>cd").input_ids) is None
+    assert free_thinking(plain, plain("Hi?").input_ids, plain("<think>ab</think>cd").input_ids) is None
+    assert free_thinking(tok, asked, tok(" \n<think>ab</think>cd").input_ids) == len(tok(" \n<think>ab</think>").input_ids)
 
 
 def test_a_free_thinking_run_is_folded_on_the_page_and_counted_in_the_cli(think_tokenizer, tmp_path, capsys, monkeypatch):

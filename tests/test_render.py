@@ -256,6 +256,10 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     detail = render._speedup_card(told, "its text identical to the target alone's")[2]
     assert "speculation 37.9 tok/s against the target alone&#x27;s 21.4 over the interleaved measurements" in detail
     assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
+    assert "lengths differ" not in detail  # 37.9 / 21.35 is the 1.78x
+    sampled = Speedup(1.33, 1.33, 1.2, 1.45, 1, spec_tokens_per_s=50.0, base_tokens_per_s=9.1)  # texts of 10 and 100 tokens
+    assert "the texts&#x27; lengths differ, so the speedup is the target alone&#x27;s time for as many tokens" in (
+        render._speedup_card(sampled, "sampled")[2])
 
 
 def test_an_experiment_says_how_long_a_point_takes_once_one_is_measured(monkeypatch):
@@ -356,7 +360,3 @@ def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):
     from playground.detok import whole_characters  # a run cut inside a character: that character's bytes left out,
     assert whole_characters(tokenizer, ids(" 好")[:-1]) == (" ", True)  # not the whole token (its space kept)
     assert whole_characters(tokenizer, ids(" 好")) == (" 好", False)
-    assert "lengths differ" not in detail  # 37.9 / 21.35 is the 1.78x
-    sampled = Speedup(1.33, 1.33, 1.2, 1.45, 1, spec_tokens_per_s=50.0, base_tokens_per_s=9.1)  # texts of 10 and 100 tokens
-    assert "the texts&#x27; lengths differ, so the speedup is the target alone&#x27;s time for as many tokens" in (
-        render._speedup_card(sampled, "sampled")[2])

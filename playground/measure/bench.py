@@ -14,8 +14,7 @@ overhead outside model passes than the target alone has; a machine busier than w
 measured lowers both sides, not the ratio: 0.15 was read as 85% overhead where the target alone beside
 it measured 0.21. Prompt passes are left out: they are not decoding, and costing them as a verify pass
 blamed a long prompt's on the engine) and identical (greedy rows: the same tokens as the target alone on
-every prompt). Every column but the tokens per second pools all the row's measurements, as its speedup
-does. `target` is the engine's target alone, `hf-target` transformers'
+every prompt). Every column pools all the row's measurements, as its speedup does. `target` is the engine's target alone, `hf-target` transformers'
 plain generate.
 
 With `compiled`, an `engine-compiled` row runs the engine on static caches with compiled passes

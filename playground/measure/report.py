@@ -70,7 +70,7 @@ def row_line(row: dict) -> str:
 def markdown_table(rows: list[dict]) -> str:
     head = ("| method | k | T | tokens/s | the target alone beside it, tokens/s | speedup over the target alone run "
             "beside it (95% interval; too noisy for one number: its side and interval) | acceptance | tokens/pass | "
-            "efficiency (its passes' measured cost / its time, over the target alone's beside it) | identical |\n|---|---|---|---|---|---|---|---|---|---|\n")
+            "efficiency (its rounds' measured pass costs / their time, over the target alone's beside it) | identical |\n|---|---|---|---|---|---|---|---|---|---|\n")
     cell = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
     return head + "".join(
         f"| {label(r)} | {k_cell(r)} | {r['temperature']} | {r['tokens_per_s']:.1f} | {alone_beside(r)} | "

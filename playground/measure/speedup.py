@@ -26,7 +26,7 @@ caller does between rounds (rendering, streaming) never counts.
              AVX512-BF16 CPU: 5 tokens 39.84 ms, one 43.86 ms; BENCHMARKS.md), so a near-free draft's
              round can pass the bound by 1.1x; on a GPU a pass costs nearly the same at any width, and
              where speculation is not fused (prompt lookup, cascades) its passes without a guess are 1
-             wide while the fused target alone's are k+1; sampled sides may end at other lengths. An
+             wide while the fused target alone's are k+1. An
              interval wholly above SLACK x the bound is most likely the machine's load hitting the
              target alone harder.
 

@@ -42,7 +42,8 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
             drafting way, the system prompt...), in place of a preset; the arguments above, where
             given, replace its values
         think_budget: a reasoning model under a constraint thinks up to this many tokens, then the
-            constraint applies after </think>; 0: it answers without thinking; -1: the preset's (or the link's)
+            constraint applies after </think>; 0: it answers without thinking; -1: the preset's (or the link's).
+            Without a constraint it is not used: the model thinks as it likes
     """
     try:
         prompt, preset, schema, regex, grammar, backend, link = (typed(name, value, str) for name, value in zip(

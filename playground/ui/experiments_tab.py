@@ -465,12 +465,18 @@ def _best_k(acceptance: float, cost_ratio: float) -> str:
     if top < 1:
         return (f"no k pays for these numbers: the best, k = {best}, gives {_times(top)}; the target alone is faster "
                 "(a higher acceptance or a cheaper draft is needed)")
+    enough = next(k for k in range(1, best + 1) if expected_speedup(acceptance, k, cost_ratio) >= FLAT * top)
+    flat = (f"; k = {enough} already gives {_times(expected_speedup(acceptance, enough, cost_ratio))}, within 1% of "
+            f"k = {best}'s {_times(top)}" if enough < best else "")  # (α 0.3, c 0: k = 4 gives 1.42x, k = 16 1.43x)
     if best == RANGES["k"][1] and not cost_ratio:  # (prompt lookup's guesses cost next to nothing)
         return (f"best k for these numbers: {best} or more: with c = 0 drafting is free here, so a longer round never "
-                "costs more (a real verify pass grows with its width)")
+                f"costs more (a real verify pass grows with its width){flat}")
     if best == RANGES["k"][1]:  # the formula's best lies past the slider (α 0.95, c 0.01: k = 40, 12.5x against 10.0x)
-        return f"best k for these numbers: {best} or more ({best} is the slider's limit)"
-    return f"best k for these numbers: {best}"
+        return f"best k for these numbers: {best} or more ({best} is the slider's limit){flat}"
+    return f"best k for these numbers: {best}{flat}"
+
+
+FLAT = 0.99  # a k within 1% of the best gives as much, for all a measurement can tell
 
 
 def _last_sweep(k_sweep: dict | None) -> str:

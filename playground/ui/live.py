@@ -232,7 +232,8 @@ class _Stream:
                                self.prompt_ids)
 
     def reasoning(self) -> int | None:
-        """How many tokens so far are thinking (RunResult.reasoning_tokens before the result)."""
+        """How many tokens so far are thinking (RunResult.reasoning_tokens before the result): a scan of
+        the ids (no decoding past their first few)."""
         ids = [t.token_id for e in self.sink if isinstance(e, Round) for t in e.committed]
         if self.constraint is not None:
             return self.constraint.reasoning_tokens(ids)

@@ -84,7 +84,7 @@ def frame_html(race: list[Lane], t: float, scale: float) -> str:
     pace = ("replayed in real time" if abs(scale - 1) < 0.01 else
             f"replayed slowed down to be watched: 1 s of the runs lasts {scale:.1f} s here" if scale > 1 else
             f"replayed sped up: 1 s of the runs lasts {scale:.2f} s here")  # (both lanes alike)
-    note = f"{pace}; the comparison's first measurement (the speedup card pools all of them, time per token)"
+    note = f"{pace}; the comparison's first measurement (the speedup card pools all of them)"
     counts = {ln.tokens for ln in race}
     if len(counts) > 1:  # sampled: the two texts differ, so do their lengths
         note += ("; the runs wrote different texts, " + " and ".join(counted(ln.tokens) for ln in race)
