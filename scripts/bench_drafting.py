@@ -3,19 +3,18 @@ cascade (prompt lookup -> draft -> target) against the draft alone, greedy and a
 
     python scripts/bench_drafting.py [--prompts 8] [--max-new-tokens 96] [--ceiling 8] [--confidence 0.1 0.2 ...]
 
-Every speedup is measured against the target alone on the same prompts in the same process."""
+Every speedup is measured against the target alone on the same prompts in the same process, interleaved,
+with its 95% interval (playground.measure.speedup)."""
 import argparse
 import dataclasses
 import json
 import pathlib
-import platform
 import sys
-
-import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
 from playground.measure import sweeps  # noqa: E402
+from playground.measure.machine import machine, machine_line  # noqa: E402
 from playground.models.locate import DEMO_DIR  # noqa: E402
 
 
@@ -27,7 +26,7 @@ def main():
     parser.add_argument("--confidence", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5],
                         help="thresholds for the confidence policy")
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    print(f"machine: {machine_line(machine('cpu'))}")
     texts = json.loads((DEMO_DIR / "heldout_prompts.json").read_text())[: args.prompts]
     pair = session.load_pair("demo-target", "demo-draft", "cpu")
     prompts = [session.encode_prompt(pair, t) for t in texts]
@@ -54,7 +53,8 @@ def show(temperature, name, k, row):
     if row["acceptance_rate"] is None:  # a variant that could not run
         print(f"| {temperature} | {name} | {k} | {row['note']} |", flush=True)
         return
-    speedup = f"{row['speedup']:.2f}x" if row["speedup"] is not None else f"cannot tell: {row['note']}"
+    speedup = (f"{row['speedup']:.2f}x ({row['speedup_low']:.2f}-{row['speedup_high']:.2f})" if row["speedup"] is not None
+               else f"{row['verdict']}: {row['note']}")
     print(f"| {temperature} | {name} | {k} | {row['acceptance_rate']:.2f} | {row['tokens_per_target_pass']:.2f} | "
           f"{row['tokens_per_s']:.1f} | {row['baseline_tokens_per_s']:.1f} | {speedup} |", flush=True)
 
