@@ -202,7 +202,7 @@ def new_guide(constraint: Constraint | None, cfg: SpecConfig) -> Guide | None:
 def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | None = None,
             guide: Guide | None = None, prompt_ids: list[int] = ()) -> RunResult:
     """A run's events -> its result; a thinking run's reasoning tokens and answer: a constrained one's
-    from its matcher, a free one's from the text (`prompt_ids` tells whether the template opened it)."""
+    from its matcher, a free one's by its marker tokens (`prompt_ids`: whether the template opened it)."""
     rounds = [e for e in events if isinstance(e, Round)]
     ids = [t.token_id for r in rounds for t in r.committed]
     finish = (rounds[-1].finish_reason if rounds else None) or "stopped"

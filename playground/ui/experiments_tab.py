@@ -467,7 +467,7 @@ def _best_k(acceptance: float, cost_ratio: float) -> str:
                 "(a higher acceptance or a cheaper draft is needed)")
     enough = next(k for k in range(1, best + 1) if expected_speedup(acceptance, k, cost_ratio) >= FLAT * top)
     flat = (f"; k = {enough} already gives {_times(expected_speedup(acceptance, enough, cost_ratio))}, within 1% of "
-            f"k = {best}'s {_times(top)}" if enough < best else "")  # (α 0.3, c 0: k = 4 gives 1.42x, k = 16 1.43x)
+            f"k = {best}'s {_times(top)}" if enough < best else "")  # (α 0.3, c 0: k = 3 gives 1.42x, k = 16 1.43x)
     if best == RANGES["k"][1] and not cost_ratio:  # (prompt lookup's guesses cost next to nothing)
         return (f"best k for these numbers: {best} or more: with c = 0 drafting is free here, so a longer round never "
                 f"costs more (a real verify pass grows with its width){flat}")
