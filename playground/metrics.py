@@ -89,6 +89,18 @@ def pooled_ratio(spec: list[tuple[float, int]], base: list[tuple[float, int]]) -
     return (b_pre + s_tok * b_dec / b_tok) / s_sec if s_sec and s_tok and b_tok else 0.0
 
 
+OTHER_LENGTHS = ("the texts' lengths differ, so the speedup is the target alone's time for as many tokens as "
+                 "speculation wrote (its prompt pass once), not the ratio of the two tokens/s")
+
+
+def rates_differ(spec_tokens_per_s: float, base_tokens_per_s: float, speedup: float) -> bool:
+    """The two sides' tokens/s do not divide to the speedup (by more than 1%): sampled texts of other
+    lengths, whose speedup pooled_ratio takes at the speculative side's length."""
+    if not (spec_tokens_per_s and base_tokens_per_s and speedup):
+        return False
+    return abs(spec_tokens_per_s / base_tokens_per_s / speedup - 1) > 0.01
+
+
 def first_difference(a: list[int], b: list[int], stopped: bool = False) -> int | None:
     """Index of the first token where two outputs differ (the shorter one's length if one is a
     prefix of the other), None when they are identical. stopped: the runs were cut short (Stop), at

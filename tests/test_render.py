@@ -258,7 +258,7 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
     assert "lengths differ" not in detail  # 37.9 / 21.35 is the 1.78x
     sampled = Speedup(1.33, 1.33, 1.2, 1.45, 1, spec_tokens_per_s=50.0, base_tokens_per_s=9.1)  # texts of 10 and 100 tokens
-    assert "the texts&#x27; lengths differ, so the speedup is the target alone&#x27;s time for as many tokens" in (
+    assert "the texts&#x27; lengths differ, so the speedup is the target alone&#x27;s time for as many tokens as" in (
         render._speedup_card(sampled, "sampled")[2])
 
 

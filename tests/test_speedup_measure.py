@@ -62,6 +62,11 @@ def test_sides_that_end_at_other_lengths_are_costed_at_the_speculative_length():
     longer = Block(Timed(), Timed())
     longer.add(side(100, 0.05), side(10, 0.1))  # the target alone's 10 tokens give its rate for 100
     assert longer.ratio() == pytest.approx(11.0 / 6.0)
+    told = estimate([block])  # (too few rounds to tell: the estimate and both rates are still given)
+    assert "the texts' lengths differ" in told.other_lengths  # (its rates, 6.67 and 9.09 tok/s, divide to 0.73)
+    same = Block(Timed(), Timed())
+    same.add(side(40, 0.05), side(40, 0.1))
+    assert estimate([same]).other_lengths == ""
 
 
 def test_a_little_jitter_is_a_tight_interval_around_the_ratio():
@@ -270,7 +275,7 @@ def test_a_greedy_sweep_row_says_when_its_texts_left_the_target_alones():
         return [Round(index=1, tokens=[TokenEvent(BONUS, i, "x") for i in ids], proposed=0, accepted=0, target_passes=1,
                       draft_passes=0, draft_s=0.0, target_s=0.01, wall_s=0.01)]
     sp = types.SimpleNamespace(spec_tokens_per_s=20.0, base_tokens_per_s=10.0, speedup=2.0, low=1.8, high=2.2,
-                               estimate=2.0, verdict="faster", blocks=1, side="", reason="")
+                               estimate=2.0, verdict="faster", blocks=1, side="", reason="", other_lengths="")
     same = sweeps._row(session.settings(k=2), (sp, [run(1, 2, 3), run(4, 5)], [run(1, 2, 3), run(4, 5)]), 2)
     assert same["identical"] is True and "left the target alone" not in same["note"]
     drifted = sweeps._row(session.settings(k=2), (sp, [run(1, 2, 3), run(4, 6)], [run(1, 2, 3), run(4, 5)]), 2)
@@ -278,6 +283,8 @@ def test_a_greedy_sweep_row_says_when_its_texts_left_the_target_alones():
     assert drifted["note"].startswith("greedy, yet 1 of 2 runs left the target alone's text (first at token 1")
     sampled = sweeps._row(session.settings(k=2, temperature=0.8), (sp, [run(1)], [run(2)]), 1)
     assert sampled["identical"] is None and sampled["note"] == ""  # sampled texts differ by design
+    other = sweeps._row(session.settings(k=2, temperature=0.8), (types.SimpleNamespace(**{**vars(sp), "other_lengths": "the texts' lengths differ"}), [run(1)], [run(2)]), 1)
+    assert other["note"] == "the texts' lengths differ"  # said beside the two tok/s columns it is not the ratio of
     assert "identical" in sweeps.CSV_COLUMNS and "identical" in sweeps.COMPARE_CSV_COLUMNS
 
 

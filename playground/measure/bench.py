@@ -234,7 +234,7 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
     row = {"method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
            "tokens_per_s": result.spec_tokens_per_s, "baseline_tokens_per_s": result.base_tokens_per_s,
            "speedup": result.speedup,
-           "speedup_range": [result.low, result.high], "measurements": result.blocks, "note": result.reason, "side": result.side,
+           "speedup_range": [result.low, result.high], "measurements": result.blocks, "note": "; ".join(filter(None, (result.reason, result.other_lengths))), "side": result.side,
            "acceptance_rate": sum(s.accepted for s in mine) / proposed if proposed else None,
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in mine)),
            "seconds": sum(s.seconds for s in mine), "tokens": tokens}

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from playground import session
 from playground.events import Prefill, Round
-from playground.metrics import counted, pooled_ratio, speedup_verdict
+from playground.metrics import OTHER_LENGTHS, counted, pooled_ratio, rates_differ, speedup_verdict
 
 TOLERANCE = 1.25  # high / low: about +-11% around the estimate
 MAX_BLOCKS = 4
@@ -108,6 +108,11 @@ class Speedup:
     @property
     def noisy(self) -> bool:
         return self.speedup is None
+
+    @property
+    def other_lengths(self) -> str:
+        """metrics.OTHER_LENGTHS where the tokens/s beside it do not divide to it, else ''."""
+        return OTHER_LENGTHS if rates_differ(self.spec_tokens_per_s, self.base_tokens_per_s, self.estimate) else ""
 
     @property
     def verdict(self) -> str:

@@ -306,9 +306,8 @@ def _speedup_card(m, same: str) -> tuple[str, str, str]:
     over = "over the interleaved measurements" if m.blocks > 1 else "side by side"
     rates = (f"; speculation {m.spec_tokens_per_s:.1f} tok/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
              "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
-    if rates and m.estimate and abs(m.spec_tokens_per_s / m.base_tokens_per_s / m.estimate - 1) > 0.01:  # (sampled texts of other lengths)
-        rates += ("; the texts' lengths differ, so the speedup is the target alone's time for as many tokens as "
-                  "speculation wrote (its prompt pass once), not the ratio of these rates")
+    if rates and m.other_lengths:  # (sampled texts of other lengths)
+        rates += f"; {m.other_lengths}"
     if m.noisy and m.verdict != "cannot tell":  # too wide for one number, but every measurement on one side of 1x
         return ("speedup", f"{m.verdict}, {m.low:.2f}-{m.high:.2f}x",
                 html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same}){rates}"))
