@@ -89,8 +89,21 @@ def pooled_ratio(spec: list[tuple[float, int]], base: list[tuple[float, int]]) -
     return (b_pre + s_tok * b_dec / b_tok) / s_sec if s_sec and s_tok and b_tok else 0.0
 
 
-OTHER_LENGTHS = ("the texts' lengths differ, so the speedup is the target alone's time for as many tokens as "
-                 "speculation wrote (its prompt pass once), not the ratio of the two tokens/s")
+def first_tokens(parts: list[tuple[float, int]], tokens: int) -> list[tuple[float, int]]:
+    """The parts that wrote the first `tokens` tokens (the last one's time in proportion to the tokens
+    kept); all of them where they wrote no more."""
+    kept, written = [], 0
+    for seconds, n in parts:
+        if n and written >= tokens:
+            break
+        take = min(n, tokens - written)
+        kept.append((seconds * take / n, take) if n else (seconds, 0))
+        written += take
+    return kept
+
+
+OTHER_LENGTHS = ("the target alone's texts ended before speculation's, so the speedup costs it at speculation's "
+                 "length (its prompt pass once, then its own time per token), not the ratio of the two tokens/s")
 
 
 def rates_differ(spec_tokens_per_s: float, base_tokens_per_s: float, speedup: float) -> bool:

@@ -879,6 +879,9 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
             "end costs the target alone at speculation's length)" in html.unescape(ended))  # (a sampled comparison: a race the shorter text may win)
     # alone, 30 tokens cost its 0.8 s prefill and 30 x (1.2 s / 12): 3.8 s against 1.0 s (their tok/s: 5.00x)
     assert "speculation <b>3.80x</b> as fast as the target alone would write its 30 tokens" in ended
+    longer = [race.Lane("speculative", [1.0], ["a"], 10), race.Lane("target alone", [1.0, 2.0, 10.0], ["b"] * 3, 100, 0.5, (5, 5, 90))]
+    assert "speculation <b>2.00x</b> as fast as the target alone wrote its first 10 tokens" in race.frame_html(longer, 10.0, 1.0)
+    # (its first 10 tokens: 0.5 s prefill, then 0.5 s and 1.0 s; not its 90 more, written alone)
     tricky = race.Lane("<b>x</b>", [0.1], ["<script>alert(1)</script>"], 1)
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
 

@@ -62,8 +62,13 @@ def test_sides_that_end_at_other_lengths_are_costed_at_the_speculative_length():
     longer = Block(Timed(), Timed())
     longer.add(side(100, 0.05), side(10, 0.1))  # the target alone's 10 tokens give its rate for 100
     assert longer.ratio() == pytest.approx(11.0 / 6.0)
-    told = estimate([block])  # (too few rounds to tell: the estimate and both rates are still given)
-    assert "the texts' lengths differ" in told.other_lengths  # (its rates, 6.67 and 9.09 tok/s, divide to 0.73)
+    growing = Block(Timed(), Timed())  # the target alone's 90 tokens after speculation ended ran alone, slower
+    growing.add(side(10, 0.05), side(10, 0.1) + [Round(11 + i, [TokenEvent(BONUS, 5, "x")], 0, 0, 1, 0, 0.0, 0.5, 0.5)
+                                                 for i in range(90)])
+    assert growing.ratio() == pytest.approx(2.0 / 1.5)  # its first 10, interleaved (not 3.73x from all 100)
+    told = estimate([longer])  # (too few rounds to tell: the estimate and both rates are still given)
+    assert "the target alone's texts ended before speculation's" in told.other_lengths  # (rates 16.7, 10 tok/s: 1.67x)
+    assert estimate([block]).other_lengths == ""  # (timed up to speculation's 10 tokens: its rates divide to 1.33x)
     same = Block(Timed(), Timed())
     same.add(side(40, 0.05), side(40, 0.1))
     assert estimate([same]).other_lengths == ""

@@ -7,11 +7,13 @@ load hits both alike. Times are the engine's own (prefill plus each round's wall
 caller does between rounds (rendering, streaming) never counts.
 
     speedup  R = (target-alone seconds for the speculative side's tokens) / (speculative seconds), all
-             blocks pooled: each side's prefill once, plus its decoding seconds per token times the
-             speculative side's tokens. Sides of one length (greedy) give (base s / base tokens) /
-             (spec s / spec tokens); sampled sides that end at other lengths (EOS, Stop) would spread
-             their prefills over other counts that way (1.0 s prefills, 10 tokens at 0.05 s against
-             100 at 0.1 s: 0.73x, where writing those 10 tokens took 1.33x longer alone)
+             blocks pooled: the target alone timed up to as many tokens as speculation wrote on each
+             prompt where it wrote more (what it wrote after ran alone, at longer contexts), else its
+             prefill once plus its decoding seconds per token times the speculative side's tokens.
+             Sides of one length (greedy) give (base s / base tokens) / (spec s / spec tokens);
+             sampled sides that end at other lengths (EOS, Stop) would spread their prefills over
+             other counts that way (1.0 s prefills, 10 tokens at 0.05 s against 100 at 0.1 s: 0.73x,
+             where writing those 10 tokens took 1.33x longer alone)
     interval one block: a bootstrap over its rounds (2.5th-97.5th percentile of 400 resamples, fixed
              seed); several blocks: that, widened to the range of the blocks' own estimates
     verdict  an interval wider than TOLERANCE (high / low), fewer than MIN_TOKENS tokens or fewer than
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 
 from playground import session
 from playground.events import Prefill, Round
-from playground.metrics import OTHER_LENGTHS, counted, pooled_ratio, rates_differ, speedup_verdict
+from playground.metrics import OTHER_LENGTHS, counted, first_tokens, pooled_ratio, rates_differ, speedup_verdict
 
 TOLERANCE = 1.25  # high / low: about +-11% around the estimate
 MAX_BLOCKS = 4
@@ -83,8 +85,11 @@ class Block:
         return pooled_ratio(self.spec.parts, self.base.parts)
 
     def add(self, spec_events: list, base_events: list, guide=None) -> None:
-        self.spec.parts += timed(spec_events).parts
-        self.base.parts += timed(base_events).parts
+        """One prompt's runs; the target alone timed up to the speculative side's tokens where it wrote
+        more (its rounds past them ran after speculation ended, not interleaved, at longer contexts)."""
+        spec = timed(spec_events)
+        self.spec.parts += spec.parts
+        self.base.parts += first_tokens(timed(base_events).parts, spec.tokens)
         self.spec_runs.append(spec_events)
         self.base_runs.append(base_events)
         self.guides.append(guide)

@@ -4,7 +4,7 @@ import html
 from dataclasses import dataclass
 
 from playground.events import Prefill, Round
-from playground.metrics import counted, pooled_ratio
+from playground.metrics import counted, first_tokens, pooled_ratio
 
 REPLAY_S = 8.0  # the slower run replays in about this long, whatever it measured
 FRAME_S = 0.05  # one frame of the replay every 50 ms, fewer for long texts:
@@ -19,6 +19,14 @@ class Lane:
     pieces: list[str]  # the text each round added (the text so far after each: the output's length squared, kept per session)
     tokens: int  # tokens written in all
     prefill: float = 0.0  # engine seconds before the first round (counted in ends[0] too)
+    counts: tuple[int, ...] = ()  # tokens each round wrote
+
+    def parts(self) -> list[tuple[float, int]]:
+        """(seconds, tokens) of its prefill and of each round (one part for its rounds where their
+        counts are not kept), as playground.measure.speedup times a run."""
+        if len(self.counts) != len(self.ends):
+            return [(self.prefill, 0), (self.total - self.prefill, self.tokens)]
+        return [(self.prefill, 0)] + [(end - start, n) for start, end, n in zip([self.prefill, *self.ends], self.ends, self.counts)]
 
     def at(self, t: float) -> tuple[str, int]:
         """-> (text, rounds finished) at engine time t."""
@@ -37,14 +45,14 @@ class Lane:
 def lane(name: str, events: list) -> Lane:
     """Events -> a lane: the cumulative engine time (metrics.engine_seconds' clock) at each round's end."""
     t = prefill = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
-    ends, pieces, tokens = [], [], 0
+    ends, pieces, counts = [], [], []
     for e in events:
         if isinstance(e, Round):
             t += e.wall_s
             ends.append(t)
             pieces.append("".join(tok.text for tok in e.committed))
-            tokens += len(e.committed)
-    return Lane(name, ends, pieces, tokens, prefill)
+            counts.append(len(e.committed))
+    return Lane(name, ends, pieces, sum(counts), prefill, tuple(counts))
 
 
 def lanes(events: list, baseline_events: list) -> list[Lane] | None:
@@ -99,9 +107,10 @@ def _outcome(race: list[Lane], t: float) -> str:
     if len(race) != 2 or any(ln.at(t)[1] < len(ln.ends) or not (ln.tokens and ln.total > 0) for ln in race):
         return ""
     spec, base = race
-    ratio = pooled_ratio([(spec.total, spec.tokens)], [(base.prefill, 0), (base.total - base.prefill, base.tokens)])
-    alone = ("the target alone" if spec.tokens == base.tokens else f"the target alone would write its "
-             f"{counted(spec.tokens)} (its prefill, then its own time per token: the texts differ)")
+    ratio = pooled_ratio([(spec.total, spec.tokens)], first_tokens(base.parts(), spec.tokens))
+    alone = ("the target alone" if spec.tokens == base.tokens else
+             f"the target alone wrote its first {counted(spec.tokens)} (the texts differ)" if base.tokens > spec.tokens else
+             f"the target alone would write its {counted(spec.tokens)} (its prefill, then its own time per token: the texts differ)")
     return (f'<p class="race-outcome">This measurement alone: speculation <b>{ratio:.2f}x</b> as fast as '
             f"{alone}. The speedup card pools every measurement of the comparison, so it may differ: "
             "one measurement on a busy machine varies.</p>")
