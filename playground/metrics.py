@@ -28,9 +28,11 @@ def summarize(events: list, wall_s: float) -> dict:
         "tokens_per_target_pass": _ratio(generated, target_passes),
         "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
         "theory_tokens_per_round": None if any(r.tree for r in verified) else _ratio(
-            sum(expected_tokens_per_round(_ratio(accepted, accepted + rejections), r.k - r.forced_drafts) for r in verified),
-            len(verified)),  # a chain's, each round at its own k (the last ones draft fewer, within the token
-        # budget: at k=5 and 32 tokens, 5.33 of 6.00 even at α = 1); a tree's has no such formula
+            sum(expected_tokens_per_round(_ratio(accepted, accepted + rejections), r.guesses) for r in verified),
+            len(verified)),  # a chain's, each round at the guesses it drafted (the last ones draft fewer, within
+        # the token budget: at k=5 and 32 tokens, 5.33 of 6.00 even at α = 1; a confidence stop or a lookup that
+        # finds nothing drafts fewer than k: at k = 8, 21 guesses over 43 rounds read 8.21 against 1.49); a tree's
+        # has no such formula
         "generated_tokens": generated,
         "forced": forced,
         "wall_s": wall_s,

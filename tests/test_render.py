@@ -38,7 +38,7 @@ def test_the_theory_card_is_shown_only_for_draft_models():
     assert "measured 2.00 a round, the prompt pass not counted" in metrics(stats, 2)
 
 
-def test_the_theory_card_takes_each_round_at_its_own_k():
+def test_the_theory_card_takes_each_round_at_the_guesses_it_drafted():
     """The formula at the settings' k against rounds the token budget shortened: at α = 1, k = 5 and 32 tokens
     the card read theory 6.00 against 5.33 measured, as if independence had failed (a maths review)."""
     from playground.metrics import summarize
@@ -46,8 +46,12 @@ def test_the_theory_card_takes_each_round_at_its_own_k():
     whole = Round(1, [TokenEvent(ACCEPTED, 1, "a")] * 5 + [TokenEvent(BONUS, 2, "b")], 5, 5, 1, 5, 0.0, 0.0, 0.01, k=5)
     last = Round(6, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(BONUS, 2, "b")], 1, 1, 1, 1, 0.0, 0.0, 0.01, k=1)
     shown = metrics(summarize([whole] * 5 + [last], 0.1), 5)
-    assert "theory</small><b>5.33</b>" in shown and "each round at its own k" in shown and "measured 5.33 a round" in shown
-    assert "each round at its own k" not in metrics(summarize([whole] * 5, 0.1), 5)  # no round shortened: the formula's
+    assert "theory</small><b>5.33</b>" in shown and "each round at the guesses it drafted" in shown and "measured 5.33 a round" in shown
+    assert "each round at the guesses" not in metrics(summarize([whole] * 5, 0.1), 5)  # no round shortened: the formula's
+    # a confidence stop or a lookup drafts fewer than its k (a review: 8.21 read against 1.49 measured)
+    stopped = Round(7, [TokenEvent(ACCEPTED, 1, "a")] * 2 + [TokenEvent(BONUS, 2, "b")], 2, 2, 1, 2, 0.0, 0.0, 0.01, k=8)
+    unsure = Round(8, [TokenEvent(BONUS, 2, "b")], 0, 0, 1, 1, 0.0, 0.0, 0.01, k=8)  # (it drafted none)
+    assert summarize([stopped, unsure], 0.02)["theory_tokens_per_round"] == pytest.approx(2.0)  # (3 + 1) / 2, as measured
 
 
 def test_the_verdict_carries_what_the_engine_did_not_enforce():

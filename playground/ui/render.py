@@ -272,9 +272,9 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
         at_k = stats["theory_tokens_per_round"]
-        fewer = "the last draft fewer, within max new tokens" + (
+        fewer = "the last draft fewer, within max new tokens; an adaptive policy or a lookup, fewer than k" + (
             "; a forced token is no guess" if stats["forced"] else "")
-        short = f" (each round at its own k: {fewer})" if (
+        short = f" (each round at the guesses it drafted: {fewer})" if (
             round(at_k, 2) != round(expected_tokens_per_round(alpha, k), 2)) else ""
         cards.insert(3, ("theory", f"{at_k:.2f}",
                          f"tokens per round, (1 - α^(k+1)) / (1 - α){short}, if each guess were kept independently with "
