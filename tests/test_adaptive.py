@@ -9,12 +9,12 @@ from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
 from tests.test_engine_sampling import CASES, N_RUNS, P_MIN, chi_square_p, exact_joint, small  # noqa: F401
 
 MODES = {"schedule": dict(policy="schedule"), "confidence": dict(policy="confidence", confidence=0.6),
-         "cascade": dict(policy="fixed")}
+         "cascade": dict(policy="fixed"), "cascade-confidence": dict(policy="confidence", confidence=0.6)}
 
 
 def mode_pair(mode, target, draft, tokenizer, eos_ids=()):
     pair = tiny.make_pair(target, draft, tokenizer, eos_ids=eos_ids)
-    pair.cascade = mode == "cascade"
+    pair.cascade = mode.startswith("cascade")
     return pair
 
 
@@ -102,6 +102,18 @@ def test_cascade_uses_lookup_and_saves_draft_passes(target, tokenizer):
     assert cascade.token_ids == plain.token_ids
     assert cascade.stats["draft_passes"] < plain.stats["draft_passes"]  # looked-up tokens checked in one pass
     assert all(r.stop_reason == "" for r in cascade.rounds if r.proposed == r.k)  # a full round has no stop reason
+
+
+def test_a_cascade_keeps_the_confidence_stop(target, noisy_draft, tokenizer):
+    """The cascade kept every looked-up guess the draft agreed with, however unsure it was of them: at
+    confidence 0.9 the draft alone proposed nothing and the cascade 71 guesses, some at p 0.03 (a review)."""
+    repetitive = tokenizer("a = [1, 2, 3]\nb = [1, 2, 3]\nc = [1, 2, 3]\nd = [1, 2, 3]\n").input_ids
+    cfg = session.settings(k=6, max_new_tokens=40, policy="confidence", confidence=0.5)
+    result = session.run(mode_pair("cascade", target, noisy_draft, tokenizer), repetitive, cfg)
+    drafted = [t for r in result.rounds for t in r.drafts]
+    assert result.token_ids == hf_greedy(target, repetitive, 40, eos_id=NO_EOS)
+    assert all(t.p_draft >= 0.5 for t in drafted)  # greedy: each kept guess is the draft's most likely token
+    assert any(r.stop_reason.startswith("draft unsure") for r in result.rounds)
 
 
 @pytest.mark.parametrize("mode", MODES)

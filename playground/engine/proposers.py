@@ -169,7 +169,21 @@ class CascadeProposer:
         p = warp(logits, ctx.sampling)
         n, nxt = verify_greedy(logits, g) if ctx.sampling.greedy else verify_sampled(p, None, g, ctx.generator)
         n = int(n)
+        if (unsure := _first_unsure(p[: n + 1], ctx.min_confidence)) is not None:  # the confidence stop, as drafting
+            runner.crop(runner.length - (len(guess) - unsure))  # alone: before the first token it is unsure of
+            top = p[unsure].max().item()
+            return Proposal(g[:unsure], p[:unsure] if unsure else None, 1, f"draft unsure (p={top:.2f} < {ctx.min_confidence})")
         runner.crop(runner.length - (len(guess) - n))  # keep the guesses the draft agreed with
         tokens, probs = [g[:n], nxt.view(1)], [p[: n + 1]]
         more, more_probs, passes, stop = self.draft.draft_loop(nxt.view(1), k - n - 1, ctx)
         return Proposal(torch.cat(tokens + more), torch.cat(probs + more_probs), 1 + passes, stop)
+
+
+def _first_unsure(p: torch.Tensor, least: float | None) -> int | None:
+    """The first row of p [m, V] whose most likely token is below `least` (the confidence policy's
+    stop), None where none is or there is no such policy. (Whether to stop does not depend on the
+    token drawn, so the proposals keep the draft's distribution.)"""
+    if least is None:
+        return None
+    unsure = (p.max(dim=-1).values < least).nonzero()
+    return int(unsure[0]) if len(unsure) else None
