@@ -15,6 +15,7 @@ from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence
                                   parse_prompt_ids, pick, read_prompts, resolve_models, said_to_type, writable_dir)
 from playground.cli_notes import unused_by_export, unused_flags
 from playground.config import MAX_SEED, THINK_END, no_room_to_answer, thinks, tree_fields, tree_text
+from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
@@ -76,15 +77,16 @@ def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[
     t = cfg.sampling.temperature
     sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
     shown = "given as token ids" if prompt is None else repr(prompt if len(prompt) <= 60 else prompt[:59] + "…")
-    return (f"-- {target} with {draft}, {_drafting(cfg)}, {sampling}, at most {counted(cfg.max_new_tokens, 'new token')}; "
+    return (f"-- {target} with {draft}, {_drafting(cfg, draft)}, {sampling}, at most {counted(cfg.max_new_tokens, 'new token')}; "
             f"prompt {shown} ({counted(len(prompt_ids))})")
 
 
-def _drafting(cfg) -> str:
-    """'token tree 2,2,2/5+3' (its k unused), or 'k 4' and a policy other than fixed."""
+def _drafting(cfg, draft: str = "") -> str:
+    """'token tree 2,2,2/5+3' (its k unused), or 'k 4' and a policy other than fixed (not the confidence
+    policy under prompt lookup, which drafts as under fixed: cli_notes said so before the run)."""
     if cfg.tree:
         return f"token tree {tree_text(cfg)}"
-    if cfg.policy == "fixed":
+    if cfg.policy == "fixed" or (cfg.policy == "confidence" and draft == NGRAM):
         return f"k {cfg.k}"
     return f"k {cfg.k}, {cfg.policy} policy" + (f" at {cfg.confidence:g}" if cfg.policy == "confidence" else "")
 

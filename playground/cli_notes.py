@@ -1,6 +1,6 @@
-"""What `generate` (and `export`) was given but will not use, said on stderr before it runs: a flag accepted in
-silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat template
-took effect nowhere and said nothing)."""
+"""What `generate` (and `export`) was given but will not use, or will not do, said on stderr before it runs: a
+flag accepted in silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat
+template took effect nowhere and said nothing; a seed under the schedule policy does not repeat a run)."""
 from playground.draft_ids import NGRAM
 
 
@@ -36,7 +36,8 @@ def unused_by_export(args) -> list[str]:
 
 
 def _sampling_unused(args, cfg, draft: str) -> list[str]:
-    """Sampling flags a greedy run never reads, and the confidence policy under prompt lookup."""
+    """Sampling flags a greedy run never reads, a sampled schedule run's seed that may not repeat it, and
+    the confidence policy under prompt lookup."""
     notes = []
     if cfg.sampling.greedy:
         if given := [flag for flag, value in (("--top-p", args.top_p), ("--top-k", args.top_k), ("--seed", args.seed))
@@ -46,6 +47,9 @@ def _sampling_unused(args, cfg, draft: str) -> list[str]:
         if args.num_samples > 1:
             notes.append(f"--num-samples {args.num_samples} under greedy decoding writes the same text each time "
                          "(give --temperature above 0 for samples that differ)")
+    elif cfg.policy == "schedule":  # (the page's policy help and /generate's docstring say it too)
+        notes.append("--policy schedule pauses drafting by measured pass times, so a seeded sampled run may not "
+                     "write the same text again (a fixed k or the confidence policy does)")
     if cfg.policy == "confidence" and draft == NGRAM:
         notes.append("--policy confidence is not used: prompt lookup's guesses have no probabilities to be unsure "
                      "of; they are drafted as under fixed (k the most)")

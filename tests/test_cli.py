@@ -410,11 +410,15 @@ def test_flags_a_run_never_reads_are_said(capsys):
     assert "note: --top-p, --top-k, --seed are not used: the run is greedy (temperature 0)" in err
     assert "note: --num-samples 2 under greedy decoding writes the same text each time" in err
     assert main(["generate", *base, "--draft", "ngram", "--policy", "confidence", "--constraint-backend", "xgrammar"]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "note: --policy confidence is not used: prompt lookup's guesses have no probabilities" in err
+    assert ", k 4, greedy," in out and "confidence policy" not in out  # the line under the text: what ran (a review)
     assert "note: --constraint-backend is not used: this run has no --schema, --regex or --grammar" in err
     assert main(["generate", *base, "--temperature", "0.7", "--seed", "3", "--top-k", "5"]) == 0
     assert "note:" not in capsys.readouterr().err  # sampled: each one read
+    assert main(["generate", *base, "--temperature", "0.7", "--seed", "3", "--policy", "schedule"]) == 0
+    assert "note: --policy schedule pauses drafting by measured pass times, so a seeded sampled run may not" in (
+        capsys.readouterr().err)  # (the page's help said so; the CLI did not: 4 runs of one seed wrote 3 texts)
     assert main(["export", "--preset", "demo", "--device", "tpu", "--no-compile"]) == 0
     assert "note: --device and --compile are not used: export writes the engines' commands" in capsys.readouterr().err
     assert main(["generate", *base, "--temperature", "0.5", "--seed", str(2**63 - 1), "--num-samples", "2"]) == 2
