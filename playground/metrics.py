@@ -25,6 +25,7 @@ def summarize(events: list, wall_s: float) -> dict:
         "acceptance_rate": _ratio(accepted, proposed),
         "token_acceptance": _ratio(accepted, accepted + rejections),
         "mean_accepted_per_round": _ratio(accepted, len(verified)),
+        "rounds_without_guesses": sum(not r.guesses for r in verified),  # a lookup with no match, a paused or unsure draft
         "tokens_per_target_pass": _ratio(generated, target_passes),
         "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
         "theory_tokens_per_round": None if any(r.tree for r in verified) else _ratio(

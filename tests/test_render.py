@@ -54,6 +54,20 @@ def test_the_theory_card_takes_each_round_at_the_guesses_it_drafted():
     assert summarize([stopped, unsure], 0.02)["theory_tokens_per_round"] == pytest.approx(2.0)  # (3 + 1) / 2, as measured
 
 
+def test_an_adaptive_policys_cards_say_k_is_a_ceiling_and_how_little_was_drafted():
+    """Confidence 0.95 at k = 8: "acceptance rate 1.00", "0.07 accepted per round, of k = 8", where 60 of 61
+    rounds drafted nothing (a review): the rate rested on a handful of guesses and k was a ceiling."""
+    from playground.metrics import summarize
+    from playground.ui.render import metrics
+    guessed = Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(BONUS, 2, "b")], 1, 1, 1, 1, 0.0, 0.0, 0.01, k=8)
+    unsure = Round(2, [TokenEvent(BONUS, 2, "b")], 0, 0, 1, 1, 0.0, 0.0, 0.01, k=8)
+    stats = summarize([guessed] + [unsure] * 3, 0.04)
+    assert stats["rounds_without_guesses"] == 3
+    shown = metrics(stats, 8, policy="confidence")
+    assert "of at most k = 8 (the confidence policy); 3 rounds drafted nothing" in shown and ": 1 of 1</small>" in shown
+    assert "of k = 8</small>" in metrics(summarize([guessed] * 2, 0.02), 8)  # fixed k: as before
+
+
 def test_the_verdict_carries_what_the_engine_did_not_enforce():
     html_text = render.validity_badge(True, None, ["not enforced while writing (checked after the run): <uniqueItems>"])
     assert 'id="valid-badge">valid<' in html_text and 'class="constraint-note"' in html_text

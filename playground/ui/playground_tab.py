@@ -48,7 +48,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
                          snap.phase == "stopped") if snap.baseline else ""
     verdict = final and snap.phase != "stopped"  # its badge carries the constraint's notes
     note = "; ".join(filter(None, [snap.note, *(() if verdict else snap.constraint_notes)]))
-    metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note,
+    metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note, policy=snap.settings.policy,
                             theory=chain_theory(snap.settings))
     if not final:  # the output box grows with the stream; the rest waits for the end
         rest = cleared() if first else [gr.skip()] * 8
@@ -81,7 +81,8 @@ def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: 
     charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
     stream, text, tree = ((_stream(snap),
                            render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
-    metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings))
+    metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings),
+                            policy=snap.settings.policy)
     rest, messages = (cleared()[1:], _messages(snap.settings)) if first else ([gr.skip()] * 7, SKIP_MESSAGES)
     lanes = None if first else gr.skip()
     if ended and whole:

@@ -253,18 +253,18 @@ def _token_html(t, eos_ids) -> str:
 
 
 def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",
-            note: str = "", theory: bool = True) -> str:
+            note: str = "", theory: bool = True, policy: str = "fixed") -> str:
     """speedup: the comparison's playground.measure.speedup.Speedup (None before it is over); same:
-    metrics.identity_note of the two outputs.
+    metrics.identity_note of the two outputs; policy: an adaptive one makes k a ceiling.
     theory: show the expected tokens per round, whose formula assumes a draft model's per-token
     acceptance (prompt lookup's guesses are not drawn that way)."""
     if not stats:
         return '<div class="metrics"></div>'
     alpha, drafted = stats["token_acceptance"], stats["proposed"] > 0  # nothing drafted: no rate to give
     cards = [
-        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", _rate_detail(k, drafted)),
-        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a",
-         f"of k = {k}" if isinstance(k, int) else f"of {k}"),
+        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", _rate_detail(k, drafted)
+         + (f": {stats['accepted']} of {stats['proposed']}" if drafted else "")),
+        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a", _per_round_detail(stats, k, policy)),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
          + (f"; {stats['forced']} of the tokens forced by the constraint"
             if stats["forced"] else "")),
@@ -289,6 +289,17 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     if note:
         body += f'<div class="metric metric-wide"><small>{html.escape(note)}</small></div>'
     return f'<div class="metrics" id="metrics">{body}</div>'
+
+
+def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
+    """What a round could draft (k, its ceiling under an adaptive policy, or a tree), and how many rounds
+    drafted nothing (an acceptance of 1.00 over a handful of guesses read as a draft that always helps)."""
+    if not isinstance(k, int):
+        most = f"of {k}"
+    else:
+        most = f"of at most k = {k} (the {policy} policy)" if policy != "fixed" else f"of k = {k}"
+    idle = stats.get("rounds_without_guesses", 0)
+    return most + (f"; {counted(idle, 'round')} drafted nothing" if idle else "")
 
 
 def _rate_detail(k: int | str, drafted: bool) -> str:
