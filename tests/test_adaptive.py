@@ -75,6 +75,18 @@ def test_a_cheap_draft_keeps_drafting_through_refusals():
     assert untimed.next_k() == 1
 
 
+def test_the_schedules_acceptance_counts_the_guesses_the_target_judged():
+    """A round of 4 guesses whose second was refused judged 2 of them (the last 2 never were): its
+    running rate, compared with c for pausing, took 1 of 4 as a per-guess rate and read 0.25 for 0.5
+    (a review)."""
+    policy = HeuristicK(4)
+    policy.rate = 0.5
+    policy.observe(4, 1, cost=0.1)
+    assert policy.rate == pytest.approx(0.5)  # 1 kept of 2 judged: the running rate stays
+    policy.observe(4, 4, cost=0.1)
+    assert policy.rate == pytest.approx(0.5 + 0.3 * 0.5)  # all 4 judged and kept
+
+
 def test_schedule_pauses_yet_keeps_the_targets_output(target, tokenizer):
     """A draft that never agrees: the schedule pauses (rounds without a guess), the output stays the target's."""
     bad = tiny.tiny_model(vocab=len(tokenizer), seed=99)

@@ -55,7 +55,8 @@ class HeuristicK:
             return
         if proposed == 0:
             return
-        self.rate += SMOOTHING * (accepted / proposed - self.rate)
+        judged = accepted + (accepted < proposed)  # the guesses after a refused one were never judged
+        self.rate += SMOOTHING * (accepted / judged - self.rate)
         if cost is not None:
             self.cost = cost if self.cost is None else self.cost + SMOOTHING * (cost - self.cost)
         if accepted == proposed:
