@@ -84,7 +84,8 @@ class SpecConfig:
         if self.policy not in POLICIES:
             raise PlaygroundError(f"unknown draft policy '{self.policy}': use one of {', '.join(POLICIES)}")
         if not 0 < self.confidence < 1:
-            raise PlaygroundError(f"confidence must be between 0 and 1, got {self.confidence}")
+            raise PlaygroundError(f"confidence must be above 0 and below 1 (a probability the draft's likeliest "
+                                  f"token must reach), got {self.confidence}")
         if self.tree:
             self._check_tree()
         elif self.tree_budget or self.tree_lookup:

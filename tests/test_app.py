@@ -1249,6 +1249,16 @@ def test_a_link_too_long_is_refused_in_a_popup_that_stays():
     assert faded.value.duration == 10
 
 
+def test_a_links_policy_its_way_of_drafting_cannot_use_is_said_on_opening():
+    """policy=schedule with a tree opened in silence and Run refused it; policy=confidence under prompt
+    lookup did nothing, unsaid (the CLI says it; a review)."""
+    restored, notices = from_query({"preset": "demo", "tree": "2,2", "policy": "schedule"}, allow_custom=False)
+    assert restored.policy == "fixed" and notices == ["ignored policy='schedule': a token tree drafts with the fixed policy"]
+    restored, notices = from_query({"preset": "demo-ngram", "policy": "confidence", "confidence": "0.3"}, allow_custom=False)
+    assert restored.policy == "fixed" and notices == ["ignored policy='confidence': prompt lookup's guesses have no probabilities to be unsure of"]
+    assert from_query({"preset": "demo", "policy": "confidence"}, allow_custom=False)[1] == []
+
+
 def test_a_share_link_carries_a_dynamic_tree_and_refuses_a_bad_one():
     restored, notices = from_query({"preset": "demo", "tree": "3,3,3/12"}, allow_custom=False)
     assert restored.tree == "3,3,3/12" and notices == []

@@ -8,7 +8,7 @@ import dataclasses
 import urllib.parse
 
 from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
-from playground.draft_ids import draft_model
+from playground.draft_ids import NGRAM, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
 from playground.measure.sweeps import NUMBERS
@@ -166,7 +166,20 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
     _one_constraint(parsed, notices)
     settings = dataclasses.replace(settings, **parsed)
     _check_pair(settings, presets, notices)
-    return settings, notices
+    return _check_policy(settings, notices), notices
+
+
+def _check_policy(settings: Settings, notices: list[str]) -> Settings:
+    """A draft policy the link's way of drafting cannot use, dropped with a notice on opening: under a
+    token tree (Run refused it after the page had opened in silence), and the confidence stop under
+    prompt lookup, whose guesses have no probabilities (it drafted as fixed, unsaid)."""
+    if settings.tree.strip() and settings.policy != "fixed":
+        notices.append(f"ignored policy={settings.policy!r}: a token tree drafts with the fixed policy")
+    elif settings.policy == "confidence" and settings.draft == NGRAM:
+        notices.append("ignored policy='confidence': prompt lookup's guesses have no probabilities to be unsure of")
+    else:
+        return settings
+    return dataclasses.replace(settings, policy="fixed")
 
 
 def _one_constraint(parsed: dict, notices: list[str]) -> None:
