@@ -66,6 +66,7 @@ def page_speedups(client, preset, runs: int) -> None:
 
 def page_run(client, settings: Settings) -> dict:
     from playground.ui.inputs import inputs_from_settings  # the order of the page's inputs
+    from playground.ui.playground_tab import RUN_SLOTS  # ... and of its outputs
     started = time.perf_counter()
     job = client.submit(*inputs_from_settings(settings), api_name="/run")
     outputs = None
@@ -73,7 +74,7 @@ def page_run(client, settings: Settings) -> dict:
         pass
     wall = time.perf_counter() - started
     outputs = job.outputs()[-1] if outputs is None else outputs
-    download = outputs[10]  # the run's JSON file: its path, or an update of the download button holding it
+    download = outputs[RUN_SLOTS.index("download")]  # the run's JSON file: its path, or an update of the download button holding it
     report = json.loads(open(download["value"] if isinstance(download, dict) else download).read())
     stats = report["stats"]
     return {"engine_tok_s": stats["tokens_per_s"], "wall_tok_s": stats["generated_tokens"] / wall,

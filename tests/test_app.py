@@ -25,6 +25,8 @@ from playground.presets import Settings
 from playground.ui.share import RANGES, from_query
 
 QUIET = lambda *a, **k: None  # noqa: E731  (a progress callback that shows nothing)
+slot = playground_tab.RUN_SLOTS.index  # where each of Run's outputs is in an update
+OWN = slot("model_msg")  # the run's own outputs (stream, text, charts, download...) come before the messages
 
 def run_preset(name: str, **overrides) -> list:
     settings = Settings.from_preset(page_inputs.PRESETS[name])
@@ -37,12 +39,12 @@ def test_run_streams_every_token_kind_with_consistent_stats():
     plain = run_preset("demo", max_new_tokens=96)
     constrained = run_preset("demo-json")
     assert len(plain) > 2  # streamed: several updates before the final one
-    growing = [out[2] for out in plain[:-1] if isinstance(out[2], str) and out[2]]
-    assert growing and all(plain[-1][2].startswith(text) for text in growing)  # the output box grows with the stream
-    html = plain[-1][0] + constrained[-1][0]
+    growing = [text for out in plain[:-1] if isinstance(text := out[slot("text")], str) and text]
+    assert growing and all(plain[-1][slot("text")].startswith(text) for text in growing)  # the output box grows with the stream
+    html = plain[-1][slot("stream")] + constrained[-1][slot("stream")]
     assert set(re.findall(r'data-kind="(\w+)"', html)) == set(KINDS)
     for outputs in (plain, constrained):
-        report = json.loads(open(outputs[-1][10]["value"]).read())  # the downloadable run
+        report = json.loads(open(outputs[-1][slot("download")]["value"]).read())  # the downloadable run
         stats = report["stats"]
         tokens = [t for r in report["rounds"] for t in r["tokens"]]
         committed = [t["id"] for t in tokens if t["kind"] != "rejected"]
@@ -55,10 +57,21 @@ def test_run_streams_every_token_kind_with_consistent_stats():
         assert report["speedup"] == measure["speedup"] and (measure["speedup"] is None) == bool(measure["reason"])
         if measure["speedup"] is not None:
             assert measure["low"] <= measure["speedup"] <= measure["high"]
-        assert outputs[-1][11]["k"] == report["settings"]["k"]  # measured point for the calculator
-    report = json.loads(open(constrained[-1][10]["value"]).read())
-    assert report["valid"] is True and constrained[-1][5] == json.loads(report["text"])
+        assert outputs[-1][slot("measured")]["k"] == report["settings"]["k"]  # measured point for the calculator
+    report = json.loads(open(constrained[-1][slot("download")]["value"]).read())
+    assert report["valid"] is True and constrained[-1][slot("json")] == json.loads(report["text"])
     assert report["stats"]["forced"] > 0
+
+
+def test_runs_outputs_are_set_by_name_and_a_misspelt_one_is_refused():
+    """Run's 22 outputs were lists built by position ([gr.skip()] * 12 + ...): one off, and a chart got a message."""
+    values = playground_tab.outputs({"text": "a", "badge": "b"}, text="c", status={"phase": "done"})
+    assert values[slot("text")] == "c" and values[slot("badge")] == "b" and values[-1] == {"phase": "done"}
+    assert sum(v != gr.skip() for v in values) == 3
+    with pytest.raises(KeyError, match="txt"):
+        playground_tab.outputs(txt="a")
+    with pytest.raises(KeyError, match="tree"):
+        playground_tab.run_outputs_in_order({name: name for name in playground_tab.RUN_SLOTS if name != "tree"})
 
 
 @pytest.mark.parametrize("compare", [False, True])
@@ -71,9 +84,10 @@ def test_a_run_whose_first_update_is_not_streamed_still_clears_and_sets_the_mess
     monkeypatch.setattr(live, "live_run", lambda *a, **k: (s for s in real(*a, **k) if s.phase != "speculative"))
     outputs = run_preset("demo", max_new_tokens=16, compare=compare)
     first = outputs[0]
-    assert first[12:15] == ["", "", ""]  # the model, prompt and run messages
-    assert first[4] == "" or "valid-badge" in first[4] or "stopped" in first[4]  # no earlier run's badge
-    assert outputs[-1][0] and all(isinstance(out[12], str) or out[12] == gr.skip() for out in outputs)
+    assert [first[slot(m)] for m in ("model_msg", "prompt_msg", "run_msg")] == ["", "", ""]  # the model, prompt and run messages
+    badge = first[slot("badge")]
+    assert badge == "" or "valid-badge" in badge or "stopped" in badge  # no earlier run's badge
+    assert outputs[-1][slot("stream")] and all(isinstance(m := out[slot("model_msg")], str) or m == gr.skip() for out in outputs)
 
 
 def test_preset_switch_and_url_restore():
@@ -694,8 +708,8 @@ def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_no
     assert not shown("demo-target") and not shown("smollm2-135m-instruct") and shown("demo-target", 64)
 
 
-MESSAGE_SLOTS = {"model": 12, "prompt": 13, "run": 14, "constraint": 15, "tree": 17}  # after RUN_OUTPUTS: see playground_tab._messages
-SECTIONS = {"constraint": 16, "tree": 18}  # the closed sections the messages sit in (Structured output, Advanced)
+MESSAGE_SLOTS = {where: slot(name) for where, name in playground_tab.MESSAGE_SLOTS.items()}  # see playground_tab._messages
+SECTIONS = {where: slot(name) for where, name in playground_tab.SECTIONS.items()}  # the closed sections the messages sit in (Structured output, Advanced)
 POINTED = playground_tab.POINTED  # the messages a refused run points to from under Run (each gone with its inputs' change)
 
 
@@ -725,7 +739,7 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
         outputs = run_preset("demo", **change)
     assert len(outputs) == 1
     final = outputs[0]
-    assert final[:12] == [gr.skip()] * 12  # the last run's stream, text, charts and download stay
+    assert final[:OWN] == [gr.skip()] * OWN  # the last run's stream, text, charts and download stay
     assert html.escape(message) in final[MESSAGE_SLOTS[where]] and f'id="{where}-error"' in final[MESSAGE_SLOTS[where]]
     for slot, i in MESSAGE_SLOTS.items():  # the other messages are cleared (the constraint's own check stays)
         if slot == "run" and where in POINTED:  # a section, or the models far down on a phone, may be out of
@@ -749,7 +763,7 @@ def test_a_trees_refusals_are_said_beside_the_tree():
     for draft, tree, said in (("ngram", "2,2", "a token tree is drafted by a draft model"),
                               ("demo-draft", "9" * 5000, "the tree's length (characters) is 5000")):
         outputs = run_preset("demo", draft=draft, tree=tree)
-        assert len(outputs) == 1 and said in html.unescape(outputs[0][MESSAGE_SLOTS["tree"]]), outputs[0][12:19]
+        assert len(outputs) == 1 and said in html.unescape(outputs[0][MESSAGE_SLOTS["tree"]]), outputs[0][OWN:slot("race_lanes")]
         assert "Advanced" in outputs[0][MESSAGE_SLOTS["run"]]  # the pointer to it
 
 
@@ -760,7 +774,7 @@ def test_a_kind_of_constraint_picked_with_its_box_empty_is_refused_beside_it(kin
     values[page_inputs.SETTING_NAMES.index("kind")] = kind
     values[page_inputs.SETTING_NAMES.index("constraint")] = "  \n"
     outputs = list(playground_tab.run(None, QUIET, *values))
-    assert len(outputs) == 1 and outputs[0][:12] == [gr.skip()] * 12
+    assert len(outputs) == 1 and outputs[0][:OWN] == [gr.skip()] * OWN
     said = outputs[0][MESSAGE_SLOTS["constraint"]]
     assert f"the constraint is empty: write a {page_inputs.KIND_FIELDS[kind]}" in said and "set Constraint to none" in said
     values[page_inputs.SETTING_NAMES.index("kind")] = "none"  # the box's text unused: runs
@@ -778,12 +792,12 @@ def test_stop_ends_the_run_with_what_it_produced():
         if i == 3:
             files.request_stop(Request())
     final = outputs[-1]
-    report = json.loads(open(final[10]["value"]).read())
+    report = json.loads(open(final[slot("download")]["value"]).read())
     assert report["phase"] == "stopped" and 0 < len(report["token_ids"]) < 1024
-    assert final[2] == report["text"] and final[2].strip()  # the partial text can be copied
-    assert f"stopped after {len(report['token_ids'])} tokens" in final[4]
-    assert final[6] is not None and "speedup" in final[1]  # charts and stats so far
-    assert report["identical_to_baseline"] is True and "as far as both went (stopped)" in final[1]  # not "differs"
+    assert final[slot("text")] == report["text"] and final[slot("text")].strip()  # the partial text can be copied
+    assert f"stopped after {len(report['token_ids'])} tokens" in final[slot("badge")]
+    assert final[slot("accepted_chart")] is not None and "speedup" in final[slot("metrics")]  # charts and stats so far
+    assert report["identical_to_baseline"] is True and "as far as both went (stopped)" in final[slot("metrics")]  # not "differs"
     assert not files.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
 
     class Hostile:
@@ -805,21 +819,21 @@ def test_run_clicked_while_measuring_again_ends_that_measuring_and_waits_its_tur
     outputs, enabled = [], []
     for out in playground_tab.run(Request(), QUIET, *inputs):
         outputs.append(out)
-        if out[-1]["phase"] == "measuring" and not enabled:
-            enabled.append(playground_tab.runnable_while_measuring(out[-1]))
+        if out[slot("status")]["phase"] == "measuring" and not enabled:
+            enabled.append(playground_tab.runnable_while_measuring(out[slot("status")]))
             playground_tab.start_run(Request())  # Run clicked again
     assert enabled == [gr.update(interactive=True)]
-    assert playground_tab.runnable_while_measuring(outputs[0][-1]) == gr.skip()  # not while it writes
-    report = json.loads(open(outputs[-1][10]["value"]).read())
+    assert playground_tab.runnable_while_measuring(outputs[0][slot("status")]) == gr.skip()  # not while it writes
+    report = json.loads(open(outputs[-1][slot("download")]["value"]).read())
     assert report["phase"] == "done" and report["speedup_measure"]["reason"].endswith("measuring stopped")
-    kept = outputs[-1][11]  # for the calculator: too noisy to tell, yet its estimate and range
+    kept = outputs[-1][slot("measured")]  # for the calculator: too noisy to tell, yet its estimate and range
     assert kept["speedup"] is None and kept["speedup_low"] <= kept["speedup_estimate"] <= kept["speedup_high"]
-    assert playground_tab.after_run(Request(), outputs[-1][-1]) == (gr.skip(), gr.skip())  # the next run waits
+    assert playground_tab.after_run(Request(), outputs[-1][slot("status")]) == (gr.skip(), gr.skip())  # the next run waits
     again = list(playground_tab.run(Request(), QUIET, *inputs))
-    assert again[-1][-1]["phase"] == "done" and again[-1][-1]["ticket"] != outputs[-1][-1]["ticket"]
+    assert again[-1][slot("status")]["phase"] == "done" and again[-1][slot("status")]["ticket"] != outputs[-1][slot("status")]["ticket"]
     # the superseded run's after_run reading the next run's status (that run already begun): still busy
-    assert playground_tab.after_run(Request(), again[0][-1]) == (gr.skip(), gr.skip())
-    assert playground_tab.after_run(Request(), again[-1][-1]) == playground_tab.IDLE
+    assert playground_tab.after_run(Request(), again[0][slot("status")]) == (gr.skip(), gr.skip())
+    assert playground_tab.after_run(Request(), again[-1][slot("status")]) == playground_tab.IDLE
     assert playground_tab.after_run(None, None) == playground_tab.IDLE  # over the API: no click, no ticket
 
 
@@ -838,26 +852,26 @@ def test_while_it_measures_again_the_badge_charts_and_race_are_drawn(monkeypatch
     outputs = []
     for out in playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(settings)):
         outputs.append(out)
-        if out[-1]["phase"] == "measuring":
+        if out[slot("status")]["phase"] == "measuring":
             files.request_stop(Request())  # the first measuring update is enough
-    measuring = next(out for out in outputs if out[-1]["phase"] == "measuring")
-    assert 'id="valid-badge"' in measuring[4] and measuring[4] == outputs[-1][4]  # the verdict, as at the end
-    assert measuring[5] is not None and measuring[5] == outputs[-1][5]  # the output as JSON
-    assert all(measuring[i] is not None and measuring[i] != gr.skip() for i in range(6, 10))  # the four charts
-    spec, base = measuring[-3]  # the race's lanes
-    assert spec.at(spec.total)[0] == measuring[2] and base.at(base.total)[0] == measuring[3]
-    assert measuring[10] == gr.skip()  # the file waits for the estimate (greyed by the run's first update)
-    assert outputs[0][10] == playground_tab.download_update(None)
+    measuring = next(out for out in outputs if out[slot("status")]["phase"] == "measuring")
+    assert 'id="valid-badge"' in measuring[slot("badge")] and measuring[slot("badge")] == outputs[-1][slot("badge")]  # the verdict, as at the end
+    assert measuring[slot("json")] is not None and measuring[slot("json")] == outputs[-1][slot("json")]  # the output as JSON
+    assert all(measuring[slot(c)] is not None and measuring[slot(c)] != gr.skip() for c in playground_tab.CHARTS)  # the four charts
+    spec, base = measuring[slot("race_lanes")]  # the race's lanes
+    assert spec.at(spec.total)[0] == measuring[slot("text")] and base.at(base.total)[0] == measuring[slot("baseline_text")]
+    assert measuring[slot("download")] == gr.skip()  # the file waits for the estimate (greyed by the run's first update)
+    assert outputs[0][slot("download")] == playground_tab.download_update(None)
     assert "once the target alone has run" in next(playground_tab.replay_race(None))
 
 
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     final = run_preset("demo", max_new_tokens=64)[-1]
-    spec, base = lanes = final[-3]  # then the tree view and the run's status
-    assert spec.at(spec.total)[0] == final[2] and base.at(base.total)[0] == final[3]  # each lane ends with its run's text
-    assert sum(map(len, spec.pieces)) == len(final[2])  # each round's own text kept, not the text so far after each
+    spec, base = lanes = final[slot("race_lanes")]
+    assert spec.at(spec.total)[0] == final[slot("text")] and base.at(base.total)[0] == final[slot("baseline_text")]  # each lane ends with its run's text
+    assert sum(map(len, spec.pieces)) == len(final[slot("text")])  # each round's own text kept, not the text so far after each
     assert all(a < b for lane in lanes for a, b in zip(lane.ends, lane.ends[1:]))  # time only moves forward
-    report = json.loads(open(final[10]["value"]).read())
+    report = json.loads(open(final[slot("download")]["value"]).read())
     assert len(base.ends) == report["baseline"]["stats"]["target_passes"] - 1  # one round per target pass
     assert spec.total == pytest.approx(report["stats"]["wall_s"], rel=1e-6)  # the clock the stats use
     times, scale = race.replay_times(lanes)
@@ -1091,12 +1105,12 @@ def test_the_draft_comparison_runs_under_the_playgrounds_constraint():
     settings.max_new_tokens, settings.regex = 16, "(yes|no)"
     columns = {c: i for i, c in enumerate(sweeps.COMPARE_COLUMNS)}
     table = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"], "def f(x):",
-                                                *page_inputs.inputs_from_settings(settings)))[-1][1]
+                                                *page_inputs.inputs_from_settings(settings)))[-1][slot("metrics")]
     for row in table["data"]:  # at most 3 tokens and the end a run (`yes`: 1-3 tokens)
         assert 0 < row[columns["tokens"]] <= 4 * row[columns["measurements"]], row
     settings.regex = ""
     table = list(experiments_tab.run_comparison(None, QUIET, ["draft model"], "def f(x):",
-                                                *page_inputs.inputs_from_settings(settings)))[-1][1]
+                                                *page_inputs.inputs_from_settings(settings)))[-1][slot("metrics")]
     assert table["data"][0][columns["tokens"]] == 16 * table["data"][0][columns["measurements"]]
 
 
@@ -1115,14 +1129,14 @@ def test_the_comparisons_pace_counts_the_ways_measured(monkeypatch):
 
 def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
     wide = run_preset("demo", max_new_tokens=24, tree="4,4,2", compare=False)[-1]
-    view = wide[-2]  # (the run's status last)
+    view = wide[slot("tree")]
     assert view.count('class="tnode') >= 52 and "52 nodes verified in one pass" in view  # 4 + 16 + 32 nodes a round
     assert 'class="tnode kept"' in view and 'class="tnode refused"' in view
-    chain = run_preset("demo", max_new_tokens=24, k=3, compare=False)[-1][-2]
+    chain = run_preset("demo", max_new_tokens=24, k=3, compare=False)[-1][slot("tree")]
     assert "nodes verified in one pass" in chain and 'class="tnode' in chain
     constrained = run_preset("demo-json", tree="2,2")[-1]  # each node under its own path's constraint state
-    report = json.loads(open(constrained[10]["value"]).read())
-    assert report["valid"] is True and report["identical_to_baseline"] is True and "nodes verified" in constrained[-2]
+    report = json.loads(open(constrained[slot("download")]["value"]).read())
+    assert report["valid"] is True and report["identical_to_baseline"] is True and "nodes verified" in constrained[slot("tree")]
 
 
 def test_a_share_links_model_is_not_looked_for_on_disk(tmp_path, monkeypatch):
@@ -1204,14 +1218,14 @@ def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monk
                         regex="[0-9]{2}", compare=False, think_budget=8)
     outputs = list(playground_tab.run(None, QUIET, *page_inputs.inputs_from_settings(settings)))
     final = outputs[-1]
-    report = json.loads(open(final[10]["value"]).read())
+    report = json.loads(open(final[slot("download")]["value"]).read())
     assert report["valid"] is True and report["reasoning_tokens"] == 9 and re.fullmatch("[0-9]{2}", report["answer"])
-    stream = final[0]
+    stream = final[slot("stream")]
     assert stream.count('<details class="thinking"') == 1 and "thought for 9 tokens" in stream
     assert " open>" not in stream.split("</summary>")[0]  # folded once the answer has started
     folded = stream.split("</details>")[0]
     assert folded.count('class="tok ') >= 9 and report["answer"][-1] in html.unescape(stream.split("</details>")[1])
-    assert "valid" in final[4]
+    assert "valid" in final[slot("badge")]
 
 
 def test_the_api_sets_a_thinking_budget(tmp_path, monkeypatch):
@@ -1286,15 +1300,16 @@ def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estima
     from playground.measure import speedup
     monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it measures again, up to 4 times
     outputs = run_preset("demo", max_new_tokens=96, compare=True)
-    notes = [out[1] for out in outputs if isinstance(out[1], str) and "measuring again" in out[1]]
+    notes = [m for out in outputs if isinstance(m := out[slot("metrics")], str) and "measuring again" in m]
     assert notes and re.search(r"of at most 4, about \d+ s each; Stop, Run again, or another run waiting for the model, keeps "
                              r"the estimate so far", notes[0])
     # while it measures, the stream and both texts are the finished runs' (the stream's last update used
     # to be skipped by the pacing: the page showed fewer tokens than its counts, and no target-alone text)
-    final, again = outputs[-1], next(out for out in outputs if "measuring again" in str(out[1]))
-    assert (again[0], again[2], again[3]) == (final[0], final[2], final[3]) and final[3]
-    alone = [out for out in outputs if "measuring the target alone" in str(out[1])][:1]  # when paced in
-    assert all((out[0], out[2]) == (final[0], final[2]) for out in alone)
+    final, again = outputs[-1], next(out for out in outputs if "measuring again" in str(out[slot("metrics")]))
+    shown = lambda out: [out[slot(name)] for name in ("stream", "text", "baseline_text")]  # noqa: E731
+    assert shown(again) == shown(final) and final[slot("baseline_text")]
+    alone = [out for out in outputs if "measuring the target alone" in str(out[slot("metrics")])][:1]  # when paced in
+    assert all((out[slot("stream")], out[slot("text")]) == (final[slot("stream")], final[slot("text")]) for out in alone)
 
 
 @pytest.mark.parametrize("target, draft, then", [
@@ -1316,10 +1331,10 @@ def test_a_begun_runs_constraint_badge_is_checked_again_with_its_backend():
     llguidance refuses showed that refusal beside its own valid output."""
     settings = Settings.from_preset(page_inputs.PRESETS["demo-json"])
     settings.schema, settings.backend = '{"type": "string", "pattern": "^(?!a)[a-z]{1,5}$"}', "xgrammar"
-    badge = playground_tab._messages(settings)[3]
+    badge = playground_tab._messages(settings)["constraint_check"]
     assert "looks fine" in badge and "Lookahead assertion is not supported and is ignored" in badge
     settings.schema = ""
-    assert playground_tab._messages(settings)[3] == ""
+    assert playground_tab._messages(settings)["constraint_check"] == ""
 
 
 def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
@@ -1329,7 +1344,7 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     def last(name="demo", **overrides):
         final = run_preset(name, max_new_tokens=24, **overrides)[-1]
         metrics_html = next(v for v in final if isinstance(v, str) and 'class="metrics"' in v)
-        return final[11], "<small>theory</small>" in metrics_html
+        return final[slot("measured")], "<small>theory</small>" in metrics_html
     measured, theory = last()
     assert measured["k"] == 4 and 0 <= measured["alpha"] <= 1 and theory and 0 < measured["cost_ratio"] < 5
     history = playground_tab.remember_run(measured, [])

@@ -192,9 +192,10 @@ def test_downloads_stay_within_their_folders_bound_and_carry_the_schema_minified
     schema = json.loads(settings.schema) | {"description": "\U0001F600" * 2_000}  # 12 bytes each, escaped twice
     settings.schema = json.dumps(schema, indent="\t" * 200)  # the same schema, padded
     final = list(playground_tab.run(None, lambda *a, **k: None, *page_inputs.inputs_from_settings(settings)))[-1]
-    saved = json.loads(open(final[10]["value"], encoding="utf-8").read())["settings"]
+    written = final[playground_tab.RUN_SLOTS.index("download")]["value"]
+    saved = json.loads(open(written, encoding="utf-8").read())["settings"]
     assert json.loads(saved["schema"]) == schema and len(saved["schema"]) * 10 < len(settings.schema)
-    assert os.path.getsize(final[10]["value"]) < 4 * 2_000 + 20_000  # UTF-8 as written (escaped: 24,000 for the emoji)
+    assert os.path.getsize(written) < 4 * 2_000 + 20_000  # UTF-8 as written (escaped: 24,000 for the emoji)
 
 
 def test_gradio_serves_a_download_as_written_without_a_copy_of_its_own(tmp_path):
@@ -224,8 +225,9 @@ def test_downloads_are_pruned_and_a_failed_write_keeps_the_run(monkeypatch):
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.max_new_tokens, settings.compare = 16, False
     final = list(playground_tab.run(None, lambda *a, **k: None, *page_inputs.inputs_from_settings(settings)))[-1]
-    assert final[2] and final[10]["value"] is None and final[10]["interactive"] is False  # text shown, no download
-    assert "could not be written" in final[4]
+    named = dict(zip(playground_tab.RUN_SLOTS, final))
+    assert named["text"] and named["download"]["value"] is None and named["download"]["interactive"] is False  # text
+    assert "could not be written" in named["badge"]  # shown, no download
 
 
 class Session:

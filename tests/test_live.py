@@ -78,9 +78,8 @@ def test_a_constraints_notes_show_once_beside_the_metrics_then_under_the_verdict
     snaps = list(live.live_run(settings, every=0))
     note = "not enforced while writing (checked after the run): uniqueItems"
     assert snaps[0].constraint_notes == (note,) and snaps[-1].phase == "done"
-    streaming = _view(snaps[0], final=False)
-    stream, metrics, *_ = final = _view(snaps[-1], final=True)
-    assert note in streaming[1] and note not in metrics and note in final[4]  # [4]: the verdict's badge
+    streaming, final = _view(snaps[0], final=False), _view(snaps[-1], final=True)
+    assert note in streaming["metrics"] and note not in final["metrics"] and note in final["badge"]  # the verdict's
 
 
 def test_idle_work_is_handed_again_so_a_closed_page_ends_it():
@@ -137,10 +136,9 @@ def test_the_pages_stop_during_a_compile_ends_the_run_quietly(monkeypatch):
     began = time.monotonic()
     outputs = list(playground_tab.run(request, lambda *args, **kwargs: None, *values))
     assert time.monotonic() - began < 25 and len(outputs) == 1
-    run_message = 12 + playground_tab.MESSAGE_SLOTS["run"]  # cleared: a note that the run waited for an experiment
-    assert outputs[0][run_message] == ""  # outlived it (a review)
-    assert outputs[0][-1]["phase"] == "stopped" and all(isinstance(v, dict) and v.get("__type__") == "update"
-                                                         for i, v in enumerate(outputs[0][:-1]) if i != run_message), outputs
+    named = dict(zip(playground_tab.RUN_SLOTS, outputs[0]))
+    assert named.pop("run_msg") == ""  # cleared: a note that the run waited for an experiment outlived it (a review)
+    assert named.pop("status")["phase"] == "stopped" and all(v == gr.skip() for v in named.values()), outputs
 
 
 def test_stop_ends_compiling_the_passes_between_graphs():

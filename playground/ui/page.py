@@ -23,7 +23,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
                                           message_cleared, pointer_cleared, remember_run, replay_race, run,
-                                          runnable_while_measuring, start_run, stop_run)
+                                          run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
 from playground.ui.serving import DEVICE, VALUE_CHARS, bound
 from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
@@ -254,11 +254,14 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         bound(box, limit, room)
     k_sweep = gr.State(None)  # the last K sweep's points, for the calculator's chart
     measured = gr.State(None)
-    RUN_OUTPUTS = [stream, metrics_html, text, baseline_text, badge, pretty, hist_plot, pos_plot, cum_plot, time_plot,
-                   download, measured]
-    MESSAGES = [model_msg, prompt_msg, run_msg, constraint_check, constraint_acc, tree_msg, advanced]  # see _messages
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
     run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
+    run_outputs = run_outputs_in_order(dict(
+        stream=stream, metrics=metrics_html, text=text, baseline_text=baseline_text, badge=badge, json=pretty,
+        accepted_chart=hist_plot, position_chart=pos_plot, cumulative_chart=cum_plot, time_chart=time_plot,
+        download=download, measured=measured, model_msg=model_msg, prompt_msg=prompt_msg, run_msg=run_msg,
+        constraint_check=constraint_check, constraint_section=constraint_acc, tree_msg=tree_msg, advanced=advanced,
+        race_lanes=race_lanes, tree=tree_html, status=run_status))
 
     # Gradio 6 sends a dropdown's .input when it is only left (Tab, a click away), its value unchanged: that re-applied
     # the preset over the settings changed since, without a word. Its .select comes only from a mouse's click (a
@@ -305,7 +308,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     started = run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")
     started.then(None, None, None, js=focus_moved_to("#stop-button"), queue=False, api_visibility="private")
     running = (started
-               .then(named_inputs(run), SETTINGS, RUN_OUTPUTS + MESSAGES + [race_lanes, tree_html, run_status],
+               .then(named_inputs(run), SETTINGS, run_outputs,
                      api_name="run", concurrency_limit=CONCURRENCY, concurrency_id=DEVICE,
                      show_progress_on=[stream], trigger_mode="always_last"))
     run_status.change(runnable_while_measuring, run_status, run_btn, queue=False, api_visibility="private")

@@ -22,10 +22,38 @@ from playground.ui.tree_view import tree_view
 log = logging.getLogger("playground.ui")
 
 
-def cleared() -> list:
-    """RUN_OUTPUTS after the output box as a run's first update leaves them: the target alone's text,
-    the badge, the JSON view, four charts and the download (greyed until this run wrote its file)."""
-    return ["", "", None, None, None, None, None, download_update(None)]
+# Run's outputs, in the order page.py lists their components (run_outputs): the run's own, the messages next to
+# their inputs (see _messages), then the race's lanes, the token tree and the run's status
+RUN_SLOTS = ("stream", "metrics", "text", "baseline_text", "badge", "json", *(CHARTS := (
+    "accepted_chart", "position_chart", "cumulative_chart", "time_chart")), "download", "measured",
+    "model_msg", "prompt_msg", "run_msg", "constraint_check", "constraint_section", "tree_msg", "advanced",
+    "race_lanes", "tree", "status")
+
+
+def outputs(*updates: dict, **values) -> list:
+    """Values for RUN_SLOTS: those named (in `updates`, then `values`; a later one wins), every other
+    output left as it is."""
+    named = {}
+    for update in (*updates, values):
+        named.update(update)
+    if unknown := named.keys() - set(RUN_SLOTS):
+        raise KeyError(f"not an output of Run: {sorted(unknown)}")
+    return [named.get(name, gr.skip()) for name in RUN_SLOTS]
+
+
+def run_outputs_in_order(components: dict) -> list:
+    """Run's output components (by RUN_SLOTS' names) as the list Gradio takes."""
+    if components.keys() != set(RUN_SLOTS):
+        raise KeyError(f"Run's outputs differ from RUN_SLOTS: {sorted(components.keys() ^ set(RUN_SLOTS))}")
+    return [components[name] for name in RUN_SLOTS]
+
+
+def cleared() -> dict:
+    """What a run's first update clears of the last run (beside the stream, metrics and text it sets): the
+    target alone's text, the badge, the JSON view, four charts, the download (greyed until this run wrote
+    its file) and the race's lanes."""
+    return dict(baseline_text="", badge="", json=None, **dict.fromkeys(CHARTS), download=download_update(None),
+                race_lanes=None)
 
 
 def download_update(path: str | None) -> dict:
@@ -38,9 +66,9 @@ def _stream(snap: live.Snapshot) -> str:
     return render.token_stream(snap.events, snap.eos_ids, snap.reasoning, constraint_of(snap.settings) is not None)
 
 
-def _view(snap: live.Snapshot, final: bool, first: bool = False):
-    """Snapshot -> values for RUN_OUTPUTS (charts and files only once the run is over; the first
-    snapshot clears what the previous run left)."""
+def _view(snap: live.Snapshot, final: bool, first: bool = False) -> dict:
+    """Snapshot -> the run's outputs (charts and files only once the run is over; the first snapshot
+    clears what the previous run left)."""
     result = snap.result
     stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
     stream = _stream(snap)
@@ -51,43 +79,42 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False):
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note, policy=snap.settings.policy,
                             theory=chain_theory(snap.settings))
     if not final:  # the output box grows with the stream; the rest waits for the end
-        rest = cleared() if first else [gr.skip()] * 8
-        return [stream, metric, render.committed_text(snap.events), *rest]
-    baseline_text = snap.baseline.text if snap.baseline else ""
+        return dict(cleared() if first else {}, stream=stream, metrics=metric, text=render.committed_text(snap.events))
     download = _download(snap)
-    badge, *views = _results(snap, stats)
-    badge += "" if download else render.warning("the download file could not be written (is the server's disk full?); "
-                                                "the run is shown above")
-    return [stream, metric, result.text, baseline_text, badge, *views, download_update(download)]
+    shown = _results(snap, stats)
+    shown["badge"] += "" if download else render.warning("the download file could not be written (is the server's disk "
+                                                         "full?); the run is shown above")
+    return dict(shown, stream=stream, metrics=metric, text=result.text,
+                baseline_text=snap.baseline.text if snap.baseline else "", download=download_update(download))
 
 
-def _results(snap: live.Snapshot, stats: dict) -> list:
+def _results(snap: live.Snapshot, stats: dict) -> dict:
     """The badge, the JSON view and the four charts of a run whose generation (and comparison) ended."""
     result = snap.result
     answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
     pretty = _pretty_json(answer) if snap.settings.schema.strip() else None
     badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
              render.validity_badge(result.valid, result.validation_error, result.constraint_notes, result.open_end))
-    return [badge, pretty, plots.accepted_histogram(snap.events, longest_path(snap.settings)),
-            plots.acceptance_by_position(snap.events), plots.cumulative_tokens(snap.events, snap.baseline_events),
-            plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None)]
+    return dict(badge=badge, json=pretty, accepted_chart=plots.accepted_histogram(snap.events, longest_path(snap.settings)),
+                position_chart=plots.acceptance_by_position(snap.events),
+                cumulative_chart=plots.cumulative_tokens(snap.events, snap.baseline_events),
+                time_chart=plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None))
 
 
-def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool, ended: bool = False) -> list:
-    """RUN_OUTPUTS and the rest while the target alone runs or the comparison is measured again: the
+def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool, ended: bool = False) -> dict:
+    """Run's outputs while the target alone runs or the comparison is measured again: the
     metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree;
     `first` (the run's first update): the last run's badge, charts and file cleared, the messages set;
     `ended` (measuring again: both runs of the first comparison have ended), with `whole`: the badge,
     charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
-    stream, text, tree = ((_stream(snap),
-                           render.committed_text(snap.events), tree_view(snap.events)) if whole else [gr.skip()] * 3)
+    shown = dict(cleared(), **_messages(snap.settings)) if first else {}
+    if whole:
+        shown.update(stream=_stream(snap), text=render.committed_text(snap.events), tree=tree_view(snap.events))
+        if ended:
+            shown.update(_results(snap, snap.result.stats), race_lanes=race.lanes(snap.events, snap.baseline_events))
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings),
                             policy=snap.settings.policy)
-    rest, messages = (cleared()[1:], _messages(snap.settings)) if first else ([gr.skip()] * 7, SKIP_MESSAGES)
-    lanes = None if first else gr.skip()
-    if ended and whole:
-        rest[:6], lanes = _results(snap, snap.result.stats), race.lanes(snap.events, snap.baseline_events)
-    return [stream, metric, text, baseline_text, *rest, gr.skip(), *messages, lanes, tree]
+    return dict(shown, metrics=metric, baseline_text=baseline_text)
 
 
 def drafting(settings: Settings) -> int | str:
@@ -142,7 +169,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     ticket = run_ticket(request)  # the Run click this run answers; a later click supersedes it (ends it
     # as Stop does; the page allows one only while this run measures its speedup again)
     superseded = lambda: run_ticket(request) not in (None, ticket)  # noqa: E731
-    status = lambda phase: [{"ticket": ticket, "phase": phase}]  # noqa: E731  (the last output, run_status)
+    status = lambda phase: {"ticket": ticket, "phase": phase}  # noqa: E731  (run_status)
     try:
         settings = settings_to_run(*values)
         snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
@@ -152,28 +179,29 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
             # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
-                yield (_view(snap, final=False, first=first) + [gr.skip()]
-                       + (_messages(settings) if first else SKIP_MESSAGES) + [None if first else gr.skip()]
-                       + [tree_view(snap.events)] + status(snap.phase))
+                yield outputs(_view(snap, final=False, first=first), _messages(settings) if first else {},
+                              tree=tree_view(snap.events), status=status(snap.phase))
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {counted(done)} so far"
-                yield _between(snap, whole, note, render.committed_text(snap.baseline_events), first) + status(snap.phase)
+                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events), first),
+                              status=status(snap.phase))
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
                         f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "
                         f"so far): {snap.speedup.reason}")
-                yield _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first, ended=True) + status(snap.phase)
+                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first, ended=True),
+                              status=status(snap.phase))
             else:
                 continue  # the last snapshot: drawn below, whole
             first = False
     except Stopped:  # Stop pressed while its constraint was checked or compiled: nothing made, nothing wrong (a
         # note that it waited for an experiment goes)
-        yield [gr.skip()] * 12 + RUN_MESSAGE_CLEARED + [gr.skip()] * 2 + status("stopped")
+        yield outputs(run_msg="", status=status("stopped"))
         return
     except PlaygroundError as exc:
         log.info("run refused (%s): %s", exc.where or "run", exc)
-        yield [gr.skip()] * 12 + _messages(None, exc) + [gr.skip()] * 2 + status("refused")
+        yield outputs(_messages(None, exc), status=status("refused"))
         return
     finally:
         if not superseded():  # (else a newer click owns the stop flag now)
@@ -184,8 +212,9 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
                             "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high,
                             "verdict": measure.verdict, "cost_ratio": cost_ratio(snap.events)}
-    yield (_view(snap, final=True) + [measured] + (_messages(settings) if first else SKIP_MESSAGES)
-           + [race.lanes(snap.events, snap.baseline_events)] + [tree_view(snap.events)] + status(snap.phase))
+    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, measured=measured,
+                  race_lanes=race.lanes(snap.events, snap.baseline_events), tree=tree_view(snap.events),
+                  status=status(snap.phase))
 
 
 def replay_race(lanes: list | None):
@@ -213,20 +242,19 @@ def _block_seconds(snap: live.Snapshot) -> str:
     return f", about {tokens / m.spec_tokens_per_s + tokens / m.base_tokens_per_s:.0f} s each"
 
 
-def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> list:
-    """-> values for MESSAGES: the error next to the input it is about (a constraint's or a tree's
-    opens its section) and the other messages cleared; with no error, the constraint's own check again."""
-    values = ["", "", "", gr.skip(), gr.skip(), "", gr.skip()]  # model, prompt, run, constraint check and
-    # section, tree and the Advanced section
+def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> dict:
+    """The messages' outputs: the error next to the input it is about (a constraint's or a tree's opens
+    its section) and the other messages cleared; with no error, the constraint's own check again."""
+    values = dict(model_msg="", prompt_msg="", run_msg="", tree_msg="")
     if exc is not None:
         where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
         values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
         if where in SECTIONS:  # opened to show it
             values[SECTIONS[where]] = gr.update(open=True)
         if where in POINTED:  # and pointed to from under Run (out of sight: in a section, or far down on a phone)
-            values[MESSAGE_SLOTS["run"]] = render.pointer(POINTED[where])
+            values["run_msg"] = render.pointer(POINTED[where])
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
-        values[3] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
+        values["constraint_check"] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
     return values
 
 
@@ -317,10 +345,9 @@ def stop_run(request: gr.Request) -> None:
     request_stop(request)
 
 
-SKIP_MESSAGES = [gr.skip()] * 7
-MESSAGE_SLOTS = {"model": 0, "prompt": 1, "run": 2, "constraint": 3, "tree": 5}  # indices in _messages' values
-RUN_MESSAGE_CLEARED = ["" if i == MESSAGE_SLOTS["run"] else gr.skip() for i in range(7)]
-SECTIONS = {"constraint": 4, "tree": 6}  # the closed section each message sits in
+MESSAGE_SLOTS = {"model": "model_msg", "prompt": "prompt_msg", "run": "run_msg", "constraint": "constraint_check",
+                 "tree": "tree_msg"}  # each place's message among Run's outputs
+SECTIONS = {"constraint": "constraint_section", "tree": "advanced"}  # the closed section each message sits in
 POINTED = {"constraint": "in Structured output", "tree": "in Advanced, under the token tree",
            "model": "at Target model"}  # where each pointed-to message sits (on a phone the models come below Run)
 ENDED = ("done", "stopped", "refused")  # a run's last phases in run_status
