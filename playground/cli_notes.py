@@ -2,6 +2,7 @@
 flag accepted in silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat
 template took effect nowhere and said nothing; a seed under the schedule policy does not repeat a run)."""
 from playground.draft_ids import NGRAM
+from playground.presets import NO_PROBABILITIES, confidence_unused
 
 
 def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, draft: str) -> list[str]:
@@ -47,12 +48,12 @@ def _sampling_unused(args, cfg, draft: str) -> list[str]:
         if args.num_samples > 1:
             notes.append(f"--num-samples {args.num_samples} under greedy decoding writes the same text each time "
                          "(give --temperature above 0 for samples that differ)")
-    elif cfg.policy == "schedule":  # (the page's policy help and /generate's docstring say it too)
+    elif cfg.policy == "schedule" and draft != NGRAM:  # (the page's policy help and /generate's docstring say it
+        # too; prompt lookup's guesses cost no pass to measure, and its schedule never pauses)
         notes.append("--policy schedule pauses drafting by measured pass times, so a seeded sampled run may not "
                      "write the same text again (a fixed k or the confidence policy does)")
-    if cfg.policy == "confidence" and draft == NGRAM:
-        notes.append("--policy confidence is not used: prompt lookup's guesses have no probabilities to be unsure "
-                     "of; they are drafted as under fixed (k the most)")
+    if confidence_unused(cfg.policy, draft):
+        notes.append(f"--policy confidence is not used: {NO_PROBABILITIES}; they are drafted as under fixed (k the most)")
     return notes
 
 

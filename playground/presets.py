@@ -109,6 +109,24 @@ def constraint_of(s) -> tuple[str, str] | None:
     return next(((name, getattr(s, name)) for name in CONSTRAINT_FIELDS if getattr(s, name).strip()), None)
 
 
+NO_PROBABILITIES = "prompt lookup's guesses have no probabilities to be unsure of"
+
+
+def confidence_unused(policy: str, draft: str) -> bool:
+    """The confidence stop under prompt lookup: nothing to stop on, the round drafts as under fixed."""
+    return policy == "confidence" and draft == NGRAM
+
+
+def policy_as_run(s: "Settings") -> tuple["Settings", str]:
+    """-> (the settings with the policy their run uses, a note where that is not the one asked for): the
+    confidence policy under prompt lookup runs as fixed (the page's metrics said "k is a ceiling (the
+    confidence policy)" over rounds that drafted k each)."""
+    if not confidence_unused(s.policy, s.draft):
+        return s, ""
+    note = f"the confidence policy is not used: {NO_PROBABILITIES} (it drafts as under fixed)"
+    return dataclasses.replace(s, policy="fixed"), note
+
+
 def chosen_constraint(given: dict[str, str], base) -> dict[str, str]:
     """The constraint fields of a run: those `given` (CLI flags, API inputs) where any has text, which
     replace the preset's; else `base`'s own (a Preset or Settings; None: no constraint)."""

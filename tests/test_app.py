@@ -1273,6 +1273,19 @@ def test_a_links_policy_its_way_of_drafting_cannot_use_is_said_on_opening():
     assert from_query({"preset": "demo", "policy": "confidence"}, allow_custom=False)[1] == []
 
 
+def test_the_confidence_policy_under_prompt_lookup_runs_as_fixed_and_says_so():
+    """The page ran it as fixed and its card said "of at most k = 3 (the confidence policy)" over rounds that
+    drafted k each; the Experiments' rows recorded it as confidence (the CLI and links said it; a review)."""
+    final = run_preset("demo", draft="ngram", policy="confidence", confidence=0.9, max_new_tokens=24, compare=False)[-1]
+    report = json.loads(open(final[slot("download")]["value"]).read())
+    metrics = html.unescape(final[slot("metrics")])
+    assert report["settings"]["policy"] == "fixed" and "the confidence policy)" not in metrics
+    assert "the confidence policy is not used: prompt lookup's guesses have no probabilities to be unsure of" in metrics
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.draft, settings.policy = "ngram", "confidence"
+    assert experiments_tab.measured_with(settings)["policy"] == "fixed"
+
+
 def test_a_share_link_carries_a_dynamic_tree_and_refuses_a_bad_one():
     restored, notices = from_query({"preset": "demo", "tree": "3,3,3/12"}, allow_custom=False)
     assert restored.tree == "3,3,3/12" and notices == []

@@ -419,6 +419,9 @@ def test_flags_a_run_never_reads_are_said(capsys):
     assert main(["generate", *base, "--temperature", "0.7", "--seed", "3", "--policy", "schedule"]) == 0
     assert "note: --policy schedule pauses drafting by measured pass times, so a seeded sampled run may not" in (
         capsys.readouterr().err)  # (the page's help said so; the CLI did not: 4 runs of one seed wrote 3 texts)
+    assert main(["generate", *base, "--draft", "ngram", "--temperature", "0.7", "--seed", "3", "--policy", "schedule"]) == 0
+    assert "note:" not in capsys.readouterr().err  # prompt lookup's schedule never pauses (its guesses cost no
+    # pass to time): a seeded run repeats (3 runs of one seed, one text; a review)
     assert main(["export", "--preset", "demo", "--device", "tpu", "--no-compile"]) == 0
     assert "note: --device and --compile are not used: export writes the engines' commands" in capsys.readouterr().err
     assert main(["generate", *base, "--temperature", "0.5", "--seed", str(2**63 - 1), "--num-samples", "2"]) == 2

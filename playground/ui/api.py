@@ -30,7 +30,7 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
         temperature: 0 greedy, or from 0.01 up to 2; -1: the preset's
         max_new_tokens: 0: the preset's
         seed: the sampling seed (a seeded sampled run repeats exactly, but under the schedule
-            policy, whose pauses follow measured times); -1: the link's, else 0
+            policy with a draft model, whose pauses follow measured times); -1: the link's, else 0
         schema: a JSON Schema every output must satisfy
         regex: a regular expression the whole output must match
         compare: also run the target alone, interleaved, and measure the speedup (true), or not (false);

@@ -14,7 +14,7 @@ from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX
                                MAX_SWEEP_PROMPTS, at_most)
 from playground.metrics import counted, expected_speedup, expected_tokens_per_round
 from playground.draft_ids import draft_model
-from playground.presets import constraint_of
+from playground.presets import constraint_of, policy_as_run
 from playground.measure import sweeps
 from playground.ui import live, plots, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
@@ -89,8 +89,9 @@ def k_sweep_points(rows: list[dict], settings) -> dict | None:
 def measured_with(s) -> dict:
     """The Playground's settings an experiment runs with (those a sweep does not set per row): each one
     that changes what is measured (a compiled sweep's CSV and an eager one's could not be told apart).
-    The constraint by its kind and its text's SHA-256 (a schema may be 256 kB: once per row)."""
-    constraint = constraint_of(s)
+    The constraint by its kind and its text's SHA-256 (a schema may be 256 kB: once per row); the policy
+    as it runs (presets.policy_as_run)."""
+    s, constraint = policy_as_run(s)[0], constraint_of(s)
     return {"preset": s.preset, "target": s.target, "draft": s.draft, "k": s.k, "temperature": s.temperature,
             "max_new_tokens": s.max_new_tokens, "top_p": s.top_p, "top_k": s.top_k, "seed": s.seed, "policy": s.policy,
             "confidence": s.confidence if s.policy == "confidence" else "", "tree": s.tree,

@@ -19,7 +19,7 @@ from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult, round_json
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
-from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models, policy_as_run
 from playground.ui.pacing import paced
 from playground.ui.serving import device_waiting
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
@@ -122,23 +122,25 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     is true the run ends early with what it has (phase "stopped": text, stats and baseline so far).
     With the comparison on, the target alone runs interleaved with it (speedup.interleave); when
     that one measurement cannot tell the speedup, more are made (phase "measuring")."""
+    settings, unused_policy = policy_as_run(settings)  # (its note said beside the metrics)
+
     def run(stop=None) -> Iterator[Snapshot]:
         stopping = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
         with worker.stopped_by(stopping):  # Stop ends a constraint's check or compile in a worker too
             pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
-        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping)
+        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping, unused_policy)
     return paced(run, every) if every else run()
 
 
-def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
+def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str) -> Iterator[Snapshot]:
     """The run's snapshots, each a copy (its lists its own) made at most every MIN_UPDATE_S."""
-    for snap in _run(settings, pair, ids, cfg, constraint, should_stop):
+    for snap in _run(settings, pair, ids, cfg, constraint, should_stop, note):
         yield dataclasses.replace(snap, events=list(snap.events), baseline_events=list(snap.baseline_events))
 
 
-def _run(settings: Settings, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
+def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str) -> Iterator[Snapshot]:
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
-                    note="; ".join(filter(None, [session.compile_fallback(pair, cfg, prompt_len=len(ids)),
+                    note="; ".join(filter(None, [note, session.compile_fallback(pair, cfg, prompt_len=len(ids)),
                                                  no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens),
                                                  session.answers_inside_thinking(pair, ids, constraint)])),
                     constraint_notes=tuple(constraint.notes) if constraint else ())

@@ -13,7 +13,8 @@ from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
 from playground.measure.sweeps import NUMBERS
 from playground.models.loading import is_way_of_drafting
-from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
+from playground.presets import (CONSTRAINT_FIELDS, NO_PROBABILITIES, Settings, all_presets, confidence_unused, default_preset,
+                                drafts_for, family, hosted_models)
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
 NOT_UTF8 = "\ufffd"  # what a link's values read as where their bytes are not UTF-8 (the server decodes with replace)
@@ -175,8 +176,8 @@ def _check_policy(settings: Settings, notices: list[str]) -> Settings:
     prompt lookup, whose guesses have no probabilities (it drafted as fixed, unsaid)."""
     if settings.tree.strip() and settings.policy != "fixed":
         notices.append(f"ignored policy={settings.policy!r}: a token tree drafts with the fixed policy")
-    elif settings.policy == "confidence" and settings.draft == NGRAM:
-        notices.append("ignored policy='confidence': prompt lookup's guesses have no probabilities to be unsure of")
+    elif confidence_unused(settings.policy, settings.draft):
+        notices.append(f"ignored policy='confidence': {NO_PROBABILITIES}")
     else:
         return settings
     return dataclasses.replace(settings, policy="fixed")
