@@ -111,7 +111,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         measured = measure(make, [first])
         out["baseline"] = {"text": base.text, "token_ids": base.token_ids, "stats": base.stats}  # as the page's download
         out["speedup"] = measured.speedup
-        out["speedup_measure"] = dataclasses.asdict(measured)
+        out["speedup_measure"] = measured.as_dict()
         if cfg.sampling.greedy:  # (as the page's: None where identical)
             out["first_difference"] = first_difference(result.token_ids, base.token_ids)
             out["identical_to_baseline"] = out["first_difference"] is None

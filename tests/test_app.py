@@ -959,6 +959,8 @@ def test_the_calculator_takes_an_exact_match_and_a_free_draft():
     assert "expected speedup **2.77x**" in free and "with c = 0 drafting is free here" in free
     flat = experiments_tab.calculator(0.3, 4, 0.0, [])[0]  # k = 16 "best" where k = 3 gives as much (a review)
     assert "k = 3 already gives 1.42x, within 1% of k = 16's 1.43x" in flat
+    for alpha in (0.01, 0.05, 0.08):  # the speedup rises with k, past float's last digit before 16 (k = 8, 12, 14
+        assert "best k for these numbers: 16 or more: with c = 0" in experiments_tab.calculator(alpha, 4, 0.0, [])[0]  # named)
     restored = page_inputs.restore_from_url(_request("/?tab=experiments&calc_alpha=1&calc_c=0"))
     assert restored[-9:-2][4] == 1 and restored[-9:-2][6] == 0 and "calc_" not in html.unescape(restored[-1])
 

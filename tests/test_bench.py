@@ -145,6 +145,21 @@ def test_transformers_and_the_target_alone_take_turns_going_first_over_blocks(mo
     assert order == ["hf", "alone", "alone", "hf", "hf", "alone", "alone", "hf"]
 
 
+def test_the_target_alone_beside_transformers_is_timed_up_to_transformers_tokens(monkeypatch):
+    """As beside the engine (speedup.Block.add): transformers' sampled text ending early (EOS) left the target
+    alone timed to its end, and the row's note said the target alone's texts had ended first."""
+    from playground.measure.speedup import Timed, estimate
+    monkeypatch.setattr(bench, "run_hf", lambda *args: bench.Sample(list(range(8)), 1.0, 8, 0, 0))
+    monkeypatch.setattr(bench.session, "generate", lambda *args, **kwargs: iter(()))
+    monkeypatch.setattr(bench, "engine_sample", lambda events: None)
+    monkeypatch.setattr(bench, "timed", lambda events: Timed([(0.5, 0)] + [(0.05, 1)] * 40))  # a prefill, 40 tokens
+    seen = []
+    blocks = [bench._block("hf-assisted", {"draft": None}, [[1, 2]], session.settings(), seen) for _ in range(2)]
+    assert blocks[0].base.tokens == 8 and blocks[0].base.seconds == pytest.approx(0.5 + 8 * 0.05)
+    told = estimate(blocks)
+    assert told.estimate == pytest.approx(0.9) and not told.other_lengths  # (0.5 + 8 x 0.05) / 1.0
+
+
 def test_a_tree_row_is_measured_once_per_temperature(monkeypatch, target, noisy_draft, tokenizer):
     """A CLI review: --k 2,4 --tree measured the same tree row once per k, and drew it against k."""
     pair = tiny.make_pair(target, noisy_draft, tokenizer)

@@ -68,6 +68,8 @@ def test_sides_that_end_at_other_lengths_are_costed_at_the_speculative_length():
     assert growing.ratio() == pytest.approx(2.0 / 1.5)  # its first 10, interleaved (not 3.73x from all 100)
     told = estimate([longer])  # (too few rounds to tell: the estimate and both rates are still given)
     assert "the target alone's texts ended before speculation's" in told.other_lengths  # (rates 16.7, 10 tok/s: 1.67x)
+    assert told.as_dict()["other_lengths"] == told.other_lengths  # in the JSON beside the two rates (the download,
+    # /generate and the CLI gave the rates without it)
     assert estimate([block]).other_lengths == ""  # (timed up to speculation's 10 tokens: its rates divide to 1.33x)
     same = Block(Timed(), Timed())
     same.add(side(40, 0.05), side(40, 0.1))

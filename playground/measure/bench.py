@@ -29,7 +29,7 @@ import torch
 from playground import session
 from playground.config import SpecConfig, tree_fields, tree_text
 from playground.events import Round
-from playground.metrics import summarize
+from playground.metrics import first_tokens, summarize
 from playground.draft_ids import NGRAM
 from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
@@ -220,7 +220,7 @@ def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, 
         base_events = list(session.generate(pairs["draft"], ids, cfg, speculative=False))
         hf = hf or run_hf(pairs["draft"], ids, cfg, method)
         block.spec.parts.append((hf.seconds, len(hf.ids)))
-        block.base.parts += timed(base_events).parts
+        block.base.parts += first_tokens(timed(base_events).parts, len(hf.ids))  # as Block.add: up to its tokens
         samples.append((hf, engine_sample(base_events)))
     seen.append(samples)
     return block

@@ -36,7 +36,7 @@ Callers with opaque runs (bench's transformers rows) build their blocks from `Ti
 themselves: a whole run is then one part."""
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from playground import session
 from playground.events import Prefill, Round
@@ -123,6 +123,11 @@ class Speedup:
     def verdict(self) -> str:
         """metrics.speedup_verdict of this measurement."""
         return speedup_verdict(self.speedup, self.low, self.high, self.side)
+
+    def as_dict(self) -> dict:
+        """For JSON (the download, /generate, the CLI): its fields, and `other_lengths` (why its two tokens/s
+        do not divide to it, or ''), which a caller dividing them would otherwise not be told."""
+        return asdict(self) | {"other_lengths": self.other_lengths}
 
 
 def estimate(blocks: list[Block]) -> Speedup:

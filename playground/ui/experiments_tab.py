@@ -460,6 +460,8 @@ def _times(speedup: float) -> str:
 def _best_k(acceptance: float, cost_ratio: float) -> str:
     """The k the formula favours, or that none pays: below 1x speculation is slower than the target alone."""
     best = max(range(1, RANGES["k"][1] + 1), key=lambda k: expected_speedup(acceptance, k, cost_ratio))
+    if acceptance > 0 and not cost_ratio:  # rises with every k: in floats it stops rising before 16 (α 0.05: k = 12)
+        best = RANGES["k"][1]
     top = expected_speedup(acceptance, best, cost_ratio)
     if abs(top - 1) < EVEN:  # (α = c: 1 + α over 1 + c)
         return f"at best break-even: k = {best} gives 1.00x, as fast as the target alone"

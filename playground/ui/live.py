@@ -254,7 +254,7 @@ def run_to_dict(snap: Snapshot) -> dict:
                            "stats": snap.baseline.stats}
         measure = snap.speedup
         out["speedup"] = measure.speedup if measure else None
-        out["speedup_measure"] = dataclasses.asdict(measure) if measure else None
+        out["speedup_measure"] = measure.as_dict() if measure else None
         if snap.settings.temperature == 0:
             at = first_difference(snap.result.token_ids, snap.baseline.token_ids, snap.phase == "stopped")
             out["identical_to_baseline"], out["first_difference"] = at is None, at  # stopped: as far as both went
