@@ -1,8 +1,7 @@
 """What `generate` (and `export`) was given but will not use, or will not do, said on stderr before it runs: a
 flag accepted in silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat
 template took effect nowhere and said nothing; a seed under the schedule policy does not repeat a run)."""
-from playground.draft_ids import NGRAM
-from playground.presets import NO_PROBABILITIES, confidence_unused
+from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused
 
 
 def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, draft: str) -> list[str]:

@@ -23,3 +23,11 @@ def uses_lookup(draft_id: str) -> bool:
 def draft_model(draft_id: str) -> str | None:
     """The model this draft loads: none for prompt lookup, the one after 'ngram+' for a cascade."""
     return None if draft_id == NGRAM else draft_id.removeprefix(CASCADE)
+
+
+NO_PROBABILITIES = "prompt lookup's guesses have no probabilities to be unsure of"
+
+
+def confidence_unused(policy: str, draft_id: str) -> bool:
+    """The confidence stop under prompt lookup: nothing to stop on, the round drafts as under fixed."""
+    return policy == "confidence" and draft_id == NGRAM

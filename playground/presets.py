@@ -13,7 +13,7 @@ from playground.config import CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, GPU_
 from playground.models import loading as models
 from playground.models import packaged
 from playground.models.placement import compiles_by_default, on_zero_gpu
-from playground.draft_ids import NGRAM, cascade, draft_model
+from playground.draft_ids import NGRAM, NO_PROBABILITIES, cascade, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 
 PRESETS_DIR = pathlib.Path(__file__).resolve().parent.parent / "presets"
@@ -107,14 +107,6 @@ def constraint_of(s) -> tuple[str, str] | None:
     """(field, text) of the constraint that Settings or a Preset carry: the first of CONSTRAINT_FIELDS
     with text in it; None when none has."""
     return next(((name, getattr(s, name)) for name in CONSTRAINT_FIELDS if getattr(s, name).strip()), None)
-
-
-NO_PROBABILITIES = "prompt lookup's guesses have no probabilities to be unsure of"
-
-
-def confidence_unused(policy: str, draft: str) -> bool:
-    """The confidence stop under prompt lookup: nothing to stop on, the round drafts as under fixed."""
-    return policy == "confidence" and draft == NGRAM
 
 
 def policy_as_run(s: "Settings") -> tuple["Settings", str]:

@@ -8,13 +8,12 @@ import dataclasses
 import urllib.parse
 
 from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
-from playground.draft_ids import NGRAM, draft_model
+from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
 from playground.measure.sweeps import NUMBERS
 from playground.models.loading import is_way_of_drafting
-from playground.presets import (CONSTRAINT_FIELDS, NO_PROBABILITIES, Settings, all_presets, confidence_unused, default_preset,
-                                drafts_for, family, hosted_models)
+from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
 NOT_UTF8 = "\ufffd"  # what a link's values read as where their bytes are not UTF-8 (the server decodes with replace)
