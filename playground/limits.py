@@ -128,7 +128,14 @@ OPEN_IN_ALL = max(OPEN_PER_CLIENT, min(_env_int("PLAYGROUND_OPEN_IN_ALL", 4096),
 
 
 def at_most(value: int, limit: int, what: str, hint: str = "") -> int:
-    """Refuse a size over its limit, naming both."""
+    """Refuse a size over its limit, naming both (a size counted up to SATURATED: past it)."""
     if value > limit:
-        raise PlaygroundError(f"{what} is {value}, more than this host allows ({limit}){hint}")
+        said = f"past {SATURATED:,}" if value >= SATURATED else value
+        raise PlaygroundError(f"{what} is {said}, more than this host allows ({limit}){hint}")
     return value
+
+
+# Where sizes written out (counts times what they repeat) stop growing, far past every limit: 12,800 counts in a
+# row made a number of 38,000 digits, which Python would not write in the message (ValueError: "Exceeds the
+# limit (4300 digits)"), a server error; a regex of 2,000 characters, one of 855 digits, said in full
+SATURATED = 10**12

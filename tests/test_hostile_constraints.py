@@ -457,6 +457,33 @@ def test_grammars_that_grow_when_written_out_are_refused(grammar, says):
             from_user(grammar=grammar, backend=backend)
 
 
+@pytest.mark.parametrize("grammar", [
+    "root ::= " + "[" * 63_000,  # a class never closed: each [ scanned to the end again (85 s at 64,000)
+    'root ::= ' + '"\\' * 31_000,  # a string never closed, of escapes (80 s at 128,000)
+    "start: " + "a[" * 31_000,  # Lark: each name[ looked for its attributes' ] to the end (28 s at 64,000)
+    "start: " + "'\\" * 31_000,
+])
+def test_a_grammar_is_sized_in_time_linear_in_its_length(grammar):
+    """The size check runs in the server, before any bounded worker: a grammar of unclosed brackets or quotes
+    held a lane of every visitor's (a run, the constraint check, the export) for a minute and more (an audit).
+    CPU time, not wall time: the figure does not depend on what else the machine runs."""
+    started = time.process_time()
+    try:
+        from_user(grammar=grammar)
+    except PlaygroundError:
+        pass  # (refused for its nesting, or by a backend: either way at once)
+    assert time.process_time() - started < 3
+
+
+def test_a_size_past_every_bound_is_said_without_its_digits():
+    """12,800 counts in a row made a size of 38,000 digits, which Python would not write into the message
+    (ValueError: a server error); a 2,000-character regex's 855 digits were said in full."""
+    for given in ({"grammar": 'root ::= "a"' + "{999}" * 12_000}, {"grammar": "start: x" + " ~ 999" * 10_000 + '\nx: "a"'},
+                  {"regex": "(" * 280 + "a" + "{999})" * 280}):
+        with pytest.raises(PlaygroundError, match="written out.* is past 1,000,000,000,000, more than this host allows"):
+            from_user(**given)
+
+
 def test_grammars_within_the_written_out_bound_are_read():
     for grammar in ('root ::= x{100}\nx ::= "ab"{1000}',  # 100,000: the bound
                     'root ::= ("a" | [{-}]){3,5} root?',  # recursion is not written out; a class holds braces

@@ -16,7 +16,7 @@ import re
 
 from playground.constraints.safety import written_out
 from playground.errors import PlaygroundError
-from playground.limits import MAX_GRAMMAR_SIZE, MAX_REPEAT_COUNT, at_most
+from playground.limits import MAX_GRAMMAR_SIZE, MAX_REPEAT_COUNT, SATURATED, at_most
 
 _NAME_AND_COUNT = r"""
 | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\}|~\s*\d+(?:\s*\.\.\s*\d+)?)
@@ -24,13 +24,16 @@ _NAME_AND_COUNT = r"""
 | (?P<space>\s+)
 | (?P<other>.)
 """
+# A string or class left open runs to the end of the text as one token (its closing mark optional):
+# where one was required, a scan that found none began again at the next opening mark: `root ::= [[[...`
+# of 64,000 characters took 85 s of the server's time before the backends would have refused it (an audit)
 TOKENS = {  # each dialect as the backends read it: GBNF (llama.cpp's; xgrammar's EBNF), Lark (llguidance's)
     True: re.compile(r"""(?P<comment>\#[^\n]*)
-| (?P<string>"(?:\\.|[^"\\])*")
-| (?P<klass>\[(?:\\.|[^\]\\])*\])
+| (?P<string>"(?:\\.|[^"\\])*"?)
+| (?P<klass>\[(?:\\.|[^\]\\])*\]?)
 | (?P<define>::=)""" + _NAME_AND_COUNT, re.X | re.S),
     False: re.compile(r"""(?P<comment>(?://|\#)[^\n]*)
-| (?P<string>"(?:\\.|[^"\\])*"i?|'(?:\\.|[^'\\])*'i?)
+| (?P<string>"(?:\\.|[^"\\])*"?i?|'(?:\\.|[^'\\])*'?i?)
 | (?P<regex>/(?!/)(?:\\.|[^/\\\n])+/[imslux]*)""" + _NAME_AND_COUNT, re.X | re.S),
 }
 REGEX_TOKENS = re.compile(r"""(?P<klass>\[\^?\]?(?:\\.|[^\]\\])*\])
@@ -105,8 +108,9 @@ def _tokens(text: str, gbnf: bool) -> list[tuple[str, str]]:
 
 def _rules(tokens: list[tuple[str, str]], gbnf: bool) -> dict[str, list[tuple[str, str]]]:
     """name -> its body's tokens (a name defined twice: its bodies joined, as alternatives are)."""
+    closes = _next_closes(tokens)
     starts = [(i, body) for i in range(len(tokens) - 1) if tokens[i][0] == "name"
-              and (body := _body_start(tokens, i, gbnf)) is not None]
+              and (body := _body_start(tokens, i, gbnf, closes)) is not None]
     rules: dict[str, list] = {}
     for (start, body_start), (end, _) in zip(starts, starts[1:] + [(len(tokens), 0)]):
         body = tokens[body_start:end]
@@ -118,15 +122,25 @@ def _rules(tokens: list[tuple[str, str]], gbnf: bool) -> dict[str, list[tuple[st
     return rules
 
 
-def _body_start(tokens, i: int, gbnf: bool) -> int | None:
+def _body_start(tokens, i: int, gbnf: bool, closes: list[int]) -> int | None:
     """Where the body of a rule named at i starts, None where no rule starts at i: GBNF's `name ::=`,
     Lark's `name:` or `name[max_tokens=9]:` (a colon is in no body)."""
     if gbnf:
         return i + 2 if tokens[i + 1][1] == "::=" else None
     j = i + 1
     if tokens[j][1] == "[":  # llguidance's attributes
-        j = next((k for k in range(j, len(tokens)) if tokens[k][1] == "]"), len(tokens) - 1) + 1
+        j = closes[j] + 1
     return j + 1 if j < len(tokens) and tokens[j][1] == ":" else None
+
+
+def _next_closes(tokens) -> list[int]:
+    """For each token, where the first "]" at or after it is (the last token where none is): found once,
+    not scanned for after every `name[` (`start: a[a[a[...` took 28 s at 64,000 characters)."""
+    closes, at = [0] * len(tokens), len(tokens) - 1
+    for k in range(len(tokens) - 1, -1, -1):
+        at = k if tokens[k][1] == "]" else at
+        closes[k] = at
+    return closes
 
 
 def _body_size(tokens, i: int, item_size, depth: int = 0) -> tuple[int, int]:
@@ -144,14 +158,14 @@ def _body_size(tokens, i: int, item_size, depth: int = 0) -> tuple[int, int]:
             last, i = _body_size(tokens, i, item_size, depth + 1)
         elif kind == "count":
             times = _times(value)
-            total += last * (times - 1)
-            last *= times
+            total = min(total + last * (times - 1), SATURATED)
+            last = min(last * times, SATURATED)
             continue
         elif kind in ITEMS or value == ".":  # GBNF's any character
             last = item_size(kind, value)
         else:
             continue  # | * + ? and the rest
-        total += last
+        total = min(total + last, SATURATED)
     return total, i
 
 

@@ -21,7 +21,7 @@ from playground.constraints.schema_keywords import patterns, subschemas
 from playground.constraints.validate import compiled_pattern
 from playground.errors import PlaygroundError
 from playground.limits import (CHECK_SECONDS, MAX_PATTERN_SIZE, MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT,
-                               MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, at_most)
+                               MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, SATURATED, at_most)
 
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 SCALARS = {"string", "number", "integer", "boolean", "null"}
@@ -310,11 +310,11 @@ def written_out(pattern: str, what: str) -> int:
                 for count in (low, high):
                     if count != sre.MAXREPEAT:
                         at_most(count, MAX_REPEAT_COUNT, f"a repetition count in {what}")
-                stack.append((sub, times * (low + 1 if high == sre.MAXREPEAT else max(high, 1))))
+                stack.append((sub, min(times * (low + 1 if high == sre.MAXREPEAT else max(high, 1)), SATURATED)))
             elif children := _subpatterns(av):
                 stack.extend((child, times) for child in children)
             else:
-                size += times * (len(av) if op is sre.IN else 1)
+                size = min(size + times * (len(av) if op is sre.IN else 1), SATURATED)
     if verbose:
         raise PlaygroundError(f"{what} uses verbose mode ((?x)), where Python and the output's checker read "
                               "spaces differently (a{ 10 }: text for one, a repetition for the other): write it without")
