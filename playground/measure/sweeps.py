@@ -161,8 +161,20 @@ def to_csv(rows: list[dict], about: dict | None = None, columns: list[str] = CSV
     writer = csv.DictWriter(out, fieldnames=columns + [k for k in about or {} if k not in columns], extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in ((about or {}) | row).items()})
+        writer.writerow({k: _cell(v) for k, v in ((about or {}) | row).items()})
     return out.getvalue()
+
+
+def _cell(value):
+    """A value as its CSV cell: a float to 4 places; text a spreadsheet would run as a formula (= + - @,
+    a tab or CR first: a link's system prompt `=HYPERLINK("https://...?d="&A2, ...)` went into every
+    row, live once the CSV was opened; an audit) behind a ' , which shows it as text (OWASP's advice)."""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 # Draft comparison: ways of drafting for one target, from the draft model of the current settings.
