@@ -667,3 +667,30 @@ def test_a_target_writing_into_a_lark_dead_end_stops_both_runs(tokenizer, backen
         with pytest.raises(PlaygroundError, match="no output can match this constraint from here"):
             session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=8),
                         speculative=speculative, constraint=constraint)
+
+
+def test_the_constraint_caches_forget_a_tokenizer_past_the_newest_few(tmp_path, tokenizer):
+    """The model LRU makes a new tokenizer each time it loads a model again; the caches here kept each one's
+    tables and backends (151k token bytes, both backends' own) for the process's life: tens of MB a switch."""
+    import gc
+    import weakref
+
+    from transformers import AutoTokenizer
+    from playground.constraints import compile as compiled
+    tokenizer.save_pretrained(tmp_path)
+    spec = ConstraintSpec("json", '{"type": "object", "properties": {"a": {"type": "integer"}}}', "xgrammar", think_budget=0)
+    first = AutoTokenizer.from_pretrained(tmp_path)
+    gone = weakref.ref(first)
+    constraint = compile_constraint(spec, first, len(first), frozenset([first.eos_token_id]))
+    assert constraint.byte_tables is not None and id(first) in compiled._tokenizers
+    del first, constraint
+    for _ in range(compiled.TOKENIZERS_KEPT):  # the same model loaded again, each time a tokenizer of its own
+        again = AutoTokenizer.from_pretrained(tmp_path)
+        compile_constraint(spec, again, len(again), frozenset([again.eos_token_id]))
+    gc.collect()
+    assert gone() is None  # nothing kept it: its tables and backend went with it
+    kept = set(compiled._tokenizers)
+    assert len(kept) == compiled.TOKENIZERS_KEPT and id(again) in kept
+    for cache, its in ((compiled._backends, lambda key: key[1]), (compiled._bytes, lambda key: key[0]),
+                       (compiled._surrogates, lambda key: key[0]), (compiled._compiled, lambda key: key[0][1])):
+        assert {its(key) for key in cache} <= kept

@@ -41,6 +41,10 @@ _thinking: dict = {}  # (id(tokenizer), vocab, eos) -> (tokenizer, Thinking)
 _bytes: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, each id's bytes, the ids holding a quote)
 _surrogates: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, SurrogateTables)
 _compiled: OrderedDict = OrderedDict()  # (backend key, spec) -> (compiled grammar, notes, size), newest last
+TOKENIZERS_KEPT = 4  # tokenizers the caches above keep tables and backends for (a pair shares one): the model LRU
+# makes a new tokenizer object each time it loads a model again, and each one's tables (151k token bytes, both
+# backends' own) stayed here for good: tens of MB of a Space's memory at every switch of presets past its memory
+_tokenizers: OrderedDict = OrderedDict()  # id(tokenizer) -> tokenizer, the newest used last
 _lock = threading.Lock()  # guards the caches above (runs may compile from several threads); never held while compiling
 
 
@@ -184,6 +188,19 @@ def stop_ids(tokenizer) -> frozenset[int]:
     return frozenset([tokenizer.eos_token_id])
 
 
+def _kept_for(tokenizer) -> None:
+    """(Under _lock, as an entry for it is made or used) the tokenizer as the newest kept; the oldest past
+    TOKENIZERS_KEPT forgotten with all that was built for it (a run holding its constraint keeps its own)."""
+    _tokenizers[id(tokenizer)] = tokenizer
+    _tokenizers.move_to_end(id(tokenizer))
+    while len(_tokenizers) > TOKENIZERS_KEPT:
+        gone = _tokenizers.popitem(last=False)[0]
+        for cache, its in ((_backends, lambda key: key[1]), (_thinking, lambda key: key[0]), (_bytes, lambda key: key[0]),
+                           (_surrogates, lambda key: key[0]), (_compiled, lambda key: key[0][1])):
+            for key in [key for key in cache if its(key) == gone]:
+                del cache[key]
+
+
 def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking:
     """The thinking masks for a tokenizer (built once: 0.29 s at SmolLM2's 49k vocabulary)."""
     check_marker(tokenizer)
@@ -195,6 +212,8 @@ def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking
                                             lambda text: tokenizer.encode(text, add_special_tokens=False), vocab, eos_ids))
         with _lock:
             _thinking[key] = found
+    with _lock:
+        _kept_for(tokenizer)
     return found[1]
 
 
@@ -210,6 +229,8 @@ def _token_bytes(tokenizer, vocab: int) -> tuple:
         found = (tokenizer, token_bytes, *quoted_ids(token_bytes))
         with _lock:
             _bytes[key] = found
+    with _lock:
+        _kept_for(tokenizer)
     return found[1:]
 
 
@@ -222,6 +243,8 @@ def _surrogate_tables(tokenizer, vocab: int) -> SurrogateTables:
         found = (tokenizer, surrogate_tables(_token_bytes(tokenizer, vocab)[0], vocab))
         with _lock:
             _surrogates[key] = found
+    with _lock:
+        _kept_for(tokenizer)
     return found[1]
 
 
@@ -229,6 +252,7 @@ def _compiled_grammar(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: froz
     """-> (the backend object, the compiled grammar, notes), from the caches when they hold it."""
     key = (spec.backend, id(tokenizer), vocab, eos_ids)
     with _lock:
+        _kept_for(tokenizer)
         if key not in _backends:
             _backends[key] = (tokenizer, BACKENDS[spec.backend](tokenizer, vocab, eos_ids))
         backend, found = _backends[key][1], _compiled.get((key, spec))
