@@ -137,6 +137,8 @@ def _request(s, constraint, engine: str) -> dict:
         body["add_special_tokens"] = False  # the playground adds no BOS to raw text
     if _no_thinking(s, constraint):
         body["chat_template_kwargs"] = {"enable_thinking": False}
+    if engine == "vllm" and s.think_budget and constraint and _reasoning(s.target, 0):
+        body["thinking_token_budget"] = s.think_budget  # (then --reasoning-parser's </think> starts the constraint)
     if constraint and constraint[0] == "json":
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "playground", "schema": constraint[1]}}
     if constraint and constraint[0] in ("regex", "grammar"):  # each engine's own extra field (SGLang's llguidance
@@ -152,6 +154,17 @@ def _reasoning(target: str, engine: int) -> list[str]:
     return ["--reasoning-parser", names[engine]] if names else []
 
 
+def _constrains_thinking(s, constraint) -> bool:
+    """A thinking model held to its constraint from its first token (a budget of 0, not Qwen3 asked not to
+    think): the playground's way, and the engines' only without --reasoning-parser (with it they constrain
+    after </think>)."""
+    return bool(constraint) and bool(_reasoning(s.target, 0)) and not _no_thinking(s, constraint) and not s.think_budget
+
+
+def _parser_flag(s, constraint, engine: int) -> list[str]:
+    return [] if _constrains_thinking(s, constraint) else _reasoning(s.target, engine)
+
+
 def _vllm_command(s, kind, draft, constraint, notes) -> str:
     args = ["vllm", "serve", _hub(s.target)]
     spec = ({"method": "draft_model", "model": draft, "num_speculative_tokens": _depth(s)} if draft else
@@ -163,7 +176,7 @@ def _vllm_command(s, kind, draft, constraint, notes) -> str:
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     if constraint:
         args += ["--structured-outputs-config", json.dumps({"backend": VLLM_BACKEND[s.backend]})]
-    args += _reasoning(s.target, 0)
+    args += _parser_flag(s, constraint, 0)
     if s.tree and draft:
         notes.append(f"Token tree {s.tree}: vLLM's speculative_token_tree serves EAGLE-style proposers (and is "
                      f"gone from newer releases), so this drafts a chain of {_depth(s)} tokens.")
@@ -177,9 +190,14 @@ def _vllm_draft_options(s, draft: str, notes: list) -> dict:
     if widths := _widths(s, draft):
         notes.append(f"The target's logits are {widths[0]:,} wide, the draft's {widths[1]:,}: vLLM refuses the pair "
                      "unless use_heterogeneous_vocab (drafts limited to the tokens both share, drawn greedily: at a "
-                     "temperature above 0 the output keeps the target's law, its acceptance not this run's: usually lower).")
+                     "temperature above 0 the output keeps the target's law, its acceptance not this run's: usually lower). "
+                     "That key needs a release with pull request 38174; an older one refuses it at start-up, as it does "
+                     "any key it does not know.")
         return {"use_heterogeneous_vocab": True}
     if s.temperature > 0:  # vLLM's default drafts greedily and treats q as one-hot
+        notes.append("draft_sample_method 'probabilistic' (the draft samples, and its probabilities enter the "
+                     "acceptance test, as here) needs a release with pull request 40269; an older one refuses the key at "
+                     "start-up: without it vLLM drafts greedily, the output keeping the target's law at a lower acceptance.")
         return {"draft_sample_method": "probabilistic"}
     return {}
 
@@ -202,7 +220,7 @@ def _sglang_command(s, kind, draft, constraint, notes) -> str:
     if constraint and constraint[0] == "grammar" and s.backend == "xgrammar" and not _gbnf(constraint[1]):
         notes.append("SGLang's xgrammar backend reads a request's ebnf as GBNF only (vLLM's reads Lark too): this Lark "
                      "grammar is refused there. Start the server with --grammar-backend llguidance, which reads it.")
-    args += _reasoning(s.target, 1)
+    args += _parser_flag(s, constraint, 1)
     if s.tree and draft:
         notes.append(f"Token tree {s.tree}: SGLang grows its own tree (top-k per step, reranked to the best "
                      "nodes), " + ("as this dynamic tree does; the flags give it the same depth, top-k and budget."
@@ -262,18 +280,23 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                         "--enable-deterministic-inference (its seeded sampler and batch-invariant kernels; "
                         "docs/advanced_features/deterministic_inference.md); otherwise the same seed may give "
                         "other tokens from one request to the next.")
-    if constraint and _reasoning(s.target, 0) and not _no_thinking(s, constraint) and not s.think_budget:
+    if _constrains_thinking(s, constraint):
         first = (f"the playground holds {s.target}'s first token to the constraint, and its chat template opens <think> "
                  "whatever it is asked, so that answer is written inside the model's unclosed thinking (give it a "
                  "thinking budget)" if _chat(s) and s.target.startswith("deepseek-ai/DeepSeek-R1-") else
                  f"the playground constrains {s.target}'s first token (no thinking)")
-        add(serving, f"Thinking budget 0: {first}; with --reasoning-parser the engines start the constraint after "
-                     "</think>, so the model thinks first. Leave that flag out to constrain from the first token, as here.")
+        add(serving, f"Thinking budget 0: {first}; so the command leaves --reasoning-parser out, as the engines then "
+                     "constrain from the first token too (with it they start the constraint after </think>, and the model "
+                     "thinks first; its reasoning then also comes apart from the answer).")
     if s.think_budget and constraint and _reasoning(s.target, 0):
-        add(serving, f"Thinking budget {s.think_budget}: no option is emitted for it (vLLM's thinking_token_budget "
-                     "request field with --reasoning-config, SGLang's thinking budget: their forms still change between "
-                     "releases); with --reasoning-parser the constraint starts after </think>, but the model thinks as "
-                     "long as it likes.")
+        add(["vllm"], f"Thinking budget {s.think_budget}: sent as thinking_token_budget, which needs vLLM's reasoning "
+                      "config: a release where --reasoning-parser does not set it up answers 400 (\"thinking_token_budget "
+                      "is set but reasoning_config is not configured\"); give it --reasoning-config there. "
+                      "max_completion_tokens counts the thinking too, as max new tokens does here.")
+        add(["sglang"], f"Thinking budget {s.think_budget}: no option is emitted for it (SGLang's thinking budget: its "
+                        "form still changes between releases); with --reasoning-parser the constraint starts after "
+                        "</think>, but the model thinks as long as it likes, and max_completion_tokens counts that "
+                        "thinking too: it may end before the answer.")
         add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "
                               "thinking budget either.")
     if s.chat and not _chat(s):

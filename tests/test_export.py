@@ -404,15 +404,38 @@ def test_the_reasoning_parsers_notes_follow_the_thinking_budget():
     reasoning parser the export gives them) only after </think>, and nothing said so. A budget on a model that
     does not think was said to start "with --reasoning-parser", a flag its command does not have."""
     r1 = export_setting(settings("deepseek-r1-distill-7b", regex="[0-9]+", think_budget=0))
-    assert "--reasoning-parser" in r1.vllm_command and "Leave that flag out" in " ".join(r1.notes["vllm"])
+    assert "--reasoning-parser" not in r1.vllm_command + r1.sglang_command  # (the command had it, and its note said
+    assert "leaves --reasoning-parser out" in " ".join(r1.notes["vllm"])  # to leave it out: a review)
     assert "written inside the model's unclosed thinking" in " ".join(r1.notes["vllm"])  # R1's template opens <think>:
     assert "(no thinking)" not in " ".join(r1.notes["vllm"])  # it was said to answer without thinking
     thinking = export_setting(settings("deepseek-r1-distill-7b", regex="[0-9]+", think_budget=64))
-    assert "Leave that flag out" not in " ".join(thinking.notes["vllm"]) and "Thinking budget 64" in " ".join(thinking.notes["vllm"])
+    assert "--reasoning-parser deepseek_r1" in thinking.vllm_command and "leaves" not in " ".join(thinking.notes["vllm"])
+    assert "Thinking budget 64: sent as thinking_token_budget" in " ".join(thinking.notes["vllm"])
+    assert "Thinking budget 64: no option is emitted" in " ".join(thinking.notes["sglang"])
     plain = export_setting(settings("demo", regex="[a-z]+", think_budget=96))
     assert "--reasoning-parser" not in plain.vllm_command + plain.sglang_command
     assert "reasoning-parser" not in " ".join(plain.notes["vllm"] + plain.notes["sglang"])
-    assert "Leave that flag out" not in " ".join(export_setting(settings("qwen3-8b-json", think_budget=0)).notes["vllm"])
+    unasked = export_setting(settings("qwen3-8b-json", think_budget=0))  # Qwen3 asked not to think: the parser stays
+    assert "leaves" not in " ".join(unasked.notes["vllm"]) and "--reasoning-parser qwen3" in unasked.vllm_command
+
+
+def test_a_thinking_budget_reaches_vllm_as_its_own_field():
+    """vLLM takes thinking_token_budget; its note said its form still changed, and no budget was sent: Qwen3 could
+    think through all of max_completion_tokens (which counts thinking) and never reach the schema (a review)."""
+    thinking = export_setting(settings("qwen3-8b-json"))  # a budget of 384
+    assert thinking.vllm_request["thinking_token_budget"] == 384 and "thinking_token_budget" not in thinking.sglang_request
+    check_request(thinking.vllm_request, VLLM, Settings.from_preset(PRESETS["qwen3-8b-json"]))
+    assert "thinking_token_budget" not in export_setting(settings("qwen3-8b")).vllm_request  # no constraint: free
+    assert "thinking_token_budget" not in export_setting(settings("demo-json", think_budget=64)).vllm_request  # no parser
+
+
+def test_each_vllm_key_a_release_may_not_know_is_named_with_its_pull_request():
+    """vLLM refuses a --speculative-config key it does not know at start-up; the note named only draft_model's."""
+    wide = " ".join(export_setting(settings("qwen2.5-7b")).notes["vllm"])
+    assert "use_heterogeneous_vocab" in wide and "pull request 38174" in wide
+    sampled = export_setting(settings("qwen3-8b"))
+    assert '"draft_sample_method":"probabilistic"' in sampled.vllm_command
+    assert "pull request 40269" in " ".join(sampled.notes["vllm"])
 
 
 def test_qwen3_under_a_constraint_without_a_budget_is_exported_not_thinking():
