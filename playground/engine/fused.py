@@ -34,6 +34,7 @@ from playground.engine.graphs import program
 from playground.engine.proposers import Proposal
 from playground.engine.sampling import race_draw, softmax_at, warp
 from playground.engine.schedule import MAX_PAUSE
+from playground.engine.verdict import Verdict, read_report
 from playground.engine.verify import accept_sampled, verify_greedy
 
 META = 6
@@ -174,7 +175,7 @@ def programs_for(store: OrderedDict, target_pass, draft_pass, k: int, sampling, 
 
 class FusedProposer:
     """Drafts and verifies in one go through a Programs set (see the module's docstring); the round
-    loop calls `propose`, then `verify` instead of its own target pass. Without a draft it proposes
+    loop calls `propose`, then `judge` instead of its own target pass. Without a draft it proposes
     nothing and `verify` is the target alone at verification's width."""
 
     def __init__(self, programs: Programs, target_runner, draft_runner=None):
@@ -222,10 +223,14 @@ class FusedProposer:
             passes += 1
         return passes
 
-    def verify(self) -> list[float]:
-        """Replay the verify program and read its report: the round's one host sync."""
+    places_caches = True  # the round loop crops no cache after it: its programs place both caches' pointers
+
+    def judge(self, proposal: Proposal) -> Verdict:
+        """In place of the round loop's verify pass: replay the verify program (the acceptance rule inside)
+        and read its report, the round's one host sync."""
         with torch.inference_mode(), self.target.decode_threads():
-            return self.programs.verifying()().tolist()
+            report = self.programs.verifying()().tolist()
+        return read_report(report, len(proposal.tokens), self.programs.k, proposal.probs is not None)
 
     def commit(self, n_accepted: int, new_tokens: list[int]) -> None:
         self.seq.extend(new_tokens)

@@ -5,6 +5,11 @@
     commit(n_accepted, new_tokens)  the round's outcome: n of the proposal kept, then new_tokens
                                     (the accepted drafts plus the target's token) are committed
 
+One proposer may also verify (the fused round, fused.py: drafting and the verify pass as programs of its own):
+
+    judge(proposal) -> Verdict      in place of the round loop's verify pass and acceptance rule
+    places_caches = True            the loop then crops no cache: its programs place both caches' pointers
+
 Each proposer owns its state (the draft model its KV cache); the engine never reaches into it."""
 from dataclasses import dataclass
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import torch
 
 from playground.config import SpecConfig
-from playground.engine.fused import FusedProposer
 from playground.engine.proposers import DraftContext, Proposal
 from playground.engine.runner import ModelRunner
 from playground.engine.schedule import make_schedule, pass_cost
@@ -34,6 +33,7 @@ from playground.engine.sampling import make_generator, mask_logits, warp
 from playground.engine.timing import Clock
 from playground.engine.tree import TreeProposal, path_tokens, verify_rows
 from playground.engine.tree_verify import walk_greedy, walk_sampled
+from playground.engine.verdict import Verdict, read_report
 from playground.engine.verify import verify_greedy, verify_sampled
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Prefill, Round, TokenEvent
 
@@ -99,8 +99,8 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     t1 = clock.mark()
     if k == 0:  # the target alone this round: say why
         proposal.stop_reason = "the schedule paused drafting" if asked == 0 else "one token left"
-    if isinstance(proposer, FusedProposer):  # the verify pass and the rule replayed as one graph
-        verdict = _parse(proposer.verify(), len(proposal.tokens), proposer.programs.k, proposal.probs is not None)
+    if (judge := getattr(proposer, "judge", None)) is not None:  # its own verify pass and rule (fused.py)
+        verdict = judge(proposal)
     elif isinstance(proposal, TreeProposal):
         verdict = _verify_tree(target, proposal, run, cfg)
     else:
@@ -112,7 +112,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     if verdict.path is not None:  # a tree: the target's cache keeps the accepted branch only
         target.keep(len(run.seq), [len(run.seq) + node for node in verdict.path[:kept]])
     run.seq.extend(new)
-    if not isinstance(proposer, FusedProposer):  # the fused programs place both caches' pointers themselves
+    if not getattr(proposer, "places_caches", False):  # (the fused programs place both caches' pointers themselves)
         target.crop(len(run.seq) - 1)
     proposer.commit(kept, new)
     if guide is not None and verdict.path is not None:
@@ -171,19 +171,6 @@ def _prefill(target: ModelRunner, proposer, prompt: list[int], clock: Clock) -> 
     return Prefill(len(prompt), target_passes, draft_passes, clock.seconds(t0, t1), clock.seconds(t1, t2))
 
 
-@dataclass(slots=True)
-class Verdict:
-    """Host-side outcome of one verify pass: n drafts accepted, the target's token, and the
-    probabilities shown, per draft position and then for the target's token."""
-    n: int
-    next: int
-    drafts: list[int]
-    p_target: list[float]
-    p_draft: list[float | None]
-    path: list[int] | None = None  # a token tree's accepted nodes (drafts: their tokens, then the refused children)
-    node_probs: dict | None = None  # a token tree's p_target and p_draft of every node, for its view
-
-
 def _verify(target: ModelRunner, proposal: Proposal, run: _Run, cfg: SpecConfig) -> Verdict:
     """The target's pass over [pending, drafts], masked by the guide, then the acceptance rule."""
     drafts = proposal.tokens.to(target.device)
@@ -234,19 +221,7 @@ def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator)
     if q is not None:
         q = q.to(p.device)
         parts += [q[rows, x], q[n.clamp(max=k - 1).view(1), nxt.view(1)]]
-    return _parse(torch.cat(parts).tolist(), k, k, q is not None)
-
-
-def _parse(host: list[float], k: int, width: int, with_q: bool) -> Verdict:
-    """A report [n, next, x (width), p(x) (width), p(next), q(x) (width), q(next)] -> the Verdict
-    of its first k drafts (k <= width: a fused round judges k' drafts in a graph made for k)."""
-    n, nxt = int(host[0]), int(host[1])
-    drafts = [int(t) for t in host[2:2 + k]]
-    p_target = host[2 + width:2 + width + k] + [host[2 + 2 * width]]
-    p_draft = host[3 + 2 * width:3 + 2 * width + k] + [host[3 + 3 * width]] if with_q else [None] * (k + 1)
-    if n == k:  # a bonus token has no draft probability
-        p_draft = p_draft[:k] + [None]
-    return Verdict(n, nxt, drafts, p_target, p_draft)
+    return read_report(torch.cat(parts).tolist(), k, k, q is not None)
 
 
 def _commit_events(v: Verdict, eos_ids: set[int], no_choice: list[bool]):
