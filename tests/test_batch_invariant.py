@@ -259,3 +259,22 @@ def test_what_is_not_packed(monkeypatch):
     assert packed_linear.ATTR not in small.__dict__
     x = torch.randn(3, 8, dtype=torch.bfloat16)
     assert torch.equal(packed_linear.linear(x, small.weight, small.bias, None), F.linear(x, small.weight, small.bias))
+
+
+def test_a_small_models_one_token_pass_takes_the_kernel_its_verify_pass_takes(tmp_path):
+    """ATen hands a bfloat16 product of at most 16^3 multiply-adds to its own kernel and a larger one to
+    oneDNN, whose rows round otherwise: a tiny pair's one-token passes over a few dozen keys fell under
+    it, its verify passes over it, and greedy speculation left the target alone at token 42 (chains of
+    k >= 3 and trees alike; a fuzzer). Small products are now padded past it (batch_invariant._product)."""
+    from tests import tiny
+    tok = tiny.byte_bpe_tokenizer(320)
+    target = tiny.tiny_model("qwen2", vocab=len(tok), seed=1, init_std=0.3, eos_id=tok.eos_token_id)
+    tiny.save(tiny.perturbed_copy(target, noise=0.5, seed=3), tok, tmp_path / "draft")
+    tiny.save(target, tok, tmp_path / "target")
+    pair = session.load_pair(str(tmp_path / "target"), str(tmp_path / "draft"), device="cpu", dtype=torch.bfloat16)
+    alone = session.run(pair, [269], session.settings(max_new_tokens=48), speculative=False).token_ids
+    for cfg in (session.settings(k=3, max_new_tokens=48), session.settings(max_new_tokens=48, tree=(2, 2, 1))):
+        assert session.run(pair, [269], cfg).token_ids == alone
+    weights, value = torch.randn(1, 2, 2, 17).softmax(-1).bfloat16(), torch.randn(1, 2, 17, 16).bfloat16()
+    wide = torch.cat([weights, torch.randn(1, 2, 10, 17).softmax(-1).bfloat16()], dim=2)  # 12 rows: oneDNN's
+    assert torch.equal(batch_invariant._product(weights, value), batch_invariant._product(wide, value)[:, :, :2])

@@ -7,7 +7,9 @@ kernel than one with two or more rows (a matrix-vector product that sums in anot
 PyTorch's fused attention (SDPA) picks its blocking from the number of queries. Measured on
 SmolLM2-135M (2-core AMD EPYC with AVX512-BF16, torch 2.13): 5-15% of greedy next tokens then
 differ between passes of k+1 tokens and of one. Products of 2 to 16 rows agree row by row, bitwise,
-and so does the eager attention (matmul, softmax, matmul). Hence: eager attention, and every
+and so does the eager attention (matmul, softmax, matmul), once every product is oneDNN's: ATen keeps
+those of at most 16^3 multiply-adds for its own kernel (_product pads the attention's past that; a
+model's linear layers are far past it). Hence: eager attention, and every
 one-row linear computed as two identical rows, keeping the first. On a CPU with AVX2 only (bfloat16
 emulated; 2-core AMD EPYC, torch 2.13) the products still agree but the eager attention's rows do
 not: greedy speculation on SmolLM2 differed from the target alone at token 66 of a held-out prompt,
@@ -138,11 +140,31 @@ def grouped_eager_attention(query, key, value, mask, scaling) -> torch.Tensor:
     b, heads, n, d = query.shape
     kv, keys = key.shape[1], key.shape[2]
     groups = heads // kv
-    scores = torch.matmul(query.reshape(b, kv, groups * n, d), key.transpose(2, 3)) * scaling  # [b, KV, g n, L]
+    rows = groups * n
+    scores = _product(query.reshape(b, kv, rows, d), key.transpose(2, 3)) * scaling  # [b, KV, g n, L]
     if mask is not None:
-        scores = (scores.view(b, kv, groups, n, keys) + mask[:, :, None]).view(b, kv, groups * n, keys)
+        scores = (scores.view(b, kv, groups, n, keys) + mask[:, :, None]).view(b, kv, rows, keys)
     weights = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    return torch.matmul(weights, value).view(b, heads, n, -1).transpose(1, 2).contiguous()
+    return _product(weights, value).view(b, heads, n, -1).transpose(1, 2).contiguous()
+
+
+ONEDNN_PAST = 16 ** 3  # ATen's checksize (its mkldnn_gemm_min_size, 16 * 16 * 16): a bfloat16 batched product of more
+# multiply-adds (batch x rows x inner x columns) goes to oneDNN, a smaller one to ATen's own kernel, which rounds
+# otherwise. A one-token pass over a few dozen keys of a small model fell under it, its verify pass over it: a
+# fuzzer's tiny bfloat16 pair left the target alone at token 42 (its rows one bfloat16 step apart from 8 rows on)
+
+
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a [B, KV, m, i] @ b [B, KV, i, j] -> [B, KV, m, j], taken by oneDNN whatever m: a product too small
+    for it gets zero rows after its own (dropped again), as many as it takes, so that a pass's width
+    never moves a row from one kernel to the other (oneDNN's rows agreed in every product of 8 to 78 rows
+    tried on the fuzzer's captured case)."""
+    batch, m, inner, cols = a.shape[0] * a.shape[1], a.shape[2], a.shape[3], b.shape[3]
+    need = ONEDNN_PAST // (batch * inner * cols) + 1
+    if a.dtype != torch.bfloat16 or m >= need:
+        return torch.matmul(a, b)
+    padded = torch.cat([a, a.new_zeros(*a.shape[:2], need - m, inner)], dim=2)
+    return torch.matmul(padded, b)[:, :, :m].contiguous()
 
 
 KEY_SLOTS = 16384  # keys gathered per batched product at most (runs x keys): bounds its memory on long contexts
