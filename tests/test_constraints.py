@@ -694,3 +694,12 @@ def test_the_constraint_caches_forget_a_tokenizer_past_the_newest_few(tmp_path, 
     for cache, its in ((compiled._backends, lambda key: key[1]), (compiled._bytes, lambda key: key[0]),
                        (compiled._surrogates, lambda key: key[0]), (compiled._compiled, lambda key: key[0][1])):
         assert {its(key) for key in cache} <= kept
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_a_tokenizer_llguidance_cannot_read_is_said_not_raised(backend):
+    """A WordLevel tokenizer has no decoder: llguidance's reading raised a bare ValueError through Run (a fuzzer)."""
+    tok = tiny.letters_tokenizer(30)
+    pair = tiny.make_pair(tiny.tiny_model("qwen2", vocab=len(tok), seed=0, eos_id=tok.eos_token_id), None, tok)
+    with pytest.raises(PlaygroundError, match="llguidance cannot read its tokens' bytes"):
+        session.constrain(pair, from_user(regex="[a-e]{1,3}", backend=backend))

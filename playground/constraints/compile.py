@@ -11,13 +11,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-import llguidance.hf
-
 from playground import strict_json
 from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide, NoWayOn, allows_besides
-from playground.constraints.llg import LLGuidanceBackend
+from playground.constraints.llg import LLGuidanceBackend, read_tokenizer
 from playground.constraints.metered import MeteredMatcher, TooCostly
 from playground.constraints.schema_keywords import patterns, with_pointers
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
@@ -224,7 +222,7 @@ def _token_bytes(tokenizer, vocab: int) -> tuple:
     with _lock:
         found = _bytes.get(key)
     if found is None:
-        ll = llguidance.hf.from_tokenizer(tokenizer, n_vocab=max(vocab, len(tokenizer)))  # a model may have fewer rows
+        ll = read_tokenizer(tokenizer, n_vocab=max(vocab, len(tokenizer)))  # a model may have fewer rows
         token_bytes = tuple(ll.decode_bytes([i]) for i in range(min(vocab, ll.vocab_size)))
         found = (tokenizer, token_bytes, *quoted_ids(token_bytes))
         with _lock:

@@ -12,6 +12,7 @@ from playground.constraints.guide import DEAD_END
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
+from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
 # A schema's own "x-guidance" options are dropped (their whitespace_pattern survived the overrides
@@ -24,13 +25,24 @@ LEAP_FORMATS = {"date": "Feb 29 of any year (2025-02-29)", "time": "a 60th secon
                 "date-time": "Feb 29 of any year and a 60th second at any minute"}
 
 
+def read_tokenizer(tokenizer, **options) -> llguidance.LLTokenizer:
+    """llguidance's reading of a Hugging Face tokenizer (both backends' token bytes come from it); one it
+    cannot read (no decoder in its tokenizer.json: a WordLevel vocabulary) is the user's error to see,
+    not a bare ValueError (a fuzzer)."""
+    try:
+        return llguidance.hf.from_tokenizer(tokenizer, **options)
+    except ValueError as exc:
+        raise PlaygroundError(f"a constraint cannot be applied with this model's tokenizer: llguidance cannot read "
+                              f"its tokens' bytes ({str(exc)[:200]})") from None
+
+
 class LLGuidanceBackend:
     name = "llguidance"
     writes_surrogates = False  # it writes UTF-8 only
 
     def __init__(self, tokenizer, vocab: int, eos_ids: frozenset[int]):
         self.eos_ids = eos_ids  # the tokens that end the output (the tokenizer's own where empty)
-        self.tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab, eos_token=sorted(eos_ids) or None)
+        self.tokenizer = read_tokenizer(tokenizer, n_vocab=vocab, eos_token=sorted(eos_ids) or None)
 
     @classmethod
     def over_bytes(cls) -> "LLGuidanceBackend":
