@@ -36,7 +36,7 @@ COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_BYTES = 256 * 2**20  # and at most this much of them, as each backend counts its own
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
 _thinking: dict = {}  # (id(tokenizer), vocab, eos) -> (tokenizer, Thinking)
-_bytes: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, each id's bytes, the ids holding a quote)
+_bytes: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, (each id's bytes, the ids holding a quote))
 _surrogates: dict = {}  # (id(tokenizer), vocab) -> (tokenizer, SurrogateTables)
 _compiled: OrderedDict = OrderedDict()  # (backend key, spec) -> (compiled grammar, notes, size), newest last
 TOKENIZERS_KEPT = 4  # tokenizers the caches above keep tables and backends for (a pair shares one): the model LRU
@@ -202,46 +202,36 @@ def _kept_for(tokenizer) -> None:
 def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking:
     """The thinking masks for a tokenizer (built once: 0.29 s at SmolLM2's 49k vocabulary)."""
     check_marker(tokenizer)
-    key = (id(tokenizer), vocab, eos_ids)
-    with _lock:
-        found = _thinking.get(key)
-    if found is None:
-        found = (tokenizer, thinking_tables(_token_bytes(tokenizer, vocab)[0],
-                                            lambda text: tokenizer.encode(text, add_special_tokens=False), vocab, eos_ids))
-        with _lock:
-            _thinking[key] = found
-    with _lock:
-        _kept_for(tokenizer)
-    return found[1]
+    encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+    return _built_once(_thinking, (id(tokenizer), vocab, eos_ids), tokenizer,
+                       lambda: thinking_tables(_token_bytes(tokenizer, vocab)[0], encode, vocab, eos_ids))
 
 
 def _token_bytes(tokenizer, vocab: int) -> tuple:
     """(each id's bytes, and the two id sets of unique_keys.quoted_ids), built once per tokenizer (0.3 s
     at SmolLM2's 49k vocabulary)."""
-    key = (id(tokenizer), vocab)
-    with _lock:
-        found = _bytes.get(key)
-    if found is None:
+    def build() -> tuple:
         ll = read_tokenizer(tokenizer, n_vocab=max(vocab, len(tokenizer)))  # a model may have fewer rows
         token_bytes = tuple(ll.decode_bytes([i]) for i in range(min(vocab, ll.vocab_size)))
-        found = (tokenizer, token_bytes, *quoted_ids(token_bytes))
-        with _lock:
-            _bytes[key] = found
-    with _lock:
-        _kept_for(tokenizer)
-    return found[1:]
+        return token_bytes, *quoted_ids(token_bytes)
+    return _built_once(_bytes, (id(tokenizer), vocab), tokenizer, build)
 
 
 def _surrogate_tables(tokenizer, vocab: int) -> SurrogateTables:
     """NoSurrogates' tables, built once per tokenizer."""
-    key = (id(tokenizer), vocab)
+    return _built_once(_surrogates, (id(tokenizer), vocab), tokenizer,
+                       lambda: surrogate_tables(_token_bytes(tokenizer, vocab)[0], vocab))
+
+
+def _built_once(cache: dict, key: tuple, tokenizer, build):
+    """cache[key]: what build() made for this tokenizer (outside the lock, on a miss), kept beside the
+    tokenizer (its id stays its own while kept); the tokenizer marked the newest (_kept_for)."""
     with _lock:
-        found = _surrogates.get(key)
+        found = cache.get(key)
     if found is None:
-        found = (tokenizer, surrogate_tables(_token_bytes(tokenizer, vocab)[0], vocab))
-        with _lock:
-            _surrogates[key] = found
+        found = (tokenizer, build())
     with _lock:
+        found = cache.setdefault(key, found)
         _kept_for(tokenizer)
     return found[1]
 
