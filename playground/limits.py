@@ -100,7 +100,8 @@ CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `re
 # UTF-8). Gradio keeps each session's last value of every input in memory, so only the newest
 # SESSIONS_KEPT sessions are kept (not 10,000), and each value is bounded (playground.ui.serving:
 # about 4.3 Mi characters for all the inputs of a session, 0.54 GiB over 128 sessions; up to 4 bytes a
-# character: 2.2 GiB); at most QUEUE_SIZE events wait, each holding its body (256 MiB).
+# character: 2.2 GiB); at most QUEUE_SIZE events wait, each holding its body (256 MiB), and at most 16 bodies
+# past 16 KiB are read and checked at once (playground.ui.serving.BodySlot: 128 MiB).
 MAX_REQUEST_BYTES = _env_int("PLAYGROUND_MAX_REQUEST_MIB", 8) * 2**20
 SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 128)
 QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)
@@ -125,6 +126,10 @@ OPEN_PER_CLIENT = max(8, _env_int("PLAYGROUND_OPEN_PER_CLIENT", 256))
 # (a red-team pass: 13,227 idle streams under rotated forged addresses, of a 20,000-file limit, and a
 # small run waited 26.8 s). Half the files the process may open, at most 4,096.
 OPEN_IN_ALL = max(OPEN_PER_CLIENT, min(_env_int("PLAYGROUND_OPEN_IN_ALL", 4096), _open_files() // 2))
+# Proxies in front of this host that append the caller to X-Forwarded-For (nginx's $proxy_add_x_forwarded_for: 1);
+# the caller is then that many entries from its end, where a caller cannot write. 0: its first entry, right where
+# the front proxy replaces the header with the caller's address, forged where it appends to what the caller sent.
+PROXY_HOPS = _env_int("PLAYGROUND_PROXY_HOPS", 0, least=0)
 
 
 def at_most(value: int, limit: int, what: str, hint: str = "") -> int:

@@ -453,6 +453,75 @@ def test_a_body_declared_and_not_sent_is_given_up(app_url, monkeypatch):
             answer += part  # come in two reads: one read failed a full suite under load)
     answer = answer.decode(errors="replace")
     assert answer.startswith("HTTP/1.1 408") and "body was not sent within 1 s" in answer
+
+
+def test_long_bodies_are_read_a_bounded_number_at_a_time(app_url, monkeypatch):
+    """128 bodies of 8 MiB sent at once from one address took the server from 0.6 to 5.5 GB, each held
+    whole (and its text, up to 4 bytes a character) while it waited to be checked (an audit). Bodies
+    past VALUE_CHARS take a place before they are read: at most LARGE_PER_CLIENT from one address (429
+    past it), at most LARGE_BODIES in all (the next waits, unread, until one is let go)."""
+    import socket
+
+    import anyio
+    from playground.ui import serving
+    monkeypatch.setattr(serving, "LARGE_PER_CLIENT", 2)
+    monkeypatch.setattr(serving, "_long_places", anyio.Semaphore(2))
+    url = urllib.parse.urlsplit(app_url)
+    length = serving.VALUE_CHARS + 100
+    head = ("POST /gradio_api/queue/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\nX-Forwarded-For: {{}}\r\n\r\n")
+    body = ('{"data": [], "fn_index": 0, "session_hash": "abc"}').ljust(length).encode()
+
+    def until(done):
+        deadline = time.monotonic() + 30
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return done()
+    held = [socket.create_connection((url.hostname, url.port), timeout=30) for _ in range(2)]
+    waiting = socket.create_connection((url.hostname, url.port), timeout=30)
+    try:
+        for conn in held:  # two bodies begun, not finished: both places taken, this address's most
+            conn.sendall(head.format("203.0.113.31").encode() + b"{")
+        assert until(lambda: serving._long_bodies["203.0.113.31"] == 2)
+        third = urllib.request.Request(app_url + "gradio_api/queue/join", data=body, method="POST",
+                                       headers={"Content-Type": "application/json", "X-Forwarded-For": "203.0.113.31"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(third, timeout=30)
+        assert refused.value.code == 429 and b"long requests at once" in refused.value.read()
+        waiting.sendall(head.format("198.51.100.31").encode() + body)  # another address: it waits for a place
+        assert until(lambda: serving._long_bodies["198.51.100.31"] == 1)
+        waiting.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            waiting.recv(4096)  # not answered while both places are held
+    finally:
+        for conn in held:
+            conn.close()
+    waiting.settimeout(30)
+    assert waiting.recv(4096).startswith(b"HTTP/1.1 ")  # a place let go: read, checked, answered
+    waiting.close()
+    assert until(lambda: not serving._long_bodies)
+
+
+def test_the_forwarded_address_is_an_ip_address_and_may_be_counted_from_the_end(monkeypatch):
+    """A forged X-Forwarded-For that is no address ("anything-1", "anything-2", ...) made an address
+    of its own each time (an audit): it counts as the peer's. With PLAYGROUND_PROXY_HOPS = n (n
+    proxies in front append the caller) the caller is n entries from the end, where a caller cannot
+    write; a port written after the address is not part of it."""
+    from starlette.datastructures import Headers
+
+    from playground.ui import serving
+    proxy = ("10.16.3.80", 5000)
+    assert serving.client_address(Headers({"X-Forwarded-For": "anything-1"}), proxy) == "10.16.3.80"
+    assert serving.client_address(Headers({"X-Forwarded-For": "203.0.113.7:51234"}), proxy) == "203.0.113.7"
+    assert serving.client_address(Headers({"X-Forwarded-For": "[2001:db8:1:2::1]:443"}), proxy) == "2001:db8:1:2::/64"
+    forged = Headers({"X-Forwarded-For": "198.51.100.1, anything, 203.0.113.7"})  # a caller's two, then the proxy's
+    assert serving.client_address(forged, proxy) == "198.51.100.1"  # (the default: the first)
+    monkeypatch.setattr(serving, "PROXY_HOPS", 1)
+    assert serving.client_address(forged, proxy) == "203.0.113.7"
+    assert serving.client_address(Headers({"X-Forwarded-For": "203.0.113.8"}), proxy) == "203.0.113.8"
+    monkeypatch.setattr(serving, "PROXY_HOPS", 2)
+    assert serving.client_address(Headers({"X-Forwarded-For": "198.51.100.1, 203.0.113.7, 10.0.0.2"}), proxy) == "203.0.113.7"
+    assert serving.client_address(Headers({"X-Forwarded-For": "203.0.113.9"}), proxy) == "203.0.113.9"  # fewer: the first
     deadline = time.monotonic() + 5  # (the server lets go of it as it ends the request: just after answering)
     while serving._open["203.0.113.19"] and time.monotonic() < deadline:
         time.sleep(0.05)

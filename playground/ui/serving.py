@@ -21,9 +21,10 @@ with a guard in front of Gradio on every request.
   while it waited for the thread never starts: playground.ui.pacing). In one quick lane (a function's, or the constraint
   checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time.
   The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
-  a Space's proxy, a local nginx) the first of X-Forwarded-For. The first, not the last: a proxy that
-  passes on what the caller sent lets a forger look like another address (and use up its share); the
-  last may be an inner proxy's, which would put every visitor under one. An IPv6 address counts by its
+  a Space's proxy, a local nginx) the first of X-Forwarded-For, or PLAYGROUND_PROXY_HOPS from its end
+  (limits.PROXY_HOPS: where the proxies in front append the caller, a caller forges the first). The
+  first by default, not the last: the last may be an inner proxy's, which would put every visitor
+  under one. An entry that is no IP address is not taken (the peer's then). An IPv6 address counts by its
   /64 (keyed). Past SESSIONS_KEPT sessions, Gradio forgets those of the address holding the most first
   (playground.ui.sessions: any call naming a new session_hash makes one).
 - Gradio keeps each session's last value of every input it was sent, before the function's own
@@ -79,7 +80,7 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
 from playground.limits import (CONCURRENCY, DEVICE_RUNS_PER_CLIENT, MAX_REQUEST_BYTES, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE,
-                               MAX_URL_CHARS, QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
+                               MAX_URL_CHARS, PROXY_HOPS, QUEUED_PER_CLIENT, QUICK_PER_LANE, SESSIONS_KEPT)
 from playground.ui import leftovers, pacing, sessions
 from playground.ui.theme import theme
 
@@ -102,6 +103,11 @@ FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's fi
 # the URL and streamed it back (a public proxy, with no time or size bound); the page's files are local paths
 BODY_METHODS = {"POST", "PUT", "PATCH"}  # the requests whose bodies Gradio reads
 _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
+LARGE_BODIES = 16  # long bodies (see BodySlot) read and held at once, every address together: 16 x 8 MiB
+LARGE_PER_CLIENT = 4  # of them from one address, waiting or held (a page with a long prompt sends it with each
+# of up to three events at once)
+_long_places = anyio.Semaphore(LARGE_BODIES)
+_long_bodies = collections.Counter()  # address -> its long bodies waiting for a place or held
 JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that put an event in the queue
 CALLED = re.compile(r"/call/(v2/)?([^/]+)/?$")  # Gradio's routes for an endpoint by name (v2: its inputs named)
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
@@ -113,7 +119,8 @@ DEVICE = "device"  # the concurrency_id of every run on the model pair: the page
 
 
 class RequestGuard:
-    """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address, 413 for a body
+    """ASGI middleware: 429 past OPEN_PER_CLIENT requests open from one address or LARGE_PER_CLIENT long
+    bodies (BodySlot; 503 past a wait for one of LARGE_BODIES places), 413 for a body
     over `max_bytes` (declared, or sent in chunks without a length), 408 for one not sent within
     BODY_SECONDS, 414 for an address past MAX_URL_CHARS, a value past its bound or past MAX_CONTAINERS objects and arrays or MAX_ITEMS values, 400 for an fn_index that is not a whole number (in a body past
     VALUE_CHARS: a shorter one holds no value past a bound) or a session_hash not like Gradio's, 403 for a
@@ -151,8 +158,8 @@ class RequestGuard:
         if why := next((why for route, why in NOT_SERVED.items() if path.rstrip("/").endswith(route)), None):
             return await refuse(send, 403, why)
         scope = without_deep_link(scope)
-        declared = dict(scope.get("headers", [])).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > self.max_bytes:
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             return await refuse(send, 413, f"request body over this host's limit of {self.max_bytes} bytes")
         queue = getattr(scope["app"].get_blocks(), "_queue", None)
         if scope.get("method") not in BODY_METHODS:
@@ -160,6 +167,17 @@ class RequestGuard:
                 return await refuse(send, 404, why)
             with leftovers.stream_open(queue, scope):
                 return await self.app(scope, receive, send)
+        slot = BodySlot(caller)
+        if (declared is None or int(declared) > VALUE_CHARS) and (refused := await slot.take()):
+            return await refuse(send, *refused)
+        try:
+            await self.received(scope, receive, send, caller, slot)
+        finally:
+            slot.release()
+
+    async def received(self, scope, receive, send, caller: str, slot: "BodySlot"):
+        """A request with a body: read, checked, then handed to Gradio (its slot let go as Gradio reads it)."""
+        path, queue = scope.get("path", ""), getattr(scope["app"].get_blocks(), "_queue", None)
         body = NOT_SENT
         with anyio.move_on_after(BODY_SECONDS):
             body = await read_body(receive, self.max_bytes)
@@ -177,7 +195,7 @@ class RequestGuard:
         if not JOINS.search(path):
             if leftovers.CANCEL.search(path):
                 pacing.stop_handed(_cancelled_event(body))
-            return await self.app(scope, _replay(body, receive), leftovers.on_cancel(queue, path, body, send))
+            return await self.app(scope, _replay(body, receive, slot.release), leftovers.on_cancel(queue, path, body, send))
         lane = DEVICE if fn is None else fn.concurrency_id  # a function not known counts as a run
         async with _joining:
             held = share_taken(queue, caller, lane)
@@ -188,7 +206,7 @@ class RequestGuard:
             return await refuse(send, 503, f"this address already has {held} queued or running; start another "
                                            "once one has ended")
         try:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, _replay(body, receive, slot.release), send)
         finally:
             for pending, key in ((_pending, caller), (_pending_lanes, (caller, lane))):
                 pending[key] -= 1
@@ -202,8 +220,8 @@ def _cancelled_event(body: bytes) -> object:
     return call.get("event_id") if isinstance(call, dict) else None
 
 
-def _replay(body: bytes, receive):
-    """The body once, as read; then the client's own messages (a disconnect)."""
+def _replay(body: bytes, receive, handed=lambda: None):
+    """The body once, as read (then `handed()`); then the client's own messages (a disconnect)."""
     sent = False
 
     async def replay():
@@ -211,8 +229,43 @@ def _replay(body: bytes, receive):
         if sent:
             return await receive()
         sent = True
+        handed()
         return {"type": "http.request", "body": body, "more_body": False}
     return replay
+
+
+class BodySlot:
+    """One of LARGE_BODIES places for a long body (past VALUE_CHARS bytes declared, or no length
+    declared), taken before it is read and let go once Gradio has read it (or the request ended): a
+    body is held whole while it is checked, and 128 bodies of 8 MiB read at once took the server from
+    0.6 to 5.5 GB (an audit). An address has at most LARGE_PER_CLIENT of them, waiting or held (429
+    past that); one waits at most BODY_SECONDS for a place (503 then)."""
+
+    def __init__(self, caller: str):
+        self.caller, self.counted, self.held = caller, False, False
+
+    async def take(self) -> tuple[int, str] | None:
+        """None once held, else (status, why) refused."""
+        if _long_bodies[self.caller] >= LARGE_PER_CLIENT:
+            return 429, (f"this address is sending {_long_bodies[self.caller]} long requests at once, its most; "
+                         "send the next once one is answered")
+        _long_bodies[self.caller] += 1
+        self.counted = True
+        with anyio.move_on_after(BODY_SECONDS):
+            await _long_places.acquire()
+            self.held = True
+        return None if self.held else (503, f"this server is reading its most long requests ({LARGE_BODIES}) at "
+                                             "once; try again shortly")
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            _long_places.release()
+        if self.counted:
+            self.counted = False
+            _long_bodies[self.caller] -= 1
+            if not _long_bodies[self.caller]:
+                del _long_bodies[self.caller]
 
 
 def client_address(headers, peer) -> str:
@@ -223,8 +276,24 @@ def client_address(headers, peer) -> str:
         proxied = ip.is_private or ip.is_loopback
     except ValueError:  # no address (a test client's name)
         proxied = False
-    forwarded = headers.get("x-forwarded-for", "").split(",")[0].strip() if proxied else ""
+    forwarded = _forwarded_caller(headers.get("x-forwarded-for", "")) if proxied else None
     return keyed(forwarded or host)
+
+
+def _forwarded_caller(forwarded: str) -> str | None:
+    """The caller X-Forwarded-For names: its first entry, or PROXY_HOPS entries from its end; None where
+    that is not an IP address (the peer's then: "anything-1", "anything-2", ... were each an address of
+    their own)."""
+    entries = [entry.strip() for entry in forwarded.split(",")]
+    entry = entries[-PROXY_HOPS] if PROXY_HOPS and len(entries) >= PROXY_HOPS else entries[0]
+    if entry.startswith("["):  # [IPv6]:port
+        entry = entry[1:].partition("]")[0]
+    elif entry.count(":") == 1:  # IPv4:port
+        entry = entry.partition(":")[0]
+    try:
+        return str(ipaddress.ip_address(entry))
+    except ValueError:
+        return None
 
 
 def keyed(address: str) -> str:
@@ -325,17 +394,36 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     could be (as written, or behind a \\u escape) or longer than VALUE_CHARS, in a worker thread, so
     the server goes on answering meanwhile. (The function tells a run on the device from a quick event:
     a page's first load joins three quick ones at once, and a page with a long prompt sends it with
-    each; all counted as runs, the third was refused while the server was slow to answer the first.)"""
-    try:  # (surrogatepass: as Starlette's json.loads reads it; a lone surrogate's bytes skipped every check)
-        text = body.decode(json.detect_encoding(body), "surrogatepass")
-    except (UnicodeDecodeError, LookupError):
+    each; all counted as runs, the third was refused while the server was slow to answer the first.)
+    A body of more than VALUE_CHARS bytes is decoded in the worker too: its text takes up to 4 bytes a
+    character (an 8 MiB body with one emoji: 32 MiB), and 128 such bodies decoded while waiting for the
+    lock took the server from 0.6 to 5.5 GB (an audit)."""
+    if len(body) > VALUE_CHARS:
+        async with _parsing:
+            return await anyio.to_thread.run_sync(_refusal_of, body, blocks, path)
+    text = _decoded(body)
+    if text is None:
         return None, _function(blocks, None, path), None
-    if "FileData" not in text and "\\u" not in text and len(text) <= VALUE_CHARS:
+    if "FileData" not in text and "\\u" not in text:
         call = _parsed(text)
         fn = _function(blocks, _fn_index(call), path)
         return _field_refusal(call, fn, path), fn, _session(call)
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
+
+
+def _decoded(body: bytes) -> str | None:
+    """A body's text as Starlette's json.loads reads it (UTF-8, -16 or -32; surrogatepass: a lone
+    surrogate's bytes skipped every check); None where it is no text (Gradio refuses it)."""
+    try:
+        return body.decode(json.detect_encoding(body), "surrogatepass")
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _refusal_of(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | None, object, str | None]:
+    text = _decoded(body)
+    return (None, _function(blocks, None, path), None) if text is None else _refusal(text, blocks, path)
 
 
 def _parsed(text: str):
