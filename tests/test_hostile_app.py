@@ -458,48 +458,59 @@ def test_a_body_declared_and_not_sent_is_given_up(app_url, monkeypatch):
 def test_long_bodies_are_read_a_bounded_number_at_a_time(app_url, monkeypatch):
     """128 bodies of 8 MiB sent at once from one address took the server from 0.6 to 5.5 GB, each held
     whole (and its text, up to 4 bytes a character) while it waited to be checked (an audit). Bodies
-    past VALUE_CHARS take a place before they are read: at most LARGE_PER_CLIENT from one address (429
-    past it), at most LARGE_BODIES in all (the next waits, unread, until one is let go)."""
+    past VALUE_CHARS take a place before they are read: at most LARGE_PER_CLIENT from one address, at
+    most LARGE_BODIES in all; the next waits, unread, until one is let go, then is answered."""
     import socket
 
     import anyio
     from playground.ui import serving
     monkeypatch.setattr(serving, "LARGE_PER_CLIENT", 2)
-    monkeypatch.setattr(serving, "_long_places", anyio.Semaphore(2))
+    monkeypatch.setattr(serving, "_long_places", anyio.Semaphore(3))
     url = urllib.parse.urlsplit(app_url)
     length = serving.VALUE_CHARS + 100
-    head = ("POST /gradio_api/queue/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {length}\r\nX-Forwarded-For: {{}}\r\n\r\n")
-    body = ('{"data": [], "fn_index": 0, "session_hash": "abc"}').ljust(length).encode()
+    body = ('{"data": [], "fn_index": 999999, "session_hash": "abc"}').ljust(length).encode()  # (refused once read)
 
-    def until(done):
+    def begun(address: str, whole: bool) -> socket.socket:
+        conn = socket.create_connection((url.hostname, url.port), timeout=30)
+        conn.sendall(("POST /gradio_api/queue/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: {length}\r\nX-Forwarded-For: {address}\r\n\r\n").encode()
+                     + (body if whole else b"{"))
+        return conn
+
+    def until(done) -> bool:
         deadline = time.monotonic() + 30
         while not done() and time.monotonic() < deadline:
             time.sleep(0.05)
         return done()
-    held = [socket.create_connection((url.hostname, url.port), timeout=30) for _ in range(2)]
-    waiting = socket.create_connection((url.hostname, url.port), timeout=30)
+
+    def unanswered(conn: socket.socket) -> bool:
+        conn.settimeout(0.5)
+        try:
+            return not conn.recv(4096)  # (b"": closed)
+        except socket.timeout:
+            return True
+        finally:
+            conn.settimeout(30)
+
+    def answered(conn: socket.socket) -> bool:
+        with conn:
+            return conn.recv(4096).startswith(b"HTTP/1.1 ")
+    a, b, c = "203.0.113.31", "198.51.100.31", "198.51.100.32"
+    held = [begun(a, whole=False) for _ in range(2)]  # two bodies begun, not finished: this address's two places
     try:
-        for conn in held:  # two bodies begun, not finished: both places taken, this address's most
-            conn.sendall(head.format("203.0.113.31").encode() + b"{")
-        assert until(lambda: serving._long_bodies["203.0.113.31"] == 2)
-        third = urllib.request.Request(app_url + "gradio_api/queue/join", data=body, method="POST",
-                                       headers={"Content-Type": "application/json", "X-Forwarded-For": "203.0.113.31"})
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(third, timeout=30)
-        assert refused.value.code == 429 and b"long requests at once" in refused.value.read()
-        waiting.sendall(head.format("198.51.100.31").encode() + body)  # another address: it waits for a place
-        assert until(lambda: serving._long_bodies["198.51.100.31"] == 1)
-        waiting.settimeout(0.5)
-        with pytest.raises(socket.timeout):
-            waiting.recv(4096)  # not answered while both places are held
+        assert until(lambda: serving._long_bodies[a] == 2)
+        third = begun(a, whole=True)  # waits for one of its own, though a place is free in all
+        assert until(lambda: serving._long_bodies[a] == 3) and unanswered(third)
+        assert answered(begun(b, whole=True))  # another address: the free place
+        held.append(begun(b, whole=False))  # now every place is held
+        assert until(lambda: serving._long_bodies[b] == 1)
+        waiting = begun(c, whole=True)
+        assert until(lambda: serving._long_bodies[c] == 1) and unanswered(waiting)
     finally:
         for conn in held:
             conn.close()
-    waiting.settimeout(30)
-    assert waiting.recv(4096).startswith(b"HTTP/1.1 ")  # a place let go: read, checked, answered
-    waiting.close()
-    assert until(lambda: not serving._long_bodies)
+    assert answered(third) and answered(waiting)  # places let go: read, checked, answered
+    assert until(lambda: not serving._long_bodies and not serving._own_places)
 
 
 def test_the_forwarded_address_is_an_ip_address_and_may_be_counted_from_the_end(monkeypatch):

@@ -108,6 +108,7 @@ LARGE_PER_CLIENT = 4  # of them from one address, waiting or held (a page with a
 # of up to three events at once)
 _long_places = anyio.Semaphore(LARGE_BODIES)
 _long_bodies = collections.Counter()  # address -> its long bodies waiting for a place or held
+_own_places: dict[str, anyio.Semaphore] = {}  # address -> its LARGE_PER_CLIENT places (while it has long bodies)
 JOINS = re.compile(r"/(queue/join|call/(v2/)?[^/]+)/?$")  # Gradio's routes that put an event in the queue
 CALLED = re.compile(r"/call/(v2/)?([^/]+)/?$")  # Gradio's routes for an endpoint by name (v2: its inputs named)
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
@@ -235,37 +236,41 @@ def _replay(body: bytes, receive, handed=lambda: None):
 
 
 class BodySlot:
-    """One of LARGE_BODIES places for a long body (past VALUE_CHARS bytes declared, or no length
-    declared), taken before it is read and let go once Gradio has read it (or the request ended): a
-    body is held whole while it is checked, and 128 bodies of 8 MiB read at once took the server from
-    0.6 to 5.5 GB (an audit). An address has at most LARGE_PER_CLIENT of them, waiting or held (429
-    past that); one waits at most BODY_SECONDS for a place (503 then)."""
+    """A place for a long body (past VALUE_CHARS bytes declared, or no length declared), taken before
+    it is read and let go once Gradio has read it (or the request ended): a body is held whole while
+    it is checked, and 128 bodies of 8 MiB read at once took the server from 0.6 to 5.5 GB (an audit).
+    At most LARGE_BODIES are held in all, LARGE_PER_CLIENT of them from one address (its others wait
+    unread, in the socket, as a page's burst of long events does); one waits at most BODY_SECONDS
+    for its place (503 then)."""
 
     def __init__(self, caller: str):
-        self.caller, self.counted, self.held = caller, False, False
+        self.caller, self.counted, self.own, self.held = caller, False, None, False
 
     async def take(self) -> tuple[int, str] | None:
         """None once held, else (status, why) refused."""
-        if _long_bodies[self.caller] >= LARGE_PER_CLIENT:
-            return 429, (f"this address is sending {_long_bodies[self.caller]} long requests at once, its most; "
-                         "send the next once one is answered")
         _long_bodies[self.caller] += 1
         self.counted = True
+        own = _own_places.setdefault(self.caller, anyio.Semaphore(LARGE_PER_CLIENT))
         with anyio.move_on_after(BODY_SECONDS):
+            await own.acquire()
+            self.own = own
             await _long_places.acquire()
             self.held = True
-        return None if self.held else (503, f"this server is reading its most long requests ({LARGE_BODIES}) at "
-                                             "once; try again shortly")
+        return None if self.held else (503, f"this server was reading its most long requests at once for {BODY_SECONDS} s; "
+                                             "try again shortly")
 
     def release(self) -> None:
         if self.held:
             self.held = False
             _long_places.release()
+        if self.own is not None:
+            self.own, own = None, self.own
+            own.release()
         if self.counted:
             self.counted = False
             _long_bodies[self.caller] -= 1
             if not _long_bodies[self.caller]:
-                del _long_bodies[self.caller]
+                del _long_bodies[self.caller], _own_places[self.caller]
 
 
 def client_address(headers, peer) -> str:
