@@ -213,3 +213,25 @@ def test_compare_drafts_says_which_ways_a_feature_draft_cannot_draft(tmp_path, t
     assert cascade["speedup"] is None and cascade["note"] == (  # in this tab's words (no 'ngram+' was typed)
         f"not run: a cascade feeds prompt lookup's guesses to a token draft; '{tmp_path / 'draft'}' reads the target's features instead")
     assert all(r["tokens_per_s"] > 0 for name, r in by_name.items() if name != "cascade (lookup -> draft)")
+
+
+@pytest.mark.parametrize("arch", ["cohere", "gemma2"])
+def test_a_feature_drafts_target_gives_its_own_logits(arch):
+    """The target of a feature draft keeps its decoder's hidden states; its logits are still the model's
+    own (they were its head applied to those states: a model whose head scales them, Cohere's logit_scale,
+    or caps them, Gemma-2's softcapping, sampled from another distribution than the target alone's)."""
+    import transformers
+
+    from playground.engine.runner import ModelRunner
+    config = {"cohere": transformers.CohereConfig, "gemma2": transformers.Gemma2Config}[arch](
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, max_position_embeddings=128, initializer_range=0.5)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    ids = torch.tensor([3, 9, 27, 5, 11])
+    plain, kept = ModelRunner(model, 64), ModelRunner(model, 64, keep_hidden=True)
+    with torch.inference_mode():
+        expected, logits = plain.prefill(ids), kept.prefill(ids)
+        hidden = model.get_decoder()(input_ids=ids[None]).last_hidden_state[0]
+    assert torch.allclose(logits, expected, atol=1e-5)
+    assert kept.hidden.shape == (5, 32) and torch.allclose(kept.hidden, hidden, atol=1e-5)

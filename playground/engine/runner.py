@@ -26,8 +26,8 @@ class ModelRunner:
     those tokens probability 0 and the acceptance rule stays exact.
 
     `keep_hidden` (the target of a feature draft): each pass also keeps the model's last hidden
-    states, `hidden` [n, H] for positions hidden_start.. (the head is then applied here, to the rows
-    the model itself would have kept, so the logits are the same)."""
+    states, `hidden` [n, H] for positions hidden_start.., taken from its decoder as the model's own
+    pass goes by (the logits are the model's: a head that scales or caps them, Cohere's or Gemma-2's, included)."""
 
     def __init__(self, model: torch.nn.Module, vocab: int, threads: int | None = None,
                  vocab_map: torch.Tensor | None = None, keep_hidden: bool = False):
@@ -85,16 +85,22 @@ class ModelRunner:
         """tree: position_ids, attention_mask and tree_runs of a token tree's pass (forward_tree)."""
         if self.t2d is not None:
             ids = self.t2d[ids]
-        if self.keep_hidden:
-            return self._full_width(self._forward_keeping_hidden(ids, keep, **tree))
-        out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep, **tree)
+        with self._hidden_kept() if self.keep_hidden else contextlib.nullcontext():
+            out = self.model(input_ids=ids[None], past_key_values=self.cache, use_cache=True, logits_to_keep=keep, **tree)
         return self._full_width(out.logits[0])
 
-    def _forward_keeping_hidden(self, ids: torch.Tensor, keep: int, **tree) -> torch.Tensor:
+    @contextlib.contextmanager
+    def _hidden_kept(self):
+        """`hidden` [n, H]: the decoder's last hidden states, kept as the pass goes by (a forward hook)."""
         self.hidden_start = self.length
-        out = self.model.get_decoder()(input_ids=ids[None], past_key_values=self.cache, use_cache=True, **tree)
-        self.hidden = out.last_hidden_state[0]  # [n, H]
-        return self.model.get_output_embeddings()(self.hidden[-keep:] if keep else self.hidden)
+
+        def keep(module, args, output):
+            self.hidden = output[0][0]
+        hook = self.model.get_decoder().register_forward_hook(keep)
+        try:
+            yield
+        finally:
+            hook.remove()
 
     @property
     def takes_trees(self) -> bool:
