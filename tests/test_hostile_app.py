@@ -17,7 +17,7 @@ import pytest
 from gradio_client import Client
 from starlette.datastructures import QueryParams
 
-from playground.ui import files, inputs as page_inputs, playground_tab
+from playground.ui import addresses, calls, files, inputs as page_inputs, playground_tab
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SYSTEM_CHARS
 from playground.presets import Settings
@@ -325,11 +325,11 @@ def notice_function() -> int:
 def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_url):
     """Gradio keeps a session's last value of every input, before the function's checks: three
     refused 7 MiB values a session (a prompt, a Markdown and an HTML input, in three calls) held
-    2.6 GiB over 128 sessions. A value is at most serving.VALUE_CHARS, or past the page's own limit
+    2.6 GiB over 128 sessions. A value is at most calls.VALUE_CHARS, or past the page's own limit
     for the long texts (a prompt: 4x), so that a text too long still gets the page's message."""
     from playground.ui import serving
     values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
-    cases = ((1, "x" * (serving.VALUE_CHARS + 1), "Target model is 16385 characters"),
+    cases = ((1, "x" * (calls.VALUE_CHARS + 1), "Target model is 16385 characters"),
              (9, "x" * (4 * MAX_PROMPT_CHARS + 1), f"Prompt is {4 * MAX_PROMPT_CHARS + 1} characters, more than this host allows ({MAX_PROMPT_CHARS})"))
     for index, value, said in cases:
         status, text = post(app_url, "/gradio_api/call/export", json.dumps({"data": values[:index] + [value]}).encode())
@@ -363,17 +363,17 @@ def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
     notice = notice_function()
     for index in (str(notice), float(notice), True):
         status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
-            {"data": ["x" * (serving.VALUE_CHARS + 1)], "fn_index": index, "session_hash": "abc"}).encode())
+            {"data": ["x" * (calls.VALUE_CHARS + 1)], "fn_index": index, "session_hash": "abc"}).encode())
         assert status == 400 and "fn_index must be a whole number" in text, (index, status, text)
     status, text = post(app_url, "/gradio_api/run/predict", json.dumps(
-        {"data": ["x" * (serving.VALUE_CHARS + 1)], "fn_index": 10**6, "session_hash": "abc"}).encode())
+        {"data": ["x" * (calls.VALUE_CHARS + 1)], "fn_index": 10**6, "session_hash": "abc"}).encode())
     assert status == 413 and "a value is 16385 characters" in text, (status, text)
-    bomb = json.dumps({"data": [[{}] * 2 * serving.MAX_CONTAINERS + ["[{" * 5000]], "fn_index": notice})
+    bomb = json.dumps({"data": [[{}] * 2 * calls.MAX_CONTAINERS + ["[{" * 5000]], "fn_index": notice})
     status, text = post(app_url, "/gradio_api/run/predict", bomb.encode())
-    assert status == 413 and f"holds over {serving.MAX_CONTAINERS} JSON objects and arrays" in text, (status, text)
-    numbers = json.dumps({"data": [[1e308] * (serving.MAX_ITEMS + 1)], "fn_index": notice})  # (7.7 MiB of them held
+    assert status == 413 and f"holds over {calls.MAX_CONTAINERS} JSON objects and arrays" in text, (status, text)
+    numbers = json.dumps({"data": [[1e308] * (calls.MAX_ITEMS + 1)], "fn_index": notice})  # (7.7 MiB of them held
     status, text = post(app_url, "/gradio_api/run/predict", numbers.encode())  # the interpreter lock 1.3 s a call)
-    assert status == 413 and f"holds over {serving.MAX_ITEMS} values, more than this host reads" in text, (status, text)
+    assert status == 413 and f"holds over {calls.MAX_ITEMS} values, more than this host reads" in text, (status, text)
     with pytest.raises(urllib.error.HTTPError) as refused:  # idle, each held the CPU polling every 50 ms
         urllib.request.urlopen(app_url + "gradio_api/dev/reload", timeout=30)
     assert refused.value.code == 403
@@ -387,7 +387,7 @@ def test_a_lone_surrogates_bytes_in_a_body_skip_no_check(app_url):
     from playground.ui import serving
     notice = notice_function()
     file = {"path": "https://example.com/x.bin", "meta": {"_type": "gradio.FileData"}}
-    for data, status in ((["x" * (serving.VALUE_CHARS + 1)], 413), ([[{}] * 50_000], 413), ([file], 403)):
+    for data, status in ((["x" * (calls.VALUE_CHARS + 1)], 413), ([[{}] * 50_000], 413), ([file], 403)):
         body = json.dumps({"data": data, "fn_index": notice, "session_hash": "SURROGATE"}).encode()
         got, text = post(app_url, "/gradio_api/run/predict", body.replace(b"SURROGATE", b"\xed\xa0\x80"))
         assert got == status, (got, text[:200])
@@ -397,12 +397,11 @@ def test_containers_are_counted_in_one_pass(monkeypatch):
     """A match was tried at every quote: an unterminated string of escaped quotes made the count
     quadratic (32 K characters took 2.9 s, 8 MiB about two days, holding the parsing lock)."""
     from types import SimpleNamespace
-    from playground.ui import serving
-    assert serving._outside_strings('{"a": "{[\\"", "b": [{}, "]"], "c": "\\\\"}', 10, 10) == (3, 9)
-    assert serving._outside_strings('[' + '"", ' * 10**6 + '""]', 10, 10) == (1, 11)  # stops once past a most
-    tried, string = [], serving.STRING
-    monkeypatch.setattr(serving, "STRING", SimpleNamespace(match=lambda text, at: tried.append(at) or string.match(text, at)))
-    assert serving._outside_strings('[{"a": 1}, "' + '\\"' * 100_000 + "]", 10, 10) == (2, 2) and tried == [2, 11]
+    assert calls._outside_strings('{"a": "{[\\"", "b": [{}, "]"], "c": "\\\\"}', 10, 10) == (3, 9)
+    assert calls._outside_strings('[' + '"", ' * 10**6 + '""]', 10, 10) == (1, 11)  # stops once past a most
+    tried, string = [], calls.STRING
+    monkeypatch.setattr(calls, "STRING", SimpleNamespace(match=lambda text, at: tried.append(at) or string.match(text, at)))
+    assert calls._outside_strings('[{"a": 1}, "' + '\\"' * 100_000 + "]", 10, 10) == (2, 2) and tried == [2, 11]
 
 
 def test_one_address_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):
@@ -467,7 +466,7 @@ def test_long_bodies_are_read_a_bounded_number_at_a_time(app_url, monkeypatch):
     monkeypatch.setattr(serving, "LARGE_PER_CLIENT", 2)
     monkeypatch.setattr(serving, "_long_places", anyio.Semaphore(3))
     url = urllib.parse.urlsplit(app_url)
-    length = serving.VALUE_CHARS + 100
+    length = calls.VALUE_CHARS + 100
     body = ('{"data": [], "fn_index": 999999, "session_hash": "abc"}').ljust(length).encode()  # (refused once read)
 
     def begun(address: str, whole: bool) -> socket.socket:
@@ -522,17 +521,17 @@ def test_the_forwarded_address_is_an_ip_address_and_may_be_counted_from_the_end(
 
     from playground.ui import serving
     proxy = ("10.16.3.80", 5000)
-    assert serving.client_address(Headers({"X-Forwarded-For": "anything-1"}), proxy) == "10.16.3.80"
-    assert serving.client_address(Headers({"X-Forwarded-For": "203.0.113.7:51234"}), proxy) == "203.0.113.7"
-    assert serving.client_address(Headers({"X-Forwarded-For": "[2001:db8:1:2::1]:443"}), proxy) == "2001:db8:1:2::/64"
+    assert addresses.client_address(Headers({"X-Forwarded-For": "anything-1"}), proxy) == "10.16.3.80"
+    assert addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.7:51234"}), proxy) == "203.0.113.7"
+    assert addresses.client_address(Headers({"X-Forwarded-For": "[2001:db8:1:2::1]:443"}), proxy) == "2001:db8:1:2::/64"
     forged = Headers({"X-Forwarded-For": "198.51.100.1, anything, 203.0.113.7"})  # a caller's two, then the proxy's
-    assert serving.client_address(forged, proxy) == "198.51.100.1"  # (the default: the first)
-    monkeypatch.setattr(serving, "PROXY_HOPS", 1)
-    assert serving.client_address(forged, proxy) == "203.0.113.7"
-    assert serving.client_address(Headers({"X-Forwarded-For": "203.0.113.8"}), proxy) == "203.0.113.8"
-    monkeypatch.setattr(serving, "PROXY_HOPS", 2)
-    assert serving.client_address(Headers({"X-Forwarded-For": "198.51.100.1, 203.0.113.7, 10.0.0.2"}), proxy) == "203.0.113.7"
-    assert serving.client_address(Headers({"X-Forwarded-For": "203.0.113.9"}), proxy) == "203.0.113.9"  # fewer: the first
+    assert addresses.client_address(forged, proxy) == "198.51.100.1"  # (the default: the first)
+    monkeypatch.setattr(addresses, "PROXY_HOPS", 1)
+    assert addresses.client_address(forged, proxy) == "203.0.113.7"
+    assert addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.8"}), proxy) == "203.0.113.8"
+    monkeypatch.setattr(addresses, "PROXY_HOPS", 2)
+    assert addresses.client_address(Headers({"X-Forwarded-For": "198.51.100.1, 203.0.113.7, 10.0.0.2"}), proxy) == "203.0.113.7"
+    assert addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.9"}), proxy) == "203.0.113.9"  # fewer: the first
     deadline = time.monotonic() + 5  # (the server lets go of it as it ends the request: just after answering)
     while serving._open["203.0.113.19"] and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -578,7 +577,7 @@ def test_a_session_keeps_at_most_the_characters_limits_py_says():
     characters a session; a new long input must say so there."""
     from playground.ui import page, serving
     inputs = {c._id for fn in page.demo.fns.values() for c in fn.inputs if not c.stateful}
-    total = sum(serving._value_chars.get(i, (serving.VALUE_CHARS,))[0] for i in inputs)
+    total = sum(calls._value_chars.get(i, (calls.VALUE_CHARS,))[0] for i in inputs)
     assert 4.2 * 2**20 < total < 4.4 * 2**20, total / 2**20
 
 
@@ -648,7 +647,7 @@ def test_gradios_own_fields_are_checked_before_it_keeps_or_echoes_them(app_url):
         status, text = post(app_url, "/gradio_api/queue/join", json.dumps(
             {"data": ["x"], "fn_index": notice, "session_hash": session}).encode())
         assert status == 400 and "session_hash must be 1 to 128 visible ASCII characters" in text, (body_size, status, text)
-    assert serving.SESSION_HASH.fullmatch(str(uuid.uuid4())) and serving.SESSION_HASH.fullmatch("x7k2m9q4w1z")
+    assert calls.SESSION_HASH.fullmatch(str(uuid.uuid4())) and calls.SESSION_HASH.fullmatch("x7k2m9q4w1z")
     for path, body in (("/gradio_api/queue/join", '{"data": ["x"], "fn_index": %d, "session_hash": NaN}' % notice),
                        ("/gradio_api/queue/join", '{"data": ["x"], "fn_index": 1e400, "session_hash": "abc"}'),
                        ("/gradio_api/cancel", '{"session_hash": "abc", "event_id": NaN, "fn_index": %d}' % notice),
@@ -657,7 +656,7 @@ def test_gradios_own_fields_are_checked_before_it_keeps_or_echoes_them(app_url):
                                                   '"event_data": {"a": [-Infinity]}}' % notice),
                        ("/gradio_api/queue/join", "NaN"), ("/gradio_api/call/generate", "[NaN]"),  # no object (a review)
                        ("/gradio_api/call/v2/generate", "[Infinity]"),
-                       ("/gradio_api/call/generate", json.dumps([float("nan"), "x" * (serving.VALUE_CHARS + 1)]))):
+                       ("/gradio_api/call/generate", json.dumps([float("nan"), "x" * (calls.VALUE_CHARS + 1)]))):
         status, text = post(app_url, path, body.encode())
         assert status == 400 and ("which JSON has no number for" in text or "session_hash must" in text), (body, status, text)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": ["x = ", "demo", 4, 0.0, 8, 0, "", "",
@@ -758,7 +757,7 @@ def test_a_link_of_thousands_of_parameters_makes_a_short_notice():
     notice = page_inputs.restore_from_url(Request())[-1]
     items = notice.split("**Link notices**\n", 1)[-1].strip().splitlines()
     assert len(items) == page_inputs.NOTICES_SHOWN + 1 and items[-1] == "- and 2981 more ignored"
-    assert "nine" in items[0] and len(notice) < serving.VALUE_CHARS  # the first notices, in the link's order
+    assert "nine" in items[0] and len(notice) < calls.VALUE_CHARS  # the first notices, in the link's order
 
     class Long:  # float()'s message quotes the whole value: one notice of 20,119 characters
         query_params = QueryParams({"preset": "demo", "top_p": "x" * 20_000})
@@ -927,7 +926,7 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
         # fn_index its body forges (a function not known: 404, test_a_call_naming_no_function_or_session_is_a_404)
         status, text = _join(app_url, index, list(args), "203.0.113.7", route)
         assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
-    monkeypatch.setattr(serving, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
+    monkeypatch.setattr(addresses, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
     status, text = _join(app_url, fn["share_link"], [], "203.0.113.7")
     assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} events queued or running" in text
     assert _join(app_url, fn["share_link"], [], "198.51.100.9")[0] == 200  # another address joins
@@ -986,9 +985,9 @@ def test_quick_events_joining_at_once_are_not_counted_as_runs(monkeypatch):
     from playground.ui import serving
     fns = {fn.api_name: index for index, fn in app.demo.fns.items()}
     join = lambda fn_index, pad=b"": json.dumps({"data": [], "fn_index": fn_index, "session_hash": "s"}).encode()[:-1] + pad + b"}"
-    long = b" " * serving.VALUE_CHARS  # a page with a long prompt sends it with each of them: read in the worker thread
-    runs = lambda body, path="/gradio_api/queue/join": (lambda fn: fn is None or fn.concurrency_id == serving.DEVICE)(
-        anyio.run(serving.refusal, body, app.demo, path)[1])
+    long = b" " * calls.VALUE_CHARS  # a page with a long prompt sends it with each of them: read in the worker thread
+    runs = lambda body, path="/gradio_api/queue/join": (lambda fn: fn is None or fn.concurrency_id == addresses.DEVICE)(
+        anyio.run(calls.refusal, body, app.demo, path)[1])
     assert not runs(join(fns["export"])) and not runs(join(fns["export"], long))
     assert not runs(b"{}", "/gradio_api/call/share_link") and not runs(b"{}", "/gradio_api/call/v2/export")
     for run in (join(fns["generate"]), join(fns["generate"], long), join(str(fns["generate"])), join(10**6), b"{}",
@@ -999,13 +998,13 @@ def test_quick_events_joining_at_once_are_not_counted_as_runs(monkeypatch):
     assert not runs(join(fns["export"]), "/gradio_api/run/generate")  # /run/ runs its fn_index, as Gradio reads it
 
     queue, caller, lane = app.demo._queue, "203.0.113.99", "constraint-check"
-    monkeypatch.setitem(serving._pending, caller, DEVICE_RUNS_PER_CLIENT)  # that many quick ones joining now
-    assert serving.share_taken(queue, caller, lane) == serving.share_taken(queue, caller) == ""
-    monkeypatch.setitem(serving._pending_lanes, (caller, serving.DEVICE), DEVICE_RUNS_PER_CLIENT)  # runs, joining now
-    assert serving.share_taken(queue, caller, lane) == ""
-    assert serving.share_taken(queue, caller) == f"{DEVICE_RUNS_PER_CLIENT} runs on the device"
-    monkeypatch.setitem(serving._pending, caller, QUEUED_PER_CLIENT)
-    assert serving.share_taken(queue, caller, lane) == f"{QUEUED_PER_CLIENT} events"
+    monkeypatch.setitem(addresses._pending, caller, DEVICE_RUNS_PER_CLIENT)  # that many quick ones joining now
+    assert addresses.share_taken(queue, caller, lane) == addresses.share_taken(queue, caller) == ""
+    monkeypatch.setitem(addresses._pending_lanes, (caller, addresses.DEVICE), DEVICE_RUNS_PER_CLIENT)  # runs, joining now
+    assert addresses.share_taken(queue, caller, lane) == ""
+    assert addresses.share_taken(queue, caller) == f"{DEVICE_RUNS_PER_CLIENT} runs on the device"
+    monkeypatch.setitem(addresses._pending, caller, QUEUED_PER_CLIENT)
+    assert addresses.share_taken(queue, caller, lane) == f"{QUEUED_PER_CLIENT} events"
 
 
 def test_one_address_holds_a_few_events_of_one_lane(monkeypatch):
@@ -1018,16 +1017,16 @@ def test_one_address_holds_a_few_events_of_one_lane(monkeypatch):
     from playground.ui import serving
     queue, caller = app.demo._queue, "203.0.113.98"
     assert QUICK_PER_LANE < QUEUED_PER_CLIENT
-    monkeypatch.setitem(serving._pending, caller, QUICK_PER_LANE)
-    monkeypatch.setitem(serving._pending_lanes, (caller, "constraint-check"), QUICK_PER_LANE)
-    assert serving.share_taken(queue, caller, "constraint-check") == f"{QUICK_PER_LANE} events of this kind"
-    assert serving.share_taken(queue, caller, "export") == serving.share_taken(queue, caller) == ""
+    monkeypatch.setitem(addresses._pending, caller, QUICK_PER_LANE)
+    monkeypatch.setitem(addresses._pending_lanes, (caller, "constraint-check"), QUICK_PER_LANE)
+    assert addresses.share_taken(queue, caller, "constraint-check") == f"{QUICK_PER_LANE} events of this kind"
+    assert addresses.share_taken(queue, caller, "export") == addresses.share_taken(queue, caller) == ""
     checks = [fn for fn in app.demo.fns.values() if fn.concurrency_id == "constraint-check"]
     assert len(checks) == 1 and checks[0].trigger_mode == "always_last"  # a page holds at most 2 there: one
     # running, the newest waiting (three events, one for each of kind, constraint and backend: a preset changed all three)
     held = collections.Counter()  # lane -> the most a page holds there: an event "once" 1, "always_last" 2 (one
     for fn in app.demo.fns.values():  # running, the newest waiting); a lane is a concurrency_id, or a function's own
-        if fn.queue and fn.fn is not None and fn.concurrency_id != serving.DEVICE:
+        if fn.queue and fn.fn is not None and fn.concurrency_id != addresses.DEVICE:
             held[fn.concurrency_id, fn.name] += {"once": 1, "always_last": 2}.get(fn.trigger_mode, QUICK_PER_LANE + 1)
     lanes = collections.Counter()
     for (lane, _), most in held.items():
@@ -1039,7 +1038,7 @@ def test_one_address_holds_a_few_events_of_one_lane(monkeypatch):
 def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():
     from starlette.datastructures import Headers
 
-    from playground.ui.serving import client_address
+    from playground.ui.addresses import client_address
     forwarded = Headers({"X-Forwarded-For": "203.0.113.7, 10.0.0.1"})
     assert client_address(forwarded, ("10.16.3.80", 5000)) == "203.0.113.7"  # a Space's proxy: the caller it names
     assert client_address(forwarded, ("127.0.0.1", 5000)) == "203.0.113.7"  # a local nginx

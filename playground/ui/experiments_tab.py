@@ -17,13 +17,13 @@ from playground.draft_ids import draft_model
 from playground.presets import constraint_of, policy_as_run
 from playground.measure import sweeps
 from playground.ui import live, plots, render
+from playground.ui.addresses import device_waiting
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
 from playground.ui.gpu import EXPERIMENT_RUNS, on_gpu, within_lease
 from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
                                           read_experiment, sweep_values)
 from playground.ui.inputs import chain_theory, page_url, settings_from_inputs, settings_to_run, typed, user_error
 from playground.ui.pacing import paced
-from playground.ui.serving import device_waiting
 from playground.ui.share import RANGES, share_url
 
 IDLE_S = 2.0  # an experiment's progress is handed to the page again this often: a closed page is noticed then

@@ -20,8 +20,8 @@ from playground.events import Round, RunResult, round_json
 from playground.metrics import engine_seconds, first_difference
 from playground.models.loading import custom_models_allowed
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models, policy_as_run
+from playground.ui.addresses import device_waiting
 from playground.ui.pacing import paced
-from playground.ui.serving import device_waiting
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
 MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second made while streaming

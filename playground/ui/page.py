@@ -11,7 +11,9 @@ from playground.models.loading import custom_models_allowed
 from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import gradio_patches, render, race
+from playground.ui.addresses import DEVICE
 from playground.ui.api import generate
+from playground.ui.calls import VALUE_CHARS, bound
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
 from playground.ui.experiments_tab import (calculator, column_headers, column_widths, empty_sweep_table, experiment_buttons, from_last_run,
                                            make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, rows_shown)
@@ -24,7 +26,6 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
                                           message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
-from playground.ui.serving import DEVICE, VALUE_CHARS, bound
 from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
@@ -248,7 +249,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     EXPERIMENT = [axis, sweep_values, sweep_prompts, variants, calc_a, calc_k, calc_c]  # EXPERIMENT_NAMES' order
 
     history = gr.State([])
-    # The long texts (any other value is at most serving.VALUE_CHARS): past the page's own limit, so that its
+    # The long texts (any other value is at most calls.VALUE_CHARS): past the page's own limit, so that its
     # message says what is too long (a pasted document: 4x), and at most what a session may keep (1.25x)
     for box, limit, room in ((prompt, MAX_PROMPT_CHARS, 4), (system, MAX_SYSTEM_CHARS, 4), (constraint, MAX_SCHEMA_TEXT_CHARS, 1.25),
                              (sweep_prompts, MAX_SWEEP_PROMPTS * MAX_PROMPT_CHARS, 1.25)):

@@ -1,0 +1,133 @@
+"""Who sent a request, and each address's share of the queue and the device: playground.ui.serving's
+guard asks `joining` before a call joins the queue.
+
+- One address holds at most DEVICE_RUNS_PER_CLIENT runs on the device and QUEUED_PER_CLIENT events
+  of any kind (a quarter of the queue), queued, running or joining: past the first, its next join of
+  the queue for a run (/queue/join, or /call/<name>, which joins it too; a function not known counts
+  as a run) is refused with the status of Gradio's own "queue full" (503; Gradio's clients show their
+  own words for it), past the second any join; the others go on. A page's first load joins three
+  quick events at once (the calculator's chart, the export, the thinking budget), none a run. A
+  run's work counts until it ends on the engine thread, also once Gradio's /cancel has taken its
+  event out of the queue (a cancel ends its constraint's compile in a worker, and work cancelled
+  while it waited for the thread never starts: playground.ui.pacing). In one quick lane (a function's, or the constraint
+  checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time.
+  The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
+  a Space's proxy, a local nginx) the first of X-Forwarded-For, or PLAYGROUND_PROXY_HOPS from its end
+  (limits.PROXY_HOPS: where the proxies in front append the caller, a caller forges the first). The
+  first by default, not the last: the last may be an inner proxy's, which would put every visitor
+  under one. An entry that is no IP address is not taken (the peer's then). An IPv6 address counts by its
+  /64 (keyed). Past SESSIONS_KEPT sessions, Gradio forgets those of the address holding the most first
+  (playground.ui.sessions: any call naming a new session_hash makes one)."""
+import collections
+import ipaddress
+import os
+from contextlib import asynccontextmanager
+
+import anyio
+from gradio.context import LocalContext
+
+from playground.limits import DEVICE_RUNS_PER_CLIENT, PROXY_HOPS, QUEUED_PER_CLIENT, QUICK_PER_LANE
+from playground.ui import pacing
+
+DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
+_joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
+_pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
+_pending_lanes = collections.Counter()  # (address, lane) -> those of them in one lane (a concurrency_id; DEVICE: runs
+# on the device, or may be: a function not known)
+
+
+def client_address(headers, peer) -> str:
+    """Who sent a request (headers: Starlette's; peer: (host, port) or None): see the module's words."""
+    host = peer[0] if peer else ""
+    try:
+        ip = ipaddress.ip_address(host)
+        proxied = ip.is_private or ip.is_loopback
+    except ValueError:  # no address (a test client's name)
+        proxied = False
+    forwarded = _forwarded_caller(headers.get("x-forwarded-for", "")) if proxied else None
+    return keyed(forwarded or host)
+
+
+def _forwarded_caller(forwarded: str) -> str | None:
+    """The caller X-Forwarded-For names: its first entry, or PROXY_HOPS entries from its end; None where
+    that is not an IP address (the peer's then: "anything-1", "anything-2", ... were each an address of
+    their own)."""
+    entries = [entry.strip() for entry in forwarded.split(",")]
+    entry = entries[-PROXY_HOPS] if PROXY_HOPS and len(entries) >= PROXY_HOPS else entries[0]
+    if entry.startswith("["):  # [IPv6]:port
+        entry = entry[1:].partition("]")[0]
+    elif entry.count(":") == 1:  # IPv4:port
+        entry = entry.partition(":")[0]
+    try:
+        return str(ipaddress.ip_address(entry))
+    except ValueError:
+        return None
+
+
+def keyed(address: str) -> str:
+    """An address as the bounds count it: an IPv6 caller by its /64 (one subscriber's network: each
+    of its 2^64 addresses had a share of its own), an IPv4 one mapped into IPv6 as itself."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False)) if ip.version == 6 else address
+
+
+def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
+    """What `caller` holds in Gradio's queue (waiting, running, or joining now) where that is its
+    whole share for one more event in `lane` (a concurrency_id; DEVICE: a run), else ""."""
+    waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
+    running = [e for job in queue.active_jobs if job for e in job]
+    mine = [e for e in waiting + running if client_address(e.request.headers, _peer(e.request)) == caller]
+    held = {e._id for e in mine}
+    cancelled = [i for i, request in pacing.handed_requests() if i not in held and request is not None
+                 and client_address(request.headers, _peer(request)) == caller]  # a run's work, going on after
+    # its event was cancelled (its constraint's compile), or waiting its turn on the engine thread
+    if len(mine) + len(cancelled) + _pending[caller] >= QUEUED_PER_CLIENT:
+        return f"{len(mine) + len(cancelled) + _pending[caller]} events"
+    in_lane = sum(e.concurrency_id == lane for e in mine) + _pending_lanes[caller, lane]
+    if lane == DEVICE and in_lane + len(cancelled) >= DEVICE_RUNS_PER_CLIENT:
+        return f"{in_lane + len(cancelled)} runs on the device"
+    return f"{in_lane} events of this kind" if lane != DEVICE and in_lane >= QUICK_PER_LANE else ""
+SERVER_PID = os.getpid()  # the process that serves the page and holds Gradio's queue
+
+
+def device_waiting() -> int:
+    """The runs waiting their turn on the device in the queue of the page whose event is being served
+    (read in that event's context, on the engine thread too), counted only while every device slot is
+    taken (with PLAYGROUND_CONCURRENCY > 1 an event sits in the queue a moment before a free slot
+    takes it); 0 outside one (the CLI, a direct call) and in another process (a ZeroGPU worker,
+    forked with a copy of the queue as it was then)."""
+    queue = getattr(LocalContext.blocks.get(None), "_queue", None)
+    waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue and os.getpid() == SERVER_PID else None
+    if not waiting or waiting.concurrency_limit is None or waiting.current_concurrency < waiting.concurrency_limit:
+        return 0
+    return len(waiting.queue)
+
+
+def _peer(request):
+    return (request.client.host, request.client.port) if request.client else None
+
+
+@asynccontextmanager
+async def joining(queue, caller: str, lane: str):
+    """-> "" with this join counted as pending until Gradio has answered it (share_taken counts it), or
+    what `caller` already holds where that is its whole share in `lane` (nothing counted then)."""
+    async with _joining:
+        held = share_taken(queue, caller, lane)
+        if not held:
+            _pending[caller] += 1
+            _pending_lanes[caller, lane] += 1
+    if held:
+        yield held
+        return
+    try:
+        yield ""
+    finally:
+        for pending, key in ((_pending, caller), (_pending_lanes, (caller, lane))):
+            pending[key] -= 1
+            if pending[key] <= 0:
+                del pending[key]

@@ -1,0 +1,252 @@
+"""What a call's body may hold, checked before Gradio reads it (playground.ui.serving's guard calls
+`refusal` with each request's body).
+
+- Gradio keeps each session's last value of every input it was sent, before the function's own
+  checks: one value is at most VALUE_CHARS characters, or what its component was `bound` to (a
+  prompt, a schema as typed: past the page's own limit, so the page's message says what is too
+  long), checked where a body is longer than that. Three refused 7 MiB values a session, in three
+  calls, held 2.6 GiB over 128 sessions (twice what limits.py said).
+  A call past VALUE_CHARS has a whole number for its fn_index (Gradio also reads "43" and 43.0,
+  whose calls were checked against no function's bounds), and its JSON holds at most MAX_CONTAINERS
+  objects and arrays outside strings (8 MiB of `[{}, {}, ...]` became 600 MB of Python objects in
+  Gradio's parses) and MAX_ITEMS values (8 MiB of numbers held the interpreter lock 1.3 s a call).
+  A call's session_hash is at most 128 visible ASCII characters (SESSION_HASH; Gradio's page sends
+  11, gradio_client a UUID's 36): Gradio keeps it as the key of every session's state, and
+  7 MB hashes from one address pinned 2.4 GB that was never given back. A call's own fields hold
+  no NaN or infinity (not_finite: Gradio's answer echoed it, FastAPI could not write it, a 500);
+  each is a 400 saying what to send.
+- A /call/ route naming no endpoint, or a /call/v2/ body naming an input its endpoint lacks, is
+  answered 404 or 400 with the names to use (misnamed_input); Gradio answered 500 and logged the
+  name whole with a traceback. So is an fn_index naming no function, or one that runs in the page
+  alone (unknown_function), and a page's stream of a session not held (playground.ui.leftovers)."""
+import json
+import math
+import re
+
+import anyio
+
+NO_FILES = "no input of this page is a file"
+MAX_CONTAINERS = 1000  # JSON objects and arrays in a call, outside its strings (a call of the page: under 10)
+MAX_ITEMS = 100_000  # values in a call (its commas and strings, outside strings): 7.7 MiB of [1e308, ...] took 1.3 s of
+# the interpreter lock to parse and measure (every thread stalled: a 32-token run took 34 s); 100,000 about 50 ms
+STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # a JSON string, escapes included (possessive: no backtracking)
+SESSION_HASH = re.compile(r"[!-~]{1,128}")  # a session's key: visible ASCII (Gradio's clients send 11 letters and digits,
+# or a UUID's 36 characters)
+VALUE_CHARS = 16 * 1024  # the most characters one value of a call may carry where its component says no more
+_value_chars: dict[int, tuple[int, int, str | None]] = {}  # component id -> (bound, limit, name) (see bound)
+CALLED = re.compile(r"/call/(v2/)?([^/]+)/?$")  # Gradio's routes for an endpoint by name (v2: its inputs named)
+_parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
+
+
+def bound(component, limit: int, room: float = 1.0, name: str | None = None) -> None:
+    """Let `component`'s values carry up to `room` times `limit` characters (past VALUE_CHARS: a
+    prompt, a schema as typed): a value past `limit` and within that room reaches the page's own
+    check, which says what is too long; a refusal says `limit` and `name` (else the label)."""
+    _value_chars[component._id] = int(limit * room), limit, name
+
+
+async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | None, object, str | None]:
+    """((status, why) or None to pass it on, the BlockFunction the call runs or None where not known, the
+    session_hash it names or None).
+    Refused: a JSON body that holds a Gradio file reference anywhere ({"path": ..., "meta": {"_type":
+    "gradio.FileData"}}, as gradio_client.utils.is_file_obj_with_meta reads it) or a value past its
+    bound (see bound). Read as FastAPI reads it (json.loads: UTF-8, -16 or -32); a body that is not
+    JSON is left to Gradio, which refuses it. A short body is parsed here; one where a file's name
+    could be (as written, or behind a \\u escape) or longer than VALUE_CHARS, in a worker thread, so
+    the server goes on answering meanwhile. (The function tells a run on the device from a quick event:
+    a page's first load joins three quick ones at once, and a page with a long prompt sends it with
+    each; all counted as runs, the third was refused while the server was slow to answer the first.)
+    A body of more than VALUE_CHARS bytes is decoded in the worker too: its text takes up to 4 bytes a
+    character (an 8 MiB body with one emoji: 32 MiB), and 128 such bodies decoded while waiting for the
+    lock took the server from 0.6 to 5.5 GB (an audit)."""
+    if len(body) > VALUE_CHARS:
+        async with _parsing:
+            return await anyio.to_thread.run_sync(_refusal_of, body, blocks, path)
+    text = _decoded(body)
+    if text is None:
+        return None, _function(blocks, None, path), None
+    if "FileData" not in text and "\\u" not in text:
+        call = parsed(text)
+        fn = _function(blocks, _fn_index(call), path)
+        return _field_refusal(call, fn, path), fn, _session(call)
+    async with _parsing:
+        return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
+
+
+def _decoded(body: bytes) -> str | None:
+    """A body's text as Starlette's json.loads reads it (UTF-8, -16 or -32; surrogatepass: a lone
+    surrogate's bytes skipped every check); None where it is no text (Gradio refuses it)."""
+    try:
+        return body.decode(json.detect_encoding(body), "surrogatepass")
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _refusal_of(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | None, object, str | None]:
+    text = _decoded(body)
+    return (None, _function(blocks, None, path), None) if text is None else _refusal(text, blocks, path)
+
+
+def parsed(text: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _fn_index(call) -> int | None:
+    """A call's fn_index where it is a whole number (Gradio reads "43" and 43.0 as 43 too: not known here)."""
+    fn_index = call.get("fn_index") if isinstance(call, dict) else None
+    return fn_index if type(fn_index) is int else None
+
+
+class _FileFound(Exception):
+    pass
+
+
+def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, object, str | None]:
+    def hook(value: dict) -> dict:  # each object as it is read, innermost first: stops at the first file
+        meta = value.get("meta")
+        if isinstance(meta, dict) and meta.get("_type") == "gradio.FileData":
+            raise _FileFound
+        return value
+    named = _function(blocks, None, path)
+    containers, items = _outside_strings(text, MAX_CONTAINERS, MAX_ITEMS) if len(text) > VALUE_CHARS else (0, 0)
+    if containers > MAX_CONTAINERS:  # (Python objects from 8 MiB of [{}, {}, ...]: 600 MB over Gradio's parses of it)
+        return (413, f"a call holds over {MAX_CONTAINERS} JSON objects and arrays, more than this host reads"), named, None
+    if items > MAX_ITEMS:
+        return (413, f"a call holds over {MAX_ITEMS} values, more than this host reads"), named, None
+    try:
+        call = json.loads(text, object_hook=hook)
+    except _FileFound:
+        return (403, f"a file in a call's data is not taken: {NO_FILES}"), named, None
+    except (ValueError, RecursionError):
+        return None, named, None
+    fn_index = call.get("fn_index") if isinstance(call, dict) else None
+    if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
+        return (400, "fn_index must be a whole number"), named, None
+    fn = _function(blocks, fn_index, path)
+    return overlong_value(call, fn) or _field_refusal(call, fn, path), fn, _session(call)
+
+
+def _session(call) -> str | None:
+    session = call.get("session_hash") if isinstance(call, dict) else None
+    return session if isinstance(session, str) else None
+
+
+def _field_refusal(call, fn, path: str) -> tuple[int, str] | None:
+    """The checks of a parsed call, short or long, past its values' bounds."""
+    return odd_session(call) or not_finite(call, path) or misnamed_input(call, fn, path) or unknown_function(call, fn, path)
+
+
+def odd_session(call) -> tuple[int, str] | None:
+    """(400, why) for a session_hash that is not SESSION_HASH's (None, or none given: Gradio's own)."""
+    session = call.get("session_hash") if isinstance(call, dict) else None
+    if session is None or isinstance(session, str) and SESSION_HASH.fullmatch(session):
+        return None
+    return 400, "session_hash must be 1 to 128 visible ASCII characters (letters, digits, punctuation)"
+
+
+def not_finite(call, path: str) -> tuple[int, str] | None:
+    """(400, why) for NaN or an infinity (NaN, Infinity, 1e400: Python's JSON reads them) in a call's
+    own fields: Gradio's answer to a field it cannot read echoes the value, which FastAPI cannot write
+    as JSON: a 500 and a traceback. The inputs (a list in "data", /call/v2/'s named ones) are the
+    functions' own to check, and each says what it takes. A body that is no object (`NaN`, `[NaN]`)
+    is read whole: Gradio refuses it, echoing it."""
+    if not isinstance(call, dict):
+        todo = [call]
+    elif (called := CALLED.search(path)) and called.group(1):
+        return None
+    else:
+        todo = [value for key, value in call.items() if key != "data" or not isinstance(value, list)]
+    while todo:  # (a short body, or one within MAX_CONTAINERS and MAX_ITEMS)
+        value = todo.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return 400, f"a call's fields hold {value}, which JSON has no number for"
+        todo += value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return None
+
+
+def _outside_strings(text: str, most_containers: int, most_items: int) -> tuple[int, int]:
+    """(objects and arrays, values: commas and strings) in a JSON text, those inside its strings left
+    out, counted until either passes its most: one pass, left to right, to an unterminated string (the
+    rest is inside it). STRING.sub tried a match at every quote: quadratic in an unterminated string
+    of escaped quotes (32 K characters took 2.9 s); 7.6 MiB of empty strings took 2.8 s counted whole."""
+    containers, items, pos = 0, 0, 0
+    while containers <= most_containers and items <= most_items:
+        quote = text.find('"', pos)
+        outside = text[pos:] if quote < 0 else text[pos:quote]
+        containers += outside.count("{") + outside.count("[")
+        items += outside.count(",")
+        if quote < 0 or (string := STRING.match(text, quote)) is None:
+            break
+        items += 1
+        pos = string.end()
+    return containers, items
+
+
+def overlong_value(call, fn) -> tuple[int, str] | None:
+    """(413, why) for the first value of a call, for the function `fn` it runs, longer than its
+    component's bound (VALUE_CHARS where the call names no function of the page); None when all fit.
+    Its values: its "data" in the inputs' order, or (/call/v2/<name>, which the README shows) its
+    inputs by parameter name, each unknown name's value bounded by VALUE_CHARS."""
+    if not isinstance(call, dict):
+        return None
+    data = call.get("data")
+    if isinstance(data, list):
+        values = zip(fn.inputs if fn else [None] * len(data), data)
+    elif data is None:  # the inputs by name: no bound applied to them before
+        by_name = dict(zip(fn.input_parameter_names, fn.inputs)) if fn else {}
+        values = ((by_name.get(name), value) for name, value in call.items())
+    else:
+        return None
+    for component, value in values:
+        size = len(value) if isinstance(value, str) else len(json.dumps(value))
+        most, limit, name = _value_chars.get(getattr(component, "_id", None), (VALUE_CHARS, VALUE_CHARS, None))
+        if size > most:
+            name = name or getattr(component, "label", None) or "a value"
+            return 413, f"{name[:60]} is {size} characters, more than this host allows ({limit})"
+    return None
+
+
+def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
+    """(404, why) for a /call/ route naming no endpoint (a /call/v2/ one: no public one); (400, why) for
+    a /call/v2/<name> body (inputs by name) naming an input its function lacks (every public one has a
+    default for each). Gradio answered each "Internal Server Error" (500) and logged a traceback, the
+    name whole (a 7 MB name: 62 MiB of log a second)."""
+    called = CALLED.search(path)
+    if called is None:
+        return None
+    by_name = called.group(1) is not None
+    if fn is None or by_name and fn.api_visibility == "private":
+        return 404, f"no endpoint {ascii(called.group(2)[:40])} here; /gradio_api/info lists them"
+    if not by_name or not isinstance(call, dict):
+        return None
+    names = list(fn.input_parameter_names)
+    wrong = next((name for name in call if name not in names and name != "oauth_token"), None)
+    return None if wrong is None else (400, f"{ascii(wrong[:40])} is not an input of /{fn.api_name}; its inputs: "
+                                            f"{', '.join(names)}")
+
+
+def unknown_function(call, fn, path: str) -> tuple[int, str] | None:
+    """(404, why) for a call by fn_index (the queue's join, /run/predict) naming no function of the
+    page, or one that runs in the page alone (no Python function): Gradio answered each 500 and
+    printed a traceback (a red-team pass: tiny calls logged 1 MiB a second)."""
+    fn_index = _fn_index(call)
+    if fn_index is None or CALLED.search(path):
+        return None
+    if fn is None:
+        return 404, f"no function {fn_index} here; /gradio_api/info lists the endpoints"
+    return (404, f"function {fn_index} runs in the page alone, not here") if fn.fn is None else None
+
+
+def _function(blocks, fn_index: int | None, path: str):
+    """The BlockFunction a call runs, as Gradio picks it: the name in a /call/ route (its body's
+    fn_index is not read there: a forged one had the guard count a /call/generate as a quick event),
+    else its fn_index (the queue's join, /run/), else the name in a /run/ route; None for none."""
+    called = re.search(r"/call/(?:v2/)?([^/]+)/?$", path)
+    run = None if called or fn_index is not None else re.search(r"/run/([^/]+)/?$", path)
+    if called or run:
+        name = (called or run).group(1)
+        return next((fn for fn in blocks.fns.values() if fn.api_name == name), None)
+    return blocks.fns.get(fn_index) if fn_index is not None else None
