@@ -1,11 +1,13 @@
 """playground.export: every preset's vLLM and SGLang commands and requests use only the option names,
 config keys and request fields read from the engines' sources (tests/data/engine_options.json);
-commands split with shlex, bodies round-trip through JSON, the transformers snippet compiles, the
+commands split with shlex, bodies round-trip through JSON, the transformers snippet compiles (and, for
+the demo pair, runs and writes the playground's text), the
 notes name what an engine cannot express, and hostile text stays inside its quotes."""
 import argparse
 import ast
 import dataclasses
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -446,3 +448,20 @@ def test_qwen3_under_a_constraint_without_a_budget_is_exported_not_thinking():
     thinking = export_setting(settings("qwen3-8b-json"))  # a budget of 384: it thinks first
     assert "chat_template_kwargs" not in thinking.vllm_request and "enable_thinking" not in thinking.transformers_code
     assert "chat_template_kwargs" not in export_setting(settings("smollm2-json", think_budget=0)).vllm_request
+
+
+@pytest.mark.parametrize("name", ["demo", "demo-ngram", "demo-cascade"])
+def test_the_transformers_snippet_runs_and_writes_the_playgrounds_text(name):
+    """The exported transformers call, run as a user pastes it (a fresh interpreter at the repository's
+    root, offline), writes the text the playground writes for the same greedy setting: its draft model,
+    prompt lookup or cascade run by transformers' own assisted generation."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    prompt, tokens = "class Stack:", "24"
+    code = export_setting(settings(name, prompt=prompt, max_new_tokens=int(tokens))).transformers_code
+    theirs = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert theirs.returncode == 0, theirs.stderr[-2000:]
+    ours = subprocess.run([sys.executable, "-m", "playground", "generate", "--preset", name, "--prompt", prompt,
+                           "--max-new-tokens", tokens, "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert ours.returncode == 0, ours.stderr[-2000:]
+    text = json.loads(ours.stdout)["text"]
+    assert len(text) > 20 and theirs.stdout == text + "\n"  # (print's newline)
