@@ -96,7 +96,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
     from playground.measure.speedup import engine_block, measure
     compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
     if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
-        make = engine_block(pair, [prompt_ids], cfg, constraint)
+        make = engine_block(pair, [prompt_ids], cfg, constraint, whole_base=True)  # (its text in the JSON)
         first = make()
         events = first.spec_runs[0]
         result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0], prompt_ids)

@@ -228,9 +228,29 @@ def test_stop_also_ends_the_target_alones_tail(monkeypatch):
     monkeypatch.setattr(speedup.session, "generate", lambda pair, ids, cfg, side, guide: (e for e in runs[side]))
     monkeypatch.setattr(speedup.session, "new_guide", lambda constraint, cfg: None)
     asked = []
-    block = engine_block(None, [[1, 2]], session.settings(k=K, max_new_tokens=200), warm=False,
+    block = engine_block(None, [[1, 2]], session.settings(k=K, max_new_tokens=200), warm=False, whole_base=True,
                          should_stop=lambda: asked.append(1) or len(asked) > 20)()
-    assert block.spec.tokens == 6 and block.base.tokens < 20  # not all 200 rounds of the target alone
+    assert block.spec.tokens == 6 and _written(block.base_runs[0]) < 20  # not all 200 rounds of the target alone
+
+
+def test_the_target_alone_stops_where_speculation_ended(monkeypatch):
+    """A sampled target alone that runs on past speculation's tokens was run to its own end, then timed
+    only up to them (Block.add): at every point of a temperature sweep, its time for nothing. It stops
+    there now; the CLI, which shows its text, runs it whole."""
+    from playground.measure import speedup
+    clock = FakeClock()
+    runs = {True: clock.run(2, 3, K), False: clock.run(200, 1, 0)}  # 6 tokens speculating; the alone run's 200
+    monkeypatch.setattr(speedup.session, "generate", lambda pair, ids, cfg, side, guide: (e for e in runs[side]))
+    monkeypatch.setattr(speedup.session, "new_guide", lambda constraint, cfg: None)
+    cfg = session.settings(k=K, max_new_tokens=200)
+    measured = engine_block(None, [[1, 2]], cfg, warm=False)()
+    whole = engine_block(None, [[1, 2]], cfg, warm=False, whole_base=True)()
+    assert _written(measured.base_runs[0]) == 6 and _written(whole.base_runs[0]) == 200
+    assert measured.base.tokens == whole.base.tokens == 6  # timed alike: up to speculation's tokens
+
+
+def _written(events: list) -> int:
+    return sum(len(e.committed) for e in events if isinstance(e, Round))
 
 
 def test_a_ratio_beyond_what_its_passes_allow_is_not_told():

@@ -205,10 +205,10 @@ def measuring(block: Callable[[], Block] | None, first: list[Block] = (), min_bl
         blocks.append(block())
 
 
-def interleave(spec: Iterator, base: Iterator) -> Iterator[tuple[str, object]]:
+def interleave(spec: Iterator, base: Iterator, rest: bool = True) -> Iterator[tuple[str, object]]:
     """Two event streams stepped side by side: each speculative event, then target-alone events
     until it has as many tokens; -> ("spec" | "base", event) in that order, the rest of the target
-    alone's at the end."""
+    alone's at the end (with `rest`; without, it stops where speculation ended)."""
     counts = {"spec": 0, "base": 0}
     base_done = False
     for event in spec:
@@ -221,29 +221,32 @@ def interleave(spec: Iterator, base: Iterator) -> Iterator[tuple[str, object]]:
                 break
             counts["base"] += _tokens(event)
             yield "base", event
-    if not base_done:
+    if rest and not base_done:
         for event in base:
             yield "base", event
 
 
 def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: bool = True,
-                 should_stop: Callable[[], bool] = lambda: False) -> Callable[[], Block]:
+                 should_stop: Callable[[], bool] = lambda: False, whole_base: bool = False) -> Callable[[], Block]:
     """A maker of blocks: each prompt's speculative run and the target alone, interleaved round by
     round, one prompt after the other (runs never hold the models' caches at once). With `warm`,
     both run once until the speculative side has written WARM_TOKENS, so one-time costs stay out of
     every block (with the run's own settings: a compiled run's cache size follows its max new tokens,
     and a shorter warm-up compiled graphs and kept a cache of a size the blocks never use). Once
-    `should_stop()` is true a block ends where it is (callers do not count a block cut short)."""
+    `should_stop()` is true a block ends where it is (callers do not count a block cut short). The
+    target alone stops once it has as many tokens as speculation wrote (Block.add times no more of it;
+    a sampled draw that runs on past them took its own time at every point of a temperature sweep),
+    or with `whole_base` runs to its own end (the CLI shows its text)."""
     def run(block: Block, ids: list[int], most: int | None = None) -> None:  # most: speculative tokens, then end
         guides = [session.new_guide(constraint, cfg) for _ in range(2)]
         spec, base = (session.generate(pair, ids, cfg, side, guide) for side, guide in zip((True, False), guides))
         seen, written = {"spec": [], "base": []}, 0
-        for side, event in interleave(spec, base):
+        for side, event in interleave(spec, base, rest=whole_base):
             if should_stop() or (most is not None and written >= most):
-                spec.close(), base.close()
                 break
             seen[side].append(event)
             written += _tokens(event) if side == "spec" else 0
+        spec.close(), base.close()
         block.add(seen["spec"], seen["base"], guides[0])
 
     def block() -> Block:
