@@ -1295,6 +1295,27 @@ def test_a_share_link_carries_a_dynamic_tree_and_refuses_a_bad_one():
     assert restored.tree == "" and "1 to 64 nodes" in notices[0]
 
 
+def test_a_links_values_open_as_they_were_made_or_not_at_all():
+    """A links fuzzer's finds: a tree Run refuses ('2,2 3') went into a link that opened as another tree
+    ('2,2+3': a prompt-lookup branch), unsaid; a cascade the Draft box does not offer opened in it, and
+    Run refused the box's value; '--5' or a 5,000-digit k noticed in Python's own words; /generate read a
+    bare query holding a '?' as an address and ran the default preset."""
+    from playground.ui import share
+    with pytest.raises(PlaygroundError, match="it would open as '2,2\\+3'"):
+        share.to_query(Settings(preset="demo", tree="2,2 3"))
+    made = dict(urllib.parse.parse_qsl(share.to_query(Settings(preset="demo", tree="2,2+3"))))
+    assert from_query(made, False)[0].tree == "2,2+3"  # (a tree with a branch goes in as it is)
+    page, notices = from_query({"preset": "demo", "draft": "ngram+demo-target"}, False, page_inputs.DRAFTS)
+    assert page.draft == "demo-draft" and "the Draft box does not offer it" in notices[0]
+    assert from_query({"preset": "demo", "draft": "ngram+demo-target"}, False) == (
+        Settings(**{**dataclasses.asdict(page), "draft": "ngram+demo-target"}), [])  # the API runs what the host runs
+    for k in ("--5", "9" * 5000):
+        assert from_query({"k": k}, False)[1][0].endswith(("must be a whole number in ASCII digits", "must be between 1 and 16"))
+    asked = page_api._base_settings("", "preset=demo&k=7&prompt=Why?")
+    assert (asked.preset, asked.k, asked.prompt) == ("demo", 7, "Why?")
+    assert page_api._base_settings("", "http://host:7860/?preset=demo&k=5&prompt=a?b").k == 5
+
+
 @pytest.mark.parametrize("answer", ['"abc"', '"{\\"injected\\": [1, 2, 3]}"', "3", "true", "null", '{"a": [1]}', "[1, 2]"])
 def test_the_json_view_shows_any_json_value_as_written(answer):
     """A schema whose answer is a string (`{"enum": ["abc"]}`) lost the whole run: gr.JSON parsed the

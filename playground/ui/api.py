@@ -92,7 +92,8 @@ def _base_settings(preset: str, link: str) -> Settings:
             raise PlaygroundError(f"unknown preset '{name[:40]}'; available: {', '.join(PRESETS)}")
         return Settings.from_preset(PRESETS[name])
     at_most(len(link), MAX_LINK_CHARS, "the length of the link (characters)")
-    query = urllib.parse.urlsplit(link).query if "?" in link else link
+    head, asked, _ = link.partition("?")  # a page's address, or its query alone (whose values may hold a '?')
+    query = urllib.parse.urlsplit(link).query if asked and not {"=", "&"} & set(head) else link
     params, repeated = last_of_each(urllib.parse.parse_qsl(query, keep_blank_values=True))
     _, _, params, ignored = experiment_from_query(params)  # an Experiments link's own inputs are not a run's (the
     settings, notices = from_query(params, custom_models_allowed())  # link was refused), but checked as the page's

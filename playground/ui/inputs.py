@@ -346,7 +346,7 @@ def restore_from_url(request: gr.Request):
     the notices."""
     params, repeated = last_of_each(request.query_params.multi_items()) if request is not None else ({}, [])
     experiment, opens, params, notices = experiment_from_query(params)
-    settings, more = from_query(params, custom_models_allowed()) if params else (DEFAULT, [])
+    settings, more = from_query(params, custom_models_allowed(), DRAFTS) if params else (DEFAULT, [])
     note = _listed(repeated + more + notices)
     return [*inputs_from_settings(settings), preset_note(settings.preset), constraint_section(settings),
             advanced_section(settings), *experiment.inputs(), gr.Tabs(selected=TAB) if opens else gr.skip(), note and f"**Link notices**\n{note}"]

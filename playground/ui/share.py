@@ -22,8 +22,11 @@ NOT_UTF8 = "\ufffd"  # what a link's values read as where their bytes are not UT
 def whole_number(lo, hi):
     """A parser of a link's whole number in [lo, hi] (number, text_within: the same for the others)."""
     def parse(v: str) -> int:
-        if not v.lstrip("-").isascii() or not v.lstrip("-").isdigit():  # int() also reads '1_0' and '٤'
+        digits = v[1:] if v.startswith("-") else v
+        if not digits.isascii() or not digits.isdigit():  # int() also reads '1_0' and '٤' (and said "invalid literal")
             raise ValueError("must be a whole number in ASCII digits")
+        if len(digits.lstrip("0")) > 30:  # (past 4,300 digits int() asked for sys.set_int_max_str_digits())
+            raise ValueError(f"must be between {lo} and {hi}")
         return _ranged(int(v), lo, hi)
     return parse
 
@@ -107,9 +110,11 @@ def to_query(settings: Settings) -> str:
     keep = {k: _encode(v) for k, v in values.items() if k == "preset" or not _same(k, v, getattr(base, k))}
     for key, text in keep.items():  # a link that says a value its reader ignores is not the run it was made from
         try:
-            PARSERS[key](text)
+            read = PARSERS[key](text)
         except ValueError as exc:
             raise PlaygroundError(f"{key}={text[:40]!r} cannot go into a link: {exc}") from None
+        if read != values[key]:  # (a tree '2,2 3', which Run refuses, opened as '2,2+3', a tree with a lookup branch)
+            raise PlaygroundError(f"{key}={text[:40]!r} cannot go into a link: it would open as {read!r}")
     return urllib.parse.urlencode(keep)
 
 
@@ -137,9 +142,10 @@ def last_of_each(pairs) -> tuple[dict[str, str], list[str]]:
                     for key, n in seen.items() if n > 1]
 
 
-def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, list[str]]:
+def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | None = None) -> tuple[Settings, list[str]]:
     """Query parameters -> (settings, notices about what was ignored). Without a preset the link's
-    values apply to the default preset's settings."""
+    values apply to the default preset's settings. `drafts`: those a page's Draft box offers (a link
+    opens on no other: the box refused it at Run), else every one the host runs (the web API)."""
     notices, parsed = [], {}
     for key, raw in params.items():
         if key.startswith("__") or key in GRADIO_KEYS:  # the hosting page's (Spaces adds __sign) or Gradio's
@@ -162,7 +168,7 @@ def from_query(params: dict[str, str], allow_custom: bool) -> tuple[Settings, li
             notices.append(f"unknown preset '{name[:40]}': using '{fallback.name}'")
         name = fallback.name
     settings = Settings.from_preset(presets[name])
-    _check_models(parsed, presets, allow_custom, notices)
+    _check_models(parsed, presets, allow_custom, notices, drafts)
     _one_constraint(parsed, notices)
     settings = dataclasses.replace(settings, **parsed)
     _check_pair(settings, presets, notices)
@@ -192,14 +198,18 @@ def _one_constraint(parsed: dict, notices: list[str]) -> None:
         parsed |= {name: "" for name in CONSTRAINT_FIELDS if name != carried[0]}
 
 
-def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list[str]) -> None:
+def _check_models(parsed: dict, presets: dict, allow_custom: bool, notices: list[str], drafts: list[str] | None) -> None:
     """Only models that some preset uses may come from a link, unless the host opts in; never a way
     of drafting (prompt lookup, a cascade, a feature draft) as the target. The presets' models are
-    checked first: telling a feature draft looks for its folder, which a link must not make it do."""
+    checked first: telling a feature draft looks for its folder, which a link must not make it do.
+    On a page, only a draft its Draft box offers (the host runs a cascade over any of its models,
+    the box offers the presets' own)."""
     known = hosted_models(presets)
     for key in ("target", "draft"):
         if not allow_custom and key in parsed and parsed[key] not in known:
             notices.append(f"ignored {key}={parsed.pop(key)!r}: this host only runs the models of its presets")
+    if not allow_custom and drafts is not None and parsed.get("draft", drafts[0]) not in drafts:
+        notices.append(f"ignored draft={parsed.pop('draft')!r}: the Draft box does not offer it (its cascades are the presets')")
     if "target" in parsed and is_way_of_drafting(parsed["target"]):
         notices.append(f"ignored target={parsed.pop('target')!r}: a way of drafting, not a model that writes on its own")
 
