@@ -549,8 +549,8 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
     component) of the event handler (named "export_view") ... TypeError"; a typed 100 "Value 100 is
     greater than maximum value 16.". A script's wrong choice or NaN seed names its box too."""
     values = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
-    for k, said in ((None, "Draft length k is empty: type a number from 1 to 16"),
-                    (100, "Draft length k takes a number from 1 to 16, not 100")):
+    for k, said in ((None, "Draft length k is empty: type a number from 1 to 16 (the page's box turns it into 1 when you leave it)"),
+                    (100, "Draft length k takes a number from 1 to 16, not 100 (the page's box turns it into 16 when you leave it)")):
         with pytest.raises(Exception, match=re.escape(said)) as caught:
             client.predict(*values[:3], k, *values[4:], api_name="/export")
         assert "preprocess" not in str(caught.value)

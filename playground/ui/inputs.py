@@ -137,17 +137,22 @@ def settings_to_run(*values) -> Settings:
 def _named_refusals(own):
     """gr.Slider.preprocess, its refusals naming the slider: an emptied box was "Could not preprocess
     input component at index 3 (a `slider` component) ... TypeError", a typed 100 "Value 100 is
-    greater than maximum value 16." (the box then takes the nearest value it allows). Set on the class:
+    greater than maximum value 16." (the box then takes the nearest value it allows, and the message says
+    so: a run then used it after an "Error"). Set on the class:
     Gradio remakes a component from its constructor's arguments for a session once a callback updates
     it (k's label, the thinking budget), and writes a .pyi beside the module of any subclass."""
     def preprocess(self, payload):
         span = f"from {self.minimum:g} to {self.maximum:g}"
         if payload is None:
-            raise gr.Error(f"{self.label} is empty: type a number {span}", print_exception=False)
+            raise gr.Error(f"{self.label} is empty: type a number {span} (the page's box turns it into {self.minimum:g} "
+                           "when you leave it)", title="Not a number", print_exception=False)
         if not isinstance(payload, (int, float)):  # a string from a script: Gradio's TypeError, with a traceback
             raise gr.Error(f"{self.label} takes a number {span}, not {str(payload)[:40]!r}", print_exception=False)
-        if not self.minimum <= payload <= self.maximum:
-            raise gr.Error(f"{self.label} takes a number {span}, not {payload:g}", print_exception=False)
+        if not self.minimum <= payload <= self.maximum:  # the box sends what was typed, then takes the nearest
+            # number in range once left (Gradio's Slider): a run after "Error" for a typed 40 used 16, unsaid
+            nearest = min(max(payload, self.minimum), self.maximum)
+            raise gr.Error(f"{self.label} takes a number {span}, not {payload:g} (the page's box turns it into "
+                           f"{nearest:g} when you leave it)", title="Out of range", print_exception=False)
         return own(self, payload)
     preprocess.named = True
     return preprocess
