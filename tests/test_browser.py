@@ -579,6 +579,8 @@ def test_the_tree_tab_draws_each_rounds_drafts(page, app_url, tree, nodes):
         assert verified == nodes if "+" not in tree else 6 <= verified <= nodes
     box = page.locator("#tree-view").bounding_box()
     assert box["height"] <= 480  # bounded: a wide tree scrolls inside the view
+    sizes = page.locator("#tree-view .tnode").evaluate_all("nodes => nodes.map(n => getComputedStyle(n).fontSize)")
+    assert set(sizes) == {"13px"}  # every depth alike (Gradio's .prose ul ul took 10% a level: depth 9 was 5 px)
     page.screenshot(path=str(ARTIFACTS / f"tree-view-{tree or 'chain'}.png"))
 
 

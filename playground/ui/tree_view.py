@@ -17,6 +17,8 @@ CSS = """
 .treeview .tround { margin: 4px 0 10px; }
 .treeview .thead { font-size: 12px; color: var(--block-label-text-color); }
 .treeview ul { list-style: none; margin: 0; padding-left: 16px; border-left: 1px dotted #9ca3af; }
+.treeview.treeview ul ul { font-size: inherit; margin: 0; padding-inline-start: 16px; }  /* (over Gradio's .prose ul ul,
+   90%% at each level: depth 9 was 5 px) */
 .treeview li { margin: 1px 0; white-space: nowrap; }
 .treeview .tnode { border-radius: 3px; padding: 0 3px; }
 .treeview .tnode.kept { background: %s26; border-bottom: 3px solid %s; }
