@@ -26,6 +26,8 @@ CSS = """
    lines tall) times their line count: a one-line schema opened 300-700 px tall, an export box twice its text */
 #constraint-editor .cm-scroller { min-height: 8em !important; }
 #export-vllm .cm-scroller, #export-sglang .cm-scroller { min-height: 0 !important; }
+#constraint-editor label[data-testid="block-label"] { padding-right: 80px; }  /* its words wrap before the
+   download and copy buttons (a phone's 390 px hid 'spaces here;' under them) */
 .tokstream { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7;
              white-space: pre-wrap; word-break: break-word; padding: 10px; border-radius: 8px;
              border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
