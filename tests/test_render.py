@@ -311,9 +311,14 @@ def test_the_run_charts_write_their_numbers():
                for i, a in enumerate((0, 2, 3, 2))]
     assert list(plots.accepted_histogram(rounds, 3).data[0].text) == ["1", "0", "2", "1"]
     survival, conditional = plots.acceptance_by_position(rounds).data
-    assert list(survival.text) == ["0.75", "0.75", "0.25"] and list(conditional.text) == ["0.75", "1.00", "0.33"]
+    assert list(survival.text) == ["0.75", "0.75", "0.25"] and list(conditional.text) == ["", "1.00", "0.33"]  # (one
+    # number where both are the same: two ran into each other)
     line = plots.cumulative_tokens(rounds).data[0]
-    assert line.text[-1] == "11 tokens, 4 passes" and not any(line.text[:-1])
+    assert line.name == "speculative: 11 tokens, 4 passes"  # (in the legend: two lines' ends written on them collided)
+    none = [Round(index=i, tokens=[TokenEvent(CORRECTED, 2, "b")], proposed=3, accepted=0, target_passes=1, draft_passes=3,
+                  draft_s=0.1, target_s=0.2, wall_s=0.4, k=3) for i in range(2)]
+    survival, conditional = plots.acceptance_by_position(none).data  # all 0: the conditional's numbers above it
+    assert list(survival.text) == ["0.00"] * 3 and not any(conditional.text) and list(conditional.textposition) == ["top center"] * 3
     stats = {"wall_s": 1.6, "draft_s": 0.4, "target_s": 0.8}
     assert [bar.text[0] for bar in plots.time_split(stats).data] == ["0.40 s", "0.80 s", "0.40 s"]
 

@@ -49,12 +49,16 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
 
 
 def acceptance_by_position(events) -> go.Figure:
+    """Each point's rate written above it (survival's) or below it (the conditional's, above it near 0, where
+    below ran into the axis's numbers); where both are the same the one number stands for both."""
     survival, conditional = position_acceptance(events)
     xs = list(range(1, len(survival) + 1))
-    fig = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers+text", name=name, text=[f"{y:.2f}" for y in ys],
+    below = ["top center" if y < 0.15 else "bottom center" for y in conditional]
+    own = [f"{c:.2f}" if f"{c:.2f}" != f"{s:.2f}" else "" for s, c in zip(survival, conditional)]
+    fig = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers+text", name=name, text=text,
                                 textposition=where, cliponaxis=False)
-                     for ys, name, where in ((survival, "prefix survival P(kept 1..i)", "top center"),
-                                             (conditional, "conditional P(kept i | kept 1..i-1)", "bottom center"))])
+                     for ys, name, text, where in ((survival, "prefix survival P(kept 1..i)", [f"{y:.2f}" for y in survival], "top center"),
+                                                   (conditional, "conditional P(kept i | kept 1..i-1)", own, below))])
     fig.update_xaxes(dtick=1)  # whole positions (plotly's own ticks put 1.5 and 2.5 between them)
     return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i",
                              yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)
@@ -76,10 +80,9 @@ def cumulative_tokens(events, baseline_events=()) -> go.Figure:
     fig = go.Figure()
     for name, evs, colour in (("speculative", events, COLOURS["bonus"]), ("target only", baseline_events, "#6b7280")):
         if evs:
-            xs, ys = _cumulative(evs)
-            end = [""] * (len(xs) - 1) + [f"{ys[-1]} tokens, {xs[-1]} passes"]  # at the line's end
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+text", name=name, line=dict(color=colour), text=end,
-                                     textposition="top left", cliponaxis=False))
+            xs, ys = _cumulative(evs)  # the line's end in its legend entry (two ends written on the lines ran
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour),  # into each other)
+                                     name=f"{name}: {ys[-1]} tokens, {xs[-1]} passes"))
     return fig.update_layout(title="Tokens written vs target passes", xaxis_title="target forward passes",
                              yaxis_title="tokens", **LAYOUT)
 
