@@ -209,7 +209,8 @@ LOW_CONTRAST_JS = """root => {
 def test_every_text_reads_at_4_5_to_1(page, app_url, theme):
     """Gradio's default theme drew Run white on orange (2.8:1), the chosen tab's name orange on white
     (2.8:1), Stop white on red (3.8:1), the sliders' ends and the footer light grey (1.9:1): ui/theme.py."""
-    page.goto(f"{app_url}?preset=demo-json&max_new_tokens=48&__theme={theme}")  # (a schema in its editor)
+    whole = urllib.parse.quote(json.dumps({"const": {"a": [1, 2.5, "b", True, None]}}))  # forced whole: the JSON tab
+    page.goto(f"{app_url}?preset=demo-json&schema={whole}&max_new_tokens=48&__theme={theme}")  # shows every colour of its view
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     page.locator("#run-button").click()
     expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)

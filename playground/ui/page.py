@@ -162,7 +162,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         tree_html = gr.HTML(tree_view([]))
                     with gr.Tab("JSON"):
                         pretty = gr.JSON(label="Parsed output (a JSON Schema run's answer; empty when its text "
-                                               "is not whole JSON)", open=True)
+                                               "is not whole JSON)", open=True, elem_id="json-view")
                     with gr.Tab("Export", elem_id="export-tab") as export_tab:
                         gr.Markdown("The settings as they stand now (kept current as you change them, so not "
                                     "necessarily the run shown in the other tabs), ready to serve at scale: launch "
