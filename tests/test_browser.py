@@ -489,22 +489,28 @@ def test_the_schema_option_shows_with_a_schema_and_a_disabled_stop_looks_disable
     expect(page.locator("#schema-in-prompt")).to_be_visible(timeout=30_000)
 
 def test_on_a_phone_the_constraint_editors_label_wraps_before_its_buttons(page, app_url):
-    """At 390 px the label's 'spaces here;' lay under the editor's download and copy buttons (a walk-through)."""
-    phone = page.context.browser.new_page(viewport={"width": 390, "height": 900})
+    """At 390 px the label's 'spaces here;' lay under the editor's download and copy buttons, and plotly's
+    tool bar (always shown on a touch screen) over each chart's title (a walk-through)."""
+    narrow = page.context.browser.new_page(viewport={"width": 390, "height": 900})
+    touch = page.context.browser.new_context(viewport={"width": 390, "height": 900}, has_touch=True, is_mobile=True)
     try:
-        phone.goto(f"{app_url}?preset=demo-json")
-        expect(phone.locator("#constraint-editor")).to_be_visible(timeout=30_000)
-        edges = phone.evaluate("""() => {
+        narrow.goto(f"{app_url}?preset=demo-json")
+        expect(narrow.locator("#constraint-editor")).to_be_visible(timeout=30_000)
+        edges = narrow.evaluate("""() => {
             const label = document.querySelector('#constraint-editor [data-testid=block-label]');
             const buttons = document.querySelector('#constraint-editor .icon-button-wrapper').getBoundingClientRect();
             const words = document.createRange();
             words.selectNodeContents(label);
             return [Math.max(...[...words.getClientRects()].map(r => r.right)), buttons.left]; }""")
         assert edges[0] <= edges[1], edges  # the words' right edge, the buttons' left
+        phone = touch.new_page()
+        phone.goto(f"{app_url}?preset=demo&tab=experiments")  # the calculator's chart
+        bar = phone.locator(".js-plotly-plot .modebar-container").first
+        expect(bar).to_be_attached(timeout=30_000)
+        assert bar.evaluate("e => getComputedStyle(e).display") == "none"
     finally:
-        phone.close()
-
-
+        narrow.close()
+        touch.close()
 
 def test_a_grammar_from_an_example_is_checked_and_a_linked_one_runs(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=24&prompt=x%20%3D%20&grammar=" + urllib.parse.quote('root ::= [0-9]{1,3} ";"'))

@@ -114,6 +114,8 @@ input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2
   #preset-note * { font-size: 13px !important; line-height: 1.4 !important; }  /* as a setting's help text */
   #constraint-editor .cm-editor { max-height: 40vh; }  /* a link's 28-line schema, wrapped, put Run 2.4 screens
      down: it scrolls within its box */
+  .js-plotly-plot .modebar-container { display: none; }  /* a touch screen shows plotly's tool bar always, over
+     each chart's title ('Accepted draft tokens per round' read through nine icons) */
 }
 /* Dark mode: the amber, green and red words above are drawn for white (the amber note read 3.8:1 on dark) */
 .dark :is(.constraint-note, .badge-stopped), .dark .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before
