@@ -1311,6 +1311,10 @@ def test_a_links_values_open_as_they_were_made_or_not_at_all():
         Settings(**{**dataclasses.asdict(page), "draft": "ngram+demo-target"}), [])  # the API runs what the host runs
     for k in ("--5", "9" * 5000):
         assert from_query({"k": k}, False)[1][0].endswith(("must be a whole number in ASCII digits", "must be between 1 and 16"))
+    blank = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
+    blank[page_inputs.SETTING_NAMES.index("kind")], blank[page_inputs.SETTING_NAMES.index("constraint")] = "regex", "  \n"
+    with pytest.raises(gr.Error, match="the constraint is empty"):  # (its link opened on no constraint, unsaid)
+        page_inputs.make_share_link(None, *blank)
     asked = page_api._base_settings("", "preset=demo&k=7&prompt=Why?")
     assert (asked.preset, asked.k, asked.prompt) == ("demo", 7, "Why?")
     assert page_api._base_settings("", "http://host:7860/?preset=demo&k=5&prompt=a?b").k == 5

@@ -122,8 +122,8 @@ SETTING_NAMES = tuple(inspect.signature(settings_from_inputs).parameters)
 
 
 def settings_to_run(*values) -> Settings:
-    """settings_from_inputs, for a run: a kind of constraint picked with its box left empty is refused
-    (it ran unconstrained, without a word; a share link or an export of it carries no constraint)."""
+    """settings_from_inputs, for a run or its share link: a kind of constraint picked with its box left empty
+    is refused (it ran unconstrained, without a word; a link of it opened on no constraint)."""
     named = dict(zip(SETTING_NAMES, values))
     kind, text = named.get("kind"), named.get("constraint")
     if kind in KIND_FIELDS and isinstance(text, str) and not text.strip():
@@ -372,7 +372,8 @@ def _listed(notices: list[str]) -> str:
 def make_share_link(request: gr.Request, *values) -> str:
     """A link to this page (whatever host and port serve it) that restores every setting."""
     try:
-        return share_url(page_url(request), settings_from_inputs(*values))
+        return share_url(page_url(request), settings_to_run(*values))  # (a kind picked, its box blank: the link
+        # carried the blanks, and opened on no constraint, unsaid)
     except PlaygroundError as exc:
         raise user_error(exc, stays=True) from None  # (the link box shows nothing: the popup is the only word)
 
