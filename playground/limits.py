@@ -98,7 +98,7 @@ CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `re
 # The web server: a run's body holds at most a 1 MiB schema as typed plus the prompts (4.9 MB at
 # worst when a client escapes every non-ASCII character as \uXXXX; browsers and gradio_client send
 # UTF-8). Gradio keeps each session's last value of every input in memory, so only the newest
-# SESSIONS_KEPT sessions are kept (not 10,000), and each value is bounded (playground.ui.serving:
+# SESSIONS_KEPT sessions are kept (not 10,000), and each value is bounded (playground.ui.calls:
 # about 4.3 Mi characters for all the inputs of a session, 0.54 GiB over 128 sessions; up to 4 bytes a
 # character: 2.2 GiB); at most QUEUE_SIZE events wait, each holding its body (256 MiB), and at most 16 bodies
 # past 16 KiB are read and checked at once (playground.ui.serving.BodySlot: 128 MiB).

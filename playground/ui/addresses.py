@@ -44,8 +44,16 @@ def client_address(headers, peer) -> str:
         proxied = ip.is_private or ip.is_loopback
     except ValueError:  # no address (a test client's name)
         proxied = False
-    forwarded = _forwarded_caller(headers.get("x-forwarded-for", "")) if proxied else None
+    forwarded = _forwarded_caller(_forwarded_for(headers)) if proxied else None
     return keyed(forwarded or host)
+
+
+def _forwarded_for(headers) -> str:
+    """Every X-Forwarded-For line as one list: a proxy may add a line of its own instead of appending to
+    the caller's (HAProxy's forwardfor), which the first line alone would leave out. (Starlette's headers;
+    a request Gradio kept as a plain mapping holds one line.)"""
+    lines = getattr(headers, "getlist", None)
+    return ", ".join(lines("x-forwarded-for")) if lines else headers.get("x-forwarded-for", "")
 
 
 def _forwarded_caller(forwarded: str) -> str | None:

@@ -116,9 +116,9 @@ class RequestGuard:
             with leftovers.stream_open(queue, scope):
                 return await self.app(scope, receive, send)
         slot = BodySlot(caller)
-        if (declared is None or int(declared) > VALUE_CHARS) and (refused := await slot.take()):
-            return await refuse(send, *refused)
-        try:
+        try:  # (a refused or cancelled wait lets go of what it took too: four 503s left an address no place)
+            if (declared is None or int(declared) > VALUE_CHARS) and (refused := await slot.take()):
+                return await refuse(send, *refused)
             await self.received(scope, receive, send, caller, slot)
         finally:
             slot.release()
@@ -193,7 +193,7 @@ class BodySlot:
             self.own = own
             await _long_places.acquire()
             self.held = True
-        return None if self.held else (503, f"this server was reading its most long requests at once for {BODY_SECONDS} s; "
+        return None if self.held else (503, f"no place to read a long request came free within {BODY_SECONDS} s; "
                                              "try again shortly")
 
     def release(self) -> None:
