@@ -68,6 +68,18 @@ def test_an_adaptive_policys_cards_say_k_is_a_ceiling_and_how_little_was_drafted
     assert "of k = 8</small>" in metrics(summarize([guessed] * 2, 0.02), 8)  # fixed k: as before
 
 
+def test_the_acceptance_card_names_alpha_beside_its_rate():
+    """"acceptance rate 0.36" beside the theory card's "α = 0.57" read as two acceptances that disagree (a
+    walk-through): the rate's card says which share α is."""
+    from playground.metrics import summarize
+    from playground.ui.render import metrics
+    chain = Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(REJECTED, 3, "c"), TokenEvent(CORRECTED, 2, "b")], 3, 1, 1, 3,
+                  0.0, 0.0, 0.01, k=3)  # one kept, one refused, the third never judged
+    shown = metrics(summarize([chain] * 2, 0.02), 3)
+    assert "<b>0.33</b><small>accepted / proposed draft tokens" in shown
+    assert "of the guesses judged, α = 0.50 were kept): 2 of 6" in shown
+
+
 def test_the_verdict_carries_what_the_engine_did_not_enforce():
     html_text = render.validity_badge(True, None, ["not enforced while writing (checked after the run): <uniqueItems>"])
     assert 'id="valid-badge">valid<' in html_text and 'class="constraint-note"' in html_text

@@ -271,7 +271,7 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         return '<div class="metrics"></div>'
     alpha, drafted = stats["token_acceptance"], stats["proposed"] > 0  # nothing drafted: no rate to give
     cards = [
-        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", _rate_detail(k, drafted)
+        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", _rate_detail(k, drafted, alpha)
          + (f": {stats['accepted']} of {stats['proposed']}" if drafted else "")),
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a", _per_round_detail(stats, k, policy)),
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
@@ -311,10 +311,12 @@ def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
     return most + (f"; {counted(idle, 'round')} drafted nothing" if idle else "")
 
 
-def _rate_detail(k: int | str, drafted: bool) -> str:
-    """What the acceptance rate divides: a chain's drafts, or a tree's nodes (k names the tree)."""
+def _rate_detail(k: int | str, drafted: bool, alpha: float) -> str:
+    """What the acceptance rate divides: a chain's drafts, or a tree's nodes (k names the tree); a chain's
+    α beside it (the theory card's: two acceptances, 0.36 and 0.57, read as a contradiction)."""
     if isinstance(k, int):
-        counted, more = "accepted / proposed draft tokens", " (the guesses after a rejection count as not kept)"
+        counted, more = "accepted / proposed draft tokens", (" (the guesses after a rejection count as not kept; "
+                                                             f"of the guesses judged, α = {alpha:.2f} were kept)")
     else:
         counted, more = "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)", ""
     return counted + (more if drafted else ": nothing was drafted")
