@@ -252,6 +252,17 @@ def test_links_and_presets_stay_inside_what_the_sliders_show():
             f"ignored temperature={typed!r}: must be a number in ASCII digits, such as 0.7"]
 
 
+def test_a_schema_left_under_another_kind_is_named_as_one():
+    """Switching the kind keeps the editor's text: a schema read as a regex was refused with llguidance's
+    "repetition operator missing expression" alone (a walk-through); a text that is no schema gets no hint."""
+    schema = '{"type": "object", "properties": {"name": {"type": "string"}}}'
+    for kind in ("regex", "grammar"):
+        told = html.unescape(page_inputs.check_constraint(kind, schema))
+        assert "badge-bad" in told and told.endswith("; this text is a JSON schema: set Constraint to JSON schema</span>")
+    assert "JSON schema: set" not in html.unescape(page_inputs.check_constraint("regex", "[a-z]+ {"))
+    assert "JSON schema: set" not in html.unescape(page_inputs.check_constraint("regex", "{" * 5000 + "}" * 5000))
+
+
 def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_constraint(monkeypatch):
     """xgrammar compiles a look-ahead by dropping it: the badge said "looks fine", and llguidance's
     refusal recommended xgrammar as reading it. A reading past READ_SECONDS is not a refusal."""

@@ -398,8 +398,20 @@ def _first(value: str | None) -> str:
 CONSTRAINT_OK = '<span class="badge badge-ok">looks fine</span>'
 
 
-def _refused(exc: PlaygroundError) -> str:
-    return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc))}</span>'
+def _refused(exc: PlaygroundError, hint: str = "") -> str:
+    return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc) + hint)}</span>'
+
+
+def _schema_under(kind: str, text: str) -> str:
+    """Where a regex or a grammar refused is a JSON schema (a kind switched keeps its text: llguidance's
+    "repetition operator missing expression" for a schema puzzled a walk-through), what to pick."""
+    if kind == "JSON schema" or not text.lstrip().startswith("{"):
+        return ""
+    try:
+        schema = isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return ""
+    return "; this text is a JSON schema: set Constraint to JSON schema" if schema else ""
 
 
 def _not_checked(compiled: bool) -> str:
@@ -422,13 +434,13 @@ def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled
         except worker.OverCeiling:
             return _not_checked(compiled)
         except PlaygroundError as exc:  # past the parse's own bound too: Run refuses it
-            return _refused(exc)
+            return _refused(exc, _schema_under(kind, text))
         try:
             notes = read_constraint(spec)
         except worker.TooSlow:
             return _not_checked(compiled)
         except PlaygroundError as exc:
-            return _refused(exc)
+            return _refused(exc, _schema_under(kind, text))
     notes = _edge_spaces(text) * (kind == "regex") + notes
     return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
 
