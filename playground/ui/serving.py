@@ -44,8 +44,8 @@ from starlette.middleware import Middleware
 
 from playground.limits import CONCURRENCY, MAX_REQUEST_BYTES, MAX_URL_CHARS, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE, SESSIONS_KEPT
 from playground.ui import addresses, leftovers, pacing, sessions
-from playground.ui.calls import NO_FILES, VALUE_CHARS, parsed, refusal
 from playground.ui.addresses import DEVICE, client_address
+from playground.ui.calls import NO_FILES, VALUE_CHARS, parsed, refusal
 from playground.ui.theme import theme
 
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
