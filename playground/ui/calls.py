@@ -59,18 +59,12 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     A body of more than VALUE_CHARS bytes is decoded in the worker too: its text takes up to 4 bytes a
     character (an 8 MiB body with one emoji: 32 MiB), and 128 such bodies decoded while waiting for the
     lock took the server from 0.6 to 5.5 GB (an audit)."""
-    if len(body) > VALUE_CHARS:
-        async with _parsing:
-            return await anyio.to_thread.run_sync(_refusal_of, body, blocks, path)
-    text = _decoded(body)
-    if text is None:
-        return None, _function(blocks, None, path), None
-    if "FileData" not in text and "\\u" not in text:
+    if len(body) <= VALUE_CHARS and (text := _decoded(body)) is not None and "FileData" not in text and "\\u" not in text:
         call = parsed(text)
         fn = _function(blocks, _fn_index(call), path)
         return _field_refusal(call, fn, path), fn, _session(call)
     async with _parsing:
-        return await anyio.to_thread.run_sync(_refusal, text, blocks, path)
+        return await anyio.to_thread.run_sync(_refusal_of, body, blocks, path)
 
 
 def _decoded(body: bytes) -> str | None:
