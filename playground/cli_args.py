@@ -10,6 +10,7 @@ import sys
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_PROMPTS_FILE_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
+from playground.numbers import whole
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -248,7 +249,7 @@ def pick(value, preset, name, default):
 
 def parse_prompt_ids(text: str) -> list[int]:
     try:
-        ids = [int(part) for part in text.split(",") if part.strip()]
+        ids = [whole(part.strip()) for part in text.split(",") if part.strip()]  # (int() read '1_0' and '٤')
     except ValueError:
         raise PlaygroundError(f"--prompt-ids must be comma-separated integers, got '{text}'") from None
     if not ids:

@@ -51,6 +51,23 @@ def test_prompt_longer_than_the_context_is_refused(capsys, saved_pair):
     assert "context" in one_line_error(capsys, *argv)
 
 
+def test_numbers_are_read_alike_everywhere(capsys, saved_pair):
+    """One reading (playground.numbers) for token ids, sweep values and links: --prompt-ids took
+    '1_0' and Arabic-Indic digits (int()'s), a sweep value and a link's k zero-padded past 4,300
+    digits were refused in Python's own words, or as "not a whole number"."""
+    from playground.measure.sweeps import parse_values
+    from playground.ui.share import whole_number
+    for ids in ("1_0", "\u0664", "2,+-3"):
+        argv = [a for a in gen(saved_pair, "--prompt-ids", ids) if a not in ("--prompt", "x")]
+        assert "--prompt-ids must be comma-separated integers" in one_line_error(capsys, *argv)
+    padded = "0" * 5000 + "4"
+    assert parse_values(f"2, {padded}", int) == [2, 4] and whole_number(1, 16)(padded) == 4
+    with pytest.raises(ValueError, match="'9{40}' is a number of more than 30 digits"):
+        parse_values("9" * 5000, int)
+    with pytest.raises(ValueError, match="'1_0' is not a whole number"):
+        parse_values("1_0", int)
+
+
 def test_files_that_are_not_utf8_or_missing(capsys, saved_pair, tmp_path):
     latin = tmp_path / "schema.json"
     latin.write_bytes(b'{"description": "caf\xe9"}')

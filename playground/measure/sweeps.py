@@ -4,7 +4,6 @@ Compare drafts. The CLI reads its value and prompt lists with the same parsers."
 import csv
 import dataclasses
 import io
-import re
 from collections.abc import Callable, Iterator
 
 from playground import session
@@ -14,6 +13,7 @@ from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.events import Round
 from playground.metrics import first_difference, summarize
+from playground.numbers import decimal, whole
 from playground.measure.speedup import engine_block, measure
 
 COLUMNS = ["k", "temperature", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
@@ -28,21 +28,16 @@ def prompt_lines(text: str) -> list[str]:
     return [line.replace("\\n", "\n") for line in (text or "").splitlines() if line.strip()]
 
 
-NUMBERS = {int: re.compile(r"[+-]?[0-9]+"), float: re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")}
-# as written in ASCII: int() and float() also read '1_0', Arabic-Indic digits, 'nan' and 'inf' (a link's reader refuses them)
-
-
 def parse_values(text: str, kind=float) -> list:
     """'1, 2,4' -> [1, 2, 4]; raises ValueError with the offending item."""
     values = []
     for item in text.replace(";", ",").split(","):
-        if item.strip():
-            try:
-                if not NUMBERS[kind].fullmatch(item.strip()):
-                    raise ValueError
-                values.append(kind(item.strip()))  # (int() refuses over 4,300 digits)
-            except ValueError:
-                raise ValueError(f"'{item.strip()[:40]}' is not a {'whole ' * (kind is int)}number") from None
+        if not (item := item.strip()):
+            continue
+        try:
+            values.append(whole(item) if kind is int else decimal(item))
+        except ValueError as exc:
+            raise ValueError(f"'{item[:40]}' is {exc}") from None
     if not values:
         raise ValueError("give at least one value")
     at_most(len(values), MAX_SWEEP_VALUES, "the number of values")

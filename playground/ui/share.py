@@ -8,11 +8,11 @@ import dataclasses
 import urllib.parse
 
 from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
-from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused, draft_model
+from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
-from playground.measure.sweeps import NUMBERS
 from playground.models.loading import is_way_of_drafting
+from playground.numbers import TooLong, decimal, whole
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
@@ -22,20 +22,23 @@ NOT_UTF8 = "\ufffd"  # what a link's values read as where their bytes are not UT
 def whole_number(lo, hi):
     """A parser of a link's whole number in [lo, hi] (number, text_within: the same for the others)."""
     def parse(v: str) -> int:
-        digits = v[1:] if v.startswith("-") else v
-        if not digits.isascii() or not digits.isdigit():  # int() also reads '1_0' and '٤' (and said "invalid literal")
-            raise ValueError("must be a whole number in ASCII digits")
-        if len(digits.lstrip("0")) > 30:  # (past 4,300 digits int() asked for sys.set_int_max_str_digits())
-            raise ValueError(f"must be between {lo} and {hi}")
-        return _ranged(int(v), lo, hi)
+        try:
+            value = whole(v)  # (not '1_0', '٤', '--5')
+        except TooLong:
+            raise ValueError(f"must be between {lo} and {hi}") from None
+        except ValueError:
+            raise ValueError("must be a whole number in ASCII digits") from None
+        return _ranged(value, lo, hi)
     return parse
 
 
 def number(lo, hi):
     def parse(v: str) -> float:
-        if not NUMBERS[float].fullmatch(v.strip()):  # float() also reads 'nan', '1_0', '٤' (and said "could not convert")
-            raise ValueError("must be a number in ASCII digits, such as 0.7")
-        return _ranged(float(v), lo, hi)
+        try:
+            value = decimal(v.strip())  # (not 'nan', '1_0', '٤')
+        except ValueError:
+            raise ValueError("must be a number in ASCII digits, such as 0.7") from None
+        return _ranged(value, lo, hi)
     return parse
 
 

@@ -1,0 +1,32 @@
+"""Numbers as a person types them, one reading for links, sweep values and the CLI's token ids: ASCII
+digits only (int() and float() also read '1_0', Arabic-Indic digits, 'nan' and 'inf'), and a whole
+number of at most MAX_DIGITS digits after its leading zeros (int() refuses past 4,300 digits, in
+Python's words; no setting is that large)."""
+import re
+
+WHOLE = re.compile(r"[+-]?[0-9]+")
+DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+MAX_DIGITS = 30
+
+
+class TooLong(ValueError):
+    """A whole number of more than MAX_DIGITS digits: out of any setting's range."""
+
+
+def whole(text: str) -> int:
+    """'-0042' -> -42; ValueError for anything else, TooLong past MAX_DIGITS digits (the words of both
+    follow "... is")."""
+    if not WHOLE.fullmatch(text):
+        raise ValueError("not a whole number in ASCII digits")
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > MAX_DIGITS:
+        raise TooLong(f"a number of more than {MAX_DIGITS} digits")
+    value = int(digits or "0")
+    return -value if text.startswith("-") else value
+
+
+def decimal(text: str) -> float:
+    """'0.7', '1e-3', '.5' -> a float; ValueError for anything else (a number too large is inf)."""
+    if not DECIMAL.fullmatch(text):
+        raise ValueError("not a number in ASCII digits")
+    return float(text)
