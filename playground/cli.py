@@ -11,27 +11,22 @@ import pathlib
 import sys
 import warnings
 
-from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags, constraint_from_args,
+from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags,
                                   parse_prompt_ids, pick, read_prompts, resolve_models, said_to_type, writable_dir)
 from playground.cli_notes import unused_by_export, unused_flags
-from playground.config import MAX_SEED, THINK_END, no_room_to_answer, thinks, tree_fields, tree_text
+from playground.config import MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
-from playground.metrics import counted, engine_seconds, first_difference, identity_note
+from playground.metrics import comparison_json, counted, engine_seconds, identity_note
 
 
 def cmd_generate(args) -> int:
     from playground import session
-    preset, target, draft = resolve_models(args)
-    cfg = session.settings(k=pick(args.k, preset, "k", 4), temperature=pick(args.temperature, preset, "temperature", 0.0),
-                           top_p=pick(args.top_p, preset, "top_p", 1.0), top_k=pick(args.top_k, preset, "top_k", 0),
-                           seed=args.seed or 0, max_new_tokens=pick(args.max_new_tokens, preset, "max_new_tokens", 128),
-                           policy=args.policy, confidence=confidence_of(args),
-                           compile=compiles(args),
-                           **tree_fields(args.tree))
+    settings = _settings(args)
+    cfg = session.config_of(settings)
     if args.num_samples < 1:
         raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
     at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
@@ -41,33 +36,28 @@ def cmd_generate(args) -> int:
     prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     if args.prompt is not None and prompt_ids is not None:
         raise PlaygroundError("give --prompt or --prompt-ids, not both")
-    prompt = args.prompt if args.prompt is not None else pick(None, preset, "prompt", "")
-    if prompt_ids is None and not prompt.strip():
+    if prompt_ids is None and not settings.prompt.strip():
         why = "" if args.prompt is not None else ": give --prompt or --prompt-ids (models named without a --preset have no prompt of their own)"
         raise PlaygroundError("the prompt is empty" + why)
-    spec = constraint_from_args(args, preset)
+    spec = session.constraint_spec(settings)
+    preset, target, draft = resolve_models(args)
     if preset is not None and preset.gpu and not args.target and session.resolve_device(args.device).type == "cpu":
         print(f"note: the preset {preset.name} is made for a GPU; on this CPU it runs very slowly (and its weights, "
               "if not cached, are a download of several GB)", file=sys.stderr)  # (a CLI review: said after the download)
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     constraint = session.constrain(pair, spec)
-    chat = pick(None, preset, "chat", True) and not args.raw  # models named alone: their chat template, if any
-    for note in unused_flags(args, spec, chat, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft):
+    for note in unused_flags(args, spec, settings.chat, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft):
         print(note, file=sys.stderr)
     if prompt_ids is None:
-        in_prompt = args.schema_in_prompt or pick(None, preset, "schema_in_prompt", False)
-        schema = spec.text if spec is not None and spec.kind == "json" and in_prompt else None
-        thinking = thinks(spec is not None, spec.think_budget if spec is not None else 0)
-        prompt_ids = session.encode_prompt(pair, prompt, chat, args.system or pick(None, preset, "system", ""), schema,
-                                           thinking)
+        prompt_ids = session.prompt_ids_of(pair, settings, settings.prompt)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     for short in (no_room_to_answer(spec.think_budget if spec is not None else 0, cfg.max_new_tokens),
                   session.answers_inside_thinking(pair, prompt_ids, constraint)):
         if short:
             print(f"note: {short}", file=sys.stderr)
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
-    print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, None if args.prompt_ids else prompt,
-                                                                               prompt_ids))
+    shown = None if args.prompt_ids else settings.prompt
+    print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, shown, prompt_ids))
     return 0
 
 
@@ -108,13 +98,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
     if baseline:
         base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]))
-        measured = measure(make, [first])
-        out["baseline"] = {"text": base.text, "token_ids": base.token_ids, "stats": base.stats}  # as the page's download
-        out["speedup"] = measured.speedup
-        out["speedup_measure"] = measured.as_dict()
-        if cfg.sampling.greedy:  # (as the page's: None where identical)
-            out["first_difference"] = first_difference(result.token_ids, base.token_ids)
-            out["identical_to_baseline"] = out["first_difference"] is None
+        out |= comparison_json(result, base, measure(make, [first]), cfg.sampling.greedy)  # as the page's download
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens
         runs = [result] + [session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint)
                            for i in range(1, num_samples)]
@@ -171,11 +155,11 @@ def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
     from playground.constraints import read_constraint
     from playground.constraints.worker import TooSlow
-    from playground.session import check_utf8
+    from playground.session import check_utf8, constraint_spec
     settings = _settings(args)
     for text, what in ((settings.prompt, "the prompt"), (settings.system, "the system prompt")):
         check_utf8(text, what)  # as generate refuses it (an export wrote lone surrogates into its commands)
-    spec = constraint_from_args(args, resolve_models(args)[0])  # read as generate reads it, and as the backend
+    spec = constraint_spec(settings)  # read as generate reads it, and as the backend
     if spec is not None:  # reads it (no tokenizer): an export of what would run
         with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
             read_constraint(spec)
@@ -204,9 +188,7 @@ def _settings(args):
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
                             think_budget=pick(args.think_budget, preset, "think_budget", 0))
-    session.settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
-                     max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence,
-                     **tree_fields(args.tree))
+    session.config_of(s)  # checked before anything loads
     return s
 
 

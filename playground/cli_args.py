@@ -124,14 +124,6 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
                    "tokens (then </think> is forced); the constraint applies after </think>. 0: from the first token")
 
 
-def constraint_from_args(args, preset):
-    """-> a checked ConstraintSpec or None; flags win over the preset's constraint."""
-    from playground.constraints import from_user
-    from playground.presets import chosen_constraint
-    return from_user(**chosen_constraint(constraint_flags(args), preset), backend=args.constraint_backend,
-                     think_budget=pick(args.think_budget, preset, "think_budget", 0))
-
-
 def constraint_flags(args) -> dict[str, str]:
     """--schema, --grammar (each a file, the text or '-' for standard input), --regex -> their texts
     ('' where not given; given empty, an error: it ran unconstrained). Read once (export asks twice,

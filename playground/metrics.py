@@ -127,6 +127,20 @@ def first_difference(a: list[int], b: list[int], stopped: bool = False) -> int |
     return at
 
 
+def comparison_json(result, baseline, measured, greedy: bool, stopped: bool = False) -> dict:
+    """A comparison's keys beside RunResult.as_json, the same in the CLI's --json, the page's download
+    and the web API: the target alone's text, ids and stats; the speedup (None where too noisy, its
+    `speedup_measure` then says why; `measured` a measure.speedup.Speedup or None before one); greedy,
+    where the texts first differ (a stopped run: as far as both went)."""
+    out = {"baseline": {"text": baseline.text, "token_ids": baseline.token_ids, "stats": baseline.stats},
+           "speedup": measured.speedup if measured else None,
+           "speedup_measure": measured.as_dict() if measured else None}
+    if greedy:
+        at = first_difference(result.token_ids, baseline.token_ids, stopped)
+        out |= {"first_difference": at, "identical_to_baseline": at is None}
+    return out
+
+
 def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool, stopped: bool = False) -> str:
     """What a greedy comparison showed about the text, in words: identical (so far, for stopped runs),
     or from which token it differs. It names the text: beside a speedup, "identical to the target

@@ -287,7 +287,6 @@ def test_under_a_constraint_without_a_budget_qwen3_is_asked_not_to_think(think_t
     """Without a thinking budget the constraint holds from the first token, where Qwen3 wants to open
     <think>: its template's enable_thinking=False (an empty think block) lets it answer instead."""
     from playground.presets import Settings, get_preset
-    from playground.ui import live
     tok = think_tokenizer
     tok.chat_template = QWEN3_THINKING_SWITCH
     try:
@@ -295,11 +294,11 @@ def test_under_a_constraint_without_a_budget_qwen3_is_asked_not_to_think(think_t
         asked = "<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"
         settings = Settings.from_preset(get_preset("qwen3-8b-json"))
         settings.schema_in_prompt = False
-        assert live.encode(pair, settings, "Hi?") == tok(asked).input_ids  # a budget: it thinks first
+        assert session.prompt_ids_of(pair, settings, "Hi?") == tok(asked).input_ids  # a budget: it thinks first
         settings.think_budget = 0
-        assert live.encode(pair, settings, "Hi?") == tok(asked + "<think>\n\n</think>\n\n").input_ids
+        assert session.prompt_ids_of(pair, settings, "Hi?") == tok(asked + "<think>\n\n</think>\n\n").input_ids
         settings.schema = ""
-        assert live.encode(pair, settings, "Hi?") == tok(asked).input_ids  # no constraint: it thinks as it likes
+        assert session.prompt_ids_of(pair, settings, "Hi?") == tok(asked).input_ids  # no constraint: it thinks as it likes
     finally:
         tok.chat_template = None
 

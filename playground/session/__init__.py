@@ -4,8 +4,8 @@ gets and their compilation live in playground.session.choice."""
 import time
 from collections.abc import Iterator
 
-from playground.config import SCHEMA_HINT, SamplingParams, SpecConfig
-from playground.constraints import Constraint, ConstraintSpec, compile_constraint
+from playground.config import (CONSTRAINT_FIELDS, SCHEMA_HINT, SamplingParams, SpecConfig, thinks, tree_fields)
+from playground.constraints import Constraint, ConstraintSpec, compile_constraint, from_user
 from playground.constraints.guide import Guide
 from playground.detok import whole_characters, with_text
 from playground.draft_ids import uses_lookup
@@ -29,8 +29,9 @@ from playground.session.choice import (compile_fallback, compile_graphs, eager_r
                                        runners, static_or_eager)
 from playground.session.thinking import free_thinking, opens_thinking
 
-__all__ = ["compile_fallback", "compile_graphs", "constrain", "eager_runners", "encode_prompt", "fuses", "generate",
-           "load_pair", "resolve_device", "run", "runners", "settings", "static_or_eager"]
+__all__ = ["compile_fallback", "compile_graphs", "config_of", "constrain", "constraint_spec", "eager_runners",
+           "encode_prompt", "fuses", "generate", "load_pair", "prompt_ids_of", "resolve_device", "run", "runners",
+           "settings", "static_or_eager"]
 
 
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, progress=None) -> Pair:
@@ -66,6 +67,28 @@ def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: in
     with up to `tree_lookup` prompt-lookup tokens grafted on each round's tree when > 0."""
     return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed, policy=policy, confidence=confidence,
                       compile=compile, tree=tuple(tree), tree_budget=tree_budget, tree_lookup=tree_lookup, sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
+
+
+def config_of(s, tree: bool = True) -> SpecConfig:
+    """A Settings' (playground.presets) run configuration, validated; tree=False: its chain settings
+    alone (the page blames a bad tree on the tree's box)."""
+    return settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
+                    max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, compile=s.compile,
+                    **(tree_fields(s.tree) if tree else {}))
+
+
+def constraint_spec(s) -> ConstraintSpec | None:
+    """A Settings' constraint as a checked ConstraintSpec (constraints.from_user), or None."""
+    return from_user(**{name: getattr(s, name) for name in CONSTRAINT_FIELDS}, backend=s.backend,
+                     think_budget=s.think_budget)
+
+
+def prompt_ids_of(pair: Pair, s, text: str) -> list[int]:
+    """A prompt as a Settings sends it: chat template, system prompt, its schema appended if asked,
+    thinking as its constraint allows (config.thinks)."""
+    constrained = any(getattr(s, name).strip() for name in CONSTRAINT_FIELDS)
+    return encode_prompt(pair, text, s.chat, s.system or None, s.schema if s.schema_in_prompt else None,
+                         thinks(constrained, s.think_budget))
 
 
 def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None,

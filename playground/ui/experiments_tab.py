@@ -9,6 +9,7 @@ from typing import Callable
 
 import gradio as gr
 
+from playground import session
 from playground.errors import PlaygroundError
 from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
                                MAX_SWEEP_PROMPTS, at_most)
@@ -52,11 +53,12 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
-            prompt_ids = [live.encode(pair, settings, p) for p in prompts]
+            prompt_ids = [session.prompt_ids_of(pair, settings, p) for p in prompts]
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
             for rows in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint, halted=halt.checker(stop)):
                 measured[:] = rows
                 yield rows
+        rows = []  # (a page gone before the first point: paced hands nothing)
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows))})" if len(rows) < len(values_list) else "finishing")
@@ -274,7 +276,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
             raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(variants), prompts, settings)
-        encode = lambda pair, text: live.encode(pair, settings, text)  # noqa: E731
+        encode = lambda pair, text: session.prompt_ids_of(pair, settings, text)  # noqa: E731
         pace, halt = Pace(), Halt(request, "compare_drafts")
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None, None
 

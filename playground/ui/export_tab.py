@@ -8,8 +8,8 @@ from playground.constraints.compile import READ_SECONDS
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.limits import MAX_EXPORT_CHARS
+from playground.session import constraint_spec
 from playground.ui import render
-from playground.ui.live import constraint_spec
 from playground.ui.inputs import settings_from_inputs
 
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "transformers"}

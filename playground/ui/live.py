@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from playground import session
-from playground.config import no_room_to_answer, thinks, tree_fields
-from playground.constraints import from_user, worker
+from playground.config import no_room_to_answer, tree_fields
+from playground.constraints import worker
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult, round_json
-from playground.metrics import engine_seconds, first_difference
+from playground.metrics import comparison_json, engine_seconds
 from playground.models.loading import custom_models_allowed
-from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, hosted_models, policy_as_run
+from playground.presets import Settings, all_presets, hosted_models, policy_as_run
 from playground.ui.addresses import device_waiting
 from playground.ui.pacing import paced
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
@@ -65,7 +65,7 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
             raise PlaygroundError("the prompt is empty")
     pair, constraint = load(settings, spec, progress)
     with blamed_on("prompt"):
-        ids = encode(pair, settings, settings.prompt)
+        ids = session.prompt_ids_of(pair, settings, settings.prompt)
         session.check_prompt_ids(pair, ids, cfg.max_new_tokens)
     session.compile_graphs(pair, len(ids), cfg, progress, constrained=constraint is not None)  # first runs only: "compiling ..." while it lasts
     return pair, ids, cfg, constraint
@@ -76,25 +76,15 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
     loaded: -> (config, constraint spec or None)."""
     with blamed_on("model"):
         check_models(settings, allow_custom)
-    chosen = dict(k=settings.k, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k,
-                  seed=settings.seed, max_new_tokens=settings.max_new_tokens, policy=settings.policy,
-                  confidence=settings.confidence, compile=settings.compile)
     with blamed_on("settings"):
-        cfg = session.settings(**chosen)
+        cfg = session.config_of(settings, tree=False)
     with blamed_on("tree"):  # the tree, and what it needs of the settings above and of the draft
-        tree = tree_fields(settings.tree)
-        if tree["tree"]:
+        if tree_fields(settings.tree)["tree"]:
             session.check_tree_drafter(settings.draft)
-        cfg = session.settings(**chosen, **tree) if tree["tree"] else cfg
+            cfg = session.config_of(settings)
     with blamed_on("constraint"):
         check_backend(settings.backend)  # with no constraint too: an API caller's text is echoed
-        return cfg, constraint_spec(settings)
-
-
-def constraint_spec(settings: Settings):
-    """The settings' constraint as a checked ConstraintSpec (constraints.from_user), or None."""
-    return from_user(**{name: getattr(settings, name) for name in CONSTRAINT_FIELDS},
-                     backend=settings.backend, think_budget=settings.think_budget)
+        return cfg, session.constraint_spec(settings)
 
 
 def load(settings: Settings, spec, progress=None):
@@ -103,14 +93,6 @@ def load(settings: Settings, spec, progress=None):
         pair = session.load_pair(settings.target, settings.draft, progress=progress)
     with blamed_on("constraint"):
         return pair, session.constrain(pair, spec)
-
-
-def encode(pair, settings: Settings, text: str) -> list[int]:
-    """A prompt as these settings send it: chat template, system prompt, schema appended if asked."""
-    constrained = constraint_of(settings) is not None
-    return session.encode_prompt(pair, text, settings.chat, settings.system or None,
-                                 settings.schema if settings.schema_in_prompt else None,
-                                 thinks(constrained, settings.think_budget))
 
 
 def live_run(settings: Settings, progress=None, allow_custom: bool | None = None,
@@ -250,14 +232,8 @@ def run_to_dict(snap: Snapshot) -> dict:
         out |= snap.result.as_json()
     out["rounds"] = [round_json(e) for e in snap.events if isinstance(e, Round)]  # (before a result too: those so far)
     if snap.baseline is not None:
-        out["baseline"] = {"text": snap.baseline.text, "token_ids": snap.baseline.token_ids,
-                           "stats": snap.baseline.stats}
-        measure = snap.speedup
-        out["speedup"] = measure.speedup if measure else None
-        out["speedup_measure"] = measure.as_dict() if measure else None
-        if snap.settings.temperature == 0:
-            at = first_difference(snap.result.token_ids, snap.baseline.token_ids, snap.phase == "stopped")
-            out["identical_to_baseline"], out["first_difference"] = at is None, at  # stopped: as far as both went
+        out |= comparison_json(snap.result, snap.baseline, snap.speedup, snap.settings.temperature == 0,
+                               stopped=snap.phase == "stopped")
     return out
 
 
