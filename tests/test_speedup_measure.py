@@ -2,6 +2,7 @@
 the known ratio and a tight interval in one block; a noisy clock makes it measure more blocks and
 then say why it cannot tell; real tiny models measured through engine_block give the runs' own
 outputs. Plus the identity wording."""
+import dataclasses
 import random
 
 import pytest
@@ -154,6 +155,29 @@ def test_engine_blocks_measure_real_runs(target, noisy_draft, tokenizer):
     assert block.spec.tokens == block.base.tokens == 40
     sp = estimate([block])
     assert sp.estimate > 0 and sp.low <= sp.estimate <= sp.high
+
+
+def test_sampled_blocks_each_draw_their_own_texts(target, noisy_draft, tokenizer):
+    """One seed for every block timed one draw again and again: the interval was the machine's noise
+    around one text's ratio (the demo pair at T=1: seeds 2 and 5 of one setting, 0.89-1.13x and
+    1.25-1.53x). Sampled, a block draws with the run's seed plus its number (the page's first block is
+    its streamed run: its extra blocks start at 1); greedy, every block writes the same text."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    ids = tokenizer(PROMPT).input_ids
+    texts = lambda block: [_ids(run) for run in block.spec_runs + block.base_runs]  # noqa: E731
+    sampled = session.settings(k=3, temperature=1.0, max_new_tokens=20, seed=7)
+    make = engine_block(pair, [ids], sampled, warm=False)
+    first, second = texts(make()), texts(make())
+    assert first != second
+    assert first == texts(engine_block(pair, [ids], dataclasses.replace(sampled, seed=7), warm=False)())
+    assert second == texts(engine_block(pair, [ids], dataclasses.replace(sampled, seed=8), warm=False)())
+    assert texts(engine_block(pair, [ids], sampled, warm=False, first_block=1)()) == second  # the page's second
+    greedy = engine_block(pair, [ids], session.settings(k=3, max_new_tokens=20, seed=7), warm=False)
+    assert texts(greedy()) == texts(greedy())
+
+
+def _ids(events: list) -> list[int]:
+    return [t.token_id for e in events if isinstance(e, Round) for t in e.committed]
 
 
 def test_identity_is_said_with_the_first_difference():

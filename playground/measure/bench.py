@@ -34,7 +34,7 @@ from playground.draft_ids import NGRAM
 from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
 from playground.measure.report import row_line
-from playground.measure.speedup import Block, Timed, interleave, measure, timed
+from playground.measure.speedup import Block, Timed, drawn, interleave, measure, timed
 
 METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
 COMPILED = "engine-compiled"
@@ -204,6 +204,7 @@ def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat
 def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, seen: list) -> Block:
     """One block: every prompt's run of `method` beside a run of the engine's target alone."""
     block, samples = Block(Timed(whole_runs=method not in ENGINE), Timed()), []
+    cfg = drawn(cfg, len(seen))  # sampled: each block its own draws
     for i, ids in enumerate(prompts):
         if method in ENGINE:
             pair, run_cfg = engine_setup(method, pairs, cfg)

@@ -34,11 +34,13 @@ caller does between rounds (rendering, streaming) never counts.
 
 Callers with opaque runs (bench's transformers rows) build their blocks from `Timed` parts
 themselves: a whole run is then one part."""
+import dataclasses
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 from playground import session
+from playground.config import MAX_SEED
 from playground.events import Prefill, Round
 from playground.metrics import OTHER_LENGTHS, counted, first_tokens, pooled_ratio, rates_differ, speedup_verdict
 
@@ -226,8 +228,19 @@ def interleave(spec: Iterator, base: Iterator, rest: bool = True) -> Iterator[tu
             yield "base", event
 
 
+def drawn(cfg, block: int):
+    """The settings of a block's runs: sampled, each block draws with its own seed (the run's seed plus
+    the block's number, 0 the first), so blocks differ as draws do and the interval covers how much the
+    ratio varies with what was drawn (one seed for all timed one text again and again: two seeds of one
+    setting gave 0.89-1.13x and 1.25-1.53x, README); greedy, the same settings."""
+    if cfg.sampling.greedy:
+        return cfg
+    return dataclasses.replace(cfg, seed=(cfg.seed + block) % (MAX_SEED + 1))
+
+
 def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: bool = True,
-                 should_stop: Callable[[], bool] = lambda: False, whole_base: bool = False) -> Callable[[], Block]:
+                 should_stop: Callable[[], bool] = lambda: False, whole_base: bool = False,
+                 first_block: int = 0) -> Callable[[], Block]:
     """A maker of blocks: each prompt's speculative run and the target alone, interleaved round by
     round, one prompt after the other (runs never hold the models' caches at once). With `warm`,
     both run once until the speculative side has written WARM_TOKENS, so one-time costs stay out of
@@ -236,8 +249,11 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
     `should_stop()` is true a block ends where it is (callers do not count a block cut short). The
     target alone stops once it has as many tokens as speculation wrote (Block.add times no more of it;
     a sampled draw that runs on past them took its own time at every point of a temperature sweep),
-    or with `whole_base` runs to its own end (the CLI shows its text)."""
-    def run(block: Block, ids: list[int], most: int | None = None) -> None:  # most: speculative tokens, then end
+    or with `whole_base` runs to its own end (the CLI shows its text). Sampled, the blocks made draw as
+    blocks `first_block`, `first_block` + 1, ... (`drawn`; the page's first block is its streamed run)."""
+    made = [first_block]  # the number of the next block made
+
+    def run(block: Block, ids: list[int], most: int | None = None, cfg=cfg) -> None:  # most: speculative tokens, then end
         guides = [session.new_guide(constraint, cfg) for _ in range(2)]
         spec, base = (session.generate(pair, ids, cfg, side, guide) for side, guide in zip((True, False), guides))
         seen, written = {"spec": [], "base": []}, 0
@@ -250,12 +266,12 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
         block.add(seen["spec"], seen["base"], guides[0])
 
     def block() -> Block:
-        made = Block(Timed(), Timed())
+        this, made[0] = Block(Timed(), Timed()), made[0] + 1
         for ids in prompts:
             if should_stop():
                 break
-            run(made, ids)
-        return made
+            run(this, ids, cfg=drawn(cfg, made[0] - 1))
+        return this
     if warm and prompts:
         run(Block(Timed(), Timed()), prompts[0], WARM_TOKENS)
     return block

@@ -170,7 +170,7 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
                    "measuring stopped: a run was waiting for the model" if device_waiting() else "")
             ended.extend([why] if why else [])
         return bool(ended)
-    more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending)
+    more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending, first_block=1)  # (sampled: new draws)
     for told in measuring(more, [first]):
         if ended:  # the block this cut short: not counted, the estimate before it kept
             break
