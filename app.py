@@ -10,6 +10,7 @@ from playground.errors import PlaygroundError
 try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the import's traceback
     import torch
     from playground.engine.attention import folds_on
+    from playground.engine.layer_regions import by_layer_on
     from playground.models.fused_projections import fuses_on
     from playground.models.loading import load_pair
     from playground.models.placement import cpu_dtype_asked, on_zero_gpu
@@ -18,7 +19,8 @@ try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the imp
     from playground.ui.serving import launch_options, queue_options
     from playground.ui.warm_up import wanted, warm_up
     cpu_dtype_asked()
-    for reads_its_flag in (folds_on, fuses_on):  # as a GPU model loads (PLAYGROUND_FOLD_GQA, _FUSE_PROJECTIONS): now
+    for reads_its_flag in (folds_on, fuses_on, by_layer_on):  # as a GPU model loads or compiles
+        # (PLAYGROUND_FOLD_GQA, _FUSE_PROJECTIONS, _REGIONAL_COMPILE): now
         reads_its_flag(torch.device("cuda"))
     WARM_UP = wanted()
 except PlaygroundError as exc:

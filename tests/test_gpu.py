@@ -58,8 +58,7 @@ def test_a_second_prompt_compiles_nothing(cuda_pair, tokenizer):
 def test_rounds_compiled_by_layer_or_whole_are_captured_and_exact(setting, tokenizer, monkeypatch):
     """On CUDA models compile by layer by default (playground.engine.layer_regions: one compiled body
     per layer class, called per layer inside the captured rounds); PLAYGROUND_REGIONAL_COMPILE=0 whole."""
-    from playground.engine import layer_regions
-    monkeypatch.setattr(layer_regions, "SETTING", setting)
+    monkeypatch.setenv("PLAYGROUND_REGIONAL_COMPILE", setting)
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), layers=3, seed=11, eos_id=tokenizer.eos_token_id).cuda()
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3).cuda(), tokenizer, eos_ids=[])
     prompt = tokenizer(PROMPT).input_ids

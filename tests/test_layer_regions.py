@@ -8,6 +8,7 @@ from playground import session
 from playground.engine import layer_regions
 from playground.engine.attention import fold_grouped_heads
 from playground.engine.static_cache import PointerCache
+from playground.errors import PlaygroundError
 from playground.models.fused_projections import fuse_projections
 from tests import tiny
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
@@ -60,7 +61,7 @@ def test_a_layer_with_a_hooked_forward_is_left_alone():
 @pytest.mark.parametrize("fused", [False, True])
 def test_greedy_identity_compiled_by_layer(fused, tokenizer, monkeypatch):
     """Per-pass graphs (a CPU's path) and whole rounds as programs (a GPU's) compiled by layer."""
-    monkeypatch.setattr(layer_regions, "SETTING", "1")
+    monkeypatch.setenv("PLAYGROUND_REGIONAL_COMPILE", "1")
     if fused:
         monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), layers=3, seed=11, eos_id=tokenizer.eos_token_id)
@@ -78,6 +79,10 @@ def test_greedy_identity_compiled_by_layer(fused, tokenizer, monkeypatch):
 def test_by_layer_on_cuda_by_default_and_as_the_setting_says(monkeypatch):
     """Unset: by layer on CUDA (half the cold compile on an H200), whole on a CPU (keeps its C++ wrapper)."""
     cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
-    for setting, expected in [("", (True, False)), ("1", (True, True)), ("0", (False, False)), ("yes", (True, False))]:
-        monkeypatch.setattr(layer_regions, "SETTING", setting)
+    for setting, expected in [("", (True, False)), ("1", (True, True)), ("0", (False, False)), ("yes", (True, True)),
+                              ("false", (False, False))]:
+        monkeypatch.setenv("PLAYGROUND_REGIONAL_COMPILE", setting)
         assert (layer_regions.by_layer_on(cuda), layer_regions.by_layer_on(cpu)) == expected, setting
+    monkeypatch.setenv("PLAYGROUND_REGIONAL_COMPILE", "maybe")  # (said, not the default without a word)
+    with pytest.raises(PlaygroundError, match="PLAYGROUND_REGIONAL_COMPILE must be 1 or 0"):
+        layer_regions.by_layer_on(cpu)

@@ -24,19 +24,17 @@ draft step 1.43 against 1.39 ms), the target alone 5.25 against 5.21 ms a token,
 the first run's wait for about 1% of speed: by layer on CUDA by default. A CPU compiles whole by default: by
 layer it drops inductor's C++ wrapper, which cannot call a region (torch 2.13), and its one-token pass
 was 4-14% slower. PLAYGROUND_REGIONAL_COMPILE=1 compiles by layer on every device, =0 on none."""
-import os
 import types
 
 import torch
 
-SETTING = os.environ.get("PLAYGROUND_REGIONAL_COMPILE", "")  # "1": every device, "0": none, else CUDA only
-
+from playground.limits import env_flag
 
 def by_layer_on(device: torch.device) -> bool:
-    """Whether models on this device compile by layer (the module docstring has the measurements)."""
-    if SETTING in ("0", "1"):
-        return SETTING == "1"
-    return device.type == "cuda"
+    """Whether models on this device compile by layer (the module docstring has the measurements):
+    PLAYGROUND_REGIONAL_COMPILE on, every device; off, none; unset, CUDA only (a value not on or off is
+    refused: 'true' compiled a CPU's models whole without a word)."""
+    return env_flag("PLAYGROUND_REGIONAL_COMPILE", device.type == "cuda")
 
 
 REGIONS: dict[type, object] = {}  # one region per layer class, shared by every model of that class
