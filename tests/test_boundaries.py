@@ -14,9 +14,12 @@ TEXT_MODULES = ("tokenizers", "transformers.tokenization", "playground.detok", "
 
 
 def imported_modules(path: pathlib.Path) -> set[str]:
+    """Every module a file imports, inside functions too; `from a import b` counts as a and a.b (so
+    `from playground import session` is seen as playground.session, not playground)."""
     tree = ast.parse(path.read_text())
     names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    return names | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return names | {name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+                    for name in (node.module, *(f"{node.module}.{alias.name}" for alias in node.names))}
 
 
 def test_the_engine_imports_no_text_and_no_constraint_internals():
@@ -82,4 +85,22 @@ def test_the_cli_and_the_export_do_not_import_the_page():
     """The CLI is the page's peer, and the export is pure text: what they share lives below the UI."""
     for name in ("cli.py", "cli_args.py", "__main__.py", "export.py"):
         bad = [m for m in imported_modules(PACKAGE / name) if room(m) == "ui"]
+        assert not bad, f"{name} imports {bad}"
+
+
+def test_the_shared_modules_import_no_room():
+    """playground/*.py beside the rooms (config, events, metrics, limits, numbers, ...) are what every
+    room shares: none imports a room (presets reads models' names and places, and the CLI is a caller)."""
+    callers = {"__init__.py", "__main__.py", "cli.py", "cli_args.py", "presets.py"}
+    for path in PACKAGE.glob("*.py"):
+        if path.name not in callers:
+            bad = sorted(m for m in imported_modules(path) if room(m))
+            assert not bad, f"{path.name} imports {bad}"
+
+
+def test_what_reads_events_never_imports_the_engine():
+    """metrics, render and plots read events (DESIGN.md): they import nothing that runs a model."""
+    allowed = ("playground.events", "playground.metrics", "playground.config", "playground.ui.render")
+    for name in ("metrics.py", "ui/render.py", "ui/plots.py"):
+        bad = [m for m in imported_modules(PACKAGE / name) if m.startswith("playground") and not m.startswith(allowed)]
         assert not bad, f"{name} imports {bad}"
