@@ -73,7 +73,7 @@ def ancestors(parents: list[int]) -> torch.Tensor:
 def verify_rows(parents: list[int], pending: int, cached: int):
     """The target's verify pass over `pending` committed tokens (causal; the last is the root) and
     then every node, after `cached` positions. -> (positions [m], visible [m, cached + m])."""
-    n, m = len(parents), pending + len(parents)
+    m = pending + len(parents)
     visible = torch.zeros(m, cached + m, dtype=torch.bool)
     visible[:, :cached] = True
     visible[:pending, cached:cached + pending] = torch.ones(pending, pending, dtype=torch.bool).tril()
