@@ -272,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise PlaygroundError(f"--prompt and {taken[0]} both read standard input: give one of them a file")
             args.prompt = stdin_prompt()
         _quiet_libraries()
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # (a full disk said at exit, as Python's "Exception ignored" lines, with status 120)
+        return code
     except PlaygroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -282,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head -1`): quiet, as other tools are (a traceback was printed);
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to flush at exit goes nowhere
         return 141  # (128 + SIGPIPE, as a shell reports a tool the signal ended)
+    except OSError as exc:  # what the machine refused (`> /dev/full`: a traceback): one line, as for bad input
+        print(f"error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
+        return 2
 
 
 COMMANDS = {"generate": cmd_generate, "bench": cmd_bench, "export": cmd_export}

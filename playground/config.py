@@ -227,8 +227,8 @@ def no_room_to_answer(think_budget: int, max_new_tokens: int) -> str:
     """Why a constrained reasoning run may end before its answer: a thinking budget and its </think>
     (a token at least) leaving no token of max new tokens (a model that thinks that long ends with its
     answer empty, and the run said so only then); '' when there is room."""
-    if not 0 < max_new_tokens <= think_budget + 1:
-        return ""
+    if think_budget <= 0 or not 0 < max_new_tokens <= think_budget + 1:  # (no budget: nothing to say; max new
+        return ""  # tokens 1 said it of every run)
     return (f"the thinking budget ({think_budget} tokens) and </think> leave no room for an answer within max new "
             f"tokens ({max_new_tokens}): a model that thinks that long ends before its answer (raise max new tokens "
             "or lower the budget)")

@@ -231,6 +231,17 @@ def test_a_reader_that_goes_away_ends_it_quietly(command):
     assert proc.wait(timeout=300) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full (a device every write to fails)")
+def test_an_output_the_machine_cannot_write_is_one_line():
+    """`> /dev/full` (a full disk) printed a traceback, status 1; a run at max new tokens 1 was also told its
+    (absent) thinking budget left no room for an answer."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "playground", "generate", "--preset", "demo", "--max-new-tokens", "1"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == ["error: No space left on device"], proc.stderr
+
+
 def test_a_bad_size_in_the_environment_is_one_line():
     """The limits read PLAYGROUND_* as they are imported, before main() catches anything: a 17-line
     traceback, even for --help."""
