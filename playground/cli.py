@@ -137,10 +137,23 @@ def cmd_bench(args) -> int:
     log(f"machine: {machine_line(ran_on)}")
     title = f"{target} + {draft}\n\nMeasured on {machine_line(ran_on)}"
     if out_dir:
+        if earlier := _written(lambda: report.clear_earlier(out_dir), out_dir):
+            log(f"note: {out_dir} held an earlier bench's {', '.join(earlier)}: removed (this bench's files replace them)")
         _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
-    on_row = (lambda rows: _written(lambda: report.write_rows(rows, out_dir, title), out_dir)) if out_dir else None
-    rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
-                           compiled=bool(args.compile), on_row=on_row, tree=args.tree)  # text: its row's label
+    written: list[dict] = []  # the rows in --out so far
+
+    def on_row(rows: list[dict]) -> None:
+        _written(lambda: report.write_rows(rows, out_dir, title), out_dir)
+        written[:] = rows
+    try:
+        rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
+                               compiled=bool(args.compile), on_row=on_row if out_dir else None,
+                               tree=args.tree)  # text: its row's label
+    except KeyboardInterrupt:  # (said only "interrupted": whether anything was kept, and where, was a guess)
+        if out_dir:
+            print(f"interrupted: {counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} "
+                  "and table.md; no chart", file=sys.stderr)
+        raise
     if out_dir:
         for path in _written(lambda: report.write_outputs(rows, out_dir, title, log), out_dir):
             log(f"wrote {path}")

@@ -64,6 +64,48 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
     assert (tmp_path / "out" / "speedup.html").exists()
 
 
+NOISY_ROW = {"method": "engine", "k": 2, "temperature": 0.0, "tokens_per_s": 10.0, "baseline_tokens_per_s": 8.0,
+             "speedup": None, "speedup_estimate": 1.2, "speedup_range": [0.9, 1.5], "measurements": 4, "note": "wide",
+             "side": "", "acceptance_rate": 0.5, "tokens_per_target_pass": 2.0, "seconds": 1.0, "tokens": 10}
+
+
+def test_a_bench_in_a_used_folder_replaces_its_files_and_an_interrupt_says_what_it_kept(capsys, saved_pair, tmp_path,
+                                                                                        monkeypatch):
+    """A bench stopped before its chart left the last bench's chart beside its own rows (its machine.json
+    beside the last one's rows, before its first), and said only "interrupted" (a CLI review)."""
+    from playground.measure import report
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in report.OWN_FILES:
+        (out / name).write_text("an earlier bench's")
+    (out / "notes.txt").write_text("mine")
+
+    def stopped_after_a_row(*args, on_row, **kwargs):
+        on_row([NOISY_ROW])
+        raise KeyboardInterrupt
+    monkeypatch.setattr(bench, "run_bench", stopped_after_a_row)
+    target, draft = saved_pair
+    assert main(["bench", "--target", str(target), "--draft", str(draft), "--k", "2", "--num-prompts", "1",
+                 "--out", str(out)]) == 130
+    out_text, err = capsys.readouterr()
+    assert "held an earlier bench's machine.json, rows.json, table.md, speedup.html, speedup.png: removed" in out_text
+    assert f"interrupted: 1 row measured whole kept in {out / 'rows.json'} and table.md; no chart" in err
+    assert json.loads((out / "rows.json").read_text()) == [NOISY_ROW] and "earlier" not in (out / "table.md").read_text()
+    assert json.loads((out / "machine.json").read_text())["cpu"] and (out / "notes.txt").read_text() == "mine"
+    assert not (out / "speedup.html").exists() and not list(out.glob("*.partial"))
+
+
+def test_the_bench_chart_draws_noisy_points_at_their_estimate_with_the_interval():
+    """Rows too noisy for one number (speedup None) were left out of the chart, and no point had its interval."""
+    import plotly.graph_objects as go
+    from playground.measure import report
+    told = NOISY_ROW | {"k": 3, "speedup": 1.4, "speedup_estimate": 1.4, "speedup_range": [1.3, 1.5]}
+    trace = report._trace(go, [NOISY_ROW, told], "engine T=0.0")
+    assert list(trace.y) == [1.2, 1.4] and list(trace.marker.symbol) == ["circle-open", "circle"]
+    assert [round(v, 6) for v in trace.error_y.array] == [0.3, 0.1]
+    assert [round(v, 6) for v in trace.error_y.arrayminus] == [0.3, 0.1]
+
+
 def test_cli_bench_bad_k(capsys, saved_pair):
     target, draft = saved_pair
     assert main(["bench", "--target", str(target), "--draft", str(draft), "--k", "0"]) == 2
@@ -190,7 +232,7 @@ def _efficiency_row(slower: float, prompt_pass: float = 0.0):
                         accepted=20, rounds=spec_rounds)
     base = bench.Sample(ids=[1] * 30, seconds=prompt_pass + slower * 30 * 0.010, target_passes=31, proposed=0,
                         accepted=0, rounds=base_rounds)
-    result = types.SimpleNamespace(spec_tokens_per_s=1.0, base_tokens_per_s=1.0, speedup=1.9, low=1.8, high=2.0,
+    result = types.SimpleNamespace(spec_tokens_per_s=1.0, base_tokens_per_s=1.0, speedup=1.9, estimate=1.9, low=1.8, high=2.0,
                                    blocks=1, reason="", side="faster", other_lengths="")
     return bench._row("engine", session.settings(k=2), result, [(spec, base)], costs)
 

@@ -6,7 +6,7 @@ printed (and with --out written) as each is measured.
 
 Rows (one per method, k, temperature): tokens_per_s, baseline_tokens_per_s (the target alone
 measured beside that row, its speedup's baseline; the `target` row pools those of every row, so under
-changing load it differs), speedup and speedup_range, measurements (the
+changing load it differs), speedup (None when it cannot be told), speedup_estimate, speedup_range, measurements (the
 interleaved blocks it took), note, acceptance_rate, tokens_per_target_pass, efficiency (engine rows:
 the decoding time predicted from measured per-pass costs and the run's own rounds over its rounds'
 measured time, divided by the same for the target alone beside it, alone_efficiency: 1.0 means no more
@@ -234,7 +234,7 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
     proposed = sum(s.proposed for s in mine)
     row = {"method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
            "tokens_per_s": result.spec_tokens_per_s, "baseline_tokens_per_s": result.base_tokens_per_s,
-           "speedup": result.speedup,
+           "speedup": result.speedup, "speedup_estimate": result.estimate,
            "speedup_range": [result.low, result.high], "measurements": result.blocks, "note": "; ".join(filter(None, (result.reason, result.other_lengths))), "side": result.side,
            "acceptance_rate": sum(s.accepted for s in mine) / proposed if proposed else None,
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in mine)),
@@ -255,7 +255,7 @@ def _target_row(cfg: SpecConfig, runs: list[Sample]) -> dict:
     """The engine's target alone: the baseline of every row (speedup 1 by definition)."""
     tokens, seconds = sum(len(s.ids) for s in runs), sum(s.seconds for s in runs)
     return {"method": "target", "k": cfg.k, "temperature": cfg.sampling.temperature,
-            "tokens_per_s": tokens / seconds if seconds else 0.0, "speedup": 1.0, "speedup_range": [1.0, 1.0],
+            "tokens_per_s": tokens / seconds if seconds else 0.0, "speedup": 1.0, "speedup_estimate": 1.0, "speedup_range": [1.0, 1.0],
             "measurements": 0, "note": "the baseline of every row", "side": "", "acceptance_rate": None,
             "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in runs)),  # (its prompt pass counted
             # as every row's is: a row of prompt lookup at 0.94 read as worse than a hard-coded 1.00)

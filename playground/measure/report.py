@@ -1,6 +1,7 @@
 """Speedups and bench's rows as people read them: one line per row while it runs, a Markdown table, and the
 files --out writes (rows.json, table.md, a plotly chart)."""
 import json
+import os
 import pathlib
 
 from playground.metrics import speedup_verdict
@@ -87,18 +88,48 @@ def _table_verdict(row: dict) -> str:
     return verdict(row) + (f", {low:.2f}-{high:.2f}x" if unsided else "")
 
 
+OWN_FILES = ("machine.json", "rows.json", "table.md", "speedup.html", "speedup.png")  # what a bench writes in --out
+
+
+def clear_earlier(out: pathlib.Path) -> list[str]:
+    """Remove an earlier bench's files from `out` before this one writes there (-> their names): a bench
+    stopped before its chart left the last one's chart beside its own rows, its machine.json beside the
+    last one's rows before its first."""
+    earlier = [name for name in OWN_FILES if (out / name).is_file()]
+    for name in earlier:
+        (out / name).unlink()
+    return earlier
+
+
 def write_machine(machine: dict, out: pathlib.Path) -> None:
     """machine.json: what the rows beside it were measured on (playground.measure.machine)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "machine.json").write_text(json.dumps(machine, indent=1))
+    _replace(out / "machine.json", json.dumps(machine, indent=1))
+
+
+def _replace(path: pathlib.Path, text: str) -> None:
+    """The file written whole or not at all (a bench stopped while writing left half a rows.json)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def write_rows(rows: list[dict], out: pathlib.Path, title: str) -> None:
     """rows.json and table.md as they stand (rewritten after every row, so a long bench leaves what
     it measured even when stopped)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rows.json").write_text(json.dumps(rows, indent=1))
-    (out / "table.md").write_text(f"# {title}\n\n" + markdown_table(rows))
+    _replace(out / "rows.json", json.dumps(rows, indent=1))
+    _replace(out / "table.md", f"# {title}\n\n" + markdown_table(rows))
+
+
+def _trace(go, rows: list[dict], name: str):
+    """One method's points at their estimate with the 95% interval as error bars, open where too noisy
+    for one number (as the page draws them; their speedup None, they were left out of the line)."""
+    y = [r["speedup_estimate"] for r in rows]
+    return go.Scatter(x=[r["k"] for r in rows], y=y, mode="lines+markers", name=name,
+                      marker={"symbol": ["circle" if r["speedup"] is not None else "circle-open" for r in rows], "size": 9},
+                      error_y={"type": "data", "array": [r["speedup_range"][1] - v for r, v in zip(rows, y)],
+                               "arrayminus": [v - r["speedup_range"][0] for r, v in zip(rows, y)]})
 
 
 def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) -> list[pathlib.Path]:
@@ -109,9 +140,9 @@ def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) ->
     for method in dict.fromkeys(r["method"] for r in rows):
         for temperature in dict.fromkeys(r["temperature"] for r in rows):
             mine = [r for r in rows if r["method"] == method and r["temperature"] == temperature]
-            fig.add_trace(go.Scatter(x=[r["k"] for r in mine], y=[r["speedup"] for r in mine], mode="lines+markers",
-                                     name=f"{method} T={temperature}"))
-    fig.update_layout(title=title, xaxis_title="k", yaxis_title="speedup over target-only", template="plotly_white")
+            fig.add_trace(_trace(go, mine, f"{method} T={temperature}"))
+    fig.update_layout(title=title, xaxis_title="k", yaxis_title="speedup over target-only (95% interval; open: too noisy "
+                      "for one number)", template="plotly_white")
     written = [out / "rows.json", out / "table.md", out / "speedup.html"]
     fig.write_html(out / "speedup.html", include_plotlyjs=True)  # plotly.js inside: the chart works offline
     try:
