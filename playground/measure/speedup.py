@@ -17,7 +17,7 @@ caller does between rounds (rendering, streaming) never counts.
     interval one block: a bootstrap over its rounds (2.5th-97.5th percentile of 400 resamples, fixed
              seed); several blocks: that, widened to the range of the blocks' own estimates
     verdict  an interval wider than TOLERANCE (high / low), fewer than MIN_TOKENS tokens or fewer than
-             MIN_ROUNDS rounds on a side (a bootstrap over one round has no width: an output the
+             MIN_ROUNDS rounds (MIN_WHOLE_RUNS runs where timed whole) on a side (a bootstrap over one round has no width: an output the
              constraint forced whole is one round), or an interval wholly above the most the passes
              allow, or an estimate above it: measure another block, up to MAX_BLOCKS; still so: no number,
              and the reason says why
@@ -48,6 +48,9 @@ TOLERANCE = 1.25  # high / low: about +-11% around the estimate
 MAX_BLOCKS = 4
 MIN_TOKENS = 16
 MIN_ROUNDS = 8  # on each side, all blocks pooled: fewer say little of how much the ratio varies
+MIN_WHOLE_RUNS = 6  # a side timed as whole runs (bench's transformers rows: one sample a run), all blocks pooled:
+# the range of 6 runs' ratios holds their median 97% of the time (1 - 2 / 2^6); 2 runs gave 0.96-1.09x,
+# 1.06-1.08x and 1.08-1.11x for one setting
 RESAMPLES = 400
 SLACK = 1.2  # on the bound (see above)
 
@@ -141,13 +144,16 @@ def estimate(blocks: list[Block]) -> Speedup:
     ratios = [b.ratio() for b in blocks] if len(blocks) > 1 else []
     low, high = min(low, value, *ratios), max(high, value, *ratios)
     tokens = min(sum(n for _, n in spec), sum(n for _, n in base))
-    rounds = fewest_rounds(blocks)
+    rounds, runs = fewest_rounds(blocks), fewest_whole_runs(blocks)
     reason, side = "", ""
     if tokens < MIN_TOKENS:
         reason = f"only {counted(tokens)} on a side, too few to time"  # (a stopped run's
         # target alone can have fewer than its speculation)
     elif rounds < MIN_ROUNDS:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
+    elif runs < MIN_WHOLE_RUNS:
+        reason = (f"only {counted(runs, 'whole run')} on a side timed run by run (one sample each), too few to tell "
+                  f"how much the ratio varies (more prompts give more)")
     elif value > SLACK * (bound := most_possible(blocks)):
         where = f"its {low:.2f}-{high:.2f}x lies wholly" if low > SLACK * bound else "its estimate lies"  # (views add it)
         reason = (f"{where} above {bound:.2f}x, about the most its target passes allow "
@@ -176,9 +182,18 @@ def most_possible(blocks: list[Block]) -> float:
 
 def fewest_rounds(blocks: list[Block]) -> int:
     """The rounds of the side with fewer, pooled over blocks (sides timed as whole runs not counted)."""
+    return _fewest_parts(blocks, whole_runs=False, default=MIN_ROUNDS)
+
+
+def fewest_whole_runs(blocks: list[Block]) -> int:
+    """The runs of the side with fewer among sides timed as whole runs, pooled over blocks."""
+    return _fewest_parts(blocks, whole_runs=True, default=MIN_WHOLE_RUNS)
+
+
+def _fewest_parts(blocks: list[Block], whole_runs: bool, default: int) -> int:
     sides = ([b.spec for b in blocks], [b.base for b in blocks])
-    counts = [sum(n > 0 for t in side for _, n in t.parts) for side in sides if not any(t.whole_runs for t in side)]
-    return min(counts, default=MIN_ROUNDS)
+    counts = [sum(n > 0 for t in side for _, n in t.parts) for side in sides if any(t.whole_runs for t in side) == whole_runs]
+    return min(counts, default=default)
 
 
 def measure(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
@@ -199,7 +214,8 @@ def measuring(block: Callable[[], Block] | None, first: list[Block] = (), min_bl
     while True:
         if blocks and len(blocks) >= min_blocks:
             result = estimate(blocks)
-            short = fewest_rounds(blocks) * max_blocks < MIN_ROUNDS * len(blocks)  # at this pace, never enough
+            short = (fewest_rounds(blocks) * max_blocks < MIN_ROUNDS * len(blocks)  # at this pace, never enough
+                     or fewest_whole_runs(blocks) * max_blocks < MIN_WHOLE_RUNS * len(blocks))
             result.more = not (result.speedup is not None or len(blocks) >= max_blocks or block is None or short)
             yield result
             if not result.more:
