@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import sys
+import time
 import warnings
 
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags,
@@ -58,7 +59,7 @@ def cmd_generate(args) -> int:
     out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
     shown = None if args.prompt_ids else settings.prompt
     print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, shown, prompt_ids))
-    return 0
+    return 130 if out["finish_reason"] == "stopped" else 0  # (only Ctrl-C stops a run here: as a shell reports SIGINT)
 
 
 def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[int]) -> str:
@@ -91,7 +92,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         events = first.spec_runs[0]
         result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0], prompt_ids)
     else:
-        result = session.run(pair, prompt_ids, cfg, constraint=constraint)
+        result = _run_until_ctrl_c(pair, prompt_ids, cfg, constraint)
     out = result.as_json()
     if cfg.compile:
         out["compile_s"] = compile_s
@@ -104,6 +105,19 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
                            for i in range(1, num_samples)]
         out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids} for i, run in enumerate(runs)]
     return out
+
+
+def _run_until_ctrl_c(pair, prompt_ids, cfg, constraint):
+    """session.run, ended where it is by Ctrl-C: the rounds that came are the result, finish_reason
+    'stopped' (the whole run was lost, and only "interrupted" said; the page's Stop keeps its text)."""
+    from playground import session
+    guide, events = session.new_guide(constraint, cfg), []
+    started = time.perf_counter()
+    try:
+        events.extend(session.generate(pair, prompt_ids, cfg, guide=guide))
+    except KeyboardInterrupt:
+        print("interrupted: the run's text so far follows, cut where Ctrl-C came", file=sys.stderr)
+    return session.collect(pair, events, time.perf_counter() - started, constraint, guide, prompt_ids)
 
 
 def cmd_bench(args) -> int:

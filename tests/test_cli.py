@@ -495,3 +495,23 @@ def test_an_export_of_models_named_alone_says_it_assumes_their_chat_template(cap
     assert main(base + ["--raw"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["endpoint"] == "/v1/completions" and err == ""
+
+
+def test_ctrl_c_prints_the_text_so_far(capsys, monkeypatch):
+    """Ctrl-C during generate lost the whole run (about 130 rounds in a review's try), said only
+    "interrupted": the rounds that came are printed, finish_reason 'stopped', status 130."""
+    from playground import session
+    real = session.generate
+
+    def cut_after_three_rounds(*args, **kwargs):
+        for i, event in enumerate(real(*args, **kwargs)):  # (the prompt pass, then rounds)
+            if i == 4:
+                raise KeyboardInterrupt
+            yield event
+    monkeypatch.setattr(session, "generate", cut_after_three_rounds)
+    code = main(["generate", "--preset", "demo", "--max-new-tokens", "64", "--json"])
+    out, err = capsys.readouterr()
+    run = json.loads(out)
+    assert code == 130 and run["finish_reason"] == "stopped" and len(run["rounds"]) == 3
+    assert len(run["token_ids"]) == run["stats"]["generated_tokens"] >= 3 and run["text"]
+    assert "interrupted: the run's text so far follows" in err
