@@ -147,9 +147,9 @@ def cmd_bench(args) -> int:
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    ran_on = machine(next(pair.target.parameters()).device)
+    ran_on = machine(next(pair.target.parameters()).device) | {"run": _benched(args, pair, ks, temperatures, prompts)}
     log(f"machine: {machine_line(ran_on)}")
-    title = f"{target} + {draft}\n\nMeasured on {machine_line(ran_on)}"
+    title = f"{_benched_line(ran_on['run'])}\n\nMeasured on {machine_line(ran_on)}"
     if out_dir:
         if earlier := _written(lambda: report.clear_earlier(out_dir), out_dir):
             log(f"note: {out_dir} held an earlier bench's {', '.join(earlier)}: removed (this bench's files replace them)")
@@ -169,6 +169,8 @@ def cmd_bench(args) -> int:
                   "and table.md; no chart", file=sys.stderr)
         raise
     if out_dir:
+        ran_on["load_average_after"] = machine()["load_average"]  # (a load that came during the bench: said)
+        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
         for path in _written(lambda: report.write_outputs(rows, out_dir, title, log), out_dir):
             log(f"wrote {path}")
     if args.json:
@@ -176,6 +178,23 @@ def cmd_bench(args) -> int:
     else:
         print(report.markdown_table(rows))
     return 0
+
+
+def _benched(args, pair, ks: list[int], temperatures: list[float], prompts: list[list[int]]) -> dict:
+    """What a bench measured (machine.json's `run`, the table's title): rows.json named neither the models
+    nor the precision they ran in (a CPU's bf16 flags and PLAYGROUND_CPU_DTYPE choose it) nor the settings."""
+    def dtype(model) -> str | None:
+        return None if model is None else str(next(model.parameters()).dtype).removeprefix("torch.")
+    return {"target": pair.target_id, "draft": pair.draft_id, "target_dtype": dtype(pair.target),
+            "draft_dtype": dtype(pair.draft), "k": ks, "temperatures": temperatures, "prompts": len(prompts),
+            "max_new_tokens": args.max_new_tokens, "repeat": args.repeat, "seed": args.seed,
+            "compile": bool(args.compile), "tree": args.tree}
+
+
+def _benched_line(run: dict) -> str:
+    draft = run["draft"] + (f" ({run['draft_dtype']})" if run["draft_dtype"] else "")
+    return (f"{run['target']} ({run['target_dtype']}) + {draft}: {counted(run['prompts'], 'prompt')}, at most "
+            f"{counted(run['max_new_tokens'], 'new token')}, seed {run['seed']}")
 
 
 def cmd_export(args) -> int:

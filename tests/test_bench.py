@@ -60,6 +60,11 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
     ran_on = json.loads((tmp_path / "out" / "machine.json").read_text())  # a figure names what it ran on
     assert {"cpu", "cpu_flags", "cores", "torch_threads", "device", "torch", "transformers", "load_average", "date"} <= set(ran_on)
     assert f"{ran_on['torch_threads']} torch threads" in (tmp_path / "out" / "table.md").read_text()
+    assert ran_on["run"] | {"target": None, "draft": None} == {  # what was measured, beside what it ran on
+        "target": None, "draft": None, "target_dtype": "float32", "draft_dtype": "float32", "k": [2, 3],
+        "temperatures": [0.0], "prompts": 2, "max_new_tokens": 12, "repeat": 1, "seed": 0, "compile": False, "tree": ""}
+    assert ran_on["run"]["target"] == str(target) and len(ran_on["load_average_after"]) == 3
+    assert (tmp_path / "out" / "table.md").read_text().startswith(f"# {target} (float32) + {draft} (float32): 2 prompts")
     assert "machine: " in err  # (--json: the log goes to stderr)
     assert (tmp_path / "out" / "speedup.html").exists()
 
