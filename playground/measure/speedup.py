@@ -131,8 +131,9 @@ class Speedup:
 
     def as_dict(self) -> dict:
         """For JSON (the download, /generate, the CLI): its fields, and `other_lengths` (why its two tokens/s
-        do not divide to it, or ''), which a caller dividing them would otherwise not be told."""
-        return asdict(self) | {"other_lengths": self.other_lengths}
+        do not divide to it, or ''), which a caller dividing them would otherwise not be told; not `more`,
+        measuring's own step."""
+        return {key: value for key, value in asdict(self).items() if key != "more"} | {"other_lengths": self.other_lengths}
 
 
 def estimate(blocks: list[Block]) -> Speedup:
