@@ -10,7 +10,7 @@ import sys
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_PROMPTS_FILE_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
-from playground.numbers import whole
+from playground.typed import whole
 
 
 class OneLineParser(argparse.ArgumentParser):

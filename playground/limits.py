@@ -5,19 +5,19 @@ live beside them: k and trees in config.py, the page's slider ranges in ui/share
 import os
 
 from playground.errors import PlaygroundError
+from playground.typed import switch
 
 
 def env_flag(name: str, default: bool) -> bool:
     """A host's on/off setting: 1, true, yes, on or 0, false, no, off (PLAYGROUND_WARM_UP=false warmed up,
     PLAYGROUND_ALLOW_CUSTOM_MODELS=true was off, without a word)."""
     raw = os.environ.get(name, "").strip().lower()
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    if raw:
-        raise PlaygroundError(f"environment variable {name} must be 1 or 0 (or true/false, yes/no, on/off), got {raw[:40]!r}")
-    return default
+    if not raw:
+        return default
+    try:
+        return switch(raw)
+    except ValueError:
+        raise PlaygroundError(f"environment variable {name} must be 1 or 0 (or true/false, yes/no, on/off), got {raw[:40]!r}") from None
 
 
 def env_choice(name: str, default: str, *choices: str) -> str:

@@ -52,7 +52,7 @@ def test_prompt_longer_than_the_context_is_refused(capsys, saved_pair):
 
 
 def test_numbers_are_read_alike_everywhere(capsys, saved_pair):
-    """One reading (playground.numbers) for token ids, sweep values and links: --prompt-ids took
+    """One reading (playground.typed) for token ids, sweep values and links: --prompt-ids took
     '1_0' and Arabic-Indic digits (int()'s), a sweep value and a link's k zero-padded past 4,300
     digits were refused in Python's own words, or as "not a whole number"."""
     from playground.measure.sweeps import parse_values

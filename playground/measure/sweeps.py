@@ -13,7 +13,7 @@ from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.events import Round
 from playground.metrics import first_difference, summarize
-from playground.numbers import decimal, whole
+from playground.typed import decimal, whole
 from playground.measure.speedup import engine_block, measure
 
 COLUMNS = ["k", "temperature", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",

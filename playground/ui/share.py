@@ -12,7 +12,7 @@ from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_mode
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
 from playground.models.loading import is_way_of_drafting
-from playground.numbers import TooLong, decimal, whole
+from playground.typed import TooLong, decimal, switch, whole
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
 
 MAX_LINK_CHARS = 8000  # servers refuse longer request lines (uvicorn answered 500 past ~16 KB)
@@ -49,11 +49,10 @@ def _ranged(v, lo, hi):
 
 
 def _bool(v: str) -> bool:
-    if v.lower() in ("1", "true", "yes", "on"):
-        return True
-    if v.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
+    try:
+        return switch(v)
+    except ValueError:
+        raise ValueError("must be true or false") from None
 
 
 def text_within(limit: int):

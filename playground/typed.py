@@ -1,7 +1,7 @@
-"""Numbers as a person types them, one reading for links, sweep values and the CLI's token ids: ASCII
-digits only (int() and float() also read '1_0', Arabic-Indic digits, 'nan' and 'inf'), and a whole
-number of at most MAX_DIGITS digits after its leading zeros (int() refuses past 4,300 digits, in
-Python's words; no setting is that large)."""
+"""Values as a person types them, one reading for links, sweep values, the CLI's token ids and a host's
+switches. Numbers: ASCII digits only (int() and float() also read '1_0', Arabic-Indic digits, 'nan' and
+'inf'), and a whole number of at most MAX_DIGITS digits after its leading zeros (int() refuses past
+4,300 digits, in Python's words; no setting is that large). Switches: the usual on and off words."""
 import re
 
 WHOLE = re.compile(r"[+-]?[0-9]+")
@@ -30,3 +30,14 @@ def decimal(text: str) -> float:
     if not DECIMAL.fullmatch(text):
         raise ValueError("not a number in ASCII digits")
     return float(text)
+
+
+ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def switch(text: str) -> bool:
+    """'on', 'True', '1' -> True; 'off', 'No', '0' -> False (case and spaces around ignored); ValueError else."""
+    word = text.strip().lower()
+    if word not in ON + OFF:
+        raise ValueError("not one of 1, 0, true, false, yes, no, on, off")
+    return word in ON
