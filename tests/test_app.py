@@ -1494,3 +1494,12 @@ def _request(link: str):
     class Request:
         query_params = QueryParams(urllib.parse.urlparse(link).query)
     return Request()
+
+
+def test_a_lone_surrogate_in_a_link_is_said_where_it_is():
+    """A sweep prompt's lone surrogate was said to be in "the settings" (an Experiments review)."""
+    from playground.ui.share import share_url
+    with pytest.raises(PlaygroundError, match="^the Experiments tab's values or prompts hold text that is not valid UTF-8"):
+        share_url("http://host/", Settings(preset="demo"), {"sweep_prompts": "a\ud800"})
+    with pytest.raises(PlaygroundError, match="^the settings hold text that is not valid UTF-8 .* at character 1"):
+        share_url("http://host/", Settings(preset="demo", prompt="a\ud800"), {"sweep_prompts": "fine"})

@@ -237,12 +237,15 @@ def _preset_defaults(name: str) -> Settings | None:
 def share_url(base_url: str, settings: Settings, extra: dict[str, str] | None = None) -> str:
     """The link (the settings, then `extra` parameters: the Experiments tab's), or PlaygroundError
     when it would be longer than servers accept."""
-    try:
-        query = "&".join(q for q in (to_query(settings), urllib.parse.urlencode(extra or {})) if q)
-        url = base_url.split("?")[0] + "?" + query
-    except UnicodeEncodeError as exc:
-        raise PlaygroundError(f"the settings hold text that is not valid UTF-8 (a lone surrogate at character "
-                              f"{exc.start}): it cannot go into a link") from None
+    parts = []
+    for what, encode in (("the settings", lambda: to_query(settings)),
+                         ("the Experiments tab's values or prompts", lambda: urllib.parse.urlencode(extra or {}))):
+        try:  # (a sweep prompt's lone surrogate was said to be the settings')
+            parts.append(encode())
+        except UnicodeEncodeError as exc:
+            raise PlaygroundError(f"{what} hold text that is not valid UTF-8 (a lone surrogate at character "
+                                  f"{exc.start}): it cannot go into a link") from None
+    url = base_url.split("?")[0] + "?" + "&".join(q for q in parts if q)
     if len(url) > MAX_LINK_CHARS:
         raise PlaygroundError(f"this link would be {len(url)} characters long, more than servers accept "
                               f"({MAX_LINK_CHARS}); shorten the prompt, system prompt{', sweep prompts' * bool(extra)} or "
