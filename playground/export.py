@@ -238,11 +238,17 @@ def _sglang_tree(s) -> tuple[int, int, int]:
 
 
 def _shared_notes(s, kind, draft, constraint, notes) -> None:
+    """What each engine cannot express of the setting, in `notes` (engine -> its lines)."""
     def add(engines, text):
         for engine in engines:
             notes[engine].append(text)
+    for write in (_drafting_notes, _model_notes, _sampling_notes, _thinking_notes, _prompt_notes):
+        write(s, kind, draft, constraint, add, tuple(notes))
 
-    serving, every = ("vllm", "sglang"), tuple(notes)
+
+def _drafting_notes(s, kind, draft, constraint, add, every) -> None:
+    """A draft, a draft length policy or a tree the engines have no option for."""
+    serving = ("vllm", "sglang")
     if kind == "feature":
         add(serving, f"The feature draft {FEATURE_DRAFT} is an EAGLE-style head trained here, with no EAGLE "
                      "checkpoint format the engine loads: the command serves the target without speculation.")
@@ -267,6 +273,10 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
     elif tree_lookup(s.tree):
         add(every, f"The prompt-lookup branch (+{tree_lookup(s.tree)}) grafted on each tree has no option here: "
                    "the draft's tree is verified without it.")
+
+
+def _model_notes(s, kind, draft, constraint, add, every) -> None:
+    """Models that exist only here, or differ from their hub checkpoints."""
     models = {s.target, draft_model(s.draft)}
     if models & set(LOCAL):
         add(every, "demo-target and demo-draft are a toy pair trained for this playground; they exist only in this "
@@ -274,12 +284,21 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
     for name in sorted(models & set(HUB_IDS)):
         add(every, f"{name} is the playground's copy of {HUB_IDS[name]} converted from a Q4_1 GGUF; the hub "
                    "checkpoint loaded here has the original weights, so outputs can differ.")
+
+
+def _sampling_notes(s, kind, draft, constraint, add, every) -> None:
+    """A seeded sampled run is the same distribution, not the same tokens."""
     if s.temperature > 0:
         add(every, "Sampling: the seed gives the same distribution, not the playground's exact tokens.")
         add(["sglang"], "SGLang reproduces a seeded sampled run only on a server started with "
                         "--enable-deterministic-inference (its seeded sampler and batch-invariant kernels; "
                         "docs/advanced_features/deterministic_inference.md); otherwise the same seed may give "
                         "other tokens from one request to the next.")
+
+
+def _thinking_notes(s, kind, draft, constraint, add, every) -> None:
+    """How each engine thinks where the playground constrains a reasoning model."""
+    serving = ("vllm", "sglang")
     if _constrains_thinking(s, constraint):
         first = (f"the playground holds {s.target}'s first token to the constraint, and its chat template opens <think> "
                  "whatever it is asked, so that answer is written inside the model's unclosed thinking (give it a "
@@ -299,6 +318,10 @@ def _shared_notes(s, kind, draft, constraint, notes) -> None:
                         "thinking too: it may end before the answer.")
         add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "
                               "thinking budget either.")
+
+
+def _prompt_notes(s, kind, draft, constraint, add, every) -> None:
+    """A prompt sent as raw text (no chat template), and what SGLang adds to one."""
     if s.chat and not _chat(s):
         add(every, f"{s.target} has no chat template: the playground sent the prompt as raw text, and so does this.")
     if not _chat(s):
