@@ -76,9 +76,10 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
     ends where it is, without a row: a point cut short is no measurement (one measured whole before
     it is kept)."""
     rows = []
-    for i, value in enumerate(values):
+    for value in values:
         run_cfg = _with(cfg, axis, value)
-        result = measured(pair, prompts, run_cfg, constraint, warm=i == 0, halted=halted)
+        result = measured(pair, prompts, run_cfg, constraint, halted=halted)  # each value warmed up, the first
+        # alone was: a new k is a new pass width, whose first use may cost more, inside the value's first block
         if result is None:
             return
         rows.append(_row(run_cfg, result, len(prompts)))
