@@ -8,7 +8,9 @@ import dataclasses
 import json
 import os
 import pathlib
+import signal
 import sys
+import threading
 import time
 import warnings
 
@@ -56,10 +58,14 @@ def cmd_generate(args) -> int:
                   session.answers_inside_thinking(pair, prompt_ids, constraint)):
         if short:
             print(f"note: {short}", file=sys.stderr)
-    out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint)
+    with _ctrl_c_ends_the_run() as stopped:
+        out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint, stopped)
     shown = None if args.prompt_ids else settings.prompt
     print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, shown, prompt_ids))
-    return 130 if out["finish_reason"] == "stopped" else 0  # (only Ctrl-C stops a run here: as a shell reports SIGINT)
+    if stopped.is_set():
+        print("interrupted: the output above is what came before Ctrl-C", file=sys.stderr)
+        return 130  # (as a shell reports SIGINT)
+    return 0
 
 
 def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[int]) -> str:
@@ -82,42 +88,81 @@ def _drafting(cfg, draft: str = "") -> str:
     return f"k {cfg.k}, {cfg.policy} policy" + (f" at {cfg.confidence:g}" if cfg.policy == "confidence" else "")
 
 
-def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None) -> dict:
+def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None,
+                    stop: threading.Event | None = None) -> dict:
+    """The run (with `baseline`, beside the target alone, measured), as JSON. Once `stop` is set (Ctrl-C:
+    _ctrl_c_ends_the_run) the run ends at its next round with what came, the measurement with the
+    estimate before the block it cut short, and no further sample starts."""
     from playground import session
-    from playground.measure.speedup import engine_block, measure
+    from playground.measure.speedup import engine_block
+    stop = stop or threading.Event()
     compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
     if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
-        make = engine_block(pair, [prompt_ids], cfg, constraint, whole_base=True)  # (its text in the JSON)
-        first = make()
+        make = engine_block(pair, [prompt_ids], cfg, constraint, should_stop=stop.is_set, whole_base=True)  # (its
+        first = make()  # text in the JSON)
+        if not first.spec_runs:  # Ctrl-C in the warm-up: nothing written yet
+            raise KeyboardInterrupt
         events = first.spec_runs[0]
         result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0], prompt_ids)
     else:
-        result = _run_until_ctrl_c(pair, prompt_ids, cfg, constraint)
+        result = _run_until(stop, pair, prompt_ids, cfg, constraint)
     out = result.as_json()
     if cfg.compile:
         out["compile_s"] = compile_s
         out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
     if baseline:
         base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]))
-        out |= comparison_json(result, base, measure(make, [first]), cfg.sampling.greedy)  # as the page's download
+        out |= comparison_json(result, base, _measured_until(stop, make, first), cfg.sampling.greedy)  # as the page's
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens
-        runs = [result] + [session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint)
-                           for i in range(1, num_samples)]
+        runs = [result]
+        for i in range(1, num_samples):
+            if stop.is_set():
+                break
+            runs.append(_run_until(stop, pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint))
         out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids} for i, run in enumerate(runs)]
     return out
 
 
-def _run_until_ctrl_c(pair, prompt_ids, cfg, constraint):
-    """session.run, ended where it is by Ctrl-C: the rounds that came are the result, finish_reason
-    'stopped' (the whole run was lost, and only "interrupted" said; the page's Stop keeps its text)."""
+def _run_until(stop: threading.Event, pair, prompt_ids, cfg, constraint):
+    """session.run, ended at its next round once `stop` is set: the rounds that came are the result,
+    finish_reason 'stopped' (Ctrl-C lost the whole run, and only "interrupted" was said)."""
     from playground import session
     guide, events = session.new_guide(constraint, cfg), []
     started = time.perf_counter()
-    try:
-        events.extend(session.generate(pair, prompt_ids, cfg, guide=guide))
-    except KeyboardInterrupt:
-        print("interrupted: the run's text so far follows, cut where Ctrl-C came", file=sys.stderr)
+    for event in session.generate(pair, prompt_ids, cfg, guide=guide):
+        events.append(event)
+        if stop.is_set():
+            break
     return session.collect(pair, events, time.perf_counter() - started, constraint, guide, prompt_ids)
+
+
+def _measured_until(stop: threading.Event, make, first):
+    """measure(make, [first]), ended once `stop` is set with the estimate before the block it cut short
+    (as the page's Stop keeps it)."""
+    from playground.measure.speedup import measuring
+    told = None
+    for estimate in measuring(None if stop.is_set() else make, [first]):
+        if stop.is_set() and told is not None:
+            break
+        told = estimate
+    return told
+
+
+@contextlib.contextmanager
+def _ctrl_c_ends_the_run():
+    """Within it, a first Ctrl-C sets the event it yields (the run ends at its next round and prints what
+    it wrote); a second quits at once, as Ctrl-C does elsewhere."""
+    stop = threading.Event()
+
+    def on_ctrl_c(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()  # (nothing printed here: a handler printing while the run prints would reenter it)
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def cmd_bench(args) -> int:
@@ -166,8 +211,9 @@ def cmd_bench(args) -> int:
                                tree=args.tree)  # text: its row's label
     except KeyboardInterrupt:  # (said only "interrupted": whether anything was kept, and where, was a guess)
         if out_dir:
-            print(f"interrupted: {counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} "
-                  "and table.md; no chart", file=sys.stderr)
+            kept = (f"{counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} and table.md"
+                    if written else f"no row was measured whole: {out_dir} holds machine.json alone")
+            print(f"interrupted: {kept}; no chart", file=sys.stderr)
         raise
     if out_dir:
         ran_on["load_average_after"] = machine()["load_average"]  # (a load that came during the bench: said)

@@ -243,7 +243,8 @@ def parse_prompt_ids(text: str) -> list[int]:
     try:
         ids = [whole(part.strip()) for part in text.split(",") if part.strip()]  # (int() read '1_0' and '٤')
     except ValueError:
-        raise PlaygroundError(f"--prompt-ids must be comma-separated integers, got '{text}'") from None
+        raise PlaygroundError(f"--prompt-ids must be comma-separated integers, got '{text[:80]}'"
+                              + ("..." * (len(text) > 80))) from None  # (a million digits were echoed whole)
     if not ids:
         raise PlaygroundError("the prompt is empty")
     return ids

@@ -101,6 +101,17 @@ def test_a_bench_in_a_used_folder_replaces_its_files_and_an_interrupt_says_what_
     assert not (out / "speedup.html").exists() and not list(out.glob("*.partial"))
 
 
+def test_rows_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A bench stopped while writing could leave half a rows.json: each file is written beside, then moved."""
+    from playground.measure import report
+    report.write_rows([NOISY_ROW], tmp_path, "first")
+    monkeypatch.setattr(report.os, "replace", lambda *args: (_ for _ in ()).throw(OSError("cut short")))
+    with pytest.raises(OSError):
+        report.write_rows([NOISY_ROW, NOISY_ROW], tmp_path, "second")
+    assert json.loads((tmp_path / "rows.json").read_text()) == [NOISY_ROW]
+    assert report.clear_earlier(tmp_path) == ["rows.json", "table.md"] and not list(tmp_path.iterdir())
+
+
 def test_the_bench_chart_draws_noisy_points_at_their_estimate_with_the_interval():
     """Rows too noisy for one number (speedup None) were left out of the chart, and no point had its interval."""
     import plotly.graph_objects as go

@@ -498,21 +498,37 @@ def test_an_export_of_models_named_alone_says_it_assumes_their_chat_template(cap
     assert json.loads(out)["endpoint"] == "/v1/completions" and err == ""
 
 
-def test_ctrl_c_prints_the_text_so_far(capsys, monkeypatch):
-    """Ctrl-C during generate lost the whole run (about 130 rounds in a review's try), said only
-    "interrupted": the rounds that came are printed, finish_reason 'stopped', status 130."""
+@pytest.mark.parametrize("flags, cut_at", [([], 4), (["--num-samples", "3", "--temperature", "1"], 4), (["--baseline"], 4),
+                                            (["--baseline"], 20), (["--baseline"], 60)])
+def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
+    """Ctrl-C during generate lost the whole run (about 130 rounds in a review's try) and said only
+    "interrupted": the run ends at its next round and prints what came (finish_reason 'stopped'), with
+    --baseline the measurement keeps its estimate so far, no further sample starts, status 130. With
+    --baseline (the demo pair, 32 tokens) events 1-9 are the warm-up (nothing written yet: only
+    "interrupted"), 10-56 the text's block, then the measurement's further blocks."""
+    import signal
     from playground import session
-    real = session.generate
+    real, calls = session.generate, []
 
-    def cut_after_three_rounds(*args, **kwargs):
-        for i, event in enumerate(real(*args, **kwargs)):  # (the prompt pass, then rounds)
-            if i == 4:
-                raise KeyboardInterrupt
+    def ctrl_c_after(*args, **kwargs):  # every call's events counted together: the cut falls in call 1 or later
+        calls.append(args)
+        for event in real(*args, **kwargs):
+            if len(events_seen) == cut_at:
+                os.kill(os.getpid(), signal.SIGINT)
+            events_seen.append(event)
             yield event
-    monkeypatch.setattr(session, "generate", cut_after_three_rounds)
-    code = main(["generate", "--preset", "demo", "--max-new-tokens", "64", "--json"])
+    events_seen: list = []
+    monkeypatch.setattr(session, "generate", ctrl_c_after)
+    code = main(["generate", "--preset", "demo", "--max-new-tokens", "32", "--json", *flags])
     out, err = capsys.readouterr()
+    if flags == ["--baseline"] and cut_at == 4:
+        assert code == 130 and out == "" and err.strip().endswith("error: interrupted")
+        return
     run = json.loads(out)
-    assert code == 130 and run["finish_reason"] == "stopped" and len(run["rounds"]) == 3
-    assert len(run["token_ids"]) == run["stats"]["generated_tokens"] >= 3 and run["text"]
-    assert "interrupted: the run's text so far follows" in err
+    assert code == 130 and err.strip().endswith("interrupted: the output above is what came before Ctrl-C"), err
+    if cut_at < 60:
+        assert run["finish_reason"] == "stopped" and 1 <= len(run["rounds"]) <= 4 and run["text"]
+    else:
+        assert run["finish_reason"] != "stopped" and run["speedup_measure"]["blocks"] >= 1
+    assert len(run.get("samples", [None])) == 1  # (no sample after the cut one)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C quits again after the run

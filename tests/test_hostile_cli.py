@@ -3,6 +3,8 @@ never a traceback, never a silent wrong answer."""
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -66,6 +68,21 @@ def test_numbers_are_read_alike_everywhere(capsys, saved_pair):
         parse_values("9" * 5000, int)
     with pytest.raises(ValueError, match="'1_0' is not a whole number"):
         parse_values("1_0", int)
+    argv = [a for a in gen(saved_pair, "--prompt-ids", "9" * 10**6 + "x") if a not in ("--prompt", "x")]
+    assert len(one_line_error(capsys, *argv)) < 200  # (the million digits were echoed whole)
+
+
+def test_a_long_number_is_refused_in_time_linear_in_its_length():
+    """Read with '[0-9]+\\.?[0-9]*', 16,000 digits and a letter took 5.5 s to refuse (every split of the
+    digits tried), holding the server: a sweep's values box takes 16 KiB. A million digits now take well
+    under a second; the old pattern would take hours (the bound is that far from both)."""
+    script = ("from playground.measure.sweeps import parse_values\n"
+              "for kind in (float, int):\n"
+              "    try: parse_values('1' * 10**6 + 'x', kind)\n"
+              "    except ValueError as e: print(str(e)[:60])\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert proc.stdout.count("is not a") == 2, proc.stderr[-2000:]
 
 
 def test_files_that_are_not_utf8_or_missing(capsys, saved_pair, tmp_path):

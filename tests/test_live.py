@@ -69,6 +69,23 @@ def test_stop_while_measuring_again_ends_the_measuring(monkeypatch):
     assert len(last.result.token_ids) == 48
 
 
+def test_a_sampled_comparisons_further_measurements_draw_anew(monkeypatch):
+    """The page's streamed run is its first measurement; each further one draws with the next seed
+    (measure.speedup.drawn): with one seed for all, they timed the shown text again and again."""
+    from playground import session
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it measures again, four in all
+    seeds, real = [], session.generate
+
+    def recording(pair, ids, cfg, *args, **kwargs):
+        seeds.append(cfg.seed)
+        return real(pair, ids, cfg, *args, **kwargs)
+    monkeypatch.setattr(session, "generate", recording)
+    for snap in live.live_run(demo_settings(max_new_tokens=24, compare=True, temperature=1.0, seed=5), every=0):
+        pass
+    assert snap.speedup.blocks == 4 and seeds == [5, 5, 6, 6, 7, 7, 8, 8]  # (each measurement: both sides)
+
+
 def test_a_constraints_notes_show_once_beside_the_metrics_then_under_the_verdict():
     """They were shown twice at the end: in the metrics' note and under the 'valid' badge."""
     import json

@@ -96,8 +96,8 @@ def clear_earlier(out: pathlib.Path) -> list[str]:
     stopped before its chart left the last one's chart beside its own rows, its machine.json beside the
     last one's rows before its first."""
     earlier = [name for name in OWN_FILES if (out / name).is_file()]
-    for name in earlier:
-        (out / name).unlink()
+    for path in [out / name for name in earlier] + [out / f"{name}.partial" for name in OWN_FILES]:
+        path.unlink(missing_ok=True)  # (and what a write cut short left)
     return earlier
 
 

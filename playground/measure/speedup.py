@@ -154,7 +154,7 @@ def estimate(blocks: list[Block]) -> Speedup:
         reason = f"only {rounds} round{'s' * (rounds != 1)} on a side, too few to tell how much the ratio varies"
     elif runs < MIN_WHOLE_RUNS:
         reason = (f"only {counted(runs, 'whole run')} on a side timed run by run (one sample each), too few to tell "
-                  f"how much the ratio varies (more prompts give more)")
+                  f"how much the ratio varies (more prompts or measurements give more)")
     elif value > SLACK * (bound := most_possible(blocks)):
         where = f"its {low:.2f}-{high:.2f}x lies wholly" if low > SLACK * bound else "its estimate lies"  # (views add it)
         reason = (f"{where} above {bound:.2f}x, about the most its target passes allow "
@@ -187,7 +187,8 @@ def fewest_rounds(blocks: list[Block]) -> int:
 
 
 def fewest_whole_runs(blocks: list[Block]) -> int:
-    """The runs of the side with fewer among sides timed as whole runs, pooled over blocks."""
+    """The runs of the side with fewer among sides timed as whole runs, pooled over blocks (MIN_WHOLE_RUNS
+    where no side is: nothing to hold to it)."""
     return _fewest_parts(blocks, whole_runs=True, default=MIN_WHOLE_RUNS)
 
 

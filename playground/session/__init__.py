@@ -69,12 +69,12 @@ def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: in
                       compile=compile, tree=tuple(tree), tree_budget=tree_budget, tree_lookup=tree_lookup, sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
 
 
-def config_of(s, tree: bool = True) -> SpecConfig:
-    """A Settings' (playground.presets) run configuration, validated; tree=False: its chain settings
+def config_of(s, with_tree: bool = True) -> SpecConfig:
+    """A Settings' (playground.presets) run configuration, validated; with_tree=False: its chain settings
     alone (the page blames a bad tree on the tree's box)."""
     return settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
                     max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, compile=s.compile,
-                    **(tree_fields(s.tree) if tree else {}))
+                    **(tree_fields(s.tree) if with_tree else {}))
 
 
 def constraint_spec(s) -> ConstraintSpec | None:

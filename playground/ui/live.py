@@ -77,7 +77,7 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
     with blamed_on("model"):
         check_models(settings, allow_custom)
     with blamed_on("settings"):
-        cfg = session.config_of(settings, tree=False)
+        cfg = session.config_of(settings, with_tree=False)
     with blamed_on("tree"):  # the tree, and what it needs of the settings above and of the draft
         if tree_fields(settings.tree)["tree"]:
             session.check_tree_drafter(settings.draft)
