@@ -158,7 +158,11 @@ def _ctrl_c_ends_the_run():
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()  # (nothing printed here: a handler printing while the run prints would reenter it)
-    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN or threading.current_thread() is not threading.main_thread():
+        yield stop  # (a job started in the background ignores Ctrl-C; only the main thread takes signals)
+        return
+    signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         yield stop
     finally:

@@ -508,10 +508,9 @@ def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
     "interrupted"), 10-56 the text's block, then the measurement's further blocks."""
     import signal
     from playground import session
-    real, calls = session.generate, []
+    real = session.generate
 
     def ctrl_c_after(*args, **kwargs):  # every call's events counted together: the cut falls in call 1 or later
-        calls.append(args)
         for event in real(*args, **kwargs):
             if len(events_seen) == cut_at:
                 os.kill(os.getpid(), signal.SIGINT)
@@ -519,8 +518,14 @@ def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
             yield event
     events_seen: list = []
     monkeypatch.setattr(session, "generate", ctrl_c_after)
-    code = main(["generate", "--preset", "demo", "--max-new-tokens", "32", "--json", *flags])
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a job run in the
+    try:  # background ignores Ctrl-C, and the CLI leaves it so)
+        code = main(["generate", "--preset", "demo", "--max-new-tokens", "32", "--json", *flags])
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
     out, err = capsys.readouterr()
+    assert after is signal.default_int_handler  # Ctrl-C quits again after the run
     if flags == ["--baseline"] and cut_at == 4:
         assert code == 130 and out == "" and err.strip().endswith("error: interrupted")
         return
@@ -531,4 +536,23 @@ def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
     else:
         assert run["finish_reason"] != "stopped" and run["speedup_measure"]["blocks"] >= 1
     assert len(run.get("samples", [None])) == 1  # (no sample after the cut one)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C quits again after the run
+
+
+def test_a_run_whose_ctrl_c_is_ignored_leaves_it_so(capsys, monkeypatch):
+    """A job started in the background ignores Ctrl-C (SIG_IGN): generate does not take it back."""
+    import signal
+    from playground import session
+    real = session.generate
+
+    def ctrl_c_at_once(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        yield from real(*args, **kwargs)
+    monkeypatch.setattr(session, "generate", ctrl_c_at_once)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = main(["generate", "--preset", "demo", "--max-new-tokens", "16", "--json"])
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    run = json.loads(capsys.readouterr().out)
+    assert code == 0 and after is signal.SIG_IGN and run["finish_reason"] != "stopped"
