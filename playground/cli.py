@@ -195,6 +195,7 @@ def cmd_bench(args) -> int:
     chat = pick(None, preset, "chat", True) and not args.raw
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
+
     def log(line: str) -> None:  # progress on standard error, the table or JSON alone on standard output
         print(line, file=sys.stderr)  # (`bench > table.md` took the log too)
     ran_on = machine(next(pair.target.parameters()).device) | {"run": _benched(args, pair, ks, temperatures, prompts)}
