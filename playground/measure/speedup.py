@@ -17,8 +17,8 @@ caller does between rounds (rendering, streaming) never counts.
     interval one block: a bootstrap over its rounds (2.5th-97.5th percentile of 400 resamples, fixed
              seed); several blocks: that, widened to the range of the blocks' own estimates
     verdict  an interval wider than TOLERANCE (high / low), fewer than MIN_TOKENS tokens or fewer than
-             MIN_ROUNDS rounds (MIN_WHOLE_RUNS runs where timed whole) on a side (a bootstrap over one round has no width: an output the
-             constraint forced whole is one round), or an interval wholly above the most the passes
+             MIN_ROUNDS rounds on a side (a bootstrap over one round has no width: an output the
+             constraint forced whole is one round; a side timed as whole runs: MIN_WHOLE_RUNS runs), or an interval wholly above the most the passes
              allow, or an estimate above it: measure another block, up to MAX_BLOCKS; still so: no number,
              and the reason says why
     bound    R <= (spec tokens per target pass) / (target-alone tokens per target pass): a verify pass
@@ -35,6 +35,7 @@ caller does between rounds (rendering, streaming) never counts.
 Callers with opaque runs (bench's transformers rows) build their blocks from `Timed` parts
 themselves: a whole run is then one part."""
 import dataclasses
+import itertools
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -269,7 +270,7 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
     a sampled draw that runs on past them took its own time at every point of a temperature sweep),
     or with `whole_base` runs to its own end (the CLI shows its text). Sampled, the blocks made draw as
     blocks `first_block`, `first_block` + 1, ... (`drawn`; the page's first block is its streamed run)."""
-    made = [first_block]  # the number of the next block made
+    numbers = itertools.count(first_block)  # each block's number as it is made (drawn)
 
     def run(block: Block, ids: list[int], most: int | None = None, cfg=cfg) -> None:  # most: speculative tokens, then end
         guides = [session.new_guide(constraint, cfg) for _ in range(2)]
@@ -284,12 +285,12 @@ def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: boo
         block.add(seen["spec"], seen["base"], guides[0])
 
     def block() -> Block:
-        this, made[0] = Block(Timed(), Timed()), made[0] + 1
+        made, block_cfg = Block(Timed(), Timed()), drawn(cfg, next(numbers))
         for ids in prompts:
             if should_stop():
                 break
-            run(this, ids, cfg=drawn(cfg, made[0] - 1))
-        return this
+            run(made, ids, cfg=block_cfg)
+        return made
     if warm and prompts:
         run(Block(Timed(), Timed()), prompts[0], WARM_TOKENS)
     return block
