@@ -11,7 +11,6 @@ import pathlib
 import signal
 import sys
 import threading
-import time
 import warnings
 
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags,
@@ -94,7 +93,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
     _ctrl_c_ends_the_run) the run ends at its next round with what came, the measurement with the
     estimate before the block it cut short, and no further sample starts."""
     from playground import session
-    from playground.measure.speedup import engine_block
+    from playground.measure.speedup import engine_block, measure
     stop = stop or threading.Event()
     compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
     if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
@@ -105,47 +104,24 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         events = first.spec_runs[0]
         result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0], prompt_ids)
     else:
-        result = _run_until(stop, pair, prompt_ids, cfg, constraint)
+        result = session.run(pair, prompt_ids, cfg, constraint=constraint, should_stop=stop.is_set)
     out = result.as_json()
     if cfg.compile:
         out["compile_s"] = compile_s
         out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
     if baseline:
         base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]))
-        out |= comparison_json(result, base, _measured_until(stop, make, first), cfg.sampling.greedy)  # as the page's
+        measured = measure(make, [first], should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
+        out |= comparison_json(result, base, measured, cfg.sampling.greedy)  # as the page's download
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens
         runs = [result]
         for i in range(1, num_samples):
             if stop.is_set():
                 break
-            runs.append(_run_until(stop, pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint))
+            runs.append(session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint,
+                                    should_stop=stop.is_set))
         out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids} for i, run in enumerate(runs)]
     return out
-
-
-def _run_until(stop: threading.Event, pair, prompt_ids, cfg, constraint):
-    """session.run, ended at its next round once `stop` is set: the rounds that came are the result,
-    finish_reason 'stopped' (Ctrl-C lost the whole run, and only "interrupted" was said)."""
-    from playground import session
-    guide, events = session.new_guide(constraint, cfg), []
-    started = time.perf_counter()
-    for event in session.generate(pair, prompt_ids, cfg, guide=guide):
-        events.append(event)
-        if stop.is_set():
-            break
-    return session.collect(pair, events, time.perf_counter() - started, constraint, guide, prompt_ids)
-
-
-def _measured_until(stop: threading.Event, make, first):
-    """measure(make, [first]), ended once `stop` is set with the estimate before the block it cut short
-    (as the page's Stop keeps it)."""
-    from playground.measure.speedup import measuring
-    told = None
-    for estimate in measuring(None if stop.is_set() else make, [first]):
-        if stop.is_set() and told is not None:
-            break
-        told = estimate
-    return told
 
 
 @contextlib.contextmanager
@@ -236,7 +212,7 @@ def _benched(args, pair, ks: list[int], temperatures: list[float], prompts: list
     """What a bench measured (machine.json's `run`, the table's title): rows.json named neither the models
     nor the precision they ran in (a CPU's bf16 flags and PLAYGROUND_CPU_DTYPE choose it) nor the settings."""
     def dtype(model) -> str | None:
-        return None if model is None else str(next(model.parameters()).dtype).removeprefix("torch.")
+        return None if model is None else str(model.dtype).removeprefix("torch.")
     return {"target": pair.target_id, "draft": pair.draft_id, "target_dtype": dtype(pair.target),
             "draft_dtype": dtype(pair.draft), "k": ks, "temperatures": temperatures, "prompts": len(prompts),
             "max_new_tokens": args.max_new_tokens, "repeat": args.repeat, "seed": args.seed,

@@ -200,19 +200,20 @@ def _fewest_parts(blocks: list[Block], whole_runs: bool, default: int) -> int:
 
 
 def measure(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
-            max_blocks: int = MAX_BLOCKS) -> Speedup:
+            max_blocks: int = MAX_BLOCKS, should_stop: Callable[[], bool] = lambda: False) -> Speedup:
     """The final estimate of `measuring`."""
     result = None
-    for result in measuring(block, first, min_blocks, max_blocks):
+    for result in measuring(block, first, min_blocks, max_blocks, should_stop):
         pass
     return result
 
 
 def measuring(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
-              max_blocks: int = MAX_BLOCKS) -> Iterator[Speedup]:
+              max_blocks: int = MAX_BLOCKS, should_stop: Callable[[], bool] = lambda: False) -> Iterator[Speedup]:
     """Measure blocks until the estimate is tight (at least `min_blocks`, at most `max_blocks`,
     `first` counted), yielding the estimate after each; `block()` measures one more (None: only
-    `first`). The last estimate yielded is the result."""
+    `first`). The last estimate yielded is the result. Once `should_stop()` (Stop, Ctrl-C) no block
+    starts, and one it cut short is not counted: the estimate before it stands."""
     blocks = list(first)
     while True:
         if blocks and len(blocks) >= min_blocks:
@@ -223,7 +224,11 @@ def measuring(block: Callable[[], Block] | None, first: list[Block] = (), min_bl
             yield result
             if not result.more:
                 return
+        if should_stop():
+            return
         blocks.append(block())
+        if should_stop():  # (the block this cut short)
+            return
 
 
 def interleave(spec: Iterator, base: Iterator, rest: bool = True) -> Iterator[tuple[str, object]]:

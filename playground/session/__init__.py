@@ -209,12 +209,16 @@ def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, cfg: Spe
 
 
 def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
-        constraint: Constraint | None = None) -> RunResult:
-    """Run to the end and collect tokens, text, stats and (constrained) validity."""
+        constraint: Constraint | None = None, should_stop=lambda: False) -> RunResult:
+    """Run to the end (or the first round after `should_stop()`: finish_reason 'stopped') and collect
+    tokens, text, stats and (constrained) validity."""
     guide = new_guide(constraint, cfg)
     compile_graphs(pair, len(prompt_ids), cfg, speculative=speculative, constrained=constraint is not None)  # never in its time
-    started = time.perf_counter()
-    events = list(generate(pair, prompt_ids, cfg, speculative, guide))
+    started, events = time.perf_counter(), []
+    for event in generate(pair, prompt_ids, cfg, speculative, guide):
+        events.append(event)
+        if should_stop():
+            break
     return collect(pair, events, time.perf_counter() - started, constraint, guide, prompt_ids)
 
 

@@ -171,9 +171,7 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
             ended.extend([why] if why else [])
         return bool(ended)
     more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending, first_block=1)  # (sampled: new draws)
-    for told in measuring(more, [first]):
-        if ended:  # the block this cut short: not counted, the estimate before it kept
-            break
+    for told in measuring(more, [first], should_stop=ending):  # (a block cut short: not counted)
         snap.speedup = told
         if not told.more or ending():  # told (or nothing more to learn); or Stop, or a run waiting
             break
