@@ -1,7 +1,8 @@
 """`python -m playground generate|bench|export`: the command-line contract other tools rely on.
 
 Bad input exits with status 2 and one line `error: ...` on stderr, before any model work when the
-input alone shows the mistake. The session (torch, transformers: seconds to import) is imported by the
+input alone shows the mistake; an output that does not meet its constraint (INVALID: cut short, or
+a keyword checked only after the run) is printed in full and exits with status 1. The session (torch, transformers: seconds to import) is imported by the
 commands, so --help and a mistyped flag answer at once."""
 import contextlib
 import dataclasses
@@ -64,7 +65,22 @@ def cmd_generate(args) -> int:
     if stopped.is_set():
         print("interrupted: the output above is what came before Ctrl-C", file=sys.stderr)
         return 130  # (as a shell reports SIGINT)
+    if broken := invalid_outputs(out):  # (a script reading the text as JSON was told 0, as for a valid one)
+        print(f"invalid: {broken}", file=sys.stderr)
+        return 1
     return 0
+
+
+def invalid_outputs(out: dict) -> str:
+    """'' when every output meets its constraint (or there is none); else which did not, and why."""
+    samples = out.get("samples") or [{"seed": None, **out}]
+    broken = [s for s in samples if s["valid"] is False]
+    if not broken:
+        return ""
+    seeds = [str(s["seed"]) for s in broken]
+    which = ("the output does" if len(samples) == 1 else f"the sample with seed {seeds[0]} does" if len(seeds) == 1
+             else f"the samples with seeds {', '.join(seeds[:-1])} and {seeds[-1]} do")
+    return f"{which} not meet the constraint (" + broken[0]["validation_error"] + ")"
 
 
 def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[int]) -> str:
@@ -120,7 +136,9 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
                 break
             runs.append(session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint,
                                     should_stop=stop.is_set))
-        out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids} for i, run in enumerate(runs)]
+        out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids,
+                           "finish_reason": run.finish_reason, "valid": run.valid,
+                           "validation_error": run.validation_error, "open_end": run.open_end} for i, run in enumerate(runs)]
     return out
 
 
@@ -238,7 +256,7 @@ def cmd_export(args) -> int:
         with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
             read_constraint(spec)
     exported = export_setting(settings)
-    for note in unused_by_export(args):
+    for note in unused_by_export(args, spec, settings.chat):
         print(note, file=sys.stderr)
     if not settings.preset and exported.endpoint.endswith("/chat/completions"):  # nothing loaded: not known
         print("note: models named without a --preset are exported with their chat template, as generate applies it "
@@ -296,8 +314,7 @@ def format_text(out: dict) -> str:
             "" if not still else f": still thinking when it ended, no {THINK_END} yet"
             + " (raise max new tokens)" * (out["finish_reason"] == "length")))
     if out["valid"] is not None:
-        lines.append(f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
-                     else f"-- INVALID: {out['validation_error']}")
+        lines.append(validity(out))
         lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
     if "speedup_measure" in out:
         greedy = "identical_to_baseline" in out  # (a sampled run's text is not compared)
@@ -309,8 +326,13 @@ def format_text(out: dict) -> str:
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
             lines.append(f"-- too noisy for one number: {m['reason']}; about {m['estimate']:.2f}x")
     for sample in out.get("samples", [])[1:]:  # (the first is the text above) printed only in --json before
-        lines += ["", f"-- sample with seed {sample['seed']}:", sample["text"]]
+        lines += ["", f"-- sample with seed {sample['seed']}:", sample["text"]] + [validity(sample)] * (sample["valid"] is not None)
     return "\n".join(lines)
+
+
+def validity(out: dict) -> str:
+    return (f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
+            else f"-- INVALID: {out['validation_error']}")
 
 
 def _progress_printer():

@@ -458,8 +458,10 @@ def test_keywords_not_enforced_while_writing_are_named_and_checked_after(capsys,
     schema = {"type": "array", "items": {"enum": [1, 2]}, "minItems": 3, "maxItems": 3, "uniqueItems": True}
     code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x = ", "--json",
                  "--schema", json.dumps(schema), "--constraint-backend", backend, "--max-new-tokens", "40"])
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report["constraint_notes"] == ["not enforced while writing (checked after the run): uniqueItems"]
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert code == 1 and report["constraint_notes"] == ["not enforced while writing (checked after the run): uniqueItems"]
+    assert err.endswith("invalid: the output does not meet the constraint (" + report["validation_error"] + ")\n"), err
     assert report["valid"] is False and "non-unique" in report["validation_error"], report  # 3 items from 2 values
 
 
@@ -479,7 +481,25 @@ def test_truncated_output_is_reported(capsys, saved_pair):
     code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x = ",
                  "--schema", json.dumps(SCHEMAS["api_response"]), "--max-new-tokens", "5", "--json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report["valid"] is False and report["validation_error"].startswith("truncated")
+    assert code == 1 and report["valid"] is False and report["validation_error"].startswith("truncated")
+
+
+def test_each_sample_is_judged_and_an_invalid_one_fails_the_command(capsys, saved_pair):
+    """Samples after the first were printed without a verdict, and an INVALID output exited 0."""
+    target, draft = saved_pair
+    args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x = ", "--temperature", "1",
+            "--schema", json.dumps(SCHEMAS["api_response"]), "--num-samples", "3", "--seed", "1"]
+    code = main([*args, "--max-new-tokens", "5", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    samples = report["samples"]
+    assert code == 1 and [s["valid"] for s in samples] == [False] * 3
+    assert all(s["validation_error"].startswith("truncated") and s["finish_reason"] == "length" for s in samples)
+    code, text = main([*args, "--max-new-tokens", "5"]), capsys.readouterr()
+    assert code == 1 and text.out.count("-- INVALID: truncated") == 3
+    assert text.err.endswith("invalid: the samples with seeds 1, 2 and 3 do not meet the constraint (" + samples[0]["validation_error"] + ")\n")
+    code = main([*args, "--max-new-tokens", "120", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and [s["valid"] for s in report["samples"]] == [True] * 3, report["samples"]
 
 
 def test_grammar_constraint(pair, tokenizer, tmp_path):

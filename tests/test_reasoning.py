@@ -176,11 +176,11 @@ def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_token
     pair = thinking_pair(think_tokenizer, -5.0)
     target, draft = (tiny.save(model, think_tokenizer, tmp_path / name) for model, name in ((pair.target, "t"), (pair.draft, "d")))
     args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--schema", SCHEMA]
-    assert main(args + ["--think-budget", "12", "--max-new-tokens", "8"]) == 0
+    assert main(args + ["--think-budget", "12", "--max-new-tokens", "8"]) == 1  # (printed, and told invalid)
     err = capsys.readouterr().err
     assert ("note: the thinking budget (12 tokens) and </think> leave no room for an answer within max new tokens (8): a "
             "model that thinks that long ends before its answer") in err
-    assert main(args + ["--think-budget", "12", "--max-new-tokens", "13"]) == 0  # the budget, then the marker: no answer
+    assert main(args + ["--think-budget", "12", "--max-new-tokens", "13"]) == 1  # the budget, then the marker: no answer
     assert "leave no room for an answer within max new tokens (13)" in capsys.readouterr().err
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "40"]) == 0
     assert "thinking budget" not in capsys.readouterr().err  # room left: nothing said
