@@ -251,6 +251,7 @@ def test_progress_is_reported(saved_pair):
 
 @pytest.mark.parametrize("model_id, message", [
     ("/no/such/dir", "not found: no such directory"),
+    (__file__, "is a file: give the directory that holds its config.json"),
     ("someone/missing-model", "hf download someone/missing-model"),
     ("not a valid id!", "not a valid Hugging Face id"),
 ])

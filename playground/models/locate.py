@@ -36,6 +36,8 @@ def locate(model_id: str, progress: Progress | None = None, before_download: Che
         if not (local / "config.json").exists():
             raise PlaygroundError(f"model '{model_id}': the directory has no config.json")
         return local
+    if local.exists():  # (a weights file given for its folder was "not found: no such directory")
+        raise PlaygroundError(f"model '{model_id}' is a file: give the directory that holds its config.json and weights")
     if local.is_absolute() or model_id.startswith((".", "~")) or model_id.count("/") > 1:
         raise PlaygroundError(f"model '{model_id}' not found: no such directory")
     return _download(model_id, progress, before_download)
