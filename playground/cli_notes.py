@@ -8,11 +8,23 @@ def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, d
     """-> one line each ('note: --system is not used: ...'). `spec` the run's ConstraintSpec or None,
     `chat` whether the run asks for the chat template, `has_template` whether the tokenizer has one,
     `cfg` the run's SpecConfig, `draft` its draft's id."""
-    given_ids = args.prompt_ids is not None
-    notes = _sampling_unused(args, cfg, draft)
-    if args.system:
-        why = _no_system(args, chat, has_template, target)
-        notes += [f"--system is not used: {why}"] if why else []
+    notes = _sampling_unused(args, cfg, draft) + _system_unused(args, chat, has_template, target) + _unused_by_any_run(args, spec)
+    return [f"note: {n}" for n in notes]
+
+
+def unused_by_export(args, spec, chat: bool) -> list[str]:
+    """What `export` was given but writes nowhere: the flags that place and compile a run here, and those
+    no run would use (as generate says them; a tokenizer's template is not known: nothing is loaded)."""
+    given = [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]
+    notes = [f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
+             "commands, and vLLM, SGLang and transformers pick their own device and compilation"] if given else []
+    return [f"note: {n}" for n in notes + _system_unused(args, chat, True, "") + _unused_by_any_run(args, spec)]
+
+
+def _unused_by_any_run(args, spec) -> list[str]:
+    """Flags that only mean something beside another, given without it."""
+    given_ids = getattr(args, "prompt_ids", None) is not None
+    notes = []
     if args.schema_in_prompt and (given_ids or spec is None or spec.kind != "json"):
         notes.append("--schema-in-prompt is not used: " + ("--prompt-ids are sent as given" if given_ids else
                                                            "it appends a --schema to the prompt, and this run has none"))
@@ -25,14 +37,12 @@ def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, d
         notes.append("--confidence is not used: it is --policy confidence's threshold")
     if args.constraint_backend != "llguidance" and spec is None:
         notes.append("--constraint-backend is not used: this run has no --schema, --regex or --grammar")
-    return [f"note: {n}" for n in notes]
+    return notes
 
 
-def unused_by_export(args) -> list[str]:
-    """What `export` was given but writes nowhere: the flags that place and compile a run here."""
-    given = [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]
-    return [f"note: {' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
-            "commands, and vLLM, SGLang and transformers pick their own device and compilation"] if given else []
+def _system_unused(args, chat: bool, has_template: bool, target: str) -> list[str]:
+    why = _no_system(args, chat, has_template, target) if args.system else ""
+    return [f"--system is not used: {why}"] if why else []
 
 
 def _sampling_unused(args, cfg, draft: str) -> list[str]:
@@ -58,7 +68,7 @@ def _sampling_unused(args, cfg, draft: str) -> list[str]:
 
 def _no_system(args, chat: bool, has_template: bool, target: str) -> str:
     """Why the system prompt reaches no model ('' when it does)."""
-    if args.prompt_ids is not None:
+    if getattr(args, "prompt_ids", None) is not None:  # (export has no --prompt-ids)
         return "--prompt-ids are sent as given"
     if args.raw:
         return "--raw sends the prompt without the chat template"
