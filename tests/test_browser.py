@@ -793,3 +793,61 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         page.set_viewport_size({"width": 1400, "height": 1600})
     run = page.locator("#run-button").bounding_box()
     assert page.locator("#preset-box").bounding_box()["x"] < run["x"]  # wide: the settings stay on the left
+
+
+# A mark's contrast against what is under it (WCAG 2.1's 1.4.11, non-text: 3:1), its colour laid over its own tint
+# and the page, with the opacity of the mark and its parents -> the marks under their bound.
+LOW_MARK_CONTRAST_JS = """() => {
+  const rgba = c => { const v = c.match(/rgba?\\(([^)]+)\\)/)[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+    return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  const lum = c => { const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
+  const page = document.querySelector('.dark') ? [11, 15, 25, 1] : [255, 255, 255, 1];
+  const low = [], seen = new Set();
+  for (const tok of document.querySelectorAll('#token-stream .tok')) {
+    const kind = tok.dataset.kind || tok.className; if (seen.has(kind)) continue; seen.add(kind);
+    const style = getComputedStyle(tok), o = Number(style.opacity);
+    const tint = rgba(style.backgroundColor), line = rgba(style.borderBottomColor);
+    const bg = over([tint[0], tint[1], tint[2], tint[3] * o], page), mark = over([line[0], line[1], line[2], line[3] * o], page);
+    const [a, b] = [lum(mark), lum(bg)], ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 3) low.push(`${kind}: ${ratio.toFixed(2)}:1`); }
+  return [low, [...seen]]; }"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(page, app_url, theme):
+    """An accessibility audit: a refused token's underline stood 2.55:1 on dark; the end of a run was said only as
+    Gradio's "common.complete"; a share link was made in silence; the checked radio showed no focus (Gradio's rule
+    won over ours); a refused prompt's box was not marked invalid; nothing stood still when the system asked for
+    reduced motion."""
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=48&__theme={theme}")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)  # the run and its measuring are over
+    low, kinds = page.evaluate(LOW_MARK_CONTRAST_JS)
+    assert not low and "rejected" in kinds and "accepted" in kinds, (low, kinds)
+    expect(page.locator("#run-said")).to_have_text(re.compile(r"^Run over: 48 tokens in [\d.]+ s; acceptance rate [\d.]+; "
+                                                              r"speedup "), timeout=10_000)
+    page.click("#share-button")
+    expect(page.locator("#run-said")).to_have_text("Share link ready, below the button, with a copy button", timeout=30_000)
+    page.locator("#k-slider input[type=range]").focus()
+    page.keyboard.press("Tab")  # the policy's checked radio ('fixed')
+    ring = page.evaluate("() => { const e = document.activeElement; return [e.type, e.checked, getComputedStyle(e).outlineStyle]; }")
+    assert ring == ["radio", True, "solid"], ring
+    page.evaluate("""() => { const s = document.createElement('span'); s.className = 'spinner'; s.id = 'a-spinner';
+                             document.body.appendChild(s); }""")
+    assert page.evaluate("getComputedStyle(document.getElementById('a-spinner')).animationName") == "none"
+    prompt = page.locator("#prompt-box textarea")
+    assert prompt.get_attribute("aria-invalid") == "false"
+    prompt.fill("   ")
+    page.click("#run-button")
+    expect(page.locator("#prompt-error")).to_be_visible(timeout=30_000)
+    expect(prompt).to_have_attribute("aria-invalid", "true")
+    expect(prompt).to_have_attribute("aria-describedby", "prompt-error")
+    editor = page.locator("#constraint-editor .cm-content")
+    if editor.count():
+        assert editor.get_attribute("aria-describedby") == "constraint-check"
+    page.emulate_media(reduced_motion="no-preference")

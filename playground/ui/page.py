@@ -212,7 +212,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                    wrap=True, column_widths=column_widths(sweep_columns(FIRST.sweep_axis)), elem_id="sweep-table")
         sweep_plot = gr.Plot()
         sweep_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="sweep-csv")  # once it has one
-        gr.Markdown("### Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
+        gr.Markdown("## Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
                     "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
         variants = gr.CheckboxGroup(list(sweeps.VARIANTS), value=list(FIRST.compare_drafts), label="Drafts")
         with gr.Row():
@@ -224,7 +224,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                      column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table")
         compare_plot = gr.Plot()
         compare_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="compare-csv")  # once it has one
-        gr.Markdown("### Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
+        gr.Markdown("## Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                     "(k c + 1)`. Your Playground runs of a draft model with a fixed k, compared with the target alone "
                     "(their estimated α), appear as red crosses; too noisy for one number, as circles at their estimate "
@@ -332,12 +332,14 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         exports + [experiment_settings], trigger_mode="always_last", api_visibility="private",
                         show_progress="hidden")  # the Export and Experiments tabs kept current
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
-        lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private")  # shown once it has a link
+        lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private",  # shown once it has a link,
+        js=render.SAY_LINK_READY)  # and said (a screen reader heard nothing: focus stays on the button)
     gr.on(changed, None, None, share_box, js="() => ''", queue=False,
           api_visibility="private")  # a setting changed: the link no longer says it
     experiment_share_btn.click(named_inputs(make_experiment_link, EXPERIMENT_NAMES), EXPERIMENT + SETTINGS,
                                experiment_share_box, api_name="share_experiment").success(
-        lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private")
+        lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private",
+        js=render.SAY_LINK_READY)
     gr.on(changed + [box.change for box in EXPERIMENT], None, None, experiment_share_box, js="() => ''", queue=False,
           api_visibility="private")
     gr.on([kind.change, constraint.change, backend.change], check_constraint, [kind, constraint, backend],

@@ -13,6 +13,7 @@ COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS
 # accepted from corrected to no one with deuteranopia (both olive there)
 UNDERLINES = {ACCEPTED: ("#15803d", "solid"), REJECTED: ("#b91c1c", "solid"), CORRECTED: ("#c2410c", "double"),
               BONUS: ("#1d4ed8", "dotted"), FORCED: ("#4b5563", "dashed")}
+DARK_UNDERLINES = COLOURS | {REJECTED: "#f87171"}  # (a refused token's red, dimmed with it, stood 2.6:1 on dark)
 MEANING = {
     ACCEPTED: "draft token the target kept",
     REJECTED: "draft token the target refused, or one after it, never judged (not part of the text)",
@@ -38,24 +39,26 @@ CSS = """
              border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
 .tok { border-radius: 3px; }  /* no padding: a padded span is shaped alone, and Hindi's conjuncts broke into dotted
    circles, Arabic's letters into their isolated forms (the rounded underlines still show where a token ends) */
-.tok-part { color: var(--block-label-text-color); }
 .tokstream, #output-text textarea, #baseline-text textarea, #prompt-box textarea { unicode-bidi: plaintext; }  /* each
    paragraph in the direction of its first letter: Arabic's full stop was drawn at its right, its start */
 """ + "".join(f".tok-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
-               f".dark .tok-{k} {{ border-bottom-color: {COLOURS[k]}; }}\n" for k, (shade, style) in UNDERLINES.items()) + """
+               f".dark .tok-{k} {{ border-bottom-color: {DARK_UNDERLINES[k]}; }}\n" for k, (shade, style) in UNDERLINES.items()) + """
 .legend .key i { border-bottom: 3px solid; height: 9px !important; }  /* each kind's underline, under its swatch */
-.tok-rejected { text-decoration: line-through; color: """ + COLOURS[REJECTED] + """; opacity: 0.75; }
+.tok-rejected { text-decoration: line-through; opacity: 0.75; }  /* in the text's colour: its red (never drawn,
+   Gradio's .prose rule won) would stand 2.9:1 dimmed */
 .tok-rejected::before { content: "" / "refused: "; }  /* said by a screen reader, not shown (it read refused
    drafts as part of the text) */
 .tok:focus-visible, .round-sep:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
-.tok-eos { font-size: 11px; color: var(--block-label-text-color); }
+.tok-eos { font-size: 11px; }  /* in the text's colour, as a token with no text's mark: the labels' grey on a
+   token's tint stood 4.0:1 */
 .thinking { margin-bottom: 6px; } .thinking .tok { color: var(--block-label-text-color); }  /* (opacity 0.45: 2.5:1;
    the labels' grey here and below: 4.8:1, where Gradio's subdued one is 1.9:1) */
 .thinking summary { color: var(--block-label-text-color); cursor: pointer; font-style: italic; }
 .stream-placeholder { color: var(--block-label-text-color); }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid var(--color-accent);
-  outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at all */
+.gradio-container input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid
+  var(--color-accent); outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at
+  all (its `[type=radio]:focus-visible { outline: none }` won over this rule without the container's class) */
 .round-sep { display: inline-block; width: 0; border-left: 1px dotted #9ca3af; height: 1.1em; margin: 0 1px;
              vertical-align: middle; }
 .round-sep.stopped { border-left: 2px solid #f59e0b; }
@@ -78,6 +81,8 @@ input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2
 .spinner { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border: 2px solid #9ca3af;
            border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; }
 @keyframes spin { to { transform: rotate(360deg); } }
+@media (prefers-reduced-motion: reduce) {  /* asked for by the system: the spinner and Gradio's pulses stand still */
+  *, ::before, ::after { animation: none !important; transition: none !important; } }
 #stream > [data-testid=status-tracker].translucent { background: var(--block-background-fill); }  /* loading's
    progress over the stream (its text ran through the placeholder's); not while tokens stream ("generating") */
 #token-tip { position: fixed; z-index: 1000; max-width: 280px; padding: 4px 8px; border-radius: 6px; font-size: 12px;
@@ -165,6 +170,27 @@ PAGE_JS = """() => {
   const badge = document.getElementById('run-badge');
   if (badge) new MutationObserver(() => { const text = badge.textContent.trim(); if (text) said.textContent = text; })
     .observe(badge, {childList: true, subtree: true, characterData: true});
+  const stop = document.getElementById('stop-button');  // a run and its measuring over: what it came to, said once
+  if (stop) new MutationObserver(() => {  // (only "common.complete", Gradio's own, was said at a run's end)
+    const metrics = document.getElementById('metrics');
+    if (stop.disabled && metrics && metrics.dataset.said && !document.getElementById('run-error'))
+      said.textContent = ['Run over: ' + metrics.dataset.said, badge && badge.textContent.trim()].filter(Boolean).join('. ');
+  }).observe(stop, {attributes: true, attributeFilter: ['disabled']});
+  const describe = () => {  // the constraint editor and the prompt point at what is said about them (Gradio names
+    const editor = document.querySelector('#constraint-editor .cm-content');  // its editor "Code input container")
+    if (editor && !editor.hasAttribute('aria-label')) {
+      editor.setAttribute('aria-label', 'Constraint (in it, Tab indents; Escape then Tab leaves it)');
+      editor.setAttribute('aria-describedby', 'constraint-check');
+    }
+    for (const [input, message] of [['#prompt-box textarea', 'prompt-error'], ['#constraint-editor .cm-content', 'constraint-error']]) {
+      const box = document.querySelector(input);
+      if (box) box.setAttribute('aria-invalid', document.getElementById(message) ? 'true' : 'false');
+    }
+    const prompt = document.querySelector('#prompt-box textarea');
+    if (prompt) prompt.setAttribute('aria-describedby', document.getElementById('prompt-error') ? 'prompt-error' : '');
+  };
+  new MutationObserver(describe).observe(document.body, {childList: true, subtree: true});
+  describe();
   function show(mark) {
     if (!mark) { tip.hidden = true; return; }
     const at = mark.getBoundingClientRect();
@@ -176,6 +202,11 @@ PAGE_JS = """() => {
   }
   document.addEventListener('scroll', () => { tip.hidden = true; }, true);
 }"""
+
+
+# A share link made: said by a screen reader (focus stays on its button, the link appears below it).
+SAY_LINK_READY = """() => { const said = document.getElementById('run-said');
+  if (said) said.textContent = 'Share link ready, below the button, with a copy button'; }"""
 
 
 # The Preset box's .input, in the browser: the preset's name, or null where the box shows what it showed when it took
@@ -292,12 +323,14 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
                          + ", the prompt pass not counted"))
     if speedup is not None:
         cards.append(_speedup_card(speedup, same))
+    said = [f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"] + [f"{name} {value}" for name, value, _ in cards
+                                                                               if name in ("acceptance rate", "speedup")]
     wide = lambda name: " metric-wide" if name == "speedup" else ""  # noqa: E731  (its reasons: a row of their own)
     body = "".join(f'<div class="metric{wide(name)}"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
                    for name, value, detail in cards)
     if note:
         body += f'<div class="metric metric-wide"><small>{html.escape(note)}</small></div>'
-    return f'<div class="metrics" id="metrics">{body}</div>'
+    return f'<div class="metrics" id="metrics" data-said="{html.escape("; ".join(said))}">{body}</div>'
 
 
 def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
