@@ -8,6 +8,7 @@ from playground.limits import MAX_NEW_TOKENS
 # the default preset: with a GPU, on a CPU where SmolLM2 loads offline, else (playground.presets)
 GPU_DEFAULT, CPU_DEFAULT, CPU_FALLBACK = "qwen2.5-7b", "smollm2", "demo"
 MAX_K = 16  # the page's slider, the CLI and the API alike
+DEFAULT_K, DEFAULT_MAX_NEW_TOKENS = 4, 128  # a run's, a preset's and the page's when not given (one place)
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 2.0  # below, logits / T overflows; above 2 an LLM's text is noise.
 # One range for the page's slider, the API and the CLI (the CLI took up to 100 where the API stopped at 2)
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds
@@ -49,8 +50,8 @@ class SamplingParams:
 
 @dataclass(frozen=True, slots=True)
 class SpecConfig:
-    k: int = 4
-    max_new_tokens: int = 128
+    k: int = DEFAULT_K
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     seed: int = 0
     sampling: SamplingParams = field(default_factory=SamplingParams)
     policy: str = "fixed"  # draft length: fixed k, the +2/-1 schedule, or stop when the draft is unsure

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from playground.config import CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT
+from playground.config import CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, GPU_DEFAULT
 from playground.models import loading as models
 from playground.models import packaged
 from playground.models.placement import compiles_by_default, on_zero_gpu
@@ -38,11 +38,11 @@ class Preset:
     purpose: str
     target: str
     draft: str  # a model id, or "ngram" for prompt lookup
-    k: int = 4
+    k: int = DEFAULT_K
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
-    max_new_tokens: int = 128
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     prompt: str = ""
     chat: bool = False  # apply the chat template to the prompt (instruct models)
     system: str = ""
@@ -74,12 +74,12 @@ class Settings:
     preset: str = "demo"
     target: str = ""
     draft: str = ""
-    k: int = 4
+    k: int = DEFAULT_K
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
     seed: int = 0
-    max_new_tokens: int = 128
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     prompt: str = ""
     system: str = ""
     chat: bool = False

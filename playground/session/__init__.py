@@ -4,7 +4,7 @@ gets and their compilation live in playground.session.choice."""
 import time
 from collections.abc import Iterator
 
-from playground.config import (CONSTRAINT_FIELDS, SCHEMA_HINT, SamplingParams, SpecConfig, thinks, tree_fields)
+from playground.config import (CONSTRAINT_FIELDS, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, SCHEMA_HINT, SamplingParams, SpecConfig, thinks, tree_fields)
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint, from_user
 from playground.constraints.guide import Guide
 from playground.detok import whole_characters, with_text
@@ -57,8 +57,8 @@ def _change_in_place(pair: Pair) -> None:
             fuse_projections(model)
 
 
-def settings(k: int = 4, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-             max_new_tokens: int = 128, policy: str = "fixed", confidence: float = 0.5,
+def settings(k: int = DEFAULT_K, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, policy: str = "fixed", confidence: float = 0.5,
              compile: bool = False, tree: tuple[int, ...] = (), tree_budget: int = 0, tree_lookup: int = 0) -> SpecConfig:
     """Validated run settings (raises PlaygroundError naming the bad value). With an adaptive
     `policy` ("schedule" or "confidence"), k is the most the draft proposes in a round; `compile`
