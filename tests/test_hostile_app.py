@@ -1375,3 +1375,135 @@ def test_a_links_text_reaches_an_experiments_csv_as_text_never_a_formula():
     rows = list(csv.DictReader(open(csv_path, encoding="utf-8")))
     assert rows and all(row["system"] == "'" + formula for row in rows)
     assert [row["k"] for row in rows] == ["2"]  # numbers stay numbers
+
+
+def test_the_pages_own_functions_are_not_called_by_name(app_url):
+    """An audit: Gradio's /call/<name> ran the page's private functions (the constraint check, the
+    calculator, the run history) though the API's listing leaves them out."""
+    import app
+    private = [fn.api_name for fn in app.demo.fns.values() if fn.api_visibility == "private" and fn.api_name]
+    assert "check_constraint" in private and "calculator" in private
+    for name in private[:6] + ["check_constraint", "calculator"]:
+        for route in (f"/gradio_api/call/{name}", f"/gradio_api/call/v2/{name}", f"/gradio_api/run/{name}"):
+            status, text = post(app_url, route, json.dumps({"data": ["regex", "a+", "llguidance"]}).encode())
+            assert status == 404 and f"no endpoint '{name}' here; /gradio_api/info lists them" in text, (route, status, text)
+    status, text = post(app_url, "/gradio_api/call/share_link", json.dumps({"data": []}).encode())
+    assert status == 200 and "event_id" in text, text  # a public one still is
+
+
+def test_a_cancel_ends_only_an_event_of_the_session_it_names(app_url):
+    """An audit: anyone who had a run's event id ended it with a made-up session hash (Gradio's /cancel
+    and the guard's stop of its work read the event id alone)."""
+    from playground.ui import pacing
+    fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
+        {"data": ["def f(", "demo", 4, 0.0, 1500, 0, "", "", True, "", "", "", -1]}).encode())
+    event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 60
+    reader = _reading(app_url, event_id)  # (read: it runs on)
+    while event_id not in dict(pacing.handed_requests()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for session in ("made-up", "s-192.0.2.9", None):
+        status, text = post(app_url, "/gradio_api/cancel", json.dumps(
+            {"session_hash": session, "event_id": event_id, "fn_index": fn["generate"]}).encode())
+        assert status == 404 and "no event of that session" in text, (status, text)
+    time.sleep(1)
+    assert event_id in dict(pacing.handed_requests())  # still running
+    status, text = post(app_url, "/gradio_api/cancel", json.dumps(
+        {"session_hash": event_id, "event_id": event_id, "fn_index": fn["generate"]}).encode())  # its own
+    assert status == 200, text
+    deadline = time.monotonic() + 30
+    while event_id in dict(pacing.handed_requests()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    reader.close()
+
+
+def _reading(app_url, event_id: str):
+    """A stream of a /call/generate event, opened and held (close() it)."""
+    import http.client
+    url = urllib.parse.urlsplit(app_url)
+    reader = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    reader.request("GET", f"/gradio_api/call/generate/{event_id}")
+    assert reader.getresponse().status == 200
+    return reader
+
+
+def test_a_run_nobody_reads_stops_and_a_late_reader_gets_what_it_wrote(app_url, monkeypatch):
+    """An audit: a 300-byte POST to /call/generate whose stream was never opened held the CPU for the
+    whole run (77 s for 1,500 compared tokens of the demo pair; a sweep, up to 15 minutes)."""
+    from playground.ui import pacing
+    monkeypatch.setattr(pacing, "UNREAD_SECONDS", 2)
+    started = time.monotonic()
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
+        {"data": ["def f(", "demo", 4, 0.0, 1500, 0, "", "", True, "", "", "", -1]}).encode())
+    event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 60
+    while event_id not in dict(pacing.handed_requests()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    while event_id in dict(pacing.handed_requests()):
+        assert time.monotonic() < deadline, "the unread run went on"
+        time.sleep(0.1)
+    result = json.loads(_late_read(app_url, event_id).split("event: complete\ndata: ")[1].split("\n")[0])[0]
+    assert result["finish_reason"] == "stopped" and 0 < result["stats"]["generated_tokens"] < 1500, result
+    assert time.monotonic() - started < 60
+    monkeypatch.setattr(pacing, "UNREAD_SECONDS", 1)
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
+        {"data": ["def g(", "demo", 4, 0.0, 200, 0, "", "", True, "", "", "", -1]}).encode())
+    read = _late_read(app_url, json.loads(text)["event_id"])  # read at once: it runs to its end
+    result = json.loads(read.split("event: complete\ndata: ")[1].split("\n")[0])[0]
+    assert result["finish_reason"] == "length" and result["stats"]["generated_tokens"] == 200, result
+
+
+def test_runs_waiting_for_the_device_take_turns_by_address():
+    """An audit: first come, first served, one address's three queued runs all went before a newcomer's
+    (85 s behind three 1,000-token runs of the demo pair)."""
+    from types import SimpleNamespace as Obj
+
+    def event(address: str, name: str):
+        request = Obj(headers={"x-forwarded-for": address}, client=Obj(host="127.0.0.1", port=1))
+        return Obj(request=request, concurrency_id=addresses.DEVICE, name=name)
+    waiting = [event("192.0.2.1", "a2"), event("192.0.2.1", "a3"), event("192.0.2.2", "b1"), event("192.0.2.3", "c1"),
+               event("192.0.2.2", "b2"), event("192.0.2.1", "a4"), event("192.0.2.4", "d1")]
+    queue = Obj(event_queue_per_concurrency_id={addresses.DEVICE: Obj(queue=waiting)},
+                active_jobs=[[event("192.0.2.1", "a1")], None])
+    addresses.take_turns(queue)
+    assert [e.name for e in waiting] == ["b1", "c1", "d1", "a2", "b2", "a3", "a4"]
+    addresses.take_turns(queue)  # in turns already: as it was
+    assert [e.name for e in waiting] == ["b1", "c1", "d1", "a2", "b2", "a3", "a4"]
+    addresses.take_turns(Obj(event_queue_per_concurrency_id={}, active_jobs=[]))  # nothing waiting: nothing to do
+
+
+def test_a_newcomers_run_waits_behind_no_second_run_of_another_address(app_url, monkeypatch):
+    """The join's guard puts the device's queue in turns (take_turns above) as each run joins."""
+    import threading
+
+    import app
+    from playground.ui import live, pacing
+    fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
+    release, real_prepare = threading.Event(), live.prepare
+
+    def held_prepare(*args, **kwargs):  # the device busy with the first run
+        release.wait(60)
+        return real_prepare(*args, **kwargs)
+    monkeypatch.setattr(live, "prepare", held_prepare)
+    args = lambda i: [f"def f{i}(", "demo", 4, 0.0, 8, 0, "", "", False, "", "", "", -1]
+    try:
+        first = json.loads(_join(app_url, fn["generate"], args(0), "192.0.2.61")[1])["event_id"]
+        deadline = time.monotonic() + 30
+        while first not in dict(pacing.handed_requests()):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        joined = [json.loads(_join(app_url, fn["generate"], args(i), address)[1])["event_id"]
+                  for i, address in ((1, "192.0.2.61"), (2, "192.0.2.61"), (3, "192.0.2.62"))]
+        queue = app.demo._queue
+        waiting = [e._id for e in queue.event_queue_per_concurrency_id[addresses.DEVICE].queue]
+        assert waiting == [joined[2], joined[0], joined[1]], (waiting, joined, [
+            (e._id, e.concurrency_id, addresses.address_of(e.request)) for job in queue.active_jobs if job for e in job],
+            [addresses.address_of(e.request) for e in queue.event_queue_per_concurrency_id[addresses.DEVICE].queue])
+    finally:
+        release.set()
+    deadline = time.monotonic() + 120
+    while any(e in app.demo._queue.event_ids_to_events for e in [first, *joined]):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)

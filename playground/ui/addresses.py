@@ -10,7 +10,8 @@ guard asks `joining` before a call joins the queue.
   run's work counts until it ends on the engine thread, also once Gradio's /cancel has taken its
   event out of the queue (a cancel ends its constraint's compile in a worker, and work cancelled
   while it waited for the thread never starts: playground.ui.pacing). In one quick lane (a function's, or the constraint
-  checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time.
+  checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time. The runs waiting
+  for the device take turns by address (take_turns), not first come, first served.
   The address: the peer's, or where the peer is a proxy of this host (a private or loopback address:
   a Space's proxy, a local nginx) the first of X-Forwarded-For, or PLAYGROUND_PROXY_HOPS from its end
   (limits.PROXY_HOPS: where the proxies in front append the caller, a caller forges the first). The
@@ -89,10 +90,10 @@ def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
     whole share for one more event in `lane` (a concurrency_id; DEVICE: a run), else ""."""
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
-    mine = [e for e in waiting + running if client_address(e.request.headers, _peer(e.request)) == caller]
+    mine = [e for e in waiting + running if address_of(e.request) == caller]
     held = {e._id for e in mine}
     cancelled = [i for i, request in pacing.handed_requests() if i not in held and request is not None
-                 and client_address(request.headers, _peer(request)) == caller]  # a run's work, going on after
+                 and address_of(request) == caller]  # a run's work, going on after
     # its event was cancelled (its constraint's compile), or waiting its turn on the engine thread
     if len(mine) + len(cancelled) + _pending[caller] >= QUEUED_PER_CLIENT:
         return f"{len(mine) + len(cancelled) + _pending[caller]} events"
@@ -114,6 +115,30 @@ def device_waiting() -> int:
     if not waiting or waiting.concurrency_limit is None or waiting.current_concurrency < waiting.concurrency_limit:
         return 0
     return len(waiting.queue)
+
+
+def take_turns(queue) -> None:
+    """The runs waiting for the device, in turns by address: every address's first waiting run before any
+    address's second, and so on (within a turn, in the order they joined); an address with a run on the
+    device already waits its second turn. (First come, first served, one address's three runs went before a
+    newcomer's: 85 s behind three 1,000-token runs of the demo pair, 28 s behind three sweeps giving way to
+    each other's turn: an audit.) Called after each join of the device's lane."""
+    waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue is not None else None
+    if not waiting or len(waiting.queue) < 2:
+        return
+    turns = collections.Counter(address_of(e.request) for job in queue.active_jobs if job for e in job
+                                if e.concurrency_id == DEVICE)
+
+    def turn(event) -> int:
+        turns[who := address_of(event.request)] += 1
+        return turns[who]
+    ordered = sorted([(turn(e), i, e) for i, e in enumerate(waiting.queue)], key=lambda t: t[:2])
+    waiting.queue[:] = [e for *_, e in ordered]
+
+
+def address_of(request) -> str:
+    """The address a request Gradio keeps with an event came from ("" for none)."""
+    return client_address(request.headers, _peer(request)) if request is not None else ""
 
 
 def _peer(request):

@@ -35,6 +35,7 @@ SESSION_HASH = re.compile(r"[!-~]{1,128}")  # a session's key: visible ASCII (Gr
 VALUE_CHARS = 16 * 1024  # the most characters one value of a call may carry where its component says no more
 _value_chars: dict[int, tuple[int, int, str | None]] = {}  # component id -> (bound, limit, name) (see bound)
 CALLED = re.compile(r"/call/(v2/)?([^/]+)/?$")  # Gradio's routes for an endpoint by name (v2: its inputs named)
+RUN_BY_NAME = re.compile(r"/run/([^/]+)/?$")  # the route that runs a function by name or, with an fn_index, by it
 _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
 
 
@@ -130,7 +131,19 @@ def _session(call) -> str | None:
 
 def _field_refusal(call, fn, path: str) -> tuple[int, str] | None:
     """The checks of a parsed call, short or long, past its values' bounds."""
-    return odd_session(call) or not_finite(call, path) or misnamed_input(call, fn, path) or unknown_function(call, fn, path)
+    return (odd_session(call) or not_finite(call, path) or private_by_name(call, fn, path) or misnamed_input(call, fn, path)
+            or unknown_function(call, fn, path))
+
+
+def private_by_name(call, fn, path: str) -> tuple[int, str] | None:
+    """(404, why) for a function of the page alone (api_visibility "private": not in the API's listing)
+    called by its name on /run/<name> (on /call/, misnamed_input): Gradio's routes ran it all the same
+    (an audit ran the page's constraint check, calculator and run history by /call/<name>). The page
+    calls its functions by fn_index (the queue's join, /run/predict)."""
+    named = RUN_BY_NAME.search(path) if _fn_index(call) is None else None
+    if named is None or fn is None or fn.api_visibility != "private":
+        return None
+    return 404, f"no endpoint {ascii(named.group(1)[:40])} here; /gradio_api/info lists them"
 
 
 def odd_session(call) -> tuple[int, str] | None:
@@ -204,7 +217,7 @@ def overlong_value(call, fn) -> tuple[int, str] | None:
 
 
 def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
-    """(404, why) for a /call/ route naming no endpoint (a /call/v2/ one: no public one); (400, why) for
+    """(404, why) for a /call/ route naming no public endpoint; (400, why) for
     a /call/v2/<name> body (inputs by name) naming an input its function lacks (every public one has a
     default for each). Gradio answered each "Internal Server Error" (500) and logged a traceback, the
     name whole (a 7 MB name: 62 MiB of log a second)."""
@@ -212,7 +225,7 @@ def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
     if called is None:
         return None
     by_name = called.group(1) is not None
-    if fn is None or by_name and fn.api_visibility == "private":
+    if fn is None or fn.api_visibility == "private":  # (/call/<name> ran a private one: an audit)
         return 404, f"no endpoint {ascii(called.group(2)[:40])} here; /gradio_api/info lists them"
     if not by_name or not isinstance(call, dict):
         return None
@@ -239,7 +252,7 @@ def _function(blocks, fn_index: int | None, path: str):
     fn_index is not read there: a forged one had the guard count a /call/generate as a quick event),
     else its fn_index (the queue's join, /run/), else the name in a /run/ route; None for none."""
     called = re.search(r"/call/(?:v2/)?([^/]+)/?$", path)
-    run = None if called or fn_index is not None else re.search(r"/run/([^/]+)/?$", path)
+    run = None if called or fn_index is not None else RUN_BY_NAME.search(path)
     if called or run:
         name = (called or run).group(1)
         return next((fn for fn in blocks.fns.values() if fn.api_name == name), None)

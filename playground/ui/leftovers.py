@@ -156,6 +156,11 @@ def stream_open(queue, scope: dict):
             del _streams_open[session]
 
 
+def being_read(session: str | None) -> bool:
+    """Whether a stream of this session's messages is open now."""
+    return bool(session) and _streams_open[session] > 0
+
+
 def _streamed_session(queue, scope: dict) -> str | None:
     path = scope.get("path", "")
     if queue is not None and SESSION_STREAM.search(path):

@@ -23,6 +23,7 @@ from gradio.context import LocalContext
 
 from playground.constraints import worker
 from playground.limits import CONCURRENCY
+from playground.ui.leftovers import being_read
 
 T = TypeVar("T")
 ENGINE_THREADS = "playground-engine"  # their names' prefix
@@ -70,6 +71,9 @@ def _gradio_event(event_id: str | None):
     return next((e for job in list(jobs) if job for e in job if getattr(e, "_id", None) == event_id), None)
 
 
+UNREAD_SECONDS = 30  # a run no stream reads ends after this long (a late reader gets what it wrote)
+
+
 def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float | None = None) -> Iterator:
     """Run the iterator `make(stop)` on an engine thread (in the caller's context, so Gradio's
     progress reaches the page) and yield its newest item at most every `every` seconds, and no more
@@ -79,7 +83,9 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     With `idle`, the newest item again after that long without a new one: Gradio closes the
     generator of a page that has gone only when it hands it something (an experiment's point makes
     nothing for minutes). Gradio's event marked gone (its page's stream closed) sets `stop` too, looked
-    at every `every` seconds: a run hands nothing while its models load and its constraint compiles."""
+    at every `every` seconds: a run hands nothing while its models load and its constraint compiles;
+    so does an event no stream of its session has read for UNREAD_SECONDS (a `/call/` caller who never
+    opens its stream: a 300-byte POST held the CPU for the run's whole length, a sweep's 15 minutes)."""
     stop, finished, failure = threading.Event(), threading.Event(), []
     newest = [0, None]  # [items made, the last] (an item may be the same object, grown)
     event_id = LocalContext.event_id.get(None)
@@ -105,10 +111,15 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
         _handed.pop(event_id, None)
         raise
     sent, wait, last = 0, every, time.monotonic()
+    read_at = last  # when a stream of the event's session was last seen open
     try:
         while not finished.wait(wait):
             if event is not None and not event.alive:  # a visitor who left during a compile held the engine to
                 stop.set()  # its end, 19 s (a 256-property schema on xgrammar), and the next visitor waited
+            if event is not None and being_read(event.session_hash):
+                read_at = time.monotonic()
+            elif event is not None and time.monotonic() - read_at > UNREAD_SECONDS:
+                stop.set()
             count, item = newest
             if count != sent or (idle is not None and count and time.monotonic() - last >= idle):
                 sent, handed = count, time.perf_counter()

@@ -142,7 +142,9 @@ class RequestGuard:
             sessions.opened_by(session, caller)
         if not JOINS.search(path):
             if leftovers.CANCEL.search(path):
-                pacing.stop_handed(_cancelled_event(body))
+                if (event_id := _cancelled_event(body, queue)) is None:
+                    return await refuse(send, 404, "no event of that session is held here to cancel")
+                pacing.stop_handed(event_id)
             return await self.app(scope, _replay(body, receive, slot.release), leftovers.on_cancel(queue, path, body, send))
         lane = DEVICE if fn is None else fn.concurrency_id  # a function not known counts as a run
         async with addresses.joining(queue, caller, lane) as held:
@@ -150,12 +152,19 @@ class RequestGuard:
                 return await refuse(send, 503, f"this address already has {held} queued or running; start another "
                                                "once one has ended")
             await self.app(scope, _replay(body, receive, slot.release), send)
+        if lane == DEVICE:
+            addresses.take_turns(queue)
 
 
-def _cancelled_event(body: bytes) -> object:
-    """The event id a /cancel body names (None past VALUE_CHARS: Gradio's own are short)."""
+def _cancelled_event(body: bytes, queue) -> str | None:
+    """The event id a /cancel body names where the session it names holds it (Gradio keeps an event's id in
+    its session's set from its join until its result is read), else None (past VALUE_CHARS too: Gradio's
+    own are short). Gradio's /cancel ended any event whose id it was sent, with a session made up (an
+    audit): a page's session hash, or a /call/ event's own id (its session), is what only its caller knows."""
     call = parsed(body) if len(body) <= VALUE_CHARS else None
-    return call.get("event_id") if isinstance(call, dict) else None
+    event_id, session = (call.get("event_id"), call.get("session_hash")) if isinstance(call, dict) else (None, None)
+    held = getattr(queue, "pending_event_ids_session", {}).get(session, ()) if isinstance(session, str) else ()
+    return event_id if isinstance(event_id, str) and event_id in held else None
 
 
 def _replay(body: bytes, receive, handed=lambda: None):
