@@ -46,11 +46,12 @@ class Round:
     tree: dict | None = None  # a token tree's round: its node tokens, parents (-1: root) and accepted path
     forced_drafts: int = 0  # of `accepted`, drafts the constraint allowed alone (shown forced: no guess to judge)
     forced_first: int = 0  # the tokens forced before drafting: the first of `tokens`
+    forced_refused: int = 0  # of the drafts not kept, those the constraint allowed alone (no guesses either)
 
     @property
     def guesses(self) -> int:
-        """Drafts judged that were guesses (a forced draft is none)."""
-        return self.proposed - self.forced_drafts
+        """Drafts judged that were guesses (a forced draft is none, kept or not)."""
+        return self.proposed - self.forced_drafts - self.forced_refused
 
     @property
     def kept_guesses(self) -> int:
@@ -108,6 +109,6 @@ class RunResult:
 def round_json(r: Round) -> dict:
     """A round as plain data: its timing and its tokens with their kinds and probabilities."""
     return {"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s, "target_s": r.target_s,
-            "proposed": r.proposed, "accepted": r.accepted, "forced_drafts": r.forced_drafts, "forced_first": r.forced_first,
+            "proposed": r.proposed, "accepted": r.accepted, "forced_drafts": r.forced_drafts, "forced_refused": r.forced_refused, "forced_first": r.forced_first,
             "wall_s": r.wall_s, "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
                                             "p_draft": t.p_draft} for t in r.tokens]}

@@ -388,3 +388,31 @@ def test_a_free_thinking_run_is_folded_on_the_page_and_counted_in_the_cli(think_
                 assert "-- thought for 40 tokens: still thinking when it ended, no </think> yet" in printed
     finally:
         tok.chat_template = None
+
+
+def test_a_forced_draft_the_target_never_kept_is_no_guess_either(think_tokenizer, monkeypatch):
+    """A review: the thinking budget spent mid-round, the draft writes </think> with no choice; after a refused
+    draft it was shown refused and counted as a guess (17 of 138 drafts over 18 runs), lowering the acceptance."""
+    rows = []
+    real = Guide.no_choice
+
+    def seen(self):  # each round's rows: whether its mask allowed one token alone
+        rows.append(real(self))
+        return rows[-1]
+    monkeypatch.setattr(Guide, "no_choice", seen)
+    forced_refused = 0
+    for seed in range(41, 47):
+        pair = thinking_pair(think_tokenizer, -5.0, seed=seed)
+        for budget in (2, 3, 5):
+            constraint = session.constrain(pair, ConstraintSpec("regex", "[0-9]{2}", "llguidance", think_budget=budget))
+            rows.clear()
+            result = session.run(pair, think_tokenizer("x = ").input_ids, session.settings(k=4, max_new_tokens=30),
+                                 constraint=constraint)
+            drafting = [r for r in result.rounds if r.target_passes]
+            assert len(drafting) == len(rows)
+            for r, alone in zip(drafting, rows):
+                assert r.forced_drafts + r.forced_refused == sum(alone[:r.proposed])  # every forced draft judged
+                assert r.guesses == r.proposed - sum(alone[:r.proposed])
+                forced_refused += r.forced_refused
+            assert result.stats["proposed"] == sum(r.guesses for r in drafting)
+    assert forced_refused > 0  # (the case was met)

@@ -129,6 +129,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
         finish = "length"
     event = _round_event(run, events + committed, judged, kept, proposal, draft_s, target_s, started, finish, k)
     event.forced_drafts, event.forced_first = sum(no_choice[:kept]), len(events)
+    event.forced_refused = _forced_refused(guide, proposal, verdict, no_choice, kept, judged)
     if verdict.path is not None:
         event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept],
                       **verdict.node_probs}
@@ -222,6 +223,18 @@ def _judge(logits: torch.Tensor, proposal: Proposal, cfg: SpecConfig, generator)
         q = q.to(p.device)
         parts += [q[rows, x], q[n.clamp(max=k - 1).view(1), nxt.view(1)]]
     return read_report(torch.cat(parts).tolist(), k, k, q is not None)
+
+
+def _forced_refused(guide, proposal, verdict: Verdict, no_choice: list[bool], kept: int, judged: int) -> int:
+    """Drafts judged but not kept that the constraint allowed alone: no guesses either (a forced </think> drafted
+    after a refused draft counted as one: 17 of 138 drafts over 18 thinking runs, a review). A chain's: after its
+    kept ones; a tree's: its nodes off the kept branch (each node's row: its parent's path mask)."""
+    if guide is None or judged <= kept:
+        return 0
+    if verdict.path is None:
+        return sum(no_choice[kept:judged])
+    branch = set(verdict.path[:kept])
+    return sum(guide.paths_alone[proposal.parents[node] + 1] for node in range(len(proposal.tokens)) if node not in branch)
 
 
 def _commit_events(v: Verdict, eos_ids: set[int], no_choice: list[bool]):
