@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from playground import strict_json
-from playground.config import SCHEMA_HINT, one_constraint, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
+from playground.config import SCHEMA_HINT, THINK_END, one_constraint, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.draft_ids import NGRAM, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
@@ -318,6 +318,16 @@ def _thinking_notes(s, kind, draft, constraint, add, every) -> None:
                         "thinking too: it may end before the answer.")
         add(["transformers"], "The snippet has no constraint, so it thinks and answers freely; there is no "
                               "thinking budget either.")
+        if THINK_END in s.prompt + s.system:  # (the playground counts only the thinking the model writes)
+            add(serving, f"The prompt holds {THINK_END}: an engine's reasoning parser may read it as thinking already "
+                         "done (vLLM's judge that from the prompt's token ids too) and constrain from the first token, "
+                         "where the playground lets the model think first.")
+    if s.think_budget and constraint and not _reasoning(s.target, 0):  # (a review: dropped without a word)
+        add(serving, f"Thinking budget {s.think_budget}: not carried over. The export knows the reasoning parsers of "
+                     f"Qwen3 and DeepSeek-R1 alone; where {s.target}'s tokenizer has {THINK_END}, the playground lets it "
+                     f"think first and starts the constraint after {THINK_END}, while these commands constrain from the "
+                     "first token (give the engine the reasoning parser that fits the model, and its thinking budget); "
+                     "where it has none, the playground refuses the budget.")
 
 
 def _prompt_notes(s, kind, draft, constraint, add, every) -> None:

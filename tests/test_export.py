@@ -420,6 +420,13 @@ def test_the_reasoning_parsers_notes_follow_the_thinking_budget():
     assert "reasoning-parser" not in " ".join(plain.notes["vllm"] + plain.notes["sglang"])
     unasked = export_setting(settings("qwen3-8b-json", think_budget=0))  # Qwen3 asked not to think: the parser stays
     assert "leaves" not in " ".join(unasked.notes["vllm"]) and "--reasoning-parser qwen3" in unasked.vllm_command
+    assert "Thinking budget 96: not carried over" in " ".join(plain.notes["vllm"])  # (dropped without a word: a
+    custom = export_setting(settings("demo", target="someone/reasoner", regex="[a-z]+", think_budget=96))  # review)
+    assert "Thinking budget 96: not carried over" in " ".join(custom.notes["sglang"]) and "thinking_token_budget" not in (
+        custom.vllm_request)
+    marked = export_setting(settings("qwen3-8b", regex="[0-9]+", think_budget=64, prompt="What does </think> mean?"))
+    assert "The prompt holds </think>" in " ".join(marked.notes["vllm"])  # (the engine's parser reads it from the prompt)
+    assert "The prompt holds" not in " ".join(thinking.notes["vllm"])
 
 
 def test_a_thinking_budget_reaches_vllm_as_its_own_field():
