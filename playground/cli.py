@@ -20,7 +20,7 @@ from playground.cli_notes import unused_by_export, unused_flags
 from playground.config import MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
-from playground.events import OPEN_END
+from playground.events import COMMITTED_KINDS, FORCED, OPEN_END
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
 from playground.metrics import comparison_json, counted, engine_seconds, identity_note
@@ -306,7 +306,7 @@ def format_text(out: dict) -> str:
         lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
     if out.get("reasoning_tokens") is not None and out["valid"] is not None:
-        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}; the answer after </think> is what the "
+        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}{_budget_spent(out)}; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
     elif out.get("reasoning_tokens") is not None:  # (no constraint: the answer is the text's end, above)
         still = out["reasoning_tokens"] == s["generated_tokens"] and THINK_END not in out["text"]
@@ -328,6 +328,15 @@ def format_text(out: dict) -> str:
     for sample in out.get("samples", [])[1:]:  # (the first is the text above) printed only in --json before
         lines += ["", f"-- sample with seed {sample['seed']}:", sample["text"]] + [validity(sample)] * (sample["valid"] is not None)
     return "\n".join(lines)
+
+
+def _budget_spent(out: dict) -> str:
+    """' (the thinking budget ran out: </think> forced)' where it did, else '' (a review: a thinking run cut by
+    its budget read as one that ended by itself; the page shows the forced token)."""
+    committed = [t for r in out["rounds"] for t in r["tokens"] if t["kind"] in COMMITTED_KINDS]
+    n = out["reasoning_tokens"]
+    spent = 0 < n <= len(committed) and committed[n - 1]["kind"] == FORCED and THINK_END in committed[n - 1]["text"]
+    return f" (the thinking budget ran out: {THINK_END} forced)" if spent else ""
 
 
 def validity(out: dict) -> str:

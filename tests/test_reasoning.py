@@ -183,7 +183,10 @@ def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_token
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "13"]) == 1  # the budget, then the marker: no answer
     assert "leave no room for an answer within max new tokens (13)" in capsys.readouterr().err
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "40"]) == 0
-    assert "thinking budget" not in capsys.readouterr().err  # room left: nothing said
+    said = capsys.readouterr()
+    assert "thinking budget" not in said.err  # room left: nothing said
+    assert "-- thought for 13 tokens (the thinking budget ran out: </think> forced); the answer" in said.out  # (a review:
+    # it read as a model that ended its thinking itself)
     from playground.presets import Settings, get_preset
     from playground.ui import live
     settings = Settings.from_preset(get_preset("demo"))  # the page's run: beside its metrics from the first snapshot
@@ -416,3 +419,16 @@ def test_a_forced_draft_the_target_never_kept_is_no_guess_either(think_tokenizer
                 forced_refused += r.forced_refused
             assert result.stats["proposed"] == sum(r.guesses for r in drafting)
     assert forced_refused > 0  # (the case was met)
+
+
+def test_a_thinking_that_ends_by_itself_is_not_said_cut_by_its_budget(think_tokenizer):
+    from playground.cli import _budget_spent
+    tok = think_tokenizer
+    ended = {}
+    for bias in (-5.0, 8.0):  # </think> forced by the budget; written by the model itself
+        pair = thinking_pair(tok, bias)
+        constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, "llguidance", think_budget=12))
+        out = session.run(pair, tok("x = ").input_ids, session.settings(k=3, max_new_tokens=60), constraint=constraint).as_json()
+        assert out["reasoning_tokens"], out
+        ended[bias] = _budget_spent(out)
+    assert ended == {-5.0: " (the thinking budget ran out: </think> forced)", 8.0: ""}
