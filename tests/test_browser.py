@@ -831,6 +831,10 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     assert not low and "rejected" in kinds and "accepted" in kinds, (low, kinds)
     expect(page.locator("#run-said")).to_have_text(re.compile(r"^Run over: 48 tokens in [\d.]+ s; acceptance rate [\d.]+; "
                                                               r"speedup "), timeout=10_000)
+    page.get_by_role("tab", name="Charts", exact=True).click()  # each chart named by what it shows (plots.described)
+    expect(page.locator("#hist-plot .js-plotly-plot")).to_have_attribute("aria-label", re.compile(
+        r"^Accepted draft tokens per round \(rounds by accepted in the round\)\. values: 0: \d+, 1: \d+"), timeout=15_000)
+    expect(page.locator("#hist-plot .js-plotly-plot")).to_have_attribute("role", "img")
     page.click("#share-button")
     expect(page.locator("#run-said")).to_have_text("Share link ready, below the button, with a copy button", timeout=30_000)
     page.locator("#k-slider input[type=range]").focus()

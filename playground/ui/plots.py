@@ -1,4 +1,7 @@
 """Plotly figures from events and measurements (no engine import)."""
+import functools
+from collections.abc import Callable
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -14,10 +17,41 @@ LAYOUT = dict(template="plotly_white", height=400, margin=dict(l=50, r=20, t=50,
               legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.01, x=0))
 
 
+MAX_POINTS_SAID = 24  # of each trace, in a chart's description
+
+
+def described(build: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """A chart builder whose figure carries what it shows as text, in its layout's meta (PAGE_JS names the chart
+    by it for a screen reader: the accessibility tree read an unnamed picture and loose numbers, an audit): its
+    title, then each trace's name and points."""
+    @functools.wraps(build)
+    def building(*args, **kwargs) -> go.Figure:
+        fig = build(*args, **kwargs)
+        fig.layout.meta = {"summary": describe(fig)}
+        return fig
+    return building
+
+
+def describe(fig: go.Figure) -> str:
+    """'Title (y by x). name: x1: y1, x2: y2, ...' for each trace with points (at most MAX_POINTS_SAID each)."""
+    x, y = fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
+    parts = [(fig.layout.title.text or "A chart") + (f" ({y} by {x})" if x and y else "")]
+    for trace in fig.data:
+        points = [f"{_said(x)}: {_said(y)}" for x, y in zip(trace.x or (), trace.y or ()) if y is not None]
+        more = f", and {len(points) - MAX_POINTS_SAID} more" if len(points) > MAX_POINTS_SAID else ""
+        parts += [f"{trace.name or 'values'}: {', '.join(points[:MAX_POINTS_SAID])}{more}"] if points else []
+    return ". ".join(parts)
+
+
+def _said(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
 def _rounds(events) -> list[Round]:
     return [e for e in events if isinstance(e, Round) and e.target_passes]
 
 
+@described
 def accepted_histogram(events, k: int) -> go.Figure:
     """How many guesses each round kept (0..k; forced tokens are none); rounds that asked for none
     (the schedule's pause, the last token) are not counted."""
@@ -40,7 +74,7 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     depth = max((r.depth for r in rounds), default=0)  # (a tree's positions are its levels, not its nodes)
     survival, conditional = [], []
     for i in range(1, depth + 1):  # (a chain's positions count its guesses: a forced draft is none)
-        drafted = [r for r in rounds if r.depth - r.forced_drafts >= i]
+        drafted = [r for r in rounds if r.depth - r.forced_drafts - (0 if r.tree else r.forced_refused) >= i]
         reached = [r for r in drafted if r.kept_guesses >= i - 1]
         kept = sum(r.kept_guesses >= i for r in drafted)
         survival.append(kept / len(drafted) if drafted else 0.0)
@@ -48,6 +82,7 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     return survival, conditional
 
 
+@described
 def acceptance_by_position(events) -> go.Figure:
     """Each point's rate written above it (survival's) or below it (the conditional's, above it near 0, where
     below ran into the axis's numbers); where both are the same the one number stands for both."""
@@ -76,6 +111,7 @@ def _cumulative(events) -> tuple[list[int], list[int]]:
     return xs, ys
 
 
+@described
 def cumulative_tokens(events, baseline_events=()) -> go.Figure:
     fig = go.Figure()
     for name, evs, colour in (("speculative", events, COLOURS["bonus"]), ("target only", baseline_events, "#6b7280")):
@@ -87,6 +123,7 @@ def cumulative_tokens(events, baseline_events=()) -> go.Figure:
                              yaxis_title="tokens", **LAYOUT)
 
 
+@described
 def time_split(stats: dict | None, baseline_stats: dict | None = None) -> go.Figure:
     """Where the time went: draft passes, target passes, and everything else (sampling, constraint,
     bookkeeping)."""
@@ -106,6 +143,7 @@ def _part(stats: dict, part: str) -> float:
     return stats[f"{part}_s"]
 
 
+@described
 def sweep_chart(rows: list[dict], x: str) -> go.Figure:
     """Speedup and acceptance against the swept setting (k or temperature); best speedup marked."""
     rows = sorted(rows, key=lambda r: r[x])  # (values typed 3,1,2 drew a zigzag)
@@ -155,6 +193,7 @@ def clear_best(rows: list[dict]) -> dict | None:
 MEASURED_COLOUR = "#dc2626"  # the calculator's measured runs
 
 
+@described
 def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = (),
                   k_sweep: list[dict] = ()) -> go.Figure:
     """Expected speedup vs k for the chosen acceptance and draft/target cost ratio; measured runs
@@ -184,6 +223,7 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)
 
 
+@described
 def draft_comparison(rows: list[dict]) -> go.Figure:
     """Speedup (bars) and acceptance (diamonds) of each way of drafting for one target."""
     names = [r["variant"] for r in rows]

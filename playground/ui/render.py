@@ -186,6 +186,13 @@ PAGE_JS = """() => {
       const box = document.querySelector(input);
       if (box) box.setAttribute('aria-invalid', document.getElementById(message) ? 'true' : 'false');
     }
+    for (const chart of document.querySelectorAll('.js-plotly-plot')) {  // named by what it shows (plots.described)
+      const summary = chart._fullLayout && chart._fullLayout.meta && chart._fullLayout.meta.summary;
+      if (summary && chart.getAttribute('aria-label') !== summary) {
+        chart.setAttribute('role', 'img');
+        chart.setAttribute('aria-label', summary);
+      }
+    }
     const prompt = document.querySelector('#prompt-box textarea');
     if (prompt) prompt.setAttribute('aria-describedby', document.getElementById('prompt-error') ? 'prompt-error' : '');
   };
