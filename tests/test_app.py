@@ -49,7 +49,8 @@ def test_run_streams_every_token_kind_with_consistent_stats():
         tokens = [t for r in report["rounds"] for t in r["tokens"]]
         committed = [t["id"] for t in tokens if t["kind"] != "rejected"]
         assert committed == report["token_ids"] and stats["generated_tokens"] == len(committed)
-        assert stats["proposed"] == sum(t["kind"] in ("accepted", "rejected") for t in tokens)
+        refused_alone = sum(r["forced_refused"] for r in report["rounds"])  # drafts the constraint allowed alone,
+        assert stats["proposed"] == sum(t["kind"] in ("accepted", "rejected") for t in tokens) - refused_alone  # refused
         assert stats["accepted"] == sum(t["kind"] == "accepted" for t in tokens)
         assert stats["acceptance_rate"] == pytest.approx(stats["accepted"] / stats["proposed"])
         measure = report["speedup_measure"]
