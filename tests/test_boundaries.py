@@ -89,7 +89,7 @@ def test_the_cli_and_the_export_do_not_import_the_page():
 
 
 def test_the_shared_modules_import_no_room():
-    """playground/*.py beside the rooms (config, events, metrics, limits, numbers, ...) are what every
+    """playground/*.py beside the rooms (config, events, metrics, limits, typed, ...) are what every
     room shares: none imports a room (presets reads models' names and places, and the CLI is a caller)."""
     callers = {"__init__.py", "__main__.py", "cli.py", "cli_args.py", "presets.py"}
     for path in PACKAGE.glob("*.py"):
