@@ -99,8 +99,19 @@ def test_the_shared_modules_import_no_room():
 
 
 def test_what_reads_events_never_imports_the_engine():
-    """metrics, render and plots read events (DESIGN.md): they import nothing that runs a model."""
+    """metrics, render and plots read events (DESIGN.md): they import nothing that runs a model; nor do the
+    race and tree views, drawn from a run's events."""
     allowed = ("playground.events", "playground.metrics", "playground.config", "playground.ui.render")
-    for name in ("metrics.py", "ui/render.py", "ui/plots.py"):
+    for name in ("metrics.py", "ui/render.py", "ui/plots.py", "ui/race.py", "ui/tree_view.py"):
         bad = [m for m in imported_modules(PACKAGE / name) if m.startswith("playground") and not m.startswith(allowed)]
         assert not bad, f"{name} imports {bad}"
+
+
+def test_only_the_ui_imports_gradio_and_the_engine_writes_no_html():
+    """The engine knows token ids, not Gradio, not HTML (DESIGN.md): below the UI nothing imports Gradio, and the
+    engine, models and session import no HTML (the CLI and the export escape text too)."""
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).parts
+        banned = ("gradio", "gradio_client") + (("html",) if parts[0] in ("engine", "models", "session") else ())
+        bad = sorted(m for m in imported_modules(path) if m.split(".")[0] in banned)
+        assert "ui" in parts or not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
