@@ -303,9 +303,11 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
     assert response.status == 413 and b"limit" in response.read()
     conn.close()
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)  # no length: sent in chunks
+    import app
+    rest = b", null" * (len(next(f for f in app.demo.fns.values() if f.api_name == "export").inputs) - 14)  # (every value)
     for chunks, refused in ((9, True), (1, False)):  # 9 MiB refused; 1 MiB read (then an ordinary answer)
         conn.request("POST", "/gradio_api/call/export",  # (in the constraint: the input that takes the most)
-                     body=iter([b'{"data": [' + b"null, " * 13 + b'"'] + [b"x" * 2**20] * chunks + [b'"]}']),
+                     body=iter([b'{"data": [' + b"null, " * 13 + b'"'] + [b"x" * 2**20] * chunks + [b'"' + rest + b']}']),
                      headers={"Content-Type": "application/json"}, encode_chunked=True)
         response = conn.getresponse()
         assert (response.status >= 400) == refused, (chunks, response.status)
@@ -337,7 +339,8 @@ def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_ur
     api = ["x", "demo", 0, -1.0, 0, 0]  # /generate's inputs before its schema: named by their parameters
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": api + ["{" * 2**21]}).encode())
     assert status == 413 and f"schema is 2097152 characters, more than this host allows ({MAX_SCHEMA_TEXT_CHARS})" in text, (status, text)
-    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": api + ["{" * 50_000]}).encode())
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": api + ["{" * 50_000, "", False, "",
+                                                                                      "", "", -1]}).encode())  # (all 13)
     assert status == 200 and "event_id" in text, (status, text)  # a long schema still reaches the run's own checks
     for body, said in (({"prompt": "x", "schema": "{" * 2**21}, f"schema is 2097152 characters, more than this host "
                          f"allows ({MAX_SCHEMA_TEXT_CHARS})"), ({"prompt": "x", "surplus": "x" * 2**21}, "a value is 2097152")):
@@ -947,7 +950,7 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
                          ("call/v2/generate", None), ("queue/join", None), ("call/generate", fn["export"])):  # any run's
         # join, by any route; a function not named counts as a run; /call/ runs what its route names, whatever
         # fn_index its body forges (a function not known: 404, test_a_call_naming_no_function_or_session_is_a_404)
-        status, text = _join(app_url, index, list(args), "203.0.113.7", route)
+        status, text = _join(app_url, index, list(args) + ["", "", "", -1], "203.0.113.7", route)  # (all 13)
         assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
     monkeypatch.setattr(addresses, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
     status, text = _join(app_url, fn["share_link"], [], "203.0.113.7")
@@ -1387,8 +1390,14 @@ def test_the_pages_own_functions_are_not_called_by_name(app_url):
         for route in (f"/gradio_api/call/{name}", f"/gradio_api/call/v2/{name}", f"/gradio_api/run/{name}"):
             status, text = post(app_url, route, json.dumps({"data": ["regex", "a+", "llguidance"]}).encode())
             assert status == 404 and f"no endpoint '{name}' here; /gradio_api/info lists them" in text, (route, status, text)
-    status, text = post(app_url, "/gradio_api/call/share_link", json.dumps({"data": []}).encode())
+    values = len(next(fn for fn in app.demo.fns.values() if fn.api_name == "share_link").inputs)
+    status, text = post(app_url, "/gradio_api/call/share_link", json.dumps({"data": [None] * values}).encode())
     assert status == 200 and "event_id" in text, text  # a public one still is
+    status, text = post(app_url, "/gradio_api/call/share_link", json.dumps({"data": [None] * (values - 1)}).encode())
+    assert status == 400 and f"/share_link takes {values} values, in the order /gradio_api/info lists them, not " \
+        f"{values - 1} (or give them by name" in text, text  # (Gradio's words listed its components' reprs)
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": ["x"] * 14}).encode())
+    assert status == 400 and "takes 13 values" in text, text  # (a 14th was dropped unsaid)
 
 
 def test_a_cancel_ends_only_an_event_of_the_session_it_names(app_url):

@@ -217,7 +217,8 @@ def overlong_value(call, fn) -> tuple[int, str] | None:
 
 
 def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
-    """(404, why) for a /call/ route naming no public endpoint; (400, why) for
+    """(404, why) for a /call/ route naming no public endpoint; (400, why) for a /call/<name> body holding
+    other than its function's number of values, and for
     a /call/v2/<name> body (inputs by name) naming an input its function lacks (every public one has a
     default for each). Gradio answered each "Internal Server Error" (500) and logged a traceback, the
     name whole (a 7 MB name: 62 MiB of log a second)."""
@@ -227,7 +228,13 @@ def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
     by_name = called.group(1) is not None
     if fn is None or fn.api_visibility == "private":  # (/call/<name> ran a private one: an audit)
         return 404, f"no endpoint {ascii(called.group(2)[:40])} here; /gradio_api/info lists them"
-    if not by_name or not isinstance(call, dict):
+    if not isinstance(call, dict):
+        return None
+    if not by_name:  # (9 values: Gradio's answer listed its components' reprs; 14: the last dropped unsaid)
+        data = call.get("data")
+        if isinstance(data, list) and len(data) != len(fn.inputs):
+            return 400, (f"/{fn.api_name} takes {len(fn.inputs)} values, in the order /gradio_api/info lists them, not "
+                         f"{len(data)} (or give them by name, each optional: /gradio_api/call/v2/{fn.api_name})")
         return None
     names = list(fn.input_parameter_names)
     wrong = next((name for name in call if name not in names and name != "oauth_token"), None)
