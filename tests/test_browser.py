@@ -827,6 +827,7 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     page.click("#run-button")
     expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
     expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)  # the run and its measuring are over
+    assert page.locator("#token-tip").get_attribute("aria-hidden") == "true"  # (a status line: each token said twice)
     low, kinds = page.evaluate(LOW_MARK_CONTRAST_JS)
     assert not low and "rejected" in kinds and "accepted" in kinds, (low, kinds)
     expect(page.locator("#run-said")).to_have_text(re.compile(r"^Run over: 48 tokens in [\d.]+ s; acceptance rate [\d.]+; "

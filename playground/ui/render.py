@@ -141,7 +141,8 @@ PAGE_JS = """() => {
   if (window.pageJs) return;
   window.pageJs = true;
   const tip = Object.assign(document.createElement('div'), {id: 'token-tip', hidden: true});
-  tip.setAttribute('role', 'status');
+  tip.setAttribute('aria-hidden', 'true');  // drawn for the eye: a focused mark's title is its description already
+  // (a status line said each token twice)
   document.body.appendChild(tip);
   const MARKS = '.tok[title], .round-sep[title], .legend .key[title]';
   const markOf = (node) => node && node.closest ? node.closest(MARKS) : null;
