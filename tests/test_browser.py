@@ -824,6 +824,13 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     page.emulate_media(reduced_motion="reduce")
     page.goto(f"{app_url}?preset=demo&max_new_tokens=48&__theme={theme}")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.keyboard.press("Tab")  # the first stop: a link to the prompt, then Run (it was the 22nd stop)
+    expect(page.locator(".skip-link")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#prompt-box textarea")).to_be_focused()
+    page.keyboard.press("Tab")  # the structured output's section, then Run
+    page.keyboard.press("Tab")
+    expect(page.locator("#run-button")).to_be_focused()
     page.click("#run-button")
     expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
     expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)  # the run and its measuring are over

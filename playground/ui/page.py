@@ -52,7 +52,7 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 
 gradio_patches.install()
 with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S)) as demo:
-    gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>")
+    gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>{render.SKIP_LINK}")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.",

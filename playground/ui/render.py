@@ -55,6 +55,9 @@ CSS = """
    the labels' grey here and below: 4.8:1, where Gradio's subdued one is 1.9:1) */
 .thinking summary { color: var(--block-label-text-color); cursor: pointer; font-style: italic; }
 .stream-placeholder { color: var(--block-label-text-color); }
+.skip-link { position: absolute; left: -9999px; }  /* shown where the keyboard's first Tab lands */
+.skip-link:focus { left: 8px; top: 8px; z-index: 1000; padding: 6px 10px; border-radius: 6px;
+                   background: var(--background-fill-primary); outline: 2px solid var(--color-accent); }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 .gradio-container input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid
   var(--color-accent); outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at
@@ -146,7 +149,14 @@ PAGE_JS = """() => {
   document.body.appendChild(tip);
   const MARKS = '.tok[title], .round-sep[title], .legend .key[title]';
   const markOf = (node) => node && node.closest ? node.closest(MARKS) : null;
-  document.addEventListener('click', (event) => show(markOf(event.target)));
+  document.addEventListener('click', (event) => {
+    show(markOf(event.target));
+    if (event.target.closest && event.target.closest('.skip-link')) {  // (the link's own jump would not focus the box)
+      event.preventDefault();
+      const box = document.querySelector('#prompt-box textarea');
+      if (box) box.focus();
+    }
+  });
   document.addEventListener('focusin', (event) => {
     const mark = markOf(event.target);
     if (mark) show(mark);
@@ -210,6 +220,11 @@ PAGE_JS = """() => {
   }
   document.addEventListener('scroll', () => { tip.hidden = true; }, true);
 }"""
+
+
+# The page's first Tab stop: to the prompt (Run two stops after it, past the structured output's section; it was
+# the 22nd stop from the top).
+SKIP_LINK = '<a class="skip-link" href="#prompt-box">Skip to the prompt and Run</a>'
 
 
 # A share link made: said by a screen reader (focus stays on its button, the link appears below it).
