@@ -122,7 +122,7 @@ def take_turns(queue) -> None:
     address's second, and so on (within a turn, in the order they joined); an address with a run on the
     device already waits its second turn. (First come, first served, one address's three runs went before a
     newcomer's: 85 s behind three 1,000-token runs of the demo pair, 28 s behind three sweeps giving way to
-    each other's turn: an audit.) Called after each join of the device's lane."""
+    each other's turn: an audit.) Called as Gradio answers each join of the device's lane."""
     waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue is not None else None
     if not waiting or len(waiting.queue) < 2:
         return

@@ -151,9 +151,17 @@ class RequestGuard:
             if held:
                 return await refuse(send, 503, f"this address already has {held} queued or running; start another "
                                                "once one has ended")
-            await self.app(scope, _replay(body, receive, slot.release), send)
-        if lane == DEVICE:
+            await self.app(scope, _replay(body, receive, slot.release), _in_turns(queue, send) if lane == DEVICE else send)
+
+
+def _in_turns(queue, send):
+    """`send`, putting the runs waiting for the device in turns (addresses.take_turns) as Gradio answers a
+    join, before the caller hears of it."""
+    async def sending(message):
+        if message.get("type") == "http.response.start":
             addresses.take_turns(queue)
+        await send(message)
+    return sending
 
 
 def _cancelled_event(body: bytes, queue) -> str | None:
