@@ -859,6 +859,10 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     expect(page.locator("#prompt-error")).to_be_visible(timeout=30_000)
     expect(prompt).to_have_attribute("aria-invalid", "true")
     expect(prompt).to_have_attribute("aria-describedby", "prompt-error")
+    prompt.press_sequentially("x")  # its cause changed: the message goes, and the marks with it
+    expect(page.locator("#prompt-error")).to_have_count(0)
+    expect(prompt).to_have_attribute("aria-invalid", "false")
+    assert prompt.get_attribute("aria-describedby") is None
     editor = page.locator("#constraint-editor .cm-content")
     if editor.count():
         assert editor.get_attribute("aria-describedby") == "constraint-check"

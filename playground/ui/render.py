@@ -13,7 +13,7 @@ COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS
 # accepted from corrected to no one with deuteranopia (both olive there)
 UNDERLINES = {ACCEPTED: ("#15803d", "solid"), REJECTED: ("#b91c1c", "solid"), CORRECTED: ("#c2410c", "double"),
               BONUS: ("#1d4ed8", "dotted"), FORCED: ("#4b5563", "dashed")}
-DARK_UNDERLINES = COLOURS | {REJECTED: "#f87171"}  # (a refused token's red, dimmed with it, stood 2.6:1 on dark)
+DARK_UNDERLINES = COLOURS | {REJECTED: "#f87171"}  # (a refused token's red, dimmed with it, stood 2.5:1 on dark)
 MEANING = {
     ACCEPTED: "draft token the target kept",
     REJECTED: "draft token the target refused, or one after it, never judged (not part of the text)",
@@ -205,7 +205,8 @@ PAGE_JS = """() => {
       }
     }
     const prompt = document.querySelector('#prompt-box textarea');
-    if (prompt) prompt.setAttribute('aria-describedby', document.getElementById('prompt-error') ? 'prompt-error' : '');
+    if (prompt && document.getElementById('prompt-error')) prompt.setAttribute('aria-describedby', 'prompt-error');
+    else if (prompt) prompt.removeAttribute('aria-describedby');
   };
   new MutationObserver(describe).observe(document.body, {childList: true, subtree: true});
   describe();
