@@ -143,7 +143,11 @@ def private_by_name(call, fn, path: str) -> tuple[int, str] | None:
     named = RUN_BY_NAME.search(path) if _fn_index(call) is None else None
     if named is None or fn is None or fn.api_visibility != "private":
         return None
-    return 404, f"no endpoint {ascii(named.group(1)[:40])} here; /gradio_api/info lists them"
+    return _no_endpoint(named.group(1))
+
+
+def _no_endpoint(name: str) -> tuple[int, str]:
+    return 404, f"no endpoint {ascii(name[:40])} here; /gradio_api/info lists them"
 
 
 def odd_session(call) -> tuple[int, str] | None:
@@ -227,7 +231,7 @@ def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
         return None
     by_name = called.group(1) is not None
     if fn is None or fn.api_visibility == "private":  # (/call/<name> ran a private one: an audit)
-        return 404, f"no endpoint {ascii(called.group(2)[:40])} here; /gradio_api/info lists them"
+        return _no_endpoint(called.group(2))
     if not isinstance(call, dict):
         return None
     if not by_name:  # (9 values: Gradio's answer listed its components' reprs; 14: the last dropped unsaid)
@@ -258,9 +262,9 @@ def _function(blocks, fn_index: int | None, path: str):
     """The BlockFunction a call runs, as Gradio picks it: the name in a /call/ route (its body's
     fn_index is not read there: a forged one had the guard count a /call/generate as a quick event),
     else its fn_index (the queue's join, /run/), else the name in a /run/ route; None for none."""
-    called = re.search(r"/call/(?:v2/)?([^/]+)/?$", path)
+    called = CALLED.search(path)
     run = None if called or fn_index is not None else RUN_BY_NAME.search(path)
     if called or run:
-        name = (called or run).group(1)
+        name = called.group(2) if called else run.group(1)
         return next((fn for fn in blocks.fns.values() if fn.api_name == name), None)
     return blocks.fns.get(fn_index) if fn_index is not None else None

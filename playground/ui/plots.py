@@ -74,7 +74,7 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     depth = max((r.depth for r in rounds), default=0)  # (a tree's positions are its levels, not its nodes)
     survival, conditional = [], []
     for i in range(1, depth + 1):  # (a chain's positions count its guesses: a forced draft is none)
-        drafted = [r for r in rounds if r.depth - r.forced_drafts - (0 if r.tree else r.forced_refused) >= i]
+        drafted = [r for r in rounds if (r.depth - r.forced_drafts if r.tree else r.guesses) >= i]
         reached = [r for r in drafted if r.kept_guesses >= i - 1]
         kept = sum(r.kept_guesses >= i for r in drafted)
         survival.append(kept / len(drafted) if drafted else 0.0)
