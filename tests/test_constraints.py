@@ -17,7 +17,7 @@ from playground.events import FORCED, Round, round_json
 from playground.ui.tree_view import round_tree
 from tests import tiny
 from tests.constraint_cases import INEXACT, REGEXES, SCHEMAS
-from tests.test_engine_sampling import chi_square_p
+from tests.test_engine_sampling import chi_square_p, reference_warp
 
 BACKENDS = ["llguidance", "xgrammar"]
 RUNS = [(0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3)]  # greedy, then sampled at temperature 1 with three seeds
@@ -392,18 +392,40 @@ def test_constrained_sampling_matches_masked_target(tokenizer, backend, draft_vo
     assert chi_square_p(counts, expected, n) > 1e-3
 
 
+def test_warped_constrained_sampling_keeps_the_masked_targets_law(tokenizer):
+    """Temperature, top-k and top-p under a grammar: the mask comes first, then the warp over what
+    it allows (as vLLM samples). A close draft keeps many guesses, so the accept branch is judged.
+    (One backend: the test above holds each backend's masks to the law; this one, the warp's order.)"""
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), hidden=32, layers=1, seed=31,
+                             eos_id=tokenizer.eos_token_id, init_std=0.3)
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, 0.3, seed=5), tokenizer)
+    constraint = constrained(pair, "regex", "[0-9]{2}", "llguidance")
+    prompt = tokenizer("n = ").input_ids
+    warped = dict(temperature=1.3, top_k=6, top_p=0.95)  # 26 outputs are left of the plain law's 100
+    expected = masked_joint(target, constraint, prompt, tokenizer.eos_token_id, warped)
+    counts, n = sampled_counts(pair, prompt, constraint, 1500, k=3, max_new_tokens=4, **warped)
+    assert set(counts) <= set(expected)
+    assert 10 < len(expected) < 100  # the warp cuts, and leaves a law worth testing
+    kept = sum(session.run(pair, prompt, session.settings(seed=s, k=3, max_new_tokens=4, **warped),
+                           constraint=constraint).stats["accepted"] for s in range(50))
+    assert kept > 25, kept  # half a guess kept a run at least
+    assert chi_square_p(counts, expected, n) > 1e-3
+
+
 def sampled_counts(pair, prompt, constraint, n: int, **settings) -> tuple[dict, int]:
-    """How often each output came out of n runs seeded 0..n-1 at temperature 1 -> (counts, n)."""
+    """How often each output came out of n runs seeded 0..n-1 (temperature 1 unless given) -> (counts, n)."""
     counts = {}
+    settings = {"temperature": 1.0, **settings}
     for seed in range(n):
-        cfg = session.settings(temperature=1.0, seed=seed, **settings)
+        cfg = session.settings(seed=seed, **settings)
         ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
         counts[ids] = counts.get(ids, 0) + 1
     return counts, n
 
 
-def masked_joint(model, constraint, prompt, eos_id):
-    """Exact probability of every complete constrained output, by walking the grammar."""
+def masked_joint(model, constraint, prompt, eos_id, warped: dict | None = None):
+    """Exact probability of every complete constrained output, by walking the grammar: each step's
+    logits masked, then plain softmax, or `warped` (temperature, top_k, top_p) over the allowed."""
     out, frontier = {}, [((), 1.0)]
     while frontier:
         seq, prob = frontier.pop()
@@ -416,8 +438,13 @@ def masked_joint(model, constraint, prompt, eos_id):
         allowed = [t for t in range(model.config.vocab_size) if (mask[t // 32].item() >> (t % 32)) & 1]
         with torch.no_grad():
             logits = model(input_ids=torch.tensor([prompt + list(seq)])).logits[0, -1].double()
-        probs = torch.softmax(logits[allowed], -1)
-        frontier += [(seq + (t,), prob * p.item()) for t, p in zip(allowed, probs)]
+        if warped:
+            masked = torch.full_like(logits, float("-inf"))
+            masked[allowed] = logits[allowed]
+            probs = reference_warp(masked[None], **warped)[0][allowed]
+        else:
+            probs = torch.softmax(logits[allowed], -1)
+        frontier += [(seq + (t,), prob * p.item()) for t, p in zip(allowed, probs) if p > 0]
     return out
 
 
