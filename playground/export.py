@@ -23,6 +23,11 @@ LOCAL = {"demo-target": "playground/models/demo_pair/target", "demo-draft": "pla
 FEATURE_DRAFT, REDUCED_DRAFT = "smollm2-feature-draft", "smollm2-draft"
 LOOKUP_MAX, LOOKUP_MIN = 3, 1  # the playground's prompt lookup matches the last 3 tokens down to 1
 REASONING = {"Qwen/Qwen3-": ("qwen3", "qwen3"), "deepseek-ai/DeepSeek-R1": ("deepseek_r1", "deepseek-r1")}
+# Qwen3's Instruct checkpoints (Instruct-2507, Coder, Next-Instruct) never write <think>: given the qwen3
+# reasoning parser, vLLM and SGLang wait for a </think> that never comes (the constraint never starts, the
+# answer is read as reasoning). Its Thinking checkpoints always think: the template opens <think> whatever
+# enable_thinking says, as DeepSeek-R1's does (read in vLLM 0.33's and SGLang 0.5.23's parsers, a review).
+QWEN3, R1 = "Qwen/Qwen3-", "deepseek-ai/DeepSeek-R1-"
 VLLM_BACKEND = {"llguidance": "guidance", "xgrammar": "xgrammar"}  # vLLM calls llguidance "guidance"
 PORTS = {"vllm": 8000, "sglang": 30000}  # each server's default port
 # Logits widths (config vocab_size) of the preset models whose pairs differ: Qwen2.5 0.5B-3B 151936,
@@ -63,10 +68,20 @@ def _chat(s) -> bool:
     return s.chat and s.target not in LOCAL
 
 
+def _never_thinks(target: str) -> bool:
+    return target.startswith(QWEN3) and "-Instruct" in target
+
+
+def _always_thinks(target: str) -> bool:
+    """Its chat template opens <think> whatever it is asked."""
+    return target.startswith(R1) or (target.startswith(QWEN3) and "-Thinking" in target)
+
+
 def _no_thinking(s, constraint) -> bool:
-    """Qwen3 asked to answer without thinking, as the playground asks it (config.thinks); its template
-    reads enable_thinking (other templates ignore it: not emitted for them)."""
-    return _chat(s) and s.target.startswith("Qwen/Qwen3-") and not thinks(constraint is not None, s.think_budget)
+    """Hybrid Qwen3 asked to answer without thinking, as the playground asks it (config.thinks); its
+    template reads enable_thinking (other templates ignore it: not emitted for them)."""
+    hybrid = s.target.startswith(QWEN3) and not _never_thinks(s.target) and not _always_thinks(s.target)
+    return _chat(s) and hybrid and not thinks(constraint is not None, s.think_budget)
 
 
 def _widths(s, draft: str | None) -> tuple[int, int] | None:
@@ -151,7 +166,7 @@ def _request(s, constraint, engine: str) -> dict:
 def _reasoning(target: str, engine: int) -> list[str]:
     """The reasoning parser flag for thinking models (engine 0 vLLM, 1 SGLang): constraints start after </think>."""
     names = next((names for prefix, names in REASONING.items() if target.startswith(prefix)), None)
-    return ["--reasoning-parser", names[engine]] if names else []
+    return ["--reasoning-parser", names[engine]] if names and not _never_thinks(target) else []
 
 
 def _constrains_thinking(s, constraint) -> bool:
@@ -302,7 +317,7 @@ def _thinking_notes(s, kind, draft, constraint, add, every) -> None:
     if _constrains_thinking(s, constraint):
         first = (f"the playground holds {s.target}'s first token to the constraint, and its chat template opens <think> "
                  "whatever it is asked, so that answer is written inside the model's unclosed thinking (give it a "
-                 "thinking budget)" if _chat(s) and s.target.startswith("deepseek-ai/DeepSeek-R1-") else
+                 "thinking budget)" if _chat(s) and _always_thinks(s.target) else
                  f"the playground constrains {s.target}'s first token (no thinking)")
         add(serving, f"Thinking budget 0: {first}; so the command leaves --reasoning-parser out, as the engines then "
                      "constrain from the first token too (with it they start the constraint after </think>, and the model "
@@ -322,7 +337,13 @@ def _thinking_notes(s, kind, draft, constraint, add, every) -> None:
             add(serving, f"The prompt holds {THINK_END}: an engine's reasoning parser may read it as thinking already "
                          "done (vLLM's judge that from the prompt's token ids too) and constrain from the first token, "
                          "where the playground lets the model think first.")
-    if s.think_budget and constraint and not _reasoning(s.target, 0):  # (a review: dropped without a word)
+    if s.think_budget and constraint and _never_thinks(s.target):
+        add(serving, f"Thinking budget {s.think_budget}: not carried over: {s.target} is an Instruct checkpoint of "
+                     "Qwen3, which never writes <think>, so the command has no --reasoning-parser (with it the engines "
+                     "would wait for a </think> that never comes, and never start the constraint). The playground "
+                     f"lets it write {s.think_budget} free tokens before {THINK_END} and the constraint; these commands "
+                     "constrain from the first token (a thinking budget of 0 is the same run on both sides).")
+    elif s.think_budget and constraint and not _reasoning(s.target, 0):  # (a review: dropped without a word)
         add(serving, f"Thinking budget {s.think_budget}: not carried over. The export knows the reasoning parsers of "
                      f"Qwen3 and DeepSeek-R1 alone; where {s.target}'s tokenizer has {THINK_END}, the playground lets it "
                      f"think first and starts the constraint after {THINK_END}, while these commands constrain from the "

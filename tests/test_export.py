@@ -473,3 +473,26 @@ def test_the_transformers_snippet_runs_and_writes_the_playgrounds_text(name):
     assert ours.returncode == 0, ours.stderr[-2000:]
     text = json.loads(ours.stdout)["text"]
     assert len(text) > 20 and theirs.stdout == text + "\n"  # (print's newline)
+
+
+def test_qwen3_checkpoints_that_never_or_always_think_are_exported_as_they_behave():
+    """Qwen3's Instruct checkpoints never write <think>: with --reasoning-parser qwen3 both engines wait for a
+    </think> that never comes (the schema never starts; the answer is read as reasoning). Its Thinking ones open
+    <think> whatever enable_thinking says, like DeepSeek-R1 (vLLM 0.33's and SGLang 0.5.23's parsers, a review)."""
+    instruct = "Qwen/Qwen3-4B-Instruct-2507"
+    for budget in (0, 64):
+        e = export_setting(settings("qwen3-8b-json", target=instruct, think_budget=budget))
+        assert "--reasoning-parser" not in e.vllm_command + e.sglang_command
+        assert "chat_template_kwargs" not in e.vllm_request | e.sglang_request and "enable_thinking" not in e.transformers_code
+        assert "thinking_token_budget" not in e.vllm_request
+        said = " ".join(e.notes["vllm"])
+        assert ("never writes <think>" in said) == (budget > 0) and "leaves --reasoning-parser out" not in said
+    free = export_setting(settings("qwen3-8b", target=instruct))  # unconstrained: no parser either
+    assert "--reasoning-parser" not in free.vllm_command + free.sglang_command
+    thinker = export_setting(settings("qwen3-8b-json", target="Qwen/Qwen3-30B-A3B-Thinking-2507", think_budget=0))
+    assert "--reasoning-parser" not in thinker.vllm_command and "chat_template_kwargs" not in thinker.vllm_request
+    assert "written inside the model's unclosed thinking" in " ".join(thinker.notes["sglang"])
+    budgeted = export_setting(settings("qwen3-8b-json", target="Qwen/Qwen3-30B-A3B-Thinking-2507"))
+    assert "--reasoning-parser qwen3" in budgeted.vllm_command and budgeted.vllm_request["thinking_token_budget"] == 384
+    hybrid = export_setting(settings("qwen3-8b-json", think_budget=0))  # Qwen3-8B itself: unchanged
+    assert "--reasoning-parser qwen3" in hybrid.vllm_command and hybrid.vllm_request["chat_template_kwargs"]
