@@ -113,6 +113,16 @@ def read_by_keyboard(page):
     expect(page.locator("#token-stream :is(.tok, .round-sep)[title]").last).to_be_focused()
     page.keyboard.press("Escape")
     expect(page.locator("#token-tip")).to_be_hidden()
+    keys = page.locator(".legend .key")  # one Tab stop, entry to entry by arrow keys (seven stops lay between Run and
+    # the tokens)
+    assert [keys.nth(i).get_attribute("tabindex") for i in range(keys.count())] == ["0"] + ["-1"] * (keys.count() - 1)
+    keys.first.focus()
+    page.keyboard.press("ArrowRight")
+    expect(keys.nth(1)).to_be_focused()
+    expect(page.locator("#token-tip")).to_have_text(keys.nth(1).get_attribute("title"))
+    page.keyboard.press("End")
+    expect(keys.last).to_be_focused()
+    page.keyboard.press("Escape")
     said = "e => getComputedStyle(e, '::before').content"
     assert "refused" in page.locator("#token-stream .tok-rejected").first.evaluate(said)
     assert "refused" not in page.locator("#token-stream .tok-accepted").first.evaluate(said)

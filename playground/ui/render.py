@@ -137,9 +137,9 @@ CSS = """
 # A token's (a round mark's, a legend entry's) title, shown where it was tapped or clicked: a phone has no hover,
 # and a token's probabilities (what each colour means) were out of its reach. Its text is set as text, never read as HTML.
 # By keyboard: the stream is one Tab stop, its arrow keys (Home, End) go from token to token, each focused one's
-# tip shown, Escape hides it (a title's hover was the only way to a token's details). The run's badge (its verdict)
-# is said by a screen reader as it changes (copied into a status line drawn for it alone). The Preset box's text on
-# taking the focus is kept for PRESET_LEFT_JS.
+# tip shown (the legend likewise, entry to entry), Escape hides it (a title's hover was the only way to a token's
+# details). The run's badge (its verdict) is said by a screen reader as it changes (copied into a status line drawn
+# for it alone). The Preset box's text on taking the focus is kept for PRESET_LEFT_JS.
 PAGE_JS = """() => {
   if (window.pageJs) return;
   window.pageJs = true;
@@ -164,10 +164,10 @@ PAGE_JS = """() => {
   });
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Escape') { tip.hidden = true; return; }
-    const stream = event.target.closest ? event.target.closest('#token-stream') : null;
+    const stream = event.target.closest ? event.target.closest('#token-stream, .legend') : null;  // (the legend: one
     const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity}[event.key];
-    if (!stream || step === undefined) return;
-    const marks = [...stream.querySelectorAll('.tok[title], .round-sep[title]')].filter((m) => m.getClientRects().length);
+    if (!stream || step === undefined) return;  // Tab stop, its entries by arrow keys as the stream's tokens)
+    const marks = [...stream.querySelectorAll(MARKS)].filter((m) => m.getClientRects().length);
     if (!marks.length) return;  // (those drawn: a closed thinking fold's are not, and focus() does nothing there)
     const at = marks.indexOf(markOf(event.target));
     const next = Math.abs(step) === Infinity ? (step > 0 ? marks.length - 1 : 0)
@@ -244,12 +244,15 @@ PRESET_LEFT_JS = """(name, ...typed) => {
 
 
 def legend() -> str:
-    keys = "".join(f'<span class="key" tabindex="0" title="{MEANING[k]}"><i style="background:{COLOURS[k]}26; '
-                   f'border-color:{UNDERLINES[k][0]}; border-bottom-style:{UNDERLINES[k][1]}"></i>{k}</span>' for k in KINDS)
-    rounds = ('<span class="key" tabindex="0" title="a dotted line separates rounds; an amber one marks a round whose drafting '
+    """One Tab stop (its first entry), arrow keys from entry to entry (PAGE_JS): its seven stops lay between
+    Run and the tokens."""
+    keys = "".join(f'<span class="key" tabindex="{0 if i == 0 else -1}" title="{MEANING[k]}"><i style="background:'
+                   f'{COLOURS[k]}26; border-color:{UNDERLINES[k][0]}; border-bottom-style:{UNDERLINES[k][1]}"></i>{k}</span>'
+                   for i, k in enumerate(KINDS))
+    rounds = ('<span class="key" tabindex="-1" title="a dotted line separates rounds; an amber one marks a round whose drafting '
               'stopped early (adaptive length, EOS, no lookup match): hover, tap or focus it for why">'
               '<span class="round-sep"></span> round &nbsp;<span class="round-sep stopped"></span> stopped early</span>')
-    return f'<div class="legend">{keys}{rounds}</div>'
+    return f'<div class="legend" role="group" aria-label="What the colours mean (arrow keys: each entry)">{keys}{rounds}</div>'
 
 
 def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None, judged: bool = True) -> str:
