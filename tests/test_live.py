@@ -3,6 +3,8 @@ snapshot when it is ready, so a slow page never pauses generation; the last snap
 arrives; closing the stream stops the run."""
 import time
 
+import pytest
+
 from playground.ui import live
 from playground.presets import Settings
 from playground.presets import get_preset
@@ -170,3 +172,14 @@ def test_stop_ends_compiling_the_passes_between_graphs():
         list(live.live_run(demo_settings(max_new_tokens=8, k=7, compile=True), lambda f, message: told.append(message),
                            should_stop=pressed, every=0))
     assert sum("compiling" in message for message in told) == 1  # none after it
+
+
+def test_one_costly_item_does_not_freeze_the_page():
+    """The wait after each handed item was the last item's cost / PAGE_SHARE: a run's first item (outputs
+    cleared, its constraint checked: 0.3-0.46 s) kept the page blank for 10-15 s of a constrained run."""
+    from playground.ui.pacing import MOST_WAIT, PAGE_SHARE, next_wait
+    assert next_wait([], 0.5) == 0.5
+    assert next_wait([0.46], 0.5) == MOST_WAIT  # was 15.3 s
+    assert next_wait([0.46, 0.03, 0.03], 0.5) == pytest.approx(0.03 / PAGE_SHARE)  # the one-off is outvoted
+    assert next_wait([0.001] * 3, 0.5) == 0.5  # never more often than asked
+    assert next_wait([0.03, 0.4, 0.4, 0.4, 0.4, 0.4], 0.5) == MOST_WAIT  # a page that stays costly: at most MOST_WAIT

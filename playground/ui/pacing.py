@@ -45,6 +45,17 @@ def on_engine(work: Callable[..., T], *args) -> T:
 
 
 PAGE_SHARE = 0.03  # the most of the time the caller may spend on handed-over items (drawing, sending)
+MOST_WAIT = 2.0  # s: the longest the page goes without the newest item, whatever its drawing costs
+RECENT = 5  # handed items whose median cost sets the wait
+
+
+def next_wait(costs: list[float], every: float) -> float:
+    """Seconds until the next item is handed, from the caller's time on the last few (`costs`): the
+    median's 1/PAGE_SHARE, from `every` up to MOST_WAIT. The last cost alone set it: a run's first
+    item (its outputs cleared, its constraint checked) took 0.3-0.46 s to hand, and the page then
+    showed nothing for 10-15 s of a constrained SmolLM2 run (a newcomer's review, 2-core EPYC)."""
+    recent = sorted(costs[-RECENT:])
+    return min(MOST_WAIT, max(every, recent[len(recent) // 2] / PAGE_SHARE)) if recent else every
 
 
 def stop_handed(event_id: object) -> None:
@@ -78,7 +89,7 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     """Run the iterator `make(stop)` on an engine thread (in the caller's context, so Gradio's
     progress reaches the page) and yield its newest item at most every `every` seconds, and no more
     often than keeps the caller's own time per item under PAGE_SHARE of the wall time (its work
-    competes with the engine for the CPU); the last item always. An error there is raised here.
+    competes with the engine for the CPU), but at least every MOST_WAIT seconds; the last item always. An error there is raised here.
     Closing this generator sets `stop` (the work should end at its next item) without waiting.
     With `idle`, the newest item again after that long without a new one: Gradio closes the
     generator of a page that has gone only when it hands it something (an experiment's point makes
@@ -110,7 +121,7 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     except BaseException:  # (an executor shut down: the interpreter ending)
         _handed.pop(event_id, None)
         raise
-    sent, wait, last = 0, every, time.monotonic()
+    sent, wait, last, costs = 0, every, time.monotonic(), []
     read_at = last  # when a stream of the event's session was last seen open
     try:
         while not finished.wait(wait):
@@ -125,7 +136,8 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
                 sent, handed = count, time.perf_counter()
                 yield item
                 last = time.monotonic()
-                wait = max(every, (time.perf_counter() - handed) / PAGE_SHARE)
+                costs.append(time.perf_counter() - handed)
+                wait = next_wait(costs, every)
         if failure:
             raise failure[0]
         if newest[0] != sent:
