@@ -796,6 +796,14 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         expect(editor).to_be_visible()
         assert editor.bounding_box()["height"] <= 0.4 * 844 + 1
         page.screenshot(path=str(ARTIFACTS / "browser-phone.png"))
+        page.evaluate("() => { const run = document.getElementById('run-button').getBoundingClientRect();"
+                      " scrollBy(0, run.bottom - innerHeight + 8); }")  # Run at the screen's foot, as a thumb finds it:
+        assert page.locator("#token-stream").bounding_box()["y"] > 844  # the stream out of sight until Run, then in
+        page.click("#run-button")  # sight under Stop (a tap on Run dimmed it, and nothing else was seen to happen)
+        page.wait_for_function("() => { const at = document.getElementById('stop-button').getBoundingClientRect().top;"
+                               " return at >= 0 && at < 20; }", timeout=10_000)  # (a smooth scroll's end)
+        assert page.locator("#token-stream").bounding_box()["y"] < 844 - 60
+        expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)
         page.set_viewport_size({"width": 750, "height": 342})  # a phone in landscape: the same order (at 641-767 px
         run = page.locator("#run-button").bounding_box()  # the settings came first, Run 6 screens down)
         assert run["y"] < page.locator("#target-box").bounding_box()["y"], run

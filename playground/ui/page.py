@@ -148,11 +148,12 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 badge = gr.HTML(elem_id="run-badge")
                 with gr.Tabs():
                     with gr.Tab("Text"):
-                        with gr.Row():
-                            text = gr.Textbox(label="Output", lines=8, buttons=["copy"], elem_id="output-text")
-                            baseline_text = gr.Textbox(label="Target alone (greedy: the same text, else the speedup "
-                                                             "card says where it differs; sampling: another draw from "
-                                                             "the same distribution)", lines=8, buttons=["copy"],
+                        with gr.Row():  # (min_width: one above the other on a phone, where side by side each
+                            # was 130 px wide and broke words; its 6-line label moved the other's box down)
+                            text = gr.Textbox(label="Output", info="the speculative run's text", lines=8,
+                                              buttons=["copy"], elem_id="output-text", min_width=320)
+                            baseline_text = gr.Textbox(label="Target alone", info="greedy: the same text; sampling: another "
+                                                       "draw from the same distribution", lines=8, buttons=["copy"], min_width=320,
                                                        elem_id="baseline-text", visible=DEFAULT.compare)
                     with gr.Tab("Race", elem_id="race-tab") as race_tab:
                         race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
@@ -170,11 +171,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                     "`generate` call.")
                         export_notes = gr.HTML()
                         export_vllm = gr.Code(language="shell", label="vLLM: serve, then send the request",
-                                              buttons=["copy"], wrap_lines=True, elem_id="export-vllm")
+                                              buttons=["copy"], wrap_lines=True, show_line_numbers=False,
+                                              elem_id="export-vllm")  # (numbers: wrong beside wrapped lines)
                         export_sglang = gr.Code(language="shell", label="SGLang: launch, then send the request",
-                                                buttons=["copy"], wrap_lines=True, elem_id="export-sglang")
+                                                buttons=["copy"], wrap_lines=True, show_line_numbers=False,
+                                                elem_id="export-sglang")
                         export_hf = gr.Code(language="python", label="transformers", buttons=["copy"], wrap_lines=True,
-                                            elem_id="export-transformers")  # (as the others: on a phone it was cut)
+                                            show_line_numbers=False, elem_id="export-transformers")  # (as the others: on a phone it was cut)
                     with gr.Tab("Charts"):  # (no labels: each figure has its title, and on a phone the label
                         with gr.Row():  # covered the figure's toolbar)
                             hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot", show_label=False)

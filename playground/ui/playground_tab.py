@@ -287,7 +287,14 @@ def pointer_cleared(where: str) -> str:
             f" seen[{seen}] = now; if (shown !== {pointer}) return shown; cleared[{seen}] = now; return ''; }}")
 
 
-RUN_CLICKED_JS = "() => { window.pointerCleared = {}; }"  # a Run's pointers are new: none cleared yet (pointer_cleared)
+# A Run's pointers are new: none cleared yet (pointer_cleared). Where the token stream is out of sight below (a
+# phone: 1.5 screens down, under Stop, the legend and "How to read this"), Stop is scrolled to the top, the stream
+# in sight under it: a tap on Run dimmed it, and nothing else was seen to happen (a newcomer's review).
+RUN_CLICKED_JS = """() => { window.pointerCleared = {};
+  const stream = document.getElementById('token-stream'), stop = document.getElementById('stop-button');
+  if (stream && stop && stream.getBoundingClientRect().top > window.innerHeight - 60)
+    stop.scrollIntoView({block: 'start', behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth'});
+}"""
 # Run clicked while this page's experiment holds the model (one run at a time on the device): said under Run, where
 # Gradio's own "queue: 2/2" alone showed, for the minutes the experiment had left
 WAITS_FOR_EXPERIMENT_JS = ("(shown) => document.querySelector('#sweep-stop:enabled, #compare-stop:enabled') ? "
