@@ -30,7 +30,8 @@ caller does between rounds (rendering, streaming) never counts.
              where speculation is not fused (prompt lookup, cascades) its passes without a guess are 1
              wide while the fused target alone's are k+1. An
              interval wholly above SLACK x the bound is most likely the machine's load hitting the
-             target alone harder.
+             target alone harder; an interval's top past it is cut there (a newcomer saw "faster,
+             1.12-3.39x" beside 2.00 tokens a target pass).
 
 Callers with opaque runs (bench's transformers rows) build their blocks from `Timed` parts
 themselves: a whole run is then one part."""
@@ -147,7 +148,8 @@ def estimate(blocks: list[Block]) -> Speedup:
     low, high = min(low, value, *ratios), max(high, value, *ratios)
     tokens = min(sum(n for _, n in spec), sum(n for _, n in base))
     rounds, runs = fewest_rounds(blocks), fewest_whole_runs(blocks)
-    reason, side = "", ""
+    reason, side, bound = "", "", most_possible(blocks)
+    ceiling = SLACK * bound
     if tokens < MIN_TOKENS:
         reason = f"only {counted(tokens)} on a side, too few to time"  # (a stopped run's
         # target alone can have fewer than its speculation)
@@ -156,17 +158,21 @@ def estimate(blocks: list[Block]) -> Speedup:
     elif runs < MIN_WHOLE_RUNS:
         reason = (f"only {counted(runs, 'whole run')} on a side timed run by run (one sample each), too few to tell "
                   f"how much the ratio varies (more prompts or measurements give more)")
-    elif value > SLACK * (bound := most_possible(blocks)):
-        where = f"its {low:.2f}-{high:.2f}x lies wholly" if low > SLACK * bound else "its estimate lies"  # (views add it)
+    elif value > ceiling:
+        where = f"its {low:.2f}-{high:.2f}x lies wholly" if low > ceiling else "its estimate lies"  # (views add it)
         reason = (f"{where} above {bound:.2f}x, about the most its target passes allow "
                   "(a verify pass costs about a pass of the target alone): perhaps the machine's other load "
                   "slowed the target alone more")
     elif not low or high / low > TOLERANCE:
-        spread = (f"its 95% interval, {low:.2f}-{high:.2f}x, over {len(blocks)} interleaved measurements (each one's "
-                  "own ratio inside it)" if len(blocks) > 1  # (not a min-max: one more measurement can narrow it)
-                  else f"its 95% interval, {low:.2f}-{high:.2f}x, from one interleaved measurement")  # (its rounds resampled)
+        cut, high = high > ceiling, min(high, ceiling)  # (see the bound: 1.12-3.39x was shown at 2 tokens a pass)
+        interval = f"its 95% interval, {low:.2f}-{high:.2f}x" + (" (its top cut there, the most its passes allow)" * cut)
+        spread = (f"{interval}, over {len(blocks)} interleaved measurements" + " (each one's own ratio inside it)" * (not cut)
+                  if len(blocks) > 1  # (not a min-max: one more measurement can narrow it)
+                  else f"{interval}, from one interleaved measurement")  # (its rounds resampled)
         reason = f"{spread} (the machine's other load, or rounds that differ; longer runs usually narrow it)"
         side = "faster" if low > 1 else "slower" if high < 1 else ""
+    else:
+        high = min(high, ceiling)
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
                    _rate(spec), _rate(base), side)
 
