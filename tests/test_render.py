@@ -36,6 +36,9 @@ def test_the_theory_card_is_shown_only_for_draft_models():
     assert "theory" in metrics(stats, 2) and "theory" not in metrics(stats, 2, theory=False)
     # its measured figure is a round's (the passes card beside it counts the prompt pass too)
     assert "measured 2.00 a round, the prompt pass not counted" in metrics(stats, 2)
+    # compared: its tokens/s are its own time's (a newcomer watched 130 s of a run whose card said 50 s)
+    assert "the target alone's turns, taken between its rounds, not counted" in metrics(stats, 2, interleaved=True)
+    assert "target alone's turns" not in metrics(stats, 2)
 
 
 def test_the_theory_card_takes_each_round_at_the_guesses_it_drafted():

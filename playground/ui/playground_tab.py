@@ -77,7 +77,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False) -> dict:
     verdict = final and snap.phase != "stopped"  # its badge carries the constraint's notes
     note = "; ".join(filter(None, [snap.note, *(() if verdict else snap.constraint_notes)]))
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note, policy=snap.settings.policy,
-                            theory=chain_theory(snap.settings))
+                            theory=chain_theory(snap.settings), interleaved=snap.settings.compare)
     if not final:  # the output box grows with the stream; the rest waits for the end
         return dict(cleared() if first else {}, stream=stream, metrics=metric, text=render.committed_text(snap.events))
     download = _download(snap)
@@ -113,7 +113,7 @@ def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: 
         if ended:
             shown.update(_results(snap, snap.result.stats), race_lanes=race.lanes(snap.events, snap.baseline_events))
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings),
-                            policy=snap.settings.policy)
+                            policy=snap.settings.policy, interleaved=snap.settings.compare)
     return dict(shown, metrics=metric, baseline_text=baseline_text)
 
 

@@ -320,9 +320,10 @@ def _token_html(t, eos_ids) -> str:
 
 
 def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",
-            note: str = "", theory: bool = True, policy: str = "fixed") -> str:
+            note: str = "", theory: bool = True, policy: str = "fixed", interleaved: bool = False) -> str:
     """speedup: the comparison's playground.measure.speedup.Speedup (None before it is over); same:
-    metrics.identity_note of the two outputs; policy: an adaptive one makes k a ceiling.
+    metrics.identity_note of the two outputs; policy: an adaptive one makes k a ceiling; interleaved:
+    the target alone ran between this run's rounds (its time is not this run's).
     theory: show the expected tokens per round, whose formula assumes a draft model's per-token
     acceptance (prompt lookup's guesses are not drawn that way)."""
     if not stats:
@@ -335,7 +336,8 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
          + (f"; {stats['forced']} of the tokens forced by the constraint"
             if stats["forced"] else "")),
-        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"),
+        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"
+         + (" of its own (the target alone's turns, taken between its rounds, not counted)" if interleaved else "")),
     ]
     if theory and drafted:  # nothing measured before a draft's first guess
         at_k = stats["theory_tokens_per_round"]
