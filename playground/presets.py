@@ -11,7 +11,7 @@ import torch
 
 from playground.config import CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, GPU_DEFAULT
 from playground.models import loading as models
-from playground.models import packaged
+from playground.models import locate, packaged
 from playground.models.placement import compiles_by_default, on_zero_gpu
 from playground.draft_ids import NGRAM, NO_PROBABILITIES, cascade, confidence_unused, draft_model
 from playground.errors import PlaygroundError
@@ -52,6 +52,11 @@ class Preset:
     schema_in_prompt: bool = False  # append the schema to the prompt so the model knows the shape
     think_budget: int = 0  # reasoning models: think up to this many tokens, the constraint starts after </think>
     gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
+
+    @property
+    def here(self) -> bool:
+        """Whether both models load without the hub: shipped, packaged, a directory or in the hub's local cache."""
+        return all(locate.here(m) for m in (self.target, draft_model(self.draft)) if m is not None)
 
     @property
     def offline(self) -> bool:

@@ -137,6 +137,7 @@ def test_a_preset_picked_keeps_what_the_user_typed_and_says_so():
 
 def test_a_host_without_a_gpu_marks_the_gpu_presets_before_one_is_picked(monkeypatch):
     """A newcomer on a CPU learnt that a 7B preset cannot run here from Run's refusal."""
+    monkeypatch.setattr(page_inputs, "hub_resolves", lambda: True)  # (the hub's marks: the test below)
     for gpu in (False, True):
         monkeypatch.setattr(page_inputs, "gpu_host", lambda: gpu)
         labels = dict((name, label) for label, name in page_inputs.preset_choices())
@@ -147,6 +148,33 @@ def test_a_host_without_a_gpu_marks_the_gpu_presets_before_one_is_picked(monkeyp
         else:
             assert labels["qwen2.5-7b"] == "qwen2.5-7b (needs a GPU)" and "Made for a GPU, which this host lacks" in note
         assert labels["demo"] == "demo" and "GPU" not in page_inputs.preset_note("demo")
+
+
+def test_a_host_without_the_hub_marks_the_presets_whose_models_are_not_here(monkeypatch, tmp_path):
+    """Offline, qwen2.5-1.5b and smollm2-1.7b looked runnable until Run refused them (a newcomer's review). A
+    model in the hub's local cache (config and safetensors weights) counts as here."""
+    monkeypatch.setattr(page_inputs, "gpu_host", lambda: True)
+    monkeypatch.setattr(page_inputs, "hub_resolves", lambda: False)
+    import huggingface_hub.constants
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    labels = dict((name, label) for label, name in page_inputs.preset_choices())
+    assert labels["qwen2.5-1.5b"] == "qwen2.5-1.5b (not downloaded)" and labels["demo"] == "demo"
+    assert "Run refuses it here" in page_inputs.preset_note("qwen2.5-1.5b")
+    assert "Run refuses it" not in page_inputs.preset_note("demo")
+    preset = page_inputs.PRESETS["qwen2.5-1.5b"]
+    for model in (preset.target, preset.draft):  # the hub cache's layout: models--org--name/snapshots/<commit>/
+        repo = tmp_path / f"models--{model.replace('/', '--')}"
+        (repo / "refs").mkdir(parents=True)
+        (repo / "refs" / "main").write_text("0" * 40)
+        snapshot = repo / "snapshots" / ("0" * 40)
+        snapshot.mkdir(parents=True)
+        (snapshot / "config.json").write_text("{}")
+        if model == preset.target:
+            assert not preset.here  # the draft missing
+        (snapshot / "model.safetensors").write_bytes(b"")
+    assert preset.here and dict((n, lab) for lab, n in page_inputs.preset_choices())["qwen2.5-1.5b"] == "qwen2.5-1.5b"
+    monkeypatch.setattr(page_inputs, "hub_resolves", lambda: True)
+    assert not any("not downloaded" in label for label, _ in page_inputs.preset_choices())  # online: no marks
 
 
 def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():

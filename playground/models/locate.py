@@ -90,6 +90,22 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
     return found
 
 
+def here(model_id: str) -> bool:
+    """Whether the model loads without the hub: shipped, packaged and installed (or converted), a
+    directory, or its config and safetensors weights in the hub's local cache."""
+    from huggingface_hub import snapshot_download
+    if model_id in ALIASES or (model_id in packaged.PACKAGED and packaged.available_offline(model_id)):
+        return True
+    model_id = packaged.PACKAGED[model_id].hub_id if model_id in packaged.PACKAGED else model_id
+    try:
+        if pathlib.Path(model_id).expanduser().is_dir():
+            return True
+        found = snapshot_download(model_id, allow_patterns=["config.json", "*.safetensors"], local_files_only=True)
+    except (OSError, ValueError, RuntimeError):  # not cached (LocalEntryNotFoundError is an OSError), not an id
+        return False
+    return any(pathlib.Path(found).glob("*.safetensors"))
+
+
 PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
 

@@ -17,6 +17,7 @@ from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHA
 from playground.metrics import counted
 from playground.draft_ids import NGRAM, draft_model, uses_lookup
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
+from playground.models.locate import hub_resolves
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
@@ -238,6 +239,9 @@ def preset_note(name: str) -> str:
     preset = PRESETS.get(name)
     if preset is None:
         return ""
+    if not hub_resolves() and not preset.here:  # (a newcomer offline learnt it from Run's refusal)
+        return (f"{preset.purpose} *Its models are not on this host, and the hub cannot be reached to download them: "
+                "Run refuses it here.*")
     if preset.gpu and not gpu_host():  # (a newcomer learnt it from Run's refusal)
         return (f"{preset.purpose} *Made for a GPU, which this host lacks: Run refuses it where memory or the "
                 "download falls short, and elsewhere it runs very slowly on the CPU.*")
@@ -245,9 +249,14 @@ def preset_note(name: str) -> str:
 
 
 def preset_choices() -> list[tuple[str, str]]:
-    """The Preset list as (label, name): on a host without a GPU, the GPU presets say so before one is picked."""
-    gpu = gpu_host()
-    return [(f"{name} (needs a GPU)" if preset.gpu and not gpu else name, name) for name, preset in PRESETS.items()]
+    """The Preset list as (label, name): on a host without a GPU, the GPU presets say so before one is picked;
+    without the hub, those whose models are not here."""
+    gpu, cut_off = gpu_host(), not hub_resolves()
+
+    def label(name: str, preset) -> str:
+        marks = ["needs a GPU"] * (preset.gpu and not gpu) + ["not downloaded"] * (cut_off and not preset.here)
+        return f"{name} ({'; '.join(marks)})" if marks else name
+    return [(label(name, preset), name) for name, preset in PRESETS.items()]
 
 
 def apply_preset(name: str, prompt: str = "", system: str = "", kind: str = "none", constraint: str = ""):
