@@ -1117,8 +1117,12 @@ def test_a_point_measured_whole_before_an_experiment_halts_is_kept(monkeypatch):
         came.append(1)  # from here on, halted() is true
         return told
     monkeypatch.setattr(sweeps, "measure", measure_then_a_run_comes)
-    tables = list(sweeps.sweep(pair, ids, session.settings(max_new_tokens=8), "k", [1, 2, 3], halted=lambda: bool(came)))
+    counts = []  # the page says each point's measurements as they are done (its first took minutes, unsaid)
+    tables = list(sweeps.sweep(pair, ids, session.settings(max_new_tokens=8), "k", [1, 2, 3], halted=lambda: bool(came),
+                               on_measured=counts.append))
     assert [len(t) for t in tables] == [1] and tables[-1][0]["k"] == 1  # the first kept, the second cut at once
+    first = tables[0][0]["measurements"]
+    assert counts[:first + 2] == list(range(first + 1)) + [0]  # 0, 1, ... for k = 1, then 0 again for k = 2
 
 
 def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():

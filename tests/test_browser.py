@@ -316,7 +316,8 @@ def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     expect(page.get_by_label("Values")).to_be_disabled()  # what it measures is held (an axis switched midway
     expect(page.get_by_role("radio", name="temperature")).to_be_disabled()  # showed k's values above a temperature sweep)
     page.wait_for_function("document.querySelectorAll('#sweep-table tbody tr').length >= 1", timeout=120_000)
-    expect(page.locator("#experiment-progress")).to_contain_text(re.compile(r"measuring k = \d \(\d of 3(; about [^)]+ a point so far)?\)|done"))
+    expect(page.locator("#experiment-progress")).to_contain_text(re.compile(
+        r"measuring k = \d \(\d of 3(; about [^;)]+ a point so far)?; its measurements: \d done, at most 4\)|done"))
     expect(page.locator("#experiment-progress")).to_contain_text("done: 3 values of k", timeout=120_000)
     expect(page.locator("#sweep-stop")).to_be_disabled(timeout=15_000)
     expect(page.get_by_label("Values")).to_be_enabled()

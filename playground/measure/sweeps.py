@@ -69,16 +69,18 @@ def _with(cfg: SpecConfig, axis: str, value) -> SpecConfig:
 
 
 def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: list,
-          constraint=None, halted: Callable[[], bool] = lambda: False) -> Iterator[list[dict]]:
+          constraint=None, halted: Callable[[], bool] = lambda: False,
+          on_measured: Callable[[int], None] = lambda blocks: None) -> Iterator[list[dict]]:
     """Yield the table so far after each value; every row aggregates all prompts, its speedup
     measured by playground.measure.speedup (the target alone interleaved beside every prompt). Once
     `halted()` (Stop, the host's time limit, a closed page, a run waiting) the value being measured
     ends where it is, without a row: a point cut short is no measurement (one measured whole before
-    it is kept)."""
+    it is kept). `on_measured(n)`: the value being measured has n measurements (blocks) done."""
     rows = []
     for value in values:
         run_cfg = _with(cfg, axis, value)
-        result = measured(pair, prompts, run_cfg, constraint, halted=halted)  # each value warmed up, the first
+        on_measured(0)
+        result = measured(pair, prompts, run_cfg, constraint, halted=halted, on_measured=on_measured)  # each value warmed up, the first
         # alone was: a new k is a new pass width, whose first use may cost more, inside the value's first block
         if result is None:
             return
@@ -87,7 +89,7 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
 
 
 def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, warm: bool = True,
-             halted: Callable[[], bool] = lambda: False):
+             halted: Callable[[], bool] = lambda: False, on_measured: Callable[[int], None] = lambda blocks: None):
     """-> (Speedup, the blocks' speculative events) for these prompts and settings; None where
     `halted()` cut a block short (each block ends where it is then)."""
     blocks, cut = [], []
@@ -100,6 +102,7 @@ def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, w
 
     def block():
         blocks.append(make())
+        on_measured(len(blocks))
         return blocks[-1]
     told = measure(block)
     return None if cut else (told, [run for b in blocks for run in b.spec_runs], [run for b in blocks for run in b.base_runs])

@@ -17,6 +17,7 @@ from playground.metrics import counted, expected_speedup, expected_tokens_per_ro
 from playground.draft_ids import draft_model
 from playground.presets import constraint_of, policy_as_run
 from playground.measure import sweeps
+from playground.measure.speedup import MAX_BLOCKS
 from playground.ui import live, plots, render
 from playground.ui.addresses import device_waiting
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
@@ -51,17 +52,21 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), _sweep_table([], axis),
                None, None, gr.skip())
 
+        blocks = [0]  # the measurements of the value being measured (its first took minutes, unsaid: a review)
+
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
             prompt_ids = [session.prompt_ids_of(pair, settings, p) for p in prompts]
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
-            for rows in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint, halted=halt.checker(stop)):
+            for rows in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint, halted=halt.checker(stop),
+                                     on_measured=lambda n: blocks.__setitem__(0, n)):
                 measured[:] = rows
                 yield rows
         rows = []  # (a page gone before the first point: paced hands nothing)
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
-                      f"{pace(len(rows))})" if len(rows) < len(values_list) else "finishing")
+                      f"{pace(len(rows))}; its measurements: {blocks[0]} done, at most {MAX_BLOCKS})"
+                      if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
     except (PlaygroundError, ValueError) as exc:  # the values measured whole before it stay downloadable
         yield experiment_error(exc, 4) if not measured else [
