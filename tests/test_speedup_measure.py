@@ -304,21 +304,24 @@ def test_a_ratio_beyond_what_its_passes_allow_is_not_told():
     assert measure(lambda: fake_block(FakeClock())).speedup < 3  # the same runs at even load: told, within it
 
 
+def loaded_block(clock: FakeClock, slowed: int, factor: float) -> Block:
+    """3 tokens a pass against the target alone's 120 rounds, `slowed` of them `factor` times slower (a burst
+    of other load)."""
+    base = clock.run(120, 1, 0)
+    for e in [e for e in base if isinstance(e, Round)][50:50 + slowed]:
+        e.wall_s *= factor
+    made = Block(Timed(), Timed())
+    made.add(clock.run(40, 3, K), base)
+    return made
+
+
 def test_an_estimate_beyond_what_its_passes_allow_is_not_told():
     """A page showed "faster, 1.16-2.79x, about 1.77x" at 1.45 tokens a target pass against the target
     alone's 1: an estimate no round can reach (the machine's load on the target alone), told as a
     measurement. Two of the target alone's 120 rounds slowed 100x (a burst of other load): its
     interval reaches below the bound, its estimate does not; no number, and the reason names it."""
-    clock = FakeClock()
-
-    def block():
-        base = clock.run(120, 1, 0)
-        for e in [e for e in base if isinstance(e, Round)][50:52]:
-            e.wall_s *= 100
-        made = Block(Timed(), Timed())
-        made.add(clock.run(40, 3, K), base)
-        return made
-    sp = measure(block, max_blocks=1)  # (more blocks alike would narrow the interval to above the bound)
+    sp = measure(lambda: loaded_block(FakeClock(), 2, 100), max_blocks=1)  # (more blocks alike would narrow the
+    # interval to above the bound)
     assert sp.speedup is None and sp.estimate > SLACK * 3 and sp.low <= SLACK * 3
     assert "its estimate lies above 3.00x, about the most" in sp.reason
 
@@ -327,16 +330,7 @@ def test_an_intervals_top_past_what_its_passes_allow_is_cut_there():
     """A newcomer saw "faster, 1.12-3.39x" beside 2.00 tokens a target pass: the estimate within the bound, the
     interval's top (a few of the target alone's rounds slowed by other load, resampled) far past it. Four of its
     120 rounds slowed 10x, 3 tokens a pass: the top is cut at SLACK x 3, and the reason says so."""
-    clock = FakeClock(jitter=1.3, seed=1)
-
-    def block():
-        base = clock.run(120, 1, 0)
-        for e in [e for e in base if isinstance(e, Round)][50:54]:
-            e.wall_s *= 10
-        made = Block(Timed(), Timed())
-        made.add(clock.run(40, 3, K), base)
-        return made
-    sp = measure(block, max_blocks=1)
+    sp = measure(lambda: loaded_block(FakeClock(jitter=1.3, seed=1), 4, 10), max_blocks=1)
     assert sp.speedup is None and sp.low < sp.estimate < SLACK * 3  # too wide to tell, its estimate within the bound
     assert sp.high == pytest.approx(SLACK * 3) and "(its top cut there, the most its passes allow)" in sp.reason
     assert measure(lambda: fake_block(FakeClock(jitter=1.3, seed=1)), max_blocks=1).high < SLACK * 3  # uncut: untouched
