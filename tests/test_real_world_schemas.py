@@ -401,6 +401,19 @@ def test_prefix_items_under_an_earlier_draft_is_what_its_checker_reads(tokenizer
     assert allowed(constraint, tokenizer, "[", "1") and not allowed(constraint, tokenizer, "[", "2")
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_an_earlier_drafts_tuple_closed_by_additional_items_false_is_written(tokenizer, backend):
+    """Draft-07's `items: [a], additionalItems: false` is 2020-12's `prefixItems: [a], items: false`; the engines'
+    form kept `$schema: draft-07`, and llguidance read it by draft-07's rules (`items: false`: no item at all):
+    with minItems 1 it was refused as unsatisfiable (an audit of real-world schemas)."""
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "integer"}],
+              "additionalItems": False, "minItems": 1}
+    constraint = compiled(tokenizer, schema, backend)
+    assert constraint.spec.engine_schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert allowed(constraint, tokenizer, "[", "1") and not allowed(constraint, tokenizer, "[1", ",")  # one item only
+    assert not allowed(constraint, tokenizer, "[", '"')
+
+
 @pytest.mark.parametrize("schema, loop", [
     ({"anyOf": [{"$ref": "#"}, {"type": "null"}]}, "# -> #/anyOf/0 -> #"),
     ({"not": {"$ref": "#/not"}}, "#/not -> #/not"),

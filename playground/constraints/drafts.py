@@ -41,8 +41,16 @@ def declared(schema) -> type:
 
 
 def to_2020_12(schema, cls: type):
-    """The schema in draft 2020-12 words (a new value; the input is not changed)."""
-    return _node(schema, cls, inner=False) if isinstance(schema, dict) else schema
+    """The schema in draft 2020-12 words (a new value; the input is not changed), and its $schema saying so:
+    left naming draft-07, llguidance read the prefixItems made of `items: [{...}]` as no keyword and the
+    `items: false` made of `additionalItems: false` as forbidding every item (an audit: a draft-07 tuple
+    with minItems 1 was refused as unsatisfiable)."""
+    if not isinstance(schema, dict):
+        return schema
+    node = _node(schema, cls, inner=False)
+    if "$schema" in node and cls is not LATEST:
+        node["$schema"] = LATEST.META_SCHEMA["$id"]
+    return node
 
 
 def _node(node, cls: type, inner: bool = True):
