@@ -414,6 +414,18 @@ def test_an_earlier_drafts_tuple_closed_by_additional_items_false_is_written(tok
     assert not allowed(constraint, tokenizer, "[", '"')
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_a_whole_number_past_2_to_the_53_is_written_exactly_or_said_not_to_be(tokenizer, backend):
+    """llguidance reads numbers as 64-bit floats: {"const": 9007199254740993} wrote ...992, and every output
+    failed the check without a word (an audit). Said where it is so; xgrammar writes the number exactly."""
+    schema = {"type": "object", "properties": {"id": {"const": 9007199254740993}}, "required": ["id"]}
+    constraint = compiled(tokenizer, schema, backend)
+    rounded = backend == "llguidance"
+    assert any("written rounded to 9007199254740992" in note for note in constraint.notes) == rounded
+    assert allowed(constraint, tokenizer, '{"id": 900719925474099', "3") != rounded
+    assert allowed(constraint, tokenizer, '{"id": 900719925474099', "2") == rounded
+
+
 @pytest.mark.parametrize("schema, loop", [
     ({"anyOf": [{"$ref": "#"}, {"type": "null"}]}, "# -> #/anyOf/0 -> #"),
     ({"not": {"$ref": "#/not"}}, "#/not -> #/not"),

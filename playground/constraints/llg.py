@@ -93,7 +93,28 @@ def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
     silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT]
     leaps = sorted({v for k, v in keywords(spec.engine_schema) if k == "format" and isinstance(v, str) and v in LEAP_FORMATS})
     return _notes(messages, silent) + [f"format {f}: the mask lets {LEAP_FORMATS[f]} through (checked after the run)"
-                                       for f in leaps]
+                                       for f in leaps] + _rounded(spec.engine_schema)
+
+
+EXACT = 2 ** 53  # the largest whole number a 64-bit float holds with every smaller one
+
+
+def _rounded(schema) -> list[str]:
+    """llguidance 1.9.1 reads a schema's numbers as 64-bit floats: a const or enum value past 2^53 is written
+    rounded ({"const": 9007199254740993} wrote ...992, and every output failed the check; an audit)."""
+    big = sorted({n for k, v in keywords(schema) if k in ("const", "enum") for n in _whole_numbers(v) if abs(n) > EXACT})
+    return [f"llguidance reads numbers as 64-bit floats: {big[0]} (const or enum) is written rounded to "
+            f"{int(float(big[0]))}, which the check refuses (xgrammar writes it exactly)"] if big else []
+
+
+def _whole_numbers(value) -> list[int]:
+    """The integers in a JSON value, at any depth."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [n for item in inner for n in _whole_numbers(item)]
 
 
 def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
