@@ -276,8 +276,22 @@ def test_xgrammar_names_what_it_drops_beside_a_ref(tokenizer):
 
 def test_an_unknown_format_is_an_annotation_not_a_refusal(tokenizer):
     constraint = compiled(tokenizer, {"type": "string", "format": "color-hex"}, "llguidance")
-    assert constraint.notes == ("not enforced while writing (checked after the run): format color-hex",)
+    assert constraint.notes == ("not enforced while writing, nor checked after the run (no checker for it here): "
+                                "format color-hex",)  # (it said "checked after the run": nothing checks it)
     assert compiled(tokenizer, {"type": "string", "format": "color-hex"}, "xgrammar") is not None
+
+
+def test_a_format_no_check_here_reads_is_not_said_to_be_checked(tokenizer):
+    """jsonschema checks uri, iri, hostname and duration only with packages it makes optional: outputs under
+    format uri-reference were garbage, said "valid", with a note that they were checked after the run (an audit)."""
+    from playground.constraints.schema_keywords import CHECKED_FORMATS
+    schema = {"type": "object", "properties": {"u": {"type": "string", "format": "uri-reference"},
+                                               "d": {"type": "string", "format": "date"}}}
+    assert "uri-reference" not in CHECKED_FORMATS and "date" in CHECKED_FORMATS
+    notes = " ".join(compiled(tokenizer, schema, "llguidance").notes)
+    assert "nor checked after the run (no checker for it here): format uri-reference" in notes
+    assert compiled(tokenizer, {"type": "string", "format": "uri-reference"}, "llguidance").validate(
+        '"not a uri at all"', [], complete=True)[0] is True  # (what the note is for: nothing here refuses it)
 
 
 @pytest.mark.parametrize("options", [{"whitespace_flexible": True}, {"whitespace_pattern": "[ \\n]*"}])
