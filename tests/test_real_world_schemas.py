@@ -332,6 +332,18 @@ USERNAME = {"type": "object", "properties": {"username": {"type": "string", "max
 VERSION = {"type": "object", "properties": {"version": {"type": "string", "pattern": r"^[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,3}$"}}}
 
 
+def test_a_cut_inside_a_name_only_a_pattern_limits_asks_for_a_bound_on_names(tokenizer):
+    """additionalProperties: false beside patternProperties ^[A-Z_][A-Z0-9_]*$ was said to bound a name ("the schema
+    bounds it, but the tokens ran out first"), and the fix offered was the additionalProperties: false it had."""
+    schema = {"type": "object", "patternProperties": {"^[A-Z_][A-Z0-9_]*$": {"type": "string", "maxLength": 20}},
+              "additionalProperties": False}
+    valid, error = compiled(tokenizer, schema, "llguidance").validate('{"ABCDEFGHIJKLMNOP', [], complete=False)
+    assert valid is False and "the schema bounds it" not in error and "add additionalProperties" not in error
+    assert "add propertyNames with a maxLength to the schema" in error, error
+    bounded = {**schema, "patternProperties": {"^[A-Z]{1,8}$": {"type": "string"}}}
+    assert "the schema bounds it" in compiled(tokenizer, bounded, "llguidance").validate('{"ABCDEFG', [], complete=False)[1]
+
+
 @pytest.mark.parametrize("schema, text, backend, says", [
     (USERNAME, '{"username": "user123456789012', "xgrammar", "the schema bounds it, but that bound was not enforced"),
     (USERNAME, '{"username": "user12', "llguidance", "the schema bounds it, but the tokens ran out first"),

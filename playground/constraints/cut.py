@@ -23,7 +23,7 @@ FIXES = {  # kind of the open value -> (why it may not end, the bound that would
 }
 BOUNDED = {  # kind -> whether a subschema holding the open value already bounds it
     "string": lambda s: any(k in s for k in ("maxLength", "enum", "const")) or _bounded_pattern(s.get("pattern")),
-    "key": lambda s: s.get("additionalProperties", True) is False or "maxProperties" in s,
+    "key": lambda s: _bounded_names(s),
     "number": lambda s: any(k in s for k in ("maximum", "exclusiveMaximum", "enum", "const")),
     "array": lambda s: "maxItems" in s or ("prefixItems" in s and s.get("items", True) is False),
     "object": lambda s: s.get("additionalProperties", True) is False or "maxProperties" in s,
@@ -62,7 +62,21 @@ def _why(kind: str, path: list, schema, notes: tuple[str, ...]) -> str:
     why, bound = FIXES[kind]
     if kind == "number" and not any(k in s for s in held for k in ("minimum", "exclusiveMinimum")):
         why, bound = "a number with no maximum or minimum can go on with digits", "maximum and minimum"
+    if kind == "key" and any(s.get("additionalProperties", True) is False for s in held):  # (it had that already)
+        why, bound = "a name its patternProperties allow can go on with characters", "propertyNames with a maxLength"
     return f"{why}; " + (f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens")
+
+
+def _bounded_names(schema: dict) -> bool:
+    """Whether an object's property names are bounded in length: no additional ones and every
+    patternProperties pattern bounded, or propertyNames bounding them. (maxProperties bounds how many,
+    not how long; patternProperties ^[A-Z_][A-Z0-9_]*$ beside additionalProperties: false was said to
+    bound a name: an audit.)"""
+    names = schema.get("propertyNames")
+    if isinstance(names, dict) and BOUNDED["string"](names):
+        return True
+    return schema.get("additionalProperties", True) is False and all(
+        _bounded_pattern(pattern) for pattern in schema.get("patternProperties") or {})
 
 
 def _bounded_pattern(pattern) -> bool:
