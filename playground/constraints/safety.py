@@ -271,8 +271,9 @@ def unicode_class_hint(pattern: str) -> str:
     """Words for a \\p{...} class, which Python's re refuses as a bad escape (the user blamed, no way on)."""
     if not re.search(r"\\[pP]\{", pattern):
         return ""
-    return (r"; a \p{...} class is not read here (Python's re, which checks the output, reads none, nor xgrammar): "
-            r"write its ranges, such as [\u4e00-\u9fff] for Han")
+    return (r"; a \p{...} class is not read here (patterns are read as Python's re reads them, which has none, nor "
+            r"has xgrammar): write its ranges, such as [\u4e00-\u9fff] for Han")  # ("Python's re, which checks the
+    # output": untrue, the output's check (the regex module) reads them; an audit)
 
 
 def check_pattern(pattern: str, what: str = "the regex") -> None:
