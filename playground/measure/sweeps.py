@@ -80,8 +80,9 @@ def sweep(pair, prompts: list[list[int]], cfg: SpecConfig, axis: str, values: li
     for value in values:
         run_cfg = _with(cfg, axis, value)
         on_measured(0)
-        result = measured(pair, prompts, run_cfg, constraint, halted=halted, on_measured=on_measured)  # each value warmed up, the first
-        # alone was: a new k is a new pass width, whose first use may cost more, inside the value's first block
+        result = measured(pair, prompts, run_cfg, constraint, halted=halted, on_measured=on_measured)  # each value
+        # warmed up, the first alone was: a new k is a new pass width, whose first use may cost more, inside the
+        # value's first block
         if result is None:
             return
         rows.append(_row(run_cfg, result, len(prompts)))

@@ -52,7 +52,7 @@ RECENT = 5  # handed items whose median cost sets the wait
 def next_wait(costs: list[float], every: float) -> float:
     """Seconds until the next item is handed, from the caller's time on the last few (`costs`): the
     median's 1/PAGE_SHARE, from `every` up to MOST_WAIT. The last cost alone set it: a run's first
-    item (its outputs cleared, its constraint checked) took 0.3-0.46 s to hand, and the page then
+    item (its outputs cleared, its constraint checked) took 0.3-0.8 s to hand, and the page then
     showed nothing for 10-15 s of a constrained SmolLM2 run (a newcomer's review, 2-core EPYC)."""
     recent = sorted(costs[-RECENT:])
     return min(MOST_WAIT, max(every, recent[len(recent) // 2] / PAGE_SHARE)) if recent else every
@@ -89,9 +89,9 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     """Run the iterator `make(stop)` on an engine thread (in the caller's context, so Gradio's
     progress reaches the page) and yield its newest item at most every `every` seconds, and no more
     often than keeps the caller's own time per item under PAGE_SHARE of the wall time (its work
-    competes with the engine for the CPU), but at least every MOST_WAIT seconds; the last item always. An error there is raised here.
-    Closing this generator sets `stop` (the work should end at its next item) without waiting.
-    With `idle`, the newest item again after that long without a new one: Gradio closes the
+    competes with the engine for the CPU), but at least every MOST_WAIT seconds; the last item always.
+    An error there is raised here. Closing this generator sets `stop` (the work should end at its next
+    item) without waiting. With `idle`, the newest item again after that long without a new one: Gradio closes the
     generator of a page that has gone only when it hands it something (an experiment's point makes
     nothing for minutes). Gradio's event marked gone (its page's stream closed) sets `stop` too, looked
     at every `every` seconds: a run hands nothing while its models load and its constraint compiles;

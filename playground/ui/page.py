@@ -152,9 +152,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                             # was 130 px wide and broke words; its 6-line label moved the other's box down)
                             text = gr.Textbox(label="Output", info="the speculative run's text", lines=8,
                                               buttons=["copy"], elem_id="output-text", min_width=320)
-                            baseline_text = gr.Textbox(label="Target alone", info="greedy: the same text; sampling: another "
-                                                       "draw from the same distribution", lines=8, buttons=["copy"], min_width=320,
-                                                       elem_id="baseline-text", visible=DEFAULT.compare)
+                            baseline_text = gr.Textbox(label="Target alone", info="greedy: the same text; sampling: "
+                                                       "another draw from the same distribution", lines=8, min_width=320,
+                                                       buttons=["copy"], elem_id="baseline-text", visible=DEFAULT.compare)
                     with gr.Tab("Race", elem_id="race-tab") as race_tab:
                         race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
                         race_html = gr.HTML(render.progress_note("after a run with the comparison on, both runs replay "
@@ -177,7 +177,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                                 buttons=["copy"], wrap_lines=True, show_line_numbers=False,
                                                 elem_id="export-sglang")
                         export_hf = gr.Code(language="python", label="transformers", buttons=["copy"], wrap_lines=True,
-                                            show_line_numbers=False, elem_id="export-transformers")  # (as the others: on a phone it was cut)
+                                            show_line_numbers=False,  # (wrapped as the others: on a phone it was cut)
+                                            elem_id="export-transformers")
                     with gr.Tab("Charts"):  # (no labels: each figure has its title, and on a phone the label
                         with gr.Row():  # covered the figure's toolbar)
                             hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot", show_label=False)
