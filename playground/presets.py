@@ -54,20 +54,18 @@ class Preset:
     gpu: bool = False  # needs a GPU to be pleasant (shown in the UI)
 
     @property
+    def _models(self) -> list[str]:
+        return [m for m in (self.target, draft_model(self.draft)) if m is not None]
+
+    @property
     def here(self) -> bool:
         """Whether both models load without the hub: shipped, packaged, a directory or in the hub's local cache."""
-        return all(locate.here(m) for m in (self.target, draft_model(self.draft)) if m is not None)
+        return all(map(locate.here, self._models))
 
     @property
     def offline(self) -> bool:
         """Whether both models load here without a network (shipped, or packaged and installed)."""
-        return all(model_offline(m) for m in (self.target, draft_model(self.draft)) if m is not None)
-
-
-def model_offline(model_id: str) -> bool:
-    if model_id in models.ALIASES:
-        return True
-    return model_id in packaged.PACKAGED and packaged.available_offline(model_id)
+        return all(map(locate.installed, self._models))
 
 
 FIELDS = {f.name for f in dataclasses.fields(Preset)}

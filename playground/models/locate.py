@@ -90,11 +90,16 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
     return found
 
 
+def installed(model_id: str) -> bool:
+    """Whether the model ships here, or is packaged with its package installed (or converted once)."""
+    return model_id in ALIASES or (model_id in packaged.PACKAGED and packaged.available_offline(model_id))
+
+
 def here(model_id: str) -> bool:
-    """Whether the model loads without the hub: shipped, packaged and installed (or converted), a
-    directory, or its config and safetensors weights in the hub's local cache."""
+    """Whether the model loads without the hub: installed, a directory, or its config and safetensors
+    weights in the hub's local cache."""
     from huggingface_hub import snapshot_download
-    if model_id in ALIASES or (model_id in packaged.PACKAGED and packaged.available_offline(model_id)):
+    if installed(model_id):
         return True
     model_id = packaged.PACKAGED[model_id].hub_id if model_id in packaged.PACKAGED else model_id
     try:
