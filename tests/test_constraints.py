@@ -333,7 +333,7 @@ def test_no_surrogate_is_written_as_utf8(tokenizer, backend, kind, text):
     from playground.constraints.compile import _token_bytes
     spec = ConstraintSpec(kind, text, backend)
     guide = compile_constraint(spec, tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id})).guide(2)
-    token_bytes = _token_bytes(tokenizer, len(tokenizer))[0]
+    token_bytes = _token_bytes(tokenizer, len(tokenizer)).token_bytes
     allowed = lambda mask: [t for t in range(len(token_bytes)) if (int(mask[t // 32]) >> (t % 32)) & 1]  # noqa: E731
     lead = token_bytes.index(b"\xed")
     guide._commit([token_bytes.index(b'"')])
@@ -729,7 +729,7 @@ def test_the_constraint_caches_forget_a_tokenizer_past_the_newest_few(tmp_path, 
     first = AutoTokenizer.from_pretrained(tmp_path)
     gone = weakref.ref(first)
     constraint = compile_constraint(spec, first, len(first), frozenset([first.eos_token_id]))
-    assert constraint.byte_tables is not None and id(first) in compiled._tokenizers
+    assert constraint.name_tables is not None and id(first) in compiled._tokenizers
     del first, constraint
     for _ in range(compiled.TOKENIZERS_KEPT):  # the same model loaded again, each time a tokenizer of its own
         again = AutoTokenizer.from_pretrained(tmp_path)

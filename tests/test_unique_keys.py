@@ -4,6 +4,7 @@ runs whose model wants to repeat a name come out valid, the speculative one the 
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -75,7 +76,7 @@ def test_a_token_writing_a_whole_name_is_masked_where_it_repeats_one(backend):
     ids = dict(zip(whole, tokenizer.convert_tokens_to_ids(whole)))
     pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
     constraint = session.constrain(pair, ConstraintSpec("json", json.dumps({"type": "object"}), backend))
-    grammar_alone = dataclasses.replace(constraint, byte_tables=None)
+    grammar_alone = dataclasses.replace(constraint, name_tables=None)
     for written, masked in (("", {'{"a": 1, "a"'}), ("{", {'"a": 1, "a"'}), ('{"a": ', {'1, "a"', '{"a": 1, "a"'}),
                             ('{"b": ', {'1, "b"', '{"a": 1, "a"'}), ('{"b": {"x": "', set()), ('{"a": {"x": "', {'"}, "a"'})):
         allowed = []
@@ -131,7 +132,7 @@ def test_a_model_that_repeats_names_never_writes_one_twice(repeating_pair, token
             assert result.valid or result.finish_reason == "length", (result.text, result.validation_error)
             valid += result.valid and len(json.loads(result.text)) > 1
         assert speculative.token_ids == alone.token_ids or temperature
-        grammar_alone = session.run(pair, prompt, cfg, constraint=dataclasses.replace(constraint, byte_tables=None))
+        grammar_alone = session.run(pair, prompt, cfg, constraint=dataclasses.replace(constraint, name_tables=None))
         repeated += "appears twice" in (grammar_alone.validation_error or "")
     assert repeated, "the grammar alone never repeated a name: nothing was kept from it"
     assert valid, "no whole object of several names was written"
@@ -144,8 +145,98 @@ def test_a_model_with_fewer_rows_than_its_tokenizer_has_names_followed(tokenizer
     rows = len(tokenizer) - 3
     constraint = compile_constraint(ConstraintSpec("json", json.dumps({"type": "object"}), "xgrammar"), tokenizer,
                                     rows, stop_ids(tokenizer))
-    assert len(constraint.byte_tables[0]) == rows
+    assert len(constraint.name_tables.token_bytes) == rows
     guide = constraint.guide(2)
     assert guide._commit(tokenizer('{"a": 1, "a', add_special_tokens=False).input_ids)
     (quote,) = tokenizer('"', add_special_tokens=False).input_ids
     assert not allows(guide.next_mask(), quote)
+
+
+FEW_NAMES = {"type": "object", "patternProperties": {"^(a|aa|b)$": {"type": "integer"}}, "additionalProperties": False}
+
+
+def allowed_after(constraint, tokenizer, written: str) -> set[str]:
+    """The allowed tokens after `written`, as text."""
+    guide = constraint.guide(2)
+    assert guide._commit(tokenizer(written, add_special_tokens=False).input_ids), written
+    row = guide.next_mask()
+    return {tokenizer.decode([t]) for t in range(len(tokenizer)) if allows(row, t)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_token_that_leads_only_to_held_names_is_masked(tokenizer, backend):
+    """Names "a", "aa" and "b" alone: once all are written no comma may follow (it leads only to a
+    repeat), and where a name starts, what can end only as a held one is masked too."""
+    pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps(FEW_NAMES), backend))
+    grammar_alone = dataclasses.replace(constraint, name_tables=None)
+    for written, masked in (('{"a": 1, "aa": 2, "b": 3', {","}), ('{"a": 1, "b": 2, "', {"b"}),
+                            ('{"aa": 1, "b": 2, "a', {"a"}), ('{"a": 1, "aa": 2, "', {"a"}),
+                            ('{"a": 1, "aa": 2', set()), ('{"a": 1, "', set())):
+        before, after = allowed_after(grammar_alone, tokenizer, written), allowed_after(constraint, tokenizer, written)
+        assert before - after == masked and after <= before and after, (written, before, after)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_model_that_repeats_names_writes_each_of_few_once(repeating_pair, tokenizer, backend):
+    """The repeating pair under three allowed names: the grammar alone writes one twice; with the
+    look-ahead every output is valid (or cut by max new tokens), the speculative one the target alone's."""
+    pair = repeating_pair
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps(FEW_NAMES), backend))
+    prompt = tokenizer("x = ", add_special_tokens=False).input_ids
+    repeated, names = 0, set()
+    for temperature, seed in ((0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3), (1.0, 4)):
+        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=60)
+        speculative = session.run(pair, prompt, cfg, constraint=constraint)
+        alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
+        for result in (speculative, alone):
+            assert result.valid or result.finish_reason == "length", (result.text, result.validation_error)
+            names.update(json.loads(result.text) if result.valid else ())
+        assert speculative.token_ids == alone.token_ids or temperature
+        grammar_alone = session.run(pair, prompt, cfg, constraint=dataclasses.replace(constraint, name_tables=None))
+        repeated += "appears twice" in (grammar_alone.validation_error or "")
+    assert repeated, "the grammar alone never repeated a name: nothing was kept from it"
+    assert len(names) > 1, names
+
+
+def test_allowed_ids_reads_every_bit_of_a_row():
+    """Bit 31 of a word is its sign in int32: read as an id all the same."""
+    from playground.constraints.unique_keys import allowed_ids
+    words, ids = np.zeros(3, dtype=np.int32), [0, 5, 31, 32, 63, 64, 90]
+    for t in ids:
+        words.view(np.uint32)[t // 32] |= np.uint32(1 << (t % 32))
+    assert list(allowed_ids(words, 96)) == ids and list(allowed_ids(words, 64)) == ids[:5]
+
+
+CLOSED = {"type": "object", "additionalProperties": False, "properties": {
+    "a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"$ref": "#/$defs/inner"}},
+    "$defs": {"inner": {"anyOf": [{"type": "object", "additionalProperties": False, "required": ["a"],
+                                   "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+                                  {"type": "object", "additionalProperties": False,
+                                   "properties": {"a": {"type": "integer"}, "c": {"type": "integer"}}}]}}}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_names_from_properties_alone_are_never_repeated_by_the_grammar(tokenizer, backend):
+    """What lets a closed schema go without UniqueKeys (names_can_repeat): both grammars write the
+    names of `properties` in order, each once, in objects nested through $ref and anyOf too."""
+    pair = tiny.make_pair(tiny.tiny_model(vocab=len(tokenizer)), None, tokenizer)
+    constraint = session.constrain(pair, ConstraintSpec("json", json.dumps(CLOSED), backend))
+    assert constraint.name_tables is None
+    for written, held in (('{"a": 1, "', {"a"}), ('{"b": 1, "', {"a", "b"}), ('{"c": {"a": 1, "', {"a"}),
+                          ('{"a": 1, "c": {"a": 1, "', {"a"})):
+        allowed = allowed_after(constraint, tokenizer, written)
+        assert allowed and not held & allowed, (written, allowed)
+
+
+def test_names_can_repeat_where_some_object_has_free_names():
+    from playground.constraints.unique_keys import names_can_repeat
+    closed = {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}}
+    assert not names_can_repeat(closed) and not names_can_repeat(CLOSED) and not names_can_repeat({"type": "string"})
+    assert not names_can_repeat({"type": "array", "items": closed}) and not names_can_repeat({"enum": [{"a": 1}]})
+    for free in ({"type": "object"}, {}, True, {"type": "array", "items": True}, {"type": ["object", "null"]},
+                 {**closed, "properties": {"a": {}}}, {**closed, "patternProperties": {"^x$": {}}},
+                 {**closed, "propertyNames": {"maxLength": 3}}, {**closed, "additionalProperties": {"type": "integer"}},
+                 {"anyOf": [closed], "properties": {"b": {}}}, {"$ref": "#/$defs/x", "$defs": {"x": {"type": "object"}}},
+                 {"type": "array", "items": {"$ref": "#/port"}, "port": {"type": "object"}}):
+        assert names_can_repeat(free), free

@@ -21,7 +21,7 @@ from playground.constraints.schema_keywords import patterns, with_pointers
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
 from playground.constraints.spec import BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
-from playground.constraints.unique_keys import UniqueKeys, quoted_ids
+from playground.constraints.unique_keys import NameTables, UniqueKeys, name_tables, names_can_repeat, names_can_run_out
 from playground.constraints.whole_chars import NoSurrogates, SurrogateTables, surrogate_tables
 from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
@@ -55,15 +55,16 @@ class Constraint:
     eos_ids: frozenset[int]
     notes: tuple[str, ...] = ()  # what the backend does not enforce while writing (checked after the run)
     thinking: Thinking | None = None  # a reasoning model thinks first (spec.think_budget > 0)
-    byte_tables: tuple | None = None  # a schema's: (each id's bytes, and two id sets from quoted_ids), for UniqueKeys
+    name_tables: NameTables | None = None  # a schema's whose names can repeat: the tokens as UniqueKeys reads them
     surrogates: SurrogateTables | None = None  # a backend writing surrogates' (xgrammar): for NoSurrogates
+    names_run_out: bool = False  # some object's free names are few: UniqueKeys looks ahead (names_can_run_out)
 
     def guide(self, max_rows: int) -> Guide:
         matcher = self.backend.matcher(self.compiled)
         if self.surrogates is not None:
             matcher = NoSurrogates(matcher, self.surrogates)
-        if self.byte_tables is not None:
-            matcher = UniqueKeys(matcher, *self.byte_tables)
+        if self.name_tables is not None:
+            matcher = UniqueKeys(matcher, self.name_tables, self.names_run_out)
         if self.thinking is not None:
             matcher = ThinkingMatcher(matcher, self.thinking, self.spec.think_budget)
         return Guide(MeteredMatcher(matcher), self.vocab, self.eos_ids, max_rows)
@@ -110,9 +111,11 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
     thinking = _thinking_tables(tokenizer, vocab, eos_ids) if spec.think_budget else None
     grammar = dataclasses.replace(spec, think_budget=0)  # compiled once whatever the budget
     backend, compiled, notes = _compiled_grammar(grammar, tokenizer, vocab, eos_ids)
-    byte_tables = _token_bytes(tokenizer, vocab) if spec.kind == "json" else None
+    schema = strict_json.loads(spec.text) if spec.kind == "json" else None  # checked when compiled
+    names = _token_bytes(tokenizer, vocab) if spec.kind == "json" and names_can_repeat(schema) else None
     surrogates = _surrogate_tables(tokenizer, vocab) if backend.writes_surrogates else None
-    return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking, byte_tables, surrogates)
+    return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking, names, surrogates,
+                      names is not None and names_can_run_out(schema))
 
 
 def read_constraint(spec: ConstraintSpec) -> list[str]:
@@ -204,23 +207,23 @@ def _thinking_tables(tokenizer, vocab: int, eos_ids: frozenset[int]) -> Thinking
     check_marker(tokenizer)
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
     return _built_once(_thinking, (id(tokenizer), vocab, eos_ids), tokenizer,
-                       lambda: thinking_tables(_token_bytes(tokenizer, vocab)[0], encode, vocab, eos_ids))
+                       lambda: thinking_tables(_token_bytes(tokenizer, vocab).token_bytes, encode, vocab, eos_ids))
 
 
-def _token_bytes(tokenizer, vocab: int) -> tuple:
-    """(each id's bytes, and the two id sets of unique_keys.quoted_ids), built once per tokenizer (0.3 s
-    at SmolLM2's 49k vocabulary)."""
+def _token_bytes(tokenizer, vocab: int) -> NameTables:
+    """Each id's bytes (.token_bytes) and UniqueKeys' tables, built once per tokenizer (0.3 s at
+    SmolLM2's 49k vocabulary)."""
     def build() -> tuple:
         ll = read_tokenizer(tokenizer, n_vocab=max(vocab, len(tokenizer)))  # a model may have fewer rows
         token_bytes = tuple(ll.decode_bytes([i]) for i in range(min(vocab, ll.vocab_size)))
-        return token_bytes, *quoted_ids(token_bytes)
+        return name_tables(token_bytes)
     return _built_once(_bytes, (id(tokenizer), vocab), tokenizer, build)
 
 
 def _surrogate_tables(tokenizer, vocab: int) -> SurrogateTables:
     """NoSurrogates' tables, built once per tokenizer."""
     return _built_once(_surrogates, (id(tokenizer), vocab), tokenizer,
-                       lambda: surrogate_tables(_token_bytes(tokenizer, vocab)[0], vocab))
+                       lambda: surrogate_tables(_token_bytes(tokenizer, vocab).token_bytes, vocab))
 
 
 def _built_once(cache: dict, key: tuple, tokenizer, build):

@@ -167,7 +167,11 @@ class LLGuidanceMatcher:
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
         """row: contiguous int32 [W] CPU tensor; bit j of word i allows token 32*i + j."""
-        self.m.unsafe_compute_mask_ptr(row.data_ptr(), row.numel() * 4)
+        _fill(self.m, row)
+
+    def fork(self) -> "Probe":
+        """A copy of the state to look ahead with (unique_keys), never rolled back."""
+        return Probe(self.m.deep_copy())
 
     def consume(self, token: int) -> bool:
         ok = self.m.consume_token(token)
@@ -201,6 +205,26 @@ class LLGuidanceMatcher:
             return None
         message = _clean(self.m.get_error())
         return DEAD_END if message == "NoExtensionBias" else message  # llguidance's name for a dead end
+
+
+class Probe:
+    """A copy of a matcher's state: masked and fed, never rolled back (see LLGuidanceMatcher)."""
+
+    def __init__(self, m):
+        self.m = m
+
+    def fill_bitmask(self, row: torch.Tensor) -> None:
+        _fill(self.m, row)
+
+    def consume(self, token: int) -> bool:
+        return self.m.consume_token(token)
+
+    def fork(self) -> "Probe":
+        return Probe(self.m.deep_copy())
+
+
+def _fill(m, row: torch.Tensor) -> None:
+    m.unsafe_compute_mask_ptr(row.data_ptr(), row.numel() * 4)
 
 
 def _notes(warnings: list[str], silent: list[str]) -> list[str]:

@@ -58,6 +58,11 @@ class NoSurrogates:
             self.after_lead.append(token in self.tables.ends_in_lead)
         return ok
 
+    def fork(self) -> "NoSurrogates":
+        copy = NoSurrogates(self.inner.fork(), self.tables)
+        copy.after_lead = [self.after_lead[-1]]
+        return copy
+
     def rollback(self, n: int) -> None:
         self.inner.rollback(n)
         if n:

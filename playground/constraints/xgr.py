@@ -239,6 +239,10 @@ class XGrammarMatcher:
     def consume(self, token: int) -> bool:
         return self.m.accept_token(token)
 
+    def fork(self) -> "XGrammarMatcher":
+        """A copy of the state to look ahead with (unique_keys)."""
+        return XGrammarMatcher(self.m.fork(), self.tokenizer)
+
     def rollback(self, n: int) -> None:
         if n:
             self.m.rollback(n)
