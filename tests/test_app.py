@@ -22,7 +22,7 @@ from playground.ui import api as page_api, live, plots, race
 from playground.errors import PlaygroundError
 from playground.events import KINDS
 from playground.presets import Settings
-from playground.ui.share import RANGES, from_query
+from playground.ui.share import RANGES, from_query, to_query
 
 QUIET = lambda *a, **k: None  # noqa: E731  (a progress callback that shows nothing)
 slot = playground_tab.RUN_SLOTS.index  # where each of Run's outputs is in an update
@@ -1512,6 +1512,35 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
         with pytest.raises(gr.Error, match=re.escape(said)) as refused:
             experiments_tab.make_experiment_link(None, *bad, *playground)
         assert refused.value.duration is None  # as the Playground's link: a popup that stays
+
+
+def test_a_temperature_run_refuses_is_refused_by_links_and_sweeps_too():
+    """0.005 opened from a link without a word, Share link made one of it, and a sweep of 0.005,0.5 was
+    refused whole at Run sweep: Run takes 0 or 0.01 to 2, and so does each of them now."""
+    from playground.ui.experiment_link import sweep_values
+    opened = page_inputs.restore_from_url(_request("/?temperature=0.005&k=3"))
+    assert "temperature='0.005': must be 0 (greedy) or from 0.01 to 2" in html.unescape(opened[-1]).replace("\\", "")
+    assert opened[3] == 3 and opened[4] == page_inputs.DEFAULT.temperature
+    assert page_inputs.restore_from_url(_request("/?temperature=0.01"))[4] == 0.01
+    with pytest.raises(PlaygroundError, match=r"temperature='0.005' cannot go into a link: must be 0 \(greedy\) or from 0.01"):
+        to_query(dataclasses.replace(page_inputs.DEFAULT, temperature=0.005))
+    with pytest.raises(PlaygroundError, match=r"sweep values for temperature must be 0 \(greedy\) or from 0.01 to 2, not 0.005$"):
+        sweep_values("temperature", "0.005,0.5")
+    assert sweep_values("temperature", "0,0.01,2") == [0, 0.01, 2]
+
+
+def test_what_a_user_typed_shows_as_typed_in_a_popup():
+    """Gradio's popup reads its message as HTML: a link typed into Values was a live link there, and
+    `<img src=x onerror=...>` made the browser fetch x. The popup's words are escaped."""
+    playground = page_inputs.inputs_from_settings(page_inputs.DEFAULT)
+    typed = '<a href="https://evil.example">click</a>'
+    with pytest.raises(gr.Error) as refused:
+        experiments_tab.make_experiment_link(None, "k", typed, "", [], 0.5, 4, 0.1, *playground)
+    assert "&lt;a href=\"https://evil.example\"&gt;click&lt;/a&gt;" in refused.value.message
+    assert "<a" not in refused.value.message and "<" not in refused.value.message
+    with pytest.raises(gr.Error) as refused:
+        gr.Slider(1, 16, label="<b>k</b>").preprocess("<img src=x onerror=alert(1)>")
+    assert "<" not in refused.value.message and "&lt;img src=x onerror=alert(1)&gt;" in refused.value.message
 
 
 def test_the_experiment_link_endpoint_round_trips_through_the_page(client):

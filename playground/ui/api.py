@@ -3,7 +3,6 @@ JSON snapshots."""
 import dataclasses
 import urllib.parse
 
-from playground.config import MIN_TEMPERATURE
 from playground.errors import PlaygroundError
 from playground.limits import at_most
 from playground.models.loading import custom_models_allowed
@@ -12,7 +11,7 @@ from playground.ui import live
 from playground.ui.experiment_link import experiment_from_query
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
-from playground.ui.share import MAX_LINK_CHARS, RANGES, from_query, last_of_each
+from playground.ui.share import MAX_LINK_CHARS, RANGES, TEMPERATURES, from_query, last_of_each, runnable_temperature
 
 
 @on_gpu()
@@ -54,17 +53,16 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
         temperature = typed("temperature", temperature, float)
         compare = None if compare is None else typed("compare", compare, bool)
     except PlaygroundError as exc:
-        raise user_error(exc) from None
-    if not (temperature == -1 or temperature == 0 or MIN_TEMPERATURE <= temperature <= RANGES["temperature"][1]):
-        raise user_error(PlaygroundError(f"temperature must be 0 (greedy) or from {MIN_TEMPERATURE:g} to "  # the page's slider
-                                         f"{RANGES['temperature'][1]:g}; -1: the preset's"))  # ends at 2; NaN refused too
+        raise user_error(exc, page=False) from None
+    if not (temperature == -1 or runnable_temperature(temperature)):  # NaN refused too
+        raise user_error(PlaygroundError(f"temperature must be {TEMPERATURES}; -1: the preset's"), page=False)
     if not (think_budget == -1 or RANGES["think_budget"][0] <= think_budget <= RANGES["think_budget"][1]):
         raise user_error(PlaygroundError(f"think_budget must be from {RANGES['think_budget'][0]} to "
-                                         f"{RANGES['think_budget'][1]} tokens; -1: the preset's"))
+                                         f"{RANGES['think_budget'][1]} tokens; -1: the preset's"), page=False)
     try:
         base = _base_settings(preset, link)
     except PlaygroundError as exc:
-        raise user_error(exc) from None
+        raise user_error(exc, page=False) from None
     settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
                                    temperature=base.temperature if temperature == -1 else temperature,
                                    max_new_tokens=max_new_tokens or base.max_new_tokens,
@@ -78,7 +76,7 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
         for snap in live.live_run(settings):
             yield live.run_to_dict(snap)
     except PlaygroundError as exc:
-        raise user_error(exc) from None
+        raise user_error(exc, page=False) from None
 
 
 def _base_settings(preset: str, link: str) -> Settings:

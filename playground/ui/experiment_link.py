@@ -8,7 +8,7 @@ import dataclasses
 from playground.errors import PlaygroundError
 from playground.limits import MAX_PROMPT_CHARS, MAX_SWEEP_PROMPTS, at_most
 from playground.measure import sweeps
-from playground.ui.share import RANGES, number, text_within, whole_number
+from playground.ui.share import RANGES, TEMPERATURES, number, runnable_temperature, text_within, whole_number
 
 SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values reset when the axis changes
 CALCULATOR_RANGES = {"acceptance": (0, 1), "k": RANGES["k"], "cost ratio": (0, 1)}  # its sliders' (α = 1 and
@@ -49,9 +49,12 @@ def sweep_values(axis: str, text: str) -> list:
     link and its maker read them alike)."""
     values = sweeps.parse_values(text, int if axis == "k" else float)
     lo, hi = RANGES[axis]
-    if bad := [v for v in values if not lo <= v <= hi]:
-        hint = "; a comma separates values: write 0.3 with a point" if axis == "temperature" and "," in text else ""
-        raise PlaygroundError(f"sweep values for {axis} must be between {lo} and {hi} (the slider's range), not "
+    runs = runnable_temperature if axis == "temperature" else lambda v: lo <= v <= hi
+    if bad := [v for v in values if not runs(v)]:
+        split = axis == "temperature" and "," in text and any(v > hi for v in bad)  # 0,3 for 0.3
+        hint = "; a comma separates values: write 0.3 with a point" if split else ""
+        allowed = TEMPERATURES if axis == "temperature" else f"between {lo} and {hi} (the slider's range)"
+        raise PlaygroundError(f"sweep values for {axis} must be {allowed}, not "
                               f"{', '.join(map(str, bad[:8]))}{' ...' * (len(bad) > 8)}{hint}")
     return values
 

@@ -145,15 +145,15 @@ def _named_refusals(own):
     def preprocess(self, payload):
         span = f"from {self.minimum:g} to {self.maximum:g}"
         if payload is None:
-            raise gr.Error(f"{self.label} is empty: type a number {span} (the page's box turns it into {self.minimum:g} "
-                           "when you leave it)", title="Not a number", print_exception=False)
+            raise popup(f"{self.label} is empty: type a number {span} (the page's box turns it into {self.minimum:g} "
+                        "when you leave it)", title="Not a number")
         if not isinstance(payload, (int, float)):  # a string from a script: Gradio's TypeError, with a traceback
-            raise gr.Error(f"{self.label} takes a number {span}, not {str(payload)[:40]!r}", print_exception=False)
+            raise popup(f"{self.label} takes a number {span}, not {str(payload)[:40]!r}")
         if not self.minimum <= payload <= self.maximum:  # the box sends what was typed, then takes the nearest
             # number in range once left (Gradio's Slider): a run after "Error" for a typed 40 used 16, unsaid
             nearest = min(max(payload, self.minimum), self.maximum)
-            raise gr.Error(f"{self.label} takes a number {span}, not {payload:g} (the page's box turns it into "
-                           f"{nearest:g} when you leave it)", title="Out of range", print_exception=False)
+            raise popup(f"{self.label} takes a number {span}, not {payload:g} (the page's box turns it into "
+                        f"{nearest:g} when you leave it)", title="Out of range")
         return own(self, payload)
     preprocess.named = True
     return preprocess
@@ -166,16 +166,16 @@ def _named_choices(own):
     with a full traceback in the log (a cheap way to fill it). Set on the class, as for sliders."""
     def preprocess(self, payload):
         if isinstance(payload, float) and not math.isfinite(payload):
-            raise gr.Error(f"{self.label} takes a finite number, not {payload}", print_exception=False)
+            raise popup(f"{self.label} takes a finite number, not {payload}")
         if isinstance(self, gr.CheckboxGroup) and payload is not None and not isinstance(payload, list):
-            raise gr.Error(f"{self.label} takes a list of names, not {str(payload)[:40]!r}", print_exception=False)  # (a
+            raise popup(f"{self.label} takes a list of names, not {str(payload)[:40]!r}")  # (a
             # string was read letter by letter: "Value: 'd' is not in the list of choices")
         try:
             return own(self, payload)
         except gr.Error as exc:
-            raise gr.Error(f"{self.label}: {exc.message[:300]}", print_exception=False) from None
+            raise popup(f"{self.label}: {exc.message[:300]}") from None
         except (ValueError, TypeError, OverflowError):
-            raise gr.Error(f"{self.label} cannot take {str(payload)[:40]!r}", print_exception=False) from None
+            raise popup(f"{self.label} cannot take {str(payload)[:40]!r}") from None
     preprocess.named = True
     return preprocess
 
@@ -198,11 +198,17 @@ def bounded_text(name: str, value, limit: int = MAX_NAME_CHARS) -> str:
     return value
 
 
-def user_error(exc: PlaygroundError, stays: bool = False) -> gr.Error:
-    """A user's mistake for an API caller or a popup: one line in the server log, no traceback.
+def user_error(exc: PlaygroundError, stays: bool = False, page: bool = True) -> gr.Error:
+    """A user's mistake for a popup (page) or an API caller: one line in the server log, no traceback.
     stays: the popup stays until closed (Gradio's fades after 10 s), for a long message far from its button."""
     log.info("refused: %s", exc)
-    return gr.Error(str(exc), print_exception=False, duration=None if stays else 10)
+    return popup(str(exc), duration=None if stays else 10) if page else gr.Error(str(exc), print_exception=False)
+
+
+def popup(message: str, **options) -> gr.Error:
+    """An error for the page's popup, which reads its message as HTML: escaped, so what the user typed
+    (quoted in the message) shows as typed (`<a href=...>` in Values was a live link there)."""
+    return gr.Error(html.escape(message, quote=False), print_exception=False, **options)
 
 
 def typed(name: str, value, kind: type):

@@ -7,7 +7,7 @@ import collections
 import dataclasses
 import urllib.parse
 
-from playground.config import MAX_K, MAX_TEMPERATURE, tree_fields
+from playground.config import MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE, tree_fields
 from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
@@ -91,9 +91,24 @@ EXACT_IN_A_PAGE = 2**53  # the largest seed a browser's number holds exactly (a 
 RANGES = {"k": (1, MAX_K), "temperature": (0.0, MAX_TEMPERATURE), "top_p": (0.05, 1.0), "top_k": (0, 200),
           "max_new_tokens": (8, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, MAX_NEW_TOKENS)}
 
+def runnable_temperature(t: float) -> bool:
+    """0 (greedy) or from MIN_TEMPERATURE: the slider shows the values between too, which Run refuses."""
+    return t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE
+
+
+TEMPERATURES = f"0 (greedy) or from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}"
+
+
+def _temperature(v: str) -> float:
+    t = number(*RANGES["temperature"])(v)
+    if not runnable_temperature(t):  # (0.005 opened without a word, Share link made it, Run refused it)
+        raise ValueError(f"must be {TEMPERATURES}")
+    return t
+
+
 PARSERS = {
     "preset": text_within(64), "target": text_within(200), "draft": text_within(200),
-    "k": whole_number(*RANGES["k"]), "temperature": number(*RANGES["temperature"]), "top_p": number(*RANGES["top_p"]),
+    "k": whole_number(*RANGES["k"]), "temperature": _temperature, "top_p": number(*RANGES["top_p"]),
     "top_k": whole_number(*RANGES["top_k"]), "seed": whole_number(0, EXACT_IN_A_PAGE), "max_new_tokens": whole_number(*RANGES["max_new_tokens"]),
     "prompt": text_within(MAX_PROMPT_CHARS), "system": text_within(MAX_SYSTEM_CHARS),
     "chat": _bool, "schema": text_within(20000), "regex": text_within(MAX_REGEX_CHARS), "grammar": text_within(MAX_LINK_CHARS),
