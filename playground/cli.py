@@ -39,9 +39,8 @@ def cmd_generate(args) -> int:
     prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     if args.prompt is not None and prompt_ids is not None:
         raise PlaygroundError("give --prompt or --prompt-ids, not both")
-    if prompt_ids is None and not settings.prompt.strip():
-        why = "" if args.prompt is not None else ": give --prompt or --prompt-ids (models named without a --preset have no prompt of their own)"
-        raise PlaygroundError("the prompt is empty" + why)
+    if prompt_ids is None:
+        _check_prompt(args, settings, "give --prompt or --prompt-ids")
     spec = session.constraint_spec(settings)
     preset, target, draft = resolve_models(args)
     if preset is not None and preset.gpu and not args.target and session.resolve_device(args.device).type == "cpu":
@@ -184,6 +183,9 @@ def cmd_bench(args) -> int:
     at_most(args.repeat, MAX_REPEAT, "--repeat", " (PLAYGROUND_MAX_REPEAT)")
     at_most(args.num_prompts, MAX_SWEEP_PROMPTS, "--num-prompts", " (PLAYGROUND_MAX_SWEEP_PROMPTS)")
     out_dir = writable_dir(args.out) if args.out else None
+    if out_dir and (theirs := report.others_files(out_dir)):
+        raise PlaygroundError(f"--out: {args.out[:80]} holds {', '.join(theirs)}, which no bench wrote there (no "
+                              "machine.json of one beside them) and this bench would replace: name another folder")
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     chat = pick(None, preset, "chat", True) and not args.raw
@@ -249,6 +251,7 @@ def cmd_export(args) -> int:
     from playground.constraints.worker import TooSlow
     from playground.session import check_utf8, constraint_spec
     settings = _settings(args)
+    _check_prompt(args, settings, "give --prompt")  # (an empty one was exported, exit 0)
     for text, what in ((settings.prompt, "the prompt"), (settings.system, "the system prompt")):
         check_utf8(text, what)  # as generate refuses it (an export wrote lone surrogates into its commands)
     spec = constraint_spec(settings)  # read as generate reads it, and as the backend
@@ -263,6 +266,12 @@ def cmd_export(args) -> int:
               "where their tokenizer has one; give --raw for a model without one (a base model)", file=sys.stderr)
     print(json.dumps(dataclasses.asdict(exported)) if args.json else format_export(exported), end="" if not args.json else "\n")
     return 0
+
+
+def _check_prompt(args, settings, give: str) -> None:
+    if not settings.prompt.strip():
+        why = "" if args.prompt is not None else f": {give} (models named without a --preset have no prompt of their own)"
+        raise PlaygroundError("the prompt is empty" + why)
 
 
 def _settings(args):

@@ -83,6 +83,7 @@ def test_a_bench_in_a_used_folder_replaces_its_files_and_an_interrupt_says_what_
     out.mkdir()
     for name in report.OWN_FILES:
         (out / name).write_text("an earlier bench's")
+    (out / "machine.json").write_text('{"cpu": "an earlier bench\'s"}')
     (out / "notes.txt").write_text("mine")
 
     def stopped_after_a_row(*args, on_row, **kwargs):
@@ -99,6 +100,20 @@ def test_a_bench_in_a_used_folder_replaces_its_files_and_an_interrupt_says_what_
     assert json.loads((out / "rows.json").read_text()) == [NOISY_ROW] and "earlier" not in (out / "table.md").read_text()
     assert json.loads((out / "machine.json").read_text())["cpu"] and (out / "notes.txt").read_text() == "mine"
     assert not (out / "speedup.html").exists() and not list(out.glob("*.partial"))
+
+
+def test_a_folder_holding_files_no_bench_wrote_is_refused_before_any_model_loads(saved_pair, tmp_path, capsys):
+    """`--out` holding the user's own table.md, rows.json and speedup.png (no bench's machine.json beside
+    them): they were removed as "an earlier bench's", and a host without kaleido wrote no chart in their place."""
+    mine = {"table.md": "my table", "rows.json": "[1]", "speedup.png": "img"}
+    for name, text in mine.items():
+        (tmp_path / name).write_text(text)
+    target, draft = saved_pair
+    assert main(["bench", "--target", str(target), "--draft", str(draft), "--k", "2", "--num-prompts", "1",
+                 "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds rows.json, table.md, speedup.png, which no bench wrote there" in err and "loading" not in err.lower()
+    assert {name: (tmp_path / name).read_text() for name in mine} == mine
 
 
 def test_rows_are_written_whole_or_not_at_all(tmp_path, monkeypatch):

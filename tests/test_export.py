@@ -329,7 +329,10 @@ def test_cli_export_is_the_pages_export_of_the_same_setting():
                                            "thinking budget must be a whole number"),
                                           (["--preset", "demo", "--regex", "a{0}"], "allows only the empty output"),
                                           (["--preset", "demo", "--regex", "(?s:.)", "--constraint-backend", "xgrammar"],
-                                           "xgrammar cannot use this regex")])
+                                           "xgrammar cannot use this regex"),
+                                          (["--preset", "demo", "--prompt", " "], "the prompt is empty"),
+                                          (["--target", "foo/bar", "--draft", "baz/qux"],
+                                           "the prompt is empty: give --prompt (models named without a --preset")])
 def test_cli_export_refuses_in_one_line(argv, message):
     code, out, err = run_cli(*argv)
     assert code == 2 and out == "" and err.startswith("error: ") and message in err and err.count("\n") == 1

@@ -91,6 +91,18 @@ def _table_verdict(row: dict) -> str:
 OWN_FILES = ("machine.json", "rows.json", "table.md", "speedup.html", "speedup.png")  # what a bench writes in --out
 
 
+def others_files(out: pathlib.Path) -> list[str]:
+    """The names of a bench's files in `out` that no bench wrote: with no machine.json of one beside
+    them (a bench writes it first), they are the user's, and a bench would have removed them (a
+    speedup.png of the user's went, and a host without kaleido writes none in its place)."""
+    present = [name for name in OWN_FILES if (out / name).is_file()]
+    try:
+        ours = isinstance(json.loads((out / "machine.json").read_text()), dict)
+    except (OSError, ValueError):
+        ours = False
+    return [] if ours else present
+
+
 def clear_earlier(out: pathlib.Path) -> list[str]:
     """Remove an earlier bench's files from `out` before this one writes there (-> their names): a bench
     stopped before its chart left the last one's chart beside its own rows, its machine.json beside the
