@@ -750,3 +750,20 @@ def test_a_tokenizer_llguidance_cannot_read_is_said_not_raised(backend):
     pair = tiny.make_pair(tiny.tiny_model("qwen2", vocab=len(tok), seed=0, eos_id=tok.eos_token_id), None, tok)
     with pytest.raises(PlaygroundError, match="llguidance cannot read its tokens' bytes"):
         session.constrain(pair, from_user(regex="[a-e]{1,3}", backend=backend))
+
+
+def test_a_python_caller_may_give_a_schema_as_a_dict():
+    """from_user(schema={...}) raised AttributeError ('dict' object has no attribute 'strip') where the
+    README promises a PlaygroundError for every refusal."""
+    from playground.constraints import from_user
+    assert from_user(schema={"type": "string"}) == from_user(schema='{"type": "string"}')
+    assert from_user(schema={}).text == "{}" and from_user(schema=None) is None  # {} is any JSON value, not none
+    loop: dict = {"type": "object"}
+    loop["properties"] = {"self": loop}
+    for bad, said in (({"type": "number", "maximum": float("nan")}, "cannot be written as JSON"),
+                      (loop, "cannot be written as JSON"), ({"type": {1, 2}}, "cannot be written as JSON"),
+                      (["type"], "must be JSON text or a dict, not list")):
+        with pytest.raises(PlaygroundError, match=said):
+            from_user(schema=bad)
+    with pytest.raises(PlaygroundError, match="the regex must be a str, not int"):
+        from_user(regex=5)

@@ -235,7 +235,13 @@ def check_regex(pattern: str) -> None:
 
 def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance", think_budget: int = 0):
     """At most one of the three may be given; None when none is. think_budget > 0: the constraint
-    starts after a reasoning model's </think> (playground.constraints.reasoning)."""
+    starts after a reasoning model's </think> (playground.constraints.reasoning). A schema is JSON
+    text, or the dict (or bool) a Python caller holds."""
+    schema = "" if schema is None else _schema_text(schema)  # None: not given
+    regex, grammar = ("" if text is None else text for text in (regex, grammar))
+    for name, value in (("regex", regex), ("grammar", grammar)):
+        if not isinstance(value, str):
+            raise PlaygroundError(f"the {name} must be a str, not {type(value).__name__}")
     if (given := one_constraint(schema, regex, grammar)) is None:
         return None
     spec = ConstraintSpec(*given, backend, think_budget)
@@ -244,3 +250,16 @@ def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str
     elif spec.kind == "regex":
         check_regex(spec.text)
     return spec
+
+
+def _schema_text(schema) -> str:
+    """A schema as JSON text: a dict or bool written as JSON (a dict raised AttributeError: 'dict'
+    object has no attribute 'strip')."""
+    if isinstance(schema, str):
+        return schema
+    if not isinstance(schema, (dict, bool)):
+        raise PlaygroundError(f"the schema must be JSON text or a dict, not {type(schema).__name__}")
+    try:
+        return json.dumps(schema, allow_nan=False)
+    except (ValueError, TypeError, RecursionError) as exc:  # NaN, a value JSON has no word for, a loop
+        raise PlaygroundError(f"the schema cannot be written as JSON: {str(exc)[:120]}") from None
