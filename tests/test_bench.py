@@ -41,6 +41,7 @@ def test_smoke_every_method(target, noisy_draft, tokenizer):
 
 
 def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
+    from playground.measure import report
     target, draft = saved_pair
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("def f(x):\\n    return\nclass A:\n")
@@ -56,6 +57,10 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
         assert row["identical"] is True
         if row["method"].startswith("engine"):
             assert row["efficiency"] > 0
+        if row["speedup"] is not None and row["method"] != "target":  # one measurement's interval: rounds, not runs
+            one = row["measurements"] == 1
+            assert (bench.ONE_MEASUREMENT in row["note"]) == one == report.verdict(row).endswith(", one measurement")
+    assert len({tuple(row) for row in rows}) == 1  # one shape: what a method does not measure is null
     assert (tmp_path / "out" / "table.md").read_text().count("\n") >= 2 + len(rows)
     ran_on = json.loads((tmp_path / "out" / "machine.json").read_text())  # a figure names what it ran on
     assert {"cpu", "cpu_flags", "cores", "torch_threads", "device", "torch", "transformers", "load_average", "date"} <= set(ran_on)
@@ -183,6 +188,10 @@ def test_rows_say_their_speedup_as_the_page_does():
     assert "tok/s  cannot tell  acc" in row_line(row | {"side": ""})  # (the line's note says it)
     assert cells(row | {"speedup": 1.04, "speedup_range": [0.98, 1.09]})[5] == "no clear difference, 1.04x (0.98-1.09x)"
     assert cells(row | {"speedup": 1.32, "speedup_range": [1.19, 1.43]})[5] == "1.32x (1.19-1.43x)"
+    # one measurement's interval is how its rounds varied: two identical benches gave 1.05x and 1.27x, apart
+    assert cells(row | {"speedup": 1.32, "speedup_range": [1.19, 1.43], "measurements": 1})[5] == \
+        "1.32x (1.19-1.43x), one measurement"
+    assert cells(row | {"measurements": 1})[5] == "faster, 1.56-2.15x"  # (no number: nothing to mark)
     assert cells(row | {"method": "target", "speedup": 1.0, "speedup_range": [1.0, 1.0]})[5] == "1.00x (the baseline)"
     assert "too noisy for one number: its side and interval" in markdown_table([row]).splitlines()[0]
     assert cells(row)[1] == "3" and cells(row | {"method": "hf-target"})[1] == "-"  # k where it drafts with it

@@ -227,15 +227,24 @@ def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, 
     return block
 
 
+ONE_MEASUREMENT = ("from one interleaved measurement: its interval says how its rounds varied, not how runs differ (a "
+                   "review's two identical benches under load gave 1.05x and 1.27x, their intervals apart); --repeat "
+                   "2 or more measures that")
+UNMEASURED = {"baseline_tokens_per_s": None, "efficiency": None, "alone_efficiency": None, "identical": None,
+              "tree": None}  # every row has every key (a row's JSON lacked what its method does not measure)
+
+
 def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sample]], pass_costs: dict | None) -> dict:
     """A method's row: the measured speedup, and counts from the runs of all its blocks."""
     mine = [m for m, _ in samples]
     tokens = sum(len(s.ids) for s in mine)
     proposed = sum(s.proposed for s in mine)
-    row = {"method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
+    one = ONE_MEASUREMENT if result.blocks == 1 and result.speedup is not None else ""
+    row = {**UNMEASURED, "method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
            "tokens_per_s": result.spec_tokens_per_s, "baseline_tokens_per_s": result.base_tokens_per_s,
-           "speedup": result.speedup, "speedup_estimate": result.estimate,
-           "speedup_range": [result.low, result.high], "measurements": result.blocks, "note": "; ".join(filter(None, (result.reason, result.other_lengths))), "side": result.side,
+           "speedup": result.speedup, "speedup_estimate": result.estimate, "speedup_range": [result.low, result.high],
+           "measurements": result.blocks, "note": "; ".join(filter(None, (result.reason, result.other_lengths, one))),
+           "side": result.side,
            "acceptance_rate": sum(s.accepted for s in mine) / proposed if proposed else None,
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in mine)),
            "seconds": sum(s.seconds for s in mine), "tokens": tokens}
@@ -254,7 +263,7 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
 def _target_row(cfg: SpecConfig, runs: list[Sample]) -> dict:
     """The engine's target alone: the baseline of every row (speedup 1 by definition)."""
     tokens, seconds = sum(len(s.ids) for s in runs), sum(s.seconds for s in runs)
-    return {"method": "target", "k": cfg.k, "temperature": cfg.sampling.temperature,
+    return {**UNMEASURED, "method": "target", "k": cfg.k, "temperature": cfg.sampling.temperature,
             "tokens_per_s": tokens / seconds if seconds else 0.0, "speedup": 1.0, "speedup_estimate": 1.0, "speedup_range": [1.0, 1.0],
             "measurements": 0, "note": "the baseline of every row", "side": "", "acceptance_rate": None,
             "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in runs)),  # (its prompt pass counted

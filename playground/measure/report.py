@@ -34,7 +34,8 @@ def verdict(row: dict) -> str:
     """A row's speedup in said's words (the row's note says why one is too noisy)."""
     if row["method"] == "target":
         return "1.00x (the baseline)"
-    return said(row["speedup"], *row["speedup_range"], row.get("side", ""))
+    one = ", one measurement" if row.get("measurements") == 1 and row["speedup"] is not None else ""
+    return said(row["speedup"], *row["speedup_range"], row.get("side", "")) + one
 
 
 LOAD_CHANGED = 1.1  # an efficiency past it: the row's passes ran faster than the target alone's beside it (load changed)
