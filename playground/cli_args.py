@@ -10,7 +10,7 @@ import sys
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_PROMPTS_FILE_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
-from playground.typed import whole
+from playground.typed import listed, whole
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -223,10 +223,14 @@ def resolve_models(args):
     if args.target and not (args.draft or args.preset or os.environ.get("PLAYGROUND_PRESET")):
         raise PlaygroundError("--target needs a --draft (a model, 'ngram' for prompt lookup, 'ngram+<model>' for a cascade) "
                               "or a --preset whose draft and settings it takes")
-    preset = None
+    preset, env = None, os.environ.get("PLAYGROUND_PRESET")
     if args.preset or not (args.target and args.draft):
-        preset = get_preset(args.preset or os.environ.get("PLAYGROUND_PRESET") or default_preset_name())  # a
-        # mistyped PLAYGROUND_PRESET is refused here, with its close match (the page starts on its default)
+        try:  # a mistyped PLAYGROUND_PRESET is refused here, with its close match (the page starts on its default)
+            preset = get_preset(args.preset or env or default_preset_name())
+        except PlaygroundError as exc:
+            if args.preset or not env:
+                raise
+            raise PlaygroundError(f"environment variable PLAYGROUND_PRESET: {exc}") from None  # (the user typed no name)
     target = args.target or preset.target
     draft = args.draft or (preset.draft if preset else None)
     return preset, target, draft
@@ -241,7 +245,7 @@ def pick(value, preset, name, default):
 
 def parse_prompt_ids(text: str) -> list[int]:
     try:
-        ids = [whole(part.strip()) for part in text.split(",") if part.strip()]  # (int() read '1_0' and '٤')
+        ids = [whole(part) for part in listed(text)]  # (int() read '1_0' and '٤')
     except ValueError:
         raise PlaygroundError(f"--prompt-ids must be comma-separated integers, got '{text[:80]}'"
                               + ("..." * (len(text) > 80))) from None  # (a million digits were echoed whole)

@@ -42,3 +42,16 @@ def switch(text: str) -> bool:
     if word not in ON + OFF:
         raise ValueError("not one of 1, 0, true, false, yes, no, on, off")
     return word in ON
+
+
+def listed(text: str, separators: str = ",") -> list[str]:
+    """'1, 2,4,' -> ['1', '2', '4']: the items between commas, stripped, a trailing comma allowed; an
+    empty one elsewhere is a ValueError (`--k 2,,4` ran 2 and 4 without a word: a value left out?)."""
+    for sep in separators[1:]:
+        text = text.replace(sep, separators[0])
+    items = [item.strip() for item in text.split(separators[0])]
+    while items and not items[-1]:
+        items.pop()
+    if "" in items:
+        raise ValueError("an empty value between commas (a value left out?)")
+    return items

@@ -284,7 +284,10 @@ def test_a_mistyped_preset_in_the_environment_is_refused_by_the_cli(capsys, monk
     """The page starts on its own default (a warning); the CLI ran that default without a word."""
     monkeypatch.setenv("PLAYGROUND_PRESET", "demoo")
     assert main(["generate", "--prompt", "hi", "--max-new-tokens", "8"]) == 2
-    assert "unknown preset 'demoo'; did you mean 'demo'?" in capsys.readouterr().err
+    assert "error: environment variable PLAYGROUND_PRESET: unknown preset 'demoo'; did you mean 'demo'?" in \
+        capsys.readouterr().err  # (named: the user typed no preset)
+    assert main(["generate", "--preset", "demoo", "--prompt", "hi"]) == 2  # one typed: the flag's refusal, as before
+    assert "error: unknown preset 'demoo'" in capsys.readouterr().err
 
 
 def test_the_apps_help_says_where_its_settings_are_and_serves_nothing():

@@ -200,3 +200,16 @@ def test_a_matcher_error_is_a_clear_error_not_a_crash(saved_pair, tokenizer):
     letter = tokenizer("a", add_special_tokens=False).input_ids[0]
     with pytest.raises(PlaygroundError, match="gave up on this constraint"):
         guide.settle(0, letter)
+
+
+def test_an_empty_value_between_commas_is_refused_not_dropped(capsys):
+    """`--k 2,,4` ran 2 and 4, `--prompt-ids 1,,2` a prompt of two ids, each without a word (a
+    review); a trailing comma is still only that."""
+    from playground.cli_args import parse_prompt_ids
+    from playground.measure.sweeps import parse_values
+    assert "an empty value between commas" in one_line_error(capsys, "bench", "--preset", "demo", "--k", "2,,4")
+    assert "--prompt-ids must be comma-separated integers, got '1,,2'" in one_line_error(
+        capsys, "generate", "--preset", "demo", "--prompt-ids", "1,,2")
+    assert parse_values("2, 4,", int) == [2, 4] and parse_prompt_ids("1,2,") == [1, 2]
+    with pytest.raises(ValueError, match="empty value"):
+        parse_values(",0.5", float)

@@ -553,3 +553,16 @@ def test_sliding_window_models_are_not_refused(tmp_path):
     for name in ("Gemma3TextConfig", "MistralConfig"):
         transformers_config(name).save_pretrained(tmp_path / name)
         models.refuse_unfit_config(name, tmp_path / name)
+
+
+def test_a_presets_name_given_as_a_model_is_said_to_be_one(monkeypatch):
+    """`--target demo --draft demo` was told to pick a preset whose models are here (demo), and to
+    `hf download demo`; an empty name read as the current directory ("has no config.json")."""
+    from playground.models import locate
+    monkeypatch.setattr(locate, "hub_resolves", lambda: False)
+    with pytest.raises(PlaygroundError, match=r"model 'demo' is not here.*a preset's name goes to --preset .*"
+                                              r"the models here offline are demo-target, demo-draft") as refused:
+        locate.locate("demo")
+    assert "hf download" not in str(refused.value)
+    with pytest.raises(PlaygroundError, match="no model named: give a model's hub id or directory"):
+        locate.locate("")

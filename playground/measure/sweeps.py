@@ -13,7 +13,7 @@ from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.events import Round
 from playground.metrics import first_difference, summarize
-from playground.typed import decimal, whole
+from playground.typed import decimal, listed, whole
 from playground.measure.speedup import engine_block, measure
 
 COLUMNS = ["k", "temperature", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
@@ -31,9 +31,7 @@ def prompt_lines(text: str) -> list[str]:
 def parse_values(text: str, kind=float) -> list:
     """'1, 2,4' -> [1, 2, 4]; raises ValueError with the offending item."""
     values = []
-    for item in text.replace(";", ",").split(","):
-        if not (item := item.strip()):
-            continue
+    for item in listed(text, ",;"):
         try:
             values.append(whole(item) if kind is int else decimal(item))
         except ValueError as exc:

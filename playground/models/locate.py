@@ -26,6 +26,8 @@ def locate(model_id: str, progress: Progress | None = None, before_download: Che
     (its config.json first, for before_download to judge)."""
     if model_id in ALIASES:
         return ALIASES[model_id]
+    if not model_id.strip():  # ('' read as the current directory: "the directory has no config.json")
+        raise PlaygroundError("no model named: give a model's hub id or directory")
     if model_id in packaged.PACKAGED:
         return _packaged(model_id, progress, before_download)
     try:
@@ -131,6 +133,10 @@ def hub_resolves() -> bool:
 
 
 def _not_cached(model_id: str) -> str:
+    if "/" not in model_id:  # (`--target demo --draft demo` was told to pick demo, and to `hf download demo`)
+        return (f"model '{model_id}' is not here, and the hub cannot be reached to look for it (no network, or "
+                f"HF_HUB_OFFLINE=1); a preset's name goes to --preset (the page's Preset), not to a model: the models "
+                f"here offline are {', '.join(ALIASES)} and SmolLM2's smollm2-135m-instruct where its package is installed")
     return (f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
             "HF_HUB_OFFLINE=1): pick a preset whose models are here (demo and smollm2 run offline), or whoever "
             f"runs this host pre-downloads it where there is network: `hf download {model_id}`")
