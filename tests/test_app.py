@@ -1234,6 +1234,8 @@ def test_a_share_link_carries_the_tree():
     assert typed.tree == "2,2+3" and not notices
     spaced, notices = from_query(dict(urllib.parse.parse_qsl("preset=demo&tree=2%2C+2")), False)  # typed '2, 2'
     assert spaced.tree == "2, 2" and not notices
+    _, notices = from_query({"preset": "demo", "tree": "2, x 3"}, False)  # the tree as given, not as read with '+'
+    assert "got '2, x 3'" in html.unescape(notices[0]).replace("\\", "") and "+" not in notices[0].split("got")[1]
     for odd in ("\u0664", "1_0", " 4"):  # int() reads an Arabic-Indic 4, underscores and spaces
         got, notices = from_query({"preset": "demo", "k": odd}, False)
         assert got.k == Settings.from_preset(page_inputs.PRESETS["demo"]).k and "ASCII digits" in notices[0]

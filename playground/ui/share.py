@@ -74,13 +74,14 @@ def _choice(*options):
 def _tree(v: str) -> str:
     """A tree's text as the link carries it; failing that, with spaces read as '+' (a '+' typed into
     a link by hand, '2,2+3', reaches the query as a space; a tree typed '2, 2' keeps its space)."""
+    reasons = []
     for text in (v, v.replace(" ", "+")):
         try:
             tree_fields(text)
             return text
         except PlaygroundError as exc:
-            reason = str(exc)
-    raise ValueError(reason)
+            reasons.append(str(exc))
+    raise ValueError(reasons[0])  # (the tree as given: the second reading's showed its spaces as '+')
 
 
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
