@@ -386,7 +386,9 @@ def _rate_detail(k: int | str, drafted: bool, alpha: float) -> str:
 
 def _speedup_card(m, same: str) -> tuple[str, str, str]:
     """The ratio with its interval (playground.measure.speedup.Speedup), or why it cannot be told."""
-    blocks = f"{m.blocks} interleaved measurements" if m.blocks > 1 else "measured side by side"
+    blocks = (f"{m.blocks} interleaved measurements" if m.blocks > 1 else  # (as bench says it: two identical runs
+              "one interleaved measurement (its interval: how its rounds varied; a run under other load can "
+              "differ beyond it)")  # under load gave 1.05x and 1.27x, their intervals apart)
     over = "over the interleaved measurements" if m.blocks > 1 else "side by side"
     rates = (f"; speculation {m.spec_tokens_per_s:.1f} tok/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
              "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
