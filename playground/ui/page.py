@@ -29,6 +29,7 @@ from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERI
 from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
+TABLE_HEIGHT = 1000  # px: a sweep's rows with their notes wrapped (at Gradio's 500, a 3-value sweep showed 2 rows)
 ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
 forward pass. Green tokens (underlined) are guesses the target kept, red struck-through ones it refused and
@@ -213,7 +214,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         sweep_status = gr.HTML()
         sweep_table = gr.Dataframe(headers=column_headers(sweep_columns(FIRST.sweep_axis)), interactive=False,
                                    label=f"Results ({len(sweep_columns(FIRST.sweep_axis))} columns: scroll sideways; the CSV has them all)",
-                                   wrap=True, column_widths=column_widths(sweep_columns(FIRST.sweep_axis)), elem_id="sweep-table")
+                                   wrap=True, column_widths=column_widths(sweep_columns(FIRST.sweep_axis)), elem_id="sweep-table",
+                                   max_height=TABLE_HEIGHT)
         sweep_plot = gr.Plot()
         sweep_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="sweep-csv")  # once it has one
         gr.Markdown("## Draft comparison\nDifferent ways of drafting for the target of the Playground tab "
@@ -225,7 +227,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         compare_status = gr.HTML()
         compare_table = gr.Dataframe(headers=column_headers(sweeps.COMPARE_COLUMNS), interactive=False, wrap=True,
                                      label=f"Results ({len(sweeps.COMPARE_COLUMNS)} columns: scroll sideways; the CSV has them all)",
-                                     column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table")
+                                     column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table",
+                                     max_height=TABLE_HEIGHT)
         compare_plot = gr.Plot()
         compare_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="compare-csv")  # once it has one
         gr.Markdown("## Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
