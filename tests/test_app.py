@@ -1494,6 +1494,8 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
             sweep_values(axis, typed)
     with pytest.raises(ValueError, match="is a number of more than 30 digits"):  # (not "not a whole number")
         sweep_values("k", "9" * 5000)
+    with pytest.raises(ValueError, match="^'abc' is not a whole number in ASCII digits; 'x' is not"):  # each named
+        sweep_values("k", "1,abc,2,x")
     assert sweep_values("temperature", "0, .5, 1., 2e0, +0.25") == [0, 0.5, 1, 2, 0.25]
     assert "the number of prompts is 33, more than this host allows (32)" in notices
     assert refused[-2].selected == "experiments" and refused[-9:-7] == ["k", first.sweep_values]  # tab=Experiments opens it

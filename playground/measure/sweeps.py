@@ -30,12 +30,14 @@ def prompt_lines(text: str) -> list[str]:
 
 def parse_values(text: str, kind=float) -> list:
     """'1, 2,4' -> [1, 2, 4]; raises ValueError with the offending item."""
-    values = []
+    values, unread = [], []
     for item in listed(text, ",;"):
         try:
             values.append(whole(item) if kind is int else decimal(item))
         except ValueError as exc:
-            raise ValueError(f"'{item[:40]}' is {exc}") from None
+            unread.append(f"'{item[:40]}' is {exc}")
+    if unread:  # each one named (a link's 1,2,999,-3,abc,x named abc alone: fix one, meet the next)
+        raise ValueError("; ".join(unread[:4]) + (f"; and {len(unread) - 4} more" if len(unread) > 4 else ""))
     if not values:
         raise ValueError("give at least one value")
     at_most(len(values), MAX_SWEEP_VALUES, "the number of values")
