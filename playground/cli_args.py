@@ -208,11 +208,12 @@ def said_to_type(what: str) -> None:
 
 
 def _without_mark(data: bytes, value: str, what: str, most_bytes: int) -> str:
-    at_most(len(data), most_bytes, f"{what}: the size of {value[:80]} (bytes)")
+    named = "standard input" if value in STDIN_NAMES else value[:80]  # ("- is not UTF-8 text")
+    at_most(len(data), most_bytes, f"{what}: the size of {named} (bytes)")
     try:
         return data.decode("utf-8-sig")  # (Windows editors start a UTF-8 file with a byte-order mark)
     except UnicodeDecodeError as exc:
-        raise PlaygroundError(f"{what}: {value} is not UTF-8 text (byte {exc.start})") from None
+        raise PlaygroundError(f"{what}: {named} is not UTF-8 text (byte {exc.start})") from None
 
 
 def resolve_models(args):
@@ -279,6 +280,11 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
             return json.loads((SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())
         return [preset.prompt] if preset is not None else ["def fib(n):\n"]
     inline = _json_not_a_file(path)  # the list itself: '["a", "b"]'
+    if not inline and path.lstrip().startswith("[") and not _exists(path):  # ('[broken' was "no such file")
+        try:
+            json.loads(path)
+        except (ValueError, RecursionError) as exc:
+            raise PlaygroundError(f"--prompts: {path[:40]!r} is no file, nor a JSON list of prompts: {exc}") from None
     text = path if inline else read_utf8(path, "--prompts", MAX_PROMPTS_FILE_CHARS)
     piped = path in STDIN_NAMES or not (inline or pathlib.Path(path).is_file())  # no name to say which: a list if it reads as one
     try:
@@ -286,8 +292,10 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
         prompts = json.loads(text) if listed else prompt_lines(text)
     except (ValueError, RecursionError) as exc:
         raise PlaygroundError(f"--prompts: cannot read {path}: {exc}") from None
-    if not isinstance(prompts, list) or not prompts:
-        raise PlaygroundError(f"--prompts: {path[:80]} holds no prompts (a JSON list of texts, or one a line)")
+    if not isinstance(prompts, list) or not prompts:  # ('{"a": 1}' "held no prompts")
+        kind = {dict: "object", str: "string", bool: "boolean", type(None): "null"}.get(type(prompts), "number")
+        held = "no prompts" if isinstance(prompts, list) else f"a JSON {kind}, not a list of prompts"
+        raise PlaygroundError(f"--prompts: {path[:80]} holds {held} (a JSON list of texts, or one a line)")
     if (bad := next((i for i, p in enumerate(prompts) if not isinstance(p, str) or not p.strip()), None)) is not None:
         raise PlaygroundError(f"--prompts: prompt {bad + 1} is {'empty' if isinstance(prompts[bad], str) else 'not a text'}: "
                               f"{json.dumps(prompts[bad])[:40]}")  # (["a", 3] "held no prompts")

@@ -213,3 +213,15 @@ def test_an_empty_value_between_commas_is_refused_not_dropped(capsys):
     assert parse_values("2, 4,", int) == [2, 4] and parse_prompt_ids("1,2,") == [1, 2]
     with pytest.raises(ValueError, match="empty value"):
         parse_values(",0.5", float)
+
+
+def test_prompts_that_are_not_a_list_say_what_they_are(capsys, monkeypatch):
+    """'[broken' was "no such file", '{"a": 1}' "held no prompts", bytes on standard input "- is not UTF-8"."""
+    import io
+    assert "'[broken' is no file, nor a JSON list of prompts: Expecting value" in one_line_error(
+        capsys, "bench", "--preset", "demo", "--prompts", "[broken")
+    assert '{"a": 1} holds a JSON object, not a list of prompts' in one_line_error(
+        capsys, "bench", "--preset", "demo", "--prompts", '{"a": 1}')
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe")))
+    assert "--prompts: standard input is not UTF-8 text (byte 0)" in one_line_error(
+        capsys, "bench", "--preset", "demo", "--prompts", "-")
