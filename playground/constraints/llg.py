@@ -9,6 +9,7 @@ import llguidance.hf
 import torch
 
 from playground.constraints.guide import DEAD_END
+from playground.constraints.property_names import names_as_patterns
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
@@ -146,7 +147,7 @@ def _json_grammar(schema) -> str:
         schema = {key: value for key, value in schema.items() if key not in ("x-guidance", "$schema")}
     elif schema is True:
         schema = {}  # any JSON value (llguidance wants an object to apply its options to)
-    return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
+    return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(names_as_patterns(schema)), overrides=JSON_OPTIONS)
 
 
 class LLGuidanceMatcher:
