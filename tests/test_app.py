@@ -212,7 +212,7 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     refused = list(experiments_tab.run_sweep(None, QUIET, "k", "1,2", "def f():", *page_inputs.inputs_from_settings(settings)))
     assert len(refused) == 1 and "k changes nothing with a token tree (1,2: it sets each round&#x27;s drafts)" in refused[0][0]
     settings.tree = "2,2/6"  # a value its settings refuse: told before the models load, not midway (the first measured)
-    for typed, said in (("0,0.005", "temperature = 0.005: temperature must be 0 (greedy) or between 0.01"),
+    for typed, said in (("0,0.005", "sweep values for temperature must be 0 (greedy) or from 0.01 to 2, not 0.005"),
                         ("0,0.7", "temperature = 0.7: a dynamic tree is for greedy decoding")):
         refused = list(experiments_tab.run_sweep(None, QUIET, "temperature", typed, "def f():", *page_inputs.inputs_from_settings(settings)))
         assert len(refused) == 1 and said in html.unescape(refused[0][0])
