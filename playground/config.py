@@ -12,6 +12,12 @@ DEFAULT_K, DEFAULT_MAX_NEW_TOKENS = 4, 128  # a run's, a preset's and the page's
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 2.0  # below, logits / T overflows; above 2 an LLM's text is noise.
 # One range for the page's slider, the API and the CLI (the CLI took up to 100 where the API stopped at 2)
 MAX_SEED = 2**63 - 1  # torch generators take 64-bit signed seeds
+
+
+def runnable_temperature(t: float) -> bool:
+    """0 (greedy) or from MIN_TEMPERATURE to MAX_TEMPERATURE (the page's slider shows the values between
+    0 and MIN_TEMPERATURE too: links, Share link and sweeps refuse them as a run does)."""
+    return t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE
 POLICIES = ("fixed", "schedule", "confidence")  # see playground.engine.schedule
 SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # before the schema, where it goes in the prompt
 MAX_TREE_NODES, MAX_TREE_BRANCHING, MAX_TREE_DEPTH = 64, 8, 8  # a token tree's verify pass stays this narrow
@@ -35,7 +41,7 @@ class SamplingParams:
     def __post_init__(self):
         _check_kind(self, numbers.Real, "a number", "temperature", "top_p")
         _check_kind(self, numbers.Integral, "a whole number", "top_k")
-        if self.temperature != 0 and not MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE:
+        if not runnable_temperature(self.temperature):
             raise PlaygroundError(f"temperature must be 0 (greedy) or between {MIN_TEMPERATURE} and "
                                   f"{MAX_TEMPERATURE:g}, got {self.temperature}")
         if not 0 < self.top_p <= 1:

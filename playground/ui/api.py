@@ -3,6 +3,7 @@ JSON snapshots."""
 import dataclasses
 import urllib.parse
 
+from playground.config import runnable_temperature
 from playground.errors import PlaygroundError
 from playground.limits import at_most
 from playground.models.loading import custom_models_allowed
@@ -11,7 +12,7 @@ from playground.ui import live
 from playground.ui.experiment_link import experiment_from_query
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import DEFAULT, PRESETS, typed, user_error
-from playground.ui.share import MAX_LINK_CHARS, RANGES, TEMPERATURES, from_query, last_of_each, runnable_temperature
+from playground.ui.share import MAX_LINK_CHARS, RANGES, TEMPERATURES, from_query, last_of_each
 
 
 @on_gpu()

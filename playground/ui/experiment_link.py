@@ -5,10 +5,11 @@ notice, as a wrong setting is. A sweep's values and prompts travel as typed, rea
 reads them: what it would refuse is a notice at open and a refusal when the link is made."""
 import dataclasses
 
+from playground.config import runnable_temperature
 from playground.errors import PlaygroundError
 from playground.limits import MAX_PROMPT_CHARS, MAX_SWEEP_PROMPTS, at_most
 from playground.measure import sweeps
-from playground.ui.share import RANGES, TEMPERATURES, number, runnable_temperature, text_within, whole_number
+from playground.ui.share import RANGES, TEMPERATURES, number, text_within, whole_number
 
 SWEEP_DEFAULTS = {"k": "1,2,3,4,6,8", "temperature": "0,0.3,0.7,1.0"}  # values reset when the axis changes
 CALCULATOR_RANGES = {"acceptance": (0, 1), "k": RANGES["k"], "cost ratio": (0, 1)}  # its sliders' (α = 1 and

@@ -7,7 +7,7 @@ import collections
 import dataclasses
 import urllib.parse
 
-from playground.config import MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE, tree_fields
+from playground.config import MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE, runnable_temperature, tree_fields
 from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
@@ -91,11 +91,6 @@ def _tree(v: str) -> str:
 EXACT_IN_A_PAGE = 2**53  # the largest seed a browser's number holds exactly (a run takes up to 2^63 - 1)
 RANGES = {"k": (1, MAX_K), "temperature": (0.0, MAX_TEMPERATURE), "top_p": (0.05, 1.0), "top_k": (0, 200),
           "max_new_tokens": (8, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, MAX_NEW_TOKENS)}
-
-def runnable_temperature(t: float) -> bool:
-    """0 (greedy) or from MIN_TEMPERATURE: the slider shows the values between too, which Run refuses."""
-    return t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE
-
 
 TEMPERATURES = f"0 (greedy) or from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}"
 
