@@ -839,6 +839,10 @@ def test_stop_ends_the_run_with_what_it_produced():
     assert final[slot("accepted_chart")] is not None and "speedup" in final[slot("metrics")]  # charts and stats so far
     assert report["identical_to_baseline"] is True and "as far as both went (stopped)" in final[slot("metrics")]  # not "differs"
     assert not files.stop_flag(Request()).exists()  # the next run is not stopped by this Stop
+    spec, base = final[slot("race_lanes")]  # a stopped race: each run where it stood, not "texts differ", not "finished"
+    shown = html.unescape(final[slot("race")])
+    assert spec.stopped and shown.count("stopped at") == 2 and "finished in" not in shown and "texts differ" not in shown
+    assert shown == html.unescape(race.ended_html([spec, base]))
 
     class Hostile:
         session_hash = "../../tmp/x"
@@ -902,11 +906,14 @@ def test_while_it_measures_again_the_badge_charts_and_race_are_drawn(monkeypatch
     assert spec.at(spec.total)[0] == measuring[slot("text")] and base.at(base.total)[0] == measuring[slot("baseline_text")]
     assert measuring[slot("download")] == gr.skip()  # the file waits for the estimate (greyed by the run's first update)
     assert outputs[0][slot("download")] == playground_tab.download_update(None)
-    assert "once the target alone has run" in next(playground_tab.replay_race(None))
+    assert "no race to replay" in next(playground_tab.replay_race(None))
+    assert measuring[slot("race")] == race.ended_html([spec, base])  # drawn as both runs ended, while it measures
 
 
 def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
-    final = run_preset("demo", max_new_tokens=64)[-1]
+    outputs = run_preset("demo", max_new_tokens=64)
+    final = outputs[-1]
+    assert outputs[0][slot("race")] == race.note_html(playground_tab.RACE_WAITS)  # the last run's race goes at once
     spec, base = lanes = final[slot("race_lanes")]
     assert spec.at(spec.total)[0] == final[slot("text")] and base.at(base.total)[0] == final[slot("baseline_text")]  # each lane ends with its run's text
     assert sum(map(len, spec.pieces)) == len(final[slot("text")])  # each round's own text kept, not the text so far after each
@@ -920,8 +927,10 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     monkeypatch.setattr(race, "REPLAY_S", 0.4)
     frames = list(playground_tab.replay_race(lanes))
     assert len(frames) > 2 and frames[-1].count("finished in") == 2 and "finished in" not in frames[0]
-    assert "no comparison to replay yet" in next(playground_tab.replay_race(None))  # nothing to race before one
+    assert "no race to replay" in next(playground_tab.replay_race(None))  # nothing to race before one
     end = race.frame_html(lanes, max(spec.total, base.total), 1.0)
+    assert final[slot("race")] == race.ended_html(lanes) and final[slot("race")].count("finished in") == 2  # drawn at
+    assert "as they ended" in final[slot("race")]  # the run's end (the last run's stayed until the tab was selected)
     assert spec.tokens == base.tokens == 64 and end.count(", 64 tokens, ") == 2  # greedy: one text, two paces
     assert "first measurement" in end and "different texts" not in end
     ratio = (spec.tokens / spec.total) / (base.tokens / base.total)  # said once both have finished, apart from the card's
@@ -936,6 +945,10 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     longer = [race.Lane("speculative", [1.0], ["a"], 10), race.Lane("target alone", [1.0, 2.0, 10.0], ["b"] * 3, 100, 0.5, (5, 5, 90))]
     assert "speculation <b>2.00x</b> as fast as the target alone wrote its first 10 tokens" in race.frame_html(longer, 10.0, 1.0)
     # (its first 10 tokens: 0.5 s prefill, then 0.5 s and 1.0 s; not its 90 more, written alone)
+    cut = [dataclasses.replace(ln, stopped=True) for ln in longer]  # Stop: the runs cut where each stood, greedy or not
+    said = html.unescape(race.frame_html(cut, 10.0, 1.0))
+    assert "stopped: each run where it stood, 10 tokens and 100 tokens" in said and "different texts" not in said
+    assert "wrote its first 10 tokens (stopped)" in said and said.count("stopped at") == 2
     tricky = race.Lane("<b>x</b>", [0.1], ["<script>alert(1)</script>"], 1)
     assert "<script>" not in race.frame_html([tricky], 0.1, 1.0) and "&lt;script&gt;" in race.frame_html([tricky], 0.1, 1.0)
 

@@ -303,6 +303,14 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
     expect(page.locator("#race .race-lane[data-finished=true]")).to_have_count(2, timeout=30_000)  # both reach the end
     texts = page.locator("#race .race-text").all_inner_texts()
     assert texts[0] == texts[1] == page.locator("#output-text textarea").input_value()  # greedy: the same text
+    first = texts[0]
+    page.locator("#max-tokens input[type=number]").fill("24")  # a second run, watched from this tab: the last run's
+    page.locator("#max-tokens input[type=number]").press("Enter")  # race goes as it starts (it stayed, unmarked,
+    page.click("#run-button")  # until the tab was selected again), this run's drawn as it ends
+    expect(page.locator("#race .race-text").first).not_to_have_text(first, timeout=60_000)
+    expect(page.locator("#race .race-lane[data-finished=true]")).to_have_count(2, timeout=60_000)
+    texts = page.locator("#race .race-text").all_inner_texts()
+    assert texts[0] == texts[1] == page.locator("#output-text textarea").input_value() != first
 
 
 def test_sweep_progress_stays_while_rows_arrive(page, app_url):

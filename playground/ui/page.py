@@ -24,7 +24,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
-                                          message_cleared, pointer_cleared, remember_run, replay_race, run,
+                                          RACE_WAITS, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
@@ -158,8 +158,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                                        buttons=["copy"], elem_id="baseline-text", visible=DEFAULT.compare)
                     with gr.Tab("Race", elem_id="race-tab") as race_tab:
                         race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
-                        race_html = gr.HTML(render.progress_note("after a run with the comparison on, both runs replay "
-                                                                 "here side by side at their measured pace", final=True))
+                        race_html = gr.HTML(race.note_html(RACE_WAITS))
                     with gr.Tab("Tree", elem_id="tree-tab"):
                         tree_html = gr.HTML(tree_view([]))
                     with gr.Tab("JSON"):
@@ -270,7 +269,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         accepted_chart=hist_plot, position_chart=pos_plot, cumulative_chart=cum_plot, time_chart=time_plot,
         download=download, measured=measured, model_msg=model_msg, prompt_msg=prompt_msg, run_msg=run_msg,
         constraint_check=constraint_check, constraint_section=constraint_acc, tree_msg=tree_msg, advanced=advanced,
-        race_lanes=race_lanes, tree=tree_html, status=run_status))
+        race_lanes=race_lanes, race=race_html, tree=tree_html, status=run_status))
 
     # Gradio 6 sends a dropdown's .input when it is only left (Tab, a click away), its value unchanged: that re-applied
     # the preset over the settings changed since, without a word. Its .select comes only from a mouse's click (a

@@ -23,11 +23,11 @@ log = logging.getLogger("playground.ui")
 
 
 # Run's outputs, in the order page.py lists their components (run_outputs): the run's own, the messages next to
-# their inputs (see _messages), then the race's lanes, the token tree and the run's status
+# their inputs (see _messages), then the race (its lanes, its view), the token tree and the run's status
 RUN_SLOTS = ("stream", "metrics", "text", "baseline_text", "badge", "json", *(CHARTS := (
     "accepted_chart", "position_chart", "cumulative_chart", "time_chart")), "download", "measured",
     "model_msg", "prompt_msg", "run_msg", "constraint_check", "constraint_section", "tree_msg", "advanced",
-    "race_lanes", "tree", "status")
+    "race_lanes", "race", "tree", "status")
 
 
 def outputs(*updates: dict, **values) -> list:
@@ -51,9 +51,19 @@ def run_outputs_in_order(components: dict) -> list:
 def cleared() -> dict:
     """What a run's first update clears of the last run (beside the stream, metrics and text it sets): the
     target alone's text, the badge, the JSON view, four charts, the download (greyed until this run wrote
-    its file) and the race's lanes."""
+    its file) and the race (its view said the last run's, unmarked, until its tab was selected again)."""
     return dict(baseline_text="", badge="", json=None, **dict.fromkeys(CHARTS), download=download_update(None),
-                race_lanes=None)
+                race_lanes=None, race=race.note_html(RACE_WAITS))
+
+
+RACE_WAITS = ("a run's race is drawn here once it has ended, where \"Compare with the target alone\" is on: both runs "
+              "side by side, then replayed at their measured pace")
+
+
+def _race(snap: live.Snapshot) -> dict:
+    """The race's lanes and its view, drawn as the runs ended (a stopped one: where each stood)."""
+    lanes = race.lanes(snap.events, snap.baseline_events, stopped=snap.phase == "stopped")
+    return dict(race_lanes=lanes, race=race.ended_html(lanes) if lanes else race.note_html(NO_RACE))
 
 
 def download_update(path: str | None) -> dict:
@@ -111,7 +121,7 @@ def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: 
     if whole:
         shown.update(stream=_stream(snap), text=render.committed_text(snap.events), tree=tree_view(snap.events))
         if ended:
-            shown.update(_results(snap, snap.result.stats), race_lanes=race.lanes(snap.events, snap.baseline_events))
+            shown.update(_results(snap, snap.result.stats), **_race(snap))
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings),
                             policy=snap.settings.policy, interleaved=snap.settings.compare)
     return dict(shown, metrics=metric, baseline_text=baseline_text)
@@ -212,17 +222,20 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
                             "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high,
                             "verdict": measure.verdict, "cost_ratio": cost_ratio(snap.events)}
-    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, measured=measured,
-                  race_lanes=race.lanes(snap.events, snap.baseline_events), tree=tree_view(snap.events),
+    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, _race(snap), measured=measured,
+                  tree=tree_view(snap.events),
                   status=status(snap.phase))
+
+
+NO_RACE = ("no race to replay: it is drawn here once a run with \"Compare with the target alone\" on has ended, "
+           "its target alone having written a token")
 
 
 def replay_race(lanes: list | None):
     """The last comparison replayed at its measured pace (slowed or sped up so the slower run lasts
     race.REPLAY_S); a frame is sent only when a run finishes a round. No GPU: it only waits."""
     if not lanes:
-        yield render.progress_note("no comparison to replay yet: Run with \"Compare with the target alone\" on; the race "
-                                   "is here once the target alone has run", final=True)
+        yield race.note_html(NO_RACE)
         return
     times, scale = race.replay_times(lanes)
     started, shown = time.monotonic(), None
