@@ -17,7 +17,7 @@ from gradio_client import Client
 from starlette.datastructures import QueryParams
 
 from playground.measure import sweeps
-from playground.ui import experiments_tab, files, inputs as page_inputs, playground_tab
+from playground.ui import experiments_tab, files, inputs as page_inputs, json_view, playground_tab
 from playground.ui import api as page_api, live, plots, race
 from playground.errors import PlaygroundError
 from playground.events import KINDS
@@ -1379,20 +1379,25 @@ def test_a_links_values_open_as_they_were_made_or_not_at_all():
     assert page_api._base_settings("", "http://host:7860/?preset=demo&k=5&prompt=a?b").k == 5
 
 
-@pytest.mark.parametrize("answer", ['"abc"', '"{\\"injected\\": [1, 2, 3]}"', "3", "true", "null", '{"a": [1]}', "[1, 2]"])
+@pytest.mark.parametrize("answer", ['"abc"', '"{\\"injected\\": [1, 2, 3]}"', "3", "true", "null", '{"a": [1]}', "[1, 2]",
+                                    '{"a": {}, "b": [[], [{"c": "x,:{}\\"y"}]]}'])
 def test_the_json_view_shows_any_json_value_as_written(answer):
     """A schema whose answer is a string (`{"enum": ["abc"]}`) lost the whole run: gr.JSON parsed the
-    parsed string again. Every JSON value now reaches the view as itself."""
-    shown = gr.JSON().postprocess(playground_tab._pretty_json(answer))
-    assert (shown.root if shown is not None else None) == json.loads(answer)
+    parsed string again. Every JSON value now reaches the view as itself, indented."""
+    shown = json_view.indented(answer)
+    assert json.loads(shown) == json.loads(answer) and json_view.indented(shown) == shown
+    assert json_view.indented(answer[:-1] if len(answer) > 1 else "[") is None  # not whole JSON: empty
 
 
-
-@pytest.mark.parametrize("answer", ["1e999", '"\\ud800"', '{"a": "\\ud800"}', '{"a": ' + "1" * 30 + "}"])
-def test_the_json_view_leaves_out_what_its_parser_refuses(answer):
-    """Valid for Python, refused by gr.JSON's orjson (infinity, lone surrogates, past 64 bits): the
-    view stays empty instead of failing the run's last update."""
-    assert playground_tab._pretty_json(answer) is None
+@pytest.mark.parametrize("answer", ["9007199254740993", "1e999", '"\\ud800"', '{"a": "\\ud800"}', '{"a": ' + "1" * 30 + "}",
+                                    '[2.50, 1E+5, -0]'])
+def test_the_json_view_keeps_every_number_and_string_as_written(answer):
+    """The tree view (gr.JSON) read numbers as the browser does: 9007199254740993 showed as ...992
+    beside the valid badge (a review); infinity, lone surrogates and integers past 64 bits emptied it."""
+    shown = json_view.indented(answer)
+    assert re.sub(r"\s", "", shown) == re.sub(r"\s", "", answer)
+    assert json_view.indented("[" * 500 + "]" * 500).count("\n") == 998  # deep: indented (the innermost "[]" one line), each level at most
+    assert max(map(len, json_view.indented("[" * 500 + "]" * 500).splitlines())) == 2 * json_view.DEEPEST + 2  # so deep
 
 
 def test_measuring_again_says_how_long_each_takes_and_that_stop_keeps_the_estimate(monkeypatch):

@@ -162,8 +162,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     with gr.Tab("Tree", elem_id="tree-tab"):
                         tree_html = gr.HTML(tree_view([]))
                     with gr.Tab("JSON"):
-                        pretty = gr.JSON(label="Parsed output (a JSON Schema run's answer; empty when its text "
-                                               "is not whole JSON)", open=True, elem_id="json-view")
+                        pretty = gr.Code(language="json", label="A JSON Schema run's answer, indented, each number as "
+                                         "written (empty when its text is not whole JSON)", interactive=False,
+                                         buttons=["copy"], wrap_lines=True, show_line_numbers=False,
+                                         elem_id="json-view")  # (gr.JSON's tree read numbers as the browser does)
                     with gr.Tab("Export", elem_id="export-tab") as export_tab:
                         gr.Markdown("The settings as they stand now (kept current as you change them, so not "
                                     "necessarily the run shown in the other tabs), ready to serve at scale: launch "

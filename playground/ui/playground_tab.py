@@ -5,7 +5,6 @@ import logging
 import time
 
 import gradio as gr
-import orjson
 
 from playground.config import longest_branch, tree_lookup, tree_shape
 from playground.constraints.worker import Stopped
@@ -17,6 +16,7 @@ from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import chain_theory, check_constraint, page_constraint, settings_to_run
+from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
 
 log = logging.getLogger("playground.ui")
@@ -102,7 +102,7 @@ def _results(snap: live.Snapshot, stats: dict) -> dict:
     """The badge, the JSON view and the four charts of a run whose generation (and comparison) ended."""
     result = snap.result
     answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
-    pretty = _pretty_json(answer) if snap.settings.schema.strip() else None
+    pretty = indented(answer) if snap.settings.schema.strip() else None
     badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
              render.validity_badge(result.valid, result.validation_error, result.constraint_notes, result.open_end))
     return dict(badge=badge, json=pretty, accepted_chart=plots.accepted_histogram(snap.events, longest_path(snap.settings)),
@@ -135,22 +135,6 @@ def drafting(settings: Settings) -> int | str:
 def longest_path(settings: Settings) -> int:
     """The most drafts a round can keep: k, or a token tree's depth (or its lookup branch's length)."""
     return longest_branch(tree_shape(settings.tree), tree_lookup(settings.tree), settings.k)
-
-
-def _pretty_json(text: str):
-    """The answer for the JSON view: an object or array as parsed; any other value as its JSON text,
-    which gr.JSON parses itself (given a Python string, it would parse that again: "abc" failed).
-    None where gr.JSON's own parser (orjson) would refuse it, which would fail the run's last update:
-    1e999, a lone surrogate, an integer past 64 bits (the text view still shows it)."""
-    try:
-        value = json.loads(text)
-        if isinstance(value, (dict, list)):
-            orjson.dumps(value)  # what gr.JSON does with an object or array
-            return value
-        orjson.loads(text)  # ... and with a JSON text
-        return text.strip()
-    except (ValueError, TypeError, orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return None
 
 
 def _download(snap: live.Snapshot) -> str | None:

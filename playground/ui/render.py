@@ -27,11 +27,6 @@ CSS = """
    lines tall) times their line count: a one-line schema opened 300-700 px tall, an export box twice its text */
 #constraint-editor .cm-scroller { min-height: 8em !important; }
 #export-vllm .cm-scroller, #export-sglang .cm-scroller { min-height: 0 !important; }
-/* gr.JSON's syntax colours at 4.5:1 or more (its own: 2.1-4.1:1 on white, brackets and numbers 3.6-4.1:1 dark) */
-#json-view .json-node { --text-color: #9a3412; --string-color: #a31515; --number-color: #0b6e80; --bracket-color: #3f6b6b;
-                        --square-bracket-color: #a0303a; --punctuation-color: #4b5563; --line-number-color: #6a737d; }
-.dark #json-view .json-node { --text-color: #d18770; --string-color: #ce9178; --number-color: #7fb3c3; --bracket-color: #7eb4b3;
-                              --square-bracket-color: #e08a93; --punctuation-color: #8fbcbb; --line-number-color: #9ca3af; }
 #constraint-editor label[data-testid="block-label"] { padding-right: 80px; }  /* its words wrap before the
    download and copy buttons (a phone's 390 px hid 'spaces here;' under them) */
 .tokstream { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7;
