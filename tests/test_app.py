@@ -850,6 +850,21 @@ def test_stop_ends_the_run_with_what_it_produced():
     assert len(list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))))) > 1
 
 
+def test_stop_before_either_run_wrote_a_token_gives_no_figure_for_what_was_not_measured():
+    """A Stop within a second of Run (a review): the card said "about 0.00x (its text identical to the target
+    alone's as far as both went)", 0.00 tokens per target pass, and a 0 s bar for a target alone never run."""
+    class Request:
+        session_hash = "stop-at-once-test-session"
+    files.request_stop(Request())  # pressed before the run's first round
+    final = list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(
+        Settings.from_preset(page_inputs.PRESETS["demo"]))))[-1]
+    said = html.unescape(final[slot("metrics")])
+    assert "Stop came before either run wrote a token" in said and "0.00x" not in said and "as far as both went" not in said
+    assert re.search(r"tokens per target pass</small><b>n/a</b><small>no token written", said)
+    assert [bar.x for bar in final[slot("time_chart")].data] == [("speculative",)] * 3  # the target alone: no bar
+    assert "no race to replay" in final[slot("race")]
+
+
 def test_run_clicked_while_measuring_again_ends_that_measuring_and_waits_its_turn(monkeypatch):
     """Run is enabled while a run only measures its speedup again; its click ends that measuring (the
     estimate so far kept) and the buttons stay busy for the run it asked for."""

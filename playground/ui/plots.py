@@ -127,13 +127,14 @@ def cumulative_tokens(events, baseline_events=()) -> go.Figure:
 def time_split(stats: dict | None, baseline_stats: dict | None = None) -> go.Figure:
     """Where the time went: draft passes, target passes, and everything else (sampling, constraint,
     bookkeeping)."""
-    runs = [(n, s) for n, s in (("speculative", stats), ("target only", baseline_stats)) if s]
+    runs = [(n, s) for n, s in (("speculative", stats), ("target only", baseline_stats)) if s and s["wall_s"] > 0]  # (a
+    # target alone Stop came before: a bar of 0 s)
     fig = go.Figure()
     for part, colour in (("draft", COLOURS["accepted"]), ("target", COLOURS["bonus"]), ("overhead", "#9ca3af")):
         ys = [_part(s, part) for _, s in runs]
         fig.add_trace(go.Bar(x=[n for n, _ in runs], y=ys, name=part, marker_color=colour,
                              text=[f"{y:.2f} s" for y in ys], textposition="inside"))
-    title = "Time split" + (", first measurement" if baseline_stats else "")
+    title = "Time split" + (", first measurement" if len(runs) > 1 else "")
     return fig.update_layout(barmode="stack", title=title, yaxis_title="seconds", **LAYOUT)
 
 

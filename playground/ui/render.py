@@ -328,7 +328,9 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
         ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", _rate_detail(k, drafted, alpha)
          + (f": {stats['accepted']} of {stats['proposed']}" if drafted else "")),
         ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a", _per_round_detail(stats, k, policy)),
-        ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}", f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
+        ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}" if stats["generated_tokens"] else "n/a",
+         ("" if stats["generated_tokens"] else "no token written: ")
+         + f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
          + (f"; {stats['forced']} of the tokens forced by the constraint"
             if stats["forced"] else "")),
         ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"
@@ -389,11 +391,12 @@ def _speedup_card(m, same: str) -> tuple[str, str, str]:
              "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
     if rates and m.other_lengths:  # (sampled texts of other lengths)
         rates += f"; {m.other_lengths}"
+    about = (f"; about {m.estimate:.2f}x" if m.estimate > 0 else "") + (f" ({same})" if same else "")  # (a Stop before
+    # either run wrote a token said "about 0.00x")
     if m.noisy and m.verdict != "cannot tell":  # too wide for one number, but every measurement on one side of 1x
-        return ("speedup", f"{m.verdict}, {m.low:.2f}-{m.high:.2f}x",
-                html.escape(f"too noisy for one number: {m.reason}; about {m.estimate:.2f}x ({same}){rates}"))
+        return ("speedup", f"{m.verdict}, {m.low:.2f}-{m.high:.2f}x", html.escape(f"too noisy for one number: {m.reason}{about}{rates}"))
     if m.noisy:
-        return "speedup", "cannot tell", html.escape(f"{m.reason}; about {m.estimate:.2f}x ({same}){rates}")
+        return "speedup", "cannot tell", html.escape(f"{m.reason}{about}{rates}")
     if m.verdict == "no clear difference":  # a number alone ("1.06x") read as faster
         return ("speedup", "no clear difference",
                 html.escape(f"{m.speedup:.2f}x, but its 95% interval, {m.low:.2f}-{m.high:.2f}x, holds 1x: as fast as "
