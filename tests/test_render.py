@@ -274,6 +274,18 @@ def test_the_tree_view_tells_refused_from_never_judged_and_ends_in_the_targets_t
     assert 'tabindex="0" role="region"' in view  # (it scrolls: reachable from the keyboard)
 
 
+def test_the_tree_view_draws_the_end_of_sequence_as_the_stream_does():
+    """A drafted end of sequence (no text) was drawn as a part of a character a later token completes."""
+    from playground.events import BONUS
+    from playground.ui.tree_view import tree_view
+    drafted = Round(1, [TokenEvent(ACCEPTED, 5, "."), TokenEvent(ACCEPTED, 2, "")], 2, 2, 1, 1, 0.0, 0.0, 0.0)
+    ended = Round(1, [TokenEvent(ACCEPTED, 5, "."), TokenEvent(BONUS, 2, "")], 1, 1, 1, 1, 0.0, 0.0, 0.0)
+    for r in (drafted, ended):
+        view = html_text.unescape(tree_view([r], frozenset({2})))
+        assert "⏎eos" in view and "· end of sequence" in view and "part of a character" not in view
+        assert "⏎eos" not in tree_view([r]) and "◦" in tree_view([r])  # another id with no text: a part
+
+
 def test_a_rounds_title_names_a_tree_by_its_nodes_and_depth():
     from playground.events import BONUS
     tokens = [TokenEvent(ACCEPTED, 5, "x"), TokenEvent(BONUS, 6, "y")]

@@ -119,7 +119,7 @@ def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: 
     charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
     shown = dict(cleared(), **_messages(snap.settings)) if first else {}
     if whole:
-        shown.update(stream=_stream(snap), text=render.committed_text(snap.events), tree=tree_view(snap.events))
+        shown.update(stream=_stream(snap), text=render.committed_text(snap.events), tree=tree_view(snap.events, snap.eos_ids))
         if ended:
             shown.update(_results(snap, snap.result.stats), **_race(snap))
     metric = render.metrics(snap.result.stats, drafting(snap.settings), note=note, theory=chain_theory(snap.settings),
@@ -174,7 +174,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
                 yield outputs(_view(snap, final=False, first=first), _messages(settings) if first else {},
-                              tree=tree_view(snap.events), status=status(snap.phase))
+                              tree=tree_view(snap.events, snap.eos_ids), status=status(snap.phase))
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {counted(done)} so far"
@@ -207,7 +207,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                             "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high,
                             "verdict": measure.verdict, "cost_ratio": cost_ratio(snap.events)}
     yield outputs(_view(snap, final=True), _messages(settings) if first else {}, _race(snap), measured=measured,
-                  tree=tree_view(snap.events),
+                  tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))
 
 

@@ -36,12 +36,13 @@ CSS = """
        UNDERLINES[CORRECTED][0], UNDERLINES[BONUS][0])
 
 
-def tree_view(events: list) -> str:
-    """HTML of the last rounds' drafts as trees (nothing drafted yet: a note)."""
+def tree_view(events: list, eos_ids: frozenset = frozenset()) -> str:
+    """HTML of the last rounds' drafts as trees (nothing drafted yet: a note); eos_ids: the tokens that end
+    the output, drawn as the stream draws them (they have no text)."""
     rounds = [e for e in events if isinstance(e, Round) and (e.tree or e.drafts)]
     if not rounds:
         return '<div class="treeview" id="tree-view"><span class="thead">each round\'s drafts appear here as a tree</span></div>'
-    body = "".join(_round_html(r) for r in rounds[-ROUNDS_SHOWN:])
+    body = "".join(_round_html(r, eos_ids) for r in rounds[-ROUNDS_SHOWN:])
     if len(rounds) > ROUNDS_SHOWN:  # said, so that a view starting at round 8 does not look cut
         body = (f'<div class="thead">the last {ROUNDS_SHOWN} of {len(rounds)} rounds that drafted (all of them are in '
                 f'the stream and the download)</div>') + body
@@ -65,7 +66,7 @@ def round_tree(r: Round) -> dict:
             "unjudged": set(range(refused + 1, len(drafts)))}
 
 
-def _round_html(r: Round) -> str:
+def _round_html(r: Round, eos_ids: frozenset) -> str:
     tree = round_tree(r)
     children: dict[int, list[int]] = {}
     for node, parent in enumerate(tree["parents"]):
@@ -74,20 +75,23 @@ def _round_html(r: Round) -> str:
             f'{len(tree["path"])} kept')
     own = next((t for t in r.tokens if t.kind in (CORRECTED, BONUS)), None)  # the target's token after the kept path
     end = (tree["path"][-1] if tree["path"] else -1, own)
+    tree["eos"] = eos_ids
     return f'<div class="tround"><div class="thead">{head}</div>{_list(-1, children, tree, set(tree["path"]), end)}</div>'
 
 
 def _list(parent: int, children: dict, tree: dict, kept: set, end: tuple) -> str:
     items = "".join(f"<li>{_node(n, tree, kept)}{_list(n, children, tree, kept, end)}</li>" for n in children.get(parent, []))
     if parent == end[0] and end[1] is not None:
-        items += f"<li>{_own(end[1])}</li>"
+        items += f"<li>{_own(end[1], tree['eos'])}</li>"
     return f"<ul>{items}</ul>" if items else ""
 
 
-def _own(t) -> str:
+def _own(t, eos_ids: frozenset) -> str:
     """The target's own token where the kept path ends: corrected (it refused the drafts there) or bonus."""
     title = (f"the target's own token ({t.kind})" + (f" · p_target {t.p_target:.3f}" if t.p_target is not None else ""))
-    text = (t.text or "◦").replace("\n", "↵")
+    eos = t.token_id in eos_ids and not t.text
+    title += " · end of sequence" if eos else ""
+    text = "⏎eos" if eos else (t.text or "◦").replace("\n", "↵")
     return f'<span class="tnode {t.kind}" title="{html.escape(title)}">{html.escape(text)}</span>'
 
 
@@ -97,8 +101,11 @@ def _node(n: int, tree: dict, kept: set) -> str:
         title += " · prompt lookup (not drafted)"
     if n in tree["unjudged"]:
         title += " · never judged: it came after a refused guess"  # (its p_target assumes that guess)
-    if not tree["text"][n]:
+    eos = tree["tokens"][n] in tree["eos"] and not tree["text"][n]  # (drawn as the stream draws it)
+    if eos:
+        title += " · end of sequence"
+    elif not tree["text"][n]:
         title += " · no text of its own: part of a character a later token completes"
-    text = (tree["text"][n] or "◦").replace("\n", "↵")
+    text = "⏎eos" if eos else (tree["text"][n] or "◦").replace("\n", "↵")
     css = "kept" if n in kept else "unjudged" if n in tree["unjudged"] else "refused"
     return f'<span class="tnode {css}" title="{html.escape(title)}">{html.escape(text)}</span>'
