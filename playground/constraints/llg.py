@@ -11,7 +11,7 @@ import torch
 from playground.constraints.guide import DEAD_END
 from playground.constraints.property_names import names_as_patterns
 from playground.constraints.satisfiable import made_false_at
-from playground.constraints.schema_keywords import ONE_OF, keywords, unenforced_note
+from playground.constraints.schema_keywords import INT64, ONE_OF, keywords, literal_integers, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.errors import PlaygroundError
 
@@ -103,19 +103,12 @@ EXACT = 2 ** 53  # the largest whole number a 64-bit float holds with every smal
 def _rounded(schema) -> list[str]:
     """llguidance 1.9.1 reads a schema's numbers as 64-bit floats: a const or enum value past 2^53 is written
     rounded ({"const": 9007199254740993} wrote ...992, and every output failed the check; an audit)."""
-    big = sorted({n for k, v in keywords(schema) if k in ("const", "enum") for n in _whole_numbers(v) if abs(n) > EXACT})
-    return [f"llguidance reads numbers as 64-bit floats: {big[0]} (const or enum) is written rounded to "
-            f"{int(float(big[0]))}, which the check refuses (xgrammar writes it exactly)"] if big else []
-
-
-def _whole_numbers(value) -> list[int]:
-    """The integers in a JSON value, at any depth."""
-    if isinstance(value, bool):
+    big = [n for n in literal_integers(schema) if abs(n) > EXACT]
+    if not big:
         return []
-    if isinstance(value, int):
-        return [value]
-    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    return [n for item in inner for n in _whole_numbers(item)]
+    other = "writes it exactly" if INT64[0] <= big[0] <= INT64[1] else "writes it as a float too"
+    return [f"llguidance reads numbers as 64-bit floats: {big[0]} (const or enum) is written rounded to "
+            f"{int(float(big[0]))}, which the check refuses (xgrammar {other})"]
 
 
 def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:

@@ -71,6 +71,23 @@ def keywords(schema):
         yield from sub.items()
 
 
+INT64 = (-2 ** 63, 2 ** 63 - 1)  # the integers xgrammar 0.2.8 writes as written (past them: as floats)
+
+
+def literal_integers(schema) -> list[int]:
+    """The integers a schema's const and enum values hold, at any depth, in order."""
+    return sorted({n for key, value in keywords(schema) if key in ("const", "enum") for n in _whole_numbers(value)})
+
+
+def _whole_numbers(value) -> list[int]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [n for item in inner for n in _whole_numbers(item)]
+
+
 def drop_noops(schema):
     """Remove keywords that constrain nothing but that some backends refuse (uniqueItems: false)."""
     if not isinstance(schema, dict):
