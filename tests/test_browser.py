@@ -286,6 +286,12 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     dimmed = [("#stream .tokstream", ""), ("#output-text", ""), ("#metrics", ".block")]
     assert [page.evaluate(opacity, s) for s in dimmed] == ["0.45"] * 3
     assert page.evaluate(opacity, ["#output-text", ".tabs"]) == "1"  # not the tabs (Export shows the settings now)
+    for tab, view in (("Race", "#race"), ("Tree", "#tree-view"), ("JSON", "#json-view"), ("Charts", "#hist-plot .js-plotly-plot"),
+                      ("Export", "#export-vllm")):  # the last run's in every tab (its race, tree, JSON and charts
+        page.get_by_role("tab", name=tab, exact=True).click()  # were at full opacity), not the settings now
+        expect(page.locator(view)).to_be_visible()
+        assert page.evaluate(opacity, [view, ""]) == ("1" if tab == "Export" else "0.45"), tab
+    page.get_by_role("tab", name="Text", exact=True).click()
     page.screenshot(path=str(ARTIFACTS / "browser-refused.png"), full_page=True)
     page.locator("#prompt-box textarea").press_sequentially("x")  # its cause changed: the message goes, and the mark
     expect(page.locator("#prompt-error")).to_have_count(0)

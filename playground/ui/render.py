@@ -96,7 +96,8 @@ CSS = """
    was (nothing lost): dimmed and said to be the last run's, until the message goes (its input changed, a new Run) */
 .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) .tokstream,
 .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ .block:has(#metrics, .badge),
-.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ .tabs :is(#output-text, #baseline-text)
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ .tabs :is(#output-text, #baseline-text,
+  #race, #tree-view, #json-view, .js-plotly-plot)
   { opacity: 0.45; }  /* the run's own output: not the Export tab (the settings now) or the tabs themselves */
 .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before {
   content: "The last run's output: this Run was refused (see the message above)"; display: block;
