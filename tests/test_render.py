@@ -332,6 +332,20 @@ def test_the_position_chart_labels_whole_positions():
     assert plots.acceptance_by_position(rounds).layout.xaxis.dtick == 1
 
 
+
+def test_the_position_chart_says_how_many_rounds_each_rate_is_over():
+    """Survival 0.33 at 2, the conditional 1.00 at 3, yet survival 0.25 at 3 read as a contradiction (a review):
+    each rate is over the rounds that drafted that far (the last round drafted 2, cut by max new tokens)."""
+    from playground.ui import plots
+    rounds = [Round(index=i, tokens=[], proposed=p, accepted=a, target_passes=1, draft_passes=p, draft_s=0.0,
+                    target_s=0.0, wall_s=0.0, k=3) for i, (p, a) in enumerate(((3, 0), (3, 0), (3, 3), (2, 2)))]
+    assert plots.position_counts(rounds) == [(2, 4, 4), (2, 4, 2), (1, 3, 1)]
+    survival, conditional = plots.acceptance_by_position(rounds).data
+    assert survival.hovertext[2] == "kept 1..3 in 1 of 3 rounds that drafted 3"
+    assert conditional.hovertext[2] == "kept 3 in 1 of 1 round that drafted 3 and kept 1..2"
+    assert "each rate over the rounds that drafted i" in plots.acceptance_by_position(rounds).layout.xaxis.title.text
+
+
 def test_the_run_charts_write_their_numbers():
     """A screen reader read a chart as its tick labels and title alone (an accessibility review), and a reader of
     the figure guessed each value from its axis: each bar, point and line's end carries its number."""

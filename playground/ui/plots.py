@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from playground.events import Prefill, Round
-from playground.metrics import expected_speedup
+from playground.metrics import counted, expected_speedup
 from playground.ui.render import COLOURS
 
 # Each run chart writes its numbers on it (a bar's count, a point's rate, a line's end): read from the figure, and
@@ -70,33 +70,44 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     """Per draft position i = 1..k, two definitions:
     prefix survival: of rounds that drafted position i, the share whose first i drafts were all kept;
     conditional: of rounds that drafted i and kept 1..i-1, the share that also kept i."""
+    counts = position_counts(events)
+    return ([kept / drafted if drafted else 0.0 for kept, drafted, _ in counts],
+            [kept / reached if reached else 0.0 for kept, _, reached in counts])
+
+
+def position_counts(events) -> list[tuple[int, int, int]]:
+    """Per draft position i = 1..k: (rounds that kept 1..i, rounds that drafted i, of those the rounds that
+    kept 1..i-1)."""
     rounds = _rounds(events)
     depth = max((r.depth for r in rounds), default=0)  # (a tree's positions are its levels, not its nodes)
-    survival, conditional = [], []
+    counts = []
     for i in range(1, depth + 1):  # (a chain's positions count its guesses: a forced draft is none)
         drafted = [r for r in rounds if (r.depth - r.forced_drafts if r.tree else r.guesses) >= i]
-        reached = [r for r in drafted if r.kept_guesses >= i - 1]
-        kept = sum(r.kept_guesses >= i for r in drafted)
-        survival.append(kept / len(drafted) if drafted else 0.0)
-        conditional.append(kept / len(reached) if reached else 0.0)
-    return survival, conditional
+        counts.append((sum(r.kept_guesses >= i for r in drafted), len(drafted), sum(r.kept_guesses >= i - 1 for r in drafted)))
+    return counts
 
 
 @described
 def acceptance_by_position(events) -> go.Figure:
     """Each point's rate written above it (survival's) or below it (the conditional's, above it near 0, where
-    below ran into the axis's numbers); where both are the same the one number stands for both."""
+    below ran into the axis's numbers); where both are the same the one number stands for both. Each rate
+    is over its own rounds (those that drafted that far: a round's last guesses, cut by max new tokens or a
+    policy, are fewer), so survival can fall where the conditional is 1 (a review): hover says how many."""
     survival, conditional = position_acceptance(events)
+    counts = position_counts(events)
     xs = list(range(1, len(survival) + 1))
     below = ["top center" if y < 0.15 else "bottom center" for y in conditional]
     own = [f"{c:.2f}" if f"{c:.2f}" != f"{s:.2f}" else "" for s, c in zip(survival, conditional)]
-    fig = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers+text", name=name, text=text,
-                                textposition=where, cliponaxis=False)
-                     for ys, name, text, where in ((survival, "prefix survival P(kept 1..i)", [f"{y:.2f}" for y in survival], "top center"),
-                                                   (conditional, "conditional P(kept i | kept 1..i-1)", own, below))])
+    of_drafted = [f"kept 1..{i} in {k} of {counted(d, 'round')} that drafted {i}" for i, (k, d, _) in enumerate(counts, 1)]
+    of_reached = [f"kept {i} in {k} of {counted(r, 'round')} that drafted {i} and kept 1..{i - 1}" for i, (k, _, r) in enumerate(counts, 1)]
+    fig = go.Figure([go.Scatter(x=xs, y=ys, mode="lines+markers+text", name=name, text=text, hovertext=hover,
+                                hoverinfo="text+name", textposition=where, cliponaxis=False)
+                     for ys, name, text, hover, where in (
+                         (survival, "prefix survival P(kept 1..i)", [f"{y:.2f}" for y in survival], of_drafted, "top center"),
+                         (conditional, "conditional P(kept i | kept 1..i-1)", own, of_reached, below))])
     fig.update_xaxes(dtick=1)  # whole positions (plotly's own ticks put 1.5 and 2.5 between them)
-    return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i",
-                             yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)
+    return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i (each rate over the "
+                             "rounds that drafted i; hover: how many)", yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)
 
 
 def _cumulative(events) -> tuple[list[int], list[int]]:
