@@ -60,7 +60,7 @@ def test_run_streams_every_token_kind_with_consistent_stats():
             assert measure["low"] <= measure["speedup"] <= measure["high"]
         assert outputs[-1][slot("measured")]["k"] == report["settings"]["k"]  # measured point for the calculator
     report = json.loads(open(constrained[-1][slot("download")]["value"]).read())
-    assert report["valid"] is True and constrained[-1][slot("json")] == json.loads(report["text"])
+    assert report["valid"] is True and json.loads(constrained[-1][slot("json")]) == json.loads(report["text"])
     assert report["stats"]["forced"] > 0
 
 
