@@ -97,13 +97,13 @@ class RunResult:
     reasoning_tokens: int | None = None  # a thinking run: its first tokens up to </think> (all, if it never got there)
     answer: str | None = None  # a thinking run: the text after </think>, which the constraint judges
 
-    def as_json(self) -> dict:
+    def as_json(self, with_rounds: bool = True) -> dict:
         """The run as plain data, the same keys in the CLI's --json, the page's download and the web API
         (built twice, they had drifted: the CLI's had no rounds and its reasoning keys only when set)."""
         return {"text": self.text, "token_ids": self.token_ids, "stats": self.stats, "finish_reason": self.finish_reason,
                 "valid": self.valid, "validation_error": self.validation_error, "open_end": self.open_end,
                 "constraint_notes": self.constraint_notes, "reasoning_tokens": self.reasoning_tokens,
-                "answer": self.answer, "rounds": [round_json(r) for r in self.rounds]}
+                "answer": self.answer} | ({"rounds": [round_json(r) for r in self.rounds]} if with_rounds else {})
 
 
 def round_json(r: Round) -> dict:

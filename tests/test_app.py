@@ -464,6 +464,25 @@ def test_api_streams_a_run(client):
     assert "accepted" in kinds
 
 
+def test_the_apis_snapshots_carry_the_text_so_far_and_each_round_once():
+    """While it wrote, a snapshot had no text, token ids or stats (a reader of `text` met a KeyError, and a
+    cancel left no text), and each resent every round so far: a 2,000-token run streamed 22 MB (an API review)."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens, settings.compare = 64, False
+    snaps = list(live.streamed(live.live_run(settings, every=0)))
+    writing, final = [s for s in snaps if s["phase"] == "speculative"], snaps[-1]
+    assert len(writing) > 2 and final["phase"] == "done" and final["rounds_from"] == 0
+    joined = []
+    for snap in writing:  # each: the rounds new since the last, and the text, ids and stats so far
+        assert snap["rounds_from"] == len(joined)
+        joined += snap["rounds"]
+        ids = [t["id"] for r in joined for t in r["tokens"] if t["kind"] != "rejected"]
+        assert snap["token_ids"] == ids and snap["stats"]["generated_tokens"] == len(ids)
+        assert snap["text"] == "".join(t["text"] for r in joined for t in r["tokens"] if t["kind"] != "rejected")
+    assert joined == final["rounds"][:len(joined)] and final["text"].startswith(writing[-1]["text"])
+    assert final.keys() - writing[-1].keys() >= {"finish_reason", "valid"}  # the result's own keys come with it
+
+
 def test_api_compare_false_runs_without_the_target_alone(client):
     """`compare` False was read as "the preset's", which compares: an API caller could not turn the
     comparison (and its measuring again, minutes on a CPU) off (a red-team pass)."""

@@ -74,8 +74,7 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
                                    think_budget=base.think_budget if think_budget == -1 else think_budget,
                                    **chosen_constraint({"schema": schema, "regex": regex, "grammar": grammar}, base))
     try:
-        for snap in live.live_run(settings):
-            yield live.run_to_dict(snap)
+        yield from live.streamed(live.live_run(settings))
     except PlaygroundError as exc:
         raise user_error(exc, page=False) from None
 
