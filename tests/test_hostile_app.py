@@ -1125,6 +1125,31 @@ def _late_read(app_url, event_id: str) -> str:
         return f"{refused.code}: {json.loads(refused.read())['detail']}"
 
 
+def test_a_stream_opened_again_after_its_reader_left_says_why_at_once(app_url):
+    """A reader that left mid-run and came back got a stream begun, then "404: Not Found" inside it, and the
+    server logged an 81-line traceback each time (an API review): Gradio let go of the event's messages as
+    the reader left, not of its id. Now a plain 404 that says why, and the id goes."""
+    import http.client
+
+    import app
+    queue = app.demo._queue
+    status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
+        {"data": ["def f(", "demo", 4, 0.0, 2000, 0, "", "", False, "", "", "", -1]}).encode())
+    event_id = json.loads(text)["event_id"]
+    url = urllib.parse.urlsplit(app_url)
+    reader = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    reader.request("GET", f"/gradio_api/call/generate/{event_id}")
+    answer = reader.getresponse()
+    assert answer.status == 200 and answer.read(17) == b"event: generating"  # the run writes: read, then gone
+    reader.close()
+    deadline = time.monotonic() + 60
+    while event_id in queue.event_ids_to_events or event_id in queue.pending_messages_per_session:
+        assert time.monotonic() < deadline  # (the run stops as its reader leaves; Gradio notices within 10 s)
+        time.sleep(0.2)
+    assert _late_read(app_url, event_id).startswith(f"404: nothing of event {event_id} is held here: its stream was closed")
+    assert event_id not in queue.pending_event_ids_session  # its id let go of too
+
+
 def test_a_run_nobody_reads_keeps_only_its_result_and_few_such_runs_are_kept(app_url, monkeypatch):
     """Gradio queued every snapshot of a /call/generate run (each the whole value) until someone
     read the stream, for up to 2,000 sessions: an unread 1,900-token compared run of the demo pair

@@ -133,8 +133,14 @@ def not_held(queue, path: str, query: bytes = b"") -> str:
     if not asked or queue is None:
         return ""
     event_id = asked.group(1)
-    if _session_of(queue, event_id) is not None:
+    session = _session_of(queue, event_id)
+    if session is not None and (event_id in queue.event_ids_to_events or session in queue.pending_messages_per_session):
         return ""
+    if session is not None:  # its reader left: Gradio let go of its messages, not of its id (a stream opened
+        queue.pending_event_ids_session[session].discard(event_id)  # again began, then failed: a traceback each)
+        _let_go_of_ids(queue, session)
+        return (f"nothing of event {event_id[:40]} is held here: its stream was closed before its result (a run "
+                "whose reader leaves stops there; its last snapshot read holds its text so far)")
     return (f"nothing of event {event_id[:40]} is held here: a result is kept until it is read once, and only the "
             f"newest {UNREAD_KEPT} results nobody has read")
 
