@@ -716,12 +716,15 @@ def test_api_generate_runs_a_share_link(client):
     assert client.predict(link=url, api_name="/generate")["token_ids"] == final["token_ids"]  # seeded: repeats
     experiments = url + "&tab=experiments&sweep_axis=temperature&sweep_values=0%2C0.5"  # the Experiments tab's link:
     assert client.predict(link=experiments, api_name="/generate")["token_ids"] == final["token_ids"]  # its settings run
-    for link, said in ((url + "&bogus=1", "the link: ignored unknown parameter 'bogus'"),
-                       (url + "&k=2&k=3", "the link: 'k' is given 3 times: the last, '3', is used"),
-                       (url.replace("preset=demo", "preset=nope"), "the link: unknown preset 'nope'"),
-                       (experiments + "&calc_k=999", "the link: ignored calc_k='999'")):  # (as the page says)
-        with pytest.raises(Exception, match=said):
+    refused = "the link is refused, nothing run (the page would run it without what it names): "  # (it read
+    for link, said in ((url + "&bogus=1", "ignored unknown parameter 'bogus'"),  # "the link: ignored ...", as if run)
+                       (url + "&k=2&k=3", "'k' is given 3 times: the last, '3', is used"),
+                       (url.replace("preset=demo", "preset=nope"), "unknown preset 'nope'"),
+                       (experiments + "&calc_k=999", "ignored calc_k='999'")):  # (as the page says)
+        with pytest.raises(Exception, match=re.escape(refused + said)):
             client.predict(link=link, api_name="/generate")
+    with pytest.raises(Exception, match=re.escape("regex is only spaces: give one, or leave it empty")):
+        client.predict(preset="demo-json", regex=" ", api_name="/generate")  # (it ran the preset's schema)
     with pytest.raises(Exception, match="give a preset or a link, not both"):
         client.predict(preset="demo", link=url, api_name="/generate")
     from playground.ui import api

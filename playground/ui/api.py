@@ -53,6 +53,9 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
             ("k", "max_new_tokens", "seed", "think_budget"), (k, max_new_tokens, seed, think_budget)))
         temperature = typed("temperature", temperature, float)
         compare = None if compare is None else typed("compare", compare, bool)
+        for name, text in (("schema", schema), ("regex", regex), ("grammar", grammar)):
+            if text and not text.strip():  # (dropped for the preset's own constraint: a regex " " ran its schema)
+                raise PlaygroundError(f"{name} is only spaces: give one, or leave it empty for the preset's own constraint")
     except PlaygroundError as exc:
         raise user_error(exc, page=False) from None
     if not (temperature == -1 or runnable_temperature(temperature)):  # NaN refused too
@@ -97,6 +100,7 @@ def _base_settings(preset: str, link: str) -> Settings:
     settings, notices = from_query(params, custom_models_allowed())  # link was refused), but checked as the page's
     notices = repeated + ignored + notices
     if notices:
-        raise PlaygroundError("the link: " + "; ".join(notice[:200] for notice in notices[:5])
+        raise PlaygroundError("the link is refused, nothing run (the page would run it without what it names): "
+                              + "; ".join(notice[:200] for notice in notices[:5])
                               + f" (and {len(notices) - 5} more)" * (len(notices) > 5))
     return settings
