@@ -79,3 +79,17 @@ def law_p(counts: dict, expected: dict, n: int = N_RUNS, strict: bool = True) ->
         return 0.0
     assert not unexpected, f"outputs of probability 0 under the target's law: {list(unexpected.items())[:5]}"
     return chi_square_p(counts, expected, n)
+
+
+def keep_every_drafted(monkeypatch, eos: int) -> None:
+    """A wrong rule for the negative controls: a drafted `eos` is always accepted (p(eos) raised to q(eos) on the
+    draft rows)."""
+    from playground.engine import verify
+    original = verify.accept_sampled
+
+    def biased(p, q, x, u, race, limit=None):
+        if q is not None:
+            p = p.clone()
+            p[:x.shape[0], eos] = torch.maximum(p[:x.shape[0], eos], q[:, eos])
+        return original(p, q, x, u, race, limit)
+    monkeypatch.setattr(verify, "accept_sampled", biased)

@@ -4,13 +4,12 @@ short: the whole output's law must be target-only decoding's, each step's logits
 after the committed tokens, then warped (tests/law.py). From a law audit of every way of drafting under
 a constraint (all held; three kept), with a negative control that shows the test's power."""
 import pytest
-import torch
 
 from playground import session
 from playground.constraints import from_user
 from playground.events import ACCEPTED, FORCED
 from tests import tiny
-from tests.law import P_MIN, counts_of, exact_law, law_p
+from tests.law import P_MIN, counts_of, exact_law, keep_every_drafted, law_p
 
 PLAIN = dict(temperature=1.0, top_k=0, top_p=1.0)
 CLOSE = dict(temperature=1.3, top_k=3, top_p=0.9)  # cuts among the 5 allowed tokens
@@ -75,16 +74,8 @@ def test_constrained_speculation_keeps_the_masked_targets_law(models, way):
 
 
 def test_negative_control_a_drafted_eos_always_kept_is_caught(models, monkeypatch):
-    """A wrong rule: a drafted EOS is always accepted (p(EOS) raised to q(EOS) on the draft rows)."""
-    from playground.engine import verify as verify_module
-    original = verify_module.accept_sampled
-
-    def biased(p, q, x, u, race, limit=None):
-        if q is not None:
-            p = p.clone()
-            p[:x.shape[0], 0] = torch.maximum(p[:x.shape[0], 0], q[:, 0])
-        return original(p, q, x, u, race, limit)
-    monkeypatch.setattr(verify_module, "accept_sampled", biased)
+    """A wrong rule: a drafted EOS (id 0 here) is always accepted."""
+    keep_every_drafted(monkeypatch, 0)
     pair, constraint, prompt, length, settings = setup(models, "chain-far-k4-llg")
     counts, _, _ = counts_of(pair, prompt, length, constraint=constraint, max_new_tokens=length, **settings)
     params = {key: settings[key] for key in PLAIN}

@@ -4,12 +4,10 @@ past position 3; a run stopped by EOS is shorter) follow the target's law of seq
 tree, prompt lookup, the feature draft, cascade, the adaptive policies, a reduced vocabulary: all held;
 these four kept), 2,500 seeded runs each, with a negative control that shows the test's power."""
 import pytest
-import torch
 
-from playground.engine import verify as verify_module
 from playground.events import ACCEPTED
 from tests import tiny
-from tests.law import P_MIN, counts_of, exact_law, law_p
+from tests.law import P_MIN, counts_of, exact_law, keep_every_drafted, law_p
 from tests.test_engine_sampling import PROMPT, V
 
 EOS = V - 1
@@ -77,17 +75,8 @@ def test_eos_inside_the_window_keeps_the_targets_law(models, way):
 
 
 def test_negative_control_a_drafted_eos_always_kept_is_caught(models, monkeypatch):
-    """A wrong rule: a drafted EOS is always accepted (p(EOS) raised to q(EOS) on draft rows)."""
-    original = verify_module.accept_sampled
-
-    def biased(p, q, x, u, race, limit=None):
-        if q is not None:
-            p = p.clone()
-            k = x.shape[0]
-            p[:k, EOS] = torch.maximum(p[:k, EOS], q[:, EOS])
-        return original(p, q, x, u, race, limit)
-
-    monkeypatch.setattr(verify_module, "accept_sampled", biased)
+    """A wrong rule: a drafted EOS is always accepted."""
+    keep_every_drafted(monkeypatch, EOS)
     pair, settings = pair_for(models, "chain-close-k4-warped")
     params = {key: settings[key] for key in PLAIN}
     counts, _, _ = counts_of(pair, PROMPT, 3, max_new_tokens=5, **settings)
