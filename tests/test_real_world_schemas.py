@@ -374,6 +374,23 @@ def test_a_string_pattern_bounds_the_cut_only_where_its_length_is_bounded(patter
     assert ("the tokens ran out first" in hint) == bounded and ("add maxLength" in hint) != bounded, hint
 
 
+def test_a_cut_inside_a_property_name_asks_for_a_bound_on_its_length():
+    """A labels map (additionalProperties strings, maxProperties 3) cut inside one endless name was told to
+    add additionalProperties: false, which would forbid every label (a review in Chromium)."""
+    from playground.constraints.cut import truncation_hint
+    labels = {"type": "object", "properties": {"labels": {"type": "object", "maxProperties": 3,
+                                                          "additionalProperties": {"type": "string"}}}}
+    hint = truncation_hint('{"labels": {"nginx-2-2-1-1-1', labels)
+    assert "cut inside the property name at /labels" in hint and "add propertyNames with a maxLength" in hint, hint
+    assert "additionalProperties: false" not in hint
+
+
+def test_a_string_no_value_satisfies_names_no_rule_it_does_not_have():
+    """A pattern against a format was put down to "the length limits" the schema did not have (a review)."""
+    with pytest.raises(PlaygroundError, match=r"those it has of a pattern, a format and length limits contradict"):
+        from_user(schema=json.dumps({"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}$", "format": "email"}))
+
+
 def test_the_cut_hint_stays_small_on_a_schema_that_multiplies():
     """anyOf [$ref "#" x 8, an array of "#"]: followed naively, each step of the path multiplied the
     subschemas (3.7 million at the first step, in the server process); each is followed once."""

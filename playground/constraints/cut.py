@@ -13,8 +13,9 @@ from playground.constraints.safety import NameMatcher, resolve
 FIXES = {  # kind of the open value -> (why it may not end, the bound that would end it)
     "string": ("the schema sets no maxLength (or enum, or pattern of bounded length) that would make it end",
                "maxLength"),
-    "key": ("the object allows more property names than the model stopped at (additionalProperties, patternProperties)",
-            "additionalProperties: false"),
+    "key": ("a property name with no bound on its length can go on with characters (how many names an object has is "
+            "another bound)", "propertyNames with a maxLength"),  # ('additionalProperties: false' was asked of a
+    # labels map cut inside one endless name: it would forbid every label; a review)
     "number": ("a number with no maximum can go on with digits", "maximum"),
     "array": ("an array with no maxItems can go on with items", "maxItems"),
     "object": ("the object allows more properties (additionalProperties) and the model kept adding them",

@@ -16,8 +16,9 @@ PREFIX = "Unsatisfiable schema:"
 PROCESSING = re.compile(r"while processing \S*?#(/\S*)")  # the node a $ref named, as llguidance says it
 NODES_MADE_FALSE = 32
 PLAIN = [  # llguidance's reason -> words for a person
-    (r"Regex is empty.*", "no string can follow all of its string rules at once (a pattern or format and the "
-                          "length limits contradict each other)"),
+    (r"Regex is empty.*", "no string can follow all of its string rules at once (those it has of a pattern, a "
+                          "format and length limits contradict each other)"),  # (it named length limits a
+    # schema had none of: a pattern against a format; a review)
     (r"incompatible types", "its parts ask for values of different types (allOf, or a type against an enum)"),
     (r"anyOf is empty", "it allows no value (an empty enum, or no alternative left)"),
     (r"required property '(.*)' is unsatisfiable", r"the required property '\1' can have no value"),
