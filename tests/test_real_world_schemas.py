@@ -391,6 +391,18 @@ def test_a_string_no_value_satisfies_names_no_rule_it_does_not_have():
         from_user(schema=json.dumps({"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}$", "format": "email"}))
 
 
+@pytest.mark.parametrize("schema, said", [
+    ({"type": "string", "format": "email", "maxLength": 30}, "minLength/maxLength together with format"),
+    ({"type": "string", "pattern": "^a+$", "maxLength": 5}, "minLength/maxLength together with pattern"),
+    ({"type": "integer", "multipleOf": 0.5}, "multipleOf"),
+])
+def test_what_xgrammar_drops_is_said_once_in_the_notes_words(tokenizer, schema, said):
+    """Each was said twice, the second time in xgrammar's own words ('xgrammar: format combined with
+    minLength/maxLength is not supported; ignoring ...'), or only in them (a pattern's, multipleOf 0.5's; a review)."""
+    notes = compiled(tokenizer, schema, "xgrammar").notes
+    assert notes == (f"not enforced while writing (checked after the run): {said}",), notes
+
+
 def test_the_cut_hint_stays_small_on_a_schema_that_multiplies():
     """anyOf [$ref "#" x 8, an array of "#"]: followed naively, each step of the path multiplied the
     subschemas (3.7 million at the first step, in the server process); each is followed once."""
