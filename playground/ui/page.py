@@ -327,9 +327,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     ended.then(None, None, None, js=focus_moved_to("#run-button"), queue=False, api_visibility="private")
     ended.then(remember_run, [measured, history], history, api_visibility="private")
     stop_btn.click(stop_run, None, None, queue=False, api_visibility="private")
-    for trigger in (race_tab.select, race_btn.click):
-        trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8, concurrency_id="race",
-                show_progress="hidden")
+    replays = [trigger(replay_race, race_lanes, race_html, api_visibility="private", concurrency_limit=8,
+                       concurrency_id="race", show_progress="hidden") for trigger in (race_tab.select, race_btn.click)]
+    run_btn.click(None, None, None, queue=False, api_visibility="private", cancels=replays)  # (a replay going on
+    # drew the last run's frames over this run's race)
     exports = [export_notes, export_vllm, export_sglang, export_hf]
     export_tab.select(named_inputs(export_view), SETTINGS, exports, api_name="export",
                       show_progress="hidden")  # loads nothing: the text of the setting
