@@ -306,9 +306,9 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     page.click("#run-button")
     expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
-    page.get_by_role("tab", name="Race").click()
-    expect(page.locator("#race .race-lane")).to_have_count(2, timeout=15_000)
-    expect(page.locator("#race .race-lane[data-finished=true]")).to_have_count(2, timeout=30_000)  # both reach the end
+    page.get_by_role("tab", name="Race").click()  # drawn as the runs ended, then replayed: wait for the replay's
+    page.wait_for_function("""document.querySelectorAll('#race .race-lane[data-finished=true]').length === 2
+        && document.querySelector('#race small').textContent.includes('replayed')""", timeout=30_000)  # end
     texts = page.locator("#race .race-text").all_inner_texts()
     assert texts[0] == texts[1] == page.locator("#output-text textarea").input_value()  # greedy: the same text
     first = texts[0]
@@ -316,8 +316,10 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
     page.locator("#max-tokens input[type=number]").fill("24")  # a second run, watched from this tab: the last run's
     page.locator("#max-tokens input[type=number]").press("Enter")  # race goes as it starts (it stayed, unmarked,
     page.click("#run-button")  # until the tab was selected again), this run's drawn as it ends, and the replay
-    expect(page.locator("#stop-button")).to_be_disabled(timeout=60_000)  # going on stops (its frames of the
-    page.wait_for_timeout(race.REPLAY_S * 1000 + 1000)  # last run's race were drawn over this run's)
+    expect(page.locator("#metrics")).to_contain_text(re.compile(r"\b24 tokens in"), timeout=60_000,  # going on
+                                                     use_inner_text=True)  # stops (its frames of the last run's
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=120_000)  # race were drawn over this run's)
+    page.wait_for_timeout(race.REPLAY_S * 1000 + 1000)  # past the replay's length
     texts = page.locator("#race .race-text").all_inner_texts()
     assert texts[0] == texts[1] == page.locator("#output-text textarea").input_value() != first
 
