@@ -70,7 +70,11 @@ def position_acceptance(events) -> tuple[list[float], list[float]]:
     """Per draft position i = 1..k, two definitions:
     prefix survival: of rounds that drafted position i, the share whose first i drafts were all kept;
     conditional: of rounds that drafted i and kept 1..i-1, the share that also kept i."""
-    counts = position_counts(events)
+    return _rates(position_counts(events))
+
+
+def _rates(counts: list[tuple[int, int, int]]) -> tuple[list[float], list[float]]:
+    """position_counts -> (prefix survival, conditional) per position."""
     return ([kept / drafted if drafted else 0.0 for kept, drafted, _ in counts],
             [kept / reached if reached else 0.0 for kept, _, reached in counts])
 
@@ -93,8 +97,8 @@ def acceptance_by_position(events) -> go.Figure:
     below ran into the axis's numbers); where both are the same the one number stands for both. Each rate
     is over its own rounds (those that drafted that far: a round's last guesses, cut by max new tokens or a
     policy, are fewer), so survival can fall where the conditional is 1 (a review): hover says how many."""
-    survival, conditional = position_acceptance(events)
     counts = position_counts(events)
+    survival, conditional = _rates(counts)
     xs = list(range(1, len(survival) + 1))
     below = ["top center" if y < 0.15 else "bottom center" for y in conditional]
     own = [f"{c:.2f}" if f"{c:.2f}" != f"{s:.2f}" else "" for s, c in zip(survival, conditional)]
