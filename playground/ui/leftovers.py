@@ -125,7 +125,8 @@ def send_message(self, event, message) -> None:
 def not_held(queue, path: str, query: bytes = b"") -> str:
     """Why the event whose stream `path` asks for (or the session, `query` naming it) has nothing to
     read, or "" (held, or not such a path). (Gradio's own answer for a session it does not hold
-    began a stream, then ended it with an error, logged with a traceback: 5.9 KB of log a request.)"""
+    began a stream, then ended it with an error, logged with a traceback: 5.9 KB of log a request.) An
+    event whose reader left keeps its id in Gradio's set, its messages gone: the id is let go of here."""
     if queue is not None and SESSION_STREAM.search(path):
         session = _session_asked(query)
         return "" if session in queue.pending_messages_per_session else f"no session {session[:40]!r} is held here"

@@ -301,13 +301,16 @@ def _round_title(r: Round) -> str:
     return f"round {r.index}: drafted {r.proposed} of k={r.k}{why}, accepted {r.accepted}{forced}"
 
 
+EOS_MARK = "⏎eos"  # an end of sequence (no text of its own), in the stream and the tree alike
+
+
 def _token_html(t, eos_ids) -> str:
     title = t.kind + "".join(f" · {name} {p:.3f}" for name, p in (("p_target", t.p_target), ("p_draft", t.p_draft))
                              if p is not None)
     if t.kind == REJECTED and t.p_target is None:
         title += " · never judged: it came after a refused guess"
     if t.token_id in eos_ids and not t.text:
-        return f'<span class="tok tok-{t.kind} tok-eos" tabindex="-1" title="{title} · end of sequence">⏎eos</span>'
+        return f'<span class="tok tok-{t.kind} tok-eos" tabindex="-1" title="{title} · end of sequence">{EOS_MARK}</span>'
     text = t.text if t.kind != REJECTED else t.text.replace("\n", "↵")  # a refused newline stays on its line
     if not text:  # ('·' read as the middle dot of 列夫·托尔斯泰)
         title += " · no text of its own: part of a character a later token completes, or a special token"
