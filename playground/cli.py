@@ -371,13 +371,15 @@ def _quiet_libraries() -> None:
 
 def stdin_prompt() -> str:
     """`--prompt -`: the prompt from standard input (a pipe was ignored in silence, and '-' sent as the
-    prompt: a CLI review), read up to the prompt's bound (past it, refused as a typed one is)."""
+    prompt: a CLI review), read up to the prompt's bound (past it, refused as a typed one is). Its one
+    last line end is dropped: what `echo`, a heredoc and an editor add (it was sent, and the demo pair
+    continued a line no one had begun); a blank line typed before it stays."""
     said_to_type("the prompt")
     text = sys.stdin.read(MAX_PROMPT_CHARS + 1)
     if len(text) > MAX_PROMPT_CHARS:  # (only so much is read: its length was said as the bound plus one)
         raise PlaygroundError(f"the prompt from standard input is longer than this host allows ({MAX_PROMPT_CHARS} "
                               "characters, PLAYGROUND_MAX_PROMPT_CHARS)")
-    return text
+    return text.removesuffix("\n").removesuffix("\r")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -373,9 +373,12 @@ def test_a_prompt_of_a_dash_is_read_from_standard_input(capsys, monkeypatch, sav
     """A CLI review: `echo ... | generate` ran the preset's prompt, and `--prompt -` the text "-"."""
     import io
     target, draft = saved_pair
-    monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):\n"))  # (echo's line end is not the prompt's)
     code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
     assert code == 0 and "; prompt 'def f(x):' (" in out.rstrip().splitlines()[-1]
+    monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):\r\n\n"))  # one line end dropped, a typed blank line kept
+    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
+    assert code == 0 and "; prompt 'def f(x):\\r\\n' (" in out.rstrip().splitlines()[-1], out
     monkeypatch.setattr("sys.stdin", io.StringIO("def g(y):"))
     assert main(["export", "--preset", "demo", "--prompt", "-"]) == 0  # export's --prompt too (a review: it sent "-")
     out = capsys.readouterr().out
