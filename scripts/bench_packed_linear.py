@@ -21,7 +21,6 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
 from playground.measure import pass_costs  # noqa: E402
-from playground.models import loading as models  # noqa: E402
 from playground.models import locate  # noqa: E402
 from playground.models import packed_linear  # noqa: E402
 from playground.models.batch_invariant import two_row_linear  # noqa: E402

@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground.models import packaged  # noqa: E402
-from playground.constraints import ConstraintSpec, compile as constraint_compile, from_user, worker  # noqa: E402
+from playground.constraints import compile as constraint_compile, from_user, worker  # noqa: E402
 from playground.errors import PlaygroundError  # noqa: E402
 
 MODEL = "smollm2-135m-instruct"
