@@ -8,26 +8,18 @@ import sys
 from playground.errors import PlaygroundError
 
 try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the import's traceback
-    import torch
-    from playground.engine.attention import folds_on
-    from playground.engine.layer_regions import by_layer_on
-    from playground.models.fused_projections import fuses_on
-    from playground.models.loading import load_pair
-    from playground.models.placement import cpu_dtype_asked, on_zero_gpu
+    from playground.session import host
     from playground.ui.inputs import DEFAULT
     from playground.ui.page import demo
     from playground.ui.serving import launch_options, queue_options
     from playground.ui.warm_up import wanted, warm_up
-    cpu_dtype_asked()
-    for reads_its_flag in (folds_on, fuses_on, by_layer_on):  # as a GPU model loads or compiles
-        # (PLAYGROUND_FOLD_GQA, _FUSE_PROJECTIONS, _REGIONAL_COMPILE): now
-        reads_its_flag(torch.device("cuda"))
+    host.check_settings()
     WARM_UP = wanted()
 except PlaygroundError as exc:
     sys.exit(f"error: {exc}")
 
-if on_zero_gpu():  # ZeroGPU: weights load at start-up, moved to the GPU per call
-    load_pair(DEFAULT.target, DEFAULT.draft)
+if host.on_zero_gpu():  # ZeroGPU: weights load at start-up, moved to the GPU per call
+    host.weights_at_start(DEFAULT.target, DEFAULT.draft)
 
 if __name__ == "__main__":
     if {"-h", "--help"} & set(sys.argv[1:]):

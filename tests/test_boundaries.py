@@ -81,6 +81,14 @@ def test_imports_point_down_between_rooms():
                 assert ROOMS.index(other) > ROOMS.index(own), f"{path.relative_to(PACKAGE)} imports {module}: up a room"
 
 
+def test_the_page_reaches_the_engine_and_the_models_only_through_the_session():
+    """DESIGN.md's picture, UI -> session -> engine -> models: the page (and app.py, which starts it) asked
+    models and engine modules for host settings directly; it asks playground.session.host now."""
+    for path in [*(PACKAGE / "ui").glob("*.py"), PACKAGE.parent / "app.py"]:
+        bad = sorted(m for m in imported_modules(path) if room(m) in ("engine", "models"))
+        assert not bad, f"{path.name} imports {bad}"
+
+
 def test_the_cli_and_the_export_do_not_import_the_page():
     """The CLI is the page's peer, and the export is pure text: what they share lives below the UI."""
     for name in ("cli.py", "cli_args.py", "__main__.py", "export.py"):

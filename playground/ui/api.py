@@ -6,7 +6,7 @@ import urllib.parse
 from playground.config import runnable_temperature
 from playground.errors import PlaygroundError
 from playground.limits import at_most
-from playground.models.loading import custom_models_allowed
+from playground.session.host import custom_models_allowed
 from playground.presets import Settings, chosen_constraint
 from playground.ui import live
 from playground.ui.experiment_link import experiment_from_query

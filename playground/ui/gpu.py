@@ -3,7 +3,7 @@
 import spaces
 
 from playground.limits import GPU_SECONDS
-from playground.models.placement import on_zero_gpu
+from playground.session.host import on_zero_gpu
 
 EXPERIMENT_RUNS = 3  # an experiment's lease: three runs' time
 

@@ -16,8 +16,7 @@ from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHA
                                MAX_SYSTEM_CHARS, at_most)
 from playground.metrics import counted
 from playground.draft_ids import NGRAM, draft_model, uses_lookup
-from playground.models.loading import custom_models_allowed, is_way_of_drafting
-from playground.models.locate import hub_resolves
+from playground.session.host import custom_models_allowed, hub_resolves, is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query

@@ -18,7 +18,7 @@ from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on
 from playground.events import Round, RunResult, round_json
 from playground.metrics import comparison_json, engine_seconds, summarize
-from playground.models.loading import custom_models_allowed
+from playground.session.host import custom_models_allowed
 from playground.presets import Settings, all_presets, hosted_models, policy_as_run
 from playground.ui.addresses import device_waiting
 from playground.ui.pacing import paced

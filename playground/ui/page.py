@@ -7,7 +7,7 @@ import gradio as gr
 
 from playground.limits import (CONCURRENCY, MAX_GRAMMAR_CHARS, MAX_PROMPT_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SWEEP_PROMPTS,
                                MAX_SYSTEM_CHARS)
-from playground.models.loading import custom_models_allowed
+from playground.session.host import custom_models_allowed
 from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import gradio_patches, render, race

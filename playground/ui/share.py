@@ -11,7 +11,7 @@ from playground.config import MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE, runnable_
 from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
-from playground.models.loading import is_way_of_drafting
+from playground.session.host import is_way_of_drafting
 from playground.typed import TooLong, decimal, switch, whole
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
 

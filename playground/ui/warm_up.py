@@ -12,7 +12,7 @@ import logging
 import time
 
 from playground.limits import env_flag
-from playground.models.placement import on_zero_gpu
+from playground.session.host import on_zero_gpu
 from playground.presets import Settings
 from playground.ui.live import prepare
 from playground.ui.pacing import on_engine
