@@ -235,3 +235,47 @@ def test_a_feature_drafts_target_gives_its_own_logits(arch):
         hidden = model.get_decoder()(input_ids=ids[None]).last_hidden_state[0]
     assert torch.allclose(logits, expected, atol=1e-5)
     assert kept.hidden.shape == (5, 32) and torch.allclose(kept.hidden, hidden, atol=1e-5)
+
+
+def test_a_runs_features_are_its_own_while_another_run_passes_the_same_model():
+    """A Space review (PLAYGROUND_CONCURRENCY=2, two SmolLM2 runs at once): the hook that keeps a target's
+    features was on the shared model, so another thread's pass wrote its own features into this run's
+    (acceptance 0.32 alone, 0.31 beside another run; the texts still the target's). Here thread A is held
+    after its decoder ran and before its hook is taken off, while thread B makes a whole pass."""
+    import threading
+
+    from playground.engine.runner import ModelRunner
+    model = tiny.tiny_model(vocab=64)
+    mine, other = torch.tensor([3, 9, 27, 5, 11]), torch.tensor([7, 7, 1, 2])
+    with torch.inference_mode():
+        alone = ModelRunner(model, 64, keep_hidden=True)
+        alone.prefill(mine)
+        expected = alone.hidden.clone()
+    a, b = ModelRunner(model, 64, keep_hidden=True), ModelRunner(model, 64, keep_hidden=True)
+    decoded, passed = threading.Event(), threading.Event()
+
+    def hold_a(module, args):  # on the head: A's decoder (and its hook) has run, its hook is still on
+        if threading.current_thread().name == "A" and not decoded.is_set():
+            decoded.set()
+            assert passed.wait(60)
+    held = model.lm_head.register_forward_pre_hook(hold_a)
+
+    def run_a():
+        with torch.inference_mode():
+            a.prefill(mine)
+
+    def run_b():
+        assert decoded.wait(60)
+        with torch.inference_mode():
+            b.prefill(other)
+        passed.set()
+    threads = [threading.Thread(target=run_a, name="A"), threading.Thread(target=run_b, name="B")]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        held.remove()
+    assert passed.is_set() and a.hidden.shape == expected.shape and torch.equal(a.hidden, expected)
+    assert b.hidden.shape[0] == len(other)
