@@ -100,11 +100,15 @@ CHECK_SECONDS = 1.0  # the longest a regex may take to check one output (the `re
 # UTF-8). Gradio keeps each session's last value of every input in memory, so only the newest
 # SESSIONS_KEPT sessions are kept (not 10,000), and each value is bounded (playground.ui.calls:
 # about 4.3 Mi characters for all the inputs of a session, 0.54 GiB over 128 sessions; up to 4 bytes a
-# character: 2.2 GiB); at most QUEUE_SIZE events wait, each holding its body (256 MiB), and at most 16 bodies
+# character: 2.2 GiB); at most QUEUED_IN_ALL events wait, each holding its body (512 MiB), and at most 16 bodies
 # past 16 KiB are read and checked at once (playground.ui.serving.BodySlot: 128 MiB).
 MAX_REQUEST_BYTES = _env_int("PLAYGROUND_MAX_REQUEST_MIB", 8) * 2**20
 SESSIONS_KEPT = _env_int("PLAYGROUND_SESSIONS_KEPT", 128)
-QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)
+QUEUE_SIZE = _env_int("PLAYGROUND_QUEUE_SIZE", 32)  # runs waiting for the device, every address together
+# Gradio's queue holds as many quick events (a share link, an export, a constraint's check) again beside them:
+# it counts both kinds together, and 33 runs from 11 addresses had every visitor's Share link and Export
+# refused, "Queue is full" (a Space review); a run past QUEUE_SIZE is refused by the guard instead.
+QUEUED_IN_ALL = 2 * QUEUE_SIZE
 # Runs on the device (a run, a sweep, Compare drafts, the API's generate) one address may have queued or
 # running at once: one caller's 32 calls filled the queue and held everyone else off for 32 runs. A
 # page held at most 1 at any join of the browser tests; people behind one shared address (a classroom's

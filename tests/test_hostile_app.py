@@ -963,6 +963,32 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
 
 
+def test_runs_waiting_from_every_address_leave_room_for_quick_events(app_url, monkeypatch):
+    """A Space review: 33 runs from 11 addresses filled Gradio's queue, which counts every kind of event
+    together, and every visitor's Share link and Export was refused ("Queue is full"). Past QUEUE_SIZE runs
+    waiting, from every address together, a run is refused by the guard saying so; quick events still join."""
+    import app
+    from playground.limits import QUEUE_SIZE, QUEUED_IN_ALL
+    assert app.queue_options()["max_size"] == QUEUED_IN_ALL == 2 * QUEUE_SIZE
+    queue = app.demo._queue
+    monkeypatch.setattr(addresses, "QUEUE_SIZE", 1)  # the same bounds, for a host of one run waiting
+    monkeypatch.setattr(queue, "max_size", 2)
+    args = ("def f(", "demo", 4, 0.0, 384, 0, "", "", False)
+    clients = [Client(app_url, verbose=False, headers={"X-Forwarded-For": f"203.0.113.{30 + i}"}) for i in range(2)]
+    held = [c.submit(*args, api_name="/generate") for c in clients]
+    deadline = time.monotonic() + 60
+    while addresses.runs_waiting(queue) < 1:  # one run on the device, the other waiting for it
+        assert time.monotonic() < deadline, [j.status().code.name for j in held]
+        time.sleep(0.02)
+    fn = {d.get("api_name"): d["id"] for d in clients[0].config["dependencies"]}
+    status, text = _join(app_url, fn["generate"], list(args) + ["", "", "", -1], "198.51.100.33")
+    assert status == 503 and "the queue of runs is full (1 waiting for the device" in text, (status, text)
+    assert _join(app_url, fn["share_link"], [], "198.51.100.33")[0] == 200  # a quick event joins
+    assert _join(app_url, fn["export"], [], "198.51.100.34")[0] == 200
+    for job in held:
+        assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
+
+
 def test_a_call_naming_no_function_or_session_is_a_404(app_url):
     """Gradio answered an fn_index naming no function (or one that runs in the page alone) with a bare
     500 and printed a traceback, and a page's stream of a session it does not hold began, then ended

@@ -5,7 +5,9 @@ guard asks `joining` before a call joins the queue.
   of any kind (a quarter of the queue), queued, running or joining: past the first, its next join of
   the queue for a run (/queue/join, or /call/<name>, which joins it too; a function not known counts
   as a run) is refused with the status of Gradio's own "queue full" (503; Gradio's clients show their
-  own words for it), past the second any join; the others go on. A page's first load joins three
+  own words for it), past the second any join; the others go on. Every address together has at most
+  QUEUE_SIZE runs waiting for the device (RUNS_FULL past them): Gradio's queue counts every kind of event
+  together, and runs from 11 addresses filled it (every visitor's Share link and Export "Queue is full"). A page's first load joins three
   quick events at once (the calculator's chart, the export, the thinking budget), none a run. A
   run's work counts until it ends on the engine thread, also once Gradio's /cancel has taken its
   event out of the queue (a cancel ends its constraint's compile in a worker, and work cancelled
@@ -27,9 +29,10 @@ from contextlib import asynccontextmanager
 import anyio
 from gradio.context import LocalContext
 
-from playground.limits import DEVICE_RUNS_PER_CLIENT, PROXY_HOPS, QUEUED_PER_CLIENT, QUICK_PER_LANE
+from playground.limits import DEVICE_RUNS_PER_CLIENT, PROXY_HOPS, QUEUE_SIZE, QUEUED_PER_CLIENT, QUICK_PER_LANE
 from playground.ui import pacing
 
+RUNS_FULL = "runs full"  # share_taken's word where QUEUE_SIZE runs of every address wait for the device already
 DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
 _joining = anyio.Lock()  # joins checked one at a time, each counted as pending before the next is checked
 _pending = collections.Counter()  # address -> its joins passed on to Gradio and not yet answered
@@ -87,7 +90,11 @@ def keyed(address: str) -> str:
 
 def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
     """What `caller` holds in Gradio's queue (waiting, running, or joining now) where that is its
-    whole share for one more event in `lane` (a concurrency_id; DEVICE: a run), else ""."""
+    whole share for one more event in `lane` (a concurrency_id; DEVICE: a run), else "". RUNS_FULL where
+    `lane` is DEVICE and QUEUE_SIZE runs, from every address together, wait or join already: quick events
+    keep their room in Gradio's queue (limits.QUEUED_IN_ALL)."""
+    if lane == DEVICE and runs_waiting(queue) >= QUEUE_SIZE:
+        return RUNS_FULL
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
     mine = [e for e in waiting + running if address_of(e.request) == caller]
@@ -101,6 +108,14 @@ def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
     if lane == DEVICE and in_lane + len(cancelled) >= DEVICE_RUNS_PER_CLIENT:
         return f"{in_lane + len(cancelled)} runs on the device"
     return f"{in_lane} events of this kind" if lane != DEVICE and in_lane >= QUICK_PER_LANE else ""
+
+
+def runs_waiting(queue) -> int:
+    """Runs in Gradio's queue waiting for the device, and those of every address joining it now."""
+    waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue is not None else None
+    return (len(waiting.queue) if waiting else 0) + sum(n for (_, lane), n in _pending_lanes.items() if lane == DEVICE)
+
+
 SERVER_PID = os.getpid()  # the process that serves the page and holds Gradio's queue
 
 

@@ -42,7 +42,7 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
-from playground.limits import CONCURRENCY, MAX_REQUEST_BYTES, MAX_URL_CHARS, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUE_SIZE, SESSIONS_KEPT
+from playground.limits import CONCURRENCY, MAX_REQUEST_BYTES, MAX_URL_CHARS, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUED_IN_ALL, SESSIONS_KEPT
 from playground.ui import addresses, leftovers, pacing, sessions
 from playground.ui.addresses import DEVICE, client_address
 from playground.ui.calls import NO_FILES, VALUE_CHARS, parsed, refusal
@@ -148,6 +148,9 @@ class RequestGuard:
             return await self.app(scope, _replay(body, receive, slot.release), leftovers.on_cancel(queue, path, body, send))
         lane = DEVICE if fn is None else fn.concurrency_id  # a function not known counts as a run
         async with addresses.joining(queue, caller, lane) as held:
+            if held == addresses.RUNS_FULL:
+                return await refuse(send, 503, f"the queue of runs is full ({addresses.QUEUE_SIZE} waiting for the device, "
+                                               "this host's most: PLAYGROUND_QUEUE_SIZE); try again once some have ended")
             if held:
                 return await refuse(send, 503, f"this address already has {held} queued or running; start another "
                                                "once one has ended")
@@ -312,7 +315,7 @@ QUIET_TRACEBACKS = QuietTracebacks()  # (installed by playground.ui.gradio_patch
 
 def queue_options() -> dict:
     """Keyword arguments of demo.queue for every host."""
-    return {"default_concurrency_limit": CONCURRENCY, "max_size": QUEUE_SIZE, "api_open": False}
+    return {"default_concurrency_limit": CONCURRENCY, "max_size": QUEUED_IN_ALL, "api_open": False}
 
 
 def launch_options() -> dict:
