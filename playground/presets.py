@@ -228,7 +228,7 @@ def gpu_host() -> bool:
 
 def default_preset_name() -> str:
     """PLAYGROUND_PRESET where it names a preset here (else a warning); else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
-    offline (bf16 on CPUs with bf16 dot products, float32 with packed products elsewhere: both
+    without the hub (packaged, converted, or in the hub's local cache; bf16 on CPUs with bf16 dot products, float32 with packed products elsewhere: both
     flat in the pass width and exact, see playground.models.batch_invariant); else the toy demo pair."""
     if asked := os.environ.get("PLAYGROUND_PRESET"):
         presets = all_presets()
@@ -241,8 +241,8 @@ def default_preset_name() -> str:
                         f" (did you mean {close[0]!r}?)" if close else "")
     if torch.cuda.is_available():
         return GPU_DEFAULT
-    smollm2 = all_presets().get(CPU_DEFAULT)
-    return CPU_DEFAULT if smollm2 and packaged.available_offline(smollm2.target) else CPU_FALLBACK
+    smollm2 = all_presets().get(CPU_DEFAULT)  # (the hub's local cache counts: a CPU Space preloads SmolLM2 there, and
+    return CPU_DEFAULT if smollm2 and smollm2.here else CPU_FALLBACK  # opened on the toy pair: its package needs --no-deps)
 
 
 def default_preset() -> Preset:

@@ -75,7 +75,19 @@ def test_default_preset(monkeypatch, tmp_path, caplog):
     monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "bfloat16")
     monkeypatch.setenv("PLAYGROUND_CACHE", str(tmp_path))  # nothing converted yet...
     monkeypatch.setattr(packaged, "gguf_path", lambda model: None)  # ...and no package: it would need the hub
+    import huggingface_hub.constants
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     assert default_preset_name() == "demo"
+    # A CPU Space: no package (it installs with --no-deps, which requirements.txt cannot say), SmolLM2 preloaded
+    # into the hub's cache by the front matter's preload_from_hub (a Space review: it opened on the toy pair)
+    hub_id = packaged.PACKAGED["smollm2-135m-instruct"].hub_id
+    snapshot = tmp_path / "hub" / f"models--{hub_id.replace('/', '--')}" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("0" * 40)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot / "model.safetensors").write_bytes(b"")
+    assert default_preset_name() == "smollm2"
 
 
 def test_an_unknown_cpu_dtype_is_refused(monkeypatch):

