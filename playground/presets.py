@@ -11,7 +11,7 @@ import torch
 
 from playground.config import CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, GPU_DEFAULT
 from playground.models import loading as models
-from playground.models import locate, packaged
+from playground.models import locate
 from playground.models.placement import compiles_by_default, on_zero_gpu
 from playground.draft_ids import NGRAM, NO_PROBABILITIES, cascade, confidence_unused, draft_model
 from playground.errors import PlaygroundError
@@ -228,8 +228,9 @@ def gpu_host() -> bool:
 
 def default_preset_name() -> str:
     """PLAYGROUND_PRESET where it names a preset here (else a warning); else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
-    without the hub (packaged, converted, or in the hub's local cache; bf16 on CPUs with bf16 dot products, float32 with packed products elsewhere: both
-    flat in the pass width and exact, see playground.models.batch_invariant); else the toy demo pair."""
+    without the hub (packaged, converted, or in the hub's local cache; bf16 on CPUs with bf16 dot products,
+    float32 with packed products elsewhere: both flat in the pass width and exact, see
+    playground.models.batch_invariant); else the toy demo pair."""
     if asked := os.environ.get("PLAYGROUND_PRESET"):
         presets = all_presets()
         if asked in presets:

@@ -7,9 +7,9 @@ guard asks `joining` before a call joins the queue.
   as a run) is refused with the status of Gradio's own "queue full" (503; Gradio's clients show their
   own words for it), past the second any join; the others go on. Every address together has at most
   QUEUE_SIZE runs waiting for the device (RUNS_FULL past them): Gradio's queue counts every kind of event
-  together, and runs from 11 addresses filled it (every visitor's Share link and Export "Queue is full"). A page's first load joins three
-  quick events at once (the calculator's chart, the export, the thinking budget), none a run. A
-  run's work counts until it ends on the engine thread, also once Gradio's /cancel has taken its
+  together, and runs from 11 addresses filled it (every visitor's Share link and Export "Queue is full").
+  A page's first load joins three quick events at once (the calculator's chart, the export, the
+  thinking budget), none a run. A run's work counts until it ends on the engine thread, also once Gradio's /cancel has taken its
   event out of the queue (a cancel ends its constraint's compile in a worker, and work cancelled
   while it waited for the thread never starts: playground.ui.pacing). In one quick lane (a function's, or the constraint
   checks') an address holds at most QUICK_PER_LANE: the lane serves one at a time. The runs waiting
