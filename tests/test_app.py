@@ -582,6 +582,34 @@ def test_an_experiment_gives_way_only_past_its_share_of_the_device(monkeypatch):
     assert experiments_tab.Halt(None, "sweep").limit == 900
 
 
+def test_api_stream_reaches_the_client_as_the_server_yields_it(client, monkeypatch):
+    """Gradio sends each streamed value as edits from the last, and shifted the deletes inside a list's
+    elements twice: where a round's tokens shrank in the rounds list, the client rebuilt wrong values,
+    or gradio_client raised IndexError mid-run (a CI run of test_api_constrained_run_is_valid_json).
+    Here every snapshot is streamed (no pacing, none skipped), so each carries the one round new since
+    the last, and a round of 9 tokens (forced ones) is followed by one of 5."""
+    from gradio_client.utils import apply_diff
+
+    from playground.ui import api, live
+    yielded, streamed, live_run = [], live.streamed, live.live_run
+
+    def kept(snaps):
+        for out in streamed(snaps):
+            yielded.append(json.loads(json.dumps(out)))
+            yield out
+    monkeypatch.setattr(api.live, "streamed", kept)
+    monkeypatch.setattr(api.live, "live_run", functools.partial(live_run, every=0))
+    monkeypatch.setattr(live, "MIN_UPDATE_S", 0)
+    job = client.submit("config = ", "demo-json", 4, 0.0, 384, 1, "", "", False, api_name="/generate")
+    final = job.result(timeout=300)
+    rebuilt = [json.loads(json.dumps(out)) for out in job.outputs()]
+    assert final == yielded[-1] and rebuilt == yielded[:len(rebuilt)] and len(rebuilt) >= len(yielded) - 1
+    assert any(len(new["tokens"]) < len(old["tokens"])  # (what the edits got wrong happened in this run)
+               for before, after in zip(yielded, yielded[1:]) for old, new in zip(before["rounds"], after["rounds"]))
+    old, new = {"rounds": [{"tokens": [0, 1, 2, 3]}, {"tokens": [1]}]}, {"rounds": [{"tokens": [7, 8]}]}
+    assert apply_diff(old, gr.utils.diff(old, new)) == new  # (Gradio's own made [{"tokens": [7, 3]}])
+
+
 def test_api_constrained_run_is_valid_json(client):
     final = client.predict("config = ", "demo-json", 0, -1.0, 0, 1, "", "", False, api_name="/generate")
     assert final["valid"] is True
