@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import re
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -877,9 +878,12 @@ def test_the_calculator_refuses_values_past_its_sliders():
         assert said in calculator(*args, [])[0]
 
 
-def _join(app_url, fn_index: int, data: list, address: str, route: str = "queue/join") -> tuple[int, str]:
+def _join(app_url, fn_index: int, data: list | None, address: str, route: str = "queue/join") -> tuple[int, str]:
     """A raw join of the queue from `address` (through the local proxy the test server's peer is)
-    -> (status, body)."""
+    -> (status, body). data None: each input's own value, as the page sends them."""
+    if data is None:
+        from playground.ui import page
+        data = [getattr(component, "value", None) for component in page.demo.fns[fn_index].inputs]
     body = {"data": data, "fn_index": fn_index, "session_hash": f"s-{address}"}
     if route.startswith("call/v2/"):  # the inputs by name (a "data" list there is refused: no such input)
         from playground.ui import page
@@ -953,11 +957,11 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
         status, text = _join(app_url, index, list(args) + ["", "", "", -1], "203.0.113.7", route)  # (all 13)
         assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
     monkeypatch.setattr(addresses, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
-    status, text = _join(app_url, fn["share_link"], [], "203.0.113.7")
+    status, text = _join(app_url, fn["share_link"], None, "203.0.113.7")
     assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} events queued or running" in text
-    assert _join(app_url, fn["share_link"], [], "198.51.100.9")[0] == 200  # another address joins
+    assert _join(app_url, fn["share_link"], None, "198.51.100.9")[0] == 200  # another address joins
     monkeypatch.undo()
-    assert _join(app_url, fn["share_link"], [], "203.0.113.7")[0] == 200  # a quick event, not a run, joins
+    assert _join(app_url, fn["share_link"], None, "203.0.113.7")[0] == 200  # a quick event, not a run, joins
     assert other.predict("def g(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")["text"] is not None
     for job in held:  # each held run was served in its turn
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
@@ -973,18 +977,32 @@ def test_runs_waiting_from_every_address_leave_room_for_quick_events(app_url, mo
     queue = app.demo._queue
     monkeypatch.setattr(addresses, "QUEUE_SIZE", 1)  # the same bounds, for a host of one run waiting
     monkeypatch.setattr(queue, "max_size", 2)
+    from playground import session
+    reached, gate, generate = threading.Event(), threading.Event(), session.generate
+
+    def held_at_the_gate(*args, **kwargs):  # the run on the device makes nothing until the gate opens
+        reached.set()
+        gate.wait(120)
+        yield from generate(*args, **kwargs)
+    monkeypatch.setattr(session, "generate", held_at_the_gate)  # (a run of 384 tokens could end, and the
+    # run waiting take its place, before the third joined: a CI run saw it join)
     args = ("def f(", "demo", 4, 0.0, 384, 0, "", "", False)
     clients = [Client(app_url, verbose=False, headers={"X-Forwarded-For": f"203.0.113.{30 + i}"}) for i in range(2)]
-    held = [c.submit(*args, api_name="/generate") for c in clients]
-    deadline = time.monotonic() + 60
-    while addresses.runs_waiting(queue) < 1:  # one run on the device, the other waiting for it
-        assert time.monotonic() < deadline, [j.status().code.name for j in held]
-        time.sleep(0.02)
-    fn = {d.get("api_name"): d["id"] for d in clients[0].config["dependencies"]}
-    status, text = _join(app_url, fn["generate"], list(args) + ["", "", "", -1], "198.51.100.33")
-    assert status == 503 and "the queue of runs is full (1 waiting for the device" in text, (status, text)
-    assert _join(app_url, fn["share_link"], [], "198.51.100.33")[0] == 200  # a quick event joins
-    assert _join(app_url, fn["export"], [], "198.51.100.34")[0] == 200
+    waiting = queue.event_queue_per_concurrency_id
+    held, deadline = [], time.monotonic() + 60
+    try:
+        for client, placed in zip(clients, (reached.is_set, lambda: len(waiting[addresses.DEVICE].queue) == 1)):
+            held.append(client.submit(*args, api_name="/generate"))  # one run on the device, then one waiting
+            while not placed():  # for it (not a join counted while the guard checks it: the two at once, the
+                assert time.monotonic() < deadline, [j.status().code.name for j in held]  # second was refused)
+                time.sleep(0.02)
+        fn = {d.get("api_name"): d["id"] for d in clients[0].config["dependencies"]}
+        status, text = _join(app_url, fn["generate"], list(args) + ["", "", "", -1], "198.51.100.33")
+        assert status == 503 and "the queue of runs is full (1 waiting for the device" in text, (status, text)
+        assert _join(app_url, fn["share_link"], None, "198.51.100.33")[0] == 200  # a quick event joins
+        assert _join(app_url, fn["export"], None, "198.51.100.34")[0] == 200
+    finally:
+        gate.set()
     for job in held:
         assert job.result(timeout=300)["stats"]["generated_tokens"] > 0
 
@@ -1000,7 +1018,7 @@ def test_a_call_naming_no_function_or_session_is_a_404(app_url):
             status, text = post(app_url, path, json.dumps({"data": [], "fn_index": index, "session_hash": "x"}).encode())
             assert status == 404 and said in text, (path, index, status, text[:300])
     fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
-    assert _join(app_url, fn["share_link"], [], "192.0.2.61")[0] == 200  # session s-192.0.2.61 held (not read)
+    assert _join(app_url, fn["share_link"], None, "192.0.2.61")[0] == 200  # session s-192.0.2.61 held (not read)
     for query in ("session_hash=never-joined", "session_hash=s-192.0.2.61&session_hash=never-joined"):  # (Starlette
         try:  # reads the last: the first passed a session held, and Gradio streamed another)
             urllib.request.urlopen(f"{app_url}gradio_api/queue/data?{query}", timeout=30)
@@ -1213,7 +1231,7 @@ def test_one_session_of_many_unread_events_keeps_the_newest_results_only(app_url
     fn = {d.get("api_name"): d["id"] for d in Client(app_url, verbose=False).config["dependencies"]}
     queue = app.demo._queue
     for _ in range(6):
-        status, text = _join(app_url, fn["share_link"], [], "192.0.2.44")
+        status, text = _join(app_url, fn["share_link"], None, "192.0.2.44")
         event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 60
         while event_id in queue.event_ids_to_events:
             assert time.monotonic() < deadline
@@ -1449,6 +1467,28 @@ def test_the_pages_own_functions_are_not_called_by_name(app_url):
         f"{values - 1} (or give them by name" in text, text  # (Gradio's words listed its components' reprs)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps({"data": ["x"] * 14}).encode())
     assert status == 400 and "takes 13 values" in text, text  # (a 14th was dropped unsaid)
+
+
+def test_a_join_by_fn_index_holds_its_functions_number_of_values(app_url):
+    """An API review: a join of the queue (or /run/predict) by fn_index with too few values ended in
+    Gradio's own error, listing its components' reprs, and logged a traceback; one too many was dropped
+    unsaid. Each is refused before Gradio reads it, as /call/<name> is; the right number still joins."""
+    import app
+    fns = {fn.api_name: (index, fn) for index, fn in app.demo.fns.items() if fn.api_name}
+    index, generate = fns["generate"]
+    values = len(generate.inputs)
+    for count in (1, values + 1):
+        status, text = _join(app_url, index, ["x"] * count, "198.51.100.71")
+        assert status == 400 and text.count(f"function {index} (/generate) takes {values} values, in the order "
+                                            f"/gradio_api/info lists them, not {count}") == 1, (count, status, text)
+    private = next(index for index, fn in app.demo.fns.items() if fn.fn and fn.inputs and fn.api_visibility == "private")
+    status, text = _join(app_url, private, [], "198.51.100.72")
+    wanted = len(app.demo.fns[private].inputs)
+    assert status == 400 and f"function {private} takes {wanted} values, not 0" in text, (status, text)
+    assert _join(app_url, fns["share_link"][0], None, "198.51.100.73")[0] == 200  # each value, as the page sends
+    unqueued = next(index for index, fn in app.demo.fns.items() if fn.fn and fn.inputs and not fn.queue)
+    status, text = _join(app_url, unqueued, [], "198.51.100.74", "run/predict")  # (a queued one's: Gradio's
+    assert status == 400 and f"function {unqueued} takes " in text, (status, text)  # "join the queue")
 
 
 def test_a_cancel_ends_only_an_event_of_the_session_it_names(app_url):

@@ -132,7 +132,7 @@ def _session(call) -> str | None:
 def _field_refusal(call, fn, path: str) -> tuple[int, str] | None:
     """The checks of a parsed call, short or long, past its values' bounds."""
     return (odd_session(call) or not_finite(call, path) or private_by_name(call, fn, path) or misnamed_input(call, fn, path)
-            or unknown_function(call, fn, path))
+            or unknown_function(call, fn, path) or miscounted_values(call, fn, path))
 
 
 def private_by_name(call, fn, path: str) -> tuple[int, str] | None:
@@ -235,15 +235,33 @@ def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
     if not isinstance(call, dict):
         return None
     if not by_name:  # (9 values: Gradio's answer listed its components' reprs; 14: the last dropped unsaid)
-        data = call.get("data")
-        if isinstance(data, list) and len(data) != len(fn.inputs):
-            return 400, (f"/{fn.api_name} takes {len(fn.inputs)} values, in the order /gradio_api/info lists them, not "
-                         f"{len(data)} (or give them by name, each optional: /gradio_api/call/v2/{fn.api_name})")
-        return None
+        return _miscounted(call, fn, f"/{fn.api_name}", ", in the order /gradio_api/info lists them",
+                           f" (or give them by name, each optional: /gradio_api/call/v2/{fn.api_name})")
     names = list(fn.input_parameter_names)
     wrong = next((name for name in call if name not in names and name != "oauth_token"), None)
     return None if wrong is None else (400, f"{ascii(wrong[:40])} is not an input of /{fn.api_name}; its inputs: "
                                             f"{', '.join(names)}")
+
+
+def miscounted_values(call, fn, path: str) -> tuple[int, str] | None:
+    """(400, why) for a call by fn_index (the queue's join; /run/predict, of a function not queued) or by
+    name on /run/ holding other than its function's number of values (on /call/, misnamed_input): Gradio's join ended in its own error,
+    its components' reprs listed, and logged a traceback; one value too many was dropped unsaid (an API review)."""
+    if fn is None or fn.fn is None or CALLED.search(path) or not isinstance(call, dict):
+        return None
+    if fn.queue and not path.rstrip("/").endswith("/queue/join"):  # (Gradio's own word, join the queue, says more)
+        return None
+    index, public = _fn_index(call), fn.api_visibility != "private" and fn.api_name
+    named = f" (/{fn.api_name})" if public else ""
+    return _miscounted(call, fn, f"function {index}{named}" if index is not None else f"/{fn.api_name}",
+                       ", in the order /gradio_api/info lists them" if public else "", "")
+
+
+def _miscounted(call: dict, fn, what: str, order: str, hint: str) -> tuple[int, str] | None:
+    data = call.get("data")
+    if isinstance(data, list) and len(data) != len(fn.inputs):
+        return 400, f"{what} takes {len(fn.inputs)} values{order}, not {len(data)}{hint}"
+    return None
 
 
 def unknown_function(call, fn, path: str) -> tuple[int, str] | None:
