@@ -1630,6 +1630,33 @@ def test_what_a_user_typed_shows_as_typed_in_a_popup():
     assert "<" not in refused.value.message and "&lt;img src=x onerror=alert(1)&gt;" in refused.value.message
 
 
+def test_an_api_caller_reads_its_error_as_written_and_the_page_escaped(client, app_url):
+    """The page's popup reads an error as HTML, so its words are escaped; an API caller read them escaped
+    too (`tree='2,&lt;b&gt;&amp;'` for what it sent, and Gradio's own `&lt;class 'str'&gt;`: an API review).
+    gradio_client's calls and the /call/ routes get them as written; a join as the page makes it, escaped.
+    (A value a component refuses before the function runs, such as k='a<b', stays escaped: Gradio gives
+    no request there, and only a forged call sends such a value.)"""
+    import app
+    with pytest.raises(Exception) as refused:
+        client.predict(tree="2,<b>&", api_name="/share_link")
+    assert "&lt;" not in str(refused.value) and "'2,<b>&'" in str(refused.value), refused.value
+    share = next(fn for fn in app.demo.fns.values() if fn.api_name == "share_link")
+    names = list(share.input_parameter_names)
+    started = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"{app_url}gradio_api/call/v2/share_link", data=json.dumps({"tree": "2,<b>&"}).encode(),
+        headers={"Content-Type": "application/json"}), timeout=30).read())
+    streamed = urllib.request.urlopen(f"{app_url}gradio_api/call/share_link/{started['event_id']}", timeout=60).read()
+    assert b"2,<b>&" in streamed and b"&lt;" not in streamed, streamed
+    from tests.test_hostile_app import _join
+    page = [getattr(component, "value", None) for component in share.inputs]  # (each box's own, as the page sends)
+    page[names.index("tree")] = "2,<b>&"
+    index = next(i for i, fn in app.demo.fns.items() if fn.api_name == "share_link")
+    status, joined = _join(app_url, index, page, "198.51.100.81")
+    session = "s-198.51.100.81"
+    streamed = urllib.request.urlopen(f"{app_url}gradio_api/queue/data?session_hash={session}", timeout=60).read()
+    assert status == 200 and b"2,&lt;b&gt;&amp;" in streamed and b"<b>" not in streamed, streamed
+
+
 def test_the_experiment_link_endpoint_round_trips_through_the_page(client):
     url = client.predict(sweep_axis="temperature", sweep_values="0,1", compare_drafts=["prompt lookup"],
                          calc_k=8, k=6, prompt="x = ", api_name="/share_experiment")

@@ -8,6 +8,7 @@ import math
 import re
 
 import gradio as gr
+from gradio.context import LocalContext
 
 from playground.constraints import from_user, read_constraint, worker
 from playground.constraints.compile import READ_SECONDS
@@ -206,8 +207,21 @@ def user_error(exc: PlaygroundError, stays: bool = False, page: bool = True) -> 
 
 def popup(message: str, **options) -> gr.Error:
     """An error for the page's popup, which reads its message as HTML: escaped, so what the user typed
-    (quoted in the message) shows as typed (`<a href=...>` in Values was a live link there)."""
-    return gr.Error(html.escape(message, quote=False), print_exception=False, **options)
+    (quoted in the message) shows as typed (`<a href=...>` in Values was a live link there). An API
+    caller reads it as text: as written (it got `tree='2,&lt;b&gt;'` for what it sent, an API review)."""
+    text = html.escape(message, quote=False) if _for_a_page() else message
+    return gr.Error(text, print_exception=False, **options)
+
+
+def _for_a_page() -> bool:
+    """Whether the call being answered may be a page's: not one of gradio_client's (it says
+    `x-gradio-user: api`, or mcp for Gradio's MCP server) nor a /call/ route's (the API's alone).
+    Outside a call (a test, the CLI): True, escaped."""
+    request = LocalContext.request.get(None)
+    if request is None:
+        return True
+    headers, url = getattr(request, "headers", None) or {}, str(getattr(request, "url", ""))
+    return headers.get("x-gradio-user") not in ("api", "mcp") and "/gradio_api/call/" not in url
 
 
 def typed(name: str, value, kind: type):
