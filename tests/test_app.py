@@ -610,6 +610,21 @@ def test_api_stream_reaches_the_client_as_the_server_yields_it(client, monkeypat
     assert apply_diff(old, gr.utils.diff(old, new)) == new  # (Gradio's own made [{"tokens": [7, 3]}])
 
 
+def test_api_says_what_of_the_request_no_model_read(client):
+    """An API review: chat and a system prompt on the demo pair (no chat template) wrote the text written
+    without them, and nothing said so; the page's notes (a compile not used, no room to answer) never
+    reached API callers at all. Each snapshot carries the run's `note`, as the page shows it by the metrics."""
+    link = "preset=demo&system=be+brief&chat=true&max_new_tokens=8&compare=false"
+    told = client.predict(link=link, api_name="/generate")
+    plain = client.predict(link="preset=demo&max_new_tokens=8&compare=false", api_name="/generate")
+    assert told["text"] == plain["text"] and plain["note"] == ""
+    assert told["note"] == ("the target's tokenizer has no chat template: the prompt went in as written, "
+                            "and the system prompt is unused"), told["note"]
+    unchatted = client.predict(link="preset=demo&system=be+brief&chat=false&max_new_tokens=8&compare=false",
+                               api_name="/generate")
+    assert unchatted["note"] == "the system prompt is unused: it goes in only through the chat template (chat off)"
+
+
 def test_api_constrained_run_is_valid_json(client):
     final = client.predict("config = ", "demo-json", 0, -1.0, 0, 1, "", "", False, api_name="/generate")
     assert final["valid"] is True

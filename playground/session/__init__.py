@@ -140,6 +140,16 @@ def constrain(pair: Pair, spec: ConstraintSpec | None) -> Constraint | None:
     return compile_constraint(spec, pair.tokenizer, pair.vocab, pair.eos_ids) if spec is not None else None
 
 
+def unread_prompt_parts(pair: Pair, chat: bool, system: str) -> str:
+    """What of a request the model never reads ('' when it reads it all): a chat template the target's
+    tokenizer lacks (the demo pair's), and with it or with chat off, the system prompt. A web API run
+    on the demo pair with chat and a system prompt wrote the same text as without them, unsaid (an API review)."""
+    if chat and not getattr(pair.tokenizer, "chat_template", None):
+        unused = ", and the system prompt is unused" if system else ""
+        return f"the target's tokenizer has no chat template: the prompt went in as written{unused}"
+    return "the system prompt is unused: it goes in only through the chat template (chat off)" if system and not chat else ""
+
+
 def answers_inside_thinking(pair: Pair, prompt_ids: list[int], constraint: Constraint | None) -> str:
     """Why a constrained answer would be written inside the model's thinking: a prompt ending in an
     open <think> (DeepSeek-R1's template opens it whatever it is asked) with no thinking budget, so

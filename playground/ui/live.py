@@ -124,7 +124,8 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str)
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
                     note="; ".join(filter(None, [note, session.compile_fallback(pair, cfg, prompt_len=len(ids)),
                                                  no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens),
-                                                 session.answers_inside_thinking(pair, ids, constraint)])),
+                                                 session.answers_inside_thinking(pair, ids, constraint),
+                                                 session.unread_prompt_parts(pair, settings.chat, settings.system)])),
                     constraint_notes=tuple(constraint.notes) if constraint else ())
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
@@ -238,7 +239,7 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0) -> dict:
         ids = [t.token_id for r in rounds for t in r.committed]
         out |= {"text": "".join(t.text for r in rounds for t in r.committed), "token_ids": ids,
                 "stats": summarize(snap.events, engine_seconds(snap.events))}
-    out |= {"rounds_from": rounds_from, "rounds": [round_json(r) for r in rounds[rounds_from:]]}
+    out |= {"note": snap.note, "rounds_from": rounds_from, "rounds": [round_json(r) for r in rounds[rounds_from:]]}
     if snap.baseline is not None:
         out |= comparison_json(snap.result, snap.baseline, snap.speedup, snap.settings.temperature == 0,
                                stopped=snap.phase == "stopped")
