@@ -20,7 +20,7 @@ from playground.cli_notes import unused_by_export, unused_flags
 from playground.config import MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
-from playground.events import COMMITTED_KINDS, FORCED, OPEN_END
+from playground.events import OPEN_END
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
 from playground.metrics import comparison_json, counted, engine_seconds, identity_note
@@ -341,11 +341,9 @@ def format_text(out: dict) -> str:
 
 def _budget_spent(out: dict) -> str:
     """' (the thinking budget ran out: </think> forced)' where it did, else '' (a review: a thinking run cut by
-    its budget read as one that ended by itself; the page shows the forced token)."""
-    committed = [t for r in out["rounds"] for t in r["tokens"] if t["kind"] in COMMITTED_KINDS]
-    n = out["reasoning_tokens"]
-    spent = 0 < n <= len(committed) and committed[n - 1]["kind"] == FORCED and THINK_END in committed[n - 1]["text"]
-    return f" (the thinking budget ran out: {THINK_END} forced)" if spent else ""
+    its budget read as one that ended by itself; read from the marker's kind, forced, it missed a marker
+    on the target's own row, that round's bonus)."""
+    return f" (the thinking budget ran out: {THINK_END} forced)" if out.get("thinking_cut") else ""
 
 
 def validity(out: dict) -> str:

@@ -96,6 +96,7 @@ class RunResult:
     constraint_notes: list[str] = field(default_factory=list)  # what the constraint engine did not enforce while writing
     reasoning_tokens: int | None = None  # a thinking run: its first tokens up to </think> (all, if it never got there)
     answer: str | None = None  # a thinking run: the text after </think>, which the constraint judges
+    thinking_cut: bool | None = None  # a thinking run under a budget: whether it ran out and </think> was forced
 
     def as_json(self, with_rounds: bool = True) -> dict:
         """The run as plain data, the same keys in the CLI's --json, the page's download and the web API
@@ -103,7 +104,7 @@ class RunResult:
         return {"text": self.text, "token_ids": self.token_ids, "stats": self.stats, "finish_reason": self.finish_reason,
                 "valid": self.valid, "validation_error": self.validation_error, "open_end": self.open_end,
                 "constraint_notes": self.constraint_notes, "reasoning_tokens": self.reasoning_tokens,
-                "answer": self.answer} | ({"rounds": [round_json(r) for r in self.rounds]} if with_rounds else {})
+                "answer": self.answer, "thinking_cut": self.thinking_cut} | ({"rounds": [round_json(r) for r in self.rounds]} if with_rounds else {})
 
 
 def round_json(r: Round) -> dict:

@@ -432,3 +432,12 @@ def test_a_thinking_that_ends_by_itself_is_not_said_cut_by_its_budget(think_toke
         assert out["reasoning_tokens"], out
         ended[bias] = _budget_spent(out)
     assert ended == {-5.0: " (the thinking budget ran out: </think> forced)", 8.0: ""}
+    # A review: the target as its own draft keeps every guess, so with the budget at k the forced marker falls on
+    # the target's own row (that round's bonus), and the CLI read the marker's kind: not said cut.
+    pair = thinking_pair(tok, -5.0)
+    pair = tiny.make_pair(pair.target, pair.target, tok)
+    constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, "llguidance", think_budget=4))
+    out = session.run(pair, tok("x = ").input_ids, session.settings(k=4, max_new_tokens=30), constraint=constraint).as_json()
+    marker = [t for t in out["rounds"][0]["tokens"] if t["kind"] != "rejected"][4]
+    assert marker["kind"] == "bonus" and "</think>" in marker["text"], out["rounds"][0]
+    assert out["thinking_cut"] is True and _budget_spent(out) == " (the thinking budget ran out: </think> forced)"

@@ -268,6 +268,8 @@ def _judge(pair: Pair, result: RunResult, constraint: Constraint, guide: Guide) 
     result.constraint_notes = list(constraint.notes)
     if constraint.thinking is not None:
         result.reasoning_tokens = constraint.reasoning_tokens(ids)
+        budget = constraint.spec.think_budget  # (the gate forces the marker, or its rest, past `budget` tokens:
+        result.thinking_cut = bool(budget) and result.reasoning_tokens > budget  # the model's own ended within it)
         result.answer = "" if start is None else _text(pair, ids[start:], result.finish_reason)[0]
     if start is None:
         result.valid, result.validation_error = False, (
