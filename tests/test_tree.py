@@ -429,3 +429,20 @@ def test_dynamic_tree_settings_are_checked(text, message):
     with pytest.raises(PlaygroundError, match="greedy"):
         session.settings(tree=(4, 4), tree_budget=8, temperature=0.7)
     assert (tree_shape("00002,2/00006"), tree_budget("00002,2/00006")) == ((2, 2), 6)  # within the bounds, as written
+
+
+def test_a_tree_round_whose_kept_branch_ends_in_eos_counts_every_node():
+    """A review: the last round of a tree run ending in EOS counted only its kept branch as proposed (3 of 10
+    nodes), so the run's acceptance read higher than its nodes say: every node was verified in that pass."""
+    tok = tiny.byte_bpe_tokenizer()
+    target = tiny.tiny_model("qwen2", vocab=len(tok), seed=5, eos_id=tok.eos_token_id, init_std=0.3)
+    draft = tiny.perturbed_copy(target, noise=0.1, seed=6)
+    for model in (target, draft):
+        tiny.prefer_tokens(model, [tok.eos_token_id], 1.5)
+    pair = tiny.make_pair(target, draft, tok)
+    result = session.run(pair, tok("def f(x):").input_ids, session.settings(max_new_tokens=60, tree=(2, 2, 1)))
+    last = result.rounds[-1]
+    assert result.finish_reason == "eos" and last.committed[-1].token_id == tok.eos_token_id
+    assert last.accepted == len(last.committed) and last.tree is not None  # its kept branch ended in the EOS
+    assert [r.proposed for r in result.rounds] == [len(r.tree["tokens"]) for r in result.rounds]
+    assert result.stats["proposed"] == sum(len(r.tree["tokens"]) for r in result.rounds)
