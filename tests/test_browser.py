@@ -326,6 +326,8 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
 
 def test_sweep_progress_stays_while_rows_arrive(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=12")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)  # the link's settings shown: the Values box
+    # filled before them was emptied by them (a suite under load ran the sweep's default values)
     page.get_by_role("tab", name="Experiments").click()
     fill_until_kept(page.get_by_label("Values"), "1,2,3")  # under load the sweep ran the default values: typed ones overwritten
     expect(page.locator("#sweep-stop")).to_be_disabled()
@@ -382,6 +384,8 @@ STOP_TEXTS_JS = """() => { window.stopTexts = [];
 
 def test_stop_ends_a_sweep_where_it_is(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=96")  # long enough to be stopped: 16 tokens once ended first
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)  # the link's settings shown: the Values box
+    # filled before them was emptied by them (a suite under load ran the sweep's default values)
     page.get_by_role("tab", name="Experiments").click()
     page.get_by_role("radio", name="temperature").check()  # the empty table is headed by the axis picked (it said k)
     expect(page.locator("#sweep-table thead")).to_contain_text("temperature")
