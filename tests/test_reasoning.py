@@ -199,6 +199,9 @@ def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_token
     *_, ended = live.live_run(settings, allow_custom=True, every=0)
     shown = render.token_stream(ended.events, ended.eos_ids, ended.reasoning)
     assert "thought for 13 tokens" in shown and "thinking…" not in shown  # it read "thinking…", the fold open
+    from playground.ui import playground_tab  # the budget that ran out said as the CLI says it (a review)
+    assert ("thought for 13 tokens (the thinking budget ran out: &lt;/think&gt; forced) (the constraint judges what "
+            "follows)") in playground_tab._stream(ended)
 
 
 def test_thinking_needs_a_tokenizer_with_the_marker(tokenizer, target, noisy_draft):

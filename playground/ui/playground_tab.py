@@ -73,7 +73,8 @@ def download_update(path: str | None) -> dict:
 
 def _stream(snap: live.Snapshot) -> str:
     """The token stream, a thinking run's reasoning folded (judged after it where constrained)."""
-    return render.token_stream(snap.events, snap.eos_ids, snap.reasoning, constraint_of(snap.settings) is not None)
+    return render.token_stream(snap.events, snap.eos_ids, snap.reasoning, constraint_of(snap.settings) is not None,
+                               bool(snap.result and snap.result.thinking_cut))
 
 
 def _view(snap: live.Snapshot, final: bool, first: bool = False) -> dict:

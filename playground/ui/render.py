@@ -251,10 +251,12 @@ def legend() -> str:
     return f'<div class="legend" role="group" aria-label="What the colours mean (arrow keys: each entry)">{keys}{rounds}</div>'
 
 
-def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None, judged: bool = True) -> str:
+def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None, judged: bool = True,
+                 cut: bool = False) -> str:
     """All rounds' tokens, a dotted separator between rounds; hover for kind and probabilities. A
     thinking run's first `reasoning` committed tokens (with the drafts refused among them) are
-    greyed in a fold, open while it still thinks; `judged`: a constraint judges what follows."""
+    greyed in a fold, open while it still thinks; `judged`: a constraint judges what follows; `cut`:
+    its thinking budget ran out (RunResult.thinking_cut)."""
     thought, answer, committed, closed = [], [], 0, ""  # closed: the thinking's last characters (</think> once it ends)
 
     def part() -> list:  # thinking while fewer than `reasoning` tokens are committed
@@ -270,16 +272,17 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
             part().append(_token_html(t, eos_ids))
             committed += t.kind != REJECTED
             closed = closed if not thinking or t.kind == REJECTED else (closed + t.text)[-len(THINK_END):]
-    body = _thinking(thought, reasoning, not answer and closed != THINK_END, judged) + "".join(answer)
+    body = _thinking(thought, reasoning, not answer and closed != THINK_END, judged, cut) + "".join(answer)
     body = body or '<span class="stream-placeholder">tokens appear here, coloured by what happened to them</span>'
     return (f'<div class="tokstream" id="token-stream" role="region" aria-label="Token stream (arrow keys: each '
             f'token\'s details)" tabindex="0">{body}</div>')
 
 
-def _thinking(parts: list[str], tokens: int | None, still: bool, judged: bool) -> str:
+def _thinking(parts: list[str], tokens: int | None, still: bool, judged: bool, cut: bool) -> str:
     if not parts:
         return ""
     summary = (f"thinking… {counted(tokens)}" if still else f"thought for {counted(tokens)}"
+               + f" (the thinking budget ran out: {html.escape(THINK_END)} forced)" * cut
                + " (the constraint judges what follows)" * judged)
     return (f'<details class="thinking" id="thinking"{" open" if still else ""}><summary>{summary}</summary>'
             f'{"".join(parts)}</details>')
