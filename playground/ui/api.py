@@ -46,40 +46,45 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
             Without a constraint it is not used: the model thinks as it likes
     """
     try:
-        prompt, preset, schema, regex, grammar, backend, link = (typed(name, value, str) for name, value in zip(
-            ("prompt", "preset", "schema", "regex", "grammar", "backend", "link"),
-            (prompt, preset, schema, regex, grammar, backend, link)))
-        k, max_new_tokens, seed, think_budget = (typed(name, value, int) for name, value in zip(
-            ("k", "max_new_tokens", "seed", "think_budget"), (k, max_new_tokens, seed, think_budget)))
-        temperature = typed("temperature", temperature, float)
-        compare = None if compare is None else typed("compare", compare, bool)
-        for name, text in (("schema", schema), ("regex", regex), ("grammar", grammar)):
-            if text and not text.strip():  # (dropped for the preset's own constraint: a regex " " ran its schema)
-                raise PlaygroundError(f"{name} is only spaces: give one, or leave it empty for the preset's own constraint")
-    except PlaygroundError as exc:
-        raise user_error(exc, page=False) from None
-    if not (temperature == -1 or runnable_temperature(temperature)):  # NaN refused too
-        raise user_error(PlaygroundError(f"temperature must be {TEMPERATURES}; -1: the preset's"), page=False)
-    if not (think_budget == -1 or RANGES["think_budget"][0] <= think_budget <= RANGES["think_budget"][1]):
-        raise user_error(PlaygroundError(f"think_budget must be from {RANGES['think_budget'][0]} to "
-                                         f"{RANGES['think_budget'][1]} tokens; -1: the preset's"), page=False)
-    try:
-        base = _base_settings(preset, link)
-    except PlaygroundError as exc:
-        raise user_error(exc, page=False) from None
-    settings = dataclasses.replace(base, prompt=prompt or base.prompt, k=k or base.k,
-                                   temperature=base.temperature if temperature == -1 else temperature,
-                                   max_new_tokens=max_new_tokens or base.max_new_tokens,
-                                   seed=base.seed if seed == -1 else seed,
-                                   compare=base.compare if compare is None else compare,  # (False was read as the
-                                   # preset's: a caller could not turn the comparison and its measuring again off)
-                                   backend=backend[:40] or base.backend,
-                                   think_budget=base.think_budget if think_budget == -1 else think_budget,
-                                   **chosen_constraint({"schema": schema, "regex": regex, "grammar": grammar}, base))
-    try:
+        settings = _run_settings(_typed_arguments(locals()))
         yield from live.streamed(live.live_run(settings))
     except PlaygroundError as exc:
         raise user_error(exc, page=False) from None
+
+
+TEXTS = ("prompt", "preset", "schema", "regex", "grammar", "backend", "link")  # generate's arguments by type
+WHOLE = ("k", "max_new_tokens", "seed", "think_budget")
+
+
+def _typed_arguments(given: dict) -> dict:
+    """generate's arguments, typed and checked: PlaygroundError for the first one wrong."""
+    a = {name: typed(name, given[name], str) for name in TEXTS} | {name: typed(name, given[name], int) for name in WHOLE}
+    a["temperature"] = typed("temperature", given["temperature"], float)
+    a["compare"] = None if given["compare"] is None else typed("compare", given["compare"], bool)
+    for name in ("schema", "regex", "grammar"):
+        if a[name] and not a[name].strip():  # (dropped for the preset's own constraint: a regex " " ran its schema)
+            raise PlaygroundError(f"{name} is only spaces: give one, or leave it empty for the preset's own constraint")
+    if not (a["temperature"] == -1 or runnable_temperature(a["temperature"])):  # NaN refused too
+        raise PlaygroundError(f"temperature must be {TEMPERATURES}; -1: the preset's")
+    low, high = RANGES["think_budget"]
+    if not (a["think_budget"] == -1 or low <= a["think_budget"] <= high):
+        raise PlaygroundError(f"think_budget must be from {low} to {high} tokens; -1: the preset's")
+    return a
+
+
+def _run_settings(a: dict) -> Settings:
+    """The run the arguments ask for: the preset's (or the link's) settings, each argument given in place
+    of its value (0, -1 or None: not given, as generate's docstring says)."""
+    base = _base_settings(a["preset"], a["link"])
+    return dataclasses.replace(base, prompt=a["prompt"] or base.prompt, k=a["k"] or base.k,
+                               temperature=base.temperature if a["temperature"] == -1 else a["temperature"],
+                               max_new_tokens=a["max_new_tokens"] or base.max_new_tokens,
+                               seed=base.seed if a["seed"] == -1 else a["seed"],
+                               compare=base.compare if a["compare"] is None else a["compare"],  # (False was read as
+                               # the preset's: a caller could not turn the comparison and its measuring again off)
+                               backend=a["backend"][:40] or base.backend,
+                               think_budget=base.think_budget if a["think_budget"] == -1 else a["think_budget"],
+                               **chosen_constraint({name: a[name] for name in ("schema", "regex", "grammar")}, base))
 
 
 def _base_settings(preset: str, link: str) -> Settings:
