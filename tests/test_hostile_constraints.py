@@ -62,6 +62,13 @@ def test_remote_and_file_refs_are_refused_and_nothing_is_fetched(capsys, saved_p
         assert "points outside the schema" in err
     nested = {"type": "object", "properties": {"a": {"$ref": f"http://127.0.0.1:{port}/y"}}}
     assert "points outside" in cli_error(capsys, saved_pair, "--constraint-backend", backend, "--schema", json.dumps(nested))
+    bundle = {"$id": f"http://127.0.0.1:{port}/order.json", "type": "object", "properties": {"addr": {"$ref": "address.json"}},
+              "$defs": {"address": {"$id": f"http://127.0.0.1:{port}/address.json", "type": "string"}}}
+    for ref in ("address.json", f"http://127.0.0.1:{port}/address.json"):  # (a review: a bundle was told its ref
+        bundle["properties"]["addr"]["$ref"] = ref  # pointed outside it)
+        err = cli_error(capsys, saved_pair, "--constraint-backend", backend, "--schema", json.dumps(bundle))
+        assert f"names the schema bundled at '#/$defs/address' by its $id, and references by $id are not resolved here: " \
+               f"write it as '#/$defs/address'" in err, err
     time.sleep(0.3)
     assert hits == []
 

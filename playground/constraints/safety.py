@@ -102,10 +102,30 @@ def _walk_references(schema) -> tuple[dict[int, dict], list[tuple[str, dict]]]:
     return found, named
 
 
+def _bundled_at(root, ref: str) -> str | None:
+    """The pointer ('#/$defs/a') of a schema inside `root` whose $id the reference names (whole, or by its
+    last path segment: 'address.json' for 'https://example.com/address.json'), None for none."""
+    last = ref.rstrip("/").rsplit("/", 1)[-1]
+    stack = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            named = node.get("$id")
+            if path and isinstance(named, str) and last and named.rstrip("/").rsplit("/", 1)[-1] == last:
+                return "#" + path
+            stack += [(v, f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}") for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(v, f"{path}/{i}") for i, v in enumerate(node)]
+    return None
+
+
 def resolve(ref: str, root, keyword: str = "$ref"):
     """A local reference ('#', '#/$defs/a', '#name' for an anchor) -> the schema it names. Only
     references the schema's keywords reach count (`{"default": {"$ref": "http://..."}}` is a value)."""
     if not ref.startswith("#"):
+        if (place := _bundled_at(root, ref)) is not None:  # (a review: a bundle was told its ref pointed outside it)
+            raise PlaygroundError(f"{keyword} '{ref[:80]}' names the schema bundled at '{place[:80]}' by its $id, and "
+                                  f"references by $id are not resolved here: write it as '{place[:80]}'")
         raise PlaygroundError(f"{keyword} '{ref[:80]}' points outside the schema: only local references ('#/...') "
                               "are allowed (nothing is ever fetched or read from files)")
     fragment = urllib.parse.unquote(ref[1:])
