@@ -383,6 +383,11 @@ def test_a_cut_inside_a_property_name_asks_for_a_bound_on_its_length():
     hint = truncation_hint('{"labels": {"nginx-2-2-1-1-1', labels)
     assert "cut inside the property name at /labels" in hint and "add propertyNames with a maxLength" in hint, hint
     assert "additionalProperties: false" not in hint
+    bounded = {"type": "object", "propertyNames": {"maxLength": 3}, "additionalProperties": {"type": "integer"}}
+    note = "not enforced while writing (checked after the run): dependentSchemas, propertyNames"  # (llguidance's)
+    hint = truncation_hint('{"abcdefghijkl', bounded, (note,))  # (a review: it said "the tokens ran out first")
+    assert "the schema bounds it, but that bound was not enforced while writing" in hint, hint
+    assert "the tokens ran out first" in truncation_hint('{"ab', bounded), hint
 
 
 def test_a_string_no_value_satisfies_names_no_rule_it_does_not_have():

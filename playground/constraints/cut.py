@@ -30,7 +30,7 @@ BOUNDED = {  # kind -> whether a subschema holding the open value already bounds
     "object": lambda s: s.get("additionalProperties", True) is False or "maxProperties" in s,
 }
 BOUND_WORDS = {"maxLength", "maxItems", "maximum", "exclusiveMaximum", "additionalProperties", "maxProperties", "enum",
-               "const"}
+               "const", "propertyNames"}  # (a name's bound is its propertyNames: a note naming it was not matched)
 DEEP = 6  # containers open at the cut from which a self-referring schema is the likely cause
 MAX_HELD = 256  # subschemas followed a step (a schema of anyOf [$ref "#" x 8] multiplies them at each)
 
