@@ -426,6 +426,16 @@ def test_xgrammar_allows_unnamed_items_where_the_schema_needs_them(tokenizer):
         assert constraint.notes == () and constraint.guide(1).next_mask().any()
 
 
+def test_xgrammar_reads_a_property_false_as_a_name_refused(tokenizer):
+    """A property whose schema is false (the usual mark of a field removed) made xgrammar refuse the whole
+    schema (a review); beside additionalProperties false it is left out of what xgrammar reads: refused still."""
+    schema = {"type": "object", "required": ["n"], "additionalProperties": False,
+              "properties": {"legacy": False, "n": {"type": "integer", "minimum": 0, "maximum": 9}}}
+    for backend in ("llguidance", "xgrammar"):
+        constraint = compiled(tokenizer, schema, backend)
+        assert allowed(constraint, tokenizer, '{"', "n") and not allowed(constraint, tokenizer, '{"', "l"), backend
+
+
 # -- a regex means what the checker reads, on both backends -----------------------------------------
 
 def allowed(constraint, tokenizer, prefix: str, text: str) -> bool:

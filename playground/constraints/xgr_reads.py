@@ -13,7 +13,9 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
 - an enum's values are written whatever else the node says: they are filtered by the rest.
 - a $ref naming an anchor (`#name`) was any value ("URI should either be '#' or start with '#/'"):
   it names the anchored node by its JSON pointer.
-- a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string."""
+- a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string.
+- a property whose schema is false (a field removed) made xgrammar refuse the whole schema ("Schema
+  'false' cannot accept any value"): beside additionalProperties false, it is left out of properties."""
 import json
 
 from jsonschema import Draft202012Validator
@@ -100,6 +102,9 @@ def _read_as_meant(node: dict, needs: Needs) -> None:
             node.setdefault("additionalProperties", {})
     if isinstance(node.get("enum"), list) and set(node) - NOT_CONSTRAINTS - {"enum"}:
         node["enum"] = _enum_held(node)
+    if node.get("additionalProperties") is False and not node.get("patternProperties") and False in (
+            node.get("properties") or {}).values():  # a name no value may take: additionalProperties refuses it
+        node["properties"] = {name: sub for name, sub in node["properties"].items() if sub is not False}
     for name, (held, _) in zip(node.get("required", []), needs.names(node)):
         if name not in node.get("properties", {}):  # held: its patternProperties entries
             extra = node.get("additionalProperties", node.get("unevaluatedProperties", True))
