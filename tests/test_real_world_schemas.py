@@ -436,6 +436,20 @@ def test_xgrammar_reads_a_property_false_as_a_name_refused(tokenizer):
         assert allowed(constraint, tokenizer, '{"', "n") and not allowed(constraint, tokenizer, '{"', "l"), backend
 
 
+def test_xgrammar_keeps_what_sits_beside_allof_under_unevaluated_properties(tokenizer):
+    """Extending a base schema (allOf [$ref base] beside properties, required, unevaluatedProperties false):
+    the merge for xgrammar was abandoned, which then read allOf alone and wrote {"id": 0}, no "name" (a review)."""
+    schema = {"$defs": {"base": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}},
+              "allOf": [{"$ref": "#/$defs/base"}], "properties": {"name": {"type": "string", "maxLength": 5}},
+              "required": ["name"], "unevaluatedProperties": False}
+    constraint = compiled(tokenizer, schema, "xgrammar")
+    assert constraint.notes == (), constraint.notes
+    assert allowed(constraint, tokenizer, '{"', "n") and not allowed(constraint, tokenizer, '{"', "x")  # (xgrammar
+    # writes the names in the order the merged node lists them: "name", then "id")
+    assert not allowed(constraint, tokenizer, '{"name": "a"', "}") and allowed(constraint, tokenizer, '{"name": "a"', ",")
+    assert allowed(constraint, tokenizer, '{"name": "a", "', "i")  # "id", required too
+
+
 # -- a regex means what the checker reads, on both backends -----------------------------------------
 
 def allowed(constraint, tokenizer, prefix: str, text: str) -> bool:

@@ -45,7 +45,8 @@ class Merging:
             return None
         if (not outer and _unevaluated(a)) or _unevaluated(b):
             raise Apart  # what they see would change
-        _names_kept(a, b)
+        if not (outer and _sees_through(a) and not any(k in b for k in NAME_LIMITS)):  # (b's names are a's
+            _names_kept(a, b)  # evaluated ones there: the whole merge was abandoned, a review)
         _names_kept(b, a)
         shapes = [{k: side[k] for k in ARRAY_SHAPE if k in side} for side in (a, b)]
         if all(shapes) and not same(*shapes) and not set(shapes[0]) == set(shapes[1]) == {"items"}:
@@ -121,6 +122,12 @@ def same(a, b) -> bool:
 
 def _unevaluated(node: dict) -> bool:
     return any(node.get(k, True) not in (True, {}) for k in ("unevaluatedProperties", "unevaluatedItems"))
+
+
+def _sees_through(node: dict) -> bool:
+    """Whether the node limits other names by unevaluatedProperties alone, which sees the names the
+    schemas of its allOf evaluate (additionalProperties and patternProperties do not)."""
+    return "unevaluatedProperties" in node and not any(node.get(k, True) not in (True, {}) for k in NAME_LIMITS[:2])
 
 
 def _names_kept(side: dict, other: dict) -> None:
