@@ -245,8 +245,9 @@ def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:
 
 def miscounted_values(call, fn, path: str) -> tuple[int, str] | None:
     """(400, why) for a call by fn_index (the queue's join; /run/predict, of a function not queued) or by
-    name on /run/ holding other than its function's number of values (on /call/, misnamed_input): Gradio's join ended in its own error,
-    its components' reprs listed, and logged a traceback; one value too many was dropped unsaid (an API review)."""
+    name on /run/ holding other than its function's number of values (on /call/, misnamed_input):
+    Gradio's join ended in its own error, its components' reprs listed, and logged a traceback; one
+    value too many was dropped unsaid (an API review)."""
     if fn is None or fn.fn is None or CALLED.search(path) or not isinstance(call, dict):
         return None
     if fn.queue and not path.rstrip("/").endswith("/queue/join"):  # (Gradio's own word, join the queue, says more)
