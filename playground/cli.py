@@ -17,7 +17,7 @@ import warnings
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags,
                                   parse_prompt_ids, pick, read_prompts, resolve_models, said_to_type, writable_dir)
 from playground.cli_notes import unused_by_export, unused_flags
-from playground.config import MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
+from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END
@@ -343,7 +343,7 @@ def _budget_spent(out: dict) -> str:
     """' (the thinking budget ran out: </think> forced)' where it did, else '' (a review: a thinking run cut by
     its budget read as one that ended by itself; read from the marker's kind, forced, it missed a marker
     on the target's own row, that round's bonus)."""
-    return f" (the thinking budget ran out: {THINK_END} forced)" if out.get("thinking_cut") else ""
+    return f" ({BUDGET_RAN_OUT})" if out.get("thinking_cut") else ""
 
 
 def validity(out: dict) -> str:

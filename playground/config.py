@@ -221,6 +221,7 @@ def tree_nodes(branching: tuple[int, ...]) -> int:
 
 THINK_START = "<think>"  # where it starts: in the output (Qwen3), or left open by the chat template (DeepSeek-R1)
 THINK_END = "</think>"  # where a reasoning model's thinking ends (constraints.reasoning finds it in the tokens' bytes)
+BUDGET_RAN_OUT = f"the thinking budget ran out: {THINK_END} forced"  # (RunResult.thinking_cut, said by the CLI and the page)
 
 
 def thinks(constrained: bool, think_budget: int) -> bool:

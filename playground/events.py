@@ -104,7 +104,8 @@ class RunResult:
         return {"text": self.text, "token_ids": self.token_ids, "stats": self.stats, "finish_reason": self.finish_reason,
                 "valid": self.valid, "validation_error": self.validation_error, "open_end": self.open_end,
                 "constraint_notes": self.constraint_notes, "reasoning_tokens": self.reasoning_tokens,
-                "answer": self.answer, "thinking_cut": self.thinking_cut} | ({"rounds": [round_json(r) for r in self.rounds]} if with_rounds else {})
+                "answer": self.answer, "thinking_cut": self.thinking_cut} | (
+                    {"rounds": [round_json(r) for r in self.rounds]} if with_rounds else {})
 
 
 def round_json(r: Round) -> dict:

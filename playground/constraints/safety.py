@@ -17,7 +17,7 @@ from re import _constants as sre, _parser as sre_parse  # Python's own reading o
 
 import regex
 
-from playground.constraints.schema_keywords import patterns, subschemas
+from playground.constraints.schema_keywords import patterns, subschemas, with_pointers
 from playground.constraints.validate import compiled_pattern
 from playground.errors import PlaygroundError
 from playground.limits import (CHECK_SECONDS, MAX_PATTERN_SIZE, MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT,
@@ -106,17 +106,8 @@ def _bundled_at(root, ref: str) -> str | None:
     """The pointer ('#/$defs/a') of a schema inside `root` whose $id the reference names (whole, or by its
     last path segment: 'address.json' for 'https://example.com/address.json'), None for none."""
     last = ref.rstrip("/").rsplit("/", 1)[-1]
-    stack = [(root, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, dict):
-            named = node.get("$id")
-            if path and isinstance(named, str) and last and named.rstrip("/").rsplit("/", 1)[-1] == last:
-                return "#" + path
-            stack += [(v, f"{path}/{str(k).replace('~', '~0').replace('/', '~1')}") for k, v in node.items()]
-        elif isinstance(node, list):
-            stack += [(v, f"{path}/{i}") for i, v in enumerate(node)]
-    return None
+    return next(("#" + pointer for pointer, node in with_pointers(root) if pointer and last
+                 and isinstance(node.get("$id"), str) and node["$id"].rstrip("/").rsplit("/", 1)[-1] == last), None)
 
 
 def resolve(ref: str, root, keyword: str = "$ref"):

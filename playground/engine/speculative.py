@@ -119,9 +119,9 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
         guide.commit_path(new, kept)  # a tree's drafts were never consumed: its kept branch and the target's token
     elif guide is not None:
         guide.settle(kept, new[-1] if len(new) > kept else None)
-    judged = kept if len(new) == kept else len(verdict.drafts)  # a chain's drafts after an accepted EOS were never judged
-    if verdict.path is not None:  # a tree: every node was verified, its kept branch ending in EOS too (counted as
-        judged = len(proposal.tokens)  # its kept nodes alone, such a round made the run's acceptance look higher)
+    # a tree: every node was verified, its kept branch ending in EOS too (its kept nodes alone made the run's
+    # acceptance look higher); a chain: its drafts after an accepted EOS were never judged
+    judged = len(proposal.tokens) if verdict.path is not None else kept if len(new) == kept else len(verdict.drafts)
     draft_s, target_s = clock.seconds(t0, t1), clock.seconds(t1, t2)
     run.schedule.observe(judged, kept, pass_cost(draft_s, proposal.passes, target_s))
     run.budget -= len(new)

@@ -3,7 +3,7 @@ live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
 import re
 
-from playground.config import THINK_END
+from playground.config import BUDGET_RAN_OUT, THINK_END
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
 from playground.metrics import counted, expected_tokens_per_round
 
@@ -282,7 +282,7 @@ def _thinking(parts: list[str], tokens: int | None, still: bool, judged: bool, c
     if not parts:
         return ""
     summary = (f"thinking… {counted(tokens)}" if still else f"thought for {counted(tokens)}"
-               + f" (the thinking budget ran out: {html.escape(THINK_END)} forced)" * cut
+               + f" ({html.escape(BUDGET_RAN_OUT)})" * cut
                + " (the constraint judges what follows)" * judged)
     return (f'<details class="thinking" id="thinking"{" open" if still else ""}><summary>{summary}</summary>'
             f'{"".join(parts)}</details>')
