@@ -301,6 +301,40 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     assert page.evaluate("getComputedStyle(document.querySelector('#stream .tokstream')).opacity") == "1"
 
 
+def test_a_run_past_the_addresss_share_says_why(page, app_url, monkeypatch):
+    """Past its address's share of runs (a visitor's other tab, a classroom behind one address), Gradio's page
+    said "This application is currently busy" for the 503 it was refused with: it says what the limit is."""
+    import threading
+
+    from gradio_client import Client
+
+    from playground import session
+    from playground.ui import addresses
+    reached, gate, generate = threading.Event(), threading.Event(), session.generate
+
+    def held_at_the_gate(*args, **kwargs):
+        reached.set()
+        gate.wait(120)
+        yield from generate(*args, **kwargs)
+    monkeypatch.setattr(session, "generate", held_at_the_gate)
+    monkeypatch.setattr(addresses, "DEVICE_RUNS_PER_CLIENT", 1)
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    other_tab = Client(app_url, verbose=False).submit("def f(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")
+    try:
+        assert reached.wait(60)  # the same address's run, on the device
+        page.click("#run-button")
+        expect(page.locator(".toast-body")).to_contain_text("this address already has 1 run on the device queued or "
+                                                            "running; start another once one has ended", timeout=30_000)
+        expect(page.locator("#run-button")).to_be_enabled()
+    finally:
+        gate.set()
+    assert other_tab.result(timeout=120)["stats"]["generated_tokens"] > 0
+    page.locator(".toast-body").first.locator("xpath=..").get_by_role("button").first.click()
+    page.click("#run-button")  # its turn now
+    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
+
+
 def test_the_race_tab_replays_the_comparison(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=48")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)

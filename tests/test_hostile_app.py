@@ -878,9 +878,10 @@ def test_the_calculator_refuses_values_past_its_sliders():
         assert said in calculator(*args, [])[0]
 
 
-def _join(app_url, fn_index: int, data: list | None, address: str, route: str = "queue/join") -> tuple[int, str]:
-    """A raw join of the queue from `address` (through the local proxy the test server's peer is)
-    -> (status, body). data None: each input's own value, as the page sends them."""
+def _join(app_url, fn_index: int, data: list | None, address: str, route: str = "queue/join",
+          headers: dict | None = None) -> tuple[int, str]:
+    """A raw join of the queue from `address` (through the local proxy the test server's peer is), with
+    `headers` besides -> (status, body). data None: each input's own value, as the page sends them."""
     if data is None:
         from playground.ui import page
         data = [getattr(component, "value", None) for component in page.demo.fns[fn_index].inputs]
@@ -891,7 +892,8 @@ def _join(app_url, fn_index: int, data: list | None, address: str, route: str = 
         body = dict(zip(fn.input_parameter_names, data))
     request = urllib.request.Request(urllib.parse.urljoin(app_url, f"gradio_api/{route}"), method="POST",
                                      data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json", "X-Forwarded-For": address})
+                                     headers={"Content-Type": "application/json", "X-Forwarded-For": address,
+                                              **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return answer.status, answer.read().decode()
@@ -934,7 +936,7 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     """One caller's calls filled the 32-event queue and held everyone else off for 32 runs: past
     DEVICE_RUNS_PER_CLIENT runs on the device queued or running (or QUEUED_PER_CLIENT events of any
     kind), its next join, by either of Gradio's routes, gets Gradio's "queue full" (503, with the
-    reason), while another address still joins and is served, and the held runs finish in turn."""
+    reason; 429 where the caller is not gradio_client), while another address still joins and is served, and the held runs finish in turn."""
     from gradio_client.utils import QueueError
 
     from playground.limits import DEVICE_RUNS_PER_CLIENT
@@ -955,10 +957,13 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
         # join, by any route; a function not named counts as a run; /call/ runs what its route names, whatever
         # fn_index its body forges (a function not known: 404, test_a_call_naming_no_function_or_session_is_a_404)
         status, text = _join(app_url, index, list(args) + ["", "", "", -1], "203.0.113.7", route)  # (all 13)
-        assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
+        assert status == 429 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (route, status, text)
+    status, text = _join(app_url, fn["generate"], list(args) + ["", "", "", -1], "203.0.113.7",
+                         headers={"x-gradio-user": "api"})  # gradio_client's: 503, the refusal it names (QueueError)
+    assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (status, text)
     monkeypatch.setattr(addresses, "QUEUED_PER_CLIENT", DEVICE_RUNS_PER_CLIENT)  # the share of every kind, reached too
     status, text = _join(app_url, fn["share_link"], None, "203.0.113.7")
-    assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} events queued or running" in text
+    assert status == 429 and f"already has {DEVICE_RUNS_PER_CLIENT} events queued or running" in text
     assert _join(app_url, fn["share_link"], None, "198.51.100.9")[0] == 200  # another address joins
     monkeypatch.undo()
     assert _join(app_url, fn["share_link"], None, "203.0.113.7")[0] == 200  # a quick event, not a run, joins
@@ -999,6 +1004,9 @@ def test_runs_waiting_from_every_address_leave_room_for_quick_events(app_url, mo
         fn = {d.get("api_name"): d["id"] for d in clients[0].config["dependencies"]}
         status, text = _join(app_url, fn["generate"], list(args) + ["", "", "", -1], "198.51.100.33")
         assert status == 503 and "the queue of runs is full (1 waiting for the device" in text, (status, text)
+        status, text = _join(app_url, fn["generate"], list(args) + ["", "", "", -1], "198.51.100.33",
+                             headers={"Sec-Fetch-Mode": "cors"})  # a browser's page: 503's detail it would not show
+        assert status == 429 and "the queue of runs is full (1 waiting for the device" in text, (status, text)
         assert _join(app_url, fn["share_link"], None, "198.51.100.33")[0] == 200  # a quick event joins
         assert _join(app_url, fn["export"], None, "198.51.100.34")[0] == 200
     finally:
@@ -1363,7 +1371,7 @@ def test_a_cancelled_runs_work_counts_in_its_addresss_share_until_it_ends_and_qu
         assert status == 200
         joined.append(event_id)
     status, text = _join(app_url, fn["generate"], args(9), address)  # was 200: the share counted Gradio's queue only
-    assert status == 503 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (status, text)
+    assert status == 429 and f"already has {DEVICE_RUNS_PER_CLIENT} runs on the device" in text, (status, text)
     release.set()
     deadline = time.monotonic() + 60
     while any(event_id in dict(pacing.handed_requests()) for event_id in joined):

@@ -103,11 +103,16 @@ def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
                  and address_of(request) == caller]  # a run's work, going on after
     # its event was cancelled (its constraint's compile), or waiting its turn on the engine thread
     if len(mine) + len(cancelled) + _pending[caller] >= QUEUED_PER_CLIENT:
-        return f"{len(mine) + len(cancelled) + _pending[caller]} events"
+        return _counted(len(mine) + len(cancelled) + _pending[caller], "event")
     in_lane = sum(e.concurrency_id == lane for e in mine) + _pending_lanes[caller, lane]
     if lane == DEVICE and in_lane + len(cancelled) >= DEVICE_RUNS_PER_CLIENT:
-        return f"{in_lane + len(cancelled)} runs on the device"
-    return f"{in_lane} events of this kind" if lane != DEVICE and in_lane >= QUICK_PER_LANE else ""
+        return f"{_counted(in_lane + len(cancelled), 'run')} on the device"
+    return f"{_counted(in_lane, 'event')} of this kind" if lane != DEVICE and in_lane >= QUICK_PER_LANE else ""
+
+
+def _counted(n: int, noun: str) -> str:
+    """'1 run', '3 runs' (a host's limits go as low as 1)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def runs_waiting(queue) -> int:

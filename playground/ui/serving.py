@@ -72,8 +72,8 @@ class RequestGuard:
     over `max_bytes` (declared, or sent in chunks without a length), 408 for one not sent within
     BODY_SECONDS, 503 for a long body that waited BODY_SECONDS for a place (BodySlot), 414 for an
     address past MAX_URL_CHARS, 403 for a route that takes files, fetches a URL, makes a deep link or
-    streams reloads, what playground.ui.calls refuses in a body, 503 for a join of the queue past its
-    address's share (playground.ui.addresses), 404 for the stream of an event not held
+    streams reloads, what playground.ui.calls refuses in a body, 429 for a join of the queue past its
+    address's share (playground.ui.addresses) or 503 past the runs of all (_busy), 404 for the stream of an event not held
     (playground.ui.leftovers); a `deep_link` parameter dropped."""
 
     def __init__(self, app, max_bytes: int):
@@ -149,12 +149,24 @@ class RequestGuard:
         lane = DEVICE if fn is None else fn.concurrency_id  # a function not known counts as a run
         async with addresses.joining(queue, caller, lane) as held:
             if held == addresses.RUNS_FULL:
-                return await refuse(send, 503, f"the queue of runs is full ({addresses.QUEUE_SIZE} waiting for the device, "
-                                               "this host's most: PLAYGROUND_QUEUE_SIZE); try again once some have ended")
+                return await refuse(send, _busy(scope, whole=True), f"the queue of runs is full ({addresses.QUEUE_SIZE} "
+                                    "waiting for the device, this host's most: PLAYGROUND_QUEUE_SIZE); try again once some have ended")
             if held:
-                return await refuse(send, 503, f"this address already has {held} queued or running; start another "
-                                               "once one has ended")
+                return await refuse(send, _busy(scope, whole=False), f"this address already has {held} queued or running; "
+                                    "start another once one has ended")
             await self.app(scope, _replay(body, receive, slot.release), _in_turns(queue, send) if lane == DEVICE else send)
+
+
+def _busy(scope, whole: bool) -> int:
+    """The status of a join refused for room: 503 (the host is busy) where the whole queue of runs is full
+    or the caller is gradio_client (`x-gradio-user: api`; 503 is the one refusal it names, a QueueError),
+    else 429 (this address's share). A browser's page gets 429 either way: Gradio's page shows a refusal's
+    detail for any status but 503, for which it says "This application is currently busy" (three tabs of
+    one visitor, or a classroom behind one address, were told the Space was busy)."""
+    headers = Headers(scope=scope)
+    if headers.get("x-gradio-user") in ("api", "mcp"):
+        return 503
+    return 503 if whole and "sec-fetch-mode" not in headers else 429
 
 
 def _in_turns(queue, send):
