@@ -771,6 +771,9 @@ def test_api_generate_runs_a_share_link(client):
     with pytest.raises(Exception, match="give a preset or a link, not both"):
         client.predict(preset="demo", link=url, api_name="/generate")
     from playground.ui import api
+    with pytest.raises(gr.Error, match=re.escape("k is not used: the link's token tree (2,2) drafts the shape")):
+        next(api.generate(link="preset=demo&tree=2,2", k=3))  # (it ran the tree, k unsaid)
+    assert list(api.generate(link="preset=demo&tree=2,2&max_new_tokens=8&compare=false"))[-1]["settings"]["tree"] == "2,2"
     with pytest.raises(gr.Error, match=r"the length of the link \(characters\)"):  # as long as a page's link at most
         next(api.generate(link="preset=demo&" + "k=2&" * 3000))
 

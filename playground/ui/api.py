@@ -26,7 +26,7 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
     Args:
         prompt: the text to continue; empty: the preset's own prompt
         preset: a preset's name (see presets/); empty: the page's default preset (or the link's)
-        k: draft tokens per round; 0: the preset's
+        k: draft tokens per round; 0: the preset's (a link's token tree drafts its own shape: k refused)
         temperature: 0 greedy, or from 0.01 up to 2; -1: the preset's
         max_new_tokens: 0: the preset's
         seed: the sampling seed (a seeded sampled run repeats exactly, but under the schedule
@@ -76,6 +76,9 @@ def _run_settings(a: dict) -> Settings:
     """The run the arguments ask for: the preset's (or the link's) settings, each argument given in place
     of its value (0, -1 or None: not given, as generate's docstring says)."""
     base = _base_settings(a["preset"], a["link"])
+    if a["k"] and base.tree:  # (it ran the tree, k unused and unsaid)
+        raise PlaygroundError(f"k is not used: the link's token tree ({base.tree[:40]}) drafts the shape it names, "
+                              "k is a chain's length; leave k 0")
     return dataclasses.replace(base, prompt=a["prompt"] or base.prompt, k=a["k"] or base.k,
                                temperature=base.temperature if a["temperature"] == -1 else a["temperature"],
                                max_new_tokens=a["max_new_tokens"] or base.max_new_tokens,
