@@ -450,6 +450,27 @@ def test_xgrammar_keeps_what_sits_beside_allof_under_unevaluated_properties(toke
     assert allowed(constraint, tokenizer, '{"name": "a", "', "i")  # "id", required too
 
 
+def test_a_ref_whose_pointer_is_escaped_is_followed_by_both_backends(tokenizer):
+    """A $ref's pointer is %-encoded where a definition's name holds what a URI may not ("List[int]", from
+    generics) and ~-escaped where it holds "/" or "~": xgrammar looked for a field "List%5Bint%5D" and
+    refused the schema ("Cannot find field"). Each backend now reads the definition the pointer names."""
+    schema = {"$defs": {"List[int]": {"type": "array", "items": {"type": "integer"}},
+                        "a/b": {"type": "string", "enum": ["q"]}, "a_b": {"type": "boolean"}, "c~d": {"type": "null"}},
+              "type": "object", "additionalProperties": False, "required": ["l", "s", "t", "n"],
+              "properties": {"l": {"$ref": "#/$defs/List%5Bint%5D"}, "s": {"$ref": "#/$defs/a~1b"},
+                             "t": {"$ref": "#/$defs/a_b"}, "n": {"$ref": "#/$defs/c~0d"}}}
+    read = xgr_reads.as_xgrammar_reads(schema)
+    assert read["properties"]["s"]["$ref"] == "#/$defs/a_b_2" and read["$defs"]["a_b_2"] == {"type": "string", "enum": ["q"]}
+    assert read["properties"]["l"]["$ref"] == "#/$defs/List[int]" and read["properties"]["n"]["$ref"] == "#/$defs/c~d"
+    for backend in ("llguidance", "xgrammar"):
+        constraint = compiled(tokenizer, schema, backend)
+        assert allowed(constraint, tokenizer, '{"l": [', "1") and not allowed(constraint, tokenizer, '{"l": [', '"')
+        assert allowed(constraint, tokenizer, '{"l": [], "s": "', "q") and not allowed(constraint, tokenizer, '{"l": [], "s": "', "x")
+        assert allowed(constraint, tokenizer, '{"l": [], "s": "q", "t": ', "t") and not allowed(
+            constraint, tokenizer, '{"l": [], "s": "q", "t": ', '"'), backend  # the other "a_b", not renamed over
+        assert allowed(constraint, tokenizer, '{"l": [], "s": "q", "t": true, "n": ', "n"), backend
+
+
 # -- a regex means what the checker reads, on both backends -----------------------------------------
 
 def allowed(constraint, tokenizer, prefix: str, text: str) -> bool:

@@ -15,8 +15,11 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
   it names the anchored node by its JSON pointer.
 - a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string.
 - a property whose schema is false (a field removed) made xgrammar refuse the whole schema ("Schema
-  'false' cannot accept any value"): beside additionalProperties false, it is left out of properties."""
+  'false' cannot accept any value"): beside additionalProperties false, it is left out of properties.
+- a $ref's pointer %-encoded or ~-escaped (`#/$defs/List%5Bint%5D`, `#/$defs/a~1b`) was looked for as a
+  field of that very name ("Cannot find field"): it is written with the names as they are."""
 import json
+import urllib.parse
 
 from jsonschema import Draft202012Validator
 
@@ -30,6 +33,7 @@ NOT_CONSTRAINTS = ANNOTATIONS | {"$ref"}
 ALL_TYPES = ["null", "boolean", "object", "array", "number", "string"]  # "integer" is among the numbers
 KIND_GIVEN = {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "properties", "items", "prefixItems"}
 # (what xgrammar reads a node's kind from; a node with none of them is any JSON value to it, its other keywords dropped)
+DEFINITIONS = ("$defs", "definitions")  # where a schema's name means nothing
 COMBINED = ("anyOf", "oneOf", "allOf")  # in the order xgrammar looks for them
 PUSHED_DOWN = "x-playground-pushed-down"  # a node whose keywords sit in each of its branches now (x- keys: ignored)
 BESIDE_CHOICE = "keywords beside anyOf, oneOf or allOf"  # where they could not be merged into the branches
@@ -62,6 +66,7 @@ def as_xgrammar_reads(schema):
                 _read_as_meant(node, needs)
             except (TypeError, AttributeError, ValueError):  # not a schema: a $ref into a non-keyword place
                 pass  # brought it here; xgrammar refuses it or reads it as before
+    _pointers_as_read(schema)  # last: the steps above follow $refs as JSON Schema writes them
     return schema
 
 
@@ -77,6 +82,52 @@ def _anchors_as_pointers(schema) -> None:
     for _, node in with_pointers(schema):
         if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and node["$ref"][1:] in anchored:
             node["$ref"] = "#" + anchored[node["$ref"][1:]]
+
+
+def _pointers_as_read(schema) -> None:
+    """Each local $ref's JSON pointer written as xgrammar reads one: its names as they are, neither
+    %-decoded nor ~-unescaped (it looked for a field "List%5Bint%5D" or "a~1b" and refused the schema).
+    A name holding "/", which xgrammar splits on, is renamed where a name means nothing ($defs,
+    definitions); a pointer through any other such name is left as written (xgrammar refuses it, saying so)."""
+    renamed: dict[int, dict[str, str]] = {}  # id of a $defs map -> its names renamed
+    seen = set()
+    for _, node in with_pointers(schema):
+        ref = node.get("$ref")
+        if id(node) in seen or not isinstance(ref, str) or not ref.startswith("#/"):
+            continue
+        seen.add(id(node))
+        names = [n.replace("~1", "/").replace("~0", "~") for n in urllib.parse.unquote(ref[1:]).split("/")[1:]]
+        names = _plain_names(schema, names, renamed)
+        if names is not None:
+            node["$ref"] = "#/" + "/".join(names)
+
+
+def _plain_names(schema, names: list[str], renamed: dict) -> list[str] | None:
+    """The pointer's names with each "/"-holding definition name renamed (in the schema too), or None
+    where it goes through another such name or points to nothing."""
+    out, at, parent = [], schema, None
+    for name in names:
+        if isinstance(at, dict) and name in renamed.get(id(at), {}):
+            name = renamed[id(at)][name]
+        elif isinstance(at, dict) and parent in DEFINITIONS and "/" in name and name in at:
+            new = _fresh(at, name.replace("/", "_"))
+            renamed.setdefault(id(at), {})[name], at[new] = new, at.pop(name)
+            name = new
+        if "/" in name or not (isinstance(at, dict) and name in at or isinstance(at, list) and name.isdigit()
+                               and int(name) < len(at)):
+            return None
+        out.append(name)
+        parent, at = name, at[name] if isinstance(at, dict) else at[int(name)]
+    return out
+
+
+def _fresh(held: dict, name: str) -> str:
+    """`name`, or name_2, name_3...: one `held` has not."""
+    new, i = name, 1
+    while new in held:
+        i += 1
+        new = f"{name}_{i}"
+    return new
 
 
 def _names_as_strings(schema) -> None:
