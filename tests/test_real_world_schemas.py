@@ -428,12 +428,19 @@ def test_xgrammar_allows_unnamed_items_where_the_schema_needs_them(tokenizer):
 
 def test_xgrammar_reads_a_property_false_as_a_name_refused(tokenizer):
     """A property whose schema is false (the usual mark of a field removed) made xgrammar refuse the whole
-    schema (a review); beside additionalProperties false it is left out of what xgrammar reads: refused still."""
-    schema = {"type": "object", "required": ["n"], "additionalProperties": False,
-              "properties": {"legacy": False, "n": {"type": "integer", "minimum": 0, "maximum": 9}}}
-    for backend in ("llguidance", "xgrammar"):
-        constraint = compiled(tokenizer, schema, backend)
-        assert allowed(constraint, tokenizer, '{"', "n") and not allowed(constraint, tokenizer, '{"', "l"), backend
+    schema (a review); beside additionalProperties false, or none (as xgrammar's strict mode reads it: no name
+    beyond those listed), it is left out of what xgrammar reads: refused still."""
+    for closed in ({"additionalProperties": False}, {}):
+        schema = {"type": "object", "required": ["n"], **closed,
+                  "properties": {"legacy": False, "n": {"type": "integer", "minimum": 0, "maximum": 9}}}
+        for backend in ("llguidance", "xgrammar"):
+            constraint = compiled(tokenizer, schema, backend)
+            assert allowed(constraint, tokenizer, '{"', "n") and not allowed(constraint, tokenizer, '{"', "l"), backend
+    read = xgr_reads.as_xgrammar_reads({"type": "object", "minProperties": 2, "properties": {"a": {}, "b": False}})
+    assert read["properties"] == {"a": {}} and read["additionalProperties"] is False  # (not reopened by the compile
+    # without strict mode a minimum past the names listed needs: "b" stays out; that schema is refused instead)
+    with pytest.raises(PlaygroundError):
+        compiled(tokenizer, {"type": "object", "minProperties": 2, "properties": {"a": {}, "b": False}}, "xgrammar")
 
 
 def test_xgrammar_keeps_what_sits_beside_allof_under_unevaluated_properties(tokenizer):

@@ -15,7 +15,8 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
   it names the anchored node by its JSON pointer.
 - a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string.
 - a property whose schema is false (a field removed) made xgrammar refuse the whole schema ("Schema
-  'false' cannot accept any value"): beside additionalProperties false, it is left out of properties.
+  'false' cannot accept any value"): beside additionalProperties false or none, it is left out of
+  properties (and no other name is written, as xgrammar's strict mode does).
 - a $ref's pointer %-encoded or ~-escaped (`#/$defs/List%5Bint%5D`, `#/$defs/a~1b`) was looked for as a
   field of that very name ("Cannot find field"): it is written with the names as they are."""
 import json
@@ -153,9 +154,11 @@ def _read_as_meant(node: dict, needs: Needs) -> None:
             node.setdefault("additionalProperties", {})
     if isinstance(node.get("enum"), list) and set(node) - NOT_CONSTRAINTS - {"enum"}:
         node["enum"] = _enum_held(node)
-    if node.get("additionalProperties") is False and not node.get("patternProperties") and False in (
+    if node.get("additionalProperties", False) is False and not node.get("patternProperties") and False in (
             node.get("properties") or {}).values():  # a name no value may take: additionalProperties refuses it
         node["properties"] = {name: sub for name, sub in node["properties"].items() if sub is not False}
+        node["additionalProperties"] = False  # (where absent: as xgrammar's strict mode reads it, fewer names
+        # written, none wrong; its compile without strict mode would have let the name removed through)
     for name, (held, _) in zip(node.get("required", []), needs.names(node)):
         if name not in node.get("properties", {}):  # held: its patternProperties entries
             extra = node.get("additionalProperties", node.get("unevaluatedProperties", True))
