@@ -92,7 +92,7 @@ def _pointers_as_read(schema) -> None:
     definitions); a pointer through any other such name is left as written (xgrammar refuses it, saying so)."""
     renamed: dict[int, dict[str, str]] = {}  # id of a $defs map -> its names renamed
     seen = set()
-    for _, node in with_pointers(schema):
+    for _, node in list(with_pointers(schema)):  # (a listing: the walk's own maps are renamed in)
         ref = node.get("$ref")
         if id(node) in seen or not isinstance(ref, str) or not ref.startswith("#/"):
             continue
