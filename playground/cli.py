@@ -164,15 +164,47 @@ def _ctrl_c_ends_the_run():
 
 def cmd_bench(args) -> int:
     from playground import session
-    from playground.measure import bench, report
+    from playground.measure import report
     from playground.measure.machine import machine, machine_line
-    from playground.measure.sweeps import parse_values
     preset, target, draft = resolve_models(args)
+    ks, temperatures = _bench_values(args)  # every setting is checked before anything loads
+    out_dir = _bench_folder(args)
+    texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
+    pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
+    chat = pick(None, preset, "chat", True) and not args.raw
+    prompts = [session.encode_prompt(pair, t, chat) for t in texts]
+    ran_on = machine(next(pair.target.parameters()).device) | {"run": _benched(args, pair, ks, temperatures, prompts)}
+    _log(f"machine: {machine_line(ran_on)}")
+    title = f"{_benched_line(ran_on['run'])}\n\nMeasured on {machine_line(ran_on)}"
+    if out_dir:
+        if earlier := _written(lambda: report.clear_earlier(out_dir), out_dir):
+            _log(f"note: {out_dir} held an earlier bench's {', '.join(earlier)}: removed (this bench's files replace them)")
+        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
+    rows = _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title)
+    if out_dir:
+        ran_on["load_average_after"] = machine()["load_average"]  # (a load that came during the bench: said)
+        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
+        for path in _written(lambda: report.write_outputs(rows, out_dir, title, _log), out_dir):
+            _log(f"wrote {path}")
+    print(json.dumps(rows) if args.json else report.markdown_table(rows))
+    return 0
+
+
+def _log(line: str) -> None:
+    """A bench's progress, on standard error: the table or JSON alone on standard output (`bench > table.md`
+    took the log too)."""
+    print(line, file=sys.stderr)
+
+
+def _bench_values(args) -> tuple[list[int], list[float]]:
+    """--k and --temperature's values, each combination and the other counts checked (PlaygroundError)."""
+    from playground import session
+    from playground.measure.sweeps import parse_values
     try:
         ks, temperatures = parse_values(args.k, int), parse_values(args.temperature, float)
     except ValueError as exc:
         raise PlaygroundError(f"--k / --temperature: {exc}") from None
-    for k in ks:  # every setting is checked before anything loads
+    for k in ks:
         for t in temperatures:
             session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
                              **tree_fields(args.tree))
@@ -182,50 +214,37 @@ def cmd_bench(args) -> int:
         raise PlaygroundError("--repeat and --num-prompts must be >= 1")
     at_most(args.repeat, MAX_REPEAT, "--repeat", " (PLAYGROUND_MAX_REPEAT)")
     at_most(args.num_prompts, MAX_SWEEP_PROMPTS, "--num-prompts", " (PLAYGROUND_MAX_SWEEP_PROMPTS)")
+    return ks, temperatures
+
+
+def _bench_folder(args) -> pathlib.Path | None:
+    """--out's folder, writable and holding no files of anything but a bench, or None."""
+    from playground.measure import report
     out_dir = writable_dir(args.out) if args.out else None
     if out_dir and (theirs := report.others_files(out_dir)):
         raise PlaygroundError(f"--out: {args.out[:80]} holds {', '.join(theirs)}, which no bench wrote there (no "
                               "machine.json of one beside them) and this bench would replace: name another folder")
-    texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
-    pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
-    chat = pick(None, preset, "chat", True) and not args.raw
-    prompts = [session.encode_prompt(pair, t, chat) for t in texts]
-    pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
+    return out_dir
 
-    def log(line: str) -> None:  # progress on standard error, the table or JSON alone on standard output
-        print(line, file=sys.stderr)  # (`bench > table.md` took the log too)
-    ran_on = machine(next(pair.target.parameters()).device) | {"run": _benched(args, pair, ks, temperatures, prompts)}
-    log(f"machine: {machine_line(ran_on)}")
-    title = f"{_benched_line(ran_on['run'])}\n\nMeasured on {machine_line(ran_on)}"
-    if out_dir:
-        if earlier := _written(lambda: report.clear_earlier(out_dir), out_dir):
-            log(f"note: {out_dir} held an earlier bench's {', '.join(earlier)}: removed (this bench's files replace them)")
-        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
+
+def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str) -> list[dict]:
+    """The bench's rows, each one written to --out as it is measured; on Ctrl-C, said what was kept."""
+    from playground.measure import bench, report
     written: list[dict] = []  # the rows in --out so far
 
     def on_row(rows: list[dict]) -> None:
         _written(lambda: report.write_rows(rows, out_dir, title), out_dir)
         written[:] = rows
     try:
-        rows = bench.run_bench(pairs, prompts, ks, temperatures, args.repeat, args.max_new_tokens, args.seed, log,
-                               compiled=bool(args.compile), on_row=on_row if out_dir else None,
-                               tree=args.tree)  # text: its row's label
+        return bench.run_bench({"draft": pair, "ngram": bench.ngram_pair(pair)}, prompts, ks, temperatures, args.repeat,
+                               args.max_new_tokens, args.seed, _log, compiled=bool(args.compile),
+                               on_row=on_row if out_dir else None, tree=args.tree)  # text: its row's label
     except KeyboardInterrupt:  # (said only "interrupted": whether anything was kept, and where, was a guess)
         if out_dir:
             kept = (f"{counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} and table.md"
                     if written else f"no row was measured whole: {out_dir} holds machine.json alone")
             print(f"interrupted: {kept}; no chart", file=sys.stderr)
         raise
-    if out_dir:
-        ran_on["load_average_after"] = machine()["load_average"]  # (a load that came during the bench: said)
-        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
-        for path in _written(lambda: report.write_outputs(rows, out_dir, title, log), out_dir):
-            log(f"wrote {path}")
-    if args.json:
-        print(json.dumps(rows))
-    else:
-        print(report.markdown_table(rows))
-    return 0
 
 
 def _benched(args, pair, ks: list[int], temperatures: list[float], prompts: list[list[int]]) -> dict:
