@@ -77,8 +77,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                                   info="fixed: k guesses every round. schedule: k grows by 2 after a round kept whole, "
                                        "shrinks by 1 after a rejection, and a draft model's drafting pauses while guesses do not pay "
                                        "(judged by measured times: a seeded sampled run may then differ from one run to the next). "
-                                       "confidence: the draft model stops guessing when unsure (prompt lookup's guesses have no "
-                                       "probabilities: fixed). With both, k is the ceiling.")
+                                       "confidence: the draft model stops guessing when unsure, each round still paying its first "
+                                       "draft pass (where the draft is mostly unsure, as when sampling hot, no faster than the target "
+                                       "alone; prompt lookup's guesses have no probabilities: fixed). With both, k is the ceiling.")
                 confidence = gr.Slider(*RANGES["confidence"], value=0.5, step=0.01, label="Confidence threshold",
                                        visible=False)  # shown with the confidence policy only
                 temperature = gr.Slider(*RANGES["temperature"], value=DEFAULT.temperature, step=0.01, label="Temperature (0 = greedy)")
