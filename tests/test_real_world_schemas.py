@@ -400,6 +400,7 @@ def test_a_string_no_value_satisfies_names_no_rule_it_does_not_have():
     ({"type": "string", "format": "email", "maxLength": 30}, "minLength/maxLength together with format"),
     ({"type": "string", "pattern": "^a+$", "maxLength": 5}, "minLength/maxLength together with pattern"),
     ({"type": "integer", "multipleOf": 0.5}, "multipleOf"),
+    ({"type": "number", "multipleOf": 3}, "multipleOf"),  # ('xgrammar: multipleOf is not supported for type:number')
 ])
 def test_what_xgrammar_drops_is_said_once_in_the_notes_words(tokenizer, schema, said):
     """Each was said twice, the second time in xgrammar's own words ('xgrammar: format combined with

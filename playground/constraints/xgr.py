@@ -304,7 +304,7 @@ def _warned(log: list[str]) -> list[str]:
 
 
 NAMED_ALREADY = ("Support for allOf", "format combined with minLength/maxLength", "pattern combined with minLength/maxLength",
-                 "multipleOf for type:integer")  # xgrammar's warnings the not-enforced note names (each was said
+                 "multipleOf for type:integer", "multipleOf is not supported")  # xgrammar's warnings the not-enforced note names (each was said
 # twice, once in xgrammar's own words; a review)
 
 
