@@ -304,8 +304,8 @@ def _warned(log: list[str]) -> list[str]:
 
 
 NAMED_ALREADY = ("Support for allOf", "format combined with minLength/maxLength", "pattern combined with minLength/maxLength",
-                 "multipleOf for type:integer", "multipleOf is not supported")  # xgrammar's warnings the not-enforced note names (each was said
-# twice, once in xgrammar's own words; a review)
+                 "multipleOf for type:integer", "multipleOf is not supported")  # xgrammar's warnings the not-enforced
+# note names (each was said twice, once in xgrammar's own words; a review)
 
 
 def _inexact_formats(nodes: list[dict]) -> list[str]:
