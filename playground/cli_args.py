@@ -104,8 +104,9 @@ def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, help="sample among the k likeliest tokens, 0 for all (default: the preset's)")
     p.add_argument("--seed", type=int, help="sampling seed (default 0)")  # (None: told from a seed given, cli_notes)
     p.add_argument("--max-new-tokens", type=int, help="tokens to write at most (default: the preset's)")
-    p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess does not pay) or confidence (k = ceiling; "
-                   "each round pays one draft pass, guesses or none: no faster than the target alone where the draft is mostly unsure)")
+    p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess "
+                   "does not pay) or confidence (k = ceiling; each round pays one draft pass, guesses or none: no "
+                   "faster than the target alone where the draft is mostly unsure)")
     p.add_argument("--confidence", type=float, help="the confidence policy's threshold (default 0.5)")
     p.add_argument("--tree", type=parse_tree, default="", help="draft a token tree instead of a chain: children per "
                    "node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused), or a dynamic "
