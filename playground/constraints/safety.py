@@ -17,7 +17,7 @@ from re import _constants as sre, _parser as sre_parse  # Python's own reading o
 
 import regex
 
-from playground.constraints.schema_keywords import patterns, subschemas, with_pointers
+from playground.constraints.schema_keywords import patterns, subschemas, unescaped, with_pointers
 from playground.constraints.validate import compiled_pattern
 from playground.errors import PlaygroundError
 from playground.limits import (CHECK_SECONDS, MAX_PATTERN_SIZE, MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT,
@@ -130,7 +130,7 @@ def at_pointer(root, pointer: str):
     """The value at a JSON pointer ('/a/0', ~0 and ~1 escaped), or None."""
     node = root
     for part in pointer.split("/")[1:]:
-        part = part.replace("~1", "/").replace("~0", "~")
+        part = unescaped(part)
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):

@@ -9,7 +9,7 @@ import llguidance
 
 from playground.constraints import worker
 from playground.constraints.safety import at_pointer
-from playground.constraints.schema_keywords import drop_noops, with_pointers
+from playground.constraints.schema_keywords import drop_noops, unescaped, with_pointers
 from playground.errors import PlaygroundError
 
 PREFIX = "Unsatisfiable schema:"
@@ -74,7 +74,7 @@ def made_false_at(schema, pointers) -> object:
     schema = json.loads(json.dumps(schema))
     for pointer in pointers:
         parent, last = pointer.rsplit("/", 1)
-        holder, last = at_pointer(schema, parent), last.replace("~1", "/").replace("~0", "~")
+        holder, last = at_pointer(schema, parent), unescaped(last)
         holder[int(last) if isinstance(holder, list) else last] = False
     return schema
 

@@ -49,6 +49,12 @@ def _keyword_children(key: str, value, here: str):
 def _escaped(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
+
+def unescaped(part: str) -> str:
+    """A JSON pointer's part as the name it stands for (~1 is "/", ~0 is "~")."""
+    return part.replace("~1", "/").replace("~0", "~")
+
+
 def subschemas(schema):
     """Yield the schema and every schema nested in it (through keywords, not property names)."""
     if not isinstance(schema, dict):

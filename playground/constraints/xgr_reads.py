@@ -25,7 +25,7 @@ import urllib.parse
 from jsonschema import Draft202012Validator
 
 from playground.constraints.safety import NameMatcher, Needs, end_anchors
-from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas, with_pointers
+from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas, unescaped, with_pointers
 from playground.constraints.schema_merge import ANNOTATIONS, Apart, Merging, same
 from playground.constraints.validate import checker
 from playground.errors import PlaygroundError
@@ -97,7 +97,7 @@ def _pointers_as_read(schema) -> None:
         if id(node) in seen or not isinstance(ref, str) or not ref.startswith("#/"):
             continue
         seen.add(id(node))
-        names = [n.replace("~1", "/").replace("~0", "~") for n in urllib.parse.unquote(ref[1:]).split("/")[1:]]
+        names = [unescaped(n) for n in urllib.parse.unquote(ref[1:]).split("/")[1:]]
         names = _plain_names(schema, names, renamed)
         if names is not None:
             node["$ref"] = "#/" + "/".join(names)
