@@ -30,6 +30,7 @@ import anyio
 from gradio.context import LocalContext
 
 from playground.limits import DEVICE_RUNS_PER_CLIENT, PROXY_HOPS, QUEUE_SIZE, QUEUED_PER_CLIENT, QUICK_PER_LANE
+from playground.metrics import counted
 from playground.ui import pacing
 
 RUNS_FULL = "runs full"  # share_taken's word where QUEUE_SIZE runs of every address wait for the device already
@@ -103,16 +104,11 @@ def share_taken(queue, caller: str, lane: str = DEVICE) -> str:
                  and address_of(request) == caller]  # a run's work, going on after
     # its event was cancelled (its constraint's compile), or waiting its turn on the engine thread
     if len(mine) + len(cancelled) + _pending[caller] >= QUEUED_PER_CLIENT:
-        return _counted(len(mine) + len(cancelled) + _pending[caller], "event")
+        return counted(len(mine) + len(cancelled) + _pending[caller], "event")
     in_lane = sum(e.concurrency_id == lane for e in mine) + _pending_lanes[caller, lane]
     if lane == DEVICE and in_lane + len(cancelled) >= DEVICE_RUNS_PER_CLIENT:
-        return f"{_counted(in_lane + len(cancelled), 'run')} on the device"
-    return f"{_counted(in_lane, 'event')} of this kind" if lane != DEVICE and in_lane >= QUICK_PER_LANE else ""
-
-
-def _counted(n: int, noun: str) -> str:
-    """'1 run', '3 runs' (a host's limits go as low as 1)."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+        return f"{counted(in_lane + len(cancelled), 'run')} on the device"
+    return f"{counted(in_lane, 'event')} of this kind" if lane != DEVICE and in_lane >= QUICK_PER_LANE else ""
 
 
 def runs_waiting(queue) -> int:
