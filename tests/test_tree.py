@@ -196,14 +196,13 @@ def test_a_trees_acceptance_counts_refusals_and_its_positions_are_its_levels(pai
     nodes (every round: 0.72 where the events said 0.91), and the chart of acceptance by draft
     position drew a depth-3 tree's 21 nodes as 21 positions, 0 past the third (a correctness audit)."""
     from playground.events import ACCEPTED, CORRECTED
-    from playground.ui.plots import position_acceptance
+    from playground.ui.plots import position_counts
     pair, tok = pair
     result = session.run(pair, tok("def fib(n):").input_ids, session.settings(max_new_tokens=60, tree=(3, 2, 2)))
     kinds = [t.kind for r in result.rounds for t in r.tokens]
     assert any(r.accepted == 3 and not r.refused for r in result.rounds)  # a round walked to a leaf: nothing refused
     assert result.stats["token_acceptance"] == kinds.count(ACCEPTED) / (kinds.count(ACCEPTED) + kinds.count(CORRECTED))
-    survival, conditional = position_acceptance(result.rounds)
-    assert len(survival) == len(conditional) == 3 and max(r.depth for r in result.rounds) == 3
+    assert len(position_counts(result.rounds)) == 3 and max(r.depth for r in result.rounds) == 3
     chain = session.run(pair, tok("def fib(n):").input_ids, session.settings(k=3, max_new_tokens=60))
     assert sum(r.refused for r in chain.rounds) == sum(r.accepted < r.proposed for r in chain.rounds)  # a chain's as before
 

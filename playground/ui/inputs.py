@@ -306,7 +306,7 @@ def apply_preset(name: str, prompt: str = "", system: str = "", kind: str = "non
 
 def apply_preset_chosen(name: str | None, prompt: str, system: str, kind: str, constraint: str):
     """The Preset box's .input: as apply_preset; name None where the box was only left (Tab, a click away: Gradio
-    sends its .input then too), as render.PRESET_LEFT_JS tells: nothing then."""
+    sends its .input then too), as page_style.PRESET_LEFT_JS tells: nothing then."""
     if name is None:
         return [gr.skip()] * (len(SETTING_NAMES) + 2)
     return apply_preset(name, prompt, system, kind, constraint)

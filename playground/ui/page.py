@@ -10,7 +10,7 @@ from playground.limits import (CONCURRENCY, MAX_GRAMMAR_CHARS, MAX_PROMPT_CHARS,
 from playground.session.host import custom_models_allowed
 from playground.presets import constraint_of
 from playground.measure import sweeps
-from playground.ui import gradio_patches, render, race
+from playground.ui import gradio_patches, page_style, render, race
 from playground.ui.addresses import DEVICE
 from playground.ui.api import generate
 from playground.ui.calls import VALUE_CHARS, bound
@@ -53,7 +53,7 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 
 gradio_patches.install()
 with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S)) as demo:
-    gr.HTML(f"<style>{render.CSS}{race.CSS}{TREE_CSS}</style>{render.SKIP_LINK}")
+    gr.HTML(f"<style>{page_style.CSS}{race.CSS}{TREE_CSS}</style>{page_style.SKIP_LINK}")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.",
@@ -141,7 +141,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 run_msg = gr.HTML()
                 refresh_views = gr.Button(visible="hidden", elem_id="refresh-views")  # clicked by a change of setting
                 share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False,
-                                       placeholder=" ")  # emptied by a change of setting: hidden (render.CSS)
+                                       placeholder=" ")  # emptied by a change of setting: hidden (page_style.CSS)
                 gr.HTML(render.legend())
                 with gr.Accordion("How to read this", open=False):  # beside the colours, where a newcomer looks
                     gr.Markdown(ABOUT)
@@ -279,13 +279,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     # preset picked again gives the preset's own); a choice by keyboard is an .input, applied where the box's text
     # differs from what it showed when it took the focus (PRESET_LEFT_JS)
     typed = [preset, prompt, system, kind, constraint]
-    for chosen, fn, js in ((preset.select, apply_preset, None), (preset.input, apply_preset_chosen, render.PRESET_LEFT_JS)):
+    for chosen, fn, js in ((preset.select, apply_preset, None), (preset.input, apply_preset_chosen, page_style.PRESET_LEFT_JS)):
         chosen(fn, typed, SETTINGS + [note, constraint_acc], js=js, api_visibility="private").then(
             think_budget_shown, [target, think_budget], think_budget, queue=False,  # a budget set: shown (quick: out
             api_visibility="private")  # of the queue, as the link's, where two of these held its lane past its share)
     # Run is enabled once a link's settings are shown, whatever happens to them (Gradio runs .then only
     # after a success: .failure too); cheap steps, kept out of the queue (a full queue refused them)
-    demo.load(None, None, None, js=render.PAGE_JS, queue=False, api_visibility="private")  # a token's
+    demo.load(None, None, None, js=page_style.PAGE_JS, queue=False, api_visibility="private")  # a token's
     # probabilities on a tap (no hover on a phone) or by keyboard, the verdict said, the Preset's focus followed
     restored = demo.load(restore_from_url, None, SETTINGS + [note, constraint_acc, advanced, *EXPERIMENT, tabs, link_notice],
                          queue=False, api_visibility="private")
@@ -343,13 +343,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         show_progress="hidden")  # the Export and Experiments tabs kept current
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private",  # shown once it has a link,
-        js=render.SAY_LINK_READY)  # and said (a screen reader heard nothing: focus stays on the button)
+        js=page_style.SAY_LINK_READY)  # and said (a screen reader heard nothing: focus stays on the button)
     gr.on(changed, None, None, share_box, js="() => ''", queue=False,
           api_visibility="private")  # a setting changed: the link no longer says it
     experiment_share_btn.click(named_inputs(make_experiment_link, EXPERIMENT_NAMES), EXPERIMENT + SETTINGS,
                                experiment_share_box, api_name="share_experiment").success(
         lambda: gr.update(visible=True), None, experiment_share_box, queue=False, api_visibility="private",
-        js=render.SAY_LINK_READY)
+        js=page_style.SAY_LINK_READY)
     gr.on(changed + [box.change for box in EXPERIMENT], None, None, experiment_share_box, js="() => ''", queue=False,
           api_visibility="private")
     gr.on([kind.change, constraint.change, backend.change], check_constraint, [kind, constraint, backend],

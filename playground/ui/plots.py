@@ -66,15 +66,10 @@ def accepted_histogram(events, k: int) -> go.Figure:
                              yaxis_title="rounds", **LAYOUT)
 
 
-def position_acceptance(events) -> tuple[list[float], list[float]]:
-    """Per draft position i = 1..k, two definitions:
+def _rates(counts: list[tuple[int, int, int]]) -> tuple[list[float], list[float]]:
+    """position_counts -> per draft position i = 1..k, two definitions:
     prefix survival: of rounds that drafted position i, the share whose first i drafts were all kept;
     conditional: of rounds that drafted i and kept 1..i-1, the share that also kept i."""
-    return _rates(position_counts(events))
-
-
-def _rates(counts: list[tuple[int, int, int]]) -> tuple[list[float], list[float]]:
-    """position_counts -> (prefix survival, conditional) per position."""
     return ([kept / drafted if drafted else 0.0 for kept, drafted, _ in counts],
             [kept / reached if reached else 0.0 for kept, _, reached in counts])
 

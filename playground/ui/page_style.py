@@ -1,0 +1,219 @@
+"""The page's own CSS (the token kinds' tints and underlines from render's colours) and its small scripts
+run in the browser: a token's details by keyboard, a share link said, the preset box left."""
+from playground.ui.render import COLOURS, DARK_UNDERLINES, UNDERLINES
+
+CSS = """
+/* Gradio's wrapping code boxes take their least height from the first line's (a wrapped line is several
+   lines tall) times their line count: a one-line schema opened 300-700 px tall, an export box twice its text */
+#constraint-editor .cm-scroller { min-height: 8em !important; }
+#export-vllm .cm-scroller, #export-sglang .cm-scroller { min-height: 0 !important; }
+#constraint-editor label[data-testid="block-label"] { padding-right: 80px; }  /* its words wrap before the
+   download and copy buttons (a phone's 390 px hid 'spaces here;' under them) */
+.tokstream { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7;
+             white-space: pre-wrap; word-break: break-word; padding: 10px; border-radius: 8px;
+             border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
+.tok { border-radius: 3px; }  /* no padding: a padded span is shaped alone, and Hindi's conjuncts broke into dotted
+   circles, Arabic's letters into their isolated forms (the rounded underlines still show where a token ends) */
+.tokstream, #output-text textarea, #baseline-text textarea, #prompt-box textarea { unicode-bidi: plaintext; }  /* each
+   paragraph in the direction of its first letter: Arabic's full stop was drawn at its right, its start */
+""" + "".join(f".tok-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
+               f".dark .tok-{k} {{ border-bottom-color: {DARK_UNDERLINES[k]}; }}\n" for k, (shade, style) in UNDERLINES.items()) + """
+.legend .key i { border-bottom: 3px solid; height: 9px !important; }  /* each kind's underline, under its swatch */
+.tok-rejected { text-decoration: line-through; opacity: 0.75; }  /* in the text's colour: its red (never drawn,
+   Gradio's .prose rule won) would stand 2.9:1 dimmed */
+.tok-rejected::before { content: "" / "refused: "; }  /* said by a screen reader, not shown (it read refused
+   drafts as part of the text) */
+.tok:focus-visible, .round-sep:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
+.tok-eos { font-size: 11px; }  /* in the text's colour, as a token with no text's mark: the labels' grey on a
+   token's tint stood 4.0:1 */
+.thinking { margin-bottom: 6px; } .thinking .tok { color: var(--block-label-text-color); }  /* (opacity 0.45: 2.5:1;
+   the labels' grey here and below: 4.8:1, where Gradio's subdued one is 1.9:1) */
+.thinking summary { color: var(--block-label-text-color); cursor: pointer; font-style: italic; }
+.stream-placeholder { color: var(--block-label-text-color); }
+.skip-link { position: absolute; left: -9999px; }  /* shown where the keyboard's first Tab lands */
+.skip-link:focus { left: 8px; top: 8px; z-index: 1000; padding: 6px 10px; border-radius: 6px;
+                   background: var(--background-fill-primary); outline: 2px solid var(--color-accent); }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+.gradio-container input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid
+  var(--color-accent); outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at
+  all (its `[type=radio]:focus-visible { outline: none }` won over this rule without the container's class) */
+.round-sep { display: inline-block; width: 0; border-left: 1px dotted #9ca3af; height: 1.1em; margin: 0 1px;
+             vertical-align: middle; }
+.round-sep.stopped { border-left: 2px solid #f59e0b; }
+.legend span.key { display: inline-block; margin-right: 14px; font-size: 13px; }
+.legend i { display: inline-block; width: 12px; height: 12px; border-radius: 3px; margin-right: 4px; vertical-align: -1px; }
+.metrics { display: flex; flex-wrap: wrap; gap: 8px; }
+.metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; flex: 1 1 130px; }
+.metric-wide { flex-basis: 100%; }
+.metric b { display: block; font-size: 20px; }
+.metric small { color: var(--body-text-color-subdued); }
+#share-link:has(textarea:placeholder-shown), #experiment-share-link:has(textarea:placeholder-shown) { display: none; }  /* a link no longer true is gone, box and all */
+.badge { display: inline-block; padding: 3px 10px; border-radius: 12px; font-weight: 600; }
+.badge-ok { background: #16a34a22; color: #15803d; } .badge-bad { background: #dc262622; color: #b91c1c; }
+.badge-stopped { background: #f59e0b22; color: #b45309; }
+.constraint-note { font-size: 13px; color: #b45309; margin-top: 4px; }
+#stop-button:disabled, #sweep-stop:disabled, #compare-stop:disabled { opacity: 0.4; cursor: not-allowed; }
+.field-error { color: #b91c1c; background: #dc262614; border-left: 3px solid #dc2626; padding: 4px 8px;
+               border-radius: 4px; font-size: 14px; white-space: pre-wrap; }
+.progress-note { font-size: 14px; color: var(--body-text-color-subdued); }
+.spinner { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border: 2px solid #9ca3af;
+           border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; }
+@keyframes spin { to { transform: rotate(360deg); } }
+@media (prefers-reduced-motion: reduce) {  /* asked for by the system: the spinner and Gradio's pulses stand still */
+  *, ::before, ::after { animation: none !important; transition: none !important; } }
+#stream > [data-testid=status-tracker].translucent { background: var(--block-background-fill); }  /* loading's
+   progress over the stream (its text ran through the placeholder's); not while tokens stream ("generating") */
+#token-tip { position: fixed; z-index: 1000; max-width: 280px; padding: 4px 8px; border-radius: 6px; font-size: 12px;
+             background: #111827; color: #f9fafb; pointer-events: none; }
+#token-tip[hidden] { display: none; }
+.cm-line > span { filter: brightness(0.5); }  /* Gradio's code boxes colour a schema, a command or Python in
+   Nord's light palette, 1.6-4:1 on white (a string's yellow: 1.6:1): each coloured token at half its brightness,
+   5.6:1 or more (4.9:1 on the line being edited); dark mode's palette reads as it is */
+.dark .cm-line > span { filter: none; }
+.info-text { color: var(--block-label-text-color) !important; }  /* a setting's help: Gradio's own grey on white
+   is 1.9:1 (the draft length policy's was hard to read); the labels' grey, 4.8:1 */
+/* A refused Run (its message under Run, or at the prompt just above it) leaves the last run's output below, as it
+   was (nothing lost): dimmed and said to be the last run's, until the message goes (its input changed, a new Run) */
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) .tokstream,
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ .block:has(#metrics, .badge),
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok) ~ .tabs :is(#output-text, #baseline-text,
+  #race, #tree-view, #json-view, .js-plotly-plot)
+  { opacity: 0.45; }  /* the run's own output: not the Export tab (the settings now) or the tabs themselves */
+.block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before {
+  content: "The last run's output: this Run was refused (see the message above)"; display: block;
+  font-size: 13px; color: #b45309; margin-bottom: 4px; }
+/* An HTML box with nothing in it (a message not said, a run's badge before a run) takes no room: each left a
+   20 px band and its gap, between the prompt and its constraint, under Run; one showing Gradio's progress stays */
+.block:has(> .html-container > .prose:empty):not(:has(> [data-testid=status-tracker]:not(.hide))) { display: none; }
+@media (max-width: 767px) {  /* a phone: the preset picker and what the preset is, then prompt, Run and output, then
+   the settings (each with its default) below them, not 1,800 px of them before Run; the column's parts join the row
+   to be ordered. Up to where Gradio stacks the two columns (at 640 px, a phone in landscape, 750 px wide, had its
+   settings stacked above the prompt and Run 6 screens down) */
+  #settings-column { display: contents; }
+  #settings-column > * { order: 1; width: 100%; }
+  #settings-column > :is(:has(#preset-box), #preset-note, :has(#preset-note)) { order: -1; }
+  h1 { font-size: 20px !important; line-height: 1.25 !important; }  /* its three lines at 34 px pushed Run off the
+     first screen once the preset's note joined the picker */
+  #intro p { font-size: 14px !important; line-height: 1.45 !important; }
+  #preset-note * { font-size: 13px !important; line-height: 1.4 !important; }  /* as a setting's help text */
+  #constraint-editor .cm-editor { max-height: 40vh; }  /* a link's 28-line schema, wrapped, put Run 2.4 screens
+     down: it scrolls within its box */
+  .js-plotly-plot .modebar-container { display: none; }  /* a touch screen shows plotly's tool bar always, over
+     each chart's title ('Accepted draft tokens per round' read through nine icons) */
+}
+/* Dark mode: the amber, green and red words above are drawn for white (the amber note read 3.8:1 on dark) */
+.dark :is(.constraint-note, .badge-stopped), .dark .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before
+  { color: #fbbf24; }
+.dark .badge-ok { color: #4ade80; } .dark :is(.badge-bad, .field-error) { color: #f87171; }
+#output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
+                                                 font-size: 13px; }
+"""
+
+
+# A token's (a round mark's, a legend entry's) title, shown where it was tapped or clicked: a phone has no hover,
+# and a token's probabilities (what each colour means) were out of its reach. Its text is set as text, never read as HTML.
+# By keyboard: the stream is one Tab stop, its arrow keys (Home, End) go from token to token, each focused one's
+# tip shown (the legend likewise, entry to entry), Escape hides it (a title's hover was the only way to a token's
+# details). The run's badge (its verdict) is said by a screen reader as it changes (copied into a status line drawn
+# for it alone). The Preset box's text on taking the focus is kept for PRESET_LEFT_JS.
+PAGE_JS = """() => {
+  if (window.pageJs) return;
+  window.pageJs = true;
+  const tip = Object.assign(document.createElement('div'), {id: 'token-tip', hidden: true});
+  tip.setAttribute('aria-hidden', 'true');  // drawn for the eye: a focused mark's title is its description already
+  // (a status line said each token twice)
+  document.body.appendChild(tip);
+  const MARKS = '.tok[title], .round-sep[title], .legend .key[title]';
+  const markOf = (node) => node && node.closest ? node.closest(MARKS) : null;
+  document.addEventListener('click', (event) => {
+    show(markOf(event.target));
+    if (event.target.closest && event.target.closest('.skip-link')) {  // (the link's own jump would not focus the box)
+      event.preventDefault();
+      const box = document.querySelector('#prompt-box textarea');
+      if (box) box.focus();
+    }
+  });
+  document.addEventListener('focusin', (event) => {
+    const mark = markOf(event.target);
+    if (mark) show(mark);
+    if (event.target.closest && event.target.closest('#preset-box')) window.presetOnFocus = event.target.value;  // (PRESET_LEFT_JS)
+  });
+  document.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') { tip.hidden = true; return; }
+    const stream = event.target.closest ? event.target.closest('#token-stream, .legend') : null;  // (the legend: one
+    const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity}[event.key];
+    if (!stream || step === undefined) return;  // Tab stop, its entries by arrow keys as the stream's tokens)
+    const marks = [...stream.querySelectorAll(MARKS)].filter((m) => m.getClientRects().length);
+    if (!marks.length) return;  // (those drawn: a closed thinking fold's are not, and focus() does nothing there)
+    const at = marks.indexOf(markOf(event.target));
+    const next = Math.abs(step) === Infinity ? (step > 0 ? marks.length - 1 : 0)
+      : at < 0 ? (step > 0 ? 0 : marks.length - 1) : Math.max(0, Math.min(marks.length - 1, at + step));
+    marks[next].focus();
+    event.preventDefault();
+  });
+  const said = Object.assign(document.createElement('div'), {id: 'run-said', className: 'sr-only'});
+  said.setAttribute('role', 'status');  // always drawn: the badge's own box is hidden while empty, and a live
+  document.body.appendChild(said);  // region shown as it fills is not reliably read
+  const badge = document.getElementById('run-badge');
+  if (badge) new MutationObserver(() => { const text = badge.textContent.trim(); if (text) said.textContent = text; })
+    .observe(badge, {childList: true, subtree: true, characterData: true});
+  const stop = document.getElementById('stop-button');  // a run and its measuring over: what it came to, said once
+  if (stop) new MutationObserver(() => {  // (only "common.complete", Gradio's own, was said at a run's end)
+    const metrics = document.getElementById('metrics');
+    if (stop.disabled && metrics && metrics.dataset.said && !document.getElementById('run-error'))
+      said.textContent = ['Run over: ' + metrics.dataset.said, badge && badge.textContent.trim()].filter(Boolean).join('. ');
+  }).observe(stop, {attributes: true, attributeFilter: ['disabled']});
+  const describe = () => {  // the constraint editor and the prompt point at what is said about them (Gradio names
+    const editor = document.querySelector('#constraint-editor .cm-content');  // its editor "Code input container")
+    if (editor && !editor.hasAttribute('aria-label')) {
+      editor.setAttribute('aria-label', 'Constraint (in it, Tab indents; Escape then Tab leaves it)');
+      editor.setAttribute('aria-describedby', 'constraint-check');
+    }
+    for (const [input, message] of [['#prompt-box textarea', 'prompt-error'], ['#constraint-editor .cm-content', 'constraint-error']]) {
+      const box = document.querySelector(input);
+      if (box) box.setAttribute('aria-invalid', document.getElementById(message) ? 'true' : 'false');
+    }
+    for (const chart of document.querySelectorAll('.js-plotly-plot')) {  // named by what it shows (plots.described)
+      const summary = chart._fullLayout && chart._fullLayout.meta && chart._fullLayout.meta.summary;
+      if (summary && chart.getAttribute('aria-label') !== summary) {
+        chart.setAttribute('role', 'img');
+        chart.setAttribute('aria-label', summary);
+      }
+    }
+    const prompt = document.querySelector('#prompt-box textarea');
+    if (prompt && document.getElementById('prompt-error')) prompt.setAttribute('aria-describedby', 'prompt-error');
+    else if (prompt) prompt.removeAttribute('aria-describedby');
+  };
+  new MutationObserver(describe).observe(document.body, {childList: true, subtree: true});
+  describe();
+  function show(mark) {
+    if (!mark) { tip.hidden = true; return; }
+    const at = mark.getBoundingClientRect();
+    tip.textContent = mark.title;
+    tip.style.left = Math.max(4, Math.min(at.left, window.innerWidth - 288)) + 'px';
+    tip.hidden = false;
+    const below = at.bottom + 6;  // above the token where it would end past the screen's foot (it was drawn off it)
+    tip.style.top = (below + tip.offsetHeight <= window.innerHeight ? below : Math.max(4, at.top - 6 - tip.offsetHeight)) + 'px';
+  }
+  document.addEventListener('scroll', () => { tip.hidden = true; }, true);
+}"""
+
+
+# The page's first Tab stop: to the prompt (Run two stops after it, past the structured output's section; it was
+# the 22nd stop from the top).
+SKIP_LINK = '<a class="skip-link" href="#prompt-box">Skip to the prompt and Run</a>'
+
+
+# A share link made: said by a screen reader (focus stays on its button, the link appears below it).
+SAY_LINK_READY = """() => { const said = document.getElementById('run-said');
+  if (said) said.textContent = 'Share link ready, below the button, with a copy button'; }"""
+
+
+# The Preset box's .input, in the browser: the preset's name, or null where the box shows what it showed when it took
+# the focus (only left: Tab, a click away); what it shows now is what the next one is judged against.
+PRESET_LEFT_JS = """(name, ...typed) => {
+  const box = document.querySelector('#preset-box input');
+  const left = box !== null && box.value === window.presetOnFocus;
+  if (box !== null) window.presetOnFocus = box.value;
+  return [left ? null : name, ...typed];
+}"""
