@@ -2,7 +2,7 @@
 import numbers
 from dataclasses import dataclass, field
 
-from playground.errors import PlaygroundError
+from playground.errors import PlaygroundError, shown
 from playground.limits import MAX_NEW_TOKENS
 
 # the default preset: with a GPU, on a CPU where SmolLM2 loads offline, else (playground.presets)
@@ -43,11 +43,11 @@ class SamplingParams:
         _check_kind(self, numbers.Integral, "a whole number", "top_k")
         if not runnable_temperature(self.temperature):
             raise PlaygroundError(f"temperature must be 0 (greedy) or between {MIN_TEMPERATURE} and "
-                                  f"{MAX_TEMPERATURE:g}, got {self.temperature}")
+                                  f"{MAX_TEMPERATURE:g}, got {shown(self.temperature)}")
         if not 0 < self.top_p <= 1:
-            raise PlaygroundError(f"top-p must be in (0, 1], got {self.top_p}")
+            raise PlaygroundError(f"top-p must be in (0, 1], got {shown(self.top_p)}")
         if self.top_k < 0:
-            raise PlaygroundError(f"top-k must be >= 0, got {self.top_k}")
+            raise PlaygroundError(f"top-k must be >= 0, got {shown(self.top_k)}")
 
     @property
     def greedy(self) -> bool:
@@ -78,21 +78,21 @@ class SpecConfig:
         if not isinstance(self.sampling, SamplingParams):
             raise PlaygroundError(f"sampling must be a SamplingParams, got {type(self.sampling).__name__}")
         if not isinstance(self.compile, bool):  # ('no' is true)
-            raise PlaygroundError(f"compile must be True or False, got {self.compile!r}")
+            raise PlaygroundError(f"compile must be True or False, got {shown(self.compile)}")
         if not isinstance(self.tree, tuple) or not all(_of_kind(b, numbers.Integral) for b in self.tree):
-            raise PlaygroundError(f"a token tree is a tuple of whole numbers, children per depth, e.g. (3, 2, 1); got {self.tree!r}")
+            raise PlaygroundError(f"a token tree is a tuple of whole numbers, children per depth, e.g. (3, 2, 1); got {shown(self.tree)}")
         if not 1 <= self.k <= MAX_K:
-            raise PlaygroundError(f"k must be between 1 and {MAX_K}, got {self.k}")
+            raise PlaygroundError(f"k must be between 1 and {MAX_K}, got {shown(self.k)}")
         if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
             raise PlaygroundError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this host "
-                                  f"(PLAYGROUND_MAX_NEW_TOKENS), got {self.max_new_tokens}")
+                                  f"(PLAYGROUND_MAX_NEW_TOKENS), got {shown(self.max_new_tokens)}")
         if not 0 <= self.seed <= MAX_SEED:
-            raise PlaygroundError(f"seed must be between 0 and 2^63 - 1, got {self.seed}")
+            raise PlaygroundError(f"seed must be between 0 and 2^63 - 1, got {shown(self.seed)}")
         if self.policy not in POLICIES:
             raise PlaygroundError(f"unknown draft policy '{self.policy}': use one of {', '.join(POLICIES)}")
         if not 0 < self.confidence < 1:
             raise PlaygroundError(f"confidence must be above 0 and below 1 (a probability the draft's likeliest "
-                                  f"token must reach), got {self.confidence}")
+                                  f"token must reach), got {shown(self.confidence)}")
         if self.tree:
             self._check_tree()
         elif self.tree_budget or self.tree_lookup:
@@ -125,7 +125,7 @@ class SpecConfig:
 
     def _check_dynamic(self) -> None:
         if not 1 <= self.tree_budget <= MAX_TREE_NODES:
-            raise PlaygroundError(f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {self.tree_budget}")
+            raise PlaygroundError(f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {shown(self.tree_budget)}")
         if not self.sampling.greedy:
             raise PlaygroundError("a dynamic tree is for greedy decoding (pruning by the draft's probabilities would "
                                   "bias sampling): set the temperature to 0, or use a static tree")
@@ -144,7 +144,7 @@ def _check_kind(settings, kind: type, said: str, *names: str) -> None:
     whose message gives the range."""
     for name in names:
         if not _of_kind(value := getattr(settings, name), kind):
-            raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be {said}, got {value!r}")
+            raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be {said}, got {shown(value)}")
 
 
 def tree_shape(text: str) -> tuple[int, ...]:

@@ -4,7 +4,7 @@ where they guard the server itself (a schema's depth, a regex's length). Bounds 
 live beside them: k and trees in config.py, the page's slider ranges in ui/share.py (RANGES)."""
 import os
 
-from playground.errors import PlaygroundError
+from playground.errors import SATURATED, PlaygroundError, shown
 from playground.typed import switch
 
 
@@ -139,12 +139,8 @@ PROXY_HOPS = _env_int("PLAYGROUND_PROXY_HOPS", 0, least=0)
 def at_most(value: int, limit: int, what: str, hint: str = "") -> int:
     """Refuse a size over its limit, naming both (a size counted up to SATURATED: past it)."""
     if value > limit:
-        said = f"past {SATURATED:,}" if value >= SATURATED else value
+        said = f"past {SATURATED:,}" if value >= SATURATED else shown(value)
         raise PlaygroundError(f"{what} is {said}, more than this host allows ({limit}){hint}")
     return value
 
 
-# Where sizes written out (counts times what they repeat) stop growing, far past every limit: 12,800 counts in a
-# row made a number of 38,000 digits, which Python would not write in the message (ValueError: "Exceeds the
-# limit (4300 digits)"), a server error; a regex of 2,000 characters, one of 855 digits, said in full
-SATURATED = 10**12

@@ -15,8 +15,8 @@ regex Python cannot parse (\\p{L}, (?<name>...)) is read loosely too, each chara
 import re
 
 from playground.constraints.safety import written_out
-from playground.errors import PlaygroundError
-from playground.limits import MAX_GRAMMAR_SIZE, MAX_REPEAT_COUNT, SATURATED, at_most
+from playground.errors import SATURATED, PlaygroundError
+from playground.limits import MAX_GRAMMAR_SIZE, MAX_REPEAT_COUNT, at_most
 
 _NAME_AND_COUNT = r"""
 | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\}|~\s*\d+(?:\s*\.\.\s*\d+)?)

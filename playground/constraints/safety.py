@@ -19,9 +19,9 @@ import regex
 
 from playground.constraints.schema_keywords import patterns, subschemas, unescaped, with_pointers
 from playground.constraints.validate import compiled_pattern
-from playground.errors import PlaygroundError
+from playground.errors import SATURATED, PlaygroundError
 from playground.limits import (CHECK_SECONDS, MAX_PATTERN_SIZE, MAX_PROPERTIES, MAX_REGEX_CHARS, MAX_REPEAT_COUNT,
-                               MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, SATURATED, at_most)
+                               MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, at_most)
 
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 SCALARS = {"string", "number", "integer", "boolean", "null"}

@@ -17,7 +17,7 @@ from playground.constraints.safety import (ANY_TYPE, check_pattern, check_schema
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
 from playground.config import one_constraint
-from playground.errors import PlaygroundError
+from playground.errors import PlaygroundError, shown
 from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
 KINDS = ("json", "regex", "grammar")
@@ -66,7 +66,7 @@ class ConstraintSpec:
         if self.kind == "grammar":
             check_grammar_size(self.text, self.gbnf)
         if not isinstance(self.think_budget, int) or self.think_budget < 0:
-            raise PlaygroundError(f"the thinking budget must be a whole number of tokens >= 0, got {self.think_budget!r}")
+            raise PlaygroundError(f"the thinking budget must be a whole number of tokens >= 0, got {shown(self.think_budget)}")
         at_most(self.think_budget, MAX_NEW_TOKENS, "the thinking budget (tokens)")
 
     @property

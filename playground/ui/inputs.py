@@ -12,7 +12,7 @@ from gradio.context import LocalContext
 
 from playground.constraints import from_user, read_constraint, worker
 from playground.constraints.compile import READ_SECONDS
-from playground.errors import PlaygroundError, blamed_on
+from playground.errors import PlaygroundError, blamed_on, shown
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.metrics import counted
@@ -232,12 +232,12 @@ def typed(name: str, value, kind: type):
         return value
     if kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
         if kind is int and isinstance(value, float) and not math.isfinite(value):
-            raise PlaygroundError(f"{name} must be a whole number, got {value!r}")
+            raise PlaygroundError(f"{name} must be a whole number, got {shown(value)}")
         if kind is int and value != int(value):
-            raise PlaygroundError(f"{name} must be a whole number, got {value!r}")
+            raise PlaygroundError(f"{name} must be a whole number, got {shown(value)}")
         return kind(value)
     raise PlaygroundError(f"{name} must be {'a number' if kind in (int, float) else 'a ' + kind.__name__}, "
-                          f"got {str(value)[:40]!r} ({type(value).__name__})")
+                          f"got {shown(str(value))} ({type(value).__name__})")
 
 
 def page_constraint(s: Settings) -> tuple[str, str]:
