@@ -20,7 +20,7 @@ from playground.cli_notes import unused_by_export, unused_flags
 from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
-from playground.events import OPEN_END
+from playground.events import OPEN_END, STOPPED
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
 from playground.metrics import comparison_json, counted, engine_seconds, identity_note
@@ -346,7 +346,8 @@ def format_text(out: dict) -> str:
         lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
     if "speedup_measure" in out:
         greedy = "identical_to_baseline" in out  # (a sampled run's text is not compared)
-        same = identity_note(out["token_ids"], out["baseline"]["token_ids"], greedy) if greedy else ""
+        cut = STOPPED in (out["finish_reason"], out["baseline"]["finish_reason"])  # (a prefix: the same so far)
+        same = identity_note(out["token_ids"], out["baseline"]["token_ids"], greedy, cut) if greedy else ""
         m = out["speedup_measure"]
         told = "" if m["speedup"] is None else (f" over the target alone (95% interval, {m['blocks']} interleaved "
                                                 f"measurement{'s' * (m['blocks'] > 1)})")

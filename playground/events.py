@@ -6,6 +6,7 @@ from playground.config import depths
 ACCEPTED, REJECTED, CORRECTED, BONUS, FORCED = "accepted", "rejected", "corrected", "bonus", "forced"
 KINDS = (ACCEPTED, REJECTED, CORRECTED, BONUS, FORCED)
 COMMITTED_KINDS = (ACCEPTED, CORRECTED, BONUS, FORCED)  # everything but rejected is part of the text
+STOPPED = "stopped"  # the finish_reason of a run cut short (Stop, Ctrl-C, a page gone)
 
 
 @dataclass(slots=True)
@@ -40,7 +41,7 @@ class Round:
     draft_s: float
     target_s: float
     wall_s: float
-    finish_reason: str | None = None  # set on the last round: "eos", "length", ...
+    finish_reason: str | None = None  # set on the last round: "eos", "length", ... (a run cut short: STOPPED)
     k: int = 0  # the draft length asked for this round, at most the token budget left less one
     stop_reason: str = ""  # why drafting stopped early (adaptive K), empty when it drafted k
     tree: dict | None = None  # a token tree's round: its node tokens, parents (-1: root) and accepted path

@@ -1,5 +1,5 @@
 """Run statistics, computed from the engine's events alone (no engine import)."""
-from playground.events import FORCED, Prefill, Round
+from playground.events import FORCED, STOPPED, Prefill, Round
 
 
 def summarize(events: list, wall_s: float) -> dict:
@@ -131,8 +131,11 @@ def comparison_json(result, baseline, measured, greedy: bool, stopped: bool = Fa
     """A comparison's keys beside RunResult.as_json, the same in the CLI's --json, the page's download
     and the web API: the target alone's text, ids and stats; the speedup (None where too noisy, its
     `speedup_measure` then says why; `measured` a measure.speedup.Speedup or None before one); greedy,
-    where the texts first differ (a stopped run: as far as both went)."""
-    out = {"baseline": {"text": baseline.text, "token_ids": baseline.token_ids, "stats": baseline.stats},
+    where the texts first differ (a run stopped, by Stop, Ctrl-C or either side's finish_reason 'stopped': as far
+    as both went; the CLI's Ctrl-C said "differs from token 9" of a cut run that was the target alone's prefix)."""
+    stopped = stopped or STOPPED in (result.finish_reason, baseline.finish_reason)
+    out = {"baseline": {"text": baseline.text, "token_ids": baseline.token_ids, "stats": baseline.stats,
+                        "finish_reason": baseline.finish_reason},
            "speedup": measured.speedup if measured else None,
            "speedup_measure": measured.as_dict() if measured else None}
     if greedy:

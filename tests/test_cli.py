@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from playground.cli import main
+from playground.cli import format_text, main
 from playground.events import KINDS
 from playground.errors import PlaygroundError
 from tests import tiny
@@ -36,7 +36,7 @@ def test_json_report_with_baseline(capsys, saved_pair):
     assert len(report["token_ids"]) == 17
     assert report["identical_to_baseline"] is True
     assert report["baseline"]["token_ids"] == report["token_ids"]
-    assert set(report["baseline"]) == {"text", "token_ids", "stats"}  # the page's download has the same shape
+    assert set(report["baseline"]) == {"text", "token_ids", "stats", "finish_reason"}  # the page's download has the same shape
     assert report["baseline"]["stats"]["generated_tokens"] == 17 and report["baseline"]["stats"]["proposed"] == 0
     # the run's keys are the page's download's (built apart, the CLI's had no rounds, its reasoning keys only when set)
     assert {"rounds", "reasoning_tokens", "answer", "open_end", "constraint_notes"} <= set(report)
@@ -55,7 +55,6 @@ def test_json_report_with_baseline(capsys, saved_pair):
 def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsys, saved_pair):
     """The text began mid-code from nowhere, and a noisy speedup read "cannot tell (the ratio ranged ...
     (...); about 1.15x)": what produced it now ends the report, and why there is no number is a line."""
-    from playground.cli import format_text
     target, draft = saved_pair
     code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
                            "--k", "3", "--max-new-tokens", "9")
@@ -545,6 +544,12 @@ def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
     assert code == 130 and err.strip().endswith("interrupted: the output above is what came before Ctrl-C"), err
     if cut_at < 60:
         assert run["finish_reason"] == "stopped" and 1 <= len(run["rounds"]) <= 4 and run["text"]
+        if "--baseline" in flags:  # greedy, cut where the target alone went on: the same as far as both went (it
+            base = run["baseline"]["token_ids"]  # said "differs from token 9" of an exact prefix, a review)
+            n = min(len(base), len(run["token_ids"]))
+            assert run["token_ids"][:n] == base[:n] and len(base) != len(run["token_ids"])
+            assert run["identical_to_baseline"] and run["first_difference"] is None
+            assert "its text identical to the target alone's as far as both went (stopped)" in format_text(run)
     else:
         assert run["finish_reason"] != "stopped" and run["speedup_measure"]["blocks"] >= 1
     assert len(run.get("samples", [None])) == 1  # (no sample after the cut one)
