@@ -22,8 +22,8 @@ def summarize(events: list, wall_s: float) -> dict:
         "draft_passes": draft_passes,
         "proposed": proposed,
         "accepted": accepted,
-        "acceptance_rate": _ratio(accepted, proposed),
-        "token_acceptance": _ratio(accepted, accepted + rejections),
+        "acceptance_rate": _rate(accepted, proposed),  # null where nothing was drafted (0.0 read as every
+        "token_acceptance": _rate(accepted, accepted + rejections),  # guess refused; the page said n/a)
         "mean_accepted_per_round": _ratio(accepted, len(verified)),
         "rounds_without_guesses": sum(not r.guesses for r in verified),  # a lookup with no match, a paused or unsure draft
         "tokens_per_target_pass": _ratio(generated, target_passes),
@@ -161,6 +161,11 @@ def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool,
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
+
+
+def _rate(kept: int, judged: int) -> float | None:
+    """A share of guesses, None where there were none to judge."""
+    return kept / judged if judged else None
 
 
 def counted(n: int, noun: str = "token") -> str:

@@ -50,12 +50,13 @@ def main():
 
 
 def show(temperature, name, k, row):
-    if row["acceptance_rate"] is None:  # a variant that could not run
+    if row["tokens_per_s"] is None:  # a variant that could not run
         print(f"| {temperature} | {name} | {k} | {row['note']} |", flush=True)
         return
+    acceptance = "n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.2f}"  # (nothing drafted)
     speedup = (f"{row['speedup']:.2f}x ({row['speedup_low']:.2f}-{row['speedup_high']:.2f})" if row["speedup"] is not None
                else f"{row['verdict']}: {row['note']}")
-    print(f"| {temperature} | {name} | {k} | {row['acceptance_rate']:.2f} | {row['tokens_per_target_pass']:.2f} | "
+    print(f"| {temperature} | {name} | {k} | {acceptance} | {row['tokens_per_target_pass']:.2f} | "
           f"{row['tokens_per_s']:.1f} | {row['baseline_tokens_per_s']:.1f} | {speedup} |", flush=True)
 
 

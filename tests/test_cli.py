@@ -363,6 +363,9 @@ def test_one_token_is_said_so_and_an_unusable_device_is_one_line(capsys, saved_p
     code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "1")
     assert code == 0 and "at most 1 new token; prompt 'x' (" in out and "\n-- 1 token in " in out, out
     assert "acceptance n/a (nothing was drafted), 1.00 tokens per target pass" in out
+    code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "1", "--json")
+    stats = json.loads(out)["stats"]  # null, as bench's rows have it (0.0 read as every guess refused: a review)
+    assert stats["proposed"] == 0 and stats["acceptance_rate"] is None and stats["token_acceptance"] is None
     for device in ("mps", "meta", "xpu:0", "gpu"):
         code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--device", device)
         assert code == 2 and err == f"error: unknown device '{device}': use auto, cpu or cuda\n", (device, err)

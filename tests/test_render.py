@@ -379,6 +379,7 @@ def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
     forced = summarize([Round(1, [TokenEvent(FORCED, 3, "{")] * 5, 0, 0, 0, 0, 0.0, 0.0, 0.01)], 0.01)
     shown = metrics(forced, 4)  # an output the constraint forced whole: no guess was ever judged
     assert "<b>n/a</b><small>accepted / proposed draft tokens: nothing was drafted" in shown and "theory" not in shown
+    assert forced["acceptance_rate"] is None and forced["token_acceptance"] is None  # no rate of no guess (it read 0.0)
     single = summarize([Round(1, [TokenEvent(FORCED, 3, "{")], 0, 0, 0, 0, 0.0, 0.0, 0.01)], 0.01)
     assert "1 token in 0.01 s" in metrics(single, 4) and "5 tokens in 0.01 s" in shown  # ("1 tokens" before)
     from playground.ui.render import stopped

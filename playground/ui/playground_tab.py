@@ -204,9 +204,10 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     if snap is None:  # cancelled before its work started (Gradio's /cancel): nothing made, nobody reading
         return
     measure = live.speedup(snap) if chain_theory(settings) else None  # None: no comparison, or not the calculator's model
-    measured = measure and {"k": settings.k, "alpha": snap.result.stats["token_acceptance"], "speedup": measure.speedup,
-                            "speedup_estimate": measure.estimate, "speedup_low": measure.low, "speedup_high": measure.high,
-                            "verdict": measure.verdict, "cost_ratio": cost_ratio(snap.events)}
+    alpha = measure and snap.result.stats["token_acceptance"]  # (None: nothing drafted, no α to put on its chart)
+    measured = {"k": settings.k, "alpha": alpha, "speedup": measure.speedup, "speedup_estimate": measure.estimate,
+                "speedup_low": measure.low, "speedup_high": measure.high, "verdict": measure.verdict,
+                "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
     yield outputs(_view(snap, final=True), _messages(settings) if first else {}, _race(snap), measured=measured,
                   tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))

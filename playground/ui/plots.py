@@ -204,6 +204,10 @@ def clear_best(rows: list[dict]) -> dict | None:
 MEASURED_COLOUR = "#dc2626"  # the calculator's measured runs
 
 
+def _alpha(alpha: float | None) -> str:
+    return "nothing drafted" if alpha is None else f"per-token acceptance α={alpha:.2f}"
+
+
 @described
 def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[dict] = (),
                   k_sweep: list[dict] = ()) -> go.Figure:
@@ -218,17 +222,17 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
     if told := [m for m in measured if m.get("speedup")]:
         fig.add_trace(go.Scatter(x=[m["k"] for m in told], y=[m["speedup"] for m in told], mode="markers",
                                  name="measured runs", marker=dict(size=10, symbol="x", color=MEASURED_COLOUR),
-                                 text=[f"per-token acceptance α={m['alpha']:.2f}" for m in told]))
+                                 text=[_alpha(m["alpha"]) for m in told]))
     for group, name, colour in _noisy_groups(_untold(measured), MEASURED_COLOUR):
         fig.add_trace(go.Scatter(x=[m["k"] for m in group], y=[m["speedup_estimate"] for m in group], mode="markers",
                                  name=name, marker=dict(color=colour, symbol="circle-open", size=10),
-                                 error_y=_range(group), text=[f"per-token acceptance α={m['alpha']:.2f}" for m in group]))
+                                 error_y=_range(group), text=[_alpha(m["alpha"]) for m in group]))
     if k_sweep:
         fig.add_trace(go.Scatter(x=[r["k"] for r in k_sweep], y=[r["speedup_estimate"] for r in k_sweep],  # (= the
                                  mode="lines+markers", name="your last K sweep (measured)", error_y=_range(k_sweep),  # speedup where told)
                                  line=dict(color=MEASURED_COLOUR, dash="dash"),
                                  marker=dict(symbol=["circle" if r["speedup"] else "circle-open" for r in k_sweep], size=9),
-                                 text=[f"per-token acceptance α={r['token_acceptance']:.2f}"
+                                 text=[_alpha(r["token_acceptance"])
                                        + ("" if r["speedup"] else ", too noisy for one number") for r in k_sweep]))
     target_alone_line(fig)
     return fig.update_layout(title="Speedup calculator", xaxis_title="draft length k", yaxis_title="speedup", **LAYOUT)

@@ -161,12 +161,12 @@ def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
     return most + (f"; {counted(idle, 'round')} drafted nothing" if idle else "")
 
 
-def _rate_detail(k: int | str, drafted: bool, alpha: float) -> str:
+def _rate_detail(k: int | str, drafted: bool, alpha: float | None) -> str:
     """What the acceptance rate divides: a chain's drafts, or a tree's nodes (k names the tree); a chain's
     α beside it (the theory card's: two acceptances, 0.36 and 0.57, read as a contradiction)."""
     if isinstance(k, int):
-        counted, more = "accepted / proposed draft tokens", (" (the guesses after a rejection count as not kept; "
-                                                             f"of the guesses judged, α = {alpha:.2f} were kept)")
+        counted, more = "accepted / proposed draft tokens", drafted and (" (the guesses after a rejection count as not "
+                                                                         f"kept; of the guesses judged, α = {alpha:.2f} were kept)")
     else:
         counted, more = "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)", ""
     return counted + (more if drafted else ": nothing was drafted")
