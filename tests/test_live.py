@@ -183,3 +183,38 @@ def test_one_costly_item_does_not_freeze_the_page():
     assert next_wait([0.46, 0.03, 0.03], 0.5) == pytest.approx(0.03 / PAGE_SHARE)  # the one-off is outvoted
     assert next_wait([0.001] * 3, 0.5) == 0.5  # never more often than asked
     assert next_wait([0.03, 0.4, 0.4, 0.4, 0.4, 0.4], 0.5) == MOST_WAIT  # a page that stays costly: at most MOST_WAIT
+
+
+def test_stop_ends_a_load_at_its_next_report(tmp_path, tokenizer, target, noisy_draft):
+    """Stop (or the page gone) during a load: the load went on to the end, a download of a model the host had
+    not got for minutes, the device's turn held. Now its next report ends it: the target's load begun, Stop
+    pressed, the draft is never loaded."""
+    from tests import tiny
+    from playground.constraints.worker import Stopped
+    paths = [str(tiny.save(model, tokenizer, tmp_path / name)) for model, name in ((target, "target"), (noisy_draft, "draft"))]
+    told, stop = [], []
+
+    def progress(fraction: float, message: str) -> None:
+        told.append(message)
+        stop.append(True)  # Stop pressed once the first model has begun to load
+    settings = demo_settings(target=paths[0], draft=paths[1], max_new_tokens=8, compare=False)
+    with pytest.raises(Stopped, match="loading the models was stopped with its run"):
+        next(live.live_run(settings, progress, allow_custom=True, should_stop=lambda: bool(stop), every=0))
+    assert told and not any(paths[1] in message for message in told), told
+
+
+def test_stop_ends_a_wait_for_another_runs_load(tmp_path, tokenizer, target, noisy_draft):
+    """A run waiting for another's load (one model loads at a time) waited it out after Stop: now it is told
+    again each second, and ends at the first after Stop."""
+    from tests import tiny
+    from playground.constraints.worker import Stopped
+    from playground.models import loading
+    path = str(tiny.save(target, tokenizer, tmp_path / "target"))
+    told = []
+    settings = demo_settings(target=path, draft="ngram", max_new_tokens=8, compare=False)
+    with loading.LOADING:  # another run's load, which outlasts this test
+        snaps = live.live_run(settings, lambda fraction, message: told.append(message), allow_custom=True,
+                              should_stop=lambda: len(told) >= 2, every=0)
+        with pytest.raises(Stopped, match="waiting for another model to finish loading"):
+            next(snaps)
+    assert told == [f"waiting for another model to finish loading before {path}"] * 2

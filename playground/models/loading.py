@@ -24,6 +24,7 @@ from playground.models.locate import ALIASES, Progress, locate, report, sub_prog
 from playground.models.packed_linear import pack_linears
 from playground.models.room import CACHE, packed_bytes, packs, refuse_before_download, refuse_past_free_memory
 
+WAIT_REPORT_S = 1.0  # how often a load waiting for another says so again
 LOADING = threading.Lock()  # one model loads at a time (load_model), and one pair's models change in place
 PAIRS: dict[tuple, "Pair"] = {}  # the pair of each (target, draft, device, dtype) while both models are cached:
 PAIRING = threading.Lock()  # what runs keep on a pair (its captured programs) serves the next run
@@ -84,8 +85,9 @@ def one_at_a_time(progress: Progress | None, what: str):
     once (PLAYGROUND_CONCURRENCY > 1) each passed the memory check for what the other was loading,
     and the same model could be loaded twice."""
     if not LOADING.acquire(blocking=False):
-        report(progress, 0.0, f"waiting for another model to finish loading before {what}")
-        LOADING.acquire()
+        report(progress, 0.0, waiting := f"waiting for another model to finish loading before {what}")
+        while not LOADING.acquire(timeout=WAIT_REPORT_S):  # told again each second: a caller stopped while it
+            report(progress, 0.0, waiting)  # waits ends here (its progress raises), not after the other's load
     try:
         yield
     finally:

@@ -90,9 +90,24 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
 def load(settings: Settings, spec, progress=None):
     """-> (pair, compiled constraint or None), reporting progress while models load."""
     with blamed_on("model"):
-        pair = session.load_pair(settings.target, settings.draft, progress=progress)
+        pair = session.load_pair(settings.target, settings.draft, progress=stoppable(progress))
     with blamed_on("constraint"):
         return pair, session.constrain(pair, spec)
+
+
+def stoppable(progress=None):
+    """`progress` that ends a load (worker.Stopped) at its next report once its run is stopped (Stop, the
+    page gone): a download of a model the host had not got (minutes) went on after both, the device's turn
+    held, and so did a wait for another run's load; now each file fetched, each model begun, a wait's
+    every second, is a place to stop."""
+    stopped = worker.stop_in_force()
+
+    def told(fraction: float, message: str) -> None:
+        if stopped():
+            raise worker.Stopped(f"loading the models was stopped with its run ({message})")
+        if progress is not None:
+            progress(fraction, message)
+    return told
 
 
 def live_run(settings: Settings, progress=None, allow_custom: bool | None = None,
