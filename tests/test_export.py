@@ -360,6 +360,13 @@ def test_the_page_says_why_a_setting_cannot_be_exported():
     assert 'id="export-error"' in notes and "not a valid regular expression" in notes and boxes == ["", "", ""]
     notes = export_view(*inputs_from_settings(settings("qwen2.5-7b", prompt="<script>x</script>")))[0]
     assert "<script>" not in notes
+    notes, *boxes = export_view(*inputs_from_settings(settings("qwen2.5-7b", regex="(?=a)b")))  # Run refuses it: it was
+    assert 'id="export-error"' in notes and "look-around" in notes and boxes == ["", "", ""]  # exported, no word
+    from playground.ui.inputs import SETTING_NAMES
+    values = list(inputs_from_settings(settings("qwen2.5-7b")))
+    values[SETTING_NAMES.index("kind")], values[SETTING_NAMES.index("constraint")] = "regex", " "  # exported unconstrained
+    notes, *boxes = export_view(*values)
+    assert 'id="export-error"' in notes and "the constraint is empty" in notes and boxes == ["", "", ""]
 
 
 def test_the_pages_export_is_bounded_in_size():
