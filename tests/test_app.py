@@ -228,14 +228,14 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert len(refused) == 1 and "needs a draft model" in refused[0][0] and refused[0][1:] == [gr.skip()] * 3
 
 
-def fail_the_second_measurement(monkeypatch) -> None:
-    """The second point of an experiment fails (here the host's constraint bound, forced)."""
+def fail_the_second_measurement(monkeypatch, error: Exception | None = None) -> None:
+    """The second point of an experiment fails (by default the host's constraint bound, forced)."""
     calls, measured = [], sweeps.measured
 
     def failing_second(*args, **kwargs):
         calls.append(1)
         if len(calls) == 2:
-            raise PlaygroundError("this run spent 31 s of CPU on its constraint, more than this host allows (30 s)")
+            raise error or PlaygroundError("this run spent 31 s of CPU on its constraint, more than this host allows (30 s)")
         return measured(*args, **kwargs)
     monkeypatch.setattr(sweeps, "measured", failing_second)
 
@@ -251,6 +251,19 @@ def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
     assert "more than this host allows (30 s)" in status
     assert [row[0] for row in table.value["data"]] == [1]
     assert chart is not None and [row[0] for row in csv.reader(open(csv_path))] == ["k", "1"]
+
+
+def test_a_sweep_whose_engine_fails_midway_says_so_and_keeps_what_it_measured(monkeypatch, caplog):
+    """An error of the engine's own (not a refusal) showed its bare words in Gradio's corner, the status still
+    "measuring", the first value's rows not downloadable (a failure review)."""
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens = 8
+    fail_the_second_measurement(monkeypatch, RuntimeError("CUDA error: an illegal memory access was encountered"))
+    with caplog.at_level("INFO", logger="playground"):
+        status, table, chart, csv_path, _ = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def f():",
+                                                                           *page_inputs.inputs_from_settings(settings)))[-1]
+    assert "the experiment failed (RuntimeError: CUDA error: an illegal memory access was encountered)" in status
+    assert [row[0] for row in csv.reader(open(csv_path))] == ["k", "1"] and any(r.exc_info for r in caplog.records)
 
 
 def test_a_comparison_that_fails_at_once_after_a_way_keeps_it(monkeypatch):
@@ -829,6 +842,62 @@ def test_a_constraint_too_costly_to_follow_stops_the_run_beside_the_constraint(m
     final = run_preset("demo-json")[-1]
     assert "s of CPU in this run, more than this host allows (0 s)" in final[MESSAGE_SLOTS["constraint"]]
     assert final[SECTIONS["constraint"]] == gr.update(open=True) and 'id="run-pointer"' in final[MESSAGE_SLOTS["run"]]
+
+
+def test_a_constraint_past_its_bound_part_way_ends_the_run_as_stopped_with_what_it_wrote(monkeypatch, caplog):
+    """Past its CPU bound after 276 tokens a run said "not run", and its text, charts and download (and the last
+    run's) were gone (a failure review): it ends as a stopped run, drawn whole, the bound said at the constraint."""
+    from playground.constraints import metered
+    real = metered.MeteredMatcher.consume
+
+    def consume(matcher, token):  # the bound met part way (a grammar whose parse grows with the output)
+        if matcher.consumed >= 20:
+            raise metered.TooCostly("the constraint took 31 s of CPU in this run, more than this host allows (30 s)")
+        return real(matcher, token)
+    monkeypatch.setattr(metered.MeteredMatcher, "consume", consume)
+    with caplog.at_level("INFO", logger="playground"):
+        final = run_preset("demo-json", compare=False)[-1]
+    assert "took 31 s of CPU" in final[MESSAGE_SLOTS["constraint"]] and final[SECTIONS["constraint"]] == gr.update(open=True)
+    assert 'id="stopped-badge"' in final[slot("badge")] and final[slot("text")] and final[slot("download")]
+    assert final[slot("status")]["phase"] == "stopped" and all(final[slot(c)] is not None for c in playground_tab.CHARTS)
+    assert [r.getMessage()[:27] for r in caplog.records] == ["run stopped part way (const"]
+
+
+def test_an_engine_error_part_way_keeps_what_the_run_wrote_and_says_so_under_run(monkeypatch, caplog):
+    """An error in the engine thread part way (a device fault, a bug) showed its bare words in Gradio's corner,
+    and the text, charts and download were lost: the run ends as stopped with what it wrote, the error under Run,
+    its traceback in the log; the next run is not touched."""
+    from playground import session
+    real = session.generate
+
+    def failing(*args, **kwargs):
+        for i, event in enumerate(real(*args, **kwargs)):
+            if i == 4:
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
+            yield event
+    monkeypatch.setattr(session, "generate", failing)
+    with caplog.at_level("INFO", logger="playground"):
+        final = run_preset("demo", compare=False)[-1]
+    said = final[MESSAGE_SLOTS["run"]]
+    assert "the run failed (RuntimeError: CUDA error: an illegal memory access was encountered); what it wrote is kept" in said
+    assert 'id="stopped-badge"' in final[slot("badge")] and final[slot("text")] and final[slot("download")]
+    assert any(r.exc_info for r in caplog.records)  # the operator's traceback
+    last = list(page_api.generate("hi", "demo", compare=False))[-1]  # the web API: the same, its `error` the reason
+    assert last["phase"] == "stopped" and last["text"] and last["error"].startswith("the run failed (RuntimeError: CUDA")
+    monkeypatch.setattr(session, "generate", real)
+    assert run_preset("demo", compare=False)[-1][slot("status")]["phase"] == "done"
+
+
+def test_an_unexpected_error_before_the_run_wrote_is_said_under_run_and_keeps_the_last_outputs(monkeypatch):
+    """Gradio showed its bare words in a corner toast; now as any refusal: under Run, the last run's outputs kept."""
+    from playground.ui import live as page_live
+
+    def broken(*args, **kwargs):
+        raise OSError("No space left on device")
+    monkeypatch.setattr(page_live, "prepare", broken)
+    outputs = run_preset("demo")
+    assert len(outputs) == 1 and outputs[0][:OWN] == [gr.skip()] * OWN
+    assert "the run failed (OSError: No space left on device). Run again" in outputs[0][MESSAGE_SLOTS["run"]]
 
 
 @pytest.mark.parametrize("change, where, message", [

@@ -68,7 +68,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
                       f"{pace(len(rows))}; its measurements: {blocks[0]} done, at most {MAX_BLOCKS})"
                       if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
-    except (PlaygroundError, ValueError) as exc:  # the values measured whole before it stay downloadable
+    except Exception as exc:  # the values measured whole before it stay downloadable
         yield experiment_error(exc, 4) if not measured else [
             experiment_error(exc, 0)[0], _sweep_table(measured, axis), plots.sweep_chart(measured, axis),
             _sweep_csv(measured, axis, settings), gr.skip()]
@@ -174,8 +174,15 @@ def _comparison_csv(rows: list[dict], settings) -> str | None:
 
 
 def experiment_error(exc: Exception, outputs: int) -> list:
-    """A refused experiment: its message above the results, which stay as they were."""
-    log.info("experiment refused: %s", exc)
+    """A refused experiment, or one that failed (an error in the engine: its traceback logged, its words said; it
+    showed them bare in a corner, the points measured whole not downloadable and the status still measuring):
+    its message above the results, which stay as they were."""
+    if isinstance(exc, (PlaygroundError, ValueError)):
+        log.info("experiment refused: %s", exc)
+    else:
+        log.error("experiment failed", exc_info=exc)
+        exc = PlaygroundError(f"the experiment failed ({type(exc).__name__}: {str(exc)[:300]}); what it measured whole "
+                              "is kept. Run it again; if it fails again, tell the host (its log has the details)")
     return [render.error(str(exc), "experiment")] + [gr.skip()] * outputs
 
 
@@ -297,7 +304,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
                        gr.skip())
         yield (render.progress_note(_compared(measured, variants, prompts, halt), final=True),  # done, or stopped
                _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured), _comparison_csv(measured, settings))
-    except (PlaygroundError, ValueError) as exc:  # the ways measured before it stay downloadable
+    except Exception as exc:  # the ways measured before it stay downloadable
         yield experiment_error(exc, 3) if not measured else [
             experiment_error(exc, 0)[0], _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured),
             _comparison_csv(measured, settings)]

@@ -7,6 +7,7 @@ The run goes on an engine thread and the caller takes the newest snapshot at its
 2 a second: PAGE_UPDATE_S; playground.ui.pacing): drawing and sending a page never pauses generation. Times are the
 engine's own (prefill plus each round's wall time)."""
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from playground.presets import Settings, all_presets, hosted_models, policy_as_r
 from playground.ui.addresses import device_waiting
 from playground.ui.pacing import paced
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
+
+log = logging.getLogger("playground.ui")
 
 MIN_UPDATE_S = 0.08  # at most ~12 snapshots a second made while streaming
 PAGE_UPDATE_S = 0.5  # at most 2 a second handed to the page (each is drawn and sent while the run goes on)
@@ -42,6 +45,8 @@ class Snapshot:
     # while the run streams, then under its verdict
     speedup: Speedup | None = None  # the comparison's measured speedup (speedup.measuring)
     reasoning: int | None = None  # a thinking run: its first committed tokens up to </think> (all while it thinks)
+    failure: PlaygroundError | None = None  # what ended the run part way, once it had written (a constraint past
+    # its CPU bound, an error in the engine): phase "stopped", what it wrote kept
 
 
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
@@ -146,15 +151,20 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
     steps = interleave(spec.events, base.events) if base else (("spec", e) for e in spec.events)
-    for side, event in steps:
-        (spec if side == "spec" else base).take(event)
-        if spec.done and snap.result is None:
-            snap.result, snap.phase = spec.result(), "baseline" if base else snap.phase
-        if should_stop():
-            break
-        if due():
-            snap.reasoning = spec.reasoning()
-            yield snap
+    try:
+        for side, event in steps:
+            (spec if side == "spec" else base).take(event)
+            if spec.done and snap.result is None:
+                snap.result, snap.phase = spec.result(), "baseline" if base else snap.phase
+            if should_stop():
+                break
+            if due():
+                snap.reasoning = spec.reasoning()
+                yield snap
+    except Exception as exc:  # (a failure before the first round: refused, the last run's outputs left as they were)
+        if not any(isinstance(e, Round) for e in snap.events):
+            raise
+        snap.failure = failed(exc)
     if snap.result is None:
         snap.result = spec.result()
     if base is not None:
@@ -165,6 +175,19 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str)
         yield from _measured(snap, pair, ids, cfg, constraint, should_stop)
         return
     yield snap
+
+
+def failed(exc: Exception, wrote: bool = True) -> PlaygroundError:
+    """The error to show for what ended a run, logged; `wrote`: the run had written (it then ends as stopped,
+    with what it wrote: the page had lost it and said a constraint's CPU bound refused the run, and showed an
+    engine error's bare words in a corner)."""
+    if isinstance(exc, PlaygroundError):
+        log.info("run %s (%s): %s", "stopped part way" if wrote else "refused", exc.where or "run", exc)
+        return exc
+    log.exception("run failed%s", " part way" if wrote else "")
+    return PlaygroundError(f"the run failed ({type(exc).__name__}: {str(exc)[:300]})"
+                           + ("; what it wrote is kept" * wrote) + ". Run again; if it fails again, tell the host "
+                           "(its log has the details)")
 
 
 def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterator[Snapshot]:
@@ -255,6 +278,8 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0) -> dict:
         out |= {"text": "".join(t.text for r in rounds for t in r.committed), "token_ids": ids,
                 "stats": summarize(snap.events, engine_seconds(snap.events))}
     out |= {"note": snap.note, "rounds_from": rounds_from, "rounds": [round_json(r) for r in rounds[rounds_from:]]}
+    if snap.failure is not None:  # (phase "stopped": what ended it part way)
+        out["error"] = str(snap.failure)
     if snap.baseline is not None:
         out |= comparison_json(snap.result, snap.baseline, snap.speedup, snap.settings.temperature == 0,
                                stopped=snap.phase == "stopped")

@@ -1,7 +1,6 @@
 """The Playground tab's callbacks: one run streamed into the page (tokens, metrics, then charts and
 its download), each error next to its cause, the race replay and the runs kept for the calculator."""
 import json
-import logging
 import time
 
 import gradio as gr
@@ -18,8 +17,6 @@ from playground.ui.gpu import on_gpu
 from playground.ui.inputs import chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
-
-log = logging.getLogger("playground.ui")
 
 
 # Run's outputs, in the order page.py lists their components (run_outputs): the run's own, the messages next to
@@ -194,9 +191,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         # note that it waited for an experiment goes)
         yield outputs(run_msg="", status=status("stopped"))
         return
-    except PlaygroundError as exc:
-        log.info("run refused (%s): %s", exc.where or "run", exc)
-        yield outputs(_messages(None, exc), status=status("refused"))
+    except Exception as exc:  # a mistake, or a failure before the run wrote (one after: live ends it as stopped)
+        yield outputs(_messages(None, live.failed(exc, wrote=False)), status=status("refused"))
         return
     finally:
         if not superseded():  # (else a newer click owns the stop flag now)
@@ -208,7 +204,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measured = {"k": settings.k, "alpha": alpha, "speedup": measure.speedup, "speedup_estimate": measure.estimate,
                 "speedup_low": measure.low, "speedup_high": measure.high, "verdict": measure.verdict,
                 "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
-    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, _race(snap), measured=measured,
+    failed = _messages(None, snap.failure) if snap.failure else {}  # said at its cause, what it wrote drawn as stopped
+    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, failed, _race(snap), measured=measured,
                   tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))
 
