@@ -218,3 +218,11 @@ def test_stop_ends_a_wait_for_another_runs_load(tmp_path, tokenizer, target, noi
         with pytest.raises(Stopped, match="waiting for another model to finish loading"):
             next(snaps)
     assert told == [f"waiting for another model to finish loading before {path}"] * 2
+
+
+def test_a_constraints_compile_is_said_while_it_lasts():
+    """A 59 KB schema compiled for seconds after the models loaded with nothing said (a failure review)."""
+    told = []
+    settings = Settings.from_preset(get_preset("demo-json"))
+    live.prepare(settings, lambda fraction, message: told.append(message))
+    assert told[-1] == f"compiling the JSON schema for the target's tokenizer ({settings.backend})"

@@ -94,8 +94,11 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
 
 def load(settings: Settings, spec, progress=None):
     """-> (pair, compiled constraint or None), reporting progress while models load."""
+    told = stoppable(progress)
     with blamed_on("model"):
-        pair = session.load_pair(settings.target, settings.draft, progress=stoppable(progress))
+        pair = session.load_pair(settings.target, settings.draft, progress=told)
+    if spec is not None:  # (a large schema's first compile took seconds with no word)
+        told(1.0, f"compiling the {spec.named} for the target's tokenizer ({spec.backend})")
     with blamed_on("constraint"):
         return pair, session.constrain(pair, spec)
 
