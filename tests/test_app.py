@@ -248,7 +248,7 @@ def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
     fail_the_second_measurement(monkeypatch)
     status, table, chart, csv_path, _ = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def f():",
                                                                        *page_inputs.inputs_from_settings(settings)))[-1]
-    assert "more than this host allows (30 s)" in status
+    assert "at k = 3: this run spent 31 s of CPU on its constraint, more than this host allows (30 s)" in status
     assert [row[0] for row in table.value["data"]] == [1]
     assert chart is not None and [row[0] for row in csv.reader(open(csv_path))] == ["k", "1"]
 
@@ -275,7 +275,7 @@ def test_a_comparison_that_fails_at_once_after_a_way_keeps_it(monkeypatch):
     monkeypatch.setattr(experiments_tab.live, "PAGE_UPDATE_S", 30.0)  # the first way is never handed to the page
     status, table, _, csv_path = list(experiments_tab.run_comparison(None, QUIET, ["draft model", "prompt lookup"],
                                                                      "def f():", *page_inputs.inputs_from_settings(settings)))[-1]
-    assert "more than this host allows (30 s)" in status and [row[0] for row in table["data"]] == ["draft model"]
+    assert "at prompt lookup: this run spent 31 s" in status and [row[0] for row in table["data"]] == ["draft model"]
     assert [row[0] for row in csv.reader(open(csv_path))] == ["variant", "draft model"]
 
 

@@ -38,6 +38,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     host's time limit, a closed page, a run waiting for the device: Halt) ends it where it is, with the
     rows measured whole so far."""
     measured = []  # the rows measured whole, as the engine thread made them (the page may not have had the newest)
+    measuring = []  # once the points are being measured: an error is the next point's
     try:
         axis, values_text, prompts_text, *values = inputs
         axis, values_text, prompts_text = (typed(n, v, str) for n, v in
@@ -58,6 +59,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
             pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
             prompt_ids = [session.prompt_ids_of(pair, settings, p) for p in prompts]
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
+            measuring.append(True)
             for rows in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint, halted=halt.checker(stop),
                                      on_measured=lambda n: blocks.__setitem__(0, n)):
                 measured[:] = rows
@@ -69,6 +71,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
                       if len(rows) < len(values_list) else "finishing")
             yield render.progress_note(status), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
     except Exception as exc:  # the values measured whole before it stay downloadable
+        if measuring and len(measured) < len(values_list):  # (which point failed was not said)
+            exc = at_point(exc, f"{axis} = {values_list[len(measured)]}")
         yield experiment_error(exc, 4) if not measured else [
             experiment_error(exc, 0)[0], _sweep_table(measured, axis), plots.sweep_chart(measured, axis),
             _sweep_csv(measured, axis, settings), gr.skip()]
@@ -171,6 +175,15 @@ def _comparison_csv(rows: list[dict], settings) -> str | None:
     about["confidence"] = settings.confidence  # the adaptive: confidence way's threshold
     csv_text = sweeps.to_csv(rows, about, sweeps.COMPARE_CSV_COLUMNS)
     return write_download(lambda f: f.write(csv_text), "compare-drafts-", ".csv")
+
+
+def at_point(exc: Exception, point: str) -> Exception:
+    """A refusal met while measuring, naming the point it came at (an unexpected error stays as it is)."""
+    if not isinstance(exc, PlaygroundError):
+        return exc
+    named = PlaygroundError(f"at {point}: {exc}")
+    named.where = exc.where
+    return named
 
 
 def experiment_error(exc: Exception, outputs: int) -> list:
@@ -276,6 +289,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
     measured: list[dict] = []  # the ways measured so far, kept on the engine thread (the page's last may be older)
+    measuring = []  # once the ways are being measured: an error is the next way's
     try:
         variants, prompts_text, *values = inputs
         settings = settings_to_run(*values)
@@ -294,6 +308,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             yield []  # as a sweep's
+            measuring.append(True)
             for rows in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                               lambda f, msg: progress(f, desc=msg), halt.checker(stop), spec):
                 measured[:] = rows
@@ -305,6 +320,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         yield (render.progress_note(_compared(measured, variants, prompts, halt), final=True),  # done, or stopped
                _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured), _comparison_csv(measured, settings))
     except Exception as exc:  # the ways measured before it stay downloadable
+        if measuring and len(measured) < len(variants):
+            exc = at_point(exc, variants[len(measured)])
         yield experiment_error(exc, 3) if not measured else [
             experiment_error(exc, 0)[0], _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured),
             _comparison_csv(measured, settings)]
