@@ -48,7 +48,9 @@ def generate(prompt: str = "", preset: str = "", k: int = 0, temperature: float 
     try:
         settings = _run_settings(_typed_arguments(locals()))
         yield from live.streamed(live.live_run(settings))
-    except Exception as exc:  # a mistake, or a failure before the run wrote (after: its last snapshot's `error`)
+    except PlaygroundError as exc:
+        raise user_error(exc, page=False) from None
+    except Exception as exc:  # a failure before the run wrote (after: its last snapshot's `error`)
         raise user_error(live.failed(exc, wrote=False), page=False) from None
 
 

@@ -186,7 +186,9 @@ def failed(exc: Exception, wrote: bool = True) -> PlaygroundError:
     engine error's bare words in a corner)."""
     if isinstance(exc, PlaygroundError):
         log.info("run %s (%s): %s", "stopped part way" if wrote else "refused", exc.where or "run", exc)
-        return exc
+        said = PlaygroundError(str(exc))  # (not the error itself: its traceback's frames hold the run's runners,
+        said.where = exc.where  # their static caches borrowed for as long as a snapshot keeps it)
+        return said
     log.exception("run failed%s", " part way" if wrote else "")
     return PlaygroundError(f"the run failed ({type(exc).__name__}: {str(exc)[:300]})"
                            + ("; what it wrote is kept" * wrote) + ". Run again; if it fails again, tell the host "
