@@ -23,10 +23,12 @@ def pair(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PLAYGROUND_CACHE", str(cache))
         seen = []
-        path = packaged.local_dir("smollm2-135m-instruct", lambda f, msg: seen.append(msg))
+        path = packaged.local_dir("smollm2-135m-instruct", lambda f, msg: seen.append((f, msg)))
         assert path == cache / "models" / "smollm2-135m-instruct"
-        assert [m.rsplit("(", 1)[1] for m in seen] == ["1 of 3)", "2 of 3)", "3 of 3)"]  # each step said as it begins
-        assert not any(str(cache) in m for m in seen)  # the page shows them: no server path
+        assert [m.rsplit("(", 1)[1] for _, m in seen] == ["1 of 3)", "2 of 3)", "3 of 3)"]  # each step said as it begins
+        fractions = [f for f, _ in seen]  # below the load's 0.9 that follows (at 0.95 the page's bar went back)
+        assert fractions == sorted(fractions) and fractions[-1] < 0.9
+        assert not any(str(cache) in m for _, m in seen)  # the page shows them: no server path
         assert packaged.local_dir("smollm2-135m-instruct") == path  # converted once, then reused
         yield models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu")
 
