@@ -861,6 +861,8 @@ def test_a_constraint_past_its_bound_part_way_ends_the_run_as_stopped_with_what_
     assert 'id="stopped-badge"' in final[slot("badge")] and final[slot("text")] and final[slot("download")]
     assert final[slot("status")]["phase"] == "stopped" and all(final[slot(c)] is not None for c in playground_tab.CHARTS)
     assert [r.getMessage()[:27] for r in caplog.records] == ["run stopped part way (const"]
+    assert 'id="run-ended-pointer">ended early: see the message in Structured output' in final[MESSAGE_SLOTS["run"]]  # not
+    # "not run" (#run-pointer): the page dims a refused run's output as the last run's
 
 
 def test_an_engine_error_part_way_keeps_what_the_run_wrote_and_says_so_under_run(monkeypatch, caplog):
@@ -880,12 +882,33 @@ def test_an_engine_error_part_way_keeps_what_the_run_wrote_and_says_so_under_run
         final = run_preset("demo", compare=False)[-1]
     said = final[MESSAGE_SLOTS["run"]]
     assert "the run failed (RuntimeError: CUDA error: an illegal memory access was encountered); what it wrote is kept" in said
+    assert 'id="run-ended"' in said  # (not run-error: the page would dim the output as the last run's)
     assert 'id="stopped-badge"' in final[slot("badge")] and final[slot("text")] and final[slot("download")]
     assert any(r.exc_info for r in caplog.records)  # the operator's traceback
     last = list(page_api.generate("hi", "demo", compare=False))[-1]  # the web API: the same, its `error` the reason
     assert last["phase"] == "stopped" and last["text"] and last["error"].startswith("the run failed (RuntimeError: CUDA")
     monkeypatch.setattr(session, "generate", real)
     assert run_preset("demo", compare=False)[-1][slot("status")]["phase"] == "done"
+
+
+def test_a_failure_while_the_speedup_is_measured_again_keeps_both_texts_and_the_estimate(monkeypatch):
+    """Measuring again after a comparison that could not tell runs the engine again; a failure there was a
+    refusal: both whole texts were drawn, then said not run, no download, no estimate (a review)."""
+    from playground import session
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it always measures again
+    real, calls = session.generate, []
+
+    def third_fails(*args, **kwargs):  # the run, the target alone beside it, then a measurement's
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        yield from real(*args, **kwargs)
+    monkeypatch.setattr(session, "generate", third_fails)
+    final = run_preset("demo", max_new_tokens=24)[-1]
+    assert final[slot("status")]["phase"] == "done" and final[slot("download")] and final[slot("baseline_text")]
+    assert 'id="run-ended"' in final[MESSAGE_SLOTS["run"]] and "RuntimeError" in final[MESSAGE_SLOTS["run"]]
+    assert "measuring failed" in final[slot("metrics")]
 
 
 def test_an_unexpected_error_before_the_run_wrote_is_said_under_run_and_keeps_the_last_outputs(monkeypatch):

@@ -215,12 +215,16 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
             ended.extend([why] if why else [])
         return bool(ended)
     more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending, first_block=1)  # (sampled: new draws)
-    for told in measuring(more, [first], should_stop=ending):  # (a block cut short: not counted)
-        snap.speedup = told
-        if not told.more or ending():  # told (or nothing more to learn); or Stop, or a run waiting
-            break
-        snap.phase = "measuring"
-        yield snap
+    try:
+        for told in measuring(more, [first], should_stop=ending):  # (a block cut short: not counted)
+            snap.speedup = told
+            if not told.more or ending():  # told (or nothing more to learn); or Stop, or a run waiting
+                break
+            snap.phase = "measuring"
+            yield snap
+    except Exception as exc:  # the texts are whole: they and the estimate so far are kept, the failure said
+        snap.failure, snap.speedup = failed(exc), snap.speedup or estimate([first])
+        ended.append("measuring failed")
     if ended and snap.speedup.noisy:  # the text is whole
         snap.speedup = dataclasses.replace(snap.speedup, reason=f"{snap.speedup.reason}; {ended[0]}")
     snap.phase = "done"

@@ -204,7 +204,8 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measured = {"k": settings.k, "alpha": alpha, "speedup": measure.speedup, "speedup_estimate": measure.estimate,
                 "speedup_low": measure.low, "speedup_high": measure.high, "verdict": measure.verdict,
                 "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
-    failed = _messages(None, snap.failure) if snap.failure else {}  # said at its cause, what it wrote drawn as stopped
+    failed = _messages(None, snap.failure, ended_early=True) if snap.failure else {}  # said at its cause, its output
+    # drawn as its own (stopped, or whole where measuring again failed)
     yield outputs(_view(snap, final=True), _messages(settings) if first else {}, failed, _race(snap), measured=measured,
                   tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))
@@ -238,17 +239,18 @@ def _block_seconds(snap: live.Snapshot) -> str:
     return f", about {tokens / m.spec_tokens_per_s + tokens / m.base_tokens_per_s:.0f} s each"
 
 
-def _messages(settings: Settings | None, exc: PlaygroundError | None = None) -> dict:
+def _messages(settings: Settings | None, exc: PlaygroundError | None = None, ended_early: bool = False) -> dict:
     """The messages' outputs: the error next to the input it is about (a constraint's or a tree's opens
-    its section) and the other messages cleared; with no error, the constraint's own check again."""
+    its section) and the other messages cleared; with no error, the constraint's own check again.
+    `ended_early`: the error ended a run part way, whose output is drawn as its own."""
     values = dict(model_msg="", prompt_msg="", run_msg="", tree_msg="")
     if exc is not None:
         where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
-        values[MESSAGE_SLOTS[where]] = render.error(str(exc), where)
+        values[MESSAGE_SLOTS[where]] = render.error(str(exc), where, ended_early)
         if where in SECTIONS:  # opened to show it
             values[SECTIONS[where]] = gr.update(open=True)
         if where in POINTED:  # and pointed to from under Run (out of sight: in a section, or far down on a phone)
-            values["run_msg"] = render.pointer(POINTED[where])
+            values["run_msg"] = render.pointer(POINTED[where], ended_early)
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
         values["constraint_check"] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
     return values

@@ -200,16 +200,20 @@ def warning(message: str) -> str:
     return f'<span class="badge badge-bad">{html.escape(message)}</span>'
 
 
-def error(message: str, where: str) -> str:
+def error(message: str, where: str, ended_early: bool = False) -> str:
     """A user error, shown once next to the input it is about; its `quoted` parts (a command to run,
-    a schema's text) as code, as the CLI's reader takes them."""
+    a schema's text) as code, as the CLI's reader takes them. `ended_early`: what ended a run part way (its
+    own id: the page dims a refused run's output, said under Run as run-error, as the last run's)."""
     text = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(message))
-    return f'<div class="field-error" id="{where}-error" role="alert">{text}</div>'
+    own = f"{where}-ended" if ended_early else f"{where}-error"
+    return f'<div class="field-error" id="{own}" role="alert">{text}</div>'
 
 
-def pointer(place: str) -> str:
-    """Under Run, where an error sits that may be out of sight ("in <section>", "at <input>")."""
-    return f'<div class="field-error" id="run-pointer">not run: see the message {html.escape(place)}</div>'
+def pointer(place: str, ended_early: bool = False) -> str:
+    """Under Run, where an error sits that may be out of sight ("in <section>", "at <input>"); `ended_early`: a
+    run that ended there part way, its output shown as its own (the page dims a refused run's, the last one's)."""
+    said, own = ("ended early", "run-ended-pointer") if ended_early else ("not run", "run-pointer")
+    return f'<div class="field-error" id="{own}">{said}: see the message {html.escape(place)}</div>'
 
 
 def progress_note(message: str, final: bool = False) -> str:
