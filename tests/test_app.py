@@ -266,6 +266,25 @@ def test_a_sweep_whose_engine_fails_midway_says_so_and_keeps_what_it_measured(mo
     assert [row[0] for row in csv.reader(open(csv_path))] == ["k", "1"] and any(r.exc_info for r in caplog.records)
 
 
+def test_stop_while_a_sweeps_models_load_ends_it_there(monkeypatch):
+    """Stop ended a run's loads, not a sweep's: a download went on to its end, the device held."""
+    from playground import session
+    real, stopped, loaded = session.load_pair, [], []
+
+    def downloading(*args, progress=None, **kwargs):  # a load's reports, Stop pressed between them
+        progress(0.1, "downloading the draft")
+        stopped.append(True)
+        progress(0.2, "downloading the draft")
+        loaded.append(True)  # (the download went on to its end)
+        return real(*args, progress=progress, **kwargs)
+    monkeypatch.setattr(session, "load_pair", downloading)
+    monkeypatch.setattr(experiments_tab, "stop_requested", lambda request, job: bool(stopped))
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    status, *_, csv_path, _ = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def f():",
+                                                            *page_inputs.inputs_from_settings(settings)))[-1]
+    assert "stopped: 0 of 2 values of k" in status and csv_path is None and not loaded
+
+
 def test_a_comparison_that_fails_at_once_after_a_way_keeps_it(monkeypatch):
     """The error path took the rows the page was last handed: a way measured just before the next one failed
     (within a pacing interval) was lost, table and CSV."""

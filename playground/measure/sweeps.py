@@ -213,6 +213,8 @@ def compare_drafts(target: str, draft: str, prompts: list[str], cfg: SpecConfig,
                                       "target's features instead")
             pair = session.load_pair(target, draft_id, progress=progress)
         except PlaygroundError as exc:
+            if halted():  # (Stop while its models loaded: a stop, not a way that cannot draft)
+                return
             rows.append(_unavailable(name, draft_id, policy, str(exc)))
             yield rows
             continue

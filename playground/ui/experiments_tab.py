@@ -10,6 +10,7 @@ from typing import Callable
 import gradio as gr
 
 from playground import session
+from playground.constraints import worker
 from playground.errors import PlaygroundError
 from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
                                MAX_SWEEP_PROMPTS, at_most)
@@ -56,7 +57,11 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         blocks = [0]  # the measurements of the value being measured (its first took minutes, unsaid: a review)
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
-            pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
+            try:  # (Stop ended a run's loads, not a sweep's)
+                with worker.stopped_by(halt.checker(stop)):
+                    pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
+            except worker.Stopped:  # nothing measured: said as any stop
+                return
             prompt_ids = [session.prompt_ids_of(pair, settings, p) for p in prompts]
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
             measuring.append(True)
@@ -309,10 +314,15 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             yield []  # as a sweep's
             measuring.append(True)
-            for rows in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
-                                              lambda f, msg: progress(f, desc=msg), halt.checker(stop), spec):
-                measured[:] = rows
-                yield rows
+            try:
+                with worker.stopped_by(halted := halt.checker(stop)):  # each way's loads and constraint end on Stop
+                    told = live.stoppable(lambda f, msg: progress(f, desc=msg))
+                    for rows in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
+                                                      told, halted, spec):
+                        measured[:] = rows
+                        yield rows
+            except worker.Stopped:  # the ways measured before it kept: said as any stop
+                return
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
             if status := comparing(rows, variants, pace):
                 yield (render.progress_note(status), _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows),
