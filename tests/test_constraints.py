@@ -767,3 +767,22 @@ def test_a_python_caller_may_give_a_schema_as_a_dict():
             from_user(schema=bad)
     with pytest.raises(PlaygroundError, match="the regex must be a str, not int"):
         from_user(regex=5)
+
+
+def test_a_reading_that_passed_forks_no_worker_again(monkeypatch):
+    """The page's check as typed and its Export tab each read a setting's constraint in a forked worker: the same
+    text read again (its notes too) comes from the last reading; a refusal is read again, with its message."""
+    from playground.constraints import compile as compiling, worker
+    spec = from_user(regex=r"(yes|no) \d{3} read once", backend="xgrammar")
+    first = compiling.read_constraint(spec)
+    refused = from_user(regex="(?=a)b read again")
+    with pytest.raises(PlaygroundError, match="look-around"):
+        compiling.read_constraint(refused)
+    forks = []
+    real = worker.bounded
+    monkeypatch.setattr(worker, "bounded", lambda *args, **kwargs: forks.append(1) or real(*args, **kwargs))
+    assert compiling.read_constraint(spec) == first and forks == []
+    assert compiling.read_constraint(from_user(regex=spec.text)) is not None and forks == [1]  # another backend
+    with pytest.raises(PlaygroundError, match="look-around"):
+        compiling.read_constraint(refused)
+    assert forks == [1, 1]

@@ -4,6 +4,7 @@ grammars. Each compile runs in a bounded worker (playground.constraints.worker):
 makes a compiler grow without bound is refused, and the server lives. xgrammar's compile is then
 done again in the server (its compiled form is too large to hand back): work known to fit."""
 import dataclasses
+import hashlib
 import itertools
 import json
 import re
@@ -118,13 +119,29 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
                       names is not None and names_can_run_out(schema))
 
 
+READ_KEPT = 128  # readings kept (by the text's digest): the page's check and its Export tab each read a setting
+_read: OrderedDict = OrderedDict()  # (kind, backend, think budget, sha256 of the text) -> notes, last used last
+_read_lock = threading.Lock()
+
+
 def read_constraint(spec: ConstraintSpec) -> list[str]:
     """Refuse what compiling would refuse before any tokenizer is involved: the backend's own reading
     of the schema, regex or grammar (the page's check as the user types), in a worker bounded to
-    READ_SECONDS (worker.TooSlow past it) -> the notes on what the backend reads but does not enforce."""
+    READ_SECONDS (worker.TooSlow past it) -> the notes on what the backend reads but does not enforce.
+    A reading that passed is kept: the same text again forks no worker (a refusal is read again)."""
+    key = (spec.kind, spec.backend, spec.think_budget, hashlib.sha256(spec.text.encode()).hexdigest())
+    with _read_lock:
+        if (notes := _read.get(key)) is not None:
+            _read.move_to_end(key)
+            return list(notes)
     if spec.kind == "json":
         parse_schema(spec.text)
-    return worker.bounded(_read_checked, spec, seconds=READ_SECONDS, task=READING)
+    notes = worker.bounded(_read_checked, spec, seconds=READ_SECONDS, task=READING)
+    with _read_lock:
+        _read[key] = tuple(notes)
+        while len(_read) > READ_KEPT:
+            _read.popitem(last=False)
+    return list(notes)
 
 
 def _read_checked(spec: ConstraintSpec) -> list[str]:
