@@ -706,6 +706,9 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
     variants = gr.CheckboxGroup(list(sweeps.VARIANTS), label="Drafts")  # a string was read letter by letter
     with pytest.raises(gr.Error, match="Drafts takes a list of names, not 'draft model'"):
         variants.preprocess("draft model")
+    backend = gr.Dropdown(["llguidance", "xgrammar"], label="Constraint backend")  # (Gradio's words: "Value:
+    with pytest.raises(gr.Error, match="Constraint backend takes one of llguidance, xgrammar, not 'outlines'"):
+        backend.preprocess("outlines")  # 'outlines' (type: <class 'str'>) is not in the list of choices")
     remade = page.k.__class__(**page.k.constructor_args)  # as Gradio remakes it for a session after an update
     with pytest.raises(gr.Error, match="Draft length k is empty"):  # (a wrapper on the instance was gone)
         remade.preprocess(None)

@@ -159,6 +159,9 @@ def _named_refusals(own):
     return preprocess
 
 
+MAX_CHOICES_SAID = 12  # a refused choice's message names the box's choices up to this many
+
+
 def _named_choices(own):
     """gr.Dropdown's (gr.Radio's, gr.CheckboxGroup's, gr.Number's) preprocess, its refusals naming the
     box, in the server's log on one line: a wrong choice or a NaN seed sent by a script was "Value: x
@@ -172,7 +175,10 @@ def _named_choices(own):
             # string was read letter by letter: "Value: 'd' is not in the list of choices")
         try:
             return own(self, payload)
-        except gr.Error as exc:
+        except gr.Error as exc:  # (a few choices named: "Value: 'outlines' (type: <class 'str'>) is not in the list")
+            chosen = [c[1] if isinstance(c, (tuple, list)) else c for c in getattr(self, "choices", None) or ()]
+            if 0 < len(chosen) <= MAX_CHOICES_SAID:
+                raise popup(f"{self.label} takes one of {', '.join(map(str, chosen))}, not {str(payload)[:40]!r}") from None
             raise popup(f"{self.label}: {exc.message[:300]}") from None
         except (ValueError, TypeError, OverflowError):
             raise popup(f"{self.label} cannot take {str(payload)[:40]!r}") from None
