@@ -152,7 +152,7 @@ def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool,
         return "sampled" if base_ids is not None else ""
     if stopped and not (spec_ids and base_ids):  # ("identical as far as both went" of no token said nothing)
         which = "either run" if not (spec_ids or base_ids) else "speculation" if not spec_ids else "the target alone"
-        return f"nothing to compare: Stop came before {which} wrote a token"
+        return f"nothing to compare: the run ended (Stop, or a failure) before {which} wrote a token"
     at = first_difference(spec_ids, base_ids, stopped)
     if at is not None:
         return f"its text differs from the target alone's from token {at + 1}"

@@ -1041,7 +1041,7 @@ def test_stop_before_either_run_wrote_a_token_gives_no_figure_for_what_was_not_m
     final = list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(
         Settings.from_preset(page_inputs.PRESETS["demo"]))))[-1]
     said = html.unescape(final[slot("metrics")])
-    assert "Stop came before either run wrote a token" in said and "0.00x" not in said and "as far as both went" not in said
+    assert "the run ended (Stop, or a failure) before either run wrote a token" in said and "0.00x" not in said and "as far as both went" not in said
     assert re.search(r"tokens per target pass</small><b>n/a</b><small>no token written", said)
     assert [bar.x for bar in final[slot("time_chart")].data] == [("speculative",)] * 3  # the target alone: no bar
     assert "no race to replay" in final[slot("race")]

@@ -197,7 +197,7 @@ def test_identity_is_said_with_the_first_difference():
     assert identity_note([1, 2], [7, 8], greedy=False) == "sampled"
     assert first_difference([1, 2], [1, 2, 3], stopped=True) is None  # Stop cut the runs at lengths of their own
     assert identity_note([1, 2], [1, 2, 3], greedy=True, stopped=True) == "its text identical to the target alone's as far as both went (stopped)"
-    assert identity_note([], [], greedy=True, stopped=True) == "nothing to compare: Stop came before either run wrote a token"
+    assert identity_note([], [], greedy=True, stopped=True) == "nothing to compare: the run ended (Stop, or a failure) before either run wrote a token"
     assert identity_note([1], [], greedy=True, stopped=True).endswith("before the target alone wrote a token")
     assert identity_note([1, 2], [1, 5, 3], greedy=True, stopped=True) == "its text differs from the target alone's from token 2"
 
