@@ -1037,9 +1037,10 @@ def test_stop_before_either_run_wrote_a_token_gives_no_figure_for_what_was_not_m
     alone's as far as both went)", 0.00 tokens per target pass, and a 0 s bar for a target alone never run."""
     class Request:
         session_hash = "stop-at-once-test-session"
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    live.prepare(settings)  # the pair loaded (Stop during its load ends the load: nothing drawn, test_live)
     files.request_stop(Request())  # pressed before the run's first round
-    final = list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(
-        Settings.from_preset(page_inputs.PRESETS["demo"]))))[-1]
+    final = list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(settings)))[-1]
     said = html.unescape(final[slot("metrics")])
     assert "the run ended (Stop, or a failure) before either run wrote a token" in said and "0.00x" not in said and "as far as both went" not in said
     assert re.search(r"tokens per target pass</small><b>n/a</b><small>no token written", said)
