@@ -1032,6 +1032,23 @@ def test_stop_ends_the_run_with_what_it_produced():
     assert len(list(playground_tab.run(Request(), QUIET, *page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))))) > 1
 
 
+def test_stop_while_the_models_load_says_so_and_keeps_the_last_outputs(monkeypatch):
+    """Stop during a load ends it (test_live); the page then said nothing at all."""
+    from playground import session
+    real, stopped = session.load_pair, []
+
+    def downloading(*args, progress=None, **kwargs):  # a load's reports, Stop pressed between them
+        progress(0.1, "downloading the target")
+        stopped.append(True)
+        progress(0.2, "downloading the target")
+        return real(*args, progress=progress, **kwargs)
+    monkeypatch.setattr(session, "load_pair", downloading)
+    monkeypatch.setattr(playground_tab, "stop_requested", lambda request: bool(stopped))
+    outputs = run_preset("demo")
+    assert len(outputs) == 1 and outputs[0][:OWN] == [gr.skip()] * OWN and outputs[0][slot("status")]["phase"] == "stopped"
+    assert "stopped before the run wrote anything (while its models loaded" in outputs[0][MESSAGE_SLOTS["run"]]
+
+
 def test_stop_before_either_run_wrote_a_token_gives_no_figure_for_what_was_not_measured():
     """A Stop within a second of Run (a review): the card said "about 0.00x (its text identical to the target
     alone's as far as both went)", 0.00 tokens per target pass, and a 0 s bar for a target alone never run."""

@@ -187,9 +187,9 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             else:
                 continue  # the last snapshot: drawn below, whole
             first = False
-    except Stopped:  # Stop pressed while its constraint was checked or compiled: nothing made, nothing wrong (a
-        # note that it waited for an experiment goes)
-        yield outputs(run_msg="", status=status("stopped"))
+    except Stopped:  # Stop pressed while its models loaded or its constraint compiled: nothing made, nothing wrong,
+        # said (a note that it waited for an experiment goes)
+        yield outputs(run_msg=render.stopped_before_writing(), status=status("stopped"))
         return
     except Exception as exc:  # a mistake, or a failure before the run wrote (one after: live ends it as stopped)
         yield outputs(_messages(None, live.failed(exc, wrote=False)), status=status("refused"))

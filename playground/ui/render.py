@@ -222,6 +222,12 @@ def progress_note(message: str, final: bool = False) -> str:
     return f'<div class="progress-note" id="experiment-progress">{mark}{html.escape(message)}</div>'
 
 
+def stopped_before_writing() -> str:
+    """Under Run, for a Stop that came while the run's models loaded or its constraint compiled (it said nothing)."""
+    return ('<div class="progress-note" id="run-stopped-early">stopped before the run wrote anything (while its models '
+            'loaded or its constraint compiled): the output below, if any, is the last run\'s</div>')
+
+
 def stopped(tokens: int) -> str:
     return (f'<span class="badge badge-stopped" id="stopped-badge">stopped after {counted(tokens)}: the text, '
             f'stats and charts are what the run had produced</span>')
