@@ -46,7 +46,7 @@ class Snapshot:
     speedup: Speedup | None = None  # the comparison's measured speedup (speedup.measuring)
     reasoning: int | None = None  # a thinking run: its first committed tokens up to </think> (all while it thinks)
     failure: PlaygroundError | None = None  # what ended the run part way, once it had written (a constraint past
-    # its CPU bound, an error in the engine): phase "stopped", what it wrote kept
+    # its CPU bound, an error in the engine): phase "stopped", what it wrote kept ("done" where measuring again failed)
 
 
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
@@ -287,7 +287,7 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0) -> dict:
         out |= {"text": "".join(t.text for r in rounds for t in r.committed), "token_ids": ids,
                 "stats": summarize(snap.events, engine_seconds(snap.events))}
     out |= {"note": snap.note, "rounds_from": rounds_from, "rounds": [round_json(r) for r in rounds[rounds_from:]]}
-    if snap.failure is not None:  # (phase "stopped": what ended it part way)
+    if snap.failure is not None:  # what ended it part way (or its measuring again)
         out["error"] = str(snap.failure)
     if snap.baseline is not None:
         out |= comparison_json(snap.result, snap.baseline, snap.speedup, snap.settings.temperature == 0,
