@@ -49,3 +49,16 @@ def app_url():
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.launch_options())
     yield f"http://127.0.0.1:{port}/"
     app.demo.close()
+
+
+@pytest.fixture
+def costly_part_way(monkeypatch):
+    """A constraint past its host's CPU bound after 20 tokens (as a grammar whose parse grows with the output)."""
+    from playground.constraints import metered
+    real = metered.MeteredMatcher.consume
+
+    def consume(matcher, token):  # the bound met part way (a grammar whose parse grows with the output)
+        if matcher.consumed >= 20:
+            raise metered.TooCostly("the constraint took 31 s of CPU in this run, more than this host allows (30 s)")
+        return real(matcher, token)
+    monkeypatch.setattr(metered.MeteredMatcher, "consume", consume)

@@ -866,17 +866,9 @@ def test_a_constraint_too_costly_to_follow_stops_the_run_beside_the_constraint(m
     assert final[SECTIONS["constraint"]] == gr.update(open=True) and 'id="run-pointer"' in final[MESSAGE_SLOTS["run"]]
 
 
-def test_a_constraint_past_its_bound_part_way_ends_the_run_as_stopped_with_what_it_wrote(monkeypatch, caplog):
+def test_a_constraint_past_its_bound_part_way_ends_the_run_as_stopped_with_what_it_wrote(costly_part_way, caplog):
     """Past its CPU bound after 276 tokens a run said "not run", and its text, charts and download (and the last
     run's) were gone (a failure review): it ends as a stopped run, drawn whole, the bound said at the constraint."""
-    from playground.constraints import metered
-    real = metered.MeteredMatcher.consume
-
-    def consume(matcher, token):  # the bound met part way (a grammar whose parse grows with the output)
-        if matcher.consumed >= 20:
-            raise metered.TooCostly("the constraint took 31 s of CPU in this run, more than this host allows (30 s)")
-        return real(matcher, token)
-    monkeypatch.setattr(metered.MeteredMatcher, "consume", consume)
     with caplog.at_level("INFO", logger="playground"):
         final = run_preset("demo-json", compare=False)[-1]
     assert "took 31 s of CPU" in final[MESSAGE_SLOTS["constraint"]] and final[SECTIONS["constraint"]] == gr.update(open=True)

@@ -334,18 +334,10 @@ def test_a_run_past_the_addresss_share_says_why(page, app_url, monkeypatch):
     expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
 
 
-def test_a_run_that_fails_part_way_shows_its_own_output_not_a_refused_runs(page, app_url, monkeypatch):
+def test_a_run_that_fails_part_way_shows_its_own_output_not_a_refused_runs(page, app_url, costly_part_way):
     """A run past its constraint's CPU bound part way: its output is its own, stopped, not dimmed and labelled
     "The last run's output: this Run was refused" (the page's rule for #run-pointer), the bound said at the
     constraint, pointed to from under Run (a review)."""
-    from playground.constraints import metered
-    real = metered.MeteredMatcher.consume
-
-    def consume(matcher, token):  # the bound met part way (a grammar whose parse grows with the output)
-        if matcher.consumed >= 20:
-            raise metered.TooCostly("the constraint took 31 s of CPU in this run, more than this host allows (30 s)")
-        return real(matcher, token)
-    monkeypatch.setattr(metered.MeteredMatcher, "consume", consume)
     page.goto(f"{app_url}?preset=demo-json&compare=false")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     page.click("#run-button")
