@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "(children per depth, e.g. 1,2,1,1; a dynamic one with its node budget, e.g. 4,4,4,4/16; +N: a "
                        "prompt-lookup branch of up to N tokens) "
                        "beside the chain of each k")
+    bench.add_argument("--policy", choices=("schedule", "confidence"), help="adds an engine row per k drafting under "
+                       "this draft-length policy, k the most (schedule: +2/-1, pausing where one guess does not pay; "
+                       "confidence: the draft stops below --confidence), beside the fixed k's engine row")
+    bench.add_argument("--confidence", type=float, help="the confidence policy's threshold (default 0.5)")
     export = commands.add_parser("export", help="this setting as vLLM and SGLang launch commands and requests, "
                                                 "and a transformers generate call (loads nothing)")
     add_model_args(export)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from playground import session
-from playground.measure import bench
+from playground.measure import bench, report
 from playground.cli import main
 from tests import tiny
 
@@ -67,7 +67,8 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
     assert f"{ran_on['torch_threads']} torch threads" in (tmp_path / "out" / "table.md").read_text()
     assert ran_on["run"] | {"target": None, "draft": None} == {  # what was measured, beside what it ran on
         "target": None, "draft": None, "target_dtype": "float32", "draft_dtype": "float32", "k": [2, 3],
-        "temperatures": [0.0], "prompts": 2, "max_new_tokens": 12, "repeat": 1, "seed": 0, "compile": False, "tree": ""}
+        "temperatures": [0.0], "prompts": 2, "max_new_tokens": 12, "repeat": 1, "seed": 0, "compile": False, "tree": "",
+        "policy": None, "confidence": None}
     assert ran_on["run"]["target"] == str(target) and len(ran_on["load_average_after"]) == 3
     assert (tmp_path / "out" / "table.md").read_text().startswith(f"# {target} (float32) + {draft} (float32): 2 prompts")
     assert "machine: " in err  # (--json: the log goes to stderr)
@@ -300,3 +301,42 @@ def test_a_rows_columns_pool_every_measurement_as_its_speedup_does(target, noisy
     assert len(given[0]) == engine["measurements"]  # every (run, target alone) pair of every measurement
     mine = [run for run, _ in given[0]]
     assert engine["acceptance_rate"] == sum(r.accepted for r in mine) / sum(r.proposed for r in mine)
+
+
+@pytest.mark.parametrize("policy", ["schedule", "confidence"])
+def test_a_policy_row_drafts_under_that_policy_beside_the_fixed_k(monkeypatch, target, noisy_draft, tokenizer, policy):
+    """bench had no --policy: the schedule and the confidence stop were measured nowhere side by side with a
+    fixed k. Its row runs every round under the policy (k the most), greedy and still the target's text."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    cfg = session.settings(k=4, max_new_tokens=16, confidence=0.3)
+    methods = bench.available_methods(pair, cfg, policy=policy)
+    assert methods[:3] == ["target", "engine", bench.POLICY_ROWS[policy]]
+    policies, generate = [], session.generate
+    monkeypatch.setattr(bench.session, "generate", lambda pair, ids, run_cfg, **kw: policies.append(
+        (run_cfg.policy, run_cfg.confidence, kw.get("speculative", True))) or generate(pair, ids, run_cfg, **kw))
+    costs = {"verify": {w: 0.01 for w in range(1, 6)}, "draft": 0.002}
+    pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
+    rows = bench.bench_setting(pairs, [tokenizer("x = [1, 2, 3]\ny = [").input_ids], cfg, 1, methods[:3], costs)
+    row = rows[2]
+    assert row["method"] == bench.POLICY_ROWS[policy] and row["identical"] is True and row["efficiency"] > 0
+    assert row["confidence"] == (0.3 if policy == "confidence" else None) and rows[1]["confidence"] is None
+    assert (policy, 0.3, True) in policies and ("fixed", 0.3, True) in policies  # (its row, the engine row's)
+    assert report.label(row) == ("engine-confidence 0.3" if policy == "confidence" else "engine-schedule")
+
+
+def test_cli_bench_policy_row_and_what_it_cannot_measure(capsys, saved_pair, tmp_path):
+    target, draft = saved_pair
+    args = ["bench", "--target", str(target), "--k", "2", "--num-prompts", "1", "--max-new-tokens", "6", "--repeat", "1"]
+    assert main([*args, "--draft", str(draft), "--policy", "confidence", "--confidence", "0.4", "--json",
+                 "--out", str(tmp_path / "out")]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["method"], r["confidence"]) for r in rows[:2]] == [("engine", None), ("engine-confidence", 0.4)]
+    assert json.loads((tmp_path / "out" / "machine.json").read_text())["run"]["policy"] == "confidence"
+    assert "| engine-confidence 0.4 | 2 |" in (tmp_path / "out" / "table.md").read_text()
+    assert main([*args, "--draft", "ngram", "--policy", "schedule", "--confidence", "0.4", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "engine-schedule" not in {r["method"] for r in json.loads(out)}
+    assert "(no engine-schedule row: the schedule policy sets a draft model's length, and this bench drafts by prompt lookup alone)" in err
+    assert "note: --confidence is not used: it is --policy confidence's threshold" in err
+    assert main([*args, "--draft", str(draft), "--policy", "confidence", "--confidence", "1.5"]) == 2  # checked before loading
+    assert "confidence must be above 0 and below 1" in capsys.readouterr().err

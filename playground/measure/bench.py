@@ -17,6 +17,10 @@ blamed a long prompt's on the engine) and identical (greedy rows: the same token
 every prompt). Every column pools all the row's measurements, as its speedup does. `target` is the engine's target alone, `hf-target` transformers'
 plain generate.
 
+With a policy (schedule or confidence), an `engine-schedule` or `engine-confidence` row runs the draft model
+under that draft-length policy (playground.engine.schedule), k the most it proposes, beside the fixed k's
+`engine` row.
+
 With `compiled`, an `engine-compiled` row runs the engine on static caches with compiled passes
 (playground.engine.static), against the compiled target alone; its graphs are compiled before any
 timing, and its efficiency uses pass costs measured with the compiled passes."""
@@ -39,6 +43,7 @@ from playground.measure.speedup import Block, Timed, drawn, interleave, measure,
 METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
 COMPILED = "engine-compiled"
 TREE = "engine-tree"  # the engine drafting the static token tree of --tree (playground.engine.tree)
+POLICY_ROWS = {"schedule": "engine-schedule", "confidence": "engine-confidence"}  # --policy's row, k its most
 
 
 @dataclasses.dataclass(slots=True)
@@ -124,15 +129,17 @@ def engine_sample(events: list) -> Sample:
                   [e for e in events if isinstance(e, Round)])
 
 
-ENGINE = ("engine", COMPILED, TREE, "engine-prompt-lookup")
+ENGINE = ("engine", COMPILED, TREE, "engine-prompt-lookup", *POLICY_ROWS.values())
+DRAFTING = ("engine", COMPILED, *POLICY_ROWS.values())  # engine rows whose rounds pay the draft model's passes
 
 
 def engine_setup(method: str, pairs: dict, cfg: SpecConfig):
     """-> (pair, settings) an engine method runs with (the target alone beside it uses the same)."""
     pair = pairs["ngram"] if method == "engine-prompt-lookup" else pairs["draft"]
+    policy = next((name for name, row in POLICY_ROWS.items() if row == method), "fixed")
     return pair, dataclasses.replace(cfg, compile=method == COMPILED, tree=cfg.tree if method == TREE else (),
                                      tree_budget=cfg.tree_budget if method == TREE else 0,
-                                     tree_lookup=cfg.tree_lookup if method == TREE else 0)
+                                     tree_lookup=cfg.tree_lookup if method == TREE else 0, policy=policy)
 
 
 def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sample:
@@ -145,9 +152,10 @@ def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sam
     return run_hf(pairs["draft"], ids, cfg, method)
 
 
-def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False, prompt_len: int = 0) -> list[str]:
+def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False, prompt_len: int = 0,
+                      policy: str = "") -> list[str]:
     """The methods a setting measures; a compiled row's note says where it runs eager (the longest
-    prompt, `prompt_len`, decides a GPU's long-context fallback)."""
+    prompt, `prompt_len`, decides a GPU's long-context fallback); `policy` adds its row (POLICY_ROWS)."""
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
     if compiled and pair.draft is None:
         log("(no engine-compiled row: it compiles a draft model's passes beside the target's, and prompt lookup has none)")
@@ -163,6 +171,11 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
         log("(no engine-tree row: a token tree is drafted by a draft model, not by prompt lookup or a cascade)")
     elif cfg.tree:
         methods.insert(methods.index("engine") + 1, TREE)
+    if policy and pair.draft is None:
+        log(f"(no {POLICY_ROWS[policy]} row: the {policy} policy sets a draft model's length, and this bench drafts by "
+            "prompt lookup alone)")
+    elif policy:
+        methods.insert(methods.index("engine") + 1, POLICY_ROWS[policy])
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
         methods.remove("hf-assisted")
@@ -231,7 +244,7 @@ ONE_MEASUREMENT = ("from one interleaved measurement: its interval says how its 
                    "review's two identical benches under load gave 1.05x and 1.27x, their intervals apart); --repeat "
                    "2 or more measures that")
 UNMEASURED = {"baseline_tokens_per_s": None, "efficiency": None, "alone_efficiency": None, "identical": None,
-              "tree": None}  # every row has every key (a row's JSON lacked what its method does not measure)
+              "tree": None, "confidence": None}  # every row has every key (a row's JSON lacked what its method does not measure)
 
 
 def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sample]], pass_costs: dict | None) -> dict:
@@ -249,6 +262,8 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
            "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in mine)),
            "seconds": sum(s.seconds for s in mine), "tokens": tokens}
     costs = (pass_costs or {}).get("compiled") if method == COMPILED else pass_costs
+    if method == POLICY_ROWS["confidence"]:
+        row["confidence"] = cfg.confidence
     if method == TREE:
         row["tree"] = tree_text(cfg)
     elif method in ENGINE and costs is not None:  # each side's predicted over measured time; the row's over the
@@ -278,7 +293,7 @@ def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
     total = 0.0
     for r in (r for sample in samples for r in sample.rounds):
         width = min(r.proposed + 1, max(costs["verify"]))
-        total += costs["verify"][width] + (r.draft_passes * costs["draft"] if method in ("engine", COMPILED) else 0.0)
+        total += costs["verify"][width] + (r.draft_passes * costs["draft"] if method in DRAFTING else 0.0)
     return total
 
 
@@ -289,9 +304,10 @@ def decoding_seconds(samples: list[Sample]) -> float:
 
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
               max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False, on_row=None,
-              tree: str = "") -> list[dict]:
+              tree: str = "", policy: str = "", confidence: float = 0.5) -> list[dict]:
     """Every (temperature, k) setting; each row is logged, and handed to `on_row`, once measured.
-    `tree` ('1,2,1,1', or '4,4,4/12' dynamic) adds an engine-tree row (that token tree) beside the chain of k."""
+    `tree` ('1,2,1,1', or '4,4,4/12' dynamic) adds an engine-tree row (that token tree) beside the chain of k;
+    `policy` ('schedule', or 'confidence' at `confidence`) a row of that draft-length policy with k the most."""
     pair = pairs["draft"]
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     log(f"measuring pass costs at context {context}...")
@@ -312,10 +328,10 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     settings = [(t, k) for t in temperatures for k in ks]
     for i, (temperature, k) in enumerate(settings):
         cfg = session.settings(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed,
-                               **tree_fields(tree))
+                               confidence=confidence, **tree_fields(tree))
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompt{'s' * (len(prompts) > 1)}, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
-        methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)))
+        methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)), policy)
         if TREE in methods and k != ks[0]:  # the tree drafts its own shape: a row per k measured one setting again
             methods.remove(TREE)
             log(f"(the engine-tree row is measured once per temperature, with k={ks[0]}: a tree does not use k)")

@@ -8,8 +8,11 @@ from playground.metrics import speedup_verdict
 
 
 def label(row: dict) -> str:
-    """The method, with its tree's shape for an engine-tree row (whose k is not used)."""
-    return f"{row['method']} {row['tree']}" if row.get("tree") else row["method"]
+    """The method, with its tree's shape for an engine-tree row (whose k is not used), its threshold for an
+    engine-confidence row."""
+    if row.get("tree"):
+        return f"{row['method']} {row['tree']}"
+    return f"{row['method']} {row['confidence']:g}" if row.get("confidence") is not None else row["method"]
 
 
 def k_cell(row: dict) -> str:
@@ -153,7 +156,8 @@ def write_outputs(rows: list[dict], out: pathlib.Path, title: str, log=print) ->
     for method in dict.fromkeys(r["method"] for r in rows):
         for temperature in dict.fromkeys(r["temperature"] for r in rows):
             mine = [r for r in rows if r["method"] == method and r["temperature"] == temperature]
-            fig.add_trace(_trace(go, mine, f"{method} T={temperature}"))
+            if mine:  # (a method not measured at a temperature: no empty legend entry)
+                fig.add_trace(_trace(go, mine, f"{label(mine[0])} T={temperature}"))
     fig.update_layout(title=title, xaxis_title="k", yaxis_title="speedup over target-only (95% interval; open: too noisy "
                       "for one number)", template="plotly_white")
     written = [out / "rows.json", out / "table.md", out / "speedup.html"]
