@@ -273,17 +273,12 @@ def _benched_line(run: dict) -> str:
 
 def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
-    from playground.constraints import read_constraint
-    from playground.constraints.worker import TooSlow
-    from playground.session import check_utf8, constraint_spec
+    from playground.session import check_utf8, read_settings_constraint
     settings = _settings(args)
     _check_prompt(args, settings, "give --prompt")  # (an empty one was exported, exit 0)
     for text, what in ((settings.prompt, "the prompt"), (settings.system, "the system prompt")):
         check_utf8(text, what)  # as generate refuses it (an export wrote lone surrogates into its commands)
-    spec = constraint_spec(settings)  # read as generate reads it, and as the backend
-    if spec is not None:  # reads it (no tokenizer): an export of what would run
-        with contextlib.suppress(TooSlow):  # past the reading's bound: a run compiles it in full
-            read_constraint(spec)
+    spec = read_settings_constraint(settings)  # an export of what would run
     exported = export_setting(settings)
     for note in unused_by_export(args, spec, settings.chat):
         print(note, file=sys.stderr)

@@ -1,12 +1,14 @@
 """One run, between the callers (CLI, UI, benchmarks) and the engine: prompt encoding, runners and
 proposers, result collection. Callers never build engine objects themselves; which runners a run
 gets and their compilation live in playground.session.choice."""
+import contextlib
 import time
 from collections.abc import Iterator
 
 from playground.config import (CONSTRAINT_FIELDS, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, SCHEMA_HINT, SamplingParams, SpecConfig, thinks, tree_fields)
-from playground.constraints import Constraint, ConstraintSpec, compile_constraint, from_user
+from playground.constraints import Constraint, ConstraintSpec, compile_constraint, from_user, read_constraint
 from playground.constraints.guide import Guide
+from playground.constraints.worker import TooSlow
 from playground.detok import whole_characters, with_text
 from playground.draft_ids import uses_lookup
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
@@ -81,6 +83,17 @@ def constraint_spec(s) -> ConstraintSpec | None:
     """A Settings' constraint as a checked ConstraintSpec (constraints.from_user), or None."""
     return from_user(**{name: getattr(s, name) for name in CONSTRAINT_FIELDS}, backend=s.backend,
                      think_budget=s.think_budget)
+
+
+def read_settings_constraint(s) -> ConstraintSpec | None:
+    """constraint_spec, read as a run reads it and as its backend does (no tokenizer: nothing loads), so an
+    export refuses what Run and generate refuse (a look-around regex was exported without a word); past the
+    reading's bound (TooSlow) it passes: a run compiles it in full."""
+    spec = constraint_spec(s)
+    if spec is not None:
+        with contextlib.suppress(TooSlow):
+            read_constraint(spec)
+    return spec
 
 
 def prompt_ids_of(pair: Pair, s, text: str) -> list[int]:

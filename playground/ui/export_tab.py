@@ -1,16 +1,14 @@
 """The Export tab: the page's current setting as vLLM and SGLang launch commands with one request
 each, and a transformers generate call (playground.export), each in a code box with a copy button,
 and what each engine cannot express. Nothing loads and nothing runs: the text is only shown."""
-import contextlib
 import html
 
-from playground.constraints import read_constraint, worker
+from playground.constraints import worker
 from playground.constraints.compile import READ_SECONDS
-from playground.constraints.worker import TooSlow
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.limits import MAX_EXPORT_CHARS
-from playground.session import constraint_spec
+from playground.session import read_settings_constraint
 from playground.ui import render
 from playground.ui.inputs import settings_to_run
 
@@ -24,9 +22,7 @@ def export_view(*values) -> list[str]:
     try:
         s = settings_to_run(*values)  # (a kind picked, its box empty: Run refuses it, the export ran unconstrained)
         with worker.ceiling(READ_SECONDS):  # (its lanes are every visitor's: slow schemas held them 15 s each)
-            if (spec := constraint_spec(s)) is not None:  # read as Run reads it, and as its backend does (a
-                with contextlib.suppress(TooSlow):  # look-around regex that Run refuses was exported without a
-                    read_constraint(spec)  # word); past the reading's bound, a run compiles it in full
+            read_settings_constraint(s)  # refused as Run refuses it
         e = export_setting(s)
     except worker.OverCeiling as exc:
         return [render.error(f"{exc}: a Run reads it with more time, and the export shows after it", "export"), "", "", ""]
