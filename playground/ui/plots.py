@@ -5,6 +5,7 @@ from collections.abc import Callable
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from playground.config import MAX_K
 from playground.events import Prefill, Round
 from playground.metrics import counted, expected_speedup
 from playground.ui.render import COLOURS
@@ -214,7 +215,7 @@ def speedup_curve(acceptance: float, k: int, cost_ratio: float, measured: list[d
     """Expected speedup vs k for the chosen acceptance and draft/target cost ratio; measured runs
     (acceptance, k, speedup) as points, those too noisy to tell faint (estimate and interval); the last
     K sweep's rows as a measured line (its estimate where a point could not tell, with its interval)."""
-    ks = list(range(1, 17))
+    ks = list(range(1, MAX_K + 1))  # the k slider's range
     fig = go.Figure(go.Scatter(x=ks, y=[expected_speedup(acceptance, kk, cost_ratio) for kk in ks], mode="lines",
                                name=f"expected (α={acceptance:.2f}, c={round(cost_ratio, 3):g})"))  # c as its slider (0.025)
     fig.add_trace(go.Scatter(x=[k], y=[expected_speedup(acceptance, k, cost_ratio)], mode="markers",
