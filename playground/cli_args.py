@@ -136,13 +136,15 @@ def constraint_flags(args) -> dict[str, str]:
     and standard input is there once)."""
     if (read := getattr(args, "constraint_texts", None)) is not None:
         return read
+    for name in ("schema", "regex", "grammar"):  # (blank, it was taken for a file's name: "no such file '   '")
+        if (given := getattr(args, name)) is not None and not given.strip():
+            raise PlaygroundError(f"--{name} is empty (or only spaces)")
     texts = {"schema": read_text_arg(args.schema, "schema") if args.schema else "", "regex": args.regex or "",
              "grammar": read_text_arg(args.grammar, "grammar") if args.grammar else ""}
     for name, text in texts.items():
         given = getattr(args, name)
-        if given is not None and not text.strip():
-            read_from = "" if name == "regex" else f": {given[:80]}"  # the file it read
-            raise PlaygroundError(f"--{name} is empty (or only spaces){read_from}")
+        if given is not None and not text.strip():  # (a file it read, or standard input)
+            raise PlaygroundError(f"--{name} is empty (or only spaces): {given[:80]}")
     args.constraint_texts = texts
     return texts
 

@@ -95,7 +95,10 @@ def test_files_that_are_not_utf8_or_missing(capsys, saved_pair, tmp_path):
     assert "no such" in one_line_error(capsys, *gen(saved_pair, "--schema", "~nosuchuser/s.json"))
     blank = tmp_path / "blank.lark"
     blank.write_text("  \n")  # it ran unconstrained
-    assert "--grammar is empty (or only spaces)" in one_line_error(capsys, *gen(saved_pair, "--grammar", str(blank)))
+    assert f"--grammar is empty (or only spaces): {blank}" in one_line_error(capsys, *gen(saved_pair, "--grammar", str(blank)))
+    for flag in ("--grammar", "--schema", "--regex"):  # (blank given, read as a file's name: "no such file '   '";
+        for blank_text in ("   ", ""):  # empty, it ended in a stray ": ")
+            assert one_line_error(capsys, *gen(saved_pair, flag, blank_text)) == f"error: {flag} is empty (or only spaces)\n"
 
 
 def test_a_file_larger_than_its_text_may_be_is_refused_before_it_is_read(capsys, saved_pair, tmp_path):
