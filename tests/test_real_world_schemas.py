@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from playground.constraints import ConstraintSpec, compile_constraint, from_user, worker, xgr_reads
+from playground.constraints import ConstraintSpec, compile_constraint, from_user, read_constraint, worker, xgr_reads
 from playground.constraints.validate import validate_json
 from playground.errors import PlaygroundError
 
@@ -750,14 +750,49 @@ def test_xgrammar_refuses_what_it_reads_otherwise(tokenizer, pattern):
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
 def test_octal_and_nul_escapes_and_a_leading_bracket_mean_what_python_reads(tokenizer, backend):
+    """llguidance refused \\101 as a backreference (Python's octal A; a review), and x{,3} (Python's x{0,3})
+    as "expects a valid decimal" on both backends."""
     eos = frozenset({tokenizer.eos_token_id})
-    nul = compile_constraint(from_user(regex=r"a\x00b", backend=backend), tokenizer, len(tokenizer), eos)
-    assert allowed(nul, tokenizer, "a", "\x00")
-    if backend == "xgrammar":  # llguidance refuses \101 as a backreference, and reads a leading ']' its own way
-        octal = compile_constraint(from_user(regex=r"a\101", backend=backend), tokenizer, len(tokenizer), eos)
-        assert allowed(octal, tokenizer, "a", "A") and not allowed(octal, tokenizer, "a", "1")
-        bracket = compile_constraint(from_user(regex="[]a]x", backend=backend), tokenizer, len(tokenizer), eos)
-        assert allowed(bracket, tokenizer, "", "]") and allowed(bracket, tokenizer, "a", "x")
+    read = lambda pattern: compile_constraint(from_user(regex=pattern, backend=backend), tokenizer, len(tokenizer), eos)  # noqa: E731
+    assert allowed(read(r"a\x00b"), tokenizer, "a", "\x00")
+    octal = read(r"a\101[\060-\062]")
+    assert allowed(octal, tokenizer, "a", "A") and not allowed(octal, tokenizer, "a", "1")
+    assert allowed(octal, tokenizer, "aA", "1") and not allowed(octal, tokenizer, "aA", "3")
+    assert allowed(read(r"a\0"), tokenizer, "a", "\x00")
+    bracket = read("[]a]x")
+    assert allowed(bracket, tokenizer, "", "]") and allowed(bracket, tokenizer, "a", "x")
+    at_most = read("yx{,2}[{,]")
+    assert allowed(at_most, tokenizer, "y", "x") and allowed(at_most, tokenizer, "y", "{")
+    assert not allowed(at_most, tokenizer, "yxx", "x") and not allowed(at_most, tokenizer, "y", "0")
+
+
+@pytest.mark.parametrize("pattern, words", [
+    ("a$b", "^ or $ inside the pattern"), ("a^b", "^ or $ inside the pattern"), ("(?m)^a$", "(?m) and its line anchors"),
+    (r"a\bc", r"\b and \B (word boundaries)"), ("(?P<x>ab)(?P=x)", "a named back-reference (?P=name)"),
+    ("(?>ab)", "an atomic group"), (r"a\Z", "such as Python's \\Z")])
+def test_llguidance_refuses_a_regex_in_the_words_of_its_part(pattern, words):
+    """It said "lookarounds not supported yet; End in regex /a$b/" of a $ in the middle and "unrecognized flag"
+    of (?P=x): neither names what the user wrote (a review)."""
+    with pytest.raises(PlaygroundError, match=re.escape(words)) as refused:
+        read_constraint(from_user(regex=pattern, backend="llguidance"))
+    assert "lookarounds" not in str(refused.value) and "unrecognized" not in str(refused.value)
+
+
+@pytest.mark.parametrize("escape, char", [(r"\u00e9", "é"), (r"\U0001F600", "😀"), (r"\u0022", '"'), (r"\u4e00", "一")])
+def test_a_gbnf_unicode_escape_with_leading_zeros_is_its_character_under_llguidance(tokenizer, escape, char):
+    """llguidance 1.9.1's GBNF converter dropped the zeros (\\u00e9 became Lark's \\ue9) and refused the grammar as
+    "3(13): lexer error", a place in its own text (a review); xgrammar read it."""
+    eos = frozenset({tokenizer.eos_token_id})
+    for grammar in (f'root ::= "a{escape}"', f"root ::= \"a\" [{escape}]"):
+        for backend in BACKENDS:
+            constraint = compile_constraint(from_user(grammar=grammar, backend=backend), tokenizer, len(tokenizer), eos)
+            first = tokenizer(char, add_special_tokens=False).input_ids[0]
+            guide = constraint.guide(2)
+            assert guide._commit(tokenizer("a", add_special_tokens=False).input_ids)
+            mask = guide.next_mask()
+            assert (mask[first // 32].item() >> (first % 32)) & 1, (grammar, backend)
+    literal = compile_constraint(from_user(grammar=r'root ::= "\\u00e9"'), tokenizer, len(tokenizer), eos)
+    assert allowed(literal, tokenizer, "", "\\")  # an escaped backslash and the letters: not an escape
 
 
 # -- a schema means to xgrammar what it means to JSON Schema -----------------------------------------
@@ -1066,3 +1101,14 @@ def test_the_generation_bench_checks_every_output_again_and_names_faults(tmp_pat
     assert bench.checked_here('{"n": 1, "n": 2}', json.dumps({"required": ["n"]})) is False  # (a key twice)
     assert bench.contradicted({"status": "valid", "checked_here": False})
     assert not bench.contradicted({"status": "cut", "checked_here": None})
+
+
+def test_a_grammar_cut_short_under_llguidance_says_it_may_never_end_there(tokenizer):
+    """root ::= a [a-z] with a ::= [a-z]+ never ends under llguidance (a rule of characters alone is one greedy
+    lexeme) and its run said only "max new tokens ran out", as if more would do; xgrammar ends it (a review)."""
+    eos = frozenset({tokenizer.eos_token_id})
+    grammar = "root ::= a [a-z]\na ::= [a-z]+"
+    said = {backend: compile_constraint(from_user(grammar=grammar, backend=backend), tokenizer, len(tokenizer), eos)
+            .validate("abc", [], complete=False)[1] for backend in BACKENDS}
+    assert "it cannot end under llguidance" in said["llguidance"] and "llguidance" not in said["xgrammar"]
+    assert said["xgrammar"] == "truncated: max new tokens ran out before the structure was complete"

@@ -85,7 +85,8 @@ class Constraint:
         """complete: the structure was finished (EOS or an accepting state) before the budget ran out."""
         if not complete:
             return False, "truncated: max new tokens ran out before the structure was complete" + (
-                truncation_hint(text, self.spec.engine_schema, self.notes) if self.spec.kind == "json" else "")
+                truncation_hint(text, self.spec.engine_schema, self.notes) if self.spec.kind == "json" else
+                GREEDY_LEXEMES if self.spec.kind == "grammar" and self.backend.name == "llguidance" else "")
         if self.spec.kind == "json":
             return validate_json(text, self.spec.schema)
         if self.spec.kind == "regex":
@@ -103,6 +104,11 @@ class Constraint:
         except TooCostly as exc:
             return False, f"could not be checked: {exc}"
         return False, "the output does not match the grammar"
+
+
+GREEDY_LEXEMES = ("; or it cannot end under llguidance, which reads a rule of characters alone (a ::= [a-z]+) as one "
+                  "lexeme matched greedily: where the grammar wants more of those characters after it (root ::= a "
+                  "[a-z]), no output completes it; xgrammar reads it as written")
 
 
 def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: frozenset[int]) -> Constraint:

@@ -10,6 +10,7 @@ import torch
 
 from playground.constraints.guide import DEAD_END
 from playground.constraints.property_names import names_as_patterns
+from playground.constraints.python_regex import lower_bound_at, octal_at
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import INT64, ONE_OF, keywords, literal_integers, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
@@ -116,8 +117,28 @@ def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
     grammar = _grammar(spec)
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error:
-        raise Unreadable(f"llguidance cannot use this {spec.named}: {_clean(messages[0])}")
+        reason = _clean(messages[0])
+        raise Unreadable(f"llguidance cannot use this {spec.named}: {_regex_words(reason) if spec.kind == 'regex' else reason}")
     return grammar, messages
+
+
+ANCHORED = "the whole output must match the pattern, so ^ and $ may stand only at its ends, where they change nothing"
+REGEX_WORDS = (  # llguidance 1.9.1's reason for refusing a regex -> what it is in the pattern the user wrote
+    (re.compile(r"lookarounds not supported yet; (Start|End) in regex"), f"^ or $ inside the pattern ({ANCHORED}): leave it out"),
+    (re.compile(r"lookarounds not supported yet; (Start|End)C?R?LF in regex"), f"(?m) and its line anchors ({ANCHORED}): leave (?m) out"),
+    (re.compile(r"lookarounds not supported yet; Word"), "\\b and \\B (word boundaries) are not supported: write the "
+                                                         "characters on either side instead"),
+    (re.compile(r"^unrecognized flag$"), "this (?...) group is not supported: a named back-reference (?P=name), an atomic "
+                                         "group (?>...) or a flag other than i, m, s, u, x"),
+    (re.compile(r"^unrecognized escape sequence$"), "an escape llguidance does not know, such as Python's \\Z (leave it "
+                                                    "out: the whole output must match anyway)"),
+)
+
+
+def _regex_words(reason: str) -> str:
+    """llguidance's reason for refusing a regex, in the pattern's words where it names its own parts
+    ("lookarounds not supported yet; End" was a $ in the middle; "unrecognized flag" a (?P=name))."""
+    return next((words for known, words in REGEX_WORDS if known.search(reason)), reason)
 
 
 def _grammar(spec: ConstraintSpec) -> str:
@@ -125,13 +146,56 @@ def _grammar(spec: ConstraintSpec) -> str:
         # gave up on the whole schema where an optional place named one (satisfiable.py found them)
         return _json_grammar(made_false_at(spec.engine_schema, parse_schema(spec.text).no_value_refs))
     if spec.kind == "regex":
-        return llguidance.LLMatcher.grammar_from_regex(spec.text)
+        return llguidance.LLMatcher.grammar_from_regex(llguidance_meaning(spec.text))
     if not spec.gbnf:
         return llguidance.LLMatcher.grammar_from_lark(spec.text)
     try:  # GBNF (llama.cpp's) converted to Lark, a text with a "start:" line kept as Lark: as vLLM and SGLang read it
-        return llguidance.grammar_from("grammar", spec.text)
+        return llguidance.grammar_from("grammar", _unpadded_escapes(spec.text))
     except ValueError as exc:  # GBNF the converter cannot read
         raise Unreadable(f"llguidance cannot use this grammar: {_clean(str(exc))}") from None
+
+
+def llguidance_meaning(pattern: str) -> str:
+    """A regex as the output's checker (Python's syntax) reads it, in words llguidance 1.9.1 reads the same
+    way: an octal escape (\\101, \\0; a back-reference to it, refused) -> \\x{41}; x{,3} (a missing number to
+    it) -> x{0,3}."""
+    out, i, class_start = [], 0, None  # class_start: where the open class's members begin, None outside one
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            octal = octal_at(pattern, i)
+            out.append(f"\\x{{{int(octal, 8):x}}}" if octal else pattern[i:i + 2])
+            i += 1 + len(octal) if octal else 2
+            continue
+        if class_start is not None:
+            class_start = None if c == "]" and i != class_start else class_start  # (a ']' first is itself)
+        elif c == "[":
+            class_start = i + 2 if pattern.startswith("[^", i) else i + 1
+            out.append(pattern[i:class_start])
+            i = class_start
+            continue
+        elif bound := lower_bound_at(pattern, i):
+            out.append(bound[0])
+            i = bound[1]
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+PADDED = re.compile(r"\\(?:u(0[0-9a-fA-F]{3})|U(0[0-9a-fA-F]{7}))|\\.", re.DOTALL)  # (an escaped backslash: itself)
+
+
+def _unpadded_escapes(gbnf: str) -> str:
+    """GBNF's \\u00e9 and \\U0001F600 as llguidance 1.9.1 reads them: its converter drops their leading zeros
+    (\\u00e9 became Lark's "\\ue9", refused as a lexer error at a place in its own text). An ASCII one is
+    written \\xHH (a quote or a bracket stays an escape), any other the character itself."""
+    def written(match: re.Match) -> str:
+        digits = match.group(1) or match.group(2)
+        if digits is None or 0xD800 <= (code := int(digits, 16)) <= 0xDFFF or code > 0x10FFFF:
+            return match.group(0)  # (not one, or no character: llguidance says so)
+        return f"\\x{code:02x}" if code < 0x80 else chr(code)
+    return PADDED.sub(written, gbnf)
 
 
 def _json_grammar(schema) -> str:

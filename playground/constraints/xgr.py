@@ -11,6 +11,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
+from playground.constraints.python_regex import lower_bound_at, octal_at
 from playground.constraints.schema_keywords import INT64, ONE_OF, literal_integers, unenforced_note
 from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
                                                  PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
@@ -137,7 +138,7 @@ def python_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words xgrammar 0.2.8 reads the
     same way: its '.' also matches a newline (Python's does not) -> [^\\n]; its \\xHH reads on past two
     digits ('a\\x41b' became 'a' + U+041B) and it has no octal escapes -> \\u00HH; a ']' first in a
-    class -> \\]. What it reads otherwise and cannot be rewritten is refused: \\A and \\Z (literal
+    class -> \\]; x{,3} (a missing number to it) -> x{0,3}. What it reads otherwise and cannot be rewritten is refused: \\A and \\Z (literal
     letters to it), \\D \\W \\S and \\d \\w \\s in a negated class (ASCII to it, Unicode to Python),
     and a class opening with an escaped caret (negated by it)."""
     out, i, start = [], 0, None  # start: where the open class's members begin, None outside a class
@@ -158,6 +159,10 @@ def python_meaning(pattern: str) -> str:
             out.append(pattern[i:start])
             i = start
             continue
+        elif bound := lower_bound_at(pattern, i):
+            out.append(bound[0])
+            i = bound[1]
+            continue
         else:
             out.append("[^\\n]" if c == "." else c)
         i += 1
@@ -177,18 +182,10 @@ def _escape(pattern: str, i: int, negated_class: bool, first_in_class: bool) -> 
     hex_digits = "0123456789abcdefABCDEF"
     if letter == "x" and len(pattern) >= i + 4 and all(h in hex_digits for h in pattern[i + 2:i + 4]):
         return "\\u00" + pattern[i + 2:i + 4], i + 4
-    octal = _octal(pattern, i)
+    octal = octal_at(pattern, i)
     if octal:
         return f"\\u{int(octal, 8):04x}", i + 1 + len(octal)
     return pattern[i:i + 2], i + 2
-
-
-def _octal(pattern: str, i: int) -> str:
-    """Python's octal escape at pattern[i]: \\0 and up to two more octal digits, or three octal digits."""
-    digits = ""
-    while len(digits) < 3 and i + 1 + len(digits) < len(pattern) and pattern[i + 1 + len(digits)] in "01234567":
-        digits += pattern[i + 1 + len(digits)]
-    return digits if digits.startswith("0") or (len(digits) == 3 and digits[0] in "0123") else ""
 
 
 def _code(pattern: str, i: int) -> str:
