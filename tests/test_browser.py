@@ -800,6 +800,8 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
     page.get_by_label("JSON schema").check()
     editor, check, pointer = page.locator("#constraint-editor .cm-content"), page.locator("#constraint-check"), page.locator("#run-pointer")
     expect(check).to_contain_text("write a schema above, or pick one from the Examples below", timeout=30_000)  # (blank before)
+    expect(editor).to_have_attribute("aria-describedby", "constraint-check")  # a screen reader hears the check with it
+    expect(editor).to_have_attribute("aria-label", re.compile(r"Escape then Tab leaves it"))
 
     def type_schema(text: str, said: str) -> None:
         editor.click()
@@ -812,11 +814,13 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
 
     for wrong, said in (('{"type": "object"', "not valid JSON"), ('{"type": "objec"}', "not a valid JSON Schema")):
         type_schema(wrong, said)
+        expect(editor).to_have_attribute("aria-invalid", "true")  # (the check's refusal under it)
         page.click("#run-button")
         expect(pointer).to_contain_text("Structured output", timeout=30_000)
         page.wait_for_timeout(2000)  # (it went within 0.2 s)
         expect(pointer).to_contain_text("Structured output")
     type_schema('{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}', "looks fine")
+    expect(editor).to_have_attribute("aria-invalid", "false")
     page.click("#run-button")
     expect(page.locator("#metrics")).to_contain_text("acceptance", timeout=60_000)
     assert page.locator("#constraint-check .pending, #constraint-check.pending").count() == 0
@@ -953,7 +957,4 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     expect(page.locator("#prompt-error")).to_have_count(0)
     expect(prompt).to_have_attribute("aria-invalid", "false")
     assert prompt.get_attribute("aria-describedby") is None
-    editor = page.locator("#constraint-editor .cm-content")
-    if editor.count():
-        assert editor.get_attribute("aria-describedby") == "constraint-check"
     page.emulate_media(reduced_motion="no-preference")

@@ -165,8 +165,9 @@ PAGE_JS = """() => {
   }).observe(stop, {attributes: true, attributeFilter: ['disabled']});
   const describe = () => {  // the constraint editor and the prompt point at what is said about them (Gradio names
     const editor = document.querySelector('#constraint-editor .cm-content');  // its editor "Code input container")
-    if (editor && !editor.hasAttribute('aria-label')) {
-      editor.setAttribute('aria-label', 'Constraint (in it, Tab indents; Escape then Tab leaves it)');
+    const named = 'Constraint (in it, Tab indents; Escape then Tab leaves it)';  // (Gradio's own label was kept:
+    if (editor && editor.getAttribute('aria-label') !== named) {  // it names the editor itself, so this never ran)
+      editor.setAttribute('aria-label', named);
       editor.setAttribute('aria-describedby', 'constraint-check');
     }
     for (const [input, message] of [['#prompt-box textarea', 'prompt-error'], ['#constraint-editor .cm-content', 'constraint-error']]) {
