@@ -17,6 +17,8 @@ def imported_modules(path: pathlib.Path) -> set[str]:
     """Every module a file imports, inside functions too; `from a import b` counts as a and a.b (so
     `from playground import session` is seen as playground.session, not playground)."""
     tree = ast.parse(path.read_text())
+    relative = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert not relative, f"{path}:{relative}: a relative import would slip past these checks: name the module"
     names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     return names | {name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
                     for name in (node.module, *(f"{node.module}.{alias.name}" for alias in node.names))}

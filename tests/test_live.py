@@ -118,7 +118,9 @@ def test_idle_work_is_handed_again_so_a_closed_page_ends_it():
     assert [next(items), next(items), next(items)] == ["first"] * 3  # handed again while idle
     assert time.monotonic() - started >= 0.5
     items.close()  # the page went away
-    time.sleep(0.3)
+    deadline = time.monotonic() + 10  # (the work would wait forever otherwise; 0.3 s was tight on a loaded machine)
+    while not stopped and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert stopped  # the work saw it
     quiet = paced(lambda stop: iter(["a"]), every=0.05, idle=0.01)
     assert list(quiet) == ["a"]  # finished work: the last item once

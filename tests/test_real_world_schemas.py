@@ -125,7 +125,7 @@ def test_work_yielding_in_the_server_raises_in_its_caller():
     began = time.monotonic()
     with worker.stopped_by(lambda: time.monotonic() - began > 0.3), pytest.raises(worker.Stopped, match="again in the server"):
         worker.yielding(time.sleep, 5)  # a run cancelled during xgrammar's second compile waited it out
-    assert time.monotonic() - began < 2
+    assert time.monotonic() - began < 4  # (the sleep's 5 s not waited out; room for a loaded machine)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -1026,7 +1026,11 @@ def test_json_values_compare_as_json_in_the_merging(tokenizer):
     """0 and false are one value to Python: merged as equal, `{"a": false}` passed const 0."""
     schema = {"type": "object", "properties": {"a": {"const": 0}}, "anyOf": [{"properties": {"a": {"const": False}}}]}
     constraint = xgrammar_mask(tokenizer, schema)
-    assert not allowed(constraint, tokenizer, '{"a": ', "f") or any("beside anyOf" in n for n in constraint.notes)
+    assert any("beside anyOf" in n for n in constraint.notes)  # not merged as one value: noted, checked after the run
+    assert not validate_json('{"a": false}', schema)[0]
+    from playground.constraints.schema_merge import same  # (either half of an `or` passed the test before)
+    assert not same(0, False) and not same(1, True) and same(1, 1.0) and same({"a": [1]}, {"a": [1.0]})
+    assert not same([0], [False]) and not same({"a": 1}, {"a": True}) and not same({"a": 1}, {"b": 1})
 
 
 @pytest.mark.parametrize("schema, refusal", [

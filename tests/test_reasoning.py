@@ -385,6 +385,7 @@ def test_a_free_thinking_run_is_folded_on_the_page_and_counted_in_the_cli(think_
                     "--max-new-tokens", "40", "--temperature", str(temperature), "--seed", "3"]
             assert main(args) == 0
             printed = capsys.readouterr().out
+            assert (end in ids) == (bias > 0), (bias, ids)  # each branch below runs (a test audit)
             if end in ids:
                 assert 0 < thought < 40 and f"thought for {thought} tokens" in stream and " open>" not in stream.split("</summary>")[0]
                 assert final.result.answer and final.result.text.endswith(final.result.answer)
