@@ -168,7 +168,7 @@ def cmd_bench(args) -> int:
     from playground.measure.machine import machine, machine_line
     preset, target, draft = resolve_models(args)
     ks, temperatures = _bench_values(args)  # every setting is checked before anything loads
-    if args.confidence is not None and args.policy != "confidence":
+    if args.confidence is not None and "confidence" not in args.policy:
         _log("note: --confidence is not used: it is --policy confidence's threshold")
     out_dir = _bench_folder(args)
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
@@ -210,9 +210,9 @@ def _bench_values(args) -> tuple[list[int], list[float]]:
         for t in temperatures:
             session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
                              **tree_fields(args.tree))
-            if args.policy:  # (its own row: a tree's row keeps the fixed policy)
+            for policy in args.policy:  # (its own row: a tree's row keeps the fixed policy)
                 session.settings(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                                 policy=args.policy, confidence=confidence_of(args))
+                                 policy=policy, confidence=confidence_of(args))
     at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations",
             " (PLAYGROUND_MAX_SWEEP_VALUES)")
     if args.repeat < 1 or args.num_prompts < 1:
@@ -244,7 +244,7 @@ def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str) -> l
         return bench.run_bench({"draft": pair, "ngram": bench.ngram_pair(pair)}, prompts, ks, temperatures, args.repeat,
                                args.max_new_tokens, args.seed, _log, compiled=bool(args.compile),
                                on_row=on_row if out_dir else None, tree=args.tree,  # text: its row's label
-                               policy=args.policy or "", confidence=confidence_of(args))
+                               policies=args.policy, confidence=confidence_of(args))
     except KeyboardInterrupt:  # (said only "interrupted": whether anything was kept, and where, was a guess)
         if out_dir:
             kept = (f"{counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} and table.md"
@@ -261,8 +261,8 @@ def _benched(args, pair, ks: list[int], temperatures: list[float], prompts: list
     return {"target": pair.target_id, "draft": pair.draft_id, "target_dtype": dtype(pair.target),
             "draft_dtype": dtype(pair.draft), "k": ks, "temperatures": temperatures, "prompts": len(prompts),
             "max_new_tokens": args.max_new_tokens, "repeat": args.repeat, "seed": args.seed,
-            "compile": bool(args.compile), "tree": args.tree, "policy": args.policy,
-            "confidence": confidence_of(args) if args.policy == "confidence" else None}
+            "compile": bool(args.compile), "tree": args.tree, "policies": list(args.policy),
+            "confidence": confidence_of(args) if "confidence" in args.policy else None}
 
 
 def _benched_line(run: dict) -> str:

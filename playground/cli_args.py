@@ -54,8 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "(children per depth, e.g. 1,2,1,1; a dynamic one with its node budget, e.g. 4,4,4,4/16; +N: a "
                        "prompt-lookup branch of up to N tokens) "
                        "beside the chain of each k")
-    bench.add_argument("--policy", choices=("schedule", "confidence"), help="adds an engine row per k drafting under "
-                       "this draft-length policy, k the most (schedule: +2/-1, pausing where one guess does not pay; "
+    bench.add_argument("--policy", type=parse_policies, default=(), help="adds an engine row per k drafting under "
+                       "this draft-length policy, k the most, or one each for schedule,confidence (schedule: +2/-1, "
+                       "pausing where one guess does not pay; "
                        "confidence: the draft stops below --confidence), beside the fixed k's engine row")
     bench.add_argument("--confidence", type=float, help="the confidence policy's threshold (default 0.5)")
     export = commands.add_parser("export", help="this setting as vLLM and SGLang launch commands and requests, "
@@ -308,6 +309,18 @@ def read_prompts(path: str | None, preset, target: str) -> list[str]:
         raise PlaygroundError(f"--prompts: prompt {bad + 1} is {'empty' if isinstance(prompts[bad], str) else 'not a text'}: "
                               f"{json.dumps(prompts[bad])[:40]}")  # (["a", 3] "held no prompts")
     return prompts
+
+
+BENCH_POLICIES = ("schedule", "confidence")  # (fixed is the engine row itself)
+
+
+def parse_policies(text: str) -> tuple[str, ...]:
+    """'schedule', 'confidence' or both, comma-separated -> their names, each once."""
+    names = tuple(dict.fromkeys(name.strip() for name in text.split(",")))
+    if not names or any(name not in BENCH_POLICIES for name in names):
+        raise argparse.ArgumentTypeError(f"one of {', '.join(BENCH_POLICIES)}, or both comma-separated (the fixed k "
+                                         f"is the engine row), not {text[:40]!r}")
+    return names
 
 
 def parse_tree(text: str) -> str:

@@ -68,7 +68,7 @@ def test_cli_bench_json_and_outputs(capsys, saved_pair, tmp_path):
     assert ran_on["run"] | {"target": None, "draft": None} == {  # what was measured, beside what it ran on
         "target": None, "draft": None, "target_dtype": "float32", "draft_dtype": "float32", "k": [2, 3],
         "temperatures": [0.0], "prompts": 2, "max_new_tokens": 12, "repeat": 1, "seed": 0, "compile": False, "tree": "",
-        "policy": None, "confidence": None}
+        "policies": [], "confidence": None}
     assert ran_on["run"]["target"] == str(target) and len(ran_on["load_average_after"]) == 3
     assert (tmp_path / "out" / "table.md").read_text().startswith(f"# {target} (float32) + {draft} (float32): 2 prompts")
     assert "machine: " in err  # (--json: the log goes to stderr)
@@ -309,7 +309,7 @@ def test_a_policy_row_drafts_under_that_policy_beside_the_fixed_k(monkeypatch, t
     fixed k. Its row runs every round under the policy (k the most), greedy and still the target's text."""
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     cfg = session.settings(k=4, max_new_tokens=16, confidence=0.3)
-    methods = bench.available_methods(pair, cfg, policy=policy)
+    methods = bench.available_methods(pair, cfg, policies=(policy,))
     assert methods[:3] == ["target", "engine", bench.POLICY_ROWS[policy]]
     policies, generate = [], session.generate
     monkeypatch.setattr(bench.session, "generate", lambda pair, ids, run_cfg, **kw: policies.append(
@@ -327,11 +327,12 @@ def test_a_policy_row_drafts_under_that_policy_beside_the_fixed_k(monkeypatch, t
 def test_cli_bench_policy_row_and_what_it_cannot_measure(capsys, saved_pair, tmp_path):
     target, draft = saved_pair
     args = ["bench", "--target", str(target), "--k", "2", "--num-prompts", "1", "--max-new-tokens", "6", "--repeat", "1"]
-    assert main([*args, "--draft", str(draft), "--policy", "confidence", "--confidence", "0.4", "--json",
+    assert main([*args, "--draft", str(draft), "--policy", "confidence,schedule", "--confidence", "0.4", "--json",
                  "--out", str(tmp_path / "out")]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["method"], r["confidence"]) for r in rows[:2]] == [("engine", None), ("engine-confidence", 0.4)]
-    assert json.loads((tmp_path / "out" / "machine.json").read_text())["run"]["policy"] == "confidence"
+    assert [(r["method"], r["confidence"]) for r in rows[:3]] == [("engine", None), ("engine-confidence", 0.4),
+                                                                  ("engine-schedule", None)]
+    assert json.loads((tmp_path / "out" / "machine.json").read_text())["run"]["policies"] == ["confidence", "schedule"]
     assert "| engine-confidence 0.4 | 2 |" in (tmp_path / "out" / "table.md").read_text()
     assert main([*args, "--draft", "ngram", "--policy", "schedule", "--confidence", "0.4", "--json"]) == 0
     out, err = capsys.readouterr()
@@ -340,3 +341,5 @@ def test_cli_bench_policy_row_and_what_it_cannot_measure(capsys, saved_pair, tmp
     assert "note: --confidence is not used: it is --policy confidence's threshold" in err
     assert main([*args, "--draft", str(draft), "--policy", "confidence", "--confidence", "1.5"]) == 2  # checked before loading
     assert "confidence must be above 0 and below 1" in capsys.readouterr().err
+    assert main([*args, "--draft", str(draft), "--policy", "fixed"]) == 2  # (the engine row is the fixed k's)
+    assert "one of schedule, confidence, or both comma-separated" in capsys.readouterr().err

@@ -17,8 +17,8 @@ blamed a long prompt's on the engine) and identical (greedy rows: the same token
 every prompt). Every column pools all the row's measurements, as its speedup does. `target` is the engine's target alone, `hf-target` transformers'
 plain generate.
 
-With a policy (schedule or confidence), an `engine-schedule` or `engine-confidence` row runs the draft model
-under that draft-length policy (playground.engine.schedule), k the most it proposes, beside the fixed k's
+With policies (schedule, confidence or both), an `engine-schedule` and/or `engine-confidence` row runs the draft
+model under that draft-length policy (playground.engine.schedule), k the most it proposes, beside the fixed k's
 `engine` row.
 
 With `compiled`, an `engine-compiled` row runs the engine on static caches with compiled passes
@@ -153,9 +153,9 @@ def run_method(method: str, pairs: dict, ids: list[int], cfg: SpecConfig) -> Sam
 
 
 def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = False, prompt_len: int = 0,
-                      policy: str = "") -> list[str]:
+                      policies: tuple[str, ...] = ()) -> list[str]:
     """The methods a setting measures; a compiled row's note says where it runs eager (the longest
-    prompt, `prompt_len`, decides a GPU's long-context fallback); `policy` adds its row (POLICY_ROWS)."""
+    prompt, `prompt_len`, decides a GPU's long-context fallback); each of `policies` adds its row (POLICY_ROWS)."""
     methods = [m for m in METHODS if pair.draft is not None or m not in ("engine", "hf-assisted")]
     if compiled and pair.draft is None:
         log("(no engine-compiled row: it compiles a draft model's passes beside the target's, and prompt lookup has none)")
@@ -171,11 +171,12 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
         log("(no engine-tree row: a token tree is drafted by a draft model, not by prompt lookup or a cascade)")
     elif cfg.tree:
         methods.insert(methods.index("engine") + 1, TREE)
-    if policy and pair.draft is None:
-        log(f"(no {POLICY_ROWS[policy]} row: the {policy} policy sets a draft model's length, and this bench drafts by "
-            "prompt lookup alone)")
-    elif policy:
-        methods.insert(methods.index("engine") + 1, POLICY_ROWS[policy])
+    for policy in reversed(policies):  # (each inserted after the engine row: in the order given)
+        if pair.draft is None:
+            log(f"(no {POLICY_ROWS[policy]} row: the {policy} policy sets a draft model's length, and this bench "
+                "drafts by prompt lookup alone)")
+        else:
+            methods.insert(methods.index("engine") + 1, POLICY_ROWS[policy])
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
         methods.remove("hf-assisted")
@@ -304,10 +305,10 @@ def decoding_seconds(samples: list[Sample]) -> float:
 
 def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures: list[float], repeat: int,
               max_new_tokens: int, seed: int = 0, log=print, compiled: bool = False, on_row=None,
-              tree: str = "", policy: str = "", confidence: float = 0.5) -> list[dict]:
+              tree: str = "", policies: tuple[str, ...] = (), confidence: float = 0.5) -> list[dict]:
     """Every (temperature, k) setting; each row is logged, and handed to `on_row`, once measured.
     `tree` ('1,2,1,1', or '4,4,4/12' dynamic) adds an engine-tree row (that token tree) beside the chain of k;
-    `policy` ('schedule', or 'confidence' at `confidence`) a row of that draft-length policy with k the most."""
+    each of `policies` ('schedule', 'confidence' at `confidence`) a row of that draft-length policy with k the most."""
     pair = pairs["draft"]
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     log(f"measuring pass costs at context {context}...")
@@ -331,7 +332,7 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
                                confidence=confidence, **tree_fields(tree))
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompt{'s' * (len(prompts) > 1)}, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
-        methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)), policy)
+        methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)), policies)
         if TREE in methods and k != ks[0]:  # the tree drafts its own shape: a row per k measured one setting again
             methods.remove(TREE)
             log(f"(the engine-tree row is measured once per temperature, with k={ks[0]}: a tree does not use k)")
