@@ -118,14 +118,17 @@ def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
     is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
     if is_error:
         reason = _clean(messages[0])
-        raise Unreadable(f"llguidance cannot use this {spec.named}: {_regex_words(reason) if spec.kind == 'regex' else reason}")
+        said = _regex_words(reason) if spec.kind == "regex" else reason
+        raise Unreadable(f"llguidance cannot use this {spec.named}: {said}")
     return grammar, messages
 
 
 ANCHORED = "the whole output must match the pattern, so ^ and $ may stand only at its ends, where they change nothing"
 REGEX_WORDS = (  # llguidance 1.9.1's reason for refusing a regex -> what it is in the pattern the user wrote
-    (re.compile(r"lookarounds not supported yet; (Start|End) in regex"), f"^ or $ inside the pattern ({ANCHORED}): leave it out"),
-    (re.compile(r"lookarounds not supported yet; (Start|End)C?R?LF in regex"), f"(?m) and its line anchors ({ANCHORED}): leave (?m) out"),
+    (re.compile(r"lookarounds not supported yet; (Start|End) in regex"),
+     f"^ or $ inside the pattern ({ANCHORED}): leave it out"),
+    (re.compile(r"lookarounds not supported yet; (Start|End)C?R?LF in regex"),
+     f"(?m) and its line anchors ({ANCHORED}): leave (?m) out"),
     (re.compile(r"lookarounds not supported yet; Word"), "\\b and \\B (word boundaries) are not supported: write the "
                                                          "characters on either side instead"),
     (re.compile(r"^unrecognized flag$"), "this (?...) group is not supported: a named back-reference (?P=name), an atomic "

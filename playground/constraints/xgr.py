@@ -138,9 +138,9 @@ def python_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words xgrammar 0.2.8 reads the
     same way: its '.' also matches a newline (Python's does not) -> [^\\n]; its \\xHH reads on past two
     digits ('a\\x41b' became 'a' + U+041B) and it has no octal escapes -> \\u00HH; a ']' first in a
-    class -> \\]; x{,3} (a missing number to it) -> x{0,3}. What it reads otherwise and cannot be rewritten is refused: \\A and \\Z (literal
-    letters to it), \\D \\W \\S and \\d \\w \\s in a negated class (ASCII to it, Unicode to Python),
-    and a class opening with an escaped caret (negated by it)."""
+    class -> \\]; x{,3} (a missing number to it) -> x{0,3}. What it reads otherwise and cannot be
+    rewritten is refused: \\A and \\Z (literal letters to it), \\D \\W \\S and \\d \\w \\s in a negated
+    class (ASCII to it, Unicode to Python), and a class opening with an escaped caret (negated by it)."""
     out, i, start = [], 0, None  # start: where the open class's members begin, None outside a class
     while i < len(pattern):
         c = pattern[i]
