@@ -918,6 +918,9 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     page.emulate_media(reduced_motion="reduce")
     page.goto(f"{app_url}?preset=demo&max_new_tokens=48&__theme={theme}")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    title_gap = page.evaluate("""() => { const intro = document.getElementById('intro');  // (the page's style and skip
+        return intro.getBoundingClientRect().top - intro.parentElement.getBoundingClientRect().top; }""")  # link: 36 px)
+    assert title_gap < 20, title_gap
     page.keyboard.press("Tab")  # the first stop: a link to the prompt, then Run (it was the 22nd stop)
     expect(page.locator(".skip-link")).to_be_focused()
     page.keyboard.press("Enter")
@@ -948,9 +951,15 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     assert page.evaluate("getComputedStyle(document.getElementById('a-spinner')).animationName") == "none"
     prompt = page.locator("#prompt-box textarea")
     assert prompt.get_attribute("aria-invalid") == "false"
+    page.evaluate("""() => { window.saidAgain = 0; const said = document.getElementById('run-said');
+        new MutationObserver(() => { if (said.textContent.startsWith('Run over')) window.saidAgain++; })
+          .observe(said, {childList: true, subtree: true, characterData: true}); }""")
     prompt.fill("   ")
     page.click("#run-button")
     expect(page.locator("#prompt-error")).to_be_visible(timeout=30_000)
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=30_000)
+    page.wait_for_timeout(1000)
+    assert page.evaluate("window.saidAgain") == 0  # a refused Run re-said the last run's "Run over: 48 tokens ..."
     expect(prompt).to_have_attribute("aria-invalid", "true")
     expect(prompt).to_have_attribute("aria-describedby", "prompt-error")
     prompt.press_sequentially("x")  # its cause changed: the message goes, and the marks with it

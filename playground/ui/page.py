@@ -53,7 +53,7 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 
 gradio_patches.install()
 with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S)) as demo:
-    gr.HTML(f"<style>{page_style.CSS}{race.CSS}{TREE_CSS}</style>{page_style.SKIP_LINK}")
+    gr.HTML(f"<style>{page_style.CSS}{race.CSS}{TREE_CSS}</style>{page_style.SKIP_LINK}", elem_id="page-head")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
                 "stays exactly the target's. Paste a JSON Schema, a regex or a grammar and every token stays valid.",

@@ -30,6 +30,7 @@ CSS = """
    the labels' grey here and below: 4.8:1, where Gradio's subdued one is 1.9:1) */
 .thinking summary { color: var(--block-label-text-color); cursor: pointer; font-style: italic; }
 .stream-placeholder { color: var(--block-label-text-color); }
+#page-head { position: absolute; }  /* the page's style and skip link take no room (a 36 px band topped each page) */
 .skip-link { position: absolute; left: -9999px; }  /* shown where the keyboard's first Tab lands */
 .skip-link:focus { left: 8px; top: 8px; z-index: 1000; padding: 6px 10px; border-radius: 6px;
                    background: var(--background-fill-primary); outline: 2px solid var(--color-accent); }
@@ -160,7 +161,8 @@ PAGE_JS = """() => {
   const stop = document.getElementById('stop-button');  // a run and its measuring over: what it came to, said once
   if (stop) new MutationObserver(() => {  // (only "common.complete", Gradio's own, was said at a run's end)
     const metrics = document.getElementById('metrics');
-    if (stop.disabled && metrics && metrics.dataset.said && !document.getElementById('run-error'))
+    const refused = document.querySelector('#run-error, #run-pointer, #prompt-error, #run-stopped-early');  // (a
+    if (stop.disabled && metrics && metrics.dataset.said && !refused)  // refused Run re-said the last run's figures)
       said.textContent = ['Run over: ' + metrics.dataset.said, badge && badge.textContent.trim()].filter(Boolean).join('. ');
   }).observe(stop, {attributes: true, attributeFilter: ['disabled']});
   const describe = () => {  // the constraint editor and the prompt point at what is said about them (Gradio names
