@@ -161,8 +161,8 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str)
                 snap.result, snap.phase = spec.result(), "baseline" if base else snap.phase
             if should_stop():
                 break
-            if due():
-                snap.reasoning = spec.reasoning()
+            if due() and not (spec.done and base is None):  # (alone, its end is the next snapshot, "done": a
+                snap.reasoning = spec.reasoning()  # "speculative" one carried the result's keys when due then)
                 yield snap
     except Exception as exc:  # (a failure before the first round: refused, the last run's outputs left as they were)
         if not any(isinstance(e, Round) for e in snap.events):
