@@ -10,7 +10,7 @@ import torch
 
 from playground.constraints.guide import DEAD_END
 from playground.constraints.property_names import names_as_patterns
-from playground.constraints.python_regex import lower_bound_at, octal_at
+from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import INT64, ONE_OF, keywords, literal_integers, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
@@ -162,28 +162,12 @@ def llguidance_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words llguidance 1.9.1 reads the same
     way: an octal escape (\\101, \\0; a back-reference to it, refused) -> \\x{41}; x{,3} (a missing number to
     it) -> x{0,3}."""
-    out, i, class_start = [], 0, None  # class_start: where the open class's members begin, None outside one
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            octal = octal_at(pattern, i)
-            out.append(f"\\x{{{int(octal, 8):x}}}" if octal else pattern[i:i + 2])
-            i += 1 + len(octal) if octal else 2
-            continue
-        if class_start is not None:
-            class_start = None if c == "]" and i != class_start else class_start  # (a ']' first is itself)
-        elif c == "[":
-            class_start = i + 2 if pattern.startswith("[^", i) else i + 1
-            out.append(pattern[i:class_start])
-            i = class_start
-            continue
-        elif bound := lower_bound_at(pattern, i):
-            out.append(bound[0])
-            i = bound[1]
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    return rewritten(pattern, _octal_as_hex)
+
+
+def _octal_as_hex(pattern: str, i: int, _class_start: int | None) -> tuple[str, int]:
+    octal = octal_at(pattern, i)
+    return (f"\\x{{{int(octal, 8):x}}}", i + 1 + len(octal)) if octal else (pattern[i:i + 2], i + 2)
 
 
 PADDED = re.compile(r"\\(?:u(0[0-9a-fA-F]{3})|U(0[0-9a-fA-F]{7}))|\\.", re.DOTALL)  # (an escaped backslash: itself)

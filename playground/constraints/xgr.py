@@ -11,7 +11,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import worker
-from playground.constraints.python_regex import lower_bound_at, octal_at
+from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.schema_keywords import INT64, ONE_OF, literal_integers, unenforced_note
 from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
                                                  PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
@@ -141,32 +141,9 @@ def python_meaning(pattern: str) -> str:
     class -> \\]; x{,3} (a missing number to it) -> x{0,3}. What it reads otherwise and cannot be
     rewritten is refused: \\A and \\Z (literal letters to it), \\D \\W \\S and \\d \\w \\s in a negated
     class (ASCII to it, Unicode to Python), and a class opening with an escaped caret (negated by it)."""
-    out, i, start = [], 0, None  # start: where the open class's members begin, None outside a class
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            escape, i = _escape(pattern, i, start is not None and pattern[start - 1] == "^", i == start)
-            out.append(escape)
-            continue
-        if start is not None:
-            if c == "]" and i == start:  # a ']' first in a class is itself
-                out.append("\\]")
-            else:
-                out.append(c)
-                start = None if c == "]" else start
-        elif c == "[":
-            start = i + 2 if pattern.startswith("[^", i) else i + 1
-            out.append(pattern[i:start])
-            i = start
-            continue
-        elif bound := lower_bound_at(pattern, i):
-            out.append(bound[0])
-            i = bound[1]
-            continue
-        else:
-            out.append("[^\\n]" if c == "." else c)
-        i += 1
-    return "".join(out)
+    return rewritten(pattern, lambda p, i, start: _escape(p, i, start is not None and p[start - 1] == "^", i == start),
+                     member=lambda c, first: "\\]" if c == "]" and first else c,  # (a ']' first in a class is itself)
+                     other=lambda c: "[^\\n]" if c == "." else c)
 
 
 def _escape(pattern: str, i: int, negated_class: bool, first_in_class: bool) -> tuple[str, int]:
