@@ -235,9 +235,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         compare_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="compare-csv")  # once it has one
         gr.Markdown("## Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
                     "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
-                    "(k c + 1)`, taking a verify pass of k + 1 tokens to cost what one target pass does (near true where a "
-                    "pass waits on memory, as a big model's on a GPU; the demo pair's on a CPU grows by a third from 1 to 5 tokens) and leaving out "
-                    "each round's overhead. Your Playground runs of a draft model with a fixed k, compared with the target alone "
+                    "(k c + 1)`, taking a verify pass of k + 1 tokens to cost what one target pass does (near true "
+                    "where a pass waits on memory, as a big model's on a GPU; the demo pair's on a CPU grows by a "
+                    "third from 1 to 5 tokens) and leaving out each round's overhead. Your Playground runs of a "
+                    "draft model with a fixed k, compared with the target alone "
                     "(their estimated α), appear as red crosses; too noisy for one number, as circles at their estimate "
                     "with their 95% interval, each measurement's own ratio inside it (red where it is clear of 1x, grey where it holds 1x); your "
                     "last K sweep, as a red dashed line of its measured points (open where too noisy for one number). The "
