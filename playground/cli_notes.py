@@ -3,6 +3,8 @@ flag accepted in silence reads as a flag that worked (a newcomer's pass: --syste
 template took effect nowhere and said nothing; a seed under the schedule policy does not repeat a run)."""
 from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused
 
+CONFIDENCE_UNUSED = "--confidence is not used: it is --policy confidence's threshold"  # (generate's and bench's)
+
 
 def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, draft: str) -> list[str]:
     """-> one line each ('note: --system is not used: ...'). `spec` the run's ConstraintSpec or None,
@@ -34,7 +36,7 @@ def _unused_by_any_run(args, spec) -> list[str]:
     if args.k is not None and args.tree:
         notes.append("--k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length")
     if args.confidence is not None and args.policy != "confidence":
-        notes.append("--confidence is not used: it is --policy confidence's threshold")
+        notes.append(CONFIDENCE_UNUSED)
     if args.constraint_backend != "llguidance" and spec is None:
         notes.append("--constraint-backend is not used: this run has no --schema, --regex or --grammar")
     return notes
