@@ -767,7 +767,8 @@ def test_octal_and_nul_escapes_and_a_leading_bracket_mean_what_python_reads(toke
 
 
 @pytest.mark.parametrize("pattern, words", [
-    ("a$b", "^ or $ inside the pattern"), ("a^b", "^ or $ inside the pattern"), ("(?m)^a$", "(?m) and its line anchors"),
+    ("a$b", "has $ inside it with text possible after it"), ("a^b", "has ^ inside it with text possible before it"),
+    ("(?m)^a$", "(?m) and its line anchors"),
     (r"a\bc", r"\b and \B (word boundaries)"), ("(?P<x>ab)(?P=x)", "a named back-reference (?P=name)"),
     ("(?>ab)", "an atomic group"), (r"a\Z", "such as Python's \\Z")])
 def test_llguidance_refuses_a_regex_in_the_words_of_its_part(pattern, words):
@@ -776,6 +777,32 @@ def test_llguidance_refuses_a_regex_in_the_words_of_its_part(pattern, words):
     with pytest.raises(PlaygroundError, match=re.escape(words)) as refused:
         read_constraint(from_user(regex=pattern, backend="llguidance"))
     assert "lookarounds" not in str(refused.value) and "unrecognized" not in str(refused.value)
+
+
+@pytest.mark.parametrize("pattern, anchor", [("a$b", "$"), ("a^b", "^"), ("(^a)*", "^"), ("x(^a)", "^"), ("(a$)?b", "$"),
+                                             ("a?^b", "^"), ("a$\n", "$"), (r"a\Ab", r"\A"), (r"x\Z.", r"\Z")])
+def test_an_anchor_that_matches_nothing_is_refused_alike_by_both_backends(pattern, anchor):
+    """llguidance refused `a$b` (lookarounds); xgrammar dropped the $ (a warning on stderr) and wrote "ab", which
+    the check refused: a run whose every output was invalid. Python reads each of these as matching less than
+    the pattern without its anchor."""
+    for backend in BACKENDS:
+        with pytest.raises(PlaygroundError, match=re.escape(f"has {anchor} inside it with text possible")):
+            from_user(regex=pattern, backend=backend)
+
+
+@pytest.mark.parametrize("pattern, texts", [("(^a|b)$", ("a", "b")), ("a|^b", ("a", "b")), ("(a$)|b", ("a", "b")),
+                                            ("^a(b$)", ("ab",)), ("[$^]", ("$", "^")), (r"a\$b", ("a$b",))])
+def test_an_anchor_at_an_edge_is_read_by_both_backends(tokenizer, pattern, texts):
+    """An anchor no text can stand before (^) or after ($) changes nothing: each backend writes what Python matches,
+    xgrammar without a note that it drops it (it drops only these now)."""
+    eos = frozenset({tokenizer.eos_token_id})
+    for backend in BACKENDS:
+        spec = from_user(regex=pattern, backend=backend)
+        assert read_constraint(spec) == []
+        constraint = compile_constraint(spec, tokenizer, len(tokenizer), eos)
+        for text in texts:
+            assert re.fullmatch(pattern, text)
+            assert allowed(constraint, tokenizer, text[:-1], text[-1]), (pattern, backend, text)
 
 
 @pytest.mark.parametrize("escape, char", [(r"\u00e9", "é"), (r"\U0001F600", "😀"), (r"\u0022", '"'), (r"\u4e00", "一")])

@@ -10,7 +10,7 @@ import torch
 
 from playground.constraints.guide import DEAD_END
 from playground.constraints.property_names import names_as_patterns
-from playground.constraints.python_regex import octal_at, rewritten
+from playground.constraints.python_regex import ANCHORED, octal_at, rewritten
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import INT64, ONE_OF, keywords, literal_integers, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
@@ -123,7 +123,6 @@ def _checked(spec: ConstraintSpec, tokenizer) -> tuple[str, list[str]]:
     return grammar, messages
 
 
-ANCHORED = "the whole output must match the pattern, so ^ and $ may stand only at its ends, where they change nothing"
 REGEX_WORDS = (  # llguidance 1.9.1's reason for refusing a regex -> what it is in the pattern the user wrote
     (re.compile(r"lookarounds not supported yet; (Start|End) in regex"),
      f"^ or $ inside the pattern ({ANCHORED}): leave it out"),

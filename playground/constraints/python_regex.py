@@ -3,7 +3,9 @@ a backend reads otherwise: each backend rewrites these in its own words (xgr.pyt
 llg.llguidance_meaning), over one reading of its pieces (rewritten)."""
 import re
 from collections.abc import Callable
+from re import _constants as sre, _parser as sre_parse  # Python's own reading of a pattern (3.11+)
 
+ANCHORED = "the whole output must match the pattern, so ^ and $ may stand only at its ends, where they change nothing"
 NO_LOWER_BOUND = re.compile(r"\{,(\d+)\}")  # x{,3}: Python's x{0,3}; a missing number to both backends
 
 
@@ -51,3 +53,40 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
             out.append(other(c))
         i += 1
     return "".join(out)
+
+
+STARTS = {sre.AT_BEGINNING: "^", sre.AT_BEGINNING_STRING: "\\A"}
+ENDS = {sre.AT_END: "$", sre.AT_END_STRING: "\\Z"}
+REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+
+
+def misplaced_anchor(pattern: str) -> str | None:
+    """A ^ (or \\A) where something may be written before it, or a $ (\\Z) where something may follow it,
+    named: the whole output must match, so there it matches nothing (`a$b` matches no text). llguidance
+    refused `a$b`; xgrammar drops the $ and wrote "ab", which the check refused. None where each anchor stands
+    at an edge (`(^a|b)$`, `(^a)?b`). Under (?m) a line's own anchors mean more: left to the backends."""
+    parsed = sre_parse.parse(pattern)
+    if parsed.state.flags & re.MULTILINE:
+        return None
+    return _off_edge(parsed, STARTS, False) or _off_edge(parsed, ENDS, True)
+
+
+def _off_edge(items: sre_parse.SubPattern, anchors: dict, backwards: bool, clean: bool = True) -> str | None:
+    """The first of `anchors` in `items` (walked from the end when `backwards`) that text may come before
+    (after); clean: nothing can have been written before (after) `items`."""
+    for op, av in (reversed(items.data) if backwards else items.data):
+        if op is sre.AT and av in anchors and not clean:
+            return anchors[av]
+        inner = clean and (op not in REPEATS or av[1] <= 1)  # a repetition's body may follow itself
+        for child in nested(av):
+            if found := _off_edge(child, anchors, backwards, inner):
+                return found
+        clean = clean and sre_parse.SubPattern(items.state, [(op, av)]).getwidth()[1] == 0
+    return None
+
+
+def nested(av) -> list:
+    """The patterns nested in a parsed item's argument: a group's, an alternation's branches, a look-around's."""
+    parts = av if isinstance(av, tuple) else (av,)
+    found = [part for part in parts if isinstance(part, sre_parse.SubPattern)]
+    return found + [p for part in parts if isinstance(part, list) for p in part if isinstance(p, sre_parse.SubPattern)]

@@ -17,6 +17,7 @@ from re import _constants as sre, _parser as sre_parse  # Python's own reading o
 
 import regex
 
+from playground.constraints.python_regex import nested
 from playground.constraints.schema_keywords import patterns, subschemas, unescaped, with_pointers
 from playground.constraints.validate import compiled_pattern
 from playground.errors import SATURATED, PlaygroundError
@@ -323,7 +324,7 @@ def written_out(pattern: str, what: str) -> int:
                     if count != sre.MAXREPEAT:
                         at_most(count, MAX_REPEAT_COUNT, f"a repetition count in {what}")
                 stack.append((sub, min(times * (low + 1 if high == sre.MAXREPEAT else max(high, 1)), SATURATED)))
-            elif children := _subpatterns(av):
+            elif children := nested(av):
                 stack.extend((child, times) for child in children)
             else:
                 size = min(size + times * (len(av) if op is sre.IN else 1), SATURATED)
@@ -346,12 +347,5 @@ def end_anchors(pattern: str) -> tuple[bool, bool] | None:
     while stack:
         for op, av in stack.pop():
             anchors += op is sre.AT
-            stack.extend(_subpatterns(av))
+            stack.extend(nested(av))
     return (starts, ends) if anchors == starts + ends else None
-
-
-def _subpatterns(av) -> list:
-    """The patterns nested in a parsed item's argument: a group's, an alternation's branches, a look-around's."""
-    parts = av if isinstance(av, tuple) else (av,)
-    found = [part for part in parts if isinstance(part, sre_parse.SubPattern)]
-    return found + [p for part in parts if isinstance(part, list) for p in part if isinstance(p, sre_parse.SubPattern)]

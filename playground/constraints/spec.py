@@ -10,6 +10,7 @@ from jsonschema.validators import validator_for
 from playground import strict_json
 from playground.constraints import drafts, worker
 from playground.constraints.grammar_size import check_grammar_size
+from playground.constraints.python_regex import ANCHORED, misplaced_anchor
 from playground.constraints.ref_loops import check_no_ref_loop
 from playground.constraints.ref_reading import check_refs_read_alike
 from playground.constraints.safety import (ANY_TYPE, check_pattern, check_schema_safe, check_sizes_first, depth, referenced,
@@ -230,7 +231,18 @@ def check_regex(pattern: str) -> None:
     """The output is later checked with Python's syntax (by the `regex` module), so the pattern
     must mean the same there. In a bounded worker, as a schema's parse: Python's re took 1.9 s to
     compile 2,000 characters of case-insensitive full-range classes, the interpreter lock held."""
-    worker.bounded(check_pattern, pattern, seconds=PARSE_SECONDS, task=("checking the regex", "a shorter or simpler regex"))
+    worker.bounded(_check_whole_regex, pattern, seconds=PARSE_SECONDS, task=("checking the regex", "a shorter or simpler regex"))
+
+
+def _check_whole_regex(pattern: str) -> None:
+    """check_pattern, and no anchor where it matches nothing (`a$b`: refused by llguidance, written as "ab" by
+    xgrammar, which the check then refused)."""
+    check_pattern(pattern)
+    if anchor := misplaced_anchor(pattern):
+        side = "before" if anchor in ("^", "\\A") else "after"
+        literal = f", or write \\{anchor} for the character" if anchor in "^$" else ""
+        raise PlaygroundError(f"the regex has {anchor} inside it with text possible {side} it, so it matches nothing "
+                              f"there ({ANCHORED}): leave it out{literal}")
 
 
 def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance", think_budget: int = 0):
