@@ -324,6 +324,28 @@ def test_a_cut_output_says_where_and_what_would_end_it(tokenizer, text, where):
     assert valid is False and error.startswith("truncated") and where in error, error
 
 
+@pytest.mark.parametrize("text, where", [
+    ('{"a":', "cut before the value at /a: the tokens ran out before it was complete; allow more new tokens"),
+    ('{"a": 1, "b": ', "cut before the value at /b: the tokens ran out before it was complete"),
+    ("{", "cut inside the object at the top level: the tokens ran out before it was complete"),
+    ('{"a": 1,', "cut inside the object at the top level: the tokens ran out before it was complete"),
+    ('{"a": 1, "b": "x", "c": 2, "d": 3,', "the model kept adding them; add additionalProperties: false"),
+    ('{"list": [', "cut inside the array at /list after 0 items: the tokens ran out before it was complete"),
+    ('{"list": [1, ', "cut inside the array at /list after 1 item: the tokens ran out before it was complete"),
+    ('{"list": [1, 2, 3, ', "after 3 items: an array with no maxItems can go on with items; add maxItems"),
+])
+def test_a_container_cut_on_its_way_is_not_said_to_loop(text, where):
+    """`{"a":` (a value due) and `{"a": 1,` (b required still due) were told "the model kept adding them; add
+    additionalProperties: false", which would not have ended them, and `[` "an array with no maxItems can go on
+    with items" (a review): only members past those the schema asks for are a loop."""
+    from playground.constraints.cut import truncation_hint
+    schema = {"type": "object", "required": ["a", "b"],
+              "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+                             "list": {"type": "array", "minItems": 2, "items": {"type": "integer"}}}}
+    hint = truncation_hint(text, schema)
+    assert where in hint, hint
+
+
 TREE = {"$defs": {"node": {"type": "object", "additionalProperties": False, "required": ["name"],
                            "properties": {"name": {"type": "string", "maxLength": 30},
                                           "children": {"type": "array", "maxItems": 3, "items": {"$ref": "#/$defs/node"}}}}},

@@ -43,17 +43,22 @@ def truncation_hint(text: str, schema=None, notes: tuple[str, ...] = ()) -> str:
         return ""
     kind, path, count = where
     pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path) if path else "the top level"
-    place = f"the {'property name' if kind == 'key' else kind} at {pointer}"
-    items = f" after {count} items" if kind == "array" else ""
-    return f" (cut inside {place}{items}: {_why(kind, path, schema, notes)})"
+    if kind == "value":
+        place = f"cut before the value at {pointer}"
+    else:
+        place = f"cut inside the {'property name' if kind == 'key' else kind} at {pointer}"
+    items = f" after {count} item{'' if count == 1 else 's'}" if kind == "array" else ""
+    return f" ({place}{items}: {_why(kind, path, count, schema, notes)})"
 
 
-def _why(kind: str, path: list, schema, notes: tuple[str, ...]) -> str:
+def _why(kind: str, path: list, count: int, schema, notes: tuple[str, ...]) -> str:
     held, recursed = holding(schema, path) if schema is not None else ([], False)
     if len(path) >= DEEP and recursed:
         return (f"the output is nested in {len(path)} containers and the schema refers to itself, so each level "
                 "may open another; unroll the recursion to a fixed depth in the schema (the last level without "
                 "the property that recurses) or allow more new tokens")
+    if kind == "value" or (kind in ("object", "array") and count <= _members_due(kind, held)):
+        return "the tokens ran out before it was complete; allow more new tokens"
     bounds = [s for s in held if BOUNDED.get(kind, lambda _: False)(s)]
     if bounds:
         dropped = any(word in note for note in notes for s in bounds for word in s if word in BOUND_WORDS)
@@ -66,6 +71,16 @@ def _why(kind: str, path: list, schema, notes: tuple[str, ...]) -> str:
     if kind == "key" and any(s.get("additionalProperties", True) is False for s in held):  # (it had that already)
         why, bound = "a name its patternProperties allow can go on with characters", "propertyNames with a maxLength"
     return f"{why}; " + (f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens")
+
+
+def _members_due(kind: str, held: list[dict]) -> int:
+    """How many members the schema asks of an object (the properties it names) or an array (minItems,
+    prefixItems): a container cut with no more than these was cut on its way, not looping on extra ones
+    (`{"a": 1,` with b required was told to add additionalProperties: false; a review)."""
+    if kind == "object":
+        return len({name for s in held if isinstance(s.get("properties"), dict) for name in s["properties"]})
+    return max([0] + [s["minItems"] for s in held if isinstance(s.get("minItems"), int)]
+               + [len(s["prefixItems"]) for s in held if isinstance(s.get("prefixItems"), list)])
 
 
 def _bounded_names(schema: dict) -> bool:
@@ -140,8 +155,9 @@ def _opened(starts: list, root) -> list[dict]:
 
 def open_at(text: str) -> tuple[str, list, int] | None:
     """The innermost unfinished value of a cut JSON text: (kind, path, items so far), kind one of
-    string, key, number, array, object; None when nothing is open."""
-    stack: list[list] = []  # per open container: [kind, key (object; None while a key is due) or index (array), values so far]
+    string, key, number, array, object, or value (a key read, its value not begun); None when nothing is open."""
+    stack: list[list] = []  # per open container: [kind, key (object; None while a key is due) or index (array),
+    # values so far, whether a key was read and its value is due]
     i, n = 0, len(text)
     while i < n:
         char = text[i]
@@ -150,12 +166,12 @@ def open_at(text: str) -> tuple[str, list, int] | None:
             if end is None:
                 return ("key" if _key_due(stack) else "string"), _path(stack), 0
             if _key_due(stack):
-                stack[-1][1] = json.loads(text[i:end + 1])
+                stack[-1][1], stack[-1][3] = json.loads(text[i:end + 1]), True
             else:
                 _value_done(stack)
             i = end
         elif char in "{[":
-            stack.append(["object", None, 0] if char == "{" else ["array", 0, 0])
+            stack.append(["object", None, 0, False] if char == "{" else ["array", 0, 0, False])
         elif char in "}]" and stack:
             stack.pop()
             _value_done(stack)
@@ -170,6 +186,8 @@ def open_at(text: str) -> tuple[str, list, int] | None:
             _value_done(stack)
             i = end - 1
         i += 1
+    if stack and stack[-1][3]:  # `{"a":` : the value of a is due
+        return "value", _path(stack), 0
     return (stack[-1][0], _path(stack[:-1]), stack[-1][2]) if stack else None
 
 
@@ -192,6 +210,7 @@ def _string_end(text: str, start: int) -> int | None:
 def _value_done(stack: list) -> None:
     if stack:
         stack[-1][2] += 1
+        stack[-1][3] = False
 
 
 def _path(stack: list) -> list:
