@@ -15,24 +15,26 @@ class Detokenizer:
         self.ids = list(prompt_ids[-4:])  # a little context: some tokenizers drop a leading space
         self.prefix_at = 0  # ids[prefix_at:read_at] is decoded context already emitted
         self.read_at = len(self.ids)
+        self.ahead = 0  # characters emitted past ids[prefix_at:read_at]'s text, from tokens whose last is cut
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def _delta(self, ids: list[int]) -> str | None:
-        before = self._decode(ids[self.prefix_at:self.read_at])
-        after = self._decode(ids[self.prefix_at:])
-        if len(after) > len(before) and not after.endswith(REPLACEMENT):
-            return after[len(before):]
-        return None
-
     def push(self, token_id: int) -> str:
-        """Commit a token; returns the text it completes ('' while a character is incomplete)."""
+        """Commit a token; returns the text it completes: its whole characters ('' while a character is
+        incomplete). A token can end one character and begin the next (SmolLM2's 10003 is "о" and half of
+        another Cyrillic letter): its "о" is its text, the next character its successor's (held back whole,
+        the page showed "предл" where the output read "предло")."""
         self.ids.append(token_id)
-        delta = self._delta(self.ids)
-        if delta is None:
-            return ""
-        self.prefix_at, self.read_at = self.read_at, len(self.ids)
+        before = self._decode(self.ids[self.prefix_at:self.read_at])
+        after = self._decode(self.ids[self.prefix_at:])
+        cut = after.endswith(REPLACEMENT)  # (one U+FFFD for the incomplete character at the end)
+        whole = after[:-1] if cut else after
+        delta = whole[len(before) + self.ahead:] if len(whole) > len(before) + self.ahead else ""
+        if cut:
+            self.ahead += len(delta)
+        else:
+            self.prefix_at, self.read_at, self.ahead = self.read_at, len(self.ids), 0
         return delta
 
     def fork(self) -> "Detokenizer":
@@ -40,21 +42,17 @@ class Detokenizer:
         only what is not yet emitted is copied."""
         other = Detokenizer.__new__(Detokenizer)
         other.tokenizer, other.ids = self.tokenizer, self.ids[self.prefix_at:]
-        other.prefix_at, other.read_at = 0, self.read_at - self.prefix_at
+        other.prefix_at, other.read_at, other.ahead = 0, self.read_at - self.prefix_at, self.ahead
         return other
 
 
 def whole_characters(tokenizer, ids: list[int]) -> tuple[str, bool]:
     """The text of ids cut short (max new tokens, Stop) without the bytes of a character it ends inside, as the
     stream holds them back: (text, whether some were left out). It ended in U+FFFD on the page, in the download and
-    the CLI (SmolLM2 writes a Chinese character in about 2 tokens: half of such runs)."""
+    the CLI (SmolLM2 writes a Chinese character in about 2 tokens: half of such runs). Its last token's whole
+    characters stay (SmolLM2's 10003 is "о" and half of the next letter), as the stream shows them."""
     full = tokenizer.decode(ids, skip_special_tokens=True)
-    if not full.endswith(REPLACEMENT):
-        return full, False
-    for n in range(1, min(4, len(ids)) + 1):  # a character is at most 4 bytes, one U+FFFD while cut short
-        if not tokenizer.decode(ids[:-n], skip_special_tokens=True).endswith(REPLACEMENT):
-            return full[:-1], True  # (not ids[:-n]'s text: its last token may hold a space or a character too)
-    return full, False  # no character cut short: bytes that are no UTF-8 at all
+    return (full[:-1], True) if full.endswith(REPLACEMENT) else (full, False)
 
 
 def with_text(events: Iterable, tokenizer, prompt_ids: list[int]) -> Iterator:

@@ -117,6 +117,18 @@ def test_a_valid_output_cut_where_it_could_go_on_says_so(pair, tokenizer, backen
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_an_output_cut_inside_a_character_is_judged_by_the_text_it_shows(pair, tokenizer, backend):
+    """The budget ended a run a byte into a character (日 is three byte tokens here): its text leaves those bytes out
+    and matches the regex whole, yet it was "invalid: truncated" (the matcher waits on the character; a review)."""
+    prompt = tokenizer("n = ").input_ids
+    for max_new, text, valid in [(4, "日", True), (2, "", False), (6, "日日", True)]:
+        cut = session.run(pair, prompt, session.settings(k=4, max_new_tokens=max_new),
+                          constraint=constrained(pair, "regex", "日{1,3}", backend))
+        assert (cut.finish_reason, cut.text, cut.valid) == ("length", text, valid), (max_new, cut.validation_error)
+        assert cut.open_end == valid and (valid or "it ended inside a character" in cut.validation_error)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_prompt_lookup_guessing_past_an_eos_keeps_the_target_alone(closing_pair, tokenizer, backend):
     """A chat prompt holds the EOS after the user's text: a looked-up guess can be '1', EOS, 'z'. The
     guide keeps the EOS where the constraint allows it and nothing after it (the rows after an EOS

@@ -3,6 +3,8 @@ import html as html_text
 import re
 
 import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
 
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, REJECTED, Round, TokenEvent
 from playground.ui import render
@@ -408,6 +410,32 @@ def test_a_paused_round_is_titled_the_target_alone_and_left_out_of_the_histogram
     assert 'title="round 2: the target alone (the schedule paused drafting)"' in token_stream([refused, paused])
     assert list(accepted_histogram([refused, paused, paused], 2).data[0].y) == [1, 0, 0]
     assert accepted_histogram([refused], 4).layout.xaxis.dtick == 1  # every count labelled, 1 and 3 too
+
+
+def test_a_token_ending_one_character_and_starting_the_next_shows_the_first(tokenizer):
+    """SmolLM2's token 10003 is "о" and the first byte of the next letter: the stream held the whole token back,
+    so a run cut after it showed "предл" where its output read "предло" (a review); and an output cut after tokens
+    that each end inside a character (日本語 here) kept a U+FFFD. Cut after any token, the stream's text is the
+    output's; all of it, the text decoded whole."""
+    from playground.detok import Detokenizer, whole_characters, with_text
+    text = "Напиши одно предложение по-русски. Это хорошо, оно простое. 日本語のテキスト 😀👍 é"
+    trained = Tokenizer(models.BPE())
+    trained.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trained.decoder = decoders.ByteLevel()
+    trained.train_from_iterator([text] * 20, trainers.BpeTrainer(
+        vocab_size=330, special_tokens=["<eos>"], show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    mixed = PreTrainedTokenizerFast(tokenizer_object=trained, eos_token="<eos>")
+    ids = mixed(text, add_special_tokens=False).input_ids
+    straddling = [i for i in ids if len(mixed.decode([i])) > 1 and mixed.decode([i]).endswith("\ufffd")]
+    assert straddling, "the trained merges hold no token ending inside a character"
+    for n in range(1, len(ids) + 1):
+        detok = Detokenizer(mixed, [])
+        shown = "".join(detok.push(i) for i in ids[:n])
+        assert shown == whole_characters(mixed, ids[:n])[0] and "\ufffd" not in shown, n
+    assert shown == text
+    tokens = [TokenEvent(ACCEPTED, i, "") for i in ids]
+    [filled] = with_text([Round(1, tokens, len(ids), len(ids), 1, 1, 0.0, 0.0, 0.0, k=len(ids))], mixed, [])
+    assert "".join(t.text for t in filled.tokens) == text
 
 
 def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):
