@@ -113,7 +113,8 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
         raise PlaygroundError("the prompt is empty")
     at_most(len(text), MAX_PROMPT_CHARS, "the prompt's length (characters)")
     check_utf8(text, "the prompt")
-    if system:
+    system = system if system and system.strip() else None  # (spaces alone replaced the template's own system
+    if system:  # prompt, SmolLM2's, with nothing: a box that looks empty leaves it as it is; a review)
         at_most(len(system), MAX_SYSTEM_CHARS, "the system prompt's length (characters)")
         check_utf8(system, "the system prompt")
     if schema:
