@@ -175,6 +175,11 @@ def cmd_bench(args) -> int:
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     chat = pick(None, preset, "chat", True) and not args.raw
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
+    for i, ids in enumerate(prompts, 1):  # (a long prompt was refused once the costs were measured, 20 s on)
+        try:
+            session.check_prompt_ids(pair, ids, args.max_new_tokens)
+        except PlaygroundError as exc:
+            raise PlaygroundError(f"--prompts: prompt {i}: {exc}") from None
     ran_on = machine(next(pair.target.parameters()).device) | {"run": _benched(args, pair, ks, temperatures, prompts)}
     _log(f"machine: {machine_line(ran_on)}")
     title = f"{_benched_line(ran_on['run'])}\n\nMeasured on {machine_line(ran_on)}"

@@ -159,6 +159,10 @@ def test_cli_bench_bad_input_is_refused_before_loading(capsys, saved_pair, tmp_p
         (tmp_path / name).write_text(text)
         assert main(models + ["--prompts", str(tmp_path / name)]) == 2
         assert capsys.readouterr().err.startswith("error: --prompts: ")
+    (tmp_path / "long.json").write_text(json.dumps(["short", "word " * 600]))  # (past the tiny models' 512)
+    assert main(models + ["--prompts", str(tmp_path / "long.json"), "--num-prompts", "2"]) == 2
+    err = capsys.readouterr().err  # (it was refused once a run's costs were measured, 20 s on)
+    assert err.startswith("error: --prompts: prompt 2: the prompt is ") and "measuring" not in err, err
 
 
 def test_transformers_rows_ignore_the_models_own_generation_config(target, noisy_draft, tokenizer):
