@@ -138,7 +138,8 @@ def _depth(s) -> int:  # tokens drafted per round: the tree's depth when a tree 
 def _messages(s) -> tuple[str, list]:
     """(prompt text, chat messages) as the playground sends them; the schema appended if asked."""
     text = s.prompt + (SCHEMA_HINT + s.schema.strip() if s.schema_in_prompt and s.schema.strip() else "")
-    return text, ([{"role": "system", "content": s.system}] if s.system else []) + [{"role": "user", "content": text}]
+    system = [{"role": "system", "content": s.system}] if s.system.strip() else []  # (spaces alone: none, as the run)
+    return text, system + [{"role": "user", "content": text}]
 
 
 def _request(s, constraint, engine: str) -> dict:

@@ -506,3 +506,11 @@ def test_qwen3_checkpoints_that_never_or_always_think_are_exported_as_they_behav
     assert "--reasoning-parser qwen3" in budgeted.vllm_command and budgeted.vllm_request["thinking_token_budget"] == 384
     hybrid = export_setting(settings("qwen3-8b-json", think_budget=0))  # Qwen3-8B itself: unchanged
     assert "--reasoning-parser qwen3" in hybrid.vllm_command and hybrid.vllm_request["chat_template_kwargs"]
+
+
+def test_a_system_prompt_of_spaces_is_sent_as_none_as_the_run_reads_it():
+    """The run reads spaces alone as no system prompt (the template's own stays); the export sent a system message
+    of spaces, which replaces it."""
+    for system, sent in (("  \n", []), ("be brief", [{"role": "system", "content": "be brief"}])):
+        e = export_setting(settings("qwen2.5-7b", prompt="hello", system=system))
+        assert e.vllm_request["messages"] == sent + [{"role": "user", "content": "hello"}]

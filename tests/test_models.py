@@ -502,6 +502,8 @@ def test_chat_template_and_system_prompt(saved_pair):
     assert pair.tokenizer.decode(ids) == "<system>be brief<user>hi<assistant>"
     for blank in ("", "  \n "):  # (spaces alone replaced a template's own system prompt with nothing; a review)
         assert pair.tokenizer.decode(session.encode_prompt(pair, "hi", chat=True, system=blank)) == "<user>hi<assistant>"
+        assert session.unread_prompt_parts(pair, False, blank) == ""  # (not "the system prompt is unused")
+    assert session.unread_prompt_parts(pair, False, "be brief").startswith("the system prompt is unused")
     assert pair.tokenizer.decode(session.encode_prompt(pair, "hi", chat=False)) == "hi"
     with_schema = pair.tokenizer.decode(session.encode_prompt(pair, "hi", chat=True, schema='{"type": "object"}'))
     assert with_schema.startswith("<user>hi") and '{"type": "object"}' in with_schema

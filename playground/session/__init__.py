@@ -158,6 +158,7 @@ def unread_prompt_parts(pair: Pair, chat: bool, system: str) -> str:
     """What of a request the model never reads ('' when it reads it all): a chat template the target's
     tokenizer lacks (the demo pair's), and with it or with chat off, the system prompt. A web API run
     on the demo pair with chat and a system prompt wrote the same text as without them, unsaid (an API review)."""
+    system = bool(system and system.strip())  # (spaces alone are no system prompt: encode_prompt)
     if chat and not getattr(pair.tokenizer, "chat_template", None):
         unused = ", and the system prompt is unused" if system else ""
         return f"the target's tokenizer has no chat template: the prompt went in as written{unused}"
