@@ -695,6 +695,8 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
     k = page_inputs.SETTING_NAMES.index("k")
     for index, value, said in ((0, "nope", "Preset: Value: nope is not in the list of choices"),
                                (k, "4", "Draft length k takes a number from 1 to 16, not '4'"),  # (Gradio's TypeError)
+                               (k, float("nan"), "Draft length k takes a finite number from 1 to 16, not nan"),
+                               (page_inputs.SETTING_NAMES.index("prompt"), ["a"], "Prompt takes text, not list"),
                                (seed, float("nan"), "Seed takes a finite number, not nan")):  # (a script's: the
         sent = list(values)  # log had a traceback of each; raw HTTP, as gradio_client sends no NaN)
         sent[index] = value
@@ -708,6 +710,10 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
     variants = gr.CheckboxGroup(list(sweeps.VARIANTS), label="Drafts")  # a string was read letter by letter
     with pytest.raises(gr.Error, match="Drafts takes a list of names, not 'draft model'"):
         variants.preprocess("draft model")
+    prompts = gr.Textbox(label="Prompts")  # (Gradio passed on str() of it: Compare drafts measured "['a']")
+    with pytest.raises(gr.Error, match="Prompts takes text, not list"):
+        prompts.preprocess(["a"])
+    assert prompts.preprocess("a") == "a" and prompts.preprocess(None) is None
     backend = gr.Dropdown(["llguidance", "xgrammar"], label="Constraint backend")  # (Gradio's words: "Value:
     with pytest.raises(gr.Error, match="Constraint backend takes one of llguidance, xgrammar, not 'outlines'"):
         backend.preprocess("outlines")  # 'outlines' (type: <class 'str'>) is not in the list of choices")

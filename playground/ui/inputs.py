@@ -149,6 +149,8 @@ def _named_refusals(own):
                         "when you leave it)", title="Not a number")
         if not isinstance(payload, (int, float)):  # a string from a script: Gradio's TypeError, with a traceback
             raise popup(f"{self.label} takes a number {span}, not {str(payload)[:40]!r}")
+        if not math.isfinite(payload):  # (NaN from a script was said to be what the box "turns it into")
+            raise popup(f"{self.label} takes a finite number {span}, not {payload}")
         if not self.minimum <= payload <= self.maximum:  # the box sends what was typed, then takes the nearest
             # number in range once left (Gradio's Slider): a run after "Error" for a typed 40 used 16, unsaid
             nearest = min(max(payload, self.minimum), self.maximum)
@@ -186,6 +188,19 @@ def _named_choices(own):
     return preprocess
 
 
+def _text_only(own):
+    """gr.Textbox.preprocess, refusing what is not text: it passed on str() of any JSON value a script sent, so
+    Compare drafts measured a list of prompts as the prompt "['a']" and every text check passed (a review)."""
+    def preprocess(self, payload):
+        if payload is not None and not isinstance(payload, str):
+            raise popup(f"{self.label or 'a text box'} takes text, not {type(payload).__name__}: {str(payload)[:40]!r}")
+        return own(self, payload)
+    preprocess.named = True
+    return preprocess
+
+
+if not getattr(gr.Textbox.preprocess, "named", False):
+    gr.Textbox.preprocess = _text_only(gr.Textbox.preprocess)
 if not getattr(gr.Slider.preprocess, "named", False):
     gr.Slider.preprocess = _named_refusals(gr.Slider.preprocess)
 for _choosing in (gr.Dropdown, gr.Radio, gr.CheckboxGroup, gr.Number):
