@@ -30,7 +30,7 @@ class Detokenizer:
         after = self._decode(self.ids[self.prefix_at:])
         cut = after.endswith(REPLACEMENT)  # (one U+FFFD for the incomplete character at the end)
         whole = after[:-1] if cut else after
-        delta = whole[len(before) + self.ahead:] if len(whole) > len(before) + self.ahead else ""
+        delta = whole[len(before) + self.ahead:]
         if cut:
             self.ahead += len(delta)
         else:

@@ -271,8 +271,8 @@ def _warned(log: list[str]) -> list[str]:
     notes = []
     for line in log:
         warning = line.split("Warning: ", 1)[1].strip() if "Warning: " in line else None
-        if warning is None or warning.startswith(NAMED_ALREADY) or AN_EDGE_ANCHOR.search(warning):  # in _json_grammar's note, in its words
-            continue
+        if warning is None or warning.startswith(NAMED_ALREADY) or AN_EDGE_ANCHOR.search(warning):
+            continue  # (said in _json_grammar's note, in its words; or nothing lost)
         notes.append(ONE_OF if warning.startswith("oneOf with overlapping") else f"xgrammar: {warning[:200]}")
     return sorted(set(notes))
 
