@@ -1584,6 +1584,31 @@ def test_runs_waiting_for_the_device_take_turns_by_address():
     addresses.take_turns(Obj(event_queue_per_concurrency_id={}, active_jobs=[]))  # nothing waiting: nothing to do
 
 
+def test_a_run_stopped_while_it_waits_is_given_way_to_by_no_one():
+    """A run stopped while it waited stayed in the queue and was counted as waiting: a sweep gave way to it at its
+    share time (its remaining points lost) and the run then ended at once, having written nothing (a review)."""
+    from types import SimpleNamespace as Obj
+    from gradio.context import LocalContext
+    from playground.ui.files import forget_stop, request_stop
+
+    def event(session: str, job: str):
+        return Obj(session_hash=session, fn=Obj(api_name=job), concurrency_id=addresses.DEVICE)
+    waiting = [event("stoppedrun1", "run"), event("stoppedswp1", "sweep"), event("livingrun01", "run"),
+               event("stoppedrun1", "generate")]  # (an API run has no Stop flag: it is cancelled, and leaves)
+    lane = Obj(queue=waiting, concurrency_limit=1, current_concurrency=1)
+    token = LocalContext.blocks.set(Obj(_queue=Obj(event_queue_per_concurrency_id={addresses.DEVICE: lane})))
+    try:
+        assert addresses.device_waiting() == 4
+        request_stop(Obj(session_hash="stoppedrun1"), "run")
+        request_stop(Obj(session_hash="stoppedswp1"), "sweep")
+        request_stop(Obj(session_hash="livingrun01"), "sweep")  # (another job of its session: not this run)
+        assert addresses.device_waiting() == 2
+    finally:
+        LocalContext.blocks.reset(token)
+        for session, job in (("stoppedrun1", "run"), ("stoppedswp1", "sweep"), ("livingrun01", "sweep")):
+            forget_stop(Obj(session_hash=session), job)
+
+
 def test_a_newcomers_run_waits_behind_no_second_run_of_another_address(app_url, monkeypatch):
     """The join's guard puts the device's queue in turns (take_turns above) as each run joins."""
     import threading

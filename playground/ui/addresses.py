@@ -32,6 +32,7 @@ from gradio.context import LocalContext
 from playground.limits import DEVICE_RUNS_PER_CLIENT, PROXY_HOPS, QUEUE_SIZE, QUEUED_PER_CLIENT, QUICK_PER_LANE
 from playground.metrics import counted
 from playground.ui import pacing
+from playground.ui.files import stop_requested
 
 RUNS_FULL = "runs full"  # share_taken's word where QUEUE_SIZE runs of every address wait for the device already
 DEVICE = "device"  # the concurrency_id of every run on the model pair: the page's and the API's (playground.ui.page)
@@ -130,7 +131,17 @@ def device_waiting() -> int:
     waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue and os.getpid() == SERVER_PID else None
     if not waiting or waiting.concurrency_limit is None or waiting.current_concurrency < waiting.concurrency_limit:
         return 0
-    return len(waiting.queue)
+    return sum(not _stopped(event) for event in waiting.queue)
+
+
+STOPPABLE = ("run", "sweep", "compare_drafts")  # the page's jobs its Stop asks to end (files.stop_flag's names)
+
+
+def _stopped(event) -> bool:
+    """A waiting run or experiment whose page's Stop was pressed: it ends at once when its turn comes, so no one
+    gives way to it (a sweep ended early for a run stopped while it waited, which then wrote nothing; a review)."""
+    job = getattr(event.fn, "api_name", None)
+    return job in STOPPABLE and stop_requested(event, job)
 
 
 def take_turns(queue) -> None:
