@@ -1577,11 +1577,23 @@ def test_runs_waiting_for_the_device_take_turns_by_address():
                event("192.0.2.2", "b2"), event("192.0.2.1", "a4"), event("192.0.2.4", "d1")]
     queue = Obj(event_queue_per_concurrency_id={addresses.DEVICE: Obj(queue=waiting)},
                 active_jobs=[[event("192.0.2.1", "a1")], None])
-    addresses.take_turns(queue)
+    assert addresses.take_turns(queue)
     assert [e.name for e in waiting] == ["b1", "c1", "d1", "a2", "b2", "a3", "a4"]
-    addresses.take_turns(queue)  # in turns already: as it was
+    assert not addresses.take_turns(queue)  # in turns already: as it was
     assert [e.name for e in waiting] == ["b1", "c1", "d1", "a2", "b2", "a3", "a4"]
-    addresses.take_turns(Obj(event_queue_per_concurrency_id={}, active_jobs=[]))  # nothing waiting: nothing to do
+    assert not addresses.take_turns(Obj(event_queue_per_concurrency_id={}, active_jobs=[]))  # nothing waiting
+    import asyncio
+    from playground.ui import serving
+    told, sent = [], []  # a reorder tells every waiting run its new place (each kept the one told as it joined:
+    queue.broadcast_estimations = told.append  # a newcomer put first read "3rd of 3"; a review)
+
+    async def send(message):
+        sent.append(message)
+    waiting[:] = [event("192.0.2.1", "a2"), event("192.0.2.2", "b1")]
+    for order in (["b1", "a2"], ["b1", "a2"]):  # (the second answer finds them in turns: no one told again)
+        asyncio.run(serving._in_turns(queue, send)({"type": "http.response.start"}))
+        assert [e.name for e in waiting] == order
+    assert told == [addresses.DEVICE] and len(sent) == 2
 
 
 def test_a_run_stopped_while_it_waits_is_given_way_to_by_no_one():

@@ -144,23 +144,26 @@ def _stopped(event) -> bool:
     return job in STOPPABLE and stop_requested(event, job)
 
 
-def take_turns(queue) -> None:
+def take_turns(queue) -> bool:
     """The runs waiting for the device, in turns by address: every address's first waiting run before any
     address's second, and so on (within a turn, in the order they joined); an address with a run on the
     device already waits its second turn. (First come, first served, one address's three runs went before a
     newcomer's: 85 s behind three 1,000-token runs of the demo pair, 28 s behind three sweeps giving way to
-    each other's turn: an audit.) Called as Gradio answers each join of the device's lane."""
+    each other's turn: an audit.) Called as Gradio answers each join of the device's lane. -> whether the
+    order changed (each waiting run's place told then is out of date)."""
     waiting = queue.event_queue_per_concurrency_id.get(DEVICE) if queue is not None else None
     if not waiting or len(waiting.queue) < 2:
-        return
+        return False
     turns = collections.Counter(address_of(e.request) for job in queue.active_jobs if job for e in job
                                 if e.concurrency_id == DEVICE)
 
     def turn(event) -> int:
         turns[who := address_of(event.request)] += 1
         return turns[who]
-    ordered = sorted([(turn(e), i, e) for i, e in enumerate(waiting.queue)], key=lambda t: t[:2])
-    waiting.queue[:] = [e for *_, e in ordered]
+    ordered = [e for *_, e in sorted([(turn(e), i, e) for i, e in enumerate(waiting.queue)], key=lambda t: t[:2])]
+    changed = ordered != waiting.queue
+    waiting.queue[:] = ordered
+    return changed
 
 
 def address_of(request) -> str:

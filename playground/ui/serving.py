@@ -171,10 +171,12 @@ def _busy(scope, whole: bool) -> int:
 
 def _in_turns(queue, send):
     """`send`, putting the runs waiting for the device in turns (addresses.take_turns) as Gradio answers a
-    join, before the caller hears of it."""
+    join, before the caller hears of it; where that changed the order, every waiting run is told its new place
+    (Gradio told each its place as it joined: a newcomer put first read "3rd of 3", and the run it went
+    ahead of "next", until the queue's next change, up to an experiment's share of the device; a review)."""
     async def sending(message):
-        if message.get("type") == "http.response.start":
-            addresses.take_turns(queue)
+        if message.get("type") == "http.response.start" and addresses.take_turns(queue):
+            queue.broadcast_estimations(DEVICE)
         await send(message)
     return sending
 
