@@ -125,7 +125,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         out["compile_s"] = compile_s
         out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
     if baseline:
-        base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]))
+        base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]), prompt_ids=prompt_ids)
         measured = measure(make, [first], should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
         out |= comparison_json(result, base, measured, cfg.sampling.greedy)  # as the page's download
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens

@@ -7,15 +7,18 @@ from collections.abc import Iterable, Iterator
 from playground.events import REJECTED, Round
 
 REPLACEMENT = "\ufffd"
+CONTEXT = 4  # prompt tokens decoded before the output's: a character's bytes span at most 4 tokens
 
 
 class Detokenizer:
     def __init__(self, tokenizer, prompt_ids: list[int]):
         self.tokenizer = tokenizer
-        self.ids = list(prompt_ids[-4:])  # a little context: some tokenizers drop a leading space
+        self.ids = list(prompt_ids[-CONTEXT:])  # a little context: some tokenizers drop a leading space
         self.prefix_at = 0  # ids[prefix_at:read_at] is decoded context already emitted
         self.read_at = len(self.ids)
-        self.ahead = 0  # characters emitted past ids[prefix_at:read_at]'s text, from tokens whose last is cut
+        # characters emitted past ids[prefix_at:read_at]'s text, from tokens whose last is cut; -1 for a prompt
+        # that ends inside a character (its U+FFFD, never shown: the output's first token completes it)
+        self.ahead = -1 if dangling(tokenizer, prompt_ids) else 0
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
@@ -46,12 +49,28 @@ class Detokenizer:
         return other
 
 
-def whole_characters(tokenizer, ids: list[int]) -> tuple[str, bool]:
+def dangling(tokenizer, prompt_ids: list[int]) -> list[int]:
+    """A prompt's last tokens when it ends inside a character (ids given as such, `--prompt-ids`): the output's
+    first bytes complete that character, which is the output's text (it read U+FFFD, and its stream lost it);
+    [] for a prompt that ends whole, as every text prompt does."""
+    tail = list(prompt_ids[-CONTEXT:])
+    return tail if tokenizer.decode(tail, skip_special_tokens=True).endswith(REPLACEMENT) else []
+
+
+def output_text(tokenizer, ids: list[int], lead: list[int] = ()) -> str:
+    """ids' text; after `lead` (dangling), from the character the prompt began."""
+    if not lead:
+        return tokenizer.decode(ids, skip_special_tokens=True)
+    before = tokenizer.decode(list(lead), skip_special_tokens=True)[:-1]  # (without its U+FFFD)
+    return tokenizer.decode(list(lead) + list(ids), skip_special_tokens=True)[len(before):]
+
+
+def whole_characters(tokenizer, ids: list[int], lead: list[int] = ()) -> tuple[str, bool]:
     """The text of ids cut short (max new tokens, Stop) without the bytes of a character it ends inside, as the
     stream holds them back: (text, whether some were left out). It ended in U+FFFD on the page, in the download and
     the CLI (SmolLM2 writes a Chinese character in about 2 tokens: half of such runs). Its last token's whole
     characters stay (SmolLM2's 10003 is "о" and half of the next letter), as the stream shows them."""
-    full = tokenizer.decode(ids, skip_special_tokens=True)
+    full = output_text(tokenizer, ids, lead)
     return (full[:-1], True) if full.endswith(REPLACEMENT) else (full, False)
 
 

@@ -436,6 +436,14 @@ def test_a_token_ending_one_character_and_starting_the_next_shows_the_first(toke
     tokens = [TokenEvent(ACCEPTED, i, "") for i in ids]
     [filled] = with_text([Round(1, tokens, len(ids), len(ids), 1, 1, 0.0, 0.0, 0.0, k=len(ids))], mixed, [])
     assert "".join(t.text for t in filled.tokens) == text
+    from playground.detok import dangling  # a prompt of ids that ends inside a character (`--prompt-ids`): its
+    for n in range(1, len(ids)):  # output's stream lost that character, and its text began with U+FFFD
+        prompt, output = ids[:n], ids[n:]
+        tokens = [TokenEvent(ACCEPTED, i, "") for i in output]
+        [filled] = with_text([Round(1, tokens, len(output), len(output), 1, 1, 0.0, 0.0, 0.0, k=len(output))],
+                             mixed, prompt)
+        streamed, (written, _) = "".join(t.text for t in filled.tokens), whole_characters(mixed, output, dangling(mixed, prompt))
+        assert whole_characters(mixed, prompt)[0] + written == text and streamed == written, n
 
 
 def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):

@@ -9,7 +9,7 @@ from playground.config import (CONSTRAINT_FIELDS, DEFAULT_K, DEFAULT_MAX_NEW_TOK
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint, from_user, read_constraint
 from playground.constraints.guide import Guide
 from playground.constraints.worker import TooSlow
-from playground.detok import whole_characters, with_text
+from playground.detok import dangling, output_text, whole_characters, with_text
 from playground.draft_ids import uses_lookup
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.tree import TreeProposer
@@ -258,7 +258,7 @@ def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | No
     rounds = [e for e in events if isinstance(e, Round)]
     ids = [t.token_id for r in rounds for t in r.committed]
     finish = (rounds[-1].finish_reason if rounds else None) or STOPPED
-    text, cut = _text(pair, ids, finish)
+    text, cut = _text(pair, ids, finish, dangling(pair.tokenizer, prompt_ids))
     result = RunResult(ids, text, summarize(events, wall_s), finish, rounds)
     if constraint is None and (thought := free_thinking(pair.tokenizer, prompt_ids, ids)) is not None:
         result.reasoning_tokens = thought
@@ -270,11 +270,12 @@ def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | No
     return result
 
 
-def _text(pair: Pair, ids: list[int], finish: str) -> tuple[str, bool]:
-    """An output's text; one cut short (max new tokens, Stop) without a character it ended inside (whether one was)."""
+def _text(pair: Pair, ids: list[int], finish: str, lead: list[int] = ()) -> tuple[str, bool]:
+    """An output's text (after `lead`, a prompt's dangling tokens); one cut short (max new tokens, Stop) without a
+    character it ended inside (whether one was)."""
     if finish == "eos":  # ended by the model: what it wrote, bytes that are no character too
-        return pair.tokenizer.decode(ids, skip_special_tokens=True), False
-    return whole_characters(pair.tokenizer, ids)
+        return output_text(pair.tokenizer, ids, lead), False
+    return whole_characters(pair.tokenizer, ids, lead)
 
 
 def _judge(pair: Pair, result: RunResult, constraint: Constraint, guide: Guide, cut: bool) -> None:
