@@ -104,3 +104,31 @@ def test_rehearsal_of_the_pair_cold_by_layer_and_whole(gpu_check, tmp_path):
             assert all(result[row]["identical"] for row in ("alone-1", "alone-W", "spec k=4", "spec k<=4 schedule")), setting
             assert result["compile_s"]["speculative"] is not None and result["second_prompt_new_graphs"] == 0
         assert report[f"{name} acceptance 1"]["spec k=4"]["tokens_per_round"] == 24 / 5
+
+
+def test_what_the_gpu_machine_runs_imports_without_gradio():
+    """The lent GPU machine has no Gradio (too large to carry): a GPU test of the start-up warm-up failed
+    there twice on `import gradio`, reached through playground.ui's live, pacing and addresses. Every
+    playground module the GPU tests and gpu_check import is imported here with Gradio blocked."""
+    import ast
+    import subprocess
+    import sys
+    root = SCRIPT.parents[1]
+    modules = set()
+    for source in (root / "tests" / "test_gpu.py", SCRIPT):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("playground"):
+                modules |= {f"{node.module}.{a.name}" if node.module in ("playground", "playground.ui", "playground.engine")
+                            else node.module for a in node.names}
+    assert {"playground.ui.warm_up", "playground.session", "playground.cli"} <= modules
+    blocked = ("import sys, importlib\n"
+               "class NoGradio:\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name.split('.')[0] in ('gradio', 'gradio_client'):\n"
+               "            raise ModuleNotFoundError(f'No module named {name!r} (blocked)')\n"
+               "sys.meta_path.insert(0, NoGradio())\n"
+               f"for name in {sorted(modules)!r}:\n"
+               "    importlib.import_module(name)\n"
+               "print('imported', len(sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", blocked], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-3000:]

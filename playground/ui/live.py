@@ -21,7 +21,6 @@ from playground.events import Round, RunResult, round_json
 from playground.metrics import comparison_json, engine_seconds, summarize
 from playground.session.host import custom_models_allowed
 from playground.presets import Settings, all_presets, hosted_models, policy_as_run
-from playground.ui.addresses import device_waiting
 from playground.ui.pacing import paced
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
@@ -210,6 +209,7 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
 
     def ending() -> bool:
         if not ended:
+            from playground.ui.addresses import device_waiting  # (Gradio's: absent on the lent GPU machine)
             why = ("measuring stopped" if should_stop() else
                    "measuring stopped: a run was waiting for the model" if device_waiting() else "")
             ended.extend([why] if why else [])

@@ -19,11 +19,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from gradio.context import LocalContext
-
 from playground.constraints import worker
 from playground.limits import CONCURRENCY
-from playground.ui.leftovers import being_read
 
 T = TypeVar("T")
 ENGINE_THREADS = "playground-engine"  # their names' prefix
@@ -77,6 +74,7 @@ def handed_requests() -> list[tuple[str, object]]:
 
 def _gradio_event(event_id: str | None):
     """The Event Gradio is running for `event_id` (its `alive` turns false once the page's stream closes), or None."""
+    from gradio.context import LocalContext
     queue = getattr(LocalContext.blocks.get(None), "_queue", None)
     jobs = getattr(queue, "active_jobs", None) or []
     return next((e for job in list(jobs) if job for e in job if getattr(e, "_id", None) == event_id), None)
@@ -99,6 +97,8 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     opens its stream: a 300-byte POST held the CPU for the run's whole length, a sweep's 15 minutes)."""
     stop, finished, failure = threading.Event(), threading.Event(), []
     newest = [0, None]  # [items made, the last] (an item may be the same object, grown)
+    from gradio.context import LocalContext
+    from playground.ui.leftovers import being_read
     event_id = LocalContext.event_id.get(None)
     event = _gradio_event(event_id)
     if event_id is not None:
