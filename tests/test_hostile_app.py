@@ -939,10 +939,23 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     DEVICE_RUNS_PER_CLIENT runs on the device queued or running (or QUEUED_PER_CLIENT events of any
     kind), its next join, by either of Gradio's routes, gets Gradio's "queue full" (503, with the
     reason; 429 where the caller is not gradio_client), while another address still joins and is served, and the held runs finish in turn."""
+    from playground import session
+    gate, generate = threading.Event(), session.generate
+
+    def held_at_the_gate(*args, **kwargs):  # (a held run of 384 tokens could end before the joins below)
+        gate.wait(120)
+        yield from generate(*args, **kwargs)
+    monkeypatch.setattr(session, "generate", held_at_the_gate)
+    try:
+        _one_address_held_to_its_share(app_url, monkeypatch, gate)
+    finally:
+        gate.set()
+
+
+def _one_address_held_to_its_share(app_url, monkeypatch, gate):
     from gradio_client.utils import QueueError
 
     from playground.limits import DEVICE_RUNS_PER_CLIENT
-    from playground.ui import serving
     args = ("def f(", "demo", 4, 0.0, 384, 0, "", "", False)
     flood = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7, 10.0.0.1"})
     other = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.2"})
@@ -967,6 +980,7 @@ def test_one_address_holds_at_most_its_share_of_the_queue(app_url, monkeypatch):
     status, text = _join(app_url, fn["share_link"], None, "203.0.113.7")
     assert status == 429 and f"already has {DEVICE_RUNS_PER_CLIENT} events queued or running" in text
     assert _join(app_url, fn["share_link"], None, "198.51.100.9")[0] == 200  # another address joins
+    gate.set()
     monkeypatch.undo()
     assert _join(app_url, fn["share_link"], None, "203.0.113.7")[0] == 200  # a quick event, not a run, joins
     assert other.predict("def g(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")["text"] is not None
@@ -1557,7 +1571,7 @@ def test_a_run_nobody_reads_stops_and_a_late_reader_gets_what_it_wrote(app_url, 
     result = json.loads(_late_read(app_url, event_id).split("event: complete\ndata: ")[1].split("\n")[0])[0]
     assert result["finish_reason"] == "stopped" and 0 < result["stats"]["generated_tokens"] < 1500, result
     assert time.monotonic() - started < 60
-    monkeypatch.setattr(pacing, "UNREAD_SECONDS", 1)
+    monkeypatch.setattr(pacing, "UNREAD_SECONDS", 5)  # (1 s raced the reader's GET on a loaded host)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
         {"data": ["def g(", "demo", 4, 0.0, 200, 0, "", "", True, "", "", "", -1]}).encode())
     read = _late_read(app_url, json.loads(text)["event_id"])  # read at once: it runs to its end

@@ -479,7 +479,7 @@ def test_a_grammar_is_sized_in_time_linear_in_its_length(grammar):
         from_user(grammar=grammar)
     except PlaygroundError:
         pass  # (refused for its nesting, or by a backend: either way at once)
-    assert time.process_time() - started < 3
+    assert time.process_time() - started < 10  # (0.1 s here; quadratic, 28-85 s. The process's every thread counts)
 
 
 def test_a_size_past_every_bound_is_said_without_its_digits():
@@ -547,11 +547,14 @@ def test_a_cancelled_runs_compile_in_a_worker_ends_at_once():
     while "cancelled-compile" not in dict(pacing.handed_requests()):
         assert time.monotonic() - started < 30
         time.sleep(0.02)
-    time.sleep(0.5)  # its child compiling
+    import multiprocessing
+    while not multiprocessing.active_children():  # its child compiling (a fixed 0.5 s wait raced a loaded host)
+        assert time.monotonic() - started < 30
+        time.sleep(0.02)
     pacing.stop_handed("cancelled-compile")
-    thread.join(10)
+    thread.join(25)
     assert not thread.is_alive() and isinstance(outcome[0], worker.Stopped), outcome
-    assert "was stopped with its run" in str(outcome[0]) and time.monotonic() - started < 10
+    assert "was stopped with its run" in str(outcome[0]) and time.monotonic() - started < 25  # (not the 30 s compile)
     with worker.stopped_by(threading.Event().is_set):
         assert worker.bounded(pow, 2, 10, seconds=20) == 1024
 
@@ -562,21 +565,22 @@ def test_the_check_as_typed_holds_its_lane_at_most_its_ceiling_and_workers_yield
     32-token run from 0.9 s to 14 s. The check stops a parse at its ceiling (READ_SECONDS) and says
     it was not checked as typed; Run still parses it in full. Workers run at a lower priority."""
     import os
-    from playground.constraints import worker
+    from playground.constraints import spec as constraint_spec, worker
     from playground.ui import inputs as page_inputs
     slow = json.dumps({"type": "string", "pattern": "(?i)" + "[!-\U0010ffff]" * 150})  # ~3 s of re's work (399 took
     # 7 s, and past the parse's 15 s while other tests shared the 2 cores)
     monkeypatch.setattr(page_inputs, "READ_SECONDS", 0.3)
+    monkeypatch.setattr(constraint_spec, "PARSE_SECONDS", 120)  # (the Run's bound is not this test's: 6-10 s here under load)
     told = page_inputs.check_constraint("JSON schema", slow)
     assert "not checked as typed (over 0.3 s)" in told and "badge-bad" not in told
     assert from_user(schema=slow) is not None  # Run: the parse's own bound
     assert "badge-ok" in page_inputs.check_constraint("JSON schema", slow, compiled=True)
     with worker.ceiling(0.3), pytest.raises(worker.OverCeiling, match="took longer than 0.3 s, the time given"):
         worker.bounded(time.sleep, 5, seconds=10)
-    with worker.ceiling(2.0):  # the time of the whole check, not of each step in it (two steps took twice)
-        worker.bounded(time.sleep, 1.2, seconds=10)
+    with worker.ceiling(4.0):  # the time of the whole check, not of each step in it (two steps took twice)
+        worker.bounded(time.sleep, 2, seconds=10)  # (2 s to spare for starting a child of a large process)
         with pytest.raises(worker.OverCeiling):
-            worker.bounded(time.sleep, 1.2, seconds=10)
+            worker.bounded(time.sleep, 3, seconds=10)
     with worker.ceiling(30), pytest.raises(worker.TooSlow, match="took longer than 0.3 s") as own:
         worker.bounded(time.sleep, 5, seconds=0.3)
     assert not isinstance(own.value, worker.OverCeiling)

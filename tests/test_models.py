@@ -6,6 +6,7 @@ import logging
 import pathlib
 import re
 import shutil
+import time
 import weakref
 
 import pytest
@@ -187,7 +188,9 @@ def test_runs_at_once_load_a_model_once(saved_pair, monkeypatch):
         str(target), torch.device("cpu"), progress=lambda f, message: told.append(message))))
     second.start()
     try:
-        second.join(0.5)
+        deadline = time.monotonic() + 30  # (a fixed half second raced a loaded host)
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert second.is_alive() and told and told[0].startswith("waiting for another model")
     finally:
         release.set()

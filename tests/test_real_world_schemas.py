@@ -1118,7 +1118,7 @@ def test_merging_shared_references_is_bounded():
     schema = {"$defs": defs, "$ref": "#/$defs/A24", "anyOf": [{"$ref": "#/$defs/B24"}]}
     started = time.perf_counter()
     rewritten = xgr_reads.as_xgrammar_reads(schema)
-    assert time.perf_counter() - started < 20  # (about 0.5 s here; 2^24 merges unbounded)
+    assert time.perf_counter() - started < 120  # (0.5 s here, 3.3 s under load; 2^24 merges unbounded: never ends)
     assert any(xgr_reads.beside_choice(n) for n in xgr_reads.read_nodes(rewritten))
 
 
