@@ -1,5 +1,6 @@
 """One exception type for every mistake a user can make; its message is shown as is (CLI, UI)."""
 import math
+import re
 from contextlib import contextmanager
 
 # Where sizes counted (counts times what they repeat) stop growing, far past every limit: Python writes no whole
@@ -8,10 +9,35 @@ from contextlib import contextmanager
 SATURATED = 10**12
 
 
+MESSAGE_CHARACTERS = 2_000  # a message's most: jsonschema's quoting a 200,000-character value made a popup of it
+LOG_CHARACTERS = 500  # of a message in the server's log
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # characters that break or restyle a log's line
+
+
 class PlaygroundError(ValueError):
     """Bad input or an environment problem, phrased for the user: what is wrong and how to fix it.
     `where` ("model", "prompt", "constraint", "tree", "settings", or "" when unknown) names the input it is about."""
     where: str = ""
+
+    def __init__(self, message: str = "", *args):
+        super().__init__(cut(str(message), MESSAGE_CHARACTERS), *args)
+
+
+def cut(text: str, most: int) -> str:
+    """At most `most` characters: its start and its end, where a refusal says what is wrong (a message cut
+    again, once unpickled from a worker, stays as it is)."""
+    if len(text) <= most:
+        return text
+    said = f" [... {len(text):,} characters in all ...] "
+    head = (most - len(said)) // 2
+    return text[:head] + said + text[len(text) - (most - len(said) - head):]
+
+
+def for_log(message) -> str:
+    """A message as one line of the server's log: control characters written as escapes (a newline and an ANSI
+    escape typed into a schema's property name forged whole lines of the log, or hid them), at most LOG_CHARACTERS
+    (a refused 200,000-character schema was logged whole: 160 KB a second from one address)."""
+    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), cut(str(message), LOG_CHARACTERS))
 
 
 @contextmanager

@@ -1444,6 +1444,11 @@ def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, caps
     printed = fail_and_print(serving.QuietTracebacks.MOST + 30)
     assert printed.count("Traceback (most recent call last)") == serving.QuietTracebacks.MOST
     assert printed.count("the others are left out of the log until the next") == 1
+    try:  # a failure of another kind, past the minute's MOST: shown (one caller's repeated malformed call hid it)
+        raise ValueError("a real crash")
+    except ValueError:
+        quiet.print_exc()
+    assert "ValueError: a real crash" in capsys.readouterr().err
     now[0] += 60
     printed = fail_and_print(1)
     assert "(30 tracebacks were left out of the log in that minute)" in printed and printed.count("Traceback") == 1
@@ -1452,6 +1457,25 @@ def test_gradios_tracebacks_are_printed_at_most_a_few_a_minute(monkeypatch, caps
     assert all(quiet.filter(record(None)) for _ in range(100))  # a line without a traceback: always
     kept = [quiet.filter(record((TypeError, TypeError("x"), None))) for _ in range(serving.QuietTracebacks.MOST)]
     assert kept.count(True) == serving.QuietTracebacks.MOST - 1  # one of the minute's printed above
+
+
+def test_the_guards_refusals_are_said_in_the_log_a_few_lines_a_minute(monkeypatch, caplog):
+    """A review: a Space full and turning visitors away (503), one address past its share (429), a body past the
+    limit (413) left no line in the log. The first of each status a minute is said with its reason, then how many
+    more there were."""
+    import logging
+
+    from playground.ui import serving
+    refusals, now = serving.RefusalLog(), [600.0]
+    monkeypatch.setattr(serving, "monotonic", lambda: now[0])
+    caplog.set_level(logging.INFO)
+    for status, reason in [(429, "this address has 9 requests open\nFORGED"), (503, "the queue of runs is full")] * 3:
+        refusals.note(status, reason)
+    now[0] += 60
+    refusals.note(413, "request body over this host's limit")
+    assert [r.getMessage() for r in caplog.records] == [
+        "refused (429): this address has 9 requests open\\nFORGED", "refused (503): the queue of runs is full",
+        "refused 2 x 429, 2 x 503 more in that minute", "refused (413): request body over this host's limit"]
 
 
 def test_a_links_text_reaches_an_experiments_csv_as_text_never_a_formula():

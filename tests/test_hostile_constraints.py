@@ -651,3 +651,24 @@ def test_a_runs_constraint_work_is_bounded_in_all(tokenizer, x_pair, monkeypatch
     result = session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=64),
                          constraint=constraint)
     assert result.valid and set(result.text) == {"x"}
+
+
+def test_a_refusal_is_one_bounded_line_in_the_log(caplog):
+    """A review: a property name of a schema, said back in its refusal, was written raw into the server's log (its
+    newlines forged whole lines of the app's own, an ANSI escape hid the rest) and whole (a 200,000-character
+    value: 200 KB of log and of popup a request, 160 KB a second from one address)."""
+    import logging
+    from playground.errors import MESSAGE_CHARACTERS
+    from playground.ui import experiments_tab, inputs, live
+    forged = "\n2026-12-02 15:00:00,000 playground.ui: FORGED \x1b[8m"
+    with pytest.raises(PlaygroundError) as refused:
+        from_user(schema=json.dumps({"type": "object", "properties": {forged + "K" * 240_000: {"minLength": "x"}}}))
+    said = str(refused.value)
+    assert "FORGED" in said and len(said) <= MESSAGE_CHARACTERS and said.endswith("'x' is not of type 'integer'")
+    caplog.set_level(logging.INFO)
+    inputs.user_error(refused.value)
+    live.failed(refused.value, wrote=False)
+    experiments_tab.experiment_error(refused.value, 0)
+    lines = [r.getMessage() for r in caplog.records if "FORGED" in r.getMessage()]
+    assert len(lines) == 3 and all("\n" not in line and "\x1b" not in line and len(line) < 600 for line in lines)
+    assert all("\\n2026-12-02" in line and "\\x1b[8m" in line for line in lines), lines

@@ -11,7 +11,7 @@ import gradio as gr
 
 from playground import session
 from playground.constraints import worker
-from playground.errors import PlaygroundError
+from playground.errors import PlaygroundError, for_log
 from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
                                MAX_SWEEP_PROMPTS, at_most)
 from playground.metrics import counted, expected_speedup, expected_tokens_per_round
@@ -196,7 +196,7 @@ def experiment_error(exc: Exception, outputs: int) -> list:
     showed them bare in a corner, the points measured whole not downloadable and the status still measuring):
     its message above the results, which stay as they were."""
     if isinstance(exc, (PlaygroundError, ValueError)):
-        log.info("experiment refused: %s", exc)
+        log.info("experiment refused: %s", for_log(exc))
     else:
         log.error("experiment failed", exc_info=exc)
         exc = PlaygroundError(f"the experiment failed ({type(exc).__name__}: {str(exc)[:300]}); what it measured whole "

@@ -12,7 +12,7 @@ from gradio.context import LocalContext
 
 from playground.constraints import from_user, read_constraint, worker
 from playground.constraints.compile import READ_SECONDS
-from playground.errors import PlaygroundError, blamed_on, shown
+from playground.errors import PlaygroundError, blamed_on, for_log, shown
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.metrics import counted
@@ -222,7 +222,7 @@ def bounded_text(name: str, value, limit: int = MAX_NAME_CHARS) -> str:
 def user_error(exc: PlaygroundError, stays: bool = False, page: bool = True) -> gr.Error:
     """A user's mistake for a popup (page) or an API caller: one line in the server log, no traceback.
     stays: the popup stays until closed (Gradio's fades after 10 s), for a long message far from its button."""
-    log.info("refused: %s", exc)
+    log.info("refused: %s", for_log(exc))
     return popup(str(exc), duration=None if stays else 10) if page else gr.Error(str(exc), print_exception=False)
 
 

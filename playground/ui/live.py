@@ -16,7 +16,7 @@ from playground import session
 from playground.config import no_room_to_answer, tree_fields
 from playground.constraints import worker
 from playground.constraints.spec import check_backend
-from playground.errors import PlaygroundError, blamed_on
+from playground.errors import PlaygroundError, blamed_on, for_log
 from playground.events import Round, RunResult, round_json
 from playground.metrics import comparison_json, engine_seconds, summarize
 from playground.session.host import custom_models_allowed
@@ -184,7 +184,7 @@ def failed(exc: Exception, wrote: bool = True) -> PlaygroundError:
     with what it wrote: the page had lost it and said a constraint's CPU bound refused the run, and showed an
     engine error's bare words in a corner)."""
     if isinstance(exc, PlaygroundError):
-        log.info("run %s (%s): %s", "stopped part way" if wrote else "refused", exc.where or "run", exc)
+        log.info("run %s (%s): %s", "stopped part way" if wrote else "refused", exc.where or "run", for_log(exc))
         said = PlaygroundError(str(exc))  # (not the error itself: its traceback's frames hold the run's runners,
         said.where = exc.where  # their static caches borrowed for as long as a snapshot keeps it)
         return said

@@ -42,12 +42,14 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 
+from playground.errors import for_log
 from playground.limits import CONCURRENCY, MAX_REQUEST_BYTES, MAX_URL_CHARS, OPEN_IN_ALL, OPEN_PER_CLIENT, QUEUED_IN_ALL, SESSIONS_KEPT
 from playground.ui import addresses, leftovers, pacing, sessions
 from playground.ui.addresses import DEVICE, client_address
 from playground.ui.calls import NO_FILES, VALUE_CHARS, parsed, refusal
 from playground.ui.theme import theme
 
+log = logging.getLogger("playground.ui")
 REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's routes that take files
 NOT_SERVED = {  # (a path's ending) Gradio's routes this page does not serve -> why
     "/deep_link": "deep links are not made here: the page's Share link carries every setting",  # saves a session's values
@@ -277,11 +279,37 @@ def without_deep_link(scope: dict) -> dict:
 
 async def refuse(send, status: int, text: str) -> None:
     """The answer as Gradio's own errors are, JSON with a "detail": the page shows it (plain text
-    showed as "Could not parse server response")."""
+    showed as "Could not parse server response"). Said in the log too, a few lines a minute (REFUSALS)."""
+    REFUSALS.note(status, text)
     body = json.dumps({"detail": text}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+class RefusalLog:
+    """The guard's refusals in the log: each minute the first of each status with its reason, then at the next
+    minute's first how many more there were by status (a Space full and turning visitors away, or one address
+    flooding it, left no line at all; a line for each would be a flood of its own)."""
+
+    def __init__(self):
+        self.minute, self.more = -1, collections.Counter()
+        self.said: set[int] = set()
+
+    def note(self, status: int, text: str) -> None:
+        minute = int(monotonic() // 60)
+        if minute != self.minute:
+            if self.more:
+                log.info("refused %s more in that minute", ", ".join(f"{n} x {s}" for s, n in sorted(self.more.items())))
+            self.minute, self.more, self.said = minute, collections.Counter(), set()
+        if status in self.said:
+            self.more[status] += 1
+        else:
+            self.said.add(status)
+            log.info("refused (%d): %s", status, for_log(text))
+
+
+REFUSALS = RefusalLog()
 
 
 class QuietTracebacks(logging.Filter):
@@ -290,38 +318,49 @@ class QuietTracebacks(logging.Filter):
     print_exc), and a filter of uvicorn's error log. Gradio prints one for every call its function
     fails (a malformed call of a quick event: 712 bytes of log a request) and uvicorn one for every
     stream that fails after its start: a red-team pass logged 1-1.7 MiB a second. The first ones of
-    each minute still show what failed."""
+    each minute still show what failed, and the first of each kind (its exception and the line that raised
+    it: a caller repeating one malformed call spent the minute's MOST and hid a real crash)."""
     MOST = 20
 
     def __init__(self):
         super().__init__()
         self.minute, self.printed, self.left_out = -1, 0, 0
+        self.kinds: set[tuple] = set()
 
     def __getattr__(self, name: str):
         return getattr(traceback, name)
 
     def print_exc(self, *args, **kwargs) -> None:
-        if self.allowed():
+        if self.allowed(sys.exc_info()):
             traceback.print_exc(*args, **kwargs)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.exc_info or self.allowed()
+        return not record.exc_info or self.allowed(record.exc_info)
 
-    def allowed(self) -> bool:
+    def allowed(self, exc_info=(None, None, None)) -> bool:
         """Whether one more traceback may be printed now (counted either way)."""
         minute = int(monotonic() // 60)
         if minute != self.minute:
             if self.left_out:
                 print(f"({self.left_out} tracebacks were left out of the log in that minute)", file=sys.stderr)
-            self.minute, self.printed, self.left_out = minute, 0, 0
+            self.minute, self.printed, self.left_out, self.kinds = minute, 0, 0, set()
         self.printed += 1
-        if self.printed <= self.MOST:
+        kind = _kind(*exc_info)
+        if self.printed <= self.MOST or (kind not in self.kinds and len(self.kinds) < 2 * self.MOST):
+            self.kinds.add(kind)
             return True
         if not self.left_out:
             print(f"(past {self.MOST} tracebacks in a minute: the others are left out of the log until the next)",
                   file=sys.stderr)
         self.left_out += 1
         return False
+
+
+def _kind(kind, exc, tb) -> tuple:
+    """A failure's kind: its exception's type and where it was raised (the innermost frame)."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return (getattr(kind, "__name__", None), tb and tb.tb_frame.f_code.co_filename, tb and tb.tb_lineno)
 
 
 QUIET_TRACEBACKS = QuietTracebacks()  # (installed by playground.ui.gradio_patches)
