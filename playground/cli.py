@@ -54,7 +54,7 @@ def cmd_generate(args) -> int:
         prompt_ids = session.prompt_ids_of(pair, settings, settings.prompt)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     for short in (no_room_to_answer(spec.think_budget if spec is not None else 0, cfg.max_new_tokens),
-                  session.answers_inside_thinking(pair, prompt_ids, constraint)):
+                  session.answers_inside_thinking(pair, prompt_ids, constraint), session.lookup_unused(pair, constraint)):
         if short:
             print(f"note: {short}", file=sys.stderr)
     with _ctrl_c_ends_the_run() as stopped:

@@ -81,7 +81,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", help=f"a preset name from presets/ (default: PLAYGROUND_PRESET, else {GPU_DEFAULT} with "
                                     f"a GPU, else {CPU_DEFAULT} where it loads offline, else {CPU_FALLBACK})")
     p.add_argument("--target", help="target model: Hugging Face id or local directory (with --draft, or a --preset)")
-    p.add_argument("--draft", help="draft model: Hugging Face id, local directory, or 'ngram' (prompt lookup)")
+    p.add_argument("--draft", help="draft model: Hugging Face id, local directory, 'ngram' (prompt lookup), "
+                   "or 'ngram+<model>' (a cascade: prompt lookup drafts for the model)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="static KV caches and compiled draft/verify passes, compiled once per process, the compile "

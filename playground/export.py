@@ -101,6 +101,8 @@ def _draft(draft: str) -> tuple[str, str | None]:
     named = {NGRAM: "ngram", FEATURE_DRAFT: "feature", REDUCED_DRAFT: "reduced", "": "none"}
     if draft in named:
         return named[draft], None
+    if is_cascade(draft) and draft_model(draft) in named:  # over a draft no engine loads: said as that draft alone
+        return named[draft_model(draft)], None  # (a launch command named `smollm2-draft`, a local alias)
     return ("cascade" if is_cascade(draft) else "model"), _hub(draft_model(draft))
 
 

@@ -1829,3 +1829,17 @@ def test_a_lone_surrogate_in_a_link_is_said_where_it_is():
         share_url("http://host/", Settings(preset="demo"), {"sweep_prompts": "a\ud800"})
     with pytest.raises(PlaygroundError, match="^the settings hold text that is not valid UTF-8 .* at character 1"):
         share_url("http://host/", Settings(preset="demo", prompt="a\ud800"), {"sweep_prompts": "fine"})
+
+
+def test_a_cascade_under_a_constraint_says_it_drafts_with_its_model_alone(capsys):
+    """A review: under a constraint a cascade's prompt lookup is off (its guesses are not checked against the
+    constraint), and the run, its notes and the CLI said nothing: a cascade asked for ran as its draft alone."""
+    from playground.cli import main
+    settings = Settings.from_preset(page_inputs.PRESETS["demo-cascade"])
+    settings.max_new_tokens, settings.compare, settings.regex = 8, False, "[a-z_ (),]{1,40}"
+    final = list(live.live_run(settings, every=0))[-1]
+    assert "prompt lookup is not used under a constraint" in final.note
+    settings.regex = ""
+    assert "prompt lookup" not in list(live.live_run(settings, every=0))[-1].note
+    assert main(["generate", "--preset", "demo-cascade", "--regex", "[a-z_ (),]{1,40}", "--max-new-tokens", "8"]) == 0
+    assert "note: prompt lookup is not used under a constraint" in capsys.readouterr().err

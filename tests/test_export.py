@@ -115,6 +115,9 @@ def test_notes_name_what_engines_cannot_express():
     assert "--speculative-config" not in export_setting(settings("smollm2")).vllm_command
     cascade = export_setting(settings("qwen2.5-7b-cascade")).notes
     assert all("cascade" in " ".join(cascade[k]) for k in cascade)
+    reduced = export_setting(settings("smollm2-token-draft", draft="ngram+smollm2-draft"))  # (a review: the launch
+    assert "--speculative" not in reduced.vllm_command + reduced.sglang_command  # commands named the local alias)
+    assert reduced.notes == export_setting(settings("smollm2-token-draft")).notes
     demo = export_setting(settings("demo")).notes
     assert all("toy pair" in " ".join(demo[k]) for k in demo)
     for policy in ("schedule", "confidence"):

@@ -32,7 +32,7 @@ from playground.session.choice import (compile_fallback, compile_graphs, eager_r
 from playground.session.thinking import free_thinking, opens_thinking
 
 __all__ = ["compile_fallback", "compile_graphs", "config_of", "constrain", "constraint_spec", "eager_runners",
-           "encode_prompt", "fuses", "generate", "load_pair", "prompt_ids_of", "resolve_device", "run", "runners",
+           "encode_prompt", "fuses", "generate", "load_pair", "lookup_unused", "prompt_ids_of", "resolve_device", "run", "runners",
            "settings", "static_or_eager"]
 
 
@@ -163,6 +163,14 @@ def unread_prompt_parts(pair: Pair, chat: bool, system: str) -> str:
         unused = ", and the system prompt is unused" if system else ""
         return f"the target's tokenizer has no chat template: the prompt went in as written{unused}"
     return "the system prompt is unused: it goes in only through the chat template (chat off)" if system and not chat else ""
+
+
+def lookup_unused(pair: Pair, constraint: Constraint | None) -> str:
+    """A cascade under a constraint drafts with its draft model alone (its prompt lookup's guesses are not checked
+    against the constraint): said, where the run looked like a cascade and was not (a review); '' otherwise."""
+    if not (pair.cascade and constraint is not None):
+        return ""
+    return "prompt lookup is not used under a constraint: the cascade drafts with its draft model alone"
 
 
 def answers_inside_thinking(pair: Pair, prompt_ids: list[int], constraint: Constraint | None) -> str:

@@ -147,6 +147,7 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str)
                     note="; ".join(filter(None, [note, session.compile_fallback(pair, cfg, prompt_len=len(ids)),
                                                  no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens),
                                                  session.answers_inside_thinking(pair, ids, constraint),
+                                                 session.lookup_unused(pair, constraint),
                                                  session.unread_prompt_parts(pair, settings.chat, settings.system)])),
                     constraint_notes=tuple(constraint.notes) if constraint else ())
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
