@@ -952,6 +952,8 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     assert page.evaluate("getComputedStyle(document.getElementById('a-spinner')).animationName") == "none"
     prompt = page.locator("#prompt-box textarea")
     assert prompt.get_attribute("aria-invalid") == "false"
+    from playground.limits import MAX_PROMPT_CHARS  # a paste the guard would refuse is cut by the browser: its
+    assert prompt.get_attribute("maxlength") == str(4 * MAX_PROMPT_CHARS)  # refusal showed as a toast, a red Error
     page.evaluate("""() => { window.saidAgain = 0; const said = document.getElementById('run-said');
         new MutationObserver(() => { if (said.textContent.startsWith('Run over')) window.saidAgain++; })
           .observe(said, {childList: true, subtree: true, characterData: true}); }""")

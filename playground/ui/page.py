@@ -266,6 +266,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     for box, limit, room in ((prompt, MAX_PROMPT_CHARS, 4), (system, MAX_SYSTEM_CHARS, 4), (constraint, MAX_SCHEMA_TEXT_CHARS, 1.25),
                              (sweep_prompts, MAX_SWEEP_PROMPTS * MAX_PROMPT_CHARS, 1.25)):
         bound(box, limit, room)
+        if isinstance(box, gr.Textbox):  # the browser takes no more than the guard lets through: a longer paste
+            box.max_length = int(limit * room)  # was refused by it (a corner toast, a red Error on the last output)
     k_sweep = gr.State(None)  # the last K sweep's points, for the calculator's chart
     measured = gr.State(None)
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
