@@ -1656,6 +1656,26 @@ def test_a_begun_runs_constraint_badge_is_checked_again_with_its_backend():
     assert playground_tab._messages(settings)["constraint_check"] == ""
 
 
+def test_a_constraint_edited_while_the_model_loads_keeps_its_own_check():
+    """A run's first update drew the check of the constraint it was started with: edited while the
+    models loaded, the editor's broken schema then stood beside "looks fine" (the run's older text)."""
+    class Request:
+        session_hash = "check-edited-session"
+    settings = Settings.from_preset(page_inputs.PRESETS["demo-json"])
+    settings.max_new_tokens = 8
+    values, schema = page_inputs.inputs_from_settings(settings), settings.schema
+    check = slot("constraint_check")
+    broken = playground_tab.check_as_typed("JSON schema", '{"type": "objec', settings.backend, Request())
+    assert "looks fine" not in broken  # the editor's check of the text typed while the run loads
+    outputs = list(playground_tab.run(Request(), QUIET, *values))
+    assert all(out[check] == gr.skip() for out in outputs) and "valid" in outputs[-1][slot("badge")]
+    playground_tab.check_as_typed("JSON schema", schema + "\n  ", settings.backend, Request())  # the same schema
+    assert "looks fine" in list(playground_tab.run(Request(), QUIET, *values))[0][check]  # checked again as run
+    playground_tab.check_as_typed("JSON schema", schema, "xgrammar", Request())  # another backend: another check
+    assert list(playground_tab.run(Request(), QUIET, *values))[0][check] == gr.skip()
+    assert "looks fine" in list(playground_tab.run(None, QUIET, *values))[0][check]  # no session: as run
+
+
 def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     """The formula is a draft model's chain of a fixed k: a schedule's run (k changing each round), a
     tree's (acceptance over its nodes) or prompt lookup's, drawn at the k asked for, or carded with

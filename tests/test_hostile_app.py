@@ -238,7 +238,7 @@ class Session:
         self.session_hash = key
 
 
-def test_stop_flags_and_run_tickets_no_job_reads_are_pruned(monkeypatch, tmp_path):
+def test_stop_flags_run_tickets_and_checked_notes_no_job_reads_are_pruned(monkeypatch, tmp_path):
     """Stop on a made-up session left a file for good (500 calls, 500 files); they go after an hour."""
     monkeypatch.setattr(files, "STOPS", tmp_path)
     monkeypatch.setattr(files, "TIDY_EVERY", 1)
@@ -255,6 +255,12 @@ def test_stop_flags_and_run_tickets_no_job_reads_are_pruned(monkeypatch, tmp_pat
     assert ticket and files.run_ticket(Session("made-up-3")) is None and files.run_ticket(Session("made-up-4"))
     files.new_ticket(Session("../../tmp/x"))  # no file outside the flag folder
     assert files.run_ticket(Session("../../tmp/x")) is None and not (files.STOPS / "../../tmp/x.run-ticket").exists()
+    files.note_checked(Session("../../tmp/x"), "[]")  # nor the editor's checked constraint's
+    assert files.last_checked(Session("../../tmp/x")) is None and not (files.STOPS / "../../tmp/x.checked").exists()
+    files.note_checked(Session("made-up-5"), "[]")  # pruned as the tickets are
+    os.utime(tmp_path / "made-up-5.checked", (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)
+    files.note_checked(Session("made-up-6"), "[]")
+    assert files.last_checked(Session("made-up-5")) is None and files.last_checked(Session("made-up-6")) == "[]"
 
 
 def test_the_folders_of_servers_that_have_ended_are_removed_when_one_starts(tmp_path):

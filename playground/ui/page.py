@@ -20,11 +20,11 @@ from playground.ui.experiments_tab import (calculator, column_headers, column_wi
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
-                                  check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
+                                  constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
-                                          RACE_WAITS, message_cleared, pointer_cleared, remember_run, replay_race, run,
+                                          RACE_WAITS, check_as_typed, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
@@ -357,7 +357,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         js=page_style.SAY_LINK_READY)
     gr.on(changed + [box.change for box in EXPERIMENT], None, None, experiment_share_box, js="() => ''", queue=False,
           api_visibility="private")
-    gr.on([kind.change, constraint.change, backend.change], check_constraint, [kind, constraint, backend],
+    gr.on([kind.change, constraint.change, backend.change], check_as_typed, [kind, constraint, backend],
           constraint_check, api_visibility="private", concurrency_limit=1, concurrency_id="constraint-check",
           trigger_mode="always_last",  # one check at a time, then the newest (a preset changes all three at once)
           show_progress="hidden")  # quick; its fading stayed on after a refused Run had written the box

@@ -12,9 +12,10 @@ from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, counted, engine_seconds, identity_note, summarize
 from playground.presets import Settings, constraint_of
 from playground.ui import live, plots, race, render
-from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
+from playground.ui.files import (forget_stop, last_checked, new_ticket, note_checked, request_stop, run_ticket, stop_requested,
+                                 write_download)
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import chain_theory, check_constraint, page_constraint, settings_to_run
+from playground.ui.inputs import KIND_FIELDS, chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
 
@@ -109,13 +110,13 @@ def _results(snap: live.Snapshot, stats: dict) -> dict:
                 time_chart=plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None))
 
 
-def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool, ended: bool = False) -> dict:
+def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: dict | None, ended: bool = False) -> dict:
     """Run's outputs while the target alone runs or the comparison is measured again: the
     metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree;
-    `first` (the run's first update): the last run's badge, charts and file cleared, the messages set;
+    `first` (the run's first update: its messages, _opening): the last run's badge, charts and file cleared;
     `ended` (measuring again: both runs of the first comparison have ended), with `whole`: the badge,
     charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
-    shown = dict(cleared(), **_messages(snap.settings)) if first else {}
+    shown = dict(cleared(), **first) if first is not None else {}
     if whole:
         shown.update(stream=_stream(snap), text=render.committed_text(snap.events), tree=tree_view(snap.events, snap.eos_ids))
         if ended:
@@ -171,18 +172,20 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
             # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
-                yield outputs(_view(snap, final=False, first=first), _messages(settings) if first else {},
+                yield outputs(_view(snap, final=False, first=first), _opening(settings, request) if first else {},
                               tree=tree_view(snap.events, snap.eos_ids), status=status(snap.phase))
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {counted(done)} so far"
-                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events), first),
+                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events),
+                                       _opening(settings, request) if first else None),
                               status=status(snap.phase))
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
                         f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "
                         f"so far): {snap.speedup.reason}")
-                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first, ended=True),
+                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(),
+                                       _opening(settings, request) if first else None, ended=True),
                               status=status(snap.phase))
             else:
                 continue  # the last snapshot: drawn below, whole
@@ -206,7 +209,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                 "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
     failed = _messages(None, snap.failure, ended_early=True) if snap.failure else {}  # said at its cause, its output
     # drawn as its own (stopped, or whole where measuring again failed)
-    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, failed, _race(snap), measured=measured,
+    yield outputs(_view(snap, final=True), _opening(settings, request) if first else {}, failed, _race(snap), measured=measured,
                   tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))
 
@@ -254,6 +257,29 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None, end
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
         values["constraint_check"] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
     return values
+
+
+def _opening(settings: Settings, request: gr.Request) -> dict:
+    """The messages of a run's first update: cleared, and the constraint's check drawn again as the
+    run compiled it; left as it is where the editor holds another constraint now (edited while the
+    model loaded: the run's older text overwrote its check, and "valid" stood beside a broken one)."""
+    values = _messages(settings)
+    if last_checked(request) not in (None, checked_key(*page_constraint(settings), settings.backend)):
+        del values["constraint_check"]
+    return values
+
+
+def check_as_typed(kind: str, text: str, backend: str, request: gr.Request) -> str:
+    """The editor's check (inputs.check_constraint), noted as this session's last checked constraint."""
+    note_checked(request, checked_key(kind, text, backend))
+    return check_constraint(kind, text, backend)
+
+
+def checked_key(kind: str, text: str, backend: str) -> str:
+    """A constraint as the page holds it, the same whether read from the editor or from a run's
+    settings (a schema's text is run stripped; no kind, no text)."""
+    field = KIND_FIELDS.get(kind)
+    return json.dumps([kind, "" if field is None else text.strip() if field == "schema" else text, backend])
 
 
 def message_cleared(where: str) -> str:
