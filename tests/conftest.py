@@ -12,7 +12,10 @@ import torch  # noqa: E402
 
 from tests import tiny  # noqa: E402
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# At most two threads a process, shared among pytest-xdist's workers (scripts/test.sh runs one a core):
+# on 2 cores, one each
+_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, torch.get_num_threads() // _workers)))
 
 
 @pytest.fixture(scope="session")

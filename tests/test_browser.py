@@ -247,7 +247,8 @@ def test_run_while_the_speedup_is_measured_again_starts_the_next_run(page, app_u
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     page.click("#run-button")
     page.wait_for_function("""!document.querySelector('#run-button').disabled
-        && document.querySelector('#metrics').textContent.includes('measuring again')""", timeout=60_000)
+        && document.querySelector('#metrics')?.textContent.includes('measuring again')""", timeout=60_000)  # (redrawn:
+    # absent a moment, as the click clears the last run's; its error failed the test 1 run in 2 beside another worker)
     expect(page.locator("#stop-button")).to_be_enabled()
     page.locator("#max-tokens input[type=number]").fill("24")
     page.locator("#max-tokens input[type=number]").press("Enter")
@@ -357,7 +358,7 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
     expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
     page.get_by_role("tab", name="Race").click()  # drawn as the runs ended, then replayed: wait for the replay's
     page.wait_for_function("""document.querySelectorAll('#race .race-lane[data-finished=true]').length === 2
-        && document.querySelector('#race small').textContent.includes('replayed')""", timeout=30_000)  # end
+        && document.querySelector('#race small')?.textContent.includes('replayed')""", timeout=30_000)  # end
     texts = page.locator("#race .race-text").all_inner_texts()
     assert texts[0] == texts[1] == page.locator("#output-text textarea").input_value()  # greedy: the same text
     first = texts[0]
