@@ -181,7 +181,10 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.prompt, settings.max_new_tokens = "", 12  # the Playground's prompt may be empty
     inputs = page_inputs.inputs_from_settings(settings)
-    status, table, _, csv_path, k_sweep = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs))[-1]
+    *measuring, (status, table, _, csv_path, k_sweep) = experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def add(a, b):\\n\nclass A:\n", *inputs)
+    ran_with = "; with demo-target and the draft demo-draft: temperature 0, 12 new tokens"  # each note says what it ran
+    assert all(ran_with in html.unescape(update[0]) for update in [*measuring, (status,)])  # with (the line above
+    # follows the Playground tab's changes), the swept k left out
     rows = table.value["data"]
     assert [row[0] for row in rows] == [1, 3] and all(row[-2] == 2 for row in rows)  # 2 prompts each
     assert "temperature" not in table.headers and [p["k"] for p in k_sweep["rows"]] == [1, 3]  # (for the calculator)
@@ -196,6 +199,7 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert float(columns["speedup_estimate"]) > 0 and columns["verdict"]  # estimate a noisy row leaves out of its speedup
     line = experiments_tab.settings_line(*inputs)  # the Experiments tab says what it runs with
     assert "Runs with demo-target and the draft demo-draft: k 4, temperature 0, 12 new tokens (a sweep sets the one it sweeps)." in line
+    assert "an experiment's note says what it ran with" in html.unescape(line)
     settings.regex, settings.policy = "<b>[0-9]+", "schedule"
     line = experiments_tab.settings_line(*page_inputs.inputs_from_settings(settings))
     assert "policy schedule, a regex (a sweep" in line and "<b>" not in line
@@ -1360,7 +1364,8 @@ def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
         None, QUIET, ["draft model", "prompt lookup"], "def f(x):", *page_inputs.inputs_from_settings(settings))
     columns = {c: i for i, c in enumerate(sweeps.COMPARE_COLUMNS)}
     rows = table["data"]
-    assert "done: 2 ways of drafting, 1 prompt each" in status and [r[0] for r in rows] == ["draft model", "prompt lookup"]
+    assert "done: 2 ways of drafting, 1 prompt each; with demo-target and the draft demo-draft: k 4, temperature 0, 16 new tokens" in status
+    assert [r[0] for r in rows] == ["draft model", "prompt lookup"]
     baselines = [r[columns["baseline_tokens_per_s"]] for r in rows]
     assert all(b > 0 for b in baselines) and baselines[0] != baselines[1]  # two measurements, not one reused
     assert all(update[3] in (None, gr.skip()) for update in measuring)  # a file once it has ended (it had none)

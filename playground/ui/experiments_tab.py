@@ -51,7 +51,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         prompts = _experiment_prompts(prompts_text, settings)
         _check_work(len(values_list), prompts, settings)
         pace, halt = Pace(), Halt(request, "sweep")
-        yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)})"), _sweep_table([], axis),
+        ran_with = f"; with {described(measured_with(settings), axis)}"  # (the Playground may change meanwhile)
+        yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)}){ran_with}"), _sweep_table([], axis),
                None, None, gr.skip())
 
         blocks = [0]  # the measurements of the value being measured (its first took minutes, unsaid: a review)
@@ -73,7 +74,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
                       f"{pace(len(rows))}; its measurements: {blocks[0]} done, at most {MAX_BLOCKS})"
-                      if len(rows) < len(values_list) else "finishing")
+                      if len(rows) < len(values_list) else "finishing") + ran_with
             yield render.progress_note(status), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
     except Exception as exc:  # the values measured whole before it stay downloadable
         if measuring and len(measured) < len(values_list):  # (which point failed was not said)
@@ -85,7 +86,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     finally:
         forget_stop(request, "sweep")
     csv_path = _sweep_csv(rows, axis, settings) if rows else None  # (stopped before its first value: no file)
-    done = f"{_done_or_stopped(rows, values_list, halt)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} prompt{'s' * (len(prompts) > 1)} each"
+    done = (f"{_done_or_stopped(rows, values_list, halt)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} "
+            f"prompt{'s' * (len(prompts) > 1)} each{ran_with}")
     yield (render.progress_note(done, final=True), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), csv_path,
            k_sweep_points(rows, settings) if axis == "k" else gr.skip())
 
@@ -119,21 +121,29 @@ def measured_with(s) -> dict:
 
 def settings_line(*values) -> str:
     """One line on the Experiments tab: what its experiments run with (set on the Playground tab,
-    out of sight: a colleague's link set them there)."""
+    out of sight: a colleague's link set them there). An experiment's own notes say what it ran with:
+    this line follows the Playground's changes, during and after it."""
     try:
         m = measured_with(settings_from_inputs(*values))
     except PlaygroundError:
         return ""
+    text = (f"Runs with {described(m)} (a sweep sets the one it sweeps). Change them in the Playground tab; an "
+            "experiment's note says what it ran with.")
+    return f'<div class="experiment-settings">{html.escape(text)}</div>'
+
+
+def described(m: dict, set_by_experiment: str = "") -> str:
+    """'T and the draft D: k 4, temperature 0, 12 new tokens' for the settings measured_with gives,
+    without the one the experiment sets itself (`set_by_experiment`: k, temperature or policy)."""
     parts = [f"k {m['k']}", f"temperature {m['temperature']:g}", counted(m['max_new_tokens'], "new token")]
     if m["policy"] != "fixed":
         parts.append(f"policy {m['policy']}")
+    parts = [part for part in parts if not part.startswith(f"{set_by_experiment} ")] if set_by_experiment else parts
     if m["tree"]:
         parts.append(f"tree {m['tree']}")
     if m["constraint"]:
         parts.append(f"a {m['constraint'].replace('schema', 'JSON schema')}")
-    text = (f"Runs with {m['target']} and the draft {m['draft']}: {', '.join(parts)} (a sweep sets the one it "
-            "sweeps). Change them in the Playground tab.")
-    return f'<div class="experiment-settings">{html.escape(text)}</div>'
+    return f"{m['target']} and the draft {m['draft']}: {', '.join(parts)}"
 
 
 def experiment_buttons(job: str, held: int):
@@ -309,7 +319,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         _check_work(len(variants), prompts, settings)
         encode = lambda pair, text: session.prompt_ids_of(pair, settings, text)  # noqa: E731
         pace, halt = Pace(), Halt(request, "compare_drafts")
-        yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)})"), [], None, None
+        ran_with = f"; with {described(measured_with(settings), 'policy')}"  # (the ways set the policy)
+        yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)}){ran_with}"), [], None, None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
             yield []  # as a sweep's
@@ -325,9 +336,9 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
                 return
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
             if status := comparing(rows, variants, pace):
-                yield (render.progress_note(status), _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows),
+                yield (render.progress_note(status + ran_with), _table(rows, sweeps.COMPARE_COLUMNS), plots.draft_comparison(rows),
                        gr.skip())
-        yield (render.progress_note(_compared(measured, variants, prompts, halt), final=True),  # done, or stopped
+        yield (render.progress_note(_compared(measured, variants, prompts, halt) + ran_with, final=True),  # done, or stopped
                _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured), _comparison_csv(measured, settings))
     except Exception as exc:  # the ways measured before it stay downloadable
         if measuring and len(measured) < len(variants):
