@@ -467,6 +467,33 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     expect(page.locator("#stop-button")).to_be_disabled(timeout=60_000)
 
 
+OPACITY_JS = """(selector) => { let e = document.querySelector(selector), opacity = 1;
+  for (; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity); return opacity; }"""
+
+
+def test_a_sweep_clicked_during_a_run_says_it_waits_and_stopped_then_measures_nothing(page, app_url):
+    """A sweep clicked while a run wrote showed Gradio's "queue: 2/2" alone, and its Stop said "Stopping" for
+    the minutes the run had left."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=1024")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    page.click("#run-button")
+    expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
+    page.get_by_role("tab", name="Experiments").click()
+    fill_until_kept(page.get_by_label("Values"), "1,2")
+    page.get_by_role("button", name="Run sweep").click()
+    expect(page.locator("#experiment-waits")).to_be_visible()
+    expect(page.locator("#experiment-waits")).to_contain_text("starts once the run on the Playground tab")
+    assert page.evaluate(OPACITY_JS, "#experiment-waits") == 1  # not faded as Gradio fades a queued event's box
+    page.locator("#sweep-stop").click()
+    page.get_by_role("tab", name="Playground").click()
+    page.click("#stop-button")
+    page.get_by_role("tab", name="Experiments").click()
+    expect(page.locator("#experiment-progress")).to_contain_text("stopped: 0 of 2 values of k", timeout=60_000)
+    expect(page.locator("#sweep-stop")).to_have_text("Stop")
+    expect(page.locator("#experiment-waits")).to_have_count(0)
+    assert error_labels(page) == 0
+
+
 def test_a_calculator_value_typed_past_its_slider_is_said_under_it(page, app_url):
     """Typed -0.1 as the cost ratio: Gradio refused it in a toast and the last result stayed as if current."""
     page.goto(app_url)

@@ -1,6 +1,7 @@
 """The Experiments tab's callbacks: a K or temperature sweep, the draft comparison and the speedup
 calculator, each streaming its table and chart; a refused experiment leaves the last results."""
 import hashlib
+import json
 import html
 import logging
 import math
@@ -161,6 +162,18 @@ def experiment_buttons(job: str, held: int):
     def end():
         return gr.update(interactive=True), gr.update(value="Stop", interactive=False), *[gr.update(interactive=True)] * held
     return start, stop, end
+
+
+def waits_for_run_js(job: str) -> str:
+    """JS for an experiment's button (`job`: sweep or compare_drafts): clicked while this page's run, or
+    its other experiment, holds the model, its note says that it waits (Gradio's "queue: 2/2" alone
+    showed, and its Stop, pressed then, said "Stopping" for the minutes the run had left)."""
+    other = "#compare-stop" if job == "sweep" else "#sweep-stop"
+    what = "sweep" if job == "sweep" else "comparison"
+    note = (f'<div class="progress-note" id="experiment-waits">This {what} starts once the run on the Playground tab, '
+            "or the other experiment, ends (one run at a time here). Stopped before then, it ends as its turn comes, "
+            "having measured nothing.</div>")
+    return f"(shown) => document.querySelector('#stop-button:enabled, {other}:enabled') ? {json.dumps(note)} : shown"
 
 
 def empty_sweep_table(axis: str, table):

@@ -16,7 +16,8 @@ from playground.ui.api import generate
 from playground.ui.calls import VALUE_CHARS, bound
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
 from playground.ui.experiments_tab import (calculator, column_headers, column_widths, empty_sweep_table, experiment_buttons, from_last_run,
-                                           make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, rows_shown)
+                                           make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, rows_shown,
+                                           waits_for_run_js)
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
@@ -377,6 +378,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                      .then(experiment, inputs + SETTINGS, outputs, api_name=name, concurrency_limit=CONCURRENCY,
                            concurrency_id=DEVICE, show_progress_on=[outputs[0]]))
         measuring_events[name] = measuring
+        button.click(None, outputs[0], outputs[0], js=waits_for_run_js(name), queue=False, api_visibility="private")
         for step in (measuring.then, measuring.failure):
             step(end, None, [button, stop, *inputs], queue=False,
                  api_visibility="private")

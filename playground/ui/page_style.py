@@ -57,6 +57,8 @@ CSS = """
 .field-error { color: #b91c1c; background: #dc262614; border-left: 3px solid #dc2626; padding: 4px 8px;
                border-radius: 4px; font-size: 14px; white-space: pre-wrap; }
 .progress-note { font-size: 14px; color: var(--body-text-color-subdued); }
+/* an experiment waiting its turn: Gradio fades its note box to 0.2 while it is queued, and the note saying why was faint */
+.html-container.pending:has(#experiment-waits) { opacity: 1; }
 .spinner { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border: 2px solid #9ca3af;
            border-top-color: transparent; border-radius: 50%; animation: spin 0.8s linear infinite; }
 @keyframes spin { to { transform: rotate(360deg); } }
