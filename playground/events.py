@@ -112,6 +112,7 @@ class RunResult:
 def round_json(r: Round) -> dict:
     """A round as plain data: its timing and its tokens with their kinds and probabilities."""
     return {"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s, "target_s": r.target_s,
+            "draft_passes": r.draft_passes, "target_passes": r.target_passes,  # (a cascade's lookup drafts with none)
             "proposed": r.proposed, "accepted": r.accepted, "forced_drafts": r.forced_drafts, "forced_refused": r.forced_refused, "forced_first": r.forced_first,
             "wall_s": r.wall_s, "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
                                             "p_draft": t.p_draft} for t in r.tokens]}

@@ -53,6 +53,8 @@ def test_run_streams_every_token_kind_with_consistent_stats():
         assert stats["proposed"] == sum(t["kind"] in ("accepted", "rejected") for t in tokens) - refused_alone  # refused
         assert stats["accepted"] == sum(t["kind"] == "accepted" for t in tokens)
         assert stats["acceptance_rate"] == pytest.approx(stats["accepted"] / stats["proposed"])
+        for kind in ("draft_passes", "target_passes"):  # each round's passes, and the prompt's one pass of each model
+            assert stats[kind] - sum(r[kind] for r in report["rounds"]) == 1
         measure = report["speedup_measure"]
         assert report["identical_to_baseline"] is True and measure["estimate"] > 0
         assert report["speedup"] == measure["speedup"] and (measure["speedup"] is None) == bool(measure["reason"])
