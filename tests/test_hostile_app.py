@@ -1508,8 +1508,8 @@ def test_the_pages_own_functions_are_not_called_by_name(app_url):
     calculator, the run history) though the API's listing leaves them out."""
     import app
     private = [fn.api_name for fn in app.demo.fns.values() if fn.api_visibility == "private" and fn.api_name]
-    assert "check_constraint" in private and "calculator" in private
-    for name in private[:6] + ["check_constraint", "calculator"]:
+    assert "check_as_typed" in private and "calculator" in private
+    for name in private[:6] + ["check_as_typed", "calculator"]:
         for route in (f"/gradio_api/call/{name}", f"/gradio_api/call/v2/{name}", f"/gradio_api/run/{name}"):
             status, text = post(app_url, route, json.dumps({"data": ["regex", "a+", "llguidance"]}).encode())
             assert status == 404 and f"no endpoint '{name}' here; /gradio_api/info lists them" in text, (route, status, text)
