@@ -10,7 +10,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from playground.ui import race
+from playground.ui import playground_tab, race
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -854,6 +854,38 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
     expect(page.locator("#metrics")).to_contain_text("acceptance", timeout=60_000)
     assert page.locator("#constraint-check .pending, #constraint-check.pending").count() == 0
     expect(pointer).to_have_count(0)
+
+
+def test_a_constraint_edited_while_the_run_loads_keeps_its_own_check(page, app_url, monkeypatch):
+    """A run's first update drew the check of the constraint it was started with: edited while the models
+    loaded, the broken schema in the editor stood beside "looks fine"."""
+    import time
+    from playground.ui import live
+    prepare = live.prepare
+    monkeypatch.setattr(live, "prepare", lambda *a, **k: (time.sleep(4), prepare(*a, **k))[1])  # loads slowly
+    page.goto(f"{app_url}?preset=demo-json&max_new_tokens=16&compare=false")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    editor, check = page.locator("#constraint-editor .cm-content"), page.locator("#constraint-check")
+    expect(check).to_contain_text("looks fine", timeout=30_000)
+    if not editor.is_visible():  # (the preset's constraint opens its section)
+        page.get_by_role("button", name="Structured output (JSON Schema, regex or grammar)").click()
+    page.click("#run-button")
+    editor.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.insert_text("}")  # broken while the run loads
+    expect(check).to_contain_text("not valid JSON", timeout=30_000)
+    expect(page.locator("#token-stream .tok").first).to_be_attached(timeout=60_000)  # the run has written
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    expect(check).to_contain_text("not valid JSON")
+    assert "looks fine" not in check.inner_text()
+    relay = lambda said, kind="regex", text="a": page.evaluate(  # noqa: E731  (the run was clicked with the regex a)
+        f"""([said, kind, text]) => {{ window.runConstraint = JSON.stringify(['regex', 'a', 'llguidance']);
+        return ({playground_tab.RUN_CHECK_JS})(said, kind, text, 'llguidance', 'shown'); }}""", [said, kind, text])
+    refused = '<div class="field-error" id="constraint-error">no</div>'
+    assert relay(f"<template>{refused}</template><!-- 1 -->") == refused  # the editor still holds it: drawn
+    assert relay(f"<template>{refused}</template><!-- 2 -->", text="b").endswith("before your edit:</div>" + refused)
+    assert relay("<template><span>looks fine</span></template><!-- 3 -->", text="b") == "shown"  # its own check kept
+    assert relay("", text="a") == "shown"
 
 
 def test_a_preset_picked_keeps_a_typed_prompt_and_gives_its_own_once_the_box_is_empty(page, app_url):

@@ -238,7 +238,7 @@ class Session:
         self.session_hash = key
 
 
-def test_stop_flags_run_tickets_and_checked_notes_no_job_reads_are_pruned(monkeypatch, tmp_path):
+def test_stop_flags_and_run_tickets_no_job_reads_are_pruned(monkeypatch, tmp_path):
     """Stop on a made-up session left a file for good (500 calls, 500 files); they go after an hour."""
     monkeypatch.setattr(files, "STOPS", tmp_path)
     monkeypatch.setattr(files, "TIDY_EVERY", 1)
@@ -255,12 +255,6 @@ def test_stop_flags_run_tickets_and_checked_notes_no_job_reads_are_pruned(monkey
     assert ticket and files.run_ticket(Session("made-up-3")) is None and files.run_ticket(Session("made-up-4"))
     files.new_ticket(Session("../../tmp/x"))  # no file outside the flag folder
     assert files.run_ticket(Session("../../tmp/x")) is None and not (files.STOPS / "../../tmp/x.run-ticket").exists()
-    files.note_checked(Session("../../tmp/x"), "[]")  # nor the editor's checked constraint's
-    assert files.last_checked(Session("../../tmp/x")) is None and not (files.STOPS / "../../tmp/x.checked").exists()
-    files.note_checked(Session("made-up-5"), "[]")  # pruned as the tickets are
-    os.utime(tmp_path / "made-up-5.checked", (time.time() - 2 * files.DOWNLOAD_TTL_S,) * 2)
-    files.note_checked(Session("made-up-6"), "[]")
-    assert files.last_checked(Session("made-up-5")) is None and files.last_checked(Session("made-up-6")) == "[]"
 
 
 def test_the_folders_of_servers_that_have_ended_are_removed_when_one_starts(tmp_path):
@@ -1508,8 +1502,8 @@ def test_the_pages_own_functions_are_not_called_by_name(app_url):
     calculator, the run history) though the API's listing leaves them out."""
     import app
     private = [fn.api_name for fn in app.demo.fns.values() if fn.api_visibility == "private" and fn.api_name]
-    assert "check_as_typed" in private and "calculator" in private
-    for name in private[:6] + ["check_as_typed", "calculator"]:
+    assert "check_constraint" in private and "calculator" in private
+    for name in private[:6] + ["check_constraint", "calculator"]:
         for route in (f"/gradio_api/call/{name}", f"/gradio_api/call/v2/{name}", f"/gradio_api/run/{name}"):
             status, text = post(app_url, route, json.dumps({"data": ["regex", "a+", "llguidance"]}).encode())
             assert status == 404 and f"no endpoint '{name}' here; /gradio_api/info lists them" in text, (route, status, text)

@@ -1,6 +1,5 @@
 """The server's files per browser session: downloads (a run's JSON, a sweep's CSV), removed after
-an hour, and stop flags and a session's notes (its run ticket, its last checked constraint): files,
-so that a ZeroGPU worker process sees them too.
+an hour, and stop flags and run tickets (files, so that a ZeroGPU worker process sees them too).
 
 Downloads are written inside Gradio's own cache folder: Gradio serves a file from there as it is,
 where it copies any other file into that folder first (a second copy, bounded by age alone). There
@@ -136,49 +135,33 @@ def stop_requested(request: gr.Request | None, job: str = "run") -> bool:
 def new_ticket(request: gr.Request | None) -> None:
     """Run clicked: this session's runs get a new ticket; a run holding an older one ends as on Stop
     (the page allows the click only while a run measures its speedup again: it keeps its estimate),
-    and the new one starts once it has."""
-    _remember(request, "run-ticket", secrets.token_hex(8))
+    and the new one starts once it has. Written whole or not at all (a full disk: logged, the
+    running one goes on to its end)."""
+    path = _ticket(request)
+    if path is None:
+        return
+    _tidy_stops()
+    part = path.with_name(path.name + ".part")
+    try:
+        part.write_text(secrets.token_hex(8))
+        part.replace(path)
+    except OSError as exc:
+        log.warning("could not write a run ticket: %s", exc)
+        part.unlink(missing_ok=True)
 
 
 def run_ticket(request: gr.Request | None) -> str | None:
     """The ticket of this session's latest Run click; None before the first (or over the API)."""
-    return _recalled(request, "run-ticket")
-
-
-def note_checked(request: gr.Request | None, key: str) -> None:
-    """The constraint the editor's check last read for this session (`key` names kind, text and
-    backend): a run's first update redraws the check only for the constraint still in the editor."""
-    _remember(request, "checked", key)
-
-
-def last_checked(request: gr.Request | None) -> str | None:
-    return _recalled(request, "checked")
-
-
-def _remember(request: gr.Request | None, name: str, value: str) -> None:
-    """A short note for this session (`name`: run-ticket, checked), written whole or not at all (a
-    full disk: logged, and the note stays as it was)."""
-    flag = stop_flag(request, "run")
-    if flag is None:
-        return
-    _tidy_stops()
-    path = flag.with_name(f"{flag.stem}.{name}")
-    part = path.with_name(path.name + ".part")
+    path = _ticket(request)
     try:
-        part.write_text(value)
-        part.replace(path)
-    except OSError as exc:
-        log.warning("could not write a session's %s: %s", name, exc)
-        part.unlink(missing_ok=True)
-
-
-def _recalled(request: gr.Request | None, name: str) -> str | None:
-    """This session's note `name`; None before it was first written (or over the API)."""
-    flag = stop_flag(request, "run")
-    try:
-        return flag.with_name(f"{flag.stem}.{name}").read_text() if flag is not None else None
+        return path.read_text() if path is not None else None
     except OSError:
         return None
+
+
+def _ticket(request: gr.Request | None) -> pathlib.Path | None:
+    flag = stop_flag(request, "run")
+    return flag and flag.with_name(flag.name + "-ticket")
 
 
 def forget_stop(request: gr.Request | None, job: str = "run") -> None:

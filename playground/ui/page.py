@@ -21,11 +21,11 @@ from playground.ui.experiments_tab import (calculator, column_headers, column_wi
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
-                                  constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
+                                  check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
-                                          RACE_WAITS, check_as_typed, message_cleared, pointer_cleared, remember_run, replay_race, run,
+                                          RACE_WAITS, RUN_CHECK_JS, RUN_CONSTRAINT_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
@@ -273,11 +273,13 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     measured = gr.State(None)
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
     run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
+    run_check = gr.HTML(visible="hidden", elem_id="run-check")  # a run's check of its constraint, or its refusal, for
+    # constraint_check (RUN_CHECK_JS): HTML, not State, so that the web API's /run still returns it
     run_outputs = run_outputs_in_order(dict(
         stream=stream, metrics=metrics_html, text=text, baseline_text=baseline_text, badge=badge, json=pretty,
         accepted_chart=hist_plot, position_chart=pos_plot, cumulative_chart=cum_plot, time_chart=time_plot,
         download=download, measured=measured, model_msg=model_msg, prompt_msg=prompt_msg, run_msg=run_msg,
-        constraint_check=constraint_check, constraint_section=constraint_acc, tree_msg=tree_msg, advanced=advanced,
+        run_check=run_check, constraint_section=constraint_acc, tree_msg=tree_msg, advanced=advanced,
         race_lanes=race_lanes, race=race_html, tree=tree_html, status=run_status))
 
     # Gradio 6 sends a dropdown's .input when it is only left (Tab, a click away), its value unchanged: that re-applied
@@ -322,6 +324,9 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     run_btn.click(None, None, None, js=RUN_CLICKED_JS, queue=False, api_visibility="private")
     run_btn.click(None, run_msg, run_msg, js=WAITS_FOR_EXPERIMENT_JS, queue=False, api_visibility="private")  # (the
     # run's first update clears it)
+    run_btn.click(None, [kind, constraint, backend], None, js=RUN_CONSTRAINT_JS, queue=False, api_visibility="private")
+    run_check.change(None, [run_check, kind, constraint, backend, constraint_check], constraint_check, js=RUN_CHECK_JS,
+                     queue=False, api_visibility="private")  # the run's check, drawn if the editor still holds its constraint
     started = run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")
     started.then(None, None, None, js=focus_moved_to("#stop-button"), queue=False, api_visibility="private")
     running = (started
@@ -358,7 +363,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         js=page_style.SAY_LINK_READY)
     gr.on(changed + [box.change for box in EXPERIMENT], None, None, experiment_share_box, js="() => ''", queue=False,
           api_visibility="private")
-    gr.on([kind.change, constraint.change, backend.change], check_as_typed, [kind, constraint, backend],
+    gr.on([kind.change, constraint.change, backend.change], check_constraint, [kind, constraint, backend],
           constraint_check, api_visibility="private", concurrency_limit=1, concurrency_id="constraint-check",
           trigger_mode="always_last",  # one check at a time, then the newest (a preset changes all three at once)
           show_progress="hidden")  # quick; its fading stayed on after a refused Run had written the box

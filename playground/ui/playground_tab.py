@@ -1,6 +1,7 @@
 """The Playground tab's callbacks: one run streamed into the page (tokens, metrics, then charts and
 its download), each error next to its cause, the race replay and the runs kept for the calculator."""
 import json
+import secrets
 import time
 
 import gradio as gr
@@ -12,10 +13,9 @@ from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, counted, engine_seconds, identity_note, summarize
 from playground.presets import Settings, constraint_of
 from playground.ui import live, plots, race, render
-from playground.ui.files import (forget_stop, last_checked, new_ticket, note_checked, request_stop, run_ticket, stop_requested,
-                                 write_download)
+from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import KIND_FIELDS, chain_theory, check_constraint, page_constraint, settings_to_run
+from playground.ui.inputs import chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
 
@@ -24,7 +24,7 @@ from playground.ui.tree_view import tree_view
 # their inputs (see _messages), then the race (its lanes, its view), the token tree and the run's status
 RUN_SLOTS = ("stream", "metrics", "text", "baseline_text", "badge", "json", *(CHARTS := (
     "accepted_chart", "position_chart", "cumulative_chart", "time_chart")), "download", "measured",
-    "model_msg", "prompt_msg", "run_msg", "constraint_check", "constraint_section", "tree_msg", "advanced",
+    "model_msg", "prompt_msg", "run_msg", "run_check", "constraint_section", "tree_msg", "advanced",
     "race_lanes", "race", "tree", "status")
 
 
@@ -110,13 +110,13 @@ def _results(snap: live.Snapshot, stats: dict) -> dict:
                 time_chart=plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None))
 
 
-def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: dict | None, ended: bool = False) -> dict:
+def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool, ended: bool = False) -> dict:
     """Run's outputs while the target alone runs or the comparison is measured again: the
     metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree;
-    `first` (the run's first update: its messages, _opening): the last run's badge, charts and file cleared;
+    `first` (the run's first update): the last run's badge, charts and file cleared, the messages set;
     `ended` (measuring again: both runs of the first comparison have ended), with `whole`: the badge,
     charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
-    shown = dict(cleared(), **first) if first is not None else {}
+    shown = dict(cleared(), **_messages(snap.settings)) if first else {}
     if whole:
         shown.update(stream=_stream(snap), text=render.committed_text(snap.events), tree=tree_view(snap.events, snap.eos_ids))
         if ended:
@@ -172,20 +172,18 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
             # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
-                yield outputs(_view(snap, final=False, first=first), _opening(settings, request) if first else {},
+                yield outputs(_view(snap, final=False, first=first), _messages(settings) if first else {},
                               tree=tree_view(snap.events, snap.eos_ids), status=status(snap.phase))
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {counted(done)} so far"
-                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events),
-                                       _opening(settings, request) if first else None),
+                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events), first),
                               status=status(snap.phase))
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
                         f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "
                         f"so far): {snap.speedup.reason}")
-                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(),
-                                       _opening(settings, request) if first else None, ended=True),
+                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first, ended=True),
                               status=status(snap.phase))
             else:
                 continue  # the last snapshot: drawn below, whole
@@ -209,7 +207,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
                 "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
     failed = _messages(None, snap.failure, ended_early=True) if snap.failure else {}  # said at its cause, its output
     # drawn as its own (stopped, or whole where measuring again failed)
-    yield outputs(_view(snap, final=True), _opening(settings, request) if first else {}, failed, _race(snap), measured=measured,
+    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, failed, _race(snap), measured=measured,
                   tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))
 
@@ -255,31 +253,11 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None, end
         if where in POINTED:  # and pointed to from under Run (out of sight: in a section, or far down on a phone)
             values["run_msg"] = render.pointer(POINTED[where], ended_early)
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
-        values["constraint_check"] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
+        values["run_check"] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
+    if "run_check" in values:  # inert in its hidden box (no second #constraint-error on the page), and each one new
+        # to the page, so that it is drawn (RUN_CHECK_JS) though the last one was the same
+        values["run_check"] = f"<template>{values['run_check']}</template><!-- {secrets.token_hex(4)} -->"
     return values
-
-
-def _opening(settings: Settings, request: gr.Request) -> dict:
-    """The messages of a run's first update: cleared, and the constraint's check drawn again as the
-    run compiled it; left as it is where the editor holds another constraint now (edited while the
-    model loaded: the run's older text overwrote its check, and "valid" stood beside a broken one)."""
-    values = _messages(settings)
-    if last_checked(request) not in (None, checked_key(*page_constraint(settings), settings.backend)):
-        del values["constraint_check"]
-    return values
-
-
-def check_as_typed(kind: str, text: str, backend: str, request: gr.Request) -> str:
-    """The editor's check (inputs.check_constraint), noted as this session's last checked constraint."""
-    note_checked(request, checked_key(kind, text, backend))
-    return check_constraint(kind, text, backend)
-
-
-def checked_key(kind: str, text: str, backend: str) -> str:
-    """A constraint as the page holds it, the same whether read from the editor or from a run's
-    settings (a schema's text is run stripped; no kind, no text)."""
-    field = KIND_FIELDS.get(kind)
-    return json.dumps([kind, "" if field is None else text.strip() if field == "schema" else text, backend])
 
 
 def message_cleared(where: str) -> str:
@@ -325,6 +303,18 @@ WAITS_FOR_EXPERIMENT_JS = ("(shown) => document.querySelector('#sweep-stop:enabl
                            + json.dumps('<div class="progress-note" id="run-waits">This run starts once the experiment '
                                         'running on the Experiments tab ends (one run at a time here); its Stop ends '
                                         'it.</div>') + " : shown")
+
+
+# The constraint a Run was clicked with, and what the run says of it (run_check: its check as compiled, or its refusal)
+# drawn beside the editor only while the editor still holds that constraint: edited while the models loaded, the
+# run's older text's "looks fine" stood beside a broken schema. An error about the older text is drawn saying so.
+RUN_CONSTRAINT_JS = "(kind, text, backend) => { window.runConstraint = JSON.stringify([kind, text, backend]); }"
+RUN_CHECK_JS = ("(said, kind, text, backend, shown) => { if (!said) return shown;"
+                " const check = said.slice(said.indexOf('>') + 1, said.lastIndexOf('</template>'));"
+                " if (JSON.stringify([kind, text, backend]) === window.runConstraint) return check;"
+                " return check.includes('field-error') ? " + json.dumps(
+                    '<div class="constraint-note" id="constraint-was">Of the constraint the run was started with, '
+                    'before your edit:</div>') + " + check : shown; }")
 
 
 SETTLE_MS = 200  # a burst of setting changes is one once none has come for this long
@@ -376,7 +366,7 @@ def stop_run(request: gr.Request) -> None:
     request_stop(request)
 
 
-MESSAGE_SLOTS = {"model": "model_msg", "prompt": "prompt_msg", "run": "run_msg", "constraint": "constraint_check",
+MESSAGE_SLOTS = {"model": "model_msg", "prompt": "prompt_msg", "run": "run_msg", "constraint": "run_check",
                  "tree": "tree_msg"}  # each place's message among Run's outputs
 SECTIONS = {"constraint": "constraint_section", "tree": "advanced"}  # the closed section each message sits in
 POINTED = {"constraint": "in Structured output", "tree": "in Advanced, under the token tree",
