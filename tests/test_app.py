@@ -20,6 +20,7 @@ from playground.measure import sweeps
 from playground.ui import experiments_tab, files, inputs as page_inputs, json_view, playground_tab
 from playground.ui import api as page_api, live, plots, race
 from playground.errors import PlaygroundError
+from playground.draft_ids import cascade
 from playground.events import KINDS
 from playground.presets import Settings
 from playground.ui.share import RANGES, from_query, to_query
@@ -201,7 +202,7 @@ def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():
     assert float(columns["speedup_estimate"]) > 0 and columns["verdict"]  # estimate a noisy row leaves out of its speedup
     line = experiments_tab.settings_line(*inputs)  # the Experiments tab says what it runs with
     assert "Runs with demo-target and the draft demo-draft: k 4, temperature 0, 12 new tokens (a sweep sets the one it sweeps)." in line
-    assert "an experiment's note says what it ran with" in html.unescape(line)
+    assert "an experiment's note says these as it ran with them, its CSV every setting" in html.unescape(line)
     settings.regex, settings.policy = "<b>[0-9]+", "schedule"
     line = experiments_tab.settings_line(*page_inputs.inputs_from_settings(settings))
     assert "policy schedule, a regex (a sweep" in line and "<b>" not in line
@@ -255,6 +256,7 @@ def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
     status, table, chart, csv_path, _ = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def f():",
                                                                        *page_inputs.inputs_from_settings(settings)))[-1]
     assert "at k = 3: this run spent 31 s of CPU on its constraint, more than this host allows (30 s)" in status
+    assert "(the results below: measured with demo-target and the draft demo-draft: temperature 0, 8 new tokens)" in status
     assert [row[0] for row in table.value["data"]] == [1]
     assert chart is not None and [row[0] for row in csv.reader(open(csv_path))] == ["k", "1"]
 
@@ -1377,6 +1379,10 @@ def test_the_draft_comparison_measures_the_target_alone_beside_every_variant():
                                                                          ("prompt lookup", "ngram", "fixed")]
     assert float(written[1]["baseline_tokens_per_s"]) == pytest.approx(baselines[1], rel=1e-3)
     assert written[0]["preset"] == "demo" and written[0]["max_new_tokens"] == "16" and written[0]["verdict"]
+    settings.draft, settings.confidence = cascade("demo-draft"), 0.35  # the ways draft with its model, and their threshold
+    first = next(experiments_tab.run_comparison(None, QUIET, ["adaptive: confidence"], "def f(x):",
+                                                *page_inputs.inputs_from_settings(settings)))[0]
+    assert "; with demo-target and the draft demo-draft: k 4, temperature 0, 16 new tokens, confidence 0.35<" in first
 
 
 def test_the_draft_comparison_runs_under_the_playgrounds_constraint():

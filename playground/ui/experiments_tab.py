@@ -81,7 +81,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         if measuring and len(measured) < len(values_list):  # (which point failed was not said)
             exc = at_point(exc, f"{axis} = {values_list[len(measured)]}")
         yield experiment_error(exc, 4) if not measured else [
-            experiment_error(exc, 0)[0], _sweep_table(measured, axis), plots.sweep_chart(measured, axis),
+            experiment_error(exc, 0, ran_with)[0], _sweep_table(measured, axis), plots.sweep_chart(measured, axis),
             _sweep_csv(measured, axis, settings), gr.skip()]
         return
     finally:
@@ -129,7 +129,7 @@ def settings_line(*values) -> str:
     except PlaygroundError:
         return ""
     text = (f"Runs with {described(m)} (a sweep sets the one it sweeps). Change them in the Playground tab; an "
-            "experiment's note says what it ran with.")
+            "experiment's note says these as it ran with them, its CSV every setting.")
     return f'<div class="experiment-settings">{html.escape(text)}</div>'
 
 
@@ -173,7 +173,8 @@ def waits_for_run_js(job: str) -> str:
     note = (f'<div class="progress-note" id="experiment-waits">This {what} starts once the run on the Playground tab, '
             "or the other experiment, ends (one run at a time here). Stopped before then, it ends as its turn comes, "
             "having measured nothing.</div>")
-    return f"(shown) => document.querySelector('#stop-button:enabled, {other}:enabled') ? {json.dumps(note)} : shown"
+    holding = f"[...document.querySelectorAll('#stop-button, {other}')].some(b => !b.disabled || b.textContent.trim() === 'Stopping')"
+    return f"(shown) => {holding} ? {json.dumps(note)} : shown"  # (a Stop pressed, the other experiment still ending)
 
 
 def empty_sweep_table(axis: str, table):
@@ -214,17 +215,18 @@ def at_point(exc: Exception, point: str) -> Exception:
     return named
 
 
-def experiment_error(exc: Exception, outputs: int) -> list:
+def experiment_error(exc: Exception, outputs: int, ran_with: str = "") -> list:
     """A refused experiment, or one that failed (an error in the engine: its traceback logged, its words said; it
     showed them bare in a corner, the points measured whole not downloadable and the status still measuring):
-    its message above the results, which stay as they were."""
+    its message above the results, which stay as they were (`ran_with`: "; with ...", what they were measured with)."""
     if isinstance(exc, (PlaygroundError, ValueError)):
         log.info("experiment refused: %s", for_log(exc))
     else:
         log.error("experiment failed", exc_info=exc)
         exc = PlaygroundError(f"the experiment failed ({type(exc).__name__}: {str(exc)[:300]}); what it measured whole "
                               "is kept. Run it again; if it fails again, tell the host (its log has the details)")
-    return [render.error(str(exc), "experiment")] + [gr.skip()] * outputs
+    kept = f" (the results below: measured{ran_with.removeprefix(';')})" if ran_with else ""
+    return [render.error(str(exc) + kept, "experiment")] + [gr.skip()] * outputs
 
 
 def _experiment_prompts(prompts_text: str, settings) -> list[str]:
@@ -332,7 +334,10 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         _check_work(len(variants), prompts, settings)
         encode = lambda pair, text: session.prompt_ids_of(pair, settings, text)  # noqa: E731
         pace, halt = Pace(), Halt(request, "compare_drafts")
-        ran_with = f"; with {described(measured_with(settings), 'policy')}"  # (the ways set the policy)
+        ways_with = dict(measured_with(settings), draft=draft_model(settings.draft))  # (a lookup's cascade: its model)
+        ran_with = f"; with {described(ways_with, 'policy')}"  # (the ways set the policy)
+        if "adaptive: confidence" in variants:
+            ran_with += f", confidence {settings.confidence:g}"
         yield render.progress_note(f"measuring {variants[0]} (1 of {len(variants)}){ran_with}"), [], None, None
 
         def comparison(stop):  # on an engine thread (playground.ui.pacing)
@@ -357,7 +362,7 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
         if measuring and len(measured) < len(variants):
             exc = at_point(exc, variants[len(measured)])
         yield experiment_error(exc, 3) if not measured else [
-            experiment_error(exc, 0)[0], _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured),
+            experiment_error(exc, 0, ran_with)[0], _table(measured, sweeps.COMPARE_COLUMNS), plots.draft_comparison(measured),
             _comparison_csv(measured, settings)]
     finally:
         forget_stop(request, "compare_drafts")

@@ -387,6 +387,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         for step in (measuring.then, measuring.failure):
             step(end, None, [button, stop, *inputs], queue=False,
                  api_visibility="private")
+        measuring.failure(None, outputs[0], outputs[0], js="(s) => (s || '').includes('experiment-waits') ? '' : s",
+                          queue=False, api_visibility="private")  # (it never started: its note of waiting goes)
         stop.click(stopping, None, stop, queue=False, api_visibility="private")
     # Download CSV shows once a sweep ended with a file (toggled here: the sweep's API returns the path alone; the
     # button's own value cannot be sent back, serving.RequestGuard refuses a file in a request)
