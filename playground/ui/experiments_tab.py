@@ -1,8 +1,8 @@
 """The Experiments tab's callbacks: a K or temperature sweep, the draft comparison and the speedup
 calculator, each streaming its table and chart; a refused experiment leaves the last results."""
 import hashlib
-import json
 import html
+import json
 import logging
 import math
 from time import monotonic  # (a module's own name for it: a test replacing time.monotonic froze the test server's event loop)
@@ -139,7 +139,7 @@ def described(m: dict, set_by_experiment: str = "") -> str:
     parts = [f"k {m['k']}", f"temperature {m['temperature']:g}", counted(m['max_new_tokens'], "new token")]
     if m["policy"] != "fixed":
         parts.append(f"policy {m['policy']}")
-    parts = [part for part in parts if not part.startswith(f"{set_by_experiment} ")] if set_by_experiment else parts
+    parts = [part for part in parts if not part.startswith(f"{set_by_experiment} ")]  # ("" leaves every part)
     if m["tree"]:
         parts.append(f"tree {m['tree']}")
     if m["constraint"]:
