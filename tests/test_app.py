@@ -315,6 +315,8 @@ def test_links_and_presets_stay_inside_what_the_sliders_show():
     from playground.limits import MAX_NEW_TOKENS  # one limit of new tokens for the page, its links and /generate
     assert from_query({"max_new_tokens": str(MAX_NEW_TOKENS)}, False)[0].max_new_tokens == MAX_NEW_TOKENS
     assert from_query({"max_new_tokens": str(MAX_NEW_TOKENS + 8)}, False)[1]  # past it: a notice
+    assert from_query({"max_new_tokens": "1"}, False)[0].max_new_tokens == 1  # as /generate and the CLI take
+    assert from_query({"max_new_tokens": "0"}, False)[1]
     assert from_query({"think_budget": str(MAX_NEW_TOKENS)}, False)[0].think_budget == MAX_NEW_TOKENS  # as the CLI's
     for typed in ("abc", "1_0", "nan", "٠.٥"):  # Python's words were the notice ("could not convert string to float")
         assert from_query({"temperature": typed}, False)[1] == [

@@ -87,10 +87,10 @@ def _tree(v: str) -> str:
 # The UI's slider ranges; a link may carry only what the sliders can show (Gradio would otherwise
 # reset an out-of-range value to the slider's minimum without a word). New tokens and the thinking budget:
 # the host's limit, as for /generate and the CLI (the page stopped at 1024 where the API took 2048; a
-# budget the CLI took could not go into a link).
+# budget the CLI took could not go into a link; a run of 1-7 tokens, which /generate and the CLI make, could not either).
 EXACT_IN_A_PAGE = 2**53  # the largest seed a browser's number holds exactly (a run takes up to 2^63 - 1)
 RANGES = {"k": (1, MAX_K), "temperature": (0.0, MAX_TEMPERATURE), "top_p": (0.05, 1.0), "top_k": (0, 200),
-          "max_new_tokens": (8, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, MAX_NEW_TOKENS)}
+          "max_new_tokens": (1, MAX_NEW_TOKENS), "confidence": (0.05, 0.95), "think_budget": (0, MAX_NEW_TOKENS)}
 
 TEMPERATURES = f"0 (greedy) or from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}"
 
