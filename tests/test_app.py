@@ -323,6 +323,22 @@ def test_links_and_presets_stay_inside_what_the_sliders_show():
             f"ignored temperature={typed!r}: must be a number in ASCII digits, such as 0.7"]
 
 
+def test_a_share_link_says_what_it_holds_unlike_the_output_shown():
+    """Settings changed since (or during) a run: its link opens on them, not on the output the page shows."""
+    from playground.ui.share import changed_since
+    run = Settings(preset="demo", k=4, prompt="def f():", schema='{"type": "object"}\n')
+    assert changed_since(None, run) == []  # no run yet: nothing to differ from
+    assert changed_since(dataclasses.asdict(run), dataclasses.replace(run, schema='{"type": "object"}')) == []  # as shown
+    now = dataclasses.replace(run, k=6, prompt="def g():", chat=True)
+    assert changed_since(dataclasses.asdict(run), now) == ["k 4 → 6", "the prompt", "chat false → true"]
+    values = page_inputs.inputs_from_settings(now)
+    note = page_inputs.share_note(dataclasses.asdict(run), *values)
+    assert "not those of the output shown" in note and "k 4 → 6, the prompt, chat false → true" in note
+    assert page_inputs.share_note(dataclasses.asdict(now), *values) == ""
+    hostile = dataclasses.replace(now, tree="<b>&")  # any text said is escaped
+    assert "&lt;b&gt;&amp;" in page_inputs.share_note(dataclasses.asdict(hostile), *values)
+
+
 def test_a_schema_left_under_another_kind_is_named_as_one():
     """Switching the kind keeps the editor's text: a schema read as a regex was refused with llguidance's
     "repetition operator missing expression" alone (a walk-through); a text that is no schema gets no hint."""

@@ -268,6 +268,7 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     expect(page.locator("#share-link")).to_be_hidden()  # no empty link box before there is a link
     page.click("#share-button")
     expect(page.locator("#share-link textarea")).to_have_value(re.compile("max_new_tokens=16"), timeout=30_000)
+    expect(page.locator("#share-note")).to_be_hidden()  # no run's output to differ from
     page.click("#run-button")
     expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)  # the run is over
     expect(page.locator("#run-button")).to_be_enabled()
@@ -277,8 +278,10 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     expect(page.locator("#share-link")).to_be_hidden()  # its box and copy button too
     page.click("#share-button")
     expect(page.locator("#share-link textarea")).to_have_value(re.compile("max_new_tokens=16"), timeout=30_000)
-    expect(page.locator("#share-link")).to_be_visible()  # a new link shows again
+    expect(page.locator("#share-link")).to_be_visible()  # a new link shows again, saying it is not the output's
+    expect(page.locator("#share-note")).to_have_text(re.compile(r"not those of the output shown: since its run, the prompt\.\s*$"))
     page.locator("#prompt-box textarea").fill("   ")
+    expect(page.locator("#share-note")).to_be_hidden()  # gone with its link
     page.click("#run-button")
     expect(page.locator("#prompt-error")).to_have_text("the prompt is empty", timeout=30_000)
     expect(page.locator("[role=alert]")).to_have_count(1)  # once, beside the prompt

@@ -21,7 +21,7 @@ from playground.session.host import custom_models_allowed, hub_resolves, is_way_
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
-from playground.ui.share import from_query, last_of_each, share_url
+from playground.ui.share import changed_since, from_query, last_of_each, share_url
 
 PRESETS = all_presets()
 DEFAULT = Settings.from_preset(default_preset())
@@ -425,6 +425,19 @@ def make_share_link(request: gr.Request, *values) -> str:
         # carried the blanks, and opened on no constraint, unsaid)
     except PlaygroundError as exc:
         raise user_error(exc, stays=True) from None  # (the link box shows nothing: the popup is the only word)
+
+
+def share_note(shown: dict | None, *values) -> str:
+    """Beside a new share link: what it holds unlike the output shown (settings changed since, or during,
+    the run that made it), so that nobody sends a link expecting it to open on that output."""
+    try:
+        changed = changed_since(shown, settings_to_run(*values))
+    except PlaygroundError:
+        return ""  # (no link was made: its popup said why)
+    if not changed:
+        return ""
+    return (f'<p class="share-note">This link holds the settings on the page now, not those of the output shown: since '
+            f"its run, {html.escape(', '.join(changed))}.</p>")
 
 
 def page_url(request: gr.Request | None) -> str:

@@ -21,7 +21,7 @@ from playground.ui.experiments_tab import (calculator, column_headers, column_wi
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
-                                  check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs,
+                                  check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs, share_note,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
@@ -143,6 +143,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 refresh_views = gr.Button(visible="hidden", elem_id="refresh-views")  # clicked by a change of setting
                 share_box = gr.Textbox(label="Share link", buttons=["copy"], elem_id="share-link", visible=False,
                                        placeholder=" ")  # emptied by a change of setting: hidden (page_style.CSS)
+                share_note_box = gr.HTML(elem_id="share-note")  # what the link holds unlike the output shown
                 gr.HTML(render.legend())
                 with gr.Accordion("How to read this", open=False):  # beside the colours, where a newcomer looks
                     gr.Markdown(ABOUT)
@@ -271,6 +272,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
             box.max_length = int(limit * room)  # was refused by it (a corner toast, a red Error on the last output)
     k_sweep = gr.State(None)  # the last K sweep's points, for the calculator's chart
     measured = gr.State(None)
+    shown_settings = gr.State(None)  # the settings of the run whose output is shown (for share_note)
     race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
     run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
     run_check = gr.HTML(visible="hidden", elem_id="run-check")  # a run's check of its constraint, or its refusal, for
@@ -280,7 +282,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
         accepted_chart=hist_plot, position_chart=pos_plot, cumulative_chart=cum_plot, time_chart=time_plot,
         download=download, measured=measured, model_msg=model_msg, prompt_msg=prompt_msg, run_msg=run_msg,
         run_check=run_check, constraint_section=constraint_acc, tree_msg=tree_msg, advanced=advanced,
-        race_lanes=race_lanes, race=race_html, tree=tree_html, status=run_status))
+        race_lanes=race_lanes, race=race_html, tree=tree_html, status=run_status, shown_settings=shown_settings))
 
     # Gradio 6 sends a dropdown's .input when it is only left (Tab, a click away), its value unchanged: that re-applied
     # the preset over the settings changed since, without a word. Its .select comes only from a mouse's click (a
@@ -353,9 +355,11 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         exports + [experiment_settings], trigger_mode="always_last", api_visibility="private",
                         show_progress="hidden")  # the Export and Experiments tabs kept current
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
-        lambda: gr.update(visible=True), None, share_box, queue=False, api_visibility="private",  # shown once it has a link,
-        js=page_style.SAY_LINK_READY)  # and said (a screen reader heard nothing: focus stays on the button)
-    gr.on(changed, None, None, share_box, js="() => ''", queue=False,
+        lambda shown, *values: (gr.update(visible=True), share_note(shown, *values)), [shown_settings] + SETTINGS,
+        [share_box, share_note_box], queue=False, api_visibility="private",  # shown once it has a link, with what it
+        js=page_style.SAY_LINK_READY)  # holds unlike the output shown, and said (a screen reader heard nothing: focus
+    # stays on the button)
+    gr.on(changed, None, None, [share_box, share_note_box], js="() => ['', '']", queue=False,
           api_visibility="private")  # a setting changed: the link no longer says it
     experiment_share_btn.click(named_inputs(make_experiment_link, EXPERIMENT_NAMES), EXPERIMENT + SETTINGS,
                                experiment_share_box, api_name="share_experiment").success(

@@ -210,8 +210,8 @@ SKIP_LINK = '<a class="skip-link" href="#prompt-box">Skip to the prompt and Run<
 
 
 # A share link made: said by a screen reader (focus stays on its button, the link appears below it).
-SAY_LINK_READY = """() => { const said = document.getElementById('run-said');
-  if (said) said.textContent = 'Share link ready, below the button, with a copy button'; }"""
+SAY_LINK_READY = """(...inputs) => { const said = document.getElementById('run-said');
+  if (said) said.textContent = 'Share link ready, below the button, with a copy button'; return inputs; }"""
 
 
 # The Preset box's .input, in the browser: the preset's name, or null where the box shows what it showed when it took

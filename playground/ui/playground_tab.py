@@ -1,5 +1,6 @@
 """The Playground tab's callbacks: one run streamed into the page (tokens, metrics, then charts and
 its download), each error next to its cause, the race replay and the runs kept for the calculator."""
+import dataclasses
 import json
 import secrets
 import time
@@ -25,7 +26,7 @@ from playground.ui.tree_view import tree_view
 RUN_SLOTS = ("stream", "metrics", "text", "baseline_text", "badge", "json", *(CHARTS := (
     "accepted_chart", "position_chart", "cumulative_chart", "time_chart")), "download", "measured",
     "model_msg", "prompt_msg", "run_msg", "run_check", "constraint_section", "tree_msg", "advanced",
-    "race_lanes", "race", "tree", "status")
+    "race_lanes", "race", "tree", "status", "shown_settings")
 
 
 def outputs(*updates: dict, **values) -> list:
@@ -254,6 +255,7 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None, end
             values["run_msg"] = render.pointer(POINTED[where], ended_early)
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
         values["run_check"] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
+        values["shown_settings"] = dataclasses.asdict(settings)  # whose output the page shows from now on
     if "run_check" in values:  # inert in its hidden box (no second #constraint-error on the page), and each one new
         # to the page, so that it is drawn (RUN_CHECK_JS) though the last one was the same
         values["run_check"] = f"<template>{values['run_check']}</template><!-- {secrets.token_hex(4)} -->"

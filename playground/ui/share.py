@@ -262,3 +262,20 @@ def share_url(base_url: str, settings: Settings, extra: dict[str, str] | None = 
                               f"({MAX_LINK_CHARS}); shorten the prompt, system prompt{', sweep prompts' * bool(extra)} or "
                               "constraint (non-ASCII text takes 6 to 12 characters per letter in a link: é 6, 你 9, 😀 12)")
     return url
+
+
+TEXTS = ("prompt", "system", *CONSTRAINT_FIELDS)  # named when they differ, not quoted
+
+
+def changed_since(shown: dict | None, now: Settings) -> list[str]:
+    """What the settings `now` hold unlike `shown` (the settings of the run whose output the page shows,
+    as dataclasses.asdict gives them; None: no run yet), each as 'k 4 → 6' or 'the prompt'."""
+    if not shown:
+        return []
+    changed = []
+    for key, value in dataclasses.asdict(now).items():
+        if key not in shown or _same(key, value, shown[key]):
+            continue
+        name = key.replace("_", " ")
+        changed.append(f"the {name}" if key in TEXTS else f"{name} {_encode(shown[key])[:40]} → {_encode(value)[:40]}")
+    return changed
