@@ -470,6 +470,30 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     expect(page.locator("#stop-button")).to_be_disabled(timeout=60_000)
 
 
+def test_a_job_waiting_for_the_model_says_so_while_another_is_still_stopping(page):
+    """Run, a sweep and a comparison each say that they wait where another job holds the model: its Stop live,
+    or pressed and the job still ending ("Stopping", disabled; Run's note only looked at live ones)."""
+    from playground.ui import experiments_tab
+    scripts = {"run": playground_tab.WAITS_FOR_EXPERIMENT_JS, "sweep": experiments_tab.waits_for_run_js("sweep"),
+               "compare": experiments_tab.waits_for_run_js("compare_drafts")}
+    sandbox = page.context.browser.new_page()
+    try:
+        def notes(stops: dict[str, str]) -> dict[str, bool]:  # each Stop's state -> which jobs say they wait
+            buttons = "".join(f'<button id="{name}"{" disabled" * (state != "live")}>{"Stopping" if state == "ending" else "Stop"}'
+                              "</button>" for name, state in stops.items())
+            sandbox.set_content(buttons)
+            return {job: sandbox.evaluate(f"({js})('as it was')") != "as it was" for job, js in scripts.items()}
+        idle = {"stop-button": "idle", "sweep-stop": "idle", "compare-stop": "idle"}
+        assert notes(idle) == {"run": False, "sweep": False, "compare": False}
+        for held, waiting in (("stop-button", {"run": False, "sweep": True, "compare": True}),
+                              ("sweep-stop", {"run": True, "sweep": False, "compare": True}),
+                              ("compare-stop", {"run": True, "sweep": True, "compare": False})):
+            for state in ("live", "ending"):
+                assert notes(idle | {held: state}) == waiting, (held, state)
+    finally:
+        sandbox.close()
+
+
 OPACITY_JS = """(selector) => { let e = document.querySelector(selector), opacity = 1;
   for (; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity); return opacity; }"""
 

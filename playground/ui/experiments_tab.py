@@ -173,8 +173,7 @@ def waits_for_run_js(job: str) -> str:
     note = (f'<div class="progress-note" id="experiment-waits">This {what} starts once the run on the Playground tab, '
             "or the other experiment, ends (one run at a time here). Stopped before then, it ends as its turn comes, "
             "having measured nothing.</div>")
-    holding = f"[...document.querySelectorAll('#stop-button, {other}')].some(b => !b.disabled || b.textContent.trim() === 'Stopping')"
-    return f"(shown) => {holding} ? {json.dumps(note)} : shown"  # (a Stop pressed, the other experiment still ending)
+    return f"(shown) => {render.holding_js('#stop-button, ' + other)} ? {json.dumps(note)} : shown"
 
 
 def empty_sweep_table(axis: str, table):

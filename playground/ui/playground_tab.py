@@ -301,7 +301,7 @@ RUN_CLICKED_JS = """() => { window.pointerCleared = {};
 }"""
 # Run clicked while this page's experiment holds the model (one run at a time on the device): said under Run, where
 # Gradio's own "queue: 2/2" alone showed, for the minutes the experiment had left
-WAITS_FOR_EXPERIMENT_JS = ("(shown) => document.querySelector('#sweep-stop:enabled, #compare-stop:enabled') ? "
+WAITS_FOR_EXPERIMENT_JS = (f"(shown) => {render.holding_js('#sweep-stop, #compare-stop')} ? "  # (a stopped one ending: too)
                            + json.dumps('<div class="progress-note" id="run-waits">This run starts once the experiment '
                                         'running on the Experiments tab ends (one run at a time here); its Stop ends '
                                         'it.</div>') + " : shown")

@@ -251,3 +251,9 @@ def md_escape(text: str) -> str:
     page's Markdown turns bare URLs, www. names and e-mail addresses into links); on one line, so
     it cannot start a heading or a rule of its own ('=' and '-' under a line)."""
     return "".join("\\" + c if c in "\\`*_{}[]()<>#+!|~&:.@=-" else " " if c in "\r\n" else c for c in text)
+
+
+def holding_js(stops: str) -> str:
+    """A JavaScript expression: whether a job whose Stop button is one of `stops` (a CSS selector list) holds the model:
+    its Stop live, or pressed and the job still ending ('Stopping', disabled). A run clicked then waits for it."""
+    return f"[...document.querySelectorAll('{stops}')].some(b => !b.disabled || b.textContent.trim() === 'Stopping')"
