@@ -23,7 +23,7 @@ from playground.errors import PlaygroundError
 from playground.events import OPEN_END, STOPPED
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
-from playground.metrics import comparison_json, counted, engine_seconds, identity_note
+from playground.metrics import comparison_json, counted, engine_seconds, identity_note, lookup_level
 
 
 def cmd_generate(args) -> int:
@@ -337,6 +337,8 @@ def format_text(out: dict) -> str:
         acceptance += " of the tree's nodes"
     lines = [out["text"], "", f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
+    if s.get("looked_up"):  # a cascade
+        lines.append(f"-- {lookup_level(s)}")
     if "compile_s" in out:
         lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))

@@ -48,6 +48,8 @@ class Round:
     forced_drafts: int = 0  # of `accepted`, drafts the constraint allowed alone (shown forced: no guess to judge)
     forced_first: int = 0  # the tokens forced before drafting: the first of `tokens`
     forced_refused: int = 0  # of the drafts not kept, those the constraint allowed alone (no guesses either)
+    looked_up: int = 0  # a cascade's round: the guesses prompt lookup offered the draft model
+    lookup_kept: int = 0  # of those, the ones the draft model kept as its own (then offered to the target)
 
     @property
     def guesses(self) -> int:
@@ -112,7 +114,8 @@ class RunResult:
 def round_json(r: Round) -> dict:
     """A round as plain data: its timing and its tokens with their kinds and probabilities."""
     return {"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s, "target_s": r.target_s,
-            "draft_passes": r.draft_passes, "target_passes": r.target_passes,  # (a cascade's lookup drafts with none)
-            "proposed": r.proposed, "accepted": r.accepted, "forced_drafts": r.forced_drafts, "forced_refused": r.forced_refused, "forced_first": r.forced_first,
+            "draft_passes": r.draft_passes, "target_passes": r.target_passes,  # (prompt lookup drafts with none)
+            "proposed": r.proposed, "accepted": r.accepted, "looked_up": r.looked_up, "lookup_kept": r.lookup_kept,
+            "forced_drafts": r.forced_drafts, "forced_refused": r.forced_refused, "forced_first": r.forced_first,
             "wall_s": r.wall_s, "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
                                             "p_draft": t.p_draft} for t in r.tokens]}

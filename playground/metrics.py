@@ -26,6 +26,8 @@ def summarize(events: list, wall_s: float) -> dict:
         "token_acceptance": _rate(accepted, accepted + rejections),  # guess refused; the page said n/a)
         "mean_accepted_per_round": _ratio(accepted, len(verified)),
         "rounds_without_guesses": sum(not r.guesses for r in verified),  # a lookup with no match, a paused or unsure draft
+        "looked_up": sum(r.looked_up for r in rounds),  # a cascade's: prompt lookup's guesses the draft model checked,
+        "lookup_kept": sum(r.lookup_kept for r in rounds),  # and those it kept (0 and 0 for any other way of drafting)
         "tokens_per_target_pass": _ratio(generated, target_passes),
         "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
         "theory_tokens_per_round": None if any(r.tree for r in verified) else _ratio(
@@ -41,6 +43,13 @@ def summarize(events: list, wall_s: float) -> dict:
         "draft_s": sum(r.draft_s for r in rounds) + sum(p.draft_s for p in prefills),
         "target_s": sum(r.target_s for r in rounds) + sum(p.target_s for p in prefills),
     }
+
+
+def lookup_level(stats: dict) -> str:
+    """A cascade's first level (stats with looked_up > 0): how much of its drafting prompt lookup did."""
+    offered, kept = stats["looked_up"], stats["lookup_kept"]
+    return (f"prompt lookup offered the draft model {offered} guess{'es' * (offered != 1)} and it kept {kept} "
+            f"({kept / offered:.0%}; each one kept, a draft step not taken)")
 
 
 def expected_tokens_per_round(acceptance: float, k: int) -> float:

@@ -114,6 +114,14 @@ def test_cascade_uses_lookup_and_saves_draft_passes(target, tokenizer):
     assert cascade.token_ids == plain.token_ids
     assert cascade.stats["draft_passes"] < plain.stats["draft_passes"]  # looked-up tokens checked in one pass
     assert all(r.stop_reason == "" for r in cascade.rounds if r.proposed == r.k)  # a full round has no stop reason
+    # the lookup level counted: what it offered the draft model, and what it kept (the draft is the target here:
+    # every guess it kept, the target kept too)
+    looked = [r for r in cascade.rounds if r.looked_up]
+    assert looked and all(r.lookup_kept <= r.looked_up <= r.k - 1 and r.lookup_kept <= r.accepted for r in looked)
+    assert cascade.stats["looked_up"] == sum(r.looked_up for r in cascade.rounds) > cascade.stats["lookup_kept"] > 0
+    assert cascade.stats["lookup_kept"] == sum(r.lookup_kept for r in cascade.rounds)
+    assert plain.stats["looked_up"] == plain.stats["lookup_kept"] == 0 and not any(r.looked_up for r in plain.rounds)
+    assert [j["looked_up"] for j in cascade.as_json()["rounds"]] == [r.looked_up for r in cascade.rounds]
 
 
 def test_a_cascade_keeps_the_confidence_stop(target, noisy_draft, tokenizer):

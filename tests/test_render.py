@@ -73,6 +73,25 @@ def test_an_adaptive_policys_cards_say_k_is_a_ceiling_and_how_little_was_drafted
     assert "of k = 8</small>" in metrics(summarize([guessed] * 2, 0.02), 8)  # fixed k: as before
 
 
+def test_a_cascades_cards_say_what_its_lookup_level_did():
+    """Prompt lookup's guesses, checked by the draft model in one pass: how many it offered and kept, on the page
+    and the CLI (the metrics counted the cascade's proposals as the draft model's alone)."""
+    from playground.cli import format_text
+    from playground.metrics import summarize
+    from playground.ui.render import metrics
+    kept_two = Round(1, [TokenEvent(ACCEPTED, 1, "a")] * 3 + [TokenEvent(BONUS, 2, "b")], 3, 3, 1, 2, 0.0, 0.0, 0.01, k=4,
+                     looked_up=3, lookup_kept=2)
+    alone = Round(2, [TokenEvent(ACCEPTED, 1, "a")] * 4 + [TokenEvent(BONUS, 2, "b")], 4, 4, 1, 4, 0.0, 0.0, 0.01, k=4)
+    stats = summarize([kept_two, alone, kept_two], 0.03)
+    assert (stats["looked_up"], stats["lookup_kept"]) == (6, 4)
+    said = "prompt lookup offered the draft model 6 guesses and it kept 4 (67%; each one kept, a draft step not taken)"
+    assert said in metrics(stats, 4) and f"-- {said}" in format_text({"text": "", "stats": stats, "valid": None,
+                                                                       "finish_reason": "length"}).splitlines()
+    plain = summarize([alone], 0.01)
+    assert "prompt lookup" not in metrics(plain, 4) and "prompt lookup" not in format_text(
+        {"text": "", "stats": plain, "valid": None, "finish_reason": "length"})
+
+
 def test_the_acceptance_card_names_alpha_beside_its_rate():
     """"acceptance rate 0.36" beside the theory card's "α = 0.57" read as two acceptances that disagree (a
     walk-through): the rate's card says which share α is."""

@@ -37,6 +37,8 @@ class Proposal:
     probs: torch.Tensor | None  # [k', V] warped draft probabilities (fused greedy: logits); None for deterministic guesses
     passes: int  # draft forward passes spent
     stop_reason: str = ""  # why fewer than k tokens were proposed ('' when k were)
+    looked_up: int = 0  # a cascade's: the guesses prompt lookup offered the draft model (checked in one pass)
+    lookup_kept: int = 0  # of those, the ones the draft model kept (each one a draft step it did not take)
 
 
 class DraftModelProposer:
@@ -177,11 +179,13 @@ class CascadeProposer:
         if (unsure := _first_unsure(p[: n + 1], ctx.min_confidence)) is not None:  # the confidence stop, as drafting
             runner.crop(runner.length - (len(guess) - unsure))  # alone: before the first token it is unsure of
             top = p[unsure].max().item()
-            return Proposal(g[:unsure], p[:unsure] if unsure else None, 1, f"draft unsure (p={top:.2f} < {ctx.min_confidence})")
+            return Proposal(g[:unsure], p[:unsure] if unsure else None, 1, f"draft unsure (p={top:.2f} < {ctx.min_confidence})",
+                            looked_up=len(guess), lookup_kept=unsure)
         runner.crop(runner.length - (len(guess) - n))  # keep the guesses the draft agreed with
         tokens, probs = [g[:n], nxt.view(1)], [p[: n + 1]]
         more, more_probs, passes, stop = self.draft.draft_loop(nxt.view(1), k - n - 1, ctx)
-        return Proposal(torch.cat(tokens + more), torch.cat(probs + more_probs), 1 + passes, stop)
+        return Proposal(torch.cat(tokens + more), torch.cat(probs + more_probs), 1 + passes, stop, looked_up=len(guess),
+                        lookup_kept=n)
 
 
 def _first_unsure(p: torch.Tensor, least: float | None) -> int | None:

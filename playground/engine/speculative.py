@@ -152,7 +152,8 @@ def _round_event(run: _Run, events, proposed, kept, proposal, draft_s, target_s,
                  target_passes=1 if proposal is not None else 0,
                  draft_passes=proposal.passes if proposal is not None else 0, draft_s=draft_s,
                  target_s=target_s, wall_s=time.perf_counter() - started, finish_reason=finish, k=k,
-                 stop_reason=proposal.stop_reason if proposal is not None else "forced")
+                 stop_reason=proposal.stop_reason if proposal is not None else "forced",
+                 looked_up=getattr(proposal, "looked_up", 0), lookup_kept=getattr(proposal, "lookup_kept", 0))
 
 
 @torch.inference_mode()

@@ -5,7 +5,7 @@ import re
 
 from playground.config import BUDGET_RAN_OUT, THINK_END
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
-from playground.metrics import counted, expected_tokens_per_round
+from playground.metrics import counted, expected_tokens_per_round, lookup_level
 
 COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS: "#2563eb", FORCED: "#6b7280"}
 # Each kind's underline in a shade of its colour that stands 3:1 against its own tint on white (the colours'
@@ -158,7 +158,8 @@ def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
     else:
         most = f"of at most k = {k} (the {policy} policy)" if policy != "fixed" else f"of k = {k}"
     idle = stats.get("rounds_without_guesses", 0)
-    return most + (f"; {counted(idle, 'round')} drafted nothing" if idle else "")
+    return most + (f"; {counted(idle, 'round')} drafted nothing" if idle else "") + (
+        f"; {lookup_level(stats)}" if stats.get("looked_up") else "")
 
 
 def _rate_detail(k: int | str, drafted: bool, alpha: float | None) -> str:
