@@ -1684,7 +1684,7 @@ def test_a_begun_runs_constraint_badge_is_checked_again_with_its_backend():
     badge = playground_tab._messages(settings)["run_check"]
     assert "looks fine" in badge and "Lookahead assertion is not supported and is ignored" in badge
     settings.schema = ""
-    assert "<template></template>" in playground_tab._messages(settings)["run_check"]
+    assert '<template data-about=""></template>' in playground_tab._messages(settings)["run_check"]
 
 
 def test_each_runs_check_of_its_constraint_is_new_to_the_page():
@@ -1694,7 +1694,10 @@ def test_each_runs_check_of_its_constraint_is_new_to_the_page():
     settings.max_new_tokens = 8
     values = page_inputs.inputs_from_settings(settings)
     first, again = (list(playground_tab.run(None, QUIET, *values))[0][slot("run_check")] for _ in range(2))
-    assert first.startswith("<template>") and "looks fine" in first and first != again  # inert there, and new
+    kind, text, backend = (values[page_inputs.SETTING_NAMES.index(name)] for name in ("kind", "constraint", "backend"))
+    about = playground_tab.constraint_tag(kind, text, backend)  # said of the constraint the run read (RUN_CHECK_JS)
+    assert first.startswith(f'<template data-about="{about}">') and "looks fine" in first and first != again  # inert
+    # there, and new
     assert first.split("<!--")[0] == again.split("<!--")[0]
 
 

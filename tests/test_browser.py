@@ -905,14 +905,19 @@ def test_a_constraint_edited_while_the_run_loads_keeps_its_own_check(page, app_u
     expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
     expect(check).to_contain_text("not valid JSON")
     assert "looks fine" not in check.inner_text()
-    relay = lambda said, kind="regex", text="a": page.evaluate(  # noqa: E731  (the run was clicked with the regex a)
-        f"""([said, kind, text]) => {{ window.runConstraint = JSON.stringify(['regex', 'a', 'llguidance']);
-        return ({playground_tab.RUN_CHECK_JS})(said, kind, text, 'llguidance', 'shown'); }}""", [said, kind, text])
+    relay = lambda said, kind="regex", text="a": page.evaluate(  # noqa: E731  (the run read the regex a)
+        f"([said, kind, text]) => ({playground_tab.RUN_CHECK_JS})(said, kind, text, 'llguidance', 'shown')", [said, kind, text])
+    about = playground_tab.constraint_tag("regex", "a", "llguidance")
     refused = '<div class="field-error" id="constraint-error">no</div>'
-    assert relay(f"<template>{refused}</template><!-- 1 -->") == refused  # the editor still holds it: drawn
-    assert relay(f"<template>{refused}</template><!-- 2 -->", text="b").endswith("before your edit:</div>" + refused)
-    assert relay("<template><span>looks fine</span></template><!-- 3 -->", text="b") == "shown"  # its own check kept
+    assert relay(f'<template data-about="{about}">{refused}</template><!-- 1 -->') == refused  # still the editor's: drawn
+    assert relay(f'<template data-about="{about}">{refused}</template><!-- 2 -->', text="b").endswith(
+        "before your edit:</div>" + refused)
+    assert relay(f'<template data-about="{about}"><span>looks fine</span></template><!-- 3 -->', text="b") == "shown"
     assert relay("", text="a") == "shown"
+    for kind, text, backend in (("JSON schema", '{"title": "é 😀 你"}\r\n', "xgrammar"), ("none", "", "llguidance"),
+                                ("grammar", "root ::= \"\\u00e9\"\n" * 300, "llguidance")):  # the page's hash is the server's
+        assert page.evaluate(f"([k, t, b]) => ({playground_tab.TAG_JS})(k, t, b)", [kind, text, backend]) == \
+            playground_tab.constraint_tag(kind, text, backend)
 
 
 def test_a_preset_picked_keeps_a_typed_prompt_and_gives_its_own_once_the_box_is_empty(page, app_url):

@@ -25,7 +25,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
-                                          RACE_WAITS, RUN_CHECK_JS, RUN_CONSTRAINT_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
+                                          RACE_WAITS, RUN_CHECK_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
@@ -326,7 +326,6 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     run_btn.click(None, None, None, js=RUN_CLICKED_JS, queue=False, api_visibility="private")
     run_btn.click(None, run_msg, run_msg, js=WAITS_FOR_EXPERIMENT_JS, queue=False, api_visibility="private")  # (the
     # run's first update clears it)
-    run_btn.click(None, [kind, constraint, backend], None, js=RUN_CONSTRAINT_JS, queue=False, api_visibility="private")
     run_check.change(None, [run_check, kind, constraint, backend, constraint_check], constraint_check, js=RUN_CHECK_JS,
                      queue=False, api_visibility="private")  # the run's check, drawn if the editor still holds its constraint
     started = run_btn.click(start_run, None, [run_btn, stop_btn], queue=False, api_visibility="private")

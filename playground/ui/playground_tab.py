@@ -3,6 +3,7 @@ its download), each error next to its cause, the race replay and the runs kept f
 import dataclasses
 import json
 import secrets
+import sys
 import time
 
 import gradio as gr
@@ -16,7 +17,7 @@ from playground.presets import Settings, constraint_of
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import chain_theory, check_constraint, page_constraint, settings_to_run
+from playground.ui.inputs import SETTING_NAMES, chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
 
@@ -111,13 +112,14 @@ def _results(snap: live.Snapshot, stats: dict) -> dict:
                 time_chart=plots.time_split(result.stats, snap.baseline.stats if snap.baseline else None))
 
 
-def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool, ended: bool = False) -> dict:
+def _between(snap: live.Snapshot, whole: bool, note: str, baseline_text, first: bool, ended: bool = False,
+             about: str = "") -> dict:
     """Run's outputs while the target alone runs or the comparison is measured again: the
     metrics with `note`, the target alone's text; with `whole`, the speculative stream, text and tree;
     `first` (the run's first update): the last run's badge, charts and file cleared, the messages set;
     `ended` (measuring again: both runs of the first comparison have ended), with `whole`: the badge,
     charts and race drawn now (they waited minutes on a CPU for the estimate); the file waits for it."""
-    shown = dict(cleared(), **_messages(snap.settings)) if first else {}
+    shown = dict(cleared(), **_messages(snap.settings, about=about)) if first else {}
     if whole:
         shown.update(stream=_stream(snap), text=render.committed_text(snap.events), tree=tree_view(snap.events, snap.eos_ids))
         if ended:
@@ -164,6 +166,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     # as Stop does; the page allows one only while this run measures its speedup again)
     superseded = lambda: run_ticket(request) not in (None, ticket)  # noqa: E731
     status = lambda phase: {"ticket": ticket, "phase": phase}  # noqa: E731  (run_status)
+    about = _constraint_read(values)  # (its check and refusals are said of it: RUN_CHECK_JS)
     try:
         settings = settings_to_run(*values)
         snaps = live.live_run(settings, progress=lambda f, msg: progress(f, desc=msg),
@@ -173,18 +176,20 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
             # run as it ended (its last update may have been skipped by the pacing), drawn once
             if snap.phase == "speculative":
-                yield outputs(_view(snap, final=False, first=first), _messages(settings) if first else {},
+                yield outputs(_view(snap, final=False, first=first), _messages(settings, about=about) if first else {},
                               tree=tree_view(snap.events, snap.eos_ids), status=status(snap.phase))
             elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
                 done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
                 note = f"measuring the target alone for comparison: {counted(done)} so far"
-                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events), first),
+                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events), first,
+                                       about=about),
                               status=status(snap.phase))
             elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
                 note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
                         f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "
                         f"so far): {snap.speedup.reason}")
-                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first, ended=True),
+                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first,
+                                       ended=True, about=about),
                               status=status(snap.phase))
             else:
                 continue  # the last snapshot: drawn below, whole
@@ -194,7 +199,7 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         yield outputs(run_msg=render.stopped_before_writing(), status=status("stopped"))
         return
     except Exception as exc:  # a mistake, or a failure before the run wrote (one after: live ends it as stopped)
-        yield outputs(_messages(None, live.failed(exc, wrote=False)), status=status("refused"))
+        yield outputs(_messages(None, live.failed(exc, wrote=False), about=about), status=status("refused"))
         return
     finally:
         if not superseded():  # (else a newer click owns the stop flag now)
@@ -206,9 +211,9 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
     measured = {"k": settings.k, "alpha": alpha, "speedup": measure.speedup, "speedup_estimate": measure.estimate,
                 "speedup_low": measure.low, "speedup_high": measure.high, "verdict": measure.verdict,
                 "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
-    failed = _messages(None, snap.failure, ended_early=True) if snap.failure else {}  # said at its cause, its output
+    failed = _messages(None, snap.failure, ended_early=True, about=about) if snap.failure else {}  # said at its cause, its output
     # drawn as its own (stopped, or whole where measuring again failed)
-    yield outputs(_view(snap, final=True), _messages(settings) if first else {}, failed, _race(snap), measured=measured,
+    yield outputs(_view(snap, final=True), _messages(settings, about=about) if first else {}, failed, _race(snap), measured=measured,
                   tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))
 
@@ -241,10 +246,12 @@ def _block_seconds(snap: live.Snapshot) -> str:
     return f", about {tokens / m.spec_tokens_per_s + tokens / m.base_tokens_per_s:.0f} s each"
 
 
-def _messages(settings: Settings | None, exc: PlaygroundError | None = None, ended_early: bool = False) -> dict:
+def _messages(settings: Settings | None, exc: PlaygroundError | None = None, ended_early: bool = False,
+              about: str = "") -> dict:
     """The messages' outputs: the error next to the input it is about (a constraint's or a tree's opens
     its section) and the other messages cleared; with no error, the constraint's own check again.
-    `ended_early`: the error ended a run part way, whose output is drawn as its own."""
+    `ended_early`: the error ended a run part way, whose output is drawn as its own. `about`: the
+    constraint_tag of the constraint the run read."""
     values = dict(model_msg="", prompt_msg="", run_msg="", tree_msg="")
     if exc is not None:
         where = exc.where if exc.where in MESSAGE_SLOTS else "run"  # settings and the unknown: under Run
@@ -258,7 +265,7 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None, end
         values["shown_settings"] = dataclasses.asdict(settings)  # whose output the page shows from now on
     if "run_check" in values:  # inert in its hidden box (no second #constraint-error on the page), and each one new
         # to the page, so that it is drawn (RUN_CHECK_JS) though the last one was the same
-        values["run_check"] = f"<template>{values['run_check']}</template><!-- {secrets.token_hex(4)} -->"
+        values["run_check"] = f'<template data-about="{about}">{values["run_check"]}</template><!-- {secrets.token_hex(4)} -->'
     return values
 
 
@@ -307,13 +314,37 @@ WAITS_FOR_EXPERIMENT_JS = (f"(shown) => {render.holding_js('#sweep-stop, #compar
                                         'it.</div>') + " : shown")
 
 
-# The constraint a Run was clicked with, and what the run says of it (run_check: its check as compiled, or its refusal)
-# drawn beside the editor only while the editor still holds that constraint: edited while the models loaded, the
-# run's older text's "looks fine" stood beside a broken schema. An error about the older text is drawn saying so.
-RUN_CONSTRAINT_JS = "(kind, text, backend) => { window.runConstraint = JSON.stringify([kind, text, backend]); }"
+def constraint_tag(kind, text, backend) -> str:
+    """A 32-bit FNV-1a hash of the constraint a run read (kind, backend, then text: each as UTF-16 code units, then
+    0xFFFF), hex; TAG_JS computes the same in the browser, for the editor's constraint now."""
+    h = 0x811C9DC5
+    for part in (kind, backend, text):
+        units = str(part or "").encode(f"utf-16-{sys.byteorder[0]}e", "surrogatepass")  # (native: cast below)
+        for unit in memoryview(units).cast("H") if units else ():
+            h = ((h ^ unit) * 0x01000193) & 0xFFFFFFFF
+        h = ((h ^ 0xFFFF) * 0x01000193) & 0xFFFFFFFF
+    return format(h, "x")
+
+
+TAG_JS = ("(kind, text, backend) => { let h = 0x811c9dc5; for (const part of [kind, backend, text]) {"
+          " const s = String(part || ''); for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;"
+          " h = Math.imul(h ^ 0xffff, 0x01000193) >>> 0; } return h.toString(16); }")
+
+
+def _constraint_read(values) -> str:
+    """The tag of the constraint a run's inputs hold (kind, editor text, backend as the page sent them)."""
+    named = dict(zip(SETTING_NAMES, values))
+    return constraint_tag(named.get("kind"), named.get("constraint"), named.get("backend"))
+
+
+# What a run says of its constraint (run_check: its check as compiled, or its refusal, tagged with the constraint it
+# read) drawn beside the editor only while the editor still holds that constraint: edited while the models loaded,
+# the run's older text's "looks fine" stood beside a broken schema. An error about the older text is drawn saying so.
+# (The tag is of the inputs the run read: a Run clicked while the last one measured starts later, with the text then.)
 RUN_CHECK_JS = ("(said, kind, text, backend, shown) => { if (!said) return shown;"
                 " const check = said.slice(said.indexOf('>') + 1, said.lastIndexOf('</template>'));"
-                " if (JSON.stringify([kind, text, backend]) === window.runConstraint) return check;"
+                " const about = (said.match(/^<template data-about=\"([0-9a-f]+)\">/) || [])[1];"
+                f" if (about === ({TAG_JS})(kind, text, backend)) return check;"
                 " return check.includes('field-error') ? " + json.dumps(
                     '<div class="constraint-note" id="constraint-was">Of the constraint the run was started with, '
                     'before your edit:</div>') + " + check : shown; }")
