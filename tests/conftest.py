@@ -45,11 +45,17 @@ def app_url():
     import socket
 
     import app
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app.demo.queue(**app.queue_options()).launch(
-        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.launch_options())
+    for attempt in range(5):  # a port found free can be taken before the app binds it (another worker's app): again
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            app.demo.queue(**app.queue_options()).launch(
+                server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.launch_options())
+            break
+        except OSError:  # (Gradio: "Cannot find empty port in range")
+            if attempt == 4:
+                raise
     yield f"http://127.0.0.1:{port}/"
     app.demo.close()
 
