@@ -70,7 +70,7 @@ def test_run_streams_every_token_kind_with_consistent_stats():
 def test_runs_outputs_are_set_by_name_and_a_misspelt_one_is_refused():
     """Run's 22 outputs were lists built by position ([gr.skip()] * 12 + ...): one off, and a chart got a message."""
     values = playground_tab.outputs({"text": "a", "badge": "b"}, text="c", status={"phase": "done"})
-    assert values[slot("text")] == "c" and values[slot("badge")] == "b" and values[-1] == {"phase": "done"}
+    assert values[slot("text")] == "c" and values[slot("badge")] == "b" and values[slot("status")] == {"phase": "done"}
     assert sum(v != gr.skip() for v in values) == 3
     with pytest.raises(KeyError, match="txt"):
         playground_tab.outputs(txt="a")
