@@ -1719,6 +1719,11 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     assert told in experiments_tab.calculator(a, k, c, history)[0] and measured["verdict"]  # its own, unclamped
     assert experiments_tab.from_last_run([])[:3] == (gr.skip(),) * 3
     assert "No run to take them from yet" in experiments_tab.from_last_run([])[3]
+    sweep = {"temperature": 0.0, "rows": [{"k": 2, "speedup": 1.5, "speedup_low": 1.4, "speedup_high": 1.6,
+                                           "speedup_estimate": 1.5, "verdict": "faster", "token_acceptance": 0.6}]}
+    word = experiments_tab.from_last_run([], sweep, 0.7, 4, 0.1)[3]  # after a K sweep alone: the word above the
+    assert word.startswith("**No run to take them from yet") and word.endswith(  # result, which stays
+        experiments_tab.calculator(0.7, 4, 0.1, [], sweep)[0]) and "Your last K sweep (temperature 0, α 0.60)" in word
     for name, overrides in (("demo", {"policy": "schedule"}), ("demo", {"tree": "2,2"}), ("demo-ngram", {})):
         assert last(name, **overrides) == (None, False), (name, overrides)
 

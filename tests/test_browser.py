@@ -536,6 +536,7 @@ def test_a_calculator_value_typed_past_its_slider_is_said_under_it(page, app_url
     expect(text).to_contain_text("expected speedup 1.54x", timeout=15_000)
     page.click("#calc-from-run")  # this page has compared no run yet
     expect(text).to_contain_text("No run to take them from yet", timeout=15_000)
+    expect(text).to_contain_text("expected speedup 1.54x")  # the result stays under the word
     expect(page.locator("#experiment-settings")).to_contain_text("Runs with")  # what the experiments run with
 
 

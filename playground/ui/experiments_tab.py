@@ -462,14 +462,16 @@ def _outside_calculator_ranges(*values) -> str:
     return ""
 
 
-def from_last_run(history: list) -> tuple:
+def from_last_run(history: list, k_sweep: dict | None = None, *sliders) -> tuple:
     """The calculator's sliders set to the last compared run's α, k and c (each within its slider's
     range; the calculator's text gives the run's own), so the curve is that run's: a run drawn against
-    the default curve read as the formula failing. -> (α, k, c, the calculator's text: a word where
-    there is no run yet)."""
+    the default curve read as the formula failing. -> (α, k, c, the calculator's text: where there is
+    no run yet, a word above the result the `sliders` (α, k, c) give, which stays: it was replaced, a
+    K sweep's line read gone)."""
     if not history:
-        return (gr.skip(),) * 3 + ("**No run to take them from yet:** run a draft model with a fixed k, compared with "
-                                   "the target alone, in the Playground tab.",)
+        word = ("**No run to take them from yet:** run a draft model with a fixed k, compared with the target alone, "
+                "in the Playground tab (a sweep's runs are its own line on the chart).")
+        return (gr.skip(),) * 3 + (f"{word}\n\n{calculator(*sliders, history, k_sweep)[0]}" if sliders else word,)
     last = history[-1]
     (a_low, a_high), (c_low, c_high) = CALCULATOR_RANGES["acceptance"], CALCULATOR_RANGES["cost ratio"]
     c = gr.skip() if last.get("cost_ratio") is None else round(min(max(last["cost_ratio"], c_low), c_high), 3)  # as

@@ -407,7 +407,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     link_notice.change(lambda notice: gr.update(visible=bool(notice)), link_notice, dismiss_notice, queue=False,
                        api_visibility="private")  # a link's notices stay, once read and fixed, until dismissed
     dismiss_notice.click(lambda: "", None, link_notice, queue=False, api_visibility="private")
-    calc_from_run.click(from_last_run, history, [calc_a, calc_k, calc_c, calc_text], queue=False, api_visibility="private")
+    calc_from_run.click(from_last_run, [history, k_sweep, calc_a, calc_k, calc_c], [calc_a, calc_k, calc_c, calc_text],
+                        preprocess=False, queue=False, api_visibility="private")  # (the sliders as the calculator takes them)
     gr.api(generate, api_name="generate", concurrency_limit=CONCURRENCY, concurrency_id=DEVICE)
     api_texts = {"prompt": (MAX_PROMPT_CHARS, 4), "schema": (MAX_SCHEMA_TEXT_CHARS, 1.25), "grammar": (MAX_GRAMMAR_CHARS, 4),
                  "link": (MAX_LINK_CHARS, 1)}
