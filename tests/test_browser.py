@@ -40,6 +40,13 @@ def error_labels(page) -> int:
         && e.textContent.trim() === 'Error' && !e.closest('#token-stream')).length""")
 
 
+CUT_CHART_TITLES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent).flatMap(p => {
+    const svg = p.querySelector('.main-svg').getBoundingClientRect();
+    return [...p.querySelectorAll('.gtitle, .g-xtitle text, .g-ytitle text')].filter(t => {
+        const r = t.getBoundingClientRect(); return r.width && (r.left < svg.left - 1 || r.right > svg.right + 1); })
+        .map(t => t.textContent); })"""
+
+
 def test_share_link_run_chart_and_stop(page, app_url):
     query = urllib.parse.urlencode({"preset": "demo", "k": "3", "max_new_tokens": "96",
                                     "prompt": "def add(a, b):\n", "junk": "1"})
@@ -76,6 +83,12 @@ def test_share_link_run_chart_and_stop(page, app_url):
     page.get_by_role("tab", name="Charts").click()
     expect(page.locator("#hist-plot .js-plotly-plot").first).to_be_visible(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "browser-run.png"), full_page=True)
+    assert page.evaluate(CUT_CHART_TITLES_JS) == []  # (the position chart's x title ran past both its sides)
+    try:
+        page.set_viewport_size({"width": 390, "height": 844})  # and on a phone
+        page.wait_for_function(f"({CUT_CHART_TITLES_JS})().length === 0", timeout=10_000)
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1600})
 
     page.locator("#max-tokens input[type=number]").fill("1024")
     page.locator("#max-tokens input[type=number]").press("Enter")
@@ -527,6 +540,7 @@ def test_a_calculator_value_typed_past_its_slider_is_said_under_it(page, app_url
     page.get_by_role("tab", name="Experiments").click()
     text, box = page.locator("#calc-text"), page.locator("#calc-c input[type=number]")
     expect(text).to_contain_text("expected speedup 1.98x")  # α 0.7, k 4, c 0.1
+    assert page.evaluate(CUT_CHART_TITLES_JS) == []
     box.fill("-0.1")
     box.press("Enter")
     expect(text).to_contain_text("Not computed: the cost ratio must be between 0 and 1, not -0.1", timeout=15_000)

@@ -364,7 +364,7 @@ def test_the_position_chart_says_how_many_rounds_each_rate_is_over():
     survival, conditional = plots.acceptance_by_position(rounds).data
     assert survival.hovertext[2] == "kept 1..3 in 1 of 3 rounds that drafted 3"
     assert conditional.hovertext[2] == "kept 3 in 1 of 1 round that drafted 3 and kept 1..2"
-    assert "each rate over the rounds that drafted i" in plots.acceptance_by_position(rounds).layout.xaxis.title.text
+    assert "hover: rounds" in plots.acceptance_by_position(rounds).layout.xaxis.title.text
 
 
 def test_the_run_charts_write_their_numbers():

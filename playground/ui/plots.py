@@ -106,8 +106,9 @@ def acceptance_by_position(events) -> go.Figure:
                          (survival, "prefix survival P(kept 1..i)", [f"{y:.2f}" for y in survival], of_drafted, "top center"),
                          (conditional, "conditional P(kept i | kept 1..i-1)", own, of_reached, below))])
     fig.update_xaxes(dtick=1)  # whole positions (plotly's own ticks put 1.5 and 2.5 between them)
-    return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i (each rate over the "
-                             "rounds that drafted i; hover: how many)", yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)
+    return fig.update_layout(title="Acceptance by draft position", xaxis_title="draft position i (hover: rounds)",
+                             yaxis=dict(title="rate", range=[0, 1.05]), **LAYOUT)  # (what each rate is over: in
+    # its hover; said in the title, it ran past both sides of the chart)
 
 
 def _cumulative(events) -> tuple[list[int], list[int]]:
