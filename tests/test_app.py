@@ -337,6 +337,10 @@ def test_a_share_link_says_what_it_holds_unlike_the_output_shown():
     assert page_inputs.share_note(dataclasses.asdict(now), *values) == ""
     hostile = dataclasses.replace(now, tree="<b>&")  # any text said is escaped
     assert "&lt;b&gt;&amp;" in page_inputs.share_note(dataclasses.asdict(hostile), *values)
+    above = page_inputs.shown_note(dataclasses.asdict(run), *values)  # above the output, the same difference
+    assert above == ('<p class="shown-note">The output below is of other settings: since its run, k 4 → 6, the prompt, '
+                     'chat false → true. Run to see these.</p>')
+    assert page_inputs.shown_note(dataclasses.asdict(now), *values) == page_inputs.shown_note(None, *values) == ""
 
 
 def test_a_schema_left_under_another_kind_is_named_as_one():

@@ -285,8 +285,11 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     page.click("#run-button")
     expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)  # the run is over
     expect(page.locator("#run-button")).to_be_enabled()
+    expect(page.locator("#shown-note")).to_be_hidden()  # the output is of the settings on the page
     text = page.locator("#output-text textarea").input_value()
     page.locator("#prompt-box textarea").press_sequentially(" ")  # typed, as a user does (fill sends no input event)
+    expect(page.locator("#shown-note")).to_have_text(  # (its output and metrics sat beside other settings, unmarked)
+        "The output below is of other settings: since its run, the prompt. Run to see these.")
     expect(page.locator("#share-link textarea")).to_have_value("")  # a changed setting: the old link is gone,
     expect(page.locator("#share-link")).to_be_hidden()  # its box and copy button too
     page.click("#share-button")
@@ -317,6 +320,8 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     expect(page.locator("#prompt-error")).to_have_count(0)
     assert page.evaluate(last_runs) == "none"
     assert page.evaluate("getComputedStyle(document.querySelector('#stream .tokstream')).opacity") == "1"
+    page.click("#run-button")  # a run of the settings now: its output is theirs
+    expect(page.locator("#shown-note")).to_be_hidden(timeout=60_000)
 
 
 def test_a_run_past_the_addresss_share_says_why(page, app_url, monkeypatch):

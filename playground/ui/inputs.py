@@ -430,14 +430,27 @@ def make_share_link(request: gr.Request, *values) -> str:
 def share_note(shown: dict | None, *values) -> str:
     """Beside a new share link: what it holds unlike the output shown (settings changed since, or during,
     the run that made it), so that nobody sends a link expecting it to open on that output."""
-    try:
-        changed = changed_since(shown, settings_to_run(*values))
-    except PlaygroundError:
-        return ""  # (no link was made: its popup said why)
-    if not changed:
-        return ""
+    if not (changed := _changed_since_shown(shown, values)):
+        return ""  # (or no link was made: its popup said why)
     return (f'<p class="share-note">This link holds the settings on the page now, not those of the output shown: since '
-            f"its run, {html.escape(', '.join(changed))}.</p>")
+            f"its run, {html.escape(changed)}.</p>")
+
+
+def shown_note(shown: dict | None, *values) -> str:
+    """Above the output: that it is of other settings than the page's now, and which (a preset chosen after a
+    run left its output and metrics beside the new settings, unmarked)."""
+    if not (changed := _changed_since_shown(shown, values)):
+        return ""
+    return (f'<p class="shown-note">The output below is of other settings: since its run, {html.escape(changed)}. '
+            "Run to see these.</p>")
+
+
+def _changed_since_shown(shown: dict | None, values) -> str:
+    """'k 4 → 6, the prompt': the page's settings unlike the shown run's; '' where the same or not settings."""
+    try:
+        return ", ".join(changed_since(shown, settings_to_run(*values)))
+    except PlaygroundError:
+        return ""
 
 
 def page_url(request: gr.Request | None) -> str:

@@ -21,7 +21,7 @@ from playground.ui.experiments_tab import (calculator, column_headers, column_wi
 from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
-                                  check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs, share_note,
+                                  check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs, share_note, shown_note,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
@@ -147,6 +147,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 gr.HTML(render.legend())
                 with gr.Accordion("How to read this", open=False):  # beside the colours, where a newcomer looks
                     gr.Markdown(ABOUT)
+                shown_note_box = gr.HTML(elem_id="shown-note")  # the output below is of other settings: which
                 stream = gr.HTML(render.token_stream([]), elem_id="stream")
                 metrics_html = gr.HTML(render.metrics(None, DEFAULT.k))
                 badge = gr.HTML(elem_id="run-badge")
@@ -353,6 +354,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     refresh_views.click(lambda *values: [*export_view(*values), settings_line(*values)], SETTINGS,
                         exports + [experiment_settings], trigger_mode="always_last", api_visibility="private",
                         show_progress="hidden")  # the Export and Experiments tabs kept current
+    gr.on([refresh_views.click, shown_settings.change], shown_note, [shown_settings] + SETTINGS, shown_note_box,
+          trigger_mode="always_last", queue=False, api_visibility="private", show_progress="hidden")
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda shown, *values: (gr.update(visible=True), share_note(shown, *values)), [shown_settings] + SETTINGS,
         [share_box, share_note_box], queue=False, api_visibility="private",  # shown once it has a link, with what it

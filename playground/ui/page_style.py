@@ -56,6 +56,7 @@ CSS = """
 #stop-button:disabled, #sweep-stop:disabled, #compare-stop:disabled { opacity: 0.4; cursor: not-allowed; }
 .field-error { color: #b91c1c; background: #dc262614; border-left: 3px solid #dc2626; padding: 4px 8px;
                border-radius: 4px; font-size: 14px; white-space: pre-wrap; }
+.shown-note { font-size: 14px; color: #b45309; margin: 0; }
 .progress-note { font-size: 14px; color: var(--body-text-color-subdued); }
 /* an experiment waiting its turn: Gradio fades its note box to 0.2 while it is queued, and the note saying why was faint */
 .html-container.pending:has(#experiment-waits) { opacity: 1; }
@@ -105,7 +106,7 @@ CSS = """
      each chart's title ('Accepted draft tokens per round' read through nine icons) */
 }
 /* Dark mode: the amber, green and red words above are drawn for white (the amber note read 3.8:1 on dark) */
-.dark :is(.constraint-note, .badge-stopped), .dark .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before
+.dark :is(.constraint-note, .badge-stopped, .shown-note), .dark .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before
   { color: #fbbf24; }
 .dark .badge-ok { color: #4ade80; } .dark :is(.badge-bad, .field-error) { color: #f87171; }
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
