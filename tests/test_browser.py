@@ -796,11 +796,13 @@ def test_the_run_downloads_as_json(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
     expect(page.locator("#max-tokens input[type=number]")).to_have_value("16", timeout=30_000)
     expect(page.locator("#download-run")).to_be_disabled()  # nothing to download yet (a click did nothing)
+    expect(page.locator("#download-run")).to_have_text("Download run (JSON): ready when a run ends")  # said why
     page.click("#run-button")
     expect(page.locator("#metrics").get_by_text("tokens per target pass")).to_be_visible(timeout=60_000)
     expect(page.locator("#stop-button")).to_be_disabled(timeout=60_000)  # the run is over (Run acts once the
     # text is whole, while the speedup is measured again; the download comes at the end)
     expect(page.locator("#download-run")).to_be_enabled(timeout=30_000)
+    expect(page.locator("#download-run")).to_have_text("Download run (JSON)")
     with page.expect_download(timeout=30_000) as download:
         page.click("#download-run")
     assert "/playground-downloads-" in urllib.parse.unquote(download.value.url)  # served as written, not a copy

@@ -24,7 +24,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs, share_note, shown_note,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
-from playground.ui.playground_tab import (IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
+from playground.ui.playground_tab import (DOWNLOAD_LATER, IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
                                           RACE_WAITS, RUN_CHECK_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
 from playground.ui.share import MAX_LINK_CHARS, RANGES
@@ -192,7 +192,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         with gr.Row():
                             cum_plot = gr.Plot(label="Tokens vs passes", show_label=False)
                             time_plot = gr.Plot(label="Time split", show_label=False)
-                download = gr.DownloadButton("Download run (JSON)", value=None, interactive=False, elem_id="download-run")
+                download = gr.DownloadButton(DOWNLOAD_LATER, value=None, interactive=False, elem_id="download-run")
         SETTINGS = [preset, target, draft, k, temperature, top_p, top_k, seed, max_new_tokens, prompt, system, chat,
                     kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes,
                     tree, think_budget]

@@ -67,8 +67,12 @@ def _race(snap: live.Snapshot) -> dict:
 
 
 def download_update(path: str | None) -> dict:
-    """The run's file, the button greyed while there is none (clicked before any run, it did nothing)."""
-    return gr.update(value=path, interactive=path is not None)
+    """The run's file, the button greyed while there is none (clicked before any run, it did nothing), saying
+    when it will have one (greyed unsaid while a run's speedup was measured, a walkthrough)."""
+    return gr.update(value=path, interactive=path is not None, label=DOWNLOAD if path else DOWNLOAD_LATER)
+
+
+DOWNLOAD, DOWNLOAD_LATER = "Download run (JSON)", "Download run (JSON): ready when a run ends"
 
 
 def _stream(snap: live.Snapshot) -> str:
