@@ -91,12 +91,26 @@ def test_a_grammar_reads_no_file_and_fetches_no_schema(capsys, saved_pair, liste
     code = main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "4",
                  "--json", "--constraint-backend", backend, "--grammar", str(grammar)])
     out, err = capsys.readouterr()
-    if backend == "llguidance":
-        assert code == 2 and "does not fetch resources" in err
-    else:
-        assert code == 0 and any(url in note for note in json.loads(out)["constraint_notes"])
-    time.sleep(0.3)
+    assert code == 2 and "the grammar's %json schema 1: $ref" in err and "points outside the schema" in err  # (before
+    time.sleep(0.3)  # either backend reads it: llguidance refused it itself, xgrammar read past it)
     assert hits == []
+
+
+@pytest.mark.parametrize("grammar, says", [
+    ('start: %json {"type":"string","pattern":"^a{8000000}$"}', "a repetition count in a schema pattern is 8000000"),
+    ('start: %json ' + '{"type":"array","items":' * 2500 + '{}' + '}' * 2500, "the schema is nested too deeply"),
+    ('start: a b\na: %json {"type":"integer"}\nb: %json {"type": "string", "maxLength": 1e999}', "schema 2: "),
+    ('start: %json {"type":"integer"' + ', "x": "}"', "schema 1: the schema is not valid JSON"),  # never closed
+    ("start: " + " ".join(["%json {}"] * 9), "the number of %json schemas in the grammar"),
+])
+def test_a_grammars_json_schemas_pass_a_schemas_checks(grammar, says):
+    """A schema in a grammar (llguidance's %json) skipped every check of a schema: a pattern's count of 8 million
+    held xgrammar 13 s and 900 MB, a nesting of 2,500 the compile worker its 20 s (a red-team pass)."""
+    for backend in ("llguidance", "xgrammar"):
+        with pytest.raises(PlaygroundError, match=re.escape(says)):
+            from_user(grammar=grammar, backend=backend)
+    fine = 'start: "n=" %json {"type": "string", "pattern": "^[a-z]{3}$", "description": "a } and a \\" inside"}'
+    assert from_user(grammar=fine, backend="llguidance").kind == "grammar"
 
 
 def test_validation_never_retrieves_a_reference(listener):

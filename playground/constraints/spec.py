@@ -9,6 +9,7 @@ from jsonschema.validators import validator_for
 
 from playground import strict_json
 from playground.constraints import drafts, worker
+from playground.constraints.embedded_json import embedded_schemas
 from playground.constraints.grammar_size import check_grammar_size
 from playground.constraints.python_regex import ANCHORED, misplaced_anchor
 from playground.constraints.ref_loops import check_no_ref_loop
@@ -66,6 +67,7 @@ class ConstraintSpec:
                                   f"character {exc.start + 1}, which is not a character") from None
         if self.kind == "grammar":
             check_grammar_size(self.text, self.gbnf)
+            _check_embedded_schemas(self.text)
         if not isinstance(self.think_budget, int) or self.think_budget < 0:
             raise PlaygroundError(f"the thinking budget must be a whole number of tokens >= 0, got {shown(self.think_budget)}")
         at_most(self.think_budget, MAX_NEW_TOKENS, "the thinking budget (tokens)")
@@ -98,6 +100,15 @@ class Schema:
 class Unreadable(PlaygroundError):
     """A backend cannot read this schema, regex or grammar (playground.constraints.compile says
     whether the other one can)."""
+
+
+def _check_embedded_schemas(grammar: str) -> None:
+    """Each `%json {...}` schema in a grammar checked as a schema given alone is (see embedded_json)."""
+    for number, text in enumerate(embedded_schemas(grammar), 1):
+        try:
+            parse_schema(text)
+        except PlaygroundError as exc:
+            raise PlaygroundError(f"the grammar's %json schema {number}: {exc}") from None
 
 
 @functools.lru_cache(maxsize=SCHEMAS_KEPT)
