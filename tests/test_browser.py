@@ -322,6 +322,8 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     assert page.evaluate("getComputedStyle(document.querySelector('#stream .tokstream')).opacity") == "1"
     page.click("#run-button")  # a run of the settings now: its output is theirs
     expect(page.locator("#shown-note")).to_be_hidden(timeout=60_000)
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=120_000)  # its speedup measured: a run left going
+    # held this address's share of runs in the next test
 
 
 def test_a_run_past_the_addresss_share_says_why(page, app_url, monkeypatch):

@@ -98,7 +98,7 @@ def test_a_grammar_reads_no_file_and_fetches_no_schema(capsys, saved_pair, liste
 
 @pytest.mark.parametrize("grammar, says", [
     ('start: %json {"type":"string","pattern":"^a{8000000}$"}', "a repetition count in a schema pattern is 8000000"),
-    ('start: %json ' + '{"type":"array","items":' * 2500 + '{}' + '}' * 2500, "the schema is nested too deeply"),
+    ('start: %json ' + '{"type":"array","items":' * 2500 + '{}' + '}' * 2500, "nested too deeply|nested more than 32"),
     ('start: a b\na: %json {"type":"integer"}\nb: %json {"type": "string", "maxLength": 1e999}', "schema 2: "),
     ('start: %json {"type":"integer"' + ', "x": "}"', "schema 1: the schema is not valid JSON"),  # never closed
     ("start: " + " ".join(["%json {}"] * 9), "the number of %json schemas in the grammar"),
@@ -107,8 +107,8 @@ def test_a_grammars_json_schemas_pass_a_schemas_checks(grammar, says):
     """A schema in a grammar (llguidance's %json) skipped every check of a schema: a pattern's count of 8 million
     held xgrammar 13 s and 900 MB, a nesting of 2,500 the compile worker its 20 s (a red-team pass)."""
     for backend in ("llguidance", "xgrammar"):
-        with pytest.raises(PlaygroundError, match=re.escape(says)):
-            from_user(grammar=grammar, backend=backend)
+        with pytest.raises(PlaygroundError, match=says):  # (which nesting check comes first depends
+            from_user(grammar=grammar, backend=backend)  # on the recursion limit other tests leave)
     fine = 'start: "n=" %json {"type": "string", "pattern": "^[a-z]{3}$", "description": "a } and a \\" inside"}'
     assert from_user(grammar=fine, backend="llguidance").kind == "grammar"
 
