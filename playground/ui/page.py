@@ -351,11 +351,12 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
     changed = [box.change for box in SETTINGS]  # any setting, by hand, a preset or an example
     gr.on(changed, None, None, None, js=click_when_settled("#refresh-views"), queue=False,
           api_visibility="private")  # a burst of changes (a link's or a preset's 22 settings, typing): one call
-    refresh_views.click(lambda *values: [*export_view(*values), settings_line(*values)], SETTINGS,
-                        exports + [experiment_settings], trigger_mode="always_last", api_visibility="private",
-                        show_progress="hidden")  # the Export and Experiments tabs kept current
-    gr.on([refresh_views.click, shown_settings.change], shown_note, [shown_settings] + SETTINGS, shown_note_box,
-          trigger_mode="always_last", queue=False, api_visibility="private", show_progress="hidden")
+    refresh_views.click(lambda shown, *values: [*export_view(*values), settings_line(*values), shown_note(shown, *values)],
+                        [shown_settings] + SETTINGS, exports + [experiment_settings, shown_note_box],
+                        trigger_mode="always_last", api_visibility="private", show_progress="hidden")  # the Export
+    # and Experiments tabs and the note on the output kept current, in one call a burst
+    shown_settings.change(shown_note, [shown_settings] + SETTINGS, shown_note_box, trigger_mode="always_last",
+                          queue=False, api_visibility="private", show_progress="hidden")  # a run's
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda shown, *values: (gr.update(visible=True), share_note(shown, *values)), [shown_settings] + SETTINGS,
         [share_box, share_note_box], queue=False, api_visibility="private",  # shown once it has a link, with what it
