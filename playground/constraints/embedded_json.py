@@ -22,7 +22,7 @@ def _closing(text: str, start: int) -> int:
     for i in range(start, len(text)):
         char = text[i]
         if in_string:
-            escaped, in_string = (not escaped and char == "\\"), in_string and (escaped or char != '"')
+            escaped, in_string = (not escaped and char == "\\"), (escaped or char != '"')  # a quote ends it unescaped
         elif char == '"':
             in_string = True
         elif char in "{[":

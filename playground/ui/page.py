@@ -356,7 +356,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                         trigger_mode="always_last", api_visibility="private", show_progress="hidden")  # the Export
     # and Experiments tabs and the note on the output kept current, in one call a burst
     shown_settings.change(shown_note, [shown_settings] + SETTINGS, shown_note_box, trigger_mode="always_last",
-                          queue=False, api_visibility="private", show_progress="hidden")  # a run's
+                          queue=False, api_visibility="private", show_progress="hidden")  # a run started or
+    # ended: the note said at once, not after a burst's settling
     share_btn.click(named_inputs(make_share_link), SETTINGS, share_box, api_name="share_link").success(
         lambda shown, *values: (gr.update(visible=True), share_note(shown, *values)), [shown_settings] + SETTINGS,
         [share_box, share_note_box], queue=False, api_visibility="private",  # shown once it has a link, with what it
