@@ -278,11 +278,10 @@ def _benched_line(run: dict) -> str:
 
 def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
-    from playground.session import check_utf8, read_settings_constraint
+    from playground.session import check_prompt_text, read_settings_constraint
     settings = _settings(args)
     _check_prompt(args, settings, "give --prompt")  # (an empty one was exported, exit 0)
-    for text, what in ((settings.prompt, "the prompt"), (settings.system, "the system prompt")):
-        check_utf8(text, what)  # as generate refuses it (an export wrote lone surrogates into its commands)
+    check_prompt_text(settings.prompt, settings.system)  # as generate refuses them (lone surrogates were exported)
     spec = read_settings_constraint(settings)  # an export of what would run
     exported = export_setting(settings)
     for note in unused_by_export(args, spec, settings.chat):

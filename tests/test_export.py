@@ -4,6 +4,7 @@ commands split with shlex, bodies round-trip through JSON, the transformers snip
 the demo pair, runs and writes the playground's text), the
 notes name what an engine cannot express, and hostile text stays inside its quotes."""
 import argparse
+import html
 import ast
 import dataclasses
 import json
@@ -16,6 +17,7 @@ import sys
 
 import pytest
 
+from playground import session
 from playground.errors import PlaygroundError
 from playground.export import HUB_IDS, LOCAL, export_setting, format_export, shell_block
 from playground.presets import all_presets
@@ -371,6 +373,31 @@ def test_the_page_says_why_a_setting_cannot_be_exported():
     notes, *boxes = export_view(*values)
     assert 'id="export-error"' in notes and "the constraint is empty" in notes and boxes == ["", "", ""]
 
+
+
+@pytest.mark.parametrize("changes, says", [(dict(tree="0,0"), "a token tree is 1 to 8 depths"),
+                                           (dict(tree="50,50,50,50"), "a token tree is 1 to 8 depths"),
+                                           (dict(tree="2,2,2", policy="schedule"), "fixed draft policy"),
+                                           (dict(tree="4,4,4/8", temperature=0.8), "greedy decoding"),
+                                           (dict(seed=-5), "seed must be between 0 and 2^63 - 1"),
+                                           (dict(seed=2**64), "seed must be between 0 and 2^63 - 1"),
+                                           (dict(temperature=0.004), "temperature must be 0 (greedy) or between"),
+                                           (dict(prompt=" "), "the prompt is empty"),
+                                           (dict(system="\ud800"), "the system prompt is not valid UTF-8"),
+                                           (dict(target="someone/else"), "not one of this host's preset models")])
+def test_the_page_exports_only_what_run_would_run(changes, says):
+    """Export read the constraint alone: each of these, which Run refuses, was exported (a tree of 50
+    children as SGLang's 7,551 draft tokens; a seed past 2^64 as a snippet that failed in torch); a
+    review. The CLI's export refused them already."""
+    from playground.ui import live
+    from playground.ui.export_tab import export_view
+    from playground.ui.inputs import inputs_from_settings
+    sent = settings("qwen2.5-7b", **changes)
+    with pytest.raises(PlaygroundError, match=re.escape(says)):  # Run's own checks refuse it, as the export must
+        live.checked_config(sent, allow_custom=False)
+        session.check_prompt_text(sent.prompt, sent.system)
+    notes, *boxes = export_view(*inputs_from_settings(sent))
+    assert 'id="export-error"' in notes and says in html.unescape(notes) and boxes == ["", "", ""], notes[:300]
 
 def test_the_pages_export_is_bounded_in_size():
     """A 1 MB call (a schema of one 250,000-emoji enum string, shown in the prompt too) came back as

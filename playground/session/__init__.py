@@ -109,14 +109,9 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
     """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models); `schema`
     (JSON Schema text) is appended to the request so the model knows the shape it must write;
     thinking=False asks the template for an answer without thinking (config.thinks)."""
-    if not isinstance(text, str) or not text.strip():
-        raise PlaygroundError("the prompt is empty")
-    at_most(len(text), MAX_PROMPT_CHARS, "the prompt's length (characters)")
-    check_utf8(text, "the prompt")
+    check_prompt_text(text, system)
     system = system if system and system.strip() else None  # (spaces alone replaced the template's own system
-    if system:  # prompt, SmolLM2's, with nothing: a box that looks empty leaves it as it is; a review)
-        at_most(len(system), MAX_SYSTEM_CHARS, "the system prompt's length (characters)")
-        check_utf8(system, "the system prompt")
+    # prompt, SmolLM2's, with nothing: a box that looks empty leaves it as it is; a review)
     if schema:
         text = f"{text}{SCHEMA_HINT}{schema.strip()}"
     tok = pair.tokenizer
@@ -126,6 +121,18 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
                                       **({} if thinking else {"enable_thinking": False}))  # templates without it ignore it
         return list(ids["input_ids"] if isinstance(ids, dict) else ids)
     return tok(text, add_special_tokens=False).input_ids or [tok.eos_token_id]
+
+
+def check_prompt_text(text: str, system: str | None = None) -> None:
+    """The prompt and the system prompt as a run takes them, nothing loaded (an export refuses what a
+    run refuses): PlaygroundError for the first one wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise PlaygroundError("the prompt is empty")
+    at_most(len(text), MAX_PROMPT_CHARS, "the prompt's length (characters)")
+    check_utf8(text, "the prompt")
+    if system and system.strip():
+        at_most(len(system), MAX_SYSTEM_CHARS, "the system prompt's length (characters)")
+        check_utf8(system, "the system prompt")
 
 
 def check_utf8(text: str, what: str) -> None:

@@ -8,21 +8,25 @@ from playground.constraints.compile import READ_SECONDS
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.limits import MAX_EXPORT_CHARS
-from playground.session import read_settings_constraint
+from playground.session import check_prompt_text, read_settings_constraint
 from playground.ui import render
 from playground.ui.inputs import settings_to_run
+from playground.ui.live import checked_config
 
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "transformers"}
 
 
 def export_view(*values) -> list[str]:
     """SETTINGS values -> [notes HTML, vLLM block, SGLang block, transformers code]; a setting that
-    cannot be exported is said in the notes, the boxes left empty. The constraint is read within the
-    check as typed's time (READ_SECONDS); past it, after a Run has read it (kept: parse_schema)."""
+    cannot be exported is said in the notes, the boxes left empty: what Run refuses, each in Run's words.
+    The constraint is read within the check as typed's time (READ_SECONDS); past it, after a Run has read
+    it (kept: parse_schema)."""
     try:
         s = settings_to_run(*values)  # (a kind picked, its box empty: Run refuses it, the export ran unconstrained)
         with worker.ceiling(READ_SECONDS):  # (its lanes are every visitor's: slow schemas held them 15 s each)
-            read_settings_constraint(s)  # refused as Run refuses it
+            checked_config(s)  # Run's checks: a tree of 50 children, a seed past 2^64, were exported
+            check_prompt_text(s.prompt, s.system)  # (an empty prompt too)
+            read_settings_constraint(s)  # the constraint read as Run reads it
         e = export_setting(s)
     except worker.OverCeiling as exc:
         return [render.error(f"{exc}: a Run reads it with more time, and the export shows after it", "export"), "", "", ""]
