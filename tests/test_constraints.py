@@ -779,6 +779,9 @@ def test_a_python_caller_may_give_a_schema_as_a_dict():
             from_user(schema=bad)
     with pytest.raises(PlaygroundError, match="the regex must be a str, not int"):
         from_user(regex=5)
+    for backend in (None, 5):  # (a TypeError: the message sliced the name; a review)
+        with pytest.raises(PlaygroundError, match="the constraint backend must be a str, not (NoneType|int)"):
+            from_user(regex="a", backend=backend)
 
 
 def test_a_reading_that_passed_forks_no_worker_again(monkeypatch):

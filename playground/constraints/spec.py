@@ -35,6 +35,8 @@ BYTE_END = 256
 
 def check_backend(name: str) -> None:
     """A backend's name, one of BACKENDS (named escaped: a caller's text can hold a lone surrogate)."""
+    if not isinstance(name, str):  # (None or a number from Python: a TypeError in the message below)
+        raise PlaygroundError(f"the constraint backend must be a str, not {type(name).__name__}: llguidance or xgrammar")
     if name not in BACKENDS:
         raise PlaygroundError(f"unknown constraint backend {ascii(name[:40])}: use llguidance or xgrammar")
 
