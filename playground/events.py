@@ -112,10 +112,14 @@ class RunResult:
 
 
 def round_json(r: Round) -> dict:
-    """A round as plain data: its timing and its tokens with their kinds and probabilities."""
+    """A round as plain data: its timing, its tokens with their kinds and probabilities, and a token tree's
+    every node (`tree`: tokens, parents (-1: the root), the kept path, text, p_target, p_draft; null for a
+    chain). Its tokens hold only the path and the refused children judged: an API caller could not see
+    the rest of a tree's drafts (a review)."""
     return {"index": r.index, "k": r.k, "stop_reason": r.stop_reason, "draft_s": r.draft_s, "target_s": r.target_s,
             "draft_passes": r.draft_passes, "target_passes": r.target_passes,  # (prompt lookup drafts with none)
             "proposed": r.proposed, "accepted": r.accepted, "looked_up": r.looked_up, "lookup_kept": r.lookup_kept,
             "forced_drafts": r.forced_drafts, "forced_refused": r.forced_refused, "forced_first": r.forced_first,
             "wall_s": r.wall_s, "tokens": [{"kind": t.kind, "id": t.token_id, "text": t.text, "p_target": t.p_target,
-                                            "p_draft": t.p_draft} for t in r.tokens]}
+                                            "p_draft": t.p_draft} for t in r.tokens],
+            "tree": None if r.tree is None else {name: list(value) for name, value in r.tree.items()}}

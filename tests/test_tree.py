@@ -227,6 +227,26 @@ def test_a_trees_refused_siblings_are_each_judged_and_read_alone(pair):
     assert texts(reread) == texts(result.rounds)
 
 
+
+def test_a_tree_rounds_json_holds_every_node(pair):
+    """A tree round's JSON (the download, generate --json, the web API) held only its kept path and the refused
+    children judged: "proposed": 6 beside three tokens, the other drafts nowhere (a review of the API)."""
+    from playground.events import ACCEPTED, REJECTED
+    pair, tok = pair
+    prompt = tok("def fib(n):").input_ids
+    result = session.run(pair, prompt, session.settings(max_new_tokens=40, tree=(3, 2, 2)))
+    rounds = json.loads(json.dumps(result.as_json()))["rounds"]
+    drafted = [r for r in rounds if r["tree"]]
+    assert drafted and any(len(r["tree"]["tokens"]) > len(r["tokens"]) for r in drafted)
+    for r in drafted:
+        tree = r["tree"]
+        assert len(tree["tokens"]) == len(tree["parents"]) == len(tree["p_target"]) == len(tree["p_draft"]) == r["proposed"]
+        assert [tree["tokens"][node] for node in tree["path"]] == [t["id"] for t in r["tokens"] if t["kind"] == ACCEPTED]
+        refused = {t["id"] for t in r["tokens"] if t["kind"] == REJECTED}
+        assert refused <= set(tree["tokens"]) and all(-1 <= parent < node for node, parent in enumerate(tree["parents"]))
+    chain = session.run(pair, prompt, session.settings(k=3, max_new_tokens=12)).as_json()
+    assert all(r["tree"] is None for r in chain["rounds"])
+
 def tree_counts(pair, tree: tuple, params: dict) -> dict:
     return first_tokens_counts(pair, 3, 3, tree=tree, **params)
 
