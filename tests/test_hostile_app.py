@@ -1247,6 +1247,16 @@ def test_a_run_nobody_reads_keeps_only_its_result_and_few_such_runs_are_kept(app
     assert page_answers_quickly(app_url)
 
 
+
+def test_unread_results_are_kept_within_a_size_too(app_url, monkeypatch):
+    """UNREAD_KEPT bounded their number only: a token tree's rounds, each with every node, make a 2,048-token
+    run's result about 11 MB, 64 of them 700 MB. Past UNREAD_BYTES together the oldest is forgotten too."""
+    from playground.ui import leftovers
+    monkeypatch.setattr(leftovers, "UNREAD_BYTES", 1)  # (the newest one always kept)
+    first, second = (_unread_call(app_url, 4, compare=False) for _ in range(2))
+    assert _late_read(app_url, first).startswith("404: nothing of event")
+    assert "event: complete" in _late_read(app_url, second)
+
 def test_one_session_of_many_unread_events_keeps_the_newest_results_only(app_url, monkeypatch):
     """One made-up session of 400 unread /export joins (a 250 KB schema in each answer) added 330 MB:
     the bound is on ended events unread, whatever their sessions."""

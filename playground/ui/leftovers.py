@@ -15,9 +15,9 @@ page visitor's (the calculator's history, a run's race replay). Here:
   page's client and gradio_client take it whole), unless it is an error (its last snapshot stays).
   A late reader sees the newest snapshot, then the result.
 - at most UNREAD_KEPT ended events keep their messages unread, whatever their sessions (a
-  cancelled one too: Gradio's /cancel queues its result itself); past that, the messages of the
-  longest unread are forgotten, first of sessions with no stream open (a page whose connection is
-  slow is behind, not gone).
+  cancelled one too: Gradio's /cancel queues its result itself), their results UNREAD_BYTES at most
+  together; past either, the messages of the longest unread are forgotten, first of sessions with
+  no stream open (a page whose connection is slow is behind, not gone).
 - a stream asked for an event whose messages are not held (forgotten, read already, never made) is
   answered at once with the reason (Gradio's broke off mid-answer, or waited forever on a read one).
 - a session made for one `/call/` event lets go of its state when the event ends, and a session
@@ -36,11 +36,12 @@ from gradio.server_messages import (BaseMessage, EstimationMessage, ProcessCompl
                                     ProgressMessage)
 
 UNREAD_KEPT = 64  # ended events whose messages wait for a reader (an unread compared 1,900-token run: ~1 MB)
+UNREAD_BYTES = 64 * 2**20  # their results together (a 64-node token tree's round in JSON: ~5 KB; 2,048 rounds: ~11 MB)
 STREAM = re.compile(r"/call/(?:v2/)?[^/]+/([^/]+)/?$")  # the route a /call/<name> caller reads its event from
 SESSION_STREAM = re.compile(r"/queue/data/?$")  # the route a page (or gradio_client) reads its session from
 CANCEL = re.compile(r"/cancel/?$")
-_ended_unread: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()  # (session hash, event
-# id), oldest first
+_ended_unread: collections.OrderedDict[tuple[str, str], int] = collections.OrderedDict()  # (session hash, event
+# id) -> its result's size in bytes, oldest first
 _streams_open: collections.Counter[str] = collections.Counter()  # session hash -> its streams open now
 
 
@@ -71,12 +72,12 @@ def _unread(queue, session: str, event_id: str) -> bool:
 
 
 def _forget_unread(queue) -> None:
-    """Let go of what read events leave, and past UNREAD_KEPT ended events unread, of the oldest's
-    messages (the oldest of a session no stream reads, where there is one)."""
+    """Let go of what read events leave, and past UNREAD_KEPT ended events unread or UNREAD_BYTES of their
+    results, of the oldest's messages (the oldest of a session no stream reads, where there is one)."""
     for session, event_id in [key for key in _ended_unread if not _unread(queue, *key)]:
         del _ended_unread[session, event_id]
         _let_go_of_ids(queue, session)
-    while len(_ended_unread) > UNREAD_KEPT:
+    while len(_ended_unread) > UNREAD_KEPT or (len(_ended_unread) > 1 and sum(_ended_unread.values()) > UNREAD_BYTES):
         oldest = next((key for key in _ended_unread if not _streams_open[key[0]]), next(iter(_ended_unread)))
         del _ended_unread[oldest]
         session, event_id = oldest
@@ -103,7 +104,10 @@ def _let_go_of_state(state_holder, session: str) -> None:
 
 
 def _ended(queue, session: str, event_id: str) -> None:
-    _ended_unread[session, event_id] = None
+    """An event's result queued: what it holds unread (its size as sent) counted within the bounds above."""
+    messages = queue.pending_messages_per_session.get(session)
+    held = [m for m in messages._queue if m.event_id == event_id] if messages is not None else []
+    _ended_unread[session, event_id] = sum(len(m.model_dump_json()) for m in held)
     _forget_unread(queue)
 
 
@@ -143,7 +147,7 @@ def not_held(queue, path: str, query: bytes = b"") -> str:
         return (f"nothing of event {event_id[:40]} is held here: its stream was closed before its result (a run "
                 "whose reader leaves stops there; its last snapshot read holds its text so far)")
     return (f"nothing of event {event_id[:40]} is held here: a result is kept until it is read once, and only the "
-            f"newest {UNREAD_KEPT} results nobody has read")
+            f"newest {UNREAD_KEPT} results nobody has read, {UNREAD_BYTES // 2**20} MB of them at most")
 
 
 @contextmanager
