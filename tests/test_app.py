@@ -1624,6 +1624,10 @@ def test_a_links_values_open_as_they_were_made_or_not_at_all():
     blank[page_inputs.SETTING_NAMES.index("kind")], blank[page_inputs.SETTING_NAMES.index("constraint")] = "regex", "  \n"
     with pytest.raises(gr.Error, match="the constraint is empty"):  # (its link opened on no constraint, unsaid)
         page_inputs.make_share_link(None, *blank)
+    from playground.ui.experiment_link import Experiment
+    from playground.ui.experiments_tab import make_experiment_link
+    with pytest.raises(gr.Error, match="the constraint is empty"):  # an Experiments link too (it was made)
+        make_experiment_link(None, *Experiment().inputs(), *blank)
     asked = page_api._base_settings("", "preset=demo&k=7&prompt=Why?")
     assert (asked.preset, asked.k, asked.prompt) == ("demo", 7, "Why?")
     assert page_api._base_settings("", "http://host:7860/?preset=demo&k=5&prompt=a?b").k == 5

@@ -591,7 +591,8 @@ def make_experiment_link(request: gr.Request, *values) -> str:
     opens on Experiments with both restored."""
     try:
         experiment = experiment_from_inputs(*values[:len(EXPERIMENT_NAMES)])
-        settings = settings_from_inputs(*values[len(EXPERIMENT_NAMES):])
+        settings = settings_to_run(*values[len(EXPERIMENT_NAMES):])  # a kind picked, its box blank: refused, as a
+        # Playground link is (the link opened unconstrained, unsaid, and its sweep ran so; a review)
         return share_url(page_url(request), settings, experiment_params(experiment))
     except PlaygroundError as exc:
         raise user_error(exc, stays=True) from None
