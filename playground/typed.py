@@ -30,7 +30,7 @@ def decimal(text: str) -> float:
     """'0.7', '1e-3', '.5' -> a float; ValueError for anything else (a number too large is inf)."""
     if not DECIMAL.fullmatch(text):
         raise ValueError("not a number in ASCII digits")
-    return float(text)
+    return float(text) + 0.0  # (-0 read as 0: a temperature sweep showed "-0", its CSV -0.0000)
 
 
 ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -5,6 +5,7 @@ import functools
 import hashlib
 import html
 import json
+import math
 import pathlib
 import re
 import time
@@ -1790,6 +1791,7 @@ def test_an_experiment_links_wrong_values_are_notices_and_its_maker_refuses_what
     with pytest.raises(ValueError, match="^'abc' is not a whole number in ASCII digits; 'x' is not"):  # each named
         sweep_values("k", "1,abc,2,x")
     assert sweep_values("temperature", "0, .5, 1., 2e0, +0.25") == [0, 0.5, 1, 2, 0.25]
+    assert [math.copysign(1, v) for v in sweep_values("temperature", "-0.0,0.7")] == [1, 1]  # (shown "-0")
     assert "the number of prompts is 33, more than this host allows (32)" in notices
     assert refused[-2].selected == "experiments" and refused[-9:-7] == ["k", first.sweep_values]  # tab=Experiments opens it
     odd = page_inputs.restore_from_url(_request("/?tab=playground&sweep_axis=Temperature&compare_drafts=nope"))
