@@ -30,6 +30,8 @@ def _unused_by_any_run(args, spec) -> list[str]:
     if args.schema_in_prompt and (given_ids or spec is None or spec.kind != "json"):
         notes.append("--schema-in-prompt is not used: " + ("--prompt-ids are sent as given" if given_ids else
                                                            "it appends a --schema to the prompt, and this run has none"))
+    if given_ids and getattr(args, "raw", False):  # (said nothing: a CLI review)
+        notes.append("--raw is not used: --prompt-ids are sent as given, with no chat template to leave out")
     if args.think_budget and spec is None:  # under one, a model without </think> is refused (constraints.reasoning)
         notes.append("--think-budget is not used: it bounds a reasoning model's thinking before a constraint "
                      "(--schema, --regex or --grammar); without one the model thinks as long as it likes")

@@ -339,6 +339,8 @@ def test_flags_the_run_does_not_use_are_said(capsys, saved_pair):
     code, _, err = run_cli(capsys, *base[:4], "--prompt-ids", "5,6", *base[6:], "--schema-in-prompt", "--schema",
                            '{"type": "integer"}')
     assert code == 0 and err == "note: --schema-in-prompt is not used: --prompt-ids are sent as given\n"
+    code, _, err = run_cli(capsys, *base[:4], "--prompt-ids", "5,6", *base[6:], "--raw")
+    assert code == 0 and err == "note: --raw is not used: --prompt-ids are sent as given, with no chat template to leave out\n"
     code, _, err = run_cli(capsys, *base, "--tree", "2,1", "--k", "5")  # (said nothing: a CLI review)
     assert code == 0 and err == "note: --k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length\n"
 
