@@ -123,6 +123,8 @@ def _constraint(s) -> tuple[str, Any] | None:
         raise PlaygroundError(f"the schema is not valid JSON: {exc}") from None
     except RecursionError:
         raise PlaygroundError("the schema is nested too deeply") from None
+    if parsed is True:  # any JSON value, as Run reads it: the engines take an object, {} (it was refused here)
+        parsed = {}
     if not isinstance(parsed, dict):
         raise PlaygroundError("the schema must be a JSON object")
     return "json", parsed

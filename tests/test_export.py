@@ -546,3 +546,13 @@ def test_a_system_prompt_of_spaces_is_sent_as_none_as_the_run_reads_it():
     for system, sent in (("  \n", []), ("be brief", [{"role": "system", "content": "be brief"}])):
         e = export_setting(settings("qwen2.5-7b", prompt="hello", system=system))
         assert e.vllm_request["messages"] == sent + [{"role": "user", "content": "hello"}]
+
+
+def test_a_schema_of_true_is_exported_as_any_json_value():
+    """Run reads the schema `true` (any JSON value); the export refused it ("must be a JSON object"; a review).
+    Each engine gets {}, the same schema as an object."""
+    from playground.ui.export_tab import export_view
+    from playground.ui.inputs import inputs_from_settings
+    notes, vllm, sglang, code = export_view(*inputs_from_settings(settings("qwen2.5-7b", schema=" true ")))
+    assert 'id="export-notes"' in notes and '"schema": {}' in vllm.replace('\\"', '"') and vllm and sglang and code
+    assert export_setting(settings("qwen2.5-7b", schema="true")) == export_setting(settings("qwen2.5-7b", schema="{}"))
