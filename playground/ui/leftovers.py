@@ -104,8 +104,9 @@ def _let_go_of_state(state_holder, session: str) -> None:
 
 
 def _ended(queue, session: str, event_id: str) -> None:
-    """An event's result queued: what it holds unread (its size as sent) counted within the bounds above."""
-    messages = queue.pending_messages_per_session.get(session)
+    """An event's result queued: what it holds unread (its size as sent) counted within the bounds above; a
+    session whose stream is open reads it at once (a page's run: not serialized again here, on the event loop)."""
+    messages = None if being_read(session) else queue.pending_messages_per_session.get(session)
     held = [m for m in messages._queue if m.event_id == event_id] if messages is not None else []
     _ended_unread[session, event_id] = sum(len(m.model_dump_json()) for m in held)
     _forget_unread(queue)
