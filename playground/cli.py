@@ -16,7 +16,7 @@ import warnings
 
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags,
                                   parse_prompt_ids, pick, read_prompts, resolve_models, said_to_type, writable_dir)
-from playground.cli_notes import CONFIDENCE_UNUSED, unused_by_export, unused_flags
+from playground.cli_notes import CONFIDENCE_UNUSED, rows_bench_cannot_measure, unused_by_export, unused_flags
 from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
@@ -170,6 +170,9 @@ def cmd_bench(args) -> int:
     ks, temperatures = _bench_values(args)  # every setting is checked before anything loads
     if args.confidence is not None and "confidence" not in args.policy:
         _log(f"note: {CONFIDENCE_UNUSED}")
+    for flag, why in rows_bench_cannot_measure(args, draft).items():
+        _log(f"note: {why}")
+        setattr(args, flag, {"tree": "", "policy": (), "compile": None}[flag])  # (machine.json: what was measured)
     out_dir = _bench_folder(args)
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())

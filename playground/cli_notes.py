@@ -1,7 +1,7 @@
 """What `generate` (and `export`) was given but will not use, or will not do, said on stderr before it runs: a
 flag accepted in silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat
 template took effect nowhere and said nothing; a seed under the schedule policy does not repeat a run)."""
-from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused
+from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused, uses_lookup
 
 CONFIDENCE_UNUSED = "--confidence is not used: it is --policy confidence's threshold"  # (generate's and bench's)
 
@@ -12,6 +12,21 @@ def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, d
     `cfg` the run's SpecConfig, `draft` its draft's id."""
     notes = _sampling_unused(args, cfg, draft) + _system_unused(args, chat, has_template, target) + _unused_by_any_run(args, spec)
     return [f"note: {n}" for n in notes]
+
+
+def rows_bench_cannot_measure(args, draft: str) -> dict[str, str]:
+    """bench's flags whose rows its draft cannot give -> {flag's attribute: why}, known from the draft's name
+    before anything loads (said once the models had loaded and the pass costs been measured, a minute on)."""
+    why = {}
+    if args.tree and uses_lookup(draft):
+        why["tree"] = "--tree adds no engine-tree row: a token tree is drafted by a draft model, not by prompt lookup or a cascade"
+    if args.policy and draft == NGRAM:
+        why["policy"] = (f"--policy {','.join(args.policy)} adds no row: a policy sets a draft model's length, and this "
+                         "bench drafts by prompt lookup alone")
+    if args.compile and draft == NGRAM:
+        why["compile"] = ("--compile adds no engine-compiled row: it compiles a draft model's passes beside the "
+                          "target's, and prompt lookup has none")
+    return why
 
 
 def unused_by_export(args, spec, chat: bool) -> list[str]:

@@ -341,8 +341,16 @@ def test_cli_bench_policy_row_and_what_it_cannot_measure(capsys, saved_pair, tmp
     assert main([*args, "--draft", "ngram", "--policy", "schedule", "--confidence", "0.4", "--json"]) == 0
     out, err = capsys.readouterr()
     assert "engine-schedule" not in {r["method"] for r in json.loads(out)}
-    assert "(no engine-schedule row: the schedule policy sets a draft model's length, and this bench drafts by prompt lookup alone)" in err
+    said = "note: --policy schedule adds no row: a policy sets a draft model's length, and this bench drafts by prompt lookup alone"
+    assert said in err and err.index(said) < err.index("measuring pass costs")  # (before loading: the name says it)
     assert "note: --confidence is not used: it is --policy confidence's threshold" in err
+    assert main([*args, "--draft", "ngram", "--tree", "2,1", "--compile", "--json", "--out", str(tmp_path / "ngram")]) == 0
+    out, err = capsys.readouterr()
+    assert not {"engine-tree", "engine-compiled"} & {r["method"] for r in json.loads(out)}
+    assert "note: --tree adds no engine-tree row" in err and "note: --compile adds no engine-compiled row" in err
+    assert "(no engine-tree row" not in err and "(no engine-compiled row" not in err  # (said once, not per setting)
+    run = json.loads((tmp_path / "ngram" / "machine.json").read_text())["run"]
+    assert (run["tree"], run["compile"]) == ("", False)  # what was measured, not what was asked
     assert main([*args, "--draft", str(draft), "--policy", "confidence", "--confidence", "1.5"]) == 2  # checked before loading
     assert "confidence must be above 0 and below 1" in capsys.readouterr().err
     assert main([*args, "--draft", str(draft), "--policy", "fixed"]) == 2  # (the engine row is the fixed k's)
