@@ -1627,6 +1627,10 @@ def test_a_links_values_open_as_they_were_made_or_not_at_all():
     blank[page_inputs.SETTING_NAMES.index("kind")], blank[page_inputs.SETTING_NAMES.index("constraint")] = "regex", "  \n"
     with pytest.raises(gr.Error, match="the constraint is empty"):  # (its link opened on no constraint, unsaid)
         page_inputs.make_share_link(None, *blank)
+    no_prompt = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
+    no_prompt[page_inputs.SETTING_NAMES.index("prompt")] = " \n "
+    with pytest.raises(gr.Error, match="the prompt is empty"):  # (made in silence: Run refuses it)
+        page_inputs.make_share_link(None, *no_prompt)
     from playground.ui.experiment_link import Experiment
     from playground.ui.experiments_tab import make_experiment_link
     with pytest.raises(gr.Error, match="the constraint is empty"):  # an Experiments link too (it was made)

@@ -421,8 +421,11 @@ def _listed(notices: list[str]) -> str:
 def make_share_link(request: gr.Request, *values) -> str:
     """A link to this page (whatever host and port serve it) that restores every setting."""
     try:
-        return share_url(page_url(request), settings_to_run(*values))  # (a kind picked, its box blank: the link
-        # carried the blanks, and opened on no constraint, unsaid)
+        settings = settings_to_run(*values)  # (a kind picked, its box blank: the link carried the blanks, and
+        # opened on no constraint, unsaid)
+        if not settings.prompt.strip():  # (a link was made in silence, and opened on a prompt Run refuses)
+            raise PlaygroundError("the prompt is empty: write the prompt the link should open on")
+        return share_url(page_url(request), settings)
     except PlaygroundError as exc:
         raise user_error(exc, stays=True) from None  # (the link box shows nothing: the popup is the only word)
 
