@@ -762,6 +762,20 @@ def test_a_regex_dot_and_hex_escape_mean_what_python_reads(tokenizer, backend):
     assert allowed(hex_escape, tokenizer, "a", "A")
 
 
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_latin_1_letters_before_a_hex_digit_are_written_as_in_the_schema(tokenizer, backend):
+    """xgrammar wrote é in "café2" as \\xe9 in its grammar and read \\xe92 back as U+0E92: a required name or
+    enum value with such a letter was never writable (a constraints review)."""
+    schema = {"type": "object", "properties": {"Größe": {"enum": ["café2", "Zürich"]}, "ñb": {"pattern": "^éa+$"}},
+              "required": ["Größe", "ñb"], "additionalProperties": False}
+    constraint = compile_constraint(from_user(schema=json.dumps(schema), backend=backend), tokenizer, len(tokenizer),
+                                    frozenset({tokenizer.eos_token_id}))
+    text = '{"Größe": "café2", "ñb": "éaa"}'
+    guide = constraint.guide(2)
+    assert guide._commit(tokenizer(text, add_special_tokens=False).input_ids) and guide.accepting()
+    assert constraint.validate(text, tokenizer(text, add_special_tokens=False).input_ids, True)[0]
+
+
 @pytest.mark.parametrize("pattern", [r"\Aab\Z", r"\D+", r"[^\d]+", r"[\^ab]+", r"[\x5eab]+"])
 def test_xgrammar_refuses_what_it_reads_otherwise(tokenizer, pattern):
     """\A and \Z are letters to xgrammar, \D/[^\d] ASCII (Python's are Unicode), [\^..] negated."""

@@ -195,7 +195,18 @@ def _json_grammar(schema, no_value_refs: bool = False) -> tuple[str, list[str]]:
             raise
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
                                                strict_mode=False)
-    return str(grammar).replace(BOUNDED_CHAR, JSON_CHAR), unenforced_note(names + _inexact_formats(nodes)) + _as_floats(schema)
+    ebnf = _fixed_width_escapes(str(grammar).replace(BOUNDED_CHAR, JSON_CHAR))
+    return ebnf, unenforced_note(names + _inexact_formats(nodes)) + _as_floats(schema)
+
+
+HEX_ESCAPE = re.compile(r"\\(\\|x([0-9A-Fa-f]{2}))")  # an escaped backslash (skipped whole), or \xHH
+
+
+def _fixed_width_escapes(ebnf: str) -> str:
+    r"""xgrammar 0.2.8 writes a character from U+0080 to U+00FF of a schema's literal (const, enum, a property's
+    name, a pattern) as \xHH, and its reader reads \x on past two digits: "café2" was forced as "caf" + U+0E92,
+    "Größe" as "Grö" + U+0DFE (a review) -> \u00HH, which it reads as four digits."""
+    return HEX_ESCAPE.sub(lambda m: m[0] if m[1] == "\\" else "\\u00" + m[2], ebnf)
 
 
 def _as_floats(schema) -> list[str]:
