@@ -776,6 +776,19 @@ def test_latin_1_letters_before_a_hex_digit_are_written_as_in_the_schema(tokeniz
     assert constraint.validate(text, tokenizer(text, add_special_tokens=False).input_ids, True)[0]
 
 
+def test_a_schema_a_backend_writes_nothing_for_is_said_to_be_that_backends_limit(tokenizer):
+    """llguidance 1.9.1 writes no number for multipleOf 0.1 between 0.25 and 0.35 (0.3 is one): "this JSON
+    schema can never be satisfied by any output" was said of it, and of nothing about xgrammar (a review)."""
+    schema = json.dumps({"type": "number", "multipleOf": 0.1, "minimum": 0.25, "maximum": 0.35})
+    eos = frozenset({tokenizer.eos_token_id})
+    with pytest.raises(PlaygroundError) as refused:
+        compile_constraint(from_user(schema=schema), tokenizer, len(tokenizer), eos)
+    assert str(refused.value).startswith("the llguidance backend writes no output for this JSON schema, though no "
+                                         "contradiction was found in it. The xgrammar backend writes it: pick it")
+    assert "multipleOf" in str(refused.value)  # (xgrammar checks it after the run: said)
+    assert compile_constraint(from_user(schema=schema, backend="xgrammar"), tokenizer, len(tokenizer), eos)
+
+
 @pytest.mark.parametrize("pattern", [r"\Aab\Z", r"\D+", r"[^\d]+", r"[\^ab]+", r"[\x5eab]+"])
 def test_xgrammar_refuses_what_it_reads_otherwise(tokenizer, pattern):
     """\A and \Z are letters to xgrammar, \D/[^\d] ASCII (Python's are Unicode), [\^..] negated."""
