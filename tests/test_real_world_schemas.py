@@ -201,6 +201,26 @@ def test_multiple_of_is_decimal_arithmetic(value, step, valid):
     assert valid or "is not a multiple of" in error
 
 
+@pytest.mark.parametrize("value, schema, valid, said", [
+    ("0.99999999999999999", {"type": "number", "exclusiveMaximum": 1}, True, None),  # (llguidance writes it: 1.0 as a float)
+    ("0.30000000000000001", {"type": "number", "multipleOf": 0.1}, False, "0.30000000000000001 is not a multiple of 0.1"),
+    ("0.35", {"maximum": 0.35}, True, None), ("0.36", {"maximum": 0.35}, False, "0.36 is greater than the maximum of 0.35"),
+    ("5.0000000000000001", {"type": "integer", "maximum": 5}, False, "is not of type 'integer'"),
+    ("5.0", {"type": "integer"}, True, None),  # (a zero fraction is an integer from draft 6 on; not in draft 4:)
+    ("5.0", {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}, False, "5.0 is not of type"),
+    ("10000000000000000.5", {"oneOf": [{"type": "integer"}, {"type": "number"}]}, True, None),  # (one branch, not two)
+    ("1e999999999", {"multipleOf": 3}, False, "1E+999999999 is too large or too fine for multipleOf to be checked"),
+    ("1e400", {"multipleOf": 0.5}, True, None),  # (past a float's range: "cannot be checked" was said)
+    ("1.50", {"enum": [1.5]}, True, None), ("[1.0, 1]", {"uniqueItems": True}, False, "has non-unique elements")])
+def test_numbers_are_judged_as_written(value, schema, valid, said):
+    """The check read the output's numbers as floats: 0.99999999999999999 under an exclusive maximum of 1 and a
+    number past 2^53 with a fraction under oneOf (as a float a whole number: both branches) were called invalid,
+    0.30000000000000001 a multiple of 0.1 (a constraints review); no message quotes Decimal('...')."""
+    ok, error = validate_json(value, schema)
+    assert ok is valid and (said is None or said in error), error
+    assert "Decimal" not in (error or "")
+
+
 # -- finiteness: no false "no finite instance" -----------------------------------------------------
 
 def test_a_reference_to_a_node_outside_any_keyword_is_followed():

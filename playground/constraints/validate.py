@@ -11,7 +11,8 @@ format "regex"), so the whole JSON check runs in a bounded worker (playground.co
 import contextvars
 import functools
 import json
-import math
+import re
+from decimal import Decimal
 from time import monotonic  # (a module's own name for it: a test replacing time.monotonic froze the test server's event loop)
 from fractions import Fraction
 
@@ -83,12 +84,25 @@ def _additional_properties(validator, extra_schema, instance, schema):
 
 
 def _multiple_of(validator, step, instance, schema):
-    """Decimal arithmetic on the numbers as written: 19.99 is a multiple of 0.01 (floats: 1998.9999...)."""
+    """Exact arithmetic on the numbers as written (read as Decimal): 19.99 is a multiple of 0.01 (floats:
+    1998.9999...), 0.30000000000000001 is not one of 0.1 (as a float it was 0.3)."""
     if validator.is_type(instance, "number") and validator.is_type(step, "number") and step > 0:
-        if isinstance(instance, float) and not math.isfinite(instance):  # 1e400 reads as inf
-            yield ValidationError(f"{repr(instance)[:80]} is beyond a float's range: multipleOf cannot be checked")
-        elif Fraction(repr(instance)) % Fraction(repr(step)):  # exact: each repr is the shortest decimal that reads back
-            yield ValidationError(f"{repr(instance)[:80]} is not a multiple of {step!r}")
+        if any(isinstance(n, Decimal) and abs(n.as_tuple().exponent) > MAX_EXPONENT for n in (instance, step)):
+            yield ValidationError(f"{str(instance)[:80]} is too large or too fine for multipleOf to be checked")
+        elif Fraction(instance) % Fraction(step):  # (Fraction of a Decimal: 10**|exponent| at most, bounded above)
+            yield ValidationError(f"{str(instance)[:80]} is not a multiple of {step}")
+
+
+MAX_EXPONENT = 1_000  # a number's decimal exponent multipleOf reads exactly (a float's reach is 10**308)
+
+
+def _integer_as_written(types):
+    """A draft's `integer` type check (of its TypeChecker `types`) that takes a number written with a fraction
+    of zeros (5.0) where the draft does (6 and later: their check took a float, and a Decimal was none)."""
+    def is_integer(checker, instance) -> bool:
+        return types.is_type(instance, "integer") or (isinstance(instance, Decimal) and instance.is_finite()
+                                                      and instance == instance.to_integral_value())
+    return is_integer
 
 
 SAFE = {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties,
@@ -97,8 +111,21 @@ SAFE = {"pattern": _pattern, "patternProperties": _pattern_properties, "addition
 
 @functools.cache
 def safe_validator(draft: type) -> type:
-    """The draft's validator with the keywords that run a regex replaced by bounded ones."""
-    return jsonschema.validators.extend(draft, SAFE)
+    """The draft's validator with the keywords that run a regex replaced by bounded ones, reading numbers
+    as written (Decimal)."""
+    types = draft.TYPE_CHECKER
+    if types.is_type(1.0, "integer"):  # (drafts 6 and later: a number with a zero fraction is an integer)
+        types = types.redefine("integer", _integer_as_written(types))
+    return jsonschema.validators.extend(draft, SAFE, type_checker=types)
+
+
+def as_written(value):
+    """A parsed schema with its fractions as Decimal: the output's numbers are read as written, and 0.35
+    written in an output is not above a maximum of 0.35 read as a float (0.34999999999999997...)."""
+    return json.loads(json.dumps(value), parse_float=Decimal)
+
+
+DECIMAL = re.compile(r"Decimal\('([^']*)'\)")  # jsonschema's messages quote numbers with repr
 
 
 def checker(schema, draft: type):
@@ -131,7 +158,9 @@ def validate_json(text: str, schema) -> tuple[bool, str | None]:
 
 def _validate_json(text: str, schema) -> tuple[bool, str | None]:
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates)  # strict: raw control characters in strings are errors
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Decimal)  # strict: raw control
+        # characters in strings are errors; numbers as written (as floats 1e16 + 0.5 was a whole number, and
+        # 0.99999999999999999 was 1.0, past an exclusiveMaximum of 1)
     except json.JSONDecodeError as exc:
         return False, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
     except DuplicateKey as exc:
@@ -139,7 +168,7 @@ def _validate_json(text: str, schema) -> tuple[bool, str | None]:
     except RecursionError:
         return False, "not valid JSON: nested too deeply"
     draft = declared(schema)
-    validator = checker(schema, draft)
+    validator = checker(as_written(schema), draft)
     token = DEADLINE.set(monotonic() + CHECK_SECONDS)  # 60 names x 0.27 s each took 16 s with a timeout each
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
@@ -153,7 +182,7 @@ def _validate_json(text: str, schema) -> tuple[bool, str | None]:
         DEADLINE.reset(token)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        return False, f"at {where}: {error.message}"
+        return False, f"at {where}: {DECIMAL.sub(lambda m: m[1], error.message)}"
     return True, None
 
 
