@@ -26,6 +26,7 @@ class Prefill:
     draft_passes: int
     target_s: float
     draft_s: float
+    tree: bool = False  # the run drafts token trees (a run of one token drafted none: its one round is a chain's)
 
 
 @dataclass(slots=True)

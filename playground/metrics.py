@@ -30,7 +30,7 @@ def summarize(events: list, wall_s: float) -> dict:
         "lookup_kept": sum(r.lookup_kept for r in rounds),  # and those it kept (0 and 0 for any other way of drafting)
         "tokens_per_target_pass": _ratio(generated, target_passes),
         "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
-        "theory_tokens_per_round": None if any(r.tree for r in verified) else _ratio(
+        "theory_tokens_per_round": None if any(e.tree for e in prefills + verified) else _ratio(
             sum(expected_tokens_per_round(_ratio(accepted, accepted + rejections), r.guesses) for r in verified),
             len(verified)),  # a chain's, each round at the guesses it drafted (the last ones draft fewer, within
         # the token budget: at k=5 and 32 tokens, 5.33 of 6.00 even at α = 1; a confidence stop or a lookup that

@@ -180,6 +180,10 @@ def test_a_round_near_the_token_budget_drafts_no_deeper_than_it_can_keep(pair):
             assert first.tree["path"] == list(range(budget - 1)) and result.stats["acceptance_rate"] == 1
         else:
             assert first.tree is None
+        assert result.stats["theory_tokens_per_round"] is None  # a tree's (a one-token run said the chain's 1.0)
+    for cfg in (dict(tree=(3, 3, 3), tree_budget=7), dict(tree=(2, 2), tree_lookup=4)):
+        assert session.run(pair, ids, session.settings(max_new_tokens=1, **cfg)).stats["theory_tokens_per_round"] is None
+    assert session.run(pair, ids, session.settings(max_new_tokens=1)).stats["theory_tokens_per_round"] == 1.0  # a chain's
 
 
 def test_a_wide_tree_takes_more_tokens_per_pass_than_its_chain(pair):

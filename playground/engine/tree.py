@@ -88,6 +88,7 @@ class TreeProposer(DraftModelProposer):
     """A draft model drafting a static token tree (`branching` children per node at each depth);
     its prefill is the chain's (DraftModelProposer.start)."""
     name = "draft tree"
+    drafts_trees = True  # (its last rounds may draft nothing, a chain's empty proposal: the run's Prefill says so)
 
     def __init__(self, runner: ModelRunner, branching: tuple[int, ...]):
         super().__init__(runner)

@@ -13,6 +13,7 @@ from playground.engine.tree import TreeProposal, TreeProposer, depth_first
 
 class LookupTreeProposer:
     """A TreeProposer (static or dynamic) whose trees carry up to `length` looked-up tokens."""
+    drafts_trees = True
 
     def __init__(self, tree: TreeProposer, length: int, lookup: PromptLookupProposer | None = None):
         self.tree, self.length = tree, length
