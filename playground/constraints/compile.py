@@ -306,11 +306,11 @@ def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
     except Unsatisfiable:
         if spec.kind != "json":
             raise
-        raise _written_by_neither(spec) from None
+        raise _what_the_other_backend_writes(spec) from None
     return backend.dump(compiled), notes
 
 
-def _written_by_neither(spec: ConstraintSpec) -> PlaygroundError:
+def _what_the_other_backend_writes(spec: ConstraintSpec) -> PlaygroundError:
     """A JSON schema in which check_satisfiable found no contradiction, and whose backend allows no first
     token: that backend's limit, said as one, and whether the other backend writes it (llguidance 1.9.1
     writes no number for multipleOf 0.1 between 0.25 and 0.35, where 0.3 is one: "can never be satisfied"

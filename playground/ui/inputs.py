@@ -17,6 +17,7 @@ from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHA
                                MAX_SYSTEM_CHARS, at_most)
 from playground.metrics import counted
 from playground.draft_ids import NGRAM, draft_model, uses_lookup
+from playground.session import check_prompt_text
 from playground.session.host import custom_models_allowed, hub_resolves, is_way_of_drafting
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host
 from playground.ui import render
@@ -423,8 +424,8 @@ def make_share_link(request: gr.Request, *values) -> str:
     try:
         settings = settings_to_run(*values)  # (a kind picked, its box blank: the link carried the blanks, and
         # opened on no constraint, unsaid)
-        if not settings.prompt.strip():  # (a link was made in silence, and opened on a prompt Run refuses)
-            raise PlaygroundError("the prompt is empty: write the prompt the link should open on")
+        check_prompt_text(settings.prompt, settings.system)  # (an empty prompt's link was made in silence, and
+        # opened on a prompt Run refuses)
         return share_url(page_url(request), settings)
     except PlaygroundError as exc:
         raise user_error(exc, stays=True) from None  # (the link box shows nothing: the popup is the only word)
