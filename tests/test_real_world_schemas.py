@@ -221,6 +221,24 @@ def test_numbers_are_judged_as_written(value, schema, valid, said):
     assert "Decimal" not in (error or "")
 
 
+LONG = "1" * 5000  # past the 4,300 digits int() reads
+
+
+@pytest.mark.parametrize("value, schema, valid, said", [
+    (LONG, {"type": "integer"}, True, None),
+    (LONG, {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}, True, None),
+    (LONG + ".0", {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}, False, "is not of type"),
+    ('{"a": -%s}' % LONG, {"properties": {"a": {"type": "integer", "minimum": 0}}}, False,
+     "at a: -111111111111...(5,000 digits) is less than the minimum of 0"),
+    (LONG, {"multipleOf": 3}, False, "is not a multiple of 3"), (LONG, {"enum": [1]}, False, "is not one of [1]")])
+def test_an_integer_longer_than_python_reads_is_judged(value, schema, valid, said):
+    """A 5,000-digit integer in an output was "could not be checked" (int() refuses past 4,300 digits); it is
+    read as written, and a message quotes its first digits and its length, not all 5,000."""
+    ok, error = validate_json(value, schema)
+    assert ok is valid and (said is None or said in error), error
+    assert len(error or "") < 200, error
+
+
 # -- finiteness: no false "no finite instance" -----------------------------------------------------
 
 def test_a_reference_to_a_node_outside_any_keyword_is_followed():

@@ -96,12 +96,26 @@ def _multiple_of(validator, step, instance, schema):
 MAX_EXPONENT = 1_000  # a number's decimal exponent multipleOf reads exactly (a float's reach is 10**308)
 
 
-def _integer_as_written(types):
-    """A draft's `integer` type check (of its TypeChecker `types`) that takes a number written with a fraction
-    of zeros (5.0) where the draft does (6 and later: their check took a float, and a Decimal was none)."""
+class LongInteger(Decimal):
+    """An integer the output wrote with more digits than int() reads (Python refuses 4,301 and more), kept as
+    written: a 5,000-digit integer was "could not be checked" where a schema's maximum says it is too large."""
+
+
+INT_DIGITS = 4_000  # int() reads these; longer ones are LongInteger
+
+
+def _integer(text: str):
+    return int(text) if len(text) <= INT_DIGITS else LongInteger(text)
+
+
+def _integer_as_written(types, zero_fraction: bool):
+    """A draft's `integer` type check (of its TypeChecker `types`) that takes a long integer as written, and
+    a number written with a fraction of zeros (5.0) where the draft does (`zero_fraction`: drafts 6 and
+    later; their check took a float, and a Decimal was none)."""
     def is_integer(checker, instance) -> bool:
-        return types.is_type(instance, "integer") or (isinstance(instance, Decimal) and instance.is_finite()
-                                                      and instance == instance.to_integral_value())
+        return (types.is_type(instance, "integer") or isinstance(instance, LongInteger)
+                or (zero_fraction and isinstance(instance, Decimal) and instance.is_finite()
+                    and instance == instance.to_integral_value()))
     return is_integer
 
 
@@ -113,9 +127,8 @@ SAFE = {"pattern": _pattern, "patternProperties": _pattern_properties, "addition
 def safe_validator(draft: type) -> type:
     """The draft's validator with the keywords that run a regex replaced by bounded ones, reading numbers
     as written (Decimal)."""
-    types = draft.TYPE_CHECKER
-    if types.is_type(1.0, "integer"):  # (drafts 6 and later: a number with a zero fraction is an integer)
-        types = types.redefine("integer", _integer_as_written(types))
+    types = draft.TYPE_CHECKER  # (drafts 6 and later: a number with a zero fraction is an integer)
+    types = types.redefine("integer", _integer_as_written(types, zero_fraction=types.is_type(1.0, "integer")))
     return jsonschema.validators.extend(draft, SAFE, type_checker=types)
 
 
@@ -126,6 +139,13 @@ def as_written(value):
 
 
 DECIMAL = re.compile(r"Decimal\('([^']*)'\)")  # jsonschema's messages quote numbers with repr
+LONG_DIGITS = re.compile(r"\d{41,}")  # a long integer quoted in a message: 5,000 digits once filled the badge
+
+
+def readable(message: str) -> str:
+    """jsonschema's message with its numbers as written, each long run of digits shortened."""
+    message = DECIMAL.sub(lambda m: m[1], message)
+    return LONG_DIGITS.sub(lambda m: f"{m[0][:12]}...({len(m[0]):,} digits)", message)
 
 
 def checker(schema, draft: type):
@@ -158,7 +178,7 @@ def validate_json(text: str, schema) -> tuple[bool, str | None]:
 
 def _validate_json(text: str, schema) -> tuple[bool, str | None]:
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Decimal)  # strict: raw control
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Decimal, parse_int=_integer)  # strict: raw control
         # characters in strings are errors; numbers as written (as floats 1e16 + 0.5 was a whole number, and
         # 0.99999999999999999 was 1.0, past an exclusiveMaximum of 1)
     except json.JSONDecodeError as exc:
@@ -182,7 +202,7 @@ def _validate_json(text: str, schema) -> tuple[bool, str | None]:
         DEADLINE.reset(token)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        return False, f"at {where}: {DECIMAL.sub(lambda m: m[1], error.message)}"
+        return False, f"at {where}: {readable(error.message)}"
     return True, None
 
 

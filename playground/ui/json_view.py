@@ -12,7 +12,7 @@ DEEPEST = 32  # indentation stops growing past this depth (a bounded output nest
 def indented(text: str) -> str | None:
     """text indented two spaces a level, its tokens as written; None where it is not one whole JSON value."""
     try:
-        json.loads(text)
+        json.loads(text, parse_int=len)  # (whether it is JSON: int() refuses 4,301 digits)
     except (ValueError, RecursionError):  # (RecursionError: nested past Python's parser)
         return None
     out, depth, last = [], 0, ""
