@@ -21,7 +21,6 @@ class TokenEvent:
 @dataclass(slots=True)
 class Prefill:
     """The prompt pass of both models, before the first round."""
-    prompt_tokens: int
     target_passes: int
     draft_passes: int
     target_s: float

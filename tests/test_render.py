@@ -159,7 +159,7 @@ def test_the_cost_ratio_is_drafting_per_guess_over_a_verify_pass():
     from playground.metrics import cost_ratio
     rounds = [Round(1, [], 4, 4, 1, 5, 0.010, 0.040, 0.05), Round(2, [], 4, 1, 1, 4, 0.008, 0.040, 0.05),
               Round(3, [], 0, 0, 0, 0, 0.0, 0.0, 0.001)]  # a catch-up pass in the first; the last one forced
-    assert cost_ratio([Prefill(10, 1, 1, 0.5, 0.1), *rounds]) == pytest.approx((0.018 / 8) / 0.040)
+    assert cost_ratio([Prefill(1, 1, 0.5, 0.1), *rounds]) == pytest.approx((0.018 / 8) / 0.040)
     cascade = [Round(1, [], 4, 4, 1, 2, 0.004, 0.040, 0.05)]  # 2 of its 4 guesses looked up
     assert cost_ratio(cascade) == pytest.approx((0.004 / 4) / 0.040)
     assert cost_ratio(rounds[2:]) is None and cost_ratio([]) is None
@@ -412,7 +412,7 @@ def test_runs_joined_count_each_ones_prompt_pass():
     per target pass where each greedy run (and the Playground) had 2.40."""
     from playground.events import Prefill
     from playground.metrics import summarize
-    run = [Prefill(5, 1, 1, 0.01, 0.01),
+    run = [Prefill(1, 1, 0.01, 0.01),
            Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)]
     one, three = summarize(run, 0.0), summarize(run * 3, 0.0)
     assert one["tokens_per_target_pass"] == three["tokens_per_target_pass"] == 1.0

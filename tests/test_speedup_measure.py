@@ -28,7 +28,7 @@ class FakeClock:
     def run(self, rounds: int, tokens_each: int, draft_passes: int) -> list:
         """A run's events: a prefill, then rounds of `draft_passes` draft passes and one target pass."""
         kinds = [CORRECTED] * (tokens_each - 1) + [BONUS]
-        out = [Prefill(10, 1, 0, self.cost(TARGET_PASS), 0.0)]
+        out = [Prefill(1, 0, self.cost(TARGET_PASS), 0.0)]
         for i in range(rounds):
             wall = sum(self.cost(DRAFT_PASS) for _ in range(draft_passes)) + self.cost(TARGET_PASS)
             out.append(Round(i + 1, [TokenEvent(k, 5, "x") for k in kinds], draft_passes, tokens_each - 1, 1,
@@ -55,7 +55,7 @@ def test_sides_that_end_at_other_lengths_are_costed_at_the_speculative_length():
     # target alone at 0.1 s, each after a 1 s prefill. Writing those 10 tokens alone takes 1 + 10 x 0.1 s
     # against 1 + 10 x 0.05 s: 1.33x (per token over each side's own length, 0.73x).
     def side(tokens: int, each: float) -> list:
-        return [Prefill(10, 1, 0, 1.0, 0.0)] + [Round(i + 1, [TokenEvent(BONUS, 5, "x")], 0, 0, 1, 0, 0.0, each, each)
+        return [Prefill(1, 0, 1.0, 0.0)] + [Round(i + 1, [TokenEvent(BONUS, 5, "x")], 0, 0, 1, 0, 0.0, each, each)
                                                  for i in range(tokens)]
     block = Block(Timed(), Timed())
     block.add(side(10, 0.05), side(100, 0.1))

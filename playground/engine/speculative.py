@@ -170,7 +170,7 @@ def _prefill(target: ModelRunner, proposer, prompt: list[int], clock: Clock) -> 
     t2 = clock.mark()
     if target.device.type == "cuda":
         torch.cuda.synchronize()
-    return Prefill(len(prompt), target_passes, draft_passes, clock.seconds(t0, t1), clock.seconds(t1, t2),
+    return Prefill(target_passes, draft_passes, clock.seconds(t0, t1), clock.seconds(t1, t2),
                    tree=getattr(proposer, "drafts_trees", False))
 
 
