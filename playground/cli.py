@@ -30,17 +30,8 @@ def cmd_generate(args) -> int:
     from playground import session
     settings = _settings(args)
     cfg = session.config_of(settings)
-    if args.num_samples < 1:
-        raise PlaygroundError(f"--num-samples must be >= 1, got {args.num_samples}")
-    at_most(args.num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
-    if cfg.seed + args.num_samples - 1 > MAX_SEED:  # (said after the first sample's run, of a seed never typed)
-        raise PlaygroundError(f"--num-samples {args.num_samples} seeds {cfg.seed}..{cfg.seed + args.num_samples - 1}: "
-                              "the last is past 2^63 - 1, the largest seed")
-    prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
-    if args.prompt is not None and prompt_ids is not None:
-        raise PlaygroundError("give --prompt or --prompt-ids, not both")
-    if prompt_ids is None:
-        _check_prompt(args, settings, "give --prompt or --prompt-ids")
+    _check_samples(args.num_samples, cfg.seed)
+    prompt_ids = _given_prompt_ids(args, settings)
     spec = session.constraint_spec(settings)
     preset, target, draft = resolve_models(args)
     if preset is not None and preset.gpu and not args.target and session.resolve_device(args.device).type == "cpu":
@@ -68,6 +59,25 @@ def cmd_generate(args) -> int:
         print(f"invalid: {broken}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_samples(num_samples: int, seed: int) -> None:
+    if num_samples < 1:
+        raise PlaygroundError(f"--num-samples must be >= 1, got {num_samples}")
+    at_most(num_samples, MAX_SAMPLES, "--num-samples", " (PLAYGROUND_MAX_SAMPLES)")
+    if seed + num_samples - 1 > MAX_SEED:  # (said after the first sample's run, of a seed never typed)
+        raise PlaygroundError(f"--num-samples {num_samples} seeds {seed}..{seed + num_samples - 1}: "
+                              "the last is past 2^63 - 1, the largest seed")
+
+
+def _given_prompt_ids(args, settings) -> list[int] | None:
+    """--prompt-ids read, or None where the prompt is text (checked here: given, not empty)."""
+    prompt_ids = parse_prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
+    if args.prompt is not None and prompt_ids is not None:
+        raise PlaygroundError("give --prompt or --prompt-ids, not both")
+    if prompt_ids is None:
+        _check_prompt(args, settings, "give --prompt or --prompt-ids")
+    return prompt_ids
 
 
 def invalid_outputs(out: dict) -> str:
