@@ -19,7 +19,7 @@ from starlette.datastructures import QueryParams
 
 from playground.measure import sweeps
 from playground.ui import experiments_tab, files, inputs as page_inputs, json_view, playground_tab
-from playground.ui import api as page_api, live, plots, race
+from playground.ui import api as page_api, live, plots, race, turn
 from playground.errors import PlaygroundError
 from playground.draft_ids import cascade
 from playground.events import KINDS
@@ -583,6 +583,25 @@ def test_measuring_again_gives_way_to_a_run_waiting_for_the_model(app_url, monke
     assert first.outputs()[-1]["speedup_measure"]["blocks"] == 1
 
 
+def test_a_run_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
+    """A run had no turn on the device: a 2,048-token comparison held it 6 minutes while another visitor's
+    8-token run waited with nothing on their page to say why (a hosting review). Past RUN_SHARE_SECONDS
+    (0 here) it now ends as Stop ends it when a run waits, keeps what it wrote, and says why."""
+    monkeypatch.setattr(live, "RUN_SHARE_SECONDS", 0)
+    args = ("def add(a, b):\n", "demo", 4, 0.0, 2000, 0, "", "", True)
+    first = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.10"}).submit(*args, api_name="/generate")
+    deadline = time.monotonic() + 60
+    while first.status().code.name not in ("PROCESSING", "ITERATING"):
+        assert time.monotonic() < deadline and not first.done(), first.status()
+        time.sleep(0.02)
+    second = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.10"}).submit(
+        *args[:4], 8, 0, "", "", False, api_name="/generate")
+    final = first.result(timeout=300)
+    assert final["phase"] == "stopped" and 0 < final["stats"]["generated_tokens"] < 2000, final["stats"]
+    assert final["stopped_why"].endswith("on the device, giving way to a run waiting for the model"), final
+    assert second.result(timeout=120)["phase"] == "done"
+
+
 def test_an_experiment_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
     """A sweep or Compare drafts held the device up to the host's 900 s while every other visitor's
     run waited in the queue with nothing on their page to say why. Past EXPERIMENT_SHARE_SECONDS (0
@@ -615,8 +634,8 @@ def test_an_experiment_gives_way_only_past_its_share_of_the_device(monkeypatch):
     import threading
     clock, waiting = [1000.0], [0]
     monkeypatch.setattr(experiments_tab, "EXPERIMENT_SHARE_SECONDS", 120)
-    monkeypatch.setattr(experiments_tab, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(experiments_tab, "device_waiting", lambda: waiting[0])
+    monkeypatch.setattr(turn, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(turn, "waiting", lambda: waiting[0])
     monkeypatch.setattr(experiments_tab, "stop_requested", lambda request, job: False)
     halt, stop = experiments_tab.Halt(None, "sweep"), threading.Event()
     halted = halt.checker(stop)
@@ -626,7 +645,7 @@ def test_an_experiment_gives_way_only_past_its_share_of_the_device(monkeypatch):
     waiting[0], clock[0] = 0, clock[0] + 6
     assert not halted()  # its share used up, nobody waiting
     waiting[0] = 1
-    assert halted() and halt.why == " after 2 min 5 s, giving way to a run waiting for the model"
+    assert halted() and halt.why == " after 2 min 5 s on the device, giving way to a run waiting for the model"
     waiting[0], clock[0] = 0, clock[0] + 10_000
     assert halted() and "giving way" in halt.why  # latched: the first reason stays
     late = experiments_tab.Halt(None, "sweep")
@@ -639,14 +658,13 @@ def test_an_experiment_gives_way_only_past_its_share_of_the_device(monkeypatch):
     waiting[0] = 1
     assert timed.checker(threading.Event())() and "limit of" in timed.why  # the limit before giving way
     monkeypatch.setattr(experiments_tab, "EXPERIMENT_SECONDS", 900)  # ZeroGPU: a 360 s lease ended a 900 s sweep
-    from playground.ui import gpu  # mid-work, without the stop that keeps what was measured
-    monkeypatch.setattr(gpu, "GPU_SECONDS", 120)
-    monkeypatch.setattr(gpu, "on_zero_gpu", lambda: True)
+    monkeypatch.setattr(turn, "GPU_SECONDS", 120)  # mid-work, without the stop that keeps what was measured
+    monkeypatch.setattr(turn, "on_zero_gpu", lambda: True)
     leased = experiments_tab.Halt(None, "sweep")
     clock[0] += 325
     assert leased.checker(threading.Event())() and leased.why == " at this Space's GPU lease limit of 324 s for one experiment"
-    monkeypatch.setattr(gpu, "on_zero_gpu", lambda: False)
-    assert experiments_tab.Halt(None, "sweep").limit == 900
+    monkeypatch.setattr(turn, "on_zero_gpu", lambda: False)
+    assert experiments_tab.Halt(None, "sweep").turn.limit == 900
 
 
 def test_api_stream_reaches_the_client_as_the_server_yields_it(client, monkeypatch):

@@ -1,6 +1,7 @@
 """The page's stream is paced: the run goes on its own thread and the page takes the newest
 snapshot when it is ready, so a slow page never pauses generation; the last snapshot always
 arrives; closing the stream stops the run."""
+import html
 import time
 
 import pytest
@@ -235,3 +236,37 @@ def test_a_constraints_compile_is_said_while_it_lasts():
     settings = Settings.from_preset(get_preset("demo-json"))
     live.prepare(settings, lambda fraction, message: told.append(message))
     assert told[-1] == f"compiling the JSON schema for the target's tokenizer ({settings.backend})"
+
+
+@pytest.mark.parametrize("share, limit, why", [
+    (0, 900, "after 0 s on the device, giving way to a run waiting for the model"),
+    (900, 10, "at this host's limit of 10 s for one run")])
+def test_a_run_gives_way_past_its_turn_on_the_device(monkeypatch, share, limit, why):
+    """A run had no turn: a 2,048-token comparison on the CPU Space's default pair held the device 6 minutes
+    while another visitor's 8-token run waited, unsaid (a hosting review). Once loaded, past the host's
+    RUN_SECONDS, or past RUN_SHARE_SECONDS while a run waits, it ends as Stop ends it, keeps what it wrote,
+    and says why in its badge and in the API's snapshot. Here a run comes to wait, or the clock passes
+    the limit, after the turn's 20th look."""
+    from playground.ui import render, turn
+    looks = []
+    monkeypatch.setattr(live, "RUN_SHARE_SECONDS", share)
+    monkeypatch.setattr(live, "RUN_SECONDS", limit)
+    monkeypatch.setattr(turn, "waiting", lambda: len(looks) >= 20)
+
+    def clock() -> float:  # each look a half second on (held still where the share is tested)
+        looks.append(1)
+        return len(looks) / 2 if limit < 900 else 0.0
+    monkeypatch.setattr(turn, "monotonic", clock)
+    last = list(live.live_run(demo_settings(max_new_tokens=512, compare=True), every=0))[-1]
+    assert last.phase == "stopped" and last.stopped_why == why and last.failure is None
+    assert 0 < last.result.stats["generated_tokens"] < 512 and last.baseline is not None
+    assert live.run_to_dict(last)["stopped_why"] == why
+    assert html.escape(f"({why})") in render.stopped(last.result.stats["generated_tokens"], last.stopped_why)
+
+
+def test_a_run_alone_keeps_the_device(monkeypatch):
+    from playground.ui import turn
+    monkeypatch.setattr(live, "RUN_SHARE_SECONDS", 0)
+    monkeypatch.setattr(turn, "waiting", lambda: 0)
+    last = list(live.live_run(demo_settings(max_new_tokens=64, compare=False), every=0))[-1]
+    assert last.phase == "done" and last.stopped_why == "" and "stopped_why" not in live.run_to_dict(last)

@@ -21,13 +21,13 @@ from playground.presets import constraint_of, policy_as_run
 from playground.measure import sweeps
 from playground.measure.speedup import MAX_BLOCKS
 from playground.ui import live, plots, render
-from playground.ui.addresses import device_waiting
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
-from playground.ui.gpu import EXPERIMENT_RUNS, on_gpu, within_lease
+from playground.ui.gpu import EXPERIMENT_RUNS, on_gpu
 from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
                                           read_experiment, sweep_values)
 from playground.ui.inputs import chain_theory, page_url, settings_from_inputs, settings_to_run, typed, user_error
 from playground.ui.pacing import paced
+from playground.ui.turn import Turn, duration
 from playground.ui.share import RANGES, share_url
 
 IDLE_S = 2.0  # an experiment's progress is handed to the page again this often: a closed page is noticed then
@@ -390,42 +390,27 @@ class Pace:
             self.done, self.last = done, monotonic()
         if not done:
             return ""
-        return f"; about {_duration((self.last - self.began) / done)} a point so far"
-
-
-def _duration(seconds: float) -> str:
-    seconds = round(seconds)
-    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+        return f"; about {duration((self.last - self.began) / done)} a point so far"
 
 
 class Halt:
     """Whether an experiment ends where it is, and why, decided once (on the engine thread, in the
-    event's context): Stop or a closed page; the host's time limit; or, once it has held the device
-    EXPERIMENT_SHARE_SECONDS, a run waiting for it in the queue (another visitor's, whose wait would
-    otherwise last up to EXPERIMENT_SECONDS with nothing on their page to say why)."""
+    event's context): Stop or a closed page; else its turn on the device (playground.ui.turn): the host's
+    time limit, or, once it has held the device EXPERIMENT_SHARE_SECONDS, a run waiting for it."""
 
     def __init__(self, request, job: str):
-        self.request, self.job, self.began = request, job, monotonic()
-        self.limit, self.whose = within_lease(EXPERIMENT_SECONDS, EXPERIMENT_RUNS)
+        self.request, self.job = request, job
+        self.turn = Turn(EXPERIMENT_SECONDS, EXPERIMENT_RUNS, EXPERIMENT_SHARE_SECONDS, "experiment")
         self.why = None  # once halted: "" for Stop, else the words after "stopped"
 
     def checker(self, stop) -> Callable[[], bool]:
         """-> halted() for the engine thread; stop: the page's (set when it closed)."""
         def halted() -> bool:
             if self.why is None:
-                self.why = self._why(stop)
+                self.why = "" if stop.is_set() or stop_requested(self.request, self.job) else (
+                    self.turn.why if self.turn.ended() else None)
             return self.why is not None
         return halted
-
-    def _why(self, stop) -> str | None:
-        held = monotonic() - self.began
-        if stop.is_set() or stop_requested(self.request, self.job):
-            return ""
-        if held > self.limit:
-            return f" at {self.whose} limit of {self.limit} s for one experiment"
-        if held >= EXPERIMENT_SHARE_SECONDS and device_waiting():
-            return f" after {_duration(held)}, giving way to a run waiting for the model"
-        return None
 
 
 def _compared(rows: list, variants: list, prompts: list, halt: Halt) -> str:

@@ -21,7 +21,9 @@ from playground.events import Round, RunResult, round_json
 from playground.metrics import comparison_json, engine_seconds, summarize
 from playground.session.host import custom_models_allowed
 from playground.presets import Settings, all_presets, hosted_models, policy_as_run
+from playground.limits import RUN_SECONDS, RUN_SHARE_SECONDS
 from playground.ui.pacing import paced
+from playground.ui.turn import Turn, waiting
 from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
 
 log = logging.getLogger("playground.ui")
@@ -46,6 +48,7 @@ class Snapshot:
     reasoning: int | None = None  # a thinking run: its first committed tokens up to </think> (all while it thinks)
     failure: PlaygroundError | None = None  # what ended the run part way, once it had written (a constraint past
     # its CPU bound, an error in the engine): phase "stopped", what it wrote kept ("done" where measuring again failed)
+    stopped_why: str = ""  # a run its turn on the device ended (phase "stopped"): the words after "stopped"
 
 
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
@@ -125,7 +128,9 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     and sends a page; every=0: in the caller's thread, each snapshot in turn. Once `should_stop()`
     is true the run ends early with what it has (phase "stopped": text, stats and baseline so far).
     With the comparison on, the target alone runs interleaved with it (speedup.interleave); when
-    that one measurement cannot tell the speedup, more are made (phase "measuring")."""
+    that one measurement cannot tell the speedup, more are made (phase "measuring"). Once loaded, the run
+    has its turn on the device (playground.ui.turn): past RUN_SECONDS, or past RUN_SHARE_SECONDS while
+    another run waits for the device, it ends as a Stop ends it, and says why (`stopped_why`)."""
     settings, unused_policy = policy_as_run(settings)  # (its note said beside the metrics)
 
     def run(stop=None) -> Iterator[Snapshot]:
@@ -137,12 +142,17 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
 
 
 def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str) -> Iterator[Snapshot]:
-    """The run's snapshots, each a copy (its lists its own) made at most every MIN_UPDATE_S."""
-    for snap in _run(settings, pair, ids, cfg, constraint, should_stop, note):
-        yield dataclasses.replace(snap, events=list(snap.events), baseline_events=list(snap.baseline_events))
+    """The run's snapshots, each a copy (its lists its own) made at most every MIN_UPDATE_S; its turn on the
+    device from here (its models loaded)."""
+    turn = Turn(RUN_SECONDS, 1, RUN_SHARE_SECONDS, "run")
+    for snap in _run(settings, pair, ids, cfg, constraint, should_stop, note, turn):
+        yield dataclasses.replace(snap, events=list(snap.events), baseline_events=list(snap.baseline_events),
+                                  stopped_why=(turn.why or "").strip() if snap.phase == "stopped" and not snap.failure else "")
 
 
-def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str) -> Iterator[Snapshot]:
+def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str, turn: Turn) -> Iterator[Snapshot]:
+    """should_stop: Stop or a page gone; the turn is looked at once the run has written a round (it gives way
+    with something to show)."""
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
                     note="; ".join(filter(None, [note, session.compile_fallback(pair, cfg, prompt_len=len(ids)),
                                                  no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens),
@@ -154,12 +164,15 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
     steps = interleave(spec.events, base.events) if base else (("spec", e) for e in spec.events)
+    wrote = False
+    ending = lambda: should_stop() or (wrote and turn.ended())  # noqa: E731
     try:
         for side, event in steps:
             (spec if side == "spec" else base).take(event)
+            wrote = wrote or (side == "spec" and isinstance(event, Round))
             if spec.done and snap.result is None:
                 snap.result, snap.phase = spec.result(), "baseline" if base else snap.phase
-            if should_stop():
+            if ending():
                 break
             if due() and not (spec.done and base is None):  # (alone, its end is the next snapshot, "done": a
                 snap.reasoning = spec.reasoning()  # "speculative" one carried the result's keys when due then)
@@ -175,7 +188,7 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str)
     snap.phase = "done" if spec.done and (base is None or base.done) else "stopped"
     snap.reasoning = snap.result.reasoning_tokens
     if base is not None:
-        yield from _measured(snap, pair, ids, cfg, constraint, should_stop)
+        yield from _measured(snap, pair, ids, cfg, constraint, ending)
         return
     yield snap
 
@@ -210,9 +223,8 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
 
     def ending() -> bool:
         if not ended:
-            from playground.ui.addresses import device_waiting  # (Gradio's: absent on the lent GPU machine)
-            why = ("measuring stopped" if should_stop() else
-                   "measuring stopped: a run was waiting for the model" if device_waiting() else "")
+            why = ("measuring stopped: a run was waiting for the model" if waiting() else
+                   "measuring stopped" if should_stop() else "")
             ended.extend([why] if why else [])
         return bool(ended)
     more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending, first_block=1)  # (sampled: new draws)
@@ -290,6 +302,8 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0) -> dict:
     out |= {"note": snap.note, "rounds_from": rounds_from, "rounds": [round_json(r) for r in rounds[rounds_from:]]}
     if snap.failure is not None:  # what ended it part way (or its measuring again)
         out["error"] = str(snap.failure)
+    if snap.stopped_why:  # its turn on the device
+        out["stopped_why"] = snap.stopped_why
     if snap.baseline is not None:
         out |= comparison_json(snap.result, snap.baseline, snap.speedup, snap.settings.temperature == 0,
                                stopped=snap.phase == "stopped")

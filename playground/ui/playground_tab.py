@@ -108,7 +108,7 @@ def _results(snap: live.Snapshot, stats: dict) -> dict:
     result = snap.result
     answer = result.text if result.answer is None else result.answer  # a thinking run: the text after </think>
     pretty = indented(answer) if snap.settings.schema.strip() else None
-    badge = (render.stopped(stats["generated_tokens"]) if snap.phase == "stopped" else
+    badge = (render.stopped(stats["generated_tokens"], snap.stopped_why) if snap.phase == "stopped" else
              render.validity_badge(result.valid, result.validation_error, result.constraint_notes, result.open_end))
     return dict(badge=badge, json=pretty, accepted_chart=plots.accepted_histogram(snap.events, longest_path(snap.settings)),
                 position_chart=plots.acceptance_by_position(snap.events),

@@ -229,9 +229,10 @@ def stopped_before_writing() -> str:
             'loaded or its constraint compiled): the output below, if any, is the last run\'s</div>')
 
 
-def stopped(tokens: int) -> str:
-    return (f'<span class="badge badge-stopped" id="stopped-badge">stopped after {counted(tokens)}: the text, '
-            f'stats and charts are what the run had produced</span>')
+def stopped(tokens: int, why: str = "") -> str:
+    """why: what ended the run where Stop did not (its turn on the device: playground.ui.turn)."""
+    return (f'<span class="badge badge-stopped" id="stopped-badge">stopped after {counted(tokens)}'
+            f'{f" ({html.escape(why)})" if why else ""}: the text, stats and charts are what the run had produced</span>')
 
 
 def validity_badge(valid: bool | None, error: str | None, notes: list[str] = (), open_end: bool = False) -> str:
