@@ -67,7 +67,7 @@ EXPERIMENT_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SECONDS", 900)
 # Past this long holding the device, an experiment gives way to a run waiting for it (another
 # visitor's, who would otherwise wait up to EXPERIMENT_SECONDS with nothing on the page to say why).
 EXPERIMENT_SHARE_SECONDS = _env_int("PLAYGROUND_EXPERIMENT_SHARE_SECONDS", 120, least=0)  # 0: give way at once
-# One run (Run on the page, /generate) the same way: its time once its models are loaded, and its share
+# One run (Run on the page, /generate) the same way, its loads counted: its time, and its share
 # (a 2,048-token comparison on the CPU Space's default pair held the device 6 minutes, unsaid, from another
 # visitor's 8-token run).
 RUN_SECONDS = _env_int("PLAYGROUND_RUN_SECONDS", 900)

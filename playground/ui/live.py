@@ -128,23 +128,23 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     and sends a page; every=0: in the caller's thread, each snapshot in turn. Once `should_stop()`
     is true the run ends early with what it has (phase "stopped": text, stats and baseline so far).
     With the comparison on, the target alone runs interleaved with it (speedup.interleave); when
-    that one measurement cannot tell the speedup, more are made (phase "measuring"). Once loaded, the run
-    has its turn on the device (playground.ui.turn): past RUN_SECONDS, or past RUN_SHARE_SECONDS while
-    another run waits for the device, it ends as a Stop ends it, and says why (`stopped_why`)."""
+    that one measurement cannot tell the speedup, more are made (phase "measuring"). The run has its turn
+    on the device (playground.ui.turn), its loads counted: past RUN_SECONDS, or past RUN_SHARE_SECONDS while
+    another run waits for the device, it ends as a Stop ends it once it has written a round, and says why
+    (`stopped_why`)."""
     settings, unused_policy = policy_as_run(settings)  # (its note said beside the metrics)
 
     def run(stop=None) -> Iterator[Snapshot]:
         stopping = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
+        turn = Turn(RUN_SECONDS, 1, RUN_SHARE_SECONDS, "run")  # (its loads count: on ZeroGPU they are in the lease)
         with worker.stopped_by(stopping):  # Stop ends a constraint's check or compile in a worker too
             pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
-        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping, unused_policy)
+        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping, unused_policy, turn)
     return paced(run, every) if every else run()
 
 
-def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str) -> Iterator[Snapshot]:
-    """The run's snapshots, each a copy (its lists its own) made at most every MIN_UPDATE_S; its turn on the
-    device from here (its models loaded)."""
-    turn = Turn(RUN_SECONDS, 1, RUN_SHARE_SECONDS, "run")
+def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str, turn: Turn) -> Iterator[Snapshot]:
+    """The run's snapshots, each a copy (its lists its own) made at most every MIN_UPDATE_S."""
     for snap in _run(settings, pair, ids, cfg, constraint, should_stop, note, turn):
         yield dataclasses.replace(snap, events=list(snap.events), baseline_events=list(snap.baseline_events),
                                   stopped_why=(turn.why or "").strip() if snap.phase == "stopped" and not snap.failure else "")
