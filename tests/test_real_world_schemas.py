@@ -825,6 +825,9 @@ def test_a_schema_a_backend_writes_nothing_for_is_said_to_be_that_backends_limit
                                          "contradiction was found in it. The xgrammar backend writes it: pick it")
     assert "multipleOf" in str(refused.value)  # (xgrammar checks it after the run: said)
     assert compile_constraint(from_user(schema=schema, backend="xgrammar"), tokenizer, len(tokenizer), eos)
+    from playground.ui.inputs import CONSTRAINT_OK, check_constraint  # the page's check as typed says it too (it said "looks fine")
+    assert "The xgrammar backend writes it: pick it" in check_constraint("JSON schema", schema, "llguidance")
+    assert check_constraint("JSON schema", schema, "xgrammar").startswith(CONSTRAINT_OK)
 
 
 @pytest.mark.parametrize("pattern", [r"\Aab\Z", r"\D+", r"[^\d]+", r"[\^ab]+", r"[\x5eab]+"])
