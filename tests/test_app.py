@@ -561,6 +561,18 @@ def test_api_compare_false_runs_without_the_target_alone(client):
         client.predict(prompt="x = ", preset="demo", compare="no", api_name="/generate")
 
 
+def _a_run_then_another_waiting(app_url, args: tuple, tokens: int, host: str):
+    """/generate of `args` from one address, and once it runs, a `tokens`-token one from another, waiting."""
+    first = Client(app_url, verbose=False, headers={"X-Forwarded-For": f"203.0.113.{host}"}).submit(*args, api_name="/generate")
+    deadline = time.monotonic() + 60
+    while first.status().code.name not in ("PROCESSING", "ITERATING"):
+        assert time.monotonic() < deadline and not first.done(), first.status()
+        time.sleep(0.02)
+    second = Client(app_url, verbose=False, headers={"X-Forwarded-For": f"198.51.100.{host}"}).submit(
+        *args[:4], tokens, 0, "", "", False, api_name="/generate")
+    return first, second
+
+
 def test_measuring_again_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
     """A comparison too noisy to tell measures again once its text is whole (up to 3 more blocks, a
     minute on a 2-core CPU), and every other visitor's run waited in the queue behind it, unseen. It
@@ -568,13 +580,7 @@ def test_measuring_again_gives_way_to_a_run_waiting_for_the_model(app_url, monke
     from playground.measure import speedup
     monkeypatch.setattr(speedup, "TOLERANCE", 1.0)  # any spread is too wide: it would measure again, to 4 blocks
     args = ("def add(a, b):\n", "demo", 4, 0.0, 256, 0, "", "", True)
-    first = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.9"}).submit(*args, api_name="/generate")
-    deadline = time.monotonic() + 60
-    while first.status().code.name not in ("PROCESSING", "ITERATING"):
-        assert time.monotonic() < deadline and not first.done(), first.status()
-        time.sleep(0.02)
-    second = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.9"}).submit(
-        *args[:4], 16, 0, "", "", False, api_name="/generate")
+    first, second = _a_run_then_another_waiting(app_url, args, 16, "9")
     final = first.result(timeout=300)
     assert final["phase"] == "done" and len(final["token_ids"]) == final["stats"]["generated_tokens"]
     assert final["speedup_measure"]["blocks"] == 1, final["speedup_measure"]
@@ -589,13 +595,7 @@ def test_a_run_gives_way_to_a_run_waiting_for_the_model(app_url, monkeypatch):
     (0 here) it now ends as Stop ends it when a run waits, keeps what it wrote, and says why."""
     monkeypatch.setattr(live, "RUN_SHARE_SECONDS", 0)
     args = ("def add(a, b):\n", "demo", 4, 0.0, 2000, 0, "", "", True)
-    first = Client(app_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.10"}).submit(*args, api_name="/generate")
-    deadline = time.monotonic() + 60
-    while first.status().code.name not in ("PROCESSING", "ITERATING"):
-        assert time.monotonic() < deadline and not first.done(), first.status()
-        time.sleep(0.02)
-    second = Client(app_url, verbose=False, headers={"X-Forwarded-For": "198.51.100.10"}).submit(
-        *args[:4], 8, 0, "", "", False, api_name="/generate")
+    first, second = _a_run_then_another_waiting(app_url, args, 8, "10")
     final = first.result(timeout=300)
     assert final["phase"] == "stopped" and 0 < final["stats"]["generated_tokens"] < 2000, final["stats"]
     assert final["stopped_why"].endswith("on the device, giving way to a run waiting for the model"), final

@@ -146,8 +146,7 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
 def _snapshots(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str, turn: Turn) -> Iterator[Snapshot]:
     """The run's snapshots, each a copy (its lists its own) made at most every MIN_UPDATE_S."""
     for snap in _run(settings, pair, ids, cfg, constraint, should_stop, note, turn):
-        yield dataclasses.replace(snap, events=list(snap.events), baseline_events=list(snap.baseline_events),
-                                  stopped_why=(turn.why or "").strip() if snap.phase == "stopped" and not snap.failure else "")
+        yield dataclasses.replace(snap, events=list(snap.events), baseline_events=list(snap.baseline_events))
 
 
 def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str, turn: Turn) -> Iterator[Snapshot]:
@@ -186,6 +185,8 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str,
     if base is not None:
         snap.baseline = base.result()
     snap.phase = "done" if spec.done and (base is None or base.done) else "stopped"
+    if snap.phase == "stopped" and snap.failure is None and turn.why:
+        snap.stopped_why = turn.why.strip()
     snap.reasoning = snap.result.reasoning_tokens
     if base is not None:
         yield from _measured(snap, pair, ids, cfg, constraint, ending)
