@@ -465,7 +465,11 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     expect(page.locator("#sweep-table thead")).to_contain_text("temperature")
     page.get_by_role("radio", name="k", exact=True).check()
     expect(page.locator("#sweep-table thead")).not_to_contain_text("temperature")
-    fill_until_kept(page.get_by_label("Values"), "1,2,3,4,5")
+    # the values from a link, not typed: typed ones raced the axis's reset of the box under load (a full
+    # suite, 2026-12-04, ran the default 6 values)
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=96&tab=experiments&sweep_axis=k&sweep_values=1,2,3,4,5")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    expect(page.get_by_label("Values")).to_have_value("1,2,3,4,5")
     page.get_by_role("button", name="Run sweep").click()
     stop = page.locator("#sweep-stop")
     expect(stop).to_be_enabled(timeout=30_000)
