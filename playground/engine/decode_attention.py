@@ -21,15 +21,14 @@ acc: running sum of exp(s - m) v); the combine rescales each chunk by exp(m_chun
 q k^T stay in float32 (the matrix-product attention rounds them to the model's dtype first), and p
 is rounded to the value's dtype before p v, as there. Opt-in: PLAYGROUND_GQA_ATTENTION=triton
 (scripts/gpu_check.py times it against the matrix products, CHUNK at three sizes). On an H200
-(2026-11-27) it was faster alone, over all layers at 4,096 positions (a 7B one-token pass 0.41
-against 0.69 ms, the 0.5B draft step 0.32 against 0.57), and no faster within a compiled round
-(its split kernel 12 us a layer; BENCHMARKS.md "GPU"). Those kernels waited on memory in series: a
-program stepped through its chunk's blocks one by one (each block's mask read, then its keys and
-values, each load waiting for the block before), and the combine read each chunk's statistics in
-turn, twice. Now a chunk's blocks are unrolled with no branch (a block nobody attends masks its key
-and value loads off), so their loads issue together, and the combine takes the maximum and the sum
-over all chunks from one load of their statistics (then one pass over the chunks, as before); the same
-sums, the denominator's in another order. Not yet timed on a GPU (gpu_check's attention lines will)."""
+(2026-12-04, a chunk's blocks unrolled, the combine's maximum and sum from one load) it was faster
+alone, over all layers at 4,096 positions with 256 written (a 7B one-token pass 0.32 against 0.70
+ms, the 0.5B draft step 0.25 against 0.58, chunks of 128 fastest), and in a compiled round its split
+took 5.9 us a layer and its combine 6.6: the combine stepped through all 32 chunks, each waiting for
+its statistics before reading its partial. Now the split writes every partial (zeros where a row
+attended nothing), and the combine finds the last chunk any row attends from its one load of the
+statistics and reads only up to it, each chunk's loads masked by that alone (BENCHMARKS.md "GPU";
+not yet timed on a GPU)."""
 import functools
 import os
 
@@ -93,8 +92,8 @@ def _kernels():
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
         part = bh * chunks + chunk
-        tl.store(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :], acc,
-                 mask=(l_i > 0)[:, None])  # a row that attended nothing here leaves its partial unwritten
+        tl.store(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :], acc)  # zeros for a
+        # row that attended nothing here (p was 0 in every block): the combine reads it without asking
         tl.store(STATS + part * 2 * BLOCK_M + rows, m_i)
         tl.store(STATS + part * 2 * BLOCK_M + BLOCK_M + rows, l_i)
 
@@ -111,13 +110,14 @@ def _kernels():
         l_c = tl.load(STATS + at + BLOCK_M, mask=c_ok, other=0.0)  # 0 where the row attended nothing there
         top = tl.max(m_c, 0)  # [BLOCK_M]
         den = tl.sum(tl.exp(m_c - top[None, :]) * l_c, 0)
+        last = tl.max(tl.where(tl.max(l_c, 1) > 0, chunk, -1), 0)  # the last chunk some row attends
         num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
         for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
-            part = bh * CHUNKS + c  # a chunk nobody attended costs no read of its partial: masked off
-            l_one = tl.load(STATS + part * 2 * BLOCK_M + BLOCK_M + rows)
-            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows) - top)
+            part = bh * CHUNKS + c  # past `last` both loads are masked off: no read, no wait. Up to it they
+            on = rows * 0 + c <= last  # depend on no load made here, so each chunk costs one trip to memory
+            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows, mask=on, other=-1.0e30) - top)  # 0 or a row's
             num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :],
-                                        mask=(l_one > 0)[:, None], other=0.0)  # read only what was written
+                                        mask=on[:, None], other=0.0)  # partial: zeros where it attended nothing
         ok = (rows < ROWS)[:, None] & (dims < D)[None, :]
         out = num / tl.where(den > 0, den, 1.0)[:, None]
         tl.store(OUT + b * so_b + h * so_h + rows[:, None] * so_r + dims[None, :], out.to(OUT.dtype.element_ty), mask=ok)
