@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,whole,regional] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional] [--tokens 128] [--repeats 3]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -18,6 +18,10 @@
          PLAYGROUND_REGIONAL_COMPILE=0).
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
          PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
+- ways:   the joined pair built twice in one process, attending through the matrix products (the
+         default) and through Triton's kernels, both compiled, their rows interleaved run by run (each
+         under its own way), and per row the ratio of the two per repeat: the side-by-side figure that
+         decides attention's default on a GPU (the sections above measure one way a call).
 - regional: the joined pair compiled by layer (playground.engine.layer_regions, CUDA's default,
          PLAYGROUND_REGIONAL_COMPILE=1: each decoder layer's code compiled once, not once per layer), run
          as `--only joined` in a process of its own whose inductor and Triton caches start empty: its
@@ -26,7 +30,9 @@
          call says what compiling by layer saves at start-up and what the layers' edges cost a pass.
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
-         and coordinate-descent tuning of its own kernels; compiles for minutes.
+         and coordinate-descent tuning of its own kernels; compiles for minutes. On an H200
+         (2026-12-04) it made fewer kernels (293-310 a draft step against 353-370) and slower rows
+         (2.27x at acceptance 1 against 2.44x, 238 s compiling against 72): not the product's build.
 
 Each setting runs, interleaved `repeats` times on one 128-token prompt: the target alone compiled
 at one token a pass ("alone-1") and at verification's width k+1 ("alone-W", the baseline the
@@ -41,11 +47,11 @@ use; PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no fol
 through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written. Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
-since cold compiles of the 7B pair take minutes and a call has 10 (and, since 2026-11-28, a session 15
-of device time, its start included: one call): `--only tests,triton` next (about 7 min: the GPU tests
-of the greedy probabilities taken at their entries, and rows to set beside 2026-11-27's), then `tuned`;
-`regional,whole` (about 8 min: the joined pair cold by layer, then cold whole, each with its rows),
-`joined`, `cli,demo` and `real` (the pair as transformers builds it) when there is time. The machine goes back 30 s after a call:
+since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
+its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
+--repeats 2` 327 s (BENCHMARKS.md). Next: `--only ways` (about 5 min: two cold compiles of the
+joined pair, then both settings' rows interleaved), then `regional,whole`, `joined`, `cli,demo` and
+`real` when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
 `--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.
@@ -53,6 +59,7 @@ step prints its start time, so a call cut off says where it was (then: fewer `--
 `--rehearse` runs the same steps on a CPU with small Qwen2 shapes (tests/test_gpu_check.py runs it),
 so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -81,6 +88,7 @@ TESTS_TIMEOUT_S = 520  # a call has 600: about 13 cold compiles of tiny graphs a
 CLI_TIMEOUT_S = 300
 COLD_TIMEOUT_S = 420  # a cold compile of the pair, then its rows
 CALL_S = 570  # a device call's 600 s, less this process's own end
+WAYS = ("matmul", "triton")  # the `ways` section's two attentions, side by side
 
 
 def say(message: str) -> None:
@@ -472,7 +480,8 @@ def run_cold(args, name: str) -> dict:
 
 def print_table(name: str, result: dict) -> None:
     second = (f"{result['second_prompt_compile_s']:.2f} s, {result['second_prompt_new_graphs']} new graphs, "
-              f"{result['second_prompt_new_programs']} new programs" if "second_prompt_compile_s" in result else "FAILED")
+              f"{result['second_prompt_new_programs']} new programs" if "second_prompt_compile_s" in result
+              else "FAILED" if "second prompt" in result.get("failed", {}) else "not run here")
     print(f"\n{name}: compile {json.dumps(rounded(result['compile_s']))} s; second prompt {second}")
     print(f"{'row':24} {'tok/s':>7} {'ms/tok':>14} {'x floor':>7} {'ms/round':>8} {'draft ms':>8} {'verify ms':>9} "
           f"{'tok/round':>9} {'vs alone-1':>18} identical (greedy, to)")
@@ -527,9 +536,89 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
         attention.WAY = before
 
 
+@contextlib.contextmanager
+def attending(way: str):
+    """attention.WAY set to `way` while a pass is traced or run (it is read as a pass is traced)."""
+    before, attention.WAY = attention.WAY, way
+    try:
+        yield
+    finally:
+        attention.WAY = before
+
+
+def ways_side_by_side(report: dict, device: str, shapes, prompt, args, save) -> None:
+    """The joined pair built twice, attending through the matrix products and through Triton's kernels
+    (in chunks of the size timed fastest), both compiled in this process; then at acceptance ~0 and 1
+    the two ways' rows interleaved run by run, each run under its own way: -> "ways <way> acceptance
+    <a>" (print_table's rows) and "ways triton vs matmul acceptance <a>" (per row, matmul's ms a token
+    over Triton's in each repeat: median, min, max; above 1 Triton is faster), the ratio that decides
+    attention's default on a GPU."""
+    decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
+    spec = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True)
+    sched = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True, policy="schedule")
+    pairs, failed = {}, report.setdefault("failed", {})
+    for way in WAYS:
+        say(f"building the joined pair attending through {way}, compiling it (spec, schedule, alone-W, alone-1)")
+        with attending(way):
+            pair = real_size_pair(device, shapes)
+            for model in (pair.target, pair.draft):
+                fuse_projections(model)
+            started = time.perf_counter()
+            if attempted(failed, f"ways {way}: compile", lambda: compile_rows(pair, prompt, spec, sched)):
+                pairs[way] = pair
+                report[f"ways {way} compile_s"] = time.perf_counter() - started
+    if not pairs:
+        return
+    floor = read_bytes(next(iter(pairs.values())).target) / report["copy_bytes_per_s"]
+    runs = {"alone-1": lambda pair: narrow_target_alone(pair, prompt, spec),
+            "alone-W": lambda pair: session.generate(pair, prompt, spec, speculative=False),
+            f"spec k={args.k}": lambda pair: session.generate(pair, prompt, spec),
+            f"spec k<={args.k} schedule": lambda pair: session.generate(pair, prompt, sched)}
+    for acceptance in (0, 1):
+        if acceptance:
+            for pair in pairs.values():
+                torch.manual_seed(1)  # the same projection for both: the same weights, the same tokens
+                predict_last_token(pair)
+        say(f"acceptance {'1' if acceptance else '~0'}: {args.repeats} repeats, each way's rows in turn")
+        seen = {(way, name): [] for way in pairs for name in runs}
+        for _ in range(args.repeats):
+            for (way, name), results in seen.items():
+                with attending(way):
+                    if (result := attempted(failed, f"ways {way} {name}", lambda: decode(runs[name](pairs[way])))):
+                        results.append(result)
+        for way in pairs:
+            exact = (seen[(way, "alone-W")] or [[None]])[0][0]
+            report[f"ways {way} acceptance {acceptance}"] = {
+                name: row(seen[(way, name)], exact, seen[(way, "alone-1")], floor, args.tokens) | {"compared_with": "alone-W"}
+                for name in runs if seen[(way, name)]} | {"compile_s": {"all": report.get(f"ways {way} compile_s")}}
+            print_table(f"joined pair attending through {way}, acceptance {'1' if acceptance else '~0'}",
+                        report[f"ways {way} acceptance {acceptance}"])
+        if len(pairs) == 2:
+            ratios = {name: ratio_range(seen[("matmul", name)], seen[("triton", name)]) for name in runs}
+            report[f"ways triton vs matmul acceptance {acceptance}"] = ratios | {
+                "same tokens": seen[("matmul", "alone-W")][0][0] == seen[("triton", "alone-W")][0][0]}
+            print("Triton's attention against the matrix products (speed, per repeat): " + "; ".join(
+                f"{name} {r[0]:.3f}x ({r[1]:.3f}-{r[2]:.3f})" for name, r in ratios.items() if r), flush=True)
+        save()
+
+
+def compile_rows(pair: Pair, prompt: list[int], spec, sched) -> bool:
+    """Compile (and on CUDA capture) every pass the `ways` rows replay: speculation fixed and scheduled,
+    the target alone at k+1 tokens a pass, and at one (its first run)."""
+    for cfg, speculative in ((spec, True), (sched, True), (spec, False)):
+        timed_compile(pair, prompt, cfg, speculative=speculative)
+    return bool(list(narrow_target_alone(pair, prompt, spec)))
+
+
+def ratio_range(base: list, other: list) -> list | None:
+    """Per repeat, base's seconds a token over other's (above 1: other is faster) -> [median, min, max]."""
+    ratios = [(b[1] / len(b[0])) / (o[1] / len(o[0])) for b, o in zip(base, other)]
+    return [statistics.median(ratios), min(ratios), max(ratios)] if ratios else None
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="tests,cli,demo,real,joined,triton,whole,regional")
+    parser.add_argument("--only", default="tests,cli,demo,real,joined,triton,ways,whole,regional")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--k", type=int, default=4)
@@ -555,7 +644,7 @@ def main(argv=None) -> dict:
         report["tests"] = run_tests(args.out)
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
-    if {"real", "joined", "triton"} & set(only) and not args.cold_child:
+    if {"real", "joined", "triton", "ways"} & set(only) and not args.cold_child:
         report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
@@ -580,6 +669,8 @@ def main(argv=None) -> dict:
             "(in chunks of the size timed fastest above)")
         joined_variant(report, "triton", "Qwen2.5-7B/0.5B shapes, joined, Triton attention", device, shapes, prompt,
                        args, save, "triton", {})
+    if "ways" in only:  # the joined pair through the matrix products and through Triton, interleaved
+        ways_side_by_side(report, device, shapes, prompt, args, save)
     if "tuned" in only:  # an experiment, not the product's build: inductor benchmarks Triton templates for every
         say("the joined pair with Triton attention again, compiled with inductor's max-autotune and "  # product
             "coordinate-descent tuning (compiles for minutes)")
@@ -619,7 +710,7 @@ def main(argv=None) -> dict:
 def print_bars(report: dict, k: int) -> None:
     """Each real-size setting against issue 30's bars (the target alone within 1.3x its floor, a
     draft step under 1 ms, at acceptance 1 at least 3x the target alone, at ~0 no worse than 0.8x)."""
-    for key in ("real", "joined", "triton", "whole", "regional", "tuned"):
+    for key in ("real", "joined", "triton", "whole", "regional", "tuned", "ways matmul", "ways triton"):
         zero, one = report.get(f"{key} acceptance 0", {}), report.get(f"{key} acceptance 1", {})
         if not (zero.get("alone-1") and one.get(f"spec k={k}")):
             continue

@@ -6,9 +6,11 @@
 # `bash scripts/gpu_wheels.sh --restore` once the GPU calls are done (never commit while they are out).
 # Then, on the device, one section per call (each fits its 10 minutes), carry [".whl"]:
 #   set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only tests,triton --out $OUT 2>&1 | tee $OUT/gpu_check.log
-# with `--only tests,triton` next (about 7 min: the gpu tests with compiling by layer the default, then one
-# pass's attention through Triton beside the matrix products and the joined pair's rows through it).
+#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only ways --out $OUT 2>&1 | tee $OUT/gpu_check.log
+# with `--only ways` next (about 5 min: one pass's attention timed each way, then the joined pair built
+# twice, attending through the matrix products and through Triton's kernels, rows interleaved).
+# 2026-12-04 on an H200: a start and `--only tests,triton` 394 s of device time (362 s running);
+# `--only tuned --repeats 2` 327 s on the warm machine (benchmarks/gpu-check-2026-12-04-h200/).
 # 2026-11-27 on an H200: a start about 36 s; `--only triton,gemv` 455 s; `--only regional,whole` 457 s;
 # `--only tests` 170 s, 134 s of it in pytest (benchmarks/gpu-check-2026-11-27-h200-regional/).
 # On 2026-11-26 `--only real` took 3 to 3.5 min and `--only tests,cli,demo` 3 min on an H200

@@ -43,14 +43,27 @@ def test_rehearsal_through_the_fused_rounds_the_gpu_takes(gpu_check, tmp_path, m
     rehearsal above takes the per-pass path a CPU gets. Here the CPU takes the fused one too."""
     from playground import session
     monkeypatch.setattr(session.choice, "FUSED_DEVICES", {"cpu", "cuda"})
-    report = gpu_check.main(["--rehearse", "--only", "real,joined", "--tokens", "24", "--repeats", "1", "--k", "4",
-                             "--out", str(tmp_path)])
+    report = gpu_check.main(["--rehearse", "--only", "real,joined,ways", "--tokens", "24", "--repeats", "2", "--k",
+                             "4", "--out", str(tmp_path)])
     assert report["joined_modules"] == [4, 4]  # the pair again, projections joined: 2 layers x (attention, MLP)
     for key in ("real", "joined"):
         result = report[f"{key} acceptance 1"]
         assert all(result[row]["identical"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule")), key
         assert result["spec k=4"]["tokens_per_round"] == 24 / 5 and result["second_prompt_new_graphs"] == 0
         assert result["profile"]["rounds"] == 5 and not result["failed"]  # no kernels to count on a CPU
+    # `ways`: two joined pairs (matrix products and Triton's kernels, which a CPU without Triton's interpreter
+    # answers with the matrix products), their rows interleaved; each way's rows and the ratio per row
+    assert not report["failed"]
+    for acceptance, per_round in ((0, None), (1, 24 / 5)):
+        for way in ("matmul", "triton"):
+            rows = report[f"ways {way} acceptance {acceptance}"]
+            assert all(rows[row]["identical"] for row in ("alone-W", "spec k=4", "spec k<=4 schedule")), (way, acceptance)
+            assert len(rows["alone-1"]["speedup_vs_alone1"]) == 3 and rows["spec k=4"]["draft_step_ms"] > 0
+        if per_round:
+            assert rows["spec k=4"]["tokens_per_round"] == per_round
+        ratios = report[f"ways triton vs matmul acceptance {acceptance}"]
+        assert ratios["same tokens"] is True  # both pairs built with the same weights
+        assert all(0 < lo <= mid <= hi for mid, lo, hi in (ratios[row] for row in ("alone-1", "spec k=4")))
 
 
 def test_a_step_cut_off_by_its_timeout_leaves_what_it_printed(gpu_check, tmp_path):
