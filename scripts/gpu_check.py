@@ -49,8 +49,9 @@ through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all pos
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
 since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
---repeats 2` 327 s (BENCHMARKS.md). Next: `--only ways` (about 5 min: two cold compiles of the
-joined pair, then both settings' rows interleaved), then `regional,whole`, `joined`, `cli,demo` and
+--repeats 2` 327 s (BENCHMARKS.md). Next: `--only tests,ways` (about 7.5 min: the GPU tests, which
+run Triton's attention in bfloat16, then two cold compiles of the joined pair and both settings'
+rows interleaved), then `regional,whole`, `joined`, `cli,demo` and
 `real` when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
