@@ -526,15 +526,18 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
     import torch._inductor.config as inductor_config
     if way == "triton":  # the chunk size timed fastest above, one for every Triton setting
         decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
-    before, attention.WAY = attention.WAY, way
-    try:
-        with inductor_config.patch(inductor):
-            pair = real_size_pair(device, shapes)
-            report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]  # same in each
-            floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
-            both_settings(report, key, title, pair, prompt, args, floor, save)
-    finally:
-        attention.WAY = before
+    with attending(way), inductor_config.patch(inductor):
+        pair = joined_pair(report, device, shapes)
+        floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
+        both_settings(report, key, title, pair, prompt, args, floor, save)
+
+
+def joined_pair(report: dict, device: str, shapes) -> Pair:
+    """A random pair of these shapes with each layer's projections joined (modules joined per model
+    go to report["joined_modules"], the same in each)."""
+    pair = real_size_pair(device, shapes)
+    report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
+    return pair
 
 
 @contextlib.contextmanager
@@ -561,9 +564,7 @@ def ways_side_by_side(report: dict, device: str, shapes, prompt, args, save) -> 
     for way in WAYS:
         say(f"building the joined pair attending through {way}, compiling it (spec, schedule, alone-W, alone-1)")
         with attending(way):
-            pair = real_size_pair(device, shapes)
-            for model in (pair.target, pair.draft):
-                fuse_projections(model)
+            pair = joined_pair(report, device, shapes)
             started = time.perf_counter()
             if attempted(failed, f"ways {way}: compile", lambda: compile_rows(pair, prompt, spec, sched)):
                 pairs[way] = pair
