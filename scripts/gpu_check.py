@@ -199,7 +199,7 @@ def attention_costs(device: str, shapes, k: int) -> dict:
             triton = decode_attention.decode_attention_impl
             ways["folded triton"] = lambda: triton(folded, key, value, mask, dim ** -0.5)
             ways["folded triton, all written"] = lambda: triton(folded, key, value, full, dim ** -0.5)
-            for chunk in (64, 128, 512):
+            for chunk in (64, 256, 512):
                 ways[f"folded triton, chunk {chunk}"] = lambda c=chunk: triton(folded, key, value, mask, dim ** -0.5, c)
         layers = shape["num_hidden_layers"]
         out[name] = {}
@@ -215,7 +215,7 @@ def attention_costs(device: str, shapes, k: int) -> dict:
 def fastest_chunk(attention_ms: dict) -> int:
     """The chunk size whose Triton attention took least time over the three passes timed (the
     module's own when none was timed)."""
-    sizes = {decode_attention.CHUNK: "folded triton", **{c: f"folded triton, chunk {c}" for c in (64, 128, 512)}}
+    sizes = {decode_attention.CHUNK: "folded triton", **{c: f"folded triton, chunk {c}" for c in (64, 256, 512)}}
     totals = {c: sum(t.get(way, float("nan")) for t in attention_ms.values()) for c, way in sizes.items()}
     timed = {c: ms for c, ms in totals.items() if ms == ms and attention_ms}  # NaN: not timed, or failed
     return min(timed, key=timed.get) if timed else decode_attention.CHUNK

@@ -95,10 +95,10 @@ def test_a_step_that_crashes_is_reported_and_the_other_rows_measured(gpu_check, 
 def test_rehearsal_runs_the_triton_section(gpu_check, tmp_path):
     """The section the next GPU call starts with: the joined pair attending through Triton's kernels
     (on a CPU without the interpreter the folded attention falls back to its matrix products)."""
-    from playground.engine import attention
+    from playground.engine import attention, decode_attention
     report = gpu_check.main(["--rehearse", "--only", "triton", "--tokens", "12", "--repeats", "1", "--k", "2",
                              "--out", str(tmp_path)])
-    assert report["triton_chunk"] == 256 and attention.WAY == "matmul"  # no Triton timing here; the way restored
+    assert report["triton_chunk"] == decode_attention.CHUNK == 128 and attention.WAY == "matmul"  # no Triton timing here; the way restored
     for setting in ("triton acceptance 0", "triton acceptance 1"):
         assert report[setting]["spec k=2"]["identical"], setting
 

@@ -23,7 +23,7 @@ is rounded to the value's dtype before p v, as there. Opt-in: PLAYGROUND_GQA_ATT
 (scripts/gpu_check.py times it against the matrix products, CHUNK at three sizes). On an H200
 (2026-12-04, a chunk's blocks unrolled, the combine's maximum and sum from one load) it was faster
 alone, over all layers at 4,096 positions with 256 written (a 7B one-token pass 0.32 against 0.70
-ms, the 0.5B draft step 0.25 against 0.58, chunks of 128 fastest), and in a compiled round its split
+ms, the 0.5B draft step 0.25 against 0.58, chunks of 128 fastest: CHUNK since), and in a compiled round its split
 took 5.9 us a layer and its combine 6.6: the combine stepped through all 32 chunks, each waiting for
 its statistics before reading its partial. Now the split writes every partial (zeros where a row
 attended nothing), and the combine finds the last chunk any row attends from its one load of the
@@ -34,7 +34,7 @@ import os
 
 import torch
 
-CHUNK = 256  # cache positions a program covers
+CHUNK = 128  # cache positions a program covers (on an H200 faster than 64, 256 or 512 in all three passes timed)
 BLOCK_N = 64  # positions per step inside a program
 MAX_ROWS = 64  # folded rows one program holds (a 7B verify pass of 5 tokens: 35); more go to the matmuls
 
