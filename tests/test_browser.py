@@ -527,12 +527,12 @@ OPACITY_JS = """(selector) => { let e = document.querySelector(selector), opacit
 def test_a_sweep_clicked_during_a_run_says_it_waits_and_stopped_then_measures_nothing(page, app_url):
     """A sweep clicked while a run wrote showed Gradio's "queue: 2/2" alone, and its Stop said "Stopping" for
     the minutes the run had left."""
-    page.goto(f"{app_url}?preset=demo&max_new_tokens=1024")
-    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
-    page.click("#run-button")
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=1024&sweep_axis=k&sweep_values=1,2")  # (typed, the values
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)  # were the default six in a full suite,
+    page.click("#run-button")  # 2026-12-04, as in test_stop_ends_a_sweep_where_it_is)
     expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
     page.get_by_role("tab", name="Experiments").click()
-    fill_until_kept(page.get_by_label("Values"), "1,2")
+    expect(page.get_by_label("Values")).to_have_value("1,2")
     page.get_by_role("button", name="Run sweep").click()
     expect(page.locator("#experiment-waits")).to_be_visible()
     expect(page.locator("#experiment-waits")).to_contain_text("starts once the run on the Playground tab")
