@@ -399,11 +399,10 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
 
 
 def test_sweep_progress_stays_while_rows_arrive(page, app_url):
-    page.goto(f"{app_url}?preset=demo&max_new_tokens=12")
-    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)  # the link's settings shown: the Values box
-    # filled before them was emptied by them (a suite under load ran the sweep's default values)
-    page.get_by_role("tab", name="Experiments").click()
-    fill_until_kept(page.get_by_label("Values"), "1,2,3")  # under load the sweep ran the default values: typed ones overwritten
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=12&sweep_axis=k&sweep_values=1,2,3")  # (typed, the values
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)  # were overwritten by the defaults in
+    page.get_by_role("tab", name="Experiments").click()  # suites under load, 2026-11-27 and 12-04)
+    expect(page.get_by_label("Values")).to_have_value("1,2,3")
     expect(page.locator("#sweep-stop")).to_be_disabled()
     expect(page.locator("#sweep-csv")).to_be_hidden()  # nothing to download yet
     page.get_by_role("button", name="Run sweep").click()
