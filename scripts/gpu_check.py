@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,tuned] [--tokens 128] [--repeats 3]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -28,6 +28,10 @@
          compile seconds are a fresh machine's.
 - whole: the same, compiled as whole models (PLAYGROUND_REGIONAL_COMPILE=0): beside `regional`, one
          call says what compiling by layer saves at start-up and what the layers' edges cost a pass.
+- fused:  a pass's products with their norms, SiLU and residuals (no attention), as the compiled
+         modules run them against playground.engine.fused_linear's four Triton kernels a layer, each
+         pass's layers replayed as one graph (not in the default --only; seconds, no model built): whether
+         fusing them would take the draft's step toward its bar, before it is wired into a model.
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
          and coordinate-descent tuning of its own kernels; compiles for minutes. On an H200
@@ -49,10 +53,10 @@ through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all pos
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
 since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
---repeats 2` 327 s (BENCHMARKS.md). Next: `--only tests,ways` (about 7.5 min: the GPU tests, which
-run Triton's attention in bfloat16, then two cold compiles of the joined pair and both settings'
-rows interleaved), then `regional,whole`, `joined`, `cli,demo` and
-`real` when there is time. The machine goes back 30 s after a call:
+--repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,ways` (about 6.5 min: the fused
+products' timing, then two cold compiles of the joined pair and both settings' rows interleaved), at
+once `--only tests` (about 2.5 min: the GPU tests, which run Triton's attention in bfloat16), then
+`regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
 `--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.
@@ -209,6 +213,61 @@ def attention_costs(device: str, shapes, k: int) -> dict:
             except Exception as exc:  # a way that fails is reported, the others still timed
                 out[name][way] = float("nan")
                 print(f"attention {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
+    return out
+
+
+@torch.inference_mode()
+def fused_costs(device: str, shapes, k: int) -> dict:
+    """A pass's products and what surrounds them, all layers, without the attention: as the product
+    runs them (a layer's modules compiled by inductor: cuBLAS's products, its norm, SiLU and residual
+    kernels) and as playground.engine.fused_linear's four kernels a layer (q/k/v with its norm, o with
+    the residual, gate/up with its norm, down with the SiLU and the residual); on CUDA replayed as one
+    graph a pass. "max difference": the largest of the two ways' outputs' differences (rounding
+    order only: a larger one is a fault). Kernels the draft's step could lose, timed before wiring them in."""
+    import torch.nn.functional as F
+    from playground.engine import fused_linear as fl
+    dtype = torch.bfloat16 if device == "cuda" else torch.float16  # (a CPU's float16: Triton's interpreter)
+    out = {}
+    for name, shape, width in (("target verify", shapes[0], k + 1), ("target step", shapes[0], 1),
+                               ("draft step", shapes[1], 1)):
+        h, inner, heads, kv = (shape[key] for key in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                                      "num_key_value_heads"))
+        d, eps = h // heads, 1e-6
+        rand = lambda *size, scale=1.0: (torch.randn(*size, device=device) * scale).to(dtype)  # noqa: E731
+        w_qkv, b_qkv, w_o = rand((heads + 2 * kv) * d, h, scale=h ** -0.5), rand((heads + 2 * kv) * d), rand(h, h, scale=h ** -0.5)
+        w_gate_up, w_down, g1, g2 = rand(2 * inner, h, scale=h ** -0.5), rand(h, inner, scale=inner ** -0.5), rand(h), rand(h)
+        x, attended = rand(1, width, h), rand(1, width, h)
+
+        def rms(v, g):  # transformers' Qwen2RMSNorm
+            f = v.float()
+            return g * (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + eps)).to(v.dtype)
+
+        def modules(x, attended):
+            qkv = F.linear(rms(x, g1), w_qkv, b_qkv)
+            mid = x + F.linear(attended, w_o)
+            gate, up = F.linear(rms(mid, g2), w_gate_up).chunk(2, dim=-1)
+            return qkv, mid + F.linear(F.silu(gate) * up, w_down)
+
+        def fused(x, attended):
+            qkv = fl.fused_linear(x, w_qkv, b_qkv, prologue="norm", norm_weight=g1, eps=eps)
+            mid = fl.fused_linear(attended, w_o, residual=x)
+            gate_up = fl.fused_linear(mid, w_gate_up, prologue="norm", norm_weight=g2, eps=eps)
+            return qkv, fl.fused_linear(gate_up, w_down, prologue="gated", residual=mid)
+
+        compiled = torch.compile(modules, dynamic=False) if device == "cuda" else modules
+        ways = {"compiled modules": lambda: compiled(x, attended)}
+        if fl.usable(x, w_qkv):
+            ways["fused"] = lambda: fused(x, attended)
+        layers, out[name] = shape["num_hidden_layers"], {}
+        for way, fn in ways.items():
+            try:
+                out[name][way] = graph_ms(fn, layers) if device == "cuda" else layers * device_ms(fn, device, calls=2)
+            except Exception as exc:  # a way that fails is reported, the other still timed
+                out[name][way] = float("nan")
+                print(f"fused {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
+        if "fused" in ways:
+            pairs = zip(compiled(x, attended), fused(x, attended))
+            out[name]["max difference"] = max((a.float() - b.float()).abs().max().item() for a, b in pairs)
     return out
 
 
@@ -651,6 +710,13 @@ def main(argv=None) -> dict:
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
             f"{name}: " + ", ".join(f"{way} {ms:.3f}" for way, ms in t.items()) for name, t in report["attention_ms"].items()),
+            flush=True)
+        save()
+    if "fused" in only:  # playground.engine.fused_linear against the compiled modules, not wired in yet
+        say("a layer's products with their norms, SiLU and residuals fused, against the compiled modules")
+        report["fused_ms"] = attempted(report.setdefault("failed", {}), "fused", lambda: fused_costs(device, shapes, args.k)) or {}
+        print("products per pass, all layers (ms): " + "; ".join(
+            f"{name}: " + ", ".join(f"{way} {ms:.4g}" for way, ms in t.items()) for name, t in report["fused_ms"].items()),
             flush=True)
         save()
     if "real" in only:

@@ -145,3 +145,22 @@ def test_what_the_gpu_machine_runs_imports_without_gradio():
                "print('imported', len(sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", blocked], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-3000:]
+
+
+def test_rehearsal_times_the_fused_products_beside_the_modules(tmp_path):
+    """`--only fused`: a pass's products as the compiled modules run them and through
+    playground.engine.fused_linear (Triton's interpreter standing in for the GPU: in a process of its
+    own, where it is chosen before Triton is imported), with the largest difference of their outputs,
+    which only the order of float32 sums may make."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--rehearse", "--only", "fused", "--k", "4", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert set(report["fused_ms"]) == {"target verify", "target step", "draft step"} and not report["failed"]
+    for name, timed in report["fused_ms"].items():
+        assert timed["compiled modules"] > 0 and timed["fused"] > 0, name
+        assert timed["max difference"] < 0.05, (name, timed)  # float16 outputs of about unit size

@@ -1,0 +1,121 @@
+"""A matrix product of a few rows with what surrounds it in a decoder layer fused in, as one Triton
+kernel: a candidate for the draft's step, which on a GPU is bound by how many kernels it launches.
+
+On an H200 (2026-12-04, BENCHMARKS.md "GPU") a Qwen2.5-0.5B-shaped draft step was 24 layers of
+about 15 kernels, 49 us a layer: the four products took 22 us, the norms, the SiLU, the residual
+adds, the rotary embedding, the cache write and the gaps between them most of the rest. Here the
+layer's MLP half is two kernels (norm + gate/up, then SiLU-and-multiply + down + residual) and its
+attention output one (o + residual):
+
+    out = prologue(x) @ W^T (+ bias) (+ residual)      x [M, K'], W [N, K], out [M, N], M <= 16 rows
+    prologue  none:  x                                  (K' = K)
+              norm:  rmsnorm(x) * g                     (transformers' RMSNorm: the row's mean square in
+                                                         float32, rounded to x's dtype before * g; K' = K)
+              gated: silu(x[:, :K]) * x[:, K:]           (the joined gate/up product's output; K' = 2K)
+
+Each program computes BLOCK_N outputs of every row over all of K (with `norm`, first each row's
+mean square over K: x is a few kilobytes, read again from cache). Products accumulate in float32;
+each step rounds where transformers' modules round (the SiLU's output, the normed row, the
+product before the residual), so results differ from them only in the order of the float32 sums
+and the SiLU's exp. The draft's numbers decide only what it guesses, never what is kept.
+
+Not wired into any model yet: scripts/gpu_check.py times it against the compiled products on a
+GPU (`--only fused`); tests run it under Triton's interpreter on a CPU."""
+import functools
+import os
+
+import torch
+
+MAX_ROWS = 16
+PROLOGUES = {"none": 0, "norm": 1, "gated": 2}
+
+
+def usable(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether these can take the kernel: a few rows, half precision, on a GPU (or under Triton's
+    interpreter, TRITON_INTERPRET=1, as the tests run it)."""
+    runs_here = x.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    rows = x.numel() // x.shape[-1]
+    return runs_here and x.dtype == weight.dtype in (torch.bfloat16, torch.float16) and rows <= MAX_ROWS
+
+
+@functools.cache
+def _kernel():
+    """Made on first use (TRITON_INTERPRET=1 set before then runs it on a CPU)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def product(X, W, B, G, R, OUT, M, N, K, sx, sw, sr, so, eps, PROLOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                HAS_RESIDUAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        rows = tl.arange(0, BLOCK_M)
+        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok, col_ok = rows < M, cols < N
+        if PROLOGUE == 1:  # each row's 1 / sqrt(mean square + eps), float32
+            squares = tl.zeros([BLOCK_M], tl.float32)
+            for k0 in range(0, K, BLOCK_K):
+                ks = k0 + tl.arange(0, BLOCK_K)
+                x = tl.load(X + rows[:, None] * sx + ks[None, :], mask=row_ok[:, None] & (ks < K)[None, :], other=0.0)
+                squares += tl.sum(x.to(tl.float32) * x.to(tl.float32), 1)
+            inverse = tl.rsqrt(squares / K + eps)
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            k_ok = ks < K
+            at = X + rows[:, None] * sx + ks[None, :]
+            x_ok = row_ok[:, None] & k_ok[None, :]
+            w = tl.load(W + cols[:, None] * sw + ks[None, :], mask=col_ok[:, None] & k_ok[None, :], other=0.0)
+            if PROLOGUE == 2:  # silu(gate) rounded to the dtype, times up rounded: as act_fn(gate) * up
+                gate = tl.load(at, mask=x_ok, other=0.0).to(tl.float32)
+                up = tl.load(at + K, mask=x_ok, other=0.0)
+                a = (gate / (1.0 + tl.exp(-gate))).to(up.dtype) * up  # (torch's silu: x / (1 + e^-x))
+            elif PROLOGUE == 1:  # the normed row rounded to the dtype, times the norm's weight
+                g = tl.load(G + ks, mask=k_ok, other=0.0)
+                a = (tl.load(at, mask=x_ok, other=0.0).to(tl.float32) * inverse[:, None]).to(g.dtype) * g
+            else:
+                a = tl.load(at, mask=x_ok, other=0.0)
+            acc += tl.dot(a.to(w.dtype), tl.trans(w))  # [BLOCK_M, BLOCK_K] x [BLOCK_K, BLOCK_N], float32
+        if HAS_BIAS:
+            acc += tl.load(B + cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+        out = acc.to(OUT.dtype.element_ty)  # the product as its module returns it
+        ok = row_ok[:, None] & col_ok[None, :]
+        if HAS_RESIDUAL:  # residual + product, rounded once: a half-precision add
+            out = (out.to(tl.float32) + tl.load(R + rows[:, None] * sr + cols[None, :], mask=ok, other=0.0)
+                   .to(tl.float32)).to(OUT.dtype.element_ty)
+        tl.store(OUT + rows[:, None] * so + cols[None, :], out, mask=ok)
+
+    return product
+
+
+def block_n(n: int, programs: int = 128) -> int:
+    """Outputs per program: about `programs` programs where N allows (one wave of a GPU's
+    multiprocessors reads the weight), from 16 (tl.dot's least) to 64."""
+    size = 16
+    while size < 64 and -(-n // (size * 2)) >= programs:
+        size *= 2
+    return size
+
+
+def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, prologue: str = "none",
+                 norm_weight: torch.Tensor | None = None, eps: float = 1e-6,
+                 residual: torch.Tensor | None = None) -> torch.Tensor:
+    """prologue(x) @ weight^T (+ bias) (+ residual) (see the module's docstring); x [..., K'] -> [..., N]."""
+    n, k = weight.shape
+    if prologue not in PROLOGUES:
+        raise ValueError(f"unknown prologue {prologue!r}: use one of {', '.join(PROLOGUES)}")
+    if x.shape[-1] != k * (2 if prologue == "gated" else 1) or (prologue == "norm") != (norm_weight is not None):
+        raise ValueError(f"x's last dimension {x.shape[-1]} or the norm's weight does not fit a {prologue} prologue of K={k}")
+    lead = x.shape[:-1]
+    rows = x.reshape(-1, x.shape[-1]).contiguous()
+    m = rows.shape[0]
+    if m > MAX_ROWS:
+        raise ValueError(f"{m} rows: at most {MAX_ROWS}")
+    weight = weight if weight.stride(-1) == 1 else weight.contiguous()
+    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    res = residual.reshape(m, n).contiguous() if residual is not None else out
+    size = block_n(n)
+    _kernel()[(-(-n // size),)](
+        rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
+        m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
+        PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None,
+        BLOCK_M=MAX_ROWS, BLOCK_N=size, BLOCK_K=128)
+    return out.reshape(*lead, n)
