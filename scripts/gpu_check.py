@@ -248,16 +248,18 @@ def fused_costs(device: str, shapes, k: int) -> dict:
             gate, up = F.linear(rms(mid, g2), w_gate_up).chunk(2, dim=-1)
             return qkv, mid + F.linear(F.silu(gate) * up, w_down)
 
-        def fused(x, attended):
-            qkv = fl.fused_linear(x, w_qkv, b_qkv, prologue="norm", norm_weight=g1, eps=eps)
-            mid = fl.fused_linear(attended, w_o, residual=x)
-            gate_up = fl.fused_linear(mid, w_gate_up, prologue="norm", norm_weight=g2, eps=eps)
-            return qkv, fl.fused_linear(gate_up, w_down, prologue="gated", residual=mid)
+        def fused(x, attended, **blocks):
+            qkv = fl.fused_linear(x, w_qkv, b_qkv, prologue="norm", norm_weight=g1, eps=eps, **blocks)
+            mid = fl.fused_linear(attended, w_o, residual=x, **blocks)
+            gate_up = fl.fused_linear(mid, w_gate_up, prologue="norm", norm_weight=g2, eps=eps, **blocks)
+            return qkv, fl.fused_linear(gate_up, w_down, prologue="gated", residual=mid, **blocks)
 
         compiled = torch.compile(modules, dynamic=False) if device == "cuda" else modules
         ways = {"compiled modules": lambda: compiled(x, attended)}
-        if fl.usable(x, w_qkv):
+        if fl.usable(x, w_qkv):  # the module's blocks, and more bytes in flight a step
             ways["fused"] = lambda: fused(x, attended)
+            for block_k, stages in ((256, 3), (256, 5)):
+                ways[f"fused, k {block_k}, {stages} stages"] = lambda b=block_k, st=stages: fused(x, attended, block_k=b, stages=st)
         layers, out[name] = shape["num_hidden_layers"], {}
         for way, fn in ways.items():
             try:

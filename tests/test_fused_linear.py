@@ -30,6 +30,7 @@ for m, k, n in ((1, 96, 40), (5, 200, 33), (16, 130, 1100)):
     silu = (F.silu(gate_up[..., :k].float()).half() * gate_up[..., k:])
     cases = {  # name: (fused, transformers' modules in float32 products, rounded as they round)
         "plain": (fused_linear(x, w), F.linear(x.float(), w.float()).half()),
+        "plain, k 256": (fused_linear(x, w, block_k=256, stages=5), F.linear(x.float(), w.float()).half()),
         "bias": (fused_linear(x, w, b), F.linear(x.float(), w.float(), b.float()).half()),
         "norm": (fused_linear(x, w, prologue="norm", norm_weight=g, eps=1e-6),
                  F.linear(rms(x, g, 1e-6).float(), w.float()).half()),

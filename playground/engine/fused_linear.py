@@ -97,8 +97,10 @@ def block_n(n: int, programs: int = 128) -> int:
 
 def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, prologue: str = "none",
                  norm_weight: torch.Tensor | None = None, eps: float = 1e-6,
-                 residual: torch.Tensor | None = None) -> torch.Tensor:
-    """prologue(x) @ weight^T (+ bias) (+ residual) (see the module's docstring); x [..., K'] -> [..., N]."""
+                 residual: torch.Tensor | None = None, block_k: int = 128, stages: int = 3) -> torch.Tensor:
+    """prologue(x) @ weight^T (+ bias) (+ residual) (see the module's docstring); x [..., K'] -> [..., N].
+    block_k: inputs a program reads per step; stages: steps whose loads are in flight at once (a
+    product this small is bound by the bytes in flight per multiprocessor: gpu_check times three)."""
     n, k = weight.shape
     if prologue not in PROLOGUES:
         raise ValueError(f"unknown prologue {prologue!r}: use one of {', '.join(PROLOGUES)}")
@@ -117,5 +119,5 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
         PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None,
-        BLOCK_M=MAX_ROWS, BLOCK_N=size, BLOCK_K=128)
+        BLOCK_M=MAX_ROWS, BLOCK_N=size, BLOCK_K=block_k, num_stages=stages)
     return out.reshape(*lead, n)
