@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,tuned] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,fusedlayers,tuned] [--tokens 128] [--repeats 3]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -32,6 +32,9 @@
          modules run them against playground.engine.fused_linear's four Triton kernels a layer, each
          pass's layers replayed as one graph (not in the default --only; seconds, no model built): whether
          fusing them would take the draft's step toward its bar, before it is wired into a model.
+- fusedlayers: the joined pair with Triton attention, the draft's layers (--fused-layers both: the
+         target's too) through playground.engine.fused_layers (PLAYGROUND_FUSED_LAYERS): the rounds'
+         figures of what `fused` times alone (not in the default --only).
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
          and coordinate-descent tuning of its own kernels; compiles for minutes. On an H200
@@ -85,6 +88,7 @@ from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
+from playground.engine.fused_layers import fuse_layers  # noqa: E402
 from playground.models.fused_projections import fuse_projections  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
 
@@ -582,22 +586,26 @@ def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, 
 
 
 def joined_variant(report: dict, key: str, title: str, device: str, shapes, prompt, args, save, way: str,
-                   inductor: dict) -> None:
-    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings."""
+                   inductor: dict, fused_layers: str = "off") -> None:
+    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings,
+    the layers of `fused_layers` (off, draft, both) through playground.engine.fused_layers."""
     import torch._inductor.config as inductor_config
     if way == "triton":  # the chunk size timed fastest above, one for every Triton setting
         decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
     with attending(way), inductor_config.patch(inductor):
-        pair = joined_pair(report, device, shapes)
+        pair = joined_pair(report, device, shapes, fused_layers)
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         both_settings(report, key, title, pair, prompt, args, floor, save)
 
 
-def joined_pair(report: dict, device: str, shapes) -> Pair:
+def joined_pair(report: dict, device: str, shapes, fused_layers: str = "off") -> Pair:
     """A random pair of these shapes with each layer's projections joined (modules joined per model
-    go to report["joined_modules"], the same in each)."""
+    go to report["joined_modules"], the same in each), and the layers of `fused_layers` (off, draft,
+    both) given the fused forward (layers per model: report["fused_layers"])."""
     pair = real_size_pair(device, shapes)
     report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
+    fused = {"off": (), "draft": (pair.draft,), "both": (pair.target, pair.draft)}[fused_layers]
+    report["fused_layers"] = [fuse_layers(model) if model in fused else 0 for model in (pair.target, pair.draft)]
     return pair
 
 
@@ -687,6 +695,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--rehearse", action="store_true", help="on a CPU with small shapes (see above)")
+    parser.add_argument("--fused-layers", choices=("draft", "both"), default="draft",
+                        help="the models whose layers `fusedlayers` runs through the fused products")
     parser.add_argument("--cold-child", action="store_true", help="run by the `whole` and `regional` sections "
                         "(their parent timed attention)")
     args = parser.parse_args(argv)
@@ -741,6 +751,10 @@ def main(argv=None) -> dict:
                        args, save, "triton", {})
     if "ways" in only:  # the joined pair through the matrix products and through Triton, interleaved
         ways_side_by_side(report, device, shapes, prompt, args, save)
+    if "fusedlayers" in only:  # playground.engine.fused_layers, opt-in: PLAYGROUND_FUSED_LAYERS
+        say(f"the joined pair with Triton attention again, the {args.fused_layers} layers through the fused products")
+        joined_variant(report, "fusedlayers", f"Qwen2.5-7B/0.5B shapes, joined, Triton attention, {args.fused_layers} "
+                       "layers fused", device, shapes, prompt, args, save, "triton", {}, fused_layers=args.fused_layers)
     if "tuned" in only:  # an experiment, not the product's build: inductor benchmarks Triton templates for every
         say("the joined pair with Triton attention again, compiled with inductor's max-autotune and "  # product
             "coordinate-descent tuning (compiles for minutes)")
@@ -780,7 +794,7 @@ def main(argv=None) -> dict:
 def print_bars(report: dict, k: int) -> None:
     """Each real-size setting against issue 30's bars (the target alone within 1.3x its floor, a
     draft step under 1 ms, at acceptance 1 at least 3x the target alone, at ~0 no worse than 0.8x)."""
-    for key in ("real", "joined", "triton", "whole", "regional", "tuned", "ways matmul", "ways triton"):
+    for key in ("real", "joined", "triton", "whole", "regional", "tuned", "fusedlayers", "ways matmul", "ways triton"):
         zero, one = report.get(f"{key} acceptance 0", {}), report.get(f"{key} acceptance 1", {})
         if not (zero.get("alone-1") and one.get(f"spec k={k}")):
             continue

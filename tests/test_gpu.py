@@ -147,6 +147,33 @@ def test_a_pair_loaded_after_another_was_freed_captures():
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
+def test_fused_layers_in_bfloat16_give_the_layers_logits_and_exact_rounds(tokenizer):
+    """playground.engine.fused_layers on the GPU in the models' dtype (the CPU tests run its kernels
+    interpreted in float16): a model's logits as its own layers give them, to bfloat16's rounding; and
+    compiled rounds with both models' layers fused keep the target alone's tokens."""
+    from playground.engine.fused_layers import fuse_layers
+    from playground.models.fused_projections import fuse_projections
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id,
+                             dtype=torch.bfloat16).cuda()
+    draft = tiny.perturbed_copy(target, noise=0.4, seed=3).cuda()
+    prompt = tokenizer(PROMPT).input_ids
+    ids = torch.tensor([prompt[:12]], device="cuda")
+    with torch.inference_mode():
+        assert fuse_projections(target) > 0
+        want = target(ids).logits.float()
+        assert fuse_layers(target) == 2
+        got = target(ids).logits.float()
+    assert (got - want).abs().max() <= 3e-2 * want.abs().max()
+    assert fuse_projections(draft) > 0 and fuse_layers(draft) == 2
+    pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
+    for k in (1, 4):
+        cfg = compiled(k, 40)
+        spec = session.run(pair, prompt, cfg)
+        alone = session.run(pair, prompt, cfg, speculative=False)
+        assert spec.token_ids == alone.token_ids and len(spec.token_ids) == 40, k
+        assert spec.stats["accepted"] > 0
+
+
 def test_triton_decode_attention_in_bfloat16():
     """The kernels in the model's dtype on the GPU (the CPU tests run them interpreted in float16)."""
     from playground.engine.attention import matmul_attention

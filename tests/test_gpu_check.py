@@ -164,3 +164,13 @@ def test_rehearsal_times_the_fused_products_beside_the_modules(tmp_path):
     for name, timed in report["fused_ms"].items():
         assert timed["compiled modules"] > 0 and timed["fused"] > 0 and timed["fused, k 256, 5 stages"] > 0, name
         assert timed["max difference"] < 0.05, (name, timed)  # float16 outputs of about unit size
+
+
+def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path):
+    """`--only fusedlayers`: the joined pair with the draft's layers given the fused forward (on a CPU
+    in float32 each falls back to the layer's own: the wiring, not the kernels, is rehearsed here)."""
+    report = gpu_check.main(["--rehearse", "--only", "fusedlayers", "--tokens", "12", "--repeats", "1", "--k", "2",
+                             "--out", str(tmp_path)])
+    assert report["fused_layers"] == [0, 2]  # the draft's two layers, not the target's
+    for setting in ("fusedlayers acceptance 0", "fusedlayers acceptance 1"):
+        assert report[setting]["spec k=2"]["identical"], setting

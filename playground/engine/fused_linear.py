@@ -19,8 +19,9 @@ each step rounds where transformers' modules round (the SiLU's output, the norme
 product before the residual), so results differ from them only in the order of the float32 sums
 and the SiLU's exp. The draft's numbers decide only what it guesses, never what is kept.
 
-Not wired into any model yet: scripts/gpu_check.py times it against the compiled products on a
-GPU (`--only fused`); tests run it under Triton's interpreter on a CPU."""
+playground.engine.fused_layers runs decoder layers through it (opt-in, PLAYGROUND_FUSED_LAYERS);
+scripts/gpu_check.py times it against the compiled products on a GPU (`--only fused`); tests run it
+under Triton's interpreter on a CPU."""
 import functools
 import os
 
@@ -28,12 +29,13 @@ import torch
 
 MAX_ROWS = 16
 PROLOGUES = {"none": 0, "norm": 1, "gated": 2}
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # (read once: a compiled pass asks `usable` too)
 
 
 def usable(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether these can take the kernel: a few rows, half precision, on a GPU (or under Triton's
-    interpreter, TRITON_INTERPRET=1, as the tests run it)."""
-    runs_here = x.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    interpreter, TRITON_INTERPRET=1 in the process's environment, as the tests run it)."""
+    runs_here = x.device.type == "cuda" or INTERPRETED
     rows = x.numel() // x.shape[-1]
     return runs_here and x.dtype == weight.dtype in (torch.bfloat16, torch.float16) and rows <= MAX_ROWS
 
@@ -121,3 +123,15 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None,
         BLOCK_M=MAX_ROWS, BLOCK_N=size, BLOCK_K=block_k, num_stages=stages)
     return out.reshape(*lead, n)
+
+
+@torch.library.custom_op("playground::fused_linear", mutates_args=())
+def fused_linear_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, prologue: str,
+                    norm_weight: torch.Tensor | None, eps: float, residual: torch.Tensor | None) -> torch.Tensor:
+    """fused_linear as one op for torch.compile (it calls the kernel as it is, no tracing into Triton)."""
+    return fused_linear(x, weight, bias, prologue=prologue, norm_weight=norm_weight, eps=eps, residual=residual)
+
+
+@fused_linear_op.register_fake
+def _(x, weight, bias, prologue, norm_weight, eps, residual):
+    return x.new_empty(*x.shape[:-1], weight.shape[0])

@@ -37,21 +37,26 @@ def by_layer_on(device: torch.device) -> bool:
     return env_flag("PLAYGROUND_REGIONAL_COMPILE", device.type == "cuda")
 
 
-REGIONS: dict[type, object] = {}  # one region per layer class, shared by every model of that class
+REGIONS: dict[tuple, object] = {}  # one region per (layer class, forward), shared by every model's such layers
 
 
 def mark_layer_regions(model: torch.nn.Module) -> int:
-    """Run each decoder layer of this model through its class's compile region; -> layers marked.
-    A layer whose forward is already replaced on the instance (accelerate's offloading hooks) is
-    left as it is; eager calls are unchanged (a region outside torch.compile is a plain call)."""
+    """Run each decoder layer of this model through its class's compile region (or, for a layer
+    given a forward of ours as `playground_forward`, that forward's: playground.engine.fused_layers);
+    -> layers marked. A layer whose forward is otherwise replaced on the instance (accelerate's
+    offloading hooks) is left as it is; eager calls are unchanged (a region outside torch.compile is
+    a plain call)."""
     marked = 0
     for module in model.modules():
-        cls = type(module)
-        if not is_decoder_layer(module) or "forward" in module.__dict__:
+        own = module.__dict__.get("playground_forward")
+        if not is_decoder_layer(module) or module.__dict__.get("playground_region") \
+                or ("forward" in module.__dict__ and own is None):
             continue
-        if cls not in REGIONS:
-            REGIONS[cls] = torch.compiler.nested_compile_region(cls.forward)
-        module.forward = types.MethodType(REGIONS[cls], module)
+        key = (type(module), own or type(module).forward)
+        if key not in REGIONS:
+            REGIONS[key] = torch.compiler.nested_compile_region(key[1])
+        module.forward = types.MethodType(REGIONS[key], module)
+        module.playground_region = True
         marked += 1
     return marked
 
