@@ -57,9 +57,11 @@ On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few s
 since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
 --repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,ways` (about 6.5 min: the fused
-products' timing, then two cold compiles of the joined pair and both settings' rows interleaved), at
-once `--only tests` (about 2.5 min: the GPU tests, which run Triton's attention in bfloat16), then
-`regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
+products' timing, then two cold compiles of the joined pair and both settings' rows interleaved);
+at once after it, if `fused` timed the draft step's products faster fused, `--only fusedlayers`
+(about 4 min: the draft's layers fused, in rounds; `--fused-layers both` if the target's passes were
+faster fused too), else `--only tests` (about 2.5 min: the GPU tests, Triton's attention and the
+fused layers in bfloat16); then `regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
 `--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.

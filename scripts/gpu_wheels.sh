@@ -9,7 +9,8 @@
 #     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only fused,ways --out $OUT 2>&1 | tee $OUT/gpu_check.log
 # with `--only fused,ways` next (about 6.5 min: a pass's products fused against the compiled modules, one
 # pass's attention timed each way, then the joined pair built twice, attending through the matrix products
-# and through Triton's kernels, rows interleaved), and at once after it `--only tests` (about 2.5 min).
+# and through Triton's kernels, rows interleaved), and at once after it `--only fusedlayers` (about 4 min)
+# if `fused` timed the draft step's products faster fused, else `--only tests` (about 2.5 min).
 # 2026-12-04 on an H200: a start and `--only tests,triton` 394 s of device time (362 s running);
 # `--only tuned --repeats 2` 327 s on the warm machine (benchmarks/gpu-check-2026-12-04-h200/).
 # 2026-11-27 on an H200: a start about 36 s; `--only triton,gemv` 455 s; `--only regional,whole` 457 s;
