@@ -90,7 +90,7 @@ from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
-from playground.engine.fused_layers import fuse_layers  # noqa: E402
+from playground.engine.fused_layers import fuse_layers, fused_models  # noqa: E402
 from playground.models.fused_projections import fuse_projections  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
 
@@ -229,7 +229,8 @@ def fused_costs(device: str, shapes, k: int) -> dict:
     kernels) and as playground.engine.fused_linear's four kernels a layer (q/k/v with its norm, o with
     the residual, gate/up with its norm, down with the SiLU and the residual); on CUDA replayed as one
     graph a pass. "max difference": the largest of the two ways' outputs' differences (rounding
-    order only: a larger one is a fault). Kernels the draft's step could lose, timed before wiring them in."""
+    order only: a larger one is a fault). Kernels the draft's step could lose, timed alone (in rounds:
+    `fusedlayers`)."""
     import torch.nn.functional as F
     from playground.engine import fused_linear as fl
     dtype = torch.bfloat16 if device == "cuda" else torch.float16  # (a CPU's float16: Triton's interpreter)
@@ -606,7 +607,7 @@ def joined_pair(report: dict, device: str, shapes, fused_layers: str = "off") ->
     both) given the fused forward (layers per model: report["fused_layers"])."""
     pair = real_size_pair(device, shapes)
     report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
-    fused = {"off": (), "draft": (pair.draft,), "both": (pair.target, pair.draft)}[fused_layers]
+    fused = fused_models(pair.target, pair.draft, fused_layers)
     report["fused_layers"] = [fuse_layers(model) if model in fused else 0 for model in (pair.target, pair.draft)]
     return pair
 
@@ -726,7 +727,7 @@ def main(argv=None) -> dict:
             f"{name}: " + ", ".join(f"{way} {ms:.3f}" for way, ms in t.items()) for name, t in report["attention_ms"].items()),
             flush=True)
         save()
-    if "fused" in only:  # playground.engine.fused_linear against the compiled modules, not wired in yet
+    if "fused" in only:  # playground.engine.fused_linear against the compiled modules, no model built
         say("a layer's products with their norms, SiLU and residuals fused, against the compiled modules")
         report["fused_ms"] = attempted(report.setdefault("failed", {}), "fused", lambda: fused_costs(device, shapes, args.k)) or {}
         print("products per pass, all layers (ms): " + "; ".join(

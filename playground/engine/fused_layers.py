@@ -27,9 +27,9 @@ from playground.models.fused_projections import JoinedQKV
 LAYERS = {"LlamaDecoderLayer", "Qwen2DecoderLayer", "MistralDecoderLayer"}
 
 
-def fused_models(target: torch.nn.Module, draft: torch.nn.Module | None) -> list[torch.nn.Module]:
-    """The models PLAYGROUND_FUSED_LAYERS names: none (off, the default), the draft, or both."""
-    which = env_choice("PLAYGROUND_FUSED_LAYERS", "off", "off", "draft", "both")
+def fused_models(target: torch.nn.Module, draft: torch.nn.Module | None, which: str | None = None) -> list[torch.nn.Module]:
+    """The models `which` names (off, draft, both; None: PLAYGROUND_FUSED_LAYERS, off by default)."""
+    which = which or env_choice("PLAYGROUND_FUSED_LAYERS", "off", "off", "draft", "both")
     return {"off": [], "draft": [draft], "both": [target, draft]}[which]
 
 
