@@ -34,10 +34,11 @@ for config in (Qwen2Config(**shape), LlamaConfig(**shape)):
     with torch.inference_mode():
         want = [model(ids).logits.float() for ids in (short, wide)]
         assert fused_layers.fuse_layers(model) == 2 and fused_layers.fuse_layers(model) == 0  # once
+        assert fused_layers.fuse_head(model) and not fused_layers.fuse_head(model)
         got = [model(short).logits.float()]
-        assert calls == ["norm", "none", "norm", "gated"] * 2, calls  # each layer: its four kernels
+        assert calls == ["norm", "none", "norm", "gated"] * 2 + ["none"], calls  # each layer's four kernels, the head's
         got.append(model(wide).logits.float())
-        assert len(calls) == 8 and torch.equal(got[1], want[1]), "20 rows: the layer's own forward"
+        assert len(calls) == 9 and torch.equal(got[1], want[1]), "20 rows: the layer's own forward, the head's own product"
         scale, err = want[0].abs().max().item(), (got[0] - want[0]).abs().max().item()
         assert err < 2e-2 * scale, (type(model).__name__, err, scale)
         assert layer_regions.mark_layer_regions(model) == 2
@@ -63,3 +64,4 @@ def test_off_by_default_and_named_models_otherwise(monkeypatch):
     monkeypatch.setenv("PLAYGROUND_FUSED_LAYERS", "both")
     assert fused_layers.fused_models(target, draft) == [target, draft]
     assert fused_layers.fuse_layers(target) == 0 and fused_layers.fuse_layers(None) == 0  # nothing of a known kind
+    assert not fused_layers.fuse_head(target) and not fused_layers.fuse_head(None)  # (a Linear, not a model)

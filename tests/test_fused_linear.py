@@ -17,34 +17,36 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNEL = """
 import torch
 import torch.nn.functional as F
-from playground.engine.fused_linear import fused_linear
+from playground.engine.fused_linear import Blocks, fused_linear
 gen = torch.Generator().manual_seed(0)
 def rand(*shape, scale=1.0):
     return (torch.randn(*shape, generator=gen) * scale).half()
 def rms(x, g, eps):  # transformers' Qwen2RMSNorm / LlamaRMSNorm
     h = x.float()
     return g * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).half()
-for m, k, n in ((1, 96, 40), (5, 200, 33), (16, 130, 1100)):
+SPLITS = {"tl.dot": Blocks(), "tl.dot, k 256": Blocks(block_k=256, stages=5),  # rows narrow: summed without tl.dot,
+          "narrow": Blocks(narrow_rows=16, block_k=64, programs=8)}  # 1 to 16 outputs a program, rows padded to 2^i
+for m, k, n in ((1, 96, 40), (3, 200, 33), (5, 200, 33), (16, 130, 1100)):
     w, b, g, res = rand(n, k, scale=k ** -0.5), rand(n), rand(k), rand(1, m, n)
     x, gate_up = rand(1, m, k, scale=3.0), rand(1, m, 2 * k)
     silu = (F.silu(gate_up[..., :k].float()).half() * gate_up[..., k:])
-    cases = {  # name: (fused, transformers' modules in float32 products, rounded as they round)
-        "plain": (fused_linear(x, w), F.linear(x.float(), w.float()).half()),
-        "plain, k 256": (fused_linear(x, w, block_k=256, stages=5), F.linear(x.float(), w.float()).half()),
-        "bias": (fused_linear(x, w, b), F.linear(x.float(), w.float(), b.float()).half()),
-        "norm": (fused_linear(x, w, prologue="norm", norm_weight=g, eps=1e-6),
-                 F.linear(rms(x, g, 1e-6).float(), w.float()).half()),
-        "gated+residual": (fused_linear(gate_up, w, prologue="gated", residual=res),
-                           (res.float() + F.linear(silu.float(), w.float()).half().float()).half()),
-        "norm+bias+residual": (fused_linear(x, w, b, prologue="norm", norm_weight=g, residual=res),
-                               (res.float() + F.linear(rms(x, g, 1e-6).float(), w.float(), b.float()).half().float()).half()),
-    }
-    for name, (got, want) in cases.items():
-        assert got.shape == want.shape and got.dtype == torch.float16, (name, got.shape, got.dtype)
-        err = (got.float() - want.float()).abs().max().item()
-        assert err <= 4e-3 * want.float().abs().max().item() + 1e-3, (m, k, n, name, err)
-    unnormed = F.linear(x.float(), w.float()).half()  # the test tells a missing prologue from a present one
-    assert (cases["norm"][0].float() - unnormed.float()).abs().max() > 0.1
+    for split, blocks in SPLITS.items():
+        cases = {  # name: (fused, transformers' modules in float32 products, rounded as they round)
+            "plain": (fused_linear(x, w, blocks=blocks), F.linear(x.float(), w.float()).half()),
+            "bias": (fused_linear(x, w, b, blocks=blocks), F.linear(x.float(), w.float(), b.float()).half()),
+            "norm": (fused_linear(x, w, prologue="norm", norm_weight=g, eps=1e-6, blocks=blocks),
+                     F.linear(rms(x, g, 1e-6).float(), w.float()).half()),
+            "gated+residual": (fused_linear(gate_up, w, prologue="gated", residual=res, blocks=blocks),
+                               (res.float() + F.linear(silu.float(), w.float()).half().float()).half()),
+            "norm+bias+residual": (fused_linear(x, w, b, prologue="norm", norm_weight=g, residual=res, blocks=blocks),
+                                   (res.float() + F.linear(rms(x, g, 1e-6).float(), w.float(), b.float()).half().float()).half()),
+        }
+        for name, (got, want) in cases.items():
+            assert got.shape == want.shape and got.dtype == torch.float16, (split, name, got.shape, got.dtype)
+            err = (got.float() - want.float()).abs().max().item()
+            assert err <= 4e-3 * want.float().abs().max().item() + 1e-3, (m, k, n, split, name, err)
+        unnormed = F.linear(x.float(), w.float()).half()  # the test tells a missing prologue from a present one
+        assert (cases["norm"][0].float() - unnormed.float()).abs().max() > 0.1
 print("ok")
 """
 
@@ -69,3 +71,5 @@ def test_what_it_cannot_take_is_refused_before_a_kernel_runs(call):
 def test_about_one_wave_of_programs_where_the_outputs_allow():
     assert block_n(896) == 16 and block_n(1152) == 16  # a 0.5B draft's o and q/k/v: 56 and 72 programs
     assert block_n(9728) == 64  # its joined gate/up: 152 programs
+    narrow = dict(least=1, most=16)  # without tl.dot: 224 programs for o and down, 144 for q/k/v
+    assert block_n(896, **narrow) == 4 and block_n(1152, **narrow) == 8 and block_n(9728, **narrow) == 16

@@ -147,11 +147,14 @@ def test_a_pair_loaded_after_another_was_freed_captures():
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
-def test_fused_layers_in_bfloat16_give_the_layers_logits_and_exact_rounds(tokenizer):
+def test_fused_layers_in_bfloat16_give_the_layers_logits_and_exact_rounds(tokenizer, monkeypatch):
     """playground.engine.fused_layers on the GPU in the models' dtype (the CPU tests run its kernels
-    interpreted in float16): a model's logits as its own layers give them, to bfloat16's rounding; and
-    compiled rounds with both models' layers fused keep the target alone's tokens."""
-    from playground.engine.fused_layers import fuse_layers
+    interpreted in float16): a model's logits as its own layers and head give them, to bfloat16's
+    rounding, through tl.dot and through the narrow rows' sums; and compiled rounds with both models
+    fused (a step's one or two rows narrow, verification's five through tl.dot) keep the target
+    alone's tokens."""
+    from playground.engine import fused_linear
+    from playground.engine.fused_layers import fuse_head, fuse_layers
     from playground.models.fused_projections import fuse_projections
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id,
                              dtype=torch.bfloat16).cuda()
@@ -161,10 +164,12 @@ def test_fused_layers_in_bfloat16_give_the_layers_logits_and_exact_rounds(tokeni
     with torch.inference_mode():
         assert fuse_projections(target) > 0
         want = target(ids).logits.float()
-        assert fuse_layers(target) == 2
-        got = target(ids).logits.float()
-    assert (got - want).abs().max() <= 3e-2 * want.abs().max()
-    assert fuse_projections(draft) > 0 and fuse_layers(draft) == 2
+        assert fuse_layers(target) == 2 and fuse_head(target)
+        for blocks in (fused_linear.Blocks(), fused_linear.Blocks(narrow_rows=16, block_k=256)):
+            got = fused_logits(target, ids, blocks)
+            assert (got - want).abs().max() <= 3e-2 * want.abs().max(), blocks
+    assert fuse_projections(draft) > 0 and fuse_layers(draft) == 2 and fuse_head(draft)
+    monkeypatch.setattr(fused_linear, "BLOCKS", fused_linear.Blocks(narrow_rows=4, block_k=256))
     pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
     for k in (1, 4):
         cfg = compiled(k, 40)
@@ -172,6 +177,16 @@ def test_fused_layers_in_bfloat16_give_the_layers_logits_and_exact_rounds(tokeni
         alone = session.run(pair, prompt, cfg, speculative=False)
         assert spec.token_ids == alone.token_ids and len(spec.token_ids) == 40, k
         assert spec.stats["accepted"] > 0
+
+
+def fused_logits(model, ids, blocks):
+    """The model's logits with fused_linear's kernels split as `blocks` says."""
+    from playground.engine import fused_linear
+    before, fused_linear.BLOCKS = fused_linear.BLOCKS, blocks
+    try:
+        return model(ids).logits.float()
+    finally:
+        fused_linear.BLOCKS = before
 
 
 def test_triton_decode_attention_in_bfloat16():

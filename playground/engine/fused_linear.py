@@ -14,7 +14,10 @@ attention output one (o + residual):
               gated: silu(x[:, :K]) * x[:, K:]           (the joined gate/up product's output; K' = 2K)
 
 Each program computes BLOCK_N outputs of every row over all of K (with `norm`, first each row's
-mean square over K: x is a few kilobytes, read again from cache). Products accumulate in float32;
+mean square over K: x is a few kilobytes, read again from cache), through tl.dot on rows padded to
+16; or, for a pass of at most `Blocks.narrow_rows` rows (a draft's step is one or two), as products
+summed along K without tl.dot, whose 16 outputs a program at least left a 0.5B draft's o and down
+products (N=896) 56 programs for an H200's 132 multiprocessors. Products accumulate in float32;
 each step rounds where transformers' modules round (the SiLU's output, the normed row, the
 product before the residual), so results differ from them only in the order of the float32 sums
 and the SiLU's exp. The draft's numbers decide only what it guesses, never what is kept.
@@ -22,12 +25,29 @@ and the SiLU's exp. The draft's numbers decide only what it guesses, never what 
 playground.engine.fused_layers runs decoder layers through it (opt-in, PLAYGROUND_FUSED_LAYERS);
 scripts/gpu_check.py times it against the compiled products on a GPU (`--only fused`); tests run it
 under Triton's interpreter on a CPU."""
+import dataclasses
 import functools
 import os
 
 import torch
 
 MAX_ROWS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class Blocks:
+    """How the kernel splits a product. block_k: inputs a program reads per step; stages: steps whose
+    loads are in flight at once (a product this small is bound by the bytes in flight per
+    multiprocessor); programs: about how many programs N is split into where it allows; narrow_rows:
+    passes of at most this many rows sum their products without tl.dot, in programs of 1 to 16
+    outputs (0: never). scripts/gpu_check.py --only fused times several against the compiled modules."""
+    block_k: int = 128
+    stages: int = 3
+    programs: int = 128
+    narrow_rows: int = 0
+
+
+BLOCKS = Blocks()  # what a call without its own takes (gpu_check's `fusedlayers` sets the fastest timed)
 PROLOGUES = {"none": 0, "norm": 1, "gated": 2}
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # (read once: a compiled pass asks `usable` too)
 
@@ -48,7 +68,8 @@ def _kernel():
 
     @triton.jit
     def product(X, W, B, G, R, OUT, M, N, K, sx, sw, sr, so, eps, PROLOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
-                HAS_RESIDUAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                HAS_RESIDUAL: tl.constexpr, DOT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr):
         rows = tl.arange(0, BLOCK_M)
         cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok, col_ok = rows < M, cols < N
@@ -75,7 +96,10 @@ def _kernel():
                 a = (tl.load(at, mask=x_ok, other=0.0).to(tl.float32) * inverse[:, None]).to(g.dtype) * g
             else:
                 a = tl.load(at, mask=x_ok, other=0.0)
-            acc += tl.dot(a.to(w.dtype), tl.trans(w))  # [BLOCK_M, BLOCK_K] x [BLOCK_K, BLOCK_N], float32
+            if DOT:
+                acc += tl.dot(a.to(w.dtype), tl.trans(w))  # [BLOCK_M, BLOCK_K] x [BLOCK_K, BLOCK_N], float32
+            else:  # [BLOCK_M, 1, BLOCK_K] * [1, BLOCK_N, BLOCK_K] summed along K (products exact in float32)
+                acc += tl.sum(a.to(w.dtype).to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :], 2)
         if HAS_BIAS:
             acc += tl.load(B + cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
         out = acc.to(OUT.dtype.element_ty)  # the product as its module returns it
@@ -88,21 +112,20 @@ def _kernel():
     return product
 
 
-def block_n(n: int, programs: int = 128) -> int:
+def block_n(n: int, programs: int = 128, least: int = 16, most: int = 64) -> int:
     """Outputs per program: about `programs` programs where N allows (one wave of a GPU's
-    multiprocessors reads the weight), from 16 (tl.dot's least) to 64."""
-    size = 16
-    while size < 64 and -(-n // (size * 2)) >= programs:
+    multiprocessors reads the weight), from `least` (tl.dot's 16) to `most`."""
+    size = least
+    while size < most and -(-n // (size * 2)) >= programs:
         size *= 2
     return size
 
 
 def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, *, prologue: str = "none",
                  norm_weight: torch.Tensor | None = None, eps: float = 1e-6,
-                 residual: torch.Tensor | None = None, block_k: int = 128, stages: int = 3) -> torch.Tensor:
-    """prologue(x) @ weight^T (+ bias) (+ residual) (see the module's docstring); x [..., K'] -> [..., N].
-    block_k: inputs a program reads per step; stages: steps whose loads are in flight at once (a
-    product this small is bound by the bytes in flight per multiprocessor: gpu_check times three)."""
+                 residual: torch.Tensor | None = None, blocks: Blocks | None = None) -> torch.Tensor:
+    """prologue(x) @ weight^T (+ bias) (+ residual) (see the module's docstring); x [..., K'] -> [..., N];
+    blocks: how the kernel splits it (None: BLOCKS)."""
     n, k = weight.shape
     if prologue not in PROLOGUES:
         raise ValueError(f"unknown prologue {prologue!r}: use one of {', '.join(PROLOGUES)}")
@@ -113,15 +136,18 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     m = rows.shape[0]
     if m > MAX_ROWS:
         raise ValueError(f"{m} rows: at most {MAX_ROWS}")
+    blocks = blocks or BLOCKS
+    dot = m > blocks.narrow_rows
+    block_m = MAX_ROWS if dot else 1 << max(m - 1, 0).bit_length()  # (narrow: rows padded to a power of two)
+    size = block_n(n, blocks.programs) if dot else block_n(n, blocks.programs, least=1, most=16)
     weight = weight if weight.stride(-1) == 1 else weight.contiguous()
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     res = residual.reshape(m, n).contiguous() if residual is not None else out
-    size = block_n(n)
     _kernel()[(-(-n // size),)](
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
-        PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None,
-        BLOCK_M=MAX_ROWS, BLOCK_N=size, BLOCK_K=block_k, num_stages=stages)
+        PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None, DOT=dot,
+        BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=blocks.block_k, num_stages=blocks.stages)
     return out.reshape(*lead, n)
 
 
