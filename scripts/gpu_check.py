@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,fusedlayers,tuned] [--tokens 128] [--repeats 3]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,fusedlayers,tuned] [--tokens 128] [--repeats 3] [--fused-layers draft|both]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -28,13 +28,17 @@
          compile seconds are a fresh machine's.
 - whole: the same, compiled as whole models (PLAYGROUND_REGIONAL_COMPILE=0): beside `regional`, one
          call says what compiling by layer saves at start-up and what the layers' edges cost a pass.
-- fused:  a pass's products with their norms, SiLU and residuals (no attention), as the compiled
-         modules run them against playground.engine.fused_linear's four Triton kernels a layer, each
-         pass's layers replayed as one graph (not in the default --only; seconds, no model built): whether
-         fusing them would take the draft's step toward its bar, before it is wired into a model.
-- fusedlayers: the joined pair with Triton attention, the draft's layers (--fused-layers both: the
-         target's too) through playground.engine.fused_layers (PLAYGROUND_FUSED_LAYERS): the rounds'
-         figures of what `fused` times alone (not in the default --only).
+- fused:  a pass's products with their norms, SiLU and residuals (no attention), and the output
+         head's, as the compiled modules run them against playground.engine.fused_linear's kernels
+         (four a layer) in six splits (FUSED_BLOCKS: tl.dot on rows padded to 16 in blocks of 128 or
+         256 inputs, or a step's one or two rows summed without tl.dot in programs of 1 to 16
+         outputs), each pass's layers replayed as one graph (not in the default --only; a minute, no
+         model built): whether fusing them would take the draft's step toward its bar.
+- fusedlayers: the joined pair with Triton attention built twice in one process, as it is and with
+         the draft's layers and head (--fused-layers both: the target's too) through
+         playground.engine.fused_layers (PLAYGROUND_FUSED_LAYERS) in the split `fused` timed fastest
+         for them (the default split without `fused`), rows interleaved as in `ways`: the rounds'
+         figures of what `fused` times alone, side by side (not in the default --only).
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
          and coordinate-descent tuning of its own kernels; compiles for minutes. On an H200
@@ -56,12 +60,12 @@ through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all pos
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
 since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
---repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,ways` (about 6.5 min: the fused
-products' timing, then two cold compiles of the joined pair and both settings' rows interleaved);
-at once after it, if `fused` timed the draft step's products faster fused, `--only fusedlayers`
-(about 4 min: the draft's layers fused, in rounds; `--fused-layers both` if the target's passes were
-faster fused too), else `--only tests` (about 2.5 min: the GPU tests, Triton's attention and the
-fused layers in bfloat16); then `regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
+--repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 6 min, not yet run:
+the fused products' timing, then two cold compiles of the joined pair, as it is and with the draft
+fused, their rows interleaved); at once after it, if the draft's step was faster fused, `--only
+tests` (about 2.5 min: the GPU tests, the fused layers and head in bfloat16 both splits, Triton's
+attention), else `--only ways` (about 6 min: the two attentions side by side); then
+`regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
 `--tokens`); the tests' and the CLI's output go to pytest.log, cli.log and cli.json beside the JSON.
@@ -70,6 +74,7 @@ step prints its start time, so a call cut off says where it was (then: fewer `--
 so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
 import argparse
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -84,13 +89,14 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from playground import session  # noqa: E402
-from playground.engine import attention, decode_attention, layer_regions  # noqa: E402
+from playground.engine import attention, decode_attention, fused_linear, layer_regions  # noqa: E402
 from playground.engine.attention import fold_grouped_heads  # noqa: E402
 from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
-from playground.engine.fused_layers import fuse_layers, fused_models  # noqa: E402
+from playground.engine.fused_layers import fuse_head, fuse_layers, fused_models  # noqa: E402
+from playground.engine.fused_linear import Blocks  # noqa: E402
 from playground.models.fused_projections import fuse_projections  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
 
@@ -137,12 +143,12 @@ def copy_bandwidth(device: str) -> float:
     return 2 * src.numel() * src.element_size() / statistics.median(times)
 
 
-def device_ms(fn, device: str, calls: int = 50) -> float:
-    """Milliseconds a call of fn takes on the device (median of 5 timings of `calls` calls, after warm-up)."""
-    for _ in range(5):
+def device_ms(fn, device: str, calls: int = 50, timings: int = 5) -> float:
+    """Milliseconds a call of fn takes on the device (median of `timings` timings of `calls` calls, after warm-up)."""
+    for _ in range(timings):
         fn()
     times = []
-    for _ in range(5):
+    for _ in range(timings):
         if device == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
@@ -222,62 +228,93 @@ def attention_costs(device: str, shapes, k: int) -> dict:
     return out
 
 
+FUSED_BLOCKS = {  # the kernel's splits `fused` times; `fusedlayers` takes the fastest for the models it fuses
+    "fused": Blocks(), "fused, k 256, 3 stages": Blocks(block_k=256), "fused, k 256, 5 stages": Blocks(block_k=256, stages=5),
+    "fused narrow, k 256": Blocks(block_k=256, narrow_rows=4), "fused narrow, k 512": Blocks(block_k=512, narrow_rows=4),
+    "fused narrow, k 512, 256 programs": Blocks(block_k=512, narrow_rows=4, programs=256)}
+
+
 @torch.inference_mode()
 def fused_costs(device: str, shapes, k: int) -> dict:
-    """A pass's products and what surrounds them, all layers, without the attention: as the product
-    runs them (a layer's modules compiled by inductor: cuBLAS's products, its norm, SiLU and residual
-    kernels) and as playground.engine.fused_linear's four kernels a layer (q/k/v with its norm, o with
-    the residual, gate/up with its norm, down with the SiLU and the residual); on CUDA replayed as one
-    graph a pass. "max difference": the largest of the two ways' outputs' differences (rounding
-    order only: a larger one is a fault). Kernels the draft's step could lose, timed alone (in rounds:
-    `fusedlayers`)."""
-    import torch.nn.functional as F
-    from playground.engine import fused_linear as fl
+    """A pass's products and what surrounds them, all layers, without the attention, then the output
+    head's product: as the product runs them (compiled by inductor: cuBLAS's products, its norm, SiLU
+    and residual kernels) and through playground.engine.fused_linear (a layer: q/k/v with its norm, o
+    with the residual, gate/up with its norm, down with the SiLU and the residual) split each way of
+    FUSED_BLOCKS; on CUDA replayed as one graph a pass. "max difference": the largest of the outputs'
+    differences from the compiled modules' over every split (rounding order only: a larger one is a
+    fault). Kernels the draft's step could lose, timed alone (in rounds: `fusedlayers`)."""
     dtype = torch.bfloat16 if device == "cuda" else torch.float16  # (a CPU's float16: Triton's interpreter)
     out = {}
-    for name, shape, width in (("target verify", shapes[0], k + 1), ("target step", shapes[0], 1),
-                               ("draft step", shapes[1], 1)):
-        h, inner, heads, kv = (shape[key] for key in ("hidden_size", "intermediate_size", "num_attention_heads",
-                                                      "num_key_value_heads"))
-        d, eps = h // heads, 1e-6
-        rand = lambda *size, scale=1.0: (torch.randn(*size, device=device) * scale).to(dtype)  # noqa: E731
-        w_qkv, b_qkv, w_o = rand((heads + 2 * kv) * d, h, scale=h ** -0.5), rand((heads + 2 * kv) * d), rand(h, h, scale=h ** -0.5)
-        w_gate_up, w_down, g1, g2 = rand(2 * inner, h, scale=h ** -0.5), rand(h, inner, scale=inner ** -0.5), rand(h), rand(h)
-        x, attended = rand(1, width, h), rand(1, width, h)
-
-        def rms(v, g):  # transformers' Qwen2RMSNorm
-            f = v.float()
-            return g * (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + eps)).to(v.dtype)
-
-        def modules(x, attended):
-            qkv = F.linear(rms(x, g1), w_qkv, b_qkv)
-            mid = x + F.linear(attended, w_o)
-            gate, up = F.linear(rms(mid, g2), w_gate_up).chunk(2, dim=-1)
-            return qkv, mid + F.linear(F.silu(gate) * up, w_down)
-
-        def fused(x, attended, **blocks):
-            qkv = fl.fused_linear(x, w_qkv, b_qkv, prologue="norm", norm_weight=g1, eps=eps, **blocks)
-            mid = fl.fused_linear(attended, w_o, residual=x, **blocks)
-            gate_up = fl.fused_linear(mid, w_gate_up, prologue="norm", norm_weight=g2, eps=eps, **blocks)
-            return qkv, fl.fused_linear(gate_up, w_down, prologue="gated", residual=mid, **blocks)
-
+    for name, shape, width, part in (("target verify", shapes[0], k + 1, fused_layer), ("target step", shapes[0], 1, fused_layer),
+                                     ("draft step", shapes[1], 1, fused_layer), ("target head, verify", shapes[0], k + 1, fused_head),
+                                     ("draft head", shapes[1], 1, fused_head)):
+        modules, fused = part(shape, width, device, dtype)
         compiled = torch.compile(modules, dynamic=False) if device == "cuda" else modules
-        ways = {"compiled modules": lambda: compiled(x, attended)}
-        if fl.usable(x, w_qkv):  # the module's blocks, and more bytes in flight a step
-            ways["fused"] = lambda: fused(x, attended)
-            for block_k, stages in ((256, 3), (256, 5)):
-                ways[f"fused, k {block_k}, {stages} stages"] = lambda b=block_k, st=stages: fused(x, attended, block_k=b, stages=st)
-        layers, out[name] = shape["num_hidden_layers"], {}
+        ways = {"compiled modules": compiled}
+        if fused is not None:
+            ways |= {way: functools.partial(fused, blocks=blocks) for way, blocks in FUSED_BLOCKS.items()}
+        calls, out[name] = shape["num_hidden_layers"] if part is fused_layer else 1, {}
         for way, fn in ways.items():
             try:
-                out[name][way] = graph_ms(fn, layers) if device == "cuda" else layers * device_ms(fn, device, calls=2)
-            except Exception as exc:  # a way that fails is reported, the other still timed
+                out[name][way] = graph_ms(fn, calls) if device == "cuda" else calls * device_ms(fn, device, 1, 1)  # (a
+                # rehearsal's figures mean nothing: Triton's interpreter, once)
+            except Exception as exc:  # a way that fails is reported, the others still timed
                 out[name][way] = float("nan")
                 print(f"fused {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
-        if "fused" in ways:
-            pairs = zip(compiled(x, attended), fused(x, attended))
-            out[name]["max difference"] = max((a.float() - b.float()).abs().max().item() for a, b in pairs)
+        if fused is not None:
+            want = compiled()
+            out[name]["max difference"] = max((a.float() - b.float()).abs().max().item() for blocks in FUSED_BLOCKS.values()
+                                              for a, b in zip(want, fused(blocks=blocks)))
     return out
+
+
+def fused_layer(shape: dict, width: int, device: str, dtype):
+    """A random layer's products and what surrounds them (no attention) -> (as its modules run them,
+    through fused_linear given its blocks, or None where the kernel cannot run), each returning (q/k/v, layer out)."""
+    import torch.nn.functional as F
+    from playground.engine import fused_linear as fl
+    h, inner, heads, kv = (shape[key] for key in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                                  "num_key_value_heads"))
+    d, eps = h // heads, 1e-6
+    rand = lambda *size, scale=1.0: (torch.randn(*size, device=device) * scale).to(dtype)  # noqa: E731
+    w_qkv, b_qkv, w_o = rand((heads + 2 * kv) * d, h, scale=h ** -0.5), rand((heads + 2 * kv) * d), rand(h, h, scale=h ** -0.5)
+    w_gate_up, w_down, g1, g2 = rand(2 * inner, h, scale=h ** -0.5), rand(h, inner, scale=inner ** -0.5), rand(h), rand(h)
+    x, attended = rand(1, width, h), rand(1, width, h)
+
+    def rms(v, g):  # transformers' Qwen2RMSNorm
+        f = v.float()
+        return g * (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + eps)).to(v.dtype)
+
+    def modules():
+        qkv = F.linear(rms(x, g1), w_qkv, b_qkv)
+        mid = x + F.linear(attended, w_o)
+        gate, up = F.linear(rms(mid, g2), w_gate_up).chunk(2, dim=-1)
+        return qkv, mid + F.linear(F.silu(gate) * up, w_down)
+
+    def fused(blocks):
+        qkv = fl.fused_linear(x, w_qkv, b_qkv, prologue="norm", norm_weight=g1, eps=eps, blocks=blocks)
+        mid = fl.fused_linear(attended, w_o, residual=x, blocks=blocks)
+        gate_up = fl.fused_linear(mid, w_gate_up, prologue="norm", norm_weight=g2, eps=eps, blocks=blocks)
+        return qkv, fl.fused_linear(gate_up, w_down, prologue="gated", residual=mid, blocks=blocks)
+    return modules, fused if fl.usable(x, w_qkv) else None
+
+
+def fused_head(shape: dict, width: int, device: str, dtype):
+    """A random output head's product of `width` rows, as fused_layer's pair (each returning a 1-tuple)."""
+    import torch.nn.functional as F
+    from playground.engine import fused_linear as fl
+    h = shape["hidden_size"]
+    weight, x = (torch.randn(shape["vocab_size"], h, device=device) * h ** -0.5).to(dtype), torch.randn(1, width, h, device=device).to(dtype)
+    fused = lambda blocks: (fl.fused_linear(x, weight, blocks=blocks),)  # noqa: E731
+    return (lambda: (F.linear(x, weight),)), fused if fl.usable(x, weight) else None
+
+
+def fastest_blocks(fused_ms: dict, passes: tuple) -> str:
+    """The FUSED_BLOCKS split whose kernels took least time over these passes of `fused` ("fused" where
+    none was timed)."""
+    totals = {way: sum(fused_ms.get(p, {}).get(way, float("nan")) for p in passes) for way in FUSED_BLOCKS if passes}
+    timed = {way: ms for way, ms in totals.items() if ms == ms}  # NaN: a pass or split not timed, or failed
+    return min(timed, key=timed.get) if timed else "fused"
 
 
 def fastest_chunk(attention_ms: dict) -> int:
@@ -589,26 +626,27 @@ def both_settings(report: dict, key: str, title: str, pair: Pair, prompt, args, 
 
 
 def joined_variant(report: dict, key: str, title: str, device: str, shapes, prompt, args, save, way: str,
-                   inductor: dict, fused_layers: str = "off") -> None:
-    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings,
-    the layers of `fused_layers` (off, draft, both) through playground.engine.fused_layers."""
+                   inductor: dict) -> None:
+    """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings."""
     import torch._inductor.config as inductor_config
     if way == "triton":  # the chunk size timed fastest above, one for every Triton setting
         decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
     with attending(way), inductor_config.patch(inductor):
-        pair = joined_pair(report, device, shapes, fused_layers)
+        pair = joined_pair(report, device, shapes, name=key)
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         both_settings(report, key, title, pair, prompt, args, floor, save)
 
 
-def joined_pair(report: dict, device: str, shapes, fused_layers: str = "off") -> Pair:
+def joined_pair(report: dict, device: str, shapes, fused_layers: str = "off", name: str = "joined") -> Pair:
     """A random pair of these shapes with each layer's projections joined (modules joined per model
-    go to report["joined_modules"], the same in each), and the layers of `fused_layers` (off, draft,
-    both) given the fused forward (layers per model: report["fused_layers"])."""
+    go to report["joined_modules"], the same in each), and the models `fused_layers` names (off,
+    draft, both) given the fused layers and head (per model, layers and heads fused:
+    report["fused_layers"][name])."""
     pair = real_size_pair(device, shapes)
     report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
     fused = fused_models(pair.target, pair.draft, fused_layers)
-    report["fused_layers"] = [fuse_layers(model) if model in fused else 0 for model in (pair.target, pair.draft)]
+    report.setdefault("fused_layers", {})[name] = [
+        fuse_layers(model) + fuse_head(model) if model in fused else 0 for model in (pair.target, pair.draft)]
     return pair
 
 
@@ -622,25 +660,26 @@ def attending(way: str):
         attention.WAY = before
 
 
-def ways_side_by_side(report: dict, device: str, shapes, prompt, args, save) -> None:
-    """The joined pair built twice, attending through the matrix products and through Triton's kernels
-    (in chunks of the size timed fastest), both compiled in this process; then at acceptance ~0 and 1
-    the two ways' rows interleaved run by run, each run under its own way: -> "ways <way> acceptance
-    <a>" (print_table's rows) and "ways triton vs matmul acceptance <a>" (per row, matmul's ms a token
-    over Triton's in each repeat: median, min, max; above 1 Triton is faster), the ratio that decides
-    attention's default on a GPU."""
+def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, prompt, args, save) -> None:
+    """The joined pair built once per variant (name -> (attention way, fused layers: off, draft or
+    both)), each compiled in this process (Triton's attention in chunks of the size timed fastest);
+    then at acceptance ~0 and 1 the variants' rows interleaved run by run, each run under its own
+    attention: -> "<key> <name> acceptance <a>" (print_table's rows) and "<key> <other> vs <first>
+    acceptance <a>" (per row, the first variant's ms a token over the other's in each repeat: median,
+    min, max; above 1 the other is faster). `ways`: the figure that decides attention's default on a
+    GPU; `fusedlayers`: whether the fused layers pay in rounds."""
     decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
     spec = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True)
     sched = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True, policy="schedule")
-    pairs, failed = {}, report.setdefault("failed", {})
-    for way in WAYS:
-        say(f"building the joined pair attending through {way}, compiling it (spec, schedule, alone-W, alone-1)")
+    pairs, ways, failed = {}, {}, report.setdefault("failed", {})
+    for name, (way, fused) in variants.items():
+        say(f"building the joined pair for {key} {name}, compiling it (spec, schedule, alone-W, alone-1)")
         with attending(way):
-            pair = joined_pair(report, device, shapes)
+            pair = joined_pair(report, device, shapes, fused, f"{key} {name}")
             started = time.perf_counter()
-            if attempted(failed, f"ways {way}: compile", lambda: compile_rows(pair, prompt, spec, sched)):
-                pairs[way] = pair
-                report[f"ways {way} compile_s"] = time.perf_counter() - started
+            if attempted(failed, f"{key} {name}: compile", lambda: compile_rows(pair, prompt, spec, sched)):
+                pairs[name], ways[name] = pair, way
+                report[f"{key} {name} compile_s"] = time.perf_counter() - started
     if not pairs:
         return
     floor = read_bytes(next(iter(pairs.values())).target) / report["copy_bytes_per_s"]
@@ -651,28 +690,29 @@ def ways_side_by_side(report: dict, device: str, shapes, prompt, args, save) -> 
     for acceptance in (0, 1):
         if acceptance:
             for pair in pairs.values():
-                torch.manual_seed(1)  # the same projection for both: the same weights, the same tokens
+                torch.manual_seed(1)  # the same projection for each: the same weights, the same tokens
                 predict_last_token(pair)
-        say(f"acceptance {'1' if acceptance else '~0'}: {args.repeats} repeats, each way's rows in turn")
-        seen = {(way, name): [] for way in pairs for name in runs}
+        say(f"acceptance {'1' if acceptance else '~0'}: {args.repeats} repeats, each variant's rows in turn")
+        seen = {(name, run): [] for name in pairs for run in runs}
         for _ in range(args.repeats):
-            for (way, name), results in seen.items():
-                with attending(way):
-                    if (result := attempted(failed, f"ways {way} {name}", lambda: decode(runs[name](pairs[way])))):
+            for (name, run), results in seen.items():
+                with attending(ways[name]):
+                    if (result := attempted(failed, f"{key} {name} {run}", lambda: decode(runs[run](pairs[name])))):
                         results.append(result)
-        for way in pairs:
-            exact = (seen[(way, "alone-W")] or [[None]])[0][0]
-            report[f"ways {way} acceptance {acceptance}"] = {
-                name: row(seen[(way, name)], exact, seen[(way, "alone-1")], floor, args.tokens) | {"compared_with": "alone-W"}
-                for name in runs if seen[(way, name)]} | {"compile_s": {"all": report.get(f"ways {way} compile_s")}}
-            print_table(f"joined pair attending through {way}, acceptance {'1' if acceptance else '~0'}",
-                        report[f"ways {way} acceptance {acceptance}"])
-        if len(pairs) == 2:
-            ratios = {name: ratio_range(seen[("matmul", name)], seen[("triton", name)]) for name in runs}
-            report[f"ways triton vs matmul acceptance {acceptance}"] = ratios | {
-                "same tokens": seen[("matmul", "alone-W")][0][0] == seen[("triton", "alone-W")][0][0]}
-            print("Triton's attention against the matrix products (speed, per repeat): " + "; ".join(
-                f"{name} {r[0]:.3f}x ({r[1]:.3f}-{r[2]:.3f})" for name, r in ratios.items() if r), flush=True)
+        for name in pairs:
+            exact = (seen[(name, "alone-W")] or [[None]])[0][0]
+            report[f"{key} {name} acceptance {acceptance}"] = {
+                run: row(seen[(name, run)], exact, seen[(name, "alone-1")], floor, args.tokens) | {"compared_with": "alone-W"}
+                for run in runs if seen[(name, run)]} | {"compile_s": {"all": report.get(f"{key} {name} compile_s")}}
+            print_table(f"joined pair, {key} {name}, acceptance {'1' if acceptance else '~0'}",
+                        report[f"{key} {name} acceptance {acceptance}"])
+        first, *others = pairs
+        for other in others:
+            ratios = {run: ratio_range(seen[(first, run)], seen[(other, run)]) for run in runs}
+            report[f"{key} {other} vs {first} acceptance {acceptance}"] = ratios | {
+                "same tokens": (seen[(first, "alone-W")] or [[None]])[0][0] == (seen[(other, "alone-W")] or [[0]])[0][0]}
+            print(f"{other} against {first} (speed, per repeat): " + "; ".join(
+                f"{run} {r[0]:.3f}x ({r[1]:.3f}-{r[2]:.3f})" for run, r in ratios.items() if r), flush=True)
         save()
 
 
@@ -753,11 +793,16 @@ def main(argv=None) -> dict:
         joined_variant(report, "triton", "Qwen2.5-7B/0.5B shapes, joined, Triton attention", device, shapes, prompt,
                        args, save, "triton", {})
     if "ways" in only:  # the joined pair through the matrix products and through Triton, interleaved
-        ways_side_by_side(report, device, shapes, prompt, args, save)
-    if "fusedlayers" in only:  # playground.engine.fused_layers, opt-in: PLAYGROUND_FUSED_LAYERS
-        say(f"the joined pair with Triton attention again, the {args.fused_layers} layers through the fused products")
-        joined_variant(report, "fusedlayers", f"Qwen2.5-7B/0.5B shapes, joined, Triton attention, {args.fused_layers} "
-                       "layers fused", device, shapes, prompt, args, save, "triton", {}, fused_layers=args.fused_layers)
+        side_by_side(report, "ways", {way: (way, "off") for way in WAYS}, device, shapes, prompt, args, save)
+    if "fusedlayers" in only:  # playground.engine.fused_layers (opt-in: PLAYGROUND_FUSED_LAYERS) beside the layers' own
+        passes = ("draft step", "draft head") + (("target verify", "target step", "target head, verify")
+                                                 if args.fused_layers == "both" else ())
+        report["fused_blocks"] = fastest_blocks(report.get("fused_ms", {}), passes)
+        fused_linear.BLOCKS = FUSED_BLOCKS[report["fused_blocks"]]
+        say(f"the joined pair with Triton attention, and again with the {args.fused_layers} model's layers and head "
+            f"fused ({report['fused_blocks']}: the split timed fastest above), side by side")
+        side_by_side(report, "fusedlayers", {"triton": ("triton", "off"), f"{args.fused_layers} fused": ("triton", args.fused_layers)},
+                     device, shapes, prompt, args, save)
     if "tuned" in only:  # an experiment, not the product's build: inductor benchmarks Triton templates for every
         say("the joined pair with Triton attention again, compiled with inductor's max-autotune and "  # product
             "coordinate-descent tuning (compiles for minutes)")
@@ -797,9 +842,9 @@ def main(argv=None) -> dict:
 def print_bars(report: dict, k: int) -> None:
     """Each real-size setting against issue 30's bars (the target alone within 1.3x its floor, a
     draft step under 1 ms, at acceptance 1 at least 3x the target alone, at ~0 no worse than 0.8x)."""
-    for key in ("real", "joined", "triton", "whole", "regional", "tuned", "fusedlayers", "ways matmul", "ways triton"):
+    for key in [name[:-len(" acceptance 0")] for name in report if name.endswith(" acceptance 0")]:
         zero, one = report.get(f"{key} acceptance 0", {}), report.get(f"{key} acceptance 1", {})
-        if not (zero.get("alone-1") and one.get(f"spec k={k}")):
+        if not (isinstance(zero.get("alone-1"), dict) and one.get(f"spec k={k}")):  # (not "<a> vs <b>"'s ratios)
             continue
         fixed, schedule = one[f"spec k={k}"], zero.get(f"spec k<={k} schedule", {})
         checks = [("target alone x floor", zero["alone-1"]["x_floor"], "<=", 1.3),

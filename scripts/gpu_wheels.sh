@@ -6,11 +6,11 @@
 # `bash scripts/gpu_wheels.sh --restore` once the GPU calls are done (never commit while they are out).
 # Then, on the device, one section per call (each fits its 10 minutes), carry [".whl"]:
 #   set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only fused,ways --out $OUT 2>&1 | tee $OUT/gpu_check.log
-# with `--only fused,ways` next (about 6.5 min: a pass's products fused against the compiled modules, one
-# pass's attention timed each way, then the joined pair built twice, attending through the matrix products
-# and through Triton's kernels, rows interleaved), and at once after it `--only fusedlayers` (about 4 min)
-# if `fused` timed the draft step's products faster fused, else `--only tests` (about 2.5 min).
+#     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only fused,fusedlayers --out $OUT 2>&1 | tee $OUT/gpu_check.log
+# with `--only fused,fusedlayers` next (about 6 min: a pass's products and heads fused against the compiled
+# modules in six splits, then the joined pair with Triton attention built twice, as it is and with the
+# draft's layers and head fused in the split timed fastest, rows interleaved), and at once after it
+# `--only tests` (about 2.5 min) if the draft's step was faster fused, else `--only ways` (about 6 min).
 # 2026-12-04 on an H200: a start and `--only tests,triton` 394 s of device time (362 s running);
 # `--only tuned --repeats 2` 327 s on the warm machine (benchmarks/gpu-check-2026-12-04-h200/).
 # 2026-11-27 on an H200: a start about 36 s; `--only triton,gemv` 455 s; `--only regional,whole` 457 s;

@@ -147,11 +147,12 @@ def test_what_the_gpu_machine_runs_imports_without_gradio():
     assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-3000:]
 
 
-def test_rehearsal_times_the_fused_products_beside_the_modules(tmp_path):
+def test_rehearsal_times_the_fused_products_beside_the_modules(gpu_check, tmp_path):
     """`--only fused`: a pass's products as the compiled modules run them and through
     playground.engine.fused_linear (Triton's interpreter standing in for the GPU: in a process of its
     own, where it is chosen before Triton is imported), with the largest difference of their outputs,
-    which only the order of float32 sums may make."""
+    which only the order of float32 sums may make; each split of the kernel (tl.dot's, the narrow
+    rows' sums) timed."""
     import os
     import subprocess
     import sys
@@ -160,17 +161,33 @@ def test_rehearsal_times_the_fused_products_beside_the_modules(tmp_path):
                           capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     report = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert set(report["fused_ms"]) == {"target verify", "target step", "draft step"} and not report["failed"]
+    assert set(report["fused_ms"]) == {"target verify", "target step", "draft step", "target head, verify",
+                                       "draft head"} and not report["failed"]
     for name, timed in report["fused_ms"].items():
-        assert timed["compiled modules"] > 0 and timed["fused"] > 0 and timed["fused, k 256, 5 stages"] > 0, name
+        assert timed["compiled modules"] > 0 and all(timed[way] > 0 for way in gpu_check.FUSED_BLOCKS), name
         assert timed["max difference"] < 0.05, (name, timed)  # float16 outputs of about unit size
 
 
-def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path):
-    """`--only fusedlayers`: the joined pair with the draft's layers given the fused forward (on a CPU
-    in float32 each falls back to the layer's own: the wiring, not the kernels, is rehearsed here)."""
-    report = gpu_check.main(["--rehearse", "--only", "fusedlayers", "--tokens", "12", "--repeats", "1", "--k", "2",
+def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
+    """`--only fusedlayers`: the joined pair as it is, and with the draft's layers and head given the
+    fused forward, side by side (on a CPU in float32 each falls back to the module's own: the wiring,
+    not the kernels, is rehearsed here), the kernel split the one `fused` timed fastest."""
+    report = gpu_check.main(["--rehearse", "--only", "fusedlayers", "--tokens", "12", "--repeats", "2", "--k", "2",
                              "--out", str(tmp_path)])
-    assert report["fused_layers"] == [0, 2]  # the draft's two layers, not the target's
-    for setting in ("fusedlayers acceptance 0", "fusedlayers acceptance 1"):
-        assert report[setting]["spec k=2"]["identical"], setting
+    assert report["fused_layers"] == {"fusedlayers triton": [0, 0], "fusedlayers draft fused": [0, 3]}  # two layers, a head
+    assert report["fused_blocks"] == "fused" and not report["failed"]  # (`fused` not run: the default split)
+    for acceptance in (0, 1):
+        for name in ("triton", "draft fused"):
+            assert report[f"fusedlayers {name} acceptance {acceptance}"]["spec k=2"]["identical"], (name, acceptance)
+        ratios = report[f"fusedlayers draft fused vs triton acceptance {acceptance}"]
+        assert ratios["same tokens"] is True and all(0 < lo <= mid <= hi for mid, lo, hi in (ratios["spec k=2"],))
+    assert "bars, fusedlayers draft fused:" in capsys.readouterr().out
+
+
+def test_the_fastest_split_over_the_passes_of_the_models_fused(gpu_check):
+    timed = {"draft step": {"fused": 2.0, "fused narrow, k 512": 1.0, "fused, k 256, 5 stages": float("nan")},
+             "draft head": {"fused": 0.1, "fused narrow, k 512": 0.2},
+             "target step": {"fused": 1.0, "fused narrow, k 512": 9.0}}
+    assert gpu_check.fastest_blocks(timed, ("draft step", "draft head")) == "fused narrow, k 512"
+    assert gpu_check.fastest_blocks(timed, ("draft step", "draft head", "target step")) == "fused"
+    assert gpu_check.fastest_blocks({}, ("draft step",)) == "fused"  # `fused` not run
