@@ -17,7 +17,10 @@
          section compiles by layer, CUDA's default since 2026-11-27 (whole models with
          PLAYGROUND_REGIONAL_COMPILE=0).
 - triton: the joined pair attending through Triton's kernels (playground.engine.decode_attention,
-         PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read.
+         PLAYGROUND_GQA_ATTENTION=triton): only the cache positions the mask allows are read. Every
+         Triton row takes the chunk size, and the combine in a kernel of its own or in each head's
+         last split program ("one kernel", decode_attention.ONE_KERNEL), that the attention timing
+         before the rows found fastest.
 - ways:   the joined pair built twice in one process, attending through the matrix products (the
          default) and through Triton's kernels, both compiled, their rows interleaved run by run (each
          under its own way), and per row the ratio of the two per repeat: the side-by-side figure that
@@ -55,14 +58,15 @@ the copy bandwidth measured here. Before the rows, one pass's attention at the c
 repeated per query head (transformers' compiled path), folded into the query axis through SDPA's
 kernel, folded through two matrix products (playground.engine.attention's default, which the rows
 use; PLAYGROUND_GQA_ATTENTION=sdpa: SDPA's kernel; PLAYGROUND_FOLD_GQA=0: no folding), and folded
-through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written. Results also go to $OUT/gpu_check.json (or --out).
+through Triton's kernels (PLAYGROUND_GQA_ATTENTION=triton), with 256 and all positions written, in
+chunks of 64 to 512, and as one kernel. Results also go to $OUT/gpu_check.json (or --out).
 
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
 since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
---repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 6 min, not yet run:
-the fused products' timing, then two cold compiles of the joined pair, as it is and with the draft
-fused, their rows interleaved); at once after it, if the draft's step was faster fused, `--only
+--repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 6.5 min, not yet run:
+the fused products' timing, one pass's attention each way (Triton's as two kernels or one), then
+two cold compiles of the joined pair, as it is and with the draft fused, their rows interleaved); at once after it, if the draft's step was faster fused, `--only
 tests` (about 2.5 min: the GPU tests, the fused layers and head in bfloat16 both splits, Triton's
 attention), else `--only ways` (about 6 min: the two attentions side by side); then
 `regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
@@ -215,6 +219,7 @@ def attention_costs(device: str, shapes, k: int) -> dict:
             triton = decode_attention.decode_attention_impl
             ways["folded triton"] = lambda: triton(folded, key, value, mask, dim ** -0.5)
             ways["folded triton, all written"] = lambda: triton(folded, key, value, full, dim ** -0.5)
+            ways["folded triton, one kernel"] = lambda: triton(folded, key, value, mask, dim ** -0.5, None, True)
             for chunk in (64, 256, 512):
                 ways[f"folded triton, chunk {chunk}"] = lambda c=chunk: triton(folded, key, value, mask, dim ** -0.5, c)
         layers = shape["num_hidden_layers"]
@@ -324,6 +329,21 @@ def fastest_chunk(attention_ms: dict) -> int:
     totals = {c: sum(t.get(way, float("nan")) for t in attention_ms.values()) for c, way in sizes.items()}
     timed = {c: ms for c, ms in totals.items() if ms == ms and attention_ms}  # NaN: not timed, or failed
     return min(timed, key=timed.get) if timed else decode_attention.CHUNK
+
+
+def one_kernel_faster(attention_ms: dict) -> bool:
+    """Whether Triton's attention with the combine in the split's last programs took less time over
+    the passes timed than its two kernels (False where either was not timed, or failed)."""
+    totals = [sum(t.get(way, float("nan")) for t in attention_ms.values())
+              for way in ("folded triton, one kernel", "folded triton")]
+    return bool(attention_ms) and totals[0] < totals[1]  # (NaN compares False)
+
+
+def triton_settings(report: dict) -> None:
+    """Triton's attention as timed fastest above, one setting for every Triton row of the call: the
+    chunk size, and the combine in the split's last programs or a kernel of its own."""
+    decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
+    decode_attention.ONE_KERNEL = report.setdefault("triton_one_kernel", one_kernel_faster(report.get("attention_ms", {})))
 
 
 def read_bytes(model) -> int:
@@ -629,8 +649,8 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
                    inductor: dict) -> None:
     """both_settings on a fresh joined pair attending `way`, compiled under these inductor settings."""
     import torch._inductor.config as inductor_config
-    if way == "triton":  # the chunk size timed fastest above, one for every Triton setting
-        decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
+    if way == "triton":
+        triton_settings(report)
     with attending(way), inductor_config.patch(inductor):
         pair = joined_pair(report, device, shapes, name=key)
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
@@ -662,13 +682,13 @@ def attending(way: str):
 
 def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, prompt, args, save) -> None:
     """The joined pair built once per variant (name -> (attention way, fused layers: off, draft or
-    both)), each compiled in this process (Triton's attention in chunks of the size timed fastest);
+    both)), each compiled in this process (Triton's attention as timed fastest: triton_settings);
     then at acceptance ~0 and 1 the variants' rows interleaved run by run, each run under its own
     attention: -> "<key> <name> acceptance <a>" (print_table's rows) and "<key> <other> vs <first>
     acceptance <a>" (per row, the first variant's ms a token over the other's in each repeat: median,
     min, max; above 1 the other is faster). `ways`: the figure that decides attention's default on a
     GPU; `fusedlayers`: whether the fused layers pay in rounds."""
-    decode_attention.CHUNK = report.setdefault("triton_chunk", fastest_chunk(report.get("attention_ms", {})))
+    triton_settings(report)
     spec = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True)
     sched = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True, policy="schedule")
     pairs, ways, failed = {}, {}, report.setdefault("failed", {})
@@ -760,7 +780,7 @@ def main(argv=None) -> dict:
         report["tests"] = run_tests(args.out)
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
-    if {"real", "joined", "triton", "ways"} & set(only) and not args.cold_child:
+    if {"real", "joined", "triton", "ways", "fusedlayers"} & set(only) and not args.cold_child:
         report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(

@@ -12,6 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 KERNELS = """
 import torch
+from playground.engine import decode_attention
 from playground.engine.decode_attention import decode_attention_impl, CHUNK
 from playground.engine.attention import matmul_attention
 gen = torch.Generator().manual_seed(0)
@@ -31,11 +32,13 @@ for b, kv, g, n, cap, d, written in cases:
     for mask in (prefix, holes, prefix[:1].expand(b, 1, n, cap)):
         folded = q.reshape(b, kv, g * n, d)
         want = matmul_attention(folded.float(), k.float(), v.float(), mask.repeat(1, 1, g, 1), d ** -0.5)
-        for chunk in (None, 64):  # the default chunk, and one block a chunk
-            got = decode_attention_impl(folded, k, v, mask, d ** -0.5, chunk)
-            assert got.dtype == torch.float16 and got.shape == want.shape
-            err = (got.float() - want).abs().max().item()
-            assert err < 2e-3, (b, kv, g, n, cap, d, chunk, err)
+        for chunk, one_kernel in ((None, False), (64, False), (None, True), (64, True)):  # the default chunk, one
+            got = decode_attention_impl(folded, k, v, mask, d ** -0.5, chunk, one_kernel)  # block a chunk; two
+            assert got.dtype == torch.float16 and got.shape == want.shape  # kernels, or the split's last program
+            err = (got.float() - want).abs().max().item()  # of each head combining
+            assert err < 2e-3, (b, kv, g, n, cap, d, chunk, one_kernel, err)
+            assert not decode_attention._COUNTS or not decode_attention._COUNTS[k.device].any()  # all 0 again
+assert decode_attention._COUNTS  # (the one-kernel cases ran)
 for bad in (48, 8):  # not whole blocks, or under tl.dot's 16
     try:
         decode_attention_impl(folded, k, v, prefix, 1.0, bad)

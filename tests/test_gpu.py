@@ -190,17 +190,28 @@ def fused_logits(model, ids, blocks):
 
 
 def test_triton_decode_attention_in_bfloat16():
-    """The kernels in the model's dtype on the GPU (the CPU tests run them interpreted in float16)."""
+    """The kernels in the model's dtype on the GPU (the CPU tests run them interpreted in float16): as
+    two kernels, and as one whose heads' last programs combine, called and replayed from a captured
+    CUDA graph (its arrival counters 0 again after every pass, or the next would never combine)."""
+    from playground.engine import decode_attention as da
     from playground.engine.attention import matmul_attention
-    from playground.engine.decode_attention import CHUNK, decode_attention
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for b, kv, g, n, cap, d, written in ((1, 2, 7, 1, 16 * CHUNK, 64, 300), (1, 4, 7, 5, 16 * CHUNK, 128, 3000)):
+    for b, kv, g, n, cap, d, written in ((1, 2, 7, 1, 16 * da.CHUNK, 64, 300), (1, 4, 7, 5, 16 * da.CHUNK, 128, 3000)):
         q = torch.randn(b, kv * g, n, d, generator=gen, device="cuda").bfloat16()
         k, v = (torch.randn(b, kv, cap, d, generator=gen, device="cuda").bfloat16() for _ in range(2))
         mask = torch.zeros(b, 1, n, cap, dtype=torch.bool, device="cuda")
         for t in range(n):
             mask[..., t, : written - n + t + 1] = True
         folded = q.reshape(b, kv, g * n, d)
-        got = decode_attention(folded, k, v, mask, d ** -0.5)
         want = matmul_attention(folded.float(), k.float(), v.float(), mask.repeat(1, 1, g, 1), d ** -0.5)
+        torch.testing.assert_close(da.decode_attention(folded, k, v, mask, d ** -0.5).float(), want, rtol=0, atol=2e-2)
+        got = da.decode_attention_impl(folded, k, v, mask, d ** -0.5, one_kernel=True)
         torch.testing.assert_close(got.float(), want, rtol=0, atol=2e-2)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            replayed = da.decode_attention_impl(folded, k, v, mask, d ** -0.5, one_kernel=True)
+        for _ in range(3):
+            replayed.zero_()
+            graph.replay()
+            torch.testing.assert_close(replayed.float(), want, rtol=0, atol=2e-2)
+        assert not da._COUNTS[k.device].any()

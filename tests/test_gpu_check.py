@@ -176,6 +176,7 @@ def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
                              "--out", str(tmp_path)])
     assert report["fused_layers"] == {"fusedlayers triton": [0, 0], "fusedlayers draft fused": [0, 3]}  # two layers, a head
     assert report["fused_blocks"] == "fused" and not report["failed"]  # (`fused` not run: the default split)
+    assert report["triton_one_kernel"] is False  # (a CPU times no Triton attention: two kernels)
     for acceptance in (0, 1):
         for name in ("triton", "draft fused"):
             assert report[f"fusedlayers {name} acceptance {acceptance}"]["spec k=2"]["identical"], (name, acceptance)
@@ -191,3 +192,13 @@ def test_the_fastest_split_over_the_passes_of_the_models_fused(gpu_check):
     assert gpu_check.fastest_blocks(timed, ("draft step", "draft head")) == "fused narrow, k 512"
     assert gpu_check.fastest_blocks(timed, ("draft step", "draft head", "target step")) == "fused"
     assert gpu_check.fastest_blocks({}, ("draft step",)) == "fused"  # `fused` not run
+
+
+def test_one_kernel_only_where_it_was_timed_faster(gpu_check):
+    two, one = "folded triton", "folded triton, one kernel"
+    timed = {"draft step": {two: 0.25, one: 0.20}, "target step": {two: 0.32, one: 0.30}}
+    assert gpu_check.one_kernel_faster(timed)
+    timed["target step"][one] = 0.5  # slower over the passes together
+    assert not gpu_check.one_kernel_faster(timed)
+    timed["target step"][one] = float("nan")  # failed
+    assert not gpu_check.one_kernel_faster(timed) and not gpu_check.one_kernel_faster({})

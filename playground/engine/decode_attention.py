@@ -28,7 +28,10 @@ took 5.9 us a layer and its combine 6.6: the combine stepped through all 32 chun
 its statistics before reading its partial. Now the split writes every partial (zeros where a row
 attended nothing), and the combine finds the last chunk any row attends from its one load of the
 statistics and reads only up to it, each chunk's loads masked by that alone (BENCHMARKS.md "GPU";
-not yet timed on a GPU)."""
+not yet timed on a GPU). ONE_KERNEL (not yet timed either; off): no combine kernel; each split
+program counts itself in on its head's counter once its partial is written, and the head's last to
+arrive combines (one launch and one wait between kernels less a layer; the counters, one int32 per
+(batch, head) a device, made once outside a graph's capture, are set to 0 again by that program)."""
 import functools
 import os
 
@@ -59,9 +62,39 @@ def _kernels():
     import triton.language as tl
 
     @triton.jit
-    def split(Q, K, V, MASK, O, STATS, sq_b, sq_h, sq_r, sk_b, sk_h, sk_l, sv_b, sv_h, sv_l, sm_b, sm_n, sm_l,
-              heads, n, length, scale, ROWS: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr,
-              BLOCK_D: tl.constexpr, CHUNK: tl.constexpr, BLOCK_N: tl.constexpr):
+    def combine_head(O, STATS, OUT, bh, so_b, so_h, so_r, heads, ROWS: tl.constexpr, D: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr):
+        """One (batch, key/value head)'s chunks combined into its rows of OUT. Loads bypass the
+        multiprocessor's L1 (".cg"): in one kernel, other programs wrote the partials."""
+        b, h = bh // heads, bh % heads
+        rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
+        chunk = tl.arange(0, BLOCK_C)
+        at = (bh * CHUNKS + chunk)[:, None] * 2 * BLOCK_M + rows[None, :]  # [BLOCK_C, BLOCK_M]
+        c_ok = (chunk < CHUNKS)[:, None]
+        m_c = tl.load(STATS + at, mask=c_ok, other=-1.0e30, cache_modifier=".cg")  # the maximum and sum over all
+        l_c = tl.load(STATS + at + BLOCK_M, mask=c_ok, other=0.0, cache_modifier=".cg")  # chunks: one load each
+        top = tl.max(m_c, 0)  # [BLOCK_M]                 (l: 0 where the row attended nothing there)
+        den = tl.sum(tl.exp(m_c - top[None, :]) * l_c, 0)
+        last = tl.max(tl.where(tl.max(l_c, 1) > 0, chunk, -1), 0)  # the last chunk some row attends
+        num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+        for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
+            part = bh * CHUNKS + c  # past `last` both loads are masked off: no read, no wait. Up to it they
+            on = rows * 0 + c <= last  # depend on no load made here, so each chunk costs one trip to memory
+            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows, mask=on, other=-1.0e30, cache_modifier=".cg") - top)
+            num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :],
+                                        mask=on[:, None], other=0.0, cache_modifier=".cg")  # (w: 0 or a row's;
+            # the partial: zeros where it attended nothing)
+        ok = (rows < ROWS)[:, None] & (dims < D)[None, :]
+        out = num / tl.where(den > 0, den, 1.0)[:, None]
+        tl.store(OUT + b * so_b + h * so_h + rows[:, None] * so_r + dims[None, :], out.to(OUT.dtype.element_ty), mask=ok)
+
+    globals()["combine_head"] = combine_head  # (a kernel finds the functions it calls among its module's globals)
+
+    @triton.jit
+    def split(Q, K, V, MASK, O, STATS, OUT, COUNT, sq_b, sq_h, sq_r, sk_b, sk_h, sk_l, sv_b, sv_h, sv_l, sm_b, sm_n,
+              sm_l, so_b, so_h, so_r, heads, n, length, scale, ROWS: tl.constexpr, D: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNK: tl.constexpr, BLOCK_N: tl.constexpr,
+              CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr, ONE_KERNEL: tl.constexpr):
         bh, chunk, chunks = tl.program_id(0), tl.program_id(1), tl.num_programs(1)
         b, h = bh // heads, bh % heads
         rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
@@ -96,38 +129,25 @@ def _kernels():
         # row that attended nothing here (p was 0 in every block): the combine reads it without asking
         tl.store(STATS + part * 2 * BLOCK_M + rows, m_i)
         tl.store(STATS + part * 2 * BLOCK_M + BLOCK_M + rows, l_i)
+        if ONE_KERNEL:  # the head's last program to finish combines: every thread's stores made, then one
+            tl.debug_barrier()  # release of them at the GPU's scope as it counts itself in
+            if tl.atomic_add(COUNT + bh, 1, sem="acq_rel", scope="gpu") == CHUNKS - 1:
+                combine_head(O, STATS, OUT, bh, so_b, so_h, so_r, heads, ROWS, D, BLOCK_M, BLOCK_D, CHUNKS, BLOCK_C)
+                tl.atomic_xchg(COUNT + bh, 0, sem="relaxed", scope="gpu")  # 0 again for the next pass (the
+                # kernel's end orders it before the next kernel on the stream)
 
     @triton.jit
     def combine(O, STATS, OUT, so_b, so_h, so_r, heads, ROWS: tl.constexpr, D: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr):
-        bh = tl.program_id(0)
-        b, h = bh // heads, bh % heads
-        rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
-        chunk = tl.arange(0, BLOCK_C)
-        at = (bh * CHUNKS + chunk)[:, None] * 2 * BLOCK_M + rows[None, :]  # [BLOCK_C, BLOCK_M]
-        c_ok = (chunk < CHUNKS)[:, None]
-        m_c = tl.load(STATS + at, mask=c_ok, other=-1.0e30)  # the maximum and sum over all chunks: one load each
-        l_c = tl.load(STATS + at + BLOCK_M, mask=c_ok, other=0.0)  # 0 where the row attended nothing there
-        top = tl.max(m_c, 0)  # [BLOCK_M]
-        den = tl.sum(tl.exp(m_c - top[None, :]) * l_c, 0)
-        last = tl.max(tl.where(tl.max(l_c, 1) > 0, chunk, -1), 0)  # the last chunk some row attends
-        num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-        for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
-            part = bh * CHUNKS + c  # past `last` both loads are masked off: no read, no wait. Up to it they
-            on = rows * 0 + c <= last  # depend on no load made here, so each chunk costs one trip to memory
-            w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows, mask=on, other=-1.0e30) - top)  # 0 or a row's
-            num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :],
-                                        mask=on[:, None], other=0.0)  # partial: zeros where it attended nothing
-        ok = (rows < ROWS)[:, None] & (dims < D)[None, :]
-        out = num / tl.where(den > 0, den, 1.0)[:, None]
-        tl.store(OUT + b * so_b + h * so_h + rows[:, None] * so_r + dims[None, :], out.to(OUT.dtype.element_ty), mask=ok)
+        combine_head(O, STATS, OUT, tl.program_id(0), so_b, so_h, so_r, heads, ROWS, D, BLOCK_M, BLOCK_D, CHUNKS, BLOCK_C)
 
     return split, combine
 
 
 def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
-                          scale: float, chunk: int | None = None) -> torch.Tensor:
-    """The two kernels on these tensors (shapes above); `chunk`: positions a program covers (CHUNK)."""
+                          scale: float, chunk: int | None = None, one_kernel: bool | None = None) -> torch.Tensor:
+    """The kernels on these tensors (shapes above); `chunk`: positions a program covers (CHUNK);
+    `one_kernel`: the combine done by each head's last split program (ONE_KERNEL)."""
     split, combine = _kernels()
     chunk = chunk or CHUNK
     if chunk < 16 or chunk & (chunk - 1):  # whole blocks of a power of two, each at least tl.dot's 16
@@ -140,15 +160,34 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
     partial = torch.empty(b * heads * chunks * block_m * block_d, device=query.device, dtype=torch.float32)
     stats = torch.empty(b * heads * chunks * 2 * block_m, device=query.device, dtype=torch.float32)
     out = torch.empty(b, heads, rows, value.shape[-1], device=query.device, dtype=value.dtype)
+    count = _counters(query.device, b * heads) if (ONE_KERNEL if one_kernel is None else one_kernel) else None
+    sizes = dict(ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks, BLOCK_C=_pow2(chunks, 1))
     split[(b * heads, chunks)](
-        query, key, value, mask, partial, stats, query.stride(0), query.stride(1), query.stride(2),
-        key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
-        mask.stride(0), mask.stride(2), mask.stride(3), heads, n, length, scale,
-        ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNK=chunk, BLOCK_N=min(BLOCK_N, chunk))
-    combine[(b * heads,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads,
-                          ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks,
-                          BLOCK_C=_pow2(chunks, 1))
+        query, key, value, mask, partial, stats, out, count if count is not None else stats,
+        query.stride(0), query.stride(1), query.stride(2), key.stride(0), key.stride(1), key.stride(2),
+        value.stride(0), value.stride(1), value.stride(2), mask.stride(0), mask.stride(2), mask.stride(3),
+        out.stride(0), out.stride(1), out.stride(2), heads, n, length, scale,
+        CHUNK=chunk, BLOCK_N=min(BLOCK_N, chunk), ONE_KERNEL=count is not None, **sizes)
+    if count is None:
+        combine[(b * heads,)](partial, stats, out, out.stride(0), out.stride(1), out.stride(2), heads, **sizes)
     return out
+
+
+ONE_KERNEL = False  # not yet timed on a GPU beside the two kernels (gpu_check's attention costs: "one kernel")
+MAX_HEADS = 4096  # (batch, key/value head) pairs one device's arrival counters cover
+_COUNTS: dict = {}  # device -> MAX_HEADS int32 arrival counters, zero between passes (each head's last resets its own)
+
+
+def _counters(device: torch.device, heads: int) -> torch.Tensor | None:
+    """The device's arrival counters, made once outside a CUDA graph's capture (a capture records a
+    zero fill without running it): None where there are none to be had (then two kernels)."""
+    if heads > MAX_HEADS:
+        return None
+    if device not in _COUNTS:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return None
+        _COUNTS[device] = torch.zeros(MAX_HEADS, device=device, dtype=torch.int32)
+    return _COUNTS[device]
 
 
 @torch.library.custom_op("playground::decode_attention", mutates_args=())
