@@ -1,6 +1,6 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,fusedlayers,tuned] [--tokens 128] [--repeats 3] [--fused-layers draft|both]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,fusedlayers,tuned] [--tokens 128] [--repeats 3] [--fused-layers auto|draft|both]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -38,7 +38,8 @@
          outputs), each pass's layers replayed as one graph (not in the default --only; a minute, no
          model built): whether fusing them would take the draft's step toward its bar.
 - fusedlayers: the joined pair with Triton attention built twice in one process, as it is and with
-         the draft's layers and head (--fused-layers both: the target's too) through
+         the draft's layers and head (the target's too where `fused` timed its passes faster fused, or
+         as --fused-layers says) through
          playground.engine.fused_layers (PLAYGROUND_FUSED_LAYERS) in the split `fused` timed fastest
          for them (the default split without `fused`), rows interleaved as in `ways`: the rounds'
          figures of what `fused` times alone, side by side (not in the default --only).
@@ -66,7 +67,8 @@ since cold compiles of the 7B pair take minutes and a call has 10 (and a session
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
 --repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 6.5 min, not yet run:
 the fused products' timing, one pass's attention each way (Triton's as two kernels or one), then
-two cold compiles of the joined pair, as it is and with the draft fused, their rows interleaved); at once after it, if the draft's step was faster fused, `--only
+two cold compiles of the joined pair, as it is and with the draft fused (the target too where its
+passes timed faster fused), their rows interleaved); at once after it, if the draft's step was faster fused, `--only
 tests` (about 2.5 min: the GPU tests, the fused layers and head in bfloat16 both splits, Triton's
 attention), else `--only ways` (about 6 min: the two attentions side by side); then
 `regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
@@ -312,6 +314,18 @@ def fused_head(shape: dict, width: int, device: str, dtype):
     weight, x = (torch.randn(shape["vocab_size"], h, device=device) * h ** -0.5).to(dtype), torch.randn(1, width, h, device=device).to(dtype)
     fused = lambda blocks: (fl.fused_linear(x, weight, blocks=blocks),)  # noqa: E731
     return (lambda: (F.linear(x, weight),)), fused if fl.usable(x, weight) else None
+
+
+DRAFT_PASSES, TARGET_PASSES = ("draft step", "draft head"), ("target verify", "target step", "target head, verify")
+
+
+def models_to_fuse(fused_ms: dict) -> str:
+    """"both" where `fused` timed the target's passes faster through the fused products (in their
+    fastest split, over the passes together) than as the compiled modules, else "draft"."""
+    best = fastest_blocks(fused_ms, TARGET_PASSES)
+    fused, modules = (sum(fused_ms.get(p, {}).get(way, float("nan")) for p in TARGET_PASSES)
+                      for way in (best, "compiled modules"))
+    return "both" if fused < modules else "draft"  # (NaN, not timed: the draft alone)
 
 
 def fastest_blocks(fused_ms: dict, passes: tuple) -> str:
@@ -758,8 +772,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--rehearse", action="store_true", help="on a CPU with small shapes (see above)")
-    parser.add_argument("--fused-layers", choices=("draft", "both"), default="draft",
-                        help="the models whose layers `fusedlayers` runs through the fused products")
+    parser.add_argument("--fused-layers", choices=("auto", "draft", "both"), default="auto",
+                        help="the models whose layers and head `fusedlayers` runs through the fused products "
+                        "(auto: both where `fused` timed the target's passes faster fused, else the draft)")
     parser.add_argument("--cold-child", action="store_true", help="run by the `whole` and `regional` sections "
                         "(their parent timed attention)")
     args = parser.parse_args(argv)
@@ -815,13 +830,13 @@ def main(argv=None) -> dict:
     if "ways" in only:  # the joined pair through the matrix products and through Triton, interleaved
         side_by_side(report, "ways", {way: (way, "off") for way in WAYS}, device, shapes, prompt, args, save)
     if "fusedlayers" in only:  # playground.engine.fused_layers (opt-in: PLAYGROUND_FUSED_LAYERS) beside the layers' own
-        passes = ("draft step", "draft head") + (("target verify", "target step", "target head, verify")
-                                                 if args.fused_layers == "both" else ())
-        report["fused_blocks"] = fastest_blocks(report.get("fused_ms", {}), passes)
+        timed = report.get("fused_ms", {})
+        which = report["fused_models"] = args.fused_layers if args.fused_layers != "auto" else models_to_fuse(timed)
+        report["fused_blocks"] = fastest_blocks(timed, DRAFT_PASSES + (TARGET_PASSES if which == "both" else ()))
         fused_linear.BLOCKS = FUSED_BLOCKS[report["fused_blocks"]]
-        say(f"the joined pair with Triton attention, and again with the {args.fused_layers} model's layers and head "
-            f"fused ({report['fused_blocks']}: the split timed fastest above), side by side")
-        side_by_side(report, "fusedlayers", {"triton": ("triton", "off"), f"{args.fused_layers} fused": ("triton", args.fused_layers)},
+        say(f"the joined pair with Triton attention, and again with the {which} model's layers and head fused "
+            f"({report['fused_blocks']}: the split timed fastest above), side by side")
+        side_by_side(report, "fusedlayers", {"triton": ("triton", "off"), f"{which} fused": ("triton", which)},
                      device, shapes, prompt, args, save)
     if "tuned" in only:  # an experiment, not the product's build: inductor benchmarks Triton templates for every
         say("the joined pair with Triton attention again, compiled with inductor's max-autotune and "  # product

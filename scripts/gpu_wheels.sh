@@ -10,7 +10,7 @@
 # with `--only fused,fusedlayers` next (about 6.5 min: a pass's products and heads fused against the compiled
 # modules in six splits, one pass's attention each way (Triton's as two kernels or one), then the joined
 # pair with Triton attention built twice, as it is and with the draft's layers and head fused in the split
-# timed fastest, rows interleaved), and at once after it `--only tests` (about 2.5 min) if the draft's step
+# timed fastest (the target's too where its passes timed faster fused), rows interleaved), and at once after it `--only tests` (about 2.5 min) if the draft's step
 # was faster fused, else `--only ways` (about 6 min).
 # 2026-12-04 on an H200: a start and `--only tests,triton` 394 s of device time (362 s running);
 # `--only tuned --repeats 2` 327 s on the warm machine (benchmarks/gpu-check-2026-12-04-h200/).

@@ -177,6 +177,7 @@ def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
     assert report["fused_layers"] == {"fusedlayers triton": [0, 0], "fusedlayers draft fused": [0, 3]}  # two layers, a head
     assert report["fused_blocks"] == "fused" and not report["failed"]  # (`fused` not run: the default split)
     assert report["triton_one_kernel"] is False  # (a CPU times no Triton attention: two kernels)
+    assert report["fused_models"] == "draft"  # (auto, `fused` not run: the draft alone)
     for acceptance in (0, 1):
         for name in ("triton", "draft fused"):
             assert report[f"fusedlayers {name} acceptance {acceptance}"]["spec k=2"]["identical"], (name, acceptance)
@@ -192,6 +193,15 @@ def test_the_fastest_split_over_the_passes_of_the_models_fused(gpu_check):
     assert gpu_check.fastest_blocks(timed, ("draft step", "draft head")) == "fused narrow, k 512"
     assert gpu_check.fastest_blocks(timed, ("draft step", "draft head", "target step")) == "fused"
     assert gpu_check.fastest_blocks({}, ("draft step",)) == "fused"  # `fused` not run
+
+
+def test_the_target_fused_too_only_where_its_passes_were_timed_faster_fused(gpu_check):
+    passes = ("target verify", "target step", "target head, verify")
+    timed = {p: {"compiled modules": 1.0, "fused": 1.2, "fused narrow, k 512": 0.9} for p in passes}
+    assert gpu_check.models_to_fuse(timed) == "both"  # its fastest split beats the modules
+    timed["target verify"]["fused narrow, k 512"] = 5.0
+    assert gpu_check.models_to_fuse(timed) == "draft"
+    assert gpu_check.models_to_fuse({}) == "draft"  # `fused` not run
 
 
 def test_one_kernel_only_where_it_was_timed_faster(gpu_check):
