@@ -80,7 +80,6 @@ step prints its start time, so a call cut off says where it was (then: fewer `--
 so that the lent machine's minutes are not spent finding a broken script; its figures mean nothing."""
 import argparse
 import contextlib
-import functools
 import gc
 import json
 import os
@@ -195,7 +194,8 @@ def attention_costs(device: str, shapes, k: int) -> dict:
     repeated for each query head (transformers' compiled SDPA path), folded into the query axis through
     SDPA's kernel (PLAYGROUND_GQA_ATTENTION=sdpa) and folded through two matrix products
     (playground.engine.attention's default); on CUDA replayed as one graph per pass (the kernels' own time,
-    as the engine's captured passes run them), 256 positions written."""
+    as the engine's captured passes run them), 256 positions written. Each layer attends over a cache
+    of its own (until 2026-12-04 one layer's was read by all: a 0.5B draft's 2 MB from the L2 cache)."""
     from transformers.integrations.sdpa_attention import repeat_kv
     from playground.engine.static import GPU_CAPACITY
     capacity, dtype = (GPU_CAPACITY, torch.bfloat16) if device == "cuda" else (512, torch.float32)
@@ -207,28 +207,30 @@ def attention_costs(device: str, shapes, k: int) -> dict:
         module = torch.nn.Module()
         module.num_key_value_groups = groups
         query = torch.randn(1, heads, width, dim, device=device, dtype=dtype)
-        key, value = (torch.randn(1, kv_heads, capacity, dim, device=device, dtype=dtype) for _ in range(2))
+        caches = [[torch.randn(1, kv_heads, capacity, dim, device=device, dtype=dtype) for _ in range(2)]
+                  for _ in range(shape["num_hidden_layers"])]  # each layer's keys and values
         mask = torch.zeros(1, 1, width, capacity, dtype=torch.bool, device=device)
         mask[..., :256] = True
         sdpa = torch.nn.functional.scaled_dot_product_attention
         folded = query.reshape(1, kv_heads, groups * width, dim)
         folded_mask = mask.repeat(1, 1, groups, 1)
         full = torch.ones_like(mask)
-        ways = {"repeated": lambda: sdpa(query, repeat_kv(key, groups), repeat_kv(value, groups), attn_mask=mask),
-                "folded": lambda: sdpa(folded, key, value, attn_mask=folded_mask),
-                "folded matmul": lambda: attention.matmul_attention(folded, key, value, folded_mask)}
+        ways = {"repeated": lambda key, value: sdpa(query, repeat_kv(key, groups), repeat_kv(value, groups), attn_mask=mask),
+                "folded": lambda key, value: sdpa(folded, key, value, attn_mask=folded_mask),
+                "folded matmul": lambda key, value: attention.matmul_attention(folded, key, value, folded_mask)}
         if device == "cuda":  # Triton's kernels read the positions the mask allows: 256, then all; three chunk sizes
             triton = decode_attention.decode_attention_impl
-            ways["folded triton"] = lambda: triton(folded, key, value, mask, dim ** -0.5)
-            ways["folded triton, all written"] = lambda: triton(folded, key, value, full, dim ** -0.5)
-            ways["folded triton, one kernel"] = lambda: triton(folded, key, value, mask, dim ** -0.5, None, True)
+            ways["folded triton"] = lambda key, value: triton(folded, key, value, mask, dim ** -0.5)
+            ways["folded triton, all written"] = lambda key, value: triton(folded, key, value, full, dim ** -0.5)
+            ways["folded triton, one kernel"] = lambda key, value: triton(folded, key, value, mask, dim ** -0.5, None, True)
             for chunk in (64, 256, 512):
-                ways[f"folded triton, chunk {chunk}"] = lambda c=chunk: triton(folded, key, value, mask, dim ** -0.5, c)
-        layers = shape["num_hidden_layers"]
+                ways[f"folded triton, chunk {chunk}"] = lambda key, value, c=chunk: triton(folded, key, value, mask,
+                                                                                          dim ** -0.5, c)
         out[name] = {}
         for way, fn in ways.items():
+            every_layer = lambda fn=fn: [fn(key, value) for key, value in caches]  # noqa: E731
             try:
-                out[name][way] = graph_ms(fn, layers) if device == "cuda" else layers * device_ms(fn, device)
+                out[name][way] = graph_ms(every_layer, 1) if device == "cuda" else device_ms(every_layer, device)
             except Exception as exc:  # a way that fails is reported, the others still timed
                 out[name][way] = float("nan")
                 print(f"attention {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
@@ -247,73 +249,78 @@ def fused_costs(device: str, shapes, k: int) -> dict:
     head's product: as the product runs them (compiled by inductor: cuBLAS's products, its norm, SiLU
     and residual kernels) and through playground.engine.fused_linear (a layer: q/k/v with its norm, o
     with the residual, gate/up with its norm, down with the SiLU and the residual) split each way of
-    FUSED_BLOCKS; on CUDA replayed as one graph a pass. "max difference": the largest of the outputs'
-    differences from the compiled modules' over every split (rounding order only: a larger one is a
-    fault). Kernels the draft's step could lose, timed alone (in rounds: `fusedlayers`)."""
+    FUSED_BLOCKS; on CUDA replayed as one graph a pass. Each layer has weights of its own, read from
+    memory as a pass reads them (one layer's replayed 24 times would come from the L2 cache: a 0.5B
+    draft's layer is 30 MB). "max difference": the largest of the outputs' differences from the
+    compiled modules' over every split (rounding order only: a larger one is a fault). Kernels the
+    draft's step could lose, timed alone (in rounds: `fusedlayers`)."""
     dtype = torch.bfloat16 if device == "cuda" else torch.float16  # (a CPU's float16: Triton's interpreter)
     out = {}
     for name, shape, width, part in (("target verify", shapes[0], k + 1, fused_layer), ("target step", shapes[0], 1, fused_layer),
                                      ("draft step", shapes[1], 1, fused_layer), ("target head, verify", shapes[0], k + 1, fused_head),
                                      ("draft head", shapes[1], 1, fused_head)):
-        modules, fused = part(shape, width, device, dtype)
+        modules, fused, weights = part(shape, width, device, dtype, shape["num_hidden_layers"] if part is fused_layer else 1)
         compiled = torch.compile(modules, dynamic=False) if device == "cuda" else modules
-        ways = {"compiled modules": compiled}
+        ways = {"compiled modules": lambda: [compiled(w) for w in weights]}
         if fused is not None:
-            ways |= {way: functools.partial(fused, blocks=blocks) for way, blocks in FUSED_BLOCKS.items()}
-        calls, out[name] = shape["num_hidden_layers"] if part is fused_layer else 1, {}
+            ways |= {way: lambda b=blocks: [fused(w, b) for w in weights] for way, blocks in FUSED_BLOCKS.items()}
+        out[name] = {}
         for way, fn in ways.items():
             try:
-                out[name][way] = graph_ms(fn, calls) if device == "cuda" else calls * device_ms(fn, device, 1, 1)  # (a
+                out[name][way] = graph_ms(fn, 1) if device == "cuda" else device_ms(fn, device, 1, 1)  # (a
                 # rehearsal's figures mean nothing: Triton's interpreter, once)
             except Exception as exc:  # a way that fails is reported, the others still timed
                 out[name][way] = float("nan")
                 print(f"fused {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
         if fused is not None:
-            want = compiled()
+            want = compiled(weights[0])
             out[name]["max difference"] = max((a.float() - b.float()).abs().max().item() for blocks in FUSED_BLOCKS.values()
-                                              for a, b in zip(want, fused(blocks=blocks)))
+                                              for a, b in zip(want, fused(weights[0], blocks)))
     return out
 
 
-def fused_layer(shape: dict, width: int, device: str, dtype):
-    """A random layer's products and what surrounds them (no attention) -> (as its modules run them,
-    through fused_linear given its blocks, or None where the kernel cannot run), each returning (q/k/v, layer out)."""
+def fused_layer(shape: dict, width: int, device: str, dtype, copies: int):
+    """`copies` random layers' products and what surrounds them (no attention) -> (as the modules run
+    them, through fused_linear given its blocks or None where the kernel cannot run, each returning
+    (q/k/v, layer out) for one layer's weights; the layers' weights)."""
     import torch.nn.functional as F
     from playground.engine import fused_linear as fl
     h, inner, heads, kv = (shape[key] for key in ("hidden_size", "intermediate_size", "num_attention_heads",
                                                   "num_key_value_heads"))
     d, eps = h // heads, 1e-6
     rand = lambda *size, scale=1.0: (torch.randn(*size, device=device) * scale).to(dtype)  # noqa: E731
-    w_qkv, b_qkv, w_o = rand((heads + 2 * kv) * d, h, scale=h ** -0.5), rand((heads + 2 * kv) * d), rand(h, h, scale=h ** -0.5)
-    w_gate_up, w_down, g1, g2 = rand(2 * inner, h, scale=h ** -0.5), rand(h, inner, scale=inner ** -0.5), rand(h), rand(h)
+    weights = [dict(qkv=rand((heads + 2 * kv) * d, h, scale=h ** -0.5), qkv_bias=rand((heads + 2 * kv) * d),
+                    o=rand(h, h, scale=h ** -0.5), gate_up=rand(2 * inner, h, scale=h ** -0.5),
+                    down=rand(h, inner, scale=inner ** -0.5), norm1=rand(h), norm2=rand(h)) for _ in range(copies)]
     x, attended = rand(1, width, h), rand(1, width, h)
 
     def rms(v, g):  # transformers' Qwen2RMSNorm
         f = v.float()
         return g * (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + eps)).to(v.dtype)
 
-    def modules():
-        qkv = F.linear(rms(x, g1), w_qkv, b_qkv)
-        mid = x + F.linear(attended, w_o)
-        gate, up = F.linear(rms(mid, g2), w_gate_up).chunk(2, dim=-1)
-        return qkv, mid + F.linear(F.silu(gate) * up, w_down)
+    def modules(w):
+        qkv = F.linear(rms(x, w["norm1"]), w["qkv"], w["qkv_bias"])
+        mid = x + F.linear(attended, w["o"])
+        gate, up = F.linear(rms(mid, w["norm2"]), w["gate_up"]).chunk(2, dim=-1)
+        return qkv, mid + F.linear(F.silu(gate) * up, w["down"])
 
-    def fused(blocks):
-        qkv = fl.fused_linear(x, w_qkv, b_qkv, prologue="norm", norm_weight=g1, eps=eps, blocks=blocks)
-        mid = fl.fused_linear(attended, w_o, residual=x, blocks=blocks)
-        gate_up = fl.fused_linear(mid, w_gate_up, prologue="norm", norm_weight=g2, eps=eps, blocks=blocks)
-        return qkv, fl.fused_linear(gate_up, w_down, prologue="gated", residual=mid, blocks=blocks)
-    return modules, fused if fl.usable(x, w_qkv) else None
+    def fused(w, blocks):
+        qkv = fl.fused_linear(x, w["qkv"], w["qkv_bias"], prologue="norm", norm_weight=w["norm1"], eps=eps, blocks=blocks)
+        mid = fl.fused_linear(attended, w["o"], residual=x, blocks=blocks)
+        gate_up = fl.fused_linear(mid, w["gate_up"], prologue="norm", norm_weight=w["norm2"], eps=eps, blocks=blocks)
+        return qkv, fl.fused_linear(gate_up, w["down"], prologue="gated", residual=mid, blocks=blocks)
+    return modules, fused if fl.usable(x, weights[0]["qkv"]) else None, weights
 
 
-def fused_head(shape: dict, width: int, device: str, dtype):
-    """A random output head's product of `width` rows, as fused_layer's pair (each returning a 1-tuple)."""
+def fused_head(shape: dict, width: int, device: str, dtype, copies: int):
+    """`copies` random output heads' products of `width` rows, as fused_layer's (each returning a 1-tuple)."""
     import torch.nn.functional as F
     from playground.engine import fused_linear as fl
     h = shape["hidden_size"]
-    weight, x = (torch.randn(shape["vocab_size"], h, device=device) * h ** -0.5).to(dtype), torch.randn(1, width, h, device=device).to(dtype)
-    fused = lambda blocks: (fl.fused_linear(x, weight, blocks=blocks),)  # noqa: E731
-    return (lambda: (F.linear(x, weight),)), fused if fl.usable(x, weight) else None
+    weights = [(torch.randn(shape["vocab_size"], h, device=device) * h ** -0.5).to(dtype) for _ in range(copies)]
+    x = torch.randn(1, width, h, device=device).to(dtype)
+    fused = lambda w, blocks: (fl.fused_linear(x, w, blocks=blocks),)  # noqa: E731
+    return (lambda w: (F.linear(x, w),)), fused if fl.usable(x, weights[0]) else None, weights
 
 
 DRAFT_PASSES, TARGET_PASSES = ("draft step", "draft head"), ("target verify", "target step", "target head, verify")
