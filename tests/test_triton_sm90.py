@@ -13,12 +13,17 @@ from playground.engine import decode_attention, fused_linear  # noqa: E402
 SM90 = GPUTarget("cuda", 90, 32)
 
 
-def compiled(kernel, pointers: dict, floats: set, constants: dict, **options) -> bytes:
-    """kernel's cubin for sm90: pointers name -> element type, floats fp32 scalars, other arguments i32."""
+def compiled(kernel, pointers: dict, floats: set, constants: dict, unaligned: set = frozenset(), **options):
+    """kernel compiled for sm90 (its .asm["cubin"], ["ptx"]): pointers name -> element type, floats fp32
+    scalars, other arguments i32; each pointer and integer but those `unaligned` a multiple of 16, as
+    Triton's launcher specializes them where they are (without it no load is vectorized or pipelined)."""
     def kind(name):
         return "constexpr" if name in constants else pointers.get(name) or ("fp32" if name in floats else "i32")
-    source = ASTSource(fn=kernel, signature={name: kind(name) for name in kernel.arg_names}, constexprs=constants)
-    return triton.compile(source, target=SM90, options={"num_warps": 4, **options}).asm["cubin"]
+    signature = {name: kind(name) for name in kernel.arg_names}
+    aligned = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
+               if signature[name] != "constexpr" and name not in floats | unaligned}
+    source = ASTSource(fn=kernel, signature=signature, constexprs=constants, attrs=aligned)
+    return triton.compile(source, target=SM90, options={"num_warps": 4, **options})
 
 
 @pytest.mark.parametrize("dot, block_m, block_n, block_k", [
@@ -29,8 +34,10 @@ def test_the_fused_product_compiles_for_sm90(dot, block_m, block_n, block_k):
     for prologue in fused_linear.PROLOGUES.values():
         for extras in (True, False):  # bias and residual, or neither
             constants = dict(PROLOGUE=prologue, HAS_BIAS=extras, HAS_RESIDUAL=extras, DOT=dot, BLOCK_M=block_m,
-                             BLOCK_N=block_n, BLOCK_K=block_k)
-            assert compiled(fused_linear._kernel(), pointers, {"eps"}, constants, num_stages=3), constants
+                             BLOCK_N=block_n, BLOCK_K=block_k, STAGES=3)
+            kernel = compiled(fused_linear._kernel(), pointers, {"eps"}, constants, {"M"}, num_stages=3)
+            assert kernel.asm["cubin"] and "cp.async" in kernel.asm["ptx"], constants  # the weight's loads in flight
+            # ahead of their use (Triton's pipelining; a latency a step otherwise: the products are bound by it)
 
 
 @pytest.mark.parametrize("one_kernel", [False, True])
@@ -38,7 +45,11 @@ def test_the_decode_attention_kernels_compile_for_sm90(one_kernel):
     split, combine = decode_attention._kernels()
     sizes = dict(ROWS=7, D=64, BLOCK_M=16, BLOCK_D=64, CHUNKS=32, BLOCK_C=32)  # a 0.5B draft step's heads
     pointers = dict(Q="*bf16", K="*bf16", V="*bf16", MASK="*u8", O="*fp32", STATS="*fp32", OUT="*bf16", COUNT="*i32")
-    assert compiled(split, pointers, {"scale"}, dict(sizes, CHUNK=128, BLOCK_N=64, ONE_KERNEL=one_kernel))
-    if not one_kernel:
-        assert compiled(combine, pointers, set(), sizes)
+    unaligned = {"heads", "n", "length"}  # (a cache's length need not be a multiple of 16)
+    kernel = compiled(split, pointers, {"scale"}, dict(sizes, CHUNK=128, BLOCK_N=64, ONE_KERNEL=one_kernel), unaligned)
+    assert kernel.asm["cubin"] and ("cp.async" in kernel.asm["ptx"]) == one_kernel  # the combine's chunks pipelined
+    if one_kernel:  # (the split's blocks are unrolled instead) ... and the arrival a release and an acquire at the
+        assert "atom.global.gpu.acq_rel" in kernel.asm["ptx"]  # GPU's scope: partials written before, read after
+    else:
+        assert "cp.async" in compiled(combine, pointers, set(), sizes, {"heads"}).asm["ptx"]
 

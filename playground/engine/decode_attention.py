@@ -65,7 +65,8 @@ def _kernels():
     def combine_head(O, STATS, OUT, bh, so_b, so_h, so_r, heads, ROWS: tl.constexpr, D: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr):
         """One (batch, key/value head)'s chunks combined into its rows of OUT. Loads bypass the
-        multiprocessor's L1 (".cg"): in one kernel, other programs wrote the partials."""
+        multiprocessor's L1 (".cg") where they can: in one kernel, other programs wrote the partials (the
+        pipelined 4-byte ones cannot; the arrival's acquire invalidates L1 first, CCTL.IVALL in its SASS)."""
         b, h = bh // heads, bh % heads
         rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
         chunk = tl.arange(0, BLOCK_C)
@@ -77,9 +78,11 @@ def _kernels():
         den = tl.sum(tl.exp(m_c - top[None, :]) * l_c, 0)
         last = tl.max(tl.where(tl.max(l_c, 1) > 0, chunk, -1), 0)  # the last chunk some row attends
         num = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-        for c in range(0, CHUNKS):  # a constant bound: Triton 3.6's interpreter fails on a runtime one
-            part = bh * CHUNKS + c  # past `last` both loads are masked off: no read, no wait. Up to it they
-            on = rows * 0 + c <= last  # depend on no load made here, so each chunk costs one trip to memory
+        for c in tl.range(0, CHUNKS, num_stages=4):  # (a constant bound: Triton 3.6's interpreter failed on a
+            # runtime one.) Pipelined: four chunks' loads in flight at once (a plain loop waited a whole trip to
+            # memory a chunk: tests/test_triton_sm90.py). Past `last` both loads are masked off: nothing read
+            part = bh * CHUNKS + c
+            on = rows * 0 + c <= last
             w = tl.exp(tl.load(STATS + part * 2 * BLOCK_M + rows, mask=on, other=-1.0e30, cache_modifier=".cg") - top)
             num += w[:, None] * tl.load(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :],
                                         mask=on[:, None], other=0.0, cache_modifier=".cg")  # (w: 0 or a row's;

@@ -38,7 +38,9 @@ MAX_ROWS = 16
 class Blocks:
     """How the kernel splits a product. block_k: inputs a program reads per step; stages: steps whose
     loads are in flight at once (a product this small is bound by the bytes in flight per
-    multiprocessor); programs: about how many programs N is split into where it allows; narrow_rows:
+    multiprocessor: each loop over K is pipelined to that depth, the norm's too; Triton 3.9 pipelined
+    only the loads feeding tl.dot by itself, so each of the other steps waited a whole trip to memory:
+    tests/test_triton_sm90.py); programs: about how many programs N is split into where it allows; narrow_rows:
     passes of at most this many rows sum their products without tl.dot, in programs of 1 to 16
     outputs (0: never). scripts/gpu_check.py --only fused times several against the compiled modules."""
     block_k: int = 128
@@ -69,19 +71,19 @@ def _kernel():
     @triton.jit
     def product(X, W, B, G, R, OUT, M, N, K, sx, sw, sr, so, eps, PROLOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
                 HAS_RESIDUAL: tl.constexpr, DOT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr):
+                BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
         rows = tl.arange(0, BLOCK_M)
         cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok, col_ok = rows < M, cols < N
         if PROLOGUE == 1:  # each row's 1 / sqrt(mean square + eps), float32
             squares = tl.zeros([BLOCK_M], tl.float32)
-            for k0 in range(0, K, BLOCK_K):
+            for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):  # (pipelined: see Blocks)
                 ks = k0 + tl.arange(0, BLOCK_K)
                 x = tl.load(X + rows[:, None] * sx + ks[None, :], mask=row_ok[:, None] & (ks < K)[None, :], other=0.0)
                 squares += tl.sum(x.to(tl.float32) * x.to(tl.float32), 1)
             inverse = tl.rsqrt(squares / K + eps)
         acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):  # (pipelined: see Blocks)
             ks = k0 + tl.arange(0, BLOCK_K)
             k_ok = ks < K
             at = X + rows[:, None] * sx + ks[None, :]
@@ -147,7 +149,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
         PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None, DOT=dot,
-        BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=blocks.block_k, num_stages=blocks.stages)
+        BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=blocks.block_k, STAGES=blocks.stages, num_stages=blocks.stages)
     return out.reshape(*lead, n)
 
 
