@@ -239,7 +239,7 @@ def attention_costs(device: str, shapes, k: int) -> dict:
 
 FUSED_BLOCKS = {  # the kernel's splits `fused` times; `fusedlayers` takes the fastest for the models it fuses
     "fused": Blocks(), "fused, k 256, 3 stages": Blocks(block_k=256), "fused, k 256, 5 stages": Blocks(block_k=256, stages=5),
-    "fused narrow, k 256": Blocks(block_k=256, narrow_rows=4), "fused narrow, k 512": Blocks(block_k=512, narrow_rows=4),
+    "fused narrow, k 256, 6 stages": Blocks(block_k=256, stages=6, narrow_rows=4), "fused narrow, k 512": Blocks(block_k=512, narrow_rows=4),
     "fused narrow, k 512, 256 programs": Blocks(block_k=512, narrow_rows=4, programs=256)}
 
 
