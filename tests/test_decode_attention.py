@@ -12,7 +12,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 KERNELS = """
 import torch
-from playground.engine import decode_attention
 from playground.engine.decode_attention import decode_attention_impl, CHUNK
 from playground.engine.attention import matmul_attention
 gen = torch.Generator().manual_seed(0)
@@ -37,8 +36,6 @@ for b, kv, g, n, cap, d, written in cases:
             assert got.dtype == torch.float16 and got.shape == want.shape  # kernels, or the split's last program
             err = (got.float() - want).abs().max().item()  # of each head combining
             assert err < 2e-3, (b, kv, g, n, cap, d, chunk, one_kernel, err)
-            assert not decode_attention._COUNTS or not decode_attention._COUNTS[k.device].any()  # all 0 again
-assert decode_attention._COUNTS  # (the one-kernel cases ran)
 for bad in (48, 8):  # not whole blocks, or under tl.dot's 16
     try:
         decode_attention_impl(folded, k, v, prefix, 1.0, bad)

@@ -30,8 +30,9 @@ attended nothing), and the combine finds the last chunk any row attends from its
 statistics and reads only up to it, each chunk's loads masked by that alone (BENCHMARKS.md "GPU";
 not yet timed on a GPU). ONE_KERNEL (not yet timed either; off): no combine kernel; each split
 program counts itself in on its head's counter once its partial is written, and the head's last to
-arrive combines (one launch and one wait between kernels less a layer; the counters, one int32 per
-(batch, head) a device, made once outside a graph's capture, are set to 0 again by that program)."""
+arrive combines (one launch and one wait between kernels less a layer, for a zero fill of the call's
+own counters, one int32 a (batch, head): counters shared by calls were raced by calls in flight at
+once on other streams)."""
 import functools
 import os
 
@@ -136,8 +137,6 @@ def _kernels():
             tl.debug_barrier()  # release of them at the GPU's scope as it counts itself in
             if tl.atomic_add(COUNT + bh, 1, sem="acq_rel", scope="gpu") == CHUNKS - 1:
                 combine_head(O, STATS, OUT, bh, so_b, so_h, so_r, heads, ROWS, D, BLOCK_M, BLOCK_D, CHUNKS, BLOCK_C)
-                tl.atomic_xchg(COUNT + bh, 0, sem="relaxed", scope="gpu")  # 0 again for the next pass (the
-                # kernel's end orders it before the next kernel on the stream)
 
     @triton.jit
     def combine(O, STATS, OUT, so_b, so_h, so_r, heads, ROWS: tl.constexpr, D: tl.constexpr,
@@ -163,7 +162,8 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
     partial = torch.empty(b * heads * chunks * block_m * block_d, device=query.device, dtype=torch.float32)
     stats = torch.empty(b * heads * chunks * 2 * block_m, device=query.device, dtype=torch.float32)
     out = torch.empty(b, heads, rows, value.shape[-1], device=query.device, dtype=value.dtype)
-    count = _counters(query.device, b * heads) if (ONE_KERNEL if one_kernel is None else one_kernel) else None
+    one_kernel = ONE_KERNEL if one_kernel is None else one_kernel  # (its arrival counters: this call's own)
+    count = torch.zeros(b * heads, device=query.device, dtype=torch.int32) if one_kernel else None
     sizes = dict(ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks, BLOCK_C=_pow2(chunks, 1))
     split[(b * heads, chunks)](
         query, key, value, mask, partial, stats, out, count if count is not None else stats,
@@ -177,20 +177,6 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
 
 
 ONE_KERNEL = False  # not yet timed on a GPU beside the two kernels (gpu_check's attention costs: "one kernel")
-MAX_HEADS = 4096  # (batch, key/value head) pairs one device's arrival counters cover
-_COUNTS: dict = {}  # device -> MAX_HEADS int32 arrival counters, zero between passes (each head's last resets its own)
-
-
-def _counters(device: torch.device, heads: int) -> torch.Tensor | None:
-    """The device's arrival counters, made once outside a CUDA graph's capture (a capture records a
-    zero fill without running it): None where there are none to be had (then two kernels)."""
-    if heads > MAX_HEADS:
-        return None
-    if device not in _COUNTS:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            return None
-        _COUNTS[device] = torch.zeros(MAX_HEADS, device=device, dtype=torch.int32)
-    return _COUNTS[device]
 
 
 @torch.library.custom_op("playground::decode_attention", mutates_args=())

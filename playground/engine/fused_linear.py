@@ -36,19 +36,23 @@ MAX_ROWS = 16
 
 @dataclasses.dataclass(frozen=True)
 class Blocks:
-    """How the kernel splits a product. block_k: inputs a program reads per step; stages: steps whose
-    loads are in flight at once (a product this small is bound by the bytes in flight per
-    multiprocessor: each loop over K is pipelined to that depth, the norm's too; Triton 3.9 pipelined
-    only the loads feeding tl.dot by itself, so each of the other steps waited a whole trip to memory:
-    tests/test_triton_sm90.py); programs: about how many programs N is split into where it allows; narrow_rows:
-    passes of at most this many rows sum their products without tl.dot, in programs of 1 to 16
-    outputs (0: never). scripts/gpu_check.py --only fused times several against the compiled modules."""
+    """How the kernel splits a product.
+    block_k: inputs a program reads per step (through tl.dot at most DOT_BLOCK_K);
+    stages: steps whose loads are in flight at once (a product this small is bound by the bytes in
+        flight per multiprocessor): each loop over K is pipelined to that depth, the norm's too
+        (Triton 3.9 pipelined only the loads feeding tl.dot by itself, so each step of the others
+        waited a whole trip to memory: tests/test_triton_sm90.py);
+    programs: about how many programs N is split into where it allows;
+    narrow_rows: passes of at most this many rows sum their products without tl.dot, in programs
+        of 1 to 16 outputs (0: never).
+    scripts/gpu_check.py --only fused times several against the compiled modules."""
     block_k: int = 128
     stages: int = 3
     programs: int = 128
     narrow_rows: int = 0
 
 
+DOT_BLOCK_K = 256  # tl.dot's steps at most (a 16 x 64 x 512 step used 255 registers and spilled on sm90)
 BLOCKS = Blocks()  # what a call without its own takes (gpu_check's `fusedlayers` sets the fastest timed)
 PROLOGUES = {"none": 0, "norm": 1, "gated": 2}
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # (read once: a compiled pass asks `usable` too)
@@ -149,7 +153,8 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
         PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None, DOT=dot,
-        BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=blocks.block_k, STAGES=blocks.stages, num_stages=blocks.stages)
+        BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=min(blocks.block_k, DOT_BLOCK_K) if dot else blocks.block_k,
+        STAGES=blocks.stages, num_stages=blocks.stages)
     return out.reshape(*lead, n)
 
 
