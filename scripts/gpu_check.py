@@ -100,7 +100,7 @@ from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
 from playground.events import Round  # noqa: E402
-from playground.engine.fused_layers import fuse_head, fuse_layers, fused_models  # noqa: E402
+from playground.engine.fused_layers import fuse_model, fused_models  # noqa: E402
 from playground.engine.fused_linear import Blocks  # noqa: E402
 from playground.models.fused_projections import fuse_projections  # noqa: E402
 from playground.models.loading import Pair, load_pair  # noqa: E402
@@ -326,38 +326,46 @@ def fused_head(shape: dict, width: int, device: str, dtype, copies: int):
 DRAFT_PASSES, TARGET_PASSES = ("draft step", "draft head"), ("target verify", "target step", "target head, verify")
 
 
+def total(timed: dict, way: str, passes) -> float:
+    """The milliseconds `way` took over these passes of `timed` (pass -> way -> ms): NaN where one was
+    not timed, or failed."""
+    return sum(timed.get(p, {}).get(way, float("nan")) for p in passes)
+
+
+def fastest(timed: dict, ways: dict, passes):
+    """Of `ways` (choice -> the way timed), the choice whose way took least time over these passes
+    of `timed`; None where none was timed over all of them."""
+    totals = {choice: total(timed, way, passes) for choice, way in ways.items()} if passes else {}
+    done = {choice: ms for choice, ms in totals.items() if ms == ms}
+    return min(done, key=done.get) if done else None
+
+
 def models_to_fuse(fused_ms: dict) -> str:
     """"both" where `fused` timed the target's passes faster through the fused products (in their
     fastest split, over the passes together) than as the compiled modules, else "draft"."""
     best = fastest_blocks(fused_ms, TARGET_PASSES)
-    fused, modules = (sum(fused_ms.get(p, {}).get(way, float("nan")) for p in TARGET_PASSES)
-                      for way in (best, "compiled modules"))
-    return "both" if fused < modules else "draft"  # (NaN, not timed: the draft alone)
+    faster = total(fused_ms, best, TARGET_PASSES) < total(fused_ms, "compiled modules", TARGET_PASSES)
+    return "both" if faster else "draft"  # (NaN, not timed: the draft alone)
 
 
 def fastest_blocks(fused_ms: dict, passes: tuple) -> str:
     """The FUSED_BLOCKS split whose kernels took least time over these passes of `fused` ("fused" where
     none was timed)."""
-    totals = {way: sum(fused_ms.get(p, {}).get(way, float("nan")) for p in passes) for way in FUSED_BLOCKS if passes}
-    timed = {way: ms for way, ms in totals.items() if ms == ms}  # NaN: a pass or split not timed, or failed
-    return min(timed, key=timed.get) if timed else "fused"
+    return fastest(fused_ms, {way: way for way in FUSED_BLOCKS}, passes) or "fused"
 
 
 def fastest_chunk(attention_ms: dict) -> int:
     """The chunk size whose Triton attention took least time over the three passes timed (the
     module's own when none was timed)."""
     sizes = {decode_attention.CHUNK: "folded triton", **{c: f"folded triton, chunk {c}" for c in (64, 256, 512)}}
-    totals = {c: sum(t.get(way, float("nan")) for t in attention_ms.values()) for c, way in sizes.items()}
-    timed = {c: ms for c, ms in totals.items() if ms == ms and attention_ms}  # NaN: not timed, or failed
-    return min(timed, key=timed.get) if timed else decode_attention.CHUNK
+    return fastest(attention_ms, sizes, tuple(attention_ms)) or decode_attention.CHUNK
 
 
 def one_kernel_faster(attention_ms: dict) -> bool:
     """Whether Triton's attention with the combine in the split's last programs took less time over
     the passes timed than its two kernels (False where either was not timed, or failed)."""
-    totals = [sum(t.get(way, float("nan")) for t in attention_ms.values())
-              for way in ("folded triton, one kernel", "folded triton")]
-    return bool(attention_ms) and totals[0] < totals[1]  # (NaN compares False)
+    passes = tuple(attention_ms)  # (NaN compares False)
+    return total(attention_ms, "folded triton, one kernel", passes) < total(attention_ms, "folded triton", passes)
 
 
 def triton_settings(report: dict) -> None:
@@ -686,8 +694,8 @@ def joined_pair(report: dict, device: str, shapes, fused_layers: str = "off", na
     pair = real_size_pair(device, shapes)
     report["joined_modules"] = [fuse_projections(model) for model in (pair.target, pair.draft)]
     fused = fused_models(pair.target, pair.draft, fused_layers)
-    report.setdefault("fused_layers", {})[name] = [
-        fuse_layers(model) + fuse_head(model) if model in fused else 0 for model in (pair.target, pair.draft)]
+    report.setdefault("fused_layers", {})[name] = [fuse_model(model) if model in fused else 0
+                                                   for model in (pair.target, pair.draft)]
     return pair
 
 

@@ -54,6 +54,11 @@ def fuse_layers(model: torch.nn.Module | None) -> int:
     return done
 
 
+def fuse_model(model: torch.nn.Module | None) -> int:
+    """The model's fusable layers and its head given the fused products; -> modules given them."""
+    return fuse_layers(model) + fuse_head(model)
+
+
 def fuse_head(model: torch.nn.Module | None) -> bool:
     """Give the model's output head (a Linear without a bias) the fused product; -> whether it was."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None

@@ -24,7 +24,7 @@ from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.metrics import summarize
 from playground.engine.attention import fold_grouped_heads, folds_on
 from playground.models import loading
-from playground.engine.fused_layers import fuse_head, fuse_layers, fused_models
+from playground.engine.fused_layers import fuse_model, fused_models
 from playground.models.fused_projections import fuse_projections, fuses_on
 from playground.models.loading import Pair
 from playground.models.placement import resolve_device
@@ -59,8 +59,7 @@ def _change_in_place(pair: Pair) -> None:
         if fuses_on(pair.device):
             fuse_projections(model)
     for model in fused_models(pair.target, pair.draft):  # PLAYGROUND_FUSED_LAYERS (off by default)
-        fuse_layers(model)
-        fuse_head(model)
+        fuse_model(model)
 
 
 def settings(k: int = DEFAULT_K, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
