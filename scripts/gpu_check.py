@@ -1,6 +1,7 @@
 """Every GPU measurement of the compiled CUDA path in one command, one table at the end.
 
-    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,fusedlayers,tuned] [--tokens 128] [--repeats 3] [--fused-layers auto|draft|both]
+    python scripts/gpu_check.py [--only tests,cli,demo,real,joined,triton,ways,whole,regional,fused,fusedlayers,pdl,tuned]
+        [--tokens 128] [--repeats 3] [--fused-layers auto|draft|both] [--fused-blocks SPLIT]
     python scripts/gpu_check.py --rehearse   # on a CPU, small shapes: every step but the figures
 
 - tests: the tests marked `gpu` (pytest -m gpu), captured CUDA graphs on tiny models.
@@ -36,13 +37,22 @@
          (four a layer) in six splits (FUSED_BLOCKS: tl.dot on rows padded to 16 in blocks of 128 or
          256 inputs, or a step's one or two rows summed without tl.dot in programs of 1 to 16
          outputs), each pass's layers replayed as one graph (not in the default --only; a minute, no
-         model built): whether fusing them would take the draft's step toward its bar.
+         model built): whether fusing them would take the draft's step toward its bar. Then each pass
+         again launched dependent (PLAYGROUND_PDL): the modules compiled with inductor's
+         triton.enable_pdl, and the split timed fastest ("<split>, pdl").
 - fusedlayers: the joined pair with Triton attention built twice in one process, as it is and with
          the draft's layers and head (the target's too where `fused` timed its passes faster fused, or
          as --fused-layers says) through
          playground.engine.fused_layers (PLAYGROUND_FUSED_LAYERS) in the split `fused` timed fastest
          for them (the default split without `fused`), rows interleaved as in `ways`: the rounds'
-         figures of what `fused` times alone, side by side (not in the default --only).
+         figures of what `fused` times alone, side by side (not in the default --only). --fused-blocks
+         names the split where `fused` is not in the call; both variants launch dependent under
+         PLAYGROUND_PDL=1.
+- pdl:    the joined pair with Triton attention built twice in one process, its kernels launched as
+         usual and launched dependent (playground.engine.dependent_launch, PLAYGROUND_PDL: inductor's
+         Triton kernels and the engine's own may start while the kernel before them ends), rows
+         interleaved as in `ways` (not in the default --only; about 6 min). Both unfused, or with the
+         models --fused-layers draft|both names fused in --fused-blocks' split.
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
          and coordinate-descent tuning of its own kernels; compiles for minutes. On an H200
@@ -65,12 +75,14 @@ chunks of 64 to 512, and as one kernel. Results also go to $OUT/gpu_check.json (
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
 since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
---repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 6.5 min, not yet run:
-the fused products' timing, one pass's attention each way (Triton's as two kernels or one), then
-two cold compiles of the joined pair, as it is and with the draft fused (the target too where its
-passes timed faster fused), their rows interleaved); at once after it, if the draft's step was faster fused, `--only
-tests` (about 2.5 min: the GPU tests, the fused layers and head in bfloat16 both splits, Triton's
-attention), else `--only ways` (about 6 min: the two attentions side by side); then
+--repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 7 min, not yet run:
+the fused products' timing, launched as usual and dependent, one pass's attention each way
+(Triton's as two kernels or one), then two cold compiles of the joined pair, as it is and with the
+draft fused (the target too where its passes timed faster fused), their rows interleaved); at once
+after it `--only pdl` (about 6 min: launched dependent or not, side by side; add `--fused-layers
+draft --fused-blocks "<split>"` where the draft's rounds were faster fused, and name the split
+`fusedlayers` used); then `tests` (about 2.5 min: the GPU tests, the fused layers and head in
+bfloat16 both splits, Triton's attention), `ways` (about 6 min: the two attentions side by side),
 `regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
@@ -94,7 +106,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from playground import session  # noqa: E402
-from playground.engine import attention, decode_attention, fused_linear, layer_regions  # noqa: E402
+from playground.engine import attention, decode_attention, dependent_launch, fused_linear, layer_regions  # noqa: E402
 from playground.engine.attention import fold_grouped_heads  # noqa: E402
 from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
@@ -264,18 +276,32 @@ def fused_costs(device: str, shapes, k: int) -> dict:
         ways = {"compiled modules": lambda: [compiled(w) for w in weights]}
         if fused is not None:
             ways |= {way: lambda b=blocks: [fused(w, b) for w in weights] for way, blocks in FUSED_BLOCKS.items()}
-        out[name] = {}
-        for way, fn in ways.items():
-            try:
-                out[name][way] = graph_ms(fn, 1) if device == "cuda" else device_ms(fn, device, 1, 1)  # (a
-                # rehearsal's figures mean nothing: Triton's interpreter, once)
-            except Exception as exc:  # a way that fails is reported, the others still timed
-                out[name][way] = float("nan")
-                print(f"fused {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
+        out[name] = timed_ways(name, ways, device)
+        with launching_dependent(True):  # the same launched dependent (PLAYGROUND_PDL): the modules compiled
+            dependent = torch.compile(lambda w: modules(w), dynamic=False,  # again (a code object of its own)
+                                      options={"triton.enable_pdl": True}) if device == "cuda" else modules
+            ways = {"compiled modules, pdl": lambda: [dependent(w) for w in weights]}
+            if fused is not None:  # and the split timed fastest
+                best = fastest(out, {way: way for way in FUSED_BLOCKS}, (name,))
+                ways[f"{best}, pdl"] = lambda b=FUSED_BLOCKS[best]: [fused(w, b) for w in weights]
+            out[name] |= timed_ways(name, ways, device)
         if fused is not None:
             want = compiled(weights[0])
             out[name]["max difference"] = max((a.float() - b.float()).abs().max().item() for blocks in FUSED_BLOCKS.values()
                                               for a, b in zip(want, fused(weights[0], blocks)))
+    return out
+
+
+def timed_ways(name: str, ways: dict, device: str) -> dict:
+    """way -> the milliseconds its function took (a CUDA graph's replay; on a CPU once: a rehearsal's
+    figures mean nothing, Triton's interpreter), NaN where it failed (reported; the others still timed)."""
+    out = {}
+    for way, fn in ways.items():
+        try:
+            out[way] = graph_ms(fn, 1) if device == "cuda" else device_ms(fn, device, 1, 1)
+        except Exception as exc:
+            out[way] = float("nan")
+            print(f"fused {name} {way} FAILED: {type(exc).__name__}: {exc}", flush=True)
     return out
 
 
@@ -709,25 +735,35 @@ def attending(way: str):
         attention.WAY = before
 
 
+@contextlib.contextmanager
+def launching_dependent(on: bool):
+    """dependent_launch.ON set to `on` while passes compile and their graphs are captured (PLAYGROUND_PDL)."""
+    before, dependent_launch.ON = dependent_launch.ON, on
+    try:
+        yield
+    finally:
+        dependent_launch.ON = before
+
+
 def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, prompt, args, save) -> None:
     """The joined pair built once per variant (name -> (attention way, fused layers: off, draft or
-    both)), each compiled in this process (Triton's attention as timed fastest: triton_settings);
+    both, launched dependent: PLAYGROUND_PDL)), each compiled in this process (Triton's attention as timed fastest: triton_settings);
     then at acceptance ~0 and 1 the variants' rows interleaved run by run, each run under its own
     attention: -> "<key> <name> acceptance <a>" (print_table's rows) and "<key> <other> vs <first>
     acceptance <a>" (per row, the first variant's ms a token over the other's in each repeat: median,
     min, max; above 1 the other is faster). `ways`: the figure that decides attention's default on a
-    GPU; `fusedlayers`: whether the fused layers pay in rounds."""
+    GPU; `fusedlayers`: whether the fused layers pay in rounds; `pdl`: whether launching dependent does."""
     triton_settings(report)
     spec = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True)
     sched = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True, policy="schedule")
-    pairs, ways, failed = {}, {}, report.setdefault("failed", {})
-    for name, (way, fused) in variants.items():
+    pairs, failed = {}, report.setdefault("failed", {})
+    for name, (way, fused, pdl) in variants.items():
         say(f"building the joined pair for {key} {name}, compiling it (spec, schedule, alone-W, alone-1)")
-        with attending(way):
+        with attending(way), launching_dependent(pdl):
             pair = joined_pair(report, device, shapes, fused, f"{key} {name}")
             started = time.perf_counter()
             if attempted(failed, f"{key} {name}: compile", lambda: compile_rows(pair, prompt, spec, sched)):
-                pairs[name], ways[name] = pair, way
+                pairs[name] = pair
                 report[f"{key} {name} compile_s"] = time.perf_counter() - started
     if not pairs:
         return
@@ -745,7 +781,7 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
         seen = {(name, run): [] for name in pairs for run in runs}
         for _ in range(args.repeats):
             for (name, run), results in seen.items():
-                with attending(ways[name]):
+                with attending(variants[name][0]), launching_dependent(variants[name][2]):
                     if (result := attempted(failed, f"{key} {name} {run}", lambda: decode(runs[run](pairs[name])))):
                         results.append(result)
         for name in pairs:
@@ -763,6 +799,14 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
             print(f"{other} against {first} (speed, per repeat): " + "; ".join(
                 f"{run} {r[0]:.3f}x ({r[1]:.3f}-{r[2]:.3f})" for run, r in ratios.items() if r), flush=True)
         save()
+
+
+def fused_split(report: dict, args, which: str) -> None:
+    """fused_linear.BLOCKS for the rows of the models `which` names: --fused-blocks, else the split
+    `fused` timed fastest over their passes in this call, else the module's default ("fused")."""
+    passes = DRAFT_PASSES + (TARGET_PASSES if which == "both" else ())
+    report["fused_blocks"] = args.fused_blocks or fastest_blocks(report.get("fused_ms", {}), passes)
+    fused_linear.BLOCKS = FUSED_BLOCKS[report["fused_blocks"]]
 
 
 def compile_rows(pair: Pair, prompt: list[int], spec, sched) -> bool:
@@ -790,6 +834,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--fused-layers", choices=("auto", "draft", "both"), default="auto",
                         help="the models whose layers and head `fusedlayers` runs through the fused products "
                         "(auto: both where `fused` timed the target's passes faster fused, else the draft)")
+    parser.add_argument("--fused-blocks", choices=tuple(FUSED_BLOCKS), help="the split of the fused products "
+                        "(default: the one `fused` timed fastest in this call, else the module's default)")
     parser.add_argument("--cold-child", action="store_true", help="run by the `whole` and `regional` sections "
                         "(their parent timed attention)")
     args = parser.parse_args(argv)
@@ -810,7 +856,7 @@ def main(argv=None) -> dict:
         report["tests"] = run_tests(args.out)
         save()
     prompt = list(range(100, 228) if args.rehearse else range(1000, 1128))  # ids both models have
-    if {"real", "joined", "triton", "ways", "fusedlayers"} & set(only) and not args.cold_child:
+    if {"real", "joined", "triton", "ways", "fusedlayers", "pdl"} & set(only) and not args.cold_child:
         report["attention_ms"] = attempted(report.setdefault("failed", {}), "attention",
                                            lambda: attention_costs(device, shapes, args.k)) or {}
         print("attention per pass, all layers (ms): " + "; ".join(
@@ -843,15 +889,22 @@ def main(argv=None) -> dict:
         joined_variant(report, "triton", "Qwen2.5-7B/0.5B shapes, joined, Triton attention", device, shapes, prompt,
                        args, save, "triton", {})
     if "ways" in only:  # the joined pair through the matrix products and through Triton, interleaved
-        side_by_side(report, "ways", {way: (way, "off") for way in WAYS}, device, shapes, prompt, args, save)
+        side_by_side(report, "ways", {way: (way, "off", dependent_launch.ON) for way in WAYS}, device, shapes, prompt,
+                     args, save)
     if "fusedlayers" in only:  # playground.engine.fused_layers (opt-in: PLAYGROUND_FUSED_LAYERS) beside the layers' own
-        timed = report.get("fused_ms", {})
-        which = report["fused_models"] = args.fused_layers if args.fused_layers != "auto" else models_to_fuse(timed)
-        report["fused_blocks"] = fastest_blocks(timed, DRAFT_PASSES + (TARGET_PASSES if which == "both" else ()))
-        fused_linear.BLOCKS = FUSED_BLOCKS[report["fused_blocks"]]
+        which = report["fused_models"] = args.fused_layers if args.fused_layers != "auto" else models_to_fuse(
+            report.get("fused_ms", {}))
+        fused_split(report, args, which)
         say(f"the joined pair with Triton attention, and again with the {which} model's layers and head fused "
-            f"({report['fused_blocks']}: the split timed fastest above), side by side")
-        side_by_side(report, "fusedlayers", {"triton": ("triton", "off"), f"{which} fused": ("triton", which)},
+            f"({report['fused_blocks']}), side by side")
+        pdl = dependent_launch.ON
+        side_by_side(report, "fusedlayers", {"triton": ("triton", "off", pdl), f"{which} fused": ("triton", which, pdl)},
+                     device, shapes, prompt, args, save)
+    if "pdl" in only:  # playground.engine.dependent_launch (opt-in: PLAYGROUND_PDL) beside kernels launched as usual
+        which = report["pdl_fused_models"] = args.fused_layers if args.fused_layers != "auto" else "off"
+        fused_split(report, args, which)
+        say(f"the joined pair with Triton attention ({which} fused), and again launched dependent, side by side")
+        side_by_side(report, "pdl", {"triton": ("triton", which, False), "triton pdl": ("triton", which, True)},
                      device, shapes, prompt, args, save)
     if "tuned" in only:  # an experiment, not the product's build: inductor benchmarks Triton templates for every
         say("the joined pair with Triton attention again, compiled with inductor's max-autotune and "  # product

@@ -214,3 +214,42 @@ def test_triton_decode_attention_in_bfloat16():
             replayed.zero_()
             graph.replay()
             torch.testing.assert_close(replayed.float(), want, rtol=0, atol=2e-2)
+
+
+def test_kernels_launched_dependent_give_the_same_numbers_and_exact_rounds(tokenizer, monkeypatch):
+    """PLAYGROUND_PDL (playground.engine.dependent_launch) on a Hopper GPU: a chain of the engine's
+    kernels, each reading what the one before wrote, gives the same bits launched dependent as
+    launched as usual, called and replayed from a captured graph; compiled rounds (inductor's
+    kernels launched dependent too) keep the target alone's tokens."""
+    from playground.engine import decode_attention as da, dependent_launch, fused_linear as fl
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("programmatic dependent launch needs compute capability 9.0 (Hopper) or later")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x, g = (torch.randn(1, 896, generator=gen, device="cuda").bfloat16() for _ in range(2))
+    w1, w2 = (torch.randn(896, 896, generator=gen, device="cuda").bfloat16() * 896 ** -0.5 for _ in range(2))
+    k, v = (torch.randn(1, 2, 4 * da.CHUNK, 64, generator=gen, device="cuda").bfloat16() for _ in range(2))
+    mask = torch.zeros(1, 1, 1, 4 * da.CHUNK, dtype=torch.bool, device="cuda")
+    mask[..., :300] = True
+
+    def chain():  # norm + product, product + residual, then attention over its output as queries
+        h = fl.fused_linear(x, w1, prologue="norm", norm_weight=g, blocks=fl.Blocks(narrow_rows=4))
+        h = fl.fused_linear(h, w2, residual=h)
+        return da.decode_attention_impl(h.reshape(1, 2, 7, 64), k, v, mask, 0.125, one_kernel=True)
+    want = chain()
+    monkeypatch.setattr(dependent_launch, "ON", True)
+    assert dependent_launch.launches_dependent(x.device)
+    assert torch.equal(chain(), want)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        replayed = chain()
+    for _ in range(3):
+        replayed.zero_()
+        graph.replay()
+        assert torch.equal(replayed, want)
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=13, eos_id=tokenizer.eos_token_id).cuda()
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3).cuda(), tokenizer, eos_ids=[])
+    prompt = tokenizer(PROMPT).input_ids
+    cfg = compiled(3, 40)
+    spec = session.run(pair, prompt, cfg)
+    assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+    assert 0 < spec.stats["accepted"] < spec.stats["proposed"]

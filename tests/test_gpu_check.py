@@ -166,6 +166,8 @@ def test_rehearsal_times_the_fused_products_beside_the_modules(gpu_check, tmp_pa
     for name, timed in report["fused_ms"].items():
         assert timed["compiled modules"] > 0 and all(timed[way] > 0 for way in gpu_check.FUSED_BLOCKS), name
         assert timed["max difference"] < 0.05, (name, timed)  # float16 outputs of about unit size
+        fastest = min(gpu_check.FUSED_BLOCKS, key=timed.get)  # ... and again launched dependent: the modules
+        assert timed["compiled modules, pdl"] > 0 and timed[f"{fastest}, pdl"] > 0, name  # and the fastest split
 
 
 def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
@@ -184,6 +186,26 @@ def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
         ratios = report[f"fusedlayers draft fused vs triton acceptance {acceptance}"]
         assert ratios["same tokens"] is True and all(0 < lo <= mid <= hi for mid, lo, hi in (ratios["spec k=2"],))
     assert "bars, fusedlayers draft fused:" in capsys.readouterr().out
+
+
+def test_rehearsal_runs_the_dependent_launch_section(gpu_check, tmp_path, monkeypatch):
+    """`--only pdl`: the joined pair built twice, the second compiled (and its graphs captured) with
+    PLAYGROUND_PDL on, here with the draft fused in the split named; rows interleaved, each under its
+    own setting (a CPU launches nothing dependent: the wiring is rehearsed, not the launch)."""
+    from playground.engine import dependent_launch, static
+    seen = []
+    compiled_with = dependent_launch.inductor_options
+    monkeypatch.setattr(static.dependent_launch, "inductor_options",
+                        lambda device: seen.append(dependent_launch.ON) or compiled_with(device))
+    report = gpu_check.main(["--rehearse", "--only", "pdl", "--fused-layers", "draft", "--fused-blocks",
+                             "fused narrow, k 512", "--tokens", "12", "--repeats", "2", "--k", "2", "--out", str(tmp_path)])
+    assert not report["failed"] and report["fused_blocks"] == "fused narrow, k 512"
+    assert report["fused_layers"] == {"pdl triton": [0, 3], "pdl triton pdl": [0, 3]}  # the draft fused in both
+    assert seen == [False, False, True, True] and dependent_launch.ON is False  # each model compiled once, as set
+    for acceptance in (0, 1):
+        for name in ("triton", "triton pdl"):
+            assert report[f"pdl {name} acceptance {acceptance}"]["spec k=2"]["identical"], (name, acceptance)
+        assert report[f"pdl triton pdl vs triton acceptance {acceptance}"]["same tokens"] is True
 
 
 def test_the_fastest_split_over_the_passes_of_the_models_fused(gpu_check):

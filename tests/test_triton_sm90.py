@@ -34,7 +34,7 @@ def test_the_fused_product_compiles_for_sm90(dot, block_m, block_n, block_k):
     for prologue in fused_linear.PROLOGUES.values():
         for extras in (True, False):  # bias and residual, or neither
             constants = dict(PROLOGUE=prologue, HAS_BIAS=extras, HAS_RESIDUAL=extras, DOT=dot, BLOCK_M=block_m,
-                             BLOCK_N=block_n, BLOCK_K=block_k, STAGES=3)
+                             BLOCK_N=block_n, BLOCK_K=block_k, STAGES=3, PDL=False)
             kernel = compiled(fused_linear._kernel(), pointers, {"eps"}, constants, {"M"}, num_stages=3)
             assert kernel.asm["cubin"] and "cp.async" in kernel.asm["ptx"], constants  # the weight's loads in flight
             # ahead of their use (Triton's pipelining; a latency a step otherwise: the products are bound by it)
@@ -46,10 +46,36 @@ def test_the_decode_attention_kernels_compile_for_sm90(one_kernel):
     sizes = dict(ROWS=7, D=64, BLOCK_M=16, BLOCK_D=64, CHUNKS=32, BLOCK_C=32)  # a 0.5B draft step's heads
     pointers = dict(Q="*bf16", K="*bf16", V="*bf16", MASK="*u8", O="*fp32", STATS="*fp32", OUT="*bf16", COUNT="*i32")
     unaligned = {"heads", "n", "length"}  # (a cache's length need not be a multiple of 16)
-    kernel = compiled(split, pointers, {"scale"}, dict(sizes, CHUNK=128, BLOCK_N=64, ONE_KERNEL=one_kernel), unaligned)
+    kernel = compiled(split, pointers, {"scale"}, dict(sizes, CHUNK=128, BLOCK_N=64, ONE_KERNEL=one_kernel, PDL=False),
+                      unaligned)
     assert kernel.asm["cubin"] and ("cp.async" in kernel.asm["ptx"]) == one_kernel  # the combine's chunks pipelined
     if one_kernel:  # (the split's blocks are unrolled instead) ... and the arrival a release and an acquire at the
         assert "atom.global.gpu.acq_rel" in kernel.asm["ptx"]  # GPU's scope: partials written before, read after
     else:
-        assert "cp.async" in compiled(combine, pointers, set(), sizes, {"heads"}).asm["ptx"]
+        assert "cp.async" in compiled(combine, pointers, set(), dict(sizes, PDL=False), {"heads"}).asm["ptx"]
+    assert "griddepcontrol" not in kernel.asm["ptx"]  # (launched as any kernel unless PLAYGROUND_PDL)
+
+
+def first_global_access(ptx: str) -> int:
+    return min(i for i in (ptx.find("ld.global"), ptx.find("st.global"), ptx.find("cp.async.")) if i >= 0)
+
+
+def test_kernels_launched_dependent_wait_before_their_first_global_access():
+    """PLAYGROUND_PDL (playground.engine.dependent_launch): each kernel waits for the one before it
+    (griddepcontrol.wait) ahead of every load and store (the one before may still write what it
+    reads, or read what it writes: a buffer freed by it, given to this one), and lets the next in."""
+    fused = dict(PROLOGUE=fused_linear.PROLOGUES["norm"], HAS_BIAS=True, HAS_RESIDUAL=True, BLOCK_M=1,
+                 BLOCK_N=4, BLOCK_K=256, STAGES=3, PDL=True)
+    split, combine = decode_attention._kernels()
+    sizes = dict(ROWS=7, D=64, BLOCK_M=16, BLOCK_D=64, CHUNKS=32, BLOCK_C=32, PDL=True)
+    attention = dict(Q="*bf16", K="*bf16", V="*bf16", MASK="*u8", O="*fp32", STATS="*fp32", OUT="*bf16", COUNT="*i32")
+    kernels = [compiled(fused_linear._kernel(), dict.fromkeys(["X", "W", "B", "G", "R", "OUT"], "*bf16"), {"eps"},
+                        dict(fused, DOT=dot), {"M"}, num_stages=3, launch_pdl=True) for dot in (False, True)]
+    kernels += [compiled(split, attention, {"scale"}, dict(sizes, CHUNK=128, BLOCK_N=64, ONE_KERNEL=one), {"heads", "n", "length"},
+                         launch_pdl=True) for one in (False, True)]
+    kernels.append(compiled(combine, attention, set(), sizes, {"heads"}, launch_pdl=True))
+    for kernel in kernels:
+        ptx = kernel.asm["ptx"]
+        assert kernel.metadata.launch_pdl and "griddepcontrol.launch_dependents" in ptx
+        assert -1 < ptx.find("griddepcontrol.wait") < first_global_access(ptx)
 

@@ -38,6 +38,8 @@ import os
 
 import torch
 
+from playground.engine.dependent_launch import launches_dependent
+
 CHUNK = 128  # cache positions a program covers (on an H200 faster than 64, 256 or 512 in all three passes timed)
 BLOCK_N = 64  # positions per step inside a program
 MAX_ROWS = 64  # folded rows one program holds (a 7B verify pass of 5 tokens: 35); more go to the matmuls
@@ -98,7 +100,9 @@ def _kernels():
     def split(Q, K, V, MASK, O, STATS, OUT, COUNT, sq_b, sq_h, sq_r, sk_b, sk_h, sk_l, sv_b, sv_h, sv_l, sm_b, sm_n,
               sm_l, so_b, so_h, so_r, heads, n, length, scale, ROWS: tl.constexpr, D: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNK: tl.constexpr, BLOCK_N: tl.constexpr,
-              CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr, ONE_KERNEL: tl.constexpr):
+              CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr, ONE_KERNEL: tl.constexpr, PDL: tl.constexpr):
+        if PDL:  # launched dependent: the kernel before (the cache's write) has ended (dependent_launch)
+            tl.extra.cuda.gdc_wait()
         bh, chunk, chunks = tl.program_id(0), tl.program_id(1), tl.num_programs(1)
         b, h = bh // heads, bh % heads
         rows, dims = tl.arange(0, BLOCK_M), tl.arange(0, BLOCK_D)
@@ -128,6 +132,8 @@ def _kernels():
             l_i = l_i * alpha + tl.sum(p, 1)
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
+        if PDL:  # the next kernel may be placed now (it waits for this one's end before it reads)
+            tl.extra.cuda.gdc_launch_dependents()
         part = bh * chunks + chunk
         tl.store(O + part * BLOCK_M * BLOCK_D + rows[:, None] * BLOCK_D + dims[None, :], acc)  # zeros for a
         # row that attended nothing here (p was 0 in every block): the combine reads it without asking
@@ -140,7 +146,11 @@ def _kernels():
 
     @triton.jit
     def combine(O, STATS, OUT, so_b, so_h, so_r, heads, ROWS: tl.constexpr, D: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr):
+                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_C: tl.constexpr,
+                PDL: tl.constexpr):
+        if PDL:  # (as the split; it lets the next kernel in as it starts: its loads are few)
+            tl.extra.cuda.gdc_wait()
+            tl.extra.cuda.gdc_launch_dependents()
         combine_head(O, STATS, OUT, tl.program_id(0), so_b, so_h, so_r, heads, ROWS, D, BLOCK_M, BLOCK_D, CHUNKS, BLOCK_C)
 
     return split, combine
@@ -164,7 +174,9 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
     out = torch.empty(b, heads, rows, value.shape[-1], device=query.device, dtype=value.dtype)
     one_kernel = ONE_KERNEL if one_kernel is None else one_kernel  # (its arrival counters: this call's own)
     count = torch.zeros(b * heads, device=query.device, dtype=torch.int32) if one_kernel else None
-    sizes = dict(ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks, BLOCK_C=_pow2(chunks, 1))
+    pdl = launches_dependent(query.device)
+    sizes = dict(ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks, BLOCK_C=_pow2(chunks, 1), PDL=pdl,
+                 **({"launch_pdl": True} if pdl else {}))
     split[(b * heads, chunks)](
         query, key, value, mask, partial, stats, out, count if count is not None else stats,
         query.stride(0), query.stride(1), query.stride(2), key.stride(0), key.stride(1), key.stride(2),

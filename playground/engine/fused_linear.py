@@ -24,12 +24,15 @@ and the SiLU's exp. The draft's numbers decide only what it guesses, never what 
 
 playground.engine.fused_layers runs decoder layers through it (opt-in, PLAYGROUND_FUSED_LAYERS);
 scripts/gpu_check.py times it against the compiled products on a GPU (`--only fused`); tests run it
-under Triton's interpreter on a CPU."""
+under Triton's interpreter on a CPU. Under PLAYGROUND_PDL it launches programmatically dependent
+(playground.engine.dependent_launch)."""
 import dataclasses
 import functools
 import os
 
 import torch
+
+from playground.engine.dependent_launch import launches_dependent
 
 MAX_ROWS = 16
 
@@ -75,7 +78,9 @@ def _kernel():
     @triton.jit
     def product(X, W, B, G, R, OUT, M, N, K, sx, sw, sr, so, eps, PROLOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
                 HAS_RESIDUAL: tl.constexpr, DOT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, STAGES: tl.constexpr):
+                BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
+        if PDL:  # launched dependent: the kernel before has ended, its writes visible (dependent_launch)
+            tl.extra.cuda.gdc_wait()
         rows = tl.arange(0, BLOCK_M)
         cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok, col_ok = rows < M, cols < N
@@ -106,6 +111,8 @@ def _kernel():
                 acc += tl.dot(a.to(w.dtype), tl.trans(w))  # [BLOCK_M, BLOCK_K] x [BLOCK_K, BLOCK_N], float32
             else:  # [BLOCK_M, 1, BLOCK_K] * [1, BLOCK_N, BLOCK_K] summed along K (products exact in float32)
                 acc += tl.sum(a.to(w.dtype).to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :], 2)
+        if PDL:  # the next kernel may be placed now (it waits for this one's end before it reads)
+            tl.extra.cuda.gdc_launch_dependents()
         if HAS_BIAS:
             acc += tl.load(B + cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
         out = acc.to(OUT.dtype.element_ty)  # the product as its module returns it
@@ -149,12 +156,13 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     weight = weight if weight.stride(-1) == 1 else weight.contiguous()
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     res = residual.reshape(m, n).contiguous() if residual is not None else out
+    pdl = launches_dependent(x.device)
     _kernel()[(-(-n // size),)](
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
         PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None, DOT=dot,
         BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=min(blocks.block_k, DOT_BLOCK_K) if dot else blocks.block_k,
-        STAGES=blocks.stages, num_stages=blocks.stages)
+        STAGES=blocks.stages, PDL=pdl, num_stages=blocks.stages, **({"launch_pdl": True} if pdl else {}))
     return out.reshape(*lead, n)
 
 

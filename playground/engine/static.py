@@ -28,7 +28,7 @@ import weakref
 import torch
 
 from playground.engine.attention import fold_grouped_heads, folds_on
-from playground.engine import layer_regions
+from playground.engine import dependent_launch, layer_regions
 from playground.engine.graphs import program
 from playground.engine.runner import ModelRunner, full_width
 from playground.engine.static_cache import PointerCache, borrow_cache
@@ -79,7 +79,7 @@ def compiled_forward(model: torch.nn.Module):
             fold_grouped_heads(model)
         allow_recompiles()
         by_layer = layer_regions.by_layer_on(model.device) and layer_regions.mark_layer_regions(model) > 0
-        options = {"guard_filter_fn": guards_on_arguments}
+        options = {"guard_filter_fn": guards_on_arguments, **dependent_launch.inductor_options(model.device)}
         if model.device.type == "cpu" and not by_layer:  # a C++ wrapper calls the kernels without a Python line
             options["cpp_wrapper"] = True  # per op (-6% a demo round); it cannot call a layer's region
         fn = torch.compile(own_forward(model), dynamic=False, options=options)  # on CUDA: graphs captured by hand
