@@ -39,7 +39,8 @@
          outputs), each pass's layers replayed as one graph (not in the default --only; a minute, no
          model built): whether fusing them would take the draft's step toward its bar. Then each pass
          again launched dependent (PLAYGROUND_PDL): the modules compiled with inductor's
-         triton.enable_pdl, and the split timed fastest ("<split>, pdl").
+         triton.enable_pdl, and the split timed fastest ("<split>, pdl"), also with each program's
+         weights asked of L2 before it waits ("<split>, pdl, prefetch": dependent_launch.PREFETCH).
 - fusedlayers: the joined pair with Triton attention built twice in one process, as it is and with
          the draft's layers and head (the target's too where `fused` timed its passes faster fused, or
          as --fused-layers says) through
@@ -52,7 +53,8 @@
          usual and launched dependent (playground.engine.dependent_launch, PLAYGROUND_PDL: inductor's
          Triton kernels and the engine's own may start while the kernel before them ends), rows
          interleaved as in `ways` (not in the default --only; about 6 min). Both unfused, or with the
-         models --fused-layers draft|both names fused in --fused-blocks' split.
+         models --fused-layers draft|both names fused in --fused-blocks' split (their weights asked of
+         L2 first where `fused` in the same call timed that faster, or did not time it).
 - tuned:  an experiment (not in the default --only): the triton pair compiled with inductor's
          max-autotune (Triton GEMM templates benchmarked against cuBLAS for every product shape)
          and coordinate-descent tuning of its own kernels; compiles for minutes. On an H200
@@ -280,11 +282,13 @@ def fused_costs(device: str, shapes, k: int) -> dict:
         with launching_dependent(True):  # the same launched dependent (PLAYGROUND_PDL): the modules compiled
             dependent = torch.compile(lambda w: modules(w), dynamic=False,  # again (a code object of its own)
                                       options={"triton.enable_pdl": True}) if device == "cuda" else modules
-            ways = {"compiled modules, pdl": lambda: [dependent(w) for w in weights]}
-            if fused is not None:  # and the split timed fastest
+            out[name] |= timed_ways(name, {"compiled modules, pdl": lambda: [dependent(w) for w in weights]}, device)
+            if fused is not None:  # and the split timed fastest, its weights asked of L2 first or not
                 best = fastest(out, {way: way for way in FUSED_BLOCKS}, (name,))
-                ways[f"{best}, pdl"] = lambda b=FUSED_BLOCKS[best]: [fused(w, b) for w in weights]
-            out[name] |= timed_ways(name, ways, device)
+                for way, prefetch in ((f"{best}, pdl", False), (f"{best}, pdl, prefetch", True)):
+                    with prefetching(prefetch):
+                        out[name] |= timed_ways(name, {way: lambda b=FUSED_BLOCKS[best]: [fused(w, b) for w in weights]},
+                                                device)
         if fused is not None:
             want = compiled(weights[0])
             out[name]["max difference"] = max((a.float() - b.float()).abs().max().item() for blocks in FUSED_BLOCKS.values()
@@ -745,6 +749,24 @@ def launching_dependent(on: bool):
         dependent_launch.ON = before
 
 
+@contextlib.contextmanager
+def prefetching(on: bool):
+    """dependent_launch.PREFETCH set to `on` (fused_linear's weights asked of L2 before the wait)."""
+    before, dependent_launch.PREFETCH = dependent_launch.PREFETCH, on
+    try:
+        yield
+    finally:
+        dependent_launch.PREFETCH = before
+
+
+def prefetch_pays(fused_ms: dict) -> bool:
+    """Whether `fused` timed the fused products launched dependent faster with their weights asked of
+    L2 first, over the passes timed both ways (True, the module's default, where none was)."""
+    pairs = [(t[way], t[f"{way}, prefetch"]) for t in fused_ms.values() for way in t
+             if way.endswith(", pdl") and f"{way}, prefetch" in t]
+    return not pairs or sum(b for _, b in pairs) < sum(a for a, _ in pairs)
+
+
 def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, prompt, args, save) -> None:
     """The joined pair built once per variant (name -> (attention way, fused layers: off, draft or
     both, launched dependent: PLAYGROUND_PDL)), each compiled in this process (Triton's attention as timed fastest: triton_settings);
@@ -903,6 +925,7 @@ def main(argv=None) -> dict:
     if "pdl" in only:  # playground.engine.dependent_launch (opt-in: PLAYGROUND_PDL) beside kernels launched as usual
         which = report["pdl_fused_models"] = args.fused_layers if args.fused_layers != "auto" else "off"
         fused_split(report, args, which)
+        dependent_launch.PREFETCH = report["pdl_prefetch"] = prefetch_pays(report.get("fused_ms", {}))
         say(f"the joined pair with Triton attention ({which} fused), and again launched dependent, side by side")
         side_by_side(report, "pdl", {"triton": ("triton", which, False), "triton pdl": ("triton", which, True)},
                      device, shapes, prompt, args, save)

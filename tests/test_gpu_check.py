@@ -168,6 +168,7 @@ def test_rehearsal_times_the_fused_products_beside_the_modules(gpu_check, tmp_pa
         assert timed["max difference"] < 0.05, (name, timed)  # float16 outputs of about unit size
         fastest = min(gpu_check.FUSED_BLOCKS, key=timed.get)  # ... and again launched dependent: the modules
         assert timed["compiled modules, pdl"] > 0 and timed[f"{fastest}, pdl"] > 0, name  # and the fastest split
+        assert timed[f"{fastest}, pdl, prefetch"] > 0, name  # (its weights asked of L2 first)
 
 
 def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
@@ -200,12 +201,22 @@ def test_rehearsal_runs_the_dependent_launch_section(gpu_check, tmp_path, monkey
     report = gpu_check.main(["--rehearse", "--only", "pdl", "--fused-layers", "draft", "--fused-blocks",
                              "fused narrow, k 512", "--tokens", "12", "--repeats", "2", "--k", "2", "--out", str(tmp_path)])
     assert not report["failed"] and report["fused_blocks"] == "fused narrow, k 512"
+    assert report["pdl_prefetch"] is True  # (`fused` not run: the module's default)
     assert report["fused_layers"] == {"pdl triton": [0, 3], "pdl triton pdl": [0, 3]}  # the draft fused in both
     assert seen == [False, False, True, True] and dependent_launch.ON is False  # each model compiled once, as set
     for acceptance in (0, 1):
         for name in ("triton", "triton pdl"):
             assert report[f"pdl {name} acceptance {acceptance}"]["spec k=2"]["identical"], (name, acceptance)
         assert report[f"pdl triton pdl vs triton acceptance {acceptance}"]["same tokens"] is True
+
+
+def test_weights_asked_of_l2_first_only_where_that_was_timed_faster(gpu_check):
+    timed = {"draft step": {"fused, pdl": 1.0, "fused, pdl, prefetch": 0.8, "compiled modules, pdl": 2.0},
+             "draft head": {"fused narrow, k 512, pdl": 0.1, "fused narrow, k 512, pdl, prefetch": 0.15}}
+    assert gpu_check.prefetch_pays(timed)  # 0.95 against 1.1 over both passes
+    timed["draft head"]["fused narrow, k 512, pdl, prefetch"] = 0.4
+    assert not gpu_check.prefetch_pays(timed)
+    assert gpu_check.prefetch_pays({})  # `fused` not run: the module's default
 
 
 def test_the_fastest_split_over_the_passes_of_the_models_fused(gpu_check):

@@ -34,7 +34,8 @@ def test_the_fused_product_compiles_for_sm90(dot, block_m, block_n, block_k):
     for prologue in fused_linear.PROLOGUES.values():
         for extras in (True, False):  # bias and residual, or neither
             constants = dict(PROLOGUE=prologue, HAS_BIAS=extras, HAS_RESIDUAL=extras, DOT=dot, BLOCK_M=block_m,
-                             BLOCK_N=block_n, BLOCK_K=block_k, STAGES=3, PDL=False)
+                             BLOCK_N=block_n, BLOCK_K=block_k, STAGES=3, PDL=False,
+                             PREFETCH=False)
             kernel = compiled(fused_linear._kernel(), pointers, {"eps"}, constants, {"M"}, num_stages=3)
             assert kernel.asm["cubin"] and "cp.async" in kernel.asm["ptx"], constants  # the weight's loads in flight
             # ahead of their use (Triton's pipelining; a latency a step otherwise: the products are bound by it)
@@ -63,9 +64,10 @@ def first_global_access(ptx: str) -> int:
 def test_kernels_launched_dependent_wait_before_their_first_global_access():
     """PLAYGROUND_PDL (playground.engine.dependent_launch): each kernel waits for the one before it
     (griddepcontrol.wait) ahead of every load and store (the one before may still write what it
-    reads, or read what it writes: a buffer freed by it, given to this one), and lets the next in."""
+    reads, or read what it writes: a buffer freed by it, given to this one), and lets the next in;
+    the products first ask L2 for their weights (a hint: no load, nothing written)."""
     fused = dict(PROLOGUE=fused_linear.PROLOGUES["norm"], HAS_BIAS=True, HAS_RESIDUAL=True, BLOCK_M=1,
-                 BLOCK_N=4, BLOCK_K=256, STAGES=3, PDL=True)
+                 BLOCK_N=4, BLOCK_K=256, STAGES=3, PDL=True, PREFETCH=True)
     split, combine = decode_attention._kernels()
     sizes = dict(ROWS=7, D=64, BLOCK_M=16, BLOCK_D=64, CHUNKS=32, BLOCK_C=32, PDL=True)
     attention = dict(Q="*bf16", K="*bf16", V="*bf16", MASK="*u8", O="*fp32", STATS="*fp32", OUT="*bf16", COUNT="*i32")
@@ -78,4 +80,7 @@ def test_kernels_launched_dependent_wait_before_their_first_global_access():
         ptx = kernel.asm["ptx"]
         assert kernel.metadata.launch_pdl and "griddepcontrol.launch_dependents" in ptx
         assert -1 < ptx.find("griddepcontrol.wait") < first_global_access(ptx)
+    for kernel in kernels[:2]:  # the products' weights asked of L2 first: they depend on no kernel before
+        ptx = kernel.asm["ptx"]
+        assert -1 < ptx.find("prefetch.global.L2") < ptx.find("griddepcontrol.wait")
 

@@ -15,7 +15,8 @@ Opt-in: PLAYGROUND_PDL=1 launches every Triton kernel of a compiled pass this wa
 inductor's (torch.compile's option triton.enable_pdl, from torch 2.11; its kernels wait before
 their first read of a buffer an earlier kernel wrote) and the engine's own (fused_linear,
 decode_attention: each program waits before its first load and lets the next kernel in after its
-main loop). cuBLAS's products launch as they always do: after the kernel before them has ended."""
+main loop; fused_linear's first ask L2 for their weights). cuBLAS's products launch as they always
+do: after the kernel before them has ended."""
 import functools
 
 import torch
@@ -23,6 +24,8 @@ import torch
 from playground.limits import env_flag
 
 ON = env_flag("PLAYGROUND_PDL", False)  # read at import; scripts/gpu_check.py sets it per variant
+PREFETCH = True  # launched dependent, fused_linear's programs first ask L2 for their weights (prefetch.global.L2):
+# the product may stream them while the kernel before ends (gpu_check's `fused` times both)
 
 
 def launches_dependent(device: torch.device) -> bool:

@@ -25,13 +25,15 @@ and the SiLU's exp. The draft's numbers decide only what it guesses, never what 
 playground.engine.fused_layers runs decoder layers through it (opt-in, PLAYGROUND_FUSED_LAYERS);
 scripts/gpu_check.py times it against the compiled products on a GPU (`--only fused`); tests run it
 under Triton's interpreter on a CPU. Under PLAYGROUND_PDL it launches programmatically dependent
-(playground.engine.dependent_launch)."""
+(playground.engine.dependent_launch), each program first asking L2 for its slice of the weight
+(dependent_launch.PREFETCH), which no kernel before writes: it may stream in while that one ends."""
 import dataclasses
 import functools
 import os
 
 import torch
 
+from playground.engine import dependent_launch
 from playground.engine.dependent_launch import launches_dependent
 
 MAX_ROWS = 16
@@ -78,12 +80,18 @@ def _kernel():
     @triton.jit
     def product(X, W, B, G, R, OUT, M, N, K, sx, sw, sr, so, eps, PROLOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
                 HAS_RESIDUAL: tl.constexpr, DOT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
-        if PDL:  # launched dependent: the kernel before has ended, its writes visible (dependent_launch)
-            tl.extra.cuda.gdc_wait()
+                BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr):
         rows = tl.arange(0, BLOCK_M)
         cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok, col_ok = rows < M, cols < N
+        if PREFETCH:  # this program's weights toward L2 while the kernel before ends (they depend on none)
+            for k0 in range(0, K, 32 * 64):  # [BLOCK_N, 32] lines of 128 bytes (64 half-precision inputs) a step
+                ks = k0 + tl.arange(0, 32) * 64
+                lines = tl.where(col_ok[:, None] & (ks < K)[None, :], W + cols[:, None] * sw + ks[None, :], W)
+                tl.inline_asm_elementwise("prefetch.global.L2 [$1]; // $0", "=r,l", [lines], dtype=tl.int32,
+                                          is_pure=False, pack=1)
+        if PDL:  # launched dependent: the kernel before has ended, its writes visible (dependent_launch)
+            tl.extra.cuda.gdc_wait()
         if PROLOGUE == 1:  # each row's 1 / sqrt(mean square + eps), float32
             squares = tl.zeros([BLOCK_M], tl.float32)
             for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):  # (pipelined: see Blocks)
@@ -157,12 +165,13 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     res = residual.reshape(m, n).contiguous() if residual is not None else out
     pdl = launches_dependent(x.device)
+    prefetch = pdl and dependent_launch.PREFETCH
     _kernel()[(-(-n // size),)](
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
         PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None, DOT=dot,
         BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=min(blocks.block_k, DOT_BLOCK_K) if dot else blocks.block_k,
-        STAGES=blocks.stages, PDL=pdl, num_stages=blocks.stages, **({"launch_pdl": True} if pdl else {}))
+        STAGES=blocks.stages, PDL=pdl, PREFETCH=prefetch, num_stages=blocks.stages, **({"launch_pdl": True} if pdl else {}))
     return out.reshape(*lead, n)
 
 
