@@ -39,8 +39,12 @@
          outputs), each pass's layers replayed as one graph (not in the default --only; a minute, no
          model built): whether fusing them would take the draft's step toward its bar. Then each pass
          again launched dependent (PLAYGROUND_PDL): the modules compiled with inductor's
-         triton.enable_pdl, and the split timed fastest ("<split>, pdl"), also with each program's
-         weights asked of L2 before it waits ("<split>, pdl, prefetch": dependent_launch.PREFETCH).
+         triton.enable_pdl, and the split timed fastest, again beside them ("<split>, again") and
+         launched dependent ("<split>, pdl"), also with each program's weights asked of L2 before it
+         waits ("<split>, pdl, prefetch": dependent_launch.PREFETCH); "pdl difference, fused": the
+         largest of their outputs' differences from the split launched as usual (the same arithmetic:
+         0, or a kernel read before the one before it had written), "pdl difference, modules" the
+         modules' (0, or rounding where inductor tuned its two compiles' kernels apart).
 - fusedlayers: the joined pair with Triton attention built twice in one process, as it is and with
          the draft's layers and head (the target's too where `fused` timed its passes faster fused, or
          as --fused-layers says) through
@@ -283,17 +287,27 @@ def fused_costs(device: str, shapes, k: int) -> dict:
             dependent = torch.compile(lambda w: modules(w), dynamic=False,  # again (a code object of its own)
                                       options={"triton.enable_pdl": True}) if device == "cuda" else modules
             out[name] |= timed_ways(name, {"compiled modules, pdl": lambda: [dependent(w) for w in weights]}, device)
-            if fused is not None:  # and the split timed fastest, its weights asked of L2 first or not
-                best = fastest(out, {way: way for way in FUSED_BLOCKS}, (name,))
-                for way, prefetch in ((f"{best}, pdl", False), (f"{best}, pdl, prefetch", True)):
-                    with prefetching(prefetch):
-                        out[name] |= timed_ways(name, {way: lambda b=FUSED_BLOCKS[best]: [fused(w, b) for w in weights]},
-                                                device)
+            out[name]["pdl difference, modules"] = largest_difference(compiled(weights[0]), dependent(weights[0]))
+        best = fastest(out, {way: way for way in FUSED_BLOCKS}, (name,)) if fused is not None else None
+        if best is not None:  # the split timed fastest again, and launched dependent, its weights asked of L2 or not
+            run = lambda b=FUSED_BLOCKS[best]: [fused(w, b) for w in weights]  # noqa: E731
+            want = fused(weights[0], FUSED_BLOCKS[best])
+            out[name] |= timed_ways(name, {f"{best}, again": run}, device)
+            for way, prefetch in ((f"{best}, pdl", False), (f"{best}, pdl, prefetch", True)):
+                with launching_dependent(True), prefetching(prefetch):
+                    out[name] |= timed_ways(name, {way: run}, device)
+                    out[name]["pdl difference, fused"] = max(out[name].get("pdl difference, fused", 0.0),
+                                                             largest_difference(want, fused(weights[0], FUSED_BLOCKS[best])))
         if fused is not None:
             want = compiled(weights[0])
-            out[name]["max difference"] = max((a.float() - b.float()).abs().max().item() for blocks in FUSED_BLOCKS.values()
-                                              for a, b in zip(want, fused(weights[0], blocks)))
+            out[name]["max difference"] = max(largest_difference(want, fused(weights[0], blocks))
+                                              for blocks in FUSED_BLOCKS.values())
     return out
+
+
+def largest_difference(want: tuple, got: tuple) -> float:
+    """The largest elementwise difference between two tuples of a pass's outputs."""
+    return max((a.float() - b.float()).abs().max().item() for a, b in zip(want, got))
 
 
 def timed_ways(name: str, ways: dict, device: str) -> dict:
@@ -823,12 +837,12 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
         save()
 
 
-def fused_split(report: dict, args, which: str) -> None:
-    """fused_linear.BLOCKS for the rows of the models `which` names: --fused-blocks, else the split
-    `fused` timed fastest over their passes in this call, else the module's default ("fused")."""
+def fused_split(report: dict, key: str, args, which: str) -> None:
+    """fused_linear.BLOCKS for the rows of the models `which` names (-> report[key]): --fused-blocks,
+    else the split `fused` timed fastest over their passes in this call, else the module's default."""
     passes = DRAFT_PASSES + (TARGET_PASSES if which == "both" else ())
-    report["fused_blocks"] = args.fused_blocks or fastest_blocks(report.get("fused_ms", {}), passes)
-    fused_linear.BLOCKS = FUSED_BLOCKS[report["fused_blocks"]]
+    report[key] = args.fused_blocks or fastest_blocks(report.get("fused_ms", {}), passes)
+    fused_linear.BLOCKS = FUSED_BLOCKS[report[key]]
 
 
 def compile_rows(pair: Pair, prompt: list[int], spec, sched) -> bool:
@@ -855,7 +869,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--rehearse", action="store_true", help="on a CPU with small shapes (see above)")
     parser.add_argument("--fused-layers", choices=("auto", "draft", "both"), default="auto",
                         help="the models whose layers and head `fusedlayers` runs through the fused products "
-                        "(auto: both where `fused` timed the target's passes faster fused, else the draft)")
+                        "(auto: both where `fused` timed the target's passes faster fused, else the draft); "
+                        "the models `pdl` fuses (auto: none)")
     parser.add_argument("--fused-blocks", choices=tuple(FUSED_BLOCKS), help="the split of the fused products "
                         "(default: the one `fused` timed fastest in this call, else the module's default)")
     parser.add_argument("--cold-child", action="store_true", help="run by the `whole` and `regional` sections "
@@ -916,7 +931,7 @@ def main(argv=None) -> dict:
     if "fusedlayers" in only:  # playground.engine.fused_layers (opt-in: PLAYGROUND_FUSED_LAYERS) beside the layers' own
         which = report["fused_models"] = args.fused_layers if args.fused_layers != "auto" else models_to_fuse(
             report.get("fused_ms", {}))
-        fused_split(report, args, which)
+        fused_split(report, "fused_blocks", args, which)
         say(f"the joined pair with Triton attention, and again with the {which} model's layers and head fused "
             f"({report['fused_blocks']}), side by side")
         pdl = dependent_launch.ON
@@ -924,7 +939,7 @@ def main(argv=None) -> dict:
                      device, shapes, prompt, args, save)
     if "pdl" in only:  # playground.engine.dependent_launch (opt-in: PLAYGROUND_PDL) beside kernels launched as usual
         which = report["pdl_fused_models"] = args.fused_layers if args.fused_layers != "auto" else "off"
-        fused_split(report, args, which)
+        fused_split(report, "pdl_fused_blocks", args, which)
         dependent_launch.PREFETCH = report["pdl_prefetch"] = prefetch_pays(report.get("fused_ms", {}))
         say(f"the joined pair with Triton attention ({which} fused), and again launched dependent, side by side")
         side_by_side(report, "pdl", {"triton": ("triton", which, False), "triton pdl": ("triton", which, True)},

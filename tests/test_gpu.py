@@ -221,6 +221,9 @@ def test_kernels_launched_dependent_give_the_same_numbers_and_exact_rounds(token
     kernels, each reading what the one before wrote, gives the same bits launched dependent as
     launched as usual, called and replayed from a captured graph; compiled rounds (inductor's
     kernels launched dependent too) keep the target alone's tokens."""
+    import re
+    from unittest import mock
+    from torch._inductor.graph import GraphLowering
     from playground.engine import decode_attention as da, dependent_launch, fused_linear as fl
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("programmatic dependent launch needs compute capability 9.0 (Hopper) or later")
@@ -250,6 +253,13 @@ def test_kernels_launched_dependent_give_the_same_numbers_and_exact_rounds(token
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3).cuda(), tokenizer, eos_ids=[])
     prompt = tokenizer(PROMPT).input_ids
     cfg = compiled(3, 40)
-    spec = session.run(pair, prompt, cfg)
-    assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+    codes = []  # the code inductor writes for the pair's passes (on a cache hit too)
+    with mock.patch.object(GraphLowering, "save_output_code", codes.append):
+        spec = session.run(pair, prompt, cfg)
+        assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
     assert 0 < spec.stats["accepted"] < spec.stats["proposed"]
+    kernels = [kernel for code in codes for kernel in code.split("async_compile.triton(")[1:]]
+    dependent = [kernel for kernel in kernels if re.search(r"""['"]launch_pdl['"]:\s*True""", kernel)]
+    assert dependent, f"none of inductor's {len(kernels)} kernels launched dependent"
+    assert [kernel[:200] for kernel in dependent if "gdc_wait" not in kernel] == []  # each waits somewhere (torch
+    # 2.11's rule: before it touches what the kernel before touched, else before it lets the next in)

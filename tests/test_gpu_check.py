@@ -168,7 +168,8 @@ def test_rehearsal_times_the_fused_products_beside_the_modules(gpu_check, tmp_pa
         assert timed["max difference"] < 0.05, (name, timed)  # float16 outputs of about unit size
         fastest = min(gpu_check.FUSED_BLOCKS, key=timed.get)  # ... and again launched dependent: the modules
         assert timed["compiled modules, pdl"] > 0 and timed[f"{fastest}, pdl"] > 0, name  # and the fastest split
-        assert timed[f"{fastest}, pdl, prefetch"] > 0, name  # (its weights asked of L2 first)
+        assert timed[f"{fastest}, pdl, prefetch"] > 0 and timed[f"{fastest}, again"] > 0, name  # (its weights asked
+        assert timed["pdl difference, fused"] == timed["pdl difference, modules"] == 0, name  # of L2 first)
 
 
 def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
@@ -200,7 +201,7 @@ def test_rehearsal_runs_the_dependent_launch_section(gpu_check, tmp_path, monkey
                         lambda device: seen.append(dependent_launch.ON) or compiled_with(device))
     report = gpu_check.main(["--rehearse", "--only", "pdl", "--fused-layers", "draft", "--fused-blocks",
                              "fused narrow, k 512", "--tokens", "12", "--repeats", "2", "--k", "2", "--out", str(tmp_path)])
-    assert not report["failed"] and report["fused_blocks"] == "fused narrow, k 512"
+    assert not report["failed"] and report["pdl_fused_blocks"] == "fused narrow, k 512"
     assert report["pdl_prefetch"] is True  # (`fused` not run: the module's default)
     assert report["fused_layers"] == {"pdl triton": [0, 3], "pdl triton pdl": [0, 3]}  # the draft fused in both
     assert seen == [False, False, True, True] and dependent_launch.ON is False  # each model compiled once, as set

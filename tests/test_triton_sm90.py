@@ -58,7 +58,7 @@ def test_the_decode_attention_kernels_compile_for_sm90(one_kernel):
 
 
 def first_global_access(ptx: str) -> int:
-    return min(i for i in (ptx.find("ld.global"), ptx.find("st.global"), ptx.find("cp.async.")) if i >= 0)
+    return min(i for i in (ptx.find(op) for op in ("ld.global", "st.global", "cp.async.", "atom.", "red.")) if i >= 0)
 
 
 def test_kernels_launched_dependent_wait_before_their_first_global_access():

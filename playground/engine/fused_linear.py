@@ -26,7 +26,8 @@ playground.engine.fused_layers runs decoder layers through it (opt-in, PLAYGROUN
 scripts/gpu_check.py times it against the compiled products on a GPU (`--only fused`); tests run it
 under Triton's interpreter on a CPU. Under PLAYGROUND_PDL it launches programmatically dependent
 (playground.engine.dependent_launch), each program first asking L2 for its slice of the weight
-(dependent_launch.PREFETCH), which no kernel before writes: it may stream in while that one ends."""
+where the weight fits (dependent_launch.prefetches): no kernel before writes it, so it may stream
+in while that one ends."""
 import dataclasses
 import functools
 import os
@@ -165,7 +166,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     res = residual.reshape(m, n).contiguous() if residual is not None else out
     pdl = launches_dependent(x.device)
-    prefetch = pdl and dependent_launch.PREFETCH
+    prefetch = pdl and dependent_launch.prefetches(weight)
     _kernel()[(-(-n // size),)](
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
