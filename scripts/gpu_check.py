@@ -37,14 +37,13 @@
          (four a layer) in six splits (FUSED_BLOCKS: tl.dot on rows padded to 16 in blocks of 128 or
          256 inputs, or a step's one or two rows summed without tl.dot in programs of 1 to 16
          outputs), each pass's layers replayed as one graph (not in the default --only; a minute, no
-         model built): whether fusing them would take the draft's step toward its bar. Then each pass
-         again launched dependent (PLAYGROUND_PDL): the modules compiled with inductor's
-         triton.enable_pdl, and the split timed fastest, again beside them ("<split>, again") and
-         launched dependent ("<split>, pdl"), also with each program's weights asked of L2 before it
-         waits ("<split>, pdl, prefetch": dependent_launch.PREFETCH); "pdl difference, fused": the
-         largest of their outputs' differences from the split launched as usual (the same arithmetic:
-         0, or a kernel read before the one before it had written), "pdl difference, modules" the
-         modules' (0, or rounding where inductor tuned its two compiles' kernels apart).
+         model built): whether fusing them would take the draft's step toward its bar. Then each
+         pass's split timed fastest again ("<split>, again") and launched dependent (PLAYGROUND_PDL:
+         "<split>, pdl"), also with each program's weights asked of L2 before it waits ("<split>,
+         pdl, prefetch": dependent_launch.PREFETCH); "pdl difference, fused": the largest of their
+         outputs' differences from the split launched as usual (the same arithmetic: 0, or a kernel
+         read before the one before it had written). (Inductor's kernels launched dependent are
+         timed in rounds only, `pdl`: compiling each pass again here would take a minute.)
 - fusedlayers: the joined pair with Triton attention built twice in one process, as it is and with
          the draft's layers and head (the target's too where `fused` timed its passes faster fused, or
          as --fused-layers says) through
@@ -283,11 +282,6 @@ def fused_costs(device: str, shapes, k: int) -> dict:
         if fused is not None:
             ways |= {way: lambda b=blocks: [fused(w, b) for w in weights] for way, blocks in FUSED_BLOCKS.items()}
         out[name] = timed_ways(name, ways, device)
-        with launching_dependent(True):  # the same launched dependent (PLAYGROUND_PDL): the modules compiled
-            dependent = torch.compile(lambda w: modules(w), dynamic=False,  # again (a code object of its own)
-                                      options={"triton.enable_pdl": True}) if device == "cuda" else modules
-            out[name] |= timed_ways(name, {"compiled modules, pdl": lambda: [dependent(w) for w in weights]}, device)
-            out[name]["pdl difference, modules"] = largest_difference(compiled(weights[0]), dependent(weights[0]))
         best = fastest(out, {way: way for way in FUSED_BLOCKS}, (name,)) if fused is not None else None
         if best is not None:  # the split timed fastest again, and launched dependent, its weights asked of L2 or not
             run = lambda b=FUSED_BLOCKS[best]: [fused(w, b) for w in weights]  # noqa: E731

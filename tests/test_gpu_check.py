@@ -166,10 +166,10 @@ def test_rehearsal_times_the_fused_products_beside_the_modules(gpu_check, tmp_pa
     for name, timed in report["fused_ms"].items():
         assert timed["compiled modules"] > 0 and all(timed[way] > 0 for way in gpu_check.FUSED_BLOCKS), name
         assert timed["max difference"] < 0.05, (name, timed)  # float16 outputs of about unit size
-        fastest = min(gpu_check.FUSED_BLOCKS, key=timed.get)  # ... and again launched dependent: the modules
-        assert timed["compiled modules, pdl"] > 0 and timed[f"{fastest}, pdl"] > 0, name  # and the fastest split
+        fastest = min(gpu_check.FUSED_BLOCKS, key=timed.get)  # ... and the fastest split again, launched dependent
+        assert timed[f"{fastest}, pdl"] > 0, name
         assert timed[f"{fastest}, pdl, prefetch"] > 0 and timed[f"{fastest}, again"] > 0, name  # (its weights asked
-        assert timed["pdl difference, fused"] == timed["pdl difference, modules"] == 0, name  # of L2 first)
+        assert timed["pdl difference, fused"] == 0, name  # of L2 first)
 
 
 def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
