@@ -44,14 +44,14 @@
          outputs' differences from the split launched as usual (the same arithmetic: 0, or a kernel
          read before the one before it had written). (Inductor's kernels launched dependent are
          timed in rounds only, `pdl`: compiling each pass again here would take a minute.)
-- fusedlayers: the joined pair with Triton attention built twice in one process, as it is and with
-         the draft's layers and head (the target's too where `fused` timed its passes faster fused, or
-         as --fused-layers says) through
-         playground.engine.fused_layers (PLAYGROUND_FUSED_LAYERS) in the split `fused` timed fastest
-         for them (the default split without `fused`), rows interleaved as in `ways`: the rounds'
-         figures of what `fused` times alone, side by side (not in the default --only). --fused-blocks
-         names the split where `fused` is not in the call; both variants launch dependent under
-         PLAYGROUND_PDL=1.
+- fusedlayers: the joined pair with Triton attention built three times in one process: as it is,
+         with the draft's layers and head (the target's too where `fused` timed its passes faster
+         fused, or as --fused-layers says) through playground.engine.fused_layers
+         (PLAYGROUND_FUSED_LAYERS) in the split `fused` timed fastest for them (--fused-blocks names
+         one; the default split without either), and so fused and launched dependent (PLAYGROUND_PDL,
+         its weights asked of L2 first where `fused` timed that faster); rows interleaved as in
+         `ways`: the rounds' figures of what `fused` times alone, side by side (not in the default
+         --only; about 6 min).
 - pdl:    the joined pair with Triton attention built twice in one process, its kernels launched as
          usual and launched dependent (playground.engine.dependent_launch, PLAYGROUND_PDL: inductor's
          Triton kernels and the engine's own may start while the kernel before them ends), rows
@@ -80,14 +80,14 @@ chunks of 64 to 512, and as one kernel. Results also go to $OUT/gpu_check.json (
 On the lent machine (see scripts/gpu_wheels.sh for the wheels it needs): a few sections per call,
 since cold compiles of the 7B pair take minutes and a call has 10 (and a session 15 of device time,
 its start included: one or two calls). 2026-12-04: `--only tests,triton` took 362 s and `--only tuned
---repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 7 min, not yet run:
+--repeats 2` 327 s (BENCHMARKS.md). Next: `--only fused,fusedlayers` (about 8 min, not yet run:
 the fused products' timing, launched as usual and dependent, one pass's attention each way
-(Triton's as two kernels or one), then two cold compiles of the joined pair, as it is and with the
-draft fused (the target too where its passes timed faster fused), their rows interleaved); at once
-after it `--only pdl` (about 6 min: launched dependent or not, side by side; add `--fused-layers
-draft --fused-blocks "<split>"` where the draft's rounds were faster fused, and name the split
-`fusedlayers` used); then `tests` (about 2.5 min: the GPU tests, the fused layers and head in
-bfloat16 both splits, Triton's attention), `ways` (about 6 min: the two attentions side by side),
+(Triton's as two kernels or one), then three cold compiles of the joined pair, as it is, with the
+draft fused (the target too where its passes timed faster fused), and so fused and launched
+dependent, their rows interleaved); at once after it `--only tests` (about 2.5 min: the GPU tests,
+the fused layers and head in bfloat16 both splits, Triton's attention, kernels launched dependent)
+where the draft's rounds were faster fused, else `--only pdl` (about 5 min: launched dependent or
+not without the fused layers); then `ways` (about 6 min: the two attentions side by side),
 `regional,whole`, `joined`, `cli,demo` and `real` when there is time. The machine goes back 30 s after a call:
 make the next call at once and it keeps /tmp/site and inductor's caches, else it compiles cold. Each
 step prints its start time, so a call cut off says where it was (then: fewer `--repeats` or
@@ -777,12 +777,14 @@ def prefetch_pays(fused_ms: dict) -> bool:
 
 def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, prompt, args, save) -> None:
     """The joined pair built once per variant (name -> (attention way, fused layers: off, draft or
-    both, launched dependent: PLAYGROUND_PDL)), each compiled in this process (Triton's attention as timed fastest: triton_settings);
-    then at acceptance ~0 and 1 the variants' rows interleaved run by run, each run under its own
-    attention: -> "<key> <name> acceptance <a>" (print_table's rows) and "<key> <other> vs <first>
-    acceptance <a>" (per row, the first variant's ms a token over the other's in each repeat: median,
-    min, max; above 1 the other is faster). `ways`: the figure that decides attention's default on a
-    GPU; `fusedlayers`: whether the fused layers pay in rounds; `pdl`: whether launching dependent does."""
+    both, launched dependent: PLAYGROUND_PDL)), each compiled in this process (Triton's attention as
+    timed fastest: triton_settings); then at acceptance ~0 and 1 the variants' rows interleaved run
+    by run, each run under its own settings: -> "<key> <name> acceptance <a>" (print_table's rows)
+    and, for each variant against each earlier one, "<key> <later> vs <earlier> acceptance <a>" (per
+    row, the earlier's ms a token over the later's in each repeat: median, min, max; above 1 the
+    later is faster). `ways`: the figure that decides attention's default on a GPU; `fusedlayers`:
+    whether the fused layers pay in rounds, and launched dependent; `pdl`: whether launching
+    dependent pays without them."""
     triton_settings(report)
     spec = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True)
     sched = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True, policy="schedule")
@@ -821,8 +823,8 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
                 for run in runs if seen[(name, run)]} | {"compile_s": {"all": report.get(f"{key} {name} compile_s")}}
             print_table(f"joined pair, {key} {name}, acceptance {'1' if acceptance else '~0'}",
                         report[f"{key} {name} acceptance {acceptance}"])
-        first, *others = pairs
-        for other in others:
+        names = list(pairs)
+        for first, other in [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]:  # each later against each
             ratios = {run: ratio_range(seen[(first, run)], seen[(other, run)]) for run in runs}
             report[f"{key} {other} vs {first} acceptance {acceptance}"] = ratios | {
                 "same tokens": (seen[(first, "alone-W")] or [[None]])[0][0] == (seen[(other, "alone-W")] or [[0]])[0][0]}
@@ -926,11 +928,11 @@ def main(argv=None) -> dict:
         which = report["fused_models"] = args.fused_layers if args.fused_layers != "auto" else models_to_fuse(
             report.get("fused_ms", {}))
         fused_split(report, "fused_blocks", args, which)
-        say(f"the joined pair with Triton attention, and again with the {which} model's layers and head fused "
-            f"({report['fused_blocks']}), side by side")
-        pdl = dependent_launch.ON
-        side_by_side(report, "fusedlayers", {"triton": ("triton", "off", pdl), f"{which} fused": ("triton", which, pdl)},
-                     device, shapes, prompt, args, save)
+        dependent_launch.PREFETCH = report["pdl_prefetch"] = prefetch_pays(report.get("fused_ms", {}))
+        say(f"the joined pair with Triton attention, again with the {which} model's layers and head fused "
+            f"({report['fused_blocks']}), and so launched dependent, side by side")
+        side_by_side(report, "fusedlayers", {"triton": ("triton", "off", False), f"{which} fused": ("triton", which, False),
+                                             f"{which} fused, pdl": ("triton", which, True)}, device, shapes, prompt, args, save)
     if "pdl" in only:  # playground.engine.dependent_launch (opt-in: PLAYGROUND_PDL) beside kernels launched as usual
         which = report["pdl_fused_models"] = args.fused_layers if args.fused_layers != "auto" else "off"
         fused_split(report, "pdl_fused_blocks", args, which)

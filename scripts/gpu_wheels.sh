@@ -7,13 +7,13 @@
 # Then, on the device, one section per call (each fits its 10 minutes), carry [".whl"]:
 #   set -o pipefail; python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
 #     && PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 scripts/gpu_check.py --only fused,fusedlayers --out $OUT 2>&1 | tee $OUT/gpu_check.log
-# with `--only fused,fusedlayers` next (about 7 min: a pass's products and heads fused against the compiled
+# with `--only fused,fusedlayers` next (about 8 min: a pass's products and heads fused against the compiled
 # modules in six splits, and launched dependent, one pass's attention each way (Triton's as two kernels or
-# one), then the joined pair with Triton attention built twice, as it is and with the draft's layers and
-# head fused in the split timed fastest (the target's too where its passes timed faster fused), rows
-# interleaved), and at once after it `--only pdl` (about 6 min: kernels launched dependent or as usual,
-# side by side; add `--fused-layers draft --fused-blocks "<the split fusedlayers used>"` where the draft's
-# rounds were faster fused). Every kernel compiles for sm90 with the GPU's Triton 3.6.0 as with 3.9
+# one), then the joined pair with Triton attention built three times, as it is, with the draft's layers
+# and head fused in the split timed fastest (the target's too where its passes timed faster fused), and
+# so launched dependent (PLAYGROUND_PDL), rows interleaved), and at once after it `--only tests` (about
+# 2.5 min) where the draft's rounds were faster fused, else `--only pdl` (about 5 min: launched dependent
+# or as usual without the fused layers). Every kernel compiles for sm90 with the GPU's Triton 3.6.0 as with 3.9
 # (tests/test_triton_sm90.py run against `pip download triton==3.6.0`, 2026-12-04).
 # 2026-12-04 on an H200: a start and `--only tests,triton` 394 s of device time (362 s running);
 # `--only tuned --repeats 2` 327 s on the warm machine (benchmarks/gpu-check-2026-12-04-h200/).

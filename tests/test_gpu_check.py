@@ -178,15 +178,17 @@ def test_rehearsal_runs_the_fused_layers_section(gpu_check, tmp_path, capsys):
     not the kernels, is rehearsed here), the kernel split the one `fused` timed fastest."""
     report = gpu_check.main(["--rehearse", "--only", "fusedlayers", "--tokens", "12", "--repeats", "2", "--k", "2",
                              "--out", str(tmp_path)])
-    assert report["fused_layers"] == {"fusedlayers triton": [0, 0], "fusedlayers draft fused": [0, 3]}  # two layers, a head
+    assert report["fused_layers"] == {"fusedlayers triton": [0, 0], "fusedlayers draft fused": [0, 3],  # two layers,
+                                      "fusedlayers draft fused, pdl": [0, 3]}  # a head; and launched dependent
     assert report["fused_blocks"] == "fused" and not report["failed"]  # (`fused` not run: the default split)
     assert report["triton_one_kernel"] is False  # (a CPU times no Triton attention: two kernels)
     assert report["fused_models"] == "draft"  # (auto, `fused` not run: the draft alone)
     for acceptance in (0, 1):
-        for name in ("triton", "draft fused"):
+        for name in ("triton", "draft fused", "draft fused, pdl"):
             assert report[f"fusedlayers {name} acceptance {acceptance}"]["spec k=2"]["identical"], (name, acceptance)
-        ratios = report[f"fusedlayers draft fused vs triton acceptance {acceptance}"]
-        assert ratios["same tokens"] is True and all(0 < lo <= mid <= hi for mid, lo, hi in (ratios["spec k=2"],))
+        for later, earlier in (("draft fused", "triton"), ("draft fused, pdl", "triton"), ("draft fused, pdl", "draft fused")):
+            ratios = report[f"fusedlayers {later} vs {earlier} acceptance {acceptance}"]  # each against each earlier
+            assert ratios["same tokens"] is True and all(0 < lo <= mid <= hi for mid, lo, hi in (ratios["spec k=2"],))
     assert "bars, fusedlayers draft fused:" in capsys.readouterr().out
 
 
