@@ -288,7 +288,7 @@ def fused_costs(device: str, shapes, k: int) -> dict:
             want = fused(weights[0], FUSED_BLOCKS[best])
             out[name] |= timed_ways(name, {f"{best}, again": run}, device)
             for way, prefetch in ((f"{best}, pdl", False), (f"{best}, pdl, prefetch", True)):
-                with launching_dependent(True), prefetching(prefetch):
+                with setting(dependent_launch, "ON", True), setting(dependent_launch, "PREFETCH", prefetch):
                     out[name] |= timed_ways(name, {way: run}, device)
                     out[name]["pdl difference, fused"] = max(out[name].get("pdl difference, fused", 0.0),
                                                              largest_difference(want, fused(weights[0], FUSED_BLOCKS[best])))
@@ -718,7 +718,7 @@ def joined_variant(report: dict, key: str, title: str, device: str, shapes, prom
     import torch._inductor.config as inductor_config
     if way == "triton":
         triton_settings(report)
-    with attending(way), inductor_config.patch(inductor):
+    with setting(attention, "WAY", way), inductor_config.patch(inductor):
         pair = joined_pair(report, device, shapes, name=key)
         floor = read_bytes(pair.target) / report["copy_bytes_per_s"]
         both_settings(report, key, title, pair, prompt, args, floor, save)
@@ -738,33 +738,15 @@ def joined_pair(report: dict, device: str, shapes, fused_layers: str = "off", na
 
 
 @contextlib.contextmanager
-def attending(way: str):
-    """attention.WAY set to `way` while a pass is traced or run (it is read as a pass is traced)."""
-    before, attention.WAY = attention.WAY, way
+def setting(module, name: str, value):
+    """module.name set to value while the block runs: attention.WAY (read as a pass is traced),
+    dependent_launch.ON and PREFETCH (read as passes compile and their graphs are captured)."""
+    before = getattr(module, name)
+    setattr(module, name, value)
     try:
         yield
     finally:
-        attention.WAY = before
-
-
-@contextlib.contextmanager
-def launching_dependent(on: bool):
-    """dependent_launch.ON set to `on` while passes compile and their graphs are captured (PLAYGROUND_PDL)."""
-    before, dependent_launch.ON = dependent_launch.ON, on
-    try:
-        yield
-    finally:
-        dependent_launch.ON = before
-
-
-@contextlib.contextmanager
-def prefetching(on: bool):
-    """dependent_launch.PREFETCH set to `on` (fused_linear's weights asked of L2 before the wait)."""
-    before, dependent_launch.PREFETCH = dependent_launch.PREFETCH, on
-    try:
-        yield
-    finally:
-        dependent_launch.PREFETCH = before
+        setattr(module, name, before)
 
 
 def prefetch_pays(fused_ms: dict) -> bool:
@@ -791,7 +773,7 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
     pairs, failed = {}, report.setdefault("failed", {})
     for name, (way, fused, pdl) in variants.items():
         say(f"building the joined pair for {key} {name}, compiling it (spec, schedule, alone-W, alone-1)")
-        with attending(way), launching_dependent(pdl):
+        with setting(attention, "WAY", way), setting(dependent_launch, "ON", pdl):
             pair = joined_pair(report, device, shapes, fused, f"{key} {name}")
             started = time.perf_counter()
             if attempted(failed, f"{key} {name}: compile", lambda: compile_rows(pair, prompt, spec, sched)):
@@ -813,7 +795,7 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
         seen = {(name, run): [] for name in pairs for run in runs}
         for _ in range(args.repeats):
             for (name, run), results in seen.items():
-                with attending(variants[name][0]), launching_dependent(variants[name][2]):
+                with setting(attention, "WAY", variants[name][0]), setting(dependent_launch, "ON", variants[name][2]):
                     if (result := attempted(failed, f"{key} {name} {run}", lambda: decode(runs[run](pairs[name])))):
                         results.append(result)
         for name in pairs:
