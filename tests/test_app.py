@@ -748,6 +748,7 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
                                (k, "4", "Draft length k takes a number from 1 to 16, not '4'"),  # (Gradio's TypeError)
                                (k, float("nan"), "Draft length k takes a finite number from 1 to 16, not nan"),
                                (page_inputs.SETTING_NAMES.index("prompt"), ["a"], "Prompt takes text, not list"),
+                               (seed, 2**60, "Seed takes a number from 0 to 9007199254740992, not 1152921504606846976"),
                                (seed, float("nan"), "Seed takes a finite number, not nan")):  # (a script's: the
         sent = list(values)  # log had a traceback of each; raw HTTP, as gradio_client sends no NaN)
         sent[index] = value

@@ -169,10 +169,16 @@ def _named_choices(own):
     """gr.Dropdown's (gr.Radio's, gr.CheckboxGroup's, gr.Number's) preprocess, its refusals naming the
     box, in the server's log on one line: a wrong choice or a NaN seed sent by a script was "Value: x
     is not in the list of choices: [...]" or "cannot convert float NaN to integer" with no name, each
-    with a full traceback in the log (a cheap way to fill it). Set on the class, as for sliders."""
+    with a full traceback in the log (a cheap way to fill it); a number past its box's bounds is refused
+    with them (the page's seed: up to 2^53, which a browser's number holds exactly). Set on the class,
+    as for sliders."""
     def preprocess(self, payload):
         if isinstance(payload, float) and not math.isfinite(payload):
             raise popup(f"{self.label} takes a finite number, not {payload}")
+        low, high = getattr(self, "minimum", None), getattr(self, "maximum", None)
+        if isinstance(payload, (int, float)) and None not in (low, high) and not low <= payload <= high:
+            raise popup(f"{self.label} takes a number from {low:.16g} to {high:.16g}, not {payload}",
+                        title="Out of range")  # (Gradio's words: "Seed: Value 12345678901234567 is greater than ...")
         if isinstance(self, gr.CheckboxGroup) and payload is not None and not isinstance(payload, list):
             raise popup(f"{self.label} takes a list of names, not {str(payload)[:40]!r}")  # (a
             # string was read letter by letter: "Value: 'd' is not in the list of choices")

@@ -27,7 +27,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
 from playground.ui.playground_tab import (DOWNLOAD_LATER, IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
                                           RACE_WAITS, RUN_CHECK_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
-from playground.ui.share import MAX_LINK_CHARS, RANGES
+from playground.ui.share import EXACT_IN_A_PAGE, MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
 TABLE_HEIGHT = 1000  # px: a sweep's rows with their notes wrapped (at Gradio's 500, a 3-value sweep showed 2 rows)
@@ -91,7 +91,8 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 with gr.Accordion("Advanced", open=False) as advanced:
                     top_p = gr.Slider(*RANGES["top_p"], value=DEFAULT.top_p, step=0.01, label="Top-p")
                     top_k = gr.Slider(*RANGES["top_k"], value=DEFAULT.top_k, step=1, label="Top-k (0 = off)")
-                    seed = gr.Number(value=0, precision=0, label="Seed")
+                    seed = gr.Number(value=0, precision=0, minimum=0, maximum=EXACT_IN_A_PAGE, label="Seed")  # (a
+                    # browser's number rounds a larger one: 12345678901234567 typed ran as ...568, unsaid)
                     chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
                     system = gr.Textbox(value=DEFAULT.system, label="System prompt", lines=2)
                     backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
