@@ -98,6 +98,7 @@ so that the lent machine's minutes are not spent finding a broken script; its fi
 import argparse
 import contextlib
 import gc
+import itertools
 import json
 import os
 import statistics
@@ -749,6 +750,13 @@ def setting(module, name: str, value):
         setattr(module, name, before)
 
 
+@contextlib.contextmanager
+def variant(way: str, pdl: bool):
+    """A side-by-side variant's attention way and launching dependent, while it is built and run."""
+    with setting(attention, "WAY", way), setting(dependent_launch, "ON", pdl):
+        yield
+
+
 def prefetch_pays(fused_ms: dict) -> bool:
     """Whether `fused` timed the fused products launched dependent faster with their weights asked of
     L2 first, over the passes timed both ways (True, the module's default, where none was)."""
@@ -773,7 +781,7 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
     pairs, failed = {}, report.setdefault("failed", {})
     for name, (way, fused, pdl) in variants.items():
         say(f"building the joined pair for {key} {name}, compiling it (spec, schedule, alone-W, alone-1)")
-        with setting(attention, "WAY", way), setting(dependent_launch, "ON", pdl):
+        with variant(way, pdl):
             pair = joined_pair(report, device, shapes, fused, f"{key} {name}")
             started = time.perf_counter()
             if attempted(failed, f"{key} {name}: compile", lambda: compile_rows(pair, prompt, spec, sched)):
@@ -795,7 +803,7 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
         seen = {(name, run): [] for name in pairs for run in runs}
         for _ in range(args.repeats):
             for (name, run), results in seen.items():
-                with setting(attention, "WAY", variants[name][0]), setting(dependent_launch, "ON", variants[name][2]):
+                with variant(variants[name][0], variants[name][2]):
                     if (result := attempted(failed, f"{key} {name} {run}", lambda: decode(runs[run](pairs[name])))):
                         results.append(result)
         for name in pairs:
@@ -805,8 +813,7 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
                 for run in runs if seen[(name, run)]} | {"compile_s": {"all": report.get(f"{key} {name} compile_s")}}
             print_table(f"joined pair, {key} {name}, acceptance {'1' if acceptance else '~0'}",
                         report[f"{key} {name} acceptance {acceptance}"])
-        names = list(pairs)
-        for first, other in [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]:  # each later against each
+        for first, other in itertools.combinations(pairs, 2):  # each later variant against each earlier one
             ratios = {run: ratio_range(seen[(first, run)], seen[(other, run)]) for run in runs}
             report[f"{key} {other} vs {first} acceptance {acceptance}"] = ratios | {
                 "same tokens": (seen[(first, "alone-W")] or [[None]])[0][0] == (seen[(other, "alone-W")] or [[0]])[0][0]}
@@ -817,10 +824,13 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
 
 def fused_split(report: dict, key: str, args, which: str) -> None:
     """fused_linear.BLOCKS for the rows of the models `which` names (-> report[key]): --fused-blocks,
-    else the split `fused` timed fastest over their passes in this call, else the module's default."""
+    else the split `fused` timed fastest over their passes in this call, else the module's default;
+    and their weights asked of L2 first, launched dependent, unless `fused` timed that slower
+    (-> report["pdl_prefetch"])."""
     passes = DRAFT_PASSES + (TARGET_PASSES if which == "both" else ())
     report[key] = args.fused_blocks or fastest_blocks(report.get("fused_ms", {}), passes)
     fused_linear.BLOCKS = FUSED_BLOCKS[report[key]]
+    dependent_launch.PREFETCH = report["pdl_prefetch"] = prefetch_pays(report.get("fused_ms", {}))
 
 
 def compile_rows(pair: Pair, prompt: list[int], spec, sched) -> bool:
@@ -910,7 +920,6 @@ def main(argv=None) -> dict:
         which = report["fused_models"] = args.fused_layers if args.fused_layers != "auto" else models_to_fuse(
             report.get("fused_ms", {}))
         fused_split(report, "fused_blocks", args, which)
-        dependent_launch.PREFETCH = report["pdl_prefetch"] = prefetch_pays(report.get("fused_ms", {}))
         say(f"the joined pair with Triton attention, again with the {which} model's layers and head fused "
             f"({report['fused_blocks']}), and so launched dependent, side by side")
         side_by_side(report, "fusedlayers", {"triton": ("triton", "off", False), f"{which} fused": ("triton", which, False),
@@ -918,7 +927,6 @@ def main(argv=None) -> dict:
     if "pdl" in only:  # playground.engine.dependent_launch (opt-in: PLAYGROUND_PDL) beside kernels launched as usual
         which = report["pdl_fused_models"] = args.fused_layers if args.fused_layers != "auto" else "off"
         fused_split(report, "pdl_fused_blocks", args, which)
-        dependent_launch.PREFETCH = report["pdl_prefetch"] = prefetch_pays(report.get("fused_ms", {}))
         say(f"the joined pair with Triton attention ({which} fused), and again launched dependent, side by side")
         side_by_side(report, "pdl", {"triton": ("triton", which, False), "triton pdl": ("triton", which, True)},
                      device, shapes, prompt, args, save)

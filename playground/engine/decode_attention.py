@@ -38,7 +38,7 @@ import os
 
 import torch
 
-from playground.engine.dependent_launch import launches_dependent
+from playground.engine.dependent_launch import kernel_options
 
 CHUNK = 128  # cache positions a program covers (on an H200 faster than 64, 256 or 512 in all three passes timed)
 BLOCK_N = 64  # positions per step inside a program
@@ -174,9 +174,8 @@ def decode_attention_impl(query: torch.Tensor, key: torch.Tensor, value: torch.T
     out = torch.empty(b, heads, rows, value.shape[-1], device=query.device, dtype=value.dtype)
     one_kernel = ONE_KERNEL if one_kernel is None else one_kernel  # (its arrival counters: this call's own)
     count = torch.zeros(b * heads, device=query.device, dtype=torch.int32) if one_kernel else None
-    pdl = launches_dependent(query.device)
-    sizes = dict(ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks, BLOCK_C=_pow2(chunks, 1), PDL=pdl,
-                 **({"launch_pdl": True} if pdl else {}))
+    sizes = dict(ROWS=rows, D=d, BLOCK_M=block_m, BLOCK_D=block_d, CHUNKS=chunks, BLOCK_C=_pow2(chunks, 1),
+                 **kernel_options(query.device))
     split[(b * heads, chunks)](
         query, key, value, mask, partial, stats, out, count if count is not None else stats,
         query.stride(0), query.stride(1), query.stride(2), key.stride(0), key.stride(1), key.stride(2),

@@ -52,6 +52,12 @@ def _l2_bytes(index: int) -> int:
     return torch.cuda.get_device_properties(index).L2_cache_size
 
 
+def kernel_options(device: torch.device) -> dict:
+    """An engine kernel's launch arguments for this device: its PDL constant, and Triton's launch_pdl
+    where that is on (only then: the interpreter, which the CPU tests run, knows no launch options)."""
+    return {"PDL": True, "launch_pdl": True} if launches_dependent(device) else {"PDL": False}
+
+
 def inductor_options(device: torch.device) -> dict:
     """torch.compile options that make inductor's Triton kernels launch dependent where this device's do."""
     return {"triton.enable_pdl": True} if launches_dependent(device) else {}

@@ -35,7 +35,6 @@ import os
 import torch
 
 from playground.engine import dependent_launch
-from playground.engine.dependent_launch import launches_dependent
 
 MAX_ROWS = 16
 
@@ -165,14 +164,14 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     weight = weight if weight.stride(-1) == 1 else weight.contiguous()
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     res = residual.reshape(m, n).contiguous() if residual is not None else out
-    pdl = launches_dependent(x.device)
-    prefetch = pdl and dependent_launch.prefetches(weight)
+    launch = dependent_launch.kernel_options(x.device)
     _kernel()[(-(-n // size),)](
         rows, weight, bias if bias is not None else out, norm_weight if norm_weight is not None else out, res, out,
         m, n, k, rows.stride(0), weight.stride(0), res.stride(0), out.stride(0), eps,
         PROLOGUE=PROLOGUES[prologue], HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None, DOT=dot,
         BLOCK_M=block_m, BLOCK_N=size, BLOCK_K=min(blocks.block_k, DOT_BLOCK_K) if dot else blocks.block_k,
-        STAGES=blocks.stages, PDL=pdl, PREFETCH=prefetch, num_stages=blocks.stages, **({"launch_pdl": True} if pdl else {}))
+        STAGES=blocks.stages, PREFETCH=launch["PDL"] and dependent_launch.prefetches(weight), num_stages=blocks.stages,
+        **launch)
     return out.reshape(*lead, n)
 
 
