@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from playground.constraints import ConstraintSpec, compile_constraint, from_user, read_constraint, worker, xgr_reads
+from playground.constraints import ConstraintSpec, compile_constraint, from_user, read_constraint, unwritable, worker, xgr_reads
 from playground.constraints.validate import validate_json
 from playground.errors import PlaygroundError
 
@@ -611,6 +611,71 @@ def test_a_whole_number_past_64_bits_is_said_to_be_written_as_a_float(tokenizer,
     assert said[backend] in notes
     within = {"type": "object", "properties": {"id": {"const": 2 ** 63 - 1}}, "required": ["id"]}  # 64 bits: exact there
     assert "past 64 bits" not in " ".join(compiled(tokenizer, within, "xgrammar").notes)
+
+
+@pytest.mark.parametrize("bounds, dropped, kept_max", [
+    ({"minimum": -9223372036854775808, "maximum": 9223372036854775807}, "minimum -9223372036854775808", True),  # int64's
+    ({"minimum": -1e30}, "minimum -1e+30", False),
+])
+def test_an_integer_bound_llguidance_cannot_write_is_left_to_the_check(tokenizer, bounds, dropped, kept_max):
+    """llguidance 1.9.1 refused a whole schema for an int64 field's minimum ("Failed to generate regex for integer
+    range"; JSONSchemaBench's Github_hard o90912, over all 9,557): now that bound alone goes unenforced while
+    writing, said so, and the check after the run refuses a number past it; the maximum it can write it keeps."""
+    schema = {"type": "object", "properties": {"id": {"type": "integer", **bounds}}, "required": ["id"]}
+    constraint = compiled(tokenizer, schema, "llguidance")
+    assert f"not enforced while writing (checked after the run): {dropped}" in constraint.notes
+    assert allowed(constraint, tokenizer, '{"id": ', "-") and not allowed(constraint, tokenizer, '{"id": ', '"')
+    assert allowed(constraint, tokenizer, '{"id": 922337203685477580', "8") != kept_max
+    assert validate_json('{"id": -5}', schema) == (True, None)
+    assert not validate_json('{"id": -99999999999999999999999999999999}', schema)[0]
+    if kept_max:  # int64's bounds: xgrammar writes both
+        assert not compiled(tokenizer, schema, "xgrammar").notes
+    else:  # xgrammar refuses a bound past 64 bits, and now points to llguidance
+        with pytest.raises(PlaygroundError, match="the llguidance backend reads it without enforcing all of it"):
+            compiled(tokenizer, schema, "xgrammar")
+
+
+def test_only_the_bounds_llguidance_cannot_write_are_dropped_and_named_in_a_line():
+    schema = {"type": "object", "properties": {
+        **{f"n{i}": {"type": ["number", "null"], "minimum": -float(f"{i + 1}e30"), "maximum": 1e3} for i in range(6)},
+        "u64": {"type": "integer", "minimum": 0, "maximum": 18446744073709551615},  # written: kept, as is
+        "s": {"type": "string", "maxLength": 3, "minimum": -1e30},  # no number to bound
+        "c": {"const": {"minimum": -1e30}}}}  # a value, not a schema
+    out, dropped = unwritable.without_unwritable(schema)
+    assert dropped == ["minimum -1e+30", "minimum -2e+30", "minimum -3e+30", "minimum -4e+30", "2 more bounds like them"]
+    assert all(out["properties"][f"n{i}"] == {"type": ["number", "null"], "maximum": 1e3} for i in range(6))
+    assert {name: out["properties"][name] for name in ("u64", "s", "c")} == {
+        name: schema["properties"][name] for name in ("u64", "s", "c")}
+    assert "minimum" in schema["properties"]["n0"]  # (the caller's schema untouched)
+    assert unwritable.without_unwritable(out["properties"]["u64"]) == (out["properties"]["u64"], [])
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_property_counts_beside_optional_properties_are_written_or_left_to_the_check(tokenizer, backend):
+    """A valid schema (JSONSchemaBench's Github_medium o8454: minProperties 2 over six optional properties,
+    none other allowed) was refused for both backends, "no JSON value can satisfy this schema: minProperties
+    (2) is greater than number of properties (0)": llguidance's answer, asked leniently, counts the
+    required ones. xgrammar writes the counts; llguidance compiles them only where all are required, so
+    there they are left to the check, said so."""
+    schema = {"type": "object", "minProperties": 2, "maxProperties": 2, "additionalProperties": False,
+              "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}}
+    constraint = compiled(tokenizer, schema, backend)
+    unenforced = backend == "llguidance"
+    assert ("not enforced while writing (checked after the run): maxProperties, minProperties" in constraint.notes) == unenforced
+    assert allowed(constraint, tokenizer, '{"a": 1', "}") == unenforced
+    assert allowed(constraint, tokenizer, '{"a": 1', ",")
+    assert validate_json('{"a": 1, "c": 2}', schema) == (True, None) and not validate_json('{"a": 1}', schema)[0]
+
+
+@pytest.mark.parametrize("schema, why", [
+    ({"minProperties": 3, "additionalProperties": False, "properties": {"a": {}, "b": {}}},
+     "minProperties (3) asks for more properties than the object allows"),
+    ({"maxProperties": 1, "properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "b"]}, "required > maxProperties"),
+    ({"minProperties": 3, "maxProperties": 2, "properties": {"a": {}}}, "minProperties > maxProperties"),
+])
+def test_property_counts_no_object_meets_are_still_refused(schema, why):
+    with pytest.raises(PlaygroundError, match=re.escape(f"no JSON value can satisfy this schema: {why}")):
+        from_user(schema=json.dumps({"type": "object", **schema}))
 
 
 @pytest.mark.parametrize("schema, loop", [

@@ -14,6 +14,7 @@ from playground.constraints.python_regex import ANCHORED, octal_at, rewritten
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import INT64, ONE_OF, keywords, literal_integers, unenforced_note
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
+from playground.constraints.unwritable import without_unwritable
 from playground.errors import PlaygroundError
 
 # Compact JSON with a space after separators; whitespace is never free, so it cannot run away.
@@ -92,7 +93,7 @@ class _Bytes:
 def _spec_notes(spec: ConstraintSpec, messages: list[str]) -> list[str]:
     if spec.kind != "json":
         return _notes(messages, [])
-    silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT]
+    silent = [k for k, _ in keywords(spec.engine_schema) if k in SILENT] + without_unwritable(spec.engine_schema)[1]
     leaps = sorted({v for k, v in keywords(spec.engine_schema) if k == "format" and isinstance(v, str) and v in LEAP_FORMATS})
     return _notes(messages, silent) + [f"format {f}: the mask lets {LEAP_FORMATS[f]} through (checked after the run)"
                                        for f in leaps] + _rounded(spec.engine_schema)
@@ -190,7 +191,8 @@ def _json_grammar(schema) -> str:
         schema = {key: value for key, value in schema.items() if key not in ("x-guidance", "$schema")}
     elif schema is True:
         schema = {}  # any JSON value (llguidance wants an object to apply its options to)
-    return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(names_as_patterns(schema)), overrides=JSON_OPTIONS)
+    schema = names_as_patterns(without_unwritable(schema)[0])
+    return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=JSON_OPTIONS)
 
 
 class LLGuidanceMatcher:

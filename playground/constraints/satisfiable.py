@@ -10,6 +10,7 @@ import llguidance
 from playground.constraints import worker
 from playground.constraints.safety import at_pointer
 from playground.constraints.schema_keywords import drop_noops, unescaped, with_pointers
+from playground.constraints.unwritable import without_unwritable
 from playground.errors import PlaygroundError
 
 PREFIX = "Unsatisfiable schema:"
@@ -22,6 +23,8 @@ PLAIN = [  # llguidance's reason -> words for a person
     (r"incompatible types", "its parts ask for values of different types (allOf, or a type against an enum)"),
     (r"anyOf is empty", "it allows no value (an empty enum, or no alternative left)"),
     (r"required property '(.*)' is unsatisfiable", r"the required property '\1' can have no value"),
+    (r"minProperties \((\d+)\) is greater than number of properties \(\d+\)",  # (it counts the required ones)
+     r"minProperties (\1) asks for more properties than the object allows"),
 ]
 
 
@@ -44,7 +47,8 @@ def _unsatisfiable(schema) -> tuple[str | None, tuple[str, ...]]:
     `false` in meaning, so it is made `false` and the schema asked again, up to NODES_MADE_FALSE
     times; a reference at the root, one not found, or one left past the bound leaves the reason
     standing (a chain of 40 required references to a node with no value is refused, as before)."""
-    schema, made_false = drop_noops(schema), []
+    schema, made_false = without_unwritable(drop_noops(schema))[0], []  # (what it cannot write it may call
+    # unsatisfiable when it is not: an object's property counts, unwritable.py)
     for _ in range(NODES_MADE_FALSE):
         reason = _reason(schema)
         where = reason and PROCESSING.search(reason)
