@@ -179,25 +179,9 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
         for snap in snaps:  # and sets the messages (the pacing may hand over any phase first)
             whole, phase = snap.phase != phase, snap.phase  # a phase's first snapshot: the speculative
             # run as it ended (its last update may have been skipped by the pacing), drawn once
-            if snap.phase == "speculative":
-                yield outputs(_view(snap, final=False, first=first), _messages(settings, about=about) if first else {},
-                              tree=tree_view(snap.events, snap.eos_ids), status=status(snap.phase))
-            elif snap.phase == "baseline":  # the target alone: show its progress and text as it grows
-                done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
-                note = f"measuring the target alone for comparison: {counted(done)} so far"
-                yield outputs(_between(snap, whole, note, render.committed_text(snap.baseline_events), first,
-                                       about=about),
-                              status=status(snap.phase))
-            elif snap.phase == "measuring":  # one comparison could not tell: more, not streamed
-                note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"
-                        f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "
-                        f"so far): {snap.speedup.reason}")
-                yield outputs(_between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first,
-                                       ended=True, about=about),
-                              status=status(snap.phase))
-            else:
-                continue  # the last snapshot: drawn below, whole
-            first = False
+            if snap.phase in STREAMED:  # (the last snapshot: drawn below, whole)
+                yield outputs(_streamed(snap, settings, whole, first, about), status=status(snap.phase))
+                first = False
     except Stopped:  # Stop pressed while its models loaded or its constraint compiled: nothing made, nothing wrong,
         # said (a note that it waited for an experiment goes)
         yield outputs(run_msg=render.stopped_before_writing(), status=status("stopped"))
@@ -210,14 +194,10 @@ def run(request: gr.Request, progress=gr.Progress(), *values):
             forget_stop(request)
     if snap is None:  # cancelled before its work started (Gradio's /cancel): nothing made, nobody reading
         return
-    measure = live.speedup(snap) if chain_theory(settings) else None  # None: no comparison, or not the calculator's model
-    alpha = measure and snap.result.stats["token_acceptance"]  # (None: nothing drafted, no α to put on its chart)
-    measured = {"k": settings.k, "alpha": alpha, "speedup": measure.speedup, "speedup_estimate": measure.estimate,
-                "speedup_low": measure.low, "speedup_high": measure.high, "verdict": measure.verdict,
-                "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
     failed = _messages(None, snap.failure, ended_early=True, about=about) if snap.failure else {}  # said at its cause, its output
     # drawn as its own (stopped, or whole where measuring again failed)
-    yield outputs(_view(snap, final=True), _messages(settings, about=about) if first else {}, failed, _race(snap), measured=measured,
+    yield outputs(_view(snap, final=True), _messages(settings, about=about) if first else {}, failed, _race(snap),
+                  measured=_measured(settings, snap),
                   tree=tree_view(snap.events, snap.eos_ids),
                   status=status(snap.phase))
 
@@ -383,6 +363,35 @@ def start_run(request: gr.Request):
     forget_stop(request)
     new_ticket(request)
     return BUSY
+
+
+STREAMED = ("speculative", "baseline", "measuring")  # the phases drawn as they come
+
+
+def _streamed(snap, settings, whole: bool, first: bool, about) -> dict:
+    """The outputs a snapshot of a run under way updates; whole: the phase's first (the speculative run as it
+    ended drawn once); first: the run's first update (it clears the last run's outputs)."""
+    if snap.phase == "speculative":
+        return {**_view(snap, final=False, first=first), **(_messages(settings, about=about) if first else {}),
+                "tree": tree_view(snap.events, snap.eos_ids)}
+    if snap.phase == "baseline":  # the target alone: its progress and text as it grows
+        done = sum(len(e.committed) for e in snap.baseline_events if hasattr(e, "committed"))
+        note = f"measuring the target alone for comparison: {counted(done)} so far"
+        return _between(snap, whole, note, render.committed_text(snap.baseline_events), first, about=about)
+    note = (f"measuring again to be sure ({snap.speedup.blocks} of at most {MAX_BLOCKS}"  # one comparison could not
+            f"{_block_seconds(snap)}; Stop, Run again, or another run waiting for the model, keeps the estimate "  # tell:
+            f"so far): {snap.speedup.reason}")  # more, not streamed
+    return _between(snap, whole, note, snap.baseline.text if whole else gr.skip(), first, ended=True, about=about)
+
+
+def _measured(settings, snap) -> dict | None:
+    """The run's point for the calculator's chart: None without a comparison, with a model the
+    calculator's theory does not describe, or with nothing drafted (no α)."""
+    measure = live.speedup(snap) if chain_theory(settings) else None
+    alpha = measure and snap.result.stats["token_acceptance"]
+    return {"k": settings.k, "alpha": alpha, "speedup": measure.speedup, "speedup_estimate": measure.estimate,
+            "speedup_low": measure.low, "speedup_high": measure.high, "verdict": measure.verdict,
+            "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
 
 
 def runnable_while_measuring(status: dict | None):
