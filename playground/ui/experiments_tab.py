@@ -35,6 +35,21 @@ log = logging.getLogger("playground.ui")
 
 
 @on_gpu(runs=EXPERIMENT_RUNS)
+def _sweep_asked(inputs) -> tuple:
+    """A sweep's inputs, each checked -> (axis, its values, the prompts, the settings, their config and
+    constraint spec); PlaygroundError for the first one wrong, before anything loads."""
+    axis, values_text, prompts_text, *values = inputs
+    axis, values_text, prompts_text = (typed(n, v, str) for n, v in
+                                       zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
+    settings = settings_to_run(*values)
+    values_list = sweep_values("k" if axis == "k" else "temperature", values_text)
+    cfg, spec = live.checked_config(settings)
+    sweeps.check_axis(axis, cfg, values_list)
+    prompts = _experiment_prompts(prompts_text, settings)
+    _check_work(len(values_list), prompts, settings)
+    return axis, values_list, prompts, settings, cfg, spec
+
+
 def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop (or the
     host's time limit, a closed page, a run waiting for the device: Halt) ends it where it is, with the
@@ -42,15 +57,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     measured = []  # the rows measured whole, as the engine thread made them (the page may not have had the newest)
     measuring = []  # once the points are being measured: an error is the next point's
     try:
-        axis, values_text, prompts_text, *values = inputs
-        axis, values_text, prompts_text = (typed(n, v, str) for n, v in
-                                           zip(("axis", "values", "prompts"), (axis, values_text, prompts_text)))
-        settings = settings_to_run(*values)
-        values_list = sweep_values("k" if axis == "k" else "temperature", values_text)
-        cfg, spec = live.checked_config(settings)
-        sweeps.check_axis(axis, cfg, values_list)
-        prompts = _experiment_prompts(prompts_text, settings)
-        _check_work(len(values_list), prompts, settings)
+        axis, values_list, prompts, settings, cfg, spec = _sweep_asked(inputs)
         pace, halt = Pace(), Halt(request, "sweep")
         ran_with = f"; with {described(measured_with(settings), axis)}"  # (the Playground may change meanwhile)
         yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)}){ran_with}"), _sweep_table([], axis),
@@ -314,23 +321,30 @@ def _speedup_cell(row: dict) -> str:
 
 
 @on_gpu(runs=EXPERIMENT_RUNS)
+def _comparison_asked(inputs) -> tuple:
+    """Compare drafts' inputs, each checked -> (the ways, each once, the prompts, the settings, their
+    config and constraint spec); PlaygroundError for the first one wrong, before anything loads."""
+    variants, prompts_text, *values = inputs
+    settings = settings_to_run(*values)
+    prompts_text = typed("prompts", prompts_text, str)
+    if not variants or not isinstance(variants, list) or not all(isinstance(v, str) and v in sweeps.VARIANTS for v in variants):
+        raise PlaygroundError(f"pick at least one way of drafting among {', '.join(sweeps.VARIANTS)}")
+    variants = list(dict.fromkeys(variants))  # each once (40 copies of one were measured 40 times)
+    cfg, spec = live.checked_config(settings)
+    if draft_model(settings.draft) is None:
+        raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
+    prompts = _experiment_prompts(prompts_text, settings)
+    _check_work(len(variants), prompts, settings)
+    return variants, prompts, settings, cfg, spec
+
+
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
     measured: list[dict] = []  # the ways measured so far, kept on the engine thread (the page's last may be older)
     measuring = []  # once the ways are being measured: an error is the next way's
     try:
-        variants, prompts_text, *values = inputs
-        settings = settings_to_run(*values)
-        prompts_text = typed("prompts", prompts_text, str)
-        if not variants or not isinstance(variants, list) or not all(isinstance(v, str) and v in sweeps.VARIANTS for v in variants):
-            raise PlaygroundError(f"pick at least one way of drafting among {', '.join(sweeps.VARIANTS)}")
-        variants = list(dict.fromkeys(variants))  # each once (40 copies of one were measured 40 times)
-        cfg, spec = live.checked_config(settings)
-        if draft_model(settings.draft) is None:
-            raise PlaygroundError("comparing ways of drafting needs a draft model: pick a preset or draft with one")
-        prompts = _experiment_prompts(prompts_text, settings)
-        _check_work(len(variants), prompts, settings)
+        variants, prompts, settings, cfg, spec = _comparison_asked(inputs)
         encode = lambda pair, text: session.prompt_ids_of(pair, settings, text)  # noqa: E731
         pace, halt = Pace(), Halt(request, "compare_drafts")
         ways_with = dict(measured_with(settings), draft=draft_model(settings.draft))  # (a lookup's cascade: its model)
