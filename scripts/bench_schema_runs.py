@@ -2,7 +2,7 @@
 alone beside them, through the project's own path (the page's checks, the bounded compile, the
 session's run and its check of the output after it).
 
-    python scripts/bench_schema_runs.py --data DIR [--per-subset 8] [--subsets A,B] [--max-new-tokens 256] [--backend llguidance]
+    python scripts/bench_schema_runs.py --data DIR [--per-subset 8] [--skip 0] [--subsets A,B] [--max-new-tokens 256] [--backend llguidance]
         [--temperature 0 --seed 0] [--tree 2,2,1]
 
 DIR is JSONSchemaBench's data/ folder (see scripts/bench_schemas.py; the same schemas in the same
@@ -104,6 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, type=pathlib.Path)
     parser.add_argument("--per-subset", type=int, default=8)
+    parser.add_argument("--skip", type=int, default=0, help="leave out each subset's first N (an earlier run's)")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--subsets", help="comma-separated subset names (default: all)")
     parser.add_argument("--backend", default="llguidance")
@@ -117,7 +118,7 @@ def main() -> None:
     pair = session.load_pair(args.target, args.draft, "cpu")
     tree = tuple(int(n) for n in args.tree.split(",")) if args.tree else ()
     cfg = session.settings(k=3, max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed, tree=tree)
-    todo = schemas(args.data, args.per_subset)
+    todo = schemas(args.data, args.per_subset, args.skip)
     if args.subsets:
         todo = [row for row in todo if row[0] in args.subsets.split(",")]
     drafting = f"the tree {args.tree}" if tree else "k=3"

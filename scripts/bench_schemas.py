@@ -1,7 +1,7 @@
 """Compile coverage over real-world JSON Schemas, per subset and backend, through the project's own
 path (the page's checks, then the bounded compile worker), with the refusal reasons.
 
-    python scripts/bench_schemas.py --data DIR [--per-subset 100] [--backends llguidance,xgrammar]
+    python scripts/bench_schemas.py --data DIR [--per-subset 100] [--skip 0] [--backends llguidance,xgrammar]
 
 DIR holds one folder per subset with one schema per .json file: the `data/` folder of
 JSONSchemaBench (Geng et al., "Generating Structured Outputs from Language Models: Benchmark and
@@ -34,12 +34,13 @@ from playground.errors import PlaygroundError  # noqa: E402
 MODEL = "smollm2-135m-instruct"
 
 
-def schemas(data: pathlib.Path, per_subset: int) -> list[tuple[str, str, str]]:
-    """-> [(subset, file name, text)], per subset the first `per_subset` by a hash of the name."""
+def schemas(data: pathlib.Path, per_subset: int, skip: int = 0) -> list[tuple[str, str, str]]:
+    """-> [(subset, file name, text)], per subset the first `per_subset` by a hash of the name after
+    the first `skip` (those of an earlier run)."""
     out = []
     for folder in sorted(p for p in data.iterdir() if p.is_dir()):
         files = sorted(folder.glob("*.json"), key=lambda p: hashlib.sha1(p.name.encode()).hexdigest())
-        out += [(folder.name, f.name, f.read_text(encoding="utf-8")) for f in files[:per_subset or None]]
+        out += [(folder.name, f.name, f.read_text(encoding="utf-8")) for f in files[skip:skip + per_subset if per_subset else None]]
     return out
 
 
@@ -78,6 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, type=pathlib.Path)
     parser.add_argument("--per-subset", type=int, default=100)
+    parser.add_argument("--skip", type=int, default=0, help="leave out each subset's first N (an earlier run's)")
     parser.add_argument("--backends", default="llguidance,xgrammar")
     parser.add_argument("--out", type=pathlib.Path)
     args = parser.parse_args()
@@ -88,7 +90,7 @@ def main() -> None:
     eos = frozenset({tokenizer.eos_token_id})
     names = args.backends.split(",")
     backends = {n: constraint_compile.BACKENDS[n](tokenizer, vocab, eos) for n in names}
-    todo = schemas(args.data, args.per_subset)
+    todo = schemas(args.data, args.per_subset, args.skip)
     print(f"{len(todo)} schemas from {args.data}, backends {names}; {platform.processor() or platform.machine()}, "
           f"compile bounded at {worker.COMPILE_SECONDS} s and {worker.COMPILE_BYTES / 2**30:g} GiB", file=sys.stderr)
     rows = []
