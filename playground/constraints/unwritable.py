@@ -5,13 +5,16 @@ llguidance 1.9.1 refuses a whole schema for either of these, where xgrammar writ
   or number as a regex of its range, which then fails: an int64 field's `minimum: -9223372036854775808`
   ("Failed to generate regex for integer range"; JSONSchemaBench's Github_hard o90912), a sentinel
   `minimum: -1e30`, a number's `maximum: 1e300`, an integer's `minimum: 9.2e18`.
-- minProperties or maxProperties on an object that lists a property it does not require ("only supported
-  when all keys listed in properties are required"; asked leniently, it called `{"minProperties": 2,
-  "additionalProperties": false, "properties": <3 optional>}` unsatisfiable: Github_medium o8454).
+- Most minProperties and maxProperties on an object that lists a property it does not require ("only
+  supported when all keys listed in properties are required"; it writes a closed object's minProperties
+  1 or maxProperties 1 alone). Asked leniently, as the product asks, it compiles past them with that
+  warning, and called `{"minProperties": 2, "additionalProperties": false, "properties": <3 optional>}`
+  unsatisfiable (Github_medium o8454, valid).
 Here llguidance's copy of the schema goes without them: a node's bounds past 2^53 that it cannot write
-on their own, one at a time until it can; the counts of such an object. Its mask then lets through a
-number past them (20 digits or more) or another number of properties, which the check after the run
-refuses, as the note says."""
+on their own, one at a time until it can; an object's counts it cannot write beside its properties
+(asked of its object keywords alone), unless they contradict them on their own, which it says rightly.
+Its mask then lets through a number past them (20 digits or more) or another number of properties,
+which the check after the run refuses, as the note says."""
 import copy
 import json
 
@@ -31,7 +34,7 @@ def without_unwritable(schema) -> tuple[object, list[str]]:
     is where there is none; what was dropped, as 'minimum -1e+30' or 'minProperties', the first NAMED
     bounds by value and the others counted)."""
     if not any(_far(node.get(key)) for node in subschemas(schema) for key in BOUNDS) and not any(
-            map(_partly_required, subschemas(schema))):
+            set(COUNTS) & node.keys() for node in subschemas(schema)):
         return schema, []
     schema, bounds, counts, tried = copy.deepcopy(schema), {}, set(), {}
     for node in list(subschemas(schema)):
@@ -39,7 +42,7 @@ def without_unwritable(schema) -> tuple[object, list[str]]:
             if _writable(node, tried):
                 break
             bounds[f"{key} {node.pop(key)}"] = True
-        if _partly_required(node):
+        if set(COUNTS) & node.keys() and not _contradictory(node) and not _counts_writable(node, tried):
             counts |= {key for key in COUNTS if node.pop(key, None) is not None}
     named = list(bounds)[:NAMED] + ([f"{len(bounds) - NAMED} more bounds like them"] if len(bounds) > NAMED else [])
     return schema, named + sorted(counts)
@@ -67,17 +70,34 @@ def _writable(node: dict, tried: dict) -> bool:
     return tried[alone]
 
 
-def _partly_required(node: dict) -> bool:
-    """An object node with a property count and a listed property it does not require, whose counts
-    contradict nothing on their own (those llguidance refuses rightly, naming them)."""
+def _counts_writable(node: dict, tried: dict) -> bool:
+    """Whether llguidance writes the node's property counts (asked strictly of its object keywords alone,
+    each property any value; a node it cannot read at all is left as it is)."""
+    listed, extra = node.get("properties"), node.get("additionalProperties")
+    alone = {"type": "object", "properties": dict.fromkeys(listed if isinstance(listed, dict) else {}, {}),
+             **{key: node[key] for key in ("required", *COUNTS) if key in node},
+             **({"additionalProperties": extra} if isinstance(extra, bool) else {}),
+             **({"patternProperties": dict.fromkeys(node["patternProperties"], {})}
+                if isinstance(node.get("patternProperties"), dict) else {})}
+    key = json.dumps(alone, sort_keys=True)
+    if key not in tried:
+        try:
+            tried[key] = not llguidance.LLMatcher.validate_grammar_with_warnings(
+                llguidance.LLMatcher.grammar_from_json_schema(key))[0]
+        except (ValueError, TypeError, RuntimeError):
+            tried[key] = True
+    return tried[key]
+
+
+def _contradictory(node: dict) -> bool:
+    """Property counts no object of the node meets, whatever its properties hold."""
     listed, required = node.get("properties"), node.get("required")
+    listed = listed if isinstance(listed, dict) else {}
     required = {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
-    if not (set(COUNTS) & node.keys() and isinstance(listed, dict) and not set(listed) <= required):
-        return False
     least, most = (node.get(key) if _whole(node.get(key)) else None for key in COUNTS)
     closed = node.get("additionalProperties") is False and not node.get("patternProperties")
-    return not ((closed and least is not None and least > len(listed)) or (most is not None and most < len(required))
-                or (None not in (least, most) and least > most))
+    return ((closed and least is not None and least > len(listed)) or (most is not None and most < len(required))
+            or (None not in (least, most) and least > most))
 
 
 def _whole(value) -> bool:
