@@ -1929,3 +1929,18 @@ def test_a_cascade_under_a_constraint_says_it_drafts_with_its_model_alone(capsys
     assert "prompt lookup" not in list(live.live_run(settings, every=0))[-1].note
     assert main(["generate", "--preset", "demo-cascade", "--regex", "[a-z_ (),]{1,40}", "--max-new-tokens", "8"]) == 0
     assert "note: prompt lookup is not used under a constraint" in capsys.readouterr().err
+
+
+def test_each_entry_point_that_runs_models_holds_a_gpu_lease_and_only_those():
+    """On ZeroGPU a callback gets the GPU only inside spaces.GPU (ui/gpu.on_gpu); a refactor once moved the
+    sweep's and Compare drafts' decorators onto their input checks, leaving both generators without a lease
+    (a review). The decorated functions of playground/ui are exactly Run, /generate, the sweep and Compare drafts."""
+    import ast
+    import pathlib
+    leased = set()
+    for path in (pathlib.Path(__file__).resolve().parents[1] / "playground" / "ui").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", None) == "on_gpu" for d in node.decorator_list):
+                leased.add(f"{path.stem}.{node.name}")
+    assert leased == {"playground_tab.run", "api.generate", "experiments_tab.run_sweep", "experiments_tab.run_comparison"}

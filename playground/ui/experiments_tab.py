@@ -34,7 +34,6 @@ IDLE_S = 2.0  # an experiment's progress is handed to the page again this often:
 log = logging.getLogger("playground.ui")
 
 
-@on_gpu(runs=EXPERIMENT_RUNS)
 def _sweep_asked(inputs) -> tuple:
     """A sweep's inputs, each checked -> (axis, its values, the prompts, the settings, their config and
     constraint spec); PlaygroundError for the first one wrong, before anything loads."""
@@ -50,6 +49,7 @@ def _sweep_asked(inputs) -> tuple:
     return axis, values_list, prompts, settings, cfg, spec
 
 
+@on_gpu(runs=EXPERIMENT_RUNS)
 def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     """inputs: the sweep's axis, values and prompts, then the Playground's settings. Stop (or the
     host's time limit, a closed page, a run waiting for the device: Halt) ends it where it is, with the
@@ -320,7 +320,6 @@ def _speedup_cell(row: dict) -> str:
     return f"{row['speedup']:.2f}" + (" (no clear difference)" if verdict == "no clear difference" else "")
 
 
-@on_gpu(runs=EXPERIMENT_RUNS)
 def _comparison_asked(inputs) -> tuple:
     """Compare drafts' inputs, each checked -> (the ways, each once, the prompts, the settings, their
     config and constraint spec); PlaygroundError for the first one wrong, before anything loads."""
@@ -338,6 +337,7 @@ def _comparison_asked(inputs) -> tuple:
     return variants, prompts, settings, cfg, spec
 
 
+@on_gpu(runs=EXPERIMENT_RUNS)
 def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     """Several ways of drafting for the current target, on one prompt set. inputs: the ways, the
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
