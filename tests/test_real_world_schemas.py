@@ -613,41 +613,62 @@ def test_a_whole_number_past_64_bits_is_said_to_be_written_as_a_float(tokenizer,
     assert "past 64 bits" not in " ".join(compiled(tokenizer, within, "xgrammar").notes)
 
 
-@pytest.mark.parametrize("bounds, dropped, kept_max", [
-    ({"minimum": -9223372036854775808, "maximum": 9223372036854775807}, "minimum -9223372036854775808", True),  # int64's
-    ({"minimum": -1e30}, "minimum -1e+30", False),
+@pytest.mark.parametrize("bounds, dropped", [
+    ({"minimum": -9223372036854775808, "maximum": 9223372036854775807},  # int64's
+     "maximum 9223372036854775807, minimum -9223372036854775808"),
+    ({"minimum": -1e30}, "minimum -1e+30"),
+    ({"minimum": 0, "maximum": 18446744073709551615}, "maximum 18446744073709551615"),  # uint64's
 ])
-def test_an_integer_bound_llguidance_cannot_write_is_left_to_the_check(tokenizer, bounds, dropped, kept_max):
+def test_an_integer_bound_past_2_to_the_53_is_left_to_the_check(tokenizer, bounds, dropped):
     """llguidance 1.9.1 refused a whole schema for an int64 field's minimum ("Failed to generate regex for integer
-    range"; JSONSchemaBench's Github_hard o90912, over all 9,557): now that bound alone goes unenforced while
-    writing, said so, and the check after the run refuses a number past it; the maximum it can write it keeps."""
+    range"; JSONSchemaBench's Github_hard o90912, over all 9,557), clamped a uint64's maximum to 2^63 - 1 (valid
+    numbers refused) and read bounds past 2^53 rounded: now such bounds go unenforced while writing, said so,
+    and the check after the run refuses a number past them."""
     schema = {"type": "object", "properties": {"id": {"type": "integer", **bounds}}, "required": ["id"]}
     constraint = compiled(tokenizer, schema, "llguidance")
     assert f"not enforced while writing (checked after the run): {dropped}" in constraint.notes
-    assert allowed(constraint, tokenizer, '{"id": ', "-") and not allowed(constraint, tokenizer, '{"id": ', '"')
-    assert allowed(constraint, tokenizer, '{"id": 922337203685477580', "8") != kept_max
-    assert validate_json('{"id": -5}', schema) == (True, None)
+    assert not allowed(constraint, tokenizer, '{"id": ', '"')
+    assert allowed(constraint, tokenizer, '{"id": 922337203685477580', "8")  # past int64, within uint64
+    assert validate_json('{"id": 5}', schema) == (True, None)
     assert not validate_json('{"id": -99999999999999999999999999999999}', schema)[0]
-    if kept_max:  # int64's bounds: xgrammar writes both
-        assert not compiled(tokenizer, schema, "xgrammar").notes
-    else:  # xgrammar refuses a bound past 64 bits, and now points to llguidance
+    if "-1e+30" in dropped:  # xgrammar refuses a bound past 64 bits, and now points to llguidance
         with pytest.raises(PlaygroundError, match="the llguidance backend reads it without enforcing all of it"):
             compiled(tokenizer, schema, "xgrammar")
 
 
-def test_only_the_bounds_llguidance_cannot_write_are_dropped_and_named_in_a_line():
+def test_an_integer_range_below_minus_2_to_the_63_crashes_nothing():
+    """llguidance 1.9.1 ends the process on an integer range with both ends below about -2^63 (a review: a
+    first version asked it about each node with such a bound, and an unreferenced definition killed the
+    page's check); such bounds are dropped without asking it."""
+    schema = {"$defs": {"u": {"type": "integer", "minimum": -1e20, "maximum": -1e19}}, "type": "string"}
+    assert from_user(schema=json.dumps(schema)).kind == "json"
+    assert read_constraint(from_user(schema=json.dumps(schema))) == [
+        "not enforced while writing (checked after the run): maximum -1e+19, minimum -1e+20"]
+
+
+def test_only_bounds_past_2_to_the_53_are_dropped_and_named_in_a_line():
     schema = {"type": "object", "properties": {
         **{f"n{i}": {"type": ["number", "null"], "minimum": -float(f"{i + 1}e30"), "maximum": 1e3} for i in range(6)},
-        "u64": {"type": "integer", "minimum": 0, "maximum": 18446744073709551615},  # written: kept, as is
+        "exact": {"type": "integer", "minimum": -2 ** 53, "maximum": 2 ** 53},  # written as written: kept
         "s": {"type": "string", "maxLength": 3, "minimum": -1e30},  # no number to bound
         "c": {"const": {"minimum": -1e30}}}}  # a value, not a schema
     out, dropped = unwritable.without_unwritable(schema)
-    assert dropped == ["minimum -1e+30", "minimum -2e+30", "minimum -3e+30", "minimum -4e+30", "2 more bounds like them"]
+    assert dropped == ["minimum -1e+30", "minimum -2e+30", "minimum -3e+30", "minimum -4e+30", "more bounds like them: 2"]
     assert all(out["properties"][f"n{i}"] == {"type": ["number", "null"], "maximum": 1e3} for i in range(6))
-    assert {name: out["properties"][name] for name in ("u64", "s", "c")} == {
-        name: schema["properties"][name] for name in ("u64", "s", "c")}
+    assert {name: out["properties"][name] for name in ("exact", "s", "c")} == {
+        name: schema["properties"][name] for name in ("exact", "s", "c")}
     assert "minimum" in schema["properties"]["n0"]  # (the caller's schema untouched)
-    assert unwritable.without_unwritable(out["properties"]["u64"]) == (out["properties"]["u64"], [])
+
+
+@pytest.mark.parametrize("schema, kept", [
+    ({"minProperties": 1, "maxProperties": 2}, "minProperties"),  # llguidance writes the first alone
+    ({"minProperties": 2}, None),
+])
+def test_of_two_counts_the_one_llguidance_writes_stays(schema, kept):
+    node = {"type": "object", "additionalProperties": False, "properties": {"a": {}, "b": {}, "c": {}}, **schema}
+    out, dropped = unwritable.without_unwritable(node)
+    assert sorted(dropped) == sorted(key for key in schema if key != kept)
+    assert ({kept: schema[kept]} if kept else {}).items() <= out.items() and not set(dropped) & out.keys()
 
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
@@ -686,6 +707,8 @@ def test_property_counts_llguidance_writes_beside_optional_properties_stay_enfor
      "minProperties (3) asks for more properties than the object allows"),
     ({"maxProperties": 1, "properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "b"]}, "required > maxProperties"),
     ({"minProperties": 3, "maxProperties": 2, "properties": {"a": {}}}, "minProperties > maxProperties"),
+    ({"minProperties": 2, "additionalProperties": False, "properties": {"a": False, "b": {}}},  # `a` can never be
+     "minProperties (2) asks for more properties than the object allows"),  # written (a review)
 ])
 def test_property_counts_no_object_meets_are_still_refused(schema, why):
     with pytest.raises(PlaygroundError, match=re.escape(f"no JSON value can satisfy this schema: {why}")):
