@@ -18,7 +18,7 @@ from playground.constraints.cut import truncation_hint
 from playground.constraints.guide import Guide, NoWayOn, allows_besides
 from playground.constraints.llg import LLGuidanceBackend, read_tokenizer
 from playground.constraints.metered import MeteredMatcher, TooCostly
-from playground.constraints.schema_keywords import patterns, with_pointers
+from playground.constraints.schema_keywords import patterns
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
 from playground.constraints.spec import BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
@@ -30,7 +30,6 @@ from playground.errors import PlaygroundError
 BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
 READING = ("checking this constraint as typed", "Run checks it in full")
 MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name the one at fault
-BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 TOKEN_REFERENCE = re.compile(r"<\[|<[^\s<>\"']+>")  # a Lark grammar's token: <[id]>, <|special|>, <name>
 READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 COMPILED_KEPT = 32  # compiled constraints kept, at most
@@ -183,7 +182,7 @@ def _reading(spec: ConstraintSpec) -> list[str]:
 def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
     """A backend's refusal, and whether the other backend reads the same text (each reads Lark and GBNF,
     not the same Lark: llguidance's extensions, xgrammar's subset)."""
-    exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec, str(exc)) or _bound_at_fault(spec, str(exc))}")
+    exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec, str(exc))}")
     other = next(name for name in BACKENDS if name != spec.backend)
     try:
         notes = _reading(dataclasses.replace(spec, backend=other))
@@ -347,21 +346,6 @@ def _pattern_at_fault(spec: ConstraintSpec, refusal: str) -> str:
         except PlaygroundError as exc:
             if str(exc) == refusal:
                 return f" (in the pattern at {pointer})"
-    return ""
-
-
-def _bound_at_fault(spec: ConstraintSpec, refusal: str) -> str:
-    """' (at /properties/id/maximum: 9223372036854776000)' where xgrammar refused a bound past a
-    64-bit integer ("Integer exceeds maximum limit due to precision loss", JSONSchemaBench sp_151;
-    "... minimum limit")."""
-    if spec.kind != "json" or "Integer exceeds" not in refusal:
-        return ""
-    keys = [key for key in BOUNDS if ("minimum limit" if "inimum" in key else "maximum limit") in refusal]
-    for pointer, node in with_pointers(strict_json.loads(spec.text)):
-        integer = node.get("type") == "integer" or isinstance(node.get("type"), list) and "integer" in node["type"]
-        for key in keys if integer else ():  # (a number's bounds past 64 bits it reads)
-            if type(node.get(key)) in (int, float) and abs(node[key]) > 2 ** 63 - 1:
-                return f" (at {pointer}/{key}: {node[key]}, past a 64-bit integer)"
     return ""
 
 

@@ -1,4 +1,4 @@
-"""What llguidance cannot write of a valid schema, left to the check after the run instead of refusing it.
+"""What a backend cannot write of a valid schema, left to the check after the run instead of refusing it.
 
 llguidance 1.9.1 refuses a whole schema, misreads it, or crashes for these, where xgrammar writes them:
 - A bound past 2^53. It reads a schema's numbers as 64-bit floats (2^53 + 1 rounds, so a maximum of
@@ -17,13 +17,17 @@ Here llguidance's copy of the schema goes without them: every bound past 2^53; a
 cannot write beside its properties (asked of its object keywords alone; one kept where it writes that
 one), unless they contradict them on their own, which it says rightly.
 Its mask then lets through a number past them (20 digits or more) or another number of properties,
-which the check after the run refuses, as the note says."""
+which the check after the run refuses, as the note says.
+
+xgrammar 0.2.8 refuses a whole schema for an integer's bound past 64 bits ("Integer exceeds maximum limit
+due to precision loss at 64-bit boundary": a uint64's maximum, Snowplow's 9223372036854776000, -1e30);
+it writes a number's. `without_past_int64` takes those from its copy, named the same way."""
 import copy
 import json
 
 import llguidance
 
-from playground.constraints.schema_keywords import subschemas
+from playground.constraints.schema_keywords import INT64, subschemas
 
 BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
 COUNTS = ("minProperties", "maxProperties")
@@ -40,16 +44,47 @@ def without_unwritable(schema) -> tuple[object, list[str]]:
         return schema, []
     schema, bounds, counts, tried = copy.deepcopy(schema), {}, set(), {}
     for node in list(subschemas(schema)):
-        for key in [key for key in BOUNDS if _far(node.get(key))] if _numeric(node) else []:
-            bounds[f"{key} {node.pop(key)}"] = True
+        _drop_bounds(node, bounds, _far if _numeric(node) else None)
         if set(COUNTS) & node.keys() and not _contradictory(node):
             counts |= _unwritable_counts(node, tried)
-    named = list(bounds)[:NAMED] + ([f"more bounds like them: {len(bounds) - NAMED}"] if len(bounds) > NAMED else [])
-    return schema, named + sorted(counts)
+    return schema, _named(bounds) + sorted(counts)
+
+
+def without_past_int64(schema) -> list[str]:
+    """Take from the schema (xgrammar's own copy, changed in place) each integer's bound past 64 bits ->
+    what was dropped, named as without_unwritable names it."""
+    bounds = {}
+    for node in list(subschemas(schema)):
+        _drop_bounds(node, bounds, _past_int64 if _integer(node) else None)
+    return _named(bounds)
+
+
+def _drop_bounds(node: dict, dropped: dict, unwritable) -> None:
+    """Take from the node each bound `unwritable` says of, named into `dropped` ('minimum -1e+30')."""
+    for key in [key for key in BOUNDS if unwritable(node.get(key))] if unwritable else []:
+        dropped[f"{key} {node.pop(key)}"] = True
+
+
+def _named(bounds: dict) -> list[str]:
+    """The first NAMED bounds dropped by value, the others counted."""
+    return list(bounds)[:NAMED] + ([f"more bounds like them: {len(bounds) - NAMED}"] if len(bounds) > NAMED else [])
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _far(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > EXACT
+    return _number(value) and abs(value) > EXACT
+
+
+def _past_int64(value) -> bool:
+    return _number(value) and not INT64[0] <= value <= INT64[1]  # (an int or a float, compared exactly)
+
+
+def _integer(node: dict) -> bool:
+    types = node.get("type")
+    return types == "integer" or isinstance(types, list) and "integer" in types
 
 
 def _numeric(node: dict) -> bool:

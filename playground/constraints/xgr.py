@@ -15,6 +15,7 @@ from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.schema_keywords import INT64, ONE_OF, literal_integers, unenforced_note
 from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
                                                  PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
+from playground.constraints.unwritable import without_past_int64
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.errors import PlaygroundError
 
@@ -182,6 +183,7 @@ def _json_grammar(schema, no_value_refs: bool = False) -> tuple[str, list[str]]:
     names = [NAMED_TWICE] if named_twice(schema) else []
     names += [NO_VALUE_REF] if no_value_refs else []
     schema = as_xgrammar_reads(schema)
+    names += without_past_int64(schema)  # (after the merging: a bound merged into an integer's node)
     nodes = read_nodes(schema)
     for node in nodes:  # (a pushed-down node's keywords are read in its branches)
         names += [BESIDE_CHOICE] if beside_choice(node) else []

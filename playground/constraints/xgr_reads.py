@@ -87,7 +87,8 @@ def _anchors_as_pointers(schema) -> None:
 
 def _pointers_as_read(schema) -> None:
     """Each local $ref's JSON pointer written as xgrammar reads one: its names as they are, neither
-    %-decoded nor ~-unescaped (it looked for a field "List%5Bint%5D" or "a~1b" and refused the schema).
+    %-decoded nor ~-unescaped (it looked for a field "List%5Bint%5D" or "a~1b" and refused the schema),
+    a patternProperties pattern as rewritten to be matched whole (JsonSchemaStore opspec-io).
     A name holding "/", which xgrammar splits on, is renamed where a name means nothing ($defs,
     definitions); a pointer through any other such name is left as written (xgrammar refuses it, saying so)."""
     renamed: dict[int, dict[str, str]] = {}  # id of a $defs map -> its names renamed
@@ -110,6 +111,8 @@ def _plain_names(schema, names: list[str], renamed: dict) -> list[str] | None:
     for name in names:
         if isinstance(at, dict) and name in renamed.get(id(at), {}):
             name = renamed[id(at)][name]
+        elif isinstance(at, dict) and parent == "patternProperties" and name not in at and _searched(name) in at:
+            name = _searched(name)  # (a pattern matched whole now: _read_as_meant)
         elif isinstance(at, dict) and parent in DEFINITIONS and "/" in name and name in at:
             new = _fresh(at, name.replace("/", "_"))
             renamed.setdefault(id(at), {})[name], at[new] = new, at.pop(name)
