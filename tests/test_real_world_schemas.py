@@ -266,6 +266,13 @@ def test_a_required_name_that_is_not_allowed_is_named_not_called_recursion():
         from_user(schema=json.dumps(schema))
 
 
+def test_a_required_name_given_the_schema_false_is_named_not_called_recursion():
+    """A required name whose properties entry, or a pattern matching it, is `false` was refused as recursion."""
+    for holder in ({"properties": {"xa": False}}, {"patternProperties": {"^x": False}}):
+        with pytest.raises(PlaygroundError, match=r"required property 'xa' has the schema false .* drop it from required"):
+            from_user(schema=json.dumps({"type": "object", "required": ["xa"], **holder}))
+
+
 def test_a_deep_schema_is_told_how_to_fit():
     """20 levels of nested properties are 40 levels of JSON: refused with the way out ($defs), which
     the same 20 levels take."""
@@ -889,6 +896,31 @@ def test_xgrammar_leaves_an_integer_bound_past_64_bits_to_the_check(tokenizer):
     assert not allowed(constraint, tokenizer, '{"a": 1, "b": null, "c": ', "6")  # the maximum beside it: enforced
     assert not validate_json('{"a": 1, "b": 9223372036854776001, "c": 0}', schema)[0]
     assert validate_json('{"a": 1e29, "b": null, "c": -99}', schema) == (True, None)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pattern_property_of_schema_false_is_left_to_the_check(tokenizer, backend):
+    """A patternProperties entry `false` (the names it matches refused; JSONSchemaBench Github_hard o27790, valid)
+    made xgrammar refuse the schema ("Schema 'false' cannot accept any value") and llguidance refuse it beside
+    another pattern ("... are not disjoint"); alone on an open object llguidance let such a name begin and
+    never end (`{"xab` refused every `"`). Now the entry goes from the backend's copy, said in the note, and
+    the check after the run refuses such a name; the other patterns stay enforced."""
+    overlapping = {"type": "object", "patternProperties": {".*": {"type": "integer"}, "^x": False}}
+    constraint = compiled(tokenizer, overlapping, backend)
+    assert constraint.notes == ('not enforced while writing (checked after the run): patternProperties "^x": false',)
+    assert allowed(constraint, tokenizer, '{"a": ', "1") and not allowed(constraint, tokenizer, '{"a": ', '"')
+    assert not validate_json('{"xa": 1}', overlapping)[0] and validate_json('{"a": 1}', overlapping) == (True, None)
+    alone = compiled(tokenizer, {"type": "object", "patternProperties": {"^x": False}}, backend)
+    assert allowed(alone, tokenizer, '{"xa', '"')  # (the name ends; the check refuses it)
+    closed = compiled(tokenizer, {"type": "object", "patternProperties": {"^x": False}, "additionalProperties": False,
+                                  "properties": {"a": {"type": "integer"}}}, backend)
+    assert allowed(closed, tokenizer, '{"', "a") and not allowed(closed, tokenizer, '{"', "x")
+
+
+def test_xgrammar_reads_an_empty_pattern_properties_as_none(tokenizer):
+    """xgrammar 0.2.8 read `"patternProperties": {}` as no name allowed: only `{}` was written."""
+    constraint = compiled(tokenizer, {"type": "object", "patternProperties": {}}, "xgrammar")
+    assert allowed(constraint, tokenizer, "{", '"')
 
 
 def test_a_refusal_names_a_pattern_only_where_the_pattern_is_its_cause():

@@ -199,9 +199,16 @@ def _finite_given(node: dict, known: set[int], needs: "Needs") -> bool:
 
 
 def _no_instance_reason(schema, nodes: list[dict]) -> str:
-    """Why no value can be written: a required name no entry allows (the common slip), else recursion."""
+    """Why no value can be written: a required name no entry allows (the common slip), or one given the
+    schema false, else recursion."""
     needs = Needs(schema)
     for node in nodes:
+        refused = [name for name, (held, _) in zip(node.get("required", []), needs.names(node))
+                   if any(sub is False for sub in held)]
+        if refused:
+            return (f"no value can satisfy this schema: the required property {refused[0][:60]!r} has the schema "
+                    "false (in properties, or a patternProperties pattern matches it), which no value satisfies; "
+                    "drop it from required")
         forbidden = [name for name, (held, open_) in zip(node.get("required", []), needs.names(node))
                      if not open_ and node.get("additionalProperties", True) is False]
         if forbidden:

@@ -21,7 +21,14 @@ which the check after the run refuses, as the note says.
 
 xgrammar 0.2.8 refuses a whole schema for an integer's bound past 64 bits ("Integer exceeds maximum limit
 due to precision loss at 64-bit boundary": a uint64's maximum, Snowplow's 9223372036854776000, -1e30);
-it writes a number's. `without_past_int64` takes those from its copy, named the same way."""
+it writes a number's. `without_past_int64` takes those from its copy, named the same way.
+
+Both backends: a patternProperties entry whose schema is `false` (a name it matches refused). xgrammar
+refuses `false` anywhere ("Schema 'false' cannot accept any value"); llguidance refuses it beside another
+pattern that may match the same name ("patternProperty regexes /.*/ and /additionalProperties/ are not
+disjoint": JSONSchemaBench Github_hard o27790, valid), and beside an open object let a name it matches
+begin and never end (`{"patternProperties": {"^x": false}}` took `{"xab` and refused every `"` after it).
+`without_false_patterns` takes them from a copy; the names they refuse are left to the check."""
 import copy
 import json
 
@@ -33,21 +40,42 @@ BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
 COUNTS = ("minProperties", "maxProperties")
 EXACT = 2 ** 53  # within it llguidance writes every range as written (a 64-bit float holds each whole number)
 NAMED = 4  # dropped bounds named by value (a schema of thousands of them: a note of a line)
+SHOWN = 40  # characters of a dropped pattern named (a pattern may have 2,000)
 
 
 def without_unwritable(schema) -> tuple[object, list[str]]:
     """-> (the schema without what llguidance cannot write: a copy where there is any, the schema as it
     is where there is none; what was dropped, as 'minimum -1e+30' or 'minProperties', the first NAMED
     bounds by value and the others counted)."""
+    schema, refused = without_false_patterns(schema)
     if not any(_far(node.get(key)) for node in subschemas(schema) for key in BOUNDS) and not any(
             set(COUNTS) & node.keys() for node in subschemas(schema)):
-        return schema, []
+        return schema, refused
     schema, bounds, counts, tried = copy.deepcopy(schema), {}, set(), {}
     for node in list(subschemas(schema)):
         _drop_bounds(node, bounds, _far if _numeric(node) else None)
         if set(COUNTS) & node.keys() and not _contradictory(node):
             counts |= _unwritable_counts(node, tried)
-    return schema, _named(bounds) + sorted(counts)
+    return schema, _named(bounds) + sorted(counts) + refused
+
+
+def without_false_patterns(schema) -> tuple[object, list[str]]:
+    """-> (the schema without its patternProperties entries of schema `false`: a copy where there is any;
+    what was dropped, as 'patternProperties "^x": false', the first NAMED by pattern and the others counted)."""
+    if not any(_false_patterns(node) for node in subschemas(schema)):
+        return schema, []
+    schema, dropped = copy.deepcopy(schema), {}
+    for node in list(subschemas(schema)):
+        for pattern in _false_patterns(node):
+            del node["patternProperties"][pattern]
+            shown = pattern if len(pattern) <= SHOWN else pattern[:SHOWN] + "…"
+            dropped[f"patternProperties {json.dumps(shown, ensure_ascii=False)}: false"] = True
+    return schema, _named(dropped, "patterns")
+
+
+def _false_patterns(node: dict) -> list[str]:
+    patterns = node.get("patternProperties")
+    return [pattern for pattern, sub in patterns.items() if sub is False] if isinstance(patterns, dict) else []
 
 
 def without_past_int64(schema) -> list[str]:
@@ -65,9 +93,9 @@ def _drop_bounds(node: dict, dropped: dict, unwritable) -> None:
         dropped[f"{key} {node.pop(key)}"] = True
 
 
-def _named(bounds: dict) -> list[str]:
-    """The first NAMED bounds dropped by value, the others counted."""
-    return list(bounds)[:NAMED] + ([f"more bounds like them: {len(bounds) - NAMED}"] if len(bounds) > NAMED else [])
+def _named(bounds: dict, what: str = "bounds") -> list[str]:
+    """The first NAMED bounds (or patterns) dropped by value, the others counted."""
+    return list(bounds)[:NAMED] + ([f"more {what} like them: {len(bounds) - NAMED}"] if len(bounds) > NAMED else [])
 
 
 def _number(value) -> bool:

@@ -15,7 +15,7 @@ from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.schema_keywords import INT64, ONE_OF, literal_integers, unenforced_note
 from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
                                                  PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
-from playground.constraints.unwritable import without_past_int64
+from playground.constraints.unwritable import without_false_patterns, without_past_int64
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.errors import PlaygroundError
 
@@ -182,6 +182,8 @@ def _json_grammar(schema, no_value_refs: bool = False) -> tuple[str, list[str]]:
     (xgrammar refuses `false` there, and writes such a node as it reads it)."""
     names = [NAMED_TWICE] if named_twice(schema) else []
     names += [NO_VALUE_REF] if no_value_refs else []
+    schema, refused = without_false_patterns(schema)  # (before the rewriting: the patterns as the user wrote them)
+    names += refused
     schema = as_xgrammar_reads(schema)
     names += without_past_int64(schema)  # (after the merging: a bound merged into an integer's node)
     nodes = read_nodes(schema)

@@ -17,6 +17,7 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
 - a property whose schema is false (a field removed) made xgrammar refuse the whole schema ("Schema
   'false' cannot accept any value"): beside additionalProperties false or none, it is left out of
   properties (and no other name is written, as xgrammar's strict mode does).
+- an empty patternProperties allowed no name at all (`{}` alone): it is left out.
 - a $ref's pointer %-encoded or ~-escaped (`#/$defs/List%5Bint%5D`, `#/$defs/a~1b`) was looked for as a
   field of that very name ("Cannot find field"): it is written with the names as they are."""
 import json
@@ -168,6 +169,8 @@ def _read_as_meant(node: dict, needs: Needs) -> None:
             if held or extra is not False:  # (a required name nothing allows: left to the check)
                 node["properties"] = {**node.get("properties", {}), name: (
                     held[0] if len(held) == 1 else {"allOf": held} if held else extra if isinstance(extra, dict) else {})}
+    if node.get("patternProperties") == {}:
+        del node["patternProperties"]  # (xgrammar read an empty one as no name allowed: `{}` alone)
     if node.get("patternProperties"):
         node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
         node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
