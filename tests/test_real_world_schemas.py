@@ -562,6 +562,16 @@ def test_a_ref_through_a_pattern_properties_pattern_is_followed_by_xgrammar(toke
         assert allowed(constraint, tokenizer, '{"d": "', "r") and not allowed(constraint, tokenizer, '{"d": "', "x"), backend
 
 
+def test_a_ref_to_a_pattern_written_as_another_patterns_rewriting_is_followed_to_its_own(tokenizer):
+    """`^x$` is rewritten `(?:x)` for xgrammar: a $ref to a second pattern written `(?:x)` was taken to the
+    first (a string where the schema says an integer, no note; a review)."""
+    schema = {"type": "object", "additionalProperties": False, "required": ["d"], "properties": {
+        "inputs": {"type": "object", "patternProperties": {"^x$": {"type": "string"}, "(?:x)": {"type": "integer"}}},
+        "d": {"$ref": "#/properties/inputs/patternProperties/(%3F:x)"}}}
+    constraint = compiled(tokenizer, schema, "xgrammar")
+    assert allowed(constraint, tokenizer, '{"d": ', "1") and not allowed(constraint, tokenizer, '{"d": ', '"')
+
+
 # -- a regex means what the checker reads, on both backends -----------------------------------------
 
 def allowed(constraint, tokenizer, prefix: str, text: str) -> bool:
@@ -921,6 +931,18 @@ def test_xgrammar_reads_an_empty_pattern_properties_as_none(tokenizer):
     """xgrammar 0.2.8 read `"patternProperties": {}` as no name allowed: only `{}` was written."""
     constraint = compiled(tokenizer, {"type": "object", "patternProperties": {}}, "xgrammar")
     assert allowed(constraint, tokenizer, "{", '"')
+
+
+@pytest.mark.parametrize("bound", [{"minimum": -9.223372036854776e18}, {"maximum": 9223372036854775808.0},
+                                   {"exclusiveMinimum": 9223372036854775807}, {"exclusiveMaximum": -9223372036854775808}])
+def test_xgrammar_leaves_an_integer_bound_at_the_edge_of_64_bits_to_the_check(tokenizer, bound):
+    """xgrammar refused the whole schema for a float bound of +-2^63 ("precision loss at 64-bit boundary") and for
+    an exclusive bound whose first value is past int64 ("would cause integer overflow"); a review."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer", **bound}}}
+    constraint = compiled(tokenizer, schema, "xgrammar")
+    key, value = next(iter(bound.items()))
+    assert f"not enforced while writing (checked after the run): {key} {value}" in constraint.notes
+    assert allowed(constraint, tokenizer, '{"n": ', "1")
 
 
 def test_a_refusal_names_a_pattern_only_where_the_pattern_is_its_cause():

@@ -89,7 +89,7 @@ def without_past_int64(schema) -> list[str]:
 
 def _drop_bounds(node: dict, dropped: dict, unwritable) -> None:
     """Take from the node each bound `unwritable` says of, named into `dropped` ('minimum -1e+30')."""
-    for key in [key for key in BOUNDS if unwritable(node.get(key))] if unwritable else []:
+    for key in [key for key in BOUNDS if unwritable(node.get(key), key)] if unwritable else []:
         dropped[f"{key} {node.pop(key)}"] = True
 
 
@@ -102,12 +102,20 @@ def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _far(value) -> bool:
+def _far(value, key: str = "") -> bool:
     return _number(value) and abs(value) > EXACT
 
 
-def _past_int64(value) -> bool:
-    return _number(value) and not INT64[0] <= value <= INT64[1]  # (an int or a float, compared exactly)
+def _past_int64(value, key: str) -> bool:
+    """Whether xgrammar refuses an integer's bound: past 64 bits, a float at +-2^63 (it refused
+    -9.223372036854776e18, 2^63 as a float), or an exclusive one whose first value is past them
+    ("exclusiveMinimum would cause integer overflow"; from a review)."""
+    if not _number(value):
+        return False
+    low, high = INT64
+    if isinstance(value, float):
+        return not low < value < high + 1  # (compared exactly: the floats inside are whole numbers within int64)
+    return not (low + (key == "exclusiveMaximum") <= value <= high - (key == "exclusiveMinimum"))
 
 
 def _integer(node: dict) -> bool:

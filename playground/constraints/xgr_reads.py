@@ -61,14 +61,14 @@ def as_xgrammar_reads(schema):
         for node in todo:
             _push_down(node, merging, budget, MERGE_DEPTH)
         nodes = read_nodes(schema)
-    needs = Needs(schema)
+    needs, patterns_read = Needs(schema), {}  # id of a patternProperties map rewritten -> {pattern: as rewritten}
     for node in read_nodes(schema):
         if not node.get(PUSHED_DOWN):
             try:
-                _read_as_meant(node, needs)
+                _read_as_meant(node, needs, patterns_read)
             except (TypeError, AttributeError, ValueError):  # not a schema: a $ref into a non-keyword place
                 pass  # brought it here; xgrammar refuses it or reads it as before
-    _pointers_as_read(schema)  # last: the steps above follow $refs as JSON Schema writes them
+    _pointers_as_read(schema, patterns_read)  # last: the steps above follow $refs as JSON Schema writes them
     return schema
 
 
@@ -86,13 +86,14 @@ def _anchors_as_pointers(schema) -> None:
             node["$ref"] = "#" + anchored[node["$ref"][1:]]
 
 
-def _pointers_as_read(schema) -> None:
+def _pointers_as_read(schema, patterns_read: dict) -> None:
     """Each local $ref's JSON pointer written as xgrammar reads one: its names as they are, neither
     %-decoded nor ~-unescaped (it looked for a field "List%5Bint%5D" or "a~1b" and refused the schema),
-    a patternProperties pattern as rewritten to be matched whole (JsonSchemaStore opspec-io).
+    a patternProperties pattern as rewritten to be matched whole (JsonSchemaStore opspec-io; `patterns_read`,
+    so a pattern written as another's rewriting is not taken for it)
     A name holding "/", which xgrammar splits on, is renamed where a name means nothing ($defs,
     definitions); a pointer through any other such name is left as written (xgrammar refuses it, saying so)."""
-    renamed: dict[int, dict[str, str]] = {}  # id of a $defs map -> its names renamed
+    renamed: dict[int, dict[str, str]] = dict(patterns_read)  # id of a $defs or patternProperties map -> its names renamed
     seen = set()
     for _, node in list(with_pointers(schema)):  # (a listing: the walk's own maps are renamed in)
         ref = node.get("$ref")
@@ -112,8 +113,6 @@ def _plain_names(schema, names: list[str], renamed: dict) -> list[str] | None:
     for name in names:
         if isinstance(at, dict) and name in renamed.get(id(at), {}):
             name = renamed[id(at)][name]
-        elif isinstance(at, dict) and parent == "patternProperties" and name not in at and _searched(name) in at:
-            name = _searched(name)  # (a pattern matched whole now: _read_as_meant)
         elif isinstance(at, dict) and parent in DEFINITIONS and "/" in name and name in at:
             new = _fresh(at, name.replace("/", "_"))
             renamed.setdefault(id(at), {})[name], at[new] = new, at.pop(name)
@@ -145,7 +144,7 @@ def _names_as_strings(schema) -> None:
             node["propertyNames"] = {"type": "string", "allOf": [node["propertyNames"]]}
 
 
-def _read_as_meant(node: dict, needs: Needs) -> None:
+def _read_as_meant(node: dict, needs: Needs, patterns_read: dict) -> None:
     """One node rewritten where xgrammar reads it otherwise (new values only: a node's values can be
     shared with other nodes since the merging; the node itself is rewritten once)."""
     if not KIND_GIVEN & set(node) and set(node) - NOT_CONSTRAINTS:
@@ -172,7 +171,9 @@ def _read_as_meant(node: dict, needs: Needs) -> None:
     if node.get("patternProperties") == {}:
         del node["patternProperties"]  # (xgrammar read an empty one as no name allowed: `{}` alone)
     if node.get("patternProperties"):
-        node["patternProperties"] = {_searched(p): sub for p, sub in node["patternProperties"].items()}
+        read = {pattern: _searched(pattern) for pattern in node["patternProperties"]}
+        node["patternProperties"] = {read[p]: sub for p, sub in node["patternProperties"].items()}
+        patterns_read[id(node["patternProperties"])] = read
         node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
         # instead (beside properties; without them it drops it): fewer names, none wrong
 
