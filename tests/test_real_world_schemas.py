@@ -246,6 +246,64 @@ def test_a_reference_to_a_node_outside_any_keyword_is_followed():
     assert from_user(schema=json.dumps(schema)) is not None
 
 
+def _stored(node: dict, draft: str = "") -> dict:
+    """A schema whose root refers to `node` in a place no keyword holds."""
+    return {**({"$schema": draft} if draft else {}), "$ref": "#/components/schemas/A",
+            "components": {"schemas": {"A": node}}}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("node, prefix, then, valid, noted", [
+    ({"minLength": 3}, '"ab', '"', False, None),  # xgrammar: a node naming no kind was any value
+    ({"type": "object", "required": ["a"]}, "{", "}", False, None),  # xgrammar: a required name missing from properties
+    ({"type": "object", "required": ["a"], "anyOf": [{"properties": {"a": {"type": "integer"}}},
+                                                     {"properties": {"a": {"type": "string"}}}]}, "{", "}", False, None),
+    ({"type": "integer", "minimum": 0, "maximum": 18446744073709551615}, "1844674407370955161", "5", True,
+     "maximum 18446744073709551615"),
+])  # (a uint64's maximum: llguidance clamped it to 2^63 - 1 without a word, xgrammar refused the schema)
+def test_a_node_a_reference_finds_outside_every_keyword_is_read_as_one_in_defs(tokenizer, backend, node, prefix,
+                                                                               then, valid, noted):
+    """Only keywords were rewritten for the engines, so such a node kept every misreading (JSONSchemaBench:
+    67 of 9,557 schemas refer to one)."""
+    constraint = compiled(tokenizer, _stored(node), backend)
+    assert allowed(constraint, tokenizer, prefix, then) is valid
+    assert not any("beside a $ref" in note for note in constraint.notes), constraint.notes  # (a store is no keyword)
+    assert noted is None or noted in " ".join(constraint.notes), constraint.notes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("draft", [DRAFT4, "http://json-schema.org/draft-07/schema#"])
+def test_a_node_outside_every_keyword_is_read_by_its_draft(tokenizer, backend, draft):
+    """Drafts 4-7 drop a $ref's siblings: the store a root $ref named went with them ("does not point to a
+    schema inside this schema"); and draft-04's words there were never rewritten (`items: [...]` was no
+    schema to either engine)."""
+    node = {"type": "array", "items": [{"type": "integer"}], "additionalItems": False}
+    constraint = compiled(tokenizer, _stored(node, draft), backend)
+    assert allowed(constraint, tokenizer, "[1", "]") and not allowed(constraint, tokenizer, "[1", ",")
+    bound = {"type": "integer", "maximum": 5, "exclusiveMaximum": True}
+    held = compiled(tokenizer, {"$schema": DRAFT4, "type": "array", "items": {"$ref": "#/store/n"}, "store": {"n": bound}},
+                    backend)  # (xgrammar: "Value must be a number", for the boolean)
+    assert allowed(held, tokenizer, "[", "4") and not allowed(held, tokenizer, "[", "5")
+
+
+def test_nodes_outside_every_keyword_are_moved_once_and_values_are_left_as_they_are():
+    """A place inside a moved one follows it; a keyword's value a reference names (`default`) is copied,
+    not taken; a reference in a place that is no schema is data, left as written."""
+    from playground.constraints.ref_targets import with_targets_in_defs
+    schema = {"properties": {"a": {"$ref": "#/store/x/inner"}, "b": {"$ref": "#/store/x"},
+                             "c": {"$ref": "#/properties/d/default"}, "d": {"default": {"type": "null"}}},
+              "store": {"x": {"type": "object", "inner": {"type": "integer", "data": {"$ref": "#/store/x"}}}}}
+    engine, moved = with_targets_in_defs(schema)
+    assert engine["$defs"] == {"store_x": {"type": "object"}, "properties_d_default": {"type": "null"},
+                               "store_x_inner": {"type": "integer", "data": {"$ref": "#/store/x"}}}
+    assert [engine["properties"][name]["$ref"] for name in "abc"] == [
+        "#/$defs/store_x_inner", "#/$defs/store_x", "#/$defs/properties_d_default"]
+    assert engine["properties"]["d"] == {"default": {"type": "null"}} and engine["store"] == {}
+    assert moved == {"#/$defs/store_x": "#/store/x", "#/$defs/properties_d_default": "#/properties/d/default",
+                     "#/$defs/store_x_inner": "#/store/x/inner"}
+    assert schema["store"]["x"]["inner"]["type"] == "integer"  # (the schema as written is untouched)
+
+
 def test_a_required_name_matched_only_by_pattern_properties_is_writable():
     schema = {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False,
               "required": ["x-street"]}

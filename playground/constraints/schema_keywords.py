@@ -1,10 +1,14 @@
 """Walk a JSON Schema's keywords (not property names) to find ones a backend cannot enforce."""
 import jsonschema
+import jsonschema_specifications
 
 SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
              "unevaluatedProperties", "unevaluatedItems", "additionalItems")
 SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+KEYWORD_NAMES = frozenset().union(*(contents.get("properties", {}) for contents in map(
+    jsonschema_specifications.REGISTRY.contents, jsonschema_specifications.REGISTRY) if isinstance(contents, dict)))
+# (every keyword some draft's meta-schema names, 3 to 2020-12: any other key of a schema means nothing to it)
 
 
 
@@ -16,10 +20,10 @@ def patterns(schema, pointer: str = ""):
     if isinstance(schema.get("pattern"), str):
         yield f"{pointer}/pattern", schema["pattern"]
     for key, value in schema.items():
-        here = f"{pointer}/{_escaped(key)}"
+        here = f"{pointer}/{escaped(key)}"
         if key == "patternProperties" and isinstance(value, dict):
-            yield from ((f"{here}/{_escaped(name)}", name) for name in value)
-        for at, sub in _keyword_children(key, value, here):
+            yield from ((f"{here}/{escaped(name)}", name) for name in value)
+        for at, sub in keyword_children(key, value, here):
             yield from patterns(sub, at)
 
 
@@ -30,23 +34,23 @@ def with_pointers(schema, pointer: str = ""):
         return
     yield pointer, schema
     for key, value in schema.items():
-        for at, sub in _keyword_children(key, value, f"{pointer}/{_escaped(key)}"):
+        for at, sub in keyword_children(key, value, f"{pointer}/{escaped(key)}"):
             yield from with_pointers(sub, at)
 
 
-def _keyword_children(key: str, value, here: str):
+def keyword_children(key: str, value, here: str):
     """(pointer, value) of each schema one keyword holds (an items list too), `here` its pointer."""
     if isinstance(value, list) and (key in SUBSCHEMA or key in SUBSCHEMA_LISTS):
         yield from ((f"{here}/{i}", sub) for i, sub in enumerate(value))
     elif key in SUBSCHEMA:
         yield here, value
     elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-        yield from ((f"{here}/{_escaped(name)}", sub) for name, sub in value.items())
+        yield from ((f"{here}/{escaped(name)}", sub) for name, sub in value.items())
     elif key == "dependencies" and isinstance(value, dict):  # (a list there names properties)
-        yield from ((f"{here}/{_escaped(name)}", sub) for name, sub in value.items() if isinstance(sub, (dict, bool)))
+        yield from ((f"{here}/{escaped(name)}", sub) for name, sub in value.items() if isinstance(sub, (dict, bool)))
 
 
-def _escaped(name: str) -> str:
+def escaped(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
@@ -68,7 +72,7 @@ def children(schema: dict):
     """The values of a schema's keywords that are schemas themselves (some may be booleans or no
     schema), with the drafts' older forms: an items list, and dependencies' schemas (drafts 4-7)."""
     for key, value in schema.items():
-        yield from (sub for _, sub in _keyword_children(key, value, ""))
+        yield from (sub for _, sub in keyword_children(key, value, ""))
 
 
 def keywords(schema):

@@ -14,6 +14,7 @@ from playground.constraints.grammar_size import check_grammar_size
 from playground.constraints.python_regex import ANCHORED, misplaced_anchor
 from playground.constraints.ref_loops import check_no_ref_loop
 from playground.constraints.ref_reading import check_refs_read_alike
+from playground.constraints.ref_targets import in_user_words, with_targets_in_defs
 from playground.constraints.safety import (ANY_TYPE, check_pattern, check_schema_safe, check_sizes_first, depth, referenced,
                                            unicode_class_hint)
 from playground.constraints.satisfiable import check_satisfiable
@@ -155,12 +156,22 @@ def _parsed_schema(text: str) -> Schema:
         raise PlaygroundError(f"the schema is not a valid JSON Schema ({drafts.NAMES[draft]}) at "
                               f"{_place(error, where)}: {error.message}{_type_hint(error)}{_regex_hint(error)}")
     check_refs_read_alike(schema, draft)
-    engine = drop_noops(drafts.to_2020_12(schema, draft))
+    engine, moved = with_targets_in_defs(schema)  # (before the draft's words are rewritten: those nodes' too)
+    engine = drop_noops(drafts.to_2020_12(engine, draft))
+    try:
+        return Schema(schema, draft, engine, _checked_engine_form(engine, draft))
+    except PlaygroundError as exc:
+        raise PlaygroundError(in_user_words(str(exc), moved)) from None
+
+
+def _checked_engine_form(engine, draft: type) -> tuple[str, ...]:
+    """The engines' form checked (valid, bounded, no reference loop, some value) -> the places of references
+    to a node no value satisfies."""
     if draft is not drafts.LATEST:
         _check_engine_form(engine)
     check_schema_safe(engine)
     check_no_ref_loop(engine)
-    return Schema(schema, draft, engine, check_satisfiable(engine))
+    return check_satisfiable(engine)
 
 
 def _meta_schema_error(draft: type, schema):

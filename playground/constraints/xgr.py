@@ -12,7 +12,7 @@ import xgrammar as xgr
 
 from playground.constraints import worker
 from playground.constraints.python_regex import octal_at, rewritten
-from playground.constraints.schema_keywords import INT64, ONE_OF, literal_integers, unenforced_note
+from playground.constraints.schema_keywords import INT64, KEYWORD_NAMES, ONE_OF, literal_integers, unenforced_note
 from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
                                                  PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
 from playground.constraints.unwritable import without_false_patterns, without_past_int64
@@ -275,8 +275,8 @@ def _unenforced(key: str, value, node: dict) -> bool:
         return value is not False  # false is xgrammar's strict mode; a schema here is not enforced
     if key == "multipleOf":  # (on an integer, xgrammar drops one that is no whole number: 0.5)
         return node.get("type") != "integer" or not (isinstance(value, (int, float)) and float(value).is_integer())
-    if key == "$ref":  # annotations and extensions (x-...) beside it are no loss
-        return any(k not in NOT_CONSTRAINTS and not k.startswith("x-") for k in node)
+    if key == "$ref":  # annotations, and keys no draft names (x-..., a store of definitions), are no loss beside it
+        return any(k in KEYWORD_NAMES and k not in NOT_CONSTRAINTS for k in node)
     return key in UNENFORCED or (key == "allOf" and len(value) > 1)
 
 

@@ -1,0 +1,130 @@
+"""A $ref's target outside every keyword, moved into the root's $defs for the engines.
+
+JSON Schema lets a reference name any place of the document: `#/components/schemas/Id` (OpenAPI's
+layout), `#/port` (a plain key used as a store). The engines and every walk here read keywords only
+(schema_keywords.subschemas), so such a node was compiled but never read: a draft-04 `exclusiveMaximum:
+true` there was no number to xgrammar and `items: [...]` no schema to either engine; xgrammar's misreadings
+were not rewritten there (xgr_reads: `{"minLength": 3}` let "ab" through); a bound past 2^53 was not dropped
+(llguidance clamped a uint64's maximum without a word); and drafts 4-7, which drop a $ref's siblings,
+dropped the store a root `$ref` named ("does not point to a schema inside this schema").
+
+The engines' copy gets each such node at `#/$defs/<its place's names joined by _>` (the shortest place
+first: a store holding another moves with it), and every reference into it is rewritten there; the
+place it left holds nothing. Outputs are still checked against the schema as written. `in_user_words`
+turns a message naming a moved place back into the place the user wrote."""
+import copy
+import re
+import urllib.parse
+
+from playground.constraints.schema_keywords import KEYWORD_NAMES, escaped, keyword_children, unescaped, with_pointers
+
+REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+DEFS = "$defs"
+NAME_CHARS = 60  # of a moved node's new name (a place's names may be long)
+NAME_ENDS = r"(?=$|[/\s'\"`,;:)\]]|\.(?:\s|$))"  # after a pointer in a message: its next name, or none
+POINTER_SAFE = "!$&'()*+,;=:@-._~"  # characters a rewritten pointer writes as they are (RFC 3986's sub-delims, unreserved)
+
+
+def with_targets_in_defs(schema) -> tuple[object, dict[str, str]]:
+    """-> (the schema with every referenced node outside a keyword moved into its $defs: a copy where
+    any is, the schema itself where none is; {new pointer: the pointer the user wrote})."""
+    if not isinstance(schema, dict) or not isinstance(schema.get(DEFS, {}), dict) or not _outside_targets(schema):
+        return schema, {}  # (a $defs that is no object is refused where the engines read it)
+    schema, moved = copy.deepcopy(schema), {}  # new names -> old names, in the order moved
+    while places := _outside_targets(schema):  # (again for a place inside one moved, now under $defs)
+        outermost = sorted(names for names in places if not any(names[:i] in places for i in range(1, len(names))))
+        renamed, keyword_places = {}, set(_keyword_places(schema))
+        for old in outermost:
+            written = _as_written(old, moved)
+            new = (DEFS, _fresh_name(schema, written))
+            schema.setdefault(DEFS, {})[new[1]] = _taken_out(schema, old, keyword_places)
+            renamed[old], moved[new] = new, written
+        _rewrite_refs(schema, renamed)
+    return schema, {_pointer(new): _pointer(old) for new, old in moved.items()}
+
+
+def in_user_words(message: str, moved: dict[str, str]) -> str:
+    """A message naming a moved node's pointer ('#/$defs/port/properties/b') -> with the place the user
+    wrote ('#/port/properties/b'); the longest new pointer first, each only where a name ends."""
+    for new in sorted(moved, key=len, reverse=True):  # (a meta-schema error's place is written without "#/")
+        for written, was in ((new, moved[new]), (new[2:], moved[new][2:])):
+            message = re.sub(r"(?<![\w/$#])" * (written is not new) + re.escape(written) + NAME_ENDS,
+                             lambda _, was=was: was, message)
+    return message
+
+
+def _refs(schema):
+    """(node, keyword, names of its local pointer) for each `#/...` reference the schema's keywords hold."""
+    for _, node in with_pointers(schema):
+        for key in REF_KEYWORDS:
+            if isinstance(node.get(key), str) and node[key].startswith("#/"):
+                yield node, key, tuple(unescaped(part) for part in urllib.parse.unquote(node[key][1:]).split("/")[1:])
+
+
+def _outside_targets(schema) -> set[tuple]:
+    """The places (tuples of names) of referenced schemas that no keyword holds."""
+    inside = set(_keyword_places(schema))
+    return {names for _, _, names in _refs(schema)
+            if names not in inside and isinstance(_at(schema, names), (dict, bool))}
+
+
+def _keyword_places(schema, names: tuple = ()):
+    """The place of the schema and of every schema its keywords hold, booleans included."""
+    yield names
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            for at, sub in keyword_children(key, value, "/" + escaped(key)):
+                yield from _keyword_places(sub, names + tuple(unescaped(part) for part in at.split("/")[1:]))
+
+
+def _at(root, names: tuple):
+    node = root
+    for name in names:
+        if isinstance(node, dict) and name in node:
+            node = node[name]
+        elif isinstance(node, list) and name.isdigit() and int(name) < len(node):
+            node = node[int(name)]
+        else:
+            return None
+    return node
+
+
+def _as_written(names: tuple, moved: dict[tuple, tuple]) -> tuple:
+    """A place under a node moved in an earlier round -> the place the user wrote."""
+    return next((moved[names[:i]] + names[i:] for i in range(len(names), 0, -1) if names[:i] in moved), names)
+
+
+def _taken_out(schema, names: tuple, keyword_places: set[tuple]):
+    """The node at `names`: copied from a keyword's value (`#/properties/a/default`: taking it would change
+    the node), taken from any other place (a list's slot left null, so no index moves)."""
+    parent, last = _at(schema, names[:-1]), names[-1]
+    if names[:-1] in keyword_places and last in KEYWORD_NAMES:
+        return copy.deepcopy(parent[last])
+    if isinstance(parent, dict):
+        return parent.pop(last)
+    node, parent[int(last)] = parent[int(last)], None
+    return node
+
+
+def _fresh_name(schema, names: tuple) -> str:
+    held = schema.get(DEFS) if isinstance(schema.get(DEFS), dict) else {}
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", "_".join(names))[:NAME_CHARS] or "_"
+    name, n = base, 1
+    while name in held:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def _rewrite_refs(schema, renamed: dict[tuple, tuple]) -> None:
+    """Each reference to a renamed place or into it -> the same place under its new name."""
+    for node, key, names in list(_refs(schema)):
+        for i in range(len(names), 0, -1):
+            if names[:i] in renamed:
+                node[key] = _pointer(renamed[names[:i]] + names[i:])
+                break
+
+
+def _pointer(names: tuple) -> str:
+    return "#" + "".join("/" + urllib.parse.quote(escaped(name), safe=POINTER_SAFE) for name in names)
+
