@@ -1003,6 +1003,25 @@ def test_xgrammar_leaves_an_integer_bound_at_the_edge_of_64_bits_to_the_check(to
     assert allowed(constraint, tokenizer, '{"n": ', "1")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("node, last, then, valid", [
+    ({"type": "integer", "maximum": 2.5}, "", "2", True), ({"type": "integer", "maximum": 2.5}, "", "3", False),
+    ({"type": "integer", "exclusiveMinimum": 2.5, "maximum": 9}, "", "2", False),
+    ({"type": "integer", "exclusiveMinimum": 2.5, "maximum": 9}, "", "3", True),
+    ({"type": "integer", "exclusiveMaximum": -0.5, "minimum": -1}, "-", "1", True),
+    ({"type": "integer", "minimum": -0.5, "maximum": 0}, "", "0", True),
+    ({"type": ["integer", "string"], "maximum": 2.5}, "", "3", False),
+    ({"type": ["integer", "number"], "minimum": 2.2, "maximum": 2.5}, "2.", "4", True),
+])
+def test_an_integers_bound_that_is_no_whole_number_allows_the_integers_it_means(tokenizer, backend, node, last, then,
+                                                                                valid):
+    """`{"type": "integer", "maximum": 2.5}` is valid; xgrammar 0.2.8 refused the whole schema ("Integer constraint
+    must be a whole number"). None of JSONSchemaBench's 9,557 has one; a review found it."""
+    constraint = compiled(tokenizer, {"type": "array", "items": node}, backend)
+    assert allowed(constraint, tokenizer, "[" + last, then) is valid
+    assert constraint.notes == ()
+
+
 def test_a_refusal_names_a_pattern_only_where_the_pattern_is_its_cause():
     """llguidance refuses a circular $ref with keywords beside it; a look-ahead elsewhere, which it
     also refuses alone, was named as the place at fault (JSONSchemaStore web-types), and the place of

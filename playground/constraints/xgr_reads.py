@@ -18,9 +18,12 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
   'false' cannot accept any value"): beside additionalProperties false or none, it is left out of
   properties (and no other name is written, as xgrammar's strict mode does).
 - an empty patternProperties allowed no name at all (`{}` alone): it is left out.
+- an integer's bound that is no whole number (`maximum: 2.5`, valid) made it refuse the whole schema
+  ("Integer constraint must be a whole number"): it is rounded inward, the same integers allowed.
 - a $ref's pointer %-encoded or ~-escaped (`#/$defs/List%5Bint%5D`, `#/$defs/a~1b`) was looked for as a
   field of that very name ("Cannot find field"): it is written with the names as they are."""
 import json
+import math
 import urllib.parse
 
 from jsonschema import Draft202012Validator
@@ -28,6 +31,7 @@ from jsonschema import Draft202012Validator
 from playground.constraints.safety import NameMatcher, Needs, end_anchors
 from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas, unescaped, with_pointers
 from playground.constraints.schema_merge import ANNOTATIONS, Apart, Merging, same
+from playground.constraints.unwritable import BOUNDS
 from playground.constraints.validate import checker
 from playground.errors import PlaygroundError
 
@@ -144,6 +148,21 @@ def _names_as_strings(schema) -> None:
             node["propertyNames"] = {"type": "string", "allOf": [node["propertyNames"]]}
 
 
+def _whole_bounds(node: dict) -> None:
+    """An integer's bound that is no whole number: where the node's only numbers are integers, rounded
+    inward (the same integers allowed: maximum 2.5 -> 2, exclusiveMinimum 2.5 -> 2); beside "number" in
+    its types, "integer" left out (every integer is a number there)."""
+    types = node.get("type")
+    inexact = [key for key in BOUNDS if isinstance(node.get(key), float) and not node[key].is_integer()]
+    if not inexact or not (types == "integer" or isinstance(types, list) and "integer" in types):
+        return
+    if isinstance(types, list) and "number" in types:
+        node["type"] = [name for name in types if name != "integer"]
+        return
+    for key in inexact:
+        node[key] = math.ceil(node[key]) if key in ("minimum", "exclusiveMaximum") else math.floor(node[key])
+
+
 def _read_as_meant(node: dict, needs: Needs, patterns_read: dict) -> None:
     """One node rewritten where xgrammar reads it otherwise (new values only: a node's values can be
     shared with other nodes since the merging; the node itself is rewritten once)."""
@@ -168,6 +187,7 @@ def _read_as_meant(node: dict, needs: Needs, patterns_read: dict) -> None:
             if held or extra is not False:  # (a required name nothing allows: left to the check)
                 node["properties"] = {**node.get("properties", {}), name: (
                     held[0] if len(held) == 1 else {"allOf": held} if held else extra if isinstance(extra, dict) else {})}
+    _whole_bounds(node)
     if node.get("patternProperties") == {}:
         del node["patternProperties"]  # (xgrammar read an empty one as no name allowed: `{}` alone)
     if node.get("patternProperties"):
