@@ -304,6 +304,20 @@ def test_nodes_outside_every_keyword_are_moved_once_and_values_are_left_as_they_
     assert schema["store"]["x"]["inner"]["type"] == "integer"  # (the schema as written is untouched)
 
 
+def test_a_node_moved_later_refers_to_one_moved_before():
+    """A stored node reached only through another stored node moves a round later, and its reference to
+    the first was left pointing where that had been (JsonSchemaStore vega.json: "$ref '#/defs/scope' does
+    not point to a schema inside this schema")."""
+    from playground.constraints.ref_targets import with_targets_in_defs
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/store/a"}},
+              "store": {"a": {"type": "object", "properties": {"b": {"$ref": "#/store/b"}}},
+                        "b": {"type": ["object", "null"], "properties": {"a": {"$ref": "#/store/a"}}}}}
+    engine, _ = with_targets_in_defs(schema)
+    assert engine["$defs"]["store_b"]["properties"]["a"] == {"$ref": "#/$defs/store_a"}
+    assert engine["$defs"]["store_a"]["properties"]["b"] == {"$ref": "#/$defs/store_b"}
+    assert from_user(schema=json.dumps(schema)) is not None
+
+
 def test_a_required_name_matched_only_by_pattern_properties_is_writable():
     schema = {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False,
               "required": ["x-street"]}

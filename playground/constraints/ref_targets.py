@@ -30,16 +30,16 @@ def with_targets_in_defs(schema) -> tuple[object, dict[str, str]]:
     any is, the schema itself where none is; {new pointer: the pointer the user wrote})."""
     if not isinstance(schema, dict) or not isinstance(schema.get(DEFS, {}), dict) or not _outside_targets(schema):
         return schema, {}  # (a $defs that is no object is refused where the engines read it)
-    schema, moved = copy.deepcopy(schema), {}  # new names -> old names, in the order moved
+    schema, moved, renamed = copy.deepcopy(schema), {}, {}  # new place -> as written; place moved -> new
     while places := _outside_targets(schema):  # (again for a place inside one moved, now under $defs)
         outermost = sorted(names for names in places if not any(names[:i] in places for i in range(1, len(names))))
-        renamed, keyword_places = {}, set(_keyword_places(schema))
+        keyword_places = set(_keyword_places(schema))
         for old in outermost:
             written = _as_written(old, moved)
             new = (DEFS, _fresh_name(schema, written))
             schema.setdefault(DEFS, {})[new[1]] = _taken_out(schema, old, keyword_places)
             renamed[old], moved[new] = new, written
-        _rewrite_refs(schema, renamed)
+        _rewrite_refs(schema, renamed)  # (all moves so far: a node moved now may refer to one moved before)
     return schema, {_pointer(new): _pointer(old) for new, old in moved.items()}
 
 
@@ -117,12 +117,17 @@ def _fresh_name(schema, names: tuple) -> str:
 
 
 def _rewrite_refs(schema, renamed: dict[tuple, tuple]) -> None:
-    """Each reference to a renamed place or into it -> the same place under its new name."""
+    """Each reference to a renamed place or into it -> the same place under its new name (again where that
+    lies in a place renamed later: `#/store/x/inner` -> `#/$defs/store_x/inner` -> `#/$defs/store_x_inner`)."""
     for node, key, names in list(_refs(schema)):
-        for i in range(len(names), 0, -1):
-            if names[:i] in renamed:
-                node[key] = _pointer(renamed[names[:i]] + names[i:])
+        start = names
+        for _ in range(len(renamed)):
+            prefix = next((names[:i] for i in range(len(names), 0, -1) if names[:i] in renamed), None)
+            if prefix is None:
                 break
+            names = renamed[prefix] + names[len(prefix):]
+        if names != start:
+            node[key] = _pointer(names)
 
 
 def _pointer(names: tuple) -> str:
