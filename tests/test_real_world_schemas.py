@@ -318,6 +318,45 @@ def test_a_node_moved_later_refers_to_one_moved_before():
     assert from_user(schema=json.dumps(schema)) is not None
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reference_into_an_enum_or_const_value_leaves_the_value_as_written(tokenizer, backend):
+    """A reference may name a node inside a keyword's value; the first version took it out of the value
+    (`enum: [null]`: each engine wrote null, which the check refused; a review)."""
+    schema = {"type": "object", "required": ["a"], "additionalProperties": False,
+              "properties": {"a": {"enum": [{"type": "integer"}]}, "b": {"$ref": "#/properties/a/enum/0"}}}
+    assert from_user(schema=json.dumps(schema)).engine_schema["properties"]["a"] == {"enum": [{"type": "integer"}]}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '{"a": ', "{") and not allowed(constraint, tokenizer, '{"a": ', "n")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ids_and_anchors_in_a_stored_node_stay_unread(tokenizer, backend):
+    """The output's checker reads no `$id` or anchor outside every keyword; moved into $defs, llguidance took a
+    stored `"$id": ""` for a new root (it wrote `1` for the whole output), and a stored anchor for the one the
+    checker reads in $defs (a review)."""
+    rooted = compiled(tokenizer, {"type": "object", "required": ["a"], "properties": {"a": {"$ref": "#/store"}},
+                                  "store": {"$id": "", "type": "integer"}}, backend)
+    assert allowed(rooted, tokenizer, "", "{") and not allowed(rooted, tokenizer, "", "1")
+    for store, real in (({"$anchor": "n", "type": "integer"}, {"$anchor": "n", "type": "string"}),
+                        ({"$anchor": "n", "type": "string"}, {"$anchor": "n", "type": "integer"})):
+        schema = {"type": "object", "required": ["a", "b"], "properties": {"a": {"$ref": "#/store"}, "b": {"$ref": "#n"}},
+                  "store": store, "$defs": {"real": real}}
+        constraint = compiled(tokenizer, schema, backend)
+        prefix = '{"a": ' + ('1' if store["type"] == "integer" else '"x"') + ', "b": '
+        assert allowed(constraint, tokenizer, prefix, '"' if real["type"] == "string" else "1")
+        assert not allowed(constraint, tokenizer, prefix, "1" if real["type"] == "string" else '"')
+
+
+def test_a_pointer_of_other_digits_or_of_many_names_is_refused_in_words():
+    """`#/list/²` ended the parse with a ValueError ("²".isdigit() is true); a pointer of 50,000 names was
+    hashed prefix by prefix (200,000 names took the parse's whole 15 s; a review)."""
+    for ref in ("#/list/²", "#/x" + "/" * 50_000):
+        schema = {"type": "object", "properties": {"a": {"$ref": ref}}, "list": [{"type": "null"}],
+                  "store": {"b": {"$ref": "#/list/0"}}, "required": ["a"]}
+        with pytest.raises(PlaygroundError, match="does not point to a schema"):
+            from_user(schema=json.dumps(schema))
+
+
 def test_a_required_name_matched_only_by_pattern_properties_is_writable():
     schema = {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False,
               "required": ["x-street"]}

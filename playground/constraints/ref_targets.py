@@ -10,16 +10,18 @@ dropped the store a root `$ref` named ("does not point to a schema inside this s
 
 The engines' copy gets each such node at `#/$defs/<its place's names joined by _>` (the shortest place
 first: a store holding another moves with it), and every reference into it is rewritten there; the
-place it left holds nothing. Outputs are still checked against the schema as written. `in_user_words`
+place it left holds nothing, or the node still where a keyword's value holds it (`enum`, `default`).
+Its ids and anchors are dropped: the checker never reads them there. Outputs are still checked against the schema as written. `in_user_words`
 turns a message naming a moved place back into the place the user wrote."""
 import copy
 import re
 import urllib.parse
 
-from playground.constraints.schema_keywords import KEYWORD_NAMES, escaped, keyword_children, unescaped, with_pointers
+from playground.constraints.safety import REF_KEYWORDS, at_names
+from playground.constraints.schema_keywords import KEYWORD_NAMES, escaped, keyword_children, subschemas, unescaped, with_pointers
 
-REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 DEFS = "$defs"
+IDENTIFIERS = ("$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor")  # ("id": draft-04's $id; a name to later drafts)
 NAME_CHARS = 60  # of a moved node's new name (a place's names may be long)
 NAME_ENDS = r"(?=$|[/\s'\"`,;:)\]]|\.(?:\s|$))"  # after a pointer in a message: its next name, or none
 POINTER_SAFE = "!$&'()*+,;=:@-._~"  # characters a rewritten pointer writes as they are (RFC 3986's sub-delims, unreserved)
@@ -32,12 +34,12 @@ def with_targets_in_defs(schema) -> tuple[object, dict[str, str]]:
         return schema, {}  # (a $defs that is no object is refused where the engines read it)
     schema, moved, renamed = copy.deepcopy(schema), {}, {}  # new place -> as written; place moved -> new
     while places := _outside_targets(schema):  # (again for a place inside one moved, now under $defs)
-        outermost = sorted(names for names in places if not any(names[:i] in places for i in range(1, len(names))))
+        outermost = sorted(names for names in places if _longest_prefix(names[:-1], places) is None)
         keyword_places = set(_keyword_places(schema))
         for old in outermost:
             written = _as_written(old, moved)
             new = (DEFS, _fresh_name(schema, written))
-            schema.setdefault(DEFS, {})[new[1]] = _taken_out(schema, old, keyword_places)
+            schema.setdefault(DEFS, {})[new[1]] = _without_identifiers(_taken_out(schema, old, keyword_places))
             renamed[old], moved[new] = new, written
         _rewrite_refs(schema, renamed)  # (all moves so far: a node moved now may refer to one moved before)
     return schema, {_pointer(new): _pointer(old) for new, old in moved.items()}
@@ -65,7 +67,7 @@ def _outside_targets(schema) -> set[tuple]:
     """The places (tuples of names) of referenced schemas that no keyword holds."""
     inside = set(_keyword_places(schema))
     return {names for _, _, names in _refs(schema)
-            if names not in inside and isinstance(_at(schema, names), (dict, bool))}
+            if names not in inside and isinstance(at_names(schema, names), (dict, bool))}
 
 
 def _keyword_places(schema, names: tuple = ()):
@@ -77,32 +79,41 @@ def _keyword_places(schema, names: tuple = ()):
                 yield from _keyword_places(sub, names + tuple(unescaped(part) for part in at.split("/")[1:]))
 
 
-def _at(root, names: tuple):
-    node = root
-    for name in names:
-        if isinstance(node, dict) and name in node:
-            node = node[name]
-        elif isinstance(node, list) and name.isdigit() and int(name) < len(node):
-            node = node[int(name)]
-        else:
-            return None
-    return node
+def _longest_prefix(names: tuple, places) -> tuple | None:
+    """The longest of `places` that `names` starts with (or is), None for none. Only the lengths the places
+    have are tried: a pointer of 200,000 names, each of its prefixes hashed, took 15 s (a review)."""
+    lengths = sorted({len(place) for place in places if len(place) <= len(names)}, reverse=True)
+    return next((names[:n] for n in lengths if names[:n] in places), None)
 
 
 def _as_written(names: tuple, moved: dict[tuple, tuple]) -> tuple:
     """A place under a node moved in an earlier round -> the place the user wrote."""
-    return next((moved[names[:i]] + names[i:] for i in range(len(names), 0, -1) if names[:i] in moved), names)
+    prefix = _longest_prefix(names, moved)
+    return names if prefix is None else moved[prefix] + names[len(prefix):]
 
 
 def _taken_out(schema, names: tuple, keyword_places: set[tuple]):
-    """The node at `names`: copied from a keyword's value (`#/properties/a/default`: taking it would change
-    the node), taken from any other place (a list's slot left null, so no index moves)."""
-    parent, last = _at(schema, names[:-1]), names[-1]
-    if names[:-1] in keyword_places and last in KEYWORD_NAMES:
-        return copy.deepcopy(parent[last])
+    """The node at `names`: copied where the way to it from the nearest schema goes through a keyword
+    (`#/properties/a/default`, `#/properties/a/enum/0`: taking it would change that keyword's value),
+    taken from a place that is no keyword's (`#/components/...`; a list's slot left null, so no index moves)."""
+    schema_at = max((n for n in range(len(names)) if names[:n] in keyword_places), default=0)
+    if names[schema_at] in KEYWORD_NAMES:
+        return copy.deepcopy(at_names(schema, names))
+    parent, last = at_names(schema, names[:-1]), names[-1]
     if isinstance(parent, dict):
         return parent.pop(last)
     node, parent[int(last)] = parent[int(last)], None
+    return node
+
+
+def _without_identifiers(node):
+    """A moved node without the ids and anchors in it: outside every keyword the output's checker never
+    reads them (jsonschema finds no anchor there, and takes no `$id` there as a base), and in $defs the
+    engines would (a review: llguidance took a stored `"$id": ""` for a new root, and a stored anchor
+    for the one the checker reads in $defs)."""
+    for sub in subschemas(node):
+        for key in IDENTIFIERS:
+            sub.pop(key, None)
     return node
 
 
@@ -122,7 +133,7 @@ def _rewrite_refs(schema, renamed: dict[tuple, tuple]) -> None:
     for node, key, names in list(_refs(schema)):
         start = names
         for _ in range(len(renamed)):
-            prefix = next((names[:i] for i in range(len(names), 0, -1) if names[:i] in renamed), None)
+            prefix = _longest_prefix(names, renamed)
             if prefix is None:
                 break
             names = renamed[prefix] + names[len(prefix):]

@@ -25,6 +25,7 @@ from playground.limits import (CHECK_SECONDS, MAX_PATTERN_SIZE, MAX_PROPERTIES, 
                                MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, at_most)
 
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+INDEX = re.compile(r"[0-9]+")  # an array index in a JSON pointer
 SCALARS = {"string", "number", "integer", "boolean", "null"}
 ANY_TYPE = ("null", "boolean", "integer", "number", "string", "array", "object")  # (in an order no hash seed changes)
 REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
@@ -129,13 +130,18 @@ def resolve(ref: str, root, keyword: str = "$ref"):
 
 def at_pointer(root, pointer: str):
     """The value at a JSON pointer ('/a/0', ~0 and ~1 escaped), or None."""
+    return at_names(root, [unescaped(part) for part in pointer.split("/")[1:]])
+
+
+def at_names(root, names):
+    """The value at a pointer's names (['a', '0']), or None. An index is ASCII digits: "²".isdigit() is
+    true, and int() refused it (a $ref to `#/list/²` ended the parse with a ValueError; a review)."""
     node = root
-    for part in pointer.split("/")[1:]:
-        part = unescaped(part)
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
+    for name in names:
+        if isinstance(node, dict) and name in node:
+            node = node[name]
+        elif isinstance(node, list) and INDEX.fullmatch(name) and int(name) < len(node):
+            node = node[int(name)]
         else:
             return None
     return node

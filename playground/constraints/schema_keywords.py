@@ -6,9 +6,10 @@ SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "cont
              "unevaluatedProperties", "unevaluatedItems", "additionalItems")
 SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
-KEYWORD_NAMES = frozenset().union(*(contents.get("properties", {}) for contents in map(
-    jsonschema_specifications.REGISTRY.contents, jsonschema_specifications.REGISTRY) if isinstance(contents, dict)))
-# (every keyword some draft's meta-schema names, 3 to 2020-12: any other key of a schema means nothing to it)
+KEYWORD_NAMES = frozenset().union(*(jsonschema_specifications.REGISTRY.contents(uri).get("properties", {})
+                                    for uri in jsonschema_specifications.REGISTRY if "draft-03" not in uri))
+# (every keyword the meta-schemas of drafts 4 to 2020-12 name: any other key of a schema means nothing to it;
+# draft-03 is refused, and its extends, disallow and divisibleBy mean nothing to the later ones)
 
 
 

@@ -28,7 +28,7 @@ import urllib.parse
 
 from jsonschema import Draft202012Validator
 
-from playground.constraints.safety import NameMatcher, Needs, end_anchors
+from playground.constraints.safety import INDEX, NameMatcher, Needs, end_anchors
 from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas, unescaped, with_pointers
 from playground.constraints.schema_merge import ANNOTATIONS, Apart, Merging, same
 from playground.constraints.unwritable import BOUNDS
@@ -121,7 +121,7 @@ def _plain_names(schema, names: list[str], renamed: dict) -> list[str] | None:
             new = _fresh(at, name.replace("/", "_"))
             renamed.setdefault(id(at), {})[name], at[new] = new, at.pop(name)
             name = new
-        if "/" in name or not (isinstance(at, dict) and name in at or isinstance(at, list) and name.isdigit()
+        if "/" in name or not (isinstance(at, dict) and name in at or isinstance(at, list) and INDEX.fullmatch(name) is not None
                                and int(name) < len(at)):
             return None
         out.append(name)
