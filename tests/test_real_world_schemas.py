@@ -347,6 +347,16 @@ def test_ids_and_anchors_in_a_stored_node_stay_unread(tokenizer, backend):
         assert not allowed(constraint, tokenizer, prefix, "1" if real["type"] == "string" else '"')
 
 
+def test_a_backends_refusal_names_a_moved_node_where_the_user_wrote_it(tokenizer):
+    """llguidance said "circular references with sibling keys are not supported: #/$defs/components_schemas_A",
+    a place only the engines' copy has."""
+    schema = {"$ref": "#/components/schemas/A", "components": {"schemas": {"A": {
+        "type": "object", "properties": {"x": {"$ref": "#/components/schemas/A", "minProperties": 1}}}}}}
+    with pytest.raises(PlaygroundError, match="not supported: #/components/schemas/A ") as refused:
+        compiled(tokenizer, schema, "llguidance")
+    assert "$defs" not in str(refused.value)
+
+
 def test_a_pointer_of_other_digits_or_of_many_names_is_refused_in_words():
     """`#/list/²` ended the parse with a ValueError ("²".isdigit() is true); a pointer of 50,000 names was
     hashed prefix by prefix (200,000 names took the parse's whole 15 s; a review)."""

@@ -181,7 +181,12 @@ def _reading(spec: ConstraintSpec) -> list[str]:
 
 def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
     """A backend's refusal, and whether the other backend reads the same text (each reads Lark and GBNF,
-    not the same Lark: llguidance's extensions, xgrammar's subset)."""
+    not the same Lark: llguidance's extensions, xgrammar's subset); a schema's places as the user wrote them."""
+    said = _other_backend_said(exc, spec)
+    return PlaygroundError(parse_schema(spec.text).as_written(str(said))) if spec.kind == "json" else said
+
+
+def _other_backend_said(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
     exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec, str(exc))}")
     other = next(name for name in BACKENDS if name != spec.backend)
     try:

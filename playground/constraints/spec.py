@@ -98,6 +98,11 @@ class Schema:
     draft: type  # the jsonschema validator class of its declared draft
     engine: dict | bool  # in draft 2020-12 words (playground.constraints.drafts)
     no_value_refs: tuple[str, ...] = ()  # places of references to a node no value satisfies (satisfiable.py)
+    moved: tuple[tuple[str, str], ...] = ()  # (pointer in the engines' form, pointer as written): ref_targets.py
+
+    def as_written(self, message: str) -> str:
+        """A message about the engines' form, naming the places the user wrote."""
+        return in_user_words(message, dict(self.moved))
 
 
 class Unreadable(PlaygroundError):
@@ -159,7 +164,7 @@ def _parsed_schema(text: str) -> Schema:
     engine, moved = with_targets_in_defs(schema)  # (before the draft's words are rewritten: those nodes' too)
     engine = drop_noops(drafts.to_2020_12(engine, draft))
     try:
-        return Schema(schema, draft, engine, _checked_engine_form(engine, draft))
+        return Schema(schema, draft, engine, _checked_engine_form(engine, draft), tuple(moved.items()))
     except PlaygroundError as exc:
         raise PlaygroundError(in_user_words(str(exc), moved)) from None
 
