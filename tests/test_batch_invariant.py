@@ -136,6 +136,36 @@ def test_grouped_eager_attention_is_transformers_eager_attention(queries, keys):
                                eager_attention_forward(module, *half, scaling=0.25)[0])
 
 
+def test_weights_meet_values_in_blocks_of_keys_as_one_product_would():
+    """Past KEY_BLOCK keys the product of weights and values is summed block by block: the same product,
+    within float32 rounding, wherever a model attends through grouped_eager_attention."""
+    torch.manual_seed(0)
+    weights, value = torch.softmax(torch.randn(1, 3, 12, 1300), dim=-1), torch.randn(1, 3, 1300, 64)
+    torch.testing.assert_close(batch_invariant._weighted_values(weights, value), weights @ value, rtol=1e-5, atol=1e-6)
+
+
+def test_bfloat16_rows_past_1024_keys_are_a_one_token_passs_rows():
+    """A bfloat16 product over more than 1,024 keys summed them in an order that followed its row count: in
+    a pass over 1,030 keys, rows that saw at most 1,024 came out unlike a one-token pass's, and greedy
+    speculation under a schema left the target alone at token 20 of a 1,010-token prompt (JSONSchemaBench
+    Github_hard o53038, SmolLM2 on a 2-core AMD EPYC with AVX512-BF16)."""
+    if not placement.eager_rows_invariant():
+        pytest.skip("bfloat16 models attend row by row on this CPU (ROW_INVARIANT), not through these products")
+    torch.manual_seed(0)
+    differing = []
+    for keys, width in ((1030, 8), (1030, 16), (1030, 20), (1030, 32), (1040, 20), (1040, 32), (1050, 32), (2050, 16)):
+        q = torch.randn(1, 9, width, 64).bfloat16()  # SmolLM2's heads: 9 on 3 key/value heads
+        k, v = torch.randn(1, 3, keys, 64).bfloat16(), torch.randn(1, 3, keys, 64).bfloat16()
+        mask = batch_invariant.causal_tail(width, keys, torch.bfloat16, torch.device("cpu"))
+        wide = batch_invariant.grouped_eager_attention(q, k, v, mask, 0.125)
+        for row in range(width):
+            seen = keys - width + row + 1
+            one = batch_invariant.grouped_eager_attention(q[:, :, row:row + 1], k[:, :, :seen], v[:, :, :seen], None, 0.125)
+            if not torch.equal(one[0, 0], wide[0, row]):
+                differing.append((keys, width, seen))
+    assert differing == [], differing
+
+
 def test_half_precision_cpu_models_decode_exactly(saved_pair):
     target, draft = saved_pair
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.bfloat16)
