@@ -357,6 +357,23 @@ def test_a_backends_refusal_names_a_moved_node_where_the_user_wrote_it(tokenizer
     assert "$defs" not in str(refused.value)
 
 
+def test_an_id_around_or_inside_a_stored_node_is_read_as_the_checker_reads_it():
+    """The checker reads a reference under an `$id` against that `$id`, the engines against the whole schema:
+    one inside a stored node was out of the check that refuses it elsewhere (moved, its `$id` dropped, both
+    engines wrote the root's A where the checker wanted O's), and a store inside a subschema with an `$id` was
+    read against the root (a review)."""
+    inner = {"$defs": {"O": {"$id": "http://o.example/", "$defs": {"A": {"type": "string"}}}, "A": {"type": "integer"}},
+             "$ref": "#/components/X", "components": {"X": {"type": "object", "properties": {
+                 "a": {"$id": "http://o.example/", "$ref": "#/$defs/A"}}}}}
+    with pytest.raises(PlaygroundError, match="sits inside a subschema with an \\$id of its own"):
+        from_user(schema=json.dumps(inner))
+    around = {"$defs": {"A": {"type": "integer"}, "K": {"$id": "http://k.example/", "$defs": {"A": {"type": "string"}},
+                                                       "components": {"X": {"$ref": "#/$defs/A"}}}},
+              "$ref": "#/$defs/K/components/X"}
+    with pytest.raises(PlaygroundError, match="names a node outside every keyword inside a subschema with an \\$id"):
+        from_user(schema=json.dumps(around))
+
+
 def test_a_pointer_of_other_digits_or_of_many_names_is_refused_in_words():
     """`#/list/²` ended the parse with a ValueError ("²".isdigit() is true); a pointer of 50,000 names was
     hashed prefix by prefix (200,000 names took the parse's whole 15 s; a review)."""

@@ -18,10 +18,14 @@ import re
 import urllib.parse
 
 from playground.constraints.safety import REF_KEYWORDS, at_names
+from playground.errors import PlaygroundError
 from playground.constraints.schema_keywords import KEYWORD_NAMES, escaped, keyword_children, subschemas, unescaped, with_pointers
 
 DEFS = "$defs"
-IDENTIFIERS = ("$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor")  # ("id": draft-04's $id; a name to later drafts)
+ID_KEYS = ("$id", "id")  # ("id": draft-04's $id; a name to later drafts)
+ANCHORS = ("$anchor", "$dynamicAnchor", "$recursiveAnchor")
+CHECKER_ENTERS = ("contentSchema",)  # a keyword whose schema jsonschema's resolver walks into (an $id there is
+# a base to it) and the engines do not read: a node there is left where it is, as before
 NAME_CHARS = 60  # of a moved node's new name (a place's names may be long)
 NAME_ENDS = r"(?=$|[/\s'\"`,;:)\]]|\.(?:\s|$))"  # after a pointer in a message: its next name, or none
 POINTER_SAFE = "!$&'()*+,;=:@-._~"  # characters a rewritten pointer writes as they are (RFC 3986's sub-delims, unreserved)
@@ -37,6 +41,7 @@ def with_targets_in_defs(schema) -> tuple[object, dict[str, str]]:
         outermost = sorted(names for names in places if _longest_prefix(names[:-1], places) is None)
         keyword_places = set(_keyword_places(schema))
         for old in outermost:
+            _check_no_base_around(schema, old, _as_written(old, moved))
             written = _as_written(old, moved)
             new = (DEFS, _fresh_name(schema, written))
             schema.setdefault(DEFS, {})[new[1]] = _without_identifiers(_taken_out(schema, old, keyword_places))
@@ -77,6 +82,24 @@ def _keyword_places(schema, names: tuple = ()):
         for key, value in schema.items():
             for at, sub in keyword_children(key, value, "/" + escaped(key)):
                 yield from _keyword_places(sub, names + tuple(unescaped(part) for part in at.split("/")[1:]))
+            if key in CHECKER_ENTERS:
+                yield from _keyword_places(value, names + (key,))
+
+
+def _check_no_base_around(schema, names: tuple, written: tuple) -> None:
+    """Refuse a referenced node outside every keyword inside a subschema with an `$id` of its own: the
+    checker reads the references in it against that `$id`, the engines against the whole schema (a review:
+    `#/$defs/K/components/X` under K's `$id` named K's definitions to the checker, the root's to both engines)."""
+    node = schema
+    for depth, name in enumerate(names[:-1]):
+        node = at_names(node, (name,))
+        base = next((node[key] for key in ID_KEYS if isinstance(node, dict) and isinstance(node.get(key), str)
+                     and not node[key].startswith("#")), None)
+        if base is not None:
+            raise PlaygroundError(f"the $ref to '{_pointer(written)[:80]}' names a node outside every keyword inside a "
+                                  f"subschema with an $id of its own ({base[:80]!r}, at '{_pointer(written[:depth + 1])[:80]}'): "
+                                  "the output's checker reads its references against that $id, the constraint engines "
+                                  "against the whole schema; move the node into $defs or take the $id out")
 
 
 def _longest_prefix(names: tuple, places) -> tuple | None:
@@ -107,13 +130,20 @@ def _taken_out(schema, names: tuple, keyword_places: set[tuple]):
 
 
 def _without_identifiers(node):
-    """A moved node without the ids and anchors in it: outside every keyword the output's checker never
-    reads them (jsonschema finds no anchor there, and takes no `$id` there as a base), and in $defs the
-    engines would (a review: llguidance took a stored `"$id": ""` for a new root, and a stored anchor
-    for the one the checker reads in $defs)."""
+    """A moved node without its own id and without the anchors in it: the output's checker never reads them
+    there (its pointer walk enters no `$id` outside the keywords, and its registry holds no anchor there); in
+    $defs the engines would (a review: llguidance took a stored `"$id": ""` for a new root, a stored anchor for
+    the one the checker reads in $defs). An `$id` further in stays: the checker enters it while validating, and
+    a reference under it is refused as anywhere (spec.py checks the moved copy's references too)."""
+    if isinstance(node, dict):
+        for key in ID_KEYS:
+            node.pop(key, None)
     for sub in subschemas(node):
-        for key in IDENTIFIERS:
+        for key in ANCHORS:
             sub.pop(key, None)
+        for key in ID_KEYS:
+            if isinstance(sub.get(key), str) and sub[key].startswith("#"):
+                del sub[key]  # (an anchor in drafts 4-7)
     return node
 
 

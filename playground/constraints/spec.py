@@ -162,8 +162,10 @@ def _parsed_schema(text: str) -> Schema:
                               f"{_place(error, where)}: {error.message}{_type_hint(error)}{_regex_hint(error)}")
     check_refs_read_alike(schema, draft)
     engine, moved = with_targets_in_defs(schema)  # (before the draft's words are rewritten: those nodes' too)
-    engine = drop_noops(drafts.to_2020_12(engine, draft))
     try:
+        if moved:  # (their references were out of the check's reach; a review)
+            check_refs_read_alike(engine, draft)
+        engine = drop_noops(drafts.to_2020_12(engine, draft))
         return Schema(schema, draft, engine, _checked_engine_form(engine, draft), tuple(moved.items()))
     except PlaygroundError as exc:
         raise PlaygroundError(in_user_words(str(exc), moved)) from None
