@@ -55,6 +55,7 @@ def test_bfloat16_attends_eagerly_only_where_its_rows_were_measured_invariant(fl
     cpu = torch.device("cpu")
     monkeypatch.setattr(placement, "cpu_flags", lambda: flags)
     monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(placement, "eager_rows_agree", lambda: True)  # (the flags' rule; the probe: below)
     monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     if limit is not None:
@@ -164,6 +165,29 @@ def test_bfloat16_rows_past_1024_keys_are_a_one_token_passs_rows():
             if not torch.equal(one[0, 0], wide[0, row]):
                 differing.append((keys, width, seen))
     assert differing == [], differing
+
+
+def test_bfloat16_attends_row_by_row_where_the_probe_finds_eager_rows_differ(monkeypatch):
+    """The flags alone do not decide: a CPU whose oneDNN sums a product's keys otherwise attends row by row."""
+    monkeypatch.setattr(placement, "cpu_flags", lambda: AVX512_BF16)
+    monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: AVX512_BF16)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(placement, "eager_rows_agree", lambda: False)
+    assert placement.attention_for(torch.device("cpu"), torch.bfloat16, 0) == {"attn_implementation": ROW_INVARIANT}
+
+
+def test_the_probe_finds_the_rows_that_one_product_over_all_keys_gave(monkeypatch):
+    """Summed in one product past 1,024 keys (as before the blocks), the probe finds rows unlike a one-token
+    pass's on this CPU, where its eager rows agree with the blocks."""
+    if not placement.eager_rows_invariant():
+        pytest.skip("bfloat16 models attend row by row on this CPU (ROW_INVARIANT), not through these products")
+    monkeypatch.setattr(batch_invariant, "KEY_BLOCK", 10 ** 9)
+    batch_invariant.eager_rows_agree.cache_clear()
+    try:
+        assert not batch_invariant.eager_rows_agree()
+    finally:
+        batch_invariant.eager_rows_agree.cache_clear()
 
 
 def test_half_precision_cpu_models_decode_exactly(saved_pair):

@@ -170,6 +170,28 @@ def _weighted_values(weights: torch.Tensor, value: torch.Tensor) -> torch.Tensor
     return total.to(value.dtype)
 
 
+PROBED = ((40, 4), (300, 8), (1030, 16), (1040, 32), (2050, 16))  # (keys, rows) of the passes eager_rows_agree tries
+
+
+@functools.lru_cache(maxsize=1)
+def eager_rows_agree() -> bool:
+    """Whether, on this CPU, each row of a bfloat16 pass through grouped_eager_attention is bitwise the row of a
+    one-token pass (SmolLM2's heads, random values, the passes in PROBED; about 0.1 s, once a process). The
+    blocks of keys were measured on one CPU's oneDNN; another could sum a product's keys otherwise, and its
+    bfloat16 models then attend row by row instead (placement.eager_rows_invariant)."""
+    generator = torch.Generator().manual_seed(0)
+    for keys, width in PROBED:
+        q, k, v = (torch.randn(1, heads, n, 64, generator=generator).bfloat16()
+                   for heads, n in ((9, width), (3, keys), (3, keys)))
+        wide = grouped_eager_attention(q, k, v, causal_tail(width, keys, torch.bfloat16, torch.device("cpu")), 0.125)
+        for row in range(width):
+            seen = keys - width + row + 1
+            one = grouped_eager_attention(q[:, :, row:row + 1], k[:, :, :seen], v[:, :, :seen], None, 0.125)
+            if not torch.equal(one[0, 0], wide[0, row]):
+                return False
+    return True
+
+
 ONEDNN_PAST = 16 ** 3  # ATen's checksize (its mkldnn_gemm_min_size, 16 * 16 * 16): a bfloat16 batched product of more
 # multiply-adds (batch x rows x inner x columns) goes to oneDNN, a smaller one to ATen's own kernel, which rounds
 # otherwise. A one-token pass over a few dozen keys of a small model fell under it, its verify pass over it: a
