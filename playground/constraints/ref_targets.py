@@ -19,7 +19,8 @@ import urllib.parse
 
 from playground.constraints.safety import REF_KEYWORDS, at_names
 from playground.errors import PlaygroundError
-from playground.constraints.schema_keywords import KEYWORD_NAMES, escaped, keyword_children, subschemas, unescaped, with_pointers
+from playground.constraints.schema_keywords import (KEYWORD_NAMES, escaped, fresh_name, keyword_children, pointer_names,
+                                                    subschemas, unescaped, with_pointers)
 
 DEFS = "$defs"
 ID_KEYS = ("$id", "id")  # ("id": draft-04's $id; a name to later drafts)
@@ -41,8 +42,8 @@ def with_targets_in_defs(schema) -> tuple[object, dict[str, str]]:
         outermost = sorted(names for names in places if _longest_prefix(names[:-1], places) is None)
         keyword_places = set(_keyword_places(schema))
         for old in outermost:
-            _check_no_base_around(schema, old, _as_written(old, moved))
             written = _as_written(old, moved)
+            _check_no_base_around(schema, old, written)
             new = (DEFS, _fresh_name(schema, written))
             schema.setdefault(DEFS, {})[new[1]] = _without_identifiers(_taken_out(schema, old, keyword_places))
             renamed[old], moved[new] = new, written
@@ -65,7 +66,7 @@ def _refs(schema):
     for _, node in with_pointers(schema):
         for key in REF_KEYWORDS:
             if isinstance(node.get(key), str) and node[key].startswith("#/"):
-                yield node, key, tuple(unescaped(part) for part in urllib.parse.unquote(node[key][1:]).split("/")[1:])
+                yield node, key, pointer_names(node[key])
 
 
 def _outside_targets(schema) -> set[tuple]:
@@ -149,12 +150,7 @@ def _without_identifiers(node):
 
 def _fresh_name(schema, names: tuple) -> str:
     held = schema.get(DEFS) if isinstance(schema.get(DEFS), dict) else {}
-    base = re.sub(r"[^A-Za-z0-9_.-]", "_", "_".join(names))[:NAME_CHARS] or "_"
-    name, n = base, 1
-    while name in held:
-        n += 1
-        name = f"{base}_{n}"
-    return name
+    return fresh_name(held, re.sub(r"[^A-Za-z0-9_.-]", "_", "_".join(names))[:NAME_CHARS] or "_")
 
 
 def _rewrite_refs(schema, renamed: dict[tuple, tuple]) -> None:

@@ -1,4 +1,6 @@
 """Walk a JSON Schema's keywords (not property names) to find ones a backend cannot enforce."""
+import urllib.parse
+
 import jsonschema
 import jsonschema_specifications
 
@@ -58,6 +60,20 @@ def escaped(name: str) -> str:
 def unescaped(part: str) -> str:
     """A JSON pointer's part as the name it stands for (~1 is "/", ~0 is "~")."""
     return part.replace("~1", "/").replace("~0", "~")
+
+
+def pointer_names(ref: str) -> tuple[str, ...]:
+    """A local reference's pointer ('#/$defs/a%20b/c~1d') -> the names it walks (('$defs', 'a b', 'c/d'))."""
+    return tuple(unescaped(part) for part in urllib.parse.unquote(ref[1:]).split("/")[1:])
+
+
+def fresh_name(held: dict, name: str) -> str:
+    """`name`, or name_2, name_3...: one `held` has not."""
+    new, i = name, 1
+    while new in held:
+        i += 1
+        new = f"{name}_{i}"
+    return new
 
 
 def subschemas(schema):

@@ -24,12 +24,12 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
   field of that very name ("Cannot find field"): it is written with the names as they are."""
 import json
 import math
-import urllib.parse
 
 from jsonschema import Draft202012Validator
 
 from playground.constraints.safety import INDEX, NameMatcher, Needs, end_anchors
-from playground.constraints.schema_keywords import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, subschemas, unescaped, with_pointers
+from playground.constraints.schema_keywords import (SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, fresh_name, pointer_names,
+                                                    subschemas, with_pointers)
 from playground.constraints.schema_merge import ANNOTATIONS, Apart, Merging, same
 from playground.constraints.unwritable import BOUNDS
 from playground.constraints.validate import checker
@@ -104,7 +104,7 @@ def _pointers_as_read(schema, patterns_read: dict) -> None:
         if id(node) in seen or not isinstance(ref, str) or not ref.startswith("#/"):
             continue
         seen.add(id(node))
-        names = [unescaped(n) for n in urllib.parse.unquote(ref[1:]).split("/")[1:]]
+        names = list(pointer_names(ref))
         names = _plain_names(schema, names, renamed)
         if names is not None:
             node["$ref"] = "#/" + "/".join(names)
@@ -118,7 +118,7 @@ def _plain_names(schema, names: list[str], renamed: dict) -> list[str] | None:
         if isinstance(at, dict) and name in renamed.get(id(at), {}):
             name = renamed[id(at)][name]
         elif isinstance(at, dict) and parent in DEFINITIONS and "/" in name and name in at:
-            new = _fresh(at, name.replace("/", "_"))
+            new = fresh_name(at, name.replace("/", "_"))
             renamed.setdefault(id(at), {})[name], at[new] = new, at.pop(name)
             name = new
         if "/" in name or not (isinstance(at, dict) and name in at or isinstance(at, list) and INDEX.fullmatch(name) is not None
@@ -127,15 +127,6 @@ def _plain_names(schema, names: list[str], renamed: dict) -> list[str] | None:
         out.append(name)
         parent, at = name, at[name] if isinstance(at, dict) else at[int(name)]
     return out
-
-
-def _fresh(held: dict, name: str) -> str:
-    """`name`, or name_2, name_3...: one `held` has not."""
-    new, i = name, 1
-    while new in held:
-        i += 1
-        new = f"{name}_{i}"
-    return new
 
 
 def _names_as_strings(schema) -> None:
