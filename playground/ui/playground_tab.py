@@ -284,12 +284,31 @@ def pointer_cleared(where: str) -> str:
 
 # A Run's pointers are new: none cleared yet (pointer_cleared). Where the token stream is out of sight below (a
 # phone: 1.5 screens down, under Stop, the legend and "How to read this"), Stop is scrolled to the top, the stream
-# in sight under it: a tap on Run dimmed it, and nothing else was seen to happen (a newcomer's review).
+# in sight under it: a tap on Run dimmed it, and nothing else was seen to happen (a newcomer's review). What is
+# above Stop can still grow as the run starts (the constraint's check arriving: 61 px on a phone, the scroll had
+# ended 61 px short of its place, or stopped half-way): for PIN_MS, each time Stop moves down the page, or the
+# scroll stops with Stop elsewhere than the top, it is scrolled there again, until the reader scrolls, taps or types.
+PIN_MS = 5000
 RUN_CLICKED_JS = """() => { window.pointerCleared = {};
-  const stream = document.getElementById('token-stream'), stop = document.getElementById('stop-button');
-  if (stream && stop && stream.getBoundingClientRect().top > window.innerHeight - 60)
-    stop.scrollIntoView({block: 'start', behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth'});
-}"""
+  const stream = document.getElementById('token-stream'), stop = () => document.getElementById('stop-button') || stream;
+  if (!stream || !stop() || stream.getBoundingClientRect().top <= window.innerHeight - 60) return;
+  const behavior = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
+  const place = () => Math.round(stop().getBoundingClientRect().top + scrollY);  // (looked up each time: Gradio
+  // may draw the button anew as the run starts, and the first one's scroll stopped half-way)
+  let at = place(), pinned = true;
+  stop().scrollIntoView({block: 'start', behavior});
+  const unpin = () => { pinned = false; };
+  for (const kind of ['wheel', 'touchstart', 'keydown', 'mousedown'])
+    addEventListener(kind, unpin, {once: true, passive: true});
+  setTimeout(unpin, PIN_MS);
+  let last = scrollY, still = 0;  // frames the page has not scrolled
+  const watch = () => { if (!pinned) return; const now = place();
+    still = scrollY === last ? still + 1 : 0; last = scrollY;
+    if (now !== at || (still > 10 && Math.abs(stop().getBoundingClientRect().top) > 2)) {
+      at = now; still = 0; stop().scrollIntoView({block: 'start', behavior}); }
+    requestAnimationFrame(watch); };
+  requestAnimationFrame(watch);
+}""".replace("PIN_MS", str(PIN_MS))
 # Run clicked while this page's experiment holds the model (one run at a time on the device): said under Run, where
 # Gradio's own "queue: 2/2" alone showed, for the minutes the experiment had left
 WAITS_FOR_EXPERIMENT_JS = (f"(shown) => {render.holding_js('#sweep-stop, #compare-stop')} ? "  # (a stopped one ending: too)
