@@ -4,11 +4,7 @@ Public API: `load_pair` gives a ready target/draft pair, `generate` streams one 
 prompt ids and a SpecConfig); playground.session has the rest a caller needs (`settings`,
 `encode_prompt`, `run`), as the README's example uses them.
 """
-from playground.cpu_isa import hold_below_amx
-
 __all__ = ["generate", "load_pair"]
-
-hold_below_amx()  # before torch's first CPU product (see cpu_isa)
 
 
 def __getattr__(name: str):

@@ -6,7 +6,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # The app under test opens on the fast toy pair; test_default_preset covers the real default.
 os.environ.setdefault("PLAYGROUND_PRESET", "demo")
 
-import playground  # noqa: E402,F401  (first: it holds oneDNN below AMX before any product, as the app does)
 import pytest  # noqa: E402
 import torch  # noqa: E402
 

@@ -42,9 +42,9 @@ AMX = AVX512_BF16 | {"amx_bf16", "amx_tile"}
 
 @pytest.mark.parametrize("flags, limit, native, attention", [
     (AVX512_BF16, None, True, ATTENTION),
-    (AMX, "AVX512_CORE_BF16", True, ATTENTION),  # playground.cpu_isa's limit
+    (AMX, "AVX512_CORE_BF16", True, ATTENTION),  # a user's limit below AMX
     (AMX, "avx512_core_bf16", True, ATTENTION),  # oneDNN reads it in any case
-    (AMX, None, True, ROW_INVARIANT), (AMX, "AVX512_CORE_AMX", True, ROW_INVARIANT),  # AMX allowed: its rows differed
+    (AMX, None, True, ATTENTION), (AMX, "AVX512_CORE_AMX", True, ATTENTION),  # AMX: fixed blocks of keys
     (AVX512_BF16, "AVX2", False, None),  # bfloat16 emulated under that limit: float32 by default
     (frozenset({"avx2"}), None, False, ROW_INVARIANT)])
 def test_bfloat16_attends_eagerly_only_where_its_rows_were_measured_invariant(flags, limit, native, attention,
@@ -67,36 +67,32 @@ def test_bfloat16_attends_eagerly_only_where_its_rows_were_measured_invariant(fl
     assert placement.attention_for(cpu, torch.float16, 0) == {"attn_implementation": ROW_INVARIANT}
 
 
-def test_onednn_is_held_below_amx_unless_the_user_set_a_limit(monkeypatch):
-    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: AVX512_BF16)
-    cpu_isa.hold_below_amx()
-    assert "ONEDNN_MAX_CPU_ISA" not in os.environ  # nothing to hold
-    monkeypatch.setattr(cpu_isa, "cpu_flags", lambda: AMX)
-    assert cpu_isa.amx_allowed()
-    cpu_isa.hold_below_amx()
-    assert os.environ["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE_BF16" and not cpu_isa.amx_allowed()
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_amx")
-    cpu_isa.hold_below_amx()
-    assert os.environ["ONEDNN_MAX_CPU_ISA"] == "avx512_core_amx" and cpu_isa.amx_allowed()  # the user's kept
-    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
-    monkeypatch.setenv("DNNL_MAX_CPU_ISA", "ALL")  # oneDNN's older name
-    cpu_isa.hold_below_amx()
-    assert "ONEDNN_MAX_CPU_ISA" not in os.environ and cpu_isa.amx_allowed()
+def test_padded_blocks_of_keys_are_the_product_of_weights_and_values():
+    """The AMX path's products over fixed blocks of keys, zero-padded: the same values as one product."""
+    generator = torch.Generator().manual_seed(1)
+    for keys in (1, 40, 256, 257, 700):
+        weights = torch.softmax(torch.randn(1, 3, 6, keys, generator=generator), -1).bfloat16()
+        value = torch.randn(1, 3, keys, 64, generator=generator).bfloat16()
+        blocked = batch_invariant._padded_blocks(weights, value)
+        assert blocked.shape == (1, 3, 6, 64) and blocked.dtype == torch.bfloat16
+        torch.testing.assert_close(blocked.float(), weights.float() @ value.float(), atol=2e-2, rtol=2e-2)
 
 
-def test_playground_holds_onednn_at_import_on_this_cpu():
-    """In a fresh interpreter, as the app and the CLI start: set before torch multiplies anything."""
+def test_with_amx_allowed_each_attention_row_is_a_one_token_row():
+    """In a fresh interpreter with oneDNN's default limit (AMX where the CPU has it): the probe's passes agree
+    row by row with the fixed blocks of keys, on a CPU with bfloat16 dot products. On a 2-core Intel Xeon with
+    AMX, one product over all the keys failed it (the code before held oneDNN below AMX instead)."""
     import pathlib
     import subprocess
     import sys
+    if "avx512_bf16" not in cpu_isa.cpu_flags():
+        pytest.skip("no bfloat16 dot products on this CPU: its bfloat16 models attend row by row")
     env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")}
-    code = "import os, playground; print(os.environ.get('ONEDNN_MAX_CPU_ISA', ''))"
+    code = ("from playground.models import batch_invariant as b; import sys; agree = b.eager_rows_agree();"
+            " b.amx_products = lambda: True; b.eager_rows_agree.cache_clear(); print(agree, b.eager_rows_agree())")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=pathlib.Path(__file__).parents[1]).stdout.strip()
-    flags = cpu_isa.cpu_flags()
-    assert out == ("AVX512_CORE_BF16" if {"amx_bf16", "avx512_bf16"} <= flags else "")
+                         cwd=pathlib.Path(__file__).parents[1]).stdout.split()
+    assert out == ["True", "True"]  # as the CPU multiplies by default, and with the fixed blocks forced
 
 
 @pytest.mark.parametrize("shape", [(48,), (1, 48), (1, 1, 48), (1, 5, 48), (3, 48)])
@@ -131,10 +127,12 @@ def test_grouped_eager_attention_is_transformers_eager_attention(queries, keys):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
         without = eager_attention_forward(module, q, k, v, None, scaling=0.25)[0]
         torch.testing.assert_close(batch_invariant.grouped_eager_attention(q, k, v, None, 0.25), without, rtol=1e-5, atol=1e-6)
-        if placement.eager_rows_invariant():  # where bf16 CPU models attend this way: bitwise eager's rows
-            half = [t.bfloat16() for t in (q, k, v, mask)]
-            assert torch.equal(batch_invariant.grouped_eager_attention(*half, 0.25),
-                               eager_attention_forward(module, *half, scaling=0.25)[0])
+        half = [t.bfloat16() for t in (q, k, v, mask)]
+        got, want = batch_invariant.grouped_eager_attention(*half, 0.25), eager_attention_forward(module, *half, scaling=0.25)[0]
+        if batch_invariant.amx_products():  # blocks of keys summed in float32: within bfloat16's rounding
+            torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+        elif placement.eager_rows_invariant():  # where bf16 CPU models attend this way: bitwise eager's rows
+            assert torch.equal(got, want)
 
 
 def test_weights_meet_values_in_blocks_of_keys_as_one_product_would():
@@ -178,11 +176,12 @@ def test_bfloat16_attends_row_by_row_where_the_probe_finds_eager_rows_differ(mon
 
 
 def test_the_probe_finds_the_rows_that_one_product_over_all_keys_gave(monkeypatch):
-    """Summed in one product past 1,024 keys (as before the blocks), the probe finds rows unlike a one-token
-    pass's on this CPU, where its eager rows agree with the blocks."""
+    """Summed in one product (past 1,024 keys as before the blocks; with AMX over any number of keys), the probe
+    finds rows unlike a one-token pass's on this CPU, where its eager rows agree with the blocks."""
     if not placement.eager_rows_invariant():
         pytest.skip("bfloat16 models attend row by row on this CPU (ROW_INVARIANT), not through these products")
     monkeypatch.setattr(batch_invariant, "KEY_BLOCK", 10 ** 9)
+    monkeypatch.setattr(batch_invariant, "amx_products", lambda: False)
     batch_invariant.eager_rows_agree.cache_clear()
     try:
         assert not batch_invariant.eager_rows_agree()

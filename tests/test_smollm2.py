@@ -77,7 +77,8 @@ def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
 def test_bfloat16_verify_passes_agree_at_every_short_context(pair):
     """A 4-token pass after each context of 1 to 44 positions gives bitwise the logits of four
     one-token passes. On a CPU with AMX, eager bfloat16 attention did not after 12-14, 16-19 and
-    36-39 positions (the preset's prompt is 37 tokens): playground holds oneDNN below AMX (cpu_isa)."""
+    36-39 positions (the preset's prompt is 37 tokens): with AMX its products now sum fixed blocks of keys
+    (batch_invariant._padded_blocks)."""
     bf16 = models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu", dtype=torch.bfloat16)
     ids = torch.randint(100, 40_000, (48,), generator=torch.Generator().manual_seed(1))
     runner = session.runners(bf16, 48, session.settings(k=3), speculative=False)[0]

@@ -43,6 +43,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.models.llama.modeling_llama import repeat_kv
 
+from playground.cpu_isa import amx_allowed
 from playground.models.packed_linear import ATTR, linear
 
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
@@ -162,12 +163,45 @@ def _weighted_values(weights: torch.Tensor, value: torch.Tensor) -> torch.Tensor
     in a pass of any width. Cost: 43 against 132 us for a one-token layer's product over 1,460 keys (one thread);
     none at or under 1,024 keys."""
     keys = weights.shape[-1]
+    if value.dtype == torch.bfloat16 and amx_products():
+        return _padded_blocks(weights, value)
     if keys <= KEY_BLOCK:
         return _product(weights, value)
     total = _product(weights[..., :KEY_BLOCK], value[:, :, :KEY_BLOCK]).float()
     for start in range(KEY_BLOCK, keys, KEY_BLOCK):
         total += _product(weights[..., start:start + KEY_BLOCK], value[:, :, start:start + KEY_BLOCK])
     return total.to(value.dtype)
+
+
+AMX_BLOCK = 256  # keys per product where oneDNN multiplies with AMX (64 to 256 all kept the rows: eager_rows_agree)
+
+
+@functools.lru_cache(maxsize=1)
+def amx_products() -> bool:
+    """Whether oneDNN's bfloat16 products here are AMX's (the CPU has it, no limit below it: cpu_isa)."""
+    return amx_allowed()
+
+
+def _padded_blocks(weights: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """weights [B, KV, m, L] @ value [B, KV, L, d] as products over exactly AMX_BLOCK keys each, the last
+    padded with zero keys, added in float32 in order. oneDNN's AMX products sum a row's keys in an order that
+    follows how many there are (a row over 40 keys and over 41, the last weighted 0, rounded apart: greedy
+    SmolLM2 left the target alone at token 16), while rows of one key count agree whatever the row count
+    (2-core Intel Xeon, torch 2.13). Here every product has AMX_BLOCK keys, a row's masked keys and the
+    padding weigh exactly 0, and a block of them adds 0: a row comes out the same in a pass of any width.
+
+        weights -> [B*KV, nb, m, AMX_BLOCK], value -> [B*KV, nb, AMX_BLOCK, d]  (the blocks a batch axis)
+        -> [B*KV, nb, m, d], summed over nb in order -> [B, KV, m, d]"""
+    b, kv, m, keys = weights.shape
+    pad = -keys % AMX_BLOCK
+    weights, value = nn.functional.pad(weights, (0, pad)), nn.functional.pad(value, (0, 0, 0, pad))
+    blocks = (keys + pad) // AMX_BLOCK
+    w = weights.view(b, kv, m, blocks, AMX_BLOCK).transpose(2, 3).reshape(b * kv, blocks, m, AMX_BLOCK)
+    parts = _product(w, value.reshape(b * kv, blocks, AMX_BLOCK, -1)).float()
+    total = parts[:, 0]
+    for block in range(1, blocks):
+        total = total + parts[:, block]
+    return total.view(b, kv, m, -1).to(value.dtype)
 
 
 PROBED = ((40, 4), (300, 8), (1030, 16), (1040, 32), (2050, 16))  # (keys, rows) of the passes eager_rows_agree tries

@@ -10,7 +10,7 @@ import shutil
 import torch
 
 from playground.errors import PlaygroundError
-from playground.cpu_isa import amx_allowed, bf16_allowed, cpu_flags
+from playground.cpu_isa import bf16_allowed, cpu_flags
 from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT, eager_rows_agree
 
 
@@ -77,11 +77,11 @@ def native_bf16() -> bool:
 
 def eager_rows_invariant() -> bool:
     """Whether bfloat16 eager attention gives a query the same row whatever the pass's width on this
-    CPU (see batch_invariant): measured so with AVX512-BF16 (2-core AMD EPYC, torch 2.13; a 2-core
-    Intel Xeon with AMX too, with oneDNN held below AMX as playground.cpu_isa does: with AMX its rows
-    were not). Not with AVX2 alone (bfloat16 emulated). Where the flags say so, it is tried too, once
-    (batch_invariant.eager_rows_agree): another oneDNN could split a product's keys otherwise."""
-    return "avx512_bf16" in cpu_flags() and bf16_allowed() and not amx_allowed() and eager_rows_agree()
+    CPU (see batch_invariant): measured so with AVX512-BF16 (2-core AMD EPYC, torch 2.13), and on a 2-core
+    Intel Xeon with AMX, its products summing fixed blocks of keys there. Not with AVX2 alone (bfloat16
+    emulated). Where the flags say so, it is tried too, once (batch_invariant.eager_rows_agree): another
+    oneDNN could split a product's keys otherwise."""
+    return "avx512_bf16" in cpu_flags() and bf16_allowed() and eager_rows_agree()
 
 
 def free_memory(device: torch.device) -> int:
