@@ -16,7 +16,7 @@ not: greedy speculation on SmolLM2 differed from the target alone at token 66 of
 chains and trees alike, and matched it with the row-invariant attention below (placement.attention_for
 picks that there). Nor with AMX (2-core Intel Xeon, torch 2.13: oneDNN's AMX products sum a row's
 keys in an order that follows the key count; greedy SmolLM2 left the target alone at token 16):
-playground.cpu_isa holds oneDNN below AMX, where the eager rows agree again.
+there the products of weights and values are taken over fixed, zero-padded blocks of keys (_padded_blocks).
 
 What it costs: with unpacked weights, little: a bfloat16 pass of 1 to 5 tokens costs about the
 same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row products were
