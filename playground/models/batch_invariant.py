@@ -196,7 +196,7 @@ def _padded_blocks(weights: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     pad = -keys % AMX_BLOCK
     weights, value = nn.functional.pad(weights, (0, pad)), nn.functional.pad(value, (0, 0, 0, pad))
     blocks = (keys + pad) // AMX_BLOCK
-    w = weights.view(b, kv, m, blocks, AMX_BLOCK).transpose(2, 3).reshape(b * kv, blocks, m, AMX_BLOCK)
+    w = weights.reshape(b, kv, m, blocks, AMX_BLOCK).transpose(2, 3).reshape(b * kv, blocks, m, AMX_BLOCK)
     parts = _product(w, value.reshape(b * kv, blocks, AMX_BLOCK, -1)).float()
     total = parts[:, 0]
     for block in range(1, blocks):
