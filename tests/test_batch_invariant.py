@@ -88,7 +88,7 @@ def test_with_amx_allowed_each_attention_row_is_a_one_token_row():
     if "avx512_bf16" not in cpu_isa.cpu_flags():
         pytest.skip("no bfloat16 dot products on this CPU: its bfloat16 models attend row by row")
     env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")}
-    code = ("from playground.models import batch_invariant as b; import sys; agree = b.eager_rows_agree();"
+    code = ("from playground.models import batch_invariant as b; agree = b.eager_rows_agree();"
             " b.amx_products = lambda: True; b.eager_rows_agree.cache_clear(); print(agree, b.eager_rows_agree())")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=pathlib.Path(__file__).parents[1]).stdout.split()

@@ -290,13 +290,12 @@ def pointer_cleared(where: str) -> str:
 # scroll stops with Stop elsewhere than the top, it is scrolled there again, until the reader scrolls, taps or types.
 PIN_MS = 5000
 RUN_CLICKED_JS = """() => { window.pointerCleared = {};
-  const stream = document.getElementById('token-stream'), stop = () => document.getElementById('stop-button') || stream;
-  if (!stream || !stop() || stream.getBoundingClientRect().top <= window.innerHeight - 60) return;
+  const stream = document.getElementById('token-stream'), stop = document.getElementById('stop-button');
+  if (!stream || !stop || stream.getBoundingClientRect().top <= window.innerHeight - 60) return;
   const behavior = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
-  const place = () => Math.round(stop().getBoundingClientRect().top + scrollY);  // (looked up each time: Gradio
-  // may draw the button anew as the run starts, and the first one's scroll stopped half-way)
+  const place = () => Math.round(stop.getBoundingClientRect().top + scrollY);  // Stop's place on the page
   let at = place(), pinned = true;
-  stop().scrollIntoView({block: 'start', behavior});
+  stop.scrollIntoView({block: 'start', behavior});
   const unpin = () => { pinned = false; };
   for (const kind of ['wheel', 'touchstart', 'keydown', 'mousedown'])
     addEventListener(kind, unpin, {once: true, passive: true});
@@ -304,8 +303,8 @@ RUN_CLICKED_JS = """() => { window.pointerCleared = {};
   let last = scrollY, still = 0;  // frames the page has not scrolled
   const watch = () => { if (!pinned) return; const now = place();
     still = scrollY === last ? still + 1 : 0; last = scrollY;
-    if (now !== at || (still > 10 && Math.abs(stop().getBoundingClientRect().top) > 2)) {
-      at = now; still = 0; stop().scrollIntoView({block: 'start', behavior}); }
+    if (now !== at || (still > 10 && Math.abs(stop.getBoundingClientRect().top) > 2)) {
+      at = now; still = 0; stop.scrollIntoView({block: 'start', behavior}); }
     requestAnimationFrame(watch); };
   requestAnimationFrame(watch);
 }""".replace("PIN_MS", str(PIN_MS))
