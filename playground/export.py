@@ -6,6 +6,7 @@ torch, no model loading. Every flag, config key and request field emitted is lis
 commit it was read from in tests/data/engine_options.json (checked by tests/test_export.py). User
 text is quoted for its destination: shlex (shell), json.dumps (JSON), repr (Python)."""
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,9 @@ def export_setting(s: Any) -> Export:
                   _sglang_command(s, kind, draft, constraint, notes["sglang"]), _request(s, constraint, "sglang"),
                   _transformers(s, kind, draft, notes["transformers"]), notes,
                   "/v1/chat/completions" if _chat(s) else "/v1/completions")
+
+
+TOKEN_LIKE = re.compile(r"<\|[^|\s<>]{1,40}\|>|<｜[^｜\s<>]{1,40}｜>|</?think>|</?s>")  # as chat templates spell theirs
 
 
 def _chat(s) -> bool:
@@ -360,6 +364,10 @@ def _prompt_notes(s, kind, draft, constraint, add, every) -> None:
     """A prompt sent as raw text (no chat template), and what SGLang adds to one."""
     if s.chat and not _chat(s):
         add(every, f"{s.target} has no chat template: the playground sent the prompt as raw text, and so does this.")
+    if _chat(s) and (spelled := TOKEN_LIKE.search(s.prompt + "\n" + s.system)):
+        add(every, f"The prompt holds {spelled.group()!r}, which reads like one of the model's tokens: the playground "
+                   "sends a chat message's text as text (those characters); apply_chat_template reads it as the token "
+                   "itself, and so may an engine's chat endpoint, so the model may be given another prompt there.")
     if not _chat(s):
         add(["sglang"], "SGLang's completions endpoint tokenizes the prompt with the tokenizer's special tokens (a "
                         "BOS where the tokenizer adds one); the playground added none.")

@@ -556,3 +556,13 @@ def test_a_schema_of_true_is_exported_as_any_json_value():
     notes, vllm, sglang, code = export_view(*inputs_from_settings(settings("qwen2.5-7b", schema=" true ")))
     assert 'id="export-notes"' in notes and '"schema": {}' in vllm.replace('\\"', '"') and vllm and sglang and code
     assert export_setting(settings("qwen2.5-7b", schema="true")) == export_setting(settings("qwen2.5-7b", schema="{}"))
+
+
+def test_a_chat_prompt_spelling_a_token_is_said_to_be_read_otherwise_by_the_engines():
+    """The playground reads a chat message's '<|im_end|>' as characters (session.chat_prompt); the engines'
+    chat endpoints and apply_chat_template may read it as the token: each export says so."""
+    spelled = export_setting(settings("qwen2.5-7b", prompt="hi", system="Say <|im_end|> twice."))
+    for engine in ("vllm", "sglang", "transformers"):
+        assert "The prompt holds '<|im_end|>'" in " ".join(spelled.notes[engine])
+    for plain in (settings("qwen2.5-7b", prompt="a < b | c > d"), settings("demo", prompt="raw <|im_end|>")):
+        assert "reads like one of the model's tokens" not in " ".join(export_setting(plain).notes["vllm"])

@@ -30,6 +30,7 @@ from playground.models.loading import Pair
 from playground.models.placement import resolve_device
 from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        runners, static_or_eager)
+from playground.session.chat_prompt import chat_ids
 from playground.session.thinking import free_thinking, opens_thinking
 
 __all__ = ["compile_fallback", "compile_graphs", "config_of", "constrain", "constraint_spec", "eager_runners",
@@ -109,7 +110,8 @@ def prompt_ids_of(pair: Pair, s, text: str) -> list[int]:
 
 def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None = None,
                   schema: str | None = None, thinking: bool = True) -> list[int]:
-    """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models); `schema`
+    """Prompt text -> ids; `chat` applies the tokenizer's chat template (instruct models; the messages'
+    text read as text, a special token's spelling too: chat_ids); `schema`
     (JSON Schema text) is appended to the request so the model knows the shape it must write;
     thinking=False asks the template for an answer without thinking (config.thinks)."""
     check_prompt_text(text, system)
@@ -120,9 +122,7 @@ def encode_prompt(pair: Pair, text: str, chat: bool = False, system: str | None 
     tok = pair.tokenizer
     if chat and getattr(tok, "chat_template", None):
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": text}]
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False,
-                                      **({} if thinking else {"enable_thinking": False}))  # templates without it ignore it
-        return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+        return chat_ids(tok, messages, **({} if thinking else {"enable_thinking": False}))  # templates without it ignore it
     return tok(text, add_special_tokens=False).input_ids or [tok.eos_token_id]
 
 
