@@ -10,7 +10,7 @@ import sys
 from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_PROMPTS_FILE_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
-from playground.typed import listed, whole
+from playground.typed import decimal, listed, whole
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "this draft-length policy, k the most, or one each for schedule,confidence (schedule: +2/-1, "
                        "pausing where one guess does not pay; "
                        "confidence: the draft stops below --confidence), beside the fixed k's engine row")
-    bench.add_argument("--confidence", type=float, help="the confidence policy's threshold (default 0.5)")
+    bench.add_argument("--confidence", type=parse_decimal, help="the confidence policy's threshold (default 0.5)")
     export = commands.add_parser("export", help="this setting as vLLM and SGLang launch commands and requests, "
                                                 "and a transformers generate call (loads nothing)")
     add_model_args(export)
@@ -105,15 +105,15 @@ def confidence_of(args) -> float:
 
 def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, help=f"draft tokens per round (1..{MAX_K}; default: the preset's, e.g. 4 for demo)")
-    p.add_argument("--temperature", type=float, help="0 for greedy (default: the preset's)")
-    p.add_argument("--top-p", type=float, help="nucleus sampling, 0..1 (default: the preset's)")
+    p.add_argument("--temperature", type=parse_decimal, help="0 for greedy (default: the preset's)")
+    p.add_argument("--top-p", type=parse_decimal, help="nucleus sampling, 0..1 (default: the preset's)")
     p.add_argument("--top-k", type=int, help="sample among the k likeliest tokens, 0 for all (default: the preset's)")
     p.add_argument("--seed", type=int, help="sampling seed (default 0)")  # (None: told from a seed given, cli_notes)
     p.add_argument("--max-new-tokens", type=int, help="tokens to write at most (default: the preset's)")
     p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess "
                    "does not pay) or confidence (k = ceiling; each round pays one draft pass, guesses or none: no "
                    "faster than the target alone where the draft is mostly unsure)")
-    p.add_argument("--confidence", type=float, help="the confidence policy's threshold (default 0.5)")
+    p.add_argument("--confidence", type=parse_decimal, help="the confidence policy's threshold (default 0.5)")
     p.add_argument("--tree", type=parse_tree, default="", help="draft a token tree instead of a chain: children per "
                    "node at each depth, e.g. 3,2,1 (15 nodes verified in one pass; k is then unused), or a dynamic "
                    "tree (greedy), e.g. 4,4,4,4/16: the 4 likeliest nodes of each depth grow 4 children, the 16 "
@@ -322,6 +322,14 @@ def parse_policies(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(f"one of {', '.join(BENCH_POLICIES)}, or both comma-separated (the fixed k "
                                          f"is the engine row), not {text[:40]!r}")
     return names
+
+
+def parse_decimal(text: str) -> float:
+    """'0.7', '1e-3' as a link reads them (typed.decimal): 1e-400 is refused, not run greedy as float() read it."""
+    try:
+        return decimal(text.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is {exc}") from None
 
 
 def parse_tree(text: str) -> str:

@@ -30,7 +30,10 @@ def decimal(text: str) -> float:
     """'0.7', '1e-3', '.5' -> a float; ValueError for anything else (a number too large is inf)."""
     if not DECIMAL.fullmatch(text):
         raise ValueError("not a number in ASCII digits")
-    return float(text) + 0.0  # (-0 read as 0: a temperature sweep showed "-0", its CSV -0.0000)
+    value = float(text) + 0.0  # (-0 read as 0: a temperature sweep showed "-0", its CSV -0.0000)
+    if value == 0 and re.search("[1-9]", re.split("[eE]", text)[0]):  # 1e-400: sampling asked, greedy run
+        raise ValueError("too small to be told from 0 (below 5e-324)")
+    return value
 
 
 ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -30,10 +30,10 @@ def gen(saved_pair, *args) -> list[str]:
 
 @pytest.mark.parametrize("args, message", [
     (["--seed", str(2**63)], "seed must be between"),
-    (["--temperature", "inf"], "temperature must be 0"),
+    (["--temperature", "inf"], "'inf' is not a number in ASCII digits"),  # (read as links read it: typed.decimal)
     (["--temperature", "1e308"], "temperature must be 0"),
     (["--temperature", "1e-45"], "temperature must be 0"),
-    (["--temperature", "nan"], "temperature must be 0"),
+    (["--temperature", "nan"], "'nan' is not a number in ASCII digits"),
     (["--max-new-tokens", "1000000000"], "max new tokens must be between 1 and 2048 on this host (PLAYGROUND_MAX_NEW_TOKENS)"),
     (["--num-samples", "10000"], "--num-samples is 10000"),
     (["--schema", "false"], "the schema `false` allows no value at all"),  # JSON, not a file name
@@ -70,6 +70,21 @@ def test_numbers_are_read_alike_everywhere(capsys, saved_pair):
         parse_values("1_0", int)
     argv = [a for a in gen(saved_pair, "--prompt-ids", "9" * 10**6 + "x") if a not in ("--prompt", "x")]
     assert len(one_line_error(capsys, *argv)) < 200  # (the million digits were echoed whole)
+
+
+
+def test_a_number_too_small_to_tell_from_0_is_refused_not_run_greedy(capsys, saved_pair):
+    """float('1e-400') is 0.0: a temperature asked to sample ran greedy, from the CLI, a link or a sweep."""
+    from playground.measure.sweeps import parse_values
+    from playground.ui.share import number
+    tiny_ones = ("1e-400", "0." + "0" * 400 + "1")
+    for text in tiny_ones:
+        assert "is too small to be told from 0" in one_line_error(capsys, *gen(saved_pair, "--temperature", text))
+        with pytest.raises(ValueError, match="too small to be told from 0"):
+            number(0, 2)(text)
+        with pytest.raises(ValueError, match="too small to be told from 0"):
+            parse_values(f"0.5, {text}")
+    assert number(0, 2)("0e-400") == 0.0 and number(0, 2)("-0.000") == 0.0 and parse_values("0e-400") == [0.0]
 
 
 def test_a_long_number_is_refused_in_time_linear_in_its_length():

@@ -3,6 +3,7 @@ expensive part: llguidance ~1 s, xgrammar's tokenizer info) and the last COMPILE
 grammars. Each compile runs in a bounded worker (playground.constraints.worker): a schema that
 makes a compiler grow without bound is refused, and the server lives. xgrammar's compile is then
 done again in the server (its compiled form is too large to hand back): work known to fit."""
+import codecs
 import dataclasses
 import hashlib
 import itertools
@@ -58,6 +59,7 @@ class Constraint:
     name_tables: NameTables | None = None  # a schema's whose names can repeat: the tokens as UniqueKeys reads them
     surrogates: SurrogateTables | None = None  # a backend writing surrogates' (xgrammar): for NoSurrogates
     names_run_out: bool = False  # some object's free names are few: UniqueKeys looks ahead (names_can_run_out)
+    token_bytes: tuple[bytes, ...] | None = None  # each id's bytes, where the backend may write bytes that are not UTF-8
 
     def guide(self, max_rows: int) -> Guide:
         matcher = self.backend.matcher(self.compiled)
@@ -86,6 +88,8 @@ class Constraint:
             return False, "truncated: max new tokens ran out before the structure was complete" + (
                 truncation_hint(text, self.spec.engine_schema, self.notes) if self.spec.kind == "json" else
                 GREEDY_LEXEMES if self.spec.kind == "grammar" and self.backend.name == "llguidance" else "")
+        if (fault := not_utf8(self.token_bytes, [t for t in token_ids if t not in self.eos_ids])) is not None:
+            return False, fault
         if self.spec.kind == "json":
             return validate_json(text, self.spec.schema)
         if self.spec.kind == "regex":
@@ -105,6 +109,21 @@ class Constraint:
         return False, "the output does not match the grammar"
 
 
+def not_utf8(token_bytes: tuple[bytes, ...] | None, token_ids: list[int]) -> str | None:
+    """Why an output's bytes are no UTF-8 text, None where they are (or no bytes are at hand; a character
+    the budget cut is the text's business, detok.whole_characters): xgrammar wrote F4 90 80 80 for
+    `root ::= "\\U00110000"` (char_escapes refuses that one before)."""
+    if token_bytes is None:
+        return None
+    data = b"".join(token_bytes[t] if t < len(token_bytes) else b"" for t in token_ids)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+    except UnicodeDecodeError as exc:
+        return (f"the output's bytes are not UTF-8 text (byte {exc.start + 1}: {data[exc.start:exc.start + 4].hex(' ')}): "
+                "the constraint let the model write bytes no character has")
+    return None
+
+
 GREEDY_LEXEMES = ("; or it cannot end under llguidance, which reads a rule of characters alone (a ::= [a-z]+) as one "
                   "lexeme matched greedily: where the grammar wants more of those characters after it (root ::= a "
                   "[a-z]), no output completes it; xgrammar reads it as written")
@@ -121,7 +140,8 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
     names = _token_bytes(tokenizer, vocab) if spec.kind == "json" and names_can_repeat(schema) else None
     surrogates = _surrogate_tables(tokenizer, vocab) if backend.writes_surrogates else None
     return Constraint(spec, backend, compiled, vocab, eos_ids, notes, thinking, names, surrogates,
-                      names is not None and names_can_run_out(schema))
+                      names is not None and names_can_run_out(schema),
+                      _token_bytes(tokenizer, vocab).token_bytes if backend.writes_surrogates else None)
 
 
 READ_KEPT = 128  # readings kept (by the text's digest): the page's check and its Export tab each read a setting

@@ -38,7 +38,7 @@ TOKENS = {  # each dialect as the backends read it: GBNF (llama.cpp's; xgrammar'
 }
 REGEX_TOKENS = re.compile(r"""(?P<klass>\[\^?\]?(?:\\.|[^\]\\])*\])
 | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\})
-| (?P<string>\\[pPkgN]\{[^}]*\}|\\.|[^()|*+?{\[])
+| (?P<string>\\[pPkgNxu]\{[^}]*\}|\\.|[^()|*+?{\[])
 | (?P<other>.)""", re.X | re.S)  # a regex read as a grammar's body: each character an item
 OPEN, CLOSE = {"(", "["}, {")", "]"}
 DIRECTIVES = {"import", "ignore", "declare", "override", "extend", "llguidance"}  # Lark's: end a rule's body
@@ -79,7 +79,8 @@ def check_grammar_size(text: str, gbnf: bool) -> None:
 
 def _regex_size(pattern: str) -> int:
     """A regex terminal's size written out (safety.written_out); one Python cannot parse (the backends'
-    own syntax, e.g. \\p{L}) read loosely: each count bounded, nested groups multiplied."""
+    own syntax, e.g. \\p{L}, \\x{1F600}: a character, not a count) read loosely: each count bounded,
+    nested groups multiplied."""
     try:
         return written_out(pattern, "a regex in the grammar")
     except (re.error, RecursionError, OverflowError):

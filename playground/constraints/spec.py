@@ -10,6 +10,7 @@ from jsonschema.validators import validator_for
 from playground import strict_json
 from playground.constraints import drafts, worker
 from playground.constraints.embedded_json import embedded_schemas
+from playground.constraints.char_escapes import check_escapes
 from playground.constraints.grammar_size import check_grammar_size
 from playground.constraints.python_regex import ANCHORED, misplaced_anchor
 from playground.constraints.ref_loops import check_no_ref_loop
@@ -68,6 +69,8 @@ class ConstraintSpec:
         except UnicodeEncodeError as exc:
             raise PlaygroundError(f"the {self.named} holds a lone surrogate (\\u{ord(self.text[exc.start]):04x}) at "
                                   f"character {exc.start + 1}, which is not a character") from None
+        if self.kind != "json":  # (a schema's patterns: its metaschema's check refuses these)
+            check_escapes(self.text, self.kind)
         if self.kind == "grammar":
             check_grammar_size(self.text, self.gbnf)
             _check_embedded_schemas(self.text)

@@ -36,8 +36,8 @@ def number(lo, hi):
     def parse(v: str) -> float:
         try:
             value = decimal(v.strip())  # (not 'nan', '1_0', '٤')
-        except ValueError:
-            raise ValueError("must be a number in ASCII digits, such as 0.7") from None
+        except ValueError as exc:
+            raise ValueError(f"must be a number in ASCII digits, such as 0.7{'' if 'ASCII' in str(exc) else f', not {exc}'}") from None
         return _ranged(value, lo, hi)
     return parse
 

@@ -1,0 +1,67 @@
+"""A regex's or grammar's escape that names no character is refused before a backend reads it, and an
+output whose bytes are not UTF-8 is never called valid (xgrammar wrote F4 90 80 80 for U+110000)."""
+import re
+
+import pytest
+
+from playground import session
+from playground.constraints import ConstraintSpec, from_user, spec as spec_module
+from playground.constraints.compile import not_utf8
+from playground.errors import PlaygroundError
+from tests import tiny
+
+BACKENDS = ["llguidance", "xgrammar"]
+PAST_LAST = "past U+10FFFF"
+HALF = "half of a UTF-16 surrogate pair"
+REFUSED = [("grammar", r'root ::= "\U00110000"', PAST_LAST, r"\U00110000"),
+           ("grammar", r"start: /\U00110000/", PAST_LAST, r"\U00110000"),
+           ("grammar", r"start: /\x{110000}/", PAST_LAST, r"\x{110000}"),
+           ("grammar", r"root ::= [a-\UFFFFFFFF]", PAST_LAST, r"\UFFFFFFFF"),
+           ("grammar", r'root ::= "\ud800"', HALF, r"\ud800"), ("grammar", r"root ::= [\ud800-\udfff]", HALF, r"\ud800"),
+           ("grammar", r'start: "\ude00\ud83d"', HALF, r"\ude00"), ("regex", r"a\ude00", HALF, r"\ude00"),
+           ("regex", r"\\\ud800", HALF, r"\ud800")]  # (an escaped backslash, then the escape)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return session.load_pair("demo-target", "demo-draft", "cpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind, text, said, escape", REFUSED)
+def test_an_escape_that_names_no_character_is_refused_by_name(kind, text, said, escape, backend):
+    with pytest.raises(PlaygroundError, match=re.escape(said)) as raised:
+        ConstraintSpec(kind, text, backend)
+    assert f"the {kind}'s escape {escape} is" in str(raised.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_characters_written_as_escapes_still_run(pair, backend):
+    """A surrogate pair in a Lark string is one character to both backends; an escaped backslash before
+    'u' is no escape; \\x{2000} in a Lark regex is a character, not a count of 2000 (it was refused so)."""
+    prompt = session.encode_prompt(pair, "x")
+    cases = [(r'start: "\ud83d\ude00"', "\U0001F600"), (r'root ::= "\U0001F600"', "\U0001F600")]
+    if backend == "llguidance":  # (xgrammar reads no \x{...} in a Lark regex: its own refusal)
+        cases.append((r"start: /a\x{2000}/", "a\u2000"))
+    for grammar, text in cases:
+        constraint = session.constrain(pair, from_user(grammar=grammar, backend=backend))
+        result = session.run(pair, prompt, session.settings(k=3, max_new_tokens=8), constraint=constraint)
+        assert (result.text, result.valid) == (text, True)
+    ConstraintSpec("regex", r"\\ud800\\U00110000", backend)  # a backslash, then letters and digits
+
+
+def test_bytes_that_are_no_utf8_are_named():
+    token_bytes = (b"a", b"\xf4\x90", b"\x80\x80", "é".encode()[:1], "é".encode()[1:])
+    assert not_utf8(token_bytes, [0, 1, 2]).startswith("the output's bytes are not UTF-8 text (byte 2: f4 90 80 80)")
+    assert not_utf8(token_bytes, [0, 3, 4]) is None and not_utf8(token_bytes, [0, 3]) is None  # a cut character: the text's
+    assert not_utf8(None, [1, 2]) is None
+
+
+def test_an_output_xgrammar_wrote_past_the_last_character_is_invalid(pair, monkeypatch):
+    """The check before refuses the escape; with it taken away, the run's own check still says no."""
+    monkeypatch.setattr(spec_module, "check_escapes", lambda text, named: None)
+    constraint = session.constrain(pair, from_user(grammar=r'root ::= "\U00110000"', backend="xgrammar"))
+    assert constraint.token_bytes is not None
+    result = session.run(pair, session.encode_prompt(pair, "x"), session.settings(k=3, max_new_tokens=8),
+                         constraint=constraint)
+    assert result.valid is False and "not UTF-8" in result.validation_error
