@@ -8,7 +8,6 @@ from playground import session
 from playground.constraints import ConstraintSpec, from_user, spec as spec_module
 from playground.constraints.compile import not_utf8
 from playground.errors import PlaygroundError
-from tests import tiny
 
 BACKENDS = ["llguidance", "xgrammar"]
 PAST_LAST = "past U+10FFFF"
