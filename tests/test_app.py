@@ -1318,7 +1318,8 @@ def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
     chart_rows = [r | {"tokens_per_target_pass": 2.0} for r in (rows[2], rows[0], rows[1])]
     assert all(list(trace.x) == [1, 2, 3] for trace in plots.sweep_chart(chart_rows, "k").data[:4])
     one = experiments_tab.k_sweep_points(rows[:1], Settings.from_preset(page_inputs.PRESETS["demo"]))
-    assert "(temperature 0, α 0.85) is the measured line" in experiments_tab.calculator(0.7, 4, 0.1, [], one)[0]  # not 0.85-0.85
+    alone = experiments_tab.calculator(0.7, 4, 0.1, [], one)[0]  # (one point: no line, no k best among others)
+    assert "(temperature 0, α 0.85) measured k 1 alone" in alone and "clearly best" not in alone  # α not 0.85-0.85
     for changed in ({"draft": "ngram"}, {"policy": "schedule"}, {"policy": "confidence"}):  # the formula is a draft model's
         settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), **changed)  # fixed k: not drawn
         assert experiments_tab.k_sweep_points(rows, settings) is None, changed  # against it
@@ -1652,6 +1653,14 @@ def test_a_links_values_open_as_they_were_made_or_not_at_all():
         page_inputs.make_share_link(None, *no_prompt)
     from playground.ui.experiment_link import Experiment
     from playground.ui.experiments_tab import make_experiment_link
+    for policy in ("schedule", "confidence"):  # (made in silence, opened as fixed with a notice; a review)
+        tree = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS["demo"]))
+        tree[page_inputs.SETTING_NAMES.index("tree")], tree[page_inputs.SETTING_NAMES.index("policy")] = "1,2,1,1", policy
+        with pytest.raises(gr.Error, match="fixed") as refused:
+            page_inputs.make_share_link(None, *tree)
+        assert refused.value.duration is None  # a popup that stays
+        with pytest.raises(gr.Error, match="fixed"):
+            make_experiment_link(None, *Experiment().inputs(), *tree)
     with pytest.raises(gr.Error, match="the constraint is empty"):  # an Experiments link too (it was made)
         make_experiment_link(None, *Experiment().inputs(), *blank)
     asked = page_api._base_settings("", "preset=demo&k=7&prompt=Why?")

@@ -561,6 +561,9 @@ def _last_sweep(k_sweep: dict | None) -> str:
     # acceptance rate falls with k by construction: α(1 - α^k) / ((1 - α) k), 0.50 at k = 1 to 0.125 at k = 8 for α 0.5)
     low, high = (f"{min(alphas):.2f}", f"{max(alphas):.2f}") if alphas else ("", "")
     spread = "" if not alphas else f", α {low}" if low == high else f", α {low}-{high}"
+    if len(rows) == 1:  # (one point: no line, and no k to be best among; a review)
+        return (f". Your last K sweep (temperature {k_sweep['temperature']:g}{spread}) measured k {rows[0]['k']} alone: "
+                "its point is that run, with its own α")
     best = plots.clear_best(rows)
     measured_best = f"; best k measured: {best['k']}" if best else "; no k measured clearly best"
     return (f". Your last K sweep (temperature {k_sweep['temperature']:g}{spread}) is the measured line: each point is "
@@ -592,6 +595,7 @@ def make_experiment_link(request: gr.Request, *values) -> str:
         experiment = experiment_from_inputs(*values[:len(EXPERIMENT_NAMES)])
         settings = settings_to_run(*values[len(EXPERIMENT_NAMES):])  # a kind picked, its box blank: refused, as a
         # Playground link is (the link opened unconstrained, unsaid, and its sweep ran so; a review)
+        live.checked_settings(settings)  # its settings as Run reads them (a tree under schedule opened as fixed)
         return share_url(page_url(request), settings, experiment_params(experiment))
     except PlaygroundError as exc:
         raise user_error(exc, stays=True) from None

@@ -22,6 +22,7 @@ from playground.session.host import custom_models_allowed, hub_resolves, is_way_
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
+from playground.ui.live import checked_settings
 from playground.ui.share import changed_since, from_query, last_of_each, share_url
 
 PRESETS = all_presets()
@@ -432,6 +433,7 @@ def make_share_link(request: gr.Request, *values) -> str:
         # opened on no constraint, unsaid)
         check_prompt_text(settings.prompt, settings.system)  # (an empty prompt's link was made in silence, and
         # opened on a prompt Run refuses)
+        checked_settings(settings)  # (a tree under the schedule policy: made in silence, opened as fixed; a review)
         return share_url(page_url(request), settings)
     except PlaygroundError as exc:
         raise user_error(exc, stays=True) from None  # (the link box shows nothing: the popup is the only word)

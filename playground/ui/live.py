@@ -81,6 +81,15 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
 def checked_config(settings: Settings, allow_custom: bool | None = None):
     """The cheap checks (models allowed, settings in range, constraint well formed), nothing
     loaded: -> (config, constraint spec or None)."""
+    cfg = checked_settings(settings, allow_custom)
+    with blamed_on("constraint"):
+        check_backend(settings.backend)  # with no constraint too: an API caller's text is echoed
+        return cfg, session.constraint_spec(settings)
+
+
+def checked_settings(settings: Settings, allow_custom: bool | None = None):
+    """Run's checks before the constraint's (Share link's too: a link Run would refuse is said when
+    made): the models allowed, the settings in range, the tree and what it needs -> the config."""
     with blamed_on("model"):
         check_models(settings, allow_custom)
     with blamed_on("settings"):
@@ -89,9 +98,7 @@ def checked_config(settings: Settings, allow_custom: bool | None = None):
         if tree_fields(settings.tree)["tree"]:
             session.check_tree_drafter(settings.draft)
             cfg = session.config_of(settings)
-    with blamed_on("constraint"):
-        check_backend(settings.backend)  # with no constraint too: an API caller's text is echoed
-        return cfg, session.constraint_spec(settings)
+    return cfg
 
 
 def load(settings: Settings, spec, progress=None):
