@@ -548,6 +548,9 @@ def test_the_apis_snapshots_carry_the_text_so_far_and_each_round_once(monkeypatc
         assert snap["text"] == "".join(t["text"] for r in joined for t in r["tokens"] if t["kind"] != "rejected")
     assert joined == final["rounds"][:len(joined)] and final["text"].startswith(writing[-1]["text"])
     assert final.keys() - writing[-1].keys() >= {"finish_reason", "valid"}  # the result's own keys come with it
+    # the settings in the first and the last alone (each snapshot echoed a 256 KB schema: 46 MB in a 900 s run)
+    assert [("settings" in snap) for snap in snaps] == [True] + [False] * (len(snaps) - 2) + [True]
+    assert final["settings"] == snaps[0]["settings"] and final["settings"]["max_new_tokens"] == 64
 
 
 def test_api_compare_false_runs_without_the_target_alone(client):

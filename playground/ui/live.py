@@ -294,12 +294,14 @@ class _Stream:
 ENDED = ("done", "stopped")  # a run's last snapshot's phases
 
 
-def run_to_dict(snap: Snapshot, rounds_from: int = 0) -> dict:
+def run_to_dict(snap: Snapshot, rounds_from: int = 0, with_settings: bool = True) -> dict:
     """A run as plain data: settings, phase, text, tokens with kinds and probabilities, stats, validity,
     and the baseline. Used for the JSON download and the web API. Before its result (phase "speculative"),
     the text, token ids and stats so far. `rounds`: the rounds from `rounds_from` on (a stream's snapshot
-    carries those new since the last; each one resent made a 2,000-token run's stream 22 MB)."""
-    out = {"settings": {k: getattr(snap.settings, k) for k in snap.settings.__slots__}, "phase": snap.phase}
+    carries those new since the last; each one resent made a 2,000-token run's stream 22 MB); `settings`
+    left out where not `with_settings` (a stream's snapshots between its first and its last)."""
+    out = {"settings": {k: getattr(snap.settings, k) for k in snap.settings.__slots__}} if with_settings else {}
+    out["phase"] = snap.phase
     rounds = [e for e in snap.events if isinstance(e, Round)]
     if snap.result is not None:
         out |= snap.result.as_json(with_rounds=False)
@@ -320,10 +322,13 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0) -> dict:
 
 def streamed(snaps: Iterator[Snapshot]) -> Iterator[dict]:
     """A run's snapshots as the web API streams them: each with the rounds new since the last (rounds_from
-    says where they start), the last (phase done or stopped) with them all."""
-    sent = 0
+    says where they start), the last (phase done or stopped) with them all; the settings in the first and
+    the last alone (each snapshot of a 900 s run echoed a 256 KB schema: 46 MB out; a review)."""
+    sent, first = 0, True
     for snap in snaps:
-        out = run_to_dict(snap, rounds_from=0 if snap.phase in ENDED else sent)
+        ended = snap.phase in ENDED
+        out = run_to_dict(snap, rounds_from=0 if ended else sent, with_settings=first or ended)
+        first = False
         sent = out["rounds_from"] + len(out["rounds"])
         yield out
 
