@@ -49,6 +49,8 @@ def generate_error(client, *args) -> str:
     ((123, "demo", 4, 0.0, 16, 0, "", "", False), "prompt must be a str"),
     (("x", "demo", 4, float("1e308"), 16, 0, "", "", False), "temperature must be 0"),
     (("x", "demo", 4, 1e-45, 16, 0, "", "", False), "temperature must be 0"),
+    (("x", "demo", 4, -0.5, 16, 0, "", "", False), "-1: the preset's; got -0.5"),  # (what was sent, as k's)
+    (("x", "demo", 4, 0.0, 16, 0, {"type": "string"}, "", False), "(the schema as JSON text: json.dumps(schema))"),
     (("x", "demo", 4, 0.0, 16, 2**63, "", "", False), "seed must be between"),
     (("x", "demo", 4, 0.0, 16, 10**4200, "", "", False), "seed must be between 0 and 2^63 - 1, got a number of 4,201 digits"),  # (echoed whole)
     (("x", "demo", 1e300, 0.0, 16, 0, "", "", False), "k must be between 1 and 16, got a number of 301 digits"),  # (echoed whole)

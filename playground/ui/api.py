@@ -4,7 +4,7 @@ import dataclasses
 import urllib.parse
 
 from playground.config import runnable_temperature
-from playground.errors import PlaygroundError
+from playground.errors import PlaygroundError, shown
 from playground.limits import at_most
 from playground.session.host import custom_models_allowed
 from playground.presets import Settings, chosen_constraint
@@ -67,10 +67,11 @@ def _typed_arguments(given: dict) -> dict:
         if a[name] and not a[name].strip():  # (dropped for the preset's own constraint: a regex " " ran its schema)
             raise PlaygroundError(f"{name} is only spaces: give one, or leave it empty for the preset's own constraint")
     if not (a["temperature"] == -1 or runnable_temperature(a["temperature"])):  # NaN refused too
-        raise PlaygroundError(f"temperature must be {TEMPERATURES}; -1: the preset's")
+        raise PlaygroundError(f"temperature must be {TEMPERATURES}; -1: the preset's; got {shown(a['temperature'])}")
     low, high = RANGES["think_budget"]
     if not (a["think_budget"] == -1 or low <= a["think_budget"] <= high):
-        raise PlaygroundError(f"think_budget must be from {low} to {high} tokens; -1: the preset's")
+        raise PlaygroundError(f"think_budget must be from {low} to {high} tokens; -1: the preset's; got "
+                              f"{shown(a['think_budget'])}")
     return a
 
 

@@ -265,7 +265,8 @@ def typed(name: str, value, kind: type):
         if kind is int and value != int(value):
             raise PlaygroundError(f"{name} must be a whole number, got {shown(value)}")
         return kind(value)
-    raise PlaygroundError(f"{name} must be {'a number' if kind in (int, float) else 'a ' + kind.__name__}, "
+    as_text = " (the schema as JSON text: json.dumps(schema))" if name == "schema" and isinstance(value, (dict, list)) else ""
+    raise PlaygroundError(f"{name} must be {'a number' if kind in (int, float) else 'a ' + kind.__name__}{as_text}, "
                           f"got {shown(str(value))} ({type(value).__name__})")
 
 
