@@ -64,7 +64,7 @@ def export_setting(s: Any) -> Export:
                   "/v1/chat/completions" if _chat(s) else "/v1/completions")
 
 
-TOKEN_LIKE = re.compile(r"<\|[^|\s<>]{1,40}\|>|<｜[^｜\s<>]{1,40}｜>|</?think>|</?s>")  # as chat templates spell theirs
+TOKEN_LIKE = re.compile(r"<\|[^|\s<>]{1,40}\|>|<｜[^｜\s<>]{1,40}｜>|</?s>")  # as chat templates spell theirs
 
 
 def _chat(s) -> bool:

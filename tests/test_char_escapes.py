@@ -18,7 +18,7 @@ REFUSED = [("grammar", r'root ::= "\U00110000"', PAST_LAST, r"\U00110000"),
            ("grammar", r"root ::= [a-\UFFFFFFFF]", PAST_LAST, r"\UFFFFFFFF"),
            ("grammar", r'root ::= "\ud800"', HALF, r"\ud800"), ("grammar", r"root ::= [\ud800-\udfff]", HALF, r"\ud800"),
            ("grammar", r'start: "\ude00\ud83d"', HALF, r"\ude00"), ("regex", r"a\ude00", HALF, r"\ude00"),
-           ("regex", r"\\\ud800", HALF, r"\ud800")]  # (an escaped backslash, then the escape)
+           ("grammar", r"start: /\U{11000A}/", PAST_LAST, r"\U{11000A}"), ("regex", r"\\\ud800", HALF, r"\ud800")]  # (an escaped backslash, then the escape)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_characters_written_as_escapes_still_run(pair, backend):
     prompt = session.encode_prompt(pair, "x")
     cases = [(r'start: "\ud83d\ude00"', "\U0001F600"), (r'root ::= "\U0001F600"', "\U0001F600")]
     if backend == "llguidance":  # (xgrammar reads no \x{...} in a Lark regex: its own refusal)
-        cases.append((r"start: /a\x{2000}/", "a\u2000"))
+        cases += [(r"start: /a\x{2000}/", "a\u2000"), (r"start: /a\U{2000}/", "a\u2000")]
     for grammar, text in cases:
         constraint = session.constrain(pair, from_user(grammar=grammar, backend=backend))
         result = session.run(pair, prompt, session.settings(k=3, max_new_tokens=8), constraint=constraint)

@@ -10,7 +10,7 @@ from playground.errors import PlaygroundError
 
 # an escape whose backslash is not itself escaped (an even run of backslashes before it)
 ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:U(?P<long>[0-9A-Fa-f]{8})|u(?P<short>[0-9A-Fa-f]{4})"
-                    r"|[xu]\{(?P<braced>[0-9A-Fa-f]{1,12})\})")
+                    r"|[xuU]\{(?P<braced>[0-9A-Fa-f]{1,12})\})")
 LAST = 0x10FFFF
 HIGH, LOW = range(0xD800, 0xDC00), range(0xDC00, 0xE000)
 

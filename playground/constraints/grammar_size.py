@@ -38,7 +38,7 @@ TOKENS = {  # each dialect as the backends read it: GBNF (llama.cpp's; xgrammar'
 }
 REGEX_TOKENS = re.compile(r"""(?P<klass>\[\^?\]?(?:\\.|[^\]\\])*\])
 | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\})
-| (?P<string>\\[pPkgNxu]\{[^}]*\}|\\.|[^()|*+?{\[])
+| (?P<string>\\[pPkgNxuU]\{[^}]*\}|\\.|[^()|*+?{\[])
 | (?P<other>.)""", re.X | re.S)  # a regex read as a grammar's body: each character an item
 OPEN, CLOSE = {"(", "["}, {")", "]"}
 DIRECTIVES = {"import", "ignore", "declare", "override", "extend", "llguidance"}  # Lark's: end a rule's body
