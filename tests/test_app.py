@@ -1956,3 +1956,13 @@ def test_each_entry_point_that_runs_models_holds_a_gpu_lease_and_only_those():
                     isinstance(d, ast.Call) and getattr(d.func, "id", None) == "on_gpu" for d in node.decorator_list):
                 leased.add(f"{path.stem}.{node.name}")
     assert leased == {"playground_tab.run", "api.generate", "experiments_tab.run_sweep", "experiments_tab.run_comparison"}
+
+
+def test_the_sweeps_axis_resets_its_values_in_the_browser():
+    """From the server, the axis's reset of the Values box was queued behind a loaded host's events and came
+    after values typed meanwhile: the sweep ran the axis's defaults (browser tests raced it, 2026-12-04)."""
+    from playground.ui.page import demo
+    values = next(b for b in demo.blocks.values() if getattr(b, "label", None) == "Values")
+    axis = next(b for b in demo.blocks.values() if getattr(b, "label", None) == "Sweep")
+    resets = [fn for fn in demo.fns.values() if values in fn.outputs and (axis._id, "input") in fn.targets]
+    assert len(resets) == 1 and resets[0].fn is None and "1,2,3,4,6,8" in resets[0].js  # no server call

@@ -463,10 +463,12 @@ def test_stop_ends_a_sweep_where_it_is(page, app_url):
     page.get_by_role("tab", name="Experiments").click()
     page.get_by_role("radio", name="temperature").check()  # the empty table is headed by the axis picked (it said k)
     expect(page.locator("#sweep-table thead")).to_contain_text("temperature")
+    expect(page.get_by_label("Values")).to_have_value("0,0.3,0.7,1.0")  # the axis's own (reset in the page)
     page.get_by_role("radio", name="k", exact=True).check()
     expect(page.locator("#sweep-table thead")).not_to_contain_text("temperature")
-    # the values from a link, not typed: typed ones raced the axis's reset of the box under load (a full
-    # suite, 2026-12-04, ran the default 6 values)
+    expect(page.get_by_label("Values")).to_have_value("1,2,3,4,6,8")
+    # the values from a link, not typed (typed ones raced the axis's reset of the box from the server under
+    # load, 2026-12-04: the reset is now the page's own, test_app.test_the_sweeps_axis_resets_its_values_in_the_browser)
     page.goto(f"{app_url}?preset=demo&max_new_tokens=96&tab=experiments&sweep_axis=k&sweep_values=1,2,3,4,5")
     expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
     expect(page.get_by_label("Values")).to_have_value("1,2,3,4,5")

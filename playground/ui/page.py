@@ -2,6 +2,7 @@
 experiments_tab, api). Building it starts nothing but Gradio's patches (playground.ui.gradio_patches);
 app.py launches `demo`."""
 import inspect
+import json
 
 import gradio as gr
 
@@ -380,7 +381,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                              api_visibility="private")
     for event in (preset.change, kind.input, constraint.input):  # another preset, or an edit: no longer the example
         event(None, None, example_constraint, js="() => null", queue=False, api_visibility="private")  # (not a Tab)
-    axis.input(lambda a: SWEEP_DEFAULTS.get(a, ""), axis, sweep_values, api_visibility="private")
+    # the axis' values, in the browser: from the server, a reset queued behind a loaded host's events came after
+    # values typed meanwhile, and the sweep ran the defaults (browser tests raced it under load, 2026-12-04)
+    axis.input(None, axis, sweep_values, js=f"(axis) => ({json.dumps(SWEEP_DEFAULTS)})[axis] ?? ''", queue=False,
+               api_visibility="private")
     axis.change(empty_sweep_table, [axis, sweep_table], sweep_table, queue=False, api_visibility="private")  # a link's too
     measuring_events = {}  # experiment name -> its measuring event
     for button, stop, experiment, inputs, outputs, name in (
