@@ -370,11 +370,12 @@ def format_text(out: dict) -> str:
         cut = STOPPED in (out["finish_reason"], out["baseline"]["finish_reason"])  # (a prefix: the same so far)
         same = identity_note(out["token_ids"], out["baseline"]["token_ids"], greedy, cut) if greedy else ""
         m = out["speedup_measure"]
-        told = "" if m["speedup"] is None else (f" over the target alone (95% interval, {m['blocks']} interleaved "
+        told = "" if m["speedup"] is None else (f" over the target alone ({m['interval']}; {m['blocks']} interleaved "
                                                 f"measurement{'s' * (m['blocks'] > 1)})")
         lines.append(f"-- speedup: {said(m['speedup'], m['low'], m['high'], m['side'])}{told}" + (f"; {same}" if same else ""))
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
-            lines.append(f"-- too noisy for one number: {m['reason']}; about {m['estimate']:.2f}x")
+            about = f"; about {m['estimate']:.2f}x" if m["estimate"] > 0 else ""  # (a Stop before a token: "0.00x")
+            lines.append(f"-- no single number: {m['reason']}{about}")
     for sample in out.get("samples", [])[1:]:  # (the first is the text above) printed only in --json before
         lines += ["", f"-- sample with seed {sample['seed']}:", sample["text"]] + [validity(sample)] * (sample["valid"] is not None)
     return "\n".join(lines)

@@ -1766,6 +1766,8 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     assert told in experiments_tab.calculator(a, k, c, history)[0] and measured["verdict"]  # its own, unclamped
     assert experiments_tab.from_last_run([])[:3] == (gr.skip(),) * 3
     assert "No run to take them from yet" in experiments_tab.from_last_run([])[3]
+    even = dict(measured, speedup=1.04, speedup_low=0.97, speedup_high=1.12)  # said as its card says it (a bare 1.04x
+    assert "measured no clear difference, 1.04x (0.97-1.12x)" in experiments_tab.calculator(a, k, c, [even])[0]  # read as faster)
     sweep = {"temperature": 0.0, "rows": [{"k": 2, "speedup": 1.5, "speedup_low": 1.4, "speedup_high": 1.6,
                                            "speedup_estimate": 1.5, "verdict": "faster", "token_acceptance": 0.6}]}
     word = experiments_tab.from_last_run([], sweep, 0.7, 4, 0.1)[3]  # after a K sweep alone: the word above the

@@ -204,7 +204,10 @@ def test_a_told_speedup_whose_interval_holds_one_is_no_clear_difference():
     """"1.06x" with 0.97-1.15x under it was read as faster (a newcomer's pass)."""
     from playground.measure.speedup import Speedup
     even = render._speedup_card(Speedup(1.06, 1.06, 0.97, 1.15, 2), "its text identical to the target alone's")
-    assert even[1] == "no clear difference" and even[2].startswith("1.06x, but its 95% interval, 0.97-1.15x, holds 1x")
+    assert even[1] == "no clear difference" and even[2].startswith(
+        "1.06x, but its 95% interval, widened to each measurement&#x27;s own ratio, 0.97-1.15x, holds 1x")
+    cut = render._speedup_card(Speedup(2.37, 2.37, 2.27, 2.40, 1, top_cut=True), "sampled")[2]  # (cut unsaid: a review)
+    assert "2.27-2.40x (95% interval, its top cut at the most its passes allow)" in cut
     assert render._speedup_card(Speedup(1.2, 1.2, 1.05, 1.3, 2), "sampled")[1] == "1.20x"
     assert render._speedup_card(Speedup(0.8, 0.8, 0.7, 0.95, 2), "sampled")[1] == "0.80x"
     once = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "sampled")  # one block's interval is its rounds'

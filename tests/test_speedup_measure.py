@@ -9,7 +9,8 @@ import pytest
 
 from playground import session
 from playground.events import BONUS, CORRECTED, Prefill, Round, TokenEvent
-from playground.measure.speedup import MAX_BLOCKS, MIN_ROUNDS, MIN_TOKENS, SLACK, TOLERANCE, Block, Timed, engine_block, estimate, interleave, measure
+from playground.measure.speedup import (MAX_BLOCKS, MIN_ROUNDS, MIN_TOKENS, SLACK, TOLERANCE, Block, Speedup, Timed, engine_block,
+                                        estimate, interleave, measure)
 from tests import tiny
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
 
@@ -336,6 +337,25 @@ def test_an_intervals_top_past_what_its_passes_allow_is_cut_there():
     assert sp.speedup is None and sp.low < sp.estimate < SLACK * 3  # too wide to tell, its estimate within the bound
     assert sp.high == pytest.approx(SLACK * 3) and "(its top cut there, the most its passes allow)" in sp.reason
     assert measure(lambda: fake_block(FakeClock(jitter=1.3, seed=1)), max_blocks=1).high < SLACK * 3  # uncut: untouched
+
+
+def test_a_told_intervals_top_cut_at_what_its_passes_allow_is_said():
+    """A tight interval whose top passed SLACK x the bound was cut there in silence, and still called a 95%
+    interval (2.27-2.46x shown as 2.27-2.40x; a review): `top_cut` and `interval` say so."""
+    rng = random.Random(0)
+
+    def run(rounds: int, tokens_each: int, seconds: float) -> list:
+        kinds = [CORRECTED] * (tokens_each - 1) + [BONUS]
+        walls = [seconds * (1 + 0.15 * rng.uniform(-1, 1)) for _ in range(rounds)]
+        return [Prefill(1, 1, 0.01, 0.0)] + [Round(i + 1, [TokenEvent(k, 5, "x") for k in kinds], tokens_each - 1,
+                                                   tokens_each - 1, 1, 1, 0.0, w, w) for i, w in enumerate(walls)]
+    block = Block(Timed(), Timed())
+    block.add(run(16, 2, 0.0425), run(32, 1, 0.05))  # 2 tokens a pass against 1: at most 2x, cut at SLACK x 2
+    sp = estimate([block])
+    assert sp.speedup is not None and sp.top_cut and sp.high == pytest.approx(SLACK * 2)
+    assert sp.interval == "95% interval, its top cut at the most its passes allow" and sp.as_dict()["interval"] == sp.interval
+    assert not estimate([fake_block(FakeClock())]).top_cut and Speedup(1, 1, 1, 1, 3).interval == (
+        "95% interval, widened to each measurement's own ratio")
 
 
 def test_a_greedy_sweep_row_says_when_its_texts_left_the_target_alones():

@@ -68,7 +68,7 @@ def row_line(row: dict) -> str:
     if row.get("efficiency") is not None:
         parts.append(f"eff {efficiency_cell(row['efficiency'])}")
     if row["speedup"] is None:
-        parts.append(f"-- too noisy for one number: {row['note']}")
+        parts.append(f"-- no single number: {row['note']}")
     return "  ".join(parts)
 
 

@@ -116,6 +116,14 @@ class Speedup:
     base_tokens_per_s: float = 0.0
     side: str = ""  # too noisy, yet its whole range on one side of 1x: "faster" or "slower"
     more: bool = False  # measuring() measures another block after this estimate
+    top_cut: bool = False  # the interval's top cut at the most its passes allow (SLACK times it)
+
+    @property
+    def interval(self) -> str:
+        """What low-high is, in words: the 95% bootstrap interval, widened to hold each measurement's own ratio
+        where there are several, its top cut where it passed the most its target passes allow."""
+        return ("95% interval" + ", widened to each measurement's own ratio" * (self.blocks > 1)
+                + ", its top cut at the most its passes allow" * self.top_cut)
 
     @property
     def noisy(self) -> bool:
@@ -132,10 +140,11 @@ class Speedup:
         return speedup_verdict(self.speedup, self.low, self.high, self.side)
 
     def as_dict(self) -> dict:
-        """For JSON (the download, /generate, the CLI): its fields, and `other_lengths` (why its two tokens/s
-        do not divide to it, or ''), which a caller dividing them would otherwise not be told; not `more`,
-        measuring's own step."""
-        return {key: value for key, value in asdict(self).items() if key != "more"} | {"other_lengths": self.other_lengths}
+        """For JSON (the download, /generate, the CLI): its fields, `other_lengths` (why its two tokens/s
+        do not divide to it, or ''), which a caller dividing them would otherwise not be told, and `interval`
+        (what low-high is, in words); not `more`, measuring's own step."""
+        return ({key: value for key, value in asdict(self).items() if key != "more"}
+                | {"other_lengths": self.other_lengths, "interval": self.interval})
 
 
 def estimate(blocks: list[Block]) -> Speedup:
@@ -148,7 +157,7 @@ def estimate(blocks: list[Block]) -> Speedup:
     low, high = min(low, value, *ratios), max(high, value, *ratios)
     tokens = min(sum(n for _, n in spec), sum(n for _, n in base))
     rounds, runs = fewest_rounds(blocks), fewest_whole_runs(blocks)
-    reason, side, bound = "", "", most_possible(blocks)
+    reason, side, bound, cut = "", "", most_possible(blocks), False
     ceiling = SLACK * bound
     if tokens < MIN_TOKENS:
         reason = f"only {counted(tokens)} on a side, too few to time"  # (a stopped run's
@@ -172,9 +181,9 @@ def estimate(blocks: list[Block]) -> Speedup:
         reason = f"{spread} (the machine's other load, or rounds that differ; longer runs usually narrow it)"
         side = "faster" if low > 1 else "slower" if high < 1 else ""
     else:
-        high = min(high, ceiling)
+        cut, high = high > ceiling, min(high, ceiling)  # (said in `interval`: 2.27-2.46x was shown as 2.27-2.40x)
     return Speedup(None if reason else value, value, low, high, len(blocks), reason,
-                   _rate(spec), _rate(base), side)
+                   _rate(spec), _rate(base), side, top_cut=cut)
 
 
 def most_possible(blocks: list[Block]) -> float:

@@ -18,7 +18,7 @@ from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX
 from playground.metrics import counted, expected_speedup, expected_tokens_per_round
 from playground.draft_ids import draft_model
 from playground.presets import constraint_of, policy_as_run
-from playground.measure import sweeps
+from playground.measure import report, sweeps
 from playground.measure.speedup import MAX_BLOCKS
 from playground.ui import live, plots, render
 from playground.ui.files import forget_stop, request_stop, stop_requested, write_download
@@ -484,7 +484,8 @@ def _last_run(history: list) -> str:
         return ""
     last = history[-1]
     c = "" if last.get("cost_ratio") is None else f", c {last['cost_ratio']:.3f}"
-    shown = f"{last['speedup']:.2f}x" if last.get("speedup") else _noisy(last)
+    shown = _noisy(last) if not last.get("speedup") else report.said(  # ("no clear difference, 1.04x (0.97-1.12x)"
+        last["speedup"], last["speedup_low"], last["speedup_high"])    # as its card said: a bare 1.04x read as faster)
     return (f". Your last compared run: α {last['alpha']:.2f}, k {last['k']}{c}, measured {shown} (the formula leaves "
             f"out each round's overhead, and takes a verify pass of k + 1 tokens to cost what the target alone's "
             "one-token pass does)")

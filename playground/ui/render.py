@@ -191,10 +191,10 @@ def _speedup_card(m, same: str) -> tuple[str, str, str]:
         return "speedup", "cannot tell", html.escape(f"{m.reason}{about}{rates}")
     if m.verdict == "no clear difference":  # a number alone ("1.06x") read as faster
         return ("speedup", "no clear difference",
-                html.escape(f"{m.speedup:.2f}x, but its 95% interval, {m.low:.2f}-{m.high:.2f}x, holds 1x: as fast as "
+                html.escape(f"{m.speedup:.2f}x, but its {m.interval}, {m.low:.2f}-{m.high:.2f}x, holds 1x: as fast as "
                             f"the target alone within the noise ({blocks}); {same}{rates}"))
     return ("speedup", f"{m.speedup:.2f}x",
-            html.escape(f"{blocks}, {m.low:.2f}-{m.high:.2f}x (95% interval); {same}{rates}"))
+            html.escape(f"{blocks}, {m.low:.2f}-{m.high:.2f}x ({m.interval}); {same}{rates}"))
 
 
 def warning(message: str) -> str:
