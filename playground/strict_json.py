@@ -30,3 +30,19 @@ def _finite_int(text: str) -> int:
     if digits > 309 or abs(value := int(text)) > sys.float_info.max:
         raise ValueError(f"{text[:40]}... ({digits} digits) is too large for a number any engine reads")
     return value
+
+
+def keys_said_twice(text: str) -> list[str]:
+    """The keys an object of this (valid) JSON text gives more than once, each named once, in order
+    (json.loads keeps the last: what a key said twice means is up to each reader)."""
+    twice: dict[str, None] = {}
+
+    def pairs_of(pairs: list) -> dict:
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                twice[key] = None
+            seen.add(key)
+        return dict(pairs)
+    json.loads(text, object_pairs_hook=pairs_of, parse_constant=_not_a_number, parse_float=_finite, parse_int=_finite_int)
+    return list(twice)

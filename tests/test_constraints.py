@@ -801,3 +801,20 @@ def test_a_reading_that_passed_forks_no_worker_again(monkeypatch):
     with pytest.raises(PlaygroundError, match="look-around"):
         compiling.read_constraint(refused)
     assert forks == [1, 1]
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+def test_a_key_said_twice_in_a_schema_is_noted_and_the_last_one_is_read(backend):
+    """{"type": "string", "type": "number"} ran as a number schema without a word (a review). Two of
+    JSONSchemaBench's 9,557 schemas say a key twice: noted, not refused; the last one is read, as JSON readers do."""
+    from playground.constraints.compile import read_constraint
+    from playground.strict_json import keys_said_twice
+    assert keys_said_twice('{"a": {"b": 1, "b": 2}, "a": 3, "c": [{"d": 1, "d": 1}]}') == ["b", "d", "a"]
+    assert keys_said_twice('{"a": 1, "b": {"a": 2}}') == []  # the same key in two objects: once in each
+    text = '{"type": "string", "type": "integer", "minimum": 5, "maximum": 9}'
+    said = "the schema gives 'type' twice in one object: the last one is read"
+    assert any(note.startswith(said) for note in read_constraint(from_user(schema=text, backend=backend)))
+    pair = session.load_pair("demo-target", "demo-draft", "cpu")
+    result = session.run(pair, session.encode_prompt(pair, "x = "), session.settings(k=3, max_new_tokens=8),
+                         constraint=session.constrain(pair, from_user(schema=text, backend=backend)))
+    assert any(note.startswith(said) for note in result.constraint_notes) and result.valid and 5 <= int(result.text) <= 9

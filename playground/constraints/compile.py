@@ -136,6 +136,7 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
     thinking = _thinking_tables(tokenizer, vocab, eos_ids) if spec.think_budget else None
     grammar = dataclasses.replace(spec, think_budget=0)  # compiled once whatever the budget
     backend, compiled, notes = _compiled_grammar(grammar, tokenizer, vocab, eos_ids)
+    notes = (parse_schema(spec.text).twice if spec.kind == "json" else ()) + tuple(notes)
     schema = strict_json.loads(spec.text) if spec.kind == "json" else None  # checked when compiled
     names = _token_bytes(tokenizer, vocab) if spec.kind == "json" and names_can_repeat(schema) else None
     surrogates = _surrogate_tables(tokenizer, vocab) if backend.writes_surrogates else None
@@ -159,9 +160,8 @@ def read_constraint(spec: ConstraintSpec) -> list[str]:
         if (notes := _read.get(key)) is not None:
             _read.move_to_end(key)
             return list(notes)
-    if spec.kind == "json":
-        parse_schema(spec.text)
-    notes = worker.bounded(_read_checked, spec, seconds=READ_SECONDS, task=READING)
+    twice = parse_schema(spec.text).twice if spec.kind == "json" else ()
+    notes = list(twice) + worker.bounded(_read_checked, spec, seconds=READ_SECONDS, task=READING)
     with _read_lock:
         _read[key] = tuple(notes)
         while len(_read) > READ_KEPT:

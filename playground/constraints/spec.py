@@ -102,6 +102,7 @@ class Schema:
     engine: dict | bool  # in draft 2020-12 words (playground.constraints.drafts)
     no_value_refs: tuple[str, ...] = ()  # places of references to a node no value satisfies (satisfiable.py)
     moved: tuple[tuple[str, str], ...] = ()  # (pointer in the engines' form, pointer as written): ref_targets.py
+    twice: tuple[str, ...] = ()  # notes on keys an object gives twice (the last one read, as JSON readers do)
 
     def as_written(self, message: str) -> str:
         """A message about the engines' form, naming the places the user wrote."""
@@ -132,6 +133,13 @@ def parse_schema(text: str) -> Schema:
     lock (30 KB of case-insensitive classes held the server 58 s)."""
     at_most(len(text), MAX_SCHEMA_TEXT_CHARS, "the length of the schema as typed (characters)")
     return worker.bounded(_parsed_schema, text, seconds=PARSE_SECONDS, task=CHECKING)
+
+
+def _twice(text: str) -> tuple[str, ...]:
+    """A note per key an object of the schema gives twice (2 of JSONSchemaBench's 9,557 do: refused, they
+    would be turned away; read silently, the first one was dropped unsaid; a review)."""
+    return tuple(f"the schema gives {ascii(key[:40])} twice in one object: the last one is read, as JSON readers "
+                 "read it" for key in strict_json.keys_said_twice(text)[:5])
 
 
 def _parsed_schema(text: str) -> Schema:
@@ -169,7 +177,7 @@ def _parsed_schema(text: str) -> Schema:
         if moved:  # (their references were out of the check's reach; a review)
             check_refs_read_alike(engine, draft)
         engine = drop_noops(drafts.to_2020_12(engine, draft))
-        return Schema(schema, draft, engine, _checked_engine_form(engine, draft), tuple(moved.items()))
+        return Schema(schema, draft, engine, _checked_engine_form(engine, draft), tuple(moved.items()), _twice(text))
     except PlaygroundError as exc:
         raise PlaygroundError(in_user_words(str(exc), moved)) from None
 
