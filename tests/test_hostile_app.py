@@ -1705,3 +1705,18 @@ def test_a_newcomers_run_waits_behind_no_second_run_of_another_address(app_url, 
     while any(e in app.demo._queue.event_ids_to_events for e in [first, *joined]):
         assert time.monotonic() < deadline
         time.sleep(0.1)
+
+
+@pytest.mark.parametrize("body, said", [
+    (b'{"prompt":"\xff\xfe","preset":"demo"}', "the request's body is not UTF-8 text (JSON is): byte 12 is 0xff"),
+    (b'{"k":1' + b"0" * 5000 + b"}", "a number of more than 4,300 digits"),
+    (b'{"prompt":' + b"[" * 5000 + b"]" * 5000 + b"}", "nests its arrays and objects too deeply"),
+    (b'{"prompt": "x",}', "the request's body is not JSON: Expecting property name enclosed in double quotes at line 1"),
+    (b'{"prompt": "\\u00e9", "k": 3', "the request's body is not JSON: Expecting ',' delimiter"),  # (read in the worker)
+])
+def test_a_body_that_is_no_json_is_said_why(app_url, body, said):
+    """Short bodies Python could not read got Gradio's "There was an error parsing the body" (a review of the
+    API): the caller is told the byte, the place, or the limit."""
+    status, text = post(app_url, "/gradio_api/call/v2/generate", body)
+    assert status == 400 and said in json.loads(text)["detail"], text
+    assert page_answers_quickly(app_url)

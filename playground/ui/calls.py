@@ -36,6 +36,7 @@ VALUE_CHARS = 16 * 1024  # the most characters one value of a call may carry whe
 _value_chars: dict[int, tuple[int, int, str | None]] = {}  # component id -> (bound, limit, name) (see bound)
 CALLED = re.compile(r"/call/(v2/)?([^/]+)/?$")  # Gradio's routes for an endpoint by name (v2: its inputs named)
 RUN_BY_NAME = re.compile(r"/run/([^/]+)/?$")  # the route that runs a function by name or, with an fn_index, by it
+JSON_ROUTES = re.compile(r"/(queue/join|call/(v2/)?[^/]+|run/[^/]+)/?$")  # routes whose body Gradio reads as JSON
 _parsing = anyio.Lock()  # one body parsed at a time: 8 MiB of JSON takes about a second and 250 MB
 
 
@@ -63,6 +64,8 @@ async def refusal(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | Non
     if len(body) <= VALUE_CHARS and (text := _decoded(body)) is not None and "FileData" not in text and "\\u" not in text:
         call = parsed(text)
         fn = _function(blocks, _fn_index(call), path)
+        if call is None and JSON_ROUTES.search(path):  # (Gradio's own: "There was an error parsing the body")
+            return (400, unreadable(text)), fn, None
         return _field_refusal(call, fn, path), fn, _session(call)
     async with _parsing:
         return await anyio.to_thread.run_sync(_refusal_of, body, blocks, path)
@@ -79,7 +82,29 @@ def _decoded(body: bytes) -> str | None:
 
 def _refusal_of(body: bytes, blocks, path: str) -> tuple[tuple[int, str] | None, object, str | None]:
     text = _decoded(body)
-    return (None, _function(blocks, None, path), None) if text is None else _refusal(text, blocks, path)
+    if text is None:
+        return (400, unreadable(body)) if JSON_ROUTES.search(path) else None, _function(blocks, None, path), None
+    return _refusal(text, blocks, path)
+
+
+def unreadable(body: str | bytes) -> str:
+    """Why a call's body is no JSON, for its caller: the byte that is not UTF-8, the parser's place, a number
+    past Python's 4,300 digits, nesting past its recursion (Gradio said "There was an error parsing the body")."""
+    if isinstance(body, bytes):
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return f"the request's body is not UTF-8 text (JSON is): byte {exc.start + 1} is {body[exc.start]:#04x}"
+        return "the request's body is not text in UTF-8, -16 or -32"
+    try:
+        json.loads(body)
+    except json.JSONDecodeError as exc:
+        return f"the request's body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except RecursionError:
+        return "the request's body nests its arrays and objects too deeply to be read"
+    except ValueError:  # int() past sys.int_info.default_max_str_digits
+        return "the request's body holds a number of more than 4,300 digits"
+    return "the request's body could not be read as JSON"
 
 
 def parsed(text: str):
@@ -116,7 +141,7 @@ def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, obje
     except _FileFound:
         return (403, f"a file in a call's data is not taken: {NO_FILES}"), named, None
     except (ValueError, RecursionError):
-        return None, named, None
+        return (400, unreadable(text)) if JSON_ROUTES.search(path) else None, named, None
     fn_index = call.get("fn_index") if isinstance(call, dict) else None
     if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
         return (400, "fn_index must be a whole number"), named, None
