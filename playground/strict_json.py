@@ -12,6 +12,12 @@ def loads(text: str):
     return json.loads(text, parse_constant=_not_a_number, parse_float=_finite, parse_int=_finite_int)
 
 
+def where_wrong(exc: json.JSONDecodeError) -> str:
+    """What a JSON reader refused and where: "Expecting ',' delimiter at line 1, column 9" (Python's own
+    message of an unterminated string ends in "starting at", which made "starting at at line 1")."""
+    return f"{exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}"
+
+
 def _not_a_number(name: str):
     raise ValueError(f"{name} is not a JSON number")
 

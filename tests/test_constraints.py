@@ -818,3 +818,16 @@ def test_a_key_said_twice_in_a_schema_is_noted_and_the_last_one_is_read(backend)
     result = session.run(pair, session.encode_prompt(pair, "x = "), session.settings(k=3, max_new_tokens=8),
                          constraint=session.constrain(pair, from_user(schema=text, backend=backend)))
     assert any(note.startswith(said) for note in result.constraint_notes) and result.valid and 5 <= int(result.text) <= 9
+
+
+def test_a_schema_that_is_not_json_is_told_where_once():
+    """A truncated schema in a link read "Unterminated string starting at at line 1, column 9" (a review:
+    Python's message ends in "starting at"); the output check and the web API's body reading say it the same way."""
+    from playground.constraints.compile import read_constraint
+    from playground.constraints.validate import validate_json
+    from playground.ui.calls import unreadable
+    with pytest.raises(PlaygroundError) as refused:
+        read_constraint(from_user(schema='{"type":"obj'))
+    assert str(refused.value) == "the schema is not valid JSON: Unterminated string starting at line 1, column 9"
+    assert validate_json('{"a": "b', {}) == (False, "not valid JSON: Unterminated string starting at line 1, column 7")
+    assert unreadable('{"data": "x') == "the request's body is not JSON: Unterminated string starting at line 1, column 10"

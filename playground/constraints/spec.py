@@ -146,7 +146,7 @@ def _parsed_schema(text: str) -> Schema:
     try:
         schema = strict_json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PlaygroundError(f"the schema is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise PlaygroundError(f"the schema is not valid JSON: {strict_json.where_wrong(exc)}") from None
     except ValueError as exc:  # NaN/Infinity (not JSON), a number past a float's range (strict_json)
         raise PlaygroundError(f"the schema is not valid JSON: {exc}") from None
     except RecursionError:

@@ -21,6 +21,7 @@ import referencing
 import regex
 from jsonschema.exceptions import ValidationError
 
+from playground import strict_json
 from playground.constraints import worker
 from playground.constraints.drafts import declared
 from playground.errors import PlaygroundError
@@ -182,7 +183,7 @@ def _validate_json(text: str, schema) -> tuple[bool, str | None]:
         # characters in strings are errors; numbers as written (as floats 1e16 + 0.5 was a whole number, and
         # 0.99999999999999999 was 1.0, past an exclusiveMaximum of 1)
     except json.JSONDecodeError as exc:
-        return False, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        return False, f"not valid JSON: {strict_json.where_wrong(exc)}"
     except DuplicateKey as exc:
         return False, f"the key {str(exc)[:80]!r} appears twice in one object"
     except RecursionError:

@@ -25,6 +25,8 @@ import re
 
 import anyio
 
+from playground import strict_json
+
 NO_FILES = "no input of this page is a file"
 MAX_CONTAINERS = 1000  # JSON objects and arrays in a call, outside its strings (a call of the page: under 10)
 MAX_ITEMS = 100_000  # values in a call (its commas and strings, outside strings): 7.7 MiB of [1e308, ...] took 1.3 s of
@@ -99,7 +101,7 @@ def unreadable(body: str | bytes) -> str:
     try:
         json.loads(body)
     except json.JSONDecodeError as exc:
-        return f"the request's body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        return f"the request's body is not JSON: {strict_json.where_wrong(exc)}"
     except RecursionError:
         return "the request's body nests its arrays and objects too deeply to be read"
     except ValueError:  # int() past sys.int_info.default_max_str_digits
