@@ -1323,9 +1323,14 @@ def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
     one = experiments_tab.k_sweep_points(rows[:1], Settings.from_preset(page_inputs.PRESETS["demo"]))
     alone = experiments_tab.calculator(0.7, 4, 0.1, [], one)[0]  # (one point: no line, no k best among others)
     assert "(temperature 0, α 0.85) measured k 1 alone" in alone and "clearly best" not in alone  # α not 0.85-0.85
-    for changed in ({"draft": "ngram"}, {"policy": "schedule"}, {"policy": "confidence"}):  # the formula is a draft model's
-        settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), **changed)  # fixed k: not drawn
-        assert experiments_tab.k_sweep_points(rows, settings) is None, changed  # against it
+    for changed, beyond in (({"draft": "ngram"}, "prompt lookup"), ({"policy": "schedule"}, "the schedule policy"),
+                            ({"policy": "confidence"}, "the confidence policy")):  # the formula is a draft model's fixed k:
+        settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), **changed)  # not drawn against it,
+        points = experiments_tab.k_sweep_points(rows, settings)  # and said (the earlier sweep's line went without a word)
+        assert points == {"temperature": 0.0, "rows": [], "beyond": beyond}, changed
+        text, figure = experiments_tab.calculator(0.7, 4, 0.1, [], points)
+        assert f"Your last K sweep, with {beyond}, is not drawn" in text
+        assert not any(t.name == "your last K sweep (measured)" for t in figure.data)
 
 
 def test_stop_ends_an_experiment_where_it_is_with_the_points_measured_whole(monkeypatch):
@@ -1762,7 +1767,7 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     a, k, c, text = experiments_tab.from_last_run(history)  # the calculator's sliders from this run: its curve
     assert (a, k, text) == (round(min(measured["alpha"], 0.99), 2), 4, gr.skip())
     assert c == round(min(max(measured["cost_ratio"], 0.01), 1), 3)  # to the 0.001 the calculator's text says
-    told = f"Your last compared run: α {measured['alpha']:.2f}, k 4, c {measured['cost_ratio']:.3f}, measured "
+    told = f"Your last compared run, demo-target + demo-draft: α {measured['alpha']:.2f}, k 4, c {measured['cost_ratio']:.3f}, measured "
     assert told in experiments_tab.calculator(a, k, c, history)[0] and measured["verdict"]  # its own, unclamped
     assert experiments_tab.from_last_run([])[:3] == (gr.skip(),) * 3
     assert "No run to take them from yet" in experiments_tab.from_last_run([])[3]
@@ -1773,8 +1778,22 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     word = experiments_tab.from_last_run([], sweep, 0.7, 4, 0.1)[3]  # after a K sweep alone: the word above the
     assert word.startswith("**No run to take them from yet") and word.endswith(  # result, which stays
         experiments_tab.calculator(0.7, 4, 0.1, [], sweep)[0]) and "Your last K sweep (temperature 0, α 0.60)" in word
-    for name, overrides in (("demo", {"policy": "schedule"}), ("demo", {"tree": "2,2"}), ("demo-ngram", {})):
-        assert last(name, **overrides) == (None, False), (name, overrides)
+    for name, overrides, beyond in (("demo", {"policy": "schedule"}, "the schedule policy"),
+                                    ("demo", {"tree": "2,2"}, "a token tree"), ("demo-ngram", {}, "prompt lookup")):
+        assert last(name, **overrides) == ({"beyond": beyond}, False), (name, overrides)
+    # a later such run is said, and the calculator takes the run before it by its pair, not as "your last" (a review:
+    # after a prompt-lookup run it called the older run "Your last compared run" and set its α and k without a word)
+    later = playground_tab.remember_run({"beyond": "prompt lookup"}, history)
+    assert later == history + [{"beyond": "prompt lookup"}]
+    assert experiments_tab.from_last_run(later)[:2] == (a, k)
+    text, figure = experiments_tab.calculator(a, k, c, later)
+    assert "; your last compared run, with prompt lookup, is not one the formula describes (a draft model drafting a chain " \
+           "of fixed k). Your last compared run the formula describes, demo-target + demo-draft: α" in text
+    assert [list(t.y) for t in figure.data if t.name == "measured runs"] in ([[measured["speedup"]]], [])
+    assert playground_tab.remember_run({"beyond": "a token tree"}, later) == history + [{"beyond": "a token tree"}]
+    assert playground_tab.remember_run(measured, later) == history + [measured]  # (the word goes once a chain run comes)
+    alone = experiments_tab.from_last_run([{"beyond": "a token tree"}])
+    assert alone[:3] == (gr.skip(),) * 3 and "your last compared run, with a token tree, is not one the formula" in alone[3]
 
 
 def test_an_experiment_link_restores_the_experiments_tab_and_opens_on_it():

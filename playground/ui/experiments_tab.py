@@ -25,7 +25,7 @@ from playground.ui.files import forget_stop, request_stop, stop_requested, write
 from playground.ui.gpu import EXPERIMENT_RUNS, on_gpu
 from playground.ui.experiment_link import (CALCULATOR_RANGES, EXPERIMENT_NAMES, LABELS, Experiment, experiment_params,
                                           read_experiment, sweep_values)
-from playground.ui.inputs import chain_theory, page_url, settings_from_inputs, settings_to_run, typed, user_error
+from playground.ui.inputs import beyond_theory, page_url, settings_from_inputs, settings_to_run, typed, user_error
 from playground.ui.pacing import paced
 from playground.ui.turn import Turn, duration
 from playground.ui.share import RANGES, share_url
@@ -102,10 +102,11 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
 
 def k_sweep_points(rows: list[dict], settings) -> dict | None:
     """A finished K sweep for the calculator's chart (its measured speedup against k beside the
-    formula's curve, in k's order whatever the order typed); None when no point was measured, or where
-    the formula does not describe the sweep (prompt lookup, a k the policy changes: chain_theory)."""
-    if not chain_theory(settings):
-        return None
+    formula's curve, in k's order whatever the order typed); None when no point was measured; no rows and
+    what it does not describe ("beyond") where the formula does not describe the sweep (prompt lookup, a k the
+    policy changes: inputs.beyond_theory; its old line was gone without a word, a review)."""
+    if beyond := beyond_theory(settings):
+        return {"temperature": settings.temperature, "rows": [], "beyond": beyond}
     kept = ("k", "speedup", "speedup_low", "speedup_high", "speedup_estimate", "verdict", "token_acceptance")
     points = [{key: r.get(key) for key in kept} for r in sorted(rows, key=lambda r: r["k"])
               if r.get("speedup_estimate") and r.get("speedup_low") is not None]  # (measured, with a range)
@@ -467,26 +468,43 @@ def from_last_run(history: list, k_sweep: dict | None = None, *sliders) -> tuple
     the default curve read as the formula failing. -> (α, k, c, the calculator's text: where there is
     no run yet, a word above the result the `sliders` (α, k, c) give, which stays: it was replaced, a
     K sweep's line read gone)."""
-    if not history:
+    runs = described(history)
+    if not runs:
         word = ("**No run to take them from yet:** run a draft model with a fixed k, compared with the target alone, "
-                "in the Playground tab (a sweep's runs are its own line on the chart).")
+                "in the Playground tab (a sweep's runs are its own line on the chart)" + _beyond(history) + ".")
         return (gr.skip(),) * 3 + (f"{word}\n\n{calculator(*sliders, history, k_sweep)[0]}" if sliders else word,)
-    last = history[-1]
+    last = runs[-1]
     (a_low, a_high), (c_low, c_high) = CALCULATOR_RANGES["acceptance"], CALCULATOR_RANGES["cost ratio"]
     c = gr.skip() if last.get("cost_ratio") is None else round(min(max(last["cost_ratio"], c_low), c_high), 3)  # as
     # the text gives it (to 0.01, a run's 0.075 was 0.08 on the slider: 1.63x expected where it said 1.65x)
     return round(min(max(last["alpha"], a_low), a_high), 2), last["k"], c, gr.skip()
 
 
-def _last_run(history: list) -> str:
-    """The last compared run's own figures, beside the calculator's (its sliders hold only their range)."""
-    if not history:
+def described(history: list) -> list[dict]:
+    """The remembered runs the formula describes (playground_tab.remember_run), oldest first."""
+    return [m for m in history or [] if "beyond" not in m]
+
+
+def _beyond(history: list) -> str:
+    """Why the last compared run is not the one the calculator takes, where it came after them ('' if not)."""
+    if not history or "beyond" not in history[-1]:
         return ""
-    last = history[-1]
+    return (f"; your last compared run, with {history[-1]['beyond']}, is not one the formula describes (a draft model "
+            "drafting a chain of fixed k)")
+
+
+def _last_run(history: list) -> str:
+    """The last compared run's own figures (and pair), beside the calculator's (its sliders hold only their range)."""
+    runs = described(history)
+    if not runs:
+        return _beyond(history)
+    last, later = runs[-1], _beyond(history)
     c = "" if last.get("cost_ratio") is None else f", c {last['cost_ratio']:.3f}"
     shown = _noisy(last) if not last.get("speedup") else report.said(  # ("no clear difference, 1.04x (0.97-1.12x)"
         last["speedup"], last["speedup_low"], last["speedup_high"])    # as its card said: a bare 1.04x read as faster)
-    return (f". Your last compared run: α {last['alpha']:.2f}, k {last['k']}{c}, measured {shown} (the formula leaves "
+    which = "Your last compared run" if not later else "Your last compared run the formula describes"
+    pair = f", {last['pair']}" if last.get("pair") else ""
+    return (f"{later}. {which}{pair}: α {last['alpha']:.2f}, k {last['k']}{c}, measured {shown} (the formula leaves "
             f"out each round's overhead, and takes a verify pass of k + 1 tokens to cost what the target alone's "
             "one-token pass does)")
 
@@ -508,14 +526,15 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
     text = f"**{per_round:.2f}** tokens per round (a verify pass), expected speedup **{_times(speed)}** ({_best_k(acceptance, cost_ratio)})"
-    told = [m for m in history or [] if m.get("speedup")]
-    if untold := len(history or []) - len(told):
+    runs = described(history)
+    told = [m for m in runs if m.get("speedup")]
+    if untold := len(runs) - len(told):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
         text += (f". {untold} of your runs compared with the target alone gave no single number for {their} speedup "
                  f"(too noisy for one): drawn as {circles} at {their} estimate, with {their} 95% interval")
     sweep_rows = (k_sweep or {}).get("rows") or []
     return (text + _last_run(history) + _last_sweep(k_sweep),
-            plots.speedup_curve(acceptance, int(k), cost_ratio, history or [], sweep_rows))
+            plots.speedup_curve(acceptance, int(k), cost_ratio, runs, sweep_rows))
 
 
 EVEN = 1e-9  # the formula's float error: α = c gives 0.9999999999999999x
@@ -555,6 +574,9 @@ FLAT = 0.99  # a k within 1% of the best gives as much, for all a measurement ca
 
 def _last_sweep(k_sweep: dict | None) -> str:
     """What the last K sweep's line on the chart is, and the best k it measured (where one was clear)."""
+    if (k_sweep or {}).get("beyond"):
+        return (f". Your last K sweep, with {k_sweep['beyond']}, is not drawn: the formula describes a draft model "
+                "drafting a chain of fixed k")
     if not (k_sweep or {}).get("rows"):
         return ""
     rows = k_sweep["rows"]

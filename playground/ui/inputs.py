@@ -546,4 +546,14 @@ def chain_theory(settings: Settings) -> bool:
     """Whether the chain's expected tokens per round, and the speedup calculator's curve, apply: a
     draft model drafting a chain of fixed k (not a tree, whose acceptance counts its nodes; not
     prompt lookup, whose guesses are not drawn one by one; not a k the policy changes each round)."""
-    return settings.draft != NGRAM and not settings.tree.strip() and settings.policy == "fixed"
+    return not beyond_theory(settings)
+
+
+def beyond_theory(settings: Settings) -> str:
+    """What of these settings the chain's formula does not describe ("prompt lookup", "a token tree",
+    "the schedule policy"), or "" where it does (chain_theory)."""
+    if settings.draft == NGRAM:
+        return "prompt lookup"
+    if settings.tree.strip():
+        return "a token tree"
+    return "" if settings.policy == "fixed" else f"the {settings.policy} policy"

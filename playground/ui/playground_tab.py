@@ -17,7 +17,7 @@ from playground.presets import Settings, constraint_of
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
-from playground.ui.inputs import SETTING_NAMES, chain_theory, check_constraint, page_constraint, settings_to_run
+from playground.ui.inputs import SETTING_NAMES, beyond_theory, chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
 
@@ -403,13 +403,17 @@ def _streamed(snap, settings, whole: bool, first: bool, about) -> dict:
 
 
 def _measured(settings, snap) -> dict | None:
-    """The run's point for the calculator's chart: None without a comparison, with a model the
-    calculator's theory does not describe, or with nothing drafted (no α)."""
-    measure = live.speedup(snap) if chain_theory(settings) else None
+    """The run's point for the calculator's chart, with its pair; where the calculator's formula does not
+    describe a compared run, {"beyond": what it does not describe} (the calculator says so rather than
+    take an older run as the last); None without a comparison or with nothing drafted (no α)."""
+    measure = live.speedup(snap)
+    if measure and (beyond := beyond_theory(settings)):
+        return {"beyond": beyond}
     alpha = measure and snap.result.stats["token_acceptance"]
     return {"k": settings.k, "alpha": alpha, "speedup": measure.speedup, "speedup_estimate": measure.estimate,
             "speedup_low": measure.low, "speedup_high": measure.high, "verdict": measure.verdict,
-            "cost_ratio": cost_ratio(snap.events)} if measure and alpha is not None else None
+            "cost_ratio": cost_ratio(snap.events), "pair": f"{settings.target} + {settings.draft}"} \
+        if measure and alpha is not None else None
 
 
 def runnable_while_measuring(status: dict | None):
@@ -442,9 +446,10 @@ IDLE = gr.update(interactive=True), gr.update(interactive=False)
 
 def remember_run(measured: dict | None, history: list) -> list:
     """Keep this browser session's compared runs for the speedup calculator (speedup None: the
-    comparison could not tell it; counted, not drawn)."""
-    if measured and "speedup" in measured:
-        return ((history or []) + [measured])[-MAX_REMEMBERED:]
+    comparison could not tell it; counted, not drawn), and after them the last compared run its
+    formula does not describe, if it came last ({"beyond": ...}: see experiments_tab.described)."""
+    if measured and ("speedup" in measured or "beyond" in measured):
+        return ([m for m in history or [] if "beyond" not in m] + [measured])[-MAX_REMEMBERED:]
     return history or []
 
 
