@@ -1615,6 +1615,24 @@ def test_a_links_policy_its_way_of_drafting_cannot_use_is_said_on_opening():
     assert from_query({"preset": "demo", "policy": "confidence"}, allow_custom=False)[1] == []
 
 
+def test_a_links_tree_that_run_would_refuse_is_dropped_with_a_notice_on_opening():
+    """A tree under prompt lookup or a cascade, or a dynamic tree or lookup branch at a temperature, opened in
+    silence, the k slider saying the tree set each round, and Run refused it (a review)."""
+    for query, why in (({"preset": "demo-ngram", "tree": "2,2,1"}, "a token tree is drafted by a draft model"),
+                       ({"preset": "demo-cascade", "tree": "2,2,1"}, "a token tree is drafted by a draft model"),
+                       ({"preset": "demo", "tree": "2,2/3", "temperature": "0.7"}, "a dynamic tree is for greedy decoding"),
+                       ({"preset": "demo", "tree": "2,2+3", "temperature": "0.7"}, "a prompt-lookup branch is for greedy")):
+        restored, notices = from_query(query, allow_custom=False)
+        assert restored.tree == "" and len(notices) == 1, query
+        assert notices[0].startswith(f"ignored tree={query['tree']!r}: {why}"), notices
+        assert restored.temperature == float(query.get("temperature", 0))  # (the rest as the link has it)
+    for tree in ("2,2/3", "2,2+3", "2,2,1"):  # greedy, with a draft model: kept
+        assert from_query({"preset": "demo", "tree": tree}, allow_custom=False) == (
+            dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), tree=tree), [])
+    restored, notices = from_query({"preset": "demo", "tree": "2,2", "temperature": "0.7"}, allow_custom=False)
+    assert restored.tree == "2,2" and notices == []  # (a static tree samples exactly)
+
+
 def test_the_confidence_policy_under_prompt_lookup_runs_as_fixed_and_says_so():
     """The page ran it as fixed and its card said "of at most k = 3 (the confidence policy)" over rounds that
     drafted k each; the Experiments' rows recorded it as confidence (the CLI and links said it; a review)."""

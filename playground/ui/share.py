@@ -7,6 +7,7 @@ import collections
 import dataclasses
 import urllib.parse
 
+from playground import session
 from playground.config import MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE, runnable_temperature, tree_fields
 from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
@@ -185,7 +186,7 @@ def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | N
     _one_constraint(parsed, notices)
     settings = dataclasses.replace(settings, **parsed)
     _check_pair(settings, presets, notices)
-    return _check_policy(settings, notices), notices
+    return _check_tree(_check_policy(settings, notices), notices), notices
 
 
 def _check_policy(settings: Settings, notices: list[str]) -> Settings:
@@ -199,6 +200,25 @@ def _check_policy(settings: Settings, notices: list[str]) -> Settings:
     else:
         return settings
     return dataclasses.replace(settings, policy="fixed")
+
+
+def _check_tree(settings: Settings, notices: list[str]) -> Settings:
+    """A token tree Run would refuse beside the link's other settings (under prompt lookup or a cascade; a
+    dynamic tree or a lookup branch when sampling), dropped with a notice on opening: the page opened in
+    silence, its k slider saying the tree set each round, and Run refused it (a review)."""
+    if not settings.tree.strip():
+        return settings
+    try:
+        session.config_of(settings, with_tree=False)
+    except PlaygroundError:  # (the other settings' own fault, which Run says)
+        return settings
+    try:
+        session.check_tree_drafter(settings.draft)
+        session.config_of(settings)
+    except PlaygroundError as exc:
+        notices.append(f"ignored tree={settings.tree[:40]!r}: {exc}")
+        return dataclasses.replace(settings, tree="")
+    return settings
 
 
 def _one_constraint(parsed: dict, notices: list[str]) -> None:
