@@ -971,6 +971,18 @@ def test_a_preset_picked_keeps_a_typed_prompt_and_gives_its_own_once_the_box_is_
     expect(note).not_to_contain_text("Kept")
 
 
+def test_an_offline_example_clicked_keeps_a_typed_system_prompt_and_constraint_and_says_so(page, app_url):
+    """The Preset box kept them; a row of the offline examples emptied both without a word (a review)."""
+    page.goto(f"{app_url}?preset=demo&regex=%5Ba-z%5D%7B3%7D&system=be%20brief")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.get_by_role("row").filter(has_text="demo-ngram").first.click()
+    note = page.locator("#preset-note")
+    expect(note).to_contain_text("Kept your system prompt and your regex", timeout=30_000)
+    expect(page.locator("#preset-box input")).to_have_value("demo-ngram")
+    expect(page.locator("#constraint-editor")).to_contain_text("[a-z]{3}")
+    expect(page.get_by_label("System prompt")).to_have_value("be brief")
+
+
 def test_a_settings_help_text_reads_as_its_label_does(page, app_url):
     """Gradio's grey for a setting's help is 1.9:1 on white: the draft length policy's was hard to read."""
     page.goto(f"{app_url}?preset=demo")

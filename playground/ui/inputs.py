@@ -397,9 +397,10 @@ def constraint_editor(kind: str):
     return gr.update(language="json" if kind == "JSON schema" else None, visible=kind != "none")
 
 
-def example_settings(name: str, prompt: str):
-    values = apply_preset(name)
-    return [*values[:9], prompt, *values[10:]]
+def example_settings(name: str, system: str, kind: str, constraint: str):
+    """An offline example clicked: its preset and prompt, keeping (and saying so) a system prompt or constraint
+    the user typed, as the Preset box does (an example's row emptied them without a word; a review)."""
+    return apply_preset(name, "", system, kind, constraint)
 
 
 def restore_from_url(request: gr.Request):

@@ -199,8 +199,10 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     kind, constraint, backend, compare, schema_in_prompt, policy, confidence, compile_passes,
                     tree, think_budget]
         offline = [[p.name, p.prompt] for p in PRESETS.values() if p.offline]
-        gr.Examples(offline, inputs=[preset, prompt], outputs=SETTINGS + [note, constraint_acc], fn=example_settings, run_on_click=True,
-                    label="Offline examples (click to load)", api_visibility="private")
+        examples = gr.Examples(offline, inputs=[preset, prompt], label="Offline examples (click to load)",
+                               api_visibility="private")  # (then the preset, keeping what the user typed, as the Preset box)
+        examples.load_input_event.then(example_settings, [preset, system, kind, constraint],
+                                       SETTINGS + [note, constraint_acc], api_visibility="private")
 
     with tabs, gr.Tab("Experiments", id=TAB):
         gr.Markdown("Sweep one setting over a set of prompts (one per line, `\\n` for a newline); everything else "
