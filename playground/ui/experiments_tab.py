@@ -468,7 +468,7 @@ def from_last_run(history: list, k_sweep: dict | None = None, *sliders) -> tuple
     the default curve read as the formula failing. -> (α, k, c, the calculator's text: where there is
     no run yet, a word above the result the `sliders` (α, k, c) give, which stays: it was replaced, a
     K sweep's line read gone)."""
-    runs = described(history)
+    runs = formula_runs(history)
     if not runs:
         word = ("**No run to take them from yet:** run a draft model with a fixed k, compared with the target alone, "
                 "in the Playground tab (a sweep's runs are its own line on the chart)" + _beyond(history) + ".")
@@ -480,7 +480,7 @@ def from_last_run(history: list, k_sweep: dict | None = None, *sliders) -> tuple
     return round(min(max(last["alpha"], a_low), a_high), 2), last["k"], c, gr.skip()
 
 
-def described(history: list) -> list[dict]:
+def formula_runs(history: list) -> list[dict]:
     """The remembered runs the formula describes (playground_tab.remember_run), oldest first."""
     return [m for m in history or [] if "beyond" not in m]
 
@@ -495,7 +495,7 @@ def _beyond(history: list) -> str:
 
 def _last_run(history: list) -> str:
     """The last compared run's own figures (and pair), beside the calculator's (its sliders hold only their range)."""
-    runs = described(history)
+    runs = formula_runs(history)
     if not runs:
         return _beyond(history)
     last, later = runs[-1], _beyond(history)
@@ -526,7 +526,7 @@ def calculator(acceptance: float, k: int, cost_ratio: float, history: list, k_sw
     per_round = expected_tokens_per_round(acceptance, int(k))
     speed = expected_speedup(acceptance, int(k), cost_ratio)
     text = f"**{per_round:.2f}** tokens per round (a verify pass), expected speedup **{_times(speed)}** ({_best_k(acceptance, cost_ratio)})"
-    runs = described(history)
+    runs = formula_runs(history)
     told = [m for m in runs if m.get("speedup")]
     if untold := len(runs) - len(told):
         their, circles = ("their", "circles") if untold > 1 else ("its", "a circle")
