@@ -711,6 +711,25 @@ def test_api_says_what_of_the_request_no_model_read(client):
     unchatted = client.predict(link="preset=demo&system=be+brief&chat=false&max_new_tokens=8&compare=false",
                                api_name="/generate")
     assert unchatted["note"] == "the system prompt is unused: it goes in only through the chat template (chat off)"
+    unread = client.predict(link="preset=demo&max_new_tokens=8&compare=false&top_p=0.5&top_k=5&seed=9&think_budget=40"
+                                 "&backend=xgrammar&schema_in_prompt=true", api_name="/generate")
+    assert unread["text"] == plain["text"] and unread["note"] == (  # (a link's; the CLI says its flags so: a review)
+        "the top-p, top-k and seed are not used: the run is greedy (temperature 0), which draws nothing; the thinking "
+        "budget and constraint backend are not used: the run has no schema, regex or grammar; the schema shown in "
+        "the prompt is not used: the run has no schema")
+
+
+def test_settings_a_run_never_reads_are_said_where_they_are_not_its_presets():
+    """A preset's own stay unsaid: qwen3-8b's thinking budget waits for a schema, its top-p for a temperature."""
+    from playground.presets import unused_settings
+    qwen3 = Settings.from_preset(page_inputs.PRESETS["qwen3-8b"])
+    assert unused_settings(qwen3) == "" and unused_settings(dataclasses.replace(qwen3, temperature=0.0)) == ""
+    demo = Settings.from_preset(page_inputs.PRESETS["demo"])
+    assert unused_settings(dataclasses.replace(demo, seed=3, temperature=0.7)) == ""
+    assert unused_settings(dataclasses.replace(demo, seed=3, regex="[a-z]+", schema_in_prompt=True)) == (
+        "the seed is not used: the run is greedy (temperature 0), which draws nothing; the schema shown in the prompt "
+        "is not used: the run has no schema")
+    assert unused_settings(dataclasses.replace(demo, schema="{}", schema_in_prompt=True, think_budget=5)) == ""
 
 
 def test_api_constrained_run_is_valid_json(client):

@@ -20,7 +20,7 @@ from playground.errors import PlaygroundError, blamed_on, for_log
 from playground.events import Round, RunResult, round_json
 from playground.metrics import comparison_json, engine_seconds, summarize
 from playground.session.host import custom_models_allowed
-from playground.presets import Settings, all_presets, hosted_models, policy_as_run
+from playground.presets import Settings, all_presets, hosted_models, policy_as_run, unused_settings
 from playground.limits import RUN_SECONDS, RUN_SHARE_SECONDS
 from playground.ui.pacing import paced
 from playground.ui.turn import Turn, waiting
@@ -139,14 +139,15 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     on the device (playground.ui.turn), its loads counted: past RUN_SECONDS, or past RUN_SHARE_SECONDS while
     another run waits for the device, it ends as a Stop ends it once it has written a round, and says why
     (`stopped_why`)."""
-    settings, unused_policy = policy_as_run(settings)  # (its note said beside the metrics)
+    settings, unused_policy = policy_as_run(settings)  # (its notes said beside the metrics)
+    unused = "; ".join(filter(None, (unused_policy, unused_settings(settings))))
 
     def run(stop=None) -> Iterator[Snapshot]:
         stopping = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
         turn = Turn(RUN_SECONDS, 1, RUN_SHARE_SECONDS, "run")  # (its loads count: on ZeroGPU they are in the lease)
         with worker.stopped_by(stopping):  # Stop ends a constraint's check or compile in a worker too
             pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
-        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping, unused_policy, turn)
+        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping, unused, turn)
     return paced(run, every) if every else run()
 
 
