@@ -19,7 +19,7 @@ from starlette.datastructures import QueryParams
 
 from playground.measure import sweeps
 from playground.ui import experiments_tab, files, inputs as page_inputs, json_view, playground_tab
-from playground.ui import api as page_api, live, plots, race, turn
+from playground.ui import api as page_api, live, plots, race, share, turn
 from playground.errors import PlaygroundError
 from playground.draft_ids import cascade
 from playground.events import KINDS
@@ -843,7 +843,8 @@ def test_api_share_link_round_trip(client):
     restored, notices = from_query(params, allow_custom=False)
     assert restored == sent and notices == []
     default = client.predict(api_name="/share_link")  # every input optional: the page's first values
-    assert urllib.parse.urlparse(default).query == f"preset={page_inputs.DEFAULT.preset}"
+    fingerprint = share.preset_fingerprint(page_inputs.DEFAULT)  # (a link opened after its preset changed says so)
+    assert urllib.parse.urlparse(default).query == f"preset={page_inputs.DEFAULT.preset}&preset_hash={fingerprint}"
 
 
 def test_an_untouched_json_presets_link_names_the_preset_alone():
@@ -852,10 +853,29 @@ def test_an_untouched_json_presets_link_names_the_preset_alone():
     for name in ("demo-json", "smollm2-json"):
         shown = page_inputs.inputs_from_settings(Settings.from_preset(page_inputs.PRESETS[name]))
         url = page_inputs.make_share_link(None, *shown)
-        assert urllib.parse.urlsplit(url).query == f"preset={name}", url[:120]
+        fingerprint = share.preset_fingerprint(Settings.from_preset(page_inputs.PRESETS[name]))
+        assert urllib.parse.urlsplit(url).query == f"preset={name}&preset_hash={fingerprint}", url[:120]
     edited = Settings.from_preset(page_inputs.PRESETS["demo-json"])
     edited.schema = '{"type": "integer"}'
     assert "schema=" in page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(edited))
+
+
+def test_a_link_opened_after_its_preset_changed_says_so(monkeypatch):
+    """A link carries what differs from its preset: once a Space changed the preset's k, prompt or length, an old
+    link opened on the new ones without a word (a review). Its fingerprint of the preset says so; a link made
+    by hand (no fingerprint) and an untouched preset say nothing."""
+    sent = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), temperature=0.7, seed=3)
+    params = dict(urllib.parse.parse_qsl(share.to_query(sent)))
+    assert set(params) == {"preset", "temperature", "seed", "preset_hash"} and from_query(params, False) == (sent, [])
+    changed = {**share.all_presets(), "demo": dataclasses.replace(page_inputs.PRESETS["demo"], k=7, prompt="class Queue:")}
+    monkeypatch.setattr(share, "all_presets", lambda: changed)
+    opened, notices = from_query(params, allow_custom=False)
+    assert (opened.k, opened.prompt, opened.temperature, opened.seed) == (7, "class Queue:", 0.7, 3)
+    assert notices == ["preset 'demo' has changed since this link was made: the settings the link leaves to it open "
+                       "as the preset has them now, which may not be those the link was made with"]
+    assert from_query({k: v for k, v in params.items() if k != "preset_hash"}, allow_custom=False)[1] == []
+    unknown = from_query({**params, "preset": "nope"}, allow_custom=False)[1]  # (the default preset's: not its own)
+    assert unknown[0].startswith("unknown preset 'nope'") and not any("has changed" in n for n in unknown)
 
 
 def test_api_generate_runs_a_share_link(client):
@@ -1846,7 +1866,8 @@ def test_an_experiment_link_restores_the_experiments_tab_and_opens_on_it():
     assert restored[:len(page_inputs.SETTING_NAMES)] == page_inputs.inputs_from_settings(settings)
     assert restored[-9:-2] == sent.inputs() and restored[-2].selected == "experiments" and restored[-1] == ""
     untouched_link = experiments_tab.make_experiment_link(None, *Experiment().inputs(), *page_inputs.inputs_from_settings(settings))
-    assert urllib.parse.urlparse(untouched_link).query == "preset=demo&k=3&tab=experiments"  # short: what differs
+    fingerprint = share.preset_fingerprint(Settings.from_preset(page_inputs.PRESETS["demo"]))
+    assert urllib.parse.urlparse(untouched_link).query == f"preset=demo&k=3&preset_hash={fingerprint}&tab=experiments"  # short
     untouched = page_inputs.restore_from_url(_request(untouched_link))
     assert untouched[-9:-2] == Experiment().inputs() and untouched[-2].selected == "experiments"
     temperature_only = page_inputs.restore_from_url(_request("/?tab=experiments&sweep_axis=temperature"))

@@ -5,6 +5,8 @@ invalid ones are dropped with a notice, and model ids outside the presets are re
 host allows custom models."""
 import collections
 import dataclasses
+import hashlib
+import json
 import urllib.parse
 
 from playground import session
@@ -118,11 +120,13 @@ PARSERS = {
 
 def to_query(settings: Settings) -> str:
     """Query string of the settings that differ from the preset's own (short links); the preset
-    name is always included."""
+    name is always included, and PRESET_HASH: its preset's fingerprint (a link opened after the preset changed says so)."""
     base = _preset_defaults(settings.preset) or Settings()
     values = dataclasses.asdict(settings)
     keep = {k: _encode(v) for k, v in values.items() if k == "preset" or not _same(k, v, getattr(base, k))}
-    for key, text in keep.items():  # a link that says a value its reader ignores is not the run it was made from
+    keep[PRESET_HASH] = preset_fingerprint(base)
+    for key, text in ((k, t) for k, t in keep.items() if k != PRESET_HASH):  # a link that says a value its reader
+        # ignores is not the run it was made from
         try:
             read = PARSERS[key](text)
         except ValueError as exc:
@@ -130,6 +134,20 @@ def to_query(settings: Settings) -> str:
         if read != values[key]:  # (a tree '2,2 3', which Run refuses, opened as '2,2+3', a tree with a lookup branch)
             raise PlaygroundError(f"{key}={text[:40]!r} cannot go into a link: it would open as {read!r}")
     return urllib.parse.urlencode(keep)
+
+
+PRESET_HASH = "preset_hash"  # a link's fingerprint of its preset's settings (preset_fingerprint)
+HOST_CHOSEN = ("preset", "compile")  # not in the fingerprint: compile's default is the host's (on with CUDA)
+
+
+def preset_fingerprint(preset: Settings) -> str:
+    """8 hex digits of SHA-256 over the preset's settings: a link opened after its preset changed says so. A
+    link carries only what differs from its preset, so a Space's update of a preset changed an old link's k,
+    prompt or length without a word (a review). All of them, not only those the link leaves out: a reader
+    that drops a blank value (schema=, replacing the preset's) would read another set."""
+    left = {k: v for k, v in dataclasses.asdict(preset).items() if k not in HOST_CHOSEN}
+    text = json.dumps(left, sort_keys=True, ensure_ascii=True)  # (ASCII: a lone surrogate in a preset cannot fail it)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def _same(key: str, value, preset_value) -> bool:
@@ -161,8 +179,9 @@ def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | N
     values apply to the default preset's settings. `drafts`: those a page's Draft box offers (a link
     opens on no other: the box refused it at Run), else every one the host runs (the web API)."""
     notices, parsed = [], {}
+    fingerprint = params.get(PRESET_HASH)
     for key, raw in params.items():
-        if key.startswith("__") or key in GRADIO_KEYS:  # the hosting page's (Spaces adds __sign) or Gradio's
+        if key.startswith("__") or key in GRADIO_KEYS or key == PRESET_HASH:  # the hosting page's (Spaces adds __sign) or Gradio's
             continue
         if key not in PARSERS:
             notices.append(f"ignored unknown parameter {key[:40]!r}")
@@ -182,6 +201,9 @@ def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | N
             notices.append(f"unknown preset '{name[:40]}': using '{fallback.name}'")
         name = fallback.name
     settings = Settings.from_preset(presets[name])
+    if fingerprint is not None and name == params.get("preset") and fingerprint != preset_fingerprint(settings):
+        notices.append(f"preset '{name}' has changed since this link was made: the settings the link leaves to it "
+                       "open as the preset has them now, which may not be those the link was made with")
     _check_models(parsed, presets, allow_custom, notices, drafts)
     _one_constraint(parsed, notices)
     settings = dataclasses.replace(settings, **parsed)
