@@ -10,7 +10,8 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from playground.ui import playground_tab, race
+from playground.presets import Settings, all_presets
+from playground.ui import playground_tab, race, share
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -585,6 +586,7 @@ def test_an_experiment_link_opens_on_its_tab_and_its_share_link_goes_with_a_chan
     page.click("#experiment-share-button")
     expect(box).to_be_visible(timeout=15_000)
     shared = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(box.locator("textarea").input_value()).query))
+    assert shared.pop("preset_hash") == share.preset_fingerprint(Settings.from_preset(all_presets()["demo"]))
     assert shared == {k: v for k, v in dict(urllib.parse.parse_qsl(query)).items()}  # what it opened with, no more
     fill_until_kept(page.get_by_label("Values"), "0,1")
     expect(box).to_be_hidden(timeout=15_000)  # the link no longer says what the tab shows
