@@ -517,6 +517,21 @@ def test_the_transformers_snippet_runs_and_writes_the_playgrounds_text(name):
     assert len(text) > 20 and theirs.stdout == text + "\n"  # (print's newline)
 
 
+def test_the_snippet_in_the_runs_dtype_writes_its_text_as_its_note_says():
+    """dtype='auto' loads the demo pair in bfloat16, as stored; the playground runs it in float32 on a CPU, and on
+    "import os" the two texts parted within 48 tokens (a review). The note says so, and its advice holds."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    e = export_setting(settings("demo", prompt="import os", max_new_tokens=48))
+    assert any("pass dtype=torch.float32 to reproduce a float32 run" in note for note in e.notes["transformers"])
+    code = e.transformers_code.replace("dtype='auto'", "dtype=torch.float32")
+    theirs = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    ours = subprocess.run([sys.executable, "-m", "playground", "generate", "--preset", "demo", "--prompt", "import os",
+                           "--max-new-tokens", "48", "--device", "cpu", "--json"], cwd=ROOT,
+                          env={**env, "PLAYGROUND_CPU_DTYPE": "float32"}, capture_output=True, text=True, timeout=300)
+    assert theirs.returncode == 0 and ours.returncode == 0, (theirs.stderr[-2000:], ours.stderr[-2000:])
+    assert theirs.stdout == json.loads(ours.stdout)["text"] + "\n"
+
+
 def test_qwen3_checkpoints_that_never_or_always_think_are_exported_as_they_behave():
     """Qwen3's Instruct checkpoints never write <think>: with --reasoning-parser qwen3 both engines wait for a
     </think> that never comes (the schema never starts; the answer is read as reasoning). Its Thinking ones open
