@@ -831,3 +831,14 @@ def test_a_schema_that_is_not_json_is_told_where_once():
     assert str(refused.value) == "the schema is not valid JSON: Unterminated string starting at line 1, column 9"
     assert validate_json('{"a": "b', {}) == (False, "not valid JSON: Unterminated string starting at line 1, column 7")
     assert unreadable('{"data": "x') == "the request's body is not JSON: Unterminated string starting at line 1, column 10"
+
+
+def test_a_grammar_with_no_finite_text_is_said_to_force_text_forever(capfd):
+    """root ::= "a" root: llguidance gave up in its own words ("Too many items (limit 50000; ff_tokens)") and
+    wrote a warning of its own to the server's stderr, raw (a review)."""
+    pair = session.load_pair("demo-target", "demo-draft", "cpu")
+    constraint = session.constrain(pair, from_user(grammar='root ::= "a" root'))
+    with pytest.raises(PlaygroundError, match=r"a rule that can only repeat itself, such as root ::= \"a\" root, forces "
+                                              "text forever and no finite text satisfies it"):
+        session.run(pair, session.encode_prompt(pair, "x = "), session.settings(k=3, max_new_tokens=16), constraint=constraint)
+    assert "Too many items" not in capfd.readouterr().err

@@ -65,7 +65,7 @@ class Guide:
         if error == DEAD_END:
             raise NoWayOn()
         if error:
-            exc = PlaygroundError(f"the constraint engine gave up on this constraint: {error}")
+            exc = PlaygroundError(f"the constraint engine gave up on this constraint: {error}{gave_up_why(error)}")
             exc.where = "constraint"
             raise exc
 
@@ -220,6 +220,15 @@ class Guide:
         except PlaygroundError:  # (stuck, or the run's matcher time spent: the finished result is kept, not this flag)
             return False
         return allows_besides(row, self.eos_ids)
+
+
+def gave_up_why(error: str) -> str:
+    """What a matcher's limit most likely says of the constraint, where llguidance's own words do not ('' else):
+    'Too many items (limit 50000; ff_tokens)' came of a grammar whose rule only repeats itself (a review)."""
+    if "Too many items" in error and "ff_tokens" in error:
+        return (" (following the tokens the constraint forces ran past the parser's limit: a rule that can only repeat "
+                "itself, such as root ::= \"a\" root, forces text forever and no finite text satisfies it)")
+    return ""
 
 
 def allows_besides(mask: torch.Tensor, ids) -> bool:

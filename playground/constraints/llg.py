@@ -78,7 +78,8 @@ class LLGuidanceBackend:
         return len(grammar)
 
     def matcher(self, grammar: str) -> "LLGuidanceMatcher":
-        pristine = llguidance.LLMatcher(self.tokenizer, grammar)  # copied (microseconds), never used itself
+        pristine = llguidance.LLMatcher(self.tokenizer, grammar, log_level=0)  # copied (microseconds), never used itself
+        # (log_level 0: its errors are read from the matcher; a warning of its own went to the server's stderr raw)
         return LLGuidanceMatcher(pristine.deep_copy)
 
 

@@ -37,7 +37,8 @@ _stop: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVa
 STOP_POLL_SECONDS = 0.1  # how soon a stop reaches a worker's parent
 
 
-COMPILING = ("compiling this constraint", "simplify the schema (fewer alternatives, less recursion)")
+COMPILING = ("compiling this constraint", "simplify it (fewer alternatives, less recursion)")  # (a schema, regex or
+# grammar: "simplify the schema" was said of a grammar; a review)
 
 
 class TooSlow(PlaygroundError):
