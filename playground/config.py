@@ -126,6 +126,10 @@ class SpecConfig:
     def _check_dynamic(self) -> None:
         if not 1 <= self.tree_budget <= MAX_TREE_NODES:
             raise PlaygroundError(f"a dynamic tree verifies 1 to {MAX_TREE_NODES} nodes, got {shown(self.tree_budget)}")
+        if self.tree_budget > (most := tree_nodes(self.tree)):  # (2,2/64 ran, said as given, at 6 nodes a round)
+            shape = ",".join(map(str, self.tree))
+            raise PlaygroundError(f"the dynamic tree {shape} grows at most {most} nodes, so a budget of {self.tree_budget} "
+                                  f"is more than it can verify: give {shape}/{most} or less, or more children per depth")
         if not self.sampling.greedy:
             raise PlaygroundError("a dynamic tree is for greedy decoding (pruning by the draft's probabilities would "
                                   "bias sampling): set the temperature to 0, or use a static tree")

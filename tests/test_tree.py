@@ -444,7 +444,9 @@ def test_a_constrained_dynamic_tree_is_the_constrained_target_alone(closing_tree
                                           (",".join(["1"] * 21), "at most 8 deep"),  # (so were 21 ones: 41 characters)
                                           ("/99999", "needs its children per depth first"), ("1,2+12345", "lookup branch at most 8"),
                                           ("100,100", "1 to 8 children per node, 64 nodes at most, e.g. 3,2,1; got 100,100"),
-                                          ("2,2/100", "1 to 64 nodes, got 100")])  # (100,100 was called bad syntax)
+                                          ("2,2/100", "1 to 64 nodes, got 100"),  # (100,100 was called bad syntax)
+                                          ("2,2/7", "the dynamic tree 2,2 grows at most 6 nodes, so a budget of 7 is more "
+                                                    "than it can verify: give 2,2/6 or less")])  # (ran at 6, said as 7)
 def test_dynamic_tree_settings_are_checked(text, message):
     from playground.config import tree_budget, tree_shape
     with pytest.raises(PlaygroundError, match=message):
