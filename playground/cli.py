@@ -354,13 +354,13 @@ def format_text(out: dict) -> str:
     if "compile_s" in out:
         lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
                      + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
-    if out.get("reasoning_tokens") is not None and out["valid"] is not None:
+    still = out.get("reasoning_tokens") == s["generated_tokens"] and THINK_END not in out["text"]  # (cut while thinking)
+    if out.get("reasoning_tokens") is not None and out["valid"] is not None and not still:
         lines.append(f"-- thought for {counted(out['reasoning_tokens'])}{_budget_spent(out)}; the answer after </think> is what the "
                      f"constraint judged: {out['answer']}")
-    elif out.get("reasoning_tokens") is not None:  # (no constraint: the answer is the text's end, above)
-        still = out["reasoning_tokens"] == s["generated_tokens"] and THINK_END not in out["text"]
-        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}" + (
-            "" if not still else f": still thinking when it ended, no {THINK_END} yet"
+    elif out.get("reasoning_tokens") is not None:  # (no constraint: the answer is the text's end, above; or none yet, said
+        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}" + (  # so: it read as thinking ended, with an
+            "" if not still else f": still thinking when it ended, no {THINK_END} yet"  # empty answer; a review)
             + " (raise max new tokens)" * (out["finish_reason"] == "length")))
     if out["valid"] is not None:
         lines.append(validity(out))

@@ -177,7 +177,10 @@ def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_token
     target, draft = (tiny.save(model, think_tokenizer, tmp_path / name) for model, name in ((pair.target, "t"), (pair.draft, "d")))
     args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--schema", SCHEMA]
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "8"]) == 1  # (printed, and told invalid)
-    err = capsys.readouterr().err
+    said = capsys.readouterr()
+    err = said.err
+    assert "-- thought for 8 tokens: still thinking when it ended, no </think> yet (raise max new tokens)" in said.out
+    assert "the answer after </think> is what the constraint judged" not in said.out  # (read as thinking ended: a review)
     assert ("note: the thinking budget (12 tokens) and </think> leave no room for an answer within max new tokens (8): a "
             "model that thinks that long ends before its answer") in err
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "13"]) == 1  # the budget, then the marker: no answer
