@@ -337,7 +337,11 @@ def test_cli_export_is_the_pages_export_of_the_same_setting():
                                            "xgrammar cannot use this regex"),
                                           (["--preset", "demo", "--prompt", " "], "the prompt is empty"),
                                           (["--target", "foo/bar", "--draft", "baz/qux"],
-                                           "the prompt is empty: give --prompt (models named without a --preset")])
+                                           "the prompt is empty: give --prompt (models named without a --preset"),
+                                          # a newline and ``` closed the Markdown's fence early (a review):
+                                          (["--target", "org/m\n```\n<b>x</b>", "--draft", "ngram", "--prompt", "hi"],
+                                           "model id 'org/m\\n```\\n<b>x</b>' holds '\\n'"),
+                                          (["--target", "org/m", "--draft", "org/d`x`", "--prompt", "hi"], "holds '`'")])
 def test_cli_export_refuses_in_one_line(argv, message):
     code, out, err = run_cli(*argv)
     assert code == 2 and out == "" and err.startswith("error: ") and message in err and err.count("\n") == 1
