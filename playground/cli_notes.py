@@ -35,7 +35,7 @@ def unused_by_export(args, spec, chat: bool) -> list[str]:
     given = [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]
     notes = [f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
              "commands, and vLLM, SGLang and transformers pick their own device and compilation"] if given else []
-    return [f"note: {n}" for n in notes + _system_unused(args, chat, True, "") + _unused_by_any_run(args, spec)]
+    return [f"note: {n}" for n in notes + _unused_by_any_run(args, spec)]  # (an unsent system prompt: the export's own notes)
 
 
 def _unused_by_any_run(args, spec) -> list[str]:

@@ -372,6 +372,9 @@ def _prompt_notes(s, kind, draft, constraint, add, every) -> None:
     """A prompt sent as raw text (no chat template), and what SGLang adds to one."""
     if s.chat and not _chat(s):
         add(every, f"{s.target} has no chat template: the playground sent the prompt as raw text, and so does this.")
+    if s.system.strip() and not _chat(s):  # (the web export dropped it without a word; the CLI said it: a review)
+        add(every, "The system prompt is not sent: the playground gives it to the model only through a chat template, "
+                   "and this setting sends raw text.")
     if _chat(s) and (spelled := TOKEN_LIKE.search(s.prompt + "\n" + s.system)):
         add(every, f"The prompt holds {spelled.group()!r}, which reads like one of the model's tokens: the playground "
                    "sends a chat message's text as text (those characters); apply_chat_template reads it as the token "

@@ -451,9 +451,10 @@ def test_flags_a_run_never_reads_are_said(capsys):
     assert main(["export", "--preset", "demo", "--device", "tpu", "--no-compile"]) == 0
     assert "note: --device and --compile are not used: export writes the engines' commands" in capsys.readouterr().err
     assert main(["export", "--preset", "demo", "--raw", "--system", "be brief", "--think-budget", "5"]) == 0
-    err = capsys.readouterr().err  # (export wrote neither anywhere and said nothing)
-    assert "note: --system is not used: --raw sends the prompt without the chat template" in err
-    assert "note: --think-budget is not used: it bounds a reasoning model's thinking before a constraint" in err
+    said = capsys.readouterr()  # (export wrote neither anywhere and said nothing)
+    assert "note: --think-budget is not used: it bounds a reasoning model's thinking before a constraint" in said.err
+    assert "--system" not in said.err  # said with the engines' notes, as the page's export says it:
+    assert "- The system prompt is not sent: the playground gives it to the model only through a chat template" in said.out
     assert main(["export", "--preset", "qwen3-8b", "--system", "be brief", "--think-budget", "5", "--regex", "[ab]"]) == 0
     assert "note:" not in capsys.readouterr().err  # both carried: a chat template, a constraint after the thinking
     assert main(["generate", *base, "--temperature", "0.5", "--seed", str(2**63 - 1), "--num-samples", "2"]) == 2

@@ -28,6 +28,7 @@ DOC = json.loads((ROOT / "tests" / "data" / "engine_options.json").read_text(enc
 VLLM, SGL = DOC["vllm"], DOC["sglang"]
 PRESETS = all_presets()
 HOSTILE = "'; rm -rf / #\"\"\" $(touch /tmp/pwned) `id` \\ \n\t}{%s"
+HOSTILE_ID = "'; rm -rf / #\"\"\" $(touch /tmp/pwned) $(id) \\ }{%s"  # a model id's: no control character or backtick
 
 
 def settings(name: str, **changes) -> Settings:
@@ -249,7 +250,9 @@ def shell_argv(command: str) -> list[str]:
 
 def test_hostile_text_stays_quoted():
     benign = export_setting(settings("qwen2.5-7b", prompt="hello", system="be brief", target="Qwen/x", draft="a"))
-    s = settings("qwen2.5-7b", prompt=HOSTILE, system=HOSTILE, target="Qwen/x" + HOSTILE, draft="a" + HOSTILE,
+    with pytest.raises(PlaygroundError, match="holds '`'"):  # (a newline and ``` closed Markdown's fence: refused)
+        export_setting(settings("qwen2.5-7b", target="Qwen/x" + HOSTILE, draft="a"))
+    s = settings("qwen2.5-7b", prompt=HOSTILE, system=HOSTILE, target="Qwen/x" + HOSTILE_ID, draft="a" + HOSTILE_ID,
                  regex=HOSTILE, schema="")
     e = export_setting(s)
     assert shlex.split(e.vllm_command)[2] == s.target
@@ -270,7 +273,7 @@ def test_hostile_text_stays_quoted():
 def test_format_export_is_markdown_with_runnable_commands():
     """Each engine's block, one option a line, is read by a real shell as the command and the request."""
     for preset in ("smollm2-json", "qwen2.5-7b"):
-        e = export_setting(settings(preset, prompt=HOSTILE, system=HOSTILE, draft="Qwen/d" + HOSTILE))
+        e = export_setting(settings(preset, prompt=HOSTILE, system=HOSTILE, draft="Qwen/d" + HOSTILE_ID))
         text = format_export(e)
         assert text.count("```") % 2 == 0 and "### vLLM" in text and "### SGLang" in text and "### transformers" in text
         for engine, command, body in (("vllm", e.vllm_command, e.vllm_request), ("sglang", e.sglang_command, e.sglang_request)):
@@ -446,6 +449,9 @@ def test_a_note_every_engine_shares_is_said_once():
     from playground.ui.inputs import inputs_from_settings
     notes = export_view(*inputs_from_settings(settings("demo")))[0]
     assert notes.count("toy pair") == 1 and "<b>Every engine</b>" in notes
+    assert "system prompt is not sent" not in notes
+    told = export_view(*inputs_from_settings(settings("demo", system="be brief")))[0]  # (dropped unsaid: a review)
+    assert told.count("The system prompt is not sent: the playground gives it to the model only through a chat template") == 1
 
 
 def test_the_reasoning_parsers_notes_follow_the_thinking_budget():
