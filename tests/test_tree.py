@@ -404,11 +404,17 @@ def test_constrained_tree_sampling_keeps_the_masked_target_law(tokenizer):
     assert chi_square_p(counts, expected, n) > 1e-3
 
 
-@pytest.mark.parametrize("tree,budget", [((4, 4, 4, 4), 16), ((2, 2, 2), 5), ((8, 8), 64), ((1, 1, 1), 2), ((3,), 1)])
+@pytest.mark.parametrize("tree,budget", [((4, 4, 4, 4), 16), ((2, 2, 2), 5), ((8, 8), 64), ((1, 1, 1), 2), ((3,), 1),
+                                         ((2, 2, 2), 10)])
 def test_a_dynamic_tree_is_the_target_alone(pair, tree, budget):
     """EAGLE-2's dynamic tree: at most `budget` nodes, each with its parent, the likeliest paths
-    grown; greedy output equals the target alone."""
+    grown; greedy output equals the target alone. A budget of all the nodes it grows (config.dynamic_nodes,
+    the most a budget may ask) fills its rounds."""
+    from playground.config import dynamic_nodes
     pair, tok = pair
+    if budget == dynamic_nodes(tree):
+        result = session.run(pair, tok("def fib(n):").input_ids, session.settings(max_new_tokens=40, tree=tree, tree_budget=budget))
+        assert max(len(r.tree["tokens"]) for r in result.rounds if r.tree) == budget
     for text, n in (("def fib(n):", 40), ("import os\n", 7)):
         prompt = tok(text).input_ids
         alone = session.run(pair, prompt, session.settings(max_new_tokens=n), speculative=False)
@@ -446,7 +452,9 @@ def test_a_constrained_dynamic_tree_is_the_constrained_target_alone(closing_tree
                                           ("100,100", "1 to 8 children per node, 64 nodes at most, e.g. 3,2,1; got 100,100"),
                                           ("2,2/100", "1 to 64 nodes, got 100"),  # (100,100 was called bad syntax)
                                           ("2,2/7", "the dynamic tree 2,2 grows at most 6 nodes, so a budget of 7 is more "
-                                                    "than it can verify: give 2,2/6 or less")])  # (ran at 6, said as 7)
+                                                    "than it can verify: give 2,2/6 or less"),  # (ran at 6, said as 7)
+                                          ("2,2,2/11", "2,2,2 grows at most 10 nodes"),  # (each depth grows its best 2
+                                          ("4,4,4/37", "4,4,4 grows at most 36 nodes")])  # paths: not a static tree's 14, 84)
 def test_dynamic_tree_settings_are_checked(text, message):
     from playground.config import tree_budget, tree_shape
     with pytest.raises(PlaygroundError, match=message):
