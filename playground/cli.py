@@ -297,7 +297,7 @@ def cmd_export(args) -> int:
     check_prompt_text(settings.prompt, settings.system)  # as generate refuses them (lone surrogates were exported)
     spec = read_settings_constraint(settings)  # an export of what would run
     exported = export_setting(settings)
-    for note in unused_by_export(args, spec, settings.chat):
+    for note in unused_by_export(args, spec):
         print(note, file=sys.stderr)
     if not settings.preset and exported.endpoint.endswith("/chat/completions"):  # nothing loaded: not known
         print("note: models named without a --preset are exported with their chat template, as generate applies it "

@@ -29,9 +29,9 @@ def rows_bench_cannot_measure(args, draft: str) -> dict[str, str]:
     return why
 
 
-def unused_by_export(args, spec, chat: bool) -> list[str]:
+def unused_by_export(args, spec) -> list[str]:
     """What `export` was given but writes nowhere: the flags that place and compile a run here, and those
-    no run would use (as generate says them; a tokenizer's template is not known: nothing is loaded)."""
+    no run would use (as generate says them); a system prompt it does not send is said in the export's own notes."""
     given = [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]
     notes = [f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
              "commands, and vLLM, SGLang and transformers pick their own device and compilation"] if given else []

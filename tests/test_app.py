@@ -1851,6 +1851,8 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     assert playground_tab.remember_run(measured, later) == history + [measured]  # (the word goes once a chain run comes)
     alone = experiments_tab.from_last_run([{"beyond": "a token tree"}])
     assert alone[:3] == (gr.skip(),) * 3 and "your last compared run, with a token tree, is not one the formula" in alone[3]
+    paged = experiments_tab.from_last_run([{"beyond": "a token tree"}], None, 0.7, 4, 0.1)[3]  # as the page calls it
+    assert paged.count("is not one the formula describes") == 1  # (the word and the calculator's text both said it)
 
 
 def test_an_experiment_link_restores_the_experiments_tab_and_opens_on_it():

@@ -471,7 +471,8 @@ def from_last_run(history: list, k_sweep: dict | None = None, *sliders) -> tuple
     runs = formula_runs(history)
     if not runs:
         word = ("**No run to take them from yet:** run a draft model with a fixed k, compared with the target alone, "
-                "in the Playground tab (a sweep's runs are its own line on the chart)" + _beyond(history) + ".")
+                "in the Playground tab (a sweep's runs are its own line on the chart)" + _beyond(history) * (not sliders)
+                + ".")  # (with the sliders, the calculator's text below says it: it was said twice, a review)
         return (gr.skip(),) * 3 + (f"{word}\n\n{calculator(*sliders, history, k_sweep)[0]}" if sliders else word,)
     last = runs[-1]
     (a_low, a_high), (c_low, c_high) = CALCULATOR_RANGES["acceptance"], CALCULATOR_RANGES["cost ratio"]
