@@ -31,7 +31,8 @@ REASONING = {"Qwen/Qwen3-": ("qwen3", "qwen3"), "deepseek-ai/DeepSeek-R1": ("dee
 QWEN3, R1 = "Qwen/Qwen3-", "deepseek-ai/DeepSeek-R1-"
 VLLM_BACKEND = {"llguidance": "guidance", "xgrammar": "xgrammar"}  # vLLM calls llguidance "guidance"
 PORTS = {"vllm": 8000, "sglang": 30000}  # each server's default port
-UNNAMEABLE = re.compile(r"[\x00-\x1f\x7f`]")  # in a model id: a control character or a backtick
+UNNAMEABLE = re.compile(r"[\x00-\x1f\x7f]")  # in a model id: a control character (a line break ended a command's
+# line, and a line of ``` after it the Markdown's code block; a backtick alone never starts a line there)
 # Logits widths (config vocab_size) of the preset models whose pairs differ: Qwen2.5 0.5B-3B 151936,
 # 7B and up 152064 (checked on real configs), and the R1 distills built on them (vllm-project/vllm
 # issue 14939). vLLM refuses such a pair unless told use_heterogeneous_vocab; transformers too.
@@ -99,7 +100,8 @@ def _hub(model_id: str) -> str:
     if not model_id.strip() or model_id.startswith("-"):  # a command line would read "-..." as an option
         raise PlaygroundError(f"model id '{model_id[:40]}' is empty or starts with '-': no server can load it")
     if odd := UNNAMEABLE.search(model_id):  # (a newline and ``` closed the Markdown's code fence early: a review)
-        raise PlaygroundError(f"model id {model_id[:40]!r} holds {odd.group()!r}: no hub id or folder a server loads does")
+        raise PlaygroundError(f"model id {model_id[:40]!r} holds {odd.group()!r}: export refuses control characters in "
+                              "a model id, which would break its commands' lines")
     return HUB_IDS.get(model_id) or LOCAL.get(model_id) or model_id
 
 

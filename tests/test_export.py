@@ -28,7 +28,7 @@ DOC = json.loads((ROOT / "tests" / "data" / "engine_options.json").read_text(enc
 VLLM, SGL = DOC["vllm"], DOC["sglang"]
 PRESETS = all_presets()
 HOSTILE = "'; rm -rf / #\"\"\" $(touch /tmp/pwned) `id` \\ \n\t}{%s"
-HOSTILE_ID = "'; rm -rf / #\"\"\" $(touch /tmp/pwned) $(id) \\ }{%s"  # a model id's: no control character or backtick
+HOSTILE_ID = "'; rm -rf / #\"\"\" $(touch /tmp/pwned) `id` ``` \\ }{%s"  # a model id's: no control character
 
 
 def settings(name: str, **changes) -> Settings:
@@ -250,7 +250,7 @@ def shell_argv(command: str) -> list[str]:
 
 def test_hostile_text_stays_quoted():
     benign = export_setting(settings("qwen2.5-7b", prompt="hello", system="be brief", target="Qwen/x", draft="a"))
-    with pytest.raises(PlaygroundError, match="holds '`'"):  # (a newline and ``` closed Markdown's fence: refused)
+    with pytest.raises(PlaygroundError, match=r"holds '\\n'"):  # (a newline and ``` closed Markdown's fence: refused)
         export_setting(settings("qwen2.5-7b", target="Qwen/x" + HOSTILE, draft="a"))
     s = settings("qwen2.5-7b", prompt=HOSTILE, system=HOSTILE, target="Qwen/x" + HOSTILE_ID, draft="a" + HOSTILE_ID,
                  regex=HOSTILE, schema="")
@@ -275,7 +275,8 @@ def test_format_export_is_markdown_with_runnable_commands():
     for preset in ("smollm2-json", "qwen2.5-7b"):
         e = export_setting(settings(preset, prompt=HOSTILE, system=HOSTILE, draft="Qwen/d" + HOSTILE_ID))
         text = format_export(e)
-        assert text.count("```") % 2 == 0 and "### vLLM" in text and "### SGLang" in text and "### transformers" in text
+        fences = [line for line in text.split("\n") if line.startswith("```")]  # (``` inside a line closes nothing)
+        assert len(fences) == 6 and "### vLLM" in text and "### SGLang" in text and "### transformers" in text
         for engine, command, body in (("vllm", e.vllm_command, e.vllm_request), ("sglang", e.sglang_command, e.sglang_request)):
             block = shell_block(e, engine)
             assert f"```bash\n{block}```" in text
@@ -344,7 +345,7 @@ def test_cli_export_is_the_pages_export_of_the_same_setting():
                                           # a newline and ``` closed the Markdown's fence early (a review):
                                           (["--target", "org/m\n```\n<b>x</b>", "--draft", "ngram", "--prompt", "hi"],
                                            "model id 'org/m\\n```\\n<b>x</b>' holds '\\n'"),
-                                          (["--target", "org/m", "--draft", "org/d`x`", "--prompt", "hi"], "holds '`'")])
+                                          (["--target", "org/m", "--draft", "org/d\rx", "--prompt", "hi"], "holds '\\r'")])
 def test_cli_export_refuses_in_one_line(argv, message):
     code, out, err = run_cli(*argv)
     assert code == 2 and out == "" and err.startswith("error: ") and message in err and err.count("\n") == 1
