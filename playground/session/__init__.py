@@ -233,6 +233,13 @@ def reads_features(draft_id: str) -> bool:
     return not uses_lookup(draft_id) and loading.is_way_of_drafting(draft_id)
 
 
+def config_with_tree(s) -> SpecConfig:
+    """config_of(s), its token tree checked with what it needs of the draft (a draft model) and of the
+    settings (Run's check, and a link's as it opens: ui.share)."""
+    check_tree_drafter(s.draft)
+    return config_of(s)
+
+
 def check_tree_drafter(draft_id: str) -> None:
     """A token tree is drafted by a draft model: refused for prompt lookup or a cascade before any model loads."""
     if uses_lookup(draft_id):

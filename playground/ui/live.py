@@ -96,8 +96,7 @@ def checked_settings(settings: Settings, allow_custom: bool | None = None):
         cfg = session.config_of(settings, with_tree=False)
     with blamed_on("tree"):  # the tree, and what it needs of the settings above and of the draft
         if tree_fields(settings.tree)["tree"]:
-            session.check_tree_drafter(settings.draft)
-            cfg = session.config_of(settings)
+            cfg = session.config_with_tree(settings)
     return cfg
 
 

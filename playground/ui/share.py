@@ -235,8 +235,7 @@ def _check_tree(settings: Settings, notices: list[str]) -> Settings:
     except PlaygroundError:  # (the other settings' own fault, which Run says)
         return settings
     try:
-        session.check_tree_drafter(settings.draft)
-        session.config_of(settings)
+        session.config_with_tree(settings)
     except PlaygroundError as exc:
         notices.append(f"ignored tree={settings.tree[:40]!r}: {exc}")
         return dataclasses.replace(settings, tree="")
