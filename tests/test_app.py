@@ -929,7 +929,7 @@ def test_the_pages_endpoints_name_their_inputs(client):
     assert all(p["parameter_has_default"] for name in names for p in endpoints[name]["parameters"])
     url = client.predict(k=6, prompt="x = ", api_name="/share_link")
     assert dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query)) == {
-        "preset": page_inputs.DEFAULT.preset, "k": "6", "prompt": "x = "}
+        "preset": page_inputs.DEFAULT.preset, "k": "6", "prompt": "x = ", "preset_hash": share.preset_fingerprint(page_inputs.DEFAULT)}
 
 
 def test_a_preset_or_link_with_a_constraint_opens_its_section_and_regexes_are_not_json():
