@@ -22,6 +22,8 @@ from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEX
 HUB_IDS = {"smollm2-135m-instruct": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 LOCAL = {"demo-target": "playground/models/demo_pair/target", "demo-draft": "playground/models/demo_pair/draft"}
 FEATURE_DRAFT, REDUCED_DRAFT = "smollm2-feature-draft", "smollm2-draft"
+SHIPPED_WITHOUT_THINK_END = {*LOCAL, *HUB_IDS}  # the shipped targets, whose tokenizers have no </think> (checked by
+# tests/test_export.py): a thinking budget under a constraint is refused by Run, and was exported (a review)
 LOOKUP_MAX, LOOKUP_MIN = 3, 1  # the playground's prompt lookup matches the last 3 tokens down to 1
 REASONING = {"Qwen/Qwen3-": ("qwen3", "qwen3"), "deepseek-ai/DeepSeek-R1": ("deepseek_r1", "deepseek-r1")}
 # Qwen3's Instruct checkpoints (Instruct-2507, Coder, Next-Instruct) never write <think>: given the qwen3
@@ -58,6 +60,9 @@ class Export:
 def export_setting(s: Any) -> Export:
     """The setting `s` (duck-typed Settings) as engine commands, requests and a generate call."""
     (kind, draft), constraint = _draft(s.draft), _constraint(s)
+    if s.think_budget > 0 and constraint and s.target in SHIPPED_WITHOUT_THINK_END:  # as Run refuses it
+        raise PlaygroundError(f"this model's tokenizer has no {THINK_END} token: thinking before the answer needs a "
+                              "reasoning model (Qwen3, DeepSeek-R1); set the thinking budget to 0")
     notes = {"vllm": [], "sglang": [], "transformers": []}
     _shared_notes(s, kind, draft, constraint, notes)
     return Export(_vllm_command(s, kind, draft, constraint, notes["vllm"]), _request(s, constraint, "vllm"),

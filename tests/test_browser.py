@@ -595,8 +595,8 @@ def test_an_experiment_link_opens_on_its_tab_and_its_share_link_goes_with_a_chan
 
 MANY_SETTINGS = {"preset": "demo", "k": "7", "temperature": "0.7", "top_p": "0.9", "top_k": "40", "seed": "12345",
                  "max_new_tokens": "24", "system": "sys", "chat": "true", "regex": "[a-z]+", "backend": "xgrammar",
-                 "policy": "confidence", "confidence": "0.35", "think_budget": "96"}  # (with a tree the policy is
-# dropped on opening: a token tree drafts with the fixed one)
+                 "policy": "confidence", "confidence": "0.35"}  # (with a tree the policy is dropped on opening: a token
+# tree drafts with the fixed one; a thinking budget is refused by Run and the export: the demo pair has no </think>)
 
 
 def test_a_link_of_many_settings_refreshes_the_other_tabs_once(page, app_url):

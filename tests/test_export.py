@@ -232,6 +232,23 @@ def test_model_aliases_map_to_loadable_ids():
     assert all((ROOT / path / "config.json").is_file() for path in LOCAL.values())
 
 
+def test_a_thinking_budget_for_a_shipped_model_without_think_end_is_refused_as_run_refuses_it():
+    """export wrote it, with a hedged note, where generate refused it (a review); the shipped targets' own
+    tokenizers have no </think>, read here."""
+    from transformers import AutoTokenizer
+    from playground.constraints.reasoning import check_marker
+    from playground.export import SHIPPED_WITHOUT_THINK_END
+    from playground.models.locate import locate
+    for name in SHIPPED_WITHOUT_THINK_END:
+        with pytest.raises(PlaygroundError, match="has no </think> token") as run_said:
+            check_marker(AutoTokenizer.from_pretrained(locate(name)))
+        with pytest.raises(PlaygroundError) as export_said:
+            export_setting(settings("demo", target=name, draft="ngram", regex="[a-z]+", think_budget=5))
+        assert str(export_said.value) == str(run_said.value)
+    assert export_setting(settings("demo", regex="[a-z]+", think_budget=0))  # no budget: exported
+    assert export_setting(settings("demo", think_budget=5))  # no constraint: the budget is not used (said so), not refused
+
+
 def test_bad_constraints_are_refused():
     with pytest.raises(PlaygroundError):
         export_setting(settings("demo-json", regex="a+"))
@@ -468,7 +485,8 @@ def test_the_reasoning_parsers_notes_follow_the_thinking_budget():
     assert "--reasoning-parser deepseek_r1" in thinking.vllm_command and "leaves" not in " ".join(thinking.notes["vllm"])
     assert "Thinking budget 64: sent as thinking_token_budget" in " ".join(thinking.notes["vllm"])
     assert "Thinking budget 64: no option is emitted" in " ".join(thinking.notes["sglang"])
-    plain = export_setting(settings("demo", regex="[a-z]+", think_budget=96))
+    plain = export_setting(settings("demo", target="someone/model", regex="[a-z]+", think_budget=96))  # (not a shipped
+    # model: those have no </think>, and a budget for them is refused)
     assert "--reasoning-parser" not in plain.vllm_command + plain.sglang_command
     assert "reasoning-parser" not in " ".join(plain.notes["vllm"] + plain.notes["sglang"])
     unasked = export_setting(settings("qwen3-8b-json", think_budget=0))  # Qwen3 asked not to think: the parser stays
@@ -489,7 +507,8 @@ def test_a_thinking_budget_reaches_vllm_as_its_own_field():
     assert thinking.vllm_request["thinking_token_budget"] == 384 and "thinking_token_budget" not in thinking.sglang_request
     check_request(thinking.vllm_request, VLLM, Settings.from_preset(PRESETS["qwen3-8b-json"]))
     assert "thinking_token_budget" not in export_setting(settings("qwen3-8b")).vllm_request  # no constraint: free
-    assert "thinking_token_budget" not in export_setting(settings("demo-json", think_budget=64)).vllm_request  # no parser
+    assert "thinking_token_budget" not in export_setting(settings("demo-json", target="someone/model",
+                                                                  think_budget=64)).vllm_request  # no parser
 
 
 def test_each_vllm_key_a_release_may_not_know_is_named_with_its_pull_request():
