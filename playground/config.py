@@ -234,6 +234,8 @@ def tree_nodes(branching: tuple[int, ...]) -> int:
 
 THINK_START = "<think>"  # where it starts: in the output (Qwen3), or left open by the chat template (DeepSeek-R1)
 THINK_END = "</think>"  # where a reasoning model's thinking ends (constraints.reasoning finds it in the tokens' bytes)
+NO_THINK_END = (f"this model's tokenizer has no {THINK_END} token: thinking before the answer needs a reasoning model "
+                "(Qwen3, DeepSeek-R1); set the thinking budget to 0")  # (Run's refusal, and the export's of a shipped model)
 BUDGET_RAN_OUT = f"the thinking budget ran out: {THINK_END} forced"  # (RunResult.thinking_cut, said by the CLI and the page)
 
 

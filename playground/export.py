@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from playground import strict_json
-from playground.config import SCHEMA_HINT, THINK_END, one_constraint, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
+from playground.config import NO_THINK_END, SCHEMA_HINT, THINK_END, one_constraint, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
 from playground.draft_ids import NGRAM, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
@@ -61,8 +61,7 @@ def export_setting(s: Any) -> Export:
     """The setting `s` (duck-typed Settings) as engine commands, requests and a generate call."""
     (kind, draft), constraint = _draft(s.draft), _constraint(s)
     if s.think_budget > 0 and constraint and s.target in SHIPPED_WITHOUT_THINK_END:  # as Run refuses it
-        raise PlaygroundError(f"this model's tokenizer has no {THINK_END} token: thinking before the answer needs a "
-                              "reasoning model (Qwen3, DeepSeek-R1); set the thinking budget to 0")
+        raise PlaygroundError(NO_THINK_END)
     notes = {"vllm": [], "sglang": [], "transformers": []}
     _shared_notes(s, kind, draft, constraint, notes)
     return Export(_vllm_command(s, kind, draft, constraint, notes["vllm"]), _request(s, constraint, "vllm"),

@@ -7,9 +7,10 @@ import math
 import sys
 
 
-def loads(text: str):
-    """json.loads, with ValueError for NaN, Infinity and numbers too large to be a finite float."""
-    return json.loads(text, parse_constant=_not_a_number, parse_float=_finite, parse_int=_finite_int)
+def loads(text: str, **hooks):
+    """json.loads, with ValueError for NaN, Infinity and numbers too large to be a finite float (`hooks`:
+    json.loads' others, object_pairs_hook)."""
+    return json.loads(text, parse_constant=_not_a_number, parse_float=_finite, parse_int=_finite_int, **hooks)
 
 
 def where_wrong(exc: json.JSONDecodeError) -> str:
@@ -50,5 +51,5 @@ def keys_said_twice(text: str) -> list[str]:
                 twice[key] = None
             seen.add(key)
         return dict(pairs)
-    json.loads(text, object_pairs_hook=pairs_of, parse_constant=_not_a_number, parse_float=_finite, parse_int=_finite_int)
+    loads(text, object_pairs_hook=pairs_of)
     return list(twice)

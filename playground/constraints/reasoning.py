@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from playground.config import THINK_END
+from playground.config import NO_THINK_END, THINK_END
 from playground.errors import PlaygroundError
 
 MARKER = THINK_END
@@ -156,5 +156,4 @@ def check_marker(tokenizer) -> None:
     """Thinking first needs a reasoning model: a tokenizer that knows the marker as a token."""
     ids = tokenizer.convert_tokens_to_ids([MARKER])
     if not ids or ids[0] is None or ids[0] == getattr(tokenizer, "unk_token_id", None):
-        raise PlaygroundError(f"this model's tokenizer has no {MARKER} token: thinking before the answer needs a "
-                              "reasoning model (Qwen3, DeepSeek-R1); set the thinking budget to 0")
+        raise PlaygroundError(NO_THINK_END)

@@ -496,10 +496,10 @@ def _beyond(history: list) -> str:
 
 def _last_run(history: list) -> str:
     """The last compared run's own figures (and pair), beside the calculator's (its sliders hold only their range)."""
-    runs = formula_runs(history)
+    runs, later = formula_runs(history), _beyond(history)
     if not runs:
-        return _beyond(history)
-    last, later = runs[-1], _beyond(history)
+        return later
+    last = runs[-1]
     c = "" if last.get("cost_ratio") is None else f", c {last['cost_ratio']:.3f}"
     shown = _noisy(last) if not last.get("speedup") else report.said(  # ("no clear difference, 1.04x (0.97-1.12x)"
         last["speedup"], last["speedup_low"], last["speedup_high"])    # as its card said: a bare 1.04x read as faster)
