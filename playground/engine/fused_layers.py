@@ -29,9 +29,14 @@ from playground.models.fused_projections import JoinedQKV
 LAYERS = {"LlamaDecoderLayer", "Qwen2DecoderLayer", "MistralDecoderLayer"}
 
 
+def layers_asked() -> str:
+    """PLAYGROUND_FUSED_LAYERS: off (the default), draft or both; another value raises PlaygroundError."""
+    return env_choice("PLAYGROUND_FUSED_LAYERS", "off", "off", "draft", "both")
+
+
 def fused_models(target: torch.nn.Module, draft: torch.nn.Module | None, which: str | None = None) -> list[torch.nn.Module]:
-    """The models `which` names (off, draft, both; None: PLAYGROUND_FUSED_LAYERS, off by default)."""
-    which = which or env_choice("PLAYGROUND_FUSED_LAYERS", "off", "off", "draft", "both")
+    """The models `which` names (off, draft, both; None: PLAYGROUND_FUSED_LAYERS)."""
+    which = which or layers_asked()
     return {"off": [], "draft": [draft], "both": [target, draft]}[which]
 
 

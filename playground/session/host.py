@@ -4,6 +4,7 @@ UI reads these here and never imports the engine or the models itself (DESIGN.md
 import torch
 
 from playground.engine.attention import folds_on
+from playground.engine.fused_layers import layers_asked
 from playground.engine.layer_regions import by_layer_on
 from playground.models import loading
 from playground.models.fused_projections import fuses_on
@@ -17,9 +18,11 @@ __all__ = ["check_settings", "custom_models_allowed", "hub_resolves", "is_way_of
 
 def check_settings() -> None:
     """Each PLAYGROUND_* setting read now, a bad one raising PlaygroundError (it was said first to a
-    visitor's run, or as a traceback in the log): the CPU dtype, and the GPU's flags read as a GPU model
-    loads or compiles (PLAYGROUND_FOLD_GQA, _FUSE_PROJECTIONS, _REGIONAL_COMPILE)."""
+    visitor's run, or as a traceback in the log): the CPU dtype, the fused layers asked for, and the GPU's
+    flags read as a GPU model loads or compiles (PLAYGROUND_FOLD_GQA, _FUSE_PROJECTIONS, _REGIONAL_COMPILE).
+    The rest are read as their modules load (playground.limits, the page's)."""
     cpu_dtype_asked()
+    layers_asked()  # (read as a pair is first prepared: PLAYGROUND_FUSED_LAYERS=bogus passed the start)
     for reads_its_flag in (folds_on, fuses_on, by_layer_on):
         reads_its_flag(torch.device("cuda"))
 
