@@ -7,7 +7,7 @@ import pathlib
 import re
 import sys
 
-from playground.config import CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
+from playground.config import BACKENDS, CPU_DEFAULT, CPU_FALLBACK, GPU_DEFAULT, MAX_K, tree_fields
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_PROMPTS_FILE_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 from playground.typed import decimal, listed, whole
@@ -126,7 +126,7 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group.add_argument("--schema", help="JSON Schema: a file, the JSON text itself, or - for standard input")
     group.add_argument("--regex", help="regular expression the whole output must match")
     group.add_argument("--grammar", help="grammar (Lark, or GBNF: every rule defined with ::=): a file, the text itself, or - for standard input")
-    p.add_argument("--constraint-backend", default="llguidance", choices=["llguidance", "xgrammar"])
+    p.add_argument("--constraint-backend", default=BACKENDS[0], choices=BACKENDS)
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
     p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
                    "tokens (then </think> is forced); the constraint applies after </think>. 0: from the first token")

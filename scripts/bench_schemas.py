@@ -89,7 +89,7 @@ def main() -> None:
     vocab = AutoConfig.from_pretrained(model_dir).vocab_size
     eos = frozenset({tokenizer.eos_token_id})
     names = args.backends.split(",")
-    backends = {n: constraint_compile.BACKENDS[n](tokenizer, vocab, eos) for n in names}
+    backends = {n: constraint_compile.BACKEND_CLASSES[n](tokenizer, vocab, eos) for n in names}
     todo = schemas(args.data, args.per_subset, args.skip)
     print(f"{len(todo)} schemas from {args.data}, backends {names}; {platform.processor() or platform.machine()}, "
           f"compile bounded at {worker.COMPILE_SECONDS} s and {worker.COMPILE_BYTES / 2**30:g} GiB", file=sys.stderr)

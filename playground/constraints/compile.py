@@ -28,7 +28,7 @@ from playground.constraints.whole_chars import NoSurrogates, SurrogateTables, su
 from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
 
-BACKENDS = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
+BACKEND_CLASSES = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
 READING = ("checking this constraint as typed", "Run checks it in full")
 MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name the one at fault
 TOKEN_REFERENCE = re.compile(r"<\[|<[^\s<>\"']+>")  # a Lark grammar's token: <[id]>, <|special|>, <name>
@@ -183,9 +183,9 @@ def _reading(spec: ConstraintSpec) -> list[str]:
     one alone) is refused as Run would refuse it: a JSON schema, whose contradictions were found as it was
     parsed, as that backend's limit (the page said "looks fine" of one llguidance writes nothing for, until
     Run); a grammar naming tokens is Run's to check (the bytes have none of a model's)."""
-    notes = BACKENDS[spec.backend].read(spec)
+    notes = BACKEND_CLASSES[spec.backend].read(spec)
     if spec.kind in ("regex", "json") or (spec.kind == "grammar" and not TOKEN_REFERENCE.search(spec.text)):
-        backend = BACKENDS[spec.backend].over_bytes()
+        backend = BACKEND_CLASSES[spec.backend].over_bytes()
         try:
             compiled = backend.compile(spec)[0]
         except Unreadable:  # read, yet not over bytes: Run decides
@@ -208,7 +208,7 @@ def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundErro
 
 def _other_backend_said(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
     exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec, str(exc))}")
-    other = next(name for name in BACKENDS if name != spec.backend)
+    other = next(name for name in BACKEND_CLASSES if name != spec.backend)
     try:
         notes = _reading(dataclasses.replace(spec, backend=other))
     except Unsatisfiable as why:  # it reads it, and no output satisfies it there either
@@ -298,7 +298,7 @@ def _compiled_grammar(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: froz
     with _lock:
         _kept_for(tokenizer)
         if key not in _backends:
-            _backends[key] = (tokenizer, BACKENDS[spec.backend](tokenizer, vocab, eos_ids))
+            _backends[key] = (tokenizer, BACKEND_CLASSES[spec.backend](tokenizer, vocab, eos_ids))
         backend, found = _backends[key][1], _compiled.get((key, spec))
         if found:
             _compiled.move_to_end((key, spec))
@@ -345,9 +345,9 @@ def _what_the_other_backend_writes(spec: ConstraintSpec) -> PlaygroundError:
     token: that backend's limit, said as one, and whether the other backend writes it (llguidance 1.9.1
     writes no number for multipleOf 0.1 between 0.25 and 0.35, where 0.3 is one: "can never be satisfied"
     was said of it; a review)."""
-    other = next(name for name in BACKENDS if name != spec.backend)
+    other = next(name for name in BACKEND_CLASSES if name != spec.backend)
     try:
-        backend = BACKENDS[other].over_bytes()
+        backend = BACKEND_CLASSES[other].over_bytes()
         compiled, notes = backend.compile(dataclasses.replace(spec, backend=other))
         _check_satisfiable(backend, compiled, spec, len(BYTE_TOKENS))
     except PlaygroundError:
@@ -367,7 +367,7 @@ def _pattern_at_fault(spec: ConstraintSpec, refusal: str) -> str:
     for pointer, pattern in itertools.islice(patterns(strict_json.loads(spec.text)), MAX_PATTERNS_READ):
         alone = ConstraintSpec("json", json.dumps({"type": "string", "pattern": pattern}), spec.backend)
         try:  # the pattern read as the backend reads a schema's (not as a regex constraint)
-            BACKENDS[spec.backend].read(alone)
+            BACKEND_CLASSES[spec.backend].read(alone)
         except PlaygroundError as exc:
             if str(exc) == refusal:
                 return f" (in the pattern at {pointer})"

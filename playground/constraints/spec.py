@@ -20,7 +20,7 @@ from playground.constraints.safety import (ANY_TYPE, check_pattern, check_schema
                                            unicode_class_hint)
 from playground.constraints.satisfiable import check_satisfiable
 from playground.constraints.schema_keywords import drop_noops
-from playground.config import one_constraint
+from playground.config import BACKENDS, one_constraint
 from playground.errors import PlaygroundError, shown
 from playground.limits import MAX_NEW_TOKENS, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
@@ -28,7 +28,6 @@ KINDS = ("json", "regex", "grammar")
 SCHEMAS_KEPT = 16  # parsed schemas kept: a text of up to 1 MiB and its parse each
 PARSE_SECONDS = 15  # the finiteness check's own bound (5 s) and the rest, with room on a loaded host
 CHECKING = ("checking the schema", "fewer or simpler patterns, references and required names")
-BACKENDS = ("llguidance", "xgrammar")
 # A vocabulary of the 256 bytes and an end (BYTE_END): any text a tokenizer writes is bytes, so what
 # no byte string satisfies no token string does; the check as typed compiles over it (no model needed).
 BYTE_TOKENS = [bytes([b]) for b in range(256)] + [b"</s>"]
@@ -38,9 +37,9 @@ BYTE_END = 256
 def check_backend(name: str) -> None:
     """A backend's name, one of BACKENDS (named escaped: a caller's text can hold a lone surrogate)."""
     if not isinstance(name, str):  # (None or a number from Python: a TypeError in the message below)
-        raise PlaygroundError(f"the constraint backend must be a str, not {type(name).__name__}: llguidance or xgrammar")
+        raise PlaygroundError(f"the constraint backend must be a str, not {type(name).__name__}: {' or '.join(BACKENDS)}")
     if name not in BACKENDS:
-        raise PlaygroundError(f"unknown constraint backend {ascii(name[:40])}: use llguidance or xgrammar")
+        raise PlaygroundError(f"unknown constraint backend {ascii(name[:40])}: use {' or '.join(BACKENDS)}")
 
 
 @dataclass(frozen=True, slots=True)

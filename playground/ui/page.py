@@ -6,6 +6,7 @@ import json
 
 import gradio as gr
 
+from playground.config import BACKENDS, POLICIES
 from playground.limits import (CONCURRENCY, MAX_GRAMMAR_CHARS, MAX_PROMPT_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SWEEP_PROMPTS,
                                MAX_SYSTEM_CHARS)
 from playground.session.host import custom_models_allowed
@@ -75,7 +76,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                 draft = gr.Dropdown(DRAFTS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                     elem_id="draft-box", allow_custom_value=custom_models_allowed())
                 k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
-                policy = gr.Radio(["fixed", "schedule", "confidence"], value="fixed", label="Draft length policy",
+                policy = gr.Radio(list(POLICIES), value=DEFAULT.policy, label="Draft length policy",
                                   info="fixed: k guesses every round. schedule: k grows by 2 after a round kept whole, "
                                        "shrinks by 1 after a rejection, and a draft model's drafting pauses while guesses do not pay "
                                        "(judged by measured times: a seeded sampled run may then differ from one run to the next). "
@@ -96,7 +97,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     # browser's number rounds a larger one: 12345678901234567 typed ran as ...568, unsaid)
                     chat = gr.Checkbox(value=DEFAULT.chat, label="Apply the chat template (instruct models)")
                     system = gr.Textbox(value=DEFAULT.system, label="System prompt", lines=2)
-                    backend = gr.Radio(["llguidance", "xgrammar"], value="llguidance", label="Constraint backend")
+                    backend = gr.Radio(list(BACKENDS), value=DEFAULT.backend, label="Constraint backend")
                     compile_passes = gr.Checkbox(
                         value=DEFAULT.compile, label="Compiled passes (static KV cache, torch.compile)",
                         info="The target's and the draft's passes run compiled (on a GPU whole rounds replay as "

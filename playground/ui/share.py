@@ -10,7 +10,7 @@ import json
 import urllib.parse
 
 from playground import session
-from playground.config import MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE, runnable_temperature, tree_fields
+from playground.config import BACKENDS, MAX_K, POLICIES, MAX_TEMPERATURE, MIN_TEMPERATURE, runnable_temperature, tree_fields
 from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
@@ -111,8 +111,8 @@ PARSERS = {
     "top_k": whole_number(*RANGES["top_k"]), "seed": whole_number(0, EXACT_IN_A_PAGE), "max_new_tokens": whole_number(*RANGES["max_new_tokens"]),
     "prompt": text_within(MAX_PROMPT_CHARS), "system": text_within(MAX_SYSTEM_CHARS),
     "chat": _bool, "schema": text_within(20000), "regex": text_within(MAX_REGEX_CHARS), "grammar": text_within(MAX_LINK_CHARS),
-    "backend": _choice("llguidance", "xgrammar"),
-    "compare": _bool, "schema_in_prompt": _bool, "policy": _choice("fixed", "schedule", "confidence"),
+    "backend": _choice(*BACKENDS),
+    "compare": _bool, "schema_in_prompt": _bool, "policy": _choice(*POLICIES),
     "confidence": number(*RANGES["confidence"]), "compile": _bool, "tree": _tree,
     "think_budget": whole_number(*RANGES["think_budget"]),
 }
