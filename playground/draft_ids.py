@@ -3,6 +3,7 @@ cascade: prompt lookup drafts for <model>, which drafts for the target; any othe
 feature draft) that drafts for the target itself."""
 
 NGRAM = "ngram"
+LOOKUP_NGRAM = 3  # prompt lookup matches the last 3 tokens, else 2, else 1 (the engine's and the export's)
 CASCADE = NGRAM + "+"
 
 

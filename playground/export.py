@@ -13,7 +13,7 @@ from typing import Any
 
 from playground import strict_json
 from playground.config import NO_THINK_END, SCHEMA_HINT, THINK_END, one_constraint, thinks, tree_budget, tree_lookup, tree_nodes, tree_shape
-from playground.draft_ids import NGRAM, draft_model, is_cascade
+from playground.draft_ids import LOOKUP_NGRAM, NGRAM, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS, at_most
 
@@ -24,7 +24,7 @@ LOCAL = {"demo-target": "playground/models/demo_pair/target", "demo-draft": "pla
 FEATURE_DRAFT, REDUCED_DRAFT = "smollm2-feature-draft", "smollm2-draft"
 SHIPPED_WITHOUT_THINK_END = {*LOCAL, *HUB_IDS}  # the shipped targets, whose tokenizers have no </think> (checked by
 # tests/test_export.py): a thinking budget under a constraint is refused by Run, and was exported (a review)
-LOOKUP_MAX, LOOKUP_MIN = 3, 1  # the playground's prompt lookup matches the last 3 tokens down to 1
+LOOKUP_MAX, LOOKUP_MIN = LOOKUP_NGRAM, 1  # the playground's prompt lookup matches the last 3 tokens down to 1
 REASONING = {"Qwen/Qwen3-": ("qwen3", "qwen3"), "deepseek-ai/DeepSeek-R1": ("deepseek_r1", "deepseek-r1")}
 # Qwen3's Instruct checkpoints (Instruct-2507, Coder, Next-Instruct) never write <think>: given the qwen3
 # reasoning parser, vLLM and SGLang wait for a </think> that never comes (the constraint never starts, the

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from playground.config import SamplingParams
+from playground.draft_ids import LOOKUP_NGRAM
 from playground.engine.runner import ModelRunner
 from playground.engine.sampling import draw, mask_logits, warp
 from playground.engine.verify import verify_greedy, verify_sampled
@@ -107,7 +108,7 @@ class PromptLookupProposer:
     down to 1) in the prompt and output so far, and propose what followed it. No model, no passes."""
     name = "prompt lookup"
 
-    def __init__(self, device: torch.device | str = "cpu", max_ngram: int = 3):
+    def __init__(self, device: torch.device | str = "cpu", max_ngram: int = LOOKUP_NGRAM):
         self.device = torch.device(device)
         self.max_ngram = max_ngram
         self.seq: list[int] = []
