@@ -545,6 +545,7 @@ def test_a_cancelled_runs_compile_in_a_worker_ends_at_once():
 
     from gradio.context import LocalContext
 
+    from playground import stopping
     from playground.constraints import worker
     from playground.ui import pacing
     outcome = []
@@ -556,7 +557,7 @@ def test_a_cancelled_runs_compile_in_a_worker_ends_at_once():
         LocalContext.event_id.set("cancelled-compile")
         try:
             outcome.extend(pacing.paced(make, 0.05))
-        except worker.Stopped as exc:
+        except stopping.Stopped as exc:
             outcome.append(exc)
     started = time.monotonic()
     thread = threading.Thread(target=drive)
@@ -570,9 +571,9 @@ def test_a_cancelled_runs_compile_in_a_worker_ends_at_once():
         time.sleep(0.02)
     pacing.stop_handed("cancelled-compile")
     thread.join(25)
-    assert not thread.is_alive() and isinstance(outcome[0], worker.Stopped), outcome
+    assert not thread.is_alive() and isinstance(outcome[0], stopping.Stopped), outcome
     assert "was stopped with its run" in str(outcome[0]) and time.monotonic() - started < 25  # (not the 30 s compile)
-    with worker.stopped_by(threading.Event().is_set):
+    with stopping.stopped_by(threading.Event().is_set):
         assert worker.bounded(pow, 2, 10, seconds=20) == 1024
 
 

@@ -133,11 +133,12 @@ def test_stop_ends_a_constraints_compile_in_a_worker(monkeypatch):
     the run ends without an error (playground_tab shows it stopped); a stand-in compile of 30 s."""
     import pytest
 
+    from playground import stopping
     from playground.constraints import worker
     monkeypatch.setattr(live.session, "constrain", lambda pair, spec: worker.bounded(time.sleep, 30, seconds=60))
     began = time.monotonic()
     pressed = lambda: time.monotonic() - began > 1.0  # noqa: E731  (Stop a second in: the demo pair loaded, compiling)
-    with pytest.raises(worker.Stopped, match="was stopped with its run"):
+    with pytest.raises(stopping.Stopped, match="was stopped with its run"):
         list(live.live_run(demo_settings(max_new_tokens=8, regex="[0-9]+"), should_stop=pressed))
     assert time.monotonic() - began < 25  # (ended by the Stop, not by the 30 s compile)
 
@@ -169,15 +170,14 @@ def test_stop_ends_compiling_the_passes_between_graphs():
     model, ~30 s each on this CPU for a new k) was read only once all of them had compiled."""
     import pytest
 
-    from playground import session
-    from playground.constraints import worker
+    from playground import session, stopping
     from playground.presets import get_preset
     demo = session.load_pair(get_preset("demo").target, get_preset("demo").draft)
     for model in (demo.target, demo.draft):  # (another file's compiled run of this pair left one pass to compile,
         model.__dict__.get("_playground_graphs", {}).clear()  # after which there was no graph to stop before)
     told = []
     pressed = lambda: any("compiling" in message for message in told)  # noqa: E731  (Stop as the first graph begins)
-    with pytest.raises(worker.Stopped, match="compiling the passes was stopped with its run"):
+    with pytest.raises(stopping.Stopped, match="compiling the passes was stopped with its run"):
         list(live.live_run(demo_settings(max_new_tokens=8, k=7, compile=True), lambda f, message: told.append(message),
                            should_stop=pressed, every=0))
 
@@ -200,7 +200,7 @@ def test_stop_ends_a_load_at_its_next_report(tmp_path, tokenizer, target, noisy_
     not got for minutes, the device's turn held. Now its next report ends it: the target's load begun, Stop
     pressed, the draft is never loaded."""
     from tests import tiny
-    from playground.constraints.worker import Stopped
+    from playground.stopping import Stopped
     paths = [str(tiny.save(model, tokenizer, tmp_path / name)) for model, name in ((target, "target"), (noisy_draft, "draft"))]
     told, stop = [], []
 
@@ -217,7 +217,7 @@ def test_stop_ends_a_wait_for_another_runs_load(tmp_path, tokenizer, target, noi
     """A run waiting for another's load (one model loads at a time) waited it out after Stop: now it is told
     again each second, and ends at the first after Stop."""
     from tests import tiny
-    from playground.constraints.worker import Stopped
+    from playground.stopping import Stopped
     from playground.models import loading
     path = str(tiny.save(target, tokenizer, tmp_path / "target"))
     told = []

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from playground import stopping
 from playground.constraints import ConstraintSpec, compile_constraint, from_user, read_constraint, unwritable, worker, xgr_reads
 from playground.constraints.validate import validate_json
 from playground.errors import PlaygroundError
@@ -123,7 +124,7 @@ def test_work_yielding_in_the_server_raises_in_its_caller():
     with pytest.raises(ZeroDivisionError):
         worker.yielding(divmod, 1, 0)
     began = time.monotonic()
-    with worker.stopped_by(lambda: time.monotonic() - began > 0.3), pytest.raises(worker.Stopped, match="again in the server"):
+    with stopping.stopped_by(lambda: time.monotonic() - began > 0.3), pytest.raises(stopping.Stopped, match="again in the server"):
         worker.yielding(time.sleep, 5)  # a run cancelled during xgrammar's second compile waited it out
     assert time.monotonic() - began < 4  # (the sleep's 5 s not waited out; room for a loaded machine)
 

@@ -22,18 +22,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from contextlib import contextmanager
 
 from playground.errors import PlaygroundError
 from playground.limits import COMPILE_BYTES, COMPILE_SECONDS
+from playground.stopping import Stopped, raise_if_stopped, stop_asked
 
 FORKS = sys.platform.startswith("linux")
 CHILD_NICENESS = 10  # added to the server's: a child's work yields the CPU to the runs and the page
 _ceiling: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("worker_ceiling", default=None)
 # (its deadline on the monotonic clock, its seconds)
 _in_child = False  # True inside a worker child: its fd 2 is its own to redirect
-_stop: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("worker_stop", default=None)
 STOP_POLL_SECONDS = 0.1  # how soon a stop reaches a worker's parent
 
 
@@ -51,36 +50,6 @@ class OverMemory(PlaygroundError):
 
 class OverCeiling(TooSlow):
     """The work ran past its caller's ceiling (shorter than its own limit) and was stopped."""
-
-
-class Stopped(PlaygroundError):
-    """The work's caller stopped it (a run cancelled while its constraint compiled)."""
-
-
-@contextmanager
-def stopped_by(stopped: Callable[[], bool]):
-    """Within it, work in a worker ends (Stopped, its child killed) once `stopped()` is true (asked
-    every STOP_POLL_SECONDS): a cancelled run's compile held the engine thread, and every run behind
-    it, for up to its 20 s; the page's Stop waited for it too."""
-    token = _stop.set(stopped)
-    try:
-        yield
-    finally:
-        _stop.reset(token)
-
-
-def stop_in_force() -> Callable[[], bool]:
-    """The caller's stop (stopped_by), to be asked from other threads too (a download's progress is told
-    from the hub client's threads, where the caller's context is not), or one that never stops."""
-    return _stop.get() or (lambda: False)
-
-
-def raise_if_stopped(what: str) -> None:
-    """Stopped where the caller's stop (stopped_by) is set: for work between its steps outside a worker
-    (compiling a run's passes, one graph after another)."""
-    stop = _stop.get()
-    if stop is not None and stop():
-        raise Stopped(f"{what} was stopped with its run")
 
 
 @contextmanager
@@ -139,7 +108,7 @@ def bounded(compile_fn, *args, seconds: float | None = None, extra_bytes: int | 
 
 def _answered(receive, wait: float, task: tuple[str, str]) -> bool:
     """Whether the child answered within `wait` seconds; Stopped once the caller's stop is set."""
-    stop, until = _stop.get(), time.monotonic() + wait
+    stop, until = stop_asked(), time.monotonic() + wait
     while stop is not None and not stop():
         if receive.poll(min(STOP_POLL_SECONDS, max(0.0, until - time.monotonic()))):
             return True

@@ -7,7 +7,7 @@ import time
 import torch
 
 from playground.config import MAX_K, SpecConfig
-from playground.constraints import worker
+from playground import stopping
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.fused import CATCH_UP, FusedProposer, programs_for
 from playground.engine.runner import ModelRunner
@@ -164,7 +164,7 @@ def compile_graphs(pair: Pair, prompt_len: int, cfg: SpecConfig, progress=None, 
 
     def tell(message: str) -> None:  # before each graph: Stop (or a closed page) ends the compiling there
         nonlocal done
-        worker.raise_if_stopped("compiling the passes")
+        stopping.raise_if_stopped("compiling the passes")
         done += 1
         if progress:
             progress((done - 1) / max(total, 1), f"{message} ({done}/{total}; once per model, k and context size)")

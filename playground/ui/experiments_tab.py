@@ -11,7 +11,7 @@ from typing import Callable
 import gradio as gr
 
 from playground import session
-from playground.constraints import worker
+from playground import stopping
 from playground.errors import PlaygroundError, for_log
 from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
                                MAX_SWEEP_PROMPTS, at_most)
@@ -67,9 +67,9 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
 
         def sweep(stop):  # on an engine thread (playground.ui.pacing)
             try:  # (Stop ended a run's loads, not a sweep's)
-                with worker.stopped_by(halt.checker(stop)):
+                with stopping.stopped_by(halt.checker(stop)):
                     pair, constraint = live.load(settings, spec, lambda f, msg: progress(f, desc=msg))
-            except worker.Stopped:  # nothing measured: said as any stop
+            except stopping.Stopped:  # nothing measured: said as any stop
                 return
             prompt_ids = [session.prompt_ids_of(pair, settings, p) for p in prompts]
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
@@ -358,13 +358,13 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
             yield []  # as a sweep's
             measuring.append(True)
             try:
-                with worker.stopped_by(halted := halt.checker(stop)):  # each way's loads and constraint end on Stop
+                with stopping.stopped_by(halted := halt.checker(stop)):  # each way's loads and constraint end on Stop
                     told = live.stoppable(lambda f, msg: progress(f, desc=msg))
                     for rows in sweeps.compare_drafts(settings.target, settings.draft, prompts, cfg, variants, encode,
                                                       told, halted, spec):
                         measured[:] = rows
                         yield rows
-            except worker.Stopped:  # the ways measured before it kept: said as any stop
+            except stopping.Stopped:  # the ways measured before it kept: said as any stop
                 return
         for rows in paced(comparison, live.PAGE_UPDATE_S, IDLE_S):
             if status := comparing(rows, variants, pace):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from playground import session
 from playground.config import no_room_to_answer, tree_fields
-from playground.constraints import worker
+from playground import stopping
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on, for_log
 from playground.events import Round, RunResult, round_json
@@ -112,15 +112,15 @@ def load(settings: Settings, spec, progress=None):
 
 
 def stoppable(progress=None):
-    """`progress` that ends a load (worker.Stopped) at its next report once its run is stopped (Stop, the
+    """`progress` that ends a load (stopping.Stopped) at its next report once its run is stopped (Stop, the
     page gone): a download of a model the host had not got (minutes) went on after both, the device's turn
     held, and so did a wait for another run's load; now each file fetched, each model begun, a wait's
     every second, is a place to stop."""
-    stopped = worker.stop_in_force()
+    stopped = stopping.stop_in_force()
 
     def told(fraction: float, message: str) -> None:
         if stopped():
-            raise worker.Stopped(f"loading the models was stopped with its run ({message})")
+            raise stopping.Stopped(f"loading the models was stopped with its run ({message})")
         if progress is not None:
             progress(fraction, message)
     return told
@@ -142,11 +142,11 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     unused = "; ".join(filter(None, (unused_policy, unused_settings(settings))))
 
     def run(stop=None) -> Iterator[Snapshot]:
-        stopping = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
+        stopped = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
         turn = Turn(RUN_SECONDS, 1, RUN_SHARE_SECONDS, "run")  # (its loads count: on ZeroGPU they are in the lease)
-        with worker.stopped_by(stopping):  # Stop ends a constraint's check or compile in a worker too
+        with stopping.stopped_by(stopped):  # Stop ends a constraint's check or compile in a worker too
             pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
-        yield from _snapshots(settings, pair, ids, cfg, constraint, stopping, unused, turn)
+        yield from _snapshots(settings, pair, ids, cfg, constraint, stopped, unused, turn)
     return paced(run, every) if every else run()
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from playground.constraints import worker
+from playground import stopping
 from playground.limits import CONCURRENCY
 
 T = TypeVar("T")
@@ -57,7 +57,7 @@ def next_wait(costs: list[float], every: float) -> float:
 
 def stop_handed(event_id: object) -> None:
     """A cancel of Gradio's event `event_id`: its work ends at its next item (a constraint's compile
-    in a worker at once: constraints.worker.stopped_by), or does not start.
+    in a worker at once: playground.stopping.stopped_by), or does not start.
     (Gradio's /cancel frees the event's place in the queue at once, while the thread asking the
     work for its next item waits on: cancelling runs one after another in a constraint's compile
     queued 24 of them on the engine thread, and another visitor's run waited 160 s behind them.)"""
@@ -107,7 +107,7 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     def work() -> None:
         try:
             if not stop.is_set():  # (cancelled while it waited for the engine thread: nothing to do)
-                with worker.stopped_by(stop.is_set):  # a constraint's compile in a worker ends on a stop too
+                with stopping.stopped_by(stop.is_set):  # a constraint's compile in a worker ends on a stop too
                     for item in make(stop):
                         newest[:] = [newest[0] + 1, item]
         except BaseException as exc:  # noqa: BLE001 (raised again in the caller's thread)

@@ -9,7 +9,7 @@ import time
 import gradio as gr
 
 from playground.config import longest_branch, tree_lookup, tree_shape
-from playground.constraints.worker import Stopped
+from playground.stopping import Stopped
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, counted, engine_seconds, identity_note, summarize
