@@ -203,7 +203,7 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     for k in (1, 2, 4):
         assert session.run(pair, prompt, session.settings(k=k, max_new_tokens=40)).token_ids == alone
     compiled = session.settings(k=2, compile=True)  # compiled graphs would not be batch-invariant: eager
-    assert not any(isinstance(r, StaticRunner) for r in session.runners(pair, len(prompt), compiled))
+    assert not any(isinstance(r, StaticRunner) for r in session.choice.runners(pair, len(prompt), compiled))
     note = session.compile_fallback(pair, compiled)
     assert "the target: a batch-invariant CPU model" in note and "the draft: a batch-invariant" in note
 

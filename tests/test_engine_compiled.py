@@ -148,8 +148,8 @@ def test_a_gpu_run_past_the_long_cache_goes_eager_and_says_so(target, noisy_draf
     assert session.compile_fallback(pair, cfg, prompt_len=30000) == ""
     note = session.compile_fallback(pair, cfg, prompt_len=32000)
     assert note.startswith("compiled passes hold 32768 positions on a GPU; this run needs 34048")
-    assert not session.fuses(pair, cfg, True, True, 32000) and choice.past_gpu_caches(pair, 32000 + 2048 + 6)
-    target_runner, draft_runner = session.runners(pair, 32000, cfg)
+    assert not session.choice.fuses(pair, cfg, True, True, 32000) and choice.past_gpu_caches(pair, 32000 + 2048 + 6)
+    target_runner, draft_runner = session.choice.runners(pair, 32000, cfg)
     assert not isinstance(target_runner, StaticRunner) and not isinstance(draft_runner, StaticRunner)
 
 
@@ -203,10 +203,10 @@ def test_a_compiled_run_takes_caches_that_finished_runners_left_in_a_cycle(targe
     gc.disable()
     try:
         for _ in range(2):  # the model's two caches of this capacity, each held by a runner in a cycle
-            held = session.runners(pair, 6, cfg)
+            held = session.choice.runners(pair, 6, cfg)
             held[0].me = held
             del held
-        target_runner, _ = session.runners(pair, 6, cfg)
+        target_runner, _ = session.choice.runners(pair, 6, cfg)
     finally:
         gc.enable()
     assert isinstance(target_runner, StaticRunner)
@@ -219,6 +219,6 @@ def test_runs_sharing_the_device_each_get_compiled_runners_for_both_sides(target
     monkeypatch.setattr(limits, "CONCURRENCY", 2)
     pair = tiny.make_pair(target, noisy_draft, tokenizer)
     cfg = session.settings(k=2, max_new_tokens=8, compile=True)
-    held = [session.runners(pair, 6, cfg, speculative) for _ in range(2) for speculative in (True, False)]
+    held = [session.choice.runners(pair, 6, cfg, speculative) for _ in range(2) for speculative in (True, False)]
     assert all(isinstance(runner, StaticRunner) for runners in held for runner in runners if runner is not None)
-    assert not isinstance(session.runners(pair, 6, cfg, False)[0], StaticRunner)  # past them: eager, as before
+    assert not isinstance(session.choice.runners(pair, 6, cfg, False)[0], StaticRunner)  # past them: eager, as before

@@ -23,7 +23,7 @@ def compiled(k: int, max_new_tokens: int, **kw):
 
 
 def rounds_fused(pair, prompt, cfg, speculative=True) -> bool:
-    return session.fuses(pair, cfg, speculative, True, len(prompt))
+    return session.choice.fuses(pair, cfg, speculative, True, len(prompt))
 
 
 @pytest.mark.parametrize("arch", ["qwen2", "llama"])

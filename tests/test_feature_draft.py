@@ -163,11 +163,11 @@ def test_loads_from_a_directory_and_stays_eager_under_compile(tmp_path, tokenize
     assert pair.feature_draft and pair.draft.head.shape == (len(range(0, len(tokenizer), 3)), 64)
     prompt = tokenizer("class A:\n").input_ids
     cfg = session.settings(k=3, max_new_tokens=20, compile=True)
-    assert not any(isinstance(r, StaticRunner) for r in session.runners(pair, len(prompt), cfg))
+    assert not any(isinstance(r, StaticRunner) for r in session.choice.runners(pair, len(prompt), cfg))
     assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
     out = cli.generate_report(pair, prompt, cfg, baseline=False, num_samples=1)  # the user is told, not left guessing
     assert "feature draft" in out["compile_note"] and "feature draft" in cli.format_text(out)
-    alone = session.runners(pair, len(prompt), cfg, speculative=False)[0]  # the comparison: eager against eager
+    alone = session.choice.runners(pair, len(prompt), cfg, speculative=False)[0]  # the comparison: eager against eager
     assert not isinstance(alone, StaticRunner) and session.compile_fallback(pair, cfg, speculative=False)
 
 

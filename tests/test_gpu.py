@@ -29,7 +29,7 @@ def cuda_pair(tokenizer):
 
 def test_fused_rounds_are_captured_and_exact(cuda_pair, tokenizer):
     prompt = tokenizer(PROMPT).input_ids
-    assert session.fuses(cuda_pair, compiled(3, 40), True, True, len(prompt))
+    assert session.choice.fuses(cuda_pair, compiled(3, 40), True, True, len(prompt))
     for k in (1, 3, 5):
         cfg = compiled(k, 40)
         spec = session.run(cuda_pair, prompt, cfg)

@@ -59,7 +59,7 @@ def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
     assert bf16.target.playground_batch_invariant
     text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[1]
     ids = session.encode_prompt(bf16, text, chat=True)
-    runner = session.runners(bf16, len(ids), session.settings(k=4), speculative=False)[0]
+    runner = session.choice.runners(bf16, len(ids), session.settings(k=4), speculative=False)[0]
     following = session.run(bf16, ids, session.settings(max_new_tokens=12), speculative=False).token_ids
     rows = {}
     for width in (1, 2, 5):
@@ -81,7 +81,7 @@ def test_bfloat16_verify_passes_agree_at_every_short_context(pair):
     (batch_invariant._padded_blocks)."""
     bf16 = models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu", dtype=torch.bfloat16)
     ids = torch.randint(100, 40_000, (48,), generator=torch.Generator().manual_seed(1))
-    runner = session.runners(bf16, 48, session.settings(k=3), speculative=False)[0]
+    runner = session.choice.runners(bf16, 48, session.settings(k=3), speculative=False)[0]
     runner.reset()
     ones = torch.cat([runner.forward(ids[i:i + 1]) for i in range(48)])  # [48, V]: position i's logits
     differing = []

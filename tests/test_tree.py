@@ -305,8 +305,8 @@ def test_a_tree_under_compiled_passes_runs_eager_and_says_so(pair):
     prompt = tok("x = ").input_ids
     cfg = session.settings(tree=(2, 2), compile=True, max_new_tokens=12)
     assert session.compile_fallback(pair, cfg, prompt_len=len(prompt)).startswith("a token tree runs eager passes")
-    assert not session.fuses(pair, cfg, True, True, len(prompt))
-    target, draft = session.runners(pair, len(prompt), cfg)
+    assert not session.choice.fuses(pair, cfg, True, True, len(prompt))
+    target, draft = session.choice.runners(pair, len(prompt), cfg)
     assert not isinstance(target, StaticRunner) and not isinstance(draft, StaticRunner)
     spec = session.run(pair, prompt, cfg)
     assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids

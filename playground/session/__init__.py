@@ -1,6 +1,7 @@
 """One run, between the callers (CLI, UI, benchmarks) and the engine: prompt encoding, runners and
-proposers, result collection. Callers never build engine objects themselves; which runners a run
-gets and their compilation live in playground.session.choice."""
+proposers, result collection. Callers never build engine objects themselves (but measure.pass_costs,
+which times a runner's passes); which runners a run gets and their compilation live in
+playground.session.choice."""
 import contextlib
 import time
 from collections.abc import Iterator
@@ -33,9 +34,12 @@ from playground.session.choice import (compile_fallback, compile_graphs, eager_r
 from playground.session.chat_prompt import chat_ids
 from playground.session.thinking import free_thinking, opens_thinking
 
-__all__ = ["compile_fallback", "compile_graphs", "config_of", "constrain", "constraint_spec", "eager_runners",
-           "encode_prompt", "fuses", "generate", "load_pair", "lookup_unused", "prompt_ids_of", "resolve_device", "run", "runners",
-           "settings", "static_or_eager"]
+__all__ = [  # what the callers (CLI, UI, measure, scripts) use
+    "answers_inside_thinking", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
+    "compile_fallback", "compile_graphs", "config_of", "config_with_tree", "constrain", "constraint_spec",
+    "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair", "lookup_unused",
+    "new_guide", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "settings",
+    "static_or_eager", "unread_prompt_parts"]
 
 
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, progress=None) -> Pair:

@@ -291,7 +291,7 @@ class _Stream:
         return session.free_thinking(self.pair.tokenizer, self.prompt_ids, ids)
 
 
-ENDED = ("done", "stopped")  # a run's last snapshot's phases
+LAST_PHASES = ("done", "stopped")  # a run's last snapshot's phases
 
 
 def run_to_dict(snap: Snapshot, rounds_from: int = 0, with_settings: bool = True) -> dict:
@@ -326,7 +326,7 @@ def streamed(snaps: Iterator[Snapshot]) -> Iterator[dict]:
     the last alone (each snapshot of a 900 s run echoed a 256 KB schema: 46 MB out; a review)."""
     sent, first = 0, True
     for snap in snaps:
-        ended = snap.phase in ENDED
+        ended = snap.phase in LAST_PHASES
         out = run_to_dict(snap, rounds_from=0 if ended else sent, with_settings=first or ended)
         first = False
         sent = out["rounds_from"] + len(out["rounds"])

@@ -425,7 +425,7 @@ def runnable_while_measuring(status: dict | None):
 def after_run(request: gr.Request, status: dict | None):
     """A run ended: (Run, Stop) idle again, unless Run was clicked since (that run waits to start, or
     has started: run_status is already its own, not an ended run's)."""
-    if status and (status["phase"] not in ENDED or run_ticket(request) not in (None, status["ticket"])):
+    if status and (status["phase"] not in STATUS_ENDED or run_ticket(request) not in (None, status["ticket"])):
         return gr.skip(), gr.skip()
     return IDLE
 
@@ -439,7 +439,7 @@ MESSAGE_SLOTS = {"model": "model_msg", "prompt": "prompt_msg", "run": "run_msg",
 SECTIONS = {"constraint": "constraint_section", "tree": "advanced"}  # the closed section each message sits in
 POINTED = {"constraint": "in Structured output", "tree": "in Advanced, under the token tree",
            "model": "at Target model"}  # where each pointed-to message sits (on a phone the models come below Run)
-ENDED = ("done", "stopped", "refused")  # a run's last phases in run_status
+STATUS_ENDED = ("done", "stopped", "refused")  # a run's last phases in run_status
 BUSY = gr.update(interactive=False), gr.update(interactive=True)  # (Run, Stop) while a run goes on
 IDLE = gr.update(interactive=True), gr.update(interactive=False)
 
