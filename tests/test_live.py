@@ -2,6 +2,7 @@
 snapshot when it is ready, so a slow page never pauses generation; the last snapshot always
 arrives; closing the stream stops the run."""
 import html
+import re
 import time
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from playground.ui import live
 from playground.presets import Settings
 from playground.presets import get_preset
+from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS
 
 
 def demo_settings(**overrides) -> Settings:
@@ -270,3 +272,20 @@ def test_a_run_alone_keeps_the_device(monkeypatch):
     monkeypatch.setattr(turn, "waiting", lambda: 0)
     last = list(live.live_run(demo_settings(max_new_tokens=64, compare=False), every=0))[-1]
     assert last.phase == "done" and last.stopped_why == "" and "stopped_why" not in live.run_to_dict(last)
+
+
+@pytest.mark.parametrize("prompt, system, said", [
+    ("x" * (MAX_PROMPT_CHARS + 1), "", "the prompt's length (characters)"),
+    ("hello", "s" * (MAX_SYSTEM_CHARS + 1), "the system prompt's length (characters)"),
+    ("bad \ud800 half", "", "the prompt")])
+def test_runs_prompt_is_checked_before_the_models_load(monkeypatch, prompt, system, said):
+    """Run checked only that the prompt was not empty before loading: a prompt past its length (or with a
+    lone surrogate) was refused once the models had loaded; now as the export refuses it, with nothing loaded."""
+    from playground.errors import PlaygroundError
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the models loaded before the prompt was checked")
+    monkeypatch.setattr(live, "load", loaded)
+    with pytest.raises(PlaygroundError, match=re.escape(said)) as refused:
+        live.prepare(demo_settings(prompt=prompt, system=system))
+    assert refused.value.where == "prompt"

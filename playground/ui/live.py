@@ -67,9 +67,8 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
             allow_custom: bool | None = None):
     """Check everything cheap first, then load: -> (pair, prompt ids, config, constraint)."""
     cfg, spec = checked_config(settings, allow_custom)
-    with blamed_on("prompt"):
-        if not settings.prompt.strip():
-            raise PlaygroundError("the prompt is empty")
+    with blamed_on("prompt"):  # (empty, too long, not UTF-8: said before the models load, as the export says it)
+        session.check_prompt_text(settings.prompt, settings.system)
     pair, constraint = load(settings, spec, progress)
     with blamed_on("prompt"):
         ids = session.prompt_ids_of(pair, settings, settings.prompt)
