@@ -671,6 +671,17 @@ def test_a_runs_constraint_work_is_bounded_in_all(tokenizer, x_pair, monkeypatch
     assert result.valid and set(result.text) == {"x"}
 
 
+def test_a_long_forced_text_past_the_runs_bound_is_said_as_such_not_as_ambiguity(tokenizer, x_pair, monkeypatch):
+    """A review: {"const": "ab" * 50000} (100 KB, inside the schema's size) took the run's 30 s, each token finding the
+    whole forced text again (40 ms a call on the demo tokenizer), and was told to look for an ambiguous grammar."""
+    monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 0.3)
+    constraint = session.constrain(x_pair, ConstraintSpec("json", json.dumps({"const": "ab" * 20_000}), "llguidance"))
+    with pytest.raises(PlaygroundError, match=r"s of CPU in this run, more than this host allows \(0\.3 s\): most of it "
+                                              r"finding the text the constraint forces") as caught:
+        session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=2048), constraint=constraint)
+    assert caught.value.where == "constraint" and "ambiguous" not in str(caught.value)
+
+
 def test_a_refusal_is_one_bounded_line_in_the_log(caplog):
     """A review: a property name of a schema, said back in its refusal, was written raw into the server's log (its
     newlines forged whole lines of the app's own, an ANSI escape hid the rest) and whole (a 200,000-character
