@@ -1720,3 +1720,14 @@ def test_a_body_that_is_no_json_is_said_why(app_url, body, said):
     status, text = post(app_url, "/gradio_api/call/v2/generate", body)
     assert status == 400 and said in json.loads(text)["detail"], text
     assert page_answers_quickly(app_url)
+
+
+def test_the_page_sends_gradio_no_telemetry_unless_the_host_asks():
+    """A review: Gradio's analytics were on (its version check and launch report fetched URLs at start-up) on a
+    Space that promises nothing it serves fetches one; off unless GRADIO_ANALYTICS_ENABLED is set."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "GRADIO_ANALYTICS_ENABLED"}
+    said = subprocess.run([sys.executable, "-c", "from playground.ui import page; print(page.demo.analytics_enabled)"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert said.stdout.strip().splitlines()[-1] == "False", said.stderr[-2000:]

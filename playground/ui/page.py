@@ -3,6 +3,7 @@ experiments_tab, api). Building it starts nothing but Gradio's patches (playgrou
 app.py launches `demo`."""
 import inspect
 import json
+import os
 
 import gradio as gr
 
@@ -55,7 +56,9 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 """
 
 gradio_patches.install()
-with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S)) as demo:
+ANALYTICS = None if "GRADIO_ANALYTICS_ENABLED" in os.environ else False  # Gradio's telemetry and version check
+# at start-up: off unless the host asks (a public Space's promise is that nothing it serves fetches a URL; a review)
+with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S), analytics_enabled=ANALYTICS) as demo:
     gr.HTML(f"<style>{page_style.CSS}{race.CSS}{TREE_CSS}</style>{page_style.SKIP_LINK}", elem_id="page-head")
     gr.Markdown("# Speculative decoding & structured output playground\n"
                 "A small draft model guesses, the large target verifies several tokens in one pass, the output "
