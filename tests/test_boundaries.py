@@ -83,6 +83,16 @@ def test_imports_point_down_between_rooms():
                 assert ROOMS.index(other) > ROOMS.index(own), f"{path.relative_to(PACKAGE)} imports {module}: up a room"
 
 
+def test_the_constraints_sit_beside_the_engine_and_above_no_model():
+    """DESIGN.md's picture hangs the constraints off the session, beside the engine: ROOMS' one order let the engine
+    import them and them import the models (a review); neither does, and neither may."""
+    for path in PACKAGE.rglob("*.py"):
+        own = room("playground." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        banned = {"engine": ("constraints",), "constraints": ("engine", "models")}.get(own, ())
+        bad = sorted(m for m in imported_modules(path) if room(m) in banned)
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
 def test_the_page_reaches_the_engine_and_the_models_only_through_the_session():
     """DESIGN.md's picture, UI -> session -> engine -> models: the page (and app.py, which starts it) asked
     models and engine modules for host settings directly; it asks playground.session.host now."""
