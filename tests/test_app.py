@@ -18,7 +18,7 @@ from gradio_client import Client
 from starlette.datastructures import QueryParams
 
 from playground.measure import sweeps
-from playground.ui import experiments_tab, files, inputs as page_inputs, json_view, playground_tab
+from playground.ui import calculator, experiments_tab, files, inputs as page_inputs, json_view, playground_tab
 from playground.ui import api as page_api, live, plots, race, share, turn
 from playground.errors import PlaygroundError
 from playground.draft_ids import cascade
@@ -1284,14 +1284,14 @@ def test_the_calculator_draws_the_runs_that_told_their_speedup_and_faintly_the_r
                       "speedup_high": 1.5}, untold, None):
         history = playground_tab.remember_run(measured, history)  # None: a run without the comparison
     assert len(history) == 2
-    text, figure = experiments_tab.calculator(0.7, 4, 0.1, history)
+    text, figure = calculator.calculator(0.7, 4, 0.1, history)
     assert "1 of your runs compared with the target alone gave no single number for its speedup (too noisy for one): drawn as a circle" in text
     assert "measured 0.90-1.50x, about 1.20x (too noisy for one number)" in text  # no verdict known: none said
     history[-1] = dict(untold, verdict="faster", speedup_low=1.14, speedup_high=2.09, speedup_estimate=1.66)
-    text, figure = experiments_tab.calculator(0.55, 3, 0.025, history)  # it said "could not tell" of a run shown "faster"
+    text, figure = calculator.calculator(0.55, 3, 0.025, history)  # it said "could not tell" of a run shown "faster"
     assert "measured faster, 1.14-2.09x, about 1.66x (too noisy for one number)" in text
     assert any(t.name == "expected (α=0.55, c=0.025)" for t in figure.data)  # as its slider says (c=0.03 before)
-    text, figure = experiments_tab.calculator(0.7, 4, 0.1, history[:1] + [untold])
+    text, figure = calculator.calculator(0.7, 4, 0.1, history[:1] + [untold])
     assert [list(t.y) for t in figure.data if t.name == "measured runs"] == [[1.4]]
     faint = next(t for t in figure.data if t.name == plots.UNTOLD)
     assert list(faint.y) == [1.2] and list(faint.error_y.array) == [pytest.approx(0.3)]
@@ -1301,28 +1301,28 @@ def test_the_calculator_draws_the_runs_that_told_their_speedup_and_faintly_the_r
 def test_the_calculator_says_when_no_k_pays():
     """At α 0.5 and c 1 every k is slower than the target alone: it named k = 1 "best", at 0.75x,
     under its own 1x line (a newcomer's review)."""
-    text, _ = experiments_tab.calculator(0.5, 8, 1.0, [])
+    text, _ = calculator.calculator(0.5, 8, 1.0, [])
     assert "expected speedup **0.22x** (no k pays for these numbers: the best, k = 1, gives 0.75x; the target alone is faster" in text
     assert "best k for these numbers" not in text
-    assert "the best, k = 1, gives 0.99x; the target alone is faster" in experiments_tab.calculator(0.99, 16, 1.0, [])[0]
-    assert "expected speedup **0.99x** (no k pays" in experiments_tab.calculator(0.99, 1, 1.0, [])[0]  # one value, one number
-    assert "**0.88x** (no k pays for these numbers: the best, k = 1, gives 0.88x" in experiments_tab.calculator(0.1, 1, 0.25, [])[0]
-    assert "**1.00x** (at best break-even: k = 1 gives 1.00x" in experiments_tab.calculator(0.1, 1, 0.1, [])[0]  # (α = c)  # (0.995: "1.00x")
-    assert "(best k for these numbers: 3)" in experiments_tab.calculator(0.6, 8, 0.1, [])[0]
+    assert "the best, k = 1, gives 0.99x; the target alone is faster" in calculator.calculator(0.99, 16, 1.0, [])[0]
+    assert "expected speedup **0.99x** (no k pays" in calculator.calculator(0.99, 1, 1.0, [])[0]  # one value, one number
+    assert "**0.88x** (no k pays for these numbers: the best, k = 1, gives 0.88x" in calculator.calculator(0.1, 1, 0.25, [])[0]
+    assert "**1.00x** (at best break-even: k = 1 gives 1.00x" in calculator.calculator(0.1, 1, 0.1, [])[0]  # (α = c)  # (0.995: "1.00x")
+    assert "(best k for these numbers: 3)" in calculator.calculator(0.6, 8, 0.1, [])[0]
     # past the slider's 16 (α 0.95, c 0.01: k = 40 gives 12.5x, 16 gives 10.0x): not called the best (a maths review)
-    assert "(best k for these numbers: 16 or more (16 is the slider's limit))" in experiments_tab.calculator(0.95, 8, 0.01, [])[0]
+    assert "(best k for these numbers: 16 or more (16 is the slider's limit))" in calculator.calculator(0.95, 8, 0.01, [])[0]
 
 
 def test_the_calculator_takes_an_exact_match_and_a_free_draft():
     """α stopped at 0.99 and c at 0.01: an exact match (a repeat of the prompt) and prompt lookup's
     near-free guesses could not be asked."""
-    assert "**5.00** tokens per round (a verify pass), expected speedup **3.57x**" in experiments_tab.calculator(1.0, 4, 0.1, [])[0]
-    free = experiments_tab.calculator(0.7, 4, 0.0, [])[0]
+    assert "**5.00** tokens per round (a verify pass), expected speedup **3.57x**" in calculator.calculator(1.0, 4, 0.1, [])[0]
+    free = calculator.calculator(0.7, 4, 0.0, [])[0]
     assert "expected speedup **2.77x**" in free and "with c = 0 drafting is free here" in free
-    flat = experiments_tab.calculator(0.3, 4, 0.0, [])[0]  # k = 16 "best" where k = 3 gives as much (a review)
+    flat = calculator.calculator(0.3, 4, 0.0, [])[0]  # k = 16 "best" where k = 3 gives as much (a review)
     assert "k = 3 already gives 1.42x, within 1% of k = 16's 1.43x" in flat
     for alpha in (0.01, 0.05, 0.08):  # the speedup rises with k, past float's last digit before 16 (k = 8, 12, 14
-        assert "best k for these numbers: 16 or more: with c = 0" in experiments_tab.calculator(alpha, 4, 0.0, [])[0]  # named)
+        assert "best k for these numbers: 16 or more: with c = 0" in calculator.calculator(alpha, 4, 0.0, [])[0]  # named)
     restored = page_inputs.restore_from_url(_request("/?tab=experiments&calc_alpha=1&calc_c=0"))
     assert restored[-9:-2][4] == 1 and restored[-9:-2][6] == 0 and "calc_" not in html.unescape(restored[-1])
 
@@ -1339,7 +1339,7 @@ def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
             {"k": 4, "speedup": None, "speedup_estimate": None, "speedup_low": None}]  # (a point stopped: no range)
     points = experiments_tab.k_sweep_points(rows, Settings.from_preset(page_inputs.PRESETS["demo"]))
     assert [p["k"] for p in points["rows"]] == [1, 2, 3] and points["temperature"] == 0.0
-    text, figure = experiments_tab.calculator(0.7, 4, 0.1, [], points)
+    text, figure = calculator.calculator(0.7, 4, 0.1, [], points)
     line = next(t for t in figure.data if t.name == "your last K sweep (measured)")
     assert list(line.x) == [1, 2, 3] and list(line.y) == [1.3, 1.9, 1.4]
     assert list(line.error_y.array) == [pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.3)]
@@ -1351,23 +1351,23 @@ def test_the_calculator_draws_the_last_k_sweep_beside_the_formula():
                                "per-token acceptance α=0.75, too noisy for one number"]
     assert "best k measured: 2" in text  # its interval above every other's, the noisy one's range included
     rows[2]["speedup_high"] = 2.1
-    assert "no k measured clearly best" in experiments_tab.calculator(0.7, 4, 0.1, [], experiments_tab.k_sweep_points(
+    assert "no k measured clearly best" in calculator.calculator(0.7, 4, 0.1, [], experiments_tab.k_sweep_points(
         rows, Settings.from_preset(page_inputs.PRESETS["demo"])))[0]
-    assert "Your last K sweep" not in experiments_tab.calculator(0.7, 4, 0.1, [], None)[0]
+    assert "Your last K sweep" not in calculator.calculator(0.7, 4, 0.1, [], None)[0]
     assert experiments_tab.k_sweep_points(rows[3:], Settings.from_preset(page_inputs.PRESETS["demo"])) is None
     typed = experiments_tab.k_sweep_points([rows[2], rows[0], rows[1]], Settings.from_preset(page_inputs.PRESETS["demo"]))
     assert [p["k"] for p in typed["rows"]] == [1, 2, 3]  # typed 3,1,2: drawn in k's order (a zigzag)
     chart_rows = [r | {"tokens_per_target_pass": 2.0} for r in (rows[2], rows[0], rows[1])]
     assert all(list(trace.x) == [1, 2, 3] for trace in plots.sweep_chart(chart_rows, "k").data[:4])
     one = experiments_tab.k_sweep_points(rows[:1], Settings.from_preset(page_inputs.PRESETS["demo"]))
-    alone = experiments_tab.calculator(0.7, 4, 0.1, [], one)[0]  # (one point: no line, no k best among others)
+    alone = calculator.calculator(0.7, 4, 0.1, [], one)[0]  # (one point: no line, no k best among others)
     assert "(temperature 0, α 0.85) measured k 1 alone" in alone and "clearly best" not in alone  # α not 0.85-0.85
     for changed, beyond in (({"draft": "ngram"}, "prompt lookup"), ({"policy": "schedule"}, "the schedule policy"),
                             ({"policy": "confidence"}, "the confidence policy")):  # the formula is a draft model's fixed k:
         settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), **changed)  # not drawn against it,
         points = experiments_tab.k_sweep_points(rows, settings)  # and said (the earlier sweep's line went without a word)
         assert points == {"temperature": 0.0, "rows": [], "beyond": beyond}, changed
-        text, figure = experiments_tab.calculator(0.7, 4, 0.1, [], points)
+        text, figure = calculator.calculator(0.7, 4, 0.1, [], points)
         assert f"Your last K sweep, with {beyond}, is not drawn" in text
         assert not any(t.name == "your last K sweep (measured)" for t in figure.data)
 
@@ -1821,20 +1821,20 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     measured, theory = last()
     assert measured["k"] == 4 and 0 <= measured["alpha"] <= 1 and theory and 0 < measured["cost_ratio"] < 5
     history = playground_tab.remember_run(measured, [])
-    a, k, c, text = experiments_tab.from_last_run(history)  # the calculator's sliders from this run: its curve
+    a, k, c, text = calculator.from_last_run(history)  # the calculator's sliders from this run: its curve
     assert (a, k, text) == (round(min(measured["alpha"], 0.99), 2), 4, gr.skip())
     assert c == round(min(max(measured["cost_ratio"], 0.01), 1), 3)  # to the 0.001 the calculator's text says
     told = f"Your last compared run, demo-target + demo-draft: α {measured['alpha']:.2f}, k 4, c {measured['cost_ratio']:.3f}, measured "
-    assert told in experiments_tab.calculator(a, k, c, history)[0] and measured["verdict"]  # its own, unclamped
-    assert experiments_tab.from_last_run([])[:3] == (gr.skip(),) * 3
-    assert "No run to take them from yet" in experiments_tab.from_last_run([])[3]
+    assert told in calculator.calculator(a, k, c, history)[0] and measured["verdict"]  # its own, unclamped
+    assert calculator.from_last_run([])[:3] == (gr.skip(),) * 3
+    assert "No run to take them from yet" in calculator.from_last_run([])[3]
     even = dict(measured, speedup=1.04, speedup_low=0.97, speedup_high=1.12)  # said as its card says it (a bare 1.04x
-    assert "measured no clear difference, 1.04x (0.97-1.12x)" in experiments_tab.calculator(a, k, c, [even])[0]  # read as faster)
+    assert "measured no clear difference, 1.04x (0.97-1.12x)" in calculator.calculator(a, k, c, [even])[0]  # read as faster)
     sweep = {"temperature": 0.0, "rows": [{"k": 2, "speedup": 1.5, "speedup_low": 1.4, "speedup_high": 1.6,
                                            "speedup_estimate": 1.5, "verdict": "faster", "token_acceptance": 0.6}]}
-    word = experiments_tab.from_last_run([], sweep, 0.7, 4, 0.1)[3]  # after a K sweep alone: the word above the
+    word = calculator.from_last_run([], sweep, 0.7, 4, 0.1)[3]  # after a K sweep alone: the word above the
     assert word.startswith("**No run to take them from yet") and word.endswith(  # result, which stays
-        experiments_tab.calculator(0.7, 4, 0.1, [], sweep)[0]) and "Your last K sweep (temperature 0, α 0.60)" in word
+        calculator.calculator(0.7, 4, 0.1, [], sweep)[0]) and "Your last K sweep (temperature 0, α 0.60)" in word
     for name, overrides, beyond in (("demo", {"policy": "schedule"}, "the schedule policy"),
                                     ("demo", {"tree": "2,2"}, "a token tree"), ("demo-ngram", {}, "prompt lookup")):
         assert last(name, **overrides) == ({"beyond": beyond}, False), (name, overrides)
@@ -1842,16 +1842,16 @@ def test_the_calculator_and_theory_card_keep_to_runs_their_formula_describes():
     # after a prompt-lookup run it called the older run "Your last compared run" and set its α and k without a word)
     later = playground_tab.remember_run({"beyond": "prompt lookup"}, history)
     assert later == history + [{"beyond": "prompt lookup"}]
-    assert experiments_tab.from_last_run(later)[:2] == (a, k)
-    text, figure = experiments_tab.calculator(a, k, c, later)
+    assert calculator.from_last_run(later)[:2] == (a, k)
+    text, figure = calculator.calculator(a, k, c, later)
     assert "; your last compared run, with prompt lookup, is not one the formula describes (a draft model drafting a chain " \
            "of fixed k). Your last compared run the formula describes, demo-target + demo-draft: α" in text
     assert [list(t.y) for t in figure.data if t.name == "measured runs"] in ([[measured["speedup"]]], [])
     assert playground_tab.remember_run({"beyond": "a token tree"}, later) == history + [{"beyond": "a token tree"}]
     assert playground_tab.remember_run(measured, later) == history + [measured]  # (the word goes once a chain run comes)
-    alone = experiments_tab.from_last_run([{"beyond": "a token tree"}])
+    alone = calculator.from_last_run([{"beyond": "a token tree"}])
     assert alone[:3] == (gr.skip(),) * 3 and "your last compared run, with a token tree, is not one the formula" in alone[3]
-    paged = experiments_tab.from_last_run([{"beyond": "a token tree"}], None, 0.7, 4, 0.1)[3]  # as the page calls it
+    paged = calculator.from_last_run([{"beyond": "a token tree"}], None, 0.7, 4, 0.1)[3]  # as the page calls it
     assert paged.count("is not one the formula describes") == 1  # (the word and the calculator's text both said it)
 
 

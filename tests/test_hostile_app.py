@@ -866,7 +866,7 @@ def test_the_calculator_refuses_values_past_its_sliders():
     and as k a raw 'cannot convert float NaN to integer'), and the page sends what is typed unchecked:
     each is said in the calculator's text, its chart cleared, the value as typed (Markdown escaped: a
     link of its own was drawn as one)."""
-    from playground.ui.experiments_tab import calculator
+    from playground.ui.calculator import calculator
     for args, said in (((float("nan"), 4, 0.1), "the acceptance must be between 0 and 1, not nan"),
                        ((0.7, float("nan"), 0.1), "k must be a whole number between"),
                        ((0.7, 4, float("inf")), "the cost ratio must be between"), ((0.7, 10**6, 0.1), "k must be"),

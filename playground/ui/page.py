@@ -18,7 +18,8 @@ from playground.ui.addresses import DEVICE
 from playground.ui.api import generate
 from playground.ui.calls import VALUE_CHARS, bound
 from playground.ui.experiment_link import CALCULATOR_RANGES, EXPERIMENT_NAMES, SWEEP_DEFAULTS, TAB, Experiment
-from playground.ui.experiments_tab import (calculator, column_headers, column_widths, empty_sweep_table, experiment_buttons, from_last_run,
+from playground.ui.calculator import calculator, from_last_run
+from playground.ui.experiments_tab import (column_headers, column_widths, empty_sweep_table, experiment_buttons,
                                            make_experiment_link, run_comparison, run_sweep, settings_line, sweep_columns, rows_shown,
                                            waits_for_run_js)
 from playground.ui.export_tab import export_view

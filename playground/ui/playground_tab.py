@@ -447,7 +447,7 @@ IDLE = gr.update(interactive=True), gr.update(interactive=False)
 def remember_run(measured: dict | None, history: list) -> list:
     """Keep this browser session's compared runs for the speedup calculator (speedup None: the
     comparison could not tell it; counted, not drawn), and after them the last compared run its
-    formula does not describe, if it came last ({"beyond": ...}: see experiments_tab.formula_runs)."""
+    formula does not describe, if it came last ({"beyond": ...}: see calculator.formula_runs)."""
     if measured and ("speedup" in measured or "beyond" in measured):
         return ([m for m in history or [] if "beyond" not in m] + [measured])[-MAX_REMEMBERED:]
     return history or []
