@@ -88,7 +88,7 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     clock, guide, started = run.clock, run.ctx.guide, time.perf_counter()
     events = _forced(proposer, run) if guide is not None else []
     if run.budget == 0 or (events and events[-1].token_id in eos_ids):
-        finish = "eos" if events[-1].token_id in eos_ids else "length"
+        finish = "eos" if events and events[-1].token_id in eos_ids else "length"
         event = _round_event(run, events, 0, 0, None, 0.0, 0.0, started, finish, 0)
         event.forced_first = len(events)
         return event
@@ -99,26 +99,12 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
     t1 = clock.mark()
     if k == 0:  # the target alone this round: say why
         proposal.stop_reason = "the schedule paused drafting" if asked == 0 else "one token left"
-    if (judge := getattr(proposer, "judge", None)) is not None:  # its own verify pass and rule (fused.py)
-        verdict = judge(proposal)
-    elif isinstance(proposal, TreeProposal):
-        verdict = _verify_tree(target, proposal, run, cfg)
-    else:
-        verdict = _verify(target, proposal, run, cfg)
+    verdict = _judged(target, proposer, proposal, run, cfg)
     t2 = clock.mark()
     no_choice = [] if guide is None else guide.no_choice() if verdict.path is None else [
         guide.paths_alone[proposal.parents[node] + 1] for node in verdict.path]  # a tree's node: its parent's row
     new, kept, committed, finish = _commit_events(verdict, eos_ids, no_choice)
-    if verdict.path is not None:  # a tree: the target's cache keeps the accepted branch only
-        target.keep(len(run.seq), [len(run.seq) + node for node in verdict.path[:kept]])
-    run.seq.extend(new)
-    if not getattr(proposer, "places_caches", False):  # (the fused programs place both caches' pointers themselves)
-        target.crop(len(run.seq) - 1)
-    proposer.commit(kept, new)
-    if guide is not None and verdict.path is not None:
-        guide.commit_path(new, kept)  # a tree's drafts were never consumed: its kept branch and the target's token
-    elif guide is not None:
-        guide.settle(kept, new[-1] if len(new) > kept else None)
+    _keep(target, proposer, run, verdict, new, kept)
     # a tree: every node was verified, its kept branch ending in EOS too (its kept nodes alone made the run's
     # acceptance look higher); a chain: its drafts after an accepted EOS were never judged
     judged = len(proposal.tokens) if verdict.path is not None else kept if len(new) == kept else len(verdict.drafts)
@@ -134,6 +120,32 @@ def _round(target: ModelRunner, proposer, run: _Run, cfg: SpecConfig, eos_ids: s
         event.tree = {"tokens": list(proposal.tokens), "parents": list(proposal.parents), "path": verdict.path[:kept],
                       **verdict.node_probs}
     return event
+
+
+def _judged(target: ModelRunner, proposer, proposal, run: _Run, cfg: SpecConfig):
+    """The target's verdict on the round's drafts: the proposer's own verify pass and rule where it has one
+    (fused.py), a token tree's, or a chain's."""
+    if (judge := getattr(proposer, "judge", None)) is not None:
+        return judge(proposal)
+    if isinstance(proposal, TreeProposal):
+        return _verify_tree(target, proposal, run, cfg)
+    return _verify(target, proposal, run, cfg)
+
+
+def _keep(target: ModelRunner, proposer, run: _Run, verdict, new: list[int], kept: int) -> None:
+    """The round's tokens committed everywhere: the sequence, the target's cache (a tree's accepted branch
+    only), the proposer, and the guide (a chain's drafts were consumed and are settled; a tree's were not)."""
+    guide = run.ctx.guide
+    if verdict.path is not None:
+        target.keep(len(run.seq), [len(run.seq) + node for node in verdict.path[:kept]])
+    run.seq.extend(new)
+    if not getattr(proposer, "places_caches", False):  # (the fused programs place both caches' pointers themselves)
+        target.crop(len(run.seq) - 1)
+    proposer.commit(kept, new)
+    if guide is not None and verdict.path is not None:
+        guide.commit_path(new, kept)  # its kept branch and the target's token
+    elif guide is not None:
+        guide.settle(kept, new[-1] if len(new) > kept else None)
 
 
 def _forced(proposer, run: _Run) -> list[TokenEvent]:
