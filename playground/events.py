@@ -111,6 +111,11 @@ class RunResult:
                     {"rounds": [round_json(r) for r in self.rounds]} if with_rounds else {})
 
 
+def committed_ids(events) -> list[int]:
+    """The token ids a run wrote: each round's committed tokens, in order (other events skipped)."""
+    return [t.token_id for e in events if isinstance(e, Round) for t in e.committed]
+
+
 def round_json(r: Round) -> dict:
     """A round as plain data: its timing, its tokens with their kinds and probabilities, and a token tree's
     every node (`tree`: tokens, parents (-1: the root), the kept path, text, p_target, p_draft; null for a

@@ -32,7 +32,7 @@ import torch
 
 from playground import session
 from playground.config import SpecConfig, tree_fields, tree_text
-from playground.events import Round
+from playground.events import Round, committed_ids
 from playground.metrics import first_tokens, summarize
 from playground.draft_ids import NGRAM
 from playground.models.loading import Pair
@@ -124,8 +124,7 @@ def run_hf(pair: Pair, ids: list[int], cfg: SpecConfig, method: str) -> Sample:
 
 def engine_sample(events: list) -> Sample:
     stats = summarize(events, 0.0)
-    ids = [t.token_id for e in events if isinstance(e, Round) for t in e.committed]
-    return Sample(ids, timed(events).seconds, stats["target_passes"], stats["proposed"], stats["accepted"],
+    return Sample(committed_ids(events), timed(events).seconds, stats["target_passes"], stats["proposed"], stats["accepted"],
                   [e for e in events if isinstance(e, Round)])
 
 

@@ -11,7 +11,7 @@ from playground.config import SpecConfig, tree_text
 from playground.draft_ids import NGRAM, cascade, draft_model, is_cascade
 from playground.errors import PlaygroundError
 from playground.limits import MAX_SWEEP_VALUES, at_most
-from playground.events import Round
+from playground.events import committed_ids
 from playground.metrics import first_difference, summarize
 from playground.typed import decimal, listed, whole
 from playground.measure.speedup import engine_block, measure
@@ -124,8 +124,8 @@ def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
 
 def _differing(runs: list[list], alone: list[list]) -> list[int]:
     """Greedy: where each run's text left the target alone's beside it (first token), for those that did."""
-    ids = lambda events: [t.token_id for e in events if isinstance(e, Round) for t in e.committed]  # noqa: E731
-    return [at for run, base in zip(runs, alone) if (at := first_difference(ids(run), ids(base))) is not None]
+    return [at for run, base in zip(runs, alone)
+            if (at := first_difference(committed_ids(run), committed_ids(base))) is not None]
 
 
 def _drift(differ: list[int] | None, runs: int) -> str:

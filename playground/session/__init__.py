@@ -20,7 +20,7 @@ from playground.engine.runner import ModelRunner
 from playground.engine.speculative import NoProposer, speculate
 from playground.engine.static import StaticRunner
 from playground.errors import PlaygroundError
-from playground.events import STOPPED, Prefill, Round, RunResult
+from playground.events import STOPPED, Prefill, Round, RunResult, committed_ids
 from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS, at_most
 from playground.metrics import summarize
 from playground.engine.attention import fold_grouped_heads, folds_on
@@ -285,7 +285,7 @@ def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | No
     """A run's events -> its result; a thinking run's reasoning tokens and answer: a constrained one's
     from its matcher, a free one's by its marker tokens (`prompt_ids`: whether the template opened it)."""
     rounds = [e for e in events if isinstance(e, Round)]
-    ids = [t.token_id for r in rounds for t in r.committed]
+    ids = committed_ids(rounds)
     finish = (rounds[-1].finish_reason if rounds else None) or STOPPED
     text, cut = _text(pair, ids, finish, dangling(pair.tokenizer, prompt_ids))
     result = RunResult(ids, text, summarize(events, wall_s), finish, rounds)

@@ -17,7 +17,7 @@ from playground.config import no_room_to_answer, tree_fields
 from playground import stopping
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on, for_log
-from playground.events import Round, RunResult, round_json
+from playground.events import Round, RunResult, committed_ids, round_json
 from playground.metrics import comparison_json, engine_seconds, summarize
 from playground.session.host import custom_models_allowed
 from playground.presets import Settings, all_presets, hosted_models, policy_as_run, unused_settings
@@ -284,7 +284,7 @@ class _Stream:
     def reasoning(self) -> int | None:
         """How many tokens so far are thinking (RunResult.reasoning_tokens before the result): a scan of
         the ids (no decoding past their first few)."""
-        ids = [t.token_id for e in self.sink if isinstance(e, Round) for t in e.committed]
+        ids = committed_ids(self.sink)
         if self.constraint is not None:
             return self.constraint.reasoning_tokens(ids)
         return session.free_thinking(self.pair.tokenizer, self.prompt_ids, ids)
@@ -305,8 +305,7 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0, with_settings: bool = True
     if snap.result is not None:
         out |= snap.result.as_json(with_rounds=False)
     else:  # (a reader of `text` while it streams met a KeyError; a cancel left no text)
-        ids = [t.token_id for r in rounds for t in r.committed]
-        out |= {"text": "".join(t.text for r in rounds for t in r.committed), "token_ids": ids,
+        out |= {"text": "".join(t.text for r in rounds for t in r.committed), "token_ids": committed_ids(rounds),
                 "stats": summarize(snap.events, engine_seconds(snap.events))}
     out |= {"note": snap.note, "rounds_from": rounds_from, "rounds": [round_json(r) for r in rounds[rounds_from:]]}
     if snap.failure is not None:  # what ended it part way (or its measuring again)
