@@ -8,6 +8,7 @@ on the demo tokenizer), said apart from ambiguity where finding it took most of 
 import time
 
 from playground import limits
+from playground.constraints.matcher import Wrapper
 from playground.errors import PlaygroundError
 
 SIMPLER = ("simplify the constraint (an ambiguous grammar, one that parses a text in many ways such as a: a a | "
@@ -21,11 +22,11 @@ class TooCostly(PlaygroundError):
     where = "constraint"
 
 
-class MeteredMatcher:
-    """Wraps a matcher (llguidance's, xgrammar's, a ThinkingMatcher) with the same methods."""
+class MeteredMatcher(Wrapper):
+    """Wraps a matcher (llguidance's, xgrammar's, a ThinkingMatcher) with the same methods, its work timed."""
 
     def __init__(self, inner):
-        self.inner = inner
+        super().__init__(inner)
         self.step_seconds, self.run_seconds = limits.CONSTRAINT_STEP_SECONDS, limits.CONSTRAINT_RUN_SECONDS
         self.spent = 0.0  # CPU seconds of matcher work in this run
         self.consumed = 0  # tokens consumed and kept (for the message)
@@ -61,8 +62,3 @@ class MeteredMatcher:
     def forced_tokens(self) -> list[int]:
         return self._timed(self.inner.forced_tokens, forcing=True)
 
-    def accepting(self) -> bool:
-        return self.inner.accepting()
-
-    def error(self) -> str | None:
-        return self.inner.error()

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from playground.constraints.guide import _bit
+from playground.constraints.matcher import Wrapper, drop_last
 from playground.constraints.safety import reachable
 from playground.constraints.schema_keywords import children
 
@@ -158,11 +159,11 @@ def allowed_ids(words: np.ndarray, n: int):
                 bits ^= low
 
 
-class UniqueKeys:
+class UniqueKeys(Wrapper):
     """A matcher (llguidance's or xgrammar's) with the same methods, masking repeated names."""
 
     def __init__(self, inner, tables: NameTables, look_ahead: bool = True):
-        self.inner = inner  # has fork(): a copy of its state to look ahead with
+        super().__init__(inner)  # it has fork(): a copy of its state to look ahead with
         self.tables = tables
         self.look_ahead = look_ahead  # names can run out (names_can_run_out): follow what could end as held ones
         self.states = [Lexed()]  # after each consumed token, the first before any
@@ -258,17 +259,7 @@ class UniqueKeys:
 
     def rollback(self, n: int) -> None:
         self.inner.rollback(n)
-        if n:
-            del self.states[len(self.states) - n:]
-
-    def forced_tokens(self) -> list[int]:
-        return self.inner.forced_tokens()
-
-    def accepting(self) -> bool:
-        return self.inner.accepting()
-
-    def error(self) -> str | None:
-        return self.inner.error()
+        drop_last(self.states, n)
 
 
 OBJECT_WORDS = ("properties", "required", "minProperties", "maxProperties", "dependentRequired", "dependencies")

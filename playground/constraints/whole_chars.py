@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from playground.constraints.matcher import Wrapper, drop_last
+
 SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")  # the first two bytes of U+D800-U+DFFF in UTF-8
 LEAD = 0xED
 
@@ -40,11 +42,13 @@ def _words(bits: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.packbits(bits, bitorder="little").view("<i4").copy())
 
 
-class NoSurrogates:
-    """xgrammar's matcher with the same methods, never writing a surrogate."""
+class NoSurrogates(Wrapper):
+    """xgrammar's matcher with the same methods, never writing a surrogate (a jump-forward text is a str:
+    whole characters, so its forced tokens are the inner matcher's)."""
 
     def __init__(self, inner, tables: SurrogateTables):
-        self.inner, self.tables = inner, tables
+        super().__init__(inner)
+        self.tables = tables
         self.after_lead = [False]  # after each consumed token: its bytes end with ED; the first before any
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
@@ -65,14 +69,4 @@ class NoSurrogates:
 
     def rollback(self, n: int) -> None:
         self.inner.rollback(n)
-        if n:
-            del self.after_lead[len(self.after_lead) - n:]
-
-    def forced_tokens(self) -> list[int]:
-        return self.inner.forced_tokens()  # a jump-forward text is a str: whole characters
-
-    def accepting(self) -> bool:
-        return self.inner.accepting()
-
-    def error(self) -> str | None:
-        return self.inner.error()
+        drop_last(self.after_lead, n)
