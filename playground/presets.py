@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from playground.config import CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, GPU_DEFAULT
+from playground.config import BACKENDS, CONSTRAINT_FIELDS, CPU_DEFAULT, CPU_FALLBACK, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, GPU_DEFAULT
 from playground.models import loading as models
 from playground.models import locate
 from playground.models.placement import compiles_by_default, on_zero_gpu
@@ -89,7 +89,7 @@ class Settings:
     schema: str = ""
     regex: str = ""
     grammar: str = ""  # Lark or GBNF (GBNF: every rule defined with ::=)
-    backend: str = "llguidance"
+    backend: str = BACKENDS[0]
     compare: bool = True
     schema_in_prompt: bool = False  # append the schema to the prompt (instruct models)
     policy: str = "fixed"  # draft length: fixed, schedule or confidence (k is then the ceiling)

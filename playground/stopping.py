@@ -1,4 +1,4 @@
-"""A run's Stop, as work below the page sees it: the page (or a CLI caller) sets a `stopped()` check
+"""A run's Stop, as work below the page sees it: the page sets a `stopped()` check
 for the work it starts (stopped_by); model loads, the compile of a run's passes and a constraint's
 work in a worker ask it between their steps and end with Stopped. Owned by no layer: a context
 variable each layer reads, so none calls up into the one that set it. No torch here."""
@@ -44,4 +44,3 @@ def raise_if_stopped(what: str) -> None:
 def stop_asked() -> Callable[[], bool] | None:
     """The caller's stop (stopped_by), None where none is set (a worker then waits without polling)."""
     return _stop.get()
-

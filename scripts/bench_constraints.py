@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
 from playground.constraints import ConstraintSpec  # noqa: E402
-from playground.constraints.compile import BACKEND_CLASSES as BACKENDS  # noqa: E402
+from playground.constraints.compile import BACKEND_CLASSES  # noqa: E402
 from playground.constraints.guide import Guide  # noqa: E402
 from playground.errors import PlaygroundError  # noqa: E402
 from tests.constraint_cases import SCHEMAS  # noqa: E402
@@ -82,8 +82,8 @@ def allowed_ids(row: torch.Tensor) -> list[int]:
 def mask_table(tok, steps: int) -> list[dict]:
     eos = frozenset({tok.eos_token_id})
     rows = []
-    for name in BACKENDS:
-        backend = BACKENDS[name](tok, QWEN_LOGITS, eos)
+    for name in BACKEND_CLASSES:
+        backend = BACKEND_CLASSES[name](tok, QWEN_LOGITS, eos)
         compile_s, mask_s, refused = [], [], 0
         for i, schema in enumerate(SCHEMAS.values()):
             spec = ConstraintSpec("json", json.dumps(schema), name)
@@ -167,7 +167,7 @@ def main():
     print("\nDemo pair, demo-json preset, k=4, greedy, 5 runs:\n")
     print("| backend | constraint time (s) | run time (s) | share | tokens | forced (last run) | valid |")
     print("|---|---|---|---|---|---|---|")
-    for backend in BACKENDS:
+    for backend in BACKEND_CLASSES:
         r = demo_share(backend)
         print(f"| {r['backend']} | {r['constraint_s']:.3f} | {r['wall_s']:.3f} | {100 * r['share']:.1f}% | {r['tokens']} | "
               f"{r['forced']} | {r['valid']} |")

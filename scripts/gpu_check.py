@@ -117,7 +117,7 @@ from playground.engine.attention import fold_grouped_heads  # noqa: E402
 from playground.engine.fused import FusedProposer, Programs  # noqa: E402
 from playground.engine.speculative import speculate  # noqa: E402
 from playground.engine.static import StaticRunner  # noqa: E402
-from playground.events import Round  # noqa: E402
+from playground.events import Round, committed_ids  # noqa: E402
 from playground.engine.fused_layers import fuse_model, fused_models  # noqa: E402
 from playground.engine.fused_linear import Blocks  # noqa: E402
 from playground.models.fused_projections import fuse_projections  # noqa: E402
@@ -462,7 +462,7 @@ def predict_last_token(pair: Pair) -> None:
 
 def decode(events) -> tuple[list[int], float, list[Round]]:
     rounds = [e for e in events if isinstance(e, Round)]
-    return [t.token_id for r in rounds for t in r.committed], sum(r.wall_s for r in rounds), rounds
+    return committed_ids(rounds), sum(r.wall_s for r in rounds), rounds
 
 
 def narrow_target_alone(pair: Pair, prompt: list[int], cfg):

@@ -842,3 +842,10 @@ def test_a_grammar_with_no_finite_text_is_said_to_force_text_forever(capfd):
                                               "text forever and no finite text satisfies it"):
         session.run(pair, session.encode_prompt(pair, "x = "), session.settings(k=3, max_new_tokens=16), constraint=constraint)
     assert "Too many items" not in capfd.readouterr().err
+
+
+def test_the_backends_offered_are_the_backends_built():
+    """config.BACKENDS names what the page, links and CLI offer; compile's table builds them (one list each, tied)."""
+    from playground.config import BACKENDS as OFFERED
+    from playground.constraints.compile import BACKEND_CLASSES
+    assert tuple(BACKEND_CLASSES) == OFFERED == tuple(BACKENDS)

@@ -680,6 +680,13 @@ def test_a_long_forced_text_past_the_runs_bound_is_said_as_such_not_as_ambiguity
                                               r"finding the text the constraint forces") as caught:
         session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=2048), constraint=constraint)
     assert caught.value.where == "constraint" and "ambiguous" not in str(caught.value)
+    monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 120)  # one step past its own bound: said the same way
+    monkeypatch.setattr(limits, "CONSTRAINT_STEP_SECONDS", 0.001)
+    for backend in ("llguidance", "xgrammar"):
+        constraint = session.constrain(x_pair, ConstraintSpec("json", json.dumps({"const": "ab" * 20_000}), backend))
+        with pytest.raises(PlaygroundError, match=r"for one step after \d+ tokens, .*: most of it finding the text") as caught:
+            session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=2048), constraint=constraint)
+        assert "ambiguous" not in str(caught.value), backend
 
 
 def test_a_refusal_is_one_bounded_line_in_the_log(caplog):

@@ -2,8 +2,9 @@
 drives it): fill_bitmask(row) writes the packed mask of the current state ([W] int32); consume(token) -> bool;
 rollback(n) undoes the last n consumed tokens; forced_tokens() -> the ids the state forces (jump-forward);
 accepting() -> whether the output may end here; error() -> what stopped the matcher, or None; some have
-fork() (a copy of the state to look ahead with). A wrapper (NoSurrogates, UniqueKeys, ThinkingMatcher,
-MeteredMatcher) changes what it must and hands the rest to the matcher it wraps."""
+fork() (a copy of the state to look ahead with). A wrapper (NoSurrogates, UniqueKeys, MeteredMatcher)
+extends Wrapper, changes what it must and hands the rest to the matcher it wraps; ThinkingMatcher
+(reasoning.py) keeps the protocol on its own, every method its own."""
 
 
 class Wrapper:

@@ -13,6 +13,8 @@ from playground.errors import PlaygroundError
 
 SIMPLER = ("simplify the constraint (an ambiguous grammar, one that parses a text in many ways such as a: a a | "
            "\"x\", makes the work grow with every token)")
+LONG_FORCED = 256  # forced tokens in one answer past which finding them is said as the cost (an ambiguous grammar's
+# forced tokens are few, however slow its parser makes finding them)
 SHORTER = ("most of it finding the text the constraint forces, which is found whole again at every token: shorten "
            "long fixed text (a const or enum value, a property name, a grammar's string)")
 
@@ -31,18 +33,21 @@ class MeteredMatcher(Wrapper):
         self.spent = 0.0  # CPU seconds of matcher work in this run
         self.consumed = 0  # tokens consumed and kept (for the message)
         self.forcing = 0.0  # of `spent`, the seconds finding forced text (forced_tokens)
+        self.longest_forced = 0  # the most tokens one forced_tokens() answered
 
     def _timed(self, work, *args, forcing: bool = False):
         start = time.thread_time()
         out = work(*args)
         took = time.thread_time() - start
         self.spent += took
-        self.forcing += took if forcing else 0.0
+        if forcing:
+            self.forcing, self.longest_forced = self.forcing + took, max(self.longest_forced, len(out))
         if took > self.step_seconds:
+            why = SHORTER if forcing and len(out) >= LONG_FORCED else SIMPLER
             raise TooCostly(f"the constraint took {took:.2g} s of CPU for one step after {self.consumed} tokens, more "
-                            f"than this host allows ({self.step_seconds:g} s): {SIMPLER}")
+                            f"than this host allows ({self.step_seconds:g} s): {why}")
         if self.spent > self.run_seconds:
-            why = SHORTER if self.forcing > self.spent / 2 else SIMPLER
+            why = SHORTER if self.forcing > self.spent / 2 and self.longest_forced >= LONG_FORCED else SIMPLER
             raise TooCostly(f"the constraint took {self.spent:.0f} s of CPU in this run, more than this host allows "
                             f"({self.run_seconds:g} s): {why}, or ask for fewer new tokens")
         return out
@@ -61,4 +66,3 @@ class MeteredMatcher(Wrapper):
 
     def forced_tokens(self) -> list[int]:
         return self._timed(self.inner.forced_tokens, forcing=True)
-

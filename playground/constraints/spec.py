@@ -46,7 +46,7 @@ def check_backend(name: str) -> None:
 class ConstraintSpec:
     kind: str  # json | regex | grammar
     text: str  # the schema (JSON text), the pattern, or the grammar (Lark or GBNF)
-    backend: str = "llguidance"
+    backend: str = BACKENDS[0]
     think_budget: int = 0  # > 0: a reasoning model thinks first (at most this many tokens), the constraint starts after </think>
 
     @property
@@ -286,7 +286,7 @@ def _check_whole_regex(pattern: str) -> None:
                               f"there ({ANCHORED}): leave it out{literal}")
 
 
-def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = "llguidance", think_budget: int = 0):
+def from_user(schema: str = "", regex: str = "", grammar: str = "", backend: str = BACKENDS[0], think_budget: int = 0):
     """At most one of the three may be given; None when none is. think_budget > 0: the constraint
     starts after a reasoning model's </think> (playground.constraints.reasoning). A schema is JSON
     text, or the dict (or bool) a Python caller holds."""

@@ -10,6 +10,7 @@ import re
 import gradio as gr
 from gradio.context import LocalContext
 
+from playground.config import BACKENDS
 from playground.constraints import from_user, read_constraint, worker
 from playground.constraints.compile import READ_SECONDS
 from playground.errors import PlaygroundError, blamed_on, for_log, shown
@@ -508,7 +509,7 @@ def _not_checked(compiled: bool) -> str:
                                            'Run checks it in full</span>')
 
 
-def check_constraint(kind: str, text: str, backend: str = "llguidance", compiled: bool = False) -> str:
+def check_constraint(kind: str, text: str, backend: str = BACKENDS[0], compiled: bool = False) -> str:
     """Checks as the user types: JSON, meta-schema, regex or grammar syntax, and the backend's own reading of
     them (what Run would refuse before the model's tokenizer is involved). compiled: a run just
     compiled it (a reading past its time bound is then no news)."""
