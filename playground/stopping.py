@@ -30,13 +30,13 @@ def stopped_by(stopped: Callable[[], bool]):
 def stop_in_force() -> Callable[[], bool]:
     """The caller's stop (stopped_by), to be asked from other threads too (a download's progress is told
     from the hub client's threads, where the caller's context is not), or one that never stops."""
-    return _stop.get() or (lambda: False)
+    return stop_asked() or (lambda: False)
 
 
 def raise_if_stopped(what: str) -> None:
     """Stopped where the caller's stop (stopped_by) is set: for work between its steps outside a worker
     (compiling a run's passes, one graph after another)."""
-    stop = _stop.get()
+    stop = stop_asked()
     if stop is not None and stop():
         raise Stopped(f"{what} was stopped with its run")
 

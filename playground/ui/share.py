@@ -10,7 +10,7 @@ import json
 import urllib.parse
 
 from playground import session
-from playground.config import BACKENDS, MAX_K, POLICIES, MAX_TEMPERATURE, MIN_TEMPERATURE, runnable_temperature, tree_fields
+from playground.config import BACKENDS, MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE, POLICIES, runnable_temperature, tree_fields
 from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
