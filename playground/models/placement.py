@@ -10,6 +10,7 @@ import shutil
 import torch
 
 from playground.errors import PlaygroundError
+from playground.limits import env_flag
 from playground.cpu_isa import bf16_allowed, cpu_flags
 from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT, eager_rows_agree
 
@@ -41,8 +42,15 @@ def compiles_by_default() -> bool:
     """Whether runs on this host use compiled passes unless told otherwise: with CUDA (on an H200
     the compiled Qwen2.5-7B alone made 180 tok/s, eager under 50: BENCHMARKS.md), not on ZeroGPU
     (a compile outlasts its lease), never on a CPU (a compile costs about 20 s a pass there and
-    pays little)."""
-    return torch.cuda.is_available() and not on_zero_gpu()
+    pays little), nor where the host turns them off (compile_refused)."""
+    return torch.cuda.is_available() and not on_zero_gpu() and not compile_refused()
+
+
+def compile_refused() -> bool:
+    """Whether the host turned compiled passes off (PLAYGROUND_COMPILE=0): every run is eager, whatever a
+    visitor, a link or an API call asks. On a public CPU Space a visitor's compile of a new k or context
+    size held the device 45-60 s (the demo pair, 2-core CPU) and kept 10-40 MB for the process's life."""
+    return not env_flag("PLAYGROUND_COMPILE", True)
 
 
 def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:

@@ -10,7 +10,7 @@ import gradio as gr
 from playground.config import BACKENDS, POLICIES
 from playground.limits import (CONCURRENCY, MAX_GRAMMAR_CHARS, MAX_PROMPT_CHARS, MAX_SCHEMA_TEXT_CHARS, MAX_SWEEP_PROMPTS,
                                MAX_SYSTEM_CHARS)
-from playground.session.host import custom_models_allowed
+from playground.session.host import compile_refused, custom_models_allowed
 from playground.presets import constraint_of
 from playground.measure import sweeps
 from playground.ui import gradio_patches, page_style, render, race
@@ -57,6 +57,18 @@ because guesses after a refusal are proposed but never judged. The speedup also 
 """
 
 gradio_patches.install()
+
+
+def compile_info() -> str:
+    """The Compiled passes box's words: what it does, or that this host turned it off."""
+    if compile_refused():
+        return "Off on this host (PLAYGROUND_COMPILE=0): every run's passes are eager."
+    return ("The target's and the draft's passes run compiled (on a GPU whole rounds replay as graphs); on by default "
+            "with a GPU (not on ZeroGPU). The first run with a model, k and context size compiles first: about "
+            "1.5 minutes for the 7B preset on an H200 (a GPU host compiles its default preset's before serving the "
+            "page), about 20 s a pass on a 2-core CPU.")
+
+
 ANALYTICS = None if "GRADIO_ANALYTICS_ENABLED" in os.environ else False  # Gradio's telemetry and version check
 # at start-up: off unless the host asks (a public Space's promise is that nothing it serves fetches a URL; a review)
 with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, DOWNLOAD_TTL_S), analytics_enabled=ANALYTICS) as demo:
@@ -104,10 +116,7 @@ with gr.Blocks(title="Speculative decoding playground", delete_cache=(SWEEP_S, D
                     backend = gr.Radio(list(BACKENDS), value=DEFAULT.backend, label="Constraint backend")
                     compile_passes = gr.Checkbox(
                         value=DEFAULT.compile, label="Compiled passes (static KV cache, torch.compile)",
-                        info="The target's and the draft's passes run compiled (on a GPU whole rounds replay as "
-                             "graphs); on by default with a GPU (not on ZeroGPU). The first run with a model, k and context size compiles "
-                             "first: about 1.5 minutes for the 7B preset on an H200 (a GPU host compiles its default preset's "
-                             "before serving the page), about 20 s a pass on a 2-core CPU.")
+                        interactive=not compile_refused(), info=compile_info())
                     tree = gr.Textbox(value=DEFAULT.tree, label="Token tree (children per depth, e.g. 1,2,1,1; dynamic: 4,4,4,4/16; +3: a prompt-lookup branch)",
                                       elem_id="tree-box", placeholder="empty: a chain of k drafts",
                                       info="The draft proposes a tree and the target verifies every branch in one pass "

@@ -14,7 +14,7 @@ from playground.config import BACKENDS, MAX_K, MAX_TEMPERATURE, MIN_TEMPERATURE,
 from playground.draft_ids import NO_PROBABILITIES, confidence_unused, draft_model
 from playground.errors import PlaygroundError
 from playground.limits import MAX_NEW_TOKENS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SYSTEM_CHARS
-from playground.session.host import is_way_of_drafting
+from playground.session.host import compile_refused, is_way_of_drafting
 from playground.typed import TooLong, decimal, switch, whole
 from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, default_preset, drafts_for, family, hosted_models
 
@@ -208,7 +208,16 @@ def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | N
     _one_constraint(parsed, notices)
     settings = dataclasses.replace(settings, **parsed)
     _check_pair(settings, presets, notices)
-    return _check_tree(_check_policy(settings, notices), notices), notices
+    return _check_compile(_check_tree(_check_policy(settings, notices), notices), notices), notices
+
+
+def _check_compile(settings: Settings, notices: list[str]) -> Settings:
+    """Compiled passes asked by a link where the host turned them off: dropped with a notice (the box is
+    locked off, and a run would be eager anyway)."""
+    if settings.compile and compile_refused():
+        notices.append("ignored compile=true: this host runs eager passes (PLAYGROUND_COMPILE=0)")
+        return dataclasses.replace(settings, compile=False)
+    return settings
 
 
 def _check_policy(settings: Settings, notices: list[str]) -> Settings:
