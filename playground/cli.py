@@ -23,7 +23,7 @@ from playground.errors import PlaygroundError
 from playground.events import OPEN_END, STOPPED
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.measure.report import said
-from playground.metrics import comparison_json, counted, engine_seconds, identity_note, lookup_level
+from playground.metrics import comparison_json, counted, identity_note, lookup_level
 
 
 def cmd_generate(args) -> int:
@@ -127,7 +127,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         if not first.spec_runs:  # Ctrl-C in the warm-up: nothing written yet
             raise KeyboardInterrupt
         events = first.spec_runs[0]
-        result = session.collect(pair, events, engine_seconds(events), constraint, first.guides[0], prompt_ids)
+        result = session.collect(pair, events, constraint, first.guides[0], prompt_ids)
     else:
         result = session.run(pair, prompt_ids, cfg, constraint=constraint, should_stop=stop.is_set)
     out = result.as_json()
@@ -135,7 +135,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         out["compile_s"] = compile_s
         out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
     if baseline:
-        base = session.collect(pair, first.base_runs[0], engine_seconds(first.base_runs[0]), prompt_ids=prompt_ids)
+        base = session.collect(pair, first.base_runs[0], prompt_ids=prompt_ids)
         measured = measure(make, [first], should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
         out |= comparison_json(result, base, measured, cfg.sampling.greedy)  # as the page's download
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens

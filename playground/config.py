@@ -152,6 +152,9 @@ def _check_kind(settings, kind: type, said: str, *names: str) -> None:
             raise PlaygroundError(f"{_LABELS.get(name, name.replace('_', ' '))} must be {said}, got {shown(value)}")
 
 
+GREEDY = SamplingParams(temperature=0.0)  # greedy itself, not "the default" (which may one day sample)
+
+
 def tree_shape(text: str) -> tuple[int, ...]:
     """'1,2,1,1' (children per node at each depth; '' for a chain) -> (1, 2, 1, 1), checked by
     SpecConfig when used; '4,4,4/12' (a dynamic tree, see tree_budget) -> (4, 4, 4); '4,4,4/12+3'
@@ -198,7 +201,7 @@ def tree_fields(text: str) -> dict:
     their sizes checked (what they need of the other settings is SpecConfig's to check)."""
     fields = {"tree": tree_shape(text), "tree_budget": tree_budget(text), "tree_lookup": tree_lookup(text)}
     if fields["tree"]:
-        SpecConfig(**fields)  # greedy, fixed policy, eager: only the sizes can be refused
+        SpecConfig(**fields, sampling=GREEDY, policy="fixed", compile=False)  # only the sizes can be refused
     return fields
 
 

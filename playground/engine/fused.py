@@ -29,7 +29,7 @@ from collections import OrderedDict
 
 import torch
 
-from playground.config import SamplingParams
+from playground.config import GREEDY, SamplingParams
 from playground.engine.graphs import program
 from playground.engine.proposers import Proposal
 from playground.engine.sampling import race_draw, softmax_at, warp
@@ -47,7 +47,7 @@ def sampling_shape(sampling: SamplingParams) -> SamplingParams:
     """What a program's kernels depend on: greedy or not, top-k, whether top-p cuts. The values of
     temperature and top-p live in device buffers (Programs.use), so a new value captures nothing."""
     if sampling.greedy:
-        return SamplingParams()
+        return GREEDY
     return SamplingParams(temperature=1.0, top_p=0.5 if sampling.top_p < 1 else 1.0, top_k=sampling.top_k)
 
 

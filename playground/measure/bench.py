@@ -123,7 +123,7 @@ def run_hf(pair: Pair, ids: list[int], cfg: SpecConfig, method: str) -> Sample:
 
 
 def engine_sample(events: list) -> Sample:
-    stats, rounds = summarize(events, 0.0), [e for e in events if isinstance(e, Round)]
+    stats, rounds = summarize(events), [e for e in events if isinstance(e, Round)]
     return Sample(committed_ids(rounds), timed(events).seconds, stats["target_passes"], stats["proposed"], stats["accepted"],
                   rounds)
 

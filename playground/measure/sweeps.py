@@ -111,7 +111,7 @@ def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, w
 
 def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
     sp, runs, alone = result
-    stats = summarize([e for run in runs for e in run], 0.0)
+    stats = summarize([e for run in runs for e in run])
     differ = _differing(runs, alone) if cfg.sampling.greedy else None
     return {"k": cfg.k, "temperature": cfg.sampling.temperature, "identical": None if differ is None else not differ,
             "acceptance_rate": stats["acceptance_rate"], "token_acceptance": stats["token_acceptance"],

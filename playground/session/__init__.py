@@ -3,7 +3,6 @@ proposers, result collection. Callers never build engine objects themselves (but
 which times a runner's passes); which runners a run gets and their compilation live in
 playground.session.choice."""
 import contextlib
-import time
 from collections.abc import Iterator
 
 from playground.config import (CONSTRAINT_FIELDS, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, SCHEMA_HINT, SamplingParams, SpecConfig, thinks, tree_fields)
@@ -268,19 +267,19 @@ def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = 
     tokens, text, stats and (constrained) validity."""
     guide = new_guide(constraint, cfg)
     compile_graphs(pair, len(prompt_ids), cfg, speculative=speculative, constrained=constraint is not None)  # never in its time
-    started, events = time.perf_counter(), []
+    events = []
     for event in generate(pair, prompt_ids, cfg, speculative, guide):
         events.append(event)
         if should_stop():
             break
-    return collect(pair, events, time.perf_counter() - started, constraint, guide, prompt_ids)
+    return collect(pair, events, constraint, guide, prompt_ids)
 
 
 def new_guide(constraint: Constraint | None, cfg: SpecConfig) -> Guide | None:
     return constraint.guide(cfg.k + 2) if constraint is not None else None
 
 
-def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | None = None,
+def collect(pair: Pair, events: list, constraint: Constraint | None = None,
             guide: Guide | None = None, prompt_ids: list[int] = ()) -> RunResult:
     """A run's events -> its result; a thinking run's reasoning tokens and answer: a constrained one's
     from its matcher, a free one's by its marker tokens (`prompt_ids`: whether the template opened it)."""
@@ -288,7 +287,7 @@ def collect(pair: Pair, events: list, wall_s: float, constraint: Constraint | No
     ids = committed_ids(rounds)
     finish = (rounds[-1].finish_reason if rounds else None) or STOPPED
     text, cut = _text(pair, ids, finish, dangling(pair.tokenizer, prompt_ids))
-    result = RunResult(ids, text, summarize(events, wall_s), finish, rounds)
+    result = RunResult(ids, text, summarize(events), finish, rounds)
     if constraint is None and (thought := free_thinking(pair.tokenizer, prompt_ids, ids)) is not None:
         result.reasoning_tokens = thought
         result.answer = _text(pair, ids[thought:], finish)[0] if thought < len(ids) else ""

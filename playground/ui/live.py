@@ -18,7 +18,7 @@ from playground import stopping
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on, for_log
 from playground.events import Round, RunResult, committed_ids, round_json
-from playground.metrics import comparison_json, engine_seconds, summarize
+from playground.metrics import comparison_json, summarize
 from playground.session.host import custom_models_allowed
 from playground.presets import Settings, all_presets, hosted_models, policy_as_run, unused_settings
 from playground.limits import RUN_SECONDS, RUN_SHARE_SECONDS
@@ -278,7 +278,7 @@ class _Stream:
             self.done = True
 
     def result(self) -> RunResult:
-        return session.collect(self.pair, self.sink, engine_seconds(self.sink), self.constraint, self.guide,
+        return session.collect(self.pair, self.sink, self.constraint, self.guide,
                                self.prompt_ids)
 
     def reasoning(self) -> int | None:
@@ -306,7 +306,7 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0, with_settings: bool = True
         out |= snap.result.as_json(with_rounds=False)
     else:  # (a reader of `text` while it streams met a KeyError; a cancel left no text)
         out |= {"text": "".join(t.text for r in rounds for t in r.committed), "token_ids": committed_ids(rounds),
-                "stats": summarize(snap.events, engine_seconds(snap.events))}
+                "stats": summarize(snap.events)}
     out |= {"note": snap.note, "rounds_from": rounds_from, "rounds": [round_json(r) for r in rounds[rounds_from:]]}
     if snap.failure is not None:  # what ended it part way (or its measuring again)
         out["error"] = str(snap.failure)

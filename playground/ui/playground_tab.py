@@ -12,7 +12,7 @@ from playground.config import longest_branch, tree_lookup, tree_shape
 from playground.stopping import Stopped
 from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
-from playground.metrics import cost_ratio, counted, engine_seconds, identity_note, summarize
+from playground.metrics import cost_ratio, counted, identity_note, summarize
 from playground.presets import Settings, constraint_of
 from playground.ui import live, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
@@ -85,7 +85,7 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False) -> dict:
     """Snapshot -> the run's outputs (charts and files only once the run is over; the first snapshot
     clears what the previous run left)."""
     result = snap.result
-    stats = result.stats if result else summarize(snap.events, engine_seconds(snap.events))
+    stats = result.stats if result else summarize(snap.events)
     stream = _stream(snap)
     same = identity_note(result.token_ids, snap.baseline.token_ids, snap.settings.temperature == 0,
                          snap.phase == "stopped") if snap.baseline else ""
