@@ -14,8 +14,8 @@ import sys
 import threading
 import warnings
 
-from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags,
-                                  parse_prompt_ids, pick, read_prompts, resolve_models, said_to_type, writable_dir)
+from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags, flag_or_preset,
+                                  parse_prompt_ids, read_prompts, resolve_models, said_to_type, writable_dir)
 from playground.cli_notes import CONFIDENCE_UNUSED, rows_bench_cannot_measure, unused_by_export, unused_flags
 from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
 from playground.draft_ids import NGRAM
@@ -186,7 +186,7 @@ def cmd_bench(args) -> int:
     out_dir = _bench_folder(args)
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
-    chat = pick(None, preset, "chat", True) and not args.raw
+    chat = flag_or_preset(None, preset, "chat", True) and not args.raw
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     for i, ids in enumerate(prompts, 1):  # (a long prompt was refused once the costs were measured, 20 s on)
         try:
@@ -326,7 +326,7 @@ def _settings(args):
                             backend=args.constraint_backend,
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
-                            think_budget=pick(args.think_budget, preset, "think_budget", 0))
+                            think_budget=flag_or_preset(args.think_budget, preset, "think_budget", 0))
     session.config_of(s)  # checked before anything loads
     return s
 

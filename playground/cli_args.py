@@ -247,7 +247,7 @@ def resolve_models(args):
     return preset, target, draft
 
 
-def pick(value, preset, name, default):
+def flag_or_preset(value, preset, name, default):
     """The flag if given, else the preset's value, else the default."""
     if value is not None:
         return value

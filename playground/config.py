@@ -1,4 +1,6 @@
-"""Frozen settings of one run; each validates itself so bad input fails before any model work."""
+"""Frozen settings of one run (SamplingParams, SpecConfig); each validates itself so bad input fails before any
+model work. Also the ranges and defaults they share with the page and the CLI, the token tree's text
+('2,2/6+3'), the one constraint a run may carry, when a reasoning model may think, the default presets' names."""
 import numbers
 from dataclasses import dataclass, field
 

@@ -1,4 +1,6 @@
-"""Run statistics, computed from the engine's events alone (no engine import)."""
+"""Run statistics, computed from the engine's events alone (no engine import); a speculative run set beside
+the target alone: its speedup's JSON, whether the two texts are identical and where they first differ; the
+theory's formulas (tokens per round, speedup at an acceptance and a cost ratio)."""
 from playground.events import FORCED, STOPPED, Prefill, Round
 
 

@@ -1,4 +1,6 @@
-"""Presets: one small TOML file per pair in presets/, read and validated here."""
+"""Presets: one small TOML file per pair in presets/, read and validated here; the default preset of this
+host; Settings, every setting of a run as the page, a share link, the CLI and the export see it (a preset's
+values, a link's or the flags'), with the constraint it carries and the settings it leaves unused."""
 import dataclasses
 import difflib
 import logging
@@ -37,7 +39,7 @@ class Preset:
     name: str
     purpose: str
     target: str
-    draft: str  # a model id, or "ngram" for prompt lookup
+    draft: str  # a model id, "ngram" for prompt lookup, or "ngram+<model id>" for a cascade (playground.draft_ids)
     k: int = DEFAULT_K
     temperature: float = 0.0
     top_p: float = 1.0

@@ -95,13 +95,38 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     at every `every` seconds: a run hands nothing while its models load and its constraint compiles;
     so does an event no stream of its session has read for UNREAD_SECONDS (a `/call/` caller who never
     opens its stream: a 300-byte POST held the CPU for the run's whole length, a sweep's 15 minutes)."""
-    stop, finished, failure = threading.Event(), threading.Event(), []
-    newest = [0, None]  # [items made, the last] (an item may be the same object, grown)
+    stop = threading.Event()
     from gradio.context import LocalContext
-    from playground.ui.leftovers import being_read
     event_id = LocalContext.event_id.get(None)
     event = _gradio_event(event_id)
+    newest, finished, failure = _start(make, stop, event_id)
+    sent, wait, last, costs = 0, every, time.monotonic(), []
+    read_at = last  # when a stream of the event's session was last seen open
+    try:
+        while not finished.wait(wait):
+            read_at = _stop_if_abandoned(event, stop, read_at)
+            count, item = newest
+            if count != sent or (idle is not None and count and time.monotonic() - last >= idle):
+                sent, handed = count, time.perf_counter()
+                yield item
+                last = time.monotonic()
+                costs.append(time.perf_counter() - handed)
+                wait = next_wait(costs, every)
+        if failure:
+            raise failure[0]
+        if newest[0] != sent:
+            yield newest[1]
+    finally:
+        stop.set()
+
+
+def _start(make: Callable[[threading.Event], Iterator], stop: threading.Event, event_id: str | None):
+    """make(stop) submitted to an engine thread, in the caller's context -> (newest: [items made, the
+    last], finished: set once it ended, failure: its error, if any), filled by that thread."""
+    finished, failure = threading.Event(), []
+    newest = [0, None]  # (an item may be the same object, grown)
     if event_id is not None:
+        from gradio.context import LocalContext
         _handed[event_id] = stop, LocalContext.request.get(None)
 
     def work() -> None:
@@ -121,26 +146,19 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     except BaseException:  # (an executor shut down: the interpreter ending)
         _handed.pop(event_id, None)
         raise
-    sent, wait, last, costs = 0, every, time.monotonic(), []
-    read_at = last  # when a stream of the event's session was last seen open
-    try:
-        while not finished.wait(wait):
-            if event is not None and not event.alive:  # a visitor who left during a compile held the engine to
-                stop.set()  # its end, 19 s (a 256-property schema on xgrammar), and the next visitor waited
-            if event is not None and being_read(event.session_hash):
-                read_at = time.monotonic()
-            elif event is not None and time.monotonic() - read_at > UNREAD_SECONDS:
-                stop.set()
-            count, item = newest
-            if count != sent or (idle is not None and count and time.monotonic() - last >= idle):
-                sent, handed = count, time.perf_counter()
-                yield item
-                last = time.monotonic()
-                costs.append(time.perf_counter() - handed)
-                wait = next_wait(costs, every)
-        if failure:
-            raise failure[0]
-        if newest[0] != sent:
-            yield newest[1]
-    finally:
+    return newest, finished, failure
+
+
+def _stop_if_abandoned(event, stop: threading.Event, read_at: float) -> float:
+    """Set `stop` where Gradio's event is gone (its page's stream closed) or no stream of its session has
+    been read for UNREAD_SECONDS -> when one was last seen read."""
+    from playground.ui.leftovers import being_read
+    if event is None:
+        return read_at
+    if not event.alive:  # a visitor who left during a compile held the engine to its end, 19 s (a
+        stop.set()  # 256-property schema on xgrammar), and the next visitor waited
+    if being_read(event.session_hash):
+        return time.monotonic()
+    if time.monotonic() - read_at > UNREAD_SECONDS:
         stop.set()
+    return read_at
