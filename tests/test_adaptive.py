@@ -36,6 +36,14 @@ def test_schedule_follows_plus_two_minus_one(target, noisy_draft, tokenizer):
         assert r.k == expected.next_k()
         expected.observe(r.proposed, r.accepted, pass_cost(r.draft_s, r.draft_passes, r.target_s))
     assert len({r.k for r in result.rounds}) > 1
+    steps = set()
+    for a, b in zip(result.rounds[:-2], result.rounds[1:-1]):  # the rule itself, not only HeuristicK's word for it
+        if a.k and a.proposed == a.k:  # (a round of k guesses, none cut by the budget)
+            want = min(8, a.k + 2) if a.accepted == a.proposed else a.k - 1 if a.k > 1 else None
+            if want is not None:
+                assert b.k == want, (a, b)
+                steps.add(b.k - a.k)
+    assert {2, -1} <= steps  # both ways were taken
 
 
 def test_schedule_pauses_where_guesses_fail():

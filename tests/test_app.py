@@ -256,7 +256,7 @@ def test_a_sweep_that_fails_midway_keeps_what_it_measured(monkeypatch):
     fail_the_second_measurement(monkeypatch)
     status, table, chart, csv_path, points = list(experiments_tab.run_sweep(None, QUIET, "k", "1,3", "def f():",
                                                                             *page_inputs.inputs_from_settings(settings)))[-1]
-    assert points != gr.skip() and (points is None or [p["k"] for p in points["rows"]] == [1])  # the calculator's
+    assert points != gr.skip() and points is not None and [p["k"] for p in points["rows"]] == [1]  # the calculator's
     # last K sweep is this one, as when stopped (it kept drawing an older one; a review)
     assert "at k = 3: this run spent 31 s of CPU on its constraint, more than this host allows (30 s)" in status
     assert "(the results below: measured with demo-target and the draft demo-draft: temperature 0, 8 new tokens)" in status

@@ -24,8 +24,8 @@ class Grouped(torch.nn.Module):
 @pytest.mark.parametrize("groups, kv_heads", [(2, 2), (7, 4)])  # the demo pair's grouping, Qwen2.5-7B's
 @pytest.mark.parametrize("n", [1, 5])  # a draft step, a k = 4 verify pass
 @pytest.mark.parametrize("additive", [False, True])
-@pytest.mark.parametrize("way", ["matmul", "sdpa", "triton"])  # the default, SDPA's kernel, Triton's (GPU only:
-def test_folded_heads_attend_as_repeated_ones(groups, kv_heads, n, additive, way, monkeypatch):  # matmul here)
+@pytest.mark.parametrize("way", ["matmul", "sdpa"])  # the default, SDPA's kernel (Triton's kernels: test_decode_attention,
+def test_folded_heads_attend_as_repeated_ones(groups, kv_heads, n, additive, way, monkeypatch):  # under its interpreter)
     monkeypatch.setattr(attention, "WAY", way)
     gen = torch.Generator().manual_seed(groups * 10 + n)
     length, dim = 40, 16

@@ -133,6 +133,8 @@ def test_grouped_eager_attention_is_transformers_eager_attention(queries, keys):
             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
         elif placement.eager_rows_invariant():  # where bf16 CPU models attend this way: bitwise eager's rows
             assert torch.equal(got, want)
+        else:  # (bf16 models attend row by row on this CPU; the grouped form still is attention, within rounding)
+            torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
 def test_weights_meet_values_in_blocks_of_keys_as_one_product_would():

@@ -69,7 +69,8 @@ def test_constrained_speculation_keeps_the_masked_targets_law(models, way):
     expected = exact_law(pair.target, prompt, length, params, eos_ids=pair.eos_ids, constraint=constraint)
     p = law_p(counts, expected)
     print(f"{way}: p={p:.4g} outputs={len(expected)} accepted={accepted} proposed={proposed} {seen}")
-    assert proposed > 0
+    assert proposed > 0 and seen["forced"] > 0  # the paths the law is checked over were taken (a review)
+    assert seen["eos kept"] > 0 or WAYS[way][0] is None  # a drafted EOS judged and kept (prompt lookup drafts none here)
     assert p > P_MIN
 
 

@@ -177,8 +177,12 @@ def test_draft4_outputs_are_held_to_dependencies(tokenizer, backend):
 def test_a_generic_or_openapi_schema_uri_and_the_true_schema_compile(tokenizer, backend, schema):
     """Older schemas declare the generic ".../schema#", OpenAPI 3.1 its dialect: read as draft 2020-12,
     as for any URI jsonschema does not know; llguidance refused both ('not present in a registry'),
-    and the schema `true` with an internal error."""
-    assert compiled(tokenizer, schema, backend).spec.kind == "json"
+    and the schema `true` with an internal error. Held to what they say: an object, a string, any value."""
+    constraint = compiled(tokenizer, schema, backend)
+    opens = {first: allowed(constraint, tokenizer, "", first) for first in ("{", '"', "1")}
+    kind = schema if schema is True else schema["type"]
+    assert opens == {True: {"{": True, '"': True, "1": True}, "object": {"{": True, '"': False, "1": False},
+                     "string": {"{": False, '"': True, "1": False}}[kind], opens
 
 
 def test_draft3_is_refused_by_name():
