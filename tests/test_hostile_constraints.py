@@ -67,8 +67,8 @@ def test_remote_and_file_refs_are_refused_and_nothing_is_fetched(capsys, saved_p
     for ref in ("address.json", f"http://127.0.0.1:{port}/address.json"):  # (a review: a bundle was told its ref
         bundle["properties"]["addr"]["$ref"] = ref  # pointed outside it)
         err = cli_error(capsys, saved_pair, "--constraint-backend", backend, "--schema", json.dumps(bundle))
-        assert f"names the schema bundled at '#/$defs/address' by its $id, and references by $id are not resolved here: " \
-               f"write it as '#/$defs/address'" in err, err
+        assert "names the schema bundled at '#/$defs/address' by its $id, and references by $id are not resolved here: " \
+               "write it as '#/$defs/address'" in err, err
     time.sleep(0.3)
     assert hits == []
 
@@ -600,10 +600,10 @@ def test_the_check_as_typed_holds_its_lane_at_most_its_ceiling_and_workers_yield
     assert "badge-ok" in page_inputs.check_constraint("JSON schema", slow, compiled=True)
     with worker.ceiling(0.3), pytest.raises(worker.OverCeiling, match="took longer than 0.3 s, the time given"):
         worker.bounded(time.sleep, 5, seconds=10)
-    with worker.ceiling(4.0):  # the time of the whole check, not of each step in it (two steps took twice)
-        worker.bounded(time.sleep, 2, seconds=10)  # (2 s to spare for starting a child of a large process)
+    with worker.ceiling(8.0):  # the time of the whole check, not of each step in it (two steps took twice)
+        worker.bounded(time.sleep, 1, seconds=10)  # (7 s to spare for starting a child of a large process)
         with pytest.raises(worker.OverCeiling):
-            worker.bounded(time.sleep, 3, seconds=10)
+            worker.bounded(time.sleep, 7.5, seconds=10)  # within 8 s alone, not after the first step
     with worker.ceiling(30), pytest.raises(worker.TooSlow, match="took longer than 0.3 s") as own:
         worker.bounded(time.sleep, 5, seconds=0.3)
     assert not isinstance(own.value, worker.OverCeiling)

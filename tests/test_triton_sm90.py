@@ -4,11 +4,11 @@ refuse (a layout, a scalar atomic in a branch, a block of one row), and a lent G
 few to find that out there. Compiled to a cubin by the ptxas that Triton's wheel carries."""
 import pytest
 
-triton = pytest.importorskip("triton")
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource  # noqa: E402
+import triton  # (installed with xgrammar; a skip here hid what the other kernel tests fail on)
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 
-from playground.engine import decode_attention, fused_linear  # noqa: E402
+from playground.engine import decode_attention, fused_linear
 
 SM90 = GPUTarget("cuda", 90, 32)
 

@@ -131,7 +131,8 @@ def test_a_model_that_repeats_names_never_writes_one_twice(repeating_pair, token
         for result in (speculative, alone):  # valid, or cut by max new tokens: never a name twice
             assert result.valid or result.finish_reason == "length", (result.text, result.validation_error)
             valid += result.valid and len(json.loads(result.text)) > 1
-        assert speculative.token_ids == alone.token_ids or temperature
+        if temperature == 0:  # greedy: the same tokens (sampled runs share a law, not their tokens)
+            assert speculative.token_ids == alone.token_ids
         grammar_alone = session.run(pair, prompt, cfg, constraint=dataclasses.replace(constraint, name_tables=None))
         repeated += "appears twice" in (grammar_alone.validation_error or "")
     assert repeated, "the grammar alone never repeated a name: nothing was kept from it"
@@ -192,7 +193,8 @@ def test_a_model_that_repeats_names_writes_each_of_few_once(repeating_pair, toke
         for result in (speculative, alone):
             assert result.valid or result.finish_reason == "length", (result.text, result.validation_error)
             names.update(json.loads(result.text) if result.valid else ())
-        assert speculative.token_ids == alone.token_ids or temperature
+        if temperature == 0:  # greedy: the same tokens (sampled runs share a law, not their tokens)
+            assert speculative.token_ids == alone.token_ids
         grammar_alone = session.run(pair, prompt, cfg, constraint=dataclasses.replace(constraint, name_tables=None))
         repeated += "appears twice" in (grammar_alone.validation_error or "")
     assert repeated, "the grammar alone never repeated a name: nothing was kept from it"

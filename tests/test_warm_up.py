@@ -30,6 +30,7 @@ def test_a_run_after_the_warm_up_compiles_nothing(caplog, monkeypatch):
         assert warm_up.warm_up(settings) > 0
     assert any("compiling the target's" in r.getMessage() for r in caplog.records)  # progress goes to the log
     graphs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs")
+    assert isinstance(graphs, int) and graphs > 0  # (dynamo's counter by this name: None == None held nothing)
     made = dict(session.load_pair(settings.target, settings.draft).programs)
     other = dataclasses.replace(settings, prompt=settings.prompt * 3, max_new_tokens=40)  # another prompt, same capacity
     told = []
