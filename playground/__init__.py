@@ -1,7 +1,7 @@
 """Speculative decoding and structured output playground.
 
 Public API: `load_pair` gives a ready target/draft pair, `generate` streams one run's events (from
-prompt ids and a SpecConfig); playground.session has the rest a caller needs (`settings`,
+prompt ids and a SpecConfig); playground.session has the rest a caller needs (`spec_config`,
 `encode_prompt`, `run`), as the README's example uses them.
 """
 __all__ = ["generate", "load_pair"]

@@ -127,7 +127,7 @@ def demo_share(backend: str, repeats: int = 5) -> dict:
     pair = session.load_pair(preset.target, preset.draft, "cpu")
     constraint = session.constrain(pair, ConstraintSpec("json", preset.schema, backend))
     ids = session.encode_prompt(pair, preset.prompt)
-    cfg = session.settings(k=4, max_new_tokens=preset.max_new_tokens)
+    cfg = session.spec_config(k=4, max_new_tokens=preset.max_new_tokens)
     watch = Stopwatch()
     originals = {name: getattr(Guide, name) for name in ("forced", "next_mask", "consume_draft", "settle", "verify_masks")}
     mask_fns = (speculative.mask_logits, proposers.mask_logits)

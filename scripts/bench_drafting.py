@@ -34,7 +34,7 @@ def main():
     print("| T | drafting | k | acceptance | tokens/pass | tokens/s | target alone tokens/s | speedup |")
     print("|---|---|---|---|---|---|---|---|")
     for temperature in (0.0, 0.7):
-        cfg = session.settings(temperature=temperature, max_new_tokens=args.max_new_tokens)
+        cfg = session.spec_config(temperature=temperature, max_new_tokens=args.max_new_tokens)
         rows = list(sweeps.sweep(pair, prompts, cfg, "k", [1, 2, 3, 4, 5, 6]))[-1]
         for row in rows:
             show(temperature, "draft model, fixed k", row["k"], row)

@@ -46,7 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     preset = all_presets()[args.preset]
     pair = session.load_pair(preset.target, preset.draft)
-    cfg = session.settings(k=preset.k, max_new_tokens=args.max_new_tokens)
+    cfg = session.spec_config(k=preset.k, max_new_tokens=args.max_new_tokens)
     texts = [preset.prompt, *PROMPTS.get(args.preset, [])]
     prompts = [session.encode_prompt(pair, text, chat=preset.chat) for text in texts]
     print(machine_line(machine(pair.device)))

@@ -66,7 +66,7 @@ def main() -> None:
     texts = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[: args.prompts]
     prompts = [session.encode_prompt(pair, t, chat=True) for t in texts]
     methods = [("target", 0), ("target, one-row", -1)] + [(f"k={k}", int(k)) for k in args.k.split(",")]
-    session.run(pair, prompts[0], session.settings(k=4, max_new_tokens=8))  # warm-up
+    session.run(pair, prompts[0], session.spec_config(k=4, max_new_tokens=8))  # warm-up
     for packed in (True, False):
         use(state, packed)
         costs = pass_costs.measure_pass_costs(pair, 96, range(1, 6))
@@ -79,7 +79,7 @@ def main() -> None:
             for packed in (True, False) if (i + r) % 2 == 0 else (False, True):
                 use(state, packed)
                 for name, k in methods:
-                    cfg = session.settings(k=max(k, 1), max_new_tokens=args.max_new_tokens)
+                    cfg = session.spec_config(k=max(k, 1), max_new_tokens=args.max_new_tokens)
                     one_row_products(pair, k < 0)
                     started = time.perf_counter()
                     out = session.run(pair, ids, cfg, speculative=k > 0).token_ids

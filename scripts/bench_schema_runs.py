@@ -117,7 +117,7 @@ def main() -> None:
     args = parser.parse_args()
     pair = session.load_pair(args.target, args.draft, "cpu")
     tree = tuple(int(n) for n in args.tree.split(",")) if args.tree else ()
-    cfg = session.settings(k=3, max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed, tree=tree)
+    cfg = session.spec_config(k=3, max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed, tree=tree)
     todo = schemas(args.data, args.per_subset, args.skip)
     if args.subsets:
         todo = [row for row in todo if row[0] in args.subsets.split(",")]

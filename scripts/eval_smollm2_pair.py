@@ -27,7 +27,7 @@ def timed(pair, ids, cfg, speculative: bool):
 
 
 def evaluate(pair, prompts: list[list[int]], k: int, max_new: int) -> dict:
-    cfg = session.settings(k=k, max_new_tokens=max_new)
+    cfg = session.spec_config(k=k, max_new_tokens=max_new)
     spec_s = base_s = tokens = accepted = proposed = rejections = passes = identical = 0
     ratios = []
     for i, ids in enumerate(prompts):
@@ -55,7 +55,7 @@ def main() -> None:
     pair = session.load_pair("smollm2-135m-instruct", args.draft, "cpu")
     texts = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[: args.prompts]
     prompts = [session.encode_prompt(pair, t, chat=True) for t in texts]
-    session.run(pair, prompts[0], session.settings(k=4, max_new_tokens=8))  # warm-up
+    session.run(pair, prompts[0], session.spec_config(k=4, max_new_tokens=8))  # warm-up
     costs = pass_costs.measure_pass_costs(pair, 96, range(1, 8))
     print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
           f"target {pair.target.dtype}, draft {pair.draft.dtype}")

@@ -489,9 +489,9 @@ def timed_compile(pair, prompt, cfg, speculative=True) -> float:
 def measure(pair: Pair, prompt: list[int], tokens: int, k: int, repeats: int, floor_s: float) -> dict:
     """Every row of one setting, interleaved; -> {row: stats}. A step that crashes is a finding: its
     traceback goes under "failed" and the other rows are measured (device time is scarce)."""
-    spec = session.settings(k=k, max_new_tokens=tokens, compile=True)
-    sched = session.settings(k=k, max_new_tokens=tokens, compile=True, policy="schedule")
-    eager = session.settings(k=k, max_new_tokens=min(tokens, 48))  # eager is slow: fewer tokens say enough
+    spec = session.spec_config(k=k, max_new_tokens=tokens, compile=True)
+    sched = session.spec_config(k=k, max_new_tokens=tokens, compile=True, policy="schedule")
+    eager = session.spec_config(k=k, max_new_tokens=min(tokens, 48))  # eager is slow: fewer tokens say enough
     out: dict = {"failed": {}}
     attempt = lambda name, fn: attempted(out["failed"], name, fn)  # noqa: E731
     say(f"compiling k={k} (speculative, schedule, the target alone at k+1 tokens a pass)")
@@ -574,7 +574,7 @@ def second_prompt(pair: Pair, prompt: list[int], spec, tokens: int, k: int) -> d
     second = prompt[: len(prompt) // 2 + 3]
     graphs, programs = dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs"), programs_made(pair)
     seconds = timed_compile(pair, second, spec) + timed_compile(pair, second, spec, False)
-    list(session.generate(pair, second, session.settings(k=k, max_new_tokens=tokens + 7, compile=True)))
+    list(session.generate(pair, second, session.spec_config(k=k, max_new_tokens=tokens + 7, compile=True)))
     return {"second_prompt_compile_s": seconds,
             "second_prompt_new_graphs": (dict(torch._dynamo.utils.counters["stats"]).get("unique_graphs") or 0) - (graphs or 0),
             "second_prompt_new_programs": programs_made(pair) - programs}
@@ -776,8 +776,8 @@ def side_by_side(report: dict, key: str, variants: dict, device: str, shapes, pr
     whether the fused layers pay in rounds, and launched dependent; `pdl`: whether launching
     dependent pays without them."""
     triton_settings(report)
-    spec = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True)
-    sched = session.settings(k=args.k, max_new_tokens=args.tokens, compile=True, policy="schedule")
+    spec = session.spec_config(k=args.k, max_new_tokens=args.tokens, compile=True)
+    sched = session.spec_config(k=args.k, max_new_tokens=args.tokens, compile=True, policy="schedule")
     pairs, failed = {}, report.setdefault("failed", {})
     for name, (way, fused, pdl) in variants.items():
         say(f"building the joined pair for {key} {name}, compiling it (spec, schedule, alone-W, alone-1)")

@@ -61,7 +61,7 @@ def counts_of(pair, prompt, kept: int, n: int = N_RUNS, constraint=None, check=N
     """Outputs' first `kept` tokens over n runs seeded first_seed.. -> (counts, total accepted, total proposed)."""
     counts, accepted, proposed = {}, 0, 0
     for seed in range(first_seed, first_seed + n):
-        result = session.run(pair, prompt, session.settings(seed=seed, **settings), constraint=constraint)
+        result = session.run(pair, prompt, session.spec_config(seed=seed, **settings), constraint=constraint)
         ids = tuple(result.token_ids)
         if check is not None:
             check(result)

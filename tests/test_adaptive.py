@@ -23,14 +23,14 @@ def mode_pair(mode, target, draft, tokenizer, eos_ids=()):
 def test_greedy_identity(mode, k, target, noisy_draft, tokenizer):
     pair = mode_pair(mode, target, noisy_draft, tokenizer)
     prompt = tokenizer(PROMPT + "name\n    for name in os.listdir(path):\n        ").input_ids
-    result = session.run(pair, prompt, session.settings(k=k, max_new_tokens=48, **MODES[mode]))
+    result = session.run(pair, prompt, session.spec_config(k=k, max_new_tokens=48, **MODES[mode]))
     assert result.token_ids == hf_greedy(target, prompt, 48, eos_id=NO_EOS)
     assert all(r.proposed <= k for r in result.rounds)  # never more than the ceiling
 
 
 def test_schedule_follows_plus_two_minus_one(target, noisy_draft, tokenizer):
     pair = mode_pair("schedule", target, noisy_draft, tokenizer)
-    result = session.run(pair, tokenizer(PROMPT).input_ids, session.settings(k=8, max_new_tokens=80, policy="schedule"))
+    result = session.run(pair, tokenizer(PROMPT).input_ids, session.spec_config(k=8, max_new_tokens=80, policy="schedule"))
     expected = HeuristicK(8)
     for r in result.rounds[:-1]:  # the last round is cut by the token budget
         assert r.k == expected.next_k()
@@ -100,7 +100,7 @@ def test_schedule_pauses_yet_keeps_the_targets_output(target, tokenizer):
     bad = tiny.tiny_model(vocab=len(tokenizer), seed=99)
     pair = mode_pair("schedule", target, bad, tokenizer)
     prompt = tokenizer(PROMPT).input_ids
-    result = session.run(pair, prompt, session.settings(k=4, max_new_tokens=40, policy="schedule"))
+    result = session.run(pair, prompt, session.spec_config(k=4, max_new_tokens=40, policy="schedule"))
     assert result.token_ids == hf_greedy(target, prompt, 40, eos_id=NO_EOS)
     paused = [r for r in result.rounds if r.k == 0]
     assert len(paused) > len(result.rounds) / 2 and all(r.draft_passes == 0 for r in paused)
@@ -109,7 +109,7 @@ def test_schedule_pauses_yet_keeps_the_targets_output(target, tokenizer):
 def test_confidence_stop_is_shown(target, noisy_draft, tokenizer):
     pair = mode_pair("confidence", target, noisy_draft, tokenizer)
     result = session.run(pair, tokenizer(PROMPT).input_ids,
-                         session.settings(k=6, max_new_tokens=40, policy="confidence", confidence=0.05))
+                         session.spec_config(k=6, max_new_tokens=40, policy="confidence", confidence=0.05))
     stops = [r.stop_reason for r in result.rounds if r.stop_reason.startswith("draft unsure")]
     assert stops and all(r.proposed < 6 for r in result.rounds if r.stop_reason.startswith("draft unsure"))
 
@@ -117,8 +117,8 @@ def test_confidence_stop_is_shown(target, noisy_draft, tokenizer):
 def test_cascade_uses_lookup_and_saves_draft_passes(target, tokenizer):
     repetitive = tokenizer("a = [1, 2, 3]\nb = [1, 2, 3]\nc = [1, 2, 3]\nd = [1, 2, 3]\n").input_ids
     pair = mode_pair("cascade", target, target, tokenizer)  # the draft agrees with every true guess
-    cascade = session.run(pair, repetitive, session.settings(k=6, max_new_tokens=40))
-    plain = session.run(mode_pair("fixed", target, target, tokenizer), repetitive, session.settings(k=6, max_new_tokens=40))
+    cascade = session.run(pair, repetitive, session.spec_config(k=6, max_new_tokens=40))
+    plain = session.run(mode_pair("fixed", target, target, tokenizer), repetitive, session.spec_config(k=6, max_new_tokens=40))
     assert cascade.token_ids == plain.token_ids
     assert cascade.stats["draft_passes"] < plain.stats["draft_passes"]  # looked-up tokens checked in one pass
     assert all(r.stop_reason == "" for r in cascade.rounds if r.proposed == r.k)  # a full round has no stop reason
@@ -136,7 +136,7 @@ def test_a_cascade_keeps_the_confidence_stop(target, noisy_draft, tokenizer):
     """The cascade kept every looked-up guess the draft agreed with, however unsure it was of them: at
     confidence 0.9 the draft alone proposed nothing and the cascade 71 guesses, some at p 0.03 (a review)."""
     repetitive = tokenizer("a = [1, 2, 3]\nb = [1, 2, 3]\nc = [1, 2, 3]\nd = [1, 2, 3]\n").input_ids
-    cfg = session.settings(k=6, max_new_tokens=40, policy="confidence", confidence=0.5)
+    cfg = session.spec_config(k=6, max_new_tokens=40, policy="confidence", confidence=0.5)
     result = session.run(mode_pair("cascade", target, noisy_draft, tokenizer), repetitive, cfg)
     drafted = [t for r in result.rounds for t in r.drafts]
     assert result.token_ids == hf_greedy(target, repetitive, 40, eos_id=NO_EOS)
@@ -151,7 +151,7 @@ def test_sampling_matches_target(small, mode):  # noqa: F811
     params = CASES["plain"]
     counts = {}
     for seed in range(N_RUNS):
-        cfg = session.settings(k=2, max_new_tokens=3, seed=seed, **params, **MODES[mode])
+        cfg = session.spec_config(k=2, max_new_tokens=3, seed=seed, **params, **MODES[mode])
         ids = tuple(session.run(pair, [3, 1, 4, 1, 5, 9, 2, 6, 5, 3], cfg).token_ids)
         counts[ids] = counts.get(ids, 0) + 1
     assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN

@@ -1446,7 +1446,7 @@ def test_a_point_measured_whole_before_an_experiment_halts_is_kept(monkeypatch):
         return told
     monkeypatch.setattr(sweeps, "measure", measure_then_a_run_comes)
     counts = []  # the page says each point's measurements as they are done (its first took minutes, unsaid)
-    tables = list(sweeps.sweep(pair, ids, session.settings(max_new_tokens=8), "k", [1, 2, 3], halted=lambda: bool(came),
+    tables = list(sweeps.sweep(pair, ids, session.spec_config(max_new_tokens=8), "k", [1, 2, 3], halted=lambda: bool(came),
                                on_measured=counts.append))
     assert [len(t) for t in tables] == [1] and tables[-1][0]["k"] == 1  # the first kept, the second cut at once
     first = tables[0][0]["measurements"]

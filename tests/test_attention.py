@@ -66,7 +66,7 @@ def test_a_folded_pair_runs_compiled_as_the_target_alone(tokenizer):
     for model in (target, draft):
         assert attention.fold_grouped_heads(model)
     pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
-    result = session.run(pair, tokenizer(PROMPT).input_ids, session.settings(k=3, max_new_tokens=30, compile=True))
+    result = session.run(pair, tokenizer(PROMPT).input_ids, session.spec_config(k=3, max_new_tokens=30, compile=True))
     assert result.token_ids == expected and 0 < result.stats["accepted"]
 
 

@@ -203,8 +203,8 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     prompt = session.encode_prompt(pair, "def parse(text):\n")
     alone = hf_greedy(pair.target, prompt, 40, eos_id=pair.tokenizer.eos_token_id)
     for k in (1, 2, 4):
-        assert session.run(pair, prompt, session.settings(k=k, max_new_tokens=40)).token_ids == alone
-    compiled = session.settings(k=2, compile=True)  # compiled graphs would not be batch-invariant: eager
+        assert session.run(pair, prompt, session.spec_config(k=k, max_new_tokens=40)).token_ids == alone
+    compiled = session.spec_config(k=2, compile=True)  # compiled graphs would not be batch-invariant: eager
     assert not any(isinstance(r, StaticRunner) for r in session.choice.runners(pair, len(prompt), compiled))
     note = session.compile_fallback(pair, compiled)
     assert "the target: a batch-invariant CPU model" in note and "the draft: a batch-invariant" in note
@@ -238,9 +238,9 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch):
         ones = torch.cat([narrow.forward(ids[0, i:i + 1], keep=1) for i in range(30, 37)])
     assert torch.equal(rows, ones)
     prompt = session.encode_prompt(pair, "def parse(text):\n")
-    alone = session.run(pair, prompt, session.settings(k=2, max_new_tokens=40), speculative=False).token_ids
+    alone = session.run(pair, prompt, session.spec_config(k=2, max_new_tokens=40), speculative=False).token_ids
     for k in (1, 3):
-        assert session.run(pair, prompt, session.settings(k=k, max_new_tokens=40)).token_ids == alone
+        assert session.run(pair, prompt, session.spec_config(k=k, max_new_tokens=40)).token_ids == alone
     models.CACHE.entries.clear()
 
 
@@ -275,10 +275,10 @@ def test_a_runs_first_pass_attends_in_one_batch_and_greedy_stays_exact(saved_pai
     layers = model.config.num_hidden_layers, pair.draft.config.num_hidden_layers
     for n in (1, 2, 6, len(prompt)):
         batched.clear()
-        alone = session.run(pair, prompt[:n], session.settings(k=2, max_new_tokens=30), speculative=False).token_ids
+        alone = session.run(pair, prompt[:n], session.spec_config(k=2, max_new_tokens=30), speculative=False).token_ids
         assert [shape[-2] for shape in batched] == [n - 1] * layers[0] * (n > 1)  # the target's first pass only
-        for cfg in (session.settings(k=1, max_new_tokens=30), session.settings(k=4, max_new_tokens=30),
-                    session.settings(k=3, max_new_tokens=30, tree=(2, 2))):
+        for cfg in (session.spec_config(k=1, max_new_tokens=30), session.spec_config(k=4, max_new_tokens=30),
+                    session.spec_config(k=3, max_new_tokens=30, tree=(2, 2))):
             batched.clear()
             assert session.run(pair, prompt[:n], cfg).token_ids == alone, (n, cfg)
             assert [shape[-2] for shape in batched] == [n - 1] * sum(layers) * (n > 1)  # the same pass, then the draft's
@@ -327,8 +327,8 @@ def test_a_small_models_one_token_pass_takes_the_kernel_its_verify_pass_takes(tm
     tiny.save(tiny.perturbed_copy(target, noise=0.5, seed=3), tok, tmp_path / "draft")
     tiny.save(target, tok, tmp_path / "target")
     pair = session.load_pair(str(tmp_path / "target"), str(tmp_path / "draft"), device="cpu", dtype=torch.bfloat16)
-    alone = session.run(pair, [269], session.settings(max_new_tokens=48), speculative=False).token_ids
-    for cfg in (session.settings(k=3, max_new_tokens=48), session.settings(max_new_tokens=48, tree=(2, 2, 1))):
+    alone = session.run(pair, [269], session.spec_config(max_new_tokens=48), speculative=False).token_ids
+    for cfg in (session.spec_config(k=3, max_new_tokens=48), session.spec_config(max_new_tokens=48, tree=(2, 2, 1))):
         assert session.run(pair, [269], cfg).token_ids == alone
     weights, value = torch.randn(1, 2, 2, 17).softmax(-1).bfloat16(), torch.randn(1, 2, 17, 16).bfloat16()
     wide = torch.cat([weights, torch.randn(1, 2, 10, 17).softmax(-1).bfloat16()], dim=2)  # 12 rows: oneDNN's

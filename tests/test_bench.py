@@ -12,7 +12,7 @@ from tests import tiny
 
 def smoke(pair, prompts: list[list[int]]) -> list[dict]:
     """A bench small enough for a test (seconds): every method once at k=4, greedy, 24 tokens."""
-    cfg = session.settings(k=4, max_new_tokens=24)
+    cfg = session.spec_config(k=4, max_new_tokens=24)
     pairs = {"draft": pair, "ngram": bench.ngram_pair(pair)}
     return bench.bench_setting(pairs, prompts[:2], cfg, 1, bench.available_methods(pair, cfg), None)
 
@@ -216,7 +216,7 @@ def test_a_row_it_cannot_measure_is_said(target, noisy_draft, tokenizer):
     from playground import session
     pair = dataclasses.replace(tiny.make_pair(target, noisy_draft, tokenizer), draft=None, draft_id="ngram")
     said = []
-    methods = bench.available_methods(pair, session.settings(k=2, tree=(2, 2)), said.append, compiled=True)
+    methods = bench.available_methods(pair, session.spec_config(k=2, tree=(2, 2)), said.append, compiled=True)
     assert bench.TREE not in methods and bench.COMPILED not in methods
     assert any("no engine-tree row" in s for s in said) and any("no engine-compiled row" in s for s in said)
 
@@ -229,7 +229,7 @@ def test_transformers_and_the_target_alone_take_turns_going_first_over_blocks(mo
     monkeypatch.setattr(bench.session, "generate", lambda *args, **kwargs: order.append("alone") or iter(()))
     seen = []
     for _ in range(4):
-        bench._block("hf-assisted", {"draft": None}, [[1, 2]], session.settings(), seen)  # (each adds its runs to seen)
+        bench._block("hf-assisted", {"draft": None}, [[1, 2]], session.spec_config(), seen)  # (each adds its runs to seen)
     assert order == ["hf", "alone", "alone", "hf", "hf", "alone", "alone", "hf"]
 
 
@@ -242,7 +242,7 @@ def test_the_target_alone_beside_transformers_is_timed_up_to_transformers_tokens
     monkeypatch.setattr(bench, "engine_sample", lambda events: None)
     monkeypatch.setattr(bench, "timed", lambda events: Timed([(0.5, 0)] + [(0.05, 1)] * 40))  # a prefill, 40 tokens
     seen = []
-    blocks = [bench._block("hf-assisted", {"draft": None}, [[1, 2]], session.settings(), seen) for _ in range(2)]
+    blocks = [bench._block("hf-assisted", {"draft": None}, [[1, 2]], session.spec_config(), seen) for _ in range(2)]
     assert blocks[0].base.tokens == 8 and blocks[0].base.seconds == pytest.approx(0.5 + 8 * 0.05)
     told = estimate(blocks)
     assert told.estimate == pytest.approx(0.9) and not told.other_lengths  # (0.5 + 8 x 0.05) / 1.0
@@ -280,7 +280,7 @@ def _efficiency_row(slower: float, prompt_pass: float = 0.0):
                         accepted=0, rounds=base_rounds)
     result = types.SimpleNamespace(spec_tokens_per_s=1.0, base_tokens_per_s=1.0, speedup=1.9, estimate=1.9, low=1.8, high=2.0,
                                    blocks=1, reason="", side="faster", other_lengths="")
-    return bench._row("engine", session.settings(k=2), result, [(spec, base)], costs)
+    return bench._row("engine", session.spec_config(k=2), result, [(spec, base)], costs)
 
 
 def test_a_long_prompt_pass_is_not_read_as_the_engines_overhead():
@@ -295,7 +295,7 @@ def test_a_rows_columns_pool_every_measurement_as_its_speedup_does(target, noisy
     """identical, acceptance, tokens per pass and efficiency came from the last measurement alone,
     while the speedup beside them pooled all."""
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
-    cfg = session.settings(k=3, max_new_tokens=16)
+    cfg = session.spec_config(k=3, max_new_tokens=16)
     row_of, given = bench._row, []
     monkeypatch.setattr(bench, "_row", lambda method, cfg, result, samples, costs: given.append(samples) or row_of(
         method, cfg, result, samples, costs))
@@ -312,7 +312,7 @@ def test_a_policy_row_drafts_under_that_policy_beside_the_fixed_k(monkeypatch, t
     """bench had no --policy: the schedule and the confidence stop were measured nowhere side by side with a
     fixed k. Its row runs every round under the policy (k the most), greedy and still the target's text."""
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
-    cfg = session.settings(k=4, max_new_tokens=16, confidence=0.3)
+    cfg = session.spec_config(k=4, max_new_tokens=16, confidence=0.3)
     methods = bench.available_methods(pair, cfg, policies=(policy,))
     assert methods[:3] == ["target", "engine", bench.POLICY_ROWS[policy]]
     policies, generate = [], session.generate

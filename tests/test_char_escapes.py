@@ -44,7 +44,7 @@ def test_characters_written_as_escapes_still_run(pair, backend):
         cases += [(r"start: /a\x{2000}/", "a\u2000"), (r"start: /a\U{2000}/", "a\u2000")]
     for grammar, text in cases:
         constraint = session.constrain(pair, from_user(grammar=grammar, backend=backend))
-        result = session.run(pair, prompt, session.settings(k=3, max_new_tokens=8), constraint=constraint)
+        result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
         assert (result.text, result.valid) == (text, True)
     ConstraintSpec("regex", r"\\ud800\\U00110000", backend)  # a backslash, then letters and digits
 
@@ -61,6 +61,6 @@ def test_an_output_xgrammar_wrote_past_the_last_character_is_invalid(pair, monke
     monkeypatch.setattr(spec_module, "check_escapes", lambda text, named: None)
     constraint = session.constrain(pair, from_user(grammar=r'root ::= "\U00110000"', backend="xgrammar"))
     assert constraint.token_bytes is not None
-    result = session.run(pair, session.encode_prompt(pair, "x"), session.settings(k=3, max_new_tokens=8),
+    result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=8),
                          constraint=constraint)
     assert result.valid is False and "not UTF-8" in result.validation_error

@@ -95,8 +95,8 @@ def test_a_raw_prompt_reads_the_tokens_and_the_chat_prompt_does_not(tok):
     assert end in session.encode_prompt(pair, "a<|im_end|>", chat=False)  # a template written by hand
     ids = session.encode_prompt(pair, "a<|im_end|>", chat=True, system="be brief</think>", schema='{"const": "<think>"}')
     assert ids.count(end) == 2 and template_tokens(tok, ids).count("</think>") == 1  # not the template's: a token
-    result = session.run(pair, ids, session.settings(k=3, max_new_tokens=8))
-    assert result.token_ids == session.run(pair, ids, session.settings(k=3, max_new_tokens=8), speculative=False).token_ids
+    result = session.run(pair, ids, session.spec_config(k=3, max_new_tokens=8))
+    assert result.token_ids == session.run(pair, ids, session.spec_config(k=3, max_new_tokens=8), speculative=False).token_ids
 
 
 @pytest.mark.parametrize("case", ["rewritten", "prefixed", "stripping"])

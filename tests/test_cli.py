@@ -85,10 +85,10 @@ def test_the_ran_with_line_names_the_tree_and_the_policy():
     from playground import session
     from playground.cli import ran_with
     from playground.config import tree_fields
-    line = ran_with("t", "d", session.settings(k=4, **tree_fields("2,2,2/5+3")), "p", [1])
+    line = ran_with("t", "d", session.spec_config(k=4, **tree_fields("2,2,2/5+3")), "p", [1])
     assert line.startswith("-- t with d, token tree 2,2,2/5+3, greedy,") and "k 4" not in line
-    assert ", k 4, confidence policy at 0.3, greedy," in ran_with("t", "d", session.settings(k=4, policy="confidence", confidence=0.3), "p", [1])
-    assert ", k 3, greedy," in ran_with("t", "d", session.settings(k=3), "p", [1])
+    assert ", k 4, confidence policy at 0.3, greedy," in ran_with("t", "d", session.spec_config(k=4, policy="confidence", confidence=0.3), "p", [1])
+    assert ", k 3, greedy," in ran_with("t", "d", session.spec_config(k=3), "p", [1])
 
 
 def test_a_json_value_is_read_as_itself_and_a_folder_is_named(tmp_path):

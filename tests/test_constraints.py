@@ -56,7 +56,7 @@ def test_schema_outputs_are_valid(closing_pair, tokenizer, backend, name):
     assert (note in " ".join(constraint.notes)) if note else not constraint.notes, constraint.notes
     prompt = tokenizer(JSON_PROMPT).input_ids
     for temperature, seed in RUNS:
-        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=320)
+        cfg = session.spec_config(k=4, temperature=temperature, seed=seed, max_new_tokens=320)
         result = session.run(pair, prompt, cfg, constraint=constraint)
         assert result.constraint_notes == list(constraint.notes)
         if caught and not result.valid:  # what xgrammar let through is caught by the check, never called valid
@@ -74,7 +74,7 @@ def test_regex_outputs_are_valid(closing_pair, tokenizer, backend, name):
     constraint = constrained(pair, "regex", REGEXES[name], backend)
     prompt = tokenizer("value = ").input_ids
     for temperature, seed in RUNS:
-        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=96)
+        cfg = session.spec_config(k=4, temperature=temperature, seed=seed, max_new_tokens=96)
         result = session.run(pair, prompt, cfg, constraint=constraint)
         assert result.valid, (temperature, seed, result.text, result.validation_error)
         assert re.fullmatch(REGEXES[name], result.text)
@@ -91,7 +91,7 @@ def test_speculative_equals_constrained_target_only(pair, tokenizer, target, bac
     kind, text = IDENTITY_CASES[case]
     constraint = constrained(pair, kind, text, backend)
     prompt = tokenizer(JSON_PROMPT).input_ids
-    cfg = session.settings(k=k, max_new_tokens=200)
+    cfg = session.spec_config(k=k, max_new_tokens=200)
     speculative = session.run(pair, prompt, cfg, constraint=constraint)
     alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
     assert speculative.token_ids == alone.token_ids
@@ -105,7 +105,7 @@ def test_speculative_equals_constrained_target_only(pair, tokenizer, target, bac
 def test_a_valid_output_cut_where_it_could_go_on_says_so(pair, tokenizer, backend, capsys, saved_pair):
     """A number cut at max new tokens (`0.00000000100002...`, JSONSchemaBench o89151) was reported
     valid like a finished value; one cut where only an end could follow is plainly valid."""
-    prompt, cfg = tokenizer("n = ").input_ids, session.settings(k=4, max_new_tokens=2)
+    prompt, cfg = tokenizer("n = ").input_ids, session.spec_config(k=4, max_new_tokens=2)
     cut = session.run(pair, prompt, cfg, constraint=constrained(pair, "regex", "[0-9]{2,}", backend))
     assert (cut.finish_reason, cut.valid, cut.open_end) == ("length", True, True), cut.text
     closed = session.run(pair, prompt, cfg, constraint=constrained(pair, "regex", "[0-9]{2}", backend))
@@ -122,7 +122,7 @@ def test_an_output_cut_inside_a_character_is_judged_by_the_text_it_shows(pair, t
     and matches the regex whole, yet it was "invalid: truncated" (the matcher waits on the character; a review)."""
     prompt = tokenizer("n = ").input_ids
     for max_new, text, valid in [(4, "日", True), (2, "", False), (6, "日日", True)]:
-        cut = session.run(pair, prompt, session.settings(k=4, max_new_tokens=max_new),
+        cut = session.run(pair, prompt, session.spec_config(k=4, max_new_tokens=max_new),
                           constraint=constrained(pair, "regex", "日{1,3}", backend))
         assert (cut.finish_reason, cut.text, cut.valid) == ("length", text, valid), (max_new, cut.validation_error)
         assert cut.open_end == valid and (valid or "it ended inside a character" in cut.validation_error)
@@ -137,7 +137,7 @@ def test_prompt_lookup_guessing_past_an_eos_keeps_the_target_alone(closing_pair,
     constraint = constrained(lookup, "regex", "1[0-9]{0,3}", backend)
     words = lambda text: tokenizer(text).input_ids  # noqa: E731
     prompt = words("n = ") + words("1") + [tokenizer.eos_token_id] + words("z") + words(" n = ")
-    cfg = session.settings(k=4, max_new_tokens=8)
+    cfg = session.spec_config(k=4, max_new_tokens=8)
     speculative = session.run(lookup, prompt, cfg, constraint=constraint)
     alone = session.run(lookup, prompt, cfg, speculative=False, constraint=constraint)
     assert speculative.token_ids == alone.token_ids == words("1") + [tokenizer.eos_token_id]
@@ -154,7 +154,7 @@ def test_a_pair_naming_no_eos_ends_where_the_constraint_ends(tokenizer, backend,
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id)
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3), tokenizer, eos_ids=[])
     constraint = constrained(pair, "regex", "[a-z]{3,12}", backend)
-    prompt, cfg = tokenizer("def f(x):\n    return").input_ids, session.settings(k=k, max_new_tokens=20)
+    prompt, cfg = tokenizer("def f(x):\n    return").input_ids, session.spec_config(k=k, max_new_tokens=20)
     speculative = session.run(pair, prompt, cfg, constraint=constraint)
     alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
     assert speculative.token_ids == alone.token_ids and speculative.token_ids[-1] == tokenizer.eos_token_id
@@ -179,7 +179,7 @@ def test_a_sentencepiece_tokenizer_writes_valid_output(backend):
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}, "tag": {"enum": ["alpha", "beta"]}},
               "required": ["name", "tag"], "additionalProperties": False}
     constraint = constrained(pair, "json", json.dumps(schema), backend)
-    prompt, cfg = tokenizer("Person: ").input_ids, session.settings(k=3, max_new_tokens=60)
+    prompt, cfg = tokenizer("Person: ").input_ids, session.spec_config(k=3, max_new_tokens=60)
     speculative = session.run(pair, prompt, cfg, constraint=constraint)
     alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
     assert speculative.token_ids == alone.token_ids
@@ -200,7 +200,7 @@ def test_a_constraint_nothing_can_complete_is_named_so(pair, tokenizer, backend,
     else:  # compiled, then stopped where nothing is allowed
         constraint = constrained(pair, "regex", regex, backend)
         with pytest.raises(PlaygroundError, match="no output can match this constraint") as refused:
-            session.run(pair, prompt, session.settings(max_new_tokens=8), constraint=constraint)
+            session.run(pair, prompt, session.spec_config(max_new_tokens=8), constraint=constraint)
     assert "NoExtensionBias" not in str(refused.value)
 
 
@@ -236,7 +236,7 @@ def test_a_dead_end_only_a_guess_reaches_leaves_the_target_alones_output(draft, 
         constraint = session.constrain(pair, ConstraintSpec("regex", regex, "xgrammar"))
         outcomes = []
         for speculative in (True, False):
-            cfg = session.settings(k=4, max_new_tokens=8, tree=tree if speculative else ())
+            cfg = session.spec_config(k=4, max_new_tokens=8, tree=tree if speculative else ())
             try:
                 result = session.run(pair, ids, cfg, speculative=speculative, constraint=constraint)
                 outcomes.append(result.token_ids)
@@ -260,14 +260,14 @@ def test_a_draft_model_stops_drafting_where_the_constraint_allows_nothing(settin
     constraint = session.constrain(pair, ConstraintSpec("regex", r"(\(x[^\x00-\U0010FFFF]|QQQ)", "xgrammar"))
     for speculative in (True, False):
         with pytest.raises(NoWayOn):  # "(x" is the likelier start for both: then nothing is allowed
-            session.run(pair, ids, session.settings(k=4, max_new_tokens=8, **settings), speculative=speculative,
+            session.run(pair, ids, session.spec_config(k=4, max_new_tokens=8, **settings), speculative=speculative,
                         constraint=constraint)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)
-    result = session.run(pair, tokenizer(JSON_PROMPT).input_ids, session.settings(k=4, max_new_tokens=200),
+    result = session.run(pair, tokenizer(JSON_PROMPT).input_ids, session.spec_config(k=4, max_new_tokens=200),
                          constraint=constraint)
     forced = [t for r in result.rounds for t in r.tokens if t.kind == FORCED]
     assert result.stats["forced"] == len(forced) > 0
@@ -289,7 +289,7 @@ def test_a_draft_the_constraint_allowed_alone_is_forced_not_a_kept_guess(pair, t
     acceptance; it is forced, and the acceptance counts the guesses alone. The text is unchanged."""
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["config"]), backend)
     prompt = tokenizer(JSON_PROMPT).input_ids
-    chain, tree = session.settings(k=8, max_new_tokens=200), session.settings(max_new_tokens=200, **tree_fields("2,2,2,2"))
+    chain, tree = session.spec_config(k=8, max_new_tokens=200), session.spec_config(max_new_tokens=200, **tree_fields("2,2,2,2"))
     for drafter, cfg in ((pair, chain), (tiny.make_pair(target, target, tokenizer), chain), (pair, tree)):
         result = session.run(drafter, prompt, cfg, constraint=constraint)  # noisy, a draft that guesses right, a tree
         assert result.token_ids == session.run(drafter, prompt, cfg, speculative=False, constraint=constraint).token_ids
@@ -324,11 +324,11 @@ def test_a_run_cut_inside_a_character_leaves_it_out_and_says_so(pair, tokenizer,
     """Max new tokens ending inside a character (3 byte tokens each here) wrote U+FFFD into the text, the download
     and the CLI, and the verdict said no more than "truncated" (an outside review in Chinese)."""
     constraint = constrained(pair, "regex", "[\u4e00-\u9fff]{4,12}", backend)
-    result = session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=7), constraint=constraint)
+    result = session.run(pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=7), constraint=constraint)
     assert result.finish_reason == "length" and len(result.text) == 2 and "\ufffd" not in result.text
     assert result.valid is False and result.validation_error.endswith(
         "(it ended inside a character, whose first bytes are not shown)")
-    whole = session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=6), constraint=constraint)
+    whole = session.run(pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=6), constraint=constraint)
     assert len(whole.text) == 2 and "inside a character" not in whole.validation_error
 
 
@@ -369,7 +369,7 @@ def test_no_surrogate_is_written_as_utf8(tokenizer, backend, kind, text):
 def test_rollback_leaves_the_matcher_as_if_fed_only_committed_tokens(target, tokenizer, backend, temperature):
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=2.0), tokenizer)  # rejects often
     constraint = constrained(pair, "json", json.dumps(SCHEMAS["product"]), backend)
-    cfg = session.settings(k=5, temperature=temperature, seed=4, max_new_tokens=200)
+    cfg = session.spec_config(k=5, temperature=temperature, seed=4, max_new_tokens=200)
     guide = constraint.guide(cfg.k + 2)
     committed, checked = [], 0
     for event in session.generate(pair, tokenizer(JSON_PROMPT).input_ids, cfg, guide=guide):
@@ -424,7 +424,7 @@ def test_warped_constrained_sampling_keeps_the_masked_targets_law(tokenizer):
     counts, n = sampled_counts(pair, prompt, constraint, 1500, k=3, max_new_tokens=4, **warped)
     assert set(counts) <= set(expected)
     assert 10 < len(expected) < 100  # the warp cuts, and leaves a law worth testing
-    kept = sum(session.run(pair, prompt, session.settings(seed=s, k=3, max_new_tokens=4, **warped),
+    kept = sum(session.run(pair, prompt, session.spec_config(seed=s, k=3, max_new_tokens=4, **warped),
                            constraint=constraint).stats["accepted"] for s in range(50))
     assert kept > 25, kept  # half a guess kept a run at least
     assert chi_square_p(counts, expected, n) > 1e-3
@@ -435,7 +435,7 @@ def sampled_counts(pair, prompt, constraint, n: int, **settings) -> tuple[dict, 
     counts = {}
     settings = {"temperature": 1.0, **settings}
     for seed in range(n):
-        cfg = session.settings(seed=seed, **settings)
+        cfg = session.spec_config(seed=seed, **settings)
         ids = tuple(session.run(pair, prompt, cfg, constraint=constraint).token_ids)
         counts[ids] = counts.get(ids, 0) + 1
     return counts, n
@@ -553,7 +553,7 @@ def test_grammar_constraint(pair, tokenizer, tmp_path):
     for backend in BACKENDS:  # Lark: llguidance's own, xgrammar's reader (as vLLM's xgrammar backend reads it)
         constraint = constrained(pair, "grammar", lark, backend)
         for temperature, seed in RUNS:
-            result = session.run(pair, tokenizer("x").input_ids, session.settings(
+            result = session.run(pair, tokenizer("x").input_ids, session.spec_config(
                 k=3, temperature=temperature, seed=seed, max_new_tokens=40), constraint=constraint)
             assert result.valid and re.fullmatch(r"let [a-z]{1,6} = [0-9]{1,3};", result.text), result.text
             texts[backend].append(result.text)
@@ -562,7 +562,7 @@ def test_grammar_constraint(pair, tokenizer, tmp_path):
     texts = []
     for backend in BACKENDS:  # GBNF: xgrammar's own, converted to Lark by llguidance (as vLLM and SGLang read it)
         constraint = constrained(pair, "grammar", ebnf, backend)
-        result = session.run(pair, tokenizer("x").input_ids, session.settings(k=3, max_new_tokens=40), constraint=constraint)
+        result = session.run(pair, tokenizer("x").input_ids, session.spec_config(k=3, max_new_tokens=40), constraint=constraint)
         assert result.valid and re.fullmatch(r"let [a-z]{1,2} = [0-9]{1,2};", result.text), result.text
         texts.append(result.text)
     assert texts[0] == texts[1]
@@ -604,7 +604,7 @@ def test_a_run_through_a_rule_llguidance_cannot_roll_back(pair, tokenizer, gramm
     """Speculation with refused guesses inside such a rule: greedy, the target alone's tokens."""
     rejected = 0
     for temperature, seed in RUNS:
-        cfg = session.settings(k=3, temperature=temperature, seed=seed, max_new_tokens=40)
+        cfg = session.spec_config(k=3, temperature=temperature, seed=seed, max_new_tokens=40)
         constraint = constrained(pair, "grammar", grammar, "llguidance")
         speculative = session.run(pair, tokenizer("x").input_ids, cfg, constraint=constraint)
         alone = session.run(pair, tokenizer("x").input_ids, cfg, speculative=False, constraint=constraint)
@@ -714,7 +714,7 @@ def test_a_guess_into_a_lark_dead_end_is_only_rejected(tokenizer, setting, backe
     pair = tiny.make_pair(tiny.prefer_tokens(target, [b], 8.0), draft, tokenizer)
     constraint = constrained(pair, "grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n',
                              backend)
-    prompt, cfg = tokenizer("x = ").input_ids, session.settings(max_new_tokens=12, **setting)
+    prompt, cfg = tokenizer("x = ").input_ids, session.spec_config(max_new_tokens=12, **setting)
     speculative = session.run(pair, prompt, cfg, constraint=constraint)
     alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
     assert speculative.token_ids == alone.token_ids and set(alone.token_ids) == {b}
@@ -731,7 +731,7 @@ def test_a_target_writing_into_a_lark_dead_end_stops_both_runs(tokenizer, backen
     constraint = constrained(pair, "grammar", 'start: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n', backend)
     for speculative in (True, False):
         with pytest.raises(PlaygroundError, match="no output can match this constraint from here"):
-            session.run(pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=8),
+            session.run(pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=8),
                         speculative=speculative, constraint=constraint)
 
 
@@ -822,7 +822,7 @@ def test_a_key_said_twice_in_a_schema_is_noted_and_the_last_one_is_read(backend)
     said = "the schema gives 'type' twice in one object: the last one is read"
     assert any(note.startswith(said) for note in read_constraint(from_user(schema=text, backend=backend)))
     pair = session.load_pair("demo-target", "demo-draft", "cpu")
-    result = session.run(pair, session.encode_prompt(pair, "x = "), session.settings(k=3, max_new_tokens=8),
+    result = session.run(pair, session.encode_prompt(pair, "x = "), session.spec_config(k=3, max_new_tokens=8),
                          constraint=session.constrain(pair, from_user(schema=text, backend=backend)))
     assert any(note.startswith(said) for note in result.constraint_notes) and result.valid and 5 <= int(result.text) <= 9
 
@@ -847,7 +847,7 @@ def test_a_grammar_with_no_finite_text_is_said_to_force_text_forever(capfd):
     constraint = session.constrain(pair, from_user(grammar='root ::= "a" root'))
     with pytest.raises(PlaygroundError, match=r"a rule that can only repeat itself, such as root ::= \"a\" root, forces "
                                               "text forever and no finite text satisfies it"):
-        session.run(pair, session.encode_prompt(pair, "x = "), session.settings(k=3, max_new_tokens=16), constraint=constraint)
+        session.run(pair, session.encode_prompt(pair, "x = "), session.spec_config(k=3, max_new_tokens=16), constraint=constraint)
     assert "Too many items" not in capfd.readouterr().err
 
 

@@ -26,7 +26,7 @@ def test_caches_hold_exactly_the_committed_tokens(target, tokenizer, k, temperat
     noisy_draft = tiny.perturbed_copy(target, noise=2.0)  # disagrees often, also when sampling
     prompt = tokenizer("def main(argv):\n    parser = ").input_ids
     t_runner, d_runner = ModelRunner(target, len(tokenizer)), ModelRunner(noisy_draft, len(tokenizer))
-    cfg = session.settings(k=k, temperature=temperature, max_new_tokens=40, seed=1)
+    cfg = session.spec_config(k=k, temperature=temperature, max_new_tokens=40, seed=1)
     seq = list(prompt)
     rejected_rounds = 0
     for event in speculate(t_runner, DraftModelProposer(d_runner), prompt, cfg, set()):

@@ -18,7 +18,7 @@ from tests.test_engine_sampling import N_RUNS, P_MIN, PROMPT as SAMPLING_PROMPT,
 
 
 def compiled(k: int, max_new_tokens: int, **kw):
-    return session.settings(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
+    return session.spec_config(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
 
 
 @pytest.mark.parametrize("arch", ["qwen2", "qwen3", "llama"])
@@ -63,7 +63,7 @@ def test_constrained_run_compiled(target, noisy_draft, tokenizer):
     pair = tiny.make_pair(target, noisy_draft, tokenizer)
     constraint = session.constrain(pair, from_user(regex=r"[a-z]{3,12}"))
     prompt = tokenizer(PROMPT).input_ids
-    eager = session.run(pair, prompt, session.settings(k=3, max_new_tokens=20), constraint=constraint)
+    eager = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=20), constraint=constraint)
     result = session.run(pair, prompt, compiled(3, 20), constraint=constraint)
     assert result.valid, result.validation_error
     assert result.token_ids == eager.token_ids
@@ -145,7 +145,7 @@ def test_a_gpu_run_past_the_long_cache_goes_eager_and_says_so(target, noisy_draf
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     monkeypatch.setattr(type(pair), "device", property(lambda self: torch.device("cuda")))  # as the choice sees it
     monkeypatch.setattr(pair, "context", 40960)
-    cfg = session.settings(k=4, max_new_tokens=2048, compile=True)
+    cfg = session.spec_config(k=4, max_new_tokens=2048, compile=True)
     assert session.compile_fallback(pair, cfg, prompt_len=30000) == ""
     note = session.compile_fallback(pair, cfg, prompt_len=32000)
     assert note.startswith("compiled passes hold 32768 positions on a GPU; this run needs 34048")
@@ -208,7 +208,7 @@ def test_a_host_that_turns_compiled_passes_off_runs_every_run_eager_and_says_so(
     assert not placement.compiles_by_default() and not Settings().compile
     pair = tiny.make_pair(target, noisy_draft, tokenizer)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    cfg = session.settings(k=2, max_new_tokens=8, compile=True)
+    cfg = session.spec_config(k=2, max_new_tokens=8, compile=True)
     assert session.compile_graphs(pair, 6, cfg) == 0.0
     runners = session.choice.runners(pair, 6, cfg)
     assert not any(isinstance(r, StaticRunner) for r in runners)
@@ -237,7 +237,7 @@ def test_a_compiled_run_takes_caches_that_finished_runners_left_in_a_cycle(targe
     collector runs, holding both of a model's caches: the next compiled run went eager, silently."""
     import gc
     pair = tiny.make_pair(target, noisy_draft, tokenizer)
-    cfg = session.settings(k=2, max_new_tokens=8, compile=True)
+    cfg = session.spec_config(k=2, max_new_tokens=8, compile=True)
     gc.disable()
     try:
         for _ in range(2):  # the model's two caches of this capacity, each held by a runner in a cycle
@@ -256,7 +256,7 @@ def test_runs_sharing_the_device_each_get_compiled_runners_for_both_sides(target
     from playground import limits
     monkeypatch.setattr(limits, "CONCURRENCY", 2)
     pair = tiny.make_pair(target, noisy_draft, tokenizer)
-    cfg = session.settings(k=2, max_new_tokens=8, compile=True)
+    cfg = session.spec_config(k=2, max_new_tokens=8, compile=True)
     held = [session.choice.runners(pair, 6, cfg, speculative) for _ in range(2) for speculative in (True, False)]
     assert all(isinstance(runner, StaticRunner) for runners in held for runner in runners if runner is not None)
     assert not isinstance(session.choice.runners(pair, 6, cfg, False)[0], StaticRunner)  # past them: eager, as before

@@ -19,7 +19,7 @@ def fused_on_cpu(monkeypatch):
 
 
 def compiled(k: int, max_new_tokens: int, **kw):
-    return session.settings(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
+    return session.spec_config(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
 
 
 def rounds_fused(pair, prompt, cfg, speculative=True) -> bool:

@@ -19,7 +19,7 @@ def hf_greedy(model, prompt_ids, max_new_tokens, eos_id):
 
 
 def spec_greedy(pair, prompt_ids, k, max_new_tokens):
-    return session.run(pair, prompt_ids, session.settings(k=k, max_new_tokens=max_new_tokens))
+    return session.run(pair, prompt_ids, session.spec_config(k=k, max_new_tokens=max_new_tokens))
 
 
 @pytest.fixture(scope="module")

@@ -79,7 +79,7 @@ def first_tokens_counts(pair, length: int, kept: int, **settings) -> dict:
     """How often each first `kept` tokens came out of N_RUNS seeded runs writing `length` tokens."""
     counts = {}
     for seed in range(N_RUNS):
-        ids = tuple(session.run(pair, PROMPT, session.settings(max_new_tokens=length, seed=seed, **settings)).token_ids)
+        ids = tuple(session.run(pair, PROMPT, session.spec_config(max_new_tokens=length, seed=seed, **settings)).token_ids)
         counts[ids[:kept]] = counts.get(ids[:kept], 0) + 1
     return counts
 
@@ -111,7 +111,7 @@ def test_deep_rounds_keep_the_targets_law(small, way):
     tok, target, draft = small
     pair = tiny.make_pair(target, draft, tok, eos_ids=[])
     params = {key: way[key] for key in CASES["plain"]}
-    first = session.run(pair, PROMPT, session.settings(max_new_tokens=5, seed=0, **way)).rounds[0]
+    first = session.run(pair, PROMPT, session.spec_config(max_new_tokens=5, seed=0, **way)).rounds[0]
     assert first.depth == (4 if "k" in way else 3)  # the depth the rounds reach
     counts = first_tokens_counts(pair, 5, 3, **way)
     assert chi_square_p(counts, exact_joint(target, 3, params), N_RUNS) > P_MIN
@@ -157,7 +157,7 @@ def test_acceptance_rule_first_token_is_exact():
 def test_seeded_runs_reproduce(small):
     tok, target, draft = small
     pair = tiny.make_pair(target, draft, tok, eos_ids=[])
-    runs = [session.run(pair, PROMPT, session.settings(k=3, temperature=1.0, seed=s, max_new_tokens=20)).token_ids
+    runs = [session.run(pair, PROMPT, session.spec_config(k=3, temperature=1.0, seed=s, max_new_tokens=20)).token_ids
             for s in (7, 7, 8)]
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
@@ -183,7 +183,7 @@ def test_a_close_draft_under_warping_keeps_many_guesses_and_the_targets_distribu
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, 0.3, seed=5), tok, eos_ids=[])
     counts, accepted = {}, 0
     for seed in range(N_RUNS):
-        result = session.run(pair, PROMPT, session.settings(max_new_tokens=3, seed=seed, **CLOSE, **way))
+        result = session.run(pair, PROMPT, session.spec_config(max_new_tokens=3, seed=seed, **CLOSE, **way))
         counts[tuple(result.token_ids)] = counts.get(tuple(result.token_ids), 0) + 1
         accepted += result.stats["accepted"]
     assert accepted > N_RUNS // 2, accepted  # half a guess kept a run at least, of the 3 tokens each writes (the far draft: none)
@@ -201,9 +201,9 @@ def test_a_close_draft_under_warping_keeps_many_guesses_and_the_targets_distribu
                                          ({"tree": ("2", "2")}, r"a token tree is a tuple of whole numbers"),
                                          ({"compile": "no"}, "compile must be True or False, got 'no'")])
 def test_the_apis_settings_refuse_a_value_of_the_wrong_kind(given, said):
-    """A CLI/API review: session.settings() took k=2.5, a seed of 1.5, max_new_tokens=10.5, which failed
+    """A CLI/API review: session.spec_config() took k=2.5, a seed of 1.5, max_new_tokens=10.5, which failed
     deep in the engine (TypeError; manual_seed's RuntimeError), and k='4' with a bare TypeError."""
     from playground.errors import PlaygroundError
     with pytest.raises(PlaygroundError, match=said):
-        session.settings(**given)
-    assert session.settings(k=np.int64(3), temperature=np.float32(0.5)).k == 3  # numpy's numbers are numbers
+        session.spec_config(**given)
+    assert session.spec_config(k=np.int64(3), temperature=np.float32(0.5)).k == 3  # numpy's numbers are numbers

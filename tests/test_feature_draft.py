@@ -42,7 +42,7 @@ def pair(tokenizer, target):
 def test_greedy_output_is_the_target_alone(pair):
     prompt = pair.tokenizer("def parse(text):\n").input_ids
     for k in (1, 3, 5):
-        cfg = session.settings(k=k, max_new_tokens=40)
+        cfg = session.spec_config(k=k, max_new_tokens=40)
         spec = session.run(pair, prompt, cfg)
         assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
         assert spec.stats["proposed"] > 0 and spec.stats["draft_passes"] > 0
@@ -53,7 +53,7 @@ def test_the_schedules_pauses_keep_the_targets_features(pair):
     committed (the target's next pass overwrites them: 'features skipped positions' otherwise)."""
     prompt = pair.tokenizer("def parse(text):\n").input_ids
     for k in (1, 2, 4):
-        cfg = session.settings(k=k, max_new_tokens=48, policy="schedule")
+        cfg = session.spec_config(k=k, max_new_tokens=48, policy="schedule")
         spec = session.run(pair, prompt, cfg)
         assert spec.token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
         paused = [i for i, r in enumerate(spec.rounds) if r.k == 0 and spec.rounds[i].finish_reason is None]
@@ -66,7 +66,7 @@ def test_a_tree_drafted_from_a_one_token_prompt_is_the_target_alone(pair, tree):
     reads x_0's feature (the target's): that feature was never set, and a tree of depth 2 crashed."""
     prompt = pair.tokenizer("x").input_ids
     assert len(prompt) == 1
-    cfg = session.settings(tree=tree, max_new_tokens=8)
+    cfg = session.spec_config(tree=tree, max_new_tokens=8)
     assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
 
 
@@ -76,7 +76,7 @@ def test_the_cache_keeps_only_pairs_made_from_the_targets_features(pair):
     prompt = pair.tokenizer("import os\nimport sys\n").input_ids
     target_runner, draft_runner = session.eager_runners(pair)
     proposer = DraftModelProposer(draft_runner)
-    rounds = list(speculate(target_runner, proposer, prompt, session.settings(k=4, max_new_tokens=30), set()))[1:]
+    rounds = list(speculate(target_runner, proposer, prompt, session.spec_config(k=4, max_new_tokens=30), set()))[1:]
     assert sum(r.proposed > r.accepted for r in rounds) >= 2  # rollbacks happened
     seq, n = proposer.seq, draft_runner.length
     assert draft_runner.exact == n and n >= len(seq) - 6
@@ -122,7 +122,7 @@ def test_tree_sampling_matches_the_target():
     pair = tiny.make_pair(target, feature_draft(target, [0, 2, 3, 5, 7, 8, 10], std=0.6), tok, eos_ids=[])
     counts = {}
     for seed in range(N_RUNS):
-        cfg = session.settings(max_new_tokens=3, seed=seed, tree=(2, 2), **CASES["warped"])
+        cfg = session.spec_config(max_new_tokens=3, seed=seed, tree=(2, 2), **CASES["warped"])
         ids = tuple(session.run(pair, PROMPT, cfg).token_ids)
         counts[ids] = counts.get(ids, 0) + 1
     assert chi_square_p(counts, exact_joint(target, 3, CASES["warped"]), N_RUNS) > P_MIN
@@ -132,7 +132,7 @@ def test_tree_rounds_keep_only_pairs_made_from_the_targets_features(pair):
     """After each tree round the feature draft's cache holds exact pairs only, and the target's
     features it reads are those of the kept branch (the output stays the target's)."""
     prompt = pair.tokenizer("def parse(text):\n").input_ids
-    cfg = session.settings(max_new_tokens=30, tree=(3, 2))
+    cfg = session.spec_config(max_new_tokens=30, tree=(3, 2))
     target, draft = session.eager_runners(pair)
     proposer = TreeProposer(draft, cfg.tree)
     for event in speculate(target, proposer, prompt, cfg, pair.eos_ids):
@@ -148,7 +148,7 @@ def test_constrained_runs_stay_exact_and_valid(pair, text):
                                     pair.eos_ids)
     prompt = pair.tokenizer(text).input_ids
     for temperature in (0.0, 1.0):
-        cfg = session.settings(k=3, temperature=temperature, max_new_tokens=16)
+        cfg = session.spec_config(k=3, temperature=temperature, max_new_tokens=16)
         result = session.run(pair, prompt, cfg, constraint=constraint)
         assert result.valid and result.stats["proposed"] > 0, result.text
         if temperature == 0:
@@ -162,7 +162,7 @@ def test_loads_from_a_directory_and_stays_eager_under_compile(tmp_path, tokenize
     pair = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
     assert pair.feature_draft and pair.draft.head.shape == (len(range(0, len(tokenizer), 3)), 64)
     prompt = tokenizer("class A:\n").input_ids
-    cfg = session.settings(k=3, max_new_tokens=20, compile=True)
+    cfg = session.spec_config(k=3, max_new_tokens=20, compile=True)
     assert not any(isinstance(r, StaticRunner) for r in session.choice.runners(pair, len(prompt), cfg))
     assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
     out = cli.generate_report(pair, prompt, cfg, baseline=False, num_samples=1)  # the user is told, not left guessing
@@ -206,7 +206,7 @@ def test_compare_drafts_says_which_ways_a_feature_draft_cannot_draft(tmp_path, t
                        tmp_path / "draft")
     encode = lambda pair, text: pair.tokenizer(text).input_ids  # noqa: E731
     rows = list(sweeps.compare_drafts(str(t_dir), str(tmp_path / "draft"), ["class A:\n"],
-                                           session.settings(k=3, max_new_tokens=16), list(sweeps.VARIANTS), encode))[-1]
+                                           session.spec_config(k=3, max_new_tokens=16), list(sweeps.VARIANTS), encode))[-1]
     by_name = {r["variant"]: r for r in rows}
     assert set(by_name) == set(sweeps.VARIANTS)
     cascade = by_name["cascade (lookup -> draft)"]

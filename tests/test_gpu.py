@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def compiled(k: int, max_new_tokens: int, **kw):
-    return session.settings(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
+    return session.spec_config(k=k, max_new_tokens=max_new_tokens, compile=True, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def run(seed):
     target = tiny.tiny_model("qwen2", vocab=12, hidden=32, layers=1, seed=seed, eos_id=11).cuda()
     draft = tiny.perturbed_copy(target, noise=0.4, seed=seed + 1).cuda()
     pair = tiny.make_pair(target, draft, tok, eos_ids=[])
-    cfg = session.settings(k=3, max_new_tokens=20, compile=True)
+    cfg = session.spec_config(k=3, max_new_tokens=20, compile=True)
     spec, alone = session.run(pair, [1, 2, 3], cfg), session.run(pair, [1, 2, 3], cfg, speculative=False)
     assert spec.token_ids == alone.token_ids and pair.programs, seed
 for seed in (1, 5):  # the first pair's graphs are all freed before the second pair captures

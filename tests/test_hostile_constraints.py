@@ -657,7 +657,7 @@ def test_an_ambiguous_grammar_stops_the_run_with_its_reason_instead_of_holding_i
     constraint = session.constrain(x_pair, ConstraintSpec("grammar", AMBIGUOUS[backend], backend))
     with pytest.raises(PlaygroundError, match=r"took [0-9.]+ s of CPU for one step after \d+ tokens, more than this "
                                               r"host allows \(0\.001 s\): simplify the constraint") as caught:
-        session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=2048),
+        session.run(x_pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=2048),
                     constraint=constraint)
     assert caught.value.where == "constraint"
     (x,) = tokenizer("x").input_ids  # the check of an output after its run is bounded the same way
@@ -669,9 +669,9 @@ def test_a_runs_constraint_work_is_bounded_in_all(tokenizer, x_pair, monkeypatch
     monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 0.0)
     constraint = session.constrain(x_pair, ConstraintSpec("regex", "x{1,64}", "llguidance"))
     with pytest.raises(PlaygroundError, match=r"s of CPU in this run, more than this host allows \(0 s\)"):
-        session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=64), constraint=constraint)
+        session.run(x_pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=64), constraint=constraint)
     monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 120)
-    result = session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=64),
+    result = session.run(x_pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=64),
                          constraint=constraint)
     assert result.valid and set(result.text) == {"x"}
 
@@ -683,14 +683,14 @@ def test_a_long_forced_text_past_the_runs_bound_is_said_as_such_not_as_ambiguity
     constraint = session.constrain(x_pair, ConstraintSpec("json", json.dumps({"const": "ab" * 20_000}), "llguidance"))
     with pytest.raises(PlaygroundError, match=r"s of CPU in this run, more than this host allows \(0\.3 s\): most of it "
                                               r"finding the text the constraint forces") as caught:
-        session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=2048), constraint=constraint)
+        session.run(x_pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=2048), constraint=constraint)
     assert caught.value.where == "constraint" and "ambiguous" not in str(caught.value)
     monkeypatch.setattr(limits, "CONSTRAINT_RUN_SECONDS", 120)  # one step past its own bound: said the same way
     monkeypatch.setattr(limits, "CONSTRAINT_STEP_SECONDS", 0.001)
     for backend in ("llguidance", "xgrammar"):
         constraint = session.constrain(x_pair, ConstraintSpec("json", json.dumps({"const": "ab" * 20_000}), backend))
         with pytest.raises(PlaygroundError, match=r"for one step after \d+ tokens, .*: most of it finding the text") as caught:
-            session.run(x_pair, tokenizer("x = ").input_ids, session.settings(k=3, max_new_tokens=2048), constraint=constraint)
+            session.run(x_pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=2048), constraint=constraint)
         assert "ambiguous" not in str(caught.value), backend
 
 

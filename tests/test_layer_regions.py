@@ -69,7 +69,7 @@ def test_greedy_identity_compiled_by_layer(fused, tokenizer, monkeypatch):
     pair = tiny.make_pair(target, draft, tokenizer, eos_ids=[])
     prompt = tokenizer(PROMPT).input_ids
     expected = hf_greedy(target, prompt, 30, eos_id=NO_EOS)
-    cfg = session.settings(k=3, max_new_tokens=30, compile=True)
+    cfg = session.spec_config(k=3, max_new_tokens=30, compile=True)
     result = session.run(pair, prompt, cfg)
     assert result.token_ids == expected and result.stats["accepted"] > 0
     assert session.run(pair, prompt, cfg, speculative=False).token_ids == expected

@@ -51,7 +51,7 @@ def test_a_runs_defaults_agree_wherever_they_are_written():
     from playground.config import GREEDY, SamplingParams, SpecConfig
     from playground.presets import Preset, Settings
     engine = {**dataclasses.asdict(SpecConfig()), **dataclasses.asdict(SamplingParams())}
-    api = {name: p.default for name, p in inspect.signature(session.settings).parameters.items()}
+    api = {name: p.default for name, p in inspect.signature(session.spec_config).parameters.items()}
     preset = {f.name: f.default for f in dataclasses.fields(Preset) if f.default is not dataclasses.MISSING}
     page = dataclasses.asdict(Settings())
     for name in ("k", "temperature", "top_p", "top_k", "max_new_tokens", "seed", "policy", "confidence"):
@@ -145,7 +145,7 @@ def test_demo_pair_ships_small_and_loads_offline():
     accepted = proposed = 0
     for text in prompts:  # held-out code: the draft must be a real distillation of the target
         prompt = session.encode_prompt(pair, text)
-        result = session.run(pair, prompt, session.settings(k=4, max_new_tokens=40))
+        result = session.run(pair, prompt, session.spec_config(k=4, max_new_tokens=40))
         assert result.token_ids == hf_greedy(pair.target, prompt, 40, eos_id=pair.tokenizer.eos_token_id)
         accepted, proposed = accepted + result.stats["accepted"], proposed + result.stats["proposed"]
     assert accepted / proposed > 0.4

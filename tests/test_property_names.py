@@ -43,7 +43,7 @@ def test_names_a_schema_limits_are_the_only_ones_written(tokenizer, backend):
     prompt = tokenizer("x = ", add_special_tokens=False).input_ids
     written = set()
     for seed in range(8):
-        result = session.run(pair, prompt, session.settings(temperature=1.0, seed=seed, max_new_tokens=60),
+        result = session.run(pair, prompt, session.spec_config(temperature=1.0, seed=seed, max_new_tokens=60),
                              speculative=False, constraint=constraint)
         assert result.valid or result.finish_reason == "length", (result.text, result.validation_error)
         written |= set(json.loads(result.text)) if result.valid else set()

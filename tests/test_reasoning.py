@@ -143,7 +143,7 @@ def test_a_thinking_run_is_the_target_alone_and_its_answer_is_valid(think_tokeni
     pair, end = thinking_pair(tok, 0.6), tok.convert_tokens_to_ids(MARKER)
     constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, backend, think_budget=40))
     prompt = tok("def f(x):\n    return").input_ids
-    cfg = session.settings(k=4, max_new_tokens=80, temperature=temperature, seed=seed)
+    cfg = session.spec_config(k=4, max_new_tokens=80, temperature=temperature, seed=seed)
     result = session.run(pair, prompt, cfg, constraint=constraint)
     assert result.valid, (result.validation_error, result.text)
     start = result.reasoning_tokens
@@ -163,10 +163,10 @@ def test_the_budget_ends_a_thinking_model_that_never_stops(think_tokenizer, back
     tok = think_tokenizer
     pair = thinking_pair(tok, -5.0)  # never writes </think> by itself
     constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, backend, think_budget=12))
-    result = session.run(pair, tok("x = ").input_ids, session.settings(k=3, max_new_tokens=60), constraint=constraint)
+    result = session.run(pair, tok("x = ").input_ids, session.spec_config(k=3, max_new_tokens=60), constraint=constraint)
     marker = [t for r in result.rounds for t in r.tokens if t.token_id == tok.convert_tokens_to_ids(MARKER)]
     assert [t.kind for t in marker] == [FORCED] and result.reasoning_tokens == 13 and result.valid
-    short = session.run(pair, tok("x = ").input_ids, session.settings(k=3, max_new_tokens=8), constraint=constraint)
+    short = session.run(pair, tok("x = ").input_ids, session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
     assert short.valid is False and "still thinking" in short.validation_error and short.answer == ""
 
 
@@ -220,7 +220,7 @@ def test_a_rejected_draft_past_the_marker_is_never_in_the_answer(think_tokenizer
     tok = think_tokenizer
     pair = thinking_pair(tok, 0.6, seed=7)
     constraint = session.constrain(pair, ConstraintSpec("regex", "[0-9]{3}", "llguidance", think_budget=30))
-    result = session.run(pair, tok("n = ").input_ids, session.settings(k=4, max_new_tokens=60, temperature=1.0, seed=5),
+    result = session.run(pair, tok("n = ").input_ids, session.spec_config(k=4, max_new_tokens=60, temperature=1.0, seed=5),
                          constraint=constraint)
     committed = [t.token_id for r in result.rounds for t in r.tokens if t.kind != REJECTED]
     assert committed == result.token_ids and result.valid and len(result.answer) == 3 and result.answer.isdigit()
@@ -282,7 +282,7 @@ def test_the_presets_chat_templates_think_then_answer(think_tokenizer, preset):
     assert session.encode_prompt(pair, "Hi?", chat=True, system="Be brief.") == tok(rendered).input_ids
     budget = get_preset(preset).think_budget
     spec = ConstraintSpec("json", SCHEMA, "llguidance", think_budget=budget)
-    cfg = session.settings(k=4, max_new_tokens=budget + 48)
+    cfg = session.spec_config(k=4, max_new_tokens=budget + 48)
     result = session.run(pair, session.encode_prompt(pair, "Hi?", chat=True), cfg, constraint=session.constrain(pair, spec))
     assert result.valid and 0 < result.reasoning_tokens < len(result.token_ids) and json.loads(result.answer)["a"] in range(10)
     tok.chat_template = None
@@ -416,7 +416,7 @@ def test_a_forced_draft_the_target_never_kept_is_no_guess_either(think_tokenizer
         for budget in (2, 3, 5):
             constraint = session.constrain(pair, ConstraintSpec("regex", "[0-9]{2}", "llguidance", think_budget=budget))
             rows.clear()
-            result = session.run(pair, think_tokenizer("x = ").input_ids, session.settings(k=4, max_new_tokens=30),
+            result = session.run(pair, think_tokenizer("x = ").input_ids, session.spec_config(k=4, max_new_tokens=30),
                                  constraint=constraint)
             drafting = [r for r in result.rounds if r.target_passes]
             assert len(drafting) == len(rows)
@@ -435,7 +435,7 @@ def test_a_thinking_that_ends_by_itself_is_not_said_cut_by_its_budget(think_toke
     for bias in (-5.0, 8.0):  # </think> forced by the budget; written by the model itself
         pair = thinking_pair(tok, bias)
         constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, "llguidance", think_budget=12))
-        out = session.run(pair, tok("x = ").input_ids, session.settings(k=3, max_new_tokens=60), constraint=constraint).as_json()
+        out = session.run(pair, tok("x = ").input_ids, session.spec_config(k=3, max_new_tokens=60), constraint=constraint).as_json()
         assert out["reasoning_tokens"], out
         ended[bias] = _budget_spent(out)
     assert ended == {-5.0: " (the thinking budget ran out: </think> forced)", 8.0: ""}
@@ -444,7 +444,7 @@ def test_a_thinking_that_ends_by_itself_is_not_said_cut_by_its_budget(think_toke
     pair = thinking_pair(tok, -5.0)
     pair = tiny.make_pair(pair.target, pair.target, tok)
     constraint = session.constrain(pair, ConstraintSpec("json", SCHEMA, "llguidance", think_budget=4))
-    out = session.run(pair, tok("x = ").input_ids, session.settings(k=4, max_new_tokens=30), constraint=constraint).as_json()
+    out = session.run(pair, tok("x = ").input_ids, session.spec_config(k=4, max_new_tokens=30), constraint=constraint).as_json()
     marker = [t for t in out["rounds"][0]["tokens"] if t["kind"] != "rejected"][4]
     assert marker["kind"] == "bonus" and "</think>" in marker["text"], out["rounds"][0]
     assert out["thinking_cut"] is True and _budget_spent(out) == " (the thinking budget ran out: </think> forced)"

@@ -44,7 +44,7 @@ def test_greedy_output_is_the_target_alone(small):
     tok, target = small
     pair = tiny.make_pair(target, reduced_draft(), tok, eos_ids=[])
     for k in (1, 3, 5):
-        cfg = session.settings(k=k, max_new_tokens=24)
+        cfg = session.spec_config(k=k, max_new_tokens=24)
         spec = session.run(pair, PROMPT, cfg)
         assert spec.token_ids == session.run(pair, PROMPT, cfg, speculative=False).token_ids
         assert spec.stats["proposed"] > 0
@@ -66,7 +66,7 @@ def test_a_constraint_allowing_only_unmapped_tokens_still_drafts(tokenizer, targ
     constraint = compile_constraint(from_user(regex="[0-9]{6}"), tokenizer, pair.vocab, pair.eos_ids)
     prompt = tokenizer("x = ").input_ids
     for temperature in (0.0, 1.0):
-        cfg = session.settings(k=3, temperature=temperature, max_new_tokens=8)
+        cfg = session.spec_config(k=3, temperature=temperature, max_new_tokens=8)
         result = session.run(pair, prompt, cfg, constraint=constraint)
         assert result.valid and result.stats["proposed"] > 0, result.text
         if temperature == 0:
@@ -82,7 +82,7 @@ def test_reduced_draft_loads_from_a_directory(tmp_path, tokenizer):
     pair = models.load_pair(str(t_dir), str(d_dir), "cpu")
     assert pair.vocab == len(tokenizer) and pair.draft_vocab_map.tolist() == d2t
     ids = tokenizer("def f(x):").input_ids
-    cfg = session.settings(k=4, max_new_tokens=16)
+    cfg = session.spec_config(k=4, max_new_tokens=16)
     assert session.run(pair, ids, cfg).token_ids == session.run(pair, ids, cfg, speculative=False).token_ids
     save_file({"d2t": torch.tensor(d2t[:-1], dtype=torch.int32)}, d_dir / models.VOCAB_MAP_FILE)
     models.CACHE.entries.clear()

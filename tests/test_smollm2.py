@@ -44,7 +44,7 @@ def test_greedy_speculation_is_the_target_alone(pair):
     accepted = judged = 0
     for text in json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[:2]:
         ids = session.encode_prompt(pair, text, chat=True)
-        cfg = session.settings(k=3, max_new_tokens=32)
+        cfg = session.spec_config(k=3, max_new_tokens=32)
         result = session.run(pair, ids, cfg)
         assert result.token_ids == session.run(pair, ids, cfg, speculative=False).token_ids
         accepted += result.stats["accepted"]
@@ -59,8 +59,8 @@ def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
     assert bf16.target.playground_batch_invariant
     text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[1]
     ids = session.encode_prompt(bf16, text, chat=True)
-    runner = session.choice.runners(bf16, len(ids), session.settings(k=4), speculative=False)[0]
-    following = session.run(bf16, ids, session.settings(max_new_tokens=12), speculative=False).token_ids
+    runner = session.choice.runners(bf16, len(ids), session.spec_config(k=4), speculative=False)[0]
+    following = session.run(bf16, ids, session.spec_config(max_new_tokens=12), speculative=False).token_ids
     rows = {}
     for width in (1, 2, 5):
         runner.reset()
@@ -68,10 +68,10 @@ def test_bfloat16_passes_of_any_width_agree_bitwise(pair):
         rows[width] = torch.cat([runner.forward(torch.tensor(following[i:i + width]))
                                  for i in range(0, 10, width)])[:10]  # logits of 10 positions
     assert torch.equal(rows[1], rows[2]) and torch.equal(rows[1], rows[5])
-    cfg = session.settings(max_new_tokens=48)
+    cfg = session.spec_config(max_new_tokens=48)
     alone = session.run(bf16, ids, cfg, speculative=False).token_ids
     for k in (1, 3, 4):
-        assert session.run(bf16, ids, session.settings(k=k, max_new_tokens=48)).token_ids == alone
+        assert session.run(bf16, ids, session.spec_config(k=k, max_new_tokens=48)).token_ids == alone
 
 
 def test_bfloat16_verify_passes_agree_at_every_short_context(pair):
@@ -81,7 +81,7 @@ def test_bfloat16_verify_passes_agree_at_every_short_context(pair):
     (batch_invariant._padded_blocks)."""
     bf16 = models.load_pair("smollm2-135m-instruct", "smollm2-draft", "cpu", dtype=torch.bfloat16)
     ids = torch.randint(100, 40_000, (48,), generator=torch.Generator().manual_seed(1))
-    runner = session.choice.runners(bf16, 48, session.settings(k=3), speculative=False)[0]
+    runner = session.choice.runners(bf16, 48, session.spec_config(k=3), speculative=False)[0]
     runner.reset()
     ones = torch.cat([runner.forward(ids[i:i + 1]) for i in range(48)])  # [48, V]: position i's logits
     differing = []
@@ -101,9 +101,9 @@ def test_feature_draft_is_exact_and_distilled(pair):
     assert feature.feature_draft and feature.draft.head.shape == (8191, 576)
     text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[2]
     ids = session.encode_prompt(feature, text, chat=True)
-    alone = session.run(feature, ids, session.settings(max_new_tokens=48), speculative=False).token_ids
+    alone = session.run(feature, ids, session.spec_config(max_new_tokens=48), speculative=False).token_ids
     for k in (2, 4):
-        result = session.run(feature, ids, session.settings(k=k, max_new_tokens=48))
+        result = session.run(feature, ids, session.spec_config(k=k, max_new_tokens=48))
         assert result.token_ids == alone
         judged = result.stats["accepted"] + sum(r.accepted < r.proposed for r in result.rounds)
         assert result.stats["accepted"] / judged > 0.25
@@ -118,9 +118,9 @@ def test_token_trees_of_the_feature_draft_are_the_target_alone(pair, dtype):
     feature = models.load_pair("smollm2-135m-instruct", "smollm2-feature-draft", "cpu", dtype=dtype)
     text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[3]
     ids = session.encode_prompt(feature, text, chat=True)
-    alone = session.run(feature, ids, session.settings(max_new_tokens=96), speculative=False).token_ids
+    alone = session.run(feature, ids, session.spec_config(max_new_tokens=96), speculative=False).token_ids
     for tree in ("1,2,1,1", "3,2,1", "2,2,2/5+3"):  # the last: dynamic, with a prompt-lookup branch
-        result = session.run(feature, ids, session.settings(max_new_tokens=96, **tree_fields(tree)))
+        result = session.run(feature, ids, session.spec_config(max_new_tokens=96, **tree_fields(tree)))
         assert result.token_ids == alone
         assert result.stats["accepted"] > 0
 
@@ -130,7 +130,7 @@ def test_json_preset_writes_a_valid_record(pair):  # pair: the target converted 
     pair = models.load_pair(preset.target, preset.draft, "cpu")
     constraint = session.constrain(pair, from_user(schema=preset.schema))
     ids = session.encode_prompt(pair, preset.prompt, chat=True)
-    result = session.run(pair, ids, session.settings(k=preset.k, max_new_tokens=preset.max_new_tokens),
+    result = session.run(pair, ids, session.spec_config(k=preset.k, max_new_tokens=preset.max_new_tokens),
                          constraint=constraint)
     assert result.valid, (result.text, result.validation_error)
     record = json.loads(result.text)

@@ -153,7 +153,7 @@ def test_interleave_lets_the_target_alone_catch_up_after_each_round():
 def test_engine_blocks_measure_real_runs(target, noisy_draft, tokenizer):
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     ids = tokenizer(PROMPT).input_ids
-    make = engine_block(pair, [ids, ids[:5]], session.settings(k=3, max_new_tokens=20))
+    make = engine_block(pair, [ids, ids[:5]], session.spec_config(k=3, max_new_tokens=20))
     block = make()
     assert [len(r) for r in block.spec_runs] and len(block.base_runs) == 2
     for spec, base, prompt in zip(block.spec_runs, block.base_runs, (ids, ids[:5])):
@@ -173,14 +173,14 @@ def test_sampled_blocks_each_draw_their_own_texts(target, noisy_draft, tokenizer
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     ids = tokenizer(PROMPT).input_ids
     texts = lambda block: [_ids(run) for run in block.spec_runs + block.base_runs]  # noqa: E731
-    sampled = session.settings(k=3, temperature=1.0, max_new_tokens=20, seed=7)
+    sampled = session.spec_config(k=3, temperature=1.0, max_new_tokens=20, seed=7)
     make = engine_block(pair, [ids], sampled, warm=False)
     first, second = texts(make()), texts(make())
     assert first != second
     assert first == texts(engine_block(pair, [ids], dataclasses.replace(sampled, seed=7), warm=False)())
     assert second == texts(engine_block(pair, [ids], dataclasses.replace(sampled, seed=8), warm=False)())
     assert texts(engine_block(pair, [ids], sampled, warm=False, first_block=1)()) == second  # the page's second
-    greedy = engine_block(pair, [ids], session.settings(k=3, max_new_tokens=20, seed=7), warm=False)
+    greedy = engine_block(pair, [ids], session.spec_config(k=3, max_new_tokens=20, seed=7), warm=False)
     assert texts(greedy()) == texts(greedy())
 
 
@@ -234,12 +234,12 @@ def test_a_block_stops_where_it_is_with_both_sides_level(target, noisy_draft, to
     pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
     ids = tokenizer(PROMPT).input_ids
     asked = []
-    make = engine_block(pair, [ids, ids[:5]], session.settings(k=3, max_new_tokens=40), warm=False,
+    make = engine_block(pair, [ids, ids[:5]], session.spec_config(k=3, max_new_tokens=40), warm=False,
                         should_stop=lambda: asked.append(1) or len(asked) > 4)
     block = make()
     assert len(block.spec_runs) == 1  # the second prompt never started
     assert 0 < block.spec.tokens < 40 and block.base.tokens < 40  # both sides ended where Stop found them
-    again = engine_block(pair, [ids], session.settings(k=3, max_new_tokens=40), warm=False)()  # caches free again
+    again = engine_block(pair, [ids], session.spec_config(k=3, max_new_tokens=40), warm=False)()  # caches free again
     assert again.spec.tokens == again.base.tokens == 40
 
 
@@ -250,7 +250,7 @@ def test_a_compiled_warm_up_uses_the_measured_runs_cache(tokenizer):
     target = tiny.tiny_model(vocab=len(tokenizer), seed=3)  # (its own: caches are kept on the model)
     pair = tiny.make_pair(target, tiny.perturbed_copy(target, 0.1), tokenizer, eos_ids=[])
     ids = tokenizer(PROMPT).input_ids
-    engine_block(pair, [ids], session.settings(k=2, max_new_tokens=300, compile=True), warm=True)
+    engine_block(pair, [ids], session.spec_config(k=2, max_new_tokens=300, compile=True), warm=True)
     assert set(target.__dict__["_playground_caches"]) == {512}  # the runs' (prompt, 300 new, k + 2); 256 was the warm-up's
 
 
@@ -262,7 +262,7 @@ def test_stop_also_ends_the_target_alones_tail(monkeypatch):
     monkeypatch.setattr(speedup.session, "generate", lambda pair, ids, cfg, side, guide: (e for e in runs[side]))
     monkeypatch.setattr(speedup.session, "new_guide", lambda constraint, cfg: None)
     asked = []
-    block = engine_block(None, [[1, 2]], session.settings(k=K, max_new_tokens=200), warm=False, whole_base=True,
+    block = engine_block(None, [[1, 2]], session.spec_config(k=K, max_new_tokens=200), warm=False, whole_base=True,
                          should_stop=lambda: asked.append(1) or len(asked) > 20)()
     assert block.spec.tokens == 6 and _written(block.base_runs[0]) < 20  # not all 200 rounds of the target alone
 
@@ -276,7 +276,7 @@ def test_the_target_alone_stops_where_speculation_ended(monkeypatch):
     runs = {True: clock.run(2, 3, K), False: clock.run(200, 1, 0)}  # 6 tokens speculating; the alone run's 200
     monkeypatch.setattr(speedup.session, "generate", lambda pair, ids, cfg, side, guide: (e for e in runs[side]))
     monkeypatch.setattr(speedup.session, "new_guide", lambda constraint, cfg: None)
-    cfg = session.settings(k=K, max_new_tokens=200)
+    cfg = session.spec_config(k=K, max_new_tokens=200)
     measured = engine_block(None, [[1, 2]], cfg, warm=False)()
     whole = engine_block(None, [[1, 2]], cfg, warm=False, whole_base=True)()
     assert _written(measured.base_runs[0]) == 6 and _written(whole.base_runs[0]) == 200
@@ -369,14 +369,14 @@ def test_a_greedy_sweep_row_says_when_its_texts_left_the_target_alones():
                       draft_passes=0, draft_s=0.0, target_s=0.01, wall_s=0.01)]
     sp = types.SimpleNamespace(spec_tokens_per_s=20.0, base_tokens_per_s=10.0, speedup=2.0, low=1.8, high=2.2,
                                estimate=2.0, verdict="faster", blocks=1, side="", reason="", other_lengths="")
-    same = sweeps._row(session.settings(k=2), (sp, [run(1, 2, 3), run(4, 5)], [run(1, 2, 3), run(4, 5)]), 2)
+    same = sweeps._row(session.spec_config(k=2), (sp, [run(1, 2, 3), run(4, 5)], [run(1, 2, 3), run(4, 5)]), 2)
     assert same["identical"] is True and "left the target alone" not in same["note"]
-    drifted = sweeps._row(session.settings(k=2), (sp, [run(1, 2, 3), run(4, 6)], [run(1, 2, 3), run(4, 5)]), 2)
+    drifted = sweeps._row(session.spec_config(k=2), (sp, [run(1, 2, 3), run(4, 6)], [run(1, 2, 3), run(4, 5)]), 2)
     assert drifted["identical"] is False
     assert drifted["note"].startswith("greedy, yet 1 of 2 runs left the target alone's text (first at token 1")
-    sampled = sweeps._row(session.settings(k=2, temperature=0.8), (sp, [run(1)], [run(2)]), 1)
+    sampled = sweeps._row(session.spec_config(k=2, temperature=0.8), (sp, [run(1)], [run(2)]), 1)
     assert sampled["identical"] is None and sampled["note"] == ""  # sampled texts differ by design
-    other = sweeps._row(session.settings(k=2, temperature=0.8), (types.SimpleNamespace(**{**vars(sp), "other_lengths": "the texts' lengths differ"}), [run(1)], [run(2)]), 1)
+    other = sweeps._row(session.spec_config(k=2, temperature=0.8), (types.SimpleNamespace(**{**vars(sp), "other_lengths": "the texts' lengths differ"}), [run(1)], [run(2)]), 1)
     assert other["note"] == "the texts' lengths differ"  # said beside the two tok/s columns it is not the ratio of
     assert "identical" in sweeps.CSV_COLUMNS and "identical" in sweeps.COMPARE_CSV_COLUMNS
 

@@ -148,8 +148,8 @@ def test_greedy_tree_output_is_the_target_alone(pair, tree):
     pair, tok = pair
     for text, n in (("def fib(n):", 40), ("import os\n", 7), ("x = ", 1)):
         prompt = tok(text).input_ids
-        alone = session.run(pair, prompt, session.settings(max_new_tokens=n), speculative=False)
-        result = session.run(pair, prompt, session.settings(max_new_tokens=n, tree=tree))
+        alone = session.run(pair, prompt, session.spec_config(max_new_tokens=n), speculative=False)
+        result = session.run(pair, prompt, session.spec_config(max_new_tokens=n, tree=tree))
         assert result.token_ids == alone.token_ids
         trees = [r for r in result.rounds if r.tree is not None]  # a round with one token left drafts none
         assert trees == result.rounds[:len(trees)] and len(result.rounds) - len(trees) <= 1
@@ -164,12 +164,12 @@ def test_a_round_near_the_token_budget_drafts_no_deeper_than_it_can_keep(pair):
     pair, tok = pair
     tree = (1, 1, 1, 1)
     prompt = tok("def fib(n):").input_ids
-    full = session.run(pair, prompt, session.settings(max_new_tokens=40, tree=tree))
+    full = session.run(pair, prompt, session.spec_config(max_new_tokens=40, tree=tree))
     before = next(i for i, r in enumerate(full.rounds) if r.accepted >= 3)  # start where a round keeps 3+ nodes
     ids = prompt + full.token_ids[:sum(len(r.committed) for r in full.rounds[:before])]
     for budget in (1, 2, 3, 4):
-        result = session.run(pair, ids, session.settings(max_new_tokens=budget, tree=tree))
-        alone = session.run(pair, ids, session.settings(max_new_tokens=budget), speculative=False)
+        result = session.run(pair, ids, session.spec_config(max_new_tokens=budget, tree=tree))
+        alone = session.run(pair, ids, session.spec_config(max_new_tokens=budget), speculative=False)
         assert result.token_ids == alone.token_ids and len(result.rounds) == 1
         first = result.rounds[0]
         assert first.k == budget - 1 and first.draft_passes == budget - 1 and first.proposed == budget - 1
@@ -182,15 +182,15 @@ def test_a_round_near_the_token_budget_drafts_no_deeper_than_it_can_keep(pair):
             assert first.tree is None
         assert result.stats["theory_tokens_per_round"] is None  # a tree's (a one-token run said the chain's 1.0)
     for cfg in (dict(tree=(3, 3, 3), tree_budget=7), dict(tree=(2, 2), tree_lookup=4)):
-        assert session.run(pair, ids, session.settings(max_new_tokens=1, **cfg)).stats["theory_tokens_per_round"] is None
-    assert session.run(pair, ids, session.settings(max_new_tokens=1)).stats["theory_tokens_per_round"] == 1.0  # a chain's
+        assert session.run(pair, ids, session.spec_config(max_new_tokens=1, **cfg)).stats["theory_tokens_per_round"] is None
+    assert session.run(pair, ids, session.spec_config(max_new_tokens=1)).stats["theory_tokens_per_round"] == 1.0  # a chain's
 
 
 def test_a_wide_tree_takes_more_tokens_per_pass_than_its_chain(pair):
     pair, tok = pair
     prompt = tok("def fib(n):").input_ids
-    chain = session.run(pair, prompt, session.settings(k=3, max_new_tokens=60))
-    tree = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=(3, 2, 2)))
+    chain = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=60))
+    tree = session.run(pair, prompt, session.spec_config(max_new_tokens=60, tree=(3, 2, 2)))
     assert tree.token_ids == chain.token_ids
     assert tree.stats["tokens_per_target_pass"] > chain.stats["tokens_per_target_pass"]
 
@@ -202,12 +202,12 @@ def test_a_trees_acceptance_counts_refusals_and_its_positions_are_its_levels(pai
     from playground.events import ACCEPTED, CORRECTED
     from playground.ui.plots import position_counts
     pair, tok = pair
-    result = session.run(pair, tok("def fib(n):").input_ids, session.settings(max_new_tokens=60, tree=(3, 2, 2)))
+    result = session.run(pair, tok("def fib(n):").input_ids, session.spec_config(max_new_tokens=60, tree=(3, 2, 2)))
     kinds = [t.kind for r in result.rounds for t in r.tokens]
     assert any(r.accepted == 3 and not r.refused for r in result.rounds)  # a round walked to a leaf: nothing refused
     assert result.stats["token_acceptance"] == kinds.count(ACCEPTED) / (kinds.count(ACCEPTED) + kinds.count(CORRECTED))
     assert len(position_counts(result.rounds)) == 3 and max(r.depth for r in result.rounds) == 3
-    chain = session.run(pair, tok("def fib(n):").input_ids, session.settings(k=3, max_new_tokens=60))
+    chain = session.run(pair, tok("def fib(n):").input_ids, session.spec_config(k=3, max_new_tokens=60))
     assert sum(r.refused for r in chain.rounds) == sum(r.accepted < r.proposed for r in chain.rounds)  # a chain's as before
 
 
@@ -218,7 +218,7 @@ def test_a_trees_refused_siblings_are_each_judged_and_read_alone(pair):
     from playground.detok import with_text
     from playground.events import REJECTED
     pair, tok = pair
-    result = session.run(pair, tok("def fib(n):").input_ids, session.settings(max_new_tokens=60, tree=(3, 2, 2)))
+    result = session.run(pair, tok("def fib(n):").input_ids, session.spec_config(max_new_tokens=60, tree=(3, 2, 2)))
     siblings = [[t for t in r.tokens if t.kind == REJECTED] for r in result.rounds]
     assert any(len(refused) > 1 for refused in siblings)
     assert all(t.p_target is not None for refused in siblings for t in refused)
@@ -238,7 +238,7 @@ def test_a_tree_rounds_json_holds_every_node(pair):
     from playground.events import ACCEPTED, REJECTED
     pair, tok = pair
     prompt = tok("def fib(n):").input_ids
-    result = session.run(pair, prompt, session.settings(max_new_tokens=40, tree=(3, 2, 2)))
+    result = session.run(pair, prompt, session.spec_config(max_new_tokens=40, tree=(3, 2, 2)))
     rounds = json.loads(json.dumps(result.as_json()))["rounds"]
     drafted = [r for r in rounds if r["tree"]]
     assert drafted and any(len(r["tree"]["tokens"]) > len(r["tokens"]) for r in drafted)
@@ -248,7 +248,7 @@ def test_a_tree_rounds_json_holds_every_node(pair):
         assert [tree["tokens"][node] for node in tree["path"]] == [t["id"] for t in r["tokens"] if t["kind"] == ACCEPTED]
         refused = {t["id"] for t in r["tokens"] if t["kind"] == REJECTED}
         assert refused <= set(tree["tokens"]) and all(-1 <= parent < node for node, parent in enumerate(tree["parents"]))
-    chain = session.run(pair, prompt, session.settings(k=3, max_new_tokens=12)).as_json()
+    chain = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=12)).as_json()
     assert all(r["tree"] is None for r in chain["rounds"])
 
 def tree_counts(pair, tree: tuple, params: dict) -> dict:
@@ -292,10 +292,10 @@ def test_the_sampling_test_catches_a_broken_tree_rule(small, monkeypatch):  # no
 @pytest.mark.parametrize("tree,message", [((9,), "1 to 8 children"), ((8, 8), "at most 64"), ((), None)])
 def test_tree_settings_are_checked(tree, message):
     if message is None:
-        assert session.settings(tree=tree).tree == ()
+        assert session.spec_config(tree=tree).tree == ()
         return
     with pytest.raises(PlaygroundError, match=message):
-        session.settings(tree=tree)
+        session.spec_config(tree=tree)
 
 
 def test_a_tree_under_compiled_passes_runs_eager_and_says_so(pair):
@@ -303,7 +303,7 @@ def test_a_tree_under_compiled_passes_runs_eager_and_says_so(pair):
     refused), the target alone beside it too, and the run says so."""
     pair, tok = pair
     prompt = tok("x = ").input_ids
-    cfg = session.settings(tree=(2, 2), compile=True, max_new_tokens=12)
+    cfg = session.spec_config(tree=(2, 2), compile=True, max_new_tokens=12)
     assert session.compile_fallback(pair, cfg, prompt_len=len(prompt)).startswith("a token tree runs eager passes")
     assert not session.choice.fuses(pair, cfg, True, True, len(prompt))
     target, draft = session.choice.runners(pair, len(prompt), cfg)
@@ -317,17 +317,17 @@ def test_a_tree_refuses_what_it_cannot_do_yet(pair):
     pair, tok = pair
     prompt = tok("x = ").input_ids
     with pytest.raises(PlaygroundError, match="fixed draft policy"):
-        session.settings(tree=(2,), policy="schedule")
+        session.spec_config(tree=(2,), policy="schedule")
     lookup = tiny.make_pair(pair.target, None, tok)
     with pytest.raises(PlaygroundError, match="drafted by a draft model"):
-        session.run(lookup, prompt, session.settings(tree=(2,)))
+        session.run(lookup, prompt, session.spec_config(tree=(2,)))
     with pytest.raises(PlaygroundError, match="drafted by a draft model"):
-        session.run(lookup, prompt, session.settings(tree=(2,)), constraint=session.constrain(lookup, from_user(regex="[0-9]+")))
+        session.run(lookup, prompt, session.spec_config(tree=(2,)), constraint=session.constrain(lookup, from_user(regex="[0-9]+")))
     windowed = tiny.tiny_model("qwen2", vocab=len(tok), seed=1, use_sliding_window=True, sliding_window=8,
                                layer_types=["sliding_attention", "full_attention"])
     for target, draft, name in ((windowed, pair.draft, "tiny-target"), (pair.target, windowed, "tiny-draft")):
         with pytest.raises(PlaygroundError, match=f"'{name}' has sliding-window layers.*use a chain"):
-            session.run(tiny.make_pair(target, draft, tok), prompt, session.settings(tree=(2,)))
+            session.run(tiny.make_pair(target, draft, tok), prompt, session.spec_config(tree=(2,)))
 
 
 TREE_SCHEMA = json.dumps({"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 999},
@@ -354,14 +354,14 @@ def test_a_constrained_tree_is_the_constrained_target_alone(closing_tree_pair, b
     for kind, text in (("json", TREE_SCHEMA), ("regex", "[a-z]{2,6}-[0-9]{2}")):
         constraint = session.constrain(pair, from_user(**{"schema" if kind == "json" else "regex": text}, backend=backend))
         prompt = tok("config = ").input_ids
-        alone = session.run(pair, prompt, session.settings(max_new_tokens=60), speculative=False, constraint=constraint)
-        result = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=tree), constraint=constraint)
+        alone = session.run(pair, prompt, session.spec_config(max_new_tokens=60), speculative=False, constraint=constraint)
+        result = session.run(pair, prompt, session.spec_config(max_new_tokens=60, tree=tree), constraint=constraint)
         assert result.token_ids == alone.token_ids and result.valid, (result.text, result.validation_error)
         assert any(r.tree for r in result.rounds)
         if kind == "json":
             assert any(t.kind == "forced" for r in result.rounds for t in r.tokens)
         for seed in (1, 2):
-            sampled = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=tree, temperature=1.0, seed=seed),
+            sampled = session.run(pair, prompt, session.spec_config(max_new_tokens=60, tree=tree, temperature=1.0, seed=seed),
                                   constraint=constraint)
             assert sampled.valid, (sampled.text, sampled.validation_error)
 
@@ -413,12 +413,12 @@ def test_a_dynamic_tree_is_the_target_alone(pair, tree, budget):
     from playground.config import dynamic_nodes
     pair, tok = pair
     if budget == dynamic_nodes(tree):
-        result = session.run(pair, tok("def fib(n):").input_ids, session.settings(max_new_tokens=40, tree=tree, tree_budget=budget))
+        result = session.run(pair, tok("def fib(n):").input_ids, session.spec_config(max_new_tokens=40, tree=tree, tree_budget=budget))
         assert max(len(r.tree["tokens"]) for r in result.rounds if r.tree) == budget
     for text, n in (("def fib(n):", 40), ("import os\n", 7)):
         prompt = tok(text).input_ids
-        alone = session.run(pair, prompt, session.settings(max_new_tokens=n), speculative=False)
-        result = session.run(pair, prompt, session.settings(max_new_tokens=n, tree=tree, tree_budget=budget))
+        alone = session.run(pair, prompt, session.spec_config(max_new_tokens=n), speculative=False)
+        result = session.run(pair, prompt, session.spec_config(max_new_tokens=n, tree=tree, tree_budget=budget))
         assert result.token_ids == alone.token_ids
         for r in result.rounds[:-1] if result.rounds[-1].tree is None else result.rounds:  # one token left: no tree
             assert len(r.tree["tokens"]) <= budget and all(p < i for i, p in enumerate(r.tree["parents"]))
@@ -438,8 +438,8 @@ def test_a_constrained_dynamic_tree_is_the_constrained_target_alone(closing_tree
     pair, tok = closing_tree_pair
     constraint = session.constrain(pair, from_user(schema=TREE_SCHEMA))
     prompt = tok("config = ").input_ids
-    alone = session.run(pair, prompt, session.settings(max_new_tokens=60), speculative=False, constraint=constraint)
-    result = session.run(pair, prompt, session.settings(max_new_tokens=60, tree=(3, 3, 3), tree_budget=7),
+    alone = session.run(pair, prompt, session.spec_config(max_new_tokens=60), speculative=False, constraint=constraint)
+    result = session.run(pair, prompt, session.spec_config(max_new_tokens=60, tree=(3, 3, 3), tree_budget=7),
                          constraint=constraint)
     assert result.token_ids == alone.token_ids and result.valid
 
@@ -458,9 +458,9 @@ def test_a_constrained_dynamic_tree_is_the_constrained_target_alone(closing_tree
 def test_dynamic_tree_settings_are_checked(text, message):
     from playground.config import tree_budget, tree_shape
     with pytest.raises(PlaygroundError, match=message):
-        session.settings(tree=tree_shape(text), tree_budget=tree_budget(text))
+        session.spec_config(tree=tree_shape(text), tree_budget=tree_budget(text))
     with pytest.raises(PlaygroundError, match="greedy"):
-        session.settings(tree=(4, 4), tree_budget=8, temperature=0.7)
+        session.spec_config(tree=(4, 4), tree_budget=8, temperature=0.7)
     assert (tree_shape("00002,2/00006"), tree_budget("00002,2/00006")) == ((2, 2), 6)  # within the bounds, as written
 
 
@@ -473,7 +473,7 @@ def test_a_tree_round_whose_kept_branch_ends_in_eos_counts_every_node():
     for model in (target, draft):
         tiny.prefer_tokens(model, [tok.eos_token_id], 1.5)
     pair = tiny.make_pair(target, draft, tok)
-    result = session.run(pair, tok("def f(x):").input_ids, session.settings(max_new_tokens=60, tree=(2, 2, 1)))
+    result = session.run(pair, tok("def f(x):").input_ids, session.spec_config(max_new_tokens=60, tree=(2, 2, 1)))
     last = result.rounds[-1]
     assert result.finish_reason == "eos" and last.committed[-1].token_id == tok.eos_token_id
     assert last.accepted == len(last.committed) and last.tree is not None  # its kept branch ended in the EOS

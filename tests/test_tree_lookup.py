@@ -47,11 +47,11 @@ def cycling_pair():
 def test_a_tree_with_a_lookup_branch_is_the_target_alone(pair, cycling_pair, text):  # noqa: F811
     for (model_pair, tok), n in ((pair, 40), (cycling_pair, 60)):
         prompt = tok("def fib(n):").input_ids
-        alone = session.run(model_pair, prompt, session.settings(max_new_tokens=n), speculative=False)
-        result = session.run(model_pair, prompt, session.settings(max_new_tokens=n, **tree_fields(text)))
+        alone = session.run(model_pair, prompt, session.spec_config(max_new_tokens=n), speculative=False)
+        result = session.run(model_pair, prompt, session.spec_config(max_new_tokens=n, **tree_fields(text)))
         assert result.token_ids == alone.token_ids
     looked_up = [n for r in result.rounds if r.tree for n in r.tree["path"] if r.tree["p_draft"][n] is None]  # nobody drafted them
-    plain = session.run(model_pair, prompt, session.settings(max_new_tokens=n, **tree_fields(text.partition("+")[0])))
+    plain = session.run(model_pair, prompt, session.spec_config(max_new_tokens=n, **tree_fields(text.partition("+")[0])))
     assert len(looked_up) > 10
     assert "prompt lookup (not drafted)" in tree_view(result.rounds)  # the Tree tab's hover on the last rounds
     assert result.stats["tokens_per_target_pass"] > plain.stats["tokens_per_target_pass"]
@@ -61,8 +61,8 @@ def test_a_constrained_tree_with_a_lookup_branch_is_the_constrained_target_alone
     pair, tok = closing_tree_pair
     constraint = session.constrain(pair, from_user(schema=TREE_SCHEMA))
     prompt = tok('config = {"id": 12, "name": "ab"}\nconfig = ').input_ids
-    alone = session.run(pair, prompt, session.settings(max_new_tokens=60), speculative=False, constraint=constraint)
-    result = session.run(pair, prompt, session.settings(max_new_tokens=60, **tree_fields("2,2+4")), constraint=constraint)
+    alone = session.run(pair, prompt, session.spec_config(max_new_tokens=60), speculative=False, constraint=constraint)
+    result = session.run(pair, prompt, session.spec_config(max_new_tokens=60, **tree_fields("2,2+4")), constraint=constraint)
     assert result.token_ids == alone.token_ids and result.valid
 
 
@@ -87,17 +87,17 @@ def test_a_guess_is_cut_where_the_constraint_stops_allowing_it(closing_tree_pair
                                           ("2,2+\u0663", "looked-up tokens")])
 def test_lookup_branch_settings_are_checked(text, message):
     with pytest.raises(PlaygroundError, match=message):
-        session.settings(**tree_fields(text))
+        session.spec_config(**tree_fields(text))
 
 
 def test_a_budget_or_a_lookup_branch_needs_a_tree():
     for fields in ({"tree_lookup": 3}, {"tree_budget": 5}, {"tree_lookup": -1}):
         with pytest.raises(PlaygroundError, match="needs a tree's children per depth"):
-            session.settings(**fields)
+            session.spec_config(**fields)
 
 
 def test_a_lookup_branch_is_greedy_only_and_its_text_round_trips():
     with pytest.raises(PlaygroundError, match="greedy"):
-        session.settings(temperature=0.7, **tree_fields("2,2+3"))
+        session.spec_config(temperature=0.7, **tree_fields("2,2+3"))
     for text in ("2,2+3", "4,4,4/12+2", "1,2,1,1", "3/2"):
-        assert tree_text(session.settings(**tree_fields(text))) == text
+        assert tree_text(session.spec_config(**tree_fields(text))) == text

@@ -125,7 +125,7 @@ def test_a_model_that_repeats_names_never_writes_one_twice(repeating_pair, token
     prompt = tokenizer("x = ", add_special_tokens=False).input_ids
     repeated, valid = 0, 0
     for temperature, seed in ((0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3)):
-        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=160)
+        cfg = session.spec_config(k=4, temperature=temperature, seed=seed, max_new_tokens=160)
         speculative = session.run(pair, prompt, cfg, constraint=constraint)
         alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
         for result in (speculative, alone):  # valid, or cut by max new tokens: never a name twice
@@ -187,7 +187,7 @@ def test_a_model_that_repeats_names_writes_each_of_few_once(repeating_pair, toke
     prompt = tokenizer("x = ", add_special_tokens=False).input_ids
     repeated, names = 0, set()
     for temperature, seed in ((0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3), (1.0, 4)):
-        cfg = session.settings(k=4, temperature=temperature, seed=seed, max_new_tokens=60)
+        cfg = session.spec_config(k=4, temperature=temperature, seed=seed, max_new_tokens=60)
         speculative = session.run(pair, prompt, cfg, constraint=constraint)
         alone = session.run(pair, prompt, cfg, speculative=False, constraint=constraint)
         for result in (speculative, alone):

@@ -37,7 +37,7 @@ __all__ = [  # what the callers (CLI, UI, measure, scripts) use
     "answers_inside_thinking", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
     "compile_fallback", "compile_graphs", "config_of", "config_with_tree", "constrain", "constraint_spec",
     "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair", "lookup_unused",
-    "new_guide", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "settings",
+    "new_guide", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "spec_config",
     "static_or_eager", "unread_prompt_parts"]
 
 
@@ -66,11 +66,13 @@ def _change_in_place(pair: Pair) -> None:
         fuse_model(model)
 
 
-def settings(k: int = DEFAULT_K, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, policy: str = "fixed", confidence: float = 0.5,
-             compile: bool = False, tree: tuple[int, ...] = (), tree_budget: int = 0, tree_lookup: int = 0) -> SpecConfig:
-    """Validated run settings (raises PlaygroundError naming the bad value). With an adaptive
-    `policy` ("schedule" or "confidence"), k is the most the draft proposes in a round; `compile`
+def spec_config(k: int = DEFAULT_K, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+                max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, policy: str = "fixed", confidence: float = 0.5,
+                compile: bool = False, tree: tuple[int, ...] = (), tree_budget: int = 0,
+                tree_lookup: int = 0) -> SpecConfig:
+    """A run's validated SpecConfig (raises PlaygroundError naming the bad value); `config_of` makes one
+    from a page's, link's or CLI's Settings. With an adaptive `policy` ("schedule" or "confidence"),
+    k is the most the draft proposes in a round; `compile`
     runs the draft and verify passes compiled on static caches; `tree` (children per node at each
     depth) drafts a static token tree instead of a chain, a dynamic one of `tree_budget` nodes when > 0,
     with up to `tree_lookup` prompt-lookup tokens grafted on each round's tree when > 0."""
@@ -81,7 +83,7 @@ def settings(k: int = DEFAULT_K, temperature: float = 0.0, top_p: float = 1.0, t
 def config_of(s, with_tree: bool = True) -> SpecConfig:
     """A Settings' (playground.presets) run configuration, validated; with_tree=False: its chain settings
     alone (the page blames a bad tree on the tree's box)."""
-    return settings(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
+    return spec_config(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
                     max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, compile=s.compile,
                     **(tree_fields(s.tree) if with_tree else {}))
 
