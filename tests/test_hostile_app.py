@@ -1601,7 +1601,6 @@ def test_a_run_nobody_reads_stops_and_a_late_reader_gets_what_it_wrote(app_url, 
     whole run (77 s for 1,500 compared tokens of the demo pair; a sweep, up to 15 minutes)."""
     from playground.ui import pacing
     monkeypatch.setattr(pacing, "UNREAD_SECONDS", 2)
-    started = time.monotonic()
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
         {"data": ["def f(", "demo", 4, 0.0, 1500, 0, "", "", True, "", "", "", -1]}).encode())
     event_id, deadline = json.loads(text)["event_id"], time.monotonic() + 60
@@ -1613,7 +1612,6 @@ def test_a_run_nobody_reads_stops_and_a_late_reader_gets_what_it_wrote(app_url, 
         time.sleep(0.1)
     result = json.loads(_late_read(app_url, event_id).split("event: complete\ndata: ")[1].split("\n")[0])[0]
     assert result["finish_reason"] == "stopped" and 0 < result["stats"]["generated_tokens"] < 1500, result
-    assert time.monotonic() - started < 60
     monkeypatch.setattr(pacing, "UNREAD_SECONDS", 5)  # (1 s raced the reader's GET on a loaded host)
     status, text = post(app_url, "/gradio_api/call/generate", json.dumps(
         {"data": ["def g(", "demo", 4, 0.0, 200, 0, "", "", True, "", "", "", -1]}).encode())

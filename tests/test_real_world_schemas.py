@@ -3,6 +3,7 @@ of its own: a compile bounded in memory and time, the draft a schema declares, d
 references to nodes outside any keyword, required names matched by patternProperties, sizes
 counted minified, oneOf and unknown formats, and a cut output that says where and why."""
 import json
+import multiprocessing
 import os
 import pathlib
 import re
@@ -43,10 +44,9 @@ def test_a_compile_past_its_memory_allowance_is_refused_and_the_server_lives():
 
 
 def test_a_compile_past_its_time_is_stopped():
-    started = time.monotonic()
     with pytest.raises(PlaygroundError, match="longer than 1 s"):
         worker.bounded(_sleep, 60, seconds=1)
-    assert time.monotonic() - started < 10
+    assert multiprocessing.active_children() == []  # its child killed, not left to sleep out its 60 s
 
 
 def test_an_xgrammar_compile_stopped_by_its_bounds_says_whether_llguidance_reads_the_schema(tokenizer, monkeypatch):
