@@ -127,7 +127,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         if not first.spec_runs:  # Ctrl-C in the warm-up: nothing written yet
             raise KeyboardInterrupt
         events = first.spec_runs[0]
-        result = session.collect(pair, events, constraint, first.guides[0], prompt_ids)
+        result = session.collect(pair, events, constraint=constraint, guide=first.guides[0], prompt_ids=prompt_ids)
     else:
         result = session.run(pair, prompt_ids, cfg, constraint=constraint, should_stop=stop.is_set)
     out = result.as_json()

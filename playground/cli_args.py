@@ -87,7 +87,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="static KV caches and compiled draft/verify passes, compiled once per process, the compile "
                         "time reported apart (default: on with CUDA, not on ZeroGPU or --device cpu; bench: "
-                        "off unless given, which adds an engine-compiled row)")
+                        "off unless given, which adds an engine-compiled row; none where the host sets "
+                        "PLAYGROUND_COMPILED_PASSES=0)")
 
 
 def compiles(args) -> bool:

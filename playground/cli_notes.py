@@ -2,6 +2,7 @@
 flag accepted in silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat
 template took effect nowhere and said nothing; a seed under the schedule policy does not repeat a run)."""
 from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused, uses_lookup
+from playground.limits import compile_refused
 
 CONFIDENCE_UNUSED = "--confidence is not used: it is --policy confidence's threshold"  # (generate's and bench's)
 
@@ -26,6 +27,8 @@ def rows_bench_cannot_measure(args, draft: str) -> dict[str, str]:
     if args.compile and draft == NGRAM:
         why["compile"] = ("--compile adds no engine-compiled row: it compiles a draft model's passes beside the "
                           "target's, and prompt lookup has none")
+    elif args.compile and compile_refused():
+        why["compile"] = "--compile adds no engine-compiled row: compiled passes are off on this host (PLAYGROUND_COMPILED_PASSES=0)"
     return why
 
 

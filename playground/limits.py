@@ -20,6 +20,13 @@ def env_flag(name: str, default: bool) -> bool:
         raise PlaygroundError(f"environment variable {name} must be 1 or 0 (or true/false, yes/no, on/off), got {raw[:40]!r}") from None
 
 
+def compile_refused() -> bool:
+    """Whether the host turned compiled passes off (PLAYGROUND_COMPILED_PASSES=0): every run is eager, whatever a
+    visitor, a link, an API call or the CLI asks. On a public CPU Space a visitor's compile of a new k or
+    context size held the device 45-60 s (the demo pair, 2-core CPU) and kept 10-40 MB for the process's life."""
+    return not env_flag("PLAYGROUND_COMPILED_PASSES", True)
+
+
 def env_choice(name: str, default: str, *choices: str) -> str:
     """A host's setting among named choices (an unknown one was the default without a word)."""
     raw = os.environ.get(name, "").strip() or default

@@ -373,6 +373,9 @@ def test_pattern_properties_against_required_names_share_one_budget(monkeypatch)
     matches = safety.NameMatcher()
     assert [matches("p", "n"), matches("q", "n"), matches("p", "n")] == [None, None, None]
     assert calls == [("p", "n")]  # the budget went on the first; none after it, none twice
+    calls.clear()
+    safety.check_schema_safe(schema)  # the whole check of the 8 x 8 schema, every pass of its fixpoint: one budget
+    assert len(calls) == 1, calls  # (a matcher per pass, or per node, would search again)
 
 
 def test_the_finiteness_check_refuses_past_its_time(monkeypatch):

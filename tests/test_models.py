@@ -47,7 +47,7 @@ def test_a_runs_defaults_agree_wherever_they_are_written():
     bench's flags (a newcomer's review: changing one left the others, and no test said so)."""
     import dataclasses
     import inspect
-    from playground.cli_args import build_parser
+    from playground.cli_args import build_parser, confidence_of
     from playground.config import GREEDY, SamplingParams, SpecConfig
     from playground.presets import Preset, Settings
     engine = {**dataclasses.asdict(SpecConfig()), **dataclasses.asdict(SamplingParams())}
@@ -60,6 +60,7 @@ def test_a_runs_defaults_agree_wherever_they_are_written():
         assert len(set(found.values())) == 1 and len(found) >= 3, (name, found)
     bench = build_parser().parse_args(["bench"])
     assert float(bench.temperature) == engine["temperature"] and bench.seed == engine["seed"]
+    assert confidence_of(bench) == confidence_of(build_parser().parse_args(["generate"])) == engine["confidence"]
     assert GREEDY.greedy and GREEDY == SamplingParams(temperature=0.0)  # greedy, whatever the default becomes
 
 

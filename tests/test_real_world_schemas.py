@@ -44,9 +44,10 @@ def test_a_compile_past_its_memory_allowance_is_refused_and_the_server_lives():
 
 
 def test_a_compile_past_its_time_is_stopped():
+    before = set(multiprocessing.active_children())
     with pytest.raises(PlaygroundError, match="longer than 1 s"):
         worker.bounded(_sleep, 60, seconds=1)
-    assert multiprocessing.active_children() == []  # its child killed, not left to sleep out its 60 s
+    assert set(multiprocessing.active_children()) <= before  # its child killed, not left to sleep out its 60 s
 
 
 def test_an_xgrammar_compile_stopped_by_its_bounds_says_whether_llguidance_reads_the_schema(tokenizer, monkeypatch):

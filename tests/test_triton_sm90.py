@@ -2,9 +2,14 @@
 a GPU: Triton's interpreter (which the other kernel tests run) executes what the GPU's compiler may
 refuse (a layout, a scalar atomic in a branch, a block of one row), and a lent GPU's minutes are too
 few to find that out there. Compiled to a cubin by the ptxas that Triton's wheel carries."""
+import platform
+
 import pytest
 
-import triton  # (installed with xgrammar; a skip here hid what the other kernel tests fail on)
+if platform.system() == "Linux" and platform.machine() == "x86_64":
+    import triton  # (xgrammar installs it here: a skip would hide what the other kernel tests fail on)
+else:  # (xgrammar brings no triton elsewhere, nor has a GPU of sm90 to compile for)
+    triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 

@@ -35,6 +35,7 @@ from playground.config import SpecConfig, tree_fields, tree_text
 from playground.events import Round, committed_ids
 from playground.metrics import first_tokens, summarize
 from playground.draft_ids import NGRAM
+from playground.limits import compile_refused
 from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
 from playground.measure.report import row_line
@@ -309,6 +310,9 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     `tree` ('1,2,1,1', or '4,4,4/12' dynamic) adds an engine-tree row (that token tree) beside the chain of k;
     each of `policies` ('schedule', 'confidence' at `confidence`) a row of that draft-length policy with k the most."""
     pair = pairs["draft"]
+    if compiled and compile_refused():  # (the CLI says so before loading; a caller of its own may not)
+        log("(no engine-compiled row: compiled passes are off on this host (PLAYGROUND_COMPILED_PASSES=0))")
+        compiled = False
     context = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
     log(f"measuring pass costs at context {context}...")
     costs = measure_pass_costs(pair, context, range(1, max(ks) + 2))

@@ -10,7 +10,7 @@ import shutil
 import torch
 
 from playground.errors import PlaygroundError
-from playground.limits import env_flag
+from playground.limits import compile_refused
 from playground.cpu_isa import bf16_allowed, cpu_flags
 from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT, eager_rows_agree
 
@@ -44,13 +44,6 @@ def compiles_by_default() -> bool:
     (a compile outlasts its lease), never on a CPU (a compile costs about 20 s a pass there and
     pays little), nor where the host turns them off (compile_refused)."""
     return torch.cuda.is_available() and not on_zero_gpu() and not compile_refused()
-
-
-def compile_refused() -> bool:
-    """Whether the host turned compiled passes off (PLAYGROUND_COMPILE=0): every run is eager, whatever a
-    visitor, a link or an API call asks. On a public CPU Space a visitor's compile of a new k or context
-    size held the device 45-60 s (the demo pair, 2-core CPU) and kept 10-40 MB for the process's life."""
-    return not env_flag("PLAYGROUND_COMPILE", True)
 
 
 def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:

@@ -274,14 +274,14 @@ def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = 
         events.append(event)
         if should_stop():
             break
-    return collect(pair, events, constraint, guide, prompt_ids)
+    return collect(pair, events, constraint=constraint, guide=guide, prompt_ids=prompt_ids)
 
 
 def new_guide(constraint: Constraint | None, cfg: SpecConfig) -> Guide | None:
     return constraint.guide(cfg.k + 2) if constraint is not None else None
 
 
-def collect(pair: Pair, events: list, constraint: Constraint | None = None,
+def collect(pair: Pair, events: list, *, constraint: Constraint | None = None,
             guide: Guide | None = None, prompt_ids: list[int] = ()) -> RunResult:
     """A run's events -> its result; a thinking run's reasoning tokens and answer: a constrained one's
     from its matcher, a free one's by its marker tokens (`prompt_ids`: whether the template opened it)."""

@@ -12,8 +12,9 @@ from playground.engine.feature_runner import FeatureRunner
 from playground.engine.fused import CATCH_UP, FusedProposer, programs_for
 from playground.engine.runner import ModelRunner
 from playground.engine.static import CacheBusy, StaticRunner, why_not_static
+from playground.limits import compile_refused
 from playground.models.loading import Pair
-from playground.models.placement import compile_refused, on_zero_gpu
+from playground.models.placement import on_zero_gpu
 
 
 FUSED_DEVICES = {"cuda"}  # where compiled runs replay whole rounds as graphs (tests add "cpu": same code, no capture)
@@ -120,7 +121,7 @@ def eager_as_a_whole(pair: Pair, cfg: SpecConfig, prompt_len: int) -> str:
         return (f"compiled passes hold {MAX_GPU_CONTEXT} positions on a GPU; this run needs "
                 f"{prompt_len + cfg.max_new_tokens} (prompt and new tokens), so it is eager")
     if compile_refused():
-        return "compiled passes are off on this host (PLAYGROUND_COMPILE=0); this run is eager"
+        return "compiled passes are off on this host (PLAYGROUND_COMPILED_PASSES=0); this run is eager"
     if on_zero_gpu():
         return ("compiled passes are off on ZeroGPU: compiling takes minutes and each GPU lease lasts about two; "
                 "this run is eager")

@@ -10,7 +10,8 @@ from playground.models import loading
 from playground.models.fused_projections import fuses_on
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.models.locate import hub_resolves
-from playground.models.placement import compile_refused, cpu_dtype_asked, on_zero_gpu
+from playground.limits import compile_refused
+from playground.models.placement import cpu_dtype_asked, on_zero_gpu
 
 __all__ = ["check_settings", "compile_refused", "custom_models_allowed", "hub_resolves", "is_way_of_drafting", "on_zero_gpu",
            "weights_at_start"]

@@ -13,7 +13,7 @@ from playground import session
 from playground import stopping
 from playground.errors import PlaygroundError, for_log
 from playground.limits import (EXPERIMENT_SECONDS, EXPERIMENT_SHARE_SECONDS, MAX_EXPERIMENT_TOKENS, MAX_PROMPT_CHARS,
-                               MAX_SWEEP_PROMPTS, at_most)
+                               MAX_SWEEP_PROMPTS, at_most, compile_refused)
 from playground.metrics import counted
 from playground.draft_ids import draft_model
 from playground.presets import constraint_of, policy_as_run
@@ -124,7 +124,8 @@ def measured_with(s) -> dict:
             "constraint": constraint[0] if constraint else "",
             "constraint_sha256": hashlib.sha256(constraint[1].encode("utf-8", "surrogatepass")).hexdigest() if constraint else "",
             "backend": s.backend if constraint else "", "schema_in_prompt": s.schema_in_prompt if constraint else "",
-            "think_budget": s.think_budget, "chat": s.chat, "system": s.system, "compile": s.compile}
+            "think_budget": s.think_budget, "chat": s.chat, "system": s.system,
+            "compile": s.compile and not compile_refused()}  # (as run: eager where the host turned them off)
 
 
 def settings_line(*values) -> str:

@@ -278,8 +278,8 @@ class _Stream:
             self.done = True
 
     def result(self) -> RunResult:
-        return session.collect(self.pair, self.sink, self.constraint, self.guide,
-                               self.prompt_ids)
+        return session.collect(self.pair, self.sink, constraint=self.constraint, guide=self.guide,
+                               prompt_ids=self.prompt_ids)
 
     def reasoning(self) -> int | None:
         """How many tokens so far are thinking (RunResult.reasoning_tokens before the result): a scan of

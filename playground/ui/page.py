@@ -62,7 +62,7 @@ gradio_patches.install()
 def compile_info() -> str:
     """The Compiled passes box's words: what it does, or that this host turned it off."""
     if compile_refused():
-        return "Off on this host (PLAYGROUND_COMPILE=0): every run's passes are eager."
+        return "Off on this host (PLAYGROUND_COMPILED_PASSES=0): every run's passes are eager."
     return ("The target's and the draft's passes run compiled (on a GPU whole rounds replay as graphs); on by default "
             "with a GPU (not on ZeroGPU). The first run with a model, k and context size compiles first: about "
             "1.5 minutes for the 7B preset on an H200 (a GPU host compiles its default preset's before serving the "

@@ -215,7 +215,7 @@ def _check_compile(settings: Settings, notices: list[str]) -> Settings:
     """Compiled passes asked by a link where the host turned them off: dropped with a notice (the box is
     locked off, and a run would be eager anyway)."""
     if settings.compile and compile_refused():
-        notices.append("ignored compile=true: this host runs eager passes (PLAYGROUND_COMPILE=0)")
+        notices.append("ignored compile=true: this host runs eager passes (PLAYGROUND_COMPILED_PASSES=0)")
         return dataclasses.replace(settings, compile=False)
     return settings
 
