@@ -227,10 +227,10 @@ def _bench_values(args) -> tuple[list[int], list[float]]:
     for k in ks:
         for t in temperatures:
             session.spec_config(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                             **tree_fields(args.tree))
+                                **tree_fields(args.tree))
             for policy in args.policy:  # (its own row: a tree's row keeps the fixed policy)
                 session.spec_config(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                                 policy=policy, confidence=confidence_of(args))
+                                    policy=policy, confidence=confidence_of(args))
     at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations",
             " (PLAYGROUND_MAX_SWEEP_VALUES)")
     if args.repeat < 1 or args.num_prompts < 1:

@@ -84,8 +84,8 @@ def config_of(s, with_tree: bool = True) -> SpecConfig:
     """A Settings' (playground.presets) run configuration, validated; with_tree=False: its chain settings
     alone (the page blames a bad tree on the tree's box)."""
     return spec_config(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
-                    max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, compile=s.compile,
-                    **(tree_fields(s.tree) if with_tree else {}))
+                       max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, compile=s.compile,
+                       **(tree_fields(s.tree) if with_tree else {}))
 
 
 def constraint_spec(s) -> ConstraintSpec | None:

@@ -99,7 +99,7 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
     from gradio.context import LocalContext
     event_id = LocalContext.event_id.get(None)
     event = _gradio_event(event_id)
-    newest, finished, failure = _start(make, stop, event_id)
+    newest, finished, failure = _start(make, stop, event_id, LocalContext.request.get(None))
     sent, wait, last, costs = 0, every, time.monotonic(), []
     read_at = last  # when a stream of the event's session was last seen open
     try:
@@ -120,14 +120,14 @@ def paced(make: Callable[[threading.Event], Iterator], every: float, idle: float
         stop.set()
 
 
-def _start(make: Callable[[threading.Event], Iterator], stop: threading.Event, event_id: str | None):
+def _start(make: Callable[[threading.Event], Iterator], stop: threading.Event, event_id: str | None, request):
     """make(stop) submitted to an engine thread, in the caller's context -> (newest: [items made, the
-    last], finished: set once it ended, failure: its error, if any), filled by that thread."""
+    last], finished: set once it ended, failure: its error, if any), filled by that thread; handed over
+    (handed_requests, stop_handed) as Gradio's `event_id`, asked for by `request`."""
     finished, failure = threading.Event(), []
     newest = [0, None]  # (an item may be the same object, grown)
     if event_id is not None:
-        from gradio.context import LocalContext
-        _handed[event_id] = stop, LocalContext.request.get(None)
+        _handed[event_id] = stop, request
 
     def work() -> None:
         try:
