@@ -791,7 +791,7 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
     backend = gr.Dropdown(["llguidance", "xgrammar"], label="Constraint backend")  # (Gradio's words: "Value:
     with pytest.raises(gr.Error, match="Constraint backend takes one of llguidance, xgrammar, not 'outlines'"):
         backend.preprocess("outlines")  # 'outlines' (type: <class 'str'>) is not in the list of choices")
-    remade = page.k.__class__(**page.k.constructor_args)  # as Gradio remakes it for a session after an update
+    remade = page.ui.k.__class__(**page.ui.k.constructor_args)  # as Gradio remakes it for a session after an update
     with pytest.raises(gr.Error, match="Draft length k is empty"):  # (a wrapper on the instance was gone)
         remade.preprocess(None)
 

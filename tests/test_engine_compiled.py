@@ -229,7 +229,7 @@ def test_the_page_locks_compiled_passes_off_where_the_host_turned_them_off():
     import os
     import subprocess
     import sys
-    code = "from playground.ui import page; print(page.compile_passes.interactive, page.compile_passes.value)"
+    code = "from playground.ui import page; print(page.ui.compile_passes.interactive, page.ui.compile_passes.value)"
     for setting, said in (("0", "False False"), ("1", f"True {torch.cuda.is_available()}")):  # (on with CUDA)
         env = dict(os.environ, HF_HUB_OFFLINE="1", PLAYGROUND_COMPILED_PASSES=setting)
         run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)

@@ -326,7 +326,7 @@ def test_request_bodies_are_bounded_before_gradio_reads_them(client, app_url):
 def notice_function() -> int:
     """The fn_index of the callback that takes the link notice (a Markdown component) as its input."""
     from playground.ui import page
-    return next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.link_notice])
+    return next(i for i, fn in page.demo.fns.items() if fn.inputs == [page.ui.link_notice])
 
 
 def test_a_value_past_its_bound_is_refused_before_gradio_keeps_it(client, app_url):
@@ -626,7 +626,7 @@ def test_gradios_deep_links_are_off(app_url):
         components = json.loads(response.read())["components"]  # as Gradio saves a session's
     planted = "<b id=planted>PLANTED</b>"
     for component in components:
-        if component["id"] == page.link_notice._id:
+        if component["id"] == page.ui.link_notice._id:
             component["props"]["value"] = planted
     folder = pathlib.Path(gradio.utils.get_upload_folder()) / "deep_links" / "plantedlink"
     folder.mkdir(parents=True, exist_ok=True)

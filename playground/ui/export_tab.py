@@ -17,7 +17,7 @@ TITLES = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "transformers"}
 
 
 def export_view(*values) -> list[str]:
-    """SETTINGS values -> [notes HTML, vLLM block, SGLang block, transformers code]; a setting that
+    """The page's ui.settings values -> [notes HTML, vLLM block, SGLang block, transformers code]; a setting that
     cannot be exported is said in the notes, the boxes left empty: what Run refuses, each in Run's words.
     The constraint is read within the check as typed's time (READ_SECONDS); past it, after a Run has read
     it (kept: parse_schema)."""

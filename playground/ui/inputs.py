@@ -88,7 +88,7 @@ def load_example(name: str | None, prompt: str) -> tuple:
 
 def named_inputs(fn, leading: tuple[str, ...] = ()):
     """fn(<Gradio's own arguments>, *values) with its values named in its signature: `leading`,
-    then the settings (settings_from_inputs' parameters, the page's SETTINGS in order). The API
+    then the settings (settings_from_inputs' parameters, the page's ui.settings in order). The API
     page and gradio_client then name each input (prompt, k, temperature...) instead of param_0,
     param_1..., and accept them by name; every one keeps the component's value as its default."""
     own = [p for p in inspect.signature(fn).parameters.values() if p.kind != inspect.Parameter.VAR_POSITIONAL]
@@ -310,7 +310,7 @@ def preset_choices() -> list[tuple[str, str]]:
 
 
 def apply_preset(name: str, prompt: str = "", system: str = "", kind: str = "none", constraint: str = ""):
-    """The preset's settings -> SETTINGS values, its note, the constraint section. What the user typed
+    """The preset's settings -> the page's ui.settings values, its note, the constraint section. What the user typed
     (a prompt, a system prompt, a constraint that is no preset's or example's) is kept, and the note
     says so: a prompt written, then a pair picked to try it on, was replaced without a word."""
     if name not in PRESETS:
@@ -407,7 +407,7 @@ def example_settings(name: str, system: str, kind: str, constraint: str):
 def restore_from_url(request: gr.Request):
     """demo.load: the Playground's settings and the Experiments tab's inputs from the page's query
     parameters, and the tab the link opens on; what is ignored is said, never run.
-    -> SETTINGS values, the preset's note, the constraint and Advanced sections, the Experiments inputs, the tabs,
+    -> the page's ui.settings values, the preset's note, the constraint and Advanced sections, the Experiments inputs, the tabs,
     the notices."""
     params, repeated = last_of_each(request.query_params.multi_items()) if request is not None else ({}, [])
     experiment, opens, params, notices = experiment_from_query(params)
