@@ -21,7 +21,7 @@ def runnable_temperature(t: float) -> bool:
     0 and MIN_TEMPERATURE too: links, Share link and sweeps refuse them as a run does)."""
     return t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE
 POLICIES = ("fixed", "schedule", "confidence")  # see playground.engine.schedule
-BACKENDS = ("llguidance", "xgrammar")  # constraint backends, by name (playground.constraints.compile); the first the default
+BACKENDS = ("llguidance", "xgrammar")  # constraint backends, by name (playground.constraints.reading); the first the default
 SCHEMA_HINT = "\n\nAnswer with JSON that matches this JSON Schema:\n"  # before the schema, where it goes in the prompt
 MAX_TREE_NODES, MAX_TREE_BRANCHING, MAX_TREE_DEPTH = 64, 8, 8  # a token tree's verify pass stays this narrow
 CONSTRAINT_FIELDS = {"schema": "json", "regex": "regex", "grammar": "grammar"}  # a setting's field: its kind

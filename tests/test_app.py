@@ -360,14 +360,14 @@ def test_a_schema_left_under_another_kind_is_named_as_one():
 def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_constraint(monkeypatch):
     """xgrammar compiles a look-ahead by dropping it: the badge said "looks fine", and llguidance's
     refusal recommended xgrammar as reading it. A reading past READ_SECONDS is not a refusal."""
-    from playground.constraints import compile as constraint_compile
+    from playground.constraints import reading as constraint_reading
     lookahead = '{"type": "string", "pattern": "(?=a)a"}'
     told = html.unescape(page_inputs.check_constraint("JSON schema", lookahead, "xgrammar"))
     assert "looks fine" in told and "Lookahead assertion is not supported and is ignored" in told
     refused = html.unescape(page_inputs.check_constraint("JSON schema", lookahead, "llguidance"))
     assert "(the xgrammar backend reads it without enforcing all of it: xgrammar: Lookahead" in refused
-    monkeypatch.setattr(constraint_compile, "READ_SECONDS", 0.3)
-    monkeypatch.setattr(constraint_compile, "_read_checked", lambda spec: time.sleep(5))  # a reading that takes long
+    monkeypatch.setattr(constraint_reading, "READ_SECONDS", 0.3)
+    monkeypatch.setattr(constraint_reading, "_read_checked", lambda spec: time.sleep(5))  # a reading that takes long
     slow = page_inputs.check_constraint("regex", "[0-9]+", "llguidance")
     assert "not checked as typed" in slow and "badge-bad" not in slow
     assert page_inputs.check_constraint("regex", "[0-9]+", "llguidance", compiled=True) == page_inputs.CONSTRAINT_OK

@@ -794,19 +794,19 @@ def test_a_python_caller_may_give_a_schema_as_a_dict():
 def test_a_reading_that_passed_forks_no_worker_again(monkeypatch):
     """The page's check as typed and its Export tab each read a setting's constraint in a forked worker: the same
     text read again (its notes too) comes from the last reading; a refusal is read again, with its message."""
-    from playground.constraints import compile as compiling, worker
+    from playground.constraints import reading, worker
     spec = from_user(regex=r"(yes|no) \d{3} read once", backend="xgrammar")
-    first = compiling.read_constraint(spec)
+    first = reading.read_constraint(spec)
     refused = from_user(regex="(?=a)b read again")
     with pytest.raises(PlaygroundError, match="look-around"):
-        compiling.read_constraint(refused)
+        reading.read_constraint(refused)
     forks = []
     real = worker.bounded
     monkeypatch.setattr(worker, "bounded", lambda *args, **kwargs: forks.append(1) or real(*args, **kwargs))
-    assert compiling.read_constraint(spec) == first and forks == []
-    assert compiling.read_constraint(from_user(regex=spec.text)) is not None and forks == [1]  # another backend
+    assert reading.read_constraint(spec) == first and forks == []
+    assert reading.read_constraint(from_user(regex=spec.text)) is not None and forks == [1]  # another backend
     with pytest.raises(PlaygroundError, match="look-around"):
-        compiling.read_constraint(refused)
+        reading.read_constraint(refused)
     assert forks == [1, 1]
 
 
@@ -814,7 +814,7 @@ def test_a_reading_that_passed_forks_no_worker_again(monkeypatch):
 def test_a_key_said_twice_in_a_schema_is_noted_and_the_last_one_is_read(backend):
     """{"type": "string", "type": "number"} ran as a number schema without a word (a review). Two of
     JSONSchemaBench's 9,557 schemas say a key twice: noted, not refused; the last one is read, as JSON readers do."""
-    from playground.constraints.compile import read_constraint
+    from playground.constraints.reading import read_constraint
     from playground.strict_json import keys_said_twice
     assert keys_said_twice('{"a": {"b": 1, "b": 2}, "a": 3, "c": [{"d": 1, "d": 1}]}') == ["b", "d", "a"]
     assert keys_said_twice('{"a": 1, "b": {"a": 2}}') == []  # the same key in two objects: once in each
@@ -830,7 +830,7 @@ def test_a_key_said_twice_in_a_schema_is_noted_and_the_last_one_is_read(backend)
 def test_a_schema_that_is_not_json_is_told_where_once():
     """A truncated schema in a link read "Unterminated string starting at at line 1, column 9" (a review:
     Python's message ends in "starting at"); the output check and the web API's body reading say it the same way."""
-    from playground.constraints.compile import read_constraint
+    from playground.constraints.reading import read_constraint
     from playground.constraints.validate import validate_json
     from playground.ui.calls import unreadable
     with pytest.raises(PlaygroundError) as refused:
@@ -852,7 +852,7 @@ def test_a_grammar_with_no_finite_text_is_said_to_force_text_forever(capfd):
 
 
 def test_the_backends_offered_are_the_backends_built():
-    """config.BACKENDS names what the page, links and CLI offer; compile's table builds them (one list each, tied)."""
+    """config.BACKENDS names what the page, links and CLI offer; reading's table builds them (one list each, tied)."""
     from playground.config import BACKENDS as OFFERED
-    from playground.constraints.compile import BACKEND_CLASSES
+    from playground.constraints.reading import BACKEND_CLASSES
     assert tuple(BACKEND_CLASSES) == OFFERED == tuple(BACKENDS)

@@ -6,7 +6,8 @@
     guide = constraint.guide(rows)                                      # per generation, to the engine
     constraint.validate(text, token_ids, complete)                      # after the run
 """
-from playground.constraints.compile import Constraint, compile_constraint, read_constraint
+from playground.constraints.compile import Constraint, compile_constraint
+from playground.constraints.reading import read_constraint
 from playground.constraints.spec import ConstraintSpec, from_user
 
 __all__ = ["Constraint", "ConstraintSpec", "compile_constraint", "from_user", "read_constraint"]

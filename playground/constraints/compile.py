@@ -5,10 +5,6 @@ makes a compiler grow without bound is refused, and the server lives. xgrammar's
 done again in the server (its compiled form is too large to hand back): work known to fit."""
 import codecs
 import dataclasses
-import hashlib
-import itertools
-import json
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -16,23 +12,18 @@ from dataclasses import dataclass
 from playground import strict_json
 from playground.constraints import worker
 from playground.constraints.cut import truncation_hint
-from playground.constraints.guide import Guide, NoWayOn, allows_besides
-from playground.constraints.llg import LLGuidanceBackend, read_tokenizer
+from playground.constraints.guide import Guide
+from playground.constraints.llg import read_tokenizer
 from playground.constraints.metered import MeteredMatcher, TooCostly
-from playground.constraints.schema_keywords import patterns
 from playground.constraints.reasoning import Thinking, ThinkingMatcher, check_marker, thinking_tables
-from playground.constraints.spec import BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
+from playground.constraints.reading import (BACKEND_CLASSES, satisfiable_or_blamed, with_lazy_backend,
+                                            with_other_backend)
+from playground.constraints.spec import ConstraintSpec, Unreadable, parse_schema
 from playground.constraints.validate import validate_json, validate_regex
 from playground.constraints.unique_keys import NameTables, UniqueKeys, name_tables, names_can_repeat, names_can_run_out
 from playground.constraints.whole_chars import NoSurrogates, SurrogateTables, surrogate_tables
-from playground.constraints.xgr import XGrammarBackend
 from playground.errors import PlaygroundError
 
-BACKEND_CLASSES = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
-READING = ("checking this constraint as typed", "Run checks it in full")
-MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name the one at fault
-TOKEN_REFERENCE = re.compile(r"<\[|<[^\s<>\"']+>")  # a Lark grammar's token: <[id]>, <|special|>, <name>
-READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 COMPILED_KEPT = 32  # compiled constraints kept, at most
 COMPILED_KEPT_BYTES = 256 * 2**20  # and at most this much of them, as each backend counts its own
 _backends: dict = {}  # (backend, id(tokenizer), vocab, eos) -> (tokenizer, backend object)
@@ -145,91 +136,6 @@ def compile_constraint(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: fro
                       _token_bytes(tokenizer, vocab).token_bytes if backend.writes_surrogates else None)
 
 
-READ_KEPT = 128  # readings kept (by the text's digest): the page's check and its Export tab each read a setting
-_read: OrderedDict = OrderedDict()  # (kind, backend, think budget, sha256 of the text) -> notes, last used last
-_read_lock = threading.Lock()
-
-
-def read_constraint(spec: ConstraintSpec) -> list[str]:
-    """Refuse what compiling would refuse before any tokenizer is involved: the backend's own reading
-    of the schema, regex or grammar (the page's check as the user types), in a worker bounded to
-    READ_SECONDS (worker.TooSlow past it) -> the notes on what the backend reads but does not enforce.
-    A reading that passed is kept: the same text again forks no worker (a refusal is read again)."""
-    key = (spec.kind, spec.backend, spec.think_budget, hashlib.sha256(spec.text.encode()).hexdigest())
-    with _read_lock:
-        if (notes := _read.get(key)) is not None:
-            _read.move_to_end(key)
-            return list(notes)
-    twice = parse_schema(spec.text).twice if spec.kind == "json" else ()
-    notes = list(twice) + worker.bounded(_read_checked, spec, seconds=READ_SECONDS, task=READING)
-    with _read_lock:
-        _read[key] = tuple(notes)
-        while len(_read) > READ_KEPT:
-            _read.popitem(last=False)
-    return list(notes)
-
-
-def _read_checked(spec: ConstraintSpec) -> list[str]:
-    """In the worker: the backend's reading (_reading), a refusal saying whether the other backend
-    reads it."""
-    try:
-        return _reading(spec)
-    except Unreadable as exc:
-        raise _with_other_backend(exc, spec) from None
-
-
-def _reading(spec: ConstraintSpec) -> list[str]:
-    """The backend's reading -> its notes; then a constraint that no byte string satisfies (or the empty
-    one alone) is refused as Run would refuse it: a JSON schema, whose contradictions were found as it was
-    parsed, as that backend's limit (the page said "looks fine" of one llguidance writes nothing for, until
-    Run); a grammar naming tokens is Run's to check (the bytes have none of a model's)."""
-    notes = BACKEND_CLASSES[spec.backend].read(spec)
-    if spec.kind in ("regex", "json") or (spec.kind == "grammar" and not TOKEN_REFERENCE.search(spec.text)):
-        backend = BACKEND_CLASSES[spec.backend].over_bytes()
-        try:
-            compiled = backend.compile(spec)[0]
-        except Unreadable:  # read, yet not over bytes: Run decides
-            return notes
-        _satisfiable_or_blamed(backend, compiled, spec, len(BYTE_TOKENS))  # (about 10 ms for the tests' and presets' schemas)
-    return notes
-
-
-def _with_other_backend(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
-    """A backend's refusal, and whether the other backend reads the same text (each reads Lark and GBNF,
-    not the same Lark: llguidance's extensions, xgrammar's subset); a schema's places as the user wrote them."""
-    said = _other_backend_said(exc, spec)
-    return PlaygroundError(parse_schema(spec.text).as_written(str(said))) if spec.kind == "json" else said
-
-
-def _other_backend_said(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundError:
-    exc = PlaygroundError(f"{exc}{_pattern_at_fault(spec, str(exc))}")
-    other = next(name for name in BACKEND_CLASSES if name != spec.backend)
-    try:
-        notes = _reading(dataclasses.replace(spec, backend=other))
-    except Unsatisfiable as why:  # it reads it, and no output satisfies it there either
-        return PlaygroundError(f"{exc} (the {other} backend reads it, but {why})")
-    except PlaygroundError:
-        return PlaygroundError(f"{exc} (the {other} backend cannot read it either)")
-    if notes:  # e.g. xgrammar drops a look-ahead it cannot follow: not the same constraint
-        return PlaygroundError(f"{exc} (the {other} backend reads it without enforcing all of it: {'; '.join(notes)})")
-    return PlaygroundError(f"{exc} (the {other} backend reads it: pick it as the constraint backend)")
-
-
-def _with_lazy_backend(exc: PlaygroundError, spec: ConstraintSpec) -> PlaygroundError:
-    """A compile stopped by its bounds, and whether llguidance reads the same text: it builds each
-    mask as the output is written, where xgrammar builds its token tables first (JSONSchemaBench, 600
-    schemas: 1 over 20 s; 26 over 2 GiB or 20 s while the worker handed back the serialized grammar)."""
-    if spec.backend == "llguidance":
-        return exc
-    try:  # its reading alone (read_constraint would also try xgrammar's where llguidance refused)
-        notes = worker.bounded(_reading, dataclasses.replace(spec, backend="llguidance"), seconds=READ_SECONDS, task=READING)
-    except PlaygroundError:
-        return exc
-    enforced = f" without enforcing all of it ({'; '.join(notes)})" if notes else ""
-    return type(exc)(f"{exc} (the llguidance backend reads it{enforced}, and builds each mask as the output is "
-                     "written, not all before: pick it as the constraint backend)")
-
-
 def stop_ids(tokenizer) -> frozenset[int]:
     if tokenizer.eos_token_id is None:
         raise PlaygroundError("the model names no end-of-sequence token (neither its generation config nor its "
@@ -305,7 +211,7 @@ def _compiled_grammar(spec: ConstraintSpec, tokenizer, vocab: int, eos_ids: froz
         except worker.OverCeiling:
             raise
         except (worker.OverMemory, worker.TooSlow) as exc:
-            raise _with_lazy_backend(exc, spec) from None
+            raise with_lazy_backend(exc, spec) from None
         compiled = backend.load(payload)
         found = (compiled, tuple(notes), backend.size(compiled))
         with _lock:
@@ -325,69 +231,8 @@ def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
     try:
         compiled, notes = backend.compile(spec)
     except Unreadable as exc:
-        raise _with_other_backend(exc, spec) from None
-    _satisfiable_or_blamed(backend, compiled, spec, vocab)
+        raise with_other_backend(exc, spec) from None
+    satisfiable_or_blamed(backend, compiled, spec, vocab)
     return backend.dump(compiled), notes
 
 
-def _satisfiable_or_blamed(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:
-    """_check_satisfiable, whose refusal of a JSON schema is said as its backend's limit where the other
-    backend writes one (the one rule of whose limit it is: the page's check as typed and Run's compile)."""
-    try:
-        _check_satisfiable(backend, compiled, spec, vocab)
-    except Unsatisfiable:
-        if spec.kind != "json":
-            raise
-        raise _what_the_other_backend_writes(spec) from None
-
-
-def _what_the_other_backend_writes(spec: ConstraintSpec) -> PlaygroundError:
-    """A JSON schema in which check_satisfiable found no contradiction, and whose backend allows no first
-    token: that backend's limit, said as one, and whether the other backend writes it (llguidance 1.9.1
-    writes no number for multipleOf 0.1 between 0.25 and 0.35, where 0.3 is one: "can never be satisfied"
-    was said of it; a review)."""
-    other = next(name for name in BACKEND_CLASSES if name != spec.backend)
-    try:
-        backend = BACKEND_CLASSES[other].over_bytes()
-        compiled, notes = backend.compile(dataclasses.replace(spec, backend=other))
-        _check_satisfiable(backend, compiled, spec, len(BYTE_TOKENS))
-    except PlaygroundError:
-        return Unsatisfiable(f"this {spec.named} can never be satisfied by any output (neither backend writes one)")
-    its_notes = f" (its note: {'; '.join(notes)})" if notes else ""
-    return PlaygroundError(f"the {spec.backend} backend writes no output for this {spec.named}, though no contradiction "
-                           f"was found in it. The {other} backend writes it: pick it as the constraint backend{its_notes}")
-
-
-def _pattern_at_fault(spec: ConstraintSpec, refusal: str) -> str:
-    """' (in the pattern at /properties/zip/pattern)' when a regex of the schema is what the backend
-    cannot read: the first (of at most MAX_PATTERNS_READ) that the backend refuses alone in the same
-    words, else ''. (Any refusal of it was taken: a schema refused for its circular references was
-    sent to a look-ahead elsewhere, JSONSchemaBench web-types.)"""
-    if spec.kind != "json":
-        return ""
-    for pointer, pattern in itertools.islice(patterns(strict_json.loads(spec.text)), MAX_PATTERNS_READ):
-        alone = ConstraintSpec("json", json.dumps({"type": "string", "pattern": pattern}), spec.backend)
-        try:  # the pattern read as the backend reads a schema's (not as a regex constraint)
-            BACKEND_CLASSES[spec.backend].read(alone)
-        except PlaygroundError as exc:
-            if str(exc) == refusal:
-                return f" (in the pattern at {pointer})"
-    return ""
-
-
-def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:
-    """A constraint that allows no first token can never be met, or is met by the empty output alone
-    (a run would write nothing and call it valid: `x{0}`)."""
-    guide = Guide(backend.matcher(compiled), vocab, frozenset(), 1)
-    try:
-        writes = allows_besides(guide.next_mask(), backend.eos_ids)  # a first token that is not an end
-    except NoWayOn:
-        writes = False
-    if not writes and not guide.accepting():
-        raise Unsatisfiable(f"this {spec.named} can never be satisfied by any output")
-    if not writes:
-        raise Unsatisfiable(f"this {spec.named} allows only the empty output: the model would write nothing")
-
-
-class Unsatisfiable(PlaygroundError):
-    """A constraint read whole that no output satisfies but the empty one, or none."""

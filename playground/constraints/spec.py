@@ -109,7 +109,7 @@ class Schema:
 
 
 class Unreadable(PlaygroundError):
-    """A backend cannot read this schema, regex or grammar (playground.constraints.compile says
+    """A backend cannot read this schema, regex or grammar (playground.constraints.reading says
     whether the other one can)."""
 
 

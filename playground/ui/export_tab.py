@@ -4,7 +4,7 @@ and what each engine cannot express. Nothing loads and nothing runs: the text is
 import html
 
 from playground.constraints import worker
-from playground.constraints.compile import READ_SECONDS
+from playground.constraints.reading import READ_SECONDS
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.limits import MAX_EXPORT_CHARS

@@ -12,7 +12,7 @@ from gradio.context import LocalContext
 
 from playground.config import BACKENDS
 from playground.constraints import from_user, read_constraint, worker
-from playground.constraints.compile import READ_SECONDS
+from playground.constraints.reading import READ_SECONDS
 from playground.errors import PlaygroundError, blamed_on, for_log, shown
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
