@@ -352,7 +352,7 @@ def test_a_schema_left_under_another_kind_is_named_as_one():
     schema = '{"type": "object", "properties": {"name": {"type": "string"}}}'
     for kind in ("regex", "grammar"):
         told = html.unescape(page_inputs.check_constraint(kind, schema))
-        assert "badge-bad" in told and told.endswith("; this text is a JSON schema: set Constraint to JSON schema</span>")
+        assert "field-error" in told and told.endswith("; this text is a JSON schema: set Constraint to JSON schema</div>")
     assert "JSON schema: set" not in html.unescape(page_inputs.check_constraint("regex", "[a-z]+ {"))
     assert "JSON schema: set" not in html.unescape(page_inputs.check_constraint("regex", "{" * 5000 + "}" * 5000))
 
@@ -369,7 +369,7 @@ def test_the_badge_names_what_a_backend_reads_past_and_stops_checking_a_slow_con
     monkeypatch.setattr(constraint_reading, "READ_SECONDS", 0.3)
     monkeypatch.setattr(constraint_reading, "_read_checked", lambda spec: time.sleep(5))  # a reading that takes long
     slow = page_inputs.check_constraint("regex", "[0-9]+", "llguidance")
-    assert "not checked as typed" in slow and "badge-bad" not in slow
+    assert "not checked as typed" in slow and "field-error" not in slow
     assert page_inputs.check_constraint("regex", "[0-9]+", "llguidance", compiled=True) == page_inputs.CONSTRAINT_OK
 
 
@@ -435,12 +435,12 @@ def test_gradios_own_query_keys_are_not_link_notices():
 
 
 def test_constraint_checked_as_typed():
-    assert "badge-bad" in page_inputs.check_constraint("JSON schema", '{"type": ')
+    assert "field-error" in page_inputs.check_constraint("JSON schema", '{"type": ')
     unsatisfiable = page_inputs.check_constraint("JSON schema", '{"type": "integer", "minimum": 5, "maximum": 2}')
     assert "no JSON value can satisfy this schema: minimum (5) is greater than maximum (2)" in unsatisfiable
     assert "no string can follow all of its string rules" in page_inputs.check_constraint(
         "JSON schema", '{"type": "string", "pattern": "^a$", "minLength": 3}')
-    assert "badge-bad" in page_inputs.check_constraint("regex", "([a-z]")
+    assert "field-error" in page_inputs.check_constraint("regex", "([a-z]")
     assert "badge-ok" in page_inputs.check_constraint("regex", "[a-z]+")
     assert "write a schema above, or pick one from the Examples below" in page_inputs.check_constraint("JSON schema", " ")
     assert page_inputs.check_constraint("none", "") == ""
@@ -977,7 +977,7 @@ def test_a_constraint_past_its_bound_part_way_ends_the_run_as_stopped_with_what_
     assert 'id="stopped-badge"' in final[slot("badge")] and final[slot("text")] and final[slot("download")]
     assert final[slot("status")]["phase"] == "stopped" and all(final[slot(c)] is not None for c in playground_tab.CHARTS)
     assert [r.getMessage()[:27] for r in caplog.records] == ["run stopped part way (const"]
-    assert 'id="run-ended-pointer">ended early: see the message in Structured output' in final[MESSAGE_SLOTS["run"]]  # not
+    assert 'id="run-ended-pointer">ended early: <a class="message-link" href="#constraint-ended" data-where="constraint">see the message in Structured output</a>' in final[MESSAGE_SLOTS["run"]]  # not
     # "not run" (#run-pointer): the page dims a refused run's output as the last run's
 
 

@@ -10,6 +10,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from playground.events import KINDS
 from playground.presets import Settings, all_presets
 from playground.ui import playground_tab, race, share
 
@@ -147,9 +148,40 @@ def read_by_keyboard(page):
         e => [e.dataset.kind, getComputedStyle(e).borderBottomStyle]))""")
     token = page.locator("#token-stream .tok").first  # unpadded: a padded span is shaped alone (Hindi's conjuncts
     assert token.evaluate("e => getComputedStyle(e).paddingLeft") == "0px"  # fell apart, Arabic's letters unjoined)
+    assert token.evaluate("e => getComputedStyle(e).paddingBottom") == "2px"  # its underline below an underscore
     assert stream.evaluate("e => getComputedStyle(e).unicodeBidi") == "plaintext"  # Arabic in its own direction
     from playground.ui.render import UNDERLINES  # solid, double, dotted, dashed: rejected is struck through
     assert styles == {kind: UNDERLINES[kind][1] for kind in styles} and len(styles) >= 3, styles
+
+
+STREAM_AT = "e => [e.scrollTop, e.clientHeight, e.scrollHeight]"
+MORE_TOKENS_JS = "e => e.append(Object.assign(document.createElement('span'), {textContent: '\\n'.repeat(30)}))"
+
+
+def test_the_stream_follows_its_tokens_unless_the_reader_scrolled_up(page, app_url):
+    """The stream's box scrolls past 480 px and nothing scrolled it: a long run wrote out of sight, the page looking
+    stuck (a visual review). It follows the newest tokens, but not while the reader has scrolled up in it; the
+    heights held from Run (the stream's, the metrics') are let go at the run's end."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=600&compare=false")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.click("#run-button")
+    expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)
+    box = page.locator("#stream .tokstream")
+    top, height, full = box.evaluate(STREAM_AT)
+    assert full > height + 100 and top + height >= full - 2, (top, height, full)  # at its newest tokens
+    assert page.evaluate("() => document.getElementById('stream').style.minHeight") == ""
+    box.evaluate("e => { e.scrollTop = 0; }")  # the reader goes back to the start
+    page.wait_for_function("() => window.streamFollows === false")
+    box.evaluate(MORE_TOKENS_JS)  # (mutation observers run before the next frame)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done()))")
+    assert box.evaluate(STREAM_AT)[0] == 0  # left where they read
+    box.evaluate("e => { e.scrollTop = e.scrollHeight; }")  # back at the end: followed again
+    page.wait_for_function("() => window.streamFollows === true")
+    box.evaluate(MORE_TOKENS_JS)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done()))")
+    top, height, full = box.evaluate(STREAM_AT)
+    assert top + height >= full - 2, (top, height, full)
 
 
 def test_leaving_the_preset_unchosen_keeps_the_settings(page, app_url):
@@ -637,6 +669,9 @@ def test_a_models_error_goes_when_the_models_change(page, app_url):
     page.click("#run-button")
     expect(page.locator("#model-error")).to_contain_text("could not be loaded", timeout=60_000)
     expect(page.locator("#run-pointer")).to_have_text("not run: see the message at Target model")  # (far down on a phone)
+    page.locator("#run-pointer a").click()  # a link to it: the message in sight, the focus on the box it is about
+    expect(page.locator("#target-box input")).to_be_focused()
+    expect(page.locator("#model-error")).to_be_in_viewport()
     page.locator("#preset-box input").click()
     page.get_by_role("option", name="demo-ngram").click()
     expect(page.locator("#model-error")).to_have_count(0, timeout=30_000)  # it was about the models chosen then
@@ -1022,6 +1057,8 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
                                " return at >= 0 && at < 20; }", timeout=10_000)  # (a smooth scroll's end)
         assert page.locator("#token-stream").bounding_box()["y"] < 844 - 60
         expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)
+        expect(page.get_by_role("tab", name="Charts", exact=True)).to_be_visible()  # not behind Gradio's "⋯" (past
+        # the third tab, on a phone; a visual review)
         page.set_viewport_size({"width": 750, "height": 342})  # a phone in landscape: the same order (at 641-767 px
         run = page.locator("#run-button").bounding_box()  # the settings came first, Run 6 screens down)
         assert run["y"] < page.locator("#target-box").bounding_box()["y"], run
@@ -1041,7 +1078,7 @@ LOW_MARK_CONTRAST_JS = """() => {
   const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
   const page = document.querySelector('.dark') ? [11, 15, 25, 1] : [255, 255, 255, 1];
   const low = [], seen = new Set();
-  for (const tok of document.querySelectorAll('#token-stream .tok')) {
+  for (const tok of document.querySelectorAll('#token-stream .tok, .legend .key i')) {  // (a swatch: its className)
     const kind = tok.dataset.kind || tok.className; if (seen.has(kind)) continue; seen.add(kind);
     const style = getComputedStyle(tok), o = Number(style.opacity);
     const tint = rgba(style.backgroundColor), line = rgba(style.borderBottomColor);
@@ -1076,6 +1113,12 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     assert page.locator("#token-tip").get_attribute("aria-hidden") == "true"  # (a status line: each token said twice)
     low, kinds = page.evaluate(LOW_MARK_CONTRAST_JS)
     assert not low and "rejected" in kinds and "accepted" in kinds, (low, kinds)
+    assert {f"swatch-{kind}" for kind in KINDS} <= set(kinds), kinds  # the legend's too: in dark mode it kept the
+    unlike = page.evaluate("""() => [...document.querySelectorAll('.legend .key i')].filter(i => {  // light shades,
+        const tok = document.querySelector(`#token-stream .tok-${i.className.replace('swatch-', '')}`);  // 2.2-2.7:1, and
+        return tok && getComputedStyle(tok).borderBottomColor !== getComputedStyle(i).borderBottomColor;  // matched no
+      }).map(i => i.className)""")  # token of its kind (a visual review)
+    assert unlike == [], unlike
     expect(page.locator("#run-said")).to_have_text(re.compile(r"^Run over: 48 tokens in [\d.]+ s; acceptance rate [\d.]+; "
                                                               r"speedup "), timeout=10_000)
     page.get_by_role("tab", name="Charts", exact=True).click()  # each chart named by what it shows (plots.described)

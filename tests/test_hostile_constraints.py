@@ -542,7 +542,7 @@ def test_what_the_meta_schema_check_meets_is_bounded_before_it(monkeypatch):
         from_user(regex=slow["pattern"])
     from playground.ui import inputs as page_inputs  # the check as typed says so as Run would (it said "over 3 s")
     told = page_inputs.check_constraint("JSON schema", json.dumps(slow))
-    assert "badge-bad" in told and "checking the schema took longer than 0.5 s" in told
+    assert "field-error" in told and "checking the schema took longer than 0.5 s" in told
 
 
 def test_a_cancelled_runs_compile_in_a_worker_ends_at_once(tmp_path):
@@ -601,7 +601,7 @@ def test_the_check_as_typed_holds_its_lane_at_most_its_ceiling_and_workers_yield
     monkeypatch.setattr(page_inputs, "READ_SECONDS", 0.3)
     monkeypatch.setattr(constraint_spec, "PARSE_SECONDS", 120)  # (the Run's bound is not this test's: 6-10 s here under load)
     told = page_inputs.check_constraint("JSON schema", slow)
-    assert "not checked as typed (over 0.3 s)" in told and "badge-bad" not in told
+    assert "not checked as typed (over 0.3 s)" in told and "field-error" not in told
     assert from_user(schema=slow) is not None  # Run: the parse's own bound
     assert "badge-ok" in page_inputs.check_constraint("JSON schema", slow, compiled=True)
     with worker.ceiling(0.3), pytest.raises(worker.OverCeiling, match="took longer than 0.3 s, the time given"):

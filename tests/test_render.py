@@ -325,8 +325,8 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     from playground.measure.speedup import Speedup
     told = Speedup(1.78, 1.78, 1.59, 1.95, 2, spec_tokens_per_s=37.9, base_tokens_per_s=21.35)
     detail = render._speedup_card(told, "its text identical to the target alone's")[2]
-    assert "speculation 37.9 tok/s against the target alone&#x27;s 21.4 over the interleaved measurements" in detail
-    assert "tok/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
+    assert "speculation 37.9 tokens/s against the target alone&#x27;s 21.4 over the interleaved measurements" in detail
+    assert "tokens/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
     assert "ended before speculation" not in html_text.unescape(detail)  # 37.9 / 21.35 is the 1.78x
     sampled = Speedup(1.33, 1.33, 1.2, 1.45, 1, spec_tokens_per_s=50.0, base_tokens_per_s=9.1)  # the target alone's text shorter
     assert "the target alone&#x27;s texts ended before speculation&#x27;s, so the speedup costs it at speculation&#x27;s length" in (

@@ -489,7 +489,9 @@ CONSTRAINT_OK = '<span class="badge badge-ok">looks fine</span>'
 
 
 def _refused(exc: PlaygroundError, hint: str = "") -> str:
-    return f'<span class="badge badge-bad" id="constraint-error">{html.escape(str(exc) + hint)}</span>'
+    """A refusal as typed, drawn as Run's refusal of it is (render.error; not said as an alert at each keystroke): a
+    bold pill that became a field's message at Run read as two errors, its box jumping (a visual review)."""
+    return f'<div class="field-error" id="constraint-error">{html.escape(str(exc) + hint)}</div>'
 
 
 def _schema_under(kind: str, text: str) -> str:

@@ -193,6 +193,14 @@ def add_output_tabs():
                 ui.baseline_text = gr.Textbox(label="Target alone", info="greedy: the same text; sampling: "
                                               "another draw from the same distribution", lines=8, min_width=320,
                                               buttons=["copy"], elem_id="baseline-text", visible=DEFAULT.compare)
+        with gr.Tab("Charts"):  # second: on a phone the tabs past the third hide behind an unlabelled "⋯" (a visual
+            # review). No labels: each figure has its title, and on a phone the label covered its toolbar
+            with gr.Row():
+                ui.hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot", show_label=False)
+                ui.pos_plot = gr.Plot(label="By draft position", show_label=False)
+            with gr.Row():
+                ui.cum_plot = gr.Plot(label="Tokens vs passes", show_label=False)
+                ui.time_plot = gr.Plot(label="Time split", show_label=False)
         with gr.Tab("Race", elem_id="race-tab") as ui.race_tab:
             ui.race_btn = gr.Button("Replay the race", elem_id="race-button", size="sm")
             ui.race_html = gr.HTML(race.note_html(RACE_WAITS))
@@ -218,13 +226,6 @@ def add_output_tabs():
             ui.export_hf = gr.Code(language="python", label="transformers", buttons=["copy"], wrap_lines=True,
                                    show_line_numbers=False,  # (wrapped as the others: on a phone it was cut)
                                    elem_id="export-transformers")
-        with gr.Tab("Charts"):  # (no labels: each figure has its title, and on a phone the label
-            with gr.Row():  # covered the figure's toolbar)
-                ui.hist_plot = gr.Plot(label="Accepted per round", elem_id="hist-plot", show_label=False)
-                ui.pos_plot = gr.Plot(label="By draft position", show_label=False)
-            with gr.Row():
-                ui.cum_plot = gr.Plot(label="Tokens vs passes", show_label=False)
-                ui.time_plot = gr.Plot(label="Time split", show_label=False)
     ui.download = gr.DownloadButton(DOWNLOAD_LATER, value=None, interactive=False, elem_id="download-run")
 
 
@@ -248,14 +249,16 @@ def add_playground_tab():
 
 def add_sweep_section(first: Experiment):
     """The tab's share link, the settings it runs with, one setting swept over prompts."""
-    gr.Markdown("Sweep one setting over a set of prompts (one per line, `\\n` for a newline); everything else "
-                "comes from the Playground tab. Both columns are measured side by side in this process.")
+    gr.Markdown("The sweep and the draft comparison run with the Playground tab's settings (below) on a set of "
+                "prompts, the speculative runs and the target alone measured side by side in this process.")
     with gr.Row():
         ui.experiment_share_btn = gr.Button("Share link (this tab's inputs and the Playground's settings)", size="sm",
                                             scale=0, min_width=360, elem_id="experiment-share-button")
     ui.experiment_share_box = gr.Textbox(label="Share link: opens on Experiments", buttons=["copy"], visible=False,
                                          elem_id="experiment-share-link", placeholder=" ")  # as share_box
     ui.experiment_settings = gr.HTML(settings_line(*inputs_from_settings(DEFAULT)), elem_id="experiment-settings")
+    gr.Markdown("## Sweep\nOne setting over the prompts (one per line, `\\n` for a newline).")  # (the tab's first
+    # tool had no heading where the two below had theirs: a visual review)
     with gr.Row():
         ui.axis = gr.Radio(list(SWEEP_DEFAULTS), value=first.sweep_axis, label="Sweep")
         ui.sweep_values = gr.Textbox(value=first.sweep_values, label="Values")
@@ -268,7 +271,7 @@ def add_sweep_section(first: Experiment):
                                   label=f"Results ({len(sweep_columns(first.sweep_axis))} columns: scroll sideways; the CSV has them all)",
                                   wrap=True, column_widths=column_widths(sweep_columns(first.sweep_axis)), elem_id="sweep-table",
                                   max_height=TABLE_HEIGHT)
-    ui.sweep_plot = gr.Plot()
+    ui.sweep_plot = gr.Plot(show_label=False)  # (its title says what it is; Gradio's "Plot" tag sat over it)
     ui.sweep_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="sweep-csv")  # once it has one
 
 
@@ -285,7 +288,7 @@ def add_comparison_section(first: Experiment):
                                     label=f"Results ({len(sweeps.COMPARE_COLUMNS)} columns: scroll sideways; the CSV has them all)",
                                     column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table",
                                     max_height=TABLE_HEIGHT)
-    ui.compare_plot = gr.Plot()
+    ui.compare_plot = gr.Plot(show_label=False)
     ui.compare_csv = gr.DownloadButton("Download CSV", value=None, visible="hidden", elem_id="compare-csv")  # once it has one
 
 
@@ -315,7 +318,7 @@ def add_calculator_section(first: Experiment):
         ui.calc_from_run = gr.Button("Set α, k and c from my last run", size="sm", scale=0, min_width=260,
                                      elem_id="calc-from-run")
     ui.calc_text = gr.Markdown(elem_id="calc-text")
-    ui.calc_plot = gr.Plot(elem_id="calc-plot")
+    ui.calc_plot = gr.Plot(elem_id="calc-plot", show_label=False)
 
 
 def add_experiments_tab():

@@ -12,13 +12,16 @@ CSS = """
 .tokstream { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7;
              white-space: pre-wrap; word-break: break-word; padding: 10px; border-radius: 8px;
              border: 1px solid var(--border-color-primary); min-height: 120px; max-height: 480px; overflow-y: auto; }
-.tok { border-radius: 3px; }  /* no padding: a padded span is shaped alone, and Hindi's conjuncts broke into dotted
-   circles, Arabic's letters into their isolated forms (the rounded underlines still show where a token ends) */
+.tok { border-radius: 3px; padding-bottom: 2px; }  /* no padding across the line: a span padded at its sides is
+   shaped alone, and Hindi's conjuncts broke into dotted circles, Arabic's letters into their isolated forms (the
+   rounded underlines still show where a token ends); 2 px below it, the underline clears an underscore (at 1x it
+   hid them: `__init__` read "  init  "; a visual review) */
 .tokstream, #output-text textarea, #baseline-text textarea, #prompt-box textarea { unicode-bidi: plaintext; }  /* each
    paragraph in the direction of its first letter: Arabic's full stop was drawn at its right, its start */
-""" + "".join(f".tok-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
-               f".dark .tok-{k} {{ border-bottom-color: {DARK_UNDERLINES[k]}; }}\n" for k, (shade, style) in UNDERLINES.items()) + """
-.legend .key i { border-bottom: 3px solid; height: 9px !important; }  /* each kind's underline, under its swatch */
+""" + "".join(f".tok-{k}, .legend .swatch-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
+               f".dark :is(.tok-{k}, .legend .swatch-{k}) {{ border-bottom-color: {DARK_UNDERLINES[k]}; }}\n"
+               for k, (shade, style) in UNDERLINES.items()) + """
+.legend .key i { height: 9px !important; }  /* each kind's underline under its swatch, drawn as its tokens' */
 .tok-rejected { text-decoration: line-through; opacity: 0.75; }  /* in the text's colour: its red (never drawn,
    Gradio's .prose rule won) would stand 2.9:1 dimmed */
 .tok-rejected::before { content: "" / "refused: "; }  /* said by a screen reader, not shown (it read refused
@@ -114,6 +117,11 @@ CSS = """
 """
 
 
+# What keeps its height from a Run to the run's end (RUN_CLICKED_JS sets it, PAGE_JS lets go): the stream's block and
+# the metrics' (JavaScript: the elements found)
+HELD_BLOCKS = "[document.getElementById('stream'), document.getElementById('metrics')?.closest('.block')].filter(Boolean)"
+
+
 # A token's (a round mark's, a legend entry's) title, shown where it was tapped or clicked: a phone has no hover,
 # and a token's probabilities (what each colour means) were out of its reach. Its text is set as text, never read as HTML.
 # By keyboard: the stream is one Tab stop, its arrow keys (Home, End) go from token to token, each focused one's
@@ -123,6 +131,7 @@ CSS = """
 PAGE_JS = """() => {
   if (window.pageJs) return;
   window.pageJs = true;
+  const MESSAGE_INPUTS = {model: '#target-box input', tree: '#tree-box textarea', constraint: '#constraint-editor .cm-content'};
   const tip = Object.assign(document.createElement('div'), {id: 'token-tip', hidden: true});
   tip.setAttribute('aria-hidden', 'true');  // drawn for the eye: a focused mark's title is its description already
   // (a status line said each token twice)
@@ -136,7 +145,28 @@ PAGE_JS = """() => {
       const box = document.querySelector('#prompt-box textarea');
       if (box) box.focus();
     }
+    const link = event.target.closest ? event.target.closest('.message-link') : null;  // under Run, to a refusal's
+    if (link) {  // message: scrolled into sight, the focus on the input it is about (render.pointer)
+      event.preventDefault();
+      const message = document.querySelector(link.getAttribute('href'));
+      const input = document.querySelector(MESSAGE_INPUTS[link.dataset.where]);
+      if (message) message.scrollIntoView({block: 'center'});
+      if (input) input.focus({preventScroll: true});
+    }
   });
+  // The stream follows its tokens: its box scrolls past 480 px, and a long run wrote out of sight, the page looking
+  // stuck (a visual review); not while the reader has scrolled up in it. A new Run follows again (RUN_CLICKED_JS).
+  window.streamFollows = true;
+  document.addEventListener('scroll', (event) => {
+    const box = event.target;
+    if (box.classList && box.classList.contains('tokstream'))
+      window.streamFollows = box.scrollHeight - box.scrollTop - box.clientHeight < 30;
+  }, true);
+  const streamBlock = document.getElementById('stream');
+  if (streamBlock) new MutationObserver(() => {
+    const box = streamBlock.querySelector('.tokstream');
+    if (box && window.streamFollows && box.scrollHeight > box.clientHeight) box.scrollTop = box.scrollHeight;
+  }).observe(streamBlock, {childList: true, subtree: true, characterData: true});
   document.addEventListener('focusin', (event) => {
     const mark = markOf(event.target);
     if (mark) show(mark);
@@ -163,6 +193,7 @@ PAGE_JS = """() => {
     .observe(badge, {childList: true, subtree: true, characterData: true});
   const stop = document.getElementById('stop-button');  // a run and its measuring over: what it came to, said once
   if (stop) new MutationObserver(() => {  // (only "common.complete", Gradio's own, was said at a run's end)
+    if (stop.disabled) for (const held of HELD_BLOCKS) held.style.minHeight = '';  // (held from Run: RUN_CLICKED_JS)
     const metrics = document.getElementById('metrics');
     const refused = document.querySelector('#run-error, #run-pointer, #prompt-error, #run-stopped-early');  // (a
     if (stop.disabled && metrics && metrics.dataset.said && !refused)  // refused Run re-said the last run's figures)
@@ -202,7 +233,7 @@ PAGE_JS = """() => {
     tip.style.top = (below + tip.offsetHeight <= window.innerHeight ? below : Math.max(4, at.top - 6 - tip.offsetHeight)) + 'px';
   }
   document.addEventListener('scroll', () => { tip.hidden = true; }, true);
-}"""
+}""".replace("HELD_BLOCKS", HELD_BLOCKS)
 
 
 # The page's first Tab stop: to the prompt (Run two stops after it, past the structured output's section; it was

@@ -14,7 +14,7 @@ from playground.errors import PlaygroundError
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, counted, identity_note, summarize
 from playground.presets import Settings, constraint_of
-from playground.ui import live, plots, race, render
+from playground.ui import live, page_style, plots, race, render
 from playground.ui.files import forget_stop, new_ticket, request_stop, run_ticket, stop_requested, write_download
 from playground.ui.gpu import on_gpu
 from playground.ui.inputs import SETTING_NAMES, beyond_theory, chain_theory, check_constraint, page_constraint, settings_to_run
@@ -243,7 +243,7 @@ def _messages(settings: Settings | None, exc: PlaygroundError | None = None, end
         if where in SECTIONS:  # opened to show it
             values[SECTIONS[where]] = gr.update(open=True)
         if where in POINTED:  # and pointed to from under Run (out of sight: in a section, or far down on a phone)
-            values["run_msg"] = render.pointer(POINTED[where], ended_early)
+            values["run_msg"] = render.pointer(POINTED[where], where, ended_early)
     elif settings is not None:  # the check as typed again, with the run's backend (its notes stay beside the editor)
         values["run_check"] = check_constraint(*page_constraint(settings), settings.backend, compiled=True)
         values["shown_settings"] = dataclasses.asdict(settings)  # whose output the page shows from now on
@@ -275,21 +275,24 @@ def pointer_cleared(where: str) -> str:
     within 0.2 s of being shown. Two inputs changed at once (an example sets the kind and the text)
     fire two changes, each given the pointer: the second, seeing values already seen, put it back; so
     a pointer cleared for these values stays cleared until the next Run (RUN_CLICKED_JS)."""
-    pointer, seen = json.dumps(render.pointer(POINTED[where])), json.dumps(where)
+    pointer, seen = json.dumps(render.pointer(POINTED[where], where)), json.dumps(where)
     return (f"(shown, ...values) => {{ const seen = (window.pointerInputs ||= {{}}), now = JSON.stringify(values);"
             f" const cleared = (window.pointerCleared ||= {{}});"
             f" if (values.length && seen[{seen}] === now) return cleared[{seen}] === now && shown === {pointer} ? '' : shown;"
             f" seen[{seen}] = now; if (shown !== {pointer}) return shown; cleared[{seen}] = now; return ''; }}")
 
 
-# A Run's pointers are new: none cleared yet (pointer_cleared). Where the token stream is out of sight below (a
-# phone: 1.5 screens down, under Stop, the legend and "How to read this"), Stop is scrolled to the top, the stream
-# in sight under it: a tap on Run dimmed it, and nothing else was seen to happen (a newcomer's review). What is
+# A Run's pointers are new: none cleared yet (pointer_cleared); its stream is followed (page_style.PAGE_JS); the stream
+# and the metrics keep their height until the run ends (cleared, they shrank and grew back: all below them jumped
+# 490 px and slid back down through the run; a visual review). Where
+# the token stream is out of sight below (a phone: 1.5 screens down, under Stop, the legend and "How to read this"),
+# Stop is scrolled to the top, the stream in sight under it: a tap on Run dimmed it, and nothing else was seen to happen (a newcomer's review). What is
 # above Stop can still grow as the run starts (the constraint's check arriving: 61 px on a phone, the scroll had
 # ended 61 px short of its place, or stopped half-way): for PIN_MS, each time Stop moves down the page, or the
 # scroll stops with Stop elsewhere than the top, it is scrolled there again, until the reader scrolls, taps or types.
 PIN_MS = 5000
-RUN_CLICKED_JS = """() => { window.pointerCleared = {};
+RUN_CLICKED_JS = """() => { window.pointerCleared = {}; window.streamFollows = true;
+  for (const held of HELD_BLOCKS) held.style.minHeight = held.offsetHeight + 'px';  // (page_style.PAGE_JS)
   const stream = document.getElementById('token-stream'), stop = document.getElementById('stop-button');
   if (!stream || !stop || stream.getBoundingClientRect().top <= window.innerHeight - 60) return;
   const behavior = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
@@ -307,7 +310,7 @@ RUN_CLICKED_JS = """() => { window.pointerCleared = {};
       at = now; still = 0; stop.scrollIntoView({block: 'start', behavior}); }
     requestAnimationFrame(watch); };
   requestAnimationFrame(watch);
-}""".replace("PIN_MS", str(PIN_MS))
+}""".replace("PIN_MS", str(PIN_MS)).replace("HELD_BLOCKS", page_style.HELD_BLOCKS)
 # Run clicked while this page's experiment holds the model (one run at a time on the device): said under Run, where
 # Gradio's own "queue: 2/2" alone showed, for the minutes the experiment had left
 WAITS_FOR_EXPERIMENT_JS = (f"(shown) => {render.holding_js('#sweep-stop, #compare-stop')} ? "  # (a stopped one ending: too)

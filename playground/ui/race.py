@@ -99,7 +99,7 @@ def frame_html(race: list[Lane], t: float, scale: float | None) -> str:
         text, done = ln.at(t)
         finished = done == len(ln.ends)
         share = len(text) / max(1, ln.length)
-        rate = f", {counted(ln.tokens)}, {ln.tokens / ln.total:.1f} tok/s" if ln.tokens and ln.total > 0 else ""
+        rate = f", {counted(ln.tokens)}, {ln.tokens / ln.total:.1f} tokens/s" if ln.tokens and ln.total > 0 else ""
         status = (f"{'stopped at' if ln.stopped else 'finished in'} {ln.total:.2f} s{rate}" if finished else f"{t:.2f} s")
         cards.append(f'<div class="race-lane" data-finished="{str(finished).lower()}">'
                      f'<div class="race-head"><b>{html.escape(ln.name)}</b><span>{status}</span></div>'
@@ -139,6 +139,8 @@ def _outcome(race: list[Lane], t: float) -> str:
 
 CSS = """
 .race-lanes { display: flex; gap: 10px; } .race-lane { flex: 1; min-width: 0; }
+@media (max-width: 640px) { .race-lanes { flex-direction: column; } }  /* a phone: one lane above the other (side by
+   side, each 145 px wide broke code mid-name on every line; a visual review) */
 .race-head { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; font-size: 14px; }
 .race-outcome, .race-note { margin: 8px 0 0; font-size: 14px; }
 .race-bar { height: 6px; background: #e5e7eb; border-radius: 3px; margin: 4px 0; }

@@ -26,9 +26,9 @@ MEANING = {
 def legend() -> str:
     """One Tab stop (its first entry), arrow keys from entry to entry (page_style.PAGE_JS): its seven stops lay between
     Run and the tokens."""
-    keys = "".join(f'<span class="key" tabindex="{0 if i == 0 else -1}" title="{MEANING[k]}"><i style="background:'
-                   f'{COLOURS[k]}26; border-color:{UNDERLINES[k][0]}; border-bottom-style:{UNDERLINES[k][1]}"></i>{k}</span>'
-                   for i, k in enumerate(KINDS))
+    keys = "".join(f'<span class="key" tabindex="{0 if i == 0 else -1}" title="{MEANING[k]}"><i class="swatch-{k}"></i>{k}</span>'
+                   for i, k in enumerate(KINDS))  # (each swatch drawn as its kind's tokens, by page_style.CSS: in dark
+    # mode too, where its light-mode shades inline stood 2.2-2.7:1 and matched no token; a visual review)
     rounds = ('<span class="key" tabindex="-1" title="a dotted line separates rounds; an amber one marks a round whose drafting '
               'stopped early (adaptive length, EOS, no lookup match): hover, tap or focus it for why">'
               '<span class="round-sep"></span> round &nbsp;<span class="round-sep stopped"></span> stopped early</span>')
@@ -179,7 +179,7 @@ def _speedup_card(m, same: str) -> tuple[str, str, str]:
               "one interleaved measurement (its interval: how its rounds varied; a run under other load can "
               "differ beyond it)")  # under load gave 1.05x and 1.27x, their intervals apart)
     over = "over the interleaved measurements" if m.blocks > 1 else "side by side"
-    rates = (f"; speculation {m.spec_tokens_per_s:.1f} tok/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
+    rates = (f"; speculation {m.spec_tokens_per_s:.1f} tokens/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
              "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
     if rates and m.other_lengths:  # (sampled texts of other lengths)
         rates += f"; {m.other_lengths}"
@@ -210,11 +210,15 @@ def error(message: str, where: str, ended_early: bool = False) -> str:
     return f'<div class="field-error" id="{own}" role="alert">{text}</div>'
 
 
-def pointer(place: str, ended_early: bool = False) -> str:
-    """Under Run, where an error sits that may be out of sight ("in <section>", "at <input>"); `ended_early`: a
-    run that ended there part way, its output shown as its own (the page dims a refused run's, the last one's)."""
+def pointer(place: str, where: str, ended_early: bool = False) -> str:
+    """Under Run, where an error sits that may be out of sight ("in <section>", "at <input>"), a link to it (to the
+    message at `where`: page_style.PAGE_JS scrolls to it and focuses its input; on a phone a model's message sat
+    1,000 px below, in plain words); `ended_early`: a run that ended there part way, its output shown as its own
+    (the page dims a refused run's, the last one's)."""
     said, own = ("ended early", "run-ended-pointer") if ended_early else ("not run", "run-pointer")
-    return f'<div class="field-error" id="{own}">{said}: see the message {html.escape(place)}</div>'
+    message = f"{where}-ended" if ended_early else f"{where}-error"
+    return (f'<div class="field-error" id="{own}">{said}: <a class="message-link" href="#{message}" '
+            f'data-where="{where}">see the message {html.escape(place)}</a></div>')
 
 
 def progress_note(message: str, final: bool = False) -> str:
