@@ -112,6 +112,8 @@ CSS = """
 .dark :is(.constraint-note, .badge-stopped, .shown-note), .dark .block:has(#run-pointer, #run-error, #prompt-error) ~ #stream:has(.tok)::before
   { color: #fbbf24; }
 .dark .badge-ok { color: #4ade80; } .dark :is(.badge-bad, .field-error) { color: #f87171; }
+.dark .js-plotly-plot { filter: invert(0.9) hue-rotate(180deg); }  /* the charts' white panels (plotly_white) glared on
+   the dark page: drawn dark, each colour's hue kept (its lightness turned, as the page's own dark colours are) */
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
 """
