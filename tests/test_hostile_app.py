@@ -136,6 +136,22 @@ def test_share_link_uses_the_serving_host_and_refuses_overlong_links(client, app
     assert MAX_LINK_CHARS < 16_000
 
 
+def test_a_share_link_on_a_space_opens_its_page_on_the_hub(monkeypatch):
+    """Spaces frame the app in the Space's page on the Hub, which hands its query to the app on load: a link to the
+    bare *.hf.space address had no title, likes or Duplicate button (a Space host's review). SPACE_ID is the host's,
+    yet read as an address only where it is one."""
+    from types import SimpleNamespace
+    request = SimpleNamespace(request=SimpleNamespace(base_url=urllib.parse.urlsplit("http://10.0.0.5:7860/")),
+                              headers={"x-forwarded-host": "owner-my-space.hf.space", "x-forwarded-proto": "https"})
+    monkeypatch.setenv("SPACE_ID", "owner/my-space")
+    link = share_url(page_inputs.page_url(request), Settings.from_preset(page_inputs.PRESETS["demo"]))
+    assert link.startswith("https://huggingface.co/spaces/owner/my-space?preset=demo&")
+    assert from_query(dict(urllib.parse.parse_qsl(link.split("?")[1])), False)[0].preset == "demo"
+    for odd in ("owner/my-space/../../evil", 'owner/x"><script>', "", "owner"):
+        monkeypatch.setenv("SPACE_ID", odd)
+        assert page_inputs.page_url(request) == "https://owner-my-space.hf.space/"
+
+
 def test_a_share_link_takes_its_host_and_scheme_from_headers_only_when_they_are_an_address():
     """The link is built from the forwarded host and scheme (behind Spaces' proxy); a caller's own
     headers made `javascript://evil.example"><script>/?preset=...`."""

@@ -116,3 +116,11 @@ def test_the_front_matter_makes_a_space_of_the_requirements_and_preloads_the_def
     hub = {name for p in all_presets().values() for name in (p.target, *p.draft.split("+")) if "/" in name}
     assert hub <= set(front["models"]), hub - set(front["models"])  # (the Space's page links each model it may
     # download: SmolLM2-1.7B-Instruct, a preset's target, was missing; a hosting review)
+    assert len(front["short_description"]) <= 60  # (the Hub's bound for it, as far as a review knew: 61 it was)
+
+
+def test_the_cpu_space_recipe_offers_the_presets_a_cpu_runs():
+    """README's recipe for a CPU Space names the presets it should offer: those of the shipped or packaged models."""
+    from playground.presets import all_presets
+    named = set(re.search(r"`PLAYGROUND_PRESETS=([\w.,-]+)`", README).group(1).split(","))
+    assert named == {p.name for p in all_presets().values() if p.offline}

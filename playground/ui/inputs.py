@@ -5,6 +5,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import re
 
 import gradio as gr
@@ -468,8 +469,16 @@ def _changed_since_shown(shown: dict | None, values) -> str:
         return ""
 
 
+SPACE_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")  # a Space's owner/name
+
+
 def page_url(request: gr.Request | None) -> str:
-    """The page's own address, as the browser sees it (behind a proxy: its forwarded host and scheme)."""
+    """The page's own address, as the browser sees it (behind a proxy: its forwarded host and scheme). On a
+    Hugging Face Space (SPACE_ID, set by its host) its page on the Hub, which hands its query to the app it frames
+    on load: a link to the bare *.hf.space address showed the app without the Space's title, likes and Duplicate
+    button, and a private Space's opened only with a signed token (a Space host's review)."""
+    if SPACE_ID.fullmatch(space := os.environ.get("SPACE_ID", "")):
+        return f"https://huggingface.co/spaces/{space}"
     if request is None or request.request is None:
         return "http://localhost:7860/"
     url, headers = request.request.base_url, request.headers
