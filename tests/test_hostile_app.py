@@ -585,6 +585,31 @@ def test_the_forwarded_address_is_an_ip_address_and_may_be_counted_from_the_end(
     assert addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.9"}), proxy) == "203.0.113.9"  # fewer: the first
 
 
+def test_the_log_says_how_long_x_forwarded_for_is_so_a_host_can_find_its_proxy_hops(monkeypatch, caplog):
+    """README's procedure: a page loaded, then a request with a forged X-Forwarded-For: one entry more means the
+    proxies append to what a caller sends (a Space host could not tell which its proxy does). Each length is said
+    once, and a bounded number of lengths at all (a caller may send any)."""
+    import logging
+
+    from starlette.datastructures import Headers
+    monkeypatch.setattr(addresses, "_lengths_said", set())
+    proxy = ("10.16.3.80", 5000)
+    caplog.set_level(logging.INFO, logger=addresses.__name__)
+    addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.7, 10.0.0.2"}), proxy)
+    addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.8, 10.0.0.2"}), proxy)  # the same length: once
+    monkeypatch.setattr(addresses, "PROXY_HOPS", 2)
+    addresses.client_address(Headers({"X-Forwarded-For": "198.51.100.7, 203.0.113.7, 10.0.0.2"}), proxy)
+    addresses.client_address(Headers({"X-Forwarded-For": "198.51.100.7"}), ("8.8.8.8", 80))  # no proxy: nothing
+    said = [r.getMessage() for r in caplog.records if r.name == addresses.__name__]
+    assert said == ["a request through this host's proxies: X-Forwarded-For of 2 entries; PLAYGROUND_PROXY_HOPS=0 "
+                    "reads the first entry as the caller",
+                    "a request through this host's proxies: X-Forwarded-For of 3 entries; PLAYGROUND_PROXY_HOPS=2 "
+                    "reads entry 2 as the caller"], said
+    for length in range(4, 40):
+        addresses.client_address(Headers({"X-Forwarded-For": ", ".join(["203.0.113.7"] * length)}), proxy)
+    assert len(addresses._lengths_said) == addresses.SAID_LENGTHS
+
+
 def test_every_address_together_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):
     """A caller may forge X-Forwarded-For where the Space's proxy passes on what it was sent: rotated
     forged addresses held 13,227 idle streams (of a 20,000-file limit) and a small run waited 26.8 s

@@ -23,6 +23,7 @@ guard asks `joining` before a call joins the queue.
   (playground.ui.sessions: any call naming a new session_hash makes one)."""
 import collections
 import ipaddress
+import logging
 import os
 from contextlib import asynccontextmanager
 
@@ -50,8 +51,29 @@ def client_address(headers, peer) -> str:
         proxied = ip.is_private or ip.is_loopback
     except ValueError:  # no address (a test client's name)
         proxied = False
+    if proxied:
+        say_forwarded_length(headers)
     forwarded = _forwarded_caller(_forwarded_for(headers)) if proxied else None
     return keyed(forwarded or host)
+
+
+_lengths_said: set[int] = set()  # X-Forwarded-For lengths logged (SAID_LENGTHS at most)
+SAID_LENGTHS = 8
+
+
+def say_forwarded_length(headers) -> None:
+    """Log, once per length, how many entries a proxied request's X-Forwarded-For held and which one was read as the
+    caller: a host finds PLAYGROUND_PROXY_HOPS by loading the page, then sending `X-Forwarded-For: 198.51.100.7`
+    itself (README): one entry more, the proxies append to what a caller sends, and the hops are the first length;
+    the same length, the front proxy writes the header anew, and 0 is right (a Space host could not tell which)."""
+    forwarded = _forwarded_for(headers)
+    length = len(forwarded.split(",")) if forwarded.strip() else 0
+    if length and length not in _lengths_said and len(_lengths_said) < SAID_LENGTHS:
+        _lengths_said.add(length)
+        read = f"entry {length - PROXY_HOPS + 1}" if PROXY_HOPS and length >= PROXY_HOPS else "the first entry"
+        logging.getLogger(__name__).info(
+            "a request through this host's proxies: X-Forwarded-For of %d entries; PLAYGROUND_PROXY_HOPS=%d reads %s "
+            "as the caller", length, PROXY_HOPS, read)
 
 
 def _forwarded_for(headers) -> str:
