@@ -1506,6 +1506,21 @@ def test_the_comparisons_pace_counts_the_ways_measured(monkeypatch):
     assert experiments_tab.comparing([unrun, measured, measured], ways, pace) == ""
 
 
+def test_the_pace_says_where_an_experiment_will_stop_at_its_time_limit(monkeypatch):
+    """A default sweep on a busy CPU host ran its 15 minutes to the limit with 3 of 6 points, its pace ("about 3 min
+    7 s a point") never compared with the limit (a Space host's review): past it, the pace says where it stops."""
+    from playground.ui.turn import Turn
+    import playground.ui.turn as turn_module
+    clock = iter([0, 214, 428, 600])  # Pace's start, its first point; another Pace's start and first point
+    monkeypatch.setattr(experiments_tab, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(turn_module, "monotonic", lambda: 0)
+    pace = experiments_tab.Pace(6, Turn(900, 1, 120, "experiment"))
+    assert pace(0) == ""
+    assert pace(1) == "; about 3 min 34 s a point so far; at that pace it stops at this host's limit of 15 min 0 s with about 4 of 6"
+    fast = experiments_tab.Pace(3, Turn(900, 1, 120, "experiment"))  # (the clock: 428 at its start, 600 at its point)
+    assert fast(1) == "; about 2 min 52 s a point so far"  # 3 x 172 s: within the limit, nothing more said
+
+
 def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():
     wide = run_preset("demo", max_new_tokens=24, tree="4,4,2", compare=False)[-1]
     view = wide[slot("tree")]

@@ -57,7 +57,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     measuring = []  # once the points are being measured: an error is the next point's
     try:
         axis, values_list, prompts, settings, cfg, spec = _sweep_asked(inputs)
-        pace, halt = Pace(), Halt(request, "sweep")
+        halt = Halt(request, "sweep")
+        pace = Pace(len(values_list), halt.turn)
         ran_with = f"; with {described(measured_with(settings), axis)}"  # (the Playground may change meanwhile)
         yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)}){ran_with}"), _sweep_table([], axis),
                None, None, gr.skip())
@@ -347,7 +348,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     try:
         variants, prompts, settings, cfg, spec = _comparison_asked(inputs)
         encode = lambda pair, text: session.prompt_ids_of(pair, settings, text)  # noqa: E731
-        pace, halt = Pace(), Halt(request, "compare_drafts")
+        halt = Halt(request, "compare_drafts")
+        pace = Pace(len(variants), halt.turn)
         ways_with = dict(measured_with(settings), draft=draft_model(settings.draft))  # (a lookup's cascade: its model)
         ran_with = f"; with {described(ways_with, 'policy')}"  # (the ways set the policy)
         if "adaptive: confidence" in variants:
@@ -394,18 +396,25 @@ def comparing(rows: list[dict], variants: list[str], pace: "Pace") -> str:
 class Pace:
     """'; about 1 min 5 s a point so far': the time from the start (loading the models counted in)
     to the last point measured, over the points measured; '' before the first. The point in progress
-    is not counted: dividing by it too made the figure grow while that point ran."""
+    is not counted: dividing by it too made the figure grow while that point ran. Where that pace takes
+    the experiment's `points` past its `turn`'s time limit, it says where it will stop (a default sweep on a busy
+    CPU host ran 15 minutes to its limit with 3 of 6 points, its pace never compared with the limit)."""
 
-    def __init__(self):
+    def __init__(self, points: int = 0, turn: Turn | None = None):
         self.began = self.last = monotonic()
-        self.done = 0
+        self.done, self.points, self.turn = 0, points, turn
 
     def __call__(self, done: int) -> str:
         if done != self.done:
             self.done, self.last = done, monotonic()
         if not done:
             return ""
-        return f"; about {duration((self.last - self.began) / done)} a point so far"
+        each = (self.last - self.began) / done
+        said = f"; about {duration(each)} a point so far"
+        if self.turn is not None and done < self.points and each * self.points > self.turn.limit:
+            said += (f"; at that pace it stops at {self.turn.whose} limit of {duration(self.turn.limit)} with about "
+                     f"{max(done, int(self.turn.limit // each))} of {self.points}")
+        return said
 
 
 class Halt:
