@@ -1506,6 +1506,28 @@ def test_the_comparisons_pace_counts_the_ways_measured(monkeypatch):
     assert experiments_tab.comparing([unrun, measured, measured], ways, pace) == ""
 
 
+def test_run_says_when_the_job_holding_the_device_gives_way(monkeypatch):
+    """Run clicked while another job holds the device (every place of it): said under Run, with when that job
+    gives way to a waiting run; nothing where none holds it, or where this page's own job does (None)."""
+    import weakref
+
+    import playground.ui.turn as turn_module
+    monkeypatch.setattr(turn_module, "_holding", weakref.WeakSet())  # (no other test's job)
+    now = [100.0]
+    monkeypatch.setattr(turn_module, "monotonic", lambda: now[0])
+    assert playground_tab.waits_for_device("") == gr.skip()
+    holding = turn_module.Turn(900, 1, 120, "run")
+    now[0] = 130.0
+    said = playground_tab.waits_for_device("")
+    assert said == ('<div class="progress-note" id="run-waits-device">This run waits for the model, which another run '
+                    "holds (one at a time here): that one gives way to a waiting run within about 1 min 30 s.</div>")
+    assert playground_tab.waits_for_device(None) == gr.skip()  # this page's own run or experiment
+    now[0] = 400.0
+    assert "gives way to a waiting run at its next round" in playground_tab.waits_for_device("")
+    holding.why = " at this host's limit of 900 s for one run"  # it ended
+    assert playground_tab.waits_for_device("") == gr.skip()
+
+
 def test_the_pace_says_where_an_experiment_will_stop_at_its_time_limit(monkeypatch):
     """A default sweep on a busy CPU host ran its 15 minutes to the limit with 3 of 6 points, its pace ("about 3 min
     7 s a point") never compared with the limit (a Space host's review): past it, the pace says where it stops."""

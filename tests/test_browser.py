@@ -360,6 +360,37 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     # held this address's share of runs in the next test
 
 
+def test_a_run_waiting_for_anothers_says_when_that_one_gives_way(page, app_url, monkeypatch):
+    """Behind another visitor's run, Gradio's "queue: 1/1 | 19.6/203.9s" alone showed for two minutes, its estimate
+    past the real wait (a Space host's review): Run says what it waits for, and when that run gives way."""
+    import threading
+
+    from gradio_client import Client
+
+    from playground import session
+    reached, gate, generate = threading.Event(), threading.Event(), session.generate
+
+    def held_at_the_gate(*args, **kwargs):
+        reached.set()
+        gate.wait(120)
+        yield from generate(*args, **kwargs)
+    monkeypatch.setattr(session, "generate", held_at_the_gate)
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=16&compare=false")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    other = Client(app_url, verbose=False).submit("def f(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")
+    try:
+        assert reached.wait(60)  # another run on the device, its turn held
+        page.click("#run-button")
+        expect(page.locator("#run-waits-device")).to_contain_text(re.compile(
+            r"^This run waits for the model, which another run holds \(one at a time here\): that one gives way to a "
+            r"waiting run within about (\d min )?\d+ s\.\s*$"), timeout=30_000)
+    finally:
+        gate.set()
+    assert other.result(timeout=120)["stats"]["generated_tokens"] > 0
+    expect(page.locator("#run-waits-device")).to_have_count(0, timeout=60_000)  # the run's first update clears it
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=120_000)
+
+
 def test_a_run_past_the_addresss_share_says_why(page, app_url, monkeypatch):
     """Past its address's share of runs (a visitor's other tab, a classroom behind one address), Gradio's page
     said "This application is currently busy" for the 503 it was refused with: it says what the limit is."""

@@ -32,8 +32,9 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (DOWNLOAD_LATER, IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
-                                          RACE_WAITS, RUN_CHECK_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
-                                          run_outputs_in_order, runnable_while_measuring, start_run, stop_run)
+                                          RACE_WAITS, RUN_CHECK_JS, RUN_WAITS_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
+                                          run_outputs_in_order, runnable_while_measuring, start_run, stop_run,
+                                          waits_for_device)
 from playground.ui.share import EXACT_IN_A_PAGE, MAX_LINK_CHARS, RANGES
 from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 
@@ -418,6 +419,8 @@ def wire_run():
     ui.run_btn.click(None, None, None, js=RUN_CLICKED_JS, queue=False, api_visibility="private")
     ui.run_btn.click(None, ui.run_msg, ui.run_msg, js=WAITS_FOR_EXPERIMENT_JS, queue=False, api_visibility="private")  # (the
     # run's first update clears it)
+    ui.run_btn.click(waits_for_device, ui.run_msg, ui.run_msg, js=RUN_WAITS_JS, queue=False, api_visibility="private",
+                     show_progress="hidden")  # (another's run holding the model: so said)
     ui.run_check.change(None, [ui.run_check, ui.kind, ui.constraint, ui.backend, ui.constraint_check], ui.constraint_check, js=RUN_CHECK_JS,
                         queue=False, api_visibility="private")  # the run's check, drawn if the editor still holds its constraint
     started = ui.run_btn.click(start_run, None, [ui.run_btn, ui.stop_btn], queue=False, api_visibility="private")

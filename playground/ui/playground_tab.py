@@ -11,6 +11,7 @@ import gradio as gr
 from playground.config import longest_branch, tree_lookup, tree_shape
 from playground.stopping import Stopped
 from playground.errors import PlaygroundError
+from playground.limits import CONCURRENCY
 from playground.measure.speedup import MAX_BLOCKS
 from playground.metrics import cost_ratio, counted, identity_note, summarize
 from playground.presets import Settings, constraint_of
@@ -20,6 +21,7 @@ from playground.ui.gpu import on_gpu
 from playground.ui.inputs import SETTING_NAMES, beyond_theory, chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
+from playground.ui.turn import duration, gives_way_within, held
 
 
 # Run's outputs, in the order page.py lists their components (run_outputs): the run's own, the messages next to
@@ -376,6 +378,23 @@ def focus_moved_to(button: str) -> str:
             " let tries = 20; const go = () => { if (!to.disabled) to.focus({preventScroll: true});"
             " else if (tries--) setTimeout(go, 50); };"
             " go(); }")
+
+
+def waits_for_device(shown: str | None):
+    """Run clicked while other jobs hold every place on the device: said under Run, with when the soonest gives
+    way to a waiting run (Gradio's "queue: 1/1 | 19.6/203.9s" alone showed for two minutes, its estimate past the
+    real wait; a Space host's review). `shown` None: this page's own run or experiment holds it (RUN_WAITS_JS;
+    WAITS_FOR_EXPERIMENT_JS says so). The run's first update clears it."""
+    turns = held()
+    if shown is None or len(turns) < CONCURRENCY:
+        return gr.skip()
+    within = gives_way_within(turns)
+    when = f"within about {duration(within)}" if within >= 1 else "at its next round"
+    return (f'<div class="progress-note" id="run-waits-device">This run waits for the model, which another run holds '
+            f"(one at a time here): that one gives way to a waiting run {when}.</div>")
+
+
+RUN_WAITS_JS = f"(shown) => {render.holding_js('#stop-button, #sweep-stop, #compare-stop')} ? null : (shown || '')"
 
 
 def start_run(request: gr.Request):

@@ -3,6 +3,8 @@ where that is shorter: the lease ends the call mid-work, without the clean stop 
 made), and, once it has held the device its share, giving way to a run waiting for it (another
 visitor's, whose wait would otherwise last the whole job with nothing on their page to say why).
 No Gradio here: a run's turn is read on the lent GPU machine too, which has none."""
+import threading
+import weakref
 from time import monotonic
 
 from playground.limits import GPU_SECONDS
@@ -30,6 +32,8 @@ class Turn:
         self.began, self.share, self.job = monotonic(), share, job
         self.limit, self.whose = within_lease(limit, runs)
         self.why: str | None = None
+        with _holding_lock:  # (until its job lets go of it)
+            _holding.add(self)
 
     def ended(self) -> bool:
         if self.why is None:
@@ -39,6 +43,24 @@ class Turn:
             elif held >= self.share and waiting():
                 self.why = f" after {duration(held)} on the device, giving way to a run waiting for the model"
         return self.why is not None
+
+
+_holding: "weakref.WeakSet[Turn]" = weakref.WeakSet()  # the turns of the jobs in this process now
+_holding_lock = threading.Lock()  # (made on engine threads, read by the server's)
+
+
+def held() -> list[Turn]:
+    """The turns of the jobs holding the device in this process (each job's until it ends and lets go of it)."""
+    with _holding_lock:
+        turns = list(_holding)
+    return [turn for turn in turns if turn.why is None]
+
+
+def gives_way_within(turns: list[Turn]) -> float:
+    """The soonest one of these jobs gives way to a run waiting for the device: its share left (0 past it: at its
+    next round)."""
+    now = monotonic()
+    return min(max(0.0, turn.share - (now - turn.began)) for turn in turns)
 
 
 def duration(seconds: float) -> str:
