@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground import session  # noqa: E402
 from playground.constraints import ConstraintSpec  # noqa: E402
-from playground.constraints.compile import BACKEND_CLASSES  # noqa: E402
+from playground.constraints.reading import BACKEND_CLASSES  # noqa: E402
 from playground.constraints.guide import Guide  # noqa: E402
 from playground.errors import PlaygroundError  # noqa: E402
 from tests.constraint_cases import SCHEMAS  # noqa: E402

@@ -29,6 +29,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from playground.models import packaged  # noqa: E402
 from playground.constraints import compile as constraint_compile, from_user, worker  # noqa: E402
+from playground.constraints.reading import BACKEND_CLASSES  # noqa: E402
 from playground.errors import PlaygroundError  # noqa: E402
 
 MODEL = "smollm2-135m-instruct"
@@ -89,7 +90,7 @@ def main() -> None:
     vocab = AutoConfig.from_pretrained(model_dir).vocab_size
     eos = frozenset({tokenizer.eos_token_id})
     names = args.backends.split(",")
-    backends = {n: constraint_compile.BACKEND_CLASSES[n](tokenizer, vocab, eos) for n in names}
+    backends = {n: BACKEND_CLASSES[n](tokenizer, vocab, eos) for n in names}
     todo = schemas(args.data, args.per_subset, args.skip)
     print(f"{len(todo)} schemas from {args.data}, backends {names}; {platform.processor() or platform.machine()}, "
           f"compile bounded at {worker.COMPILE_SECONDS} s and {worker.COMPILE_BYTES / 2**30:g} GiB", file=sys.stderr)

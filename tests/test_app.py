@@ -1520,27 +1520,45 @@ def test_run_says_when_the_job_holding_the_device_gives_way(monkeypatch):
     now[0] = 130.0
     said = playground_tab.waits_for_device("")
     assert said == ('<div class="progress-note" id="run-waits-device">This run waits for the model, which another run '
-                    "holds (one at a time here): that one gives way to a waiting run within about 1 min 30 s.</div>")
+                    "holds (one at a time here): it gives way to a waiting run within about 1 min 30 s.</div>")
     assert playground_tab.waits_for_device(None) == gr.skip()  # this page's own run or experiment
-    now[0] = 400.0
-    assert "gives way to a waiting run at its next round" in playground_tab.waits_for_device("")
-    holding.why = " at this host's limit of 900 s for one run"  # it ended
+    holding.share = 0  # measuring its speedup again: it gives way at once (live._run)
+    assert "it gives way to a waiting run at its next round" in playground_tab.waits_for_device("")
+    sweep = turn_module.Turn(900, 1, 120, "experiment")  # another job beside it (from 130 s), on a host of two places
+    monkeypatch.setattr(playground_tab, "CONCURRENCY", 2)
+    assert "which 2 other jobs hold (2 at a time here): the first gives way to a waiting run at its next round" in \
+        playground_tab.waits_for_device("")
+    holding.release()  # its run ended
+    assert playground_tab.waits_for_device("") == gr.skip()  # a place free
+    monkeypatch.setattr(playground_tab, "CONCURRENCY", 1)
+    assert "which another experiment holds (one at a time here): it gives way to a waiting run within about 2 min 0 s" \
+        in playground_tab.waits_for_device("")
+    sweep.why = " at this host's limit of 900 s for one experiment"  # it ended
     assert playground_tab.waits_for_device("") == gr.skip()
 
 
 def test_the_pace_says_where_an_experiment_will_stop_at_its_time_limit(monkeypatch):
     """A default sweep on a busy CPU host ran its 15 minutes to the limit with 3 of 6 points, its pace ("about 3 min
-    7 s a point") never compared with the limit (a Space host's review): past it, the pace says where it stops."""
-    from playground.ui.turn import Turn
+    7 s a point") never compared with the limit (a Space host's review): past it, the pace says how many of the
+    points left it will measure, their pace timed from the models' load on; a way that cannot run is no point."""
     import playground.ui.turn as turn_module
-    clock = iter([0, 214, 428, 600])  # Pace's start, its first point; another Pace's start and first point
+    clock = iter([0, 100, 314, 400, 500, 0, 350])  # a sweep: its start, models loaded, its first point; another
+    # sweep's start and first point (loaded at once); a comparison's start, its first way measured
     monkeypatch.setattr(experiments_tab, "monotonic", lambda: next(clock))
     monkeypatch.setattr(turn_module, "monotonic", lambda: 0)
-    pace = experiments_tab.Pace(6, Turn(900, 1, 120, "experiment"))
-    assert pace(0) == ""
-    assert pace(1) == "; about 3 min 34 s a point so far; at that pace it stops at this host's limit of 15 min 0 s with about 4 of 6"
-    fast = experiments_tab.Pace(3, Turn(900, 1, 120, "experiment"))  # (the clock: 428 at its start, 600 at its point)
-    assert fast(1) == "; about 2 min 52 s a point so far"  # 3 x 172 s: within the limit, nothing more said
+    pace = experiments_tab.Pace(turn_module.Turn(900, 1, 120, "experiment"))
+    pace.loaded()
+    assert pace(0, 6) == ""
+    assert pace(1, 5) == ("; about 5 min 14 s a point so far; at that pace it stops at this host's limit of 15 min 0 s, "
+                          "with about 2 of the 5 left measured")  # 314 s, then 214 s a point: 2 more fit in 900 s
+    within = experiments_tab.Pace(turn_module.Turn(900, 1, 120, "experiment"))
+    assert within(1, 2) == "; about 1 min 40 s a point so far"  # 100 s and 2 x 100 s more: within the limit
+    ways = ["cascade (lookup -> draft)", "draft model", "prompt lookup"]
+    compared = experiments_tab.Pace(turn_module.Turn(900, 1, 120, "experiment"))
+    unrun = sweeps._unavailable(ways[0], "ngram+x", "fixed", "a feature draft")
+    measured = {**unrun, "variant": ways[1], "note": "", "tokens_per_s": 5.0}
+    assert experiments_tab.comparing([unrun, measured], ways, compared) == (  # 350 s, one way left: 700 s in all
+        "measuring prompt lookup (3 of 3; about 5 min 50 s a point so far)")
 
 
 def test_a_tree_run_draws_its_trees_and_a_chain_its_chain():

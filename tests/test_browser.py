@@ -166,11 +166,15 @@ def test_the_stream_follows_its_tokens_unless_the_reader_scrolled_up(page, app_u
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     page.click("#run-button")
     expect(page.locator("#stop-button")).to_be_enabled(timeout=30_000)
+    held = page.evaluate("""() => [document.getElementById('stream'), document.getElementById('metrics-box')]
+        .map(block => block.style.minHeight)""")  # (a 600-token run: seconds to go)
+    assert all(re.fullmatch(r"\d+(\.\d+)?px", height) for height in held), held
     expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)
     box = page.locator("#stream .tokstream")
     top, height, full = box.evaluate(STREAM_AT)
     assert full > height + 100 and top + height >= full - 2, (top, height, full)  # at its newest tokens
-    assert page.evaluate("() => document.getElementById('stream').style.minHeight") == ""
+    assert page.evaluate("""() => [document.getElementById('stream'), document.getElementById('metrics-box')]
+        .map(block => block.style.minHeight)""") == ["", ""]
     box.evaluate("e => { e.scrollTop = 0; }")  # the reader goes back to the start
     page.wait_for_function("() => window.streamFollows === false")
     box.evaluate(MORE_TOKENS_JS)  # (mutation observers run before the next frame)
@@ -382,7 +386,7 @@ def test_a_run_waiting_for_anothers_says_when_that_one_gives_way(page, app_url, 
         assert reached.wait(60)  # another run on the device, its turn held
         page.click("#run-button")
         expect(page.locator("#run-waits-device")).to_contain_text(re.compile(
-            r"^This run waits for the model, which another run holds \(one at a time here\): that one gives way to a "
+            r"^This run waits for the model, which another run holds \(one at a time here\): it gives way to a "
             r"waiting run within about (\d min )?\d+ s\.\s*$"), timeout=30_000)
     finally:
         gate.set()

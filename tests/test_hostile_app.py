@@ -588,7 +588,8 @@ def test_the_forwarded_address_is_an_ip_address_and_may_be_counted_from_the_end(
 def test_the_log_says_how_long_x_forwarded_for_is_so_a_host_can_find_its_proxy_hops(monkeypatch, caplog):
     """README's procedure: a page loaded, then a request with a forged X-Forwarded-For: one entry more means the
     proxies append to what a caller sends (a Space host could not tell which its proxy does). Each length is said
-    once, and a bounded number of lengths at all (a caller may send any)."""
+    once, and a bounded number of lengths at all (a caller may send any); a host's own test, its first entry a
+    documentation address, is said each time, named (one line a second at most), whatever was said before it."""
     import logging
 
     from starlette.datastructures import Headers
@@ -598,8 +599,8 @@ def test_the_log_says_how_long_x_forwarded_for_is_so_a_host_can_find_its_proxy_h
     addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.7, 10.0.0.2"}), proxy)
     addresses.client_address(Headers({"X-Forwarded-For": "203.0.113.8, 10.0.0.2"}), proxy)  # the same length: once
     monkeypatch.setattr(addresses, "PROXY_HOPS", 2)
-    addresses.client_address(Headers({"X-Forwarded-For": "198.51.100.7, 203.0.113.7, 10.0.0.2"}), proxy)
-    addresses.client_address(Headers({"X-Forwarded-For": "198.51.100.7"}), ("8.8.8.8", 80))  # no proxy: nothing
+    addresses.client_address(Headers({"X-Forwarded-For": "192.0.2.7, 203.0.113.7, 10.0.0.2"}), proxy)
+    addresses.client_address(Headers({"X-Forwarded-For": "192.0.2.7"}), ("8.8.8.8", 80))  # no proxy: nothing
     said = [r.getMessage() for r in caplog.records if r.name == addresses.__name__]
     assert said == ["a request through this host's proxies: X-Forwarded-For of 2 entries; PLAYGROUND_PROXY_HOPS=0 "
                     "reads the first entry as the caller",
@@ -608,6 +609,19 @@ def test_the_log_says_how_long_x_forwarded_for_is_so_a_host_can_find_its_proxy_h
     for length in range(4, 40):
         addresses.client_address(Headers({"X-Forwarded-For": ", ".join(["203.0.113.7"] * length)}), proxy)
     assert len(addresses._lengths_said) == addresses.SAID_LENGTHS
+    caplog.clear()
+    now = [1000.0]
+    monkeypatch.setattr(addresses, "monotonic", lambda: now[0])
+    monkeypatch.setattr(addresses, "_test_said", [float("-inf")])  # (another test's test addresses, on the real clock)
+    monkeypatch.setattr(addresses, "PROXY_HOPS", 0)
+    test = Headers({"X-Forwarded-For": "198.51.100.42, 203.0.113.7, 10.0.0.2"})  # a length said before: said again
+    addresses.client_address(test, proxy)
+    addresses.client_address(test, proxy)  # within the second: not
+    now[0] += 1
+    addresses.client_address(Headers({"X-Forwarded-For": "198.51.100.042x, 10.0.0.2"}), proxy)  # no address: not
+    said = [r.getMessage() for r in caplog.records if r.name == addresses.__name__]
+    assert said == ["a request through this host's proxies: X-Forwarded-For of 3 entries, the first 198.51.100.42 (a "
+                    "test address); PLAYGROUND_PROXY_HOPS=0 reads the first entry as the caller"], said
 
 
 def test_every_address_together_holds_a_bounded_number_of_requests_open(app_url, monkeypatch):

@@ -25,6 +25,7 @@ import collections
 import ipaddress
 import logging
 import os
+from time import monotonic
 from contextlib import asynccontextmanager
 
 import anyio
@@ -59,21 +60,40 @@ def client_address(headers, peer) -> str:
 
 _lengths_said: set[int] = set()  # X-Forwarded-For lengths logged (SAID_LENGTHS at most)
 SAID_LENGTHS = 8
+TEST_ADDRESSES = ipaddress.ip_network("198.51.100.0/24")  # TEST-NET-2: documentation's, never a caller's own
+_test_said = [0.0]  # when a test address's line was last logged (one a second at most)
 
 
 def say_forwarded_length(headers) -> None:
-    """Log, once per length, how many entries a proxied request's X-Forwarded-For held and which one was read as the
-    caller: a host finds PLAYGROUND_PROXY_HOPS by loading the page, then sending `X-Forwarded-For: 198.51.100.7`
-    itself (README): one entry more, the proxies append to what a caller sends, and the hops are the first length;
-    the same length, the front proxy writes the header anew, and 0 is right (a Space host could not tell which)."""
-    forwarded = _forwarded_for(headers)
-    length = len(forwarded.split(",")) if forwarded.strip() else 0
-    if length and length not in _lengths_said and len(_lengths_said) < SAID_LENGTHS:
+    """Log how many entries a proxied request's X-Forwarded-For held and which one was read as the caller: once per
+    length (SAID_LENGTHS at most), and for a host's own test, a first entry in TEST_ADDRESSES, named (one line a
+    second at most). A host finds PLAYGROUND_PROXY_HOPS by sending `X-Forwarded-For: 198.51.100.<n>` itself
+    (README): one entry more than the page's own requests, the proxies append to what a caller sends; as many, the
+    front proxy writes the header anew (a Space host could not tell which its proxy does; the lengths alone, said
+    once each, could be said already by another caller's)."""
+    entries = [entry.strip() for entry in _forwarded_for(headers).split(",")]
+    length, test = (len(entries), _test_address(entries[0])) if entries[0] else (0, None)
+    if test:
+        if monotonic() - _test_said[0] < 1:
+            return
+        _test_said[0] = monotonic()
+    elif not length or length in _lengths_said or len(_lengths_said) >= SAID_LENGTHS:
+        return
+    else:
         _lengths_said.add(length)
-        read = f"entry {length - PROXY_HOPS + 1}" if PROXY_HOPS and length >= PROXY_HOPS else "the first entry"
-        logging.getLogger(__name__).info(
-            "a request through this host's proxies: X-Forwarded-For of %d entries; PLAYGROUND_PROXY_HOPS=%d reads %s "
-            "as the caller", length, PROXY_HOPS, read)
+    read = f"entry {length - PROXY_HOPS + 1}" if PROXY_HOPS and length >= PROXY_HOPS else "the first entry"
+    logging.getLogger(__name__).info(
+        "a request through this host's proxies: X-Forwarded-For of %d entries%s; PLAYGROUND_PROXY_HOPS=%d reads %s as the "
+        "caller", length, f", the first {test} (a test address)" if test else "", PROXY_HOPS, read)
+
+
+def _test_address(entry: str) -> str | None:
+    """The entry as an address of TEST_ADDRESSES (written as Python writes it), else None."""
+    try:
+        address = ipaddress.ip_address(entry)
+    except ValueError:
+        return None
+    return str(address) if address in TEST_ADDRESSES else None
 
 
 def _forwarded_for(headers) -> str:

@@ -55,10 +55,11 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
     rows measured whole so far."""
     measured = []  # the rows measured whole, as the engine thread made them (the page may not have had the newest)
     measuring = []  # once the points are being measured: an error is the next point's
+    halt = None
     try:
         axis, values_list, prompts, settings, cfg, spec = _sweep_asked(inputs)
         halt = Halt(request, "sweep")
-        pace = Pace(len(values_list), halt.turn)
+        pace = Pace(halt.turn)
         ran_with = f"; with {described(measured_with(settings), axis)}"  # (the Playground may change meanwhile)
         yield (render.progress_note(f"measuring {axis} = {values_list[0]} (1 of {len(values_list)}){ran_with}"), _sweep_table([], axis),
                None, None, gr.skip())
@@ -72,6 +73,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
             except stopping.Stopped:  # nothing measured: said as any stop
                 return
             prompt_ids = [session.prompt_ids_of(pair, settings, p) for p in prompts]
+            pace.loaded()
             yield []  # something to hand the page again while the first point is measured (IDLE_S)
             measuring.append(True)
             for rows in sweeps.sweep(pair, prompt_ids, cfg, axis, values_list, constraint, halted=halt.checker(stop),
@@ -81,7 +83,7 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         rows = []  # (a page gone before the first point: paced hands nothing)
         for rows in paced(sweep, live.PAGE_UPDATE_S, IDLE_S):
             status = (f"measuring {axis} = {values_list[len(rows)]} ({len(rows) + 1} of {len(values_list)}"
-                      f"{pace(len(rows))}; its measurements: {blocks[0]} done, at most {MAX_BLOCKS})"
+                      f"{pace(len(rows), len(values_list) - len(rows))}; its measurements: {blocks[0]} done, at most {MAX_BLOCKS})"
                       if len(rows) < len(values_list) else "finishing") + ran_with
             yield render.progress_note(status), _sweep_table(rows, axis), plots.sweep_chart(rows, axis), gr.skip(), gr.skip()
     except Exception as exc:  # the values measured whole before it stay downloadable
@@ -93,6 +95,8 @@ def run_sweep(request: gr.Request, progress=gr.Progress(), *inputs):
         return  # (the calculator drew an older K sweep as the last beside this one's rows; a review)
     finally:
         forget_stop(request, "sweep")
+        if halt is not None:
+            halt.turn.release()
     csv_path = _sweep_csv(rows, axis, settings) if rows else None  # (stopped before its first value: no file)
     done = (f"{_done_or_stopped(rows, values_list, halt)} value{'s' * (len(values_list) > 1)} of {axis}, {len(prompts)} "
             f"prompt{'s' * (len(prompts) > 1)} each{ran_with}")
@@ -345,11 +349,12 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
     prompts, then the Playground's settings. Stop ends it as a sweep's ends."""
     measured: list[dict] = []  # the ways measured so far, kept on the engine thread (the page's last may be older)
     measuring = []  # once the ways are being measured: an error is the next way's
+    halt = None
     try:
         variants, prompts, settings, cfg, spec = _comparison_asked(inputs)
         encode = lambda pair, text: session.prompt_ids_of(pair, settings, text)  # noqa: E731
         halt = Halt(request, "compare_drafts")
-        pace = Pace(len(variants), halt.turn)
+        pace = Pace(halt.turn)  # (each way loads its own draft: its pace counts it)
         ways_with = dict(measured_with(settings), draft=draft_model(settings.draft))  # (a lookup's cascade: its model)
         ran_with = f"; with {described(ways_with, 'policy')}"  # (the ways set the policy)
         if "adaptive: confidence" in variants:
@@ -382,6 +387,8 @@ def run_comparison(request: gr.Request, progress=gr.Progress(), *inputs):
             _comparison_csv(measured, settings)]
     finally:
         forget_stop(request, "compare_drafts")
+        if halt is not None:
+            halt.turn.release()
 
 
 def comparing(rows: list[dict], variants: list[str], pace: "Pace") -> str:
@@ -390,30 +397,37 @@ def comparing(rows: list[dict], variants: list[str], pace: "Pace") -> str:
     if len(rows) >= len(variants):
         return ""
     ran = sum(1 for r in rows if r.get("tokens_per_s") is not None)
-    return f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(ran)})"
+    return f"measuring {variants[len(rows)]} ({len(rows) + 1} of {len(variants)}{pace(ran, len(variants) - len(rows))})"
 
 
 class Pace:
     """'; about 1 min 5 s a point so far': the time from the start (loading the models counted in)
     to the last point measured, over the points measured; '' before the first. The point in progress
-    is not counted: dividing by it too made the figure grow while that point ran. Where that pace takes
-    the experiment's `points` past its `turn`'s time limit, it says where it will stop (a default sweep on a busy
-    CPU host ran 15 minutes to its limit with 3 of 6 points, its pace never compared with the limit)."""
+    is not counted: dividing by it too made the figure grow while that point ran. Where the points `left` at
+    that pace (timed from the models' load on: `loaded`) take the experiment past its `turn`'s time limit, it says
+    how many of them it will measure (a default sweep on a busy CPU host ran 15 minutes to its limit with 3 of 6
+    points, its pace never compared with the limit)."""
 
-    def __init__(self, points: int = 0, turn: Turn | None = None):
-        self.began = self.last = monotonic()
-        self.done, self.points, self.turn = 0, points, turn
+    def __init__(self, turn: Turn | None = None):
+        self.began = self.last = self.since = monotonic()
+        self.done, self.turn = 0, turn
 
-    def __call__(self, done: int) -> str:
+    def loaded(self) -> None:
+        """The models are loaded: the points' own pace is timed from now (a load counted in each would be
+        multiplied by the points left)."""
+        self.since = monotonic()
+
+    def __call__(self, done: int, left: int = 0) -> str:
         if done != self.done:
             self.done, self.last = done, monotonic()
         if not done:
             return ""
-        each = (self.last - self.began) / done
-        said = f"; about {duration(each)} a point so far"
-        if self.turn is not None and done < self.points and each * self.points > self.turn.limit:
-            said += (f"; at that pace it stops at {self.turn.whose} limit of {duration(self.turn.limit)} with about "
-                     f"{max(done, int(self.turn.limit // each))} of {self.points}")
+        said = f"; about {duration((self.last - self.began) / done)} a point so far"
+        spent, each = self.last - self.began, (self.last - self.since) / done
+        if self.turn is not None and left and spent + left * each > self.turn.limit:
+            fits = max(0, int((self.turn.limit - spent) // each)) if each > 0 else left
+            said += (f"; at that pace it stops at {self.turn.whose} limit of {duration(self.turn.limit)}, with about "
+                     f"{fits} of the {left} left measured")
         return said
 
 

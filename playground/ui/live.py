@@ -143,9 +143,12 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     def run(stop=None) -> Iterator[Snapshot]:
         stopped = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
         turn = Turn(RUN_SECONDS, 1, RUN_SHARE_SECONDS, "run")  # (its loads count: on ZeroGPU they are in the lease)
-        with stopping.stopped_by(stopped):  # Stop ends a constraint's check or compile in a worker too
-            pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
-        yield from _snapshots(settings, pair, ids, cfg, constraint, stopped, unused, turn)
+        try:
+            with stopping.stopped_by(stopped):  # Stop ends a constraint's check or compile in a worker too
+                pair, ids, cfg, constraint = prepare(settings, progress, allow_custom)
+            yield from _snapshots(settings, pair, ids, cfg, constraint, stopped, unused, turn)
+        finally:
+            turn.release()
     return paced(run, every) if every else run()
 
 
@@ -195,6 +198,7 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str,
         snap.stopped_why = turn.why.strip()
     snap.reasoning = snap.result.reasoning_tokens
     if base is not None:
+        turn.share = 0  # measuring again gives way to a waiting run at once (_measured): so the page tells it
         yield from _measured(snap, pair, ids, cfg, constraint, ending)
         return
     yield snap

@@ -179,7 +179,7 @@ def add_run_controls_and_stream():
         gr.Markdown(ABOUT)
     ui.shown_note_box = gr.HTML(elem_id="shown-note")  # the output below is of other settings: which
     ui.stream = gr.HTML(render.token_stream([]), elem_id="stream")
-    ui.metrics_html = gr.HTML(render.metrics(None, DEFAULT.k))
+    ui.metrics_html = gr.HTML(render.metrics(None, DEFAULT.k), elem_id="metrics-box")
     ui.badge = gr.HTML(elem_id="run-badge")
 
 

@@ -21,7 +21,7 @@ from playground.ui.gpu import on_gpu
 from playground.ui.inputs import SETTING_NAMES, beyond_theory, chain_theory, check_constraint, page_constraint, settings_to_run
 from playground.ui.json_view import indented
 from playground.ui.tree_view import tree_view
-from playground.ui.turn import duration, gives_way_within, held
+from playground.ui.turn import duration, held, soonest_to_give_way
 
 
 # Run's outputs, in the order page.py lists their components (run_outputs): the run's own, the messages next to
@@ -388,10 +388,12 @@ def waits_for_device(shown: str | None):
     turns = held()
     if shown is None or len(turns) < CONCURRENCY:
         return gr.skip()
-    within = gives_way_within(turns)
+    within, job = soonest_to_give_way(turns)
     when = f"within about {duration(within)}" if within >= 1 else "at its next round"
-    return (f'<div class="progress-note" id="run-waits-device">This run waits for the model, which another run holds '
-            f"(one at a time here): that one gives way to a waiting run {when}.</div>")
+    held_by = (f"another {job} holds (one at a time here): it gives way" if CONCURRENCY == 1 else
+               f"{CONCURRENCY} other jobs hold ({CONCURRENCY} at a time here): the first gives way")
+    return (f'<div class="progress-note" id="run-waits-device">This run waits for the model, which {held_by} to a '
+            f"waiting run {when}.</div>")
 
 
 RUN_WAITS_JS = f"(shown) => {render.holding_js('#stop-button, #sweep-stop, #compare-stop')} ? null : (shown || '')"

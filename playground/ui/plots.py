@@ -265,10 +265,9 @@ def draft_comparison(rows: list[dict]) -> go.Figure:
 
 
 def two_axes(fig: go.Figure, left: str, right: str) -> None:
-    """A speedup's axis (left, its blue) and the rates' (right, 0 to 1, green), each title in its traces' colour (the
-    shade that reads 4.5:1 on white) and
-    the grid of the left alone: the rates' own lines, their ticks not the speedup's, read an acceptance of 0.59 as
-    a speedup of 2 (a visual review)."""
+    """A speedup's axis (left, titled in the speedup's blue) and the rates' (right, 0 to 1, in the acceptance's green;
+    each the shade that reads 4.5:1 on white), the grid of the left alone: the rates' own lines, their ticks not the
+    speedup's, read an acceptance of 0.59 as a speedup of 2 (a visual review)."""
     fig.update_yaxes(title_text=left, title_font_color=UNDERLINES[BONUS][0], secondary_y=False)
     fig.update_yaxes(title_text=right, title_font_color=UNDERLINES[ACCEPTED][0], range=[0, 1.05], showgrid=False,
                      secondary_y=True)

@@ -35,6 +35,11 @@ class Turn:
         with _holding_lock:  # (until its job lets go of it)
             _holding.add(self)
 
+    def release(self) -> None:
+        """Its job has ended: it holds the device no more (held())."""
+        with _holding_lock:
+            _holding.discard(self)
+
     def ended(self) -> bool:
         if self.why is None:
             held = monotonic() - self.began
@@ -50,17 +55,18 @@ _holding_lock = threading.Lock()  # (made on engine threads, read by the server'
 
 
 def held() -> list[Turn]:
-    """The turns of the jobs holding the device in this process (each job's until it ends and lets go of it)."""
+    """The turns of the jobs holding the device in this process (each job's until it ends and releases it, or is
+    gone)."""
     with _holding_lock:
         turns = list(_holding)
     return [turn for turn in turns if turn.why is None]
 
 
-def gives_way_within(turns: list[Turn]) -> float:
-    """The soonest one of these jobs gives way to a run waiting for the device: its share left (0 past it: at its
-    next round)."""
+def soonest_to_give_way(turns: list[Turn]) -> tuple[float, str]:
+    """-> (the least share left of these jobs' turns, 0 past it: at its next round; that job's kind): the soonest one
+    gives way to a run waiting for the device (a run still loading, not before its first round)."""
     now = monotonic()
-    return min(max(0.0, turn.share - (now - turn.began)) for turn in turns)
+    return min((max(0.0, turn.share - (now - turn.began)), turn.job) for turn in turns)
 
 
 def duration(seconds: float) -> str:
