@@ -46,7 +46,8 @@ CSS = """
 .round-sep.stopped { border-left: 2px solid #f59e0b; }
 .legend span.key { display: inline-block; margin-right: 14px; font-size: 13px; }
 .legend i { display: inline-block; width: 12px; height: 12px; border-radius: 3px; margin-right: 4px; vertical-align: -1px; }
-.metrics { display: flex; flex-wrap: wrap; gap: 8px; }
+.metrics { display: flex; flex-wrap: wrap; gap: 8px; align-items: flex-start; }  /* each card its own height (the
+   theory card's 9 lines made every card of its row as tall, "accepted per round" 80% empty; a visual review) */
 .metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; flex: 1 1 130px; }
 .metric-wide { flex-basis: 100%; }
 .metric b { display: block; font-size: 20px; }
