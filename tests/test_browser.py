@@ -364,12 +364,9 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     # held this address's share of runs in the next test
 
 
-def test_a_run_waiting_for_anothers_says_when_that_one_gives_way(page, app_url, monkeypatch):
-    """Behind another visitor's run, Gradio's "queue: 1/1 | 19.6/203.9s" alone showed for two minutes, its estimate
-    past the real wait (a Space host's review): Run says what it waits for, and when that run gives way."""
+def generate_held_at_a_gate(monkeypatch):
+    """session.generate held until `gate` is set, `reached` set once a run gets there: a run holding the device."""
     import threading
-
-    from gradio_client import Client
 
     from playground import session
     reached, gate, generate = threading.Event(), threading.Event(), session.generate
@@ -379,6 +376,15 @@ def test_a_run_waiting_for_anothers_says_when_that_one_gives_way(page, app_url, 
         gate.wait(120)
         yield from generate(*args, **kwargs)
     monkeypatch.setattr(session, "generate", held_at_the_gate)
+    return reached, gate
+
+
+def test_a_run_waiting_for_anothers_says_when_that_one_gives_way(page, app_url, monkeypatch):
+    """Behind another visitor's run, Gradio's "queue: 1/1 | 19.6/203.9s" alone showed for two minutes, its estimate
+    past the real wait (a Space host's review): Run says what it waits for, and when that run gives way."""
+    from gradio_client import Client
+
+    reached, gate = generate_held_at_a_gate(monkeypatch)
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16&compare=false")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     other = Client(app_url, verbose=False).submit("def f(", "demo", 4, 0.0, 8, 0, "", "", False, api_name="/generate")
@@ -398,19 +404,10 @@ def test_a_run_waiting_for_anothers_says_when_that_one_gives_way(page, app_url, 
 def test_a_run_past_the_addresss_share_says_why(page, app_url, monkeypatch):
     """Past its address's share of runs (a visitor's other tab, a classroom behind one address), Gradio's page
     said "This application is currently busy" for the 503 it was refused with: it says what the limit is."""
-    import threading
-
     from gradio_client import Client
 
-    from playground import session
     from playground.ui import addresses
-    reached, gate, generate = threading.Event(), threading.Event(), session.generate
-
-    def held_at_the_gate(*args, **kwargs):
-        reached.set()
-        gate.wait(120)
-        yield from generate(*args, **kwargs)
-    monkeypatch.setattr(session, "generate", held_at_the_gate)
+    reached, gate = generate_held_at_a_gate(monkeypatch)
     monkeypatch.setattr(addresses, "DEVICE_RUNS_PER_CLIENT", 1)
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
