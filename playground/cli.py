@@ -118,7 +118,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
     _ctrl_c_ends_the_run) the run ends at its next round with what came, the measurement with the
     estimate before the block it cut short, and no further sample starts."""
     from playground import session
-    from playground.measure.speedup import engine_block, measure
+    from playground.measure.speedup import engine_block, least_blocks, measure
     stop = stop or threading.Event()
     compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
     if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
@@ -136,7 +136,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
     if baseline:
         base = session.collect(pair, first.base_runs[0], prompt_ids=prompt_ids)
-        measured = measure(make, [first], should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
+        measured = measure(make, [first], least_blocks(cfg), should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
         out |= comparison_json(result, base, measured, cfg.sampling.greedy)  # as the page's download
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens
         runs = [result]

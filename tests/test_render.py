@@ -209,9 +209,12 @@ def test_a_told_speedup_whose_interval_holds_one_is_no_clear_difference():
     assert "2.27-2.40x (95% interval, its top cut at the most its passes allow)" in cut
     assert render._speedup_card(Speedup(1.2, 1.2, 1.05, 1.3, 2), "sampled")[1] == "1.20x"
     assert render._speedup_card(Speedup(0.8, 0.8, 0.7, 0.95, 2), "sampled")[1] == "0.80x"
-    once = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "sampled")  # one block's interval is its rounds'
-    assert once[1] == "1.20x" and once[2].startswith("one interleaved measurement (its interval: how its rounds "
-                                                     "varied; a run under other load can differ beyond it), 1.15-1.25x")
+    once = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "its text identical to the target alone's")
+    assert once[1] == "1.20x" and once[2].startswith("one interleaved measurement (its interval: how its rounds "  # its
+                                                     "varied; a run under other load can differ beyond it), 1.15-1.25x")  # rounds'
+    drawn = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "sampled")[2]  # (a sampled run cut to one draw)
+    assert drawn.startswith("one interleaved measurement (its interval: how its rounds varied; another draw or a run "
+                            "under other load can differ beyond it)")
 
 
 def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():

@@ -39,7 +39,7 @@ from playground.limits import compile_refused
 from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
 from playground.measure.report import row_line
-from playground.measure.speedup import Block, Timed, drawn, interleave, measure, timed
+from playground.measure.speedup import Block, Timed, drawn, interleave, least_blocks, measure, timed
 
 METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
 COMPILED = "engine-compiled"
@@ -203,7 +203,8 @@ def bench_setting(pairs: dict, prompts: list[list[int]], cfg: SpecConfig, repeat
     for method in methods[1:]:
         seen: list[list[tuple[Sample, Sample]]] = []
         opaque = method not in ENGINE
-        result = measure(lambda: _block(method, pairs, prompts, cfg, seen), min_blocks=max(repeat, 2 if opaque else 1))
+        least = max(repeat, 2 if opaque else 1, least_blocks(cfg, len(prompts)))
+        result = measure(lambda: _block(method, pairs, prompts, cfg, seen), min_blocks=least)
         if method != COMPILED:
             alone += [base for block in seen for _, base in block]
         rows.append(_row(method, cfg, result, [pair for block in seen for pair in block], pass_costs))

@@ -277,6 +277,14 @@ def drawn(cfg, block: int):
     return dataclasses.replace(cfg, seed=(cfg.seed + block) % (MAX_SEED + 1))
 
 
+def least_blocks(cfg, prompts: int = 1) -> int:
+    """Blocks measured before an estimate may be told: sampled on one prompt, two (two draws: one block's
+    bootstrap over its rounds says how the machine varied, not what another seed draws; one draw told
+    1.22x where another of the same setting measured 0.89-1.13x, README); else one (greedy texts do
+    not change, and several prompts draw several texts in one block)."""
+    return 2 if not cfg.sampling.greedy and prompts < 2 else 1
+
+
 def engine_block(pair, prompts: list[list[int]], cfg, constraint=None, warm: bool = True,
                  should_stop: Callable[[], bool] = lambda: False, whole_base: bool = False,
                  first_block: int = 0) -> Callable[[], Block]:

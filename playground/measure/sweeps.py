@@ -14,7 +14,7 @@ from playground.limits import MAX_SWEEP_VALUES, at_most
 from playground.events import committed_ids
 from playground.metrics import first_difference, summarize
 from playground.typed import decimal, listed, whole
-from playground.measure.speedup import engine_block, measure
+from playground.measure.speedup import engine_block, least_blocks, measure
 
 COLUMNS = ["k", "temperature", "speedup", "speedup_low", "speedup_high", "note", "acceptance_rate", "token_acceptance",
            "tokens_per_target_pass", "tokens_per_s", "baseline_tokens_per_s", "measurements", "prompts",
@@ -105,7 +105,7 @@ def measured(pair, prompts: list[list[int]], cfg: SpecConfig, constraint=None, w
         blocks.append(make())
         on_measured(len(blocks))
         return blocks[-1]
-    told = measure(block)
+    told = measure(block, min_blocks=least_blocks(cfg, len(prompts)))
     return None if cut else (told, [run for b in blocks for run in b.spec_runs], [run for b in blocks for run in b.base_runs])
 
 

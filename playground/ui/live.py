@@ -24,7 +24,7 @@ from playground.presets import Settings, all_presets, hosted_models, policy_as_r
 from playground.limits import RUN_SECONDS, RUN_SHARE_SECONDS
 from playground.ui.pacing import paced
 from playground.ui.turn import Turn, waiting
-from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, measuring
+from playground.measure.speedup import Block, Speedup, Timed, engine_block, estimate, interleave, least_blocks, measuring
 
 log = logging.getLogger("playground.ui")
 
@@ -240,7 +240,7 @@ def _measured(snap: Snapshot, pair, ids, cfg, constraint, should_stop) -> Iterat
         return bool(ended)
     more = engine_block(pair, [ids], cfg, constraint, warm=False, should_stop=ending, first_block=1)  # (sampled: new draws)
     try:
-        for told in measuring(more, [first], should_stop=ending):  # (a block cut short: not counted)
+        for told in measuring(more, [first], least_blocks(cfg), should_stop=ending):  # (a block cut short: not counted)
             snap.speedup = told
             if not told.more or ending():  # told (or nothing more to learn); or Stop, or a run waiting
                 break

@@ -175,9 +175,10 @@ def _rate_detail(k: int | str, drafted: bool, alpha: float | None) -> str:
 
 def _speedup_card(m, same: str) -> tuple[str, str, str]:
     """The ratio with its interval (playground.measure.speedup.Speedup), or why it cannot be told."""
-    blocks = (f"{m.blocks} interleaved measurements" if m.blocks > 1 else  # (as bench says it: two identical runs
-              "one interleaved measurement (its interval: how its rounds varied; a run under other load can "
-              "differ beyond it)")  # under load gave 1.05x and 1.27x, their intervals apart)
+    beyond = "another draw or a run under other load" if same == "sampled" else "a run under other load"  # (a sampled
+    blocks = (f"{m.blocks} interleaved measurements" if m.blocks > 1 else  # run measures two draws, one where cut short)
+              f"one interleaved measurement (its interval: how its rounds varied; {beyond} can "
+              "differ beyond it)")  # (as bench says it: two identical runs under load gave 1.05x and 1.27x, their intervals apart)
     over = "over the interleaved measurements" if m.blocks > 1 else "side by side"
     rates = (f"; speculation {m.spec_tokens_per_s:.1f} tokens/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
              "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
