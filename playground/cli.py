@@ -137,7 +137,8 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
     if baseline:
         base = session.collect(pair, first.base_runs[0], prompt_ids=prompt_ids)
         measured = measure(make, [first], least_blocks(cfg), should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
-        out |= comparison_json(result, base, measured, cfg.sampling.greedy)  # as the page's download
+        out |= comparison_json(result, base, measured, cfg.sampling.greedy,  # as the page's download
+                               form=session.baseline_form(pair, cfg, constraint is not None, len(prompt_ids)))
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens
         runs = [result]
         for i in range(1, num_samples):
@@ -376,6 +377,8 @@ def format_text(out: dict) -> str:
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
             about = f"; about {m['estimate']:.2f}x" if m["estimate"] > 0 else ""  # (a Stop before a token: "0.00x")
             lines.append(f"-- no single number: {m['reason']}{about}")
+        if out["baseline"].get("form"):  # (slower than plain decoding, so that its tokens are speculation's)
+            lines.append(f"-- baseline: {out['baseline']['form']}")
     for sample in out.get("samples", [])[1:]:  # (the first is the text above) printed only in --json before
         lines += ["", f"-- sample with seed {sample['seed']}:", sample["text"]] + [validity(sample)] * (sample["valid"] is not None)
     return "\n".join(lines)

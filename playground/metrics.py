@@ -140,15 +140,16 @@ def first_difference(a: list[int], b: list[int], stopped: bool = False) -> int |
     return at
 
 
-def comparison_json(result, baseline, measured, greedy: bool, stopped: bool = False) -> dict:
+def comparison_json(result, baseline, measured, greedy: bool, stopped: bool = False, form: str = "") -> dict:
     """A comparison's keys beside RunResult.as_json, the same in the CLI's --json, the page's download
     and the web API: the target alone's text, ids and stats; the speedup (None where too noisy, its
     `speedup_measure` then says why; `measured` a measure.speedup.Speedup or None before one); greedy,
     where the texts first differ (a run stopped, by Stop, Ctrl-C or either side's finish_reason 'stopped': as far
-    as both went; the CLI's Ctrl-C said "differs from token 9" of a cut run that was the target alone's prefix)."""
+    as both went; the CLI's Ctrl-C said "differs from token 9" of a cut run that was the target alone's prefix);
+    `form`: how the target alone ran where slower than plain decoding (session.baseline_form), as baseline.form."""
     stopped = stopped or STOPPED in (result.finish_reason, baseline.finish_reason)
     out = {"baseline": {"text": baseline.text, "token_ids": baseline.token_ids, "stats": baseline.stats,
-                        "finish_reason": baseline.finish_reason},
+                        "finish_reason": baseline.finish_reason, "form": form},
            "speedup": measured.speedup if measured else None,
            "speedup_measure": measured.as_dict() if measured else None}
     if greedy:

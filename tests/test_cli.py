@@ -78,6 +78,9 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
     assert format_text(report).splitlines()[-2].startswith("-- speedup: faster, 1.16-2.79x")
     report["speedup_measure"] |= {"speedup": 1.04, "low": 0.98, "high": 1.09}  # told, and its interval holds 1x
     assert format_text(report).splitlines()[-1].startswith("-- speedup: no clear difference, 1.04x (0.98-1.09x) over the target alone")
+    assert report["baseline"]["form"] == ""  # plain one-token passes (a small float32 model): nothing more to say
+    report["baseline"]["form"] = "the target alone runs exact"  # (session.baseline_form: how, where slower than plain)
+    assert format_text(report).splitlines()[-1] == "-- baseline: the target alone runs exact"
 
 
 def test_the_ran_with_line_names_the_tree_and_the_policy():

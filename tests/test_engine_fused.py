@@ -26,6 +26,17 @@ def rounds_fused(pair, prompt, cfg, speculative=True) -> bool:
     return session.choice.fuses(pair, cfg, speculative, True, len(prompt))
 
 
+def test_the_fused_target_alone_says_it_replays_the_verify_pass(tokenizer):
+    """Fused, the target alone replays the k+1-token verify pass per token (0.94-0.96x one-token passes on an H200):
+    its speedup says so (the card said only "over the target alone"; a maths review)."""
+    target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id)
+    pair = tiny.make_pair(target, tiny.perturbed_copy(target, noise=0.4, seed=3), tokenizer, eos_ids=[])
+    form = session.baseline_form(pair, compiled(3, 8), prompt_len=4)
+    assert form.startswith("the target alone replays verification's 4-token pass for each token")
+    assert session.baseline_form(pair, compiled(3, 8), constrained=True, prompt_len=4) == ""  # not fused: one-token passes
+    assert session.baseline_form(pair, session.spec_config(k=3), prompt_len=4) == ""
+
+
 @pytest.mark.parametrize("arch", ["qwen2", "llama"])
 def test_greedy_identity_fused(arch, tokenizer):
     target = tiny.tiny_model(arch, vocab=len(tokenizer), seed=11, eos_id=tokenizer.eos_token_id)

@@ -212,6 +212,10 @@ def test_a_told_speedup_whose_interval_holds_one_is_no_clear_difference():
     once = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "its text identical to the target alone's")
     assert once[1] == "1.20x" and once[2].startswith("one interleaved measurement (its interval: how its rounds "  # its
                                                      "varied; a run under other load can differ beyond it), 1.15-1.25x")  # rounds'
+    from playground.metrics import summarize
+    stats = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)])
+    exact = render.metrics(stats, 4, Speedup(1.2, 1.2, 1.1, 1.3, 2), "sampled", baseline="the target alone runs <exact>")
+    assert "1.10-1.30x (95% interval, widened to each measurement&#x27;s own ratio); sampled; the target alone runs &lt;exact&gt;" in exact
     drawn = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "sampled")[2]  # (a sampled run cut to one draw)
     assert drawn.startswith("one interleaved measurement (its interval: how its rounds varied; another draw or a run "
                             "under other load can differ beyond it)")

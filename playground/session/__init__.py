@@ -27,7 +27,7 @@ from playground.engine.fused_layers import fuse_model, fused_models
 from playground.models.fused_projections import fuse_projections, fuses_on
 from playground.models.loading import Pair
 from playground.models.placement import resolve_device
-from playground.session.choice import (compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
+from playground.session.choice import (baseline_form, compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        runners, static_or_eager)
 from playground.session.prompt import (check_prompt_ids, check_prompt_text, encode_prompt, prompt_ids_of,
                                        unread_prompt_parts)

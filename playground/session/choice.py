@@ -34,6 +34,20 @@ def fuses(pair: Pair, cfg: SpecConfig, speculative: bool = True, unconstrained: 
     return pair.draft is not None and not pair.cascade and cfg.policy != "confidence"
 
 
+def baseline_form(pair: Pair, cfg: SpecConfig, constrained: bool = False, prompt_len: int = 2) -> str:
+    """How the target alone runs beside speculation where that is slower than plain one-token decoding,
+    in words ('' where it is plain): exact, so that its greedy tokens are speculation's (the speedup card
+    and the CLI said only "over the target alone"; a maths review)."""
+    if fuses(pair, cfg, speculative=False, unconstrained=not constrained, prompt_len=prompt_len):
+        return (f"the target alone replays verification's {cfg.k + 1}-token pass for each token, so that its "
+                "tokens are speculation's (0.94-0.96x the speed of one-token passes on an H200, BENCHMARKS.md)")
+    if getattr(pair.target, "playground_batch_invariant", False):
+        return ("the target alone runs exact, as verification does: each one-token pass computes its products "
+                "as two rows, so that its greedy tokens are speculation's; plain one-row passes, whose tokens "
+                "can differ, ran up to 1.18x faster on the 2-core CPUs measured (README)")
+    return ""
+
+
 def runners(pair: Pair, prompt_len: int, cfg: SpecConfig, speculative: bool = True, fused: bool = False):
     """-> (target runner, draft runner or None). Eager runners on growing caches; with cfg.compile,
     static caches with compiled passes: the target's verify over k+1 tokens and its one-token step

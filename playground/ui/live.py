@@ -49,6 +49,7 @@ class Snapshot:
     failure: PlaygroundError | None = None  # what ended the run part way, once it had written (a constraint past
     # its CPU bound, an error in the engine): phase "stopped", what it wrote kept ("done" where measuring again failed)
     stopped_why: str = ""  # a run its turn on the device ended (phase "stopped"): the words after "stopped"
+    baseline_form: str = ""  # how the target alone ran where slower than plain decoding (session.baseline_form)
 
 
 def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
@@ -167,7 +168,8 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str,
                                                  session.answers_inside_thinking(pair, ids, constraint),
                                                  session.lookup_unused(pair, constraint),
                                                  session.unread_prompt_parts(pair, settings.chat, settings.system)])),
-                    constraint_notes=tuple(constraint.notes) if constraint else ())
+                    constraint_notes=tuple(constraint.notes) if constraint else (),
+                    baseline_form=session.baseline_form(pair, cfg, constraint is not None, len(ids)) if settings.compare else "")
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
@@ -318,7 +320,7 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0, with_settings: bool = True
         out["stopped_why"] = snap.stopped_why
     if snap.baseline is not None:
         out |= comparison_json(snap.result, snap.baseline, snap.speedup, snap.settings.temperature == 0,
-                               stopped=snap.phase == "stopped")
+                               stopped=snap.phase == "stopped", form=snap.baseline_form)
     return out
 
 

@@ -106,10 +106,11 @@ def _token_html(t, eos_ids) -> str:
 
 
 def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",
-            note: str = "", theory: bool = True, policy: str = "fixed", interleaved: bool = False) -> str:
+            note: str = "", theory: bool = True, policy: str = "fixed", interleaved: bool = False, baseline: str = "") -> str:
     """speedup: the comparison's playground.measure.speedup.Speedup (None before it is over); same:
     metrics.identity_note of the two outputs; policy: an adaptive one makes k a ceiling; interleaved:
-    the target alone ran between this run's rounds (its time is not this run's).
+    the target alone ran between this run's rounds (its time is not this run's); baseline: how the target alone
+    ran where slower than plain decoding (session.baseline_form), said under the speedup.
     theory: show the expected tokens per round, whose formula assumes a draft model's per-token
     acceptance (prompt lookup's guesses are not drawn that way)."""
     if not stats:
@@ -139,7 +140,8 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
                          f"{stats['tokens_per_round']:.2f} a round" + (" (forced tokens not counted)" if stats["forced"] else "")
                          + ", the prompt pass not counted"))
     if speedup is not None:
-        cards.append(_speedup_card(speedup, same))
+        name, value, detail = _speedup_card(speedup, same)
+        cards.append((name, value, detail + (f"; {html.escape(baseline)}" if baseline else "")))
     said = [f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"] + [f"{name} {value}" for name, value, _ in cards
                                                                                if name in ("acceptance rate", "speedup")]
     wide = lambda name: " metric-wide" if name == "speedup" else ""  # noqa: E731  (its reasons: a row of their own)
