@@ -18,6 +18,7 @@ from playground.draft_ids import NGRAM, draft_model, is_cascade, uses_lookup
 from playground.errors import PlaygroundError
 from playground.limits import env_flag
 from playground.models import placement
+from playground.models.decode_threads import fastest_decode_threads
 from playground.models.batch_invariant import make_batch_invariant
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 from playground.models.locate import ALIASES, Progress, locate, report, sub_progress
@@ -112,7 +113,7 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
     refuse_past_free_memory(model_id, need + packed, device, dtype)
     report(progress, 0.9, f"loading {model_id} to {device}")
     model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
-    loaded = (model, tokenizer, placement.fastest_decode_threads(model))
+    loaded = (model, tokenizer, fastest_decode_threads(model))
     CACHE.put(key, loaded)
     report(progress, 1.0, f"{model_id} ready")
     return loaded
@@ -306,7 +307,7 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None
     draft.playground_vocab_map = d2t
-    kept[draft_id] = loaded = (draft, placement.fastest_decode_threads(draft))
+    kept[draft_id] = loaded = (draft, fastest_decode_threads(draft))
     return loaded
 
 

@@ -1,6 +1,6 @@
 """Where a model goes and in what precision: the device, the dtype for this CPU or GPU, the memory
-its weights will take, the attention implementation that keeps verification exact on a CPU, and the
-thread count for its short passes."""
+its weights will take, the attention implementation that keeps verification exact on a CPU (the
+thread count for its short passes: decode_threads)."""
 import functools
 import json
 import os
@@ -110,15 +110,6 @@ def container_room(files=CGROUP_FILES) -> int:
         if limit.isdigit() and usage.isdigit() and int(limit) < 2**60:  # v1 writes a huge number for "none"
             return max(0, int(limit) - int(usage))
     return 2**63
-
-
-def fastest_decode_threads(model) -> int | None:
-    """CPU threads for a model's short passes. A small model's matrix products are too small to
-    split: starting the thread team costs more than it saves (measured here: the 1.6M demo draft
-    takes 1.0 ms per pass on one thread, 1.9 ms on two). None means all threads (GPU, big models)."""
-    if model.device.type != "cpu" or sum(p.numel() for p in model.parameters()) > SMALL_MODEL:
-        return None
-    return 1
 
 
 def attention_for(device: torch.device, dtype: torch.dtype, need_bytes: int) -> dict:
