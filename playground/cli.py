@@ -51,7 +51,11 @@ def cmd_generate(args) -> int:
     with _ctrl_c_ends_the_run() as stopped:
         out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint, stopped)
     shown = None if args.prompt_ids else settings.prompt
-    print(json.dumps(out) if args.json else format_text(out) + "\n" + ran_with(target, draft, cfg, shown, prompt_ids))
+    if args.json:
+        print(json.dumps(out))
+    else:  # the text alone on stdout (`generate > answer.txt` kept the report's lines in it too; a CLI review)
+        print(written(out), flush=True)
+        print(format_text(out) + "\n" + ran_with(target, draft, cfg, shown, prompt_ids), file=sys.stderr)
     if stopped.is_set():
         print("interrupted: the output above is what came before Ctrl-C", file=sys.stderr)
         return 130  # (as a shell reports SIGINT)
@@ -344,11 +348,12 @@ def _reseeded(cfg, seed):
 
 
 def format_text(out: dict) -> str:
+    """The report generate writes on stderr after the text: its figures, the constraint's verdict, the speedup."""
     s = out["stats"]
     acceptance = f"{s['acceptance_rate']:.2f}" if s["proposed"] else "n/a (nothing was drafted)"
     if s["proposed"] and s["theory_tokens_per_round"] is None:  # (a tree's rounds: every node counts)
         acceptance += " of the tree's nodes"
-    lines = [out["text"], "", f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
+    lines = [f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
     if s.get("looked_up"):  # a cascade
         lines.append(f"-- {lookup_level(s)}")
@@ -379,9 +384,16 @@ def format_text(out: dict) -> str:
             lines.append(f"-- no single number: {m['reason']}{about}")
         if out["baseline"].get("form"):  # (slower than plain decoding, so that its tokens are speculation's)
             lines.append(f"-- baseline: {out['baseline']['form']}")
-    for sample in out.get("samples", [])[1:]:  # (the first is the text above) printed only in --json before
-        lines += ["", f"-- sample with seed {sample['seed']}:", sample["text"]] + [validity(sample)] * (sample["valid"] is not None)
+    for sample in out.get("samples", [])[1:]:  # (the first is the run above)
+        if sample["valid"] is not None:
+            lines.append(f"-- sample with seed {sample['seed']}: {validity(sample).removeprefix('-- ')}")
     return "\n".join(lines)
+
+
+def written(out: dict) -> str:
+    """What generate writes on stdout: the text, each further sample's after a line naming its seed."""
+    return "\n".join([out["text"]] + [f"\n-- sample with seed {sample['seed']}:\n{sample['text']}"
+                                     for sample in out.get("samples", [])[1:]])
 
 
 def _budget_spent(out: dict) -> str:

@@ -36,7 +36,7 @@ def test_json_report_with_baseline(capsys, saved_pair):
     assert len(report["token_ids"]) == 17
     assert report["identical_to_baseline"] is True
     assert report["baseline"]["token_ids"] == report["token_ids"]
-    assert set(report["baseline"]) == {"text", "token_ids", "stats", "finish_reason"}  # the page's download has the same shape
+    assert set(report["baseline"]) == {"text", "token_ids", "stats", "finish_reason", "form"}  # the page's download has the same shape
     assert report["baseline"]["stats"]["generated_tokens"] == 17 and report["baseline"]["stats"]["proposed"] == 0
     # the run's keys are the page's download's (built apart, the CLI's had no rounds, its reasoning keys only when set)
     assert {"rounds", "reasoning_tokens", "answer", "open_end", "constraint_notes"} <= set(report)
@@ -56,12 +56,15 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
     """The text began mid-code from nowhere, and a noisy speedup read "cannot tell (the ratio ranged ...
     (...); about 1.15x)": what produced it now ends the report, and why there is no number is a line."""
     target, draft = saved_pair
-    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
-                           "--k", "3", "--max-new-tokens", "9")
+    code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
+                             "--k", "3", "--max-new-tokens", "9")
     assert code == 0 and re.fullmatch(re.escape(f"-- {target} with {draft}, k 3, greedy, at most 9 new tokens; prompt "
-                                                "'def f(x):' (") + r"\d+ tokens\)", out.rstrip().splitlines()[-1])
-    out = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--max-new-tokens", "4")[1]
-    assert out.rstrip().endswith("; prompt given as token ids (3 tokens)")  # not the preset's prompt, unused
+                                                "'def f(x):' (") + r"\d+ tokens\)", err.rstrip().splitlines()[-1])
+    text = json.loads(run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):", "--k", "3",
+                              "--max-new-tokens", "9", "--json")[1])["text"]
+    assert out == text + "\n" and "-- " not in out  # the text alone on stdout: `generate > answer.txt` kept the report
+    err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt-ids", "5,6,7", "--max-new-tokens", "4")[2]
+    assert err.rstrip().endswith("; prompt given as token ids (3 tokens)")  # not the preset's prompt, unused
     report = json.loads(run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
                                 "--max-new-tokens", "9", "--baseline", "--json")[1])
     report["speedup_measure"] |= {"speedup": None, "estimate": 1.15, "side": "", "reason": "the ratio ranged 0.96-1.33x"}
@@ -376,8 +379,8 @@ def test_a_trees_acceptance_is_said_per_node_and_has_no_chain_theory(capsys, sav
     at k = the tree's depth (0.02 of an 8,8/64 tree's nodes are kept while it writes 2.5 tokens a pass)."""
     target, draft = saved_pair
     base = ["--target", str(target), "--draft", str(draft), "--prompt", "def f(x):", "--max-new-tokens", "12"]
-    code, out, _ = run_cli(capsys, *base, "--tree", "2,2")
-    assert code == 0 and re.search(r"acceptance \d\.\d\d of the tree's nodes,", out), out[-300:]
+    code, _, err = run_cli(capsys, *base, "--tree", "2,2")
+    assert code == 0 and re.search(r"acceptance \d\.\d\d of the tree's nodes,", err), err[-300:]
     code, out, _ = run_cli(capsys, *base, "--tree", "2,2", "--json")
     assert json.loads(out)["stats"]["theory_tokens_per_round"] is None
     code, out, _ = run_cli(capsys, *base, "--k", "2", "--json")
@@ -389,8 +392,8 @@ def test_one_token_is_said_so_and_an_unusable_device_is_one_line(capsys, saved_p
     or meta (names torch knows) ended in a 30-line traceback where 'gpu' was one line."""
     target, draft = saved_pair
     code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "1")
-    assert code == 0 and "at most 1 new token; prompt 'x' (" in out and "\n-- 1 token in " in out, out
-    assert "acceptance n/a (nothing was drafted), 1.00 tokens per target pass" in out
+    assert code == 0 and "at most 1 new token; prompt 'x' (" in err and err.startswith("-- 1 token in "), err
+    assert "acceptance n/a (nothing was drafted), 1.00 tokens per target pass" in err
     code, out, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "x", "--max-new-tokens", "1", "--json")
     stats = json.loads(out)["stats"]  # null, as bench's rows have it (0.0 read as every guess refused: a review)
     assert stats["proposed"] == 0 and stats["acceptance_rate"] is None and stats["token_acceptance"] is None
@@ -404,11 +407,11 @@ def test_a_prompt_of_a_dash_is_read_from_standard_input(capsys, monkeypatch, sav
     import io
     target, draft = saved_pair
     monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):\n"))  # (echo's line end is not the prompt's)
-    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
-    assert code == 0 and "; prompt 'def f(x):' (" in out.rstrip().splitlines()[-1]
+    code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
+    assert code == 0 and "; prompt 'def f(x):' (" in err.rstrip().splitlines()[-1]
     monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):\r\n\n"))  # one line end dropped, a typed blank line kept
-    code, out, _ = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
-    assert code == 0 and "; prompt 'def f(x):\\r\\n' (" in out.rstrip().splitlines()[-1], out
+    code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
+    assert code == 0 and "; prompt 'def f(x):\\r\\n' (" in err.rstrip().splitlines()[-1], err
     monkeypatch.setattr("sys.stdin", io.StringIO("def g(y):"))
     assert main(["export", "--preset", "demo", "--prompt", "-"]) == 0  # export's --prompt too (a review: it sent "-")
     out = capsys.readouterr().out
@@ -461,7 +464,7 @@ def test_flags_a_run_never_reads_are_said(capsys):
     assert main(["generate", *base, "--draft", "ngram", "--policy", "confidence", "--constraint-backend", "xgrammar"]) == 0
     out, err = capsys.readouterr()
     assert "note: --policy confidence is not used: prompt lookup's guesses have no probabilities" in err
-    assert ", k 4, greedy," in out and "confidence policy" not in out  # the line under the text: what ran (a review)
+    assert ", k 4, greedy," in err and "confidence policy" not in err  # the line under the text: what ran (a review)
     assert "note: --constraint-backend is not used: this run has no --schema, --regex or --grammar" in err
     assert main(["generate", *base, "--temperature", "0.7", "--seed", "3", "--top-k", "5"]) == 0
     assert "note:" not in capsys.readouterr().err  # sampled: each one read
@@ -520,7 +523,8 @@ def test_models_named_alone_get_their_chat_template(capsys, saved_pair):
         shown = {}
         for name, extra in (("chat", ["--system", "be brief"]), ("raw", ["--raw", "--system", "be brief"])):
             code, out, err = run_cli(capsys, *base, *extra)
-            shown[name] = (code, out.rstrip().splitlines()[-1].rsplit("(", 1)[1], err)
+            notes, report = err.split("-- ", 1) if not err.startswith("-- ") else ("", err[3:])
+            shown[name] = (code, report.rstrip().splitlines()[-1].rsplit("(", 1)[1], notes)
     finally:
         pair.tokenizer.chat_template = None
     chat_ids = pair.tokenizer("<system>be brief<user>hi<assistant>", add_special_tokens=False).input_ids

@@ -113,7 +113,7 @@ def test_a_valid_output_cut_where_it_could_go_on_says_so(pair, tokenizer, backen
     target, draft = saved_pair
     main(["generate", "--target", str(target), "--draft", str(draft), "--prompt", "n = ", "--regex", "[0-9]{2,}",
           "--max-new-tokens", "2", "--constraint-backend", backend])
-    assert "-- valid as far as it goes: max new tokens ran out where the output could have gone on" in capsys.readouterr().out
+    assert "-- valid as far as it goes: max new tokens ran out where the output could have gone on" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -540,7 +540,8 @@ def test_each_sample_is_judged_and_an_invalid_one_fails_the_command(capsys, save
     assert code == 1 and [s["valid"] for s in samples] == [False] * 3
     assert all(s["validation_error"].startswith("truncated") and s["finish_reason"] == "length" for s in samples)
     code, text = main([*args, "--max-new-tokens", "5"]), capsys.readouterr()
-    assert code == 1 and text.out.count("-- INVALID: truncated") == 3
+    assert code == 1 and text.err.count("-- INVALID: truncated") == 1 and text.err.count(": INVALID: truncated") == 2
+    assert "-- sample with seed 2: INVALID: truncated" in text.err and text.out.count("-- sample with seed ") == 2
     assert text.err.endswith("invalid: the samples with seeds 1, 2 and 3 do not meet the constraint (" + samples[0]["validation_error"] + ")\n")
     code = main([*args, "--max-new-tokens", "120", "--json"])
     report = json.loads(capsys.readouterr().out)

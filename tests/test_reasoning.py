@@ -179,16 +179,16 @@ def test_a_budget_with_no_room_for_the_answer_is_said_before_the_run(think_token
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "8"]) == 1  # (printed, and told invalid)
     said = capsys.readouterr()
     err = said.err
-    assert "-- thought for 8 tokens: still thinking when it ended, no </think> yet (raise max new tokens)" in said.out
-    assert "the answer after </think> is what the constraint judged" not in said.out  # (read as thinking ended: a review)
+    assert "-- thought for 8 tokens: still thinking when it ended, no </think> yet (raise max new tokens)" in said.err
+    assert "the answer after </think> is what the constraint judged" not in said.err  # (read as thinking ended: a review)
     assert ("note: the thinking budget (12 tokens) and </think> leave no room for an answer within max new tokens (8): a "
             "model that thinks that long ends before its answer") in err
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "13"]) == 1  # the budget, then the marker: no answer
     assert "leave no room for an answer within max new tokens (13)" in capsys.readouterr().err
     assert main(args + ["--think-budget", "12", "--max-new-tokens", "40"]) == 0
     said = capsys.readouterr()
-    assert "thinking budget" not in said.err  # room left: nothing said
-    assert "-- thought for 13 tokens (the thinking budget ran out: </think> forced); the answer" in said.out  # (a review:
+    assert "note:" not in said.err  # room left: nothing said
+    assert "-- thought for 13 tokens (the thinking budget ran out: </think> forced); the answer" in said.err  # (a review:
     # it read as a model that ended its thinking itself)
     from playground.presets import Settings, get_preset
     from playground.ui import live
@@ -387,7 +387,7 @@ def test_a_free_thinking_run_is_folded_on_the_page_and_counted_in_the_cli(think_
             args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt", "Hi?", "--k", "3",
                     "--max-new-tokens", "40", "--temperature", str(temperature), "--seed", "3"]
             assert main(args) == 0
-            printed = capsys.readouterr().out
+            printed = capsys.readouterr().err  # (the report, under the text on stdout)
             assert (end in ids) == (bias > 0), (bias, ids)  # each branch below runs (a test audit)
             if end in ids:
                 assert 0 < thought < 40 and f"thought for {thought} tokens" in stream and " open>" not in stream.split("</summary>")[0]
