@@ -34,7 +34,7 @@ from playground.session.prompt import (check_prompt_ids, check_prompt_text, enco
 from playground.session.thinking import free_thinking, opens_thinking
 
 __all__ = [  # what the callers (CLI, UI, measure, scripts) use
-    "answers_inside_thinking", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
+    "answers_inside_thinking", "baseline_form", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
     "compile_fallback", "compile_graphs", "config_of", "config_with_tree", "constrain", "constraint_spec",
     "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair", "lookup_unused",
     "new_guide", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "spec_config",
