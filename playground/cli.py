@@ -353,6 +353,8 @@ def format_text(out: dict) -> str:
     acceptance = f"{s['acceptance_rate']:.2f}" if s["proposed"] else "n/a (nothing was drafted)"
     if s["proposed"] and s["theory_tokens_per_round"] is None:  # (a tree's rounds: every node counts)
         acceptance += " of the tree's nodes"
+    elif s["proposed"] and s["token_acceptance"] is not None:  # the calculator's α beside it (a maths review: 0.38 read as α)
+        acceptance += f" (per-token α {s['token_acceptance']:.2f}: of the guesses judged, the share kept)"
     lines = [f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
              f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
     if s.get("looked_up"):  # a cascade

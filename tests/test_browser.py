@@ -973,6 +973,7 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
         expect(editor).to_have_attribute("aria-invalid", "true")  # (the check's refusal under it)
         page.click("#run-button")
         expect(pointer).to_contain_text("Structured output", timeout=30_000)
+        expect(pointer).to_have_attribute("role", "alert")  # said: the message it points at was shown before Run
         page.wait_for_timeout(2000)  # (it went within 0.2 s)
         expect(pointer).to_contain_text("Structured output")
     type_schema('{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}', "looks fine")
@@ -1186,3 +1187,62 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     expect(prompt).to_have_attribute("aria-invalid", "false")
     assert prompt.get_attribute("aria-describedby") is None
     page.emulate_media(reduced_motion="no-preference")
+
+
+SAID_LOG_JS = """() => { window.saidLog = []; window.liveLog = [];
+  const said = document.getElementById('run-said');
+  new MutationObserver(() => window.saidLog.push(said.textContent)).observe(said, {childList: true, subtree: true, characterData: true});
+  for (const live of document.querySelectorAll('.sr-only[aria-live]'))
+    new MutationObserver(() => window.liveLog.push(live.textContent.trim())).observe(live, {childList: true, subtree: true, characterData: true}); }"""
+
+
+def test_a_keyboard_and_a_screen_reader_reach_the_settings_outputs_and_charts(page, app_url):
+    """An accessibility review: Tab out of a model box fell to the page's body (the dropdown's list took a stop of its
+    own, then closed); the output boxes were unnamed and disabled (Tab passed them by), seven copy buttons all "Copy";
+    the folds said the same open or shut; Gradio's "common.complete" was read out after each run; the metrics were one
+    run-on paragraph; each chart's toolbar was 10 Tab stops."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=24&compare=true")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    page.evaluate(SAID_LOG_JS)
+    page.focus("#target-box input")
+    page.keyboard.press("Tab")
+    expect(page.locator("#draft-box input")).to_be_focused()
+    page.evaluate("document.activeElement.blur()")  # (its open list lay over what follows)
+    for box, name in (("#output-text", "Output: the speculative run's text"), ("#baseline-text", "The target alone's text")):
+        field = page.locator(f"{box} textarea")
+        expect(field).to_have_attribute("aria-label", name)
+        assert field.evaluate("t => [t.disabled, t.readOnly]") == [False, True]  # focusable, selectable, not editable
+        expect(page.locator(f"{box} button")).to_have_attribute("aria-label", f"Copy: {name}")
+    advanced = page.get_by_role("button", name=re.compile("^Advanced"))
+    expect(advanced).to_have_attribute("aria-expanded", "false")
+    advanced.focus()
+    page.keyboard.press("Enter")
+    expect(advanced).to_have_attribute("aria-expanded", "true")
+    page.keyboard.press("Enter")
+    expect(advanced).to_have_attribute("aria-expanded", "false")
+    page.click("#run-button")
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=120_000)
+    page.wait_for_function("window.saidLog.some(s => s.startsWith('Run over: '))", timeout=30_000)
+    assert "common.complete" not in page.evaluate("window.liveLog")  # (blanked as Gradio writes it)
+    expect(page.locator("#metrics[role=list] [role=listitem]")).to_have_count(6)  # acceptance ... speedup
+    page.get_by_role("tab", name="Charts").click()
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .modebar').length >= 4", timeout=30_000)
+    buttons = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(p => [...p.querySelectorAll('.modebar-btn')]"
+                            ".map(b => b.getAttribute('data-title')))")
+    assert buttons and all("Download plot as a PNG" in b and "Zoom" not in b and len(b) <= 2 for b in buttons), buttons
+
+
+def test_an_experiment_started_by_keyboard_keeps_the_focus_and_says_its_start_and_end(page, app_url):
+    """Run sweep and Compare drafts dropped the focus to the page's body, and nothing said the job started or ended
+    (an accessibility review): the focus goes to its Stop and back, and each is said with its last progress line."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=8&tab=experiments&sweep_axis=k&sweep_values=1,2")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    expect(page.get_by_label("Values")).to_have_value("1,2")
+    page.evaluate(SAID_LOG_JS)
+    page.focus("#sweep-run")
+    page.keyboard.press("Enter")
+    expect(page.locator("#sweep-stop")).to_be_focused(timeout=30_000)
+    expect(page.locator("#sweep-stop")).to_have_attribute("aria-label", "Stop the sweep")
+    expect(page.locator("#sweep-run")).to_be_focused(timeout=300_000)  # it ended
+    page.wait_for_function("window.saidLog.some(s => s.startsWith('Sweep over: done: 2 values of k'))", timeout=30_000)
+    assert page.evaluate("window.saidLog").count("Sweep started") == 1

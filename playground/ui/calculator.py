@@ -71,8 +71,8 @@ def _last_run(history: list) -> str:
     which = "Your last compared run" if not later else "Your last compared run the formula describes"
     pair = f", {last['pair']}" if last.get("pair") else ""
     return (f"{later}. {which}{pair}: α {last['alpha']:.2f}, k {last['k']}{c}, measured {shown} (the formula leaves "
-            f"out each round's overhead, and takes a verify pass of k + 1 tokens to cost what the target alone's "
-            "one-token pass does)")
+            f"out each round's overhead and the prompt passes, which the measured speedup holds, and takes a verify "
+            "pass of k + 1 tokens to cost what the target alone's one-token pass does)")
 
 
 def _noisy(run: dict) -> str:

@@ -50,8 +50,11 @@ refused guesses.
 
 **Why the output does not change.** Under greedy decoding a guess is kept only if it is the target's own
 choice, so the text is exactly the target's. When sampling, a guess `x` is kept with probability
-`min(1, p_target(x) / p_draft(x))` and a refusal draws from `max(0, p_target - p_draft)` renormalised:
-the output has exactly the target's distribution.
+`min(1, p_target(x) / p_draft(x))` and a refusal draws from `max(0, p_target - p_draft)` renormalised;
+when every guess is kept, the bonus token is drawn from `p_target` at the next position: the output has exactly
+the target's distribution. Both `p`s are taken after temperature, top-k, top-p and the constraint's mask, the same
+way for both models; under a constraint the text is the target's own constrained decoding (where the grammar
+allows one token only, it is forced, as the target alone's run forces it).
 
 **Expected tokens per round** (one verify pass of the target) when each guess is kept with probability `α` and
 the draft makes `k` guesses: `(1 - α^(k+1)) / (1 - α)` (the theory card; the tokens-per-target-pass card also
@@ -265,9 +268,9 @@ def add_sweep_section(first: Experiment):
         ui.sweep_values = gr.Textbox(value=first.sweep_values, label="Values")
     ui.sweep_prompts = gr.Textbox(value=first.sweep_prompts, lines=4, label="Prompts (empty: the prompt of the Playground tab)")
     with gr.Row():
-        ui.sweep_btn = gr.Button("Run sweep", variant="primary", scale=3)
+        ui.sweep_btn = gr.Button("Run sweep", variant="primary", scale=3, elem_id="sweep-run")
         ui.sweep_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="sweep-stop")
-    ui.sweep_status = gr.HTML()
+    ui.sweep_status = gr.HTML(elem_id="sweep-status")
     ui.sweep_table = gr.Dataframe(headers=column_headers(sweep_columns(first.sweep_axis)), interactive=False,
                                   label=f"Results ({len(sweep_columns(first.sweep_axis))} columns: scroll sideways; the CSV has them all)",
                                   wrap=True, column_widths=column_widths(sweep_columns(first.sweep_axis)), elem_id="sweep-table",
@@ -282,9 +285,9 @@ def add_comparison_section(first: Experiment):
                 "(its draft model, prompt lookup, a cascade, adaptive draft lengths), on the prompts above.")
     ui.variants = gr.CheckboxGroup(list(sweeps.VARIANTS), value=list(first.compare_drafts), label="Drafts")
     with gr.Row():
-        ui.compare_btn = gr.Button("Compare drafts", variant="primary", scale=3)
+        ui.compare_btn = gr.Button("Compare drafts", variant="primary", scale=3, elem_id="compare-run")
         ui.compare_stop = gr.Button("Stop", variant="stop", interactive=False, scale=1, elem_id="compare-stop")
-    ui.compare_status = gr.HTML()
+    ui.compare_status = gr.HTML(elem_id="compare-status")
     ui.compare_table = gr.Dataframe(headers=column_headers(sweeps.COMPARE_COLUMNS), interactive=False, wrap=True,
                                     label=f"Results ({len(sweeps.COMPARE_COLUMNS)} columns: scroll sideways; the CSV has them all)",
                                     column_widths=column_widths(sweeps.COMPARE_COLUMNS), elem_id="compare-table",
@@ -295,7 +298,7 @@ def add_comparison_section(first: Experiment):
 
 def add_calculator_section(first: Experiment):
     """The speedup formula's curve, the user's measured runs and last K sweep on it."""
-    gr.Markdown("## Speedup calculator\nExpected tokens per pass and speedup for a per-token acceptance "
+    gr.Markdown("## Speedup calculator\nExpected tokens per round (one verify pass of the target) and speedup for a per-token acceptance "
                 "probability `α`, draft length `k` and draft/target cost ratio `c`: `(1 - α^(k+1)) / (1 - α) / "
                 "(k c + 1)`, taking a verify pass of k + 1 tokens to cost what one target pass does (near true "
                 "where a pass waits on memory, as a big model's on a GPU; the demo pair's on a CPU grows by a "
@@ -501,14 +504,16 @@ def wire_experiments():
             (ui.compare_btn, ui.compare_stop, named_inputs(run_comparison, ("variants", "prompts")), [ui.variants, ui.sweep_prompts], [ui.compare_status, ui.compare_table, ui.compare_plot, ui.compare_csv],
              "compare_drafts")):
         start, stopping, end = experiment_buttons(name, len(inputs))
-        measuring = (button.click(start, None, [button, stop, *inputs], queue=False, api_visibility="private")  # as Run and Stop
-                     .then(experiment, inputs + ui.settings, outputs, api_name=name, concurrency_limit=CONCURRENCY,
-                           concurrency_id=DEVICE, show_progress_on=[outputs[0]]))
+        started = button.click(start, None, [button, stop, *inputs], queue=False, api_visibility="private")  # as Run and Stop
+        started.then(None, None, None, js=focus_moved_to(f"#{stop.elem_id}"), queue=False, api_visibility="private")  # (it
+        # fell to the page's body as its button was disabled: an accessibility review)
+        measuring = started.then(experiment, inputs + ui.settings, outputs, api_name=name, concurrency_limit=CONCURRENCY,
+                                 concurrency_id=DEVICE, show_progress_on=[outputs[0]])
         measuring_events[name] = measuring
         button.click(None, outputs[0], outputs[0], js=waits_for_run_js(name), queue=False, api_visibility="private")
         for step in (measuring.then, measuring.failure):
-            step(end, None, [button, stop, *inputs], queue=False,
-                 api_visibility="private")
+            step(end, None, [button, stop, *inputs], queue=False, api_visibility="private").then(
+                None, None, None, js=focus_moved_to(f"#{button.elem_id}"), queue=False, api_visibility="private")
         measuring.failure(None, outputs[0], outputs[0], js="(s) => (s || '').includes('experiment-waits') ? '' : s",
                           queue=False, api_visibility="private")  # (it never started: its note of waiting goes)
         stop.click(stopping, None, stop, queue=False, api_visibility="private")

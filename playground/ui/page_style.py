@@ -117,6 +117,11 @@ CSS = """
 .dark .badge-ok { color: #4ade80; } .dark :is(.badge-bad, .field-error) { color: #f87171; }
 .dark .js-plotly-plot { filter: invert(0.9) hue-rotate(180deg); }  /* the charts' white panels (plotly_white) glared on
    the dark page: drawn dark, each colour's hue kept (its lightness turned, as the page's own dark colours are) */
+/* Text boxes show the focus as buttons do (a 1 px border turning light blue, 1.8:1, was all; an accessibility review),
+   and a chart's toolbar is drawn whole while a button of it has the focus (it sat at 0.22 opacity) */
+.gradio-container :is(textarea, input[type=text], input[type=number]):focus-visible,
+.gradio-container .cm-editor.cm-focused { outline: 2px solid var(--color-accent); outline-offset: 1px; }
+.js-plotly-plot .modebar:focus-within { opacity: 1 !important; }
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
 """
@@ -137,6 +142,12 @@ PAGE_JS = """() => {
   if (window.pageJs) return;
   window.pageJs = true;
   const MESSAGE_INPUTS = {model: '#target-box input', tree: '#tree-box textarea', constraint: '#constraint-editor .cm-content'};
+  const NAMED = {'#output-text': "Output: the speculative run's text", '#baseline-text': "The target alone's text",
+                 '#share-link': 'Share link', '#experiment-share-link': 'Share link to the Experiments tab',
+                 '#export-vllm': 'vLLM commands', '#export-sglang': 'SGLang commands', '#export-transformers': 'transformers code'};
+  const STOPS = {'#stop-button': 'Stop the run', '#sweep-stop': 'Stop the sweep', '#compare-stop': 'Stop the draft comparison'};
+  const EXPERIMENTS = {'sweep-run': {name: 'Sweep', status: 'sweep-status'},  // (by its start button: disabled as it
+                       'compare-run': {name: 'Draft comparison', status: 'compare-status'}};  // starts, enabled once over)
   const tip = Object.assign(document.createElement('div'), {id: 'token-tip', hidden: true});
   tip.setAttribute('aria-hidden', 'true');  // drawn for the eye: a focused mark's title is its description already
   // (a status line said each token twice)
@@ -225,8 +236,37 @@ PAGE_JS = """() => {
     const prompt = document.querySelector('#prompt-box textarea');
     if (prompt && document.getElementById('prompt-error')) prompt.setAttribute('aria-describedby', 'prompt-error');
     else if (prompt) prompt.removeAttribute('aria-describedby');
+    for (const [box, name] of Object.entries(NAMED)) {  // Gradio's label names a box's copy button, not the box: seven
+      const field = document.querySelector(`${box} textarea, ${box} .cm-content`);  // unnamed boxes, seven "Copy"s
+      if (field && field.getAttribute('aria-label') !== name) field.setAttribute('aria-label', name);
+      if (field && field.disabled) { field.disabled = false; field.readOnly = true; }  // (disabled, Tab passed it by)
+      const copy = document.querySelector(`${box} button[aria-label="Copy"]`);
+      if (copy) copy.setAttribute('aria-label', `Copy: ${name}`);
+    }
+    for (const [button, name] of Object.entries(STOPS)) {  // three buttons named "Stop"
+      const stop = document.querySelector(button);
+      if (stop && stop.getAttribute('aria-label') !== name) stop.setAttribute('aria-label', name);
+    }
+    for (const list of document.querySelectorAll('ul[role=listbox]'))  // a dropdown's open list took a Tab stop of
+      if (list.getAttribute('tabindex') !== '-1') list.setAttribute('tabindex', '-1');  // its own (a scroller with no
+    // tabindex is one), then closed under it: the focus fell to the page's body (an accessibility review)
+    for (const fold of document.querySelectorAll('button.label-wrap'))  // an accordion said the same open or shut
+      fold.setAttribute('aria-expanded', fold.classList.contains('open') ? 'true' : 'false');
+    for (const live of document.querySelectorAll('.sr-only[aria-live]'))  // Gradio's own, untranslated: read out as
+      if (live.textContent.trim() === 'common.complete') live.textContent = '';  // "common dot complete" after each event
   };
-  new MutationObserver(describe).observe(document.body, {childList: true, subtree: true});
+  new MutationObserver(describe).observe(document.body, {childList: true, subtree: true, characterData: true});
+  new MutationObserver((changes) => {  // a fold opened or shut; a box disabled again; an experiment's button
+    if (changes.some((c) => c.target.matches && c.target.matches('button.label-wrap, textarea, input'))) describe();
+    for (const c of changes) {  // disabled (it started) or enabled again (it ended): said, with its last progress
+      const what = EXPERIMENTS[c.attributeName === 'disabled' && c.target.id];  // line (nothing said it started or
+      if (!what || c.target.disabled === Boolean(what.going)) continue;  // ended: an accessibility review)
+      what.going = c.target.disabled;
+      const status = document.getElementById(what.status);
+      const line = status ? status.textContent.trim() : '';
+      said.textContent = what.going ? `${what.name} started` : `${what.name} over${line ? ': ' + line : ''}`;
+    }
+  }).observe(document.body, {attributes: true, attributeFilter: ['class', 'disabled'], subtree: true});
   describe();
   function show(mark) {
     if (!mark) { tip.hidden = true; return; }

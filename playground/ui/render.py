@@ -145,11 +145,12 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     said = [f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"] + [f"{name} {value}" for name, value, _ in cards
                                                                                if name in ("acceptance rate", "speedup")]
     wide = lambda name: " metric-wide" if name == "speedup" else ""  # noqa: E731  (its reasons: a row of their own)
-    body = "".join(f'<div class="metric{wide(name)}"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
-                   for name, value, detail in cards)
+    body = "".join(f'<div class="metric{wide(name)}" role="listitem"><small>{name}</small> <b>{value}</b> <small>{detail}</small></div>'
+                   for name, value, detail in cards)  # (a list: a screen reader read the cards as one run-on paragraph)
     if note:
-        body += f'<div class="metric metric-wide"><small>{html.escape(note)}</small></div>'
-    return f'<div class="metrics" id="metrics" data-said="{html.escape("; ".join(said))}">{body}</div>'
+        body += f'<div class="metric metric-wide" role="listitem"><small>{html.escape(note)}</small></div>'
+    return (f'<div class="metrics" id="metrics" role="list" aria-label="Run metrics" '
+            f'data-said="{html.escape("; ".join(said))}">{body}</div>')
 
 
 def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
@@ -217,10 +218,11 @@ def pointer(place: str, where: str, ended_early: bool = False) -> str:
     """Under Run, where an error sits that may be out of sight ("in <section>", "at <input>"), a link to it (to the
     message at `where`: page_style.PAGE_JS scrolls to it and focuses its input; on a phone a model's message sat
     1,000 px below, in plain words); `ended_early`: a run that ended there part way, its output shown as its own
-    (the page dims a refused run's, the last one's)."""
+    (the page dims a refused run's, the last one's). An alert: a Run refused for a message already shown (a constraint's,
+    checked as typed) was said by nothing (an accessibility review)."""
     said, own = ("ended early", "run-ended-pointer") if ended_early else ("not run", "run-pointer")
     message = f"{where}-ended" if ended_early else f"{where}-error"
-    return (f'<div class="field-error" id="{own}">{said}: <a class="message-link" href="#{message}" '
+    return (f'<div class="field-error" id="{own}" role="alert">{said}: <a class="message-link" href="#{message}" '
             f'data-where="{where}">see the message {html.escape(place)}</a></div>')
 
 
