@@ -129,6 +129,11 @@ def read_by_keyboard(page):
     stream.focus()
     page.keyboard.press("End")  # from the stream itself too (it went to the first)
     expect(page.locator("#token-stream :is(.tok, .round-sep)[title]").last).to_be_focused()
+    page.keyboard.press("Home")  # Page Down: to the next round's mark (a 700-token run was 700 arrow presses)
+    page.keyboard.press("PageDown")
+    expect(page.locator("#token-stream .round-sep[title]").first).to_be_focused()
+    page.keyboard.press("PageUp")
+    expect(page.locator("#token-stream :is(.tok, .round-sep)[title]").first).to_be_focused()
     page.keyboard.press("Escape")
     expect(page.locator("#token-tip")).to_be_hidden()
     keys = page.locator(".legend .key")  # one Tab stop, entry to entry by arrow keys (seven stops lay between Run and
@@ -142,7 +147,8 @@ def read_by_keyboard(page):
     expect(keys.last).to_be_focused()
     page.keyboard.press("Escape")
     said = "e => getComputedStyle(e, '::before').content"
-    assert "refused" in page.locator("#token-stream .tok-rejected").first.evaluate(said)
+    assert "refused" in page.locator("#token-stream .tok-rejected").first.evaluate(said)  # spaced and closed (it ran
+    assert page.locator("#token-stream .tok-rejected").first.evaluate("e => getComputedStyle(e, '::after').content") == '"" / "; "'  # on)
     assert "refused" not in page.locator("#token-stream .tok-accepted").first.evaluate(said)
     styles = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#token-stream .tok')].map(
         e => [e.dataset.kind, getComputedStyle(e).borderBottomStyle]))""")

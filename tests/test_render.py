@@ -492,3 +492,15 @@ def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):
     from playground.detok import whole_characters  # a run cut inside a character: that character's bytes left out,
     assert whole_characters(tokenizer, ids(" 好")[:-1]) == (" ", True)  # not the whole token (its space kept)
     assert whole_characters(tokenizer, ids(" 好")) == (" 好", False)
+
+
+def test_a_blank_token_and_a_part_of_a_character_are_named_for_a_screen_reader():
+    """A newline and its indent, focused, was heard as its kind and probabilities alone; '◦' as "white bullet"
+    (an accessibility review)."""
+    from playground.events import TokenEvent
+    assert render.spoken_blank("\n    ") == "newline, 4 spaces" and render.spoken_blank(" ") == "space"
+    assert render.spoken_blank("\n\n\t") == "2 newlines, tab"
+    blank = render._token_html(TokenEvent(ACCEPTED, 5, "\n  "), frozenset())
+    assert 'aria-label="newline, 2 spaces"' in blank and blank.endswith(">\n  </span>")
+    assert 'aria-label="part of a character"' in render._token_html(TokenEvent(ACCEPTED, 6, ""), frozenset())
+    assert "aria-label" not in render._token_html(TokenEvent(ACCEPTED, 7, "x = 1"), frozenset())

@@ -24,8 +24,10 @@ CSS = """
 .legend .key i { height: 9px !important; }  /* each kind's underline under its swatch, drawn as its tokens' */
 .tok-rejected { text-decoration: line-through; opacity: 0.75; }  /* in the text's colour: its red (never drawn,
    Gradio's .prose rule won) would stand 2.9:1 dimmed */
-.tok-rejected::before { content: "" / "refused: "; }  /* said by a screen reader, not shown (it read refused
-   drafts as part of the text) */
+.tok-rejected::before { content: "" / " refused: "; }  /* said by a screen reader, not shown (it read refused
+   drafts as part of the text); spaced, and closed, from the tokens beside it ("returnrefused: self" ran together,
+   an accessibility review) */
+.tok-rejected::after { content: "" / "; "; }
 .tok:focus-visible, .round-sep:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
 .tok-eos { font-size: 11px; }  /* in the text's colour, as a token with no text's mark: the labels' grey on a
    token's tint stood 4.0:1 */
@@ -191,13 +193,16 @@ PAGE_JS = """() => {
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Escape') { tip.hidden = true; return; }
     const stream = event.target.closest ? event.target.closest('#token-stream, .legend') : null;  // (the legend: one
-    const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity}[event.key];
+    const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity,
+                  PageDown: 1, PageUp: -1}[event.key];  // (Page keys: round to round; a 700-token run was 700 presses)
     if (!stream || step === undefined) return;  // Tab stop, its entries by arrow keys as the stream's tokens)
     const marks = [...stream.querySelectorAll(MARKS)].filter((m) => m.getClientRects().length);
     if (!marks.length) return;  // (those drawn: a closed thinking fold's are not, and focus() does nothing there)
     const at = marks.indexOf(markOf(event.target));
-    const next = Math.abs(step) === Infinity ? (step > 0 ? marks.length - 1 : 0)
+    let next = Math.abs(step) === Infinity ? (step > 0 ? marks.length - 1 : 0)
       : at < 0 ? (step > 0 ? 0 : marks.length - 1) : Math.max(0, Math.min(marks.length - 1, at + step));
+    if (event.key.startsWith('Page'))
+      while (next > 0 && next < marks.length - 1 && !marks[next].classList.contains('round-sep')) next += step;
     marks[next].focus();
     event.preventDefault();
   });

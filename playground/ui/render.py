@@ -101,8 +101,19 @@ def _token_html(t, eos_ids) -> str:
     text = t.text if t.kind != REJECTED else t.text.replace("\n", "↵")  # a refused newline stays on its line
     if not text:  # ('·' read as the middle dot of 列夫·托尔斯泰)
         title += " · no text of its own: part of a character a later token completes, or a special token"
-        return f'<span class="tok tok-{t.kind} tok-part" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}">◦</span>'
-    return f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}">{html.escape(text)}</span>'
+        return (f'<span class="tok tok-{t.kind} tok-part" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}" '
+                f'aria-label="part of a character">◦</span>')  # (read "white bullet")
+    named = f' aria-label="{spoken_blank(text)}"' if not text.strip() else ""  # (a newline and its indent: heard as nothing)
+    return (f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}"{named}>'
+            f'{html.escape(text)}</span>')
+
+
+def spoken_blank(text: str) -> str:
+    """A token of white space in words, for a screen reader: '\n    ' -> 'newline, 4 spaces' (an accessibility review:
+    such a token was heard as its kind and probabilities alone)."""
+    parts = [(text.count("\n"), "newline"), (text.count(" "), "space"), (text.count("\t"), "tab")]
+    words = [counted(n, noun) if n > 1 else noun for n, noun in parts if n]
+    return ", ".join(words) or "white space"
 
 
 def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",
@@ -145,7 +156,7 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
     said = [f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"] + [f"{name} {value}" for name, value, _ in cards
                                                                                if name in ("acceptance rate", "speedup")]
     wide = lambda name: " metric-wide" if name == "speedup" else ""  # noqa: E731  (its reasons: a row of their own)
-    body = "".join(f'<div class="metric{wide(name)}" role="listitem"><small>{name}</small> <b>{value}</b> <small>{detail}</small></div>'
+    body = "".join(f'<div class="metric{wide(name)}" role="listitem"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
                    for name, value, detail in cards)  # (a list: a screen reader read the cards as one run-on paragraph)
     if note:
         body += f'<div class="metric metric-wide" role="listitem"><small>{html.escape(note)}</small></div>'
