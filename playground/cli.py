@@ -255,6 +255,10 @@ def _bench_folder(args) -> pathlib.Path | None:
     return out_dir
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, said already where it struck (what a bench kept)."""
+
+
 def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str) -> list[dict]:
     """The bench's rows, each one written to --out as it is measured; on Ctrl-C, said what was kept."""
     from playground.measure import bench, report
@@ -273,6 +277,7 @@ def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str) -> l
             kept = (f"{counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} and table.md"
                     if written else f"no row was measured whole: {out_dir} holds machine.json alone")
             print(f"interrupted: {kept}; no chart", file=sys.stderr)
+            raise Interrupted from None  # (said: not again as "error: interrupted", a CLI review)
         raise
 
 
@@ -355,7 +360,8 @@ def format_text(out: dict) -> str:
         acceptance += " of the tree's nodes"
     elif s["proposed"] and s["token_acceptance"] is not None:  # the calculator's α beside it (a maths review: 0.38 read as α)
         acceptance += f" (per-token α {s['token_acceptance']:.2f}: of the guesses judged, the share kept)"
-    lines = [f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s), "
+    lines = [f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s; the prompt pass "
+             f"{s['prompt_s']:.2f} s of it, then {s['decode_tokens_per_s']:.1f} tok/s), "
              f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
     if s.get("looked_up"):  # a cascade
         lines.append(f"-- {lookup_level(s)}")
@@ -455,8 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     except PlaygroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # (Ctrl-C is no error: "error: interrupted" read as a failure)
+        if not isinstance(exc, Interrupted):
+            print("interrupted (Ctrl-C)", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (`| head -1`): quiet, as other tools are (a traceback was printed);
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to flush at exit goes nowhere

@@ -24,7 +24,10 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m playground", description="Speculative decoding playground")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    gen = commands.add_parser("generate", help="generate once, speculatively (and optionally target-only)")
+    gen = commands.add_parser("generate", help="generate once, speculatively (and optionally target-only)",
+                              description="Generate once with a draft and a target: the text on standard output, the "
+                                          "report (speed, acceptance, a constraint's verdict, --baseline's speedup) on "
+                                          "standard error; --json for one object.")
     add_model_args(gen)
     add_prompt_args(gen)
     gen.add_argument("--prompt-ids", help="comma-separated token ids instead of text, e.g. 1,2,3")
@@ -107,7 +110,7 @@ def confidence_of(args) -> float:
 def add_sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, help=f"draft tokens per round (1..{MAX_K}; default: the preset's, e.g. 4 for demo)")
     p.add_argument("--temperature", type=parse_decimal, help="0 for greedy (default: the preset's)")
-    p.add_argument("--top-p", type=parse_decimal, help="nucleus sampling, 0..1 (default: the preset's)")
+    p.add_argument("--top-p", type=parse_decimal, help="nucleus sampling, above 0 up to 1 (default: the preset's)")
     p.add_argument("--top-k", type=int, help="sample among the k likeliest tokens, 0 for all (default: the preset's)")
     p.add_argument("--seed", type=int, help="sampling seed (default 0)")  # (None: told from a seed given, cli_notes)
     p.add_argument("--max-new-tokens", type=int, help="tokens to write at most (default: the preset's)")
@@ -127,7 +130,8 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     group.add_argument("--schema", help="JSON Schema: a file, the JSON text itself, or - for standard input")
     group.add_argument("--regex", help="regular expression the whole output must match")
     group.add_argument("--grammar", help="grammar (Lark, or GBNF: every rule defined with ::=): a file, the text itself, or - for standard input")
-    p.add_argument("--constraint-backend", default=BACKENDS[0], choices=BACKENDS)
+    p.add_argument("--constraint-backend", default=BACKENDS[0], choices=BACKENDS,
+                   help=f"the constraint engine (default: {BACKENDS[0]})")
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
     p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
                    "tokens (then </think> is forced); the constraint applies after </think>. 0: from the first token")

@@ -576,7 +576,7 @@ def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
     out, err = capsys.readouterr()
     assert after is signal.default_int_handler  # Ctrl-C quits again after the run
     if flags == ["--baseline"] and cut_at == 4:
-        assert code == 130 and out == "" and err.strip().endswith("error: interrupted")
+        assert code == 130 and out == "" and err.strip().endswith("interrupted (Ctrl-C)")
         return
     run = json.loads(out)
     assert code == 130 and err.strip().endswith("interrupted: the output above is what came before Ctrl-C"), err

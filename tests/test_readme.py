@@ -38,11 +38,20 @@ def test_each_readme_command_parses(command):
     assert target and (draft or args.draft is None)
 
 
+def session_text() -> str:
+    """What the snippet's streamed run writes, run again (greedy: the same text)."""
+    from playground import session
+    pair = session.load_pair("demo-target", "demo-draft")
+    return session.run(pair, session.encode_prompt(pair, "def fib(n):\n"), session.spec_config(k=4)).text
+
+
 def test_the_readme_python_snippet_runs():
     snippet = next(block for block in fenced("python") if "from playground import session" in block)
-    printed = []
-    exec(compile(snippet, "README.md", "exec"), {"print": lambda *a: printed.append(a)})
+    printed, streamed = [], []
+    exec(compile(snippet, "README.md", "exec"),
+         {"print": lambda *a, end="\n", flush=False: (streamed if end == "" else printed).append(a)})
     text, acceptance = printed[0]
+    assert streamed and "".join(part for part, in streamed) == session_text()  # the streamed loop's written text
     assert isinstance(text, str) and text and 0 <= acceptance <= 1
     assert printed[1][0] in ("yes", "no") and printed[1][1] is True  # the constrained run
     assert str(printed[2][0]).startswith("k must be between 1 and 16")
