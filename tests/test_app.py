@@ -1638,6 +1638,11 @@ def test_api_export_gives_the_settings_commands(client):
     assert vllm.startswith("vllm serve Qwen/Qwen2.5-7B-Instruct ") and '"num_speculative_tokens":5' in vllm
     assert "--speculative-num-draft-tokens 6" in sglang and '"regex": "[a-z]+"' in sglang
     assert "assistant_model=draft" in code and "no JSON-schema, regex or grammar constraint" in notes
+    assert "export-preset-note" not in notes  # the preset's own models
+    default = page_inputs.DEFAULT  # (a CLI review: a preset named alone, the page's default pair exported, unsaid)
+    other = next(name for name, p in page_inputs.PRESETS.items() if (p.target, p.draft) != (default.target, default.draft))
+    notes = client.predict(preset=other, k=3, api_name="/export")[0]
+    assert f"These are the settings' models, {default.target} with {default.draft}, not those of the preset {other}" in notes
 
 
 def test_a_thinking_run_folds_its_reasoning_and_judges_the_answer(tmp_path, monkeypatch):

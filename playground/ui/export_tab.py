@@ -10,7 +10,7 @@ from playground.export import export_setting, shell_block
 from playground.limits import MAX_EXPORT_CHARS
 from playground.session import check_prompt_text, read_settings_constraint
 from playground.ui import render
-from playground.ui.inputs import settings_to_run
+from playground.ui.inputs import PRESETS, settings_to_run
 from playground.ui.live import checked_config
 
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "transformers"}
@@ -37,7 +37,18 @@ def export_view(*values) -> list[str]:
         return [render.error(f"this export is {size:,} characters, more than the page shows ({MAX_EXPORT_CHARS:,}): each "
                              "engine's request holds the schema and the prompt again (escaped for JSON, a character "
                              "outside ASCII as up to 12); `python -m playground export` writes it whole", "export"), "", "", ""]
-    return [notes_html(e.notes), *boxes]
+    return [not_the_preset(s) + notes_html(e.notes), *boxes]
+
+
+def not_the_preset(s) -> str:
+    """A line where the settings' models are not those of the preset they name: a web API caller who gave
+    `preset` alone got the page's default pair's commands with nothing to say so (a CLI review)."""
+    named = PRESETS.get(s.preset)
+    if named is None or (named.target, named.draft) == (s.target, s.draft):
+        return ""
+    return (f'<p class="export-preset-note">These are the settings\' models, {html.escape(s.target)} with '
+            f'{html.escape(s.draft)}, not those of the preset {html.escape(s.preset)} ({html.escape(named.target)} with '
+            f'{html.escape(named.draft)}): give target and draft to export another pair.</p>')
 
 
 def notes_html(notes: dict) -> str:
