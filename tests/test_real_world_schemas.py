@@ -586,6 +586,19 @@ def test_a_string_pattern_bounds_the_cut_only_where_its_length_is_bounded(patter
     assert ("the tokens ran out first" in hint) == bounded and ("add maxLength" in hint) != bounded, hint
 
 
+def test_a_cut_inside_an_array_short_of_its_min_items_asks_for_tokens_not_a_bound():
+    """A number cut in item 6 of an array of minItems 200 was told to add maximum and minimum, which could not let
+    it end (a CLI review): the array's minimum is the limit; past it, the open value's own bound is asked again."""
+    from playground.constraints.cut import truncation_hint
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}, "minItems": 200}}}
+    hint = truncation_hint('{"a": [0, 1, 2, 2, 1, 2', schema)
+    assert hint == (" (cut inside the number at /a/5: the array at /a asks for at least 200 items and had 6; "
+                    "allow more new tokens)"), hint
+    nested = {"type": "array", "minItems": 3, "items": {"type": "object", "properties": {"n": {"type": "string"}}}}
+    assert "the array at the top level asks for at least 3 items and had 1" in truncation_hint('[{"n": "abc', nested)
+    assert "add maximum and minimum" in truncation_hint('{"a": [' + "1, " * 200 + "123", schema)  # (its 201st)
+
+
 def test_a_cut_inside_a_property_name_asks_for_a_bound_on_its_length():
     """A labels map (additionalProperties strings, maxProperties 3) cut inside one endless name was told to
     add additionalProperties: false, which would forbid every label (a review in Chromium)."""

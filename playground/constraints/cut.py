@@ -42,7 +42,7 @@ def truncation_hint(text: str, schema=None, notes: tuple[str, ...] = ()) -> str:
     if where is None:
         return ""
     kind, path, count = where
-    pointer = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path) if path else "the top level"
+    pointer = _pointer(path)
     if kind == "value":
         place = f"cut before the value at {pointer}"
     else:
@@ -51,12 +51,18 @@ def truncation_hint(text: str, schema=None, notes: tuple[str, ...] = ()) -> str:
     return f" ({place}{items}: {_why(kind, path, count, schema, notes)})"
 
 
+def _pointer(path: list) -> str:
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path) if path else "the top level"
+
+
 def _why(kind: str, path: list, count: int, schema, notes: tuple[str, ...]) -> str:
     held, recursed = holding(schema, path) if schema is not None else ([], False)
     if len(path) >= DEEP and recursed:
         return (f"the output is nested in {len(path)} containers and the schema refers to itself, so each level "
                 "may open another; unroll the recursion to a fixed depth in the schema (the last level without "
                 "the property that recurses) or allow more new tokens")
+    if schema is not None and (short := _items_due_above(schema, path)):
+        return short
     if kind == "value" or (kind in ("object", "array") and count <= _members_due(kind, held)):
         return "the tokens ran out before it was complete; allow more new tokens"
     bounds = [s for s in held if BOUNDED.get(kind, lambda _: False)(s)]
@@ -71,6 +77,19 @@ def _why(kind: str, path: list, count: int, schema, notes: tuple[str, ...]) -> s
     if kind == "key" and any(s.get("additionalProperties", True) is False for s in held):  # (it had that already)
         why, bound = "a name its patternProperties allow can go on with characters", "propertyNames with a maxLength"
     return f"{why}; " + (f"add {bound} to the schema or allow more new tokens" if bound else "allow more new tokens")
+
+
+def _items_due_above(schema, path: list) -> str:
+    """Where an array on the way to the cut asks for more items than it had: the tokens, not the open value,
+    were the limit (a number cut in item 6 of an array of minItems 200 was told to add maximum and minimum,
+    which could not have let it end; a CLI review). '' where none does."""
+    for depth, step in enumerate(path):
+        if isinstance(step, int):
+            least = _members_due("array", holding(schema, path[:depth])[0])
+            if least > step + 1:
+                return (f"the array at {_pointer(path[:depth])} asks for at least {least} items and had {step + 1}; "
+                        "allow more new tokens")
+    return ""
 
 
 def _members_due(kind: str, held: list[dict]) -> int:
