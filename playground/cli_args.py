@@ -1,6 +1,7 @@
 """The CLI's flags, and the reading of what they name (models, prompt files, schemas, the output
 folder): every mistake is a PlaygroundError, raised before any model loads."""
 import argparse
+import difflib
 import json
 import os
 import pathlib
@@ -14,11 +15,23 @@ from playground.typed import decimal, listed, whole
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one line on stderr and status 2."""
+    """argparse, but a usage mistake is one line on stderr and status 2, with the name meant where one is near
+    ('genrate', '--kk 3': said without a guess, and pointed at the top's help, not the command's; a CLI review)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):
-        top = self.prog == "python -m playground"  # no command, or an unknown one: where to look
-        raise PlaygroundError(message + " (python -m playground --help for more)" if top else message)
+        if self.prog != "python -m playground":
+            raise PlaygroundError(message)
+        commands = self._subparsers._group_actions[0].choices if self._subparsers else {}
+        command = next((a for a in getattr(self, "given", []) if a in commands), None)
+        names = ([s for action in commands[command]._actions for s in action.option_strings] if command else list(commands))
+        typed = re.findall(r"invalid choice: '([^']*)'|unrecognized arguments: (\S+)", message)
+        near = difflib.get_close_matches("".join(typed[0]), names, n=1) if typed else []
+        meant = f"; did you mean {near[0]}?" if near else ""
+        raise PlaygroundError(f"{message}{meant} (python -m playground {command + ' ' if command else ''}--help for more)")
 
 
 def build_parser() -> argparse.ArgumentParser:

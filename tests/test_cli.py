@@ -221,6 +221,17 @@ def test_no_command_names_the_commands_and_where_to_look(capsys):
         assert err.count("\n") == 1 and said in err and err.rstrip().endswith("(python -m playground --help for more)")
 
 
+def test_a_mistyped_command_or_flag_gets_the_name_meant_and_the_commands_help(capsys):
+    """'genrate' and '--kk 3' were refused without a guess, the flag pointed at the top's help (a CLI review)."""
+    assert main(["genrate", "--preset", "demo"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("; did you mean generate? (python -m playground --help for more)")
+    assert main(["generate", "--preset", "demo", "--kk", "3"]) == 2
+    assert capsys.readouterr().err == ("error: unrecognized arguments: --kk 3; did you mean --k? "
+                                       "(python -m playground generate --help for more)\n")
+    assert main(["bench", "--zzz"]) == 2  # nothing near: no guess
+    assert capsys.readouterr().err == "error: unrecognized arguments: --zzz (python -m playground bench --help for more)\n"
+
+
 def test_models_named_without_a_prompt_are_told_to_give_one(capsys, saved_pair):
     """'the prompt is empty' where no prompt was given: models named without a preset have none (a newcomer's pass)."""
     target, draft = saved_pair
