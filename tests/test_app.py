@@ -1237,6 +1237,7 @@ def test_the_race_replays_both_runs_at_their_measured_pace(monkeypatch):
     frames = list(playground_tab.replay_race(lanes))
     assert len(frames) > 2 and frames[-1].count("finished in") == 2 and "finished in" not in frames[0]
     assert "no race to replay" in next(playground_tab.replay_race(None))  # nothing to race before one
+    assert list(playground_tab.replay_race(lanes, still=True)) == [frames[-1]]  # less motion asked: the end at once
     end = race.frame_html(lanes, max(spec.total, base.total), 1.0)
     assert final[slot("race")] == race.ended_html(lanes) and final[slot("race")].count("finished in") == 2  # drawn at
     assert "as they ended" in final[slot("race")]  # the run's end (the last run's stayed until the tab was selected)

@@ -467,6 +467,18 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
     page.wait_for_timeout(race.REPLAY_S * 1000 + 1000)  # past the replay's length
     texts = page.locator("#race .race-text").all_inner_texts()
     assert texts[0] == texts[1] == page.locator("#output-text textarea").input_value() != first
+    page.emulate_media(reduced_motion="reduce")  # less motion asked: the replay shows its end at once (it grew 8 s)
+    try:
+        page.evaluate("""() => { window.raceFrames = []; const race = document.getElementById('race-tab');
+          new MutationObserver(() => window.raceFrames.push(race.querySelectorAll('.race-lane[data-finished=true]').length))
+            .observe(race, {childList: true, subtree: true}); }""")
+        page.get_by_role("button", name="Replay the race").click()
+        page.wait_for_function("window.raceFrames.length > 0", timeout=10_000)  # (its frame came)
+        page.wait_for_timeout(2000)
+        assert set(page.evaluate("window.raceFrames")) == {2}, page.evaluate("window.raceFrames")  # no frame part way
+        assert page.locator("#race .race-text").all_inner_texts() == texts
+    finally:
+        page.emulate_media(reduced_motion="no-preference")
 
 
 def test_sweep_progress_stays_while_rows_arrive(page, app_url):

@@ -31,7 +31,7 @@ from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs, share_note, shown_note,
                                   k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
-from playground.ui.playground_tab import (DOWNLOAD_LATER, IDLE, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
+from playground.ui.playground_tab import (DOWNLOAD_LATER, IDLE, REDUCED_MOTION_JS, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
                                           RACE_WAITS, RUN_CHECK_JS, RUN_WAITS_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
                                           run_outputs_in_order, runnable_while_measuring, start_run, stop_run,
                                           waits_for_device)
@@ -341,6 +341,8 @@ def add_states():
     ui.measured = gr.State(None)
     ui.shown_settings = gr.State(None)  # the settings of the run whose output is shown (for share_note)
     ui.race_lanes = gr.State(None)  # the last comparison's two runs, for the race view
+    ui.still = gr.Checkbox(False, visible="hidden", elem_id="reduced-motion")  # the reader asks for less motion
+    # (set in the browser as a replay starts: the race then shows its end at once; an accessibility review)
     ui.run_status = gr.State(None)  # the last run's Run click (its ticket) and phase
     ui.run_check = gr.HTML(visible="hidden", elem_id="run-check")  # a run's check of its constraint, or its refusal, for
     # constraint_check (RUN_CHECK_JS): HTML, not State, so that the web API's /run still returns it
@@ -438,8 +440,9 @@ def wire_run():
     ended.then(None, None, None, js=focus_moved_to("#run-button"), queue=False, api_visibility="private")
     ended.then(remember_run, [ui.measured, ui.history], ui.history, api_visibility="private")
     ui.stop_btn.click(stop_run, None, None, queue=False, api_visibility="private")
-    replays = [trigger(replay_race, ui.race_lanes, ui.race_html, api_visibility="private", concurrency_limit=8,
-                       concurrency_id="race", show_progress="hidden") for trigger in (ui.race_tab.select, ui.race_btn.click)]
+    replays = [trigger(replay_race, [ui.race_lanes, ui.still], ui.race_html, api_visibility="private", concurrency_limit=8,
+                       concurrency_id="race", show_progress="hidden", js=REDUCED_MOTION_JS)
+               for trigger in (ui.race_tab.select, ui.race_btn.click)]
     ui.run_btn.click(None, None, None, queue=False, api_visibility="private", cancels=replays)  # (a replay going on
     # drew the last run's frames over this run's race)
 

@@ -208,13 +208,21 @@ NO_RACE = ("no race to replay: it is drawn here once a run with \"Compare with t
            "its target alone having written a token")
 
 
-def replay_race(lanes: list | None):
+# A race replay's second input, in the browser: whether the reader asks for less motion (prefers-reduced-motion)
+REDUCED_MOTION_JS = "(lanes, still) => [lanes, window.matchMedia('(prefers-reduced-motion: reduce)').matches]"
+
+
+def replay_race(lanes: list | None, still: bool = False):
     """The last comparison replayed at its measured pace (slowed or sped up so the slower run lasts
-    race.REPLAY_S); a frame is sent only when a run finishes a round. No GPU: it only waits."""
+    race.REPLAY_S); a frame is sent only when a run finishes a round. No GPU: it only waits. `still`: the
+    reader asks for less motion, so its last frame alone (it grew for 8 s, unpausable; an accessibility review)."""
     if not lanes:
         yield race.note_html(NO_RACE)
         return
     times, scale = race.replay_times(lanes)
+    if still:
+        yield race.frame_html(lanes, times[-1], scale)
+        return
     started, shown = time.monotonic(), None
     for i, t in enumerate(times):
         time.sleep(max(0.0, started + t * scale - time.monotonic()))  # the frame's replay second
