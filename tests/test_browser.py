@@ -1231,6 +1231,7 @@ def test_a_keyboard_and_a_screen_reader_reach_the_settings_outputs_and_charts(pa
         expect(field).to_have_attribute("aria-label", name)
         assert field.evaluate("t => [t.disabled, t.readOnly]") == [False, True]  # focusable, selectable, not editable
         expect(page.locator(f"{box} button")).to_have_attribute("aria-label", f"Copy: {name}")
+    expect(page.locator("#k-slider button[aria-label^='Reset']")).to_have_attribute("aria-label", "Reset Draft length k to its default")
     advanced = page.get_by_role("button", name=re.compile("^Advanced"))
     expect(advanced).to_have_attribute("aria-expanded", "false")
     advanced.focus()

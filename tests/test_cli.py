@@ -604,6 +604,34 @@ def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
     assert len(run.get("samples", [None])) == 1  # (no sample after the cut one)
 
 
+def test_ctrl_c_before_a_sampled_runs_second_draw_keeps_the_first_estimate(capsys, monkeypatch):
+    """A sampled run measures two draws; Ctrl-C before the second was counted yielded no estimate at all, and
+    the text report failed on it with a traceback (a commit review). The first draw's estimate stands."""
+    import signal
+    from playground.measure import speedup
+    monkeypatch.setattr(speedup, "TOLERANCE", 1e9)  # told after one block but for the least count of draws
+    real = speedup.engine_block
+
+    def ctrl_c_in_the_second_draw(*args, **kwargs):
+        make, made = real(*args, **kwargs), []
+
+        def block():
+            made.append(True)
+            if len(made) == 2:  # (the first is the text's own block)
+                os.kill(os.getpid(), signal.SIGINT)
+            return make()
+        return block
+    monkeypatch.setattr(speedup, "engine_block", ctrl_c_in_the_second_draw)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = main(["generate", "--preset", "demo", "--max-new-tokens", "24", "--baseline", "--temperature", "1"])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    out, err = capsys.readouterr()
+    assert code == 130 and "Traceback" not in err and out.strip(), err
+    assert re.search(r"-- speedup: .*1 interleaved measurement|-- no single number: ", err), err
+
+
 def test_a_run_whose_ctrl_c_is_ignored_leaves_it_so(capsys, monkeypatch):
     """A job started in the background ignores Ctrl-C (SIG_IGN): generate does not take it back."""
     import signal

@@ -10,7 +10,7 @@ import pytest
 from playground import session
 from playground.events import BONUS, CORRECTED, Prefill, Round, TokenEvent
 from playground.measure.speedup import (MAX_BLOCKS, MIN_ROUNDS, MIN_TOKENS, SLACK, TOLERANCE, Block, Speedup, Timed, engine_block,
-                                        estimate, interleave, measure)
+                                        estimate, interleave, measure, measuring)
 from tests import tiny
 from tests.test_engine_greedy import NO_EOS, PROMPT, hf_greedy
 
@@ -182,6 +182,19 @@ def test_sampled_blocks_each_draw_their_own_texts(target, noisy_draft, tokenizer
     assert texts(engine_block(pair, [ids], sampled, warm=False, first_block=1)()) == second  # the page's second
     greedy = engine_block(pair, [ids], session.spec_config(k=3, max_new_tokens=20, seed=7), warm=False)
     assert texts(greedy()) == texts(greedy())
+
+
+def test_a_measurement_stopped_below_its_least_blocks_keeps_the_estimate_it_has(target, noisy_draft, tokenizer):
+    """min_blocks 2 (a sampled run's two draws) and a Stop before the second: nothing was yielded, and the page
+    failed on a speedup of None (a commit review). The first block's estimate is yielded, `more` set, at once (the
+    page shows it while the second is measured) and stands when the second never starts."""
+    pair = tiny.make_pair(target, noisy_draft, tokenizer, eos_ids=[])
+    sampled = session.spec_config(k=3, temperature=1.0, max_new_tokens=20, seed=7)
+    make = engine_block(pair, [tokenizer(PROMPT).input_ids], sampled, warm=False)
+    first = make()
+    told = list(measuring(make, [first], min_blocks=2, should_stop=lambda: True))
+    assert len(told) == 1 and told[0].estimate == estimate([first]).estimate and told[0].more
+    assert measure(make, [first], min_blocks=2, should_stop=lambda: True).blocks == 1
 
 
 def _ids(events: list) -> list[int]:

@@ -226,16 +226,19 @@ def measure(block: Callable[[], Block] | None, first: list[Block] = (), min_bloc
 def measuring(block: Callable[[], Block] | None, first: list[Block] = (), min_blocks: int = 1,
               max_blocks: int = MAX_BLOCKS, should_stop: Callable[[], bool] = lambda: False) -> Iterator[Speedup]:
     """Measure blocks until the estimate is tight (at least `min_blocks`, at most `max_blocks`,
-    `first` counted), yielding the estimate after each; `block()` measures one more (None: only
-    `first`). The last estimate yielded is the result. Once `should_stop()` (Stop, Ctrl-C) no block
-    starts, and one it cut short is not counted: the estimate before it stands."""
+    `first` counted), yielding the estimate after each (below `min_blocks` too, `more` set: a page shows
+    it while the next is measured); `block()` measures one more (None: only `first`). The last estimate
+    yielded is the result. Once `should_stop()` (Stop, Ctrl-C, a run waiting) no block starts, and one
+    it cut short is not counted: the estimate before it stands, whatever min_blocks asked (a sampled
+    run stopped before its second draw yielded nothing, and the page and the CLI failed on it)."""
     blocks = list(first)
     while True:
-        if blocks and len(blocks) >= min_blocks:
+        if blocks:
             result = estimate(blocks)
             short = (fewest_rounds(blocks) * max_blocks < MIN_ROUNDS * len(blocks)  # at this pace, never enough
                      or fewest_whole_runs(blocks) * max_blocks < MIN_WHOLE_RUNS * len(blocks))
-            result.more = not (result.speedup is not None or len(blocks) >= max_blocks or block is None or short)
+            done = len(blocks) >= min_blocks and (result.speedup is not None or short)
+            result.more = not (done or len(blocks) >= max_blocks or block is None)
             yield result
             if not result.more:
                 return

@@ -252,6 +252,10 @@ PAGE_JS = """() => {
       const stop = document.querySelector(button);
       if (stop && stop.getAttribute('aria-label') !== name) stop.setAttribute('aria-label', name);
     }
+    for (const reset of document.querySelectorAll('button[aria-label="Reset to default value"]')) {  // six alike
+      const label = reset.closest('.block') && reset.closest('.block').querySelector('[data-testid=block-info]');
+      if (label) reset.setAttribute('aria-label', `Reset ${label.textContent.trim()} to its default`);
+    }
     for (const list of document.querySelectorAll('ul[role=listbox]'))  // a dropdown's open list took a Tab stop of
       if (list.getAttribute('tabindex') !== '-1') list.setAttribute('tabindex', '-1');  // its own (a scroller with no
     // tabindex is one), then closed under it: the focus fell to the page's body (an accessibility review)
