@@ -1,30 +1,57 @@
 """A small model's decode thread count is measured on this machine, not assumed: one thread made the
 demo target alone 1.25x slower on a 2-core Xeon with AMX (slower than transformers' generate), where
 it had been faster for the demo draft on a 2-core AMD EPYC."""
+import pytest
 import torch
 
+from playground.errors import PlaygroundError
 from playground.models import decode_threads
 from tests import tiny
 
 
-def test_one_thread_only_where_measured_clearly_faster(monkeypatch, tokenizer):
+def test_all_threads_only_where_measured_clearly_faster(monkeypatch, tokenizer):
     model = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=1)
+    monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
     monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 2.0))
     assert decode_threads.fastest_decode_threads(model) == 1
-    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (0.97, 1.0))  # within the noise: all threads
+    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 0.95))  # within the noise: one thread
+    assert decode_threads.fastest_decode_threads(model) == 1  # (it holds up when other work takes the cores)
+    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 0.8))
     assert decode_threads.fastest_decode_threads(model) is None
+    for asked, threads in (("1", 1), ("all", None)):  # a host's own choice, unmeasured
+        monkeypatch.setenv("PLAYGROUND_DECODE_THREADS", asked)
+        assert decode_threads.fastest_decode_threads(model) == threads
+    monkeypatch.setenv("PLAYGROUND_DECODE_THREADS", "2")
+    with pytest.raises(PlaygroundError, match="PLAYGROUND_DECODE_THREADS must be 1 or all"):
+        decode_threads.fastest_decode_threads(model)
     monkeypatch.setattr(decode_threads, "SMALL_MODEL", 10)  # a big model: all threads, unmeasured
     monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 2.0))
     assert decode_threads.fastest_decode_threads(model) is None
 
 
-def test_the_measurement_times_each_linear_layer_and_restores_the_thread_count(tokenizer):
+def test_the_measurement_times_each_linear_layer_and_restores_the_thread_count(tokenizer, monkeypatch):
     model = tiny.tiny_model("llama", vocab=len(tokenizer), seed=2)
     before = torch.get_num_threads()
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    monkeypatch.setattr(decode_threads, "BUDGET_S", 0.0)  # past it, after 3 timings of each
+    calls = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (calls.append(n), real(n)))
     one, every = decode_threads._pass_seconds(linears)
     assert one > 0 and every > 0 and torch.get_num_threads() == before
+    assert len(calls) == 2 * 4 + 1  # warm-up and 3 timed turns of each, then the count restored
+    monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
+    monkeypatch.setattr(torch, "set_num_threads", real)
     assert decode_threads.fastest_decode_threads(model) in (1, None) and torch.get_num_threads() == before
+
+
+def test_a_loaded_model_runs_on_the_threads_measured(monkeypatch, tokenizer, tmp_path):
+    from playground.models import loading
+    monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
+    for seconds, threads in (((1.0, 2.0), 1), ((1.0, 0.5), None)):
+        monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, seconds=seconds: seconds)
+        path = tiny.save(tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=1), tokenizer, tmp_path / str(threads))
+        assert loading.load_model(str(path), torch.device("cpu"), torch.float32)[2] == threads  # (a new path: not cached)
 
 
 def test_a_process_on_one_thread_has_nothing_to_choose(monkeypatch, tokenizer):

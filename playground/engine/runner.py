@@ -18,8 +18,8 @@ class ModelRunner:
 
     `vocab` limits the logits to the range both models of a pair share (e.g. Qwen2.5-0.5B has
     151936 rows, 7B 152064; ids past the tokenizer are padding). `threads` (CPU only) is the
-    intra-op thread count for short passes: a tiny model decodes faster on one thread than on
-    several, whose start-up costs more than its small matrix products.
+    intra-op thread count for short passes (models.decode_threads: one where a tiny model's small
+    products were timed faster on one thread, whose team costs more to start than it saves).
 
     `vocab_map` (a draft with a reduced vocabulary, d2t [N]): output row i of the model is token
     d2t[i] of the pair; inputs are mapped back, every other token to the model's last row ('other').
