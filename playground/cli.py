@@ -57,7 +57,7 @@ def cmd_generate(args) -> int:
         print(written(out), flush=True)
         print(format_text(out) + "\n" + ran_with(target, draft, cfg, shown, prompt_ids), file=sys.stderr)
     if stopped.is_set():
-        print("interrupted: the output above is what came before Ctrl-C", file=sys.stderr)
+        print("interrupted: the output is what came before Ctrl-C", file=sys.stderr)
         return 130  # (as a shell reports SIGINT)
     if broken := invalid_outputs(out):  # (a script reading the text as JSON was told 0, as for a valid one)
         print(f"invalid: {broken}", file=sys.stderr)
@@ -392,16 +392,18 @@ def format_text(out: dict) -> str:
             lines.append(f"-- no single number: {m['reason']}{about}")
         if out["baseline"].get("form"):  # (slower than plain decoding, so that its tokens are speculation's)
             lines.append(f"-- baseline: {out['baseline']['form']}")
-    for sample in out.get("samples", [])[1:]:  # (the first is the run above)
+    for sample in out.get("samples", [])[1:]:  # (the first is the run above, its verdict the report's own)
         if sample["valid"] is not None:
             lines.append(f"-- sample with seed {sample['seed']}: {validity(sample).removeprefix('-- ')}")
     return "\n".join(lines)
 
 
 def written(out: dict) -> str:
-    """What generate writes on stdout: the text, each further sample's after a line naming its seed."""
-    return "\n".join([out["text"]] + [f"\n-- sample with seed {sample['seed']}:\n{sample['text']}"
-                                     for sample in out.get("samples", [])[1:]])
+    """What generate writes on stdout: the text; with --num-samples, each sample's after a line naming its seed."""
+    samples = out.get("samples", [])
+    if len(samples) < 2:
+        return out["text"]
+    return "\n\n".join(f"-- sample with seed {sample['seed']}:\n{sample['text']}" for sample in samples)
 
 
 def _budget_spent(out: dict) -> str:
@@ -417,7 +419,7 @@ def validity(out: dict) -> str:
 
 
 def _progress_printer():
-    """Loading progress on stderr for people at a terminal; silent for scripts (stderr holds errors)."""
+    """Loading progress on stderr for people at a terminal; silent for scripts (stderr holds errors, notes and the report)."""
     if not sys.stderr.isatty():
         return None
     return lambda fraction, message: print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)

@@ -591,12 +591,17 @@ def test_a_cut_inside_an_array_short_of_its_min_items_asks_for_tokens_not_a_boun
     it end (a CLI review): the array's minimum is the limit; past it, the open value's own bound is asked again."""
     from playground.constraints.cut import truncation_hint
     schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}, "minItems": 200}}}
-    hint = truncation_hint('{"a": [0, 1, 2, 2, 1, 2', schema)
-    assert hint == (" (cut inside the number at /a/5: the array at /a asks for at least 200 items and had 6; "
-                    "allow more new tokens)"), hint
+    hint = truncation_hint('{"a": [0, 1, 2, 2, 1, 2', schema)  # the array's minimum first, the number's own bound beside
+    assert hint.startswith(" (cut inside the number at /a/5: the array at /a asks for at least 200 items and had 6; "
+                           "allow more new tokens; besides, a number with no maximum or minimum"), hint
+    bounded = {"type": "array", "minItems": 5, "items": {"type": "string", "maxLength": 3}}  # its items end: the minimum alone
+    assert truncation_hint('["ab", "a', bounded) == (" (cut inside the string at /1: the array at the top level asks for "
+                                                    "at least 5 items and had 2; allow more new tokens)")
     nested = {"type": "array", "minItems": 3, "items": {"type": "object", "properties": {"n": {"type": "string"}}}}
     assert "the array at the top level asks for at least 3 items and had 1" in truncation_hint('[{"n": "abc', nested)
     assert "add maximum and minimum" in truncation_hint('{"a": [' + "1, " * 200 + "123", schema)  # (its 201st)
+    pairs = {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]}  # prefixItems ask for no item
+    assert "asks for at least" not in truncation_hint('["abcabcabcabc', pairs)
 
 
 def test_a_cut_inside_a_property_name_asks_for_a_bound_on_its_length():

@@ -61,8 +61,15 @@ def _why(kind: str, path: list, count: int, schema, notes: tuple[str, ...]) -> s
         return (f"the output is nested in {len(path)} containers and the schema refers to itself, so each level "
                 "may open another; unroll the recursion to a fixed depth in the schema (the last level without "
                 "the property that recurses) or allow more new tokens")
-    if schema is not None and (short := _items_due_above(schema, path)):
-        return short
+    short = _items_due_above(schema, path) if schema is not None else ""
+    advice = _open_value_advice(kind, count, held, notes)
+    if short and "add " in advice:  # the open value too could go on: both (a string running away in item 3)
+        return f"{short}; besides, {advice}"
+    return short or advice
+
+
+def _open_value_advice(kind: str, count: int, held: list[dict], notes: tuple[str, ...]) -> str:
+    """What would have let the open value itself end: a bound to add, or more tokens."""
     if kind == "value" or (kind in ("object", "array") and count <= _members_due(kind, held)):
         return "the tokens ran out before it was complete; allow more new tokens"
     bounds = [s for s in held if BOUNDED.get(kind, lambda _: False)(s)]
@@ -84,8 +91,8 @@ def _items_due_above(schema, path: list) -> str:
     were the limit (a number cut in item 6 of an array of minItems 200 was told to add maximum and minimum,
     which could not have let it end; a CLI review). '' where none does."""
     for depth, step in enumerate(path):
-        if isinstance(step, int):
-            least = _members_due("array", holding(schema, path[:depth])[0])
+        if isinstance(step, int):  # (minItems alone: prefixItems ask for no item, a review)
+            least = max([0] + [s["minItems"] for s in holding(schema, path[:depth])[0] if isinstance(s.get("minItems"), int)])
             if least > step + 1:
                 return (f"the array at {_pointer(path[:depth])} asks for at least {least} items and had {step + 1}; "
                         "allow more new tokens")

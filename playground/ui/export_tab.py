@@ -48,7 +48,7 @@ def not_the_preset(s) -> str:
         return ""
     return (f'<p class="export-preset-note">These are the settings\' models, {html.escape(s.target)} with '
             f'{html.escape(s.draft)}, not those of the preset {html.escape(s.preset)} ({html.escape(named.target)} with '
-            f'{html.escape(named.draft)}): give target and draft to export another pair.</p>')
+            f'{html.escape(named.draft)}): pick the preset again for its pair (on the web API, give target and draft).</p>')
 
 
 def notes_html(notes: dict) -> str:

@@ -259,12 +259,20 @@ PAGE_JS = """() => {
     for (const list of document.querySelectorAll('ul[role=listbox]'))  // a dropdown's open list took a Tab stop of
       if (list.getAttribute('tabindex') !== '-1') list.setAttribute('tabindex', '-1');  // its own (a scroller with no
     // tabindex is one), then closed under it: the focus fell to the page's body (an accessibility review)
-    for (const fold of document.querySelectorAll('button.label-wrap'))  // an accordion said the same open or shut
-      fold.setAttribute('aria-expanded', fold.classList.contains('open') ? 'true' : 'false');
-    for (const live of document.querySelectorAll('.sr-only[aria-live]'))  // Gradio's own, untranslated: read out as
-      if (live.textContent.trim() === 'common.complete') live.textContent = '';  // "common dot complete" after each event
+    for (const fold of document.querySelectorAll('button.label-wrap')) {  // an accordion said the same open or shut
+      const open = fold.classList.contains('open') ? 'true' : 'false';
+      if (fold.getAttribute('aria-expanded') !== open) fold.setAttribute('aria-expanded', open);
+    }
+    for (const live of document.querySelectorAll('.sr-only[aria-live]')) blankUntranslated(live);
   };
-  new MutationObserver(describe).observe(document.body, {childList: true, subtree: true, characterData: true});
+  const blankUntranslated = (live) => {  // Gradio's own, untranslated: read out as "common dot complete" after each event
+    if (live && live.textContent.trim() === 'common.complete') live.textContent = '';
+  };
+  new MutationObserver(describe).observe(document.body, {childList: true, subtree: true});
+  new MutationObserver((changes) => {  // a live region's text changed in place (only those looked at: every text
+    for (const c of changes)  // change ran describe(), Gradio's timers ten times a second)
+      blankUntranslated(c.target.parentElement && c.target.parentElement.closest('.sr-only[aria-live]'));
+  }).observe(document.body, {characterData: true, subtree: true});
   new MutationObserver((changes) => {  // a fold opened or shut; a box disabled again; an experiment's button
     if (changes.some((c) => c.target.matches && c.target.matches('button.label-wrap, textarea, input'))) describe();
     for (const c of changes) {  // disabled (it started) or enabled again (it ended): said, with its last progress
