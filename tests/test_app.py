@@ -977,7 +977,7 @@ def test_a_constraint_past_its_bound_part_way_ends_the_run_as_stopped_with_what_
     assert 'id="stopped-badge"' in final[slot("badge")] and final[slot("text")] and final[slot("download")]
     assert final[slot("status")]["phase"] == "stopped" and all(final[slot(c)] is not None for c in playground_tab.CHARTS)
     assert [r.getMessage()[:27] for r in caplog.records] == ["run stopped part way (const"]
-    assert 'id="run-ended-pointer">ended early: <a class="message-link" href="#constraint-ended" data-where="constraint">see the message in Structured output</a>' in final[MESSAGE_SLOTS["run"]]  # not
+    assert 'id="run-ended-pointer" role="status">ended early: <a class="message-link" href="#constraint-ended" data-where="constraint">see the message in Structured output</a>' in final[MESSAGE_SLOTS["run"]]  # not
     # "not run" (#run-pointer): the page dims a refused run's output as the last run's
 
 
@@ -1059,7 +1059,8 @@ def test_a_refused_run_says_so_once_next_to_its_cause_and_keeps_the_outputs(capl
     assert html.escape(message) in final[MESSAGE_SLOTS[where]] and f'id="{where}-error"' in final[MESSAGE_SLOTS[where]]
     for slot, i in MESSAGE_SLOTS.items():  # the other messages are cleared (the constraint's own check stays)
         if slot == "run" and where in POINTED:  # a section, or the models far down on a phone, may be out of
-            assert 'id="run-pointer"' in final[i] and "role=" not in final[i]  # sight: under Run, a pointer to it
+            assert 'id="run-pointer" role="status"' in final[i]  # sight: under Run, a pointer to it (said politely: the
+            # message is an alert of its own where it is new; one shown as typed was said by nothing)
             for place in POINTED:  # gone once its message's inputs change, and only then (test_browser)
                 assert (json.dumps(final[i]) in playground_tab.pointer_cleared(place)) == (place == where)
         else:
@@ -1441,8 +1442,8 @@ def test_a_point_measured_whole_before_an_experiment_halts_is_kept(monkeypatch):
     came = []
     made = sweeps.measure
 
-    def measure_then_a_run_comes(block):
-        told = made(block)
+    def measure_then_a_run_comes(block, **kwargs):
+        told = made(block, **kwargs)
         came.append(1)  # from here on, halted() is true
         return told
     monkeypatch.setattr(sweeps, "measure", measure_then_a_run_comes)

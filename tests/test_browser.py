@@ -620,7 +620,8 @@ def test_a_sweep_clicked_during_a_run_says_it_waits_and_stopped_then_measures_no
     page.get_by_role("button", name="Run sweep").click()
     expect(page.locator("#experiment-waits")).to_be_visible()
     expect(page.locator("#experiment-waits")).to_contain_text("starts once the run on the Playground tab")
-    assert page.evaluate(OPACITY_JS, "#experiment-waits") == 1  # not faded as Gradio fades a queued event's box
+    page.wait_for_function(f"({OPACITY_JS})('#experiment-waits') === 1", timeout=3_000)  # not faded as Gradio fades a
+    # queued event's box (read at once, a loaded suite met 0.2 once: the style not yet recomputed for :has)
     page.locator("#sweep-stop").click()
     page.get_by_role("tab", name="Playground").click()
     page.click("#stop-button")
@@ -991,7 +992,7 @@ def test_each_refused_schema_points_from_run_and_its_check_never_stays_faded(pag
         expect(editor).to_have_attribute("aria-invalid", "true")  # (the check's refusal under it)
         page.click("#run-button")
         expect(pointer).to_contain_text("Structured output", timeout=30_000)
-        expect(pointer).to_have_attribute("role", "alert")  # said: the message it points at was shown before Run
+        expect(pointer).to_have_attribute("role", "status")  # said: the message it points at was shown before Run
         page.wait_for_timeout(2000)  # (it went within 0.2 s)
         expect(pointer).to_contain_text("Structured output")
     type_schema('{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}', "looks fine")

@@ -9,6 +9,15 @@ from playground.models import decode_threads
 from tests import tiny
 
 
+@pytest.fixture(autouse=True)
+def two_threads():
+    """Two threads to choose from, whatever an earlier test in this worker left (one: nothing to choose)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
 def test_all_threads_only_where_measured_clearly_faster(monkeypatch, tokenizer):
     model = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=1)
     monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
@@ -39,7 +48,7 @@ def test_the_measurement_times_each_linear_layer_and_restores_the_thread_count(t
     monkeypatch.setattr(torch, "set_num_threads", lambda n: (calls.append(n), real(n)))
     one, every = decode_threads._pass_seconds(linears)
     assert one > 0 and every > 0 and torch.get_num_threads() == before
-    assert len(calls) == 2 * 4 + 1  # warm-up and 3 timed turns of each, then the count restored
+    assert calls == [1, 2] * 4 + [2]  # warm-up and 3 timed turns of each, then the count restored
     monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
     monkeypatch.setattr(torch, "set_num_threads", real)
     assert decode_threads.fastest_decode_threads(model) in (1, None) and torch.get_num_threads() == before

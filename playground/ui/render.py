@@ -229,11 +229,12 @@ def pointer(place: str, where: str, ended_early: bool = False) -> str:
     """Under Run, where an error sits that may be out of sight ("in <section>", "at <input>"), a link to it (to the
     message at `where`: page_style.PAGE_JS scrolls to it and focuses its input; on a phone a model's message sat
     1,000 px below, in plain words); `ended_early`: a run that ended there part way, its output shown as its own
-    (the page dims a refused run's, the last one's). An alert: a Run refused for a message already shown (a constraint's,
-    checked as typed) was said by nothing (an accessibility review)."""
+    (the page dims a refused run's, the last one's). A status, said politely: a Run refused for a message already shown
+    (a constraint's, checked as typed) was said by nothing (an accessibility review), and a new message is an alert of
+    its own, said first."""
     said, own = ("ended early", "run-ended-pointer") if ended_early else ("not run", "run-pointer")
     message = f"{where}-ended" if ended_early else f"{where}-error"
-    return (f'<div class="field-error" id="{own}" role="alert">{said}: <a class="message-link" href="#{message}" '
+    return (f'<div class="field-error" id="{own}" role="status">{said}: <a class="message-link" href="#{message}" '
             f'data-where="{where}">see the message {html.escape(place)}</a></div>')
 
 
