@@ -1233,6 +1233,10 @@ def test_a_keyboard_and_a_screen_reader_reach_the_settings_outputs_and_charts(pa
         assert field.evaluate("t => [t.disabled, t.readOnly]") == [False, True]  # focusable, selectable, not editable
         expect(page.locator(f"{box} button")).to_have_attribute("aria-label", f"Copy: {name}")
     expect(page.locator("#k-slider button[aria-label^='Reset']")).to_have_attribute("aria-label", "Reset Draft length k to its default")
+    for name in ("Settings", "Prompt and run", "Output"):  # headings to jump by, not drawn
+        heading = page.get_by_role("heading", name=name, level=2, exact=True)
+        expect(heading).to_have_count(1)
+        assert heading.evaluate("h => h.closest('.reader-heading').getBoundingClientRect().height") <= 1
     advanced = page.get_by_role("button", name=re.compile("^Advanced"))
     expect(advanced).to_have_attribute("aria-expanded", "false")
     advanced.focus()

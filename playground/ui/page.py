@@ -91,9 +91,15 @@ def add_head():
         ui.dismiss_notice = gr.Button("Dismiss", size="sm", scale=0, min_width=90, visible=False, elem_id="dismiss-notices")
 
 
+def reader_heading(text: str) -> None:
+    """A heading for a screen reader's jumps, not drawn (the Playground tab had its title alone: an accessibility review)."""
+    gr.HTML(f"<h2>{text}</h2>", elem_classes=["reader-heading"], padding=False)
+
+
 def add_settings_column():
     """The left column: preset, models, draft length and sampling, then Advanced."""
     with gr.Column(scale=1, min_width=300, elem_id="settings-column"):
+        reader_heading("Settings")
         ui.preset = gr.Dropdown(preset_choices(), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
         ui.note = gr.Markdown(preset_note(DEFAULT.preset), elem_id="preset-note")
         ui.model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
@@ -238,8 +244,10 @@ def add_playground_tab():
     with gr.Row():
         add_settings_column()
         with gr.Column(scale=2):
+            reader_heading("Prompt and run")
             add_prompt_and_constraint()
             add_run_controls_and_stream()
+            reader_heading("Output")
             add_output_tabs()
     ui.settings = [ui.preset, ui.target, ui.draft, ui.k, ui.temperature, ui.top_p, ui.top_k, ui.seed, ui.max_new_tokens, ui.prompt, ui.system, ui.chat,
                    ui.kind, ui.constraint, ui.backend, ui.compare, ui.schema_in_prompt, ui.policy, ui.confidence, ui.compile_passes,

@@ -40,6 +40,7 @@ CSS = """
 .skip-link:focus { left: 8px; top: 8px; z-index: 1000; padding: 6px 10px; border-radius: 6px;
                    background: var(--background-fill-primary); outline: 2px solid var(--color-accent); }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+.reader-heading { position: absolute !important; width: 1px !important; height: 1px; overflow: hidden; clip-path: inset(50%); }
 .gradio-container input:is([type=range], [type=radio], [type=checkbox]):focus-visible { outline: 2px solid
   var(--color-accent); outline-offset: 2px; }  /* Gradio's sliders, checked radios and checkboxes showed no focus at
   all (its `[type=radio]:focus-visible { outline: none }` won over this rule without the container's class) */
