@@ -540,7 +540,7 @@ def test_each_sample_is_judged_and_an_invalid_one_fails_the_command(capsys, save
     assert code == 1 and [s["valid"] for s in samples] == [False] * 3
     assert all(s["validation_error"].startswith("truncated") and s["finish_reason"] == "length" for s in samples)
     code, text = main([*args, "--max-new-tokens", "5"]), capsys.readouterr()
-    assert code == 1 and text.err.count("-- INVALID: truncated") == 1 and text.err.count(": INVALID: truncated") == 2
+    assert code == 1 and text.err.count(": INVALID: truncated") == 3 and "-- sample with seed 1: INVALID: truncated" in text.err
     assert "-- sample with seed 2: INVALID: truncated" in text.err and text.out.count("-- sample with seed ") == 3
     assert text.err.endswith("invalid: the samples with seeds 1, 2 and 3 do not meet the constraint (" + samples[0]["validation_error"] + ")\n")
     code = main([*args, "--max-new-tokens", "120", "--json"])
