@@ -142,7 +142,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
         base = session.collect(pair, first.base_runs[0], prompt_ids=prompt_ids)
         measured = measure(make, [first], least_blocks(cfg), should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
         out |= comparison_json(result, base, measured, cfg.sampling.greedy,  # as the page's download
-                               form=session.baseline_form(pair, cfg, constraint is not None, len(prompt_ids)))
+                               form=session.baseline_form(pair, cfg, first.base_runs[0]))
     if num_samples > 1:  # the first is the run above; each its seed, text and tokens
         runs = [result]
         for i in range(1, num_samples):

@@ -26,6 +26,7 @@ class Prefill:
     target_s: float
     draft_s: float
     tree: bool = False  # the run drafts token trees (a run of one token drafted none: its one round is a chain's)
+    fused: bool = False  # its rounds run as device programs (engine.fused): the target alone replays the k+1 pass
 
 
 @dataclass(slots=True)

@@ -208,7 +208,7 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
     assert not any(isinstance(r, StaticRunner) for r in session.choice.runners(pair, len(prompt), compiled))
     note = session.compile_fallback(pair, compiled)
     assert "the target: a batch-invariant CPU model" in note and "the draft: a batch-invariant" in note
-    form = session.baseline_form(pair, session.spec_config(k=2))  # said beside the speedup (slower than plain decoding)
+    form = session.baseline_form(pair, session.spec_config(k=2), [])  # said beside the speedup (slower than plain decoding)
     assert form.startswith("the target alone runs exact, as verification does: each one-token pass computes its products as two rows")
 
 
@@ -217,7 +217,7 @@ def test_small_float32_models_are_left_alone(saved_pair):
     model, _, _ = models.load_model(str(target), torch.device("cpu"), torch.float32)
     assert not getattr(model, "playground_batch_invariant", False)
     pair = models.load_pair(str(target), "ngram", "cpu", dtype=torch.float32)
-    assert session.baseline_form(pair, session.spec_config(k=2)) == ""  # plain one-token passes: nothing to say
+    assert session.baseline_form(pair, session.spec_config(k=2), []) == ""  # plain one-token passes: nothing to say
 
 
 def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch):

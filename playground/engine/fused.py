@@ -177,6 +177,7 @@ class FusedProposer:
     """Drafts and verifies in one go through a Programs set (see the module's docstring); the round
     loop calls `propose`, then `judge` instead of its own target pass. Without a draft it proposes
     nothing and `verify` is the target alone at verification's width."""
+    fuses_rounds = True  # (the run's Prefill says so)
 
     def __init__(self, programs: Programs, target_runner, draft_runner=None):
         self.programs, self.target, self.draft = programs, target_runner, draft_runner

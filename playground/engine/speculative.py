@@ -183,7 +183,7 @@ def _prefill(target: ModelRunner, proposer, prompt: list[int], clock: Clock) -> 
     if target.device.type == "cuda":
         torch.cuda.synchronize()
     return Prefill(target_passes, draft_passes, clock.seconds(t0, t1), clock.seconds(t1, t2),
-                   tree=getattr(proposer, "drafts_trees", False))
+                   tree=getattr(proposer, "drafts_trees", False), fused=getattr(proposer, "fuses_rounds", False))
 
 
 def _verify(target: ModelRunner, proposal: Proposal, run: _Run, cfg: SpecConfig) -> Verdict:

@@ -10,6 +10,7 @@ from playground.config import MAX_K, SpecConfig
 from playground import stopping
 from playground.engine.feature_runner import FeatureRunner
 from playground.engine.fused import CATCH_UP, FusedProposer, programs_for
+from playground.events import Prefill
 from playground.engine.runner import ModelRunner
 from playground.engine.static import CacheBusy, StaticRunner, why_not_static
 from playground.limits import compile_refused
@@ -34,11 +35,12 @@ def fuses(pair: Pair, cfg: SpecConfig, speculative: bool = True, unconstrained: 
     return pair.draft is not None and not pair.cascade and cfg.policy != "confidence"
 
 
-def baseline_form(pair: Pair, cfg: SpecConfig, constrained: bool = False, prompt_len: int = 2) -> str:
-    """How the target alone runs beside speculation where that is slower than plain one-token decoding,
-    in words ('' where it is plain): exact, so that its greedy tokens are speculation's (the speedup card
-    and the CLI said only "over the target alone"; a maths review)."""
-    if fuses(pair, cfg, speculative=False, unconstrained=not constrained, prompt_len=prompt_len):
+def baseline_form(pair: Pair, cfg: SpecConfig, events: list) -> str:
+    """How the target alone ran beside speculation (its run's `events`) where that is slower than plain
+    one-token decoding, in words ('' where it was plain): exact, so that its greedy tokens are speculation's
+    (the speedup card and the CLI said only "over the target alone"; a maths review). Read from the run, not
+    the settings: one beside another run, whose static caches it could not take, ran eager (a review)."""
+    if any(isinstance(e, Prefill) and e.fused for e in events):
         return (f"the target alone replays verification's {cfg.k + 1}-token pass for each token, so that its "
                 "tokens are speculation's (0.94-0.96x the speed of one-token passes on an H200, BENCHMARKS.md)")
     if getattr(pair.target, "playground_batch_invariant", False):

@@ -168,8 +168,7 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str,
                                                  session.answers_inside_thinking(pair, ids, constraint),
                                                  session.lookup_unused(pair, constraint),
                                                  session.unread_prompt_parts(pair, settings.chat, settings.system)])),
-                    constraint_notes=tuple(constraint.notes) if constraint else (),
-                    baseline_form=session.baseline_form(pair, cfg, constraint is not None, len(ids)) if settings.compare else "")
+                    constraint_notes=tuple(constraint.notes) if constraint else ())
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
     base = _Stream(pair, ids, cfg, constraint, False, snap.baseline_events) if settings.compare else None
     due = _throttle()
@@ -195,6 +194,7 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str,
         snap.result = spec.result()
     if base is not None:
         snap.baseline = base.result()
+        snap.baseline_form = session.baseline_form(pair, cfg, snap.baseline_events)
     snap.phase = "done" if spec.done and (base is None or base.done) else "stopped"
     if snap.phase == "stopped" and snap.failure is None and turn.why:
         snap.stopped_why = turn.why.strip()
