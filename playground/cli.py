@@ -378,7 +378,7 @@ def format_text(out: dict) -> str:
             + " (raise max new tokens)" * (out["finish_reason"] == "length")))
     if out["valid"] is not None:
         samples = out.get("samples", [])  # (several: each verdict names its seed, the first's too)
-        lines.append(validity(out) if len(samples) < 2 else f"-- sample with seed {samples[0]['seed']}: {validity(out)[3:]}")
+        lines.append(validity(out) if len(samples) < 2 else f"-- sample with seed {samples[0]['seed']}: {validity(out).removeprefix('-- ')}")
         lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
     if "speedup_measure" in out:
         greedy = "identical_to_baseline" in out  # (a sampled run's text is not compared)

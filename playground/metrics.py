@@ -11,7 +11,7 @@ def summarize(events: list) -> dict:
     counting the first alone gave a sweep more tokens per target pass than each of its runs had."""
     wall_s = engine_seconds(events)
     prefills = [e for e in events if isinstance(e, Prefill)]
-    prompt_s = sum(p.target_s + p.draft_s for p in prefills)
+    prompt_s = prompt_seconds(events)
     rounds = [e for e in events if isinstance(e, Round)]
     generated = sum(len(r.committed) for r in rounds)
     forced = sum(t.kind == FORCED for r in rounds for t in r.tokens)
@@ -94,8 +94,12 @@ def cost_ratio(events: list) -> float | None:
 
 def engine_seconds(events: list) -> float:
     """Prefill plus each round's own wall time: what the caller does between rounds never counts."""
-    prefill = sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
-    return prefill + sum(e.wall_s for e in events if isinstance(e, Round))
+    return prompt_seconds(events) + sum(e.wall_s for e in events if isinstance(e, Round))
+
+
+def prompt_seconds(events: list) -> float:
+    """The prompt pass of both models (each Prefill's)."""
+    return sum(e.target_s + e.draft_s for e in events if isinstance(e, Prefill))
 
 
 def pooled_ratio(spec: list[tuple[float, int]], base: list[tuple[float, int]]) -> float:
