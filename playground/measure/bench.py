@@ -285,8 +285,7 @@ def _target_row(cfg: SpecConfig, runs: list[Sample]) -> dict:
             "measurements": 0, "note": "the baseline of every row", "side": "", "acceptance_rate": None,
             "tokens_per_target_pass": tokens / max(1, sum(s.target_passes for s in runs)),  # (its prompt pass counted
             # as every row's is: a row of prompt lookup at 0.94 read as worse than a hard-coded 1.00)
-            "seconds": seconds, "tokens": tokens,
-            **({"identical": True} if cfg.sampling.greedy else {})}
+            "seconds": seconds, "tokens": tokens}  # (identical to itself says nothing: left blank)
 
 
 def predicted_seconds(samples: list[Sample], costs: dict, method: str) -> float:
