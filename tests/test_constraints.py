@@ -12,6 +12,7 @@ from playground.cli import main
 from playground.config import tree_fields
 from playground.constraints import ConstraintSpec, from_user
 from playground.constraints.compile import compile_constraint, stop_ids
+from playground.constraints.reading import read_constraint
 from playground.errors import PlaygroundError
 from playground.events import FORCED, REJECTED, Round, round_json
 from playground.ui.tree_view import round_tree
@@ -210,6 +211,18 @@ def test_a_constraint_only_the_empty_output_meets_is_refused(pair, tokenizer, ba
     """x{0} passed every check: the run wrote nothing and called it valid (a newcomer's pass)."""
     with pytest.raises(PlaygroundError, match=f"this {kind} allows only the empty output: the model would write nothing"):
         constrained(pair, kind, text, backend)
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("kind, text, empty", [("regex", "(ab)?", True), ("regex", "a*", True), ("regex", "a+", False),
+                                               ("grammar", 'start: "yes" |', True), ("grammar", 'start: "yes" | "no"', False)])
+def test_a_constraint_the_empty_output_meets_says_so(pair, tokenizer, backend, kind, text, empty):
+    """'start: "yes" |' (a stray bar) let the model end at once, said valid with nothing in it, silently (a
+    review): the page's check as typed and Run's constraint both note it."""
+    said = f"this {kind} accepts an empty output"
+    spec = ConstraintSpec(kind, text, backend)
+    for notes in (read_constraint(spec), constrained(pair, kind, text, backend).notes):
+        assert any(note.startswith(said) for note in notes) is empty, notes
 
 
 def test_a_packed_mask_is_read_past_its_end_tokens():

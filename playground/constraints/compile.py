@@ -232,7 +232,6 @@ def _compile_checked(backend, spec: ConstraintSpec, vocab: int):
         compiled, notes = backend.compile(spec)
     except Unreadable as exc:
         raise with_other_backend(exc, spec) from None
-    satisfiable_or_blamed(backend, compiled, spec, vocab)
-    return backend.dump(compiled), notes
+    return backend.dump(compiled), list(notes) + satisfiable_or_blamed(backend, compiled, spec, vocab)
 
 

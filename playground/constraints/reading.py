@@ -71,7 +71,8 @@ def _reading(spec: ConstraintSpec) -> list[str]:
             compiled = backend.compile(spec)[0]
         except Unreadable:  # read, yet not over bytes: Run decides
             return notes
-        satisfiable_or_blamed(backend, compiled, spec, len(BYTE_TOKENS))  # (about 10 ms for the tests' and presets' schemas)
+        return notes + satisfiable_or_blamed(backend, compiled, spec, len(BYTE_TOKENS))  # (about 10 ms for the tests'
+        # and presets' schemas)
     return notes
 
 
@@ -111,11 +112,11 @@ def with_lazy_backend(exc: PlaygroundError, spec: ConstraintSpec) -> PlaygroundE
                      "written, not all before: pick it as the constraint backend)")
 
 
-def satisfiable_or_blamed(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:
+def satisfiable_or_blamed(backend, compiled, spec: ConstraintSpec, vocab: int) -> list[str]:
     """_check_satisfiable, whose refusal of a JSON schema is said as its backend's limit where the other
     backend writes one (the one rule of whose limit it is: the page's check as typed and Run's compile)."""
     try:
-        _check_satisfiable(backend, compiled, spec, vocab)
+        return _check_satisfiable(backend, compiled, spec, vocab)
     except Unsatisfiable:
         if spec.kind != "json":
             raise
@@ -156,9 +157,10 @@ def _pattern_at_fault(spec: ConstraintSpec, refusal: str) -> str:
     return ""
 
 
-def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> None:
+def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> list[str]:
     """A constraint that allows no first token can never be met, or is met by the empty output alone
-    (a run would write nothing and call it valid: `x{0}`)."""
+    (a run would write nothing and call it valid: `x{0}`) -> a note where the empty output is one of its
+    outputs ('start: "yes" |', 'a*'): a run that ends at once is valid, and read as broken without it."""
     guide = Guide(backend.matcher(compiled), vocab, frozenset(), 1)
     try:
         writes = allows_besides(guide.next_mask(), backend.eos_ids)  # a first token that is not an end
@@ -168,6 +170,10 @@ def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> N
         raise Unsatisfiable(f"this {spec.named} can never be satisfied by any output")
     if not writes:
         raise Unsatisfiable(f"this {spec.named} allows only the empty output: the model would write nothing")
+    if not guide.accepting():
+        return []
+    return [f"this {spec.named} accepts an empty output (an empty alternative, or only optional parts): the model may "
+            "end at once"]
 
 
 class Unsatisfiable(PlaygroundError):
