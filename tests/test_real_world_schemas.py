@@ -1361,6 +1361,19 @@ def test_a_format_in_a_branch_without_a_type_is_enforced(tokenizer, backend):
 
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
+@pytest.mark.parametrize("fmt", ["idn-email", "iri", "regex", "made-up"])
+def test_a_format_the_backend_writes_as_any_string_is_named(tokenizer, backend, fmt):
+    """xgrammar 0.2.8 writes any string for idn-email, iri, regex or a format it does not know, and said
+    nothing (a review: idn-email wrote 🌱🌱🌱); llguidance named each. Both notes name it, where the mask lets
+    through what the format refuses."""
+    schema = {"type": "string", "format": fmt}
+    constraint = compiled(tokenizer, schema, backend)
+    assert allowed(constraint, tokenizer, '"', " ")  # (no address, IRI or pattern starts with a space)
+    for notes in (constraint.notes, read_constraint(from_user(schema=json.dumps(schema), backend=backend))):
+        assert any(f"format {fmt}" in note and note.startswith("not enforced while writing") for note in notes), notes
+
+
+@pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
 @pytest.mark.parametrize("fmt, prefix", [("date", '"2025-04-3'), ("date-time", '"2025-04-3')])
 def test_a_day_the_month_lacks_is_named_where_the_mask_lets_it_through(tokenizer, backend, fmt, prefix):
     """xgrammar's date and date-time read any day 01-31 in any month: `2025-04-31` is written, and

@@ -25,6 +25,9 @@ UNENFORCED = {"uniqueItems", "not", "if", "then", "else", "contains", "minContai
               "dependentRequired", "dependentSchemas", "$recursiveRef", "$dynamicRef"}
 NO_VALUE_REF = "a $ref to a schema no value satisfies"  # (where it may be left out: satisfiable.py)
 BESIDE_REF = "keywords beside a $ref"  # xgrammar follows the $ref alone (draft 2020-12 applies both)
+WRITTEN_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uri-reference",
+                             "uuid", "uri-template", "json-pointer", "relative-json-pointer"})  # xgrammar 0.2.8's own: any
+# other format (idn-email, iri, regex, an unknown one) it writes as any string, with no word (a review: idn-email wrote 🌱🌱🌱)
 INEXACT_FORMATS = {"ipv4", "date", "date-time", "time"}  # leading zeros; a day the month lacks (2025-02-30); a 60th second at any minute
 SEPARATORS = (", ", ": ")
 SHORT_CLASS = re.compile(r"(?<!\\)(?:\\\\)*\\[dws]")  # an unescaped \d, \w or \s
@@ -301,17 +304,24 @@ AN_EDGE_ANCHOR = re.compile(r"^Regex parsing warning at position \d+: '[$^]' sho
 
 
 def _inexact_formats(nodes: list[dict]) -> list[str]:
-    """xgrammar drops minLength/maxLength on a string that also has a format or a pattern, its ipv4 format lets
+    """xgrammar drops minLength/maxLength on a string that also has a format or a pattern, writes any string for a
+    format not its own (WRITTEN_FORMATS), its ipv4 format lets
     leading zeros through (JSON Schema's ipv4 does not), its date and date-time read any day 01-31
     in any month (2025-04-31), and its time and date-time a 60th second at any minute (12:00:60)."""
     found = []
     for sub in nodes:
-        if sub.get("format") in INEXACT_FORMATS:
+        if sub.get("format") in INEXACT_FORMATS or _unwritten_format(sub):
             found.append(f"format {sub['format']}")
         for beside in ("format", "pattern"):
             if beside in sub and {"minLength", "maxLength"} & set(sub):
                 found.append(f"minLength/maxLength together with {beside}")
     return sorted(set(found))
+
+
+def _unwritten_format(node: dict) -> bool:
+    """A string's format xgrammar does not write (a format of another type is an annotation alone)."""
+    fmt, kind = node.get("format"), node.get("type", "string")
+    return isinstance(fmt, str) and fmt not in WRITTEN_FORMATS and (kind == "string" or isinstance(kind, list) and "string" in kind)
 
 
 SOURCE_PLACE = re.compile(r"\[\d\d:\d\d:\d\d\] \S+?:\d+: ")  # "[21:02:57] /project/cpp/regex_converter.cc:83: "
