@@ -49,6 +49,18 @@ def test_characters_written_as_escapes_still_run(pair, backend):
     ConstraintSpec("regex", r"\\ud800\\U00110000", backend)  # a backslash, then letters and digits
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_character_named_in_a_regex_is_that_character(pair, backend):
+    """Python's \\N{...} passed the regex's check, then each backend refused it in words about something else
+    (llguidance "such as Python's \\Z", xgrammar "Invalid repetition count"; a review): it is the character it names,
+    in a class too, and a metacharacter named so is itself."""
+    prompt = session.encode_prompt(pair, "x")
+    regex = r"\N{GREEK SMALL LETTER ALPHA}[\N{DIGIT ONE}-\N{DIGIT THREE}]\N{ASTERISK}{2}"
+    constraint = session.constrain(pair, from_user(regex=regex, backend=backend))
+    result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
+    assert re.fullmatch("α[1-3][*]{2}", result.text) and result.valid, result.text
+
+
 def test_bytes_that_are_no_utf8_are_named():
     token_bytes = (b"a", b"\xf4\x90", b"\x80\x80", "é".encode()[:1], "é".encode()[1:])
     assert not_utf8(token_bytes, [0, 1, 2]).startswith("the output's bytes are not UTF-8 text (byte 2: f4 90 80 80)")

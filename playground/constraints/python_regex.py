@@ -2,11 +2,13 @@
 a backend reads otherwise: each backend rewrites these in its own words (xgr.python_meaning,
 llg.llguidance_meaning), over one reading of its pieces (rewritten)."""
 import re
+import unicodedata
 from collections.abc import Callable
 from re import _constants as sre, _parser as sre_parse  # Python's own reading of a pattern (3.11+)
 
 ANCHORED = "the whole output must match the pattern, so ^ and $ may stand only at its ends, where they change nothing"
 NO_LOWER_BOUND = re.compile(r"\{,(\d+)\}")  # x{,3}: Python's x{0,3}; a missing number to both backends
+NAMED = re.compile(r"\\N\{([^}]*)\}")  # \N{GREEK SMALL LETTER ALPHA}: Python's character by its name
 
 
 def octal_at(pattern: str, i: int) -> str:
@@ -33,6 +35,10 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
     out, i, start = [], 0, None
     while i < len(pattern):
         c = pattern[i]
+        if (named := NAMED.match(pattern, i)) and (char := _named(named[1])):  # (no backend reads it: llguidance said
+            out.append(re.escape(char))  # "an escape it does not know, such as Python's \Z", xgrammar "Invalid
+            i = named.end()  # repetition count"; a review) -> the character itself
+            continue
         if c == "\\" and i + 1 < len(pattern):
             words, i = escape(pattern, i, start)
             out.append(words)
@@ -53,6 +59,14 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
             out.append(other(c))
         i += 1
     return "".join(out)
+
+
+def _named(name: str) -> str:
+    """The character Python's \\N{name} stands for; '' where it names none (Python's reading refuses it)."""
+    try:
+        return unicodedata.lookup(name)
+    except KeyError:
+        return ""
 
 
 STARTS = {sre.AT_BEGINNING: "^", sre.AT_BEGINNING_STRING: "\\A"}
