@@ -4,6 +4,7 @@ Bad input exits with status 2 and one line `error: ...` on stderr, before any mo
 input alone shows the mistake; an output that does not meet its constraint (INVALID: cut short, or
 a keyword checked only after the run) is printed in full and exits with status 1. The session (torch, transformers: seconds to import) is imported by the
 commands, so --help and a mistyped flag answer at once."""
+import codecs
 import contextlib
 import dataclasses
 import json
@@ -441,18 +442,38 @@ def stdin_prompt() -> str:
     last line end is dropped: what `echo`, a heredoc and an editor add (it was sent, and the demo pair
     continued a line no one had begun); a blank line typed before it stays."""
     said_to_type("the prompt")
-    text = sys.stdin.read(MAX_PROMPT_CHARS + 1)
+    text = _stdin_text(MAX_PROMPT_CHARS + 1)
     if len(text) > MAX_PROMPT_CHARS:  # (only so much is read: its length was said as the bound plus one)
         raise PlaygroundError(f"the prompt from standard input is longer than this host allows ({MAX_PROMPT_CHARS} "
                               "characters, PLAYGROUND_MAX_PROMPT_CHARS)")
     return text.removesuffix("\n").removesuffix("\r")
 
 
+def as_utf8(argv: list[str]) -> list[str]:
+    """The arguments' bytes read as UTF-8: under a locale of ASCII without Python's UTF-8 mode (LC_ALL=C
+    PYTHONUTF8=0), `--regex 猫{2}` was refused for a lone surrogate it did not hold (a review). Bytes that are
+    no UTF-8 stay surrogates, refused where they are read."""
+    return [os.fsencode(arg).decode("utf-8", "surrogateescape") for arg in argv]
+
+
+def _stdin_text(most_chars: int) -> str:
+    """Up to `most_chars` characters of standard input, its bytes read as UTF-8 whatever the locale says (under
+    LC_ALL=C PYTHONUTF8=0, 日本語 was "not valid UTF-8"; a review)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # (a stream of text alone)
+        return sys.stdin.read(most_chars)
+    data = stream.read(4 * most_chars)  # (UTF-8: at most 4 bytes a character)
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data, final=len(data) < 4 * most_chars)[:most_chars]
+    except UnicodeDecodeError as exc:
+        raise PlaygroundError(f"the prompt: standard input is not UTF-8 text (byte {exc.start})") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # a standard output that cannot write every character (cp1252 on Windows,
         sys.stdout.reconfigure(errors="backslashreplace")  # redirected) wrote a traceback after the whole run
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(as_utf8(sys.argv[1:]) if argv is None else argv)
         if getattr(args, "prompt", None) == "-":  # generate's and export's: from standard input
             if taken := [f"--{name}" for name in ("schema", "grammar") if getattr(args, name, None) in STDIN_NAMES]:
                 raise PlaygroundError(f"--prompt and {taken[0]} both read standard input: give one of them a file")
