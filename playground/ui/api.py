@@ -93,6 +93,17 @@ def _run_settings(a: dict) -> Settings:
                                **chosen_constraint({name: a[name] for name in ("schema", "regex", "grammar")}, base))
 
 
+def _utf8_pairs(query: str) -> list[tuple[str, str]]:
+    """A link's query as (key, value) pairs, refused where its escapes are not UTF-8 (another encoding's: GBK's 你好):
+    read with U+FFFD in their place, a link the app made from a prompt holding a U+FFFD was refused as one."""
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, errors="surrogateescape")
+    for key, value in pairs:
+        if (at := next((i for i, c in enumerate(key + "=" + value) if "\udc80" <= c <= "\udcff"), None)) is not None:
+            raise PlaygroundError(f"the link is refused, nothing run: its percent-escapes at {(key + '=' + value)[:at][:40]!r} "
+                                  "are not UTF-8 (escapes of another encoding?)")
+    return pairs
+
+
 def _base_settings(preset: str, link: str) -> Settings:
     """The settings the arguments start from: a preset's, or a share link's. The page says what a
     link carries that it ignores and runs the rest; an API caller is told instead, nothing run."""
@@ -106,9 +117,10 @@ def _base_settings(preset: str, link: str) -> Settings:
     at_most(len(link), MAX_LINK_CHARS, "the length of the link (characters)")
     head, asked, _ = link.partition("?")  # a page's address, or its query alone (whose values may hold a '?')
     query = urllib.parse.urlsplit(link).query if asked and not {"=", "&"} & set(head) else link
-    params, repeated = last_of_each(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    params, repeated = last_of_each(_utf8_pairs(query))
     _, _, params, ignored = experiment_from_query(params)  # an Experiments link's own inputs are not a run's (the
-    settings, notices = from_query(params, custom_models_allowed())  # link was refused), but checked as the page's
+    settings, notices = from_query(params, custom_models_allowed(), replaced=False)  # link was refused), but checked
+    # as the page's
     notices = repeated + ignored + notices
     if notices:
         raise PlaygroundError("the link is refused, nothing run (the page would run it without what it names): "

@@ -174,10 +174,12 @@ def last_of_each(pairs) -> tuple[dict[str, str], list[str]]:
                     for key, n in seen.items() if n > 1]
 
 
-def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | None = None) -> tuple[Settings, list[str]]:
+def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | None = None,
+               replaced: bool = True) -> tuple[Settings, list[str]]:
     """Query parameters -> (settings, notices about what was ignored). Without a preset the link's
     values apply to the default preset's settings. `drafts`: those a page's Draft box offers (a link
-    opens on no other: the box refused it at Run), else every one the host runs (the web API)."""
+    opens on no other: the box refused it at Run), else every one the host runs (the web API). `replaced`:
+    escapes that were not UTF-8 were read as U+FFFD (the page's server reads them so), and a U+FFFD is said."""
     notices, parsed = [], {}
     fingerprint = params.get(PRESET_HASH)
     for key, raw in params.items():
@@ -186,7 +188,7 @@ def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | N
         if key not in PARSERS:
             notices.append(f"ignored unknown parameter {key[:40]!r}")
             continue
-        if NOT_UTF8 in raw:  # percent-escapes of another encoding (GBK's 你好) ran as '���', without a word (kept:
+        if replaced and NOT_UTF8 in raw:  # percent-escapes of another encoding (GBK's 你好) ran as '���', without a word (kept:
             notices.append(f"{key} holds U+FFFD, what escapes of another encoding than UTF-8 read as: check it")  # a
             # link made from a text holding one must open on it)
         try:
