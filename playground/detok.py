@@ -1,24 +1,33 @@
 """Text of each token as it is committed. The engine speaks token ids; the caller fills in their text
-here, from the events as they come. Byte-level BPE can split one UTF-8 character over several
-tokens, so a token's text is the growth of the decoded text, held back while a character is
-incomplete (the approach of vLLM's incremental detokenizer)."""
+here, from the events as they come. Byte-level BPE (and SentencePiece's byte tokens) can split one UTF-8
+character over several tokens, so a token's text is the growth of the decoded text, held back while a
+character is incomplete (the approach of vLLM's incremental detokenizer), which the tokens' bytes tell
+(a U+FFFD at the end may be one written whole)."""
+import codecs
+import re
 from collections.abc import Iterable, Iterator
+
+from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from playground.events import REJECTED, Round
 
 REPLACEMENT = "\ufffd"
 CONTEXT = 4  # prompt tokens decoded before the output's: a character's bytes span at most 4 tokens
+BYTE_LEVEL = {char: byte for byte, char in bytes_to_unicode().items()}  # GPT-2's printable stand-ins -> bytes
+BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # SentencePiece's token of one byte
 
 
 class Detokenizer:
     def __init__(self, tokenizer, prompt_ids: list[int]):
         self.tokenizer = tokenizer
-        self.ids = list(prompt_ids[-CONTEXT:])  # a little context: some tokenizers drop a leading space
-        self.prefix_at = 0  # ids[prefix_at:read_at] is decoded context already emitted
-        self.read_at = len(self.ids)
+        # a little context (some tokenizers drop a leading space), from a character's first byte
+        self.ids = _from_a_character(tokenizer, prompt_ids[-CONTEXT:])
+        held = _held(tokenizer, self.ids, self._decode(self.ids))  # a prompt ending inside a character: the output
+        self.prefix_at = 0  # ids[prefix_at:read_at] is decoded context already emitted  # completes it
+        self.read_at = len(self.ids) - (held or 0)  # (the tokens of that character's bytes alone: not read yet)
         # characters emitted past ids[prefix_at:read_at]'s text, from tokens whose last is cut; -1 for a prompt
-        # that ends inside a character (its U+FFFD, never shown: the output's first token completes it)
-        self.ahead = -1 if dangling(tokenizer, prompt_ids) else 0
+        # ending in a token that ends one character and begins the next (its U+FFFD, never shown)
+        self.ahead = -1 if held is None else 0
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
@@ -30,9 +39,7 @@ class Detokenizer:
         the page showed "предл" where the output read "предло")."""
         self.ids.append(token_id)
         before = self._decode(self.ids[self.prefix_at:self.read_at])
-        after = self._decode(self.ids[self.prefix_at:])
-        cut = after.endswith(REPLACEMENT)  # (one U+FFFD for the incomplete character at the end)
-        whole = after[:-1] if cut else after
+        whole, cut = whole_text(self.tokenizer, self.ids[self.prefix_at:])
         delta = whole[len(before) + self.ahead:]
         if cut:
             self.ahead += len(delta)
@@ -49,19 +56,82 @@ class Detokenizer:
         return other
 
 
+def whole_text(tokenizer, ids: list[int]) -> tuple[str, bool]:
+    """ids' text without the bytes of a character it ends inside, and whether there were some (_held)."""
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    held = _held(tokenizer, ids, text)
+    if held == 0:
+        return text, False
+    return (text[:-1] if held is None else tokenizer.decode(ids[:-held], skip_special_tokens=True)), True
+
+
+def _held(tokenizer, ids: list[int], text: str) -> int | None:
+    """How many of ids' last tokens hold the first bytes of a character none of them ends (0: `text`, their
+    decoding, ends whole); None where a token ends one character and begins the next, or the bytes are unknown:
+    then `text`'s last U+FFFD stands for it (byte-level BPE writes one). Read from the last tokens' bytes where their
+    pieces say them (byte-level BPE, SentencePiece's byte tokens), else from a U+FFFD at the end: a U+FFFD written
+    whole (SmolLM2's token 24211) is text (a prompt ending in one had it copied onto the output, a run that wrote
+    one lost it). SentencePiece writes each byte of an unfinished character as a U+FFFD of its own, and the
+    characters before them in the same run of byte tokens too (日 then E6 read '����'): its byte tokens are left out."""
+    if not text.endswith(REPLACEMENT):
+        return 0
+    tail = [_piece_bytes(tokenizer, token_id) for token_id in ids[-CONTEXT:]]
+    if None in tail:
+        return None
+    reader = codecs.getincrementaldecoder("utf-8")("replace")
+    reader.decode(b"".join(tail))
+    pending = len(reader.getstate()[0])  # the bytes it holds for a character not yet whole
+    held = 0
+    for n, piece in enumerate(reversed(tail)):
+        if held == pending:
+            return n
+        held += len(piece)
+        if held > pending:
+            return None
+    return len(tail) if held == pending else None
+
+
+def _piece_bytes(tokenizer, token_id: int) -> bytes | None:
+    """A token's bytes where its piece may hold part of a character (a byte-level BPE piece, SentencePiece's byte
+    token); a piece of whole characters as its own text; None where a byte-level piece is not one of GPT-2's."""
+    piece = tokenizer.convert_ids_to_tokens(token_id)
+    if not isinstance(piece, str):
+        return None
+    if one := BYTE_FALLBACK.fullmatch(piece):
+        return bytes([int(one[1], 16)])
+    if not _byte_level(tokenizer):
+        return piece.encode()
+    return bytes(BYTE_LEVEL[char] for char in piece) if all(char in BYTE_LEVEL for char in piece) else None
+
+
+def _byte_level(tokenizer) -> bool:
+    """Whether the tokenizer decodes GPT-2's byte stand-ins (Qwen, SmolLM2, DeepSeek)."""
+    return "ByteLevel" in str(getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", ""))
+
+
 def dangling(tokenizer, prompt_ids: list[int]) -> list[int]:
     """A prompt's last tokens when it ends inside a character (ids given as such, `--prompt-ids`): the output's
     first bytes complete that character, which is the output's text (it read U+FFFD, and its stream lost it);
-    [] for a prompt that ends whole, as every text prompt does."""
-    tail = list(prompt_ids[-CONTEXT:])
-    return tail if tokenizer.decode(tail, skip_special_tokens=True).endswith(REPLACEMENT) else []
+    [] for a prompt that ends whole, as every text prompt does (one ending in a U+FFFD of its own too)."""
+    tail = _from_a_character(tokenizer, prompt_ids[-CONTEXT:])
+    return tail if whole_text(tokenizer, tail)[1] else []
+
+
+def _from_a_character(tokenizer, ids: list[int]) -> list[int]:
+    """ids without their first tokens of one byte that ends a character begun before them (a prompt's last tokens,
+    taken as context): SentencePiece decodes a run of byte tokens that does not start a character as a U+FFFD for
+    each byte, the characters after them in the run too."""
+    ids = list(ids)
+    while ids and (first := _piece_bytes(tokenizer, ids[0])) and len(first) == 1 and first[0] & 0xC0 == 0x80:
+        ids.pop(0)  # (10xxxxxx: a continuation byte)
+    return ids
 
 
 def output_text(tokenizer, ids: list[int], lead: list[int] = ()) -> str:
     """ids' text; after `lead` (dangling), from the character the prompt began."""
     if not lead:
         return tokenizer.decode(ids, skip_special_tokens=True)
-    before = tokenizer.decode(list(lead), skip_special_tokens=True)[:-1]  # (without its U+FFFD)
+    before = whole_text(tokenizer, list(lead))[0]  # (without its U+FFFDs)
     return tokenizer.decode(list(lead) + list(ids), skip_special_tokens=True)[len(before):]
 
 
@@ -70,8 +140,8 @@ def whole_characters(tokenizer, ids: list[int], lead: list[int] = ()) -> tuple[s
     stream holds them back: (text, whether some were left out). It ended in U+FFFD on the page, in the download and
     the CLI (SmolLM2 writes a Chinese character in about 2 tokens: half of such runs). Its last token's whole
     characters stay (SmolLM2's 10003 is "о" and half of the next letter), as the stream shows them."""
-    full = output_text(tokenizer, ids, lead)
-    return (full[:-1], True) if full.endswith(REPLACEMENT) else (full, False)
+    text, cut = whole_text(tokenizer, list(lead) + list(ids))
+    return text[len(whole_text(tokenizer, list(lead))[0]) if lead else 0:], cut
 
 
 def with_text(events: Iterable, tokenizer, prompt_ids: list[int]) -> Iterator:

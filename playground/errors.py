@@ -12,6 +12,7 @@ SATURATED = 10**12
 MESSAGE_CHARACTERS = 2_000  # a message's most: jsonschema's quoting a 200,000-character value made a popup of it
 LOG_CHARACTERS = 500  # of a message in the server's log
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # characters that break or restyle a log's line
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")  # embeddings, overrides, isolates: they reorder what follows
 
 
 class PlaygroundError(ValueError):
@@ -20,7 +21,13 @@ class PlaygroundError(ValueError):
     where: str = ""
 
     def __init__(self, message: str = "", *args):
-        super().__init__(cut(str(message), MESSAGE_CHARACTERS), *args)
+        super().__init__(cut(without_bidi_controls(str(message)), MESSAGE_CHARACTERS), *args)
+
+
+def without_bidi_controls(text: str) -> str:
+    """text with its bidi controls written as escapes (\\u202e): a message quoting a schema's property name that held
+    U+202E was drawn backwards after it, in words a link's author chose (a review)."""
+    return BIDI_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def cut(text: str, most: int) -> str:

@@ -474,6 +474,51 @@ def test_a_token_ending_one_character_and_starting_the_next_shows_the_first(toke
         assert whole_characters(mixed, prompt)[0] + written == text and streamed == written, n
 
 
+def byte_level_tokenizer(text: str) -> PreTrainedTokenizerFast:
+    """A byte-level BPE (GPT-2's, as Qwen's and SmolLM2's) trained on `text`."""
+    trained = Tokenizer(models.BPE())
+    trained.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trained.decoder = decoders.ByteLevel()
+    trained.train_from_iterator([text] * 20, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<eos>"], show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=trained, eos_token="<eos>")
+
+
+@pytest.mark.parametrize("scheme", ["byte-level", "sentencepiece"])
+def test_a_replacement_character_written_whole_is_text_not_a_cut(scheme):
+    """A U+FFFD is a character too: a prompt ending in one had it copied onto the output (whose check then
+    failed), a run writing one lost it from the stream, and a run cut after one was said to end inside a character
+    (a review). Whether a character is cut is read from the tokens' bytes, not from a U+FFFD at the end."""
+    from playground.detok import Detokenizer, dangling, whole_characters, with_text
+    from tests import tiny
+    text = "x = \"\ufffd\ufffd 日\ufffd"
+    tok = byte_level_tokenizer(text) if scheme == "byte-level" else tiny.sentencepiece_style_tokenizer()
+    ids = tok(text, add_special_tokens=False).input_ids
+    assert tok.decode(ids) == text
+    pieces = tok.convert_ids_to_tokens(ids)  # each piece's count of bytes: a byte-level piece's characters, or one byte
+    sizes = [1 if p.startswith("<0x") else len(p.replace("▁", " ").encode()) if scheme == "sentencepiece" else len(p)
+             for p in pieces]
+    lead = int(scheme == "sentencepiece")  # (the space SentencePiece puts in front, dropped when decoded)
+    whole_at = {lead + len(text[:i].encode()) for i in range(len(text) + 1)}  # where a character ends, in bytes
+    first = tok.decode(ids[:1])  # (a prompt of one: SentencePiece's first space is dropped where nothing is before it)
+    for n in range(2, len(ids) + 1):
+        detok = Detokenizer(tok, ids[:1])
+        shown = first + "".join(detok.push(i) for i in ids[1:n])
+        assert shown == whole_characters(tok, ids[:n])[0], n
+        assert whole_characters(tok, ids[:n])[1] == (sum(sizes[:n]) not in whole_at), n
+    assert whole_characters(tok, ids) == (text, False) and shown == text
+    assert dangling(tok, ids) == []  # a text prompt ending in U+FFFD ends whole
+    half = tok("日", add_special_tokens=False).input_ids[:-1]  # (the first bytes of 日 alone)
+    assert dangling(tok, half) == half[-4:] and whole_characters(tok, half) == ("", True)
+    for n in range(2, len(ids)):  # a prompt of ids cut anywhere: the output's text and stream are the rest
+        prompt, output = ids[:n], ids[n:]
+        tokens = [TokenEvent(ACCEPTED, i, "") for i in output]
+        [filled] = with_text([Round(1, tokens, len(output), len(output), 1, 1, 0.0, 0.0, 0.0, k=len(output))], tok, prompt)
+        streamed, (written, cut) = "".join(t.text for t in filled.tokens), whole_characters(tok, output, dangling(tok, prompt))
+        rest = text[len(whole_characters(tok, prompt)[0]):]  # (SentencePiece drops a first space decoded alone)
+        assert rest.lstrip(" ") == written.lstrip(" ") == streamed.lstrip(" ") and not cut, n
+
+
 def test_a_character_split_over_refused_drafts_reads_as_guessed(tokenizer):
     """Each refused draft was decoded alone after the kept text: a character the draft guessed over three
     byte tokens read '� � �', and a kept byte joined a later refused one into a character never guessed (an
@@ -504,3 +549,24 @@ def test_a_blank_token_and_a_part_of_a_character_are_named_for_a_screen_reader()
     assert 'aria-label="newline, 2 spaces"' in blank and blank.endswith(">\n  </span>")
     assert 'aria-label="part of a character"' in render._token_html(TokenEvent(ACCEPTED, 6, ""), frozenset())
     assert "aria-label" not in render._token_html(TokenEvent(ACCEPTED, 7, "x = 1"), frozenset())
+
+
+def test_a_bidi_control_in_a_token_or_a_message_reorders_nothing_after_it():
+    """A forced U+202E drew every chip after it backwards (`ab soe⏎1 enod dc`), and a schema's property name holding
+    one reversed the rest of the page's error message, in words a link's author chose (a review). Tokens draw it as
+    its name, messages write it as an escape; a chip drawing nothing (a zero-width joiner) is named."""
+    from playground.errors import PlaygroundError
+    from playground.events import TokenEvent
+    from playground.ui.tree_view import tree_view
+    chips = token_stream([Round(1, [TokenEvent(FORCED, 1, "ab\u202e"), TokenEvent(FORCED, 2, "cd done")], 0, 0, 1, 0,
+                                0.0, 0.0, 0.0, k=0)])
+    assert "\u202e" not in chips and ">ab⟨RLO⟩</span>" in chips and "U+202E RIGHT-TO-LEFT OVERRIDE" in chips
+    joiner = render._token_html(TokenEvent(ACCEPTED, 3, "\u200d"), frozenset())
+    assert 'aria-label="zero width joiner"' in joiner and "U+200D ZERO WIDTH JOINER" in joiner
+    refused = PlaygroundError("the pattern at /properties/\u202eNOTICE: visit evil.example is refused")
+    assert str(refused) == "the pattern at /properties/\\u202eNOTICE: visit evil.example is refused"
+    for shown in (render.error("at \u2067x\u2069", "constraint"), render.validity_badge(False, "'\u202dab' does not match", ["\u202en"])):
+        assert not any(c in shown for c in "\u202d\u202e\u2067\u2069") and ("\\u202d" in shown or "\\u2067" in shown), shown
+    drawn = tree_view([Round(1, [TokenEvent(REJECTED, 1, "\u202ex", 0.1, 0.2), TokenEvent(CORRECTED, 2, "y")], 1, 0, 1, 1,
+                             0.0, 0.0, 0.0, k=1)])
+    assert "\u202e" not in drawn and "⟨RLO⟩x" in drawn, drawn

@@ -3,7 +3,10 @@ live metrics. Pure functions of events and stats (no engine, no Gradio)."""
 import html
 import re
 
+import unicodedata
+
 from playground.config import BUDGET_RAN_OUT, THINK_END
+from playground.errors import BIDI_CONTROLS, without_bidi_controls
 from playground.events import ACCEPTED, BONUS, CORRECTED, FORCED, KINDS, OPEN_END, REJECTED, Round
 from playground.metrics import counted, expected_tokens_per_round, lookup_level
 
@@ -99,13 +102,43 @@ def _token_html(t, eos_ids) -> str:
     if t.token_id in eos_ids and not t.text:
         return f'<span class="tok tok-{t.kind} tok-eos" tabindex="-1" title="{title} · end of sequence">{EOS_MARK}</span>'
     text = t.text if t.kind != REJECTED else t.text.replace("\n", "↵")  # a refused newline stays on its line
+    title += unseen_characters(text)
+    text = drawn_controls(text)
     if not text:  # ('·' read as the middle dot of 列夫·托尔斯泰)
-        title += " · no text of its own: part of a character a later token completes, or a special token"
+        title += (" · no text of its own: part of a character, finished by a later guess if one shows it" if t.kind == REJECTED
+                  else " · no text of its own: part of a character a later token completes, or a special token")
         return (f'<span class="tok tok-{t.kind} tok-part" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}" '
                 f'aria-label="part of a character">◦</span>')  # (read "white bullet")
-    named = f' aria-label="{spoken_blank(text)}"' if not text.strip() else ""  # (a newline and its indent: heard as nothing)
+    named = (f' aria-label="{spoken_blank(text)}"' if not text.strip() else  # (a newline and its indent: heard as nothing)
+             f' aria-label="{html.escape(named_characters(text))}"' if markless(text) else "")
     return (f'<span class="tok tok-{t.kind}" data-kind="{t.kind}" tabindex="-1" title="{html.escape(title)}"{named}>'
             f'{html.escape(text)}</span>')
+
+
+BIDI_SHOWN = {0x202A: "LRE", 0x202B: "RLE", 0x202C: "PDF", 0x202D: "LRO", 0x202E: "RLO", 0x2066: "LRI", 0x2067: "RLI",
+              0x2068: "FSI", 0x2069: "PDI"}  # Unicode's abbreviations of the bidi controls
+
+
+def drawn_controls(text: str) -> str:
+    """A token's text with its bidi controls drawn as their names (⟨RLO⟩): as themselves they reordered every chip
+    after them, in words a link or a schema chose (a review: `ab⟨RLO⟩cd done 1` was drawn `ab soe⏎1 enod dc`)."""
+    return BIDI_CONTROLS.sub(lambda m: f"⟨{BIDI_SHOWN[ord(m.group())]}⟩", text)
+
+
+def unseen_characters(text: str) -> str:
+    """For a chip's title: its characters that draw nothing of their own (format characters: bidi controls, a
+    zero-width joiner...), by code point and name."""
+    unseen = sorted({c for c in text if unicodedata.category(c) == "Cf"})
+    return "".join(f" · U+{ord(c):04X} {unicodedata.name(c, 'a format character')}" for c in unseen[:4])
+
+
+def markless(text: str) -> bool:
+    """Whether a token draws nothing: format characters alone (a zero-width joiner between two emoji)."""
+    return bool(text) and all(unicodedata.category(c) == "Cf" for c in text)
+
+
+def named_characters(text: str) -> str:
+    return ", ".join(unicodedata.name(c, f"U+{ord(c):04X}").lower() for c in text[:4])
 
 
 def spoken_blank(text: str) -> str:
@@ -220,7 +253,7 @@ def error(message: str, where: str, ended_early: bool = False) -> str:
     """A user error, shown once next to the input it is about; its `quoted` parts (a command to run,
     a schema's text) as code, as the CLI's reader takes them. `ended_early`: what ended a run part way (its
     own id: the page dims a refused run's output, said under Run as run-error, as the last run's)."""
-    text = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(message))
+    text = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", shown_message(message))
     own = f"{where}-ended" if ended_early else f"{where}-error"
     return f'<div class="field-error" id="{own}" role="alert">{text}</div>'
 
@@ -264,8 +297,14 @@ def validity_badge(valid: bool | None, error: str | None, notes: list[str] = (),
     said = "valid as far as it goes" if open_end else "valid"
     notes = [OPEN_END] * bool(valid and open_end) + list(notes)
     badge = (f'<span class="badge badge-ok" id="valid-badge">{said}</span>' if valid else
-             f'<span class="badge badge-bad" id="valid-badge">invalid: {html.escape(error or "")}</span>')
-    return badge + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
+             f'<span class="badge badge-bad" id="valid-badge">invalid: {shown_message(error or "")}</span>')
+    return badge + "".join(f'<div class="constraint-note">{shown_message(note)}</div>' for note in notes)
+
+
+def shown_message(message: str) -> str:
+    """A message (a check's verdict quoting the output, a note naming a schema's keyword) as HTML, its bidi controls
+    as escapes (PlaygroundError's own are)."""
+    return html.escape(without_bidi_controls(message))
 
 
 def md_escape(text: str) -> str:

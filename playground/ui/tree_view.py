@@ -7,7 +7,7 @@ the draft's probabilities of it. Nested lists with a bounded height: readable at
 import html
 
 from playground.events import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
-from playground.ui.render import COLOURS, EOS_MARK, UNDERLINES
+from playground.ui.render import COLOURS, EOS_MARK, UNDERLINES, drawn_controls, unseen_characters
 
 ROUNDS_SHOWN = 6  # the last rounds drawn; older ones are in the stream and the download
 
@@ -91,7 +91,8 @@ def _own(t, eos_ids: frozenset) -> str:
     title = (f"the target's own token ({t.kind})" + (f" · p_target {t.p_target:.3f}" if t.p_target is not None else ""))
     eos = t.token_id in eos_ids and not t.text
     title += " · end of sequence" if eos else ""
-    text = EOS_MARK if eos else (t.text or "◦").replace("\n", "↵")
+    title += unseen_characters(t.text)
+    text = EOS_MARK if eos else drawn_controls(t.text or "◦").replace("\n", "↵")
     return f'<span class="tnode {t.kind}" title="{html.escape(title)}">{html.escape(text)}</span>'
 
 
@@ -106,6 +107,7 @@ def _node(n: int, tree: dict, kept: set) -> str:
         title += " · end of sequence"
     elif not tree["text"][n]:
         title += " · no text of its own: part of a character a later token completes"
-    text = EOS_MARK if eos else (tree["text"][n] or "◦").replace("\n", "↵")
+    title += unseen_characters(tree["text"][n])
+    text = EOS_MARK if eos else drawn_controls(tree["text"][n] or "◦").replace("\n", "↵")
     css = "kept" if n in kept else "unjudged" if n in tree["unjudged"] else "refused"
     return f'<span class="tnode {css}" title="{html.escape(title)}">{html.escape(text)}</span>'
