@@ -10,7 +10,8 @@ differ between passes of k+1 tokens and of one. Products of 2 to 16 rows agree r
 and so does the eager attention (matmul, softmax, matmul), once every product is oneDNN's: ATen keeps
 those of at most 16^3 multiply-adds for its own kernel (_product pads the attention's past that; a
 model's linear layers are far past it). Hence: eager attention, and every
-one-row linear computed as two identical rows, keeping the first. On a CPU with AVX2 only (bfloat16
+one-row linear computed as two identical rows, keeping the first, except where the packed kernel's one
+row is bitwise a row of its wider products on this machine (checked at load: one_row_is_a_row). On a CPU with AVX2 only (bfloat16
 emulated; 2-core AMD EPYC, torch 2.13) the products still agree but the eager attention's rows do
 not: greedy speculation on SmolLM2 differed from the target alone at token 66 of a held-out prompt,
 chains and trees alike, and matched it with the row-invariant attention below (placement.attention_for
@@ -23,7 +24,9 @@ same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row
 1.08x faster), while float32's small products are not flat
 (72 ms at one token, 109-134 ms at two to five). With packed weights (playground.models.packed_linear) a
 one-token pass costs 38 ms with two rows against 34 ms with one (and a 4-token pass 33 ms): the
-exact target alone runs about 1.18x slower than one with one-row products, whose tokens differ.
+exact target alone ran about 1.18x slower than one with one-row products, whose tokens differ. Each model's
+products are timed both ways at load (plain_ratio: a 2-core Xeon with AMX, bfloat16: the plain ones 0.77x as
+fast; float32 held to AVX2: 1.7-1.8x as fast), and the speedup's note says so where plain ones are faster.
 
 float32 (CPUs without bf16 dot products, most laptops): MKL's small float32 products are neither
 flat nor row-invariant, oneDNN's from packed weights are both (rows of 2 to 16 bitwise; one row
@@ -35,6 +38,8 @@ equal to one-token passes; it was 55/88/107/78/70 ms with SDPA and MKL, rows dif
 import contextlib
 import contextvars
 import functools
+import statistics
+import time
 from dataclasses import dataclass
 
 import torch
@@ -44,7 +49,7 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMa
 from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
-from playground.models.packed_linear import ATTR, linear
+from playground.models.packed_linear import ATTR, linear, packed_forward
 
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
 # depend on the query count there, placement.eager_rows_invariant), a tree's rows alone
@@ -351,12 +356,73 @@ def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 
 def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
-    """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place)."""
+    """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place): one row computed as
+    two, except where the packed weights' one-row product is already bitwise a row of the wider ones on this
+    machine (one_row_is_a_row: oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows).
+    model.playground_plain_ratio: how much faster plain one-row products (MKL's, unpacked, whose rows can differ)
+    ran than these, timed here (the target alone's exact passes are said to be that much slower)."""
     attention = getattr(model.config, "_attn_implementation", None)
     if attention not in (ATTENTION, ROW_INVARIANT):
         raise ValueError(f"load the model with attn_implementation='{ATTENTION}' or '{ROW_INVARIANT}' (it has {attention})")
-    for module in model.modules():
-        if isinstance(module, torch.nn.Linear):
-            module.forward = two_row_linear.__get__(module)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(linears).items()}
+    for module in linears:
+        module.forward = (packed_forward if exact_alone[_shape(module)] else two_row_linear).__get__(module)
     model.playground_batch_invariant = True
+    model.playground_plain_ratio = plain_ratio([m for name, m in model.named_modules()
+                                                if isinstance(m, torch.nn.Linear) and ".layers.0." in f".{name}"])
     return model
+
+
+WIDEST = 16  # the widest pass whose rows the check compares (a chain's k+1 is at most 17; wider ones agree too, 2..16 checked)
+
+
+def _shape(module: torch.nn.Linear) -> tuple:
+    return tuple(module.weight.shape), module.weight.dtype, module.__dict__.get(ATTR) is not None
+
+
+def _by_shape(linears: list) -> dict:
+    """One module of each (weight shape, dtype, packed) the model has: the products a check tells apart."""
+    return {shape: module for module in linears for shape in [_shape(module)]}
+
+
+def one_row_is_a_row(module: torch.nn.Linear) -> bool:
+    """Whether the module's packed product of one row is bitwise the first row of its products of 2 to WIDEST rows,
+    on one thread and on all (the kernel's order of sums is its choice, by shape and instruction set; random rows
+    that agree mean the same order). Unpacked weights: no (MKL's small products are not row-invariant)."""
+    if module.__dict__.get(ATTR) is None:
+        return False
+    rows = torch.randn(WIDEST, module.in_features, generator=torch.Generator().manual_seed(0)).to(module.weight.dtype)
+    threads = torch.get_num_threads()
+    try:
+        with torch.inference_mode():
+            for count in sorted({1, threads}):
+                torch.set_num_threads(count)
+                one = packed_forward(module, rows[:1])[0]
+                if not all(torch.equal(one, packed_forward(module, rows[:n])[0]) for n in range(2, WIDEST + 1)):
+                    return False
+    finally:
+        torch.set_num_threads(threads)
+    return True
+
+
+TIMINGS = 5  # interleaved timings of each way, after one to warm up
+
+
+def plain_ratio(layer: list) -> float | None:
+    """Median time of a decoder layer's one-row products as these passes take them over that of plain ones
+    (F.linear on the unpacked weights, MKL's): how much faster a one-token pass's products would run with no
+    regard for exactness, timed in turns on this machine (about 0.1 s). None for no layer."""
+    if not layer:
+        return None
+    rows = [torch.zeros(1, m.in_features, dtype=m.weight.dtype) for m in layer]
+    times = {"exact": [], "plain": []}
+    with torch.inference_mode():
+        for attempt in range(TIMINGS + 1):
+            for way in times:
+                started = time.perf_counter()
+                for module, row in zip(layer, rows):
+                    module(row) if way == "exact" else torch.nn.functional.linear(row, module.weight, module.bias)
+                if attempt:
+                    times[way].append(time.perf_counter() - started)
+    return statistics.median(times["exact"]) / statistics.median(times["plain"])
