@@ -331,6 +331,34 @@ def test_one_row_is_taken_alone_only_where_its_product_is_a_row_of_the_wider_one
     assert not batch_invariant.one_row_is_a_row(layer)
 
 
+def test_the_bench_runs_transformers_on_its_own_kernels(saved_pair, monkeypatch):
+    """bench's transformers rows ran the exact model (packed two-row products, the row-invariant attention) and
+    said plain generate was 1.00x its target alone, where transformers' own kernels ran 1.33x faster (an AVX2
+    review): within plain_kernels a batch-invariant model runs SDPA and nn.Linear's own forward, its exact
+    kernels back after, even where generate fails."""
+    from playground.measure import bench
+    monkeypatch.setattr(placement, "SMALL_MODEL", 1000)
+    target, draft = saved_pair
+    models.CACHE.entries.clear()
+    pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.float32)
+    model, seen = pair.target, []
+    exact = {m: m.__dict__["forward"] for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    hook = model.register_forward_pre_hook(lambda module, args: seen.append(
+        (module.config._attn_implementation, any("forward" in m.__dict__ for m in exact))))
+    prompt = session.encode_prompt(pair, "def parse(text):\n")
+    try:
+        sample = bench.run_hf(pair, prompt, session.spec_config(k=2, max_new_tokens=8), "hf-target")
+    finally:
+        hook.remove()
+    assert sample.ids and set(seen) == {("sdpa", False)}
+    assert model.config._attn_implementation == ROW_INVARIANT and all(m.__dict__["forward"] == f for m, f in exact.items())
+    monkeypatch.setattr(model, "generate", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        bench.run_hf(pair, prompt, session.spec_config(k=2, max_new_tokens=8), "hf-target")
+    assert model.config._attn_implementation == ROW_INVARIANT and all(m.__dict__["forward"] == f for m, f in exact.items())
+    models.CACHE.entries.clear()
+
+
 def test_what_is_not_packed(monkeypatch):
     layer = torch.nn.Linear(8, 4).to(torch.float16)
     assert not packed_linear.pack_linears(layer)  # float16: stays on F.linear

@@ -36,6 +36,7 @@ from playground.events import Round, committed_ids
 from playground.metrics import first_tokens, summarize
 from playground.draft_ids import NGRAM
 from playground.limits import compile_refused
+from playground.models.batch_invariant import plain_kernels
 from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
 from playground.measure.report import row_line
@@ -102,14 +103,16 @@ def constant_assistant(draft, k: int):
 
 @torch.inference_mode()
 def run_hf(pair: Pair, ids: list[int], cfg: SpecConfig, method: str) -> Sample:
-    """transformers' generate: plain, with the draft as assistant, or with prompt lookup."""
+    """transformers' generate: plain, with the draft as assistant, or with prompt lookup; a batch-invariant CPU
+    model on transformers' own kernels (plain_kernels), as a user of transformers would run it."""
     torch.manual_seed(cfg.seed)
     inputs = torch.tensor([ids], device=pair.device)
     extra: dict = {}
     if method == "hf-prompt-lookup":
         extra = dict(prompt_lookup_num_tokens=cfg.k)
     target_calls, draft_calls = PassCounter(pair.target), PassCounter(pair.draft if "assisted" in method else None)
-    with constant_assistant(pair.draft, cfg.k) if method == "hf-assisted" else contextlib.nullcontext():
+    with (constant_assistant(pair.draft, cfg.k) if method == "hf-assisted" else contextlib.nullcontext(),
+          plain_kernels(pair.target), plain_kernels(pair.draft) if "assisted" in method else contextlib.nullcontext()):
         if method == "hf-assisted":
             extra = dict(assistant_model=pair.draft)
         start = time.perf_counter()

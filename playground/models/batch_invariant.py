@@ -374,6 +374,26 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
+@contextlib.contextmanager
+def plain_kernels(model):
+    """Within: a batch-invariant model's products and attention as transformers runs them (one-row products
+    MKL's, attention SDPA's), whose tokens can differ: the baseline of plain decoding (bench's transformers rows
+    ran the exact model, and read 1.00x its target alone where plain generate ran 1.33x faster; an AVX2 review).
+    Not for a model other runs share at the time."""
+    if not getattr(model, "playground_batch_invariant", False):
+        yield
+        return
+    patched = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and "forward" in m.__dict__]
+    forwards, attention = [m.__dict__.pop("forward") for m in patched], model.config._attn_implementation
+    model.set_attn_implementation("sdpa")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(attention)
+        for module, forward in zip(patched, forwards):
+            module.forward = forward
+
+
 WIDEST = 16  # the widest pass whose rows the check compares (a chain's k+1 is at most 17; wider ones agree too, 2..16 checked)
 
 
