@@ -1,6 +1,7 @@
 """A small model's decode thread count is measured on this machine, not assumed: one thread made the
 demo target alone 1.25x slower on a 2-core Xeon with AMX (slower than transformers' generate), where
 it had been faster for the demo draft on a 2-core AMD EPYC."""
+import os
 import pytest
 import torch
 
@@ -68,3 +69,15 @@ def test_a_process_on_one_thread_has_nothing_to_choose(monkeypatch, tokenizer):
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 2.0))
     assert decode_threads.fastest_decode_threads(model) is None
+
+
+def test_openmp_threads_spin_briefly_unless_the_user_says_otherwise():
+    """On 2 cores beside one busy process, libgomp's default spinning made SmolLM2's target alone 3-10x slower
+    (BENCHMARKS.md): importing playground sets GOMP_SPINCOUNT before torch loads, a user's own value kept."""
+    import subprocess
+    import sys
+    probe = "import os, playground, torch; print(os.environ['GOMP_SPINCOUNT'])"
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.strip() == "300"
+    mine = subprocess.run([sys.executable, "-c", probe], env={**env, "GOMP_SPINCOUNT": "5000"}, capture_output=True, text=True)
+    assert mine.stdout.strip() == "5000"
