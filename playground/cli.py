@@ -449,13 +449,6 @@ def stdin_prompt() -> str:
     return text.removesuffix("\n").removesuffix("\r")
 
 
-def as_utf8(argv: list[str]) -> list[str]:
-    """The arguments' bytes read as UTF-8: under a locale of ASCII without Python's UTF-8 mode (LC_ALL=C
-    PYTHONUTF8=0), `--regex 猫{2}` was refused for a lone surrogate it did not hold (a review). Bytes that are
-    no UTF-8 stay surrogates, refused where they are read."""
-    return [os.fsencode(arg).decode("utf-8", "surrogateescape") for arg in argv]
-
-
 def _stdin_text(most_chars: int) -> str:
     """Up to `most_chars` characters of standard input, its bytes read as UTF-8 whatever the locale says (under
     LC_ALL=C PYTHONUTF8=0, 日本語 was "not valid UTF-8"; a review)."""
@@ -473,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # a standard output that cannot write every character (cp1252 on Windows,
         sys.stdout.reconfigure(errors="backslashreplace")  # redirected) wrote a traceback after the whole run
     try:
-        args = build_parser().parse_args(as_utf8(sys.argv[1:]) if argv is None else argv)
+        args = build_parser().parse_args(argv)
         if getattr(args, "prompt", None) == "-":  # generate's and export's: from standard input
             if taken := [f"--{name}" for name in ("schema", "grammar") if getattr(args, name, None) in STDIN_NAMES]:
                 raise PlaygroundError(f"--prompt and {taken[0]} both read standard input: give one of them a file")

@@ -94,6 +94,10 @@ def _held(tokenizer, ids: list[int], text: str) -> int | None:
 def _piece_bytes(tokenizer, token_id: int) -> bytes | None:
     """A token's bytes where its piece may hold part of a character (a byte-level BPE piece, SentencePiece's byte
     token); a piece of whole characters as its own text; None where a byte-level piece is not one of GPT-2's."""
+    if token_id in tokenizer.all_special_ids:  # (decoded as nothing: the bytes around it join)
+        return b""
+    if (added := tokenizer.added_tokens_decoder.get(token_id)) is not None:  # (its text as written)
+        return added.content.encode()
     piece = tokenizer.convert_ids_to_tokens(token_id)
     if not isinstance(piece, str):
         return None

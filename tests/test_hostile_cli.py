@@ -158,13 +158,13 @@ def test_a_standard_output_that_cannot_write_a_character_escapes_it(capsys, monk
 
 
 def test_utf8_arguments_and_input_under_an_ascii_locale_are_read_as_utf8():
-    """Under LC_ALL=C without Python's UTF-8 mode, `--regex 猫{2}[a-z]+` was refused for a lone surrogate and 日本語
-    on standard input as "not valid UTF-8" (a review): both are read as the UTF-8 they are."""
+    """Under LC_ALL=C without Python's UTF-8 mode, 日本語 on standard input was "not valid UTF-8" (a review): it is
+    read as the UTF-8 it is. (Arguments stay the locale's: read as UTF-8, a file's non-ASCII path was not found.)"""
     env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-m", "playground", "export", "--preset", "demo", "--prompt", "-",
-                           "--regex", "猫{2}[a-z]+"], input="日本語".encode(), env=env, capture_output=True, timeout=300)
+                           "--regex", "[a-z]+"], input="日本語".encode(), env=env, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
-    assert b'"prompt": "\\u65e5\\u672c\\u8a9e"' in done.stdout and b'"regex": "\\u732b{2}[a-z]+"' in done.stdout
+    assert b'"prompt": "\\u65e5\\u672c\\u8a9e"' in done.stdout and b'"regex": "[a-z]+"' in done.stdout
 
 
 def test_bench_out_must_be_writable(capsys, saved_pair, tmp_path):

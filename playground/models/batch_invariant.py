@@ -384,9 +384,11 @@ def plain_kernels(model):
         yield
         return
     patched = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and "forward" in m.__dict__]
-    forwards, attention = [m.__dict__.pop("forward") for m in patched], model.config._attn_implementation
-    model.set_attn_implementation("sdpa")
+    forwards, attention = [m.__dict__["forward"] for m in patched], model.config._attn_implementation
     try:
+        for module in patched:
+            del module.__dict__["forward"]
+        model.set_attn_implementation("sdpa")
         yield
     finally:
         model.set_attn_implementation(attention)
