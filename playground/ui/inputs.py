@@ -14,7 +14,7 @@ from gradio.context import LocalContext
 from playground.config import BACKENDS
 from playground.constraints import from_user, read_constraint, worker
 from playground.constraints.reading import READ_SECONDS
-from playground.errors import PlaygroundError, blamed_on, for_log, shown
+from playground.errors import PlaygroundError, blamed_on, for_log, shown, without_bidi_controls
 from playground.limits import (MAX_GRAMMAR_CHARS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_REGEX_CHARS, MAX_SCHEMA_TEXT_CHARS,
                                MAX_SYSTEM_CHARS, at_most)
 from playground.metrics import counted
@@ -543,7 +543,7 @@ def check_constraint(kind: str, text: str, backend: str = BACKENDS[0], compiled:
         except PlaygroundError as exc:
             return _refused(exc, _schema_under(kind, text))
     notes = _edge_spaces(text) * (kind == "regex") + notes
-    return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(note)}</div>' for note in notes)
+    return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(without_bidi_controls(note))}</div>' for note in notes)
 
 
 def _edge_spaces(pattern: str) -> list[str]:
