@@ -331,6 +331,29 @@ def test_one_row_is_taken_alone_only_where_its_product_is_a_row_of_the_wider_one
     assert not batch_invariant.one_row_is_a_row(layer)
 
 
+def test_passes_wider_than_the_checked_widths_are_taken_in_pieces(monkeypatch):
+    """Products agree row by row up to 16 rows (checked); with AMX, bfloat16 products of 33 rows and more summed
+    otherwise, and a greedy tree of 64 nodes left the target alone. Past a run's first pass a wider pass is taken
+    16 rows at a time: each row is a one-row pass's (planted here: a kernel whose rows change past 16 rows); a run's
+    first pass, which needs to agree only with itself, goes whole."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(576, 192, bias=False)
+    assert packed_linear.pack_linears(layer)
+    real, widths = batch_invariant.packed_forward, []
+
+    def wide_rounds_otherwise(self, x):
+        widths.append(x.numel() // x.shape[-1])
+        return real(self, x) + 1e-3 * (widths[-1] > 16)
+    x = torch.randn(1, 40, 576)
+    with torch.inference_mode():
+        ones = torch.cat([two_row_linear(layer, x[:, i:i + 1]) for i in range(40)], dim=1)  # [1, 40, 192]
+        wide = batch_invariant.at_most_widest(wide_rounds_otherwise, layer, x)
+        assert wide.shape == (1, 40, 192) and torch.equal(wide, ones) and widths == [16, 16, 8]
+        with batch_invariant.prompt_pass():
+            assert not torch.equal(batch_invariant.at_most_widest(wide_rounds_otherwise, layer, x), ones)
+        assert widths[3:] == [40]
+
+
 def test_the_bench_runs_transformers_on_its_own_kernels(saved_pair, monkeypatch):
     """bench's transformers rows ran the exact model (packed two-row products, the row-invariant attention) and
     said plain generate was 1.00x its target alone, where transformers' own kernels ran 1.33x faster (an AVX2

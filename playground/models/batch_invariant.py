@@ -11,7 +11,8 @@ and so does the eager attention (matmul, softmax, matmul), once every product is
 those of at most 16^3 multiply-adds for its own kernel (_product pads the attention's past that; a
 model's linear layers are far past it). Hence: eager attention, and every
 one-row linear computed as two identical rows, keeping the first, except where the packed kernel's one
-row is bitwise a row of its wider products on this machine (checked at load: one_row_is_a_row). On a CPU with AVX2 only (bfloat16
+row is bitwise a row of its wider products on this machine (checked at load: one_row_is_a_row), and every
+pass wider than 16 rows taken 16 at a time (at_most_widest: with AMX, 33 rows and more sum otherwise). On a CPU with AVX2 only (bfloat16
 emulated; 2-core AMD EPYC, torch 2.13) the products still agree but the eager attention's rows do
 not: greedy speculation on SmolLM2 differed from the target alone at token 66 of a held-out prompt,
 chains and trees alike, and matched it with the row-invariant attention below (placement.attention_for
@@ -30,7 +31,7 @@ fast; float32 held to AVX2: 1.7-1.8x as fast), and the speedup's note says so wh
 
 float32 (CPUs without bf16 dot products, most laptops): MKL's small float32 products are neither
 flat nor row-invariant, oneDNN's from packed weights are both (rows of 2 to 16 bitwise; one row
-too with AVX2 kernels, not with AVX512 ones, hence two rows everywhere), and the eager attention's
+too with AVX2 kernels, not with AVX512 ones: one_row_is_a_row tells at load), and the eager attention's
 float32 matmuls are not: ROW_INVARIANT attention computes each query alone, as a one-token pass
 does. SmolLM2-135M in float32 on 2 cores (AMD EPYC with oneDNN, ATen and MKL held to AVX2), a
 pass of 1/2/3/4/5 tokens after 150: 44/43/46/48/51 ms (1.16x at 5, interleaved medians), bitwise
@@ -355,6 +356,18 @@ def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return linear(rows, self.weight, self.bias, packed)[:1].reshape(*x.shape[:-1], -1)
 
 
+def at_most_widest(forward, module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """forward(module, x), x [..., in], with its rows taken WIDEST at a time past a run's first pass (prompt_pass):
+    the products agree row by row up to WIDEST rows, not past 32 (bfloat16 with AMX, 2-core Xeon, torch 2.13: every
+    row of a 33-row product differed from a narrower one's, so greedy trees of 33 or more nodes, 8,7, left the
+    target alone at token 27). A run's first pass needs to agree only with itself (prompt_pass) and goes whole."""
+    rows = x.numel() // x.shape[-1]
+    if rows <= WIDEST or PROMPT_PASS.get():
+        return forward(module, x)
+    parts = [forward(module, part) for part in x.reshape(rows, -1).split(WIDEST)]  # [<= WIDEST, in] each
+    return torch.cat(parts).reshape(*x.shape[:-1], -1)
+
+
 def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place): one row computed as
     two, except where the packed weights' one-row product is already bitwise a row of the wider ones on this
@@ -367,7 +380,7 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(linears).items()}
     for module in linears:
-        module.forward = (packed_forward if exact_alone[_shape(module)] else two_row_linear).__get__(module)
+        module.forward = functools.partial(at_most_widest, packed_forward if exact_alone[_shape(module)] else two_row_linear, module)
     model.playground_batch_invariant = True
     model.playground_plain_ratio = plain_ratio([m for name, m in model.named_modules()
                                                 if isinstance(m, torch.nn.Linear) and ".layers.0." in f".{name}"])
@@ -396,7 +409,7 @@ def plain_kernels(model):
             module.forward = forward
 
 
-WIDEST = 16  # the widest pass whose rows the check compares (a chain's k+1 is at most 17; wider ones agree too, 2..16 checked)
+WIDEST = 16  # rows per product at most past a run's first pass (at_most_widest), the widths the check compares
 
 
 def _shape(module: torch.nn.Linear) -> tuple:
