@@ -53,12 +53,17 @@ def test_characters_written_as_escapes_still_run(pair, backend):
 def test_a_character_named_in_a_regex_is_that_character(pair, backend):
     """Python's \\N{...} passed the regex's check, then each backend refused it in words about something else
     (llguidance "such as Python's \\Z", xgrammar "Invalid repetition count"; a review): it is the character it names,
-    in a class too, and a metacharacter named so is itself."""
+    in a class too, and a metacharacter named so is itself. A character that is none goes unescaped (a space and #
+    were escaped, and xgrammar noted "Escape sequence '\\ ' is not recognized", which the user never typed)."""
     prompt = session.encode_prompt(pair, "x")
     regex = r"\N{GREEK SMALL LETTER ALPHA}[\N{DIGIT ONE}-\N{DIGIT THREE}]\N{ASTERISK}{2}"
     constraint = session.constrain(pair, from_user(regex=regex, backend=backend))
     result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
     assert re.fullmatch("α[1-3][*]{2}", result.text) and result.valid, result.text
+    regex = r"a\N{SPACE}\N{NUMBER SIGN}\N{SOLIDUS}[\N{SPACE}\N{HYPHEN-MINUS}]\N{FULL STOP}"
+    constraint = session.constrain(pair, from_user(regex=regex, backend=backend))
+    result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=12), constraint=constraint)
+    assert re.fullmatch("a #/[ -][.]", result.text) and result.valid and constraint.notes == (), (result.text, constraint.notes)
 
 
 def test_bytes_that_are_no_utf8_are_named():

@@ -9,6 +9,8 @@ from re import _constants as sre, _parser as sre_parse  # Python's own reading o
 ANCHORED = "the whole output must match the pattern, so ^ and $ may stand only at its ends, where they change nothing"
 NO_LOWER_BOUND = re.compile(r"\{,(\d+)\}")  # x{,3}: Python's x{0,3}; a missing number to both backends
 NAMED = re.compile(r"\\N\{([^}]*)\}")  # \N{GREEK SMALL LETTER ALPHA}: Python's character by its name
+METACHARACTERS = frozenset("\\.^$*+?()[]{}|-")  # escaped where \N{...} names one (re.escape escaped a space too, and
+# xgrammar then noted an escape the user never typed)
 
 
 def octal_at(pattern: str, i: int) -> str:
@@ -36,8 +38,8 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
     while i < len(pattern):
         c = pattern[i]
         if (named := NAMED.match(pattern, i)) and (char := _named(named[1])):  # (no backend reads it: llguidance said
-            out.append(re.escape(char))  # "an escape it does not know, such as Python's \Z", xgrammar "Invalid
-            i = named.end()  # repetition count"; a review) -> the character itself
+            out.append("\\" * (char in METACHARACTERS) + char)  # "an escape it does not know, such as Python's \Z",
+            i = named.end()  # xgrammar "Invalid repetition count"; a review) -> the character itself
             continue
         if c == "\\" and i + 1 < len(pattern):
             words, i = escape(pattern, i, start)
