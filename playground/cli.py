@@ -446,7 +446,7 @@ def stdin_prompt() -> str:
     if len(text) > MAX_PROMPT_CHARS:  # (only so much is read: its length was said as the bound plus one)
         raise PlaygroundError(f"the prompt from standard input is longer than this host allows ({MAX_PROMPT_CHARS} "
                               "characters, PLAYGROUND_MAX_PROMPT_CHARS)")
-    return text.removesuffix("\n").removesuffix("\r")
+    return text.removesuffix("\n")
 
 
 def _stdin_text(most_chars: int) -> str:
@@ -454,12 +454,15 @@ def _stdin_text(most_chars: int) -> str:
     LC_ALL=C PYTHONUTF8=0, 日本語 was "not valid UTF-8"; a review)."""
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # (a stream of text alone)
-        return sys.stdin.read(most_chars)
-    data = stream.read(4 * most_chars)  # (UTF-8: at most 4 bytes a character)
-    try:
-        return codecs.getincrementaldecoder("utf-8")().decode(data, final=len(data) < 4 * most_chars)[:most_chars]
-    except UnicodeDecodeError as exc:
-        raise PlaygroundError(f"the prompt: standard input is not UTF-8 text (byte {exc.start})") from None
+        text = sys.stdin.read(most_chars)
+    else:
+        data = stream.read(4 * most_chars)  # (UTF-8: at most 4 bytes a character)
+        try:
+            text = codecs.getincrementaldecoder("utf-8")().decode(data, final=len(data) < 4 * most_chars)
+        except UnicodeDecodeError as exc:
+            raise PlaygroundError(f"the prompt: standard input is not UTF-8 text (byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")[:most_chars]  # lines as text mode reads them (bytes read
+    # alone kept a Windows file's \r\n: a review)
 
 
 def main(argv: list[str] | None = None) -> int:
