@@ -372,7 +372,7 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place): one row computed as
     two, except where the packed weights' one-row product is already bitwise a row of the wider ones on this
     machine (one_row_is_a_row: oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows).
-    model.playground_plain_ratio: how much faster plain one-row products (MKL's, unpacked, whose rows can differ)
+    model.playground_plain_ratio: how much faster plain one-row products (unpacked: MKL's in float32, whose rows can differ)
     ran than these, timed here (the target alone's exact passes are said to be that much slower)."""
     attention = getattr(model.config, "_attn_implementation", None)
     if attention not in (ATTENTION, ROW_INVARIANT):
@@ -446,7 +446,7 @@ TIMINGS = 5  # interleaved timings of each way, after one to warm up
 
 def plain_ratio(layer: list) -> float | None:
     """Median time of a decoder layer's one-row products as these passes take them over that of plain ones
-    (F.linear on the unpacked weights, MKL's): how much faster a one-token pass's products would run with no
+    (F.linear on the unpacked weights: MKL's in float32): how much faster a one-token pass's products would run with no
     regard for exactness, timed in turns on this machine (about 0.1 s). None for no layer."""
     if not layer:
         return None
