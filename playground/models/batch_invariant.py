@@ -422,9 +422,10 @@ def _by_shape(linears: list) -> dict:
 
 
 def one_row_is_a_row(module: torch.nn.Linear) -> bool:
-    """Whether the module's packed product of one row is bitwise the first row of its products of 2 to WIDEST rows,
-    on one thread and on all (the kernel's order of sums is its choice, by shape and instruction set; random rows
-    that agree mean the same order). Unpacked weights: no (MKL's small products are not row-invariant)."""
+    """Whether the module's packed product of one row is bitwise that row of its products of 2 to WIDEST rows, every
+    row of each, on one thread and on all (the kernel's order of sums is its choice, by shape, instruction set and a
+    row's place in its block of rows; random rows that agree mean the same order). Unpacked weights: no (MKL's small
+    products are not row-invariant)."""
     if module.__dict__.get(ATTR) is None:
         return False
     rows = torch.randn(WIDEST, module.in_features, generator=torch.Generator().manual_seed(0)).to(module.weight.dtype)
@@ -433,8 +434,8 @@ def one_row_is_a_row(module: torch.nn.Linear) -> bool:
         with torch.inference_mode():
             for count in sorted({1, threads}):
                 torch.set_num_threads(count)
-                one = packed_forward(module, rows[:1])[0]
-                if not all(torch.equal(one, packed_forward(module, rows[:n])[0]) for n in range(2, WIDEST + 1)):
+                ones = torch.cat([packed_forward(module, rows[i:i + 1]) for i in range(WIDEST)])  # [WIDEST, out]
+                if not all(torch.equal(ones[:n], packed_forward(module, rows[:n])) for n in range(2, WIDEST + 1)):
                     return False
     finally:
         torch.set_num_threads(threads)
