@@ -215,6 +215,33 @@ def test_half_precision_cpu_models_decode_exactly(saved_pair):
                         and f"ran {ratio:.2f}x faster on this machine (timed at load)" in form)
 
 
+def test_a_batch_invariant_models_wide_passes_take_its_decode_threads(saved_pair):
+    """Passes over 32 tokens ran on all threads, shorter ones on the model's decode count: a small batch-invariant
+    target timed faster on one thread would have mixed thread counts between a wide forced run or tree and its
+    one-token passes, which nothing checks agree (an identity review). Past the first pass (all threads, it agrees
+    only with itself) every width takes the decode count; a model that is not batch-invariant keeps all threads."""
+    target, draft = saved_pair
+    pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.bfloat16)
+    seen = []
+    hook = pair.target.register_forward_pre_hook(lambda module, args: seen.append(torch.get_num_threads()))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        runner = ModelRunner(pair.target, pair.vocab, threads=1)
+        ids = torch.arange(10, 50)  # 40 tokens
+        runner.prefill(ids)
+        runner.forward(ids)  # a wide pass after the first: a long forced run's
+        runner.forward(ids[:3])
+        assert seen == [2, 1, 1]
+        plain = ModelRunner(pair.target, pair.vocab, threads=1)
+        plain.exact_rows = False  # (as a model that is not batch-invariant)
+        plain.prefill(ids), plain.forward(ids)
+        assert seen[3:] == [2, 2]
+    finally:
+        hook.remove()
+        torch.set_num_threads(threads)
+
+
 def test_small_float32_models_are_left_alone(saved_pair):
     target, _ = saved_pair
     model, _, _ = models.load_model(str(target), torch.device("cpu"), torch.float32)

@@ -5,7 +5,7 @@ import threading
 
 import torch
 from playground.engine.cache import GrowingLayer, keep_slots, new_cache
-from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, prompt_pass, tree_batches
+from playground.models.batch_invariant import ATTENTION, PROMPT_PASS, ROW_INVARIANT, prompt_pass, tree_batches
 
 
 DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
@@ -38,6 +38,7 @@ class ModelRunner:
         self.vocab = vocab
         self.device = model.device
         self.threads = threads if model.device.type == "cpu" else None
+        self.exact_rows = getattr(model, "playground_batch_invariant", False)
         self.cache = new_cache(model.config)
         self.d2t = self.t2d = None
         if vocab_map is not None:
@@ -63,8 +64,9 @@ class ModelRunner:
 
     def forward(self, ids: torch.Tensor, keep: int = 0) -> torch.Tensor:
         """ids [n] (long, on the model's device) -> logits of the last `keep` positions [keep, vocab]
-        (all n when keep is 0)."""
-        if len(ids) > DECODE_TOKENS:
+        (all n when keep is 0). A batch-invariant model's passes after its first all take its decode thread count,
+        whatever their width: their rows must be one-token passes' (checked on each count alone, not across)."""
+        if len(ids) > DECODE_TOKENS and (PROMPT_PASS.get() or not self.exact_rows):
             return self._forward(ids, keep)
         with self.decode_threads():
             return self._forward(ids, keep)

@@ -210,13 +210,14 @@ def _padded_blocks(weights: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return total.view(b, kv, m, -1).to(value.dtype)
 
 
-PROBED = ((40, 4), (300, 8), (1030, 16), (1040, 32), (2050, 16))  # (keys, rows) of the passes eager_rows_agree tries
+PROBED = ((40, 4), (300, 8), (1030, 16), (1040, 32), (2050, 16), (300, 64))  # (keys, rows) of the passes eager_rows_agree
+# tries (64: a wide tree's or a long forced run's pass; the others up to 32 left it unchecked, an identity review)
 
 
 @functools.lru_cache(maxsize=1)
 def eager_rows_agree() -> bool:
     """Whether, on this CPU, each row of a bfloat16 pass through grouped_eager_attention is bitwise the row of a
-    one-token pass (SmolLM2's heads, random values, the passes in PROBED; about 0.1 s, once a process). The
+    one-token pass (SmolLM2's heads, random values, the passes in PROBED; about 0.15 s, once a process). The
     blocks of keys were measured on one CPU's oneDNN; another could sum a product's keys otherwise, and its
     bfloat16 models then attend row by row instead (placement.eager_rows_invariant)."""
     generator = torch.Generator().manual_seed(0)
