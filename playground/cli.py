@@ -453,12 +453,12 @@ def _stdin_text(most_chars: int) -> str:
     """Up to `most_chars` characters of standard input, its bytes read as UTF-8 whatever the locale says (under
     LC_ALL=C PYTHONUTF8=0, 日本語 was "not valid UTF-8"; a review)."""
     stream = getattr(sys.stdin, "buffer", None)
-    if stream is None:  # (a stream of text alone)
-        text = sys.stdin.read(most_chars)
+    if stream is None:  # (a stream of text alone; twice the characters: \r\n pairs read as one)
+        text = sys.stdin.read(2 * most_chars).removeprefix("\ufeff")
     else:
         data = stream.read(4 * most_chars)  # (UTF-8: at most 4 bytes a character)
-        try:
-            text = codecs.getincrementaldecoder("utf-8")().decode(data, final=len(data) < 4 * most_chars)
+        try:  # (utf-8-sig: a byte-order mark, as Windows editors start a file, is no character, as files' are read)
+            text = codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=len(data) < 4 * most_chars)
         except UnicodeDecodeError as exc:
             raise PlaygroundError(f"the prompt: standard input is not UTF-8 text (byte {exc.start})") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")[:most_chars]  # lines as text mode reads them (bytes read

@@ -420,10 +420,10 @@ def test_a_prompt_of_a_dash_is_read_from_standard_input(capsys, monkeypatch, sav
     monkeypatch.setattr("sys.stdin", io.StringIO("def f(x):\n"))  # (echo's line end is not the prompt's)
     code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
     assert code == 0 and "; prompt 'def f(x):' (" in err.rstrip().splitlines()[-1]
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"def f(x):\r\n\r\n")))  # one line end dropped, a
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfdef f(x):\r\n\r\n")))  # one line end dropped, a
     code, _, err = run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "-", "--max-new-tokens", "2")
     assert code == 0 and "; prompt 'def f(x):\\n' (" in err.rstrip().splitlines()[-1], err  # typed blank line kept,
-    # Windows' line ends read as text mode reads them (its bytes read as UTF-8 kept \r\n)
+    # Windows' line ends read as text mode reads them (its bytes read as UTF-8 kept \r\n), its byte-order mark no character
     monkeypatch.setattr("sys.stdin", io.StringIO("def g(y):"))
     assert main(["export", "--preset", "demo", "--prompt", "-"]) == 0  # export's --prompt too (a review: it sent "-")
     out = capsys.readouterr().out

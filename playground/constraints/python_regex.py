@@ -29,18 +29,21 @@ def lower_bound_at(pattern: str, i: int) -> tuple[str, int] | None:
 
 
 def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, int]],
-              member: Callable[[str, bool], str] = lambda c, first: c, other: Callable[[str], str] = lambda c: c) -> str:
+              member: Callable[[str, bool], str] = lambda c, first: c, other: Callable[[str], str] = lambda c: c,
+              class_operators: str = "") -> str:
     """The pattern piece by piece as Python reads it, each piece in a backend's words: `escape(pattern, i,
     class_start)` -> (its words, where the pattern goes on) for a backslash at i (class_start: where the open
     class's members begin, None outside one); `member(c, first)` for a character in a class; `other(c)` for one
-    outside; x{,3} -> x{0,3} (a missing number to both backends). A class's opening [ or [^ is kept."""
+    outside; x{,3} -> x{0,3} (a missing number to both backends). A class's opening [ or [^ is kept. \\N{NAME}
+    becomes its character, read on as if typed: escaped where a metacharacter, or in a class one of
+    `class_operators` (llguidance's && and ~~ there are set operations)."""
     out, i, start = [], 0, None
     while i < len(pattern):
         c = pattern[i]
         if (named := NAMED.match(pattern, i)) and (char := _named(named[1])):  # (no backend reads it: llguidance said
-            out.append("\\" * (char in METACHARACTERS) + char)  # "an escape it does not know, such as Python's \Z",
-            i = named.end()  # xgrammar "Invalid repetition count"; a review) -> the character itself
-            continue
+            escaped = char in METACHARACTERS or (start is not None and char in class_operators)  # "an escape it does not
+            pattern = pattern[:i] + "\\" * escaped + char + pattern[named.end():]  # know, such as Python's \Z", xgrammar
+            continue  # "Invalid repetition count"; a review) -> the character itself, read on as if typed so
         if c == "\\" and i + 1 < len(pattern):
             words, i = escape(pattern, i, start)
             out.append(words)

@@ -8,7 +8,8 @@ from playground.engine.cache import GrowingLayer, keep_slots, new_cache
 from playground.models.batch_invariant import ATTENTION, PROMPT_PASS, ROW_INVARIANT, prompt_pass, tree_batches
 
 
-DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads
+DECODE_TOKENS = 32  # passes this short use the model's decode thread count; longer ones (prefill) all threads, but a
+# batch-invariant model's after its first (forward)
 UNREACHABLE = -1e4  # logit of the tokens a reduced-vocabulary draft cannot write: exp() underflows to 0,
                     # yet stays finite, so a constraint that allows only such tokens still leaves a distribution
 
@@ -65,7 +66,8 @@ class ModelRunner:
     def forward(self, ids: torch.Tensor, keep: int = 0) -> torch.Tensor:
         """ids [n] (long, on the model's device) -> logits of the last `keep` positions [keep, vocab]
         (all n when keep is 0). A batch-invariant model's passes after its first all take its decode thread count,
-        whatever their width: their rows must be one-token passes' (checked on each count alone, not across)."""
+        whatever their width: their rows must be one-token passes' (its linear products are checked on one thread and
+        on all, each alone; nothing checks rows across thread counts)."""
         if len(ids) > DECODE_TOKENS and (PROMPT_PASS.get() or not self.exact_rows):
             return self._forward(ids, keep)
         with self.decode_threads():

@@ -12,7 +12,8 @@ those of at most 16^3 multiply-adds for its own kernel (_product pads the attent
 model's linear layers are far past it). Hence: eager attention, and every
 one-row linear computed as two identical rows, keeping the first, except where the packed kernel's one
 row is bitwise a row of its wider products on this machine (checked at load: one_row_is_a_row), and every
-pass wider than 16 rows taken 16 at a time (at_most_widest: with AMX, 33 rows and more sum otherwise). On a CPU with AVX2 only (bfloat16
+linear layer's pass wider than 16 rows taken 16 at a time (at_most_widest: with AMX, 33 rows and more sum otherwise; the
+attention's products are not split: eager_rows_agree probes them up to 64 tokens). On a CPU with AVX2 only (bfloat16
 emulated; 2-core AMD EPYC, torch 2.13) the products still agree but the eager attention's rows do
 not: greedy speculation on SmolLM2 differed from the target alone at token 66 of a held-out prompt,
 chains and trees alike, and matched it with the row-invariant attention below (placement.attention_for
