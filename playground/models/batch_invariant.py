@@ -51,7 +51,7 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMa
 from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
-from playground.models.packed_linear import ATTR, linear, packed_forward
+from playground.models.packed_linear import ATTR, linear, pack, packed_forward
 
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
 # depend on the query count there, placement.eager_rows_invariant), a tree's rows alone
@@ -424,24 +424,38 @@ def _by_shape(linears: list) -> dict:
 
 
 def one_row_is_a_row(module: torch.nn.Linear) -> bool:
-    """Whether the module's packed product of one row is bitwise that row of its products of 2 to WIDEST rows, every
-    row of each, on one thread and on all (the kernel's order of sums is its choice, by shape, instruction set and a
-    row's place in its block of rows; random rows that agree mean the same order). Unpacked weights: no (MKL's small
-    products are not row-invariant)."""
+    """Whether a packed product of one row is bitwise that row of the products of 2 to WIDEST rows, every row of each,
+    on one thread and on all, for the module's weight shape and dtype (the kernel's order of sums is its choice, by
+    shape, instruction set and a row's place in its block of rows; values spread over many binades that agree mean
+    the same order: _spread). Unpacked weights: no (MKL's small products are not row-invariant)."""
     if module.__dict__.get(ATTR) is None:
         return False
-    rows = torch.randn(WIDEST, module.in_features, generator=torch.Generator().manual_seed(0)).to(module.weight.dtype)
+    generator = torch.Generator().manual_seed(0)
+    probe = torch.nn.utils.skip_init(torch.nn.Linear, module.in_features, module.out_features, bias=False,
+                                     dtype=module.weight.dtype)
+    probe.weight = torch.nn.Parameter(_spread((module.out_features, module.in_features), generator, module.weight.dtype),
+                                      requires_grad=False)
+    probe.__dict__[ATTR] = pack(probe.weight)
+    rows = _spread((WIDEST, module.in_features), generator, module.weight.dtype)
     threads = torch.get_num_threads()
     try:
         with torch.inference_mode():
             for count in sorted({1, threads}):
                 torch.set_num_threads(count)
-                ones = torch.cat([packed_forward(module, rows[i:i + 1]) for i in range(WIDEST)])  # [WIDEST, out]
-                if not all(torch.equal(ones[:n], packed_forward(module, rows[:n])) for n in range(2, WIDEST + 1)):
+                ones = torch.cat([packed_forward(probe, rows[i:i + 1]) for i in range(WIDEST)])  # [WIDEST, out]
+                if not all(torch.equal(ones[:n], packed_forward(probe, rows[:n])) for n in range(2, WIDEST + 1)):
                     return False
     finally:
         torch.set_num_threads(threads)
     return True
+
+
+def _spread(shape: tuple, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """Random values spread over many binades (a Gaussian times e to twice a Gaussian): sums taken in another order
+    round otherwise even after bfloat16's rounding. Gaussian ones may hide it: with AVX512-BF16 (a 2-core AMD EPYC,
+    torch 2.13) the one-row bfloat16 product over 1,536 inputs sums otherwise than wider ones (87 of 90 widths of
+    spread values showed it), and the check with Gaussian rows passed on SmolLM2's down_proj weight."""
+    return (torch.randn(shape, generator=generator) * torch.exp(2 * torch.randn(shape, generator=generator))).to(dtype)
 
 
 TIMINGS = 5  # interleaved timings of each way, after one to warm up

@@ -126,7 +126,7 @@ def load_feature_draft(path: pathlib.Path, target: torch.nn.Module, d2t: torch.T
                          f"{target.config.get_text_config().hidden_size}")
     draft = FeatureDraft(config)
     draft.load_state_dict(load_file(path / "model.safetensors"), strict=True)
-    draft = draft.to(device=target.device, dtype=target.dtype).eval()
+    draft = draft.to(device=target.device, dtype=target.dtype).eval().requires_grad_(False)
     return draft.attach(target, d2t)
 
 

@@ -209,6 +209,8 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     if len(tokenizer) < 2:
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
+    model.requires_grad_(False)  # it decodes only; with gradients on, a pass outside inference mode runs through
+    # autograd, whose one-row bfloat16 products (oneDNN's, AVX512-BF16) summed otherwise than inference's
     if placement.attention_for(device, dtype, need_bytes):
         if packs(device, dtype, need_bytes):  # bfloat16 packed: checked exact on native bfloat16 only
             pack_linears(model)
