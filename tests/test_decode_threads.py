@@ -34,9 +34,12 @@ def test_all_threads_only_where_measured_clearly_faster(monkeypatch, tokenizer):
     monkeypatch.setenv("PLAYGROUND_DECODE_THREADS", "2")
     with pytest.raises(PlaygroundError, match="PLAYGROUND_DECODE_THREADS must be 1 or all"):
         decode_threads.fastest_decode_threads(model)
-    monkeypatch.setattr(decode_threads, "SMALL_MODEL", 10)  # a big model: all threads, unmeasured
+    monkeypatch.delenv("PLAYGROUND_DECODE_THREADS")
+    monkeypatch.setattr(decode_threads, "TIMED_UP_TO", 10)  # a model past it: all threads, unmeasured
     monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 2.0))
     assert decode_threads.fastest_decode_threads(model) is None
+    monkeypatch.setenv("PLAYGROUND_DECODE_THREADS", "1")  # unless the host asks for one
+    assert decode_threads.fastest_decode_threads(model) == 1
 
 
 def test_the_measurement_times_each_linear_layer_and_restores_the_thread_count(tokenizer, monkeypatch):
