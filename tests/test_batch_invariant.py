@@ -3,6 +3,7 @@ half-precision CPU model is made batch-invariant, so a pass of k+1 tokens gives 
 of one-token passes and greedy speculation stays the target alone (the real SmolLM2 case is in
 test_smollm2)."""
 import os
+import shutil
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch.nn.functional as F
 from playground import cpu_isa, session
 from playground.models import loading as models
 from playground.models import placement
-from playground.models import packed_linear
+from playground.models import packed_linear, row_products
 from playground.models import batch_invariant
 from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, two_row_linear
 from playground.engine.runner import ModelRunner
@@ -250,18 +251,26 @@ def test_small_float32_models_are_left_alone(saved_pair):
     assert session.baseline_form(pair, session.spec_config(k=2), []) == ""  # plain one-token passes: nothing to say
 
 
-def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch):
-    """float32 models past SMALL_MODEL (SmolLM2 on CPUs without bf16 dot products): packed oneDNN
-    products and the row-invariant attention, so a pass of any width gives bitwise the logits of
-    one-token passes, and greedy speculation is the target alone. (SMALL_MODEL lowered here so
-    the tiny test pair counts as big.)"""
+@pytest.mark.parametrize("kernel", ["row kernel", "packed"])
+def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch, tmp_path, kernel):
+    """float32 models past SMALL_MODEL (SmolLM2 on CPUs without bf16 dot products): the row kernel's products
+    (row_products; oneDNN's packed ones where it cannot be built, or PLAYGROUND_ROW_KERNEL=0) and the row-invariant
+    attention, so a pass of any width gives bitwise the logits of one-token passes, and greedy speculation is the
+    target alone. (SMALL_MODEL lowered here so the tiny test pair counts as big.)"""
     monkeypatch.setattr(placement, "SMALL_MODEL", 1000)
+    monkeypatch.setenv("PLAYGROUND_CACHE", str(tmp_path))
+    monkeypatch.setenv("PLAYGROUND_ROW_KERNEL", "1" if kernel == "row kernel" else "0")
+    row_products.kernel.cache_clear()
+    by_kernel = row_products.kernel() is not None
+    assert by_kernel == (kernel == "row kernel" and row_products.wanted() and shutil.which("cc") is not None)
     target, draft = saved_pair
     models.CACHE.entries.clear()
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=torch.float32)
     model = pair.target
     assert model.config._attn_implementation == ROW_INVARIANT and model.playground_batch_invariant
-    assert all(packed_linear.ATTR in m.__dict__ for m in model.modules() if isinstance(m, torch.nn.Linear))
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert all((packed_linear.ATTR in m.__dict__) != by_kernel for m in linears)  # the kernel keeps no packed copy
+    assert all((m.forward.func is batch_invariant.row_kernel_forward) == by_kernel for m in linears)
     ids = torch.arange(3, 40)[None]
     with torch.inference_mode():
         wide = ModelRunner(model, pair.vocab)
@@ -276,6 +285,7 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch):
     for k in (1, 3):
         assert session.run(pair, prompt, session.spec_config(k=k, max_new_tokens=40)).token_ids == alone
     models.CACHE.entries.clear()
+    row_products.kernel.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

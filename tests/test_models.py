@@ -369,10 +369,14 @@ def test_a_packed_copy_counts_in_what_a_load_needs_and_what_evicting_frees(saved
     """A batch-invariant CPU model gets a second, packed copy of its linear weights: the memory check
     asks room for it, and what the cache holds counts it. (float32 past SMALL_MODEL, lowered here so
     the tiny model counts as big: packed on every CPU; bfloat16 is packed on CPUs with it natively,
-    and oneDNN refuses to pack it with AVX2 alone.)"""
+    and oneDNN refuses to pack it with AVX2 alone; float32 only where row_products' kernel is not built, which
+    reads the weights as they are: no copy, no room asked for one.)"""
+    from playground.models import row_products
     target, _ = saved_pair
     cpu = torch.device("cpu")
     monkeypatch.setattr(models.placement, "SMALL_MODEL", 1000)
+    monkeypatch.setenv("PLAYGROUND_ROW_KERNEL", "0")
+    row_products.kernel.cache_clear()
     models.CACHE.entries.clear()
     model, *_ = models.load_model(str(target), cpu, torch.float32)
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -388,6 +392,15 @@ def test_a_packed_copy_counts_in_what_a_load_needs_and_what_evicting_frees(saved
         monkeypatch.setattr(module, "MAX_PACKED_BYTES", linears - 1)
     model, *_ = models.load_model(str(target), cpu, torch.float32)
     assert models.CACHE.held_bytes(cpu) == weights
+    monkeypatch.undo()  # the kernel, where it can be built: no copy, and the weights' room is enough
+    monkeypatch.setattr(models.placement, "SMALL_MODEL", 1000)
+    monkeypatch.setattr(models.placement, "free_memory", lambda device: int(need * 1.15))
+    row_products.kernel.cache_clear()
+    models.CACHE.entries.clear()
+    if row_products.kernel() is not None:
+        model, *_ = models.load_model(str(target), cpu, torch.float32)
+        assert models.CACHE.held_bytes(cpu) == weights and model.playground_batch_invariant
+    models.CACHE.entries.clear()
 
 
 def hub_cache(root: pathlib.Path, model_id: str, files: pathlib.Path | None = None, config: dict | None = None):

@@ -51,6 +51,7 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMa
 from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
+from playground.models import row_products
 from playground.models.packed_linear import ATTR, linear, pack, packed_forward
 
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
@@ -358,6 +359,19 @@ def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return linear(rows, self.weight, self.bias, packed)[:1].reshape(*x.shape[:-1], -1)
 
 
+def row_kernel_serves(weight: torch.Tensor) -> bool:
+    """Whether a linear layer's products go through row_products' kernel: float32 on a CPU where it was built."""
+    return weight.dtype == torch.float32 and weight.device.type == "cpu" and row_products.kernel() is not None
+
+
+def row_kernel_forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """nn.Linear.forward through row_products' kernel, whose rows are the same at any width; a run's first pass
+    (prompt_pass: many rows, needing to agree only with itself) through F.linear (MKL's, faster there)."""
+    if PROMPT_PASS.get():
+        return torch.nn.functional.linear(x, module.weight, module.bias)
+    return row_products.linear(x, module.weight, module.bias)
+
+
 def at_most_widest(forward, module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """forward(module, x), x [..., in], with its rows taken WIDEST at a time past a run's first pass (prompt_pass):
     the products agree row by row up to WIDEST rows, not past 32 (bfloat16 with AMX, 2-core Xeon, torch 2.13: every
@@ -380,8 +394,12 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     if attention not in (ATTENTION, ROW_INVARIANT):
         raise ValueError(f"load the model with attn_implementation='{ATTENTION}' or '{ROW_INVARIANT}' (it has {attention})")
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(linears).items()}
-    for module in linears:
+    by_kernel = [m for m in linears if row_kernel_serves(m.weight)]
+    for module in by_kernel:
+        module.forward = functools.partial(row_kernel_forward, module)
+    rest = [m for m in linears if m not in by_kernel]
+    exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(rest).items()}
+    for module in rest:
         module.forward = functools.partial(at_most_widest, packed_forward if exact_alone[_shape(module)] else two_row_linear, module)
     model.playground_batch_invariant = True
     model.playground_plain_ratio = plain_ratio([m for name, m in model.named_modules()

@@ -10,7 +10,7 @@ import threading
 import torch
 
 from playground.errors import PlaygroundError
-from playground.models import placement
+from playground.models import placement, row_products
 from playground.models.packed_linear import ATTR as PACKED, MAX_PACKED_BYTES
 
 
@@ -87,7 +87,9 @@ def packed_bytes(path: pathlib.Path, device: torch.device, dtype: torch.dtype, n
 
 def packs(device: torch.device, dtype: torch.dtype, need_bytes: int) -> bool:
     """Whether _from_pretrained gives this model's linears a packed second copy (see packed_linear)."""
-    return bool(placement.attention_for(device, dtype, need_bytes)) and (dtype == torch.float32 or placement.native_bf16())
+    if dtype == torch.float32:  # where row_products' kernel serves them, no copy: it reads the weights as they are
+        return bool(placement.attention_for(device, dtype, need_bytes)) and row_products.kernel() is None
+    return bool(placement.attention_for(device, dtype, need_bytes)) and placement.native_bf16()
 
 
 def refuse_before_download(model_id: str, config_dir: pathlib.Path, device: torch.device, dtype) -> None:

@@ -1,0 +1,119 @@
+"""float32 matrix products whose every row is summed in one fixed order, whatever the pass's width and
+thread count, on a CPU with AVX2 and FMA: a small C kernel (row_products.c) built once per machine with
+its C compiler (0.5 s) and kept in the cache (~/.cache/playground/kernels/), called through ctypes.
+
+Why: on CPUs without bfloat16 dot products (most laptops) SmolLM2 runs in float32, and a verify pass
+must give bitwise the rows one-token passes give (batch_invariant). MKL's small float32 products are
+neither (their rows change with the row count); oneDNN's from packed weights are, but cost 1.7-1.8x
+MKL's one-row products on an Intel CPU held to AVX2 (BENCHMARKS.md), so the exact target alone ran
+that much slower than plain decoding. This kernel's one-row products are as fast as MKL's or faster
+(row_products.c says how; BENCHMARKS.md has the measurements), and it keeps no second copy of the weights.
+
+Where it cannot be built (no C compiler, not Linux on x86-64 with AVX2 and FMA, torch not on GNU
+OpenMP) or PLAYGROUND_ROW_KERNEL=0, kernel() is None and batch_invariant keeps oneDNN's packed products."""
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+from playground.cpu_isa import cpu_flags
+from playground.limits import env_flag
+from playground.models.packaged import cache_root
+
+log = logging.getLogger("playground.row_products")
+
+SOURCE = pathlib.Path(__file__).with_name("row_products.c")
+FLAGS = ("-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fopenmp", "-shared", "-fPIC")  # no fast-math: sums in order
+BUILD_SECONDS = 120  # a compiler that takes longer is given up on (the run goes on with oneDNN's products)
+
+
+@functools.lru_cache(maxsize=1)
+def kernel():
+    """The C function row_products(x, w, y, M, K, N, threads), or None where it cannot be had here."""
+    if not wanted():
+        return None
+    try:
+        lib = ctypes.CDLL(str(built()))
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.info("float32 row kernel not built (%s); oneDNN's packed products are used", str(exc)[:200])
+        return None
+    fn = lib.row_products
+    fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_int]
+    fn.restype = None
+    return fn if _rows_agree(fn) else None
+
+
+def wanted() -> bool:
+    """Linux on x86-64 with AVX2 and FMA, torch's threads GNU OpenMP's (the kernel's then share them:
+    a second OpenMP team would slow every product), unless PLAYGROUND_ROW_KERNEL=0."""
+    return (env_flag("PLAYGROUND_ROW_KERNEL", True) and sys.platform == "linux" and platform.machine() == "x86_64"
+            and {"avx2", "fma"} <= cpu_flags() and _gnu_openmp_loaded())
+
+
+def _gnu_openmp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libgomp" in line for line in f)
+    except OSError:
+        return False
+
+
+def built() -> pathlib.Path:
+    """The kernel's shared library, compiled where this source and these flags have none yet (written
+    beside and renamed into place, so processes building at once each see a whole file)."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        raise OSError("no C compiler (cc or gcc) on the PATH")
+    source = SOURCE.read_bytes()
+    digest = hashlib.sha256(source + " ".join(FLAGS).encode()).hexdigest()[:16]
+    target = cache_root() / "kernels" / f"row_products-{digest}.so"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        out = pathlib.Path(tmp) / target.name
+        done = subprocess.run([compiler, *FLAGS, "-o", str(out), str(SOURCE)], capture_output=True, text=True,
+                              timeout=BUILD_SECONDS, stdin=subprocess.DEVNULL)
+        if done.returncode:
+            raise OSError(f"{compiler} failed: {done.stderr.strip()[-300:]}")
+        os.replace(out, target)
+    return target
+
+
+def _rows_agree(fn) -> bool:
+    """A check of the build: products of 1 to 5 rows (K with a tail past its eights, N past its blocks of four)
+    give each row bitwise as alone, and near a double-precision product."""
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(5, 37, generator=gen), torch.randn(9, 37, generator=gen)
+    ones = torch.cat([_call(fn, x[i:i + 1], w) for i in range(5)])
+    near = torch.allclose(ones.double(), x.double() @ w.double().T, atol=1e-4)
+    ok = near and all(torch.equal(_call(fn, x[:m], w), ones[:m]) for m in range(2, 6))
+    if not ok:
+        log.warning("float32 row kernel failed its check; oneDNN's packed products are used")
+    return ok
+
+
+def _call(fn, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x [M, K] @ w [N, K].T -> [M, N], both float32 and contiguous."""
+    (m, k), n = x.shape, w.shape[0]
+    y = torch.empty(m, n, dtype=torch.float32)
+    fn(x.data_ptr(), w.data_ptr(), y.data_ptr(), m, k, n, torch.get_num_threads())
+    return y
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """F.linear(x, weight, bias) for float32 CPU tensors through the kernel (kernel() not None): x [..., in]."""
+    rows = x.reshape(-1, x.shape[-1]).contiguous()  # [M, in]
+    y = _call(kernel(), rows, weight if weight.is_contiguous() else weight.contiguous())
+    if bias is not None:
+        y += bias
+    return y.reshape(*x.shape[:-1], -1)

@@ -1,0 +1,126 @@
+"""row_products: float32 products from a small C kernel, each row summed in one fixed order whatever the
+pass's width and thread count; built with the machine's C compiler, and where it cannot be, oneDNN's packed
+products are used instead (batch_invariant)."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from playground.models import batch_invariant, packed_linear, row_products
+
+
+@pytest.fixture
+def fresh_kernel(monkeypatch, tmp_path):
+    """kernel() asked again, built into an empty cache; asked again after the test too."""
+    monkeypatch.setenv("PLAYGROUND_CACHE", str(tmp_path))
+    row_products.kernel.cache_clear()
+    yield tmp_path
+    row_products.kernel.cache_clear()
+
+
+def can_build() -> bool:
+    return row_products.wanted() and bool(shutil.which("cc") or shutil.which("gcc"))
+
+
+def test_it_is_built_wherever_it_can_be(fresh_kernel):
+    """On Linux x86-64 with AVX2 and FMA and a C compiler (this machine, CI's) the kernel is built, once:
+    its library in the cache, named by the source's and flags' digest."""
+    assert (row_products.kernel() is not None) == can_build()
+    if can_build():
+        built = list((fresh_kernel / "kernels").glob("row_products-*.so"))
+        assert len(built) == 1 and not [p for p in (fresh_kernel / "kernels").iterdir() if p not in built]
+        row_products.kernel.cache_clear()
+        stamp = built[0].stat().st_mtime_ns
+        assert row_products.kernel() is not None and built[0].stat().st_mtime_ns == stamp  # not built again
+
+
+needs_kernel = pytest.mark.skipif(not can_build(), reason="the kernel needs Linux on x86-64 with AVX2, FMA and a C compiler")
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape", [(576, 1536), (1536, 576), (37, 9), (577, 1539), (576, 8191)])
+def test_rows_are_the_same_at_every_width_and_thread_count(shape):
+    """Each row of a product of 1 to 20 rows is bitwise that row alone, on one thread and on two; near
+    F.linear (float32 rounding), a bias added."""
+    k, n = shape
+    gen = torch.Generator().manual_seed(0)
+    x, w, bias = torch.randn(20, k, generator=gen), torch.randn(n, k, generator=gen) * 0.05, torch.randn(n, generator=gen)
+    threads = torch.get_num_threads()
+    try:
+        results = []
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            ones = torch.cat([row_products.linear(x[i:i + 1], w, bias) for i in range(20)])  # [20, n]
+            for m in range(2, 21):
+                assert torch.equal(row_products.linear(x[:m], w, bias), ones[:m]), (count, m)
+            results.append(ones)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(results[0], results[1])
+    torch.testing.assert_close(results[0], F.linear(x, w, bias), rtol=1e-4, atol=1e-4)
+
+
+@needs_kernel
+def test_shapes_and_layouts_are_kept():
+    """x [..., in] of any leading shape, a strided x or weight (a transposed view): F.linear's shape and values."""
+    gen = torch.Generator().manual_seed(1)
+    x, w = torch.randn(2, 3, 40, generator=gen), torch.randn(24, 40, generator=gen)
+    out = row_products.linear(x, w, None)
+    assert out.shape == (2, 3, 24)
+    torch.testing.assert_close(out, F.linear(x, w))
+    torch.testing.assert_close(row_products.linear(x.transpose(0, 1), w.T.contiguous().T, None), F.linear(x.transpose(0, 1), w))
+
+
+def test_a_compiler_that_fails_leaves_the_packed_products(fresh_kernel, monkeypatch, caplog):
+    """A compiler that fails (or none, or PLAYGROUND_ROW_KERNEL=0): no kernel, a line in the log, and a float32
+    model's linear layers keep oneDNN's packed products, exact as before."""
+    monkeypatch.setenv("CC", "/bin/false")
+    with caplog.at_level("INFO", logger="playground.row_products"):
+        assert row_products.kernel() is None
+    assert not row_products.wanted() or "not built" in caplog.text
+    layer = torch.nn.Linear(576, 192, bias=False)
+    assert not batch_invariant.row_kernel_serves(layer.weight)
+    monkeypatch.delenv("CC")
+    row_products.kernel.cache_clear()
+    monkeypatch.setenv("PLAYGROUND_ROW_KERNEL", "0")
+    assert row_products.kernel() is None and not list(fresh_kernel.glob("kernels/*.so"))
+
+
+def test_a_kernel_that_rounds_by_width_is_refused(fresh_kernel, monkeypatch):
+    """The build's check: a kernel whose rows change with the row count (planted: a wrapper adding a little
+    past one row) is not used."""
+    real = row_products._call
+    monkeypatch.setattr(row_products, "_call", lambda fn, x, w: real(fn, x, w) + 1e-3 * (x.shape[0] > 1))
+    assert row_products.kernel() is None
+
+
+@needs_kernel
+def test_two_processes_building_at_once_both_get_a_whole_library(fresh_kernel):
+    """Two processes starting on an empty cache at the same moment (two app workers): each builds into a
+    directory of its own and renames into place, so both load a whole library and the cache keeps one."""
+    code = ("from playground.models import row_products; import torch; "
+            "assert row_products.kernel() is not None; print(row_products.linear(torch.ones(2, 9), torch.ones(3, 9), None).sum().item())")
+    env = {**os.environ, "PLAYGROUND_CACHE": str(fresh_kernel)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    assert [p.communicate(timeout=300)[0].strip() for p in procs] == ["54.0", "54.0"]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert len(list((fresh_kernel / "kernels").iterdir())) == 1
+
+
+def test_a_float32_model_takes_the_kernel_or_the_packed_products(monkeypatch):
+    """make_batch_invariant: float32 linears through the kernel where it was built (no packed copy kept, its prompt
+    pass through F.linear), else oneDNN's packed products; bfloat16 ones never through it."""
+    layer = torch.nn.Linear(576, 192, bias=False)
+    x = torch.randn(5, 576)
+    assert batch_invariant.row_kernel_serves(layer.weight) == can_build()
+    assert not batch_invariant.row_kernel_serves(layer.weight.bfloat16())
+    if can_build():
+        with torch.inference_mode():
+            assert torch.equal(batch_invariant.row_kernel_forward(layer, x), row_products.linear(x, layer.weight, None))
+            with batch_invariant.prompt_pass():
+                assert torch.equal(batch_invariant.row_kernel_forward(layer, x), F.linear(x, layer.weight))
+    assert packed_linear.pack_linears(layer)  # where it was not built: packed, as before
