@@ -32,7 +32,9 @@ fast; float32 held to AVX2: 1.7-1.8x as fast), and the speedup's note says so wh
 
 float32 (CPUs without bf16 dot products, most laptops): MKL's small float32 products are neither
 flat nor row-invariant, oneDNN's from packed weights are both (rows of 2 to 16 bitwise; one row
-too with AVX2 kernels, not with AVX512 ones: one_row_is_a_row tells at load), and the eager attention's
+too with AVX2 kernels, not with AVX512 ones: one_row_is_a_row tells at load), and row_products' own
+C kernel is both at any width and thread count, faster still and without a packed copy: float32
+linear layers take it wherever it was built (row_kernel_serves), oneDNN's elsewhere. The eager attention's
 float32 matmuls are not: ROW_INVARIANT attention computes each query alone, as a one-token pass
 does. SmolLM2-135M in float32 on 2 cores (AMD EPYC with oneDNN, ATen and MKL held to AVX2), a
 pass of 1/2/3/4/5 tokens after 150: 44/43/46/48/51 ms (1.16x at 5, interleaved medians), bitwise

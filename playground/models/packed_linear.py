@@ -1,6 +1,7 @@
 """bfloat16 and float32 matrix products on a CPU with weights packed once for oneDNN, the layout its
 kernels read fastest (what inductor does for compiled CPU models), instead of repacked on every
-call (float32: instead of MKL, whose small products cost 1.5-2.9x a one-row one on an AMD EPYC).
+call (float32: instead of MKL, whose small products cost 1.5-2.9x a one-row one on an AMD EPYC; batch-invariant
+float32 models take row_products' kernel instead wherever it is built, and get no packed copy).
 
 Measured on a 2-core AMD EPYC with AVX512-BF16 (torch 2.13, one thread): a one-row product with a
 1536 x 576 weight 82 -> 45 us, with SmolLM2's 8,191-row draft head 457 -> 176 us; a whole
