@@ -12,8 +12,9 @@ those of at most 16^3 multiply-adds for its own kernel (_product pads the attent
 model's linear layers are far past it). Hence: eager attention, and every
 one-row linear computed as two identical rows, keeping the first, except where the packed kernel's one
 row is bitwise a row of its wider products on this machine (checked at load: one_row_is_a_row), and every
-linear layer's pass wider than 16 rows taken 16 at a time (at_most_widest: with AMX, 33 rows and more sum otherwise; the
-attention's products are not split: eager_rows_agree probes them up to 64 tokens). On a CPU with AVX2 only (bfloat16
+such linear layer's pass wider than 16 rows taken 16 at a time (at_most_widest: with AMX, 33 rows and more sum
+otherwise; float32 layers go through row_products' kernel instead, whole, where it is built; the attention's
+products are not split: eager_rows_agree probes them up to 64 tokens). On a CPU with AVX2 only (bfloat16
 emulated; 2-core AMD EPYC, torch 2.13) the products still agree but the eager attention's rows do
 not: greedy speculation on SmolLM2 differed from the target alone at token 66 of a held-out prompt,
 chains and trees alike, and matched it with the row-invariant attention below (placement.attention_for
@@ -367,10 +368,9 @@ def row_kernel_serves(weight: torch.Tensor) -> bool:
 
 
 def row_kernel_forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """nn.Linear.forward through row_products' kernel, whose rows are the same at any width; a run's first pass
-    (prompt_pass: many rows, needing to agree only with itself) through F.linear (MKL's, faster there)."""
-    if PROMPT_PASS.get():
-        return torch.nn.functional.linear(x, module.weight, module.bias)
+    """nn.Linear.forward through row_products' kernel, whose rows are the same at any width and thread count: a run's
+    first pass too (F.linear there, MKL's, rounded otherwise on one thread and on two, and another run's
+    decode_threads can change the count under it)."""
     return row_products.linear(x, module.weight, module.bias)
 
 
@@ -387,9 +387,9 @@ def at_most_widest(forward, module: torch.nn.Linear, x: torch.Tensor) -> torch.T
 
 
 def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
-    """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place): one row computed as
-    two, except where the packed weights' one-row product is already bitwise a row of the wider ones on this
-    machine (one_row_is_a_row: oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows).
+    """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place): float32 ones through
+    row_products' kernel where it was built (row_kernel_serves), the others' one row computed as two, except where the
+    packed weights' one-row product is already bitwise a row of the wider ones on this machine (one_row_is_a_row: oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows).
     model.playground_plain_ratio: how much faster plain one-row products (unpacked: MKL's in float32, whose rows can differ)
     ran than these, timed here (the target alone's exact passes are said to be that much slower)."""
     attention = getattr(model.config, "_attn_implementation", None)
@@ -435,11 +435,11 @@ WIDEST = 16  # rows per product at most past a run's first pass (at_most_widest)
 
 
 def _shape(module: torch.nn.Linear) -> tuple:
-    return tuple(module.weight.shape), module.weight.dtype, module.__dict__.get(ATTR) is not None
+    return tuple(module.weight.shape), module.weight.dtype, module.__dict__.get(ATTR) is not None, module.bias is not None
 
 
 def _by_shape(linears: list) -> dict:
-    """One module of each (weight shape, dtype, packed) the model has: the products a check tells apart."""
+    """One module of each (weight shape, dtype, packed, bias) the model has: the products a check tells apart."""
     return {shape: module for module in linears for shape in [_shape(module)]}
 
 
@@ -451,10 +451,12 @@ def one_row_is_a_row(module: torch.nn.Linear) -> bool:
     if module.__dict__.get(ATTR) is None:
         return False
     generator = torch.Generator().manual_seed(0)
-    probe = torch.nn.utils.skip_init(torch.nn.Linear, module.in_features, module.out_features, bias=False,
-                                     dtype=module.weight.dtype)
+    probe = torch.nn.utils.skip_init(torch.nn.Linear, module.in_features, module.out_features,
+                                     bias=module.bias is not None, dtype=module.weight.dtype)
     probe.weight = torch.nn.Parameter(_spread((module.out_features, module.in_features), generator, module.weight.dtype),
                                       requires_grad=False)
+    if module.bias is not None:  # (oneDNN adds it inside the product: Qwen2's q/k/v)
+        probe.bias = torch.nn.Parameter(_spread((module.out_features,), generator, module.weight.dtype), requires_grad=False)
     probe.__dict__[ATTR] = pack(probe.weight)
     rows = _spread((WIDEST, module.in_features), generator, module.weight.dtype)
     threads = torch.get_num_threads()

@@ -18,12 +18,14 @@ import logging
 import os
 import pathlib
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 
 import torch
+import torch.nn.functional as F
 
 from playground.cpu_isa import cpu_flags
 from playground.limits import env_flag
@@ -34,6 +36,7 @@ log = logging.getLogger("playground.row_products")
 SOURCE = pathlib.Path(__file__).with_name("row_products.c")
 FLAGS = ("-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fopenmp", "-shared", "-fPIC")  # no fast-math: sums in order
 BUILD_SECONDS = 120  # a compiler that takes longer is given up on (the run goes on with oneDNN's products)
+CHUNK_ROWS = 256  # rows per call at most (a prompt's pass): the rows a block of weights is applied to stay in cache
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,8 +46,9 @@ def kernel():
         return None
     try:
         lib = ctypes.CDLL(str(built()))
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.info("float32 row kernel not built (%s); oneDNN's packed products are used", str(exc)[:200])
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        log.warning("float32 row kernel not built (%s); oneDNN's packed products are used (PLAYGROUND_ROW_KERNEL=0 "
+                    "says so without this line)", str(exc)[:200])
         return None
     fn = lib.row_products
     fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_int]
@@ -68,35 +72,51 @@ def _gnu_openmp_loaded() -> bool:
 
 
 def built() -> pathlib.Path:
-    """The kernel's shared library, compiled where this source and these flags have none yet (written
-    beside and renamed into place, so processes building at once each see a whole file)."""
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not compiler:
+    """The kernel's shared library, compiled where this source, these flags and this compiler have none yet. It is
+    written beside, flushed to disk and renamed into place, then its digest beside it: a library that does not match
+    its digest (cut short by a crash or a partial copy of the cache: loading one killed the process with a bus
+    error) is built again, and processes building at once each see a whole file."""
+    compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or ""]
+    if not compiler[0]:
         raise OSError("no C compiler (cc or gcc) on the PATH")
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source + " ".join(FLAGS).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS + tuple(compiler)).encode()).hexdigest()[:16]
     target = cache_root() / "kernels" / f"row_products-{digest}.so"
-    if target.is_file():
+    mark = target.with_name(target.name + ".sha256")
+    if target.is_file() and mark.is_file() and mark.read_text().strip() == _file_digest(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = pathlib.Path(tmp) / target.name
-        done = subprocess.run([compiler, *FLAGS, "-o", str(out), str(SOURCE)], capture_output=True, text=True,
+        done = subprocess.run([*compiler, *FLAGS, "-o", str(out), str(SOURCE)], capture_output=True, text=True,
                               timeout=BUILD_SECONDS, stdin=subprocess.DEVNULL)
         if done.returncode:
-            raise OSError(f"{compiler} failed: {done.stderr.strip()[-300:]}")
+            raise OSError(f"{' '.join(compiler)} failed: {done.stderr.strip()[-300:]}")
+        _write_whole(out, out.read_bytes())
         os.replace(out, target)
+        _write_whole(pathlib.Path(tmp) / mark.name, _file_digest(target).encode())
+        os.replace(pathlib.Path(tmp) / mark.name, mark)
     return target
 
 
+def _file_digest(path: pathlib.Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_whole(path: pathlib.Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def _rows_agree(fn) -> bool:
-    """A check of the build: products of 1 to 5 rows (K with a tail past its eights, N past its blocks of four)
-    give each row bitwise as alone, and near a double-precision product."""
+    """A check of the build: products of 1 to 9 rows (every block plan and its leftover rows; K with a tail past its
+    eights, N past its blocks) give each row bitwise as alone, and near a double-precision product."""
     gen = torch.Generator().manual_seed(0)
-    x, w = torch.randn(5, 37, generator=gen), torch.randn(9, 37, generator=gen)
-    ones = torch.cat([_call(fn, x[i:i + 1], w) for i in range(5)])
+    x, w = torch.randn(9, 37, generator=gen), torch.randn(11, 37, generator=gen)
+    ones = torch.cat([_call(fn, x[i:i + 1], w) for i in range(9)])
     near = torch.allclose(ones.double(), x.double() @ w.double().T, atol=1e-4)
-    ok = near and all(torch.equal(_call(fn, x[:m], w), ones[:m]) for m in range(2, 6))
+    ok = near and all(torch.equal(_call(fn, x[:m], w), ones[:m]) for m in range(2, 10))
     if not ok:
         log.warning("float32 row kernel failed its check; oneDNN's packed products are used")
     return ok
@@ -111,9 +131,16 @@ def _call(fn, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """F.linear(x, weight, bias) for float32 CPU tensors through the kernel (kernel() not None): x [..., in]."""
+    """F.linear(x, weight, bias) through the kernel (kernel() not None) for float32 CPU tensors, x [..., in], CHUNK_ROWS
+    rows a call (each row's outputs are the same whatever rows go with it); F.linear itself for anything else (another
+    dtype, a width that does not match, no rows, autograd wanting a gradient), which says what is wrong."""
+    if (x.dtype != torch.float32 or weight.dtype != torch.float32 or x.device.type != "cpu" or weight.device.type != "cpu"
+            or weight.dim() != 2 or x.shape[-1] != weight.shape[1] or x.numel() == 0
+            or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))):
+        return F.linear(x, weight, bias)
     rows = x.reshape(-1, x.shape[-1]).contiguous()  # [M, in]
-    y = _call(kernel(), rows, weight if weight.is_contiguous() else weight.contiguous())
+    w = weight if weight.is_contiguous() else weight.contiguous()
+    y = torch.cat([_call(kernel(), part, w) for part in rows.split(CHUNK_ROWS)])  # [M, out]
     if bias is not None:
         y += bias
-    return y.reshape(*x.shape[:-1], -1)
+    return y.reshape(*x.shape[:-1], weight.shape[0])
