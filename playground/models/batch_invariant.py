@@ -389,20 +389,22 @@ def at_most_widest(forward, module: torch.nn.Linear, x: torch.Tensor) -> torch.T
 def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place): float32 ones through
     row_products' kernel where it was built (row_kernel_serves), the others' one row computed as two, except where the
-    packed weights' one-row product is already bitwise a row of the wider ones on this machine (one_row_is_a_row: oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows).
+    packed weights' one-row product is already bitwise a row of the wider ones on this machine (one_row_is_a_row:
+    oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows).
     model.playground_plain_ratio: how much faster plain one-row products (unpacked: MKL's in float32, whose rows can differ)
     ran than these, timed here (the target alone's exact passes are said to be that much slower)."""
     attention = getattr(model.config, "_attn_implementation", None)
     if attention not in (ATTENTION, ROW_INVARIANT):
         raise ValueError(f"load the model with attn_implementation='{ATTENTION}' or '{ROW_INVARIANT}' (it has {attention})")
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    by_kernel = [m for m in linears if row_kernel_serves(m.weight)]
-    for module in by_kernel:
-        module.forward = functools.partial(row_kernel_forward, module)
-    rest = [m for m in linears if m not in by_kernel]
+    rest = [m for m in linears if not row_kernel_serves(m.weight)]
     exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(rest).items()}
-    for module in rest:
-        module.forward = functools.partial(at_most_widest, packed_forward if exact_alone[_shape(module)] else two_row_linear, module)
+    for module in linears:
+        if row_kernel_serves(module.weight):
+            module.forward = functools.partial(row_kernel_forward, module)
+        else:
+            one_row = packed_forward if exact_alone[_shape(module)] else two_row_linear
+            module.forward = functools.partial(at_most_widest, one_row, module)
     model.playground_batch_invariant = True
     model.playground_plain_ratio = plain_ratio([m for name, m in model.named_modules()
                                                 if isinstance(m, torch.nn.Linear) and ".layers.0." in f".{name}"])

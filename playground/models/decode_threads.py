@@ -12,9 +12,9 @@ two in bf16, and 26.2 against 28.6 in float32 held to AVX2 (verify passes of 4 t
 So it is timed, not assumed, for models up to TIMED_UP_TO parameters: each of the model's linear
 layers on one row (the products of a one-token pass), in turns on one thread and on all, within
 BUDGET_S after at least three timings of each (eight passes over the linear weights, warm-ups counted:
-for a model near TIMED_UP_TO, seconds of its load). All threads only where clearly faster: one thread holds up when other work takes the cores
-(all threads' passes took 10-75x longer under a test suite's load, one thread's about 2x).
-PLAYGROUND_DECODE_THREADS sets it instead."""
+for a model near TIMED_UP_TO, seconds of its load). All threads only where clearly faster: one thread
+holds up when other work takes the cores (all threads' passes took 10-75x longer under a test suite's
+load, one thread's about 2x). PLAYGROUND_DECODE_THREADS sets it instead."""
 import os
 import statistics
 import time

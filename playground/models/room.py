@@ -87,9 +87,8 @@ def packed_bytes(path: pathlib.Path, device: torch.device, dtype: torch.dtype, n
 
 def packs(device: torch.device, dtype: torch.dtype, need_bytes: int) -> bool:
     """Whether _from_pretrained gives this model's linears a packed second copy (see packed_linear)."""
-    if dtype == torch.float32:  # where row_products' kernel serves them, no copy: it reads the weights as they are
-        return bool(placement.attention_for(device, dtype, need_bytes)) and row_products.kernel() is None
-    return bool(placement.attention_for(device, dtype, need_bytes)) and placement.native_bf16()
+    copied = row_products.kernel() is None if dtype == torch.float32 else placement.native_bf16()  # (the kernel reads
+    return bool(placement.attention_for(device, dtype, need_bytes)) and copied  # float32 weights as they are: no copy)
 
 
 def refuse_before_download(model_id: str, config_dir: pathlib.Path, device: torch.device, dtype) -> None:

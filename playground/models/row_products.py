@@ -91,10 +91,12 @@ def built() -> pathlib.Path:
                               timeout=BUILD_SECONDS, stdin=subprocess.DEVNULL)
         if done.returncode:
             raise OSError(f"{' '.join(compiler)} failed: {done.stderr.strip()[-300:]}")
-        _write_whole(out, out.read_bytes())
+        _on_disk(out)
         os.replace(out, target)
-        _write_whole(pathlib.Path(tmp) / mark.name, _file_digest(target).encode())
-        os.replace(pathlib.Path(tmp) / mark.name, mark)
+        written = pathlib.Path(tmp) / mark.name
+        written.write_text(_file_digest(target))
+        _on_disk(written)
+        os.replace(written, mark)
     return target
 
 
@@ -102,11 +104,13 @@ def _file_digest(path: pathlib.Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _write_whole(path: pathlib.Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+def _on_disk(path: pathlib.Path) -> None:
+    """The file's bytes flushed to the disk (before it is renamed into place)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _rows_agree(fn) -> bool:
@@ -122,10 +126,10 @@ def _rows_agree(fn) -> bool:
     return ok
 
 
-def _call(fn, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """x [M, K] @ w [N, K].T -> [M, N], both float32 and contiguous."""
+def _call(fn, x: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """x [M, K] @ w [N, K].T -> out [M, N] (a new tensor where none is given), all float32 and contiguous."""
     (m, k), n = x.shape, w.shape[0]
-    y = torch.empty(m, n, dtype=torch.float32)
+    y = torch.empty(m, n, dtype=torch.float32) if out is None else out
     fn(x.data_ptr(), w.data_ptr(), y.data_ptr(), m, k, n, torch.get_num_threads())
     return y
 
@@ -140,7 +144,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> 
         return F.linear(x, weight, bias)
     rows = x.reshape(-1, x.shape[-1]).contiguous()  # [M, in]
     w = weight if weight.is_contiguous() else weight.contiguous()
-    y = torch.cat([_call(kernel(), part, w) for part in rows.split(CHUNK_ROWS)])  # [M, out]
+    y = torch.empty(rows.shape[0], weight.shape[0], dtype=torch.float32)  # [M, out]
+    for start in range(0, rows.shape[0], CHUNK_ROWS):  # (a chunk of y's rows is contiguous: written in place)
+        _call(kernel(), rows[start:start + CHUNK_ROWS], w, y[start:start + CHUNK_ROWS])
     if bias is not None:
         y += bias
     return y.reshape(*x.shape[:-1], weight.shape[0])
