@@ -2,9 +2,11 @@
 pass's width and thread count; built with the machine's C compiler, and where it cannot be, oneDNN's packed
 products are used instead (batch_invariant)."""
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -171,3 +173,26 @@ def test_a_damaged_library_in_the_cache_is_built_again(fresh_kernel):
                           timeout=300)
     assert (done.returncode, done.stdout.strip()) == (0, "True 18.0"), done.stderr[-500:]
     assert len(list((fresh_kernel / "kernels").glob("*.so"))) == 2  # the compiler is part of the library's name
+
+
+def test_a_hung_compiler_is_given_up_on_with_its_children(fresh_kernel, monkeypatch, tmp_path):
+    """A compiler (or a wrapper such as ccache) that hangs is killed past BUILD_SECONDS with every process it
+    started (only the compiler was, its children left running), and the run goes on without the kernel."""
+    if not row_products.wanted():
+        pytest.skip("the kernel is only built on Linux x86-64 with AVX2 and FMA")
+    pid_file = tmp_path / "child.pid"
+    wrapper = tmp_path / "hung-cc"
+    wrapper.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CC", str(wrapper))
+    monkeypatch.setattr(row_products, "BUILD_SECONDS", 2)
+    with pytest.raises(OSError, match="took over 2 s"):
+        row_products.built()
+    child = pathlib.Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    for _ in range(50):  # gone, or a zombie where nothing reaps orphans
+        if not child.exists() or child.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the compiler's child outlived it")
+    assert row_products.kernel() is None and not list((fresh_kernel / "kernels").glob("*.so"))

@@ -20,6 +20,7 @@ import pathlib
 import platform
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -87,10 +88,7 @@ def built() -> pathlib.Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = pathlib.Path(tmp) / target.name
-        done = subprocess.run([*compiler, *FLAGS, "-o", str(out), str(SOURCE)], capture_output=True, text=True,
-                              timeout=BUILD_SECONDS, stdin=subprocess.DEVNULL)
-        if done.returncode:
-            raise OSError(f"{' '.join(compiler)} failed: {done.stderr.strip()[-300:]}")
+        _compile(compiler, out)
         _on_disk(out)
         os.replace(out, target)
         written = pathlib.Path(tmp) / mark.name
@@ -98,6 +96,21 @@ def built() -> pathlib.Path:
         _on_disk(written)
         os.replace(written, mark)
     return target
+
+
+def _compile(compiler: list[str], out: pathlib.Path) -> None:
+    """SOURCE compiled to out, the compiler in a process group of its own, all of it killed past BUILD_SECONDS (a
+    wrapper's children too, such as ccache's: killing only the compiler left them running)."""
+    proc = subprocess.Popen([*compiler, *FLAGS, "-o", str(out), str(SOURCE)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=BUILD_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise OSError(f"{' '.join(compiler)} took over {BUILD_SECONDS} s") from None
+    if proc.returncode:
+        raise OSError(f"{' '.join(compiler)} failed: {err.strip()[-300:]}")
 
 
 def _file_digest(path: pathlib.Path) -> str:
