@@ -2027,12 +2027,16 @@ def test_an_api_caller_reads_its_error_as_written_and_the_page_escaped(client, a
     """The page's popup reads an error as HTML, so its words are escaped; an API caller read them escaped
     too (`tree='2,&lt;b&gt;&amp;'` for what it sent, and Gradio's own `&lt;class 'str'&gt;`: an API review).
     gradio_client's calls and the /call/ routes get them as written; a join as the page makes it, escaped.
-    (A value a component refuses before the function runs, such as k='a<b', stays escaped: Gradio gives
-    no request there, and only a forged call sends such a value.)"""
+    So does a value a component refuses before the function runs (k='<b>&': Gradio set no request there, and
+    the API caller read it escaped as for a page, an API review)."""
     import app
     with pytest.raises(Exception) as refused:
         client.predict(tree="2,<b>&", api_name="/share_link")
     assert "&lt;" not in str(refused.value) and "'2,<b>&'" in str(refused.value), refused.value
+    for endpoint in ("/share_link", "/export"):
+        with pytest.raises(Exception) as refused:
+            client.predict(k="<b>&", api_name=endpoint)
+        assert "&lt;" not in str(refused.value) and "'<b>&'" in str(refused.value), (endpoint, refused.value)
     share = next(fn for fn in app.demo.fns.values() if fn.api_name == "share_link")
     names = list(share.input_parameter_names)
     started = json.loads(urllib.request.urlopen(urllib.request.Request(
@@ -2048,6 +2052,10 @@ def test_an_api_caller_reads_its_error_as_written_and_the_page_escaped(client, a
     session = "s-198.51.100.81"
     streamed = urllib.request.urlopen(f"{app_url}gradio_api/queue/data?session_hash={session}", timeout=60).read()
     assert status == 200 and b"2,&lt;b&gt;&amp;" in streamed and b"<b>" not in streamed, streamed
+    page[names.index("tree")], page[names.index("k")] = "", "<b>&"  # a box's refusal, to a page: escaped
+    status, joined = _join(app_url, index, page, "198.51.100.82")
+    streamed = urllib.request.urlopen(f"{app_url}gradio_api/queue/data?session_hash=s-198.51.100.82", timeout=60).read()
+    assert status == 200 and b"&lt;b&gt;&amp;" in streamed and b"<b>" not in streamed, streamed
 
 
 def test_the_experiment_link_endpoint_round_trips_through_the_page(client):

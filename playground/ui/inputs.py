@@ -1,5 +1,7 @@
 """The page's inputs: Settings <-> component values (typed, for API callers too), presets and
 share links applied to them, the constraint box's checks as the user types."""
+import contextvars
+import functools
 import html
 import inspect
 import json
@@ -248,11 +250,29 @@ def _for_a_page() -> bool:
     """Whether the call being answered may be a page's: not one of gradio_client's (it says
     `x-gradio-user: api`, or mcp for Gradio's MCP server) nor a /call/ route's (the API's alone).
     Outside a call (a test, the CLI): True, escaped."""
-    request = LocalContext.request.get(None)
+    request = ANSWERING.get(None) or LocalContext.request.get(None)
     if request is None:
         return True
     headers, url = getattr(request, "headers", None) or {}, str(getattr(request, "url", ""))
     return headers.get("x-gradio-user") not in ("api", "mcp") and "/gradio_api/call/" not in url
+
+
+ANSWERING = contextvars.ContextVar("playground_answering", default=None)  # the request a call's inputs come with
+
+
+def process_api_knowing_its_request(process_api):
+    """Blocks.process_api, with the request it answers known while the components read its inputs: Gradio sets
+    LocalContext.request only around the function, so a box's refusal (k='<b>&' sent to /export) reached an API
+    caller escaped as for a page (an API review). Installed by gradio_patches."""
+    @functools.wraps(process_api)
+    async def answering(self, *args, request=None, **kwargs):
+        token = ANSWERING.set(request if not isinstance(request, list) else None)  # (a batch: several requests)
+        try:
+            return await process_api(self, *args, request=request, **kwargs)
+        finally:
+            ANSWERING.reset(token)
+    answering.knows_its_request = True
+    return answering
 
 
 def typed(name: str, value, kind: type):
