@@ -167,7 +167,8 @@ def _named_refusals(own):
     return preprocess
 
 
-MAX_CHOICES_SAID = 12  # a refused choice's message names the box's choices up to this many
+MAX_CHOICES_SAID = 12  # a refused choice's message names the box's first choices, this many at most (Gradio's
+# words had named none: "Preset: Value: nope is not in the list of choices", an API review)
 
 
 def _named_choices(own):
@@ -191,9 +192,11 @@ def _named_choices(own):
             return own(self, payload)
         except gr.Error as exc:  # (a few choices named: "Value: 'outlines' (type: <class 'str'>) is not in the list")
             chosen = [c[1] if isinstance(c, (tuple, list)) else c for c in getattr(self, "choices", None) or ()]
-            if 0 < len(chosen) <= MAX_CHOICES_SAID:
-                raise popup(f"{self.label} takes one of {', '.join(map(str, chosen))}, not {str(payload)[:40]!r}") from None
-            raise popup(f"{self.label}: {exc.message[:300]}") from None
+            if not chosen:
+                raise popup(f"{self.label}: {exc.message[:300]}") from None
+            more = f" and {len(chosen) - MAX_CHOICES_SAID} more" if len(chosen) > MAX_CHOICES_SAID else ""
+            raise popup(f"{self.label} takes one of {', '.join(map(str, chosen[:MAX_CHOICES_SAID]))}{more}, "
+                        f"not {str(payload)[:40]!r}") from None
         except (ValueError, TypeError, OverflowError):
             raise popup(f"{self.label} cannot take {str(payload)[:40]!r}") from None
     preprocess.named = True
