@@ -270,7 +270,7 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch, tmp_path
     assert model.config._attn_implementation == ROW_INVARIANT and model.playground_batch_invariant
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert all((packed_linear.ATTR in m.__dict__) != by_kernel for m in linears)  # the kernel keeps no packed copy
-    assert all((m.forward.func is batch_invariant.row_kernel_forward) == by_kernel for m in linears)
+    assert all((m.forward.func is row_products.module_forward) == by_kernel for m in linears)
     ids = torch.arange(3, 40)[None]
     with torch.inference_mode():
         wide = ModelRunner(model, pair.vocab)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from playground import cli, session
-from playground.models import loading as models
+from playground.models import loading as models, row_products
 from playground.constraints import compile_constraint, from_user
 from playground.engine.cache import new_cache
 from playground.engine.proposers import DraftModelProposer
@@ -279,3 +279,32 @@ def test_a_runs_features_are_its_own_while_another_run_passes_the_same_model():
         held.remove()
     assert passed.is_set() and a.hidden.shape == expected.shape and torch.equal(a.hidden, expected)
     assert b.hidden.shape[0] == len(other)
+
+
+@pytest.mark.skipif(not row_products.wanted(), reason="the row kernel is built on Linux x86-64 with AVX2 and FMA only")
+def test_a_float32_draft_takes_the_row_kernel_where_faster_and_stays_exact(tmp_path, tokenizer, target, monkeypatch):
+    """Where row_products' kernel beats F.linear on this machine (timed at load) a float32 CPU draft's products, its
+    head's too, go through it: its guesses as near F.linear's as float32 rounding allows, speculation still the
+    target alone; where it does not, the draft keeps F.linear."""
+    t_dir = tiny.save(target, tokenizer, tmp_path / "target")
+    d2t = torch.arange(0, len(tokenizer), 2)
+    save_feature_draft(feature_draft(target, d2t.tolist()), d2t, tmp_path / "draft")
+    monkeypatch.setattr(models.placement, "native_bf16", lambda: False)  # (a bfloat16 CPU packs its draft instead)
+    monkeypatch.setattr(row_products, "faster_than_plain", lambda weights: False)
+    plain = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu").draft
+    assert not plain.head_by_kernel and all("forward" not in m.__dict__ for m in plain.modules())
+    models.CACHE.entries.clear()
+    monkeypatch.setattr(row_products, "faster_than_plain", lambda weights: row_products.kernel() is not None)
+    pair = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
+    linears = [m for m in pair.draft.modules() if isinstance(m, torch.nn.Linear)]
+    assert pair.draft.head_by_kernel == (row_products.kernel() is not None)
+    assert linears and all(("forward" in m.__dict__ and m.forward.func is row_products.module_forward)
+                           == pair.draft.head_by_kernel for m in linears)
+    ids, features = torch.tensor([5, 9, 2]), torch.randn(3, target.config.hidden_size)
+    with torch.inference_mode():
+        by_kernel = pair.draft.step(ids, features, new_cache(pair.draft.config))
+        by_plain = plain.step(ids, features, new_cache(plain.config))
+    assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(by_kernel, by_plain))
+    prompt = tokenizer("def parse(text):\n").input_ids
+    cfg = session.spec_config(k=3, max_new_tokens=30)
+    assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids

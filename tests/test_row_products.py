@@ -124,10 +124,10 @@ def test_a_float32_model_takes_the_kernel_or_the_packed_products(monkeypatch):
     assert not batch_invariant.row_kernel_serves(layer.weight.bfloat16())
     if can_build():
         with torch.inference_mode():
-            alone = batch_invariant.row_kernel_forward(layer, x)
+            alone = row_products.module_forward(layer, x)
             assert torch.equal(alone, row_products.linear(x, layer.weight, None))
             with batch_invariant.prompt_pass():
-                assert torch.equal(batch_invariant.row_kernel_forward(layer, x), alone)
+                assert torch.equal(row_products.module_forward(layer, x), alone)
     assert packed_linear.pack_linears(layer)  # where it was not built: packed, as before
 
 
@@ -196,3 +196,20 @@ def test_a_hung_compiler_is_given_up_on_with_its_children(fresh_kernel, monkeypa
     else:
         pytest.fail("the compiler's child outlived it")
     assert row_products.kernel() is None and not list((fresh_kernel / "kernels").glob("*.so"))
+
+
+def test_whether_the_kernel_is_faster_is_timed_in_turns_for_float32_cpu_weights(monkeypatch):
+    """faster_than_plain (a model that need not be exact takes whichever is faster here): float32 CPU weights timed,
+    the kernel against F.linear in turns; anything else, or no kernel, is not asked."""
+    weights = [torch.randn(64, 32), torch.randn(200, 64)]
+    assert not row_products.faster_than_plain([w.bfloat16() for w in weights])
+    assert not row_products.faster_than_plain([])
+    timed = []
+    monkeypatch.setattr(row_products, "medians_in_turns", lambda ways, tries: (timed.append((sorted(ways), tries)),
+                                                                               {"kernel": 0.8, "plain": 1.0})[1])
+    assert row_products.faster_than_plain(weights) == (row_products.kernel() is not None)
+    assert timed == ([(["kernel", "plain"], row_products.TIMINGS)] if row_products.kernel() is not None else [])
+    monkeypatch.setattr(row_products, "medians_in_turns", lambda ways, tries: {"kernel": 0.95, "plain": 1.0})
+    assert not row_products.faster_than_plain(weights)  # within the noise: F.linear kept
+    monkeypatch.undo()
+    assert row_products.faster_than_plain(weights) in (True, False)  # (timed for real: either, by machine)

@@ -28,8 +28,9 @@ same (61-73 ms for SmolLM2-135M on 2 cores; whole target-alone runs with one-row
 (72 ms at one token, 109-134 ms at two to five). With packed weights (playground.models.packed_linear) a
 one-token pass costs 38 ms with two rows against 34 ms with one (and a 4-token pass 33 ms): the
 exact target alone ran about 1.18x slower than one with one-row products, whose tokens differ. Each model's
-products are timed both ways at load (plain_ratio: a 2-core Xeon with AMX, bfloat16: the plain ones 0.77x as
-fast; float32 held to AVX2: 1.7-1.8x as fast), and the speedup's note says so where plain ones are faster.
+products are timed both ways at load (time_plain_ratio; a 2-core Xeon with AMX, bfloat16, when one decoder layer
+was timed: the plain ones 0.77x as fast; every layer on the decode thread, float32 held to AVX2 on a 2-core AMD EPYC,
+row_products' kernel against MKL: 0.72x), and the speedup's note says so where plain ones are faster.
 
 float32 (CPUs without bf16 dot products, most laptops): MKL's small float32 products are neither
 flat nor row-invariant, oneDNN's from packed weights are both (rows of 2 to 16 bitwise; one row
@@ -43,8 +44,6 @@ equal to one-token passes; it was 55/88/107/78/70 ms with SDPA and MKL, rows dif
 import contextlib
 import contextvars
 import functools
-import statistics
-import time
 from dataclasses import dataclass
 
 import torch
@@ -55,6 +54,7 @@ from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
 from playground.models import row_products
+from playground.models.in_turns import medians_in_turns, seconds_of
 from playground.models.packed_linear import ATTR, linear, pack, packed_forward
 
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
@@ -367,13 +367,6 @@ def row_kernel_serves(weight: torch.Tensor) -> bool:
     return weight.dtype == torch.float32 and weight.device.type == "cpu" and row_products.kernel() is not None
 
 
-def row_kernel_forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """nn.Linear.forward through row_products' kernel, whose rows are the same at any width and thread count: a run's
-    first pass too (F.linear there, MKL's, rounded otherwise on one thread and on two, and another run's
-    decode_threads can change the count under it)."""
-    return row_products.linear(x, module.weight, module.bias)
-
-
 def at_most_widest(forward, module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """forward(module, x), x [..., in], with its rows taken WIDEST at a time past a run's first pass (prompt_pass):
     the products agree row by row up to WIDEST rows, not past 32 (bfloat16 with AMX, 2-core Xeon, torch 2.13: every
@@ -390,9 +383,8 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     """Patch every nn.Linear of a model loaded with attn_implementation=ATTENTION (in place): float32 ones through
     row_products' kernel where it was built (row_kernel_serves), the others' one row computed as two, except where the
     packed weights' one-row product is already bitwise a row of the wider ones on this machine (one_row_is_a_row:
-    oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows).
-    model.playground_plain_ratio: how much faster plain one-row products (unpacked: MKL's in float32, whose rows can differ)
-    ran than these, timed here (the target alone's exact passes are said to be that much slower)."""
+    oneDNN's float32 kernels held to AVX2, 10% less time a one-token pass than two rows). What exactness costs is
+    timed once the model's decode threads are known (time_plain_ratio)."""
     attention = getattr(model.config, "_attn_implementation", None)
     if attention not in (ATTENTION, ROW_INVARIANT):
         raise ValueError(f"load the model with attn_implementation='{ATTENTION}' or '{ROW_INVARIANT}' (it has {attention})")
@@ -400,14 +392,13 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     rest = [m for m in linears if not row_kernel_serves(m.weight)]
     exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(rest).items()}
     for module in linears:
-        if row_kernel_serves(module.weight):
-            module.forward = functools.partial(row_kernel_forward, module)
+        if row_kernel_serves(module.weight):  # every pass, a run's first too (MKL's rows there differed on one
+            module.forward = functools.partial(row_products.module_forward, module)  # thread and on two, and
+            # another run's decode_threads can change the count under it)
         else:
             one_row = packed_forward if exact_alone[_shape(module)] else two_row_linear
             module.forward = functools.partial(at_most_widest, one_row, module)
     model.playground_batch_invariant = True
-    model.playground_plain_ratio = plain_ratio([m for name, m in model.named_modules()
-                                                if isinstance(m, torch.nn.Linear) and ".layers.0." in f".{name}"])
     return model
 
 
@@ -483,22 +474,26 @@ def _spread(shape: tuple, generator: torch.Generator, dtype: torch.dtype) -> tor
 
 
 TIMINGS = 5  # interleaved timings of each way, after one to warm up
+PLAIN_BUDGET_S = 0.5  # time_plain_ratio's turns stop past this, after three of each
 
 
-def plain_ratio(layer: list) -> float | None:
-    """Median time of a decoder layer's one-row products as these passes take them over that of plain ones
-    (F.linear on the unpacked weights: MKL's in float32): how much faster a one-token pass's products would run with no
-    regard for exactness, timed in turns on this machine (about 0.1 s). None for no layer."""
-    if not layer:
-        return None
-    rows = [torch.zeros(1, m.in_features, dtype=m.weight.dtype) for m in layer]
-    times = {"exact": [], "plain": []}
-    with torch.inference_mode():
-        for attempt in range(TIMINGS + 1):
-            for way in times:
-                started = time.perf_counter()
-                for module, row in zip(layer, rows):
-                    module(row) if way == "exact" else torch.nn.functional.linear(row, module.weight, module.bias)
-                if attempt:
-                    times[way].append(time.perf_counter() - started)
-    return statistics.median(times["exact"]) / statistics.median(times["plain"])
+def time_plain_ratio(model: torch.nn.Module, threads: int | None) -> None:
+    """model.playground_plain_ratio: the median time of a one-token pass's products as these passes take them (every
+    linear layer on one row) over that of plain ones (F.linear on the unpacked weights: MKL's in float32), on the
+    thread count the model decodes with (threads; None: all), timed in turns here: how much faster a one-token pass's
+    products would run with no regard for exactness. Every layer, on the decode threads: one decoder layer's products
+    alone (its weights then in cache) read MKL 1.1x faster than the kernel where a whole pass's read it 1.4x slower,
+    and at the load's two threads rather than the decode's one 1.75x faster, which the note beside the speedup said
+    (SmolLM2 in float32 held to AVX2, a 2-core AMD EPYC: whole plain passes were 1.37x slower than exact ones)."""
+    calls = [(m, torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device))
+             for m in model.modules() if isinstance(m, torch.nn.Linear)]  # (module, one row [1, in])
+    ways = {"exact": lambda m, x: m(x), "plain": lambda m, x: torch.nn.functional.linear(x, m.weight, m.bias)}
+    default = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads or default)
+        with torch.inference_mode():
+            medians = medians_in_turns({way: functools.partial(seconds_of, product, calls)
+                                        for way, product in ways.items()}, TIMINGS, PLAIN_BUDGET_S)
+    finally:
+        torch.set_num_threads(default)
+    model.playground_plain_ratio = medians["exact"] / medians["plain"] if calls else None

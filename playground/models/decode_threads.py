@@ -15,13 +15,13 @@ BUDGET_S after at least three timings of each (eight passes over the linear weig
 for a model near TIMED_UP_TO, seconds of its load). All threads only where clearly faster: one thread
 holds up when other work takes the cores (all threads' passes took 10-75x longer under a test suite's
 load, one thread's about 2x). PLAYGROUND_DECODE_THREADS sets it instead."""
+import functools
 import os
-import statistics
-import time
 
 import torch
 
 from playground.errors import PlaygroundError
+from playground.models.in_turns import medians_in_turns, seconds_of
 
 TRIES = 7  # timings of each thread count at most (after one to warm up)
 BUDGET_S = 0.3  # the measurement's time at most (3 timings of each at least): a loaded host took 5 s for the demo target
@@ -57,22 +57,18 @@ def host_choice() -> int | None:
 
 def _pass_seconds(linears: list) -> tuple[float, float]:
     """Median seconds of the layers' one-row products on one thread and on all, timed in turns."""
-    rows = [torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device) for m in linears]
+    calls = [(m, torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device)) for m in linears]
     default = torch.get_num_threads()
-    times = {1: [], default: []}
-    started = time.perf_counter()
     try:
         with torch.inference_mode():
-            for attempt in range(TRIES + 1):
-                if attempt > 3 and time.perf_counter() - started > BUDGET_S:
-                    break
-                for threads in times:
-                    torch.set_num_threads(threads)
-                    start = time.perf_counter()
-                    for m, x in zip(linears, rows):
-                        m(x)
-                    if attempt:  # (the first of each: warm-up)
-                        times[threads].append(time.perf_counter() - start)
+            medians = medians_in_turns({threads: functools.partial(_on_threads, threads, calls)
+                                        for threads in (1, default)}, TRIES, BUDGET_S)
     finally:
         torch.set_num_threads(default)
-    return statistics.median(times[1]), statistics.median(times[default])
+    return medians[1], medians[default]
+
+
+def _on_threads(threads: int, calls: list) -> float:
+    """Seconds of module(row) for each (module, row) of calls, on `threads` threads."""
+    torch.set_num_threads(threads)
+    return seconds_of(lambda module, row: module(row), calls)

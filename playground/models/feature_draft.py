@@ -13,6 +13,7 @@ the positions it drafts itself it reads its own prediction f'_{i-1}. Only the de
 fc ship (a few MB): E and W are the target's, attached at load time, so the draft works only with
 the target it was trained on (same hidden size and tokenizer). The acceptance rule does not depend
 on how the draft computes its distribution, so speculation stays exact."""
+import functools
 import json
 import pathlib
 
@@ -22,6 +23,7 @@ from safetensors.torch import load_file, save_file
 from transformers import LlamaConfig, LlamaModel
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
+from playground.models import row_products
 from playground.models.packed_linear import linear, pack, pack_linears
 
 MARKER = "playground_feature_draft"  # key in config.json that marks such a draft
@@ -40,6 +42,7 @@ class FeatureDraft(torch.nn.Module):
         self.target_embedding = None  # set by attach (not a submodule: the target owns it)
         self.register_buffer("head", torch.empty(0, h), persistent=False)  # [N - 1, H] rows of W
         self.packed_head = None  # the head packed for oneDNN (see pack)
+        self.head_by_kernel = False  # the head's products through row_products' kernel (see by_row_kernel)
 
     @property
     def device(self) -> torch.device:
@@ -66,6 +69,8 @@ class FeatureDraft(torch.nn.Module):
         return out, self.logits(out[-keep:] if keep else out)
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
+        if self.head_by_kernel:
+            return row_products.linear(features, self.head, None)  # [n, N - 1]
         return linear(features, self.head, None, self.packed_head)  # [n, N - 1]
 
     def pack(self) -> "FeatureDraft":
@@ -73,6 +78,18 @@ class FeatureDraft(torch.nn.Module):
         pack_linears(self)
         self.packed_head = pack(self.head)
         return self
+
+    def by_row_kernel(self) -> bool:
+        """Its products, the head's too, through row_products' kernel where that is clearly faster here than F.linear
+        (a float32 CPU draft, after attach; its rows need not be exact: speculation is exact whatever it drafts)
+        -> whether they are."""
+        linears = [m for m in self.modules() if isinstance(m, torch.nn.Linear)]
+        if not row_products.faster_than_plain([m.weight for m in linears] + [self.head]):
+            return False
+        for module in linears:
+            module.forward = functools.partial(row_products.module_forward, module)
+        self.head_by_kernel = True
+        return True
 
 
 def unrolled(draft: FeatureDraft, ids: torch.Tensor, features: torch.Tensor, depth: int) -> list[torch.Tensor]:

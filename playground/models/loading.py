@@ -19,7 +19,7 @@ from playground.errors import PlaygroundError
 from playground.limits import env_flag
 from playground.models import placement
 from playground.models.decode_threads import fastest_decode_threads
-from playground.models.batch_invariant import make_batch_invariant
+from playground.models.batch_invariant import make_batch_invariant, time_plain_ratio
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 from playground.models.locate import ALIASES, Progress, locate, report, sub_progress
 from playground.models.packed_linear import pack_linears
@@ -114,6 +114,8 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
     report(progress, 0.9, f"loading {model_id} to {device}")
     model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
     loaded = (model, tokenizer, fastest_decode_threads(model))
+    if getattr(model, "playground_batch_invariant", False):
+        time_plain_ratio(model, loaded[2])  # what exactness costs, on the threads it decodes with
     CACHE.put(key, loaded)
     report(progress, 1.0, f"{model_id} ready")
     return loaded
@@ -305,6 +307,8 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         draft = load_feature_draft(path, target, d2t)
         if placement.native_bf16():
             draft.pack()  # a bfloat16 CPU draft's products from packed weights (see packed_linear)
+        elif draft.device.type == "cpu":
+            draft.by_row_kernel()  # a float32 one's through row_products' kernel, where faster than MKL here
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None

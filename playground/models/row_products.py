@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from playground.cpu_isa import cpu_flags
 from playground.limits import env_flag
+from playground.models.in_turns import medians_in_turns, seconds_of
 from playground.models.packaged import cache_root
 
 log = logging.getLogger("playground.row_products")
@@ -38,6 +39,8 @@ SOURCE = pathlib.Path(__file__).with_name("row_products.c")
 FLAGS = ("-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fopenmp", "-shared", "-fPIC")  # no fast-math: sums in order
 BUILD_SECONDS = 120  # a compiler that takes longer is given up on (the run goes on with oneDNN's products)
 CHUNK_ROWS = 256  # rows per call at most (a prompt's pass): the rows a block of weights is applied to stay in cache
+TIMINGS = 5  # faster_than_plain: timings of each way in turns, after one to warm up
+CLEARLY = 0.9  # faster_than_plain: the kernel where its median takes under 90% of F.linear's
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,8 +63,13 @@ def kernel():
 def wanted() -> bool:
     """Linux on x86-64 with AVX2 and FMA, torch's threads GNU OpenMP's (the kernel's then share them:
     a second OpenMP team would slow every product), unless PLAYGROUND_ROW_KERNEL=0."""
-    return (env_flag("PLAYGROUND_ROW_KERNEL", True) and sys.platform == "linux" and platform.machine() == "x86_64"
+    return (asked() and sys.platform == "linux" and platform.machine() == "x86_64"
             and {"avx2", "fma"} <= cpu_flags() and _gnu_openmp_loaded())
+
+
+def asked() -> bool:
+    """PLAYGROUND_ROW_KERNEL: on unless 0 (a value neither on nor off raises PlaygroundError)."""
+    return env_flag("PLAYGROUND_ROW_KERNEL", True)
 
 
 def _gnu_openmp_loaded() -> bool:
@@ -163,3 +171,22 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> 
     if bias is not None:
         y += bias
     return y.reshape(*x.shape[:-1], weight.shape[0])
+
+
+def module_forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """nn.Linear.forward through the kernel (module.forward = functools.partial(module_forward, module))."""
+    return linear(x, module.weight, module.bias)
+
+
+def faster_than_plain(weights: list[torch.Tensor]) -> bool:
+    """Whether the kernel's one-row products with these float32 CPU weights [out, in] take clearly less time here
+    than F.linear's (MKL's), timed in turns: for a model that need not be exact, such as a feature draft, which takes
+    whichever is faster. SmolLM2's feature draft on a 2-core AMD EPYC held to AVX2: 1.43 ms a step's products
+    against 2.26 (BENCHMARKS.md); an Intel CPU's MKL may be otherwise."""
+    if kernel() is None or not weights or any(w.dtype != torch.float32 or w.device.type != "cpu" for w in weights):
+        return False
+    calls = [(torch.zeros(1, w.shape[1]), w, None) for w in weights]  # one row each: x [1, in], w, no bias
+    with torch.inference_mode():
+        medians = medians_in_turns({"kernel": functools.partial(seconds_of, linear, calls),
+                                    "plain": functools.partial(seconds_of, F.linear, calls)}, TIMINGS)
+    return medians["kernel"] < CLEARLY * medians["plain"]

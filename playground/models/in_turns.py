@@ -1,0 +1,32 @@
+"""Timing ways of doing the same work on this machine in turns (one of each, again and again), so that a
+neighbour's load falls on every way alike: how decode_threads picks a thread count, batch_invariant states what
+exactness costs and row_products whether its kernel beats F.linear for a model that need not be exact."""
+import statistics
+import time
+from collections.abc import Callable, Hashable
+
+
+def medians_in_turns(ways: dict[Hashable, Callable[[], float]], tries: int, over_after_s: float | None = None,
+                     at_least: int = 3) -> dict[Hashable, float]:
+    """ways: each a callable doing the work once and returning its seconds (what it sets up first not counted) ->
+    each way's median seconds over `tries` turns, after one turn to warm up (not counted); where over_after_s is
+    given, the turns stop once they have taken that long, after at least `at_least` counted ones."""
+    times = {way: [] for way in ways}
+    spent = 0.0
+    for turn in range(tries + 1):
+        if over_after_s is not None and turn > at_least and spent > over_after_s:
+            break
+        for way, once in ways.items():
+            seconds = once()
+            spent += seconds
+            if turn:  # (the first of each: warm-up)
+                times[way].append(seconds)
+    return {way: statistics.median(seconds) for way, seconds in times.items()}
+
+
+def seconds_of(work: Callable, calls: list[tuple]) -> float:
+    """Seconds of work(*args) for each args of calls, one after the other."""
+    started = time.perf_counter()
+    for args in calls:
+        work(*args)
+    return time.perf_counter() - started
