@@ -53,8 +53,9 @@ def test_the_readme_python_snippet_runs():
     text, acceptance = printed[0]
     assert streamed and "".join(part for part, in streamed) == session_text()  # the streamed loop's written text
     assert isinstance(text, str) and text and 0 <= acceptance <= 1
-    assert printed[1][0] in ("yes", "no") and printed[1][1] is True  # the constrained run
-    assert str(printed[2][0]).startswith("k must be between 1 and 16")
+    assert printed[1] == ()  # the streamed text's line ended
+    assert printed[2][0] in ("yes", "no") and printed[2][1] is True  # the constrained run
+    assert str(printed[3][0]).startswith("k must be between 1 and 16")
 
 
 def test_the_readme_curl_example_runs(app_url):
