@@ -480,3 +480,31 @@ def test_a_small_models_one_token_pass_takes_the_kernel_its_verify_pass_takes(tm
     weights, value = torch.randn(1, 2, 2, 17).softmax(-1).bfloat16(), torch.randn(1, 2, 17, 16).bfloat16()
     wide = torch.cat([weights, torch.randn(1, 2, 10, 17).softmax(-1).bfloat16()], dim=2)  # 12 rows: oneDNN's
     assert torch.equal(batch_invariant._product(weights, value), batch_invariant._product(wide, value)[:, :, :2])
+
+
+def test_what_exactness_costs_is_timed_over_every_layer_on_the_decode_threads(monkeypatch):
+    """time_plain_ratio times every linear layer (one decoder layer's, its weights in cache, read MKL 1.1x faster
+    where whole passes were 1.37x slower) on the thread count the model decodes with (the load's two had read 1.62x
+    where the decode thread's one read 0.72x), restoring the count after; past its size cap it times nothing."""
+    from tests.tiny import tiny_model
+    model = make_batch_invariant_for_test(tiny_model("llama", layers=3))
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    seen, before = [], torch.get_num_threads()
+    real = batch_invariant.medians_in_turns
+
+    def recorded(ways, tries, budget):
+        seen.append(torch.get_num_threads())
+        return real(ways, tries, budget)
+    monkeypatch.setattr(batch_invariant, "medians_in_turns", recorded)
+    timed = []
+    monkeypatch.setattr(batch_invariant, "seconds_of", lambda product, calls: (timed.append(len(calls)), 1.0)[1])
+    batch_invariant.time_plain_ratio(model, 1)
+    assert seen == [1] and torch.get_num_threads() == before and model.playground_plain_ratio == 1.0
+    assert set(timed) == {len(linears)} and len(linears) > 7  # every layer's products, each call (3 layers + head)
+    batch_invariant.time_plain_ratio(model, None, up_to=10)  # past the cap: no note, nothing timed
+    assert model.playground_plain_ratio is None and seen == [1]
+
+
+def make_batch_invariant_for_test(model):
+    model.config._attn_implementation = ATTENTION
+    return batch_invariant.make_batch_invariant(model)

@@ -290,11 +290,11 @@ def test_a_float32_draft_takes_the_row_kernel_where_faster_and_stays_exact(tmp_p
     d2t = torch.arange(0, len(tokenizer), 2)
     save_feature_draft(feature_draft(target, d2t.tolist()), d2t, tmp_path / "draft")
     monkeypatch.setattr(models.placement, "native_bf16", lambda: False)  # (a bfloat16 CPU packs its draft instead)
-    monkeypatch.setattr(row_products, "faster_than_plain", lambda weights: False)
+    monkeypatch.setattr(row_products, "faster_than_plain", lambda weights, threads: False)
     plain = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu").draft
     assert not plain.head_by_kernel and all("forward" not in m.__dict__ for m in plain.modules())
     models.CACHE.entries.clear()
-    monkeypatch.setattr(row_products, "faster_than_plain", lambda weights: row_products.kernel() is not None)
+    monkeypatch.setattr(row_products, "faster_than_plain", lambda weights, threads: row_products.kernel() is not None)
     pair = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
     linears = [m for m in pair.draft.modules() if isinstance(m, torch.nn.Linear)]
     assert pair.draft.head_by_kernel == (row_products.kernel() is not None)

@@ -16,3 +16,9 @@ def test_ways_are_timed_in_turns_after_a_warm_up_and_stop_past_the_budget():
 def test_seconds_of_runs_every_call():
     calls = []
     assert seconds_of(lambda *args: calls.append(args), [(1, 2), (3,)]) >= 0 and calls == [(1, 2), (3,)]
+
+
+def test_no_counted_turn_is_refused():
+    import pytest
+    with pytest.raises(ValueError, match="one counted turn"):
+        medians_in_turns({"a": lambda: 1.0}, tries=0)

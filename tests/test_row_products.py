@@ -175,27 +175,77 @@ def test_a_damaged_library_in_the_cache_is_built_again(fresh_kernel):
     assert len(list((fresh_kernel / "kernels").glob("*.so"))) == 2  # the compiler is part of the library's name
 
 
-def test_a_hung_compiler_is_given_up_on_with_its_children(fresh_kernel, monkeypatch, tmp_path):
-    """A compiler (or a wrapper such as ccache) that hangs is killed past BUILD_SECONDS with every process it
-    started (only the compiler was, its children left running), and the run goes on without the kernel."""
+def _gone(pid_file: pathlib.Path) -> bool:
+    """Whether the process whose id the file holds has ended (gone, or a zombie where nothing reaps orphans)."""
+    stat = pathlib.Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    for _ in range(50):
+        if not stat.exists() or stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _wrapper(tmp_path: pathlib.Path, script: str) -> pathlib.Path:
+    wrapper = tmp_path / "cc-wrapper"
+    wrapper.write_text(f"#!/bin/sh\n{script}\n")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+@pytest.fixture
+def slow_build(fresh_kernel, monkeypatch):
     if not row_products.wanted():
         pytest.skip("the kernel is only built on Linux x86-64 with AVX2 and FMA")
-    pid_file = tmp_path / "child.pid"
-    wrapper = tmp_path / "hung-cc"
-    wrapper.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n")
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("CC", str(wrapper))
     monkeypatch.setattr(row_products, "BUILD_SECONDS", 2)
+    return fresh_kernel
+
+
+def test_a_hung_compiler_is_given_up_on_with_its_children(slow_build, monkeypatch, tmp_path):
+    """A compiler (or a wrapper such as ccache) that hangs is killed past BUILD_SECONDS with every process it
+    started (only the compiler was, its children left running), and the run goes on without the kernel."""
+    pid_file = tmp_path / "child.pid"
+    monkeypatch.setenv("CC", str(_wrapper(tmp_path, f"sleep 300 &\necho $! > {pid_file}\nwait")))
     with pytest.raises(OSError, match="took over 2 s"):
         row_products.built()
-    child = pathlib.Path(f"/proc/{pid_file.read_text().strip()}/stat")
-    for _ in range(50):  # gone, or a zombie where nothing reaps orphans
-        if not child.exists() or child.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("the compiler's child outlived it")
-    assert row_products.kernel() is None and not list((fresh_kernel / "kernels").glob("*.so"))
+    assert _gone(pid_file), "the compiler's child outlived it"
+    assert row_products.kernel() is None and not list((slow_build / "kernels").glob("*.so"))
+
+
+def test_a_helper_that_left_the_compilers_group_does_not_hold_the_build(slow_build, monkeypatch, tmp_path):
+    """A helper started in a session of its own (setsid) keeps the compiler's output pipes open: the build is given
+    up on at BUILD_SECONDS, not when the helper ends (waiting for the pipes after the kill took the helper's 15 s)."""
+    pid_file = tmp_path / "helper.pid"
+    monkeypatch.setenv("CC", str(_wrapper(tmp_path, f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 30' &\nexit 0")))
+    started = time.monotonic()
+    try:
+        with pytest.raises(OSError, match="took over 2 s"):
+            row_products.built()
+        assert time.monotonic() - started < 12
+    finally:
+        for _ in range(50):
+            if pid_file.exists() and pid_file.read_text().strip():
+                os.kill(int(pid_file.read_text()), 9)
+                break
+            time.sleep(0.1)
+
+
+def test_an_interrupted_build_kills_the_compiler_and_its_children(slow_build, monkeypatch, tmp_path):
+    """Ctrl-C (KeyboardInterrupt) during the build no longer reaches the compiler's own group: it is killed there."""
+    pid_file = tmp_path / "child.pid"
+    monkeypatch.setenv("CC", str(_wrapper(tmp_path, f"sleep 300 &\necho $! > {pid_file}\nwait")))
+
+    class Interrupted(subprocess.Popen):
+        def communicate(self, *args, **kwargs):
+            for _ in range(50):  # (once the wrapper has started its child)
+                if pid_file.exists() and pid_file.read_text().strip():
+                    break
+                time.sleep(0.1)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(row_products.subprocess, "Popen", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        row_products.built()
+    assert _gone(pid_file), "the compiler's child outlived the interruption"
 
 
 def test_whether_the_kernel_is_faster_is_timed_in_turns_for_float32_cpu_weights(monkeypatch):
@@ -211,5 +261,8 @@ def test_whether_the_kernel_is_faster_is_timed_in_turns_for_float32_cpu_weights(
     assert timed == ([(["kernel", "plain"], row_products.TIMINGS)] if row_products.kernel() is not None else [])
     monkeypatch.setattr(row_products, "medians_in_turns", lambda ways, tries: {"kernel": 0.95, "plain": 1.0})
     assert not row_products.faster_than_plain(weights)  # within the noise: F.linear kept
-    monkeypatch.undo()
-    assert row_products.faster_than_plain(weights) in (True, False)  # (timed for real: either, by machine)
+    threads_seen, before = [], torch.get_num_threads()
+    monkeypatch.setattr(row_products, "medians_in_turns", lambda ways, tries: (
+        threads_seen.append(torch.get_num_threads()), {"kernel": 0.8, "plain": 1.0})[1])
+    row_products.faster_than_plain(weights, 1)
+    assert threads_seen == ([1] if row_products.kernel() is not None else []) and torch.get_num_threads() == before

@@ -54,7 +54,8 @@ from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
 from playground.models import row_products
-from playground.models.in_turns import medians_in_turns, seconds_of
+from playground.models.decode_threads import TIMED_UP_TO
+from playground.models.in_turns import medians_in_turns, one_row_calls, seconds_of
 from playground.models.packed_linear import ATTR, linear, pack, packed_forward
 
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
@@ -477,16 +478,19 @@ TIMINGS = 5  # interleaved timings of each way, after one to warm up
 PLAIN_BUDGET_S = 0.5  # time_plain_ratio's turns stop past this, after three of each
 
 
-def time_plain_ratio(model: torch.nn.Module, threads: int | None) -> None:
+def time_plain_ratio(model: torch.nn.Module, threads: int | None, up_to: int = TIMED_UP_TO) -> None:
     """model.playground_plain_ratio: the median time of a one-token pass's products as these passes take them (every
     linear layer on one row) over that of plain ones (F.linear on the unpacked weights: MKL's in float32), on the
     thread count the model decodes with (threads; None: all), timed in turns here: how much faster a one-token pass's
     products would run with no regard for exactness. Every layer, on the decode threads: one decoder layer's products
     alone (its weights then in cache) read MKL 1.1x faster than the kernel where a whole pass's read it 1.4x slower,
-    and at the load's two threads rather than the decode's one 1.75x faster, which the note beside the speedup said
-    (SmolLM2 in float32 held to AVX2, a 2-core AMD EPYC: whole plain passes were 1.37x slower than exact ones)."""
-    calls = [(m, torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device))
-             for m in model.modules() if isinstance(m, torch.nn.Linear)]  # (module, one row [1, in])
+    and at the load's two threads rather than the decode's one 1.62-1.75x faster, which the note beside the speedup said
+    (SmolLM2 in float32 held to AVX2, a 2-core AMD EPYC: whole plain passes were 1.37x slower than exact ones).
+    None (no note) for a model past `up_to` parameters, as decode_threads: eight passes over its weights or more."""
+    if sum(p.numel() for p in model.parameters()) > up_to:
+        model.playground_plain_ratio = None
+        return
+    calls = one_row_calls(model.modules())  # (module, one row [1, in])
     ways = {"exact": lambda m, x: m(x), "plain": lambda m, x: torch.nn.functional.linear(x, m.weight, m.bias)}
     default = torch.get_num_threads()
     try:

@@ -21,7 +21,7 @@ import os
 import torch
 
 from playground.errors import PlaygroundError
-from playground.models.in_turns import medians_in_turns, seconds_of
+from playground.models.in_turns import medians_in_turns, one_row_calls, seconds_of
 
 TRIES = 7  # timings of each thread count at most (after one to warm up)
 BUDGET_S = 0.3  # the measurement's time at most (3 timings of each at least): a loaded host took 5 s for the demo target
@@ -57,7 +57,7 @@ def host_choice() -> int | None:
 
 def _pass_seconds(linears: list) -> tuple[float, float]:
     """Median seconds of the layers' one-row products on one thread and on all, timed in turns."""
-    calls = [(m, torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device)) for m in linears]
+    calls = one_row_calls(linears)  # (module, one row [1, in])
     default = torch.get_num_threads()
     try:
         with torch.inference_mode():

@@ -79,12 +79,12 @@ class FeatureDraft(torch.nn.Module):
         self.packed_head = pack(self.head)
         return self
 
-    def by_row_kernel(self) -> bool:
+    def by_row_kernel(self, threads: int | None) -> bool:
         """Its products, the head's too, through row_products' kernel where that is clearly faster here than F.linear
-        (a float32 CPU draft, after attach; its rows need not be exact: speculation is exact whatever it drafts)
-        -> whether they are."""
+        on its decode threads (threads; None: all) (a float32 CPU draft, after attach; its rows need not be exact:
+        speculation is exact whatever it drafts) -> whether they are."""
         linears = [m for m in self.modules() if isinstance(m, torch.nn.Linear)]
-        if not row_products.faster_than_plain([m.weight for m in linears] + [self.head]):
+        if not row_products.faster_than_plain([m.weight for m in linears] + [self.head], threads):
             return False
         for module in linears:
             module.forward = functools.partial(row_products.module_forward, module)

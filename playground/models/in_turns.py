@@ -5,12 +5,16 @@ import statistics
 import time
 from collections.abc import Callable, Hashable
 
+import torch
+
 
 def medians_in_turns(ways: dict[Hashable, Callable[[], float]], tries: int, over_after_s: float | None = None,
                      at_least: int = 3) -> dict[Hashable, float]:
     """ways: each a callable doing the work once and returning its seconds (what it sets up first not counted) ->
     each way's median seconds over `tries` turns, after one turn to warm up (not counted); where over_after_s is
     given, the turns stop once they have taken that long, after at least `at_least` counted ones."""
+    if tries < 1:
+        raise ValueError("medians_in_turns needs one counted turn at least")
     times = {way: [] for way in ways}
     spent = 0.0
     for turn in range(tries + 1):
@@ -30,3 +34,10 @@ def seconds_of(work: Callable, calls: list[tuple]) -> float:
     for args in calls:
         work(*args)
     return time.perf_counter() - started
+
+
+def one_row_calls(modules) -> list[tuple]:
+    """(module, a row of zeros [1, in] of its dtype and device) for each linear layer among modules (a model's
+    .modules(), or a list): the products of a one-token pass, for seconds_of(lambda m, x: ..., calls)."""
+    return [(m, torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device))
+            for m in modules if isinstance(m, torch.nn.Linear)]

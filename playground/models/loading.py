@@ -307,13 +307,14 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         draft = load_feature_draft(path, target, d2t)
         if placement.native_bf16():
             draft.pack()  # a bfloat16 CPU draft's products from packed weights (see packed_linear)
-        elif draft.device.type == "cpu":
-            draft.by_row_kernel()  # a float32 one's through row_products' kernel, where faster than MKL here
+        threads = fastest_decode_threads(draft)
+        if not placement.native_bf16() and draft.device.type == "cpu":
+            draft.by_row_kernel(threads)  # a float32 one's through row_products' kernel, where faster than MKL here
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None
     draft.playground_vocab_map = d2t
-    kept[draft_id] = loaded = (draft, fastest_decode_threads(draft))
+    kept[draft_id] = loaded = (draft, threads)
     return loaded
 
 

@@ -11,6 +11,7 @@ that much slower than plain decoding. This kernel's one-row products are as fast
 
 Where it cannot be built (no C compiler, not Linux on x86-64 with AVX2 and FMA, torch not on GNU
 OpenMP) or PLAYGROUND_ROW_KERNEL=0, kernel() is None and batch_invariant keeps oneDNN's packed products."""
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -107,16 +108,23 @@ def built() -> pathlib.Path:
 
 
 def _compile(compiler: list[str], out: pathlib.Path) -> None:
-    """SOURCE compiled to out, the compiler in a process group of its own, all of it killed past BUILD_SECONDS (a
-    wrapper's children too, such as ccache's: killing only the compiler left them running)."""
+    """SOURCE compiled to out, the compiler in a process group of its own, all of it killed past BUILD_SECONDS or on
+    any interruption (Ctrl-C reaches the group no more): a wrapper's children too, such as ccache's (killing only the
+    compiler left them running). After the kill only the compiler is waited for, not its pipes: a helper that left
+    the group (setsid) may hold them open."""
     proc = subprocess.Popen([*compiler, *FLAGS, "-o", str(out), str(SOURCE)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         _, err = proc.communicate(timeout=BUILD_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise OSError(f"{' '.join(compiler)} took over {BUILD_SECONDS} s") from None
+    except BaseException as exc:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise OSError(f"{' '.join(compiler)} took over {BUILD_SECONDS} s") from None
+        raise
     if proc.returncode:
         raise OSError(f"{' '.join(compiler)} failed: {err.strip()[-300:]}")
 
@@ -178,15 +186,21 @@ def module_forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return linear(x, module.weight, module.bias)
 
 
-def faster_than_plain(weights: list[torch.Tensor]) -> bool:
+def faster_than_plain(weights: list[torch.Tensor], threads: int | None = None) -> bool:
     """Whether the kernel's one-row products with these float32 CPU weights [out, in] take clearly less time here
-    than F.linear's (MKL's), timed in turns: for a model that need not be exact, such as a feature draft, which takes
-    whichever is faster. SmolLM2's feature draft on a 2-core AMD EPYC held to AVX2: 1.43 ms a step's products
-    against 2.26 (BENCHMARKS.md); an Intel CPU's MKL may be otherwise."""
+    than F.linear's (MKL's), timed in turns on the thread count the model decodes with (threads; None: all): for a
+    model that need not be exact, such as a feature draft, which takes whichever is faster. SmolLM2's feature draft
+    on a 2-core AMD EPYC held to AVX2: 1.43 ms a step's products against 2.26 (BENCHMARKS.md); an Intel CPU's MKL
+    may be otherwise."""
     if kernel() is None or not weights or any(w.dtype != torch.float32 or w.device.type != "cpu" for w in weights):
         return False
     calls = [(torch.zeros(1, w.shape[1]), w, None) for w in weights]  # one row each: x [1, in], w, no bias
-    with torch.inference_mode():
-        medians = medians_in_turns({"kernel": functools.partial(seconds_of, linear, calls),
-                                    "plain": functools.partial(seconds_of, F.linear, calls)}, TIMINGS)
+    default = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads or default)
+        with torch.inference_mode():
+            medians = medians_in_turns({"kernel": functools.partial(seconds_of, linear, calls),
+                                        "plain": functools.partial(seconds_of, F.linear, calls)}, TIMINGS)
+    finally:
+        torch.set_num_threads(default)
     return medians["kernel"] < CLEARLY * medians["plain"]
