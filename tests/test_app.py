@@ -787,6 +787,10 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
     variants = gr.CheckboxGroup(list(sweeps.VARIANTS), label="Drafts")  # a string was read letter by letter
     with pytest.raises(gr.Error, match="Drafts takes a list of names, not 'draft model'"):
         variants.preprocess("draft model")
+    with pytest.raises(gr.Error) as refused:
+        variants.preprocess([list(sweeps.VARIANTS)[0], "x"])  # (the whole list was quoted, after "takes one of")
+    assert refused.value.message.startswith("Drafts takes names among draft model, prompt lookup, cascade")
+    assert refused.value.message.endswith(", not 'x'"), refused.value.message
     prompts = gr.Textbox(label="Prompts")  # (Gradio passed on str() of it: Compare drafts measured "['a']")
     with pytest.raises(gr.Error, match="Prompts takes text, not list"):
         prompts.preprocess(["a"])

@@ -195,8 +195,11 @@ def _named_choices(own):
             if not chosen:
                 raise popup(f"{self.label}: {exc.message[:300]}") from None
             more = f" and {len(chosen) - MAX_CHOICES_SAID} more" if len(chosen) > MAX_CHOICES_SAID else ""
-            raise popup(f"{self.label} takes one of {', '.join(map(str, chosen[:MAX_CHOICES_SAID]))}{more}, "
-                        f"not {str(payload)[:40]!r}") from None
+            named = f"{', '.join(map(str, chosen[:MAX_CHOICES_SAID]))}{more}"
+            if isinstance(payload, list):  # a CheckboxGroup's: the first name it does not have (the list was quoted)
+                unknown = next((item for item in payload if item not in chosen), payload)
+                raise popup(f"{self.label} takes names among {named}, not {str(unknown)[:40]!r}") from None
+            raise popup(f"{self.label} takes one of {named}, not {str(payload)[:40]!r}") from None
         except (ValueError, TypeError, OverflowError):
             raise popup(f"{self.label} cannot take {str(payload)[:40]!r}") from None
     preprocess.named = True
