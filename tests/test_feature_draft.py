@@ -295,7 +295,12 @@ def test_a_float32_draft_takes_the_row_kernel_where_faster_and_stays_exact(tmp_p
     assert not plain.head_by_kernel and all("forward" not in m.__dict__ for m in plain.modules())
     models.CACHE.entries.clear()
     monkeypatch.setattr(row_products, "faster_than_plain", lambda weights, threads: row_products.kernel() is not None)
+    timed = []  # whether its fc went through the kernel when its decode threads were timed
+    real = models.fastest_decode_threads
+    monkeypatch.setattr(models, "fastest_decode_threads", lambda model: (
+        timed.append("forward" in getattr(model, "fc", torch.nn.Module()).__dict__), real(model))[1])
     pair = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu")
+    assert timed[-2:] == [False, True] if row_products.kernel() is not None else timed[-1:] == [False]  # timed again
     linears = [m for m in pair.draft.modules() if isinstance(m, torch.nn.Linear)]
     assert pair.draft.head_by_kernel == (row_products.kernel() is not None)
     assert linears and all(("forward" in m.__dict__ and m.forward.func is row_products.module_forward)

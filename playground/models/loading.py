@@ -308,8 +308,9 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         if placement.native_bf16():
             draft.pack()  # a bfloat16 CPU draft's products from packed weights (see packed_linear)
         threads = fastest_decode_threads(draft)
-        if not placement.native_bf16() and draft.device.type == "cpu":
-            draft.by_row_kernel(threads)  # a float32 one's through row_products' kernel, where faster than MKL here
+        if not placement.native_bf16() and draft.device.type == "cpu" and draft.by_row_kernel(threads):
+            threads = fastest_decode_threads(draft)  # a float32 one's through row_products' kernel, where faster than
+            # MKL here on its threads; those timed again for the kernel (a draft's passes: milliseconds)
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None
