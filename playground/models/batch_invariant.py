@@ -54,8 +54,8 @@ from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
 from playground.models import row_products
-from playground.models.decode_threads import TIMED_UP_TO
-from playground.models.in_turns import medians_in_turns, one_row_calls, seconds_of
+from playground.models.decode_threads import TIMED_UP_TO, parameters
+from playground.models.in_turns import medians_in_turns, on_threads, one_row_calls, seconds_of
 from playground.models.packed_linear import ATTR, linear, pack, packed_forward
 
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
@@ -487,17 +487,12 @@ def time_plain_ratio(model: torch.nn.Module, threads: int | None, up_to: int = T
     and at the load's two threads rather than the decode's one 1.62-1.75x faster, which the note beside the speedup said
     (SmolLM2 in float32 held to AVX2, a 2-core AMD EPYC: whole plain passes were 1.37x slower than exact ones).
     None (no note) for a model past `up_to` parameters, as decode_threads: eight passes over its weights or more."""
-    if sum(p.numel() for p in model.parameters()) > up_to:
+    if parameters(model) > up_to:
         model.playground_plain_ratio = None
         return
     calls = one_row_calls(model.modules())  # (module, one row [1, in])
     ways = {"exact": lambda m, x: m(x), "plain": lambda m, x: torch.nn.functional.linear(x, m.weight, m.bias)}
-    default = torch.get_num_threads()
-    try:
-        torch.set_num_threads(threads or default)
-        with torch.inference_mode():
-            medians = medians_in_turns({way: functools.partial(seconds_of, product, calls)
-                                        for way, product in ways.items()}, TIMINGS, PLAIN_BUDGET_S)
-    finally:
-        torch.set_num_threads(default)
+    with on_threads(threads), torch.inference_mode():
+        medians = medians_in_turns({way: functools.partial(seconds_of, product, calls) for way, product in ways.items()},
+                                   TIMINGS, PLAIN_BUDGET_S)
     model.playground_plain_ratio = medians["exact"] / medians["plain"] if calls else None

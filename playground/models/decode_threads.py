@@ -36,13 +36,18 @@ def fastest_decode_threads(model) -> int | None:
         return None
     if (asked := host_choice()) is not None:
         return asked or None
-    if sum(p.numel() for p in model.parameters()) > TIMED_UP_TO:
+    if parameters(model) > TIMED_UP_TO:
         return None
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not linears:
         return None
     one, every = _pass_seconds(linears)
     return None if every < CLEARLY * one else 1
+
+
+def parameters(model) -> int:
+    """How many parameters the model holds (a tied weight once)."""
+    return sum(p.numel() for p in model.parameters())
 
 
 def host_choice() -> int | None:

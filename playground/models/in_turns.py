@@ -1,6 +1,7 @@
 """Timing ways of doing the same work on this machine in turns (one of each, again and again), so that a
 neighbour's load falls on every way alike: how decode_threads picks a thread count, batch_invariant states what
 exactness costs and row_products whether its kernel beats F.linear for a model that need not be exact."""
+import contextlib
 import statistics
 import time
 from collections.abc import Callable, Hashable
@@ -41,3 +42,14 @@ def one_row_calls(modules) -> list[tuple]:
     .modules(), or a list): the products of a one-token pass, for seconds_of(lambda m, x: ..., calls)."""
     return [(m, torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device))
             for m in modules if isinstance(m, torch.nn.Linear)]
+
+
+@contextlib.contextmanager
+def on_threads(threads: int | None):
+    """Within: torch's operations on `threads` threads (None: as many as now), the count restored after."""
+    default = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads or default)
+        yield
+    finally:
+        torch.set_num_threads(default)

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from playground.cpu_isa import cpu_flags
 from playground.limits import env_flag
-from playground.models.in_turns import medians_in_turns, seconds_of
+from playground.models.in_turns import medians_in_turns, on_threads, seconds_of
 from playground.models.packaged import cache_root
 
 log = logging.getLogger("playground.row_products")
@@ -195,12 +195,7 @@ def faster_than_plain(weights: list[torch.Tensor], threads: int | None = None) -
     if kernel() is None or not weights or any(w.dtype != torch.float32 or w.device.type != "cpu" for w in weights):
         return False
     calls = [(torch.zeros(1, w.shape[1]), w, None) for w in weights]  # one row each: x [1, in], w, no bias
-    default = torch.get_num_threads()
-    try:
-        torch.set_num_threads(threads or default)
-        with torch.inference_mode():
-            medians = medians_in_turns({"kernel": functools.partial(seconds_of, linear, calls),
-                                        "plain": functools.partial(seconds_of, F.linear, calls)}, TIMINGS)
-    finally:
-        torch.set_num_threads(default)
+    with on_threads(threads), torch.inference_mode():
+        medians = medians_in_turns({"kernel": functools.partial(seconds_of, linear, calls),
+                                    "plain": functools.partial(seconds_of, F.linear, calls)}, TIMINGS)
     return medians["kernel"] < CLEARLY * medians["plain"]
