@@ -288,6 +288,77 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch, tmp_path
     row_products.kernel.cache_clear()
 
 
+@pytest.mark.skipif(not row_products.wanted() or not shutil.which("cc"), reason="the row kernel is built on Linux "
+                    "x86-64 with AVX2, FMA and a C compiler only")
+def test_float32_weights_that_are_bfloat16_values_are_held_in_bfloat16_and_decode_the_same(
+        tmp_path, tokenizer, target, noisy_draft, monkeypatch):
+    """A bfloat16 checkpoint loaded in float32 (SmolLM2's cached conversion, Qwen's files) on a CPU without bfloat16:
+    its linear layers are held in bfloat16 (half the bytes a pass reads), the kernel widening each weight back
+    exactly, so every logit is bitwise what the float32 weights gave, a wide pass's rows are one-token passes' and
+    greedy speculation is the target alone; a weight with a value bfloat16 lacks stays float32, and so does the
+    embedding. Within plain_kernels (bench's transformers rows) every layer holds float32 again, as transformers
+    would; the note's plain timing times F.linear on float32 copies."""
+    import copy
+    from tests import tiny
+    monkeypatch.setattr(placement, "SMALL_MODEL", 1000)
+    monkeypatch.setenv("PLAYGROUND_CACHE", str(tmp_path / "cache"))
+    row_products.kernel.cache_clear()
+    rounded = [copy.deepcopy(model) for model in (target, noisy_draft)]
+    for model in rounded:
+        for p in model.parameters():
+            p.data = p.data.bfloat16().float()
+    odd = rounded[0].model.layers[0].mlp.down_proj.weight
+    odd.data[0, 0] = 1 + 2 ** -12  # one value bfloat16 cannot hold: that layer stays float32
+    t_dir, d_dir = (tiny.save(m, tokenizer, tmp_path / name) for m, name in zip(rounded, ("target", "draft")))
+
+    def loaded(halving: bool):
+        models.CACHE.entries.clear()
+        if not halving:
+            monkeypatch.setattr(row_products, "hold_halved", lambda module: None)
+        return models.load_pair(str(t_dir), str(d_dir), "cpu", dtype=torch.float32)
+
+    pair = loaded(True)
+    model = pair.target
+    linears = {name: m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    held = {name for name, m in linears.items() if m.weight.dtype == torch.bfloat16}
+    assert held == set(linears) - {"model.layers.0.mlp.down_proj"} and model.dtype == torch.float32
+    assert session.precision(model) == "float32, linear weights held in bfloat16"  # (as bench records it)
+    assert model.get_input_embeddings().weight.dtype == torch.float32
+    ids = torch.arange(3, 40)
+    with torch.inference_mode():
+        runner = ModelRunner(model, pair.vocab)
+        runner.forward(ids[:30], keep=1)
+        rows = runner.forward(ids[30:], keep=7)  # [7, V]
+        narrow = ModelRunner(model, pair.vocab)
+        narrow.forward(ids[:30], keep=1)
+        ones = torch.cat([narrow.forward(ids[i:i + 1], keep=1) for i in range(30, 37)])
+    assert torch.equal(rows, ones)
+    prompt = session.encode_prompt(pair, "def parse(text):\n")
+    alone = session.run(pair, prompt, session.spec_config(k=2, max_new_tokens=30), speculative=False).token_ids
+    assert session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=30)).token_ids == alone
+    with batch_invariant.plain_kernels(model):
+        assert all(m.weight.dtype == torch.float32 and "forward" not in m.__dict__ for m in linears.values())
+        with torch.inference_mode():
+            plain = ModelRunner(model, pair.vocab).forward(ids, keep=1)
+    assert {name for name, m in linears.items() if m.weight.dtype == torch.bfloat16} == held
+    timed = []
+    monkeypatch.setattr(batch_invariant, "seconds_of",  # the plain way's calls: (x, weight, bias)
+                        lambda product, calls: (timed.append([c[1].dtype for c in calls if len(c) == 3]), 1.0)[1])
+    batch_invariant.time_plain_ratio(model, 1)
+    assert [dtypes for dtypes in timed if dtypes] and all(d == torch.float32 for dtypes in timed for d in dtypes)
+    monkeypatch.setattr(batch_invariant, "PLAIN_COPIES", 1)  # float32 copies bounded: the first layer alone
+    timed.clear()
+    batch_invariant.time_plain_ratio(model, 1)
+    assert {len(dtypes) for dtypes in timed if dtypes} == {1}
+    with torch.inference_mode():
+        halved = ModelRunner(model, pair.vocab).forward(ids, keep=1)
+        whole = ModelRunner(loaded(False).target, pair.vocab).forward(ids, keep=1)
+    assert torch.equal(halved, whole)  # bitwise the float32 weights' logits
+    torch.testing.assert_close(plain, whole, rtol=1e-4, atol=1e-4)  # plain: MKL and SDPA, near
+    models.CACHE.entries.clear()
+    row_products.kernel.cache_clear()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_a_runs_first_pass_attends_in_one_batch_and_greedy_stays_exact(saved_pair, monkeypatch, dtype):
     """Both batch-invariant attentions take a run's first pass (ModelRunner.prefill) in one batch:

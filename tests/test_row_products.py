@@ -132,6 +132,47 @@ def test_a_float32_model_takes_the_kernel_or_the_packed_products(monkeypatch):
 
 
 @needs_kernel
+@pytest.mark.parametrize("shape", [(576, 1536), (37, 11), (8191, 576)])
+def test_bfloat16_weights_give_the_float32_products_of_their_values(shape):
+    """Weights held in bfloat16 (hold_halved): every product bitwise the float32 kernel's from the same values, at
+    every width and on one thread and two, each row as alone; a weight with a value bfloat16 lacks is not halved."""
+    gen = torch.Generator().manual_seed(4)
+    k, n = shape
+    w = torch.randn(n, k, generator=gen).bfloat16().float()
+    x, bias = torch.randn(9, k, generator=gen), torch.randn(n, generator=gen)
+    half = row_products.halved(w)
+    assert half is not None and half.dtype == torch.bfloat16
+    threads = torch.get_num_threads()
+    try:
+        with torch.inference_mode():
+            for count in (1, 2):
+                torch.set_num_threads(count)
+                ones = torch.cat([row_products.linear(x[i:i + 1], half, bias) for i in range(9)])
+                assert torch.equal(ones, row_products.linear(x, w, bias))
+                assert all(torch.equal(row_products.linear(x[:m], half, bias), ones[:m]) for m in range(2, 9))
+    finally:
+        torch.set_num_threads(threads)
+    w[0, 0] = 1 + 2 ** -12
+    assert row_products.halved(w) is None and row_products.halved(w.double()) is None
+
+
+def test_a_layer_is_held_halved_only_where_every_value_stays():
+    """hold_halved: the weight replaced by a bfloat16 one where that keeps every value, else left as it is; a weight
+    tied to an embedding leaves the embedding's float32 table alone."""
+    embedding = torch.nn.Embedding(10, 8)
+    head = torch.nn.Linear(8, 10, bias=False)
+    embedding.weight.data = embedding.weight.data.bfloat16().float()
+    head.weight = embedding.weight  # tied
+    row_products.hold_halved(head)
+    assert head.weight.dtype == torch.bfloat16 and embedding.weight.dtype == torch.float32
+    assert torch.equal(head.weight.float(), embedding.weight) and not head.weight.requires_grad
+    other = torch.nn.Linear(8, 4)
+    before = other.weight
+    row_products.hold_halved(other)  # random float32 values: not all bfloat16 ones
+    assert other.weight is before
+
+
+@needs_kernel
 def test_a_prompts_rows_go_in_chunks_and_stay_each_rows_own():
     """A long pass (a prompt's) goes CHUNK_ROWS rows a call: every row still bitwise as alone."""
     gen = torch.Generator().manual_seed(2)

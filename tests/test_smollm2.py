@@ -10,7 +10,7 @@ from playground import session
 from playground.config import tree_fields
 from playground.models import loading as models
 from playground.models import locate
-from playground.models import packaged
+from playground.models import packaged, row_products
 from playground.constraints import from_user
 from playground.presets import get_preset
 
@@ -116,6 +116,9 @@ def test_token_trees_of_the_feature_draft_are_the_target_alone(pair, dtype):
     (Prompt 3 at 96 tokens: with the tree's rows through the masked eager attention instead of one
     by one, bfloat16 output differed from the target alone at token 67.)"""
     feature = models.load_pair("smollm2-135m-instruct", "smollm2-feature-draft", "cpu", dtype=dtype)
+    if dtype == torch.float32 and row_products.kernel() is not None:  # its conversion and the draft: bfloat16 files,
+        held = {m.weight.dtype for m in feature.target.modules() if isinstance(m, torch.nn.Linear)}  # so held in it
+        assert held == {torch.bfloat16} and feature.target.dtype == feature.draft.dtype == torch.float32
     text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[3]
     ids = session.encode_prompt(feature, text, chat=True)
     alone = session.run(feature, ids, session.spec_config(max_new_tokens=96), speculative=False).token_ids

@@ -402,7 +402,8 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     for module in linears:
         if row_kernel_serves(module.weight):  # every pass, a run's first too (MKL's rows there differed on one
             module.forward = functools.partial(row_products.module_forward, module)  # thread and on two, and
-            # another run's decode_threads can change the count under it)
+            # another run's decode_threads can change the count under it); its weight held in bfloat16 where exact
+            row_products.hold_halved(module)
         else:
             one_row = packed_forward if exact_alone[_shape(module)] else two_row_linear
             module.forward = functools.partial(at_most_widest, one_row, module)
@@ -421,15 +422,16 @@ def plain_kernels(model):
         return
     patched = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and "forward" in m.__dict__]
     forwards, attention = [m.__dict__["forward"] for m in patched], model.config._attn_implementation
-    try:
-        for module in patched:
-            del module.__dict__["forward"]
-        model.set_attn_implementation("sdpa")
-        yield
-    finally:
-        model.set_attn_implementation(attention)
-        for module, forward in zip(patched, forwards):
-            module.forward = forward
+    with row_products.float32_weights(patched):  # (transformers would hold them in float32)
+        try:
+            for module in patched:
+                del module.__dict__["forward"]
+            model.set_attn_implementation("sdpa")
+            yield
+        finally:
+            model.set_attn_implementation(attention)
+            for module, forward in zip(patched, forwards):
+                module.forward = forward
 
 
 WIDEST = 16  # rows per product at most past a run's first pass (at_most_widest), the widths the check compares
@@ -483,23 +485,35 @@ def _spread(shape: tuple, generator: torch.Generator, dtype: torch.dtype) -> tor
 
 TIMINGS = 5  # interleaved timings of each way, after one to warm up
 PLAIN_BUDGET_S = 0.5  # time_plain_ratio's turns stop past this, after three of each
+PLAIN_COPIES = 1 << 30  # bytes: time_plain_ratio's float32 copies of weights held in bfloat16, at most
 
 
 def time_plain_ratio(model: torch.nn.Module, threads: int | None, up_to: int = TIMED_UP_TO) -> None:
     """model.playground_plain_ratio: the median time of a one-token pass's products as these passes take them (every
-    linear layer on one row) over that of plain ones (F.linear on the unpacked weights: MKL's in float32), on the
-    thread count the model decodes with (threads; None: all), timed in turns here: how much faster a one-token pass's
-    products would run with no regard for exactness. Every layer, on the decode threads: one decoder layer's products
-    alone (its weights then in cache) read MKL 1.1x faster than the kernel where a whole pass's read it 1.4x slower,
-    and at the load's two threads rather than the decode's one 1.62-1.75x faster, which the note beside the speedup said
-    (SmolLM2 in float32 held to AVX2, a 2-core AMD EPYC: whole plain passes were 1.37x slower than exact ones).
-    None (no note) for a model past `up_to` parameters, as decode_threads: eight passes over its weights or more."""
+    linear layer on one row) over that of plain ones (F.linear on float32 weights, as transformers holds them: MKL's in
+    float32), on the thread count the model decodes with (threads; None: all), timed in turns here: how much faster a
+    one-token pass's products would run with no regard for exactness. Every layer, on the decode threads: one decoder
+    layer's products alone (its weights then in cache) read MKL 1.1x faster than the kernel where a whole pass's read it
+    1.4x slower, and at the load's two threads rather than the decode's one 1.62-1.75x faster, which the note beside the
+    speedup said (SmolLM2 in float32 held to AVX2, a 2-core AMD EPYC: whole plain passes were 1.37x slower than exact
+    ones). Weights held in bfloat16 (row_products.hold_halved) are timed plain from float32 copies, the layers in
+    order up to PLAIN_COPIES bytes of them (far past any CPU cache; SmolLM2's are 0.5 GB). None (no note) for a model
+    past `up_to` parameters, as decode_threads: eight passes over its weights or more."""
     if parameters(model) > up_to:
         model.playground_plain_ratio = None
         return
-    calls = one_row_calls(model.modules())  # (module, one row [1, in])
-    ways = {"exact": lambda m, x: m(x), "plain": lambda m, x: torch.nn.functional.linear(x, m.weight, m.bias)}
+    exact, plain, copied = [], [], 0
+    for module, x in one_row_calls(model.modules(), model.dtype):  # (module, one row [1, in])
+        weight = module.weight
+        if weight.dtype != x.dtype:
+            copied += weight.numel() * x.element_size()
+            if copied > PLAIN_COPIES and exact:
+                break
+            weight = weight.to(x.dtype)
+        exact.append((module, x))
+        plain.append((x, weight, module.bias))
     with on_threads(threads), torch.inference_mode():
-        medians = medians_in_turns({way: functools.partial(seconds_of, product, calls) for way, product in ways.items()},
+        medians = medians_in_turns({"exact": functools.partial(seconds_of, lambda m, x: m(x), exact),
+                                    "plain": functools.partial(seconds_of, torch.nn.functional.linear, plain)},
                                    TIMINGS, PLAIN_BUDGET_S)
-    model.playground_plain_ratio = medians["exact"] / medians["plain"] if calls else None
+    model.playground_plain_ratio = medians["exact"] / medians["plain"] if exact else None

@@ -41,7 +41,7 @@ def fastest_decode_threads(model) -> int | None:
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not linears:
         return None
-    one, every = _pass_seconds(linears)
+    one, every = _pass_seconds(linears, model.dtype)
     return None if every < CLEARLY * one else 1
 
 
@@ -60,9 +60,10 @@ def host_choice() -> int | None:
     return 1 if raw == "1" else 0
 
 
-def _pass_seconds(linears: list) -> tuple[float, float]:
-    """Median seconds of the layers' one-row products on one thread and on all, timed in turns."""
-    calls = one_row_calls(linears)  # (module, one row [1, in])
+def _pass_seconds(linears: list, dtype: torch.dtype) -> tuple[float, float]:
+    """Median seconds of the layers' one-row products (rows of the model's dtype) on one thread and on all, timed
+    in turns."""
+    calls = one_row_calls(linears, dtype)  # (module, one row [1, in])
     default = torch.get_num_threads()
     try:
         with torch.inference_mode():

@@ -50,7 +50,7 @@ class FeatureDraft(torch.nn.Module):
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.fc.weight.dtype
+        return self.model.norm.weight.dtype  # (not a linear layer's: one may be held in bfloat16, by_row_kernel)
 
     def attach(self, target: torch.nn.Module, d2t: torch.Tensor) -> "FeatureDraft":
         """Use the target's input embedding and the rows d2t of its output head."""
@@ -82,12 +82,16 @@ class FeatureDraft(torch.nn.Module):
     def by_row_kernel(self, threads: int | None) -> bool:
         """Its products, the head's too, through row_products' kernel where that is clearly faster here than F.linear
         on its decode threads (threads; None: all) (a float32 CPU draft, after attach; its rows need not be exact:
-        speculation is exact whatever it drafts) -> whether they are."""
+        speculation is exact whatever it drafts) -> whether they are. Their weights are then held in bfloat16 where that
+        keeps every value (row_products.hold_halved: the shipped drafts are bfloat16 files)."""
         linears = [m for m in self.modules() if isinstance(m, torch.nn.Linear)]
         if not row_products.faster_than_plain([m.weight for m in linears] + [self.head], threads):
             return False
         for module in linears:
             module.forward = functools.partial(row_products.module_forward, module)
+            row_products.hold_halved(module)
+        if (half := row_products.halved(self.head)) is not None:
+            self.head = half
         self.head_by_kernel = True
         return True
 

@@ -37,10 +37,11 @@ def seconds_of(work: Callable, calls: list[tuple]) -> float:
     return time.perf_counter() - started
 
 
-def one_row_calls(modules) -> list[tuple]:
-    """(module, a row of zeros [1, in] of its dtype and device) for each linear layer among modules (a model's
-    .modules(), or a list): the products of a one-token pass, for seconds_of(lambda m, x: ..., calls)."""
-    return [(m, torch.zeros(1, m.in_features, dtype=m.weight.dtype, device=m.weight.device))
+def one_row_calls(modules, dtype: torch.dtype) -> list[tuple]:
+    """(module, a row of zeros [1, in] of the model's dtype, on its weight's device) for each linear layer among
+    modules (a model's .modules(), or a list): the products of a one-token pass, for seconds_of(lambda m, x: ...,
+    calls). (A float32 model's weight may be held in bfloat16: row_products.hold_halved.)"""
+    return [(m, torch.zeros(1, m.in_features, dtype=dtype, device=m.weight.device))
             for m in modules if isinstance(m, torch.nn.Linear)]
 
 

@@ -9,6 +9,11 @@ MKL's one-row products on an Intel CPU held to AVX2 (BENCHMARKS.md), so the exac
 that much slower than plain decoding. This kernel's one-row products are as fast as MKL's or faster
 (row_products.c says how; BENCHMARKS.md has the measurements), and it keeps no second copy of the weights.
 
+A layer whose float32 weights are all bfloat16 values (a bfloat16 checkpoint loaded in float32: SmolLM2's cached
+conversion, Qwen's and DeepSeek's files, the shipped drafts) is held in bfloat16 (hold_halved), which the kernel
+widens back exactly: bitwise the same products from half the bytes, and half the memory. SmolLM2's linear layers on
+a 2-core AMD EPYC, one thread, one row: 10.3 ms against 20.1 from float32 (2 rows 12.4 / 19.5, 4 rows 14.9 / 19.7).
+
 Where it cannot be built (no C compiler, not Linux on x86-64 with AVX2 and FMA, torch not on GNU
 OpenMP) or PLAYGROUND_ROW_KERNEL=0, kernel() is None and batch_invariant keeps oneDNN's packed products."""
 import contextlib
@@ -45,8 +50,9 @@ CLEARLY = 0.9  # faster_than_plain: the kernel where its median takes under 90% 
 
 
 @functools.lru_cache(maxsize=1)
-def kernel():
-    """The C function row_products(x, w, y, M, K, N, threads), or None where it cannot be had here."""
+def kernel() -> dict | None:
+    """The C functions by their weights' dtype, {torch.float32: row_products, torch.bfloat16: row_products_bf16}, each
+    f(x, w, y, M, K, N, threads), or None where they cannot be had here."""
     if not wanted():
         return None
     try:
@@ -55,10 +61,11 @@ def kernel():
         log.warning("float32 row kernel not built (%s); oneDNN's packed products are used (PLAYGROUND_ROW_KERNEL=0 "
                     "says so without this line)", str(exc)[:200])
         return None
-    fn = lib.row_products
-    fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_int]
-    fn.restype = None
-    return fn if _rows_agree(fn) else None
+    fns = {torch.float32: lib.row_products, torch.bfloat16: lib.row_products_bf16}
+    for fn in fns.values():
+        fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_int]
+        fn.restype = None
+    return fns if _rows_agree(fns) else None
 
 
 def wanted() -> bool:
@@ -142,21 +149,24 @@ def _on_disk(path: pathlib.Path) -> None:
         os.close(fd)
 
 
-def _rows_agree(fn) -> bool:
+def _rows_agree(fns: dict) -> bool:
     """A check of the build: products of 1 to 9 rows (every block plan and its leftover rows; K with a tail past its
-    eights, N past its blocks) give each row bitwise as alone, and near a double-precision product."""
+    eights, N past its blocks) give each row bitwise as alone, and near a double-precision product; from bfloat16
+    weights, bitwise what the float32 kernel gives from the same values."""
     gen = torch.Generator().manual_seed(0)
-    x, w = torch.randn(9, 37, generator=gen), torch.randn(11, 37, generator=gen)
-    ones = torch.cat([_call(fn, x[i:i + 1], w) for i in range(9)])
+    x, w = torch.randn(9, 37, generator=gen), torch.randn(11, 37, generator=gen).bfloat16().float()
+    ones = torch.cat([_call(fns[torch.float32], x[i:i + 1], w) for i in range(9)])
     near = torch.allclose(ones.double(), x.double() @ w.double().T, atol=1e-4)
-    ok = near and all(torch.equal(_call(fn, x[:m], w), ones[:m]) for m in range(2, 10))
+    ok = near and all(torch.equal(_call(fn, x[:m], w.to(dtype)), ones[:m])
+                      for dtype, fn in fns.items() for m in range(1, 10))
     if not ok:
         log.warning("float32 row kernel failed its check; oneDNN's packed products are used")
     return ok
 
 
 def _call(fn, x: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """x [M, K] @ w [N, K].T -> out [M, N] (a new tensor where none is given), all float32 and contiguous."""
+    """x [M, K] @ w [N, K].T -> out [M, N] (a new tensor where none is given), all contiguous, x and out float32, w of
+    fn's dtype."""
     (m, k), n = x.shape, w.shape[0]
     y = torch.empty(m, n, dtype=torch.float32) if out is None else out
     fn(x.data_ptr(), w.data_ptr(), y.data_ptr(), m, k, n, torch.get_num_threads())
@@ -164,10 +174,12 @@ def _call(fn, x: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """F.linear(x, weight, bias) through the kernel (kernel() not None) for float32 CPU tensors, x [..., in], CHUNK_ROWS
-    rows a call (each row's outputs are the same whatever rows go with it); F.linear itself for anything else (another
-    dtype, a width that does not match, no rows, autograd wanting a gradient), which says what is wrong."""
-    if (x.dtype != torch.float32 or weight.dtype != torch.float32 or x.device.type != "cpu" or weight.device.type != "cpu"
+    """F.linear(x, weight, bias) through the kernel (kernel() not None) for float32 CPU inputs, x [..., in], the weight
+    float32 or bfloat16 (hold_halved: the product as from its float32 values), CHUNK_ROWS rows a call (each row's
+    outputs are the same whatever rows go with it); F.linear itself for anything else (another dtype, a width that
+    does not match, no rows, autograd wanting a gradient), which says what is wrong."""
+    if (x.dtype != torch.float32 or weight.dtype not in (torch.float32, torch.bfloat16) or x.device.type != "cpu"
+            or weight.device.type != "cpu"
             or weight.dim() != 2 or x.shape[-1] != weight.shape[1] or x.numel() == 0
             or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))):
         return F.linear(x, weight, bias)
@@ -175,7 +187,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> 
     w = weight if weight.is_contiguous() else weight.contiguous()
     y = torch.empty(rows.shape[0], weight.shape[0], dtype=torch.float32)  # [M, out]
     for start in range(0, rows.shape[0], CHUNK_ROWS):  # (a chunk of y's rows is contiguous: written in place)
-        _call(kernel(), rows[start:start + CHUNK_ROWS], w, y[start:start + CHUNK_ROWS])
+        _call(kernel()[w.dtype], rows[start:start + CHUNK_ROWS], w, y[start:start + CHUNK_ROWS])
     if bias is not None:
         y += bias
     return y.reshape(*x.shape[:-1], weight.shape[0])
@@ -186,16 +198,48 @@ def module_forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return linear(x, module.weight, module.bias)
 
 
+def halved(weight: torch.Tensor) -> torch.Tensor | None:
+    """A float32 weight as bfloat16 where every value is one (the kernel's products from it are then bitwise the
+    float32 weight's), else None."""
+    if weight.dtype != torch.float32:
+        return None
+    half = weight.bfloat16()
+    return half if torch.equal(half.float(), weight) else None
+
+
+def hold_halved(module: torch.nn.Linear) -> None:
+    """A float32 linear layer whose products go through the kernel: its weight held in bfloat16 where that keeps every
+    value (halved), freeing the float32 one (a weight tied to an embedding stays the embedding's)."""
+    if (half := halved(module.weight)) is not None:
+        module.weight = torch.nn.Parameter(half, requires_grad=False)
+
+
+@contextlib.contextmanager
+def float32_weights(modules: list[torch.nn.Linear]):
+    """Within: every layer of modules held in bfloat16 (hold_halved) holds float32 again, as F.linear needs; the
+    bfloat16 weights back after."""
+    held = [(m, m.weight) for m in modules if m.weight.dtype == torch.bfloat16 and "forward" in m.__dict__
+            and getattr(m.forward, "func", None) is module_forward]
+    try:
+        for module, weight in held:
+            module.weight = torch.nn.Parameter(weight.float(), requires_grad=False)
+        yield
+    finally:
+        for module, weight in held:
+            module.weight = weight
+
+
 def faster_than_plain(weights: list[torch.Tensor], threads: int | None = None) -> bool:
-    """Whether the kernel's one-row products with these float32 CPU weights [out, in] take clearly less time here
-    than F.linear's (MKL's), timed in turns on the thread count the model decodes with (threads; None: all): for a
-    model that need not be exact, such as a feature draft, which takes whichever is faster. SmolLM2's feature draft
-    on a 2-core AMD EPYC held to AVX2: 1.43 ms a step's products against 2.26 (BENCHMARKS.md); an Intel CPU's MKL
-    may be otherwise."""
+    """Whether the kernel's one-row products with these float32 CPU weights [out, in] (held in bfloat16 where that
+    keeps them, as they would be: halved) take clearly less time here than F.linear's (MKL's), timed in turns on the
+    thread count the model decodes with (threads; None: all): for a model that need not be exact, such as a feature
+    draft, which takes whichever is faster. SmolLM2's feature draft on a 2-core AMD EPYC held to AVX2, float32
+    weights: 1.43 ms a step's products against 2.26 (BENCHMARKS.md); an Intel CPU's MKL may be otherwise."""
     if kernel() is None or not weights or any(w.dtype != torch.float32 or w.device.type != "cpu" for w in weights):
         return False
-    calls = [(torch.zeros(1, w.shape[1]), w, None) for w in weights]  # one row each: x [1, in], w, no bias
+    plain = [(torch.zeros(1, w.shape[1]), w, None) for w in weights]  # one row each: x [1, in], w, no bias
+    by_kernel = [(x, w if (half := halved(w)) is None else half, None) for x, w, _ in plain]
     with on_threads(threads), torch.inference_mode():
-        medians = medians_in_turns({"kernel": functools.partial(seconds_of, linear, calls),
-                                    "plain": functools.partial(seconds_of, F.linear, calls)}, TIMINGS)
+        medians = medians_in_turns({"kernel": functools.partial(seconds_of, linear, by_kernel),
+                                    "plain": functools.partial(seconds_of, F.linear, plain)}, TIMINGS)
     return medians["kernel"] < CLEARLY * medians["plain"]
