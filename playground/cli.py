@@ -284,9 +284,12 @@ def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str) -> l
 
 def _benched(args, pair, ks: list[int], temperatures: list[float], prompts: list[list[int]]) -> dict:
     """What a bench measured (machine.json's `run`, the table's title): rows.json named neither the models
-    nor the precision they ran in (a CPU's bf16 flags and PLAYGROUND_CPU_DTYPE choose it) nor the settings."""
+    nor the precision they ran in (a CPU's bf16 flags and PLAYGROUND_CPU_DTYPE choose it, and whether float32 weights
+    are held in bf16) nor the settings."""
+    from playground import session
+
     def dtype(model) -> str | None:
-        return None if model is None else str(model.dtype).removeprefix("torch.")
+        return None if model is None else session.precision(model)
     return {"target": pair.target_id, "draft": pair.draft_id, "target_dtype": dtype(pair.target),
             "draft_dtype": dtype(pair.draft), "k": ks, "temperatures": temperatures, "prompts": len(prompts),
             "max_new_tokens": args.max_new_tokens, "repeat": args.repeat, "seed": args.seed,

@@ -85,6 +85,14 @@ def eager_rows_invariant() -> bool:
     return "avx512_bf16" in cpu_flags() and bf16_allowed() and eager_rows_agree()
 
 
+def precision(model: torch.nn.Module) -> str:
+    """A model's dtype as a bench records it ("float32", "bfloat16"), and where a float32 model's linear weights
+    are held in bfloat16 (row_products.hold_halved), that too."""
+    name = str(model.dtype).removeprefix("torch.")
+    held = {m.weight.dtype for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    return f"{name}, linear weights held in bfloat16" if model.dtype == torch.float32 and torch.bfloat16 in held else name
+
+
 def free_memory(device: torch.device) -> int:
     """Bytes a load may still take: the GPU's free memory, or the machine's available memory bounded
     by the container's own limit (/proc/meminfo shows the host's; a Space's container has less)."""

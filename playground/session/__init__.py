@@ -26,7 +26,7 @@ from playground.models import loading
 from playground.engine.fused_layers import fuse_model, fused_models
 from playground.models.fused_projections import fuse_projections, fuses_on
 from playground.models.loading import Pair
-from playground.models.placement import resolve_device
+from playground.models.placement import precision, resolve_device
 from playground.session.choice import (baseline_form, compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        runners, static_or_eager)
 from playground.session.prompt import (check_prompt_ids, check_prompt_text, encode_prompt, prompt_ids_of,
@@ -37,8 +37,8 @@ __all__ = [  # what the callers (CLI, UI, measure, scripts) use
     "answers_inside_thinking", "baseline_form", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
     "compile_fallback", "compile_graphs", "config_of", "config_with_tree", "constrain", "constraint_spec",
     "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair", "lookup_unused",
-    "new_guide", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "spec_config",
-    "static_or_eager", "unread_prompt_parts"]
+    "new_guide", "precision", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run",
+    "spec_config", "static_or_eager", "unread_prompt_parts"]
 
 
 def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, progress=None) -> Pair:
