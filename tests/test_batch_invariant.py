@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from playground import cpu_isa, session
+from playground.measure import bench
 from playground.models import loading as models
 from playground.models import placement
 from playground.models import packed_linear, row_products
@@ -290,14 +291,16 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch, tmp_path
 
 @pytest.mark.skipif(not row_products.wanted() or not shutil.which("cc"), reason="the row kernel is built on Linux "
                     "x86-64 with AVX2, FMA and a C compiler only")
+@pytest.mark.parametrize("tied", [False, True])
 def test_float32_weights_that_are_bfloat16_values_are_held_in_bfloat16_and_decode_the_same(
-        tmp_path, tokenizer, target, noisy_draft, monkeypatch):
+        tmp_path, tokenizer, target, noisy_draft, monkeypatch, tied):
     """A bfloat16 checkpoint loaded in float32 (SmolLM2's cached conversion, Qwen's files) on a CPU without bfloat16:
     its linear layers are held in bfloat16 (half the bytes a pass reads), the kernel widening each weight back
     exactly, so every logit is bitwise what the float32 weights gave, a wide pass's rows are one-token passes' and
     greedy speculation is the target alone; a weight with a value bfloat16 lacks stays float32, and so does the
-    embedding. Within plain_kernels (bench's transformers rows) every layer holds float32 again, as transformers
-    would; the note's plain timing times F.linear on float32 copies."""
+    embedding, tied to the head or not (SmolLM2's and Qwen's are: the head gets a bfloat16 copy). Within plain_kernels
+    (bench's transformers rows) every layer holds float32 again, as transformers would; the note's plain timing times
+    F.linear on float32 copies; bench leaves transformers' rows out where those copies would not fit the memory free."""
     import copy
     from tests import tiny
     monkeypatch.setattr(placement, "SMALL_MODEL", 1000)
@@ -309,6 +312,9 @@ def test_float32_weights_that_are_bfloat16_values_are_held_in_bfloat16_and_decod
             p.data = p.data.bfloat16().float()
     odd = rounded[0].model.layers[0].mlp.down_proj.weight
     odd.data[0, 0] = 1 + 2 ** -12  # one value bfloat16 cannot hold: that layer stays float32
+    if tied:  # (as SmolLM2's and the small Qwens' configs say)
+        rounded[0].config.tie_word_embeddings = True
+        rounded[0].lm_head.weight = rounded[0].model.embed_tokens.weight
     t_dir, d_dir = (tiny.save(m, tokenizer, tmp_path / name) for m, name in zip(rounded, ("target", "draft")))
 
     def loaded(halving: bool):
@@ -324,6 +330,7 @@ def test_float32_weights_that_are_bfloat16_values_are_held_in_bfloat16_and_decod
     assert held == set(linears) - {"model.layers.0.mlp.down_proj"} and model.dtype == torch.float32
     assert session.precision(model) == "float32, linear weights held in bfloat16"  # (as bench records it)
     assert model.get_input_embeddings().weight.dtype == torch.float32
+    assert torch.equal(model.get_output_embeddings().weight.float(), model.get_input_embeddings().weight) == tied
     ids = torch.arange(3, 40)
     with torch.inference_mode():
         runner = ModelRunner(model, pair.vocab)
@@ -355,6 +362,12 @@ def test_float32_weights_that_are_bfloat16_values_are_held_in_bfloat16_and_decod
         whole = ModelRunner(loaded(False).target, pair.vocab).forward(ids, keep=1)
     assert torch.equal(halved, whole)  # bitwise the float32 weights' logits
     torch.testing.assert_close(plain, whole, rtol=1e-4, atol=1e-4)  # plain: MKL and SDPA, near
+    said = []
+    methods = bench.available_methods(pair, session.spec_config(k=2), said.append)
+    assert "hf-target" in methods and not said
+    monkeypatch.setattr(bench, "free_memory", lambda device: row_products.float32_copy_bytes(pair.target))
+    assert not [m for m in bench.available_methods(pair, session.spec_config(k=2), said.append) if m.startswith("hf-")]
+    assert said and said[0].startswith("(no transformers rows: they run on float32 weights")
     models.CACHE.entries.clear()
     row_products.kernel.cache_clear()
 

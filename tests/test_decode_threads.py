@@ -22,11 +22,11 @@ def two_threads():
 def test_all_threads_only_where_measured_clearly_faster(monkeypatch, tokenizer):
     model = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=1)
     monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
-    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 2.0))
+    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, dtype: (1.0, 2.0))
     assert decode_threads.fastest_decode_threads(model) == 1
-    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 0.95))  # within the noise: one thread
+    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, dtype: (1.0, 0.95))  # within the noise: one thread
     assert decode_threads.fastest_decode_threads(model) == 1  # (it holds up when other work takes the cores)
-    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 0.8))
+    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, dtype: (1.0, 0.8))
     assert decode_threads.fastest_decode_threads(model) is None
     for asked, threads in (("1", 1), ("all", None)):  # a host's own choice, unmeasured
         monkeypatch.setenv("PLAYGROUND_DECODE_THREADS", asked)
@@ -36,7 +36,7 @@ def test_all_threads_only_where_measured_clearly_faster(monkeypatch, tokenizer):
         decode_threads.fastest_decode_threads(model)
     monkeypatch.delenv("PLAYGROUND_DECODE_THREADS")
     monkeypatch.setattr(decode_threads, "TIMED_UP_TO", 10)  # a model past it: all threads, unmeasured
-    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 2.0))
+    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, dtype: (1.0, 2.0))
     assert decode_threads.fastest_decode_threads(model) is None
     monkeypatch.setenv("PLAYGROUND_DECODE_THREADS", "1")  # unless the host asks for one
     assert decode_threads.fastest_decode_threads(model) == 1
@@ -50,7 +50,7 @@ def test_the_measurement_times_each_linear_layer_and_restores_the_thread_count(t
     calls = []
     real = torch.set_num_threads
     monkeypatch.setattr(torch, "set_num_threads", lambda n: (calls.append(n), real(n)))
-    one, every = decode_threads._pass_seconds(linears)
+    one, every = decode_threads._pass_seconds(linears, torch.float32)
     assert one > 0 and every > 0 and torch.get_num_threads() == before
     assert calls == [1, 2] * 4 + [2]  # warm-up and 3 timed turns of each, then the count restored
     monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
@@ -62,7 +62,7 @@ def test_a_loaded_model_runs_on_the_threads_measured(monkeypatch, tokenizer, tmp
     from playground.models import loading
     monkeypatch.delenv("PLAYGROUND_DECODE_THREADS", raising=False)
     for seconds, threads in (((1.0, 2.0), 1), ((1.0, 0.5), None)):
-        monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, seconds=seconds: seconds)
+        monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, dtype, seconds=seconds: seconds)
         path = tiny.save(tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=1), tokenizer, tmp_path / str(threads))
         assert loading.load_model(str(path), torch.device("cpu"), torch.float32)[2] == threads  # (a new path: not cached)
 
@@ -70,7 +70,7 @@ def test_a_loaded_model_runs_on_the_threads_measured(monkeypatch, tokenizer, tmp
 def test_a_process_on_one_thread_has_nothing_to_choose(monkeypatch, tokenizer):
     model = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=1)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears: (1.0, 2.0))
+    monkeypatch.setattr(decode_threads, "_pass_seconds", lambda linears, dtype: (1.0, 2.0))
     assert decode_threads.fastest_decode_threads(model) is None
 
 

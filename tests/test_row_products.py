@@ -185,7 +185,7 @@ def test_a_prompts_rows_go_in_chunks_and_stay_each_rows_own():
 @needs_kernel
 def test_what_the_kernel_cannot_take_goes_to_f_linear():
     """Another dtype, a width that does not match (F.linear's own error), no rows, or autograd wanting a gradient:
-    F.linear, never the kernel reading past a buffer."""
+    F.linear, never the kernel reading past a buffer; a weight held in bfloat16 widened for it."""
     w = torch.randn(6, 16)
     assert torch.equal(row_products.linear(torch.ones(2, 16, dtype=torch.bfloat16), w.bfloat16(), None),
                        F.linear(torch.ones(2, 16, dtype=torch.bfloat16), w.bfloat16()))
@@ -195,6 +195,11 @@ def test_what_the_kernel_cannot_take_goes_to_f_linear():
     x = torch.ones(2, 16, requires_grad=True)
     row_products.linear(x, w, None).sum().backward()
     assert x.grad is not None and torch.allclose(x.grad, w.sum(0).expand(2, -1))
+    held = w.bfloat16()  # a weight held in bfloat16 (hold_halved) for a float32 model: widened there
+    assert row_products.linear(torch.ones(0, 16), held, None).shape == (0, 6)
+    x.grad = None
+    row_products.linear(x, held, None).sum().backward()
+    assert torch.equal(x.grad, held.float().sum(0).expand(2, -1))
 
 
 @needs_kernel

@@ -119,6 +119,7 @@ def test_token_trees_of_the_feature_draft_are_the_target_alone(pair, dtype):
     if dtype == torch.float32 and row_products.kernel() is not None:  # its conversion and the draft: bfloat16 files,
         held = {m.weight.dtype for m in feature.target.modules() if isinstance(m, torch.nn.Linear)}  # so held in it
         assert held == {torch.bfloat16} and feature.target.dtype == feature.draft.dtype == torch.float32
+        assert feature.draft.head.dtype == (torch.bfloat16 if feature.draft.head_by_kernel else torch.float32)
     text = json.loads((locate.SMOLLM2_DRAFT_DIR / "heldout_prompts.json").read_text())[3]
     ids = session.encode_prompt(feature, text, chat=True)
     alone = session.run(feature, ids, session.spec_config(max_new_tokens=96), speculative=False).token_ids

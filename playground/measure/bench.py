@@ -37,6 +37,8 @@ from playground.metrics import first_tokens, summarize
 from playground.draft_ids import NGRAM
 from playground.limits import compile_refused
 from playground.models.batch_invariant import plain_kernels
+from playground.models.placement import free_memory
+from playground.models.row_products import float32_copy_bytes
 from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
 from playground.measure.report import row_line
@@ -183,6 +185,11 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
         methods.remove("hf-assisted")
+    copies = sum(float32_copy_bytes(model) for model in (pair.target, pair.draft) if model is not None)
+    if copies and any(m.startswith("hf-") for m in methods) and copies * 1.2 > (free := free_memory(pair.device)):
+        log(f"(no transformers rows: they run on float32 weights, as transformers holds them, and the float32 copies "
+            f"of the weights held in bf16 here, {copies / 1e9:.1f} GB, would not fit the {free / 1e9:.1f} GB free)")
+        methods = [m for m in methods if not m.startswith("hf-")]
     if "hf-assisted" in methods and not cfg.sampling.greedy and _logits_widths_differ(pair):
         log("(no hf-assisted row when sampling: transformers subtracts the two models' distributions and "
             "these logits widths differ)")

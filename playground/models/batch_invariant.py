@@ -53,7 +53,7 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMa
 from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
-from playground.models import row_products
+from playground.models import row_attention, row_products
 from playground.models.decode_threads import TIMED_UP_TO, parameters
 from playground.models.in_turns import medians_in_turns, on_threads, one_row_calls, seconds_of
 from playground.models.packed_linear import ATTR, linear, pack, packed_forward
@@ -97,10 +97,17 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
     pass's width, so rows still agree."""
     if opens_a_run(query, key, kwargs):
         return batched_causal_attention(module, query, key, value, scaling), None
+    runs = kwargs.get("tree_runs") or [(0, query.shape[-2], key.shape[-2])]
+    if row_attention.takes(query, key, value):  # float32: the same rows from a C kernel, one call a run
+        out = query.new_empty(1, query.shape[2], query.shape[1], query.shape[3])  # [1, q, H, d]
+        for start, end, keys in runs:
+            row_attention.attend(query[:, :, start:end], gather_keys(key, keys), gather_keys(value, keys), scaling,
+                                 out[:, start:end])
+        return out, None
     b, heads, _, d = query.shape
     kv_heads = key.shape[1]
     rows = []
-    for start, end, keys in kwargs.get("tree_runs") or [(0, query.shape[-2], key.shape[-2])]:
+    for start, end, keys in runs:
         k, v = gather_keys(key, keys), gather_keys(value, keys)  # [B, KV, n, d]: the run's last row's keys
         for i in range(start, end):
             seen = k.shape[-2] - (end - 1 - i)  # the keys of every position up to this query's own

@@ -48,7 +48,7 @@ static inline __attribute__((always_inline)) void block(int rows, int cols, cons
         __m256 wv[8];
         for (int c = 0; c < cols; c++) wv[c] = weights8(w, c * K + k, half);
         if (rows > 1 || half)  /* the next block's weights asked for ahead (8 rows: 0.6x the time with cold weights;
-                                  1 row: slower from float32, 0.52x the time from bfloat16: SmolLM2's shapes) */
+                                  1 row: slower from float32, 0.56-0.61x the time from bfloat16: SmolLM2's shapes) */
             for (int c = 0; c < cols; c++)
                 _mm_prefetch((const char *)((uintptr_t)w + (half ? 2 : 4) * ((cols + c) * K + k)), _MM_HINT_T0);
         for (int r = 0; r < rows; r++) {

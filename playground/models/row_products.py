@@ -10,12 +10,16 @@ that much slower than plain decoding. This kernel's one-row products are as fast
 (row_products.c says how; BENCHMARKS.md has the measurements), and it keeps no second copy of the weights.
 
 A layer whose float32 weights are all bfloat16 values (a bfloat16 checkpoint loaded in float32: SmolLM2's cached
-conversion, Qwen's and DeepSeek's files, the shipped drafts) is held in bfloat16 (hold_halved), which the kernel
-widens back exactly: bitwise the same products from half the bytes, and half the memory. SmolLM2's linear layers on
+conversion, Qwen's and DeepSeek's files, the SmolLM2 feature draft) is held in bfloat16 (hold_halved), which the
+kernel widens back exactly: bitwise the same products from half the bytes (a head tied to the embedding gets a bfloat16
+copy of its own: SmolLM2 holds 382 MB instead of 538). SmolLM2's linear layers on
 a 2-core AMD EPYC, one thread, one row: 10.3 ms against 20.1 from float32 (2 rows 12.4 / 19.5, 4 rows 14.9 / 19.7).
 
+The same library holds row_attention.c (called by row_attention.py): a pass's attention rows, each alone.
+
 Where it cannot be built (no C compiler, not Linux on x86-64 with AVX2 and FMA, torch not on GNU
-OpenMP) or PLAYGROUND_ROW_KERNEL=0, kernel() is None and batch_invariant keeps oneDNN's packed products."""
+OpenMP) or PLAYGROUND_ROW_KERNEL=0, kernel() is None and batch_invariant keeps oneDNN's packed products and
+its own torch operations for the attention."""
 import contextlib
 import ctypes
 import functools
@@ -30,6 +34,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +47,7 @@ from playground.models.packaged import cache_root
 
 log = logging.getLogger("playground.row_products")
 
-SOURCE = pathlib.Path(__file__).with_name("row_products.c")
+SOURCES = tuple(pathlib.Path(__file__).with_name(name) for name in ("row_products.c", "row_attention.c"))  # one library
 FLAGS = ("-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fopenmp", "-shared", "-fPIC")  # no fast-math: sums in order
 BUILD_SECONDS = 120  # a compiler that takes longer is given up on (the run goes on with oneDNN's products)
 CHUNK_ROWS = 256  # rows per call at most (a prompt's pass): the rows a block of weights is applied to stay in cache
@@ -49,10 +55,23 @@ TIMINGS = 5  # faster_than_plain: timings of each way in turns, after one to war
 CLEARLY = 0.9  # faster_than_plain: the kernel where its median takes under 90% of F.linear's
 
 
+@dataclass(frozen=True, eq=False)
+class Kernels:
+    """The library's C functions: products from float32 weights and from bfloat16 ones, each f(x, w, y, M, K, N,
+    threads) (row_products.c), and the attention of a pass's rows (row_attention.c, called by row_attention.py).
+    Hashed by identity: a check of one loaded library can be cached against it."""
+    float32: Callable
+    bfloat16: Callable
+    attention: Callable
+
+    def products(self, dtype: torch.dtype) -> Callable:
+        """The products from weights of this dtype (float32 or bfloat16)."""
+        return self.bfloat16 if dtype == torch.bfloat16 else self.float32
+
+
 @functools.lru_cache(maxsize=1)
-def kernel() -> dict | None:
-    """The C functions by their weights' dtype, {torch.float32: row_products, torch.bfloat16: row_products_bf16}, each
-    f(x, w, y, M, K, N, threads), or None where they cannot be had here."""
+def kernel() -> Kernels | None:
+    """The C functions, or None where they cannot be had here."""
     if not wanted():
         return None
     try:
@@ -61,11 +80,13 @@ def kernel() -> dict | None:
         log.warning("float32 row kernel not built (%s); oneDNN's packed products are used (PLAYGROUND_ROW_KERNEL=0 "
                     "says so without this line)", str(exc)[:200])
         return None
-    fns = {torch.float32: lib.row_products, torch.bfloat16: lib.row_products_bf16}
-    for fn in fns.values():
+    for fn in (lib.row_products, lib.row_products_bf16):
         fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_int]
         fn.restype = None
-    return fns if _rows_agree(fns) else None
+    lib.row_attention.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 8 + [ctypes.c_float]
+    lib.row_attention.restype = None
+    kernels = Kernels(lib.row_products, lib.row_products_bf16, lib.row_attention)
+    return kernels if _rows_agree(kernels) else None
 
 
 def wanted() -> bool:
@@ -96,7 +117,8 @@ def built() -> pathlib.Path:
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or ""]
     if not compiler[0]:
         raise OSError("no C compiler (cc or gcc) on the PATH")
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS + tuple(compiler)).encode()).hexdigest()[:16]
+    sources = b"".join(source.read_bytes() for source in SOURCES)
+    digest = hashlib.sha256(sources + " ".join(FLAGS + tuple(compiler)).encode()).hexdigest()[:16]
     target = cache_root() / "kernels" / f"row_products-{digest}.so"
     mark = target.with_name(target.name + ".sha256")
     if target.is_file() and mark.is_file() and mark.read_text().strip() == _file_digest(target):
@@ -115,11 +137,11 @@ def built() -> pathlib.Path:
 
 
 def _compile(compiler: list[str], out: pathlib.Path) -> None:
-    """SOURCE compiled to out, the compiler in a process group of its own, all of it killed past BUILD_SECONDS or on
+    """SOURCES compiled to out, the compiler in a process group of its own, all of it killed past BUILD_SECONDS or on
     any interruption (Ctrl-C reaches the group no more): a wrapper's children too, such as ccache's (killing only the
     compiler left them running). After the kill only the compiler is waited for, not its pipes: a helper that left
     the group (setsid) may hold them open."""
-    proc = subprocess.Popen([*compiler, *FLAGS, "-o", str(out), str(SOURCE)], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([*compiler, *FLAGS, "-o", str(out), *map(str, SOURCES), "-lm"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         _, err = proc.communicate(timeout=BUILD_SECONDS)
@@ -149,16 +171,16 @@ def _on_disk(path: pathlib.Path) -> None:
         os.close(fd)
 
 
-def _rows_agree(fns: dict) -> bool:
+def _rows_agree(kernels: Kernels) -> bool:
     """A check of the build: products of 1 to 9 rows (every block plan and its leftover rows; K with a tail past its
     eights, N past its blocks) give each row bitwise as alone, and near a double-precision product; from bfloat16
     weights, bitwise what the float32 kernel gives from the same values."""
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(9, 37, generator=gen), torch.randn(11, 37, generator=gen).bfloat16().float()
-    ones = torch.cat([_call(fns[torch.float32], x[i:i + 1], w) for i in range(9)])
+    ones = torch.cat([_call(kernels.float32, x[i:i + 1], w) for i in range(9)])
     near = torch.allclose(ones.double(), x.double() @ w.double().T, atol=1e-4)
-    ok = near and all(torch.equal(_call(fn, x[:m], w.to(dtype)), ones[:m])
-                      for dtype, fn in fns.items() for m in range(1, 10))
+    ok = near and all(torch.equal(_call(kernels.products(dtype), x[:m], w.to(dtype)), ones[:m])
+                      for dtype in (torch.float32, torch.bfloat16) for m in range(1, 10))
     if not ok:
         log.warning("float32 row kernel failed its check; oneDNN's packed products are used")
     return ok
@@ -177,17 +199,19 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> 
     """F.linear(x, weight, bias) through the kernel (kernel() not None) for float32 CPU inputs, x [..., in], the weight
     float32 or bfloat16 (hold_halved: the product as from its float32 values), CHUNK_ROWS rows a call (each row's
     outputs are the same whatever rows go with it); F.linear itself for anything else (another dtype, a width that
-    does not match, no rows, autograd wanting a gradient), which says what is wrong."""
+    does not match, no rows, autograd wanting a gradient), which says what is wrong; a bfloat16 weight then widened
+    for a float32 input, as the kernel would."""
     if (x.dtype != torch.float32 or weight.dtype not in (torch.float32, torch.bfloat16) or x.device.type != "cpu"
             or weight.device.type != "cpu"
             or weight.dim() != 2 or x.shape[-1] != weight.shape[1] or x.numel() == 0
             or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))):
-        return F.linear(x, weight, bias)
+        widened = x.dtype == torch.float32 and weight.dtype == torch.bfloat16
+        return F.linear(x, weight.float() if widened else weight, bias)
     rows = x.reshape(-1, x.shape[-1]).contiguous()  # [M, in]
     w = weight if weight.is_contiguous() else weight.contiguous()
     y = torch.empty(rows.shape[0], weight.shape[0], dtype=torch.float32)  # [M, out]
     for start in range(0, rows.shape[0], CHUNK_ROWS):  # (a chunk of y's rows is contiguous: written in place)
-        _call(kernel()[w.dtype], rows[start:start + CHUNK_ROWS], w, y[start:start + CHUNK_ROWS])
+        _call(kernel().products(w.dtype), rows[start:start + CHUNK_ROWS], w, y[start:start + CHUNK_ROWS])
     if bias is not None:
         y += bias
     return y.reshape(*x.shape[:-1], weight.shape[0])
@@ -214,12 +238,22 @@ def hold_halved(module: torch.nn.Linear) -> None:
         module.weight = torch.nn.Parameter(half, requires_grad=False)
 
 
+def _held(modules) -> list[torch.nn.Linear]:
+    """The linear layers among modules whose weight is held in bfloat16 for the kernel (hold_halved)."""
+    return [m for m in modules if isinstance(m, torch.nn.Linear) and m.weight.dtype == torch.bfloat16
+            and getattr(m.__dict__.get("forward"), "func", None) is module_forward]
+
+
+def float32_copy_bytes(model: torch.nn.Module) -> int:
+    """Bytes float32_weights would copy for a model's layers held in bfloat16 (0: none held)."""
+    return sum(m.weight.numel() * 4 for m in _held(model.modules()))
+
+
 @contextlib.contextmanager
 def float32_weights(modules: list[torch.nn.Linear]):
     """Within: every layer of modules held in bfloat16 (hold_halved) holds float32 again, as F.linear needs; the
-    bfloat16 weights back after."""
-    held = [(m, m.weight) for m in modules if m.weight.dtype == torch.bfloat16 and "forward" in m.__dict__
-            and getattr(m.forward, "func", None) is module_forward]
+    bfloat16 weights back after (a second copy meanwhile: bench asks float32_copy_bytes first)."""
+    held = [(m, m.weight) for m in _held(modules)]
     try:
         for module, weight in held:
             module.weight = torch.nn.Parameter(weight.float(), requires_grad=False)
