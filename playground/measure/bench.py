@@ -185,7 +185,8 @@ def available_methods(pair: Pair, cfg: SpecConfig, log=print, compiled: bool = F
     if "hf-assisted" in methods and pair.draft_vocab_map is not None:
         log("(no hf-assisted row: transformers cannot use a draft with a reduced vocabulary)")
         methods.remove("hf-assisted")
-    copies = sum(float32_copy_bytes(model) for model in (pair.target, pair.draft) if model is not None)
+    copied = [pair.target] + [pair.draft] * ("hf-assisted" in methods)  # (the draft runs plain in that row alone)
+    copies = sum(float32_copy_bytes(model) for model in copied)
     if copies and any(m.startswith("hf-") for m in methods) and copies * 1.2 > (free := free_memory(pair.device)):
         log(f"(no transformers rows: they run on float32 weights, as transformers holds them, and the float32 copies "
             f"of the weights held in bf16 here, {copies / 1e9:.1f} GB, would not fit the {free / 1e9:.1f} GB free)")

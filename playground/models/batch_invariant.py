@@ -94,7 +94,8 @@ def row_invariant_attention(module, query, key, value, attention_mask, scaling, 
     head copied g times (repeat_kv: the cache copied twice a layer and pass): SmolLM2 in float32 held to
     AVX2 (2-core AMD EPYC, one thread, interleaved medians) one token after 800 30.7 -> 28.4 ms, four
     38.9 -> 36.2; after 200, 29.1 -> 28.5 and 32.3 -> 31.3. Every row takes that product whatever the
-    pass's width, so rows still agree."""
+    pass's width, so rows still agree. float32 rows come from row_attention's C kernel instead where it was built
+    (each row alone in one fixed order as well; one call a run of rows and layer), else from these operations."""
     if opens_a_run(query, key, kwargs):
         return batched_causal_attention(module, query, key, value, scaling), None
     runs = kwargs.get("tree_runs") or [(0, query.shape[-2], key.shape[-2])]

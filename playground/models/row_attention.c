@@ -6,7 +6,7 @@
    For query row i and head h (key/value head h / groups), over its first seen[i] keys:
        s_j = (q . k_j) * scale                 (the dot product summed as row_products sums: 8 lanes, a fixed tree)
        e_j = exp(s_j - max_j s_j)              (exp8 below: eight keys at a time)
-       w_j = e_j / sum_j e_j                   (the sum in eight lanes in key order, then a fixed tree)
+       w_j = e_j / sum_j e_j                   (the sum in eight lanes in key order, a fixed tree, then the last n % 8)
        out = sum_j w_j v_j                     (out's d lanes each accumulated in key order)
    Layouts (strides in floats): q [H, Q, d] (strides q_head, q_row, 1), k and v [KV, L, d] (strides kv_head, kv_row,
    1), out [Q, H, d] contiguous; scratch: at least 3 * max(seen) floats. */
@@ -53,7 +53,7 @@ static void scores_of(const float *q, int64_t q_head, int heads, const float *k,
 /* e^x for eight x <= 0 (Cephes' expf: x = n ln 2 + r, |r| <= ln 2 / 2, e^r by a polynomial of degree 7, times 2^n;
    x below -87 taken as -87, e^x then under 2^-125: a weight of nothing beside the largest, which is 1) */
 static inline __m256 exp8(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);  /* (this order keeps a NaN: max_ps returns its second on one) */
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -70,7 +70,7 @@ static inline __m256 exp8(__m256 x) {
 }
 
 /* w[j] = e^(w[j] - max w) / sum_j e^(w[j] - max w), j < n, in place: eight at a time (the last n % 8 padded into a
-   block of eight), the sum in eight lanes in key order, added in a fixed tree */
+   block of eight), the sum in eight lanes in key order, added in a fixed tree, then the last n % 8 one by one */
 static void softmax(float *w, int64_t n) {
     int64_t n8 = n - n % 8;
     __m256 top8 = _mm256_set1_ps(-INFINITY);

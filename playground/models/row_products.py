@@ -77,8 +77,8 @@ def kernel() -> Kernels | None:
     try:
         lib = ctypes.CDLL(str(built()))
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        log.warning("float32 row kernel not built (%s); oneDNN's packed products are used (PLAYGROUND_ROW_KERNEL=0 "
-                    "says so without this line)", str(exc)[:200])
+        log.warning("float32 row kernel not built (%s); oneDNN's packed products and torch's attention are used "
+                    "(PLAYGROUND_ROW_KERNEL=0 says so without this line)", str(exc)[:200])
         return None
     for fn in (lib.row_products, lib.row_products_bf16):
         fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_int]
