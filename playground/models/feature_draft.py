@@ -83,7 +83,7 @@ class FeatureDraft(torch.nn.Module):
         """Its products, the head's too, through row_products' kernel where that is clearly faster here than F.linear
         on its decode threads (threads; None: all) (a float32 CPU draft, after attach; its rows need not be exact:
         speculation is exact whatever it drafts) -> whether they are. Their weights are then held in bfloat16 where that
-        keeps every value (row_products.hold_halved: the shipped drafts are bfloat16 files)."""
+        keeps every value (row_products.hold_halved: the shipped feature draft is a bfloat16 file)."""
         linears = [m for m in self.modules() if isinstance(m, torch.nn.Linear)]
         if not row_products.faster_than_plain([m.weight for m in linears] + [self.head], threads):
             return False

@@ -13,6 +13,7 @@ from playground.errors import PlaygroundError
 from playground.limits import compile_refused
 from playground.cpu_isa import bf16_allowed, cpu_flags
 from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT, eager_rows_agree
+from playground.models.row_products import float32_copy_bytes
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -89,8 +90,7 @@ def precision(model: torch.nn.Module) -> str:
     """A model's dtype as a bench records it ("float32", "bfloat16"), and where a float32 model's linear weights
     are held in bfloat16 (row_products.hold_halved), that too."""
     name = str(model.dtype).removeprefix("torch.")
-    held = {m.weight.dtype for m in model.modules() if isinstance(m, torch.nn.Linear)}
-    return f"{name}, linear weights held in bfloat16" if model.dtype == torch.float32 and torch.bfloat16 in held else name
+    return f"{name}, linear weights held in bfloat16" if float32_copy_bytes(model) else name  # (bytes of held layers)
 
 
 def free_memory(device: torch.device) -> int:

@@ -75,8 +75,7 @@ static void softmax(float *w, int64_t n) {
     int64_t n8 = n - n % 8;
     __m256 top8 = _mm256_set1_ps(-INFINITY);
     for (int64_t j = 0; j < n8; j += 8) top8 = _mm256_max_ps(top8, _mm256_loadu_ps(w + j));
-    float top = -INFINITY, tail[8];
-    float lanes[8];
+    float top = -INFINITY, lanes[8], tail[8];
     _mm256_storeu_ps(lanes, top8);
     for (int i = 0; i < 8; i++) top = lanes[i] > top ? lanes[i] : top;
     for (int64_t j = n8; j < n; j++) top = w[j] > top ? w[j] : top;
