@@ -13,7 +13,7 @@ from playground import cpu_isa, session
 from playground.measure import bench
 from playground.models import loading as models
 from playground.models import placement
-from playground.models import packed_linear, row_products
+from playground.models import packed_linear, row_layers, row_products
 from playground.models import batch_invariant
 from playground.models.batch_invariant import ATTENTION, ROW_INVARIANT, two_row_linear
 from playground.engine.runner import ModelRunner
@@ -386,6 +386,8 @@ def test_a_runs_first_pass_attends_in_one_batch_and_greedy_stays_exact(saved_pai
     pair = models.load_pair(str(target), str(draft), "cpu", dtype=dtype)
     model = pair.target
     assert model.config._attn_implementation in (ATTENTION, ROW_INVARIANT) and model.playground_batch_invariant
+    c_layers = dtype == torch.float32 and row_products.kernel() is not None  # (row_layers: chains and trees through them)
+    assert all(row_layers.uninstalled(layer) != c_layers for layer in model.model.layers)
     batched = []
     one_batch = batch_invariant.batched_causal_attention
     monkeypatch.setattr(batch_invariant, "batched_causal_attention", lambda *a: batched.append(a[1].shape) or one_batch(*a))

@@ -300,6 +300,7 @@ def test_a_bad_size_in_the_environment_is_one_line():
     # first visitor's run met it)
     ("PLAYGROUND_DECODE_THREADS=two", "PLAYGROUND_DECODE_THREADS must be 1 or all, got 'two'"),  # (read as a model
     ("PLAYGROUND_ROW_KERNEL=maybe", "PLAYGROUND_ROW_KERNEL must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
+    ("PLAYGROUND_ROW_LAYERS=maybe", "PLAYGROUND_ROW_LAYERS must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
     # loaded, these two passed the start: the warm-up logged a traceback and the page was served, a docs review)
     ("PLAYGROUND_COMPILED_PASSES=never", "PLAYGROUND_COMPILED_PASSES must be 1 or 0 (or true/false, yes/no, on/off), got 'never'"),
     ("PLAYGROUND_MAX_NEW_TOKENS=-1", "PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'")])  # was a traceback

@@ -53,7 +53,7 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMa
 from transformers.models.llama.modeling_llama import repeat_kv
 
 from playground.cpu_isa import amx_allowed
-from playground.models import row_attention, row_products
+from playground.models import row_attention, row_layers, row_products
 from playground.models.decode_threads import TIMED_UP_TO, parameters
 from playground.models.in_turns import medians_in_turns, on_threads, one_row_calls, seconds_of
 from playground.models.packed_linear import ATTR, linear, pack, packed_forward
@@ -415,6 +415,8 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
         else:
             one_row = packed_forward if exact_alone[_shape(module)] else two_row_linear
             module.forward = functools.partial(at_most_widest, one_row, module)
+    if attention == ROW_INVARIANT:  # float32 layers whose products all go through the kernel: two C calls a layer
+        row_layers.install(model)
     model.playground_batch_invariant = True
     return model
 
@@ -428,7 +430,8 @@ def plain_kernels(model):
     if not getattr(model, "playground_batch_invariant", False):
         yield
         return
-    patched = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and "forward" in m.__dict__]
+    patched = [m for m in model.modules() if "forward" in m.__dict__
+               and (isinstance(m, torch.nn.Linear) or not row_layers.uninstalled(m))]  # (linear and decoder layers)
     forwards, attention = [m.__dict__["forward"] for m in patched], model.config._attn_implementation
     with row_products.float32_weights(patched):  # (transformers would hold them in float32)
         try:

@@ -14,12 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline float lanes_sum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
+#include "row_simd.h"
 
 /* scores[h][j] = (q_h . k_j) * scale for `heads` (1 to 3) query heads q_h (stride q_head) and keys j < n: each dot
    product 8 lanes over d by fused multiply-adds in order, the lanes added in a fixed tree, then the last d % 8 one by
@@ -48,25 +43,6 @@ static void scores_of(const float *q, int64_t q_head, int heads, const float *k,
                 scores[h * scores_head + j + r] = s * scale;
             }
     }
-}
-
-/* e^x for eight x <= 0 (Cephes' expf: x = n ln 2 + r, |r| <= ln 2 / 2, e^r by a polynomial of degree 7, times 2^n;
-   x below -87 taken as -87, e^x then under 2^-125: a weight of nothing beside the largest, which is 1) */
-static inline __m256 exp8(__m256 x) {
-    x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);  /* (this order keeps a NaN: max_ps returns its second on one) */
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i scale = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
 }
 
 /* w[j] = e^(w[j] - max w) / sum_j e^(w[j] - max w), j < n, in place: eight at a time (the last n % 8 padded into a

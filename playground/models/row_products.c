@@ -13,12 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline float lanes_sum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); /* (0+4, 1+5, 2+6, 3+7) */
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                       /* (0+4+2+6, 1+5+3+7, ..) */
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
+#include "row_simd.h"
 
 /* Weights i to i + 7 (one weight: i) as float32, from float32 or from bfloat16 (half: its 16 bits are a float32's
    top 16). `half` is a constant at every call (all inlined), so each kernel is compiled for its own weights. */

@@ -15,7 +15,8 @@ kernel widens back exactly: bitwise the same products from half the bytes (a hea
 copy of its own: SmolLM2 holds 382 MB instead of 538). SmolLM2's linear layers on
 a 2-core AMD EPYC, one thread, one row: 10.3 ms against 20.1 from float32 (2 rows 12.4 / 19.5, 4 rows 14.9 / 19.7).
 
-The same library holds row_attention.c (called by row_attention.py): a pass's attention rows, each alone.
+The same library holds row_attention.c (called by row_attention.py): a pass's attention rows, each alone; and
+row_layer.c (called by row_layers.py): a decoder layer's norms, products and rotary around its attention.
 
 Where it cannot be built (no C compiler, not Linux on x86-64 with AVX2 and FMA, torch not on GNU
 OpenMP) or PLAYGROUND_ROW_KERNEL=0, kernel() is None and batch_invariant keeps oneDNN's packed products and
@@ -47,7 +48,8 @@ from playground.models.packaged import cache_root
 
 log = logging.getLogger("playground.row_products")
 
-SOURCES = tuple(pathlib.Path(__file__).with_name(name) for name in ("row_products.c", "row_attention.c"))  # one library
+SOURCES = tuple(pathlib.Path(__file__).with_name(name) for name in ("row_products.c", "row_attention.c", "row_layer.c"))
+HEADER = pathlib.Path(__file__).with_name("row_simd.h")  # what the three share (part of the library's digest)
 FLAGS = ("-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fopenmp", "-shared", "-fPIC")  # no fast-math: sums in order
 BUILD_SECONDS = 120  # a compiler that takes longer is given up on (the run goes on with oneDNN's products)
 CHUNK_ROWS = 256  # rows per call at most (a prompt's pass): the rows a block of weights is applied to stay in cache
@@ -58,11 +60,14 @@ CLEARLY = 0.9  # faster_than_plain: the kernel where its median takes under 90% 
 @dataclass(frozen=True, eq=False)
 class Kernels:
     """The library's C functions: products from float32 weights and from bfloat16 ones, each f(x, w, y, M, K, N,
-    threads) (row_products.c), and the attention of a pass's rows (row_attention.c, called by row_attention.py).
-    Hashed by identity: a check of one loaded library can be cached against it."""
+    threads) (row_products.c), the attention of a pass's rows (row_attention.c, called by row_attention.py), and a
+    decoder layer's two halves around its attention (row_layer.c, called by row_layers.py). Hashed by identity: a
+    check of one loaded library can be cached against it."""
     float32: Callable
     bfloat16: Callable
     attention: Callable
+    layer_in: Callable
+    layer_out: Callable
 
     def products(self, dtype: torch.dtype) -> Callable:
         """The products from weights of this dtype (float32 or bfloat16)."""
@@ -85,7 +90,11 @@ def kernel() -> Kernels | None:
         fn.restype = None
     lib.row_attention.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 8 + [ctypes.c_float]
     lib.row_attention.restype = None
-    kernels = Kernels(lib.row_products, lib.row_products_bf16, lib.row_attention)
+    p, i, f, n = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_int64
+    lib.row_layer_in.argtypes = [p, p, f, p, i, p, p, p, f, p, p, p, p] + [n] * 5 + [i]
+    lib.row_layer_out.argtypes = [p, p, p, i, p, p, f, p, i, p, p, i, p, p, p, p, p] + [n] * 4 + [i]
+    lib.row_layer_in.restype = lib.row_layer_out.restype = None
+    kernels = Kernels(lib.row_products, lib.row_products_bf16, lib.row_attention, lib.row_layer_in, lib.row_layer_out)
     return kernels if _rows_agree(kernels) else None
 
 
@@ -117,7 +126,7 @@ def built() -> pathlib.Path:
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or ""]
     if not compiler[0]:
         raise OSError("no C compiler (cc or gcc) on the PATH")
-    sources = b"".join(source.read_bytes() for source in SOURCES)
+    sources = b"".join(source.read_bytes() for source in (*SOURCES, HEADER))
     digest = hashlib.sha256(sources + " ".join(FLAGS + tuple(compiler)).encode()).hexdigest()[:16]
     target = cache_root() / "kernels" / f"row_products-{digest}.so"
     mark = target.with_name(target.name + ".sha256")

@@ -13,6 +13,7 @@ from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.models.locate import hub_resolves
 from playground.limits import compile_refused
 from playground.models.placement import cpu_dtype_asked, on_zero_gpu
+from playground.models.row_layers import asked as row_layers_asked
 from playground.models.row_products import asked as row_kernel_asked
 
 __all__ = ["check_settings", "compile_refused", "custom_models_allowed", "hub_resolves", "is_way_of_drafting", "on_zero_gpu",
@@ -22,12 +23,13 @@ __all__ = ["check_settings", "compile_refused", "custom_models_allowed", "hub_re
 def check_settings() -> None:
     """Each PLAYGROUND_* setting read now, a bad one raising PlaygroundError (it was said first to a
     visitor's run, or as a traceback in the log): the CPU dtype, compiled passes refused, the fused layers asked for, the
-    CPU's decode threads and row kernel, and the GPU's flags read as a GPU model loads or compiles (PLAYGROUND_FOLD_GQA,
+    CPU's decode threads, row kernel and row layers, and the GPU's flags read as a GPU model loads or compiles (PLAYGROUND_FOLD_GQA,
     _FUSE_PROJECTIONS, _REGIONAL_COMPILE). The rest are read as their modules load (playground.limits, the page's)."""
     cpu_dtype_asked()
     compile_refused()
     decode_threads_asked()  # (read as a model loads: PLAYGROUND_DECODE_THREADS=bogus passed the start, a docs review)
     row_kernel_asked()
+    row_layers_asked()
     layers_asked()  # (read as a pair is first prepared: PLAYGROUND_FUSED_LAYERS=bogus passed the start)
     for reads_its_flag in (folds_on, fuses_on, by_layer_on):
         reads_its_flag(torch.device("cuda"))
