@@ -70,12 +70,15 @@ static void rotate(float *v, int64_t heads, int64_t d, const float *cos, const f
 }
 
 /* a [M, I] = silu(gate) * up, gu [M, 2 I] (gate | up); silu(g) = g / (1 + e^-g), from e^-|g| (exp8 takes x <= 0):
-   g >= 0: g / (1 + e^-g); g < 0: g e^g / (1 + e^g). Eight at a time, the last I % 8 padded into a block of eight. */
+   g >= 0: g / (1 + e^-g); g < 0: g e^g / (1 + e^g), 0 below -87 (where exp8 stops: g e^g is under 2^-118 there). Eight
+   at a time, the last I % 8 padded into a block of eight; a NaN stays a NaN. */
 static inline __m256 silu_times8(__m256 g, __m256 u) {
     __m256 one = _mm256_set1_ps(1.0f);
     __m256 e = exp8(_mm256_or_ps(g, _mm256_set1_ps(-0.0f)));  /* e^-|g| */
     __m256 top = _mm256_blendv_ps(e, one, _mm256_cmp_ps(g, _mm256_setzero_ps(), _CMP_GE_OQ));
-    return _mm256_mul_ps(_mm256_mul_ps(g, _mm256_div_ps(top, _mm256_add_ps(one, e))), u);
+    __m256 silu = _mm256_mul_ps(g, _mm256_div_ps(top, _mm256_add_ps(one, e)));
+    silu = _mm256_andnot_ps(_mm256_cmp_ps(g, _mm256_set1_ps(-87.0f), _CMP_LT_OQ), silu);  /* (a NaN compares false) */
+    return _mm256_mul_ps(silu, u);
 }
 
 static void silu_times(const float *gu, float *a, int64_t M, int64_t I) {

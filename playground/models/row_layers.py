@@ -12,8 +12,10 @@ operations and seven products' calls from Python a layer) took about a third of 
 The joined weights replace the separate ones, which become views of them (no second copy: the modules still work,
 for plain_kernels and the layer's own forward). A pass the C layer does not take (another dtype, a batch of more than
 one sequence, gradients asked for) runs the layer's own forward; batch_invariant.plain_kernels takes the C one away
-while it runs the model as transformers would."""
+while it runs the model as transformers would. The C layer calls neither the attention module nor the MLP as modules:
+hooks on them do not fire (nothing here sets one)."""
 import functools
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -25,10 +27,12 @@ from playground.models.fused_projections import ATTENTIONS, MLPS
 
 LAYERS = {"LlamaDecoderLayer", "Qwen2DecoderLayer", "Qwen3DecoderLayer", "MistralDecoderLayer"}  # (their attention
 # and MLP kinds: fused_projections')
+log = logging.getLogger("playground.row_layers")
+
 ATTR = "playground_row_layer"  # a layer's Joined, in its __dict__
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Joined:
     """A layer's joined weights ([N, in], float32 or bfloat16, contiguous) and biases (float32 or None), its sizes."""
     qkv: torch.Tensor  # [(H + 2 KV) d, D]
@@ -43,7 +47,7 @@ class Joined:
 def install(model: torch.nn.Module) -> int:
     """Give every layer the C layer takes (takes_layer) joined weights and the C forward; -> layers given them (none
     where PLAYGROUND_ROW_LAYERS=0: transformers' layers around the kernel's products, as before, to compare)."""
-    if not asked():
+    if not asked() or (kernels := row_products.kernel()) is None or not _agrees(kernels):
         return 0
     done = 0
     for layer in list(model.modules()):
@@ -79,8 +83,16 @@ def takes_layer(layer: torch.nn.Module) -> bool:
             and len({m.bias is None for m in (attn.q_proj, attn.k_proj, attn.v_proj)}) == 1
             and (mlp.gate_proj.bias is None) == (mlp.up_proj.bias is None)
             and all(_rms_norm(n) for n in norms) and len(_head_norms(attn)) in (0, 2)
-            and type(mlp.act_fn).__name__ in ("SiLU", "SiLUActivation")
-            and getattr(attn, "sliding_window", None) is None and attn.head_dim % 2 == 0)
+            and len({n.variance_epsilon for n in _head_norms(attn)}) <= 1  # (one epsilon for both in the C call)
+            and type(mlp.act_fn).__name__ in ("SiLU", "SiLUActivation") and not _windowed(attn)
+            and attn.head_dim % 2 == 0)
+
+
+def _windowed(attn) -> bool:
+    """Whether the layer attends over a sliding window (Qwen2's where its config asks, Mistral's from its config): the
+    row-invariant attention does not take one, and neither do these layers."""
+    window = attn.sliding_window if hasattr(attn, "sliding_window") else getattr(attn.config, "sliding_window", None)
+    return window is not None
 
 
 def _served(module) -> bool:
@@ -144,41 +156,69 @@ def forward(layer, hidden_states: torch.Tensor, attention_mask=None, position_id
     x = hidden_states.reshape(rows, width).contiguous()  # [M, D]
     cos, sin = (t.reshape(rows, -1).contiguous() for t in position_embeddings)  # [M, d] each
     heads, kv_heads, d = joined.heads, joined.kv_heads, attn.head_dim
-    h, qkv = torch.empty(rows, width), torch.empty(rows, (heads + 2 * kv_heads) * d)
-    q_norm, k_norm = (_head_norms(attn) or [None, None])
-    threads = torch.get_num_threads()
-    kernels.layer_in(x.data_ptr(), layer.input_layernorm.weight.data_ptr(), layer.input_layernorm.variance_epsilon,
-                     joined.qkv.data_ptr(), _half(joined.qkv), _ptr(joined.qkv_bias), _ptr(q_norm and q_norm.weight),
-                     _ptr(k_norm and k_norm.weight), q_norm.variance_epsilon if q_norm is not None else 0.0,
-                     cos.data_ptr(), sin.data_ptr(), h.data_ptr(), qkv.data_ptr(), rows, width, heads, kv_heads, d,
-                     threads)
+    norms = _head_norms(attn)  # Qwen3's q_norm, k_norm, or none
+    q_norm, k_norm = (n.weight for n in norms) if norms else (None, None)
+    qkv = first_half(kernels, x, layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon, joined.qkv,
+                     joined.qkv_bias, q_norm, k_norm, norms[0].variance_epsilon if norms else 0.0, cos, sin, heads,
+                     kv_heads)  # [M, (H + 2 KV) d]
     q, k, v = (part.view(1, rows, -1, d).transpose(1, 2)  # [1, heads, M, d] each
                for part in qkv.split([heads * d, kv_heads * d, kv_heads * d], dim=1))
     if past_key_values is not None:
         k, v = past_key_values.update(k, v, attn.layer_idx)
     attention = ALL_ATTENTION_FUNCTIONS[joined.attention]
     attended, _ = attention(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling, **kwargs)  # [1, M, H, d]
-    attended = attended.reshape(rows, heads * d).contiguous()
-    intermediate = joined.gate_up.shape[0] // 2
-    gu, act, out = torch.empty(rows, 2 * intermediate), torch.empty(rows, intermediate), torch.empty(rows, width)
-    kernels.layer_out(x.data_ptr(), attended.data_ptr(), attn.o_proj.weight.data_ptr(), _half(attn.o_proj.weight),
-                      _ptr(attn.o_proj.bias), layer.post_attention_layernorm.weight.data_ptr(),
-                      layer.post_attention_layernorm.variance_epsilon, joined.gate_up.data_ptr(), _half(joined.gate_up),
-                      _ptr(joined.gate_up_bias), mlp.down_proj.weight.data_ptr(), _half(mlp.down_proj.weight),
-                      _ptr(mlp.down_proj.bias), h.data_ptr(), gu.data_ptr(), act.data_ptr(), out.data_ptr(), rows,
-                      width, heads * d, intermediate, threads)
+    out = second_half(kernels, x, attended.reshape(rows, heads * d).contiguous(), attn.o_proj.weight, attn.o_proj.bias,
+                      layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon,
+                      joined.gate_up, joined.gate_up_bias, mlp.down_proj.weight, mlp.down_proj.bias)
     return out.view(1, rows, width)
 
 
+def first_half(kernels, x, norm, eps, w_qkv, b_qkv, q_norm, k_norm, head_eps, cos, sin, heads: int, kv_heads: int):
+    """row_layer_in: x [M, D] -> q | k | v [M, (H + 2 KV) d], the heads normed (q_norm, k_norm [d]: Qwen3's; None:
+    none) and rotated by cos, sin [M, d]; every tensor float32 and contiguous but w_qkv [(H + 2 KV) d, D] (float32 or
+    bfloat16) and the bias [(H + 2 KV) d] (or None)."""
+    (rows, width), d = x.shape, cos.shape[1]
+    if w_qkv.shape != ((heads + 2 * kv_heads) * d, width) or not cos.shape == sin.shape == (rows, d) or norm.shape != (width,):
+        raise ValueError(f"row_layer_in: shapes {tuple(x.shape)}, {tuple(w_qkv.shape)}, {tuple(cos.shape)} do not agree")
+    h, qkv = _floats(rows, width), _floats(rows, w_qkv.shape[0])
+    kernels.layer_in(x.data_ptr(), norm.data_ptr(), eps, w_qkv.data_ptr(), _half(w_qkv), _ptr(b_qkv), _ptr(q_norm),
+                     _ptr(k_norm), head_eps, cos.data_ptr(), sin.data_ptr(), h.data_ptr(), qkv.data_ptr(), rows, width,
+                     heads, kv_heads, d, torch.get_num_threads())
+    return qkv
+
+
+def second_half(kernels, x, attended, w_o, b_o, norm, eps, w_gu, b_gu, w_down, b_down):
+    """row_layer_out: x [M, D] and the attention's rows attended [M, A] -> the layer's output [M, D]; weights w_o
+    [D, A], w_gu [2 I, D] (gate | up), w_down [D, I] float32 or bfloat16, biases float32 or None."""
+    (rows, width), inner, intermediate = x.shape, attended.shape[1], w_gu.shape[0] // 2
+    if (attended.shape[0] != rows or w_o.shape != (width, inner) or w_gu.shape != (2 * intermediate, width)
+            or w_down.shape != (width, intermediate) or norm.shape != (width,)):
+        raise ValueError(f"row_layer_out: shapes {tuple(x.shape)}, {tuple(attended.shape)}, {tuple(w_gu.shape)} do not agree")
+    h, gu, act, out = _floats(rows, width), _floats(rows, 2 * intermediate), _floats(rows, intermediate), _floats(rows, width)
+    kernels.layer_out(x.data_ptr(), attended.data_ptr(), w_o.data_ptr(), _half(w_o), _ptr(b_o), norm.data_ptr(), eps,
+                      w_gu.data_ptr(), _half(w_gu), _ptr(b_gu), w_down.data_ptr(), _half(w_down), _ptr(b_down),
+                      h.data_ptr(), gu.data_ptr(), act.data_ptr(), out.data_ptr(), rows, width, inner, intermediate,
+                      torch.get_num_threads())
+    return out
+
+
 def _takes(layer, joined: Joined, hidden_states: torch.Tensor, position_embeddings) -> bool:
-    """Whether the C layer takes this pass: float32 rows of one sequence on the CPU, cos and sin [1, M, d] float32, no
-    gradient asked for (batch_invariant.plain_kernels takes the C forward away while it sets another attention)."""
+    """Whether the C layer takes this pass: the modules' weights still views of the joined ones, float32 rows of one
+    sequence on the CPU, cos and sin [1, M, d] float32, no gradient asked for (batch_invariant.plain_kernels takes the
+    C forward away while it sets another attention)."""
     attn = layer.self_attn
-    return (hidden_states.dtype == torch.float32 and hidden_states.device.type == "cpu" and hidden_states.dim() == 3
+    return (attn.q_proj.weight.data_ptr() == joined.qkv.data_ptr()  # (still views: not after a deepcopy, a .to())
+            and hidden_states.dtype == torch.float32 and hidden_states.device.type == "cpu" and hidden_states.dim() == 3
             and hidden_states.shape[0] == 1 and hidden_states.shape[1] > 0 and position_embeddings is not None
             and all(t.dtype == torch.float32 and t.shape == (1, hidden_states.shape[1], attn.head_dim)
                     for t in position_embeddings)
             and not (torch.is_grad_enabled() and hidden_states.requires_grad) and row_products.kernel() is not None)
+
+
+def _floats(*shape: int) -> torch.Tensor:
+    """An empty float32 buffer the C code writes (float32 whatever torch's default dtype: a load elsewhere sets it to
+    the dtype it loads for a while, and a pass beside it wrote four bytes an element into two: heap corruption)."""
+    return torch.empty(shape, dtype=torch.float32)
 
 
 def _half(weight: torch.Tensor) -> int:
@@ -187,3 +227,50 @@ def _half(weight: torch.Tensor) -> int:
 
 def _ptr(tensor: torch.Tensor | None) -> int | None:
     return None if tensor is None else tensor.data_ptr()
+
+
+@functools.lru_cache(maxsize=4)
+def _agrees(kernels) -> bool:
+    """A check of the build (once per library loaded): both halves on three rows give each row bitwise as alone, and
+    near the same layer in double precision: widths past the eights (D 20, d 10, I 12), two query heads to a key/value
+    head, biases, head norms, gate/up from bfloat16."""
+    gen = torch.Generator().manual_seed(0)
+    D, H, KV, d, I = 20, 2, 1, 10, 12
+    x, attended, angle = (torch.randn(3, n, generator=gen) for n in (D, H * d, d))
+    norm, norm2, q_norm, k_norm = (1 + 0.1 * torch.randn(n, generator=gen) for n in (D, D, d, d))
+    w_qkv, w_o, w_down = (torch.randn(shape, generator=gen) for shape in (((H + 2 * KV) * d, D), (D, H * d), (D, I)))
+    b_qkv, w_gu = torch.randn((H + 2 * KV) * d, generator=gen), torch.randn(2 * I, D, generator=gen).bfloat16()
+    cos, sin = angle.cos(), angle.sin()
+
+    def halves(i: slice):
+        qkv = first_half(kernels, x[i], norm, 1e-6, w_qkv, b_qkv, q_norm, k_norm, 1e-6, cos[i], sin[i], H, KV)
+        return qkv, second_half(kernels, x[i], attended[i], w_o, None, norm2, 1e-5, w_gu, None, w_down, None)
+
+    wide = halves(slice(0, 3))
+    ones = [torch.cat(parts) for parts in zip(*(halves(slice(r, r + 1)) for r in range(3)))]
+    near = all(torch.allclose(got.double(), want, rtol=1e-4, atol=1e-4) for got, want in zip(wide, _in_double(
+        x, attended, norm, norm2, q_norm, k_norm, w_qkv, b_qkv, w_o, w_gu, w_down, cos, sin, H, KV)))
+    ok = near and all(torch.equal(a, b) for a, b in zip(wide, ones))
+    if not ok:
+        log.warning("row_layer.c failed its check; transformers' layers run around the kernel's products")
+    return ok
+
+
+def _in_double(x, attended, norm, norm2, q_norm, k_norm, w_qkv, b_qkv, w_o, w_gu, w_down, cos, sin, heads, kv_heads):
+    """What first_half and second_half compute, in double precision, as transformers' layers do it."""
+    x, attended, norm, norm2, q_norm, k_norm, w_qkv, b_qkv, w_o, w_gu, w_down, cos, sin = (
+        t.double() for t in (x, attended, norm, norm2, q_norm, k_norm, w_qkv, b_qkv, w_o, w_gu, w_down, cos, sin))
+    rows, d = cos.shape
+
+    def rms(v, weight, eps):
+        return weight * (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps))
+
+    def rotated(v):  # [rows, n, d]
+        return v * cos[:, None] + torch.cat([-v[..., d // 2:], v[..., :d // 2]], -1) * sin[:, None]
+
+    qkv = rms(x, norm, 1e-6) @ w_qkv.T + b_qkv
+    q, k = (rotated(rms(part.reshape(rows, -1, d), weight, 1e-6)).reshape(rows, -1)
+            for part, weight in ((qkv[:, :heads * d], q_norm), (qkv[:, heads * d:(heads + kv_heads) * d], k_norm)))
+    mid = x + attended @ w_o.T
+    gate, up = (rms(mid, norm2, 1e-5) @ w_gu.T).chunk(2, dim=-1)
+    return torch.cat([q, k, qkv[:, (heads + kv_heads) * d:]], dim=1), mid + (torch.nn.functional.silu(gate) * up) @ w_down.T
