@@ -284,15 +284,17 @@ def test_a_runs_features_are_its_own_while_another_run_passes_the_same_model():
 @pytest.mark.skipif(not row_products.wanted(), reason="the row kernel is built on Linux x86-64 with AVX2 and FMA only")
 def test_a_float32_draft_takes_the_row_kernel_where_faster_and_stays_exact(tmp_path, tokenizer, target, monkeypatch):
     """Where row_products' kernel beats F.linear on this machine (timed at load) a float32 CPU draft's products, its
-    head's too, go through it: its guesses as near F.linear's as float32 rounding allows, speculation still the
-    target alone; where it does not, the draft keeps F.linear."""
+    head's too, go through it, on a CPU with native bf16 too: its guesses as near F.linear's as float32 rounding allows,
+    speculation still the target alone; where it does not, the draft keeps F.linear (from packed weights where the CPU
+    has native bf16)."""
     t_dir = tiny.save(target, tokenizer, tmp_path / "target")
     d2t = torch.arange(0, len(tokenizer), 2)
     save_feature_draft(feature_draft(target, d2t.tolist()), d2t, tmp_path / "draft")
-    monkeypatch.setattr(models.placement, "native_bf16", lambda: False)  # (a bfloat16 CPU packs its draft instead)
     monkeypatch.setattr(row_products, "faster_than_plain", lambda weights, threads: False)
     plain = models.load_pair(str(t_dir), str(tmp_path / "draft"), "cpu").draft
-    assert not plain.head_by_kernel and all("forward" not in m.__dict__ for m in plain.modules())
+    assert not plain.head_by_kernel and not any(getattr(m.__dict__.get("forward"), "func", None) is row_products.module_forward
+                                                for m in plain.modules())
+    assert (plain.packed_head is not None) == models.placement.native_bf16()  # (packed there where the kernel is not)
     models.CACHE.entries.clear()
     monkeypatch.setattr(row_products, "faster_than_plain", lambda weights, threads: row_products.kernel() is not None)
     timed = []  # whether its fc went through the kernel when its decode threads were timed

@@ -305,12 +305,15 @@ def load_feature_model(draft_id: str, path: pathlib.Path, target, target_id: str
         if d2t.dim() != 1 or not len(d2t) or not 0 <= int(d2t.min()) <= int(d2t.max()) < vocab:
             raise ValueError(f"{VOCAB_MAP_FILE} does not match the target's tokenizer")
         draft = load_feature_draft(path, target, d2t)
-        if placement.native_bf16():
-            draft.pack()  # a bfloat16 CPU draft's products from packed weights (see packed_linear)
         threads = fastest_decode_threads(draft)
-        if not placement.native_bf16() and draft.device.type == "cpu" and draft.by_row_kernel(threads):
+        cpu = draft.device.type == "cpu"
+        if cpu and draft.dtype == torch.float32 and draft.by_row_kernel(threads):
             threads = fastest_decode_threads(draft)  # a float32 one's through row_products' kernel, where faster than
-            # MKL here on its threads; those timed again for the kernel (a draft's passes: milliseconds)
+            # MKL here on its threads (on a CPU with native bf16 too: a float32 draft there had been packed, its step
+            # 4.47 ms against the kernel's 2.46, BENCHMARKS.md); those timed again for the kernel (milliseconds)
+        elif cpu and placement.native_bf16():
+            draft.pack()  # products from packed weights (see packed_linear)
+            threads = fastest_decode_threads(draft)
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as exc:
         raise PlaygroundError(f"draft '{draft_id}' could not be loaded for target '{target_id}': "
                               f"{_first_line(exc)}") from None
