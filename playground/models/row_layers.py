@@ -115,30 +115,21 @@ def _head_norms(attn) -> list:
 def _join(layer, attention: str) -> None:
     """Join q/k/v and gate/up into one weight each; the modules' weights become views of it (no second copy)."""
     attn, mlp = layer.self_attn, layer.mlp
-    qkv = _joined_weight([attn.q_proj, attn.k_proj, attn.v_proj])
-    gate_up = _joined_weight([mlp.gate_proj, mlp.up_proj])
-    layer.__dict__[ATTR] = Joined(qkv, _joined_bias([attn.q_proj, attn.k_proj, attn.v_proj]), gate_up,
-                                  _joined_bias([mlp.gate_proj, mlp.up_proj]),
-                                  attn.q_proj.out_features // attn.head_dim, attn.k_proj.out_features // attn.head_dim,
-                                  attention)
+    qkv, gate_up = [attn.q_proj, attn.k_proj, attn.v_proj], [mlp.gate_proj, mlp.up_proj]
+    layer.__dict__[ATTR] = Joined(_joined(qkv, "weight"), _joined(qkv, "bias"), _joined(gate_up, "weight"),
+                                  _joined(gate_up, "bias"), attn.q_proj.out_features // attn.head_dim,
+                                  attn.k_proj.out_features // attn.head_dim, attention)
 
 
-def _joined_weight(modules: list) -> torch.Tensor:
-    joined = torch.cat([m.weight.detach() for m in modules])  # [sum of out, in]
-    start = 0
-    for m in modules:
-        m.weight = torch.nn.Parameter(joined[start:start + m.out_features], requires_grad=False)
-        start += m.out_features
-    return joined
-
-
-def _joined_bias(modules: list) -> torch.Tensor | None:
-    if modules[0].bias is None:
+def _joined(modules: list, name: str) -> torch.Tensor | None:
+    """The modules' `name` tensors (weight [out, in] or bias [out]) joined into one along out, each module's now a view
+    of it; None where they have no bias."""
+    if getattr(modules[0], name) is None:
         return None
-    joined = torch.cat([m.bias.detach().float() for m in modules])
+    joined = torch.cat([getattr(m, name).detach() for m in modules])
     start = 0
     for m in modules:
-        m.bias = torch.nn.Parameter(joined[start:start + m.out_features], requires_grad=False)
+        setattr(m, name, torch.nn.Parameter(joined[start:start + m.out_features], requires_grad=False))
         start += m.out_features
     return joined
 
