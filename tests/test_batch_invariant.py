@@ -21,13 +21,19 @@ from playground.engine.static import StaticRunner
 from tests.test_engine_greedy import hf_greedy
 
 
-def test_cpu_dtype_follows_size_and_native_bf16(monkeypatch):
+def test_cpu_dtype_follows_size_native_bf16_and_the_kernel(monkeypatch):
+    """float32 on a CPU, bfloat16 past SMALL_MODEL where the CPU has it natively and the kernel would not hold the
+    weights in bfloat16 (a checkpoint in another dtype, or no kernel built)."""
     big, small = 4 * placement.SMALL_MODEL + 1, 4 * placement.SMALL_MODEL // 10
     cpu = torch.device("cpu")
     monkeypatch.delenv("PLAYGROUND_CPU_DTYPE", raising=False)
     monkeypatch.setattr(placement, "native_bf16", lambda: True)
-    assert placement.default_dtype(cpu, big) == torch.bfloat16
+    assert placement.default_dtype(cpu, big) == torch.bfloat16  # a float16 or float32 checkpoint
     assert placement.default_dtype(cpu, small) == torch.float32  # too small to gain
+    monkeypatch.setattr(placement.row_products, "kernel", lambda: object())
+    assert placement.default_dtype(cpu, big, stored_bf16=True) == torch.float32  # the kernel, from bfloat16 weights
+    monkeypatch.setattr(placement.row_products, "kernel", lambda: None)
+    assert placement.default_dtype(cpu, big, stored_bf16=True) == torch.bfloat16
     monkeypatch.setattr(placement, "native_bf16", lambda: False)
     assert placement.default_dtype(cpu, big) == torch.float32  # bfloat16 would be emulated
     monkeypatch.setenv("PLAYGROUND_CPU_DTYPE", "bfloat16")

@@ -86,7 +86,7 @@ def test_a_compiler_that_fails_leaves_the_packed_products(fresh_kernel, monkeypa
         assert row_products.kernel() is None
     assert not row_products.wanted() or "not built" in caplog.text
     layer = torch.nn.Linear(576, 192, bias=False)
-    assert not batch_invariant.row_kernel_serves(layer.weight)
+    assert not batch_invariant.row_kernel_serves(layer.weight, torch.float32)
     monkeypatch.delenv("CC")
     row_products.kernel.cache_clear()
     monkeypatch.setenv("PLAYGROUND_ROW_KERNEL", "0")
@@ -117,11 +117,12 @@ def test_two_processes_building_at_once_both_get_a_whole_library(fresh_kernel):
 def test_a_float32_model_takes_the_kernel_or_the_packed_products(monkeypatch):
     """make_batch_invariant: float32 linears through the kernel where it was built (no packed copy kept), a run's first
     pass too (MKL's rows there changed with the thread count, which another run's decode threads can change under it);
-    else oneDNN's packed products; bfloat16 ones never through it."""
+    else oneDNN's packed products; bfloat16 ones only in a float32 model (loaded in halves)."""
     layer = torch.nn.Linear(576, 192, bias=False)
     x = torch.randn(5, 576)
-    assert batch_invariant.row_kernel_serves(layer.weight) == can_build()
-    assert not batch_invariant.row_kernel_serves(layer.weight.bfloat16())
+    assert batch_invariant.row_kernel_serves(layer.weight, torch.float32) == can_build()
+    assert not batch_invariant.row_kernel_serves(layer.weight.bfloat16(), torch.bfloat16)
+    assert batch_invariant.row_kernel_serves(layer.weight.bfloat16(), torch.float32) == can_build()  # held (halves)
     if can_build():
         with torch.inference_mode():
             alone = row_products.module_forward(layer, x)

@@ -378,9 +378,11 @@ def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return linear(rows, self.weight, self.bias, packed)[:1].reshape(*x.shape[:-1], -1)
 
 
-def row_kernel_serves(weight: torch.Tensor) -> bool:
-    """Whether a linear layer's products go through row_products' kernel: float32 on a CPU where it was built."""
-    return weight.dtype == torch.float32 and weight.device.type == "cpu" and row_products.kernel() is not None
+def row_kernel_serves(weight: torch.Tensor, model_dtype: torch.dtype) -> bool:
+    """Whether a linear layer's products go through row_products' kernel: float32 on a CPU where it was built (or held
+    in bfloat16 already, in a float32 model loaded in halves: playground.models.halves)."""
+    held = weight.dtype == torch.bfloat16 and model_dtype == torch.float32
+    return (weight.dtype == torch.float32 or held) and weight.device.type == "cpu" and row_products.kernel() is not None
 
 
 def at_most_widest(forward, module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -405,10 +407,10 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     if attention not in (ATTENTION, ROW_INVARIANT):
         raise ValueError(f"load the model with attn_implementation='{ATTENTION}' or '{ROW_INVARIANT}' (it has {attention})")
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    rest = [m for m in linears if not row_kernel_serves(m.weight)]
+    rest = [m for m in linears if not row_kernel_serves(m.weight, model.dtype)]
     exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(rest).items()}
     for module in linears:
-        if row_kernel_serves(module.weight):  # every pass, a run's first too (MKL's rows there differed on one
+        if module not in rest:  # every pass, a run's first too (MKL's rows there differed on one
             module.forward = functools.partial(row_products.module_forward, module)  # thread and on two, and
             # another run's decode_threads can change the count under it); its weight held in bfloat16 where exact
             row_products.hold_halved(module)

@@ -17,13 +17,13 @@ from transformers.cache_utils import DynamicCache, LinearAttentionCacheLayerMixi
 from playground.draft_ids import NGRAM, draft_model, is_cascade, uses_lookup
 from playground.errors import PlaygroundError
 from playground.limits import env_flag
-from playground.models import placement
+from playground.models import halves, placement
 from playground.models.decode_threads import fastest_decode_threads
 from playground.models.batch_invariant import make_batch_invariant, time_plain_ratio
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 from playground.models.locate import ALIASES, Progress, locate, report, sub_progress
 from playground.models.packed_linear import pack_linears
-from playground.models.room import CACHE, packed_bytes, packs, refuse_before_download, refuse_past_free_memory
+from playground.models.room import CACHE, packs, peak_bytes, refuse_before_download, refuse_past_free_memory
 
 WAIT_REPORT_S = 1.0  # how often a load waiting for another says so again
 LOADING = threading.Lock()  # one model loads at a time (load_model), and one pair's models change in place
@@ -103,16 +103,18 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
     path = locate(model_id, progress, before_download)
     refuse_unfit_config(model_id, path, weights=True)  # a local folder: nothing downloaded, so not checked before
     try:
-        dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32))
+        dtype = dtype or placement.default_dtype(device, placement.checkpoint_bytes(path, torch.float32),
+                                                 halves.stored_in_bf16(path))
         need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
-    packed = packed_bytes(path, device, dtype, need)
-    refuse_past_free_memory(model_id, need + packed, device, dtype, CACHE.held_bytes(device))  # before evicting anything
-    CACHE.make_room(need + packed, device)
-    refuse_past_free_memory(model_id, need + packed, device, dtype)
+    room = peak_bytes(path, device, dtype, need)
+    refuse_past_free_memory(model_id, room, device, dtype, CACHE.held_bytes(device))  # before evicting anything
+    CACHE.make_room(room, device)
+    refuse_past_free_memory(model_id, room, device, dtype)
     report(progress, 0.9, f"loading {model_id} to {device}")
-    model, tokenizer = _from_pretrained(model_id, path, device, dtype, need)
+    in_halves = halves.loads_in_halves(path, device, dtype, need)  # (float32 from bfloat16 files: no float32 peak)
+    model, tokenizer = _from_pretrained(model_id, path, device, dtype, need, in_halves)
     loaded = (model, tokenizer, fastest_decode_threads(model))
     if getattr(model, "playground_batch_invariant", False):
         time_plain_ratio(model, loaded[2])  # what exactness costs, on the threads it decodes with
@@ -184,11 +186,11 @@ def _refuse_unrollable(model_id: str, config) -> None:
                               f"guess ({', '.join(kinds)}): the playground speculates with attention models only")
 
 
-def _from_pretrained(model_id, path, device, dtype, need_bytes):
+def _from_pretrained(model_id, path, device, dtype, need_bytes, in_halves: bool):
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         model, info = AutoModelForCausalLM.from_pretrained(
-            path, dtype=dtype, trust_remote_code=False, output_loading_info=True,
+            path, dtype=torch.bfloat16 if in_halves else dtype, trust_remote_code=False, output_loading_info=True,
             **placement.device_map_for(device, need_bytes), **placement.attention_for(device, dtype, need_bytes))
     except torch.OutOfMemoryError:
         raise PlaygroundError(f"out of memory loading '{model_id}' on {device}: "
@@ -211,6 +213,8 @@ def _from_pretrained(model_id, path, device, dtype, need_bytes):
     if len(tokenizer) < 2:
         raise PlaygroundError(f"model '{model_id}' has no usable tokenizer (no tokenizer.json or vocabulary "
                               "files next to the weights)")
+    if in_halves:
+        halves.widen_all_but_linears(model)
     model.requires_grad_(False)  # it decodes only; with gradients on, a pass outside inference mode runs through
     # autograd, whose one-row bfloat16 products (oneDNN's, AVX512-BF16) summed otherwise than inference's
     if placement.attention_for(device, dtype, need_bytes):

@@ -13,7 +13,7 @@ from playground.errors import PlaygroundError
 from playground.limits import compile_refused
 from playground.cpu_isa import bf16_allowed, cpu_flags
 from playground.models.batch_invariant import ATTENTION as BATCH_INVARIANT_ATTENTION, ROW_INVARIANT as BATCH_INVARIANT_ROW_INVARIANT, eager_rows_agree
-from playground.models.row_products import float32_copy_bytes
+from playground.models import row_products
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -47,17 +47,19 @@ def compiles_by_default() -> bool:
     return torch.cuda.is_available() and not on_zero_gpu() and not compile_refused()
 
 
-def default_dtype(device: torch.device, float32_bytes: int = 0) -> torch.dtype:
-    """bfloat16 on a GPU. On a CPU, bfloat16 for a model past SMALL_MODEL parameters when the CPU has
-    bfloat16 dot products (its short passes then cost about what a one-token pass costs, and
-    batch_invariant keeps greedy speculation exact); float32 otherwise, where bfloat16 would be
-    emulated or the model is too small to gain. PLAYGROUND_CPU_DTYPE=float32|bfloat16 overrides."""
+def default_dtype(device: torch.device, float32_bytes: int = 0, stored_bf16: bool = False) -> torch.dtype:
+    """bfloat16 on a GPU. On a CPU float32: through row_products' kernel past SMALL_MODEL parameters, its linear weights
+    held in bfloat16 where the checkpoint is (stored_bf16: halves), which ran faster than oneDNN's bfloat16 products
+    even on CPUs that multiply bfloat16 natively (the exact SmolLM2-135M alone 1.4-1.55x, a Qwen2.5-1.5B-shaped pass
+    2.3x on a 2-core AMD EPYC with AVX512-BF16: BENCHMARKS.md). bfloat16 on such a CPU where the kernel would read
+    float32 weights (a float16 or float32 checkpoint, twice the bytes) or is not built. PLAYGROUND_CPU_DTYPE overrides."""
     if device.type == "cuda":
         return torch.bfloat16
     if chosen := cpu_dtype_asked():
         return chosen
     big = float32_bytes > 4 * SMALL_MODEL
-    return torch.bfloat16 if big and native_bf16() else torch.float32
+    held_by_kernel = stored_bf16 and row_products.kernel() is not None
+    return torch.bfloat16 if big and native_bf16() and not held_by_kernel else torch.float32
 
 
 def cpu_dtype_asked() -> torch.dtype | None:
@@ -90,7 +92,7 @@ def precision(model: torch.nn.Module) -> str:
     """A model's dtype as a bench records it ("float32", "bfloat16"), and where a float32 model's linear weights
     are held in bfloat16 (row_products.hold_halved), that too."""
     name = str(model.dtype).removeprefix("torch.")
-    return f"{name}, linear weights held in bfloat16" if float32_copy_bytes(model) else name  # (bytes of held layers)
+    return f"{name}, linear weights held in bfloat16" if row_products.float32_copy_bytes(model) else name  # (bytes of held layers)
 
 
 def free_memory(device: torch.device) -> int:
@@ -157,14 +159,15 @@ def config_bytes(path: pathlib.Path, dtype: torch.dtype, linear_only: bool = Fal
     sizes = config_parameters(path)
     if sizes is None:
         return None
-    parameters, linear = sizes
+    parameters, linear, _ = sizes
     return (linear if linear_only else parameters) * torch.finfo(dtype).bits // 8
 
 
 @functools.lru_cache(maxsize=64)  # a 7B config takes about 1.6 s to build on 2 cores: once per snapshot
-def config_parameters(path: pathlib.Path) -> tuple[int, int] | None:
-    """(parameters, of which in nn.Linear weights) of the model config.json describes, built on the
-    meta device (no memory, no weights); None where transformers cannot build it."""
+def config_parameters(path: pathlib.Path) -> tuple[int, int, int] | None:
+    """(parameters, of which in nn.Linear weights, of which tied to another module: an output layer sharing the
+    embedding's) of the model config.json describes, built on the meta device (no memory, no weights); None where
+    transformers cannot build it."""
     from transformers import AutoConfig, AutoModelForCausalLM
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=False)
@@ -172,8 +175,10 @@ def config_parameters(path: pathlib.Path) -> tuple[int, int] | None:
             model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
     except Exception:  # noqa: BLE001  (OSError, ValueError, a config transformers' strict checks refuse...)
         return None
-    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-    return sum(p.numel() for p in model.parameters()), linear
+    linears = {id(m.weight): m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    others = {id(p) for m in model.modules() if not isinstance(m, torch.nn.Linear) for p in m.parameters(recurse=False)}
+    tied = sum(w.numel() for key, w in linears.items() if key in others)
+    return sum(p.numel() for p in model.parameters()), sum(w.numel() for w in linears.values()), tied
 
 
 def stored_bytes(path: pathlib.Path, float32_bytes: int) -> int:
@@ -186,9 +191,13 @@ def free_disk(path: pathlib.Path) -> int:
 
 
 def _stored_dtype_bytes(path: pathlib.Path) -> int:
+    return {"float32": 4, "float16": 2, "bfloat16": 2}.get(stored_dtype(path), 0)
+
+
+def stored_dtype(path: pathlib.Path) -> str:
+    """The dtype config.json says its weights are stored in ("bfloat16"...; "" where it says none)."""
     try:
         cfg = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
-        return 0
-    name = str(cfg.get("dtype") or cfg.get("torch_dtype") or "")
-    return {"float32": 4, "float16": 2, "bfloat16": 2}.get(name, 0)
+        return ""
+    return str(cfg.get("dtype") or cfg.get("torch_dtype") or "") if isinstance(cfg, dict) else ""

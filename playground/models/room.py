@@ -10,7 +10,7 @@ import threading
 import torch
 
 from playground.errors import PlaygroundError
-from playground.models import placement, row_products
+from playground.models import halves, placement, row_products
 from playground.models.packed_linear import ATTR as PACKED, MAX_PACKED_BYTES
 
 
@@ -102,10 +102,17 @@ def refuse_before_download(model_id: str, config_dir: pathlib.Path, device: torc
     if fetch > 0 and fetch * 1.05 > (free := placement.free_disk(config_dir)):
         raise PlaygroundError(f"'{model_id}' needs about {fetch / 2**30:.1f} GiB of disk to download and this host "
                               f"has {free / 2**30:.1f} GiB free: pick a smaller preset (e.g. smollm2 or demo)")
-    dtype = dtype or placement.default_dtype(device, float32)
+    dtype = dtype or placement.default_dtype(device, float32, halves.stored_in_bf16(config_dir))
     need = float32 * torch.finfo(dtype).bits // 32
-    refuse_past_free_memory(model_id, need + packed_bytes(config_dir, device, dtype, need), device, dtype,
-                            CACHE.held_bytes(device))
+    refuse_past_free_memory(model_id, peak_bytes(config_dir, device, dtype, need), device, dtype, CACHE.held_bytes(device))
+
+
+def peak_bytes(path: pathlib.Path, device: torch.device, dtype: torch.dtype, need_bytes: int) -> int:
+    """Memory a load takes at its peak: the weights in dtype (need_bytes) and their packed copy, or, loaded in halves
+    (see halves), what it ends with."""
+    if halves.loads_in_halves(path, device, dtype, need_bytes):
+        return halves.halves_bytes(path) or need_bytes
+    return need_bytes + packed_bytes(path, device, dtype, need_bytes)
 
 
 def _present_bytes(snapshot: pathlib.Path) -> int:
