@@ -318,9 +318,9 @@ def _model_notes(s, kind, draft, constraint, add, every) -> None:
         add(every, f"{name} is the playground's copy of {HUB_IDS[name]} converted from a Q4_1 GGUF; the hub "
                    "checkpoint loaded here has the original weights, so outputs can differ.")
     add(["transformers"], "The snippet loads each model in its checkpoint's dtype (dtype='auto'; the presets' are "
-                          "bfloat16); the playground runs bfloat16 on a GPU, and on a CPU float32 for a model under 100M "
-                          "parameters (the demo pair) and for any model where the CPU has no bfloat16 arithmetic (AVX2 "
-                          "alone). Greedy text is the same only in the same dtype (two near-equal logits can swap: the demo "
+                          "bfloat16); the playground runs bfloat16 on a GPU and float32 on a CPU (a bfloat16 checkpoint's "
+                          "linear weights kept in bfloat16 there, read exactly as float32; bfloat16 only for a model over "
+                          "100M parameters stored in float16 or float32 where the CPU has bfloat16 arithmetic). Greedy text is the same only in the same dtype (two near-equal logits can swap: the demo "
                           "pair's differed within 48 tokens on two prompts): pass dtype=torch.float32 to reproduce a "
                           "float32 run.")
 

@@ -253,9 +253,8 @@ def gpu_host() -> bool:
 
 def default_preset_name() -> str:
     """PLAYGROUND_PRESET where it names a preset here (else a warning); else a Qwen pair with CUDA; else the SmolLM2 pair where it loads
-    without the hub (packaged, converted, or in the hub's local cache; bf16 on CPUs with bf16 dot products,
-    float32 with packed products elsewhere: both flat in the pass width and exact, see
-    playground.models.batch_invariant); else the toy demo pair."""
+    without the hub (packaged, converted, or in the hub's local cache; float32 through the row kernel, its linear
+    weights held in bf16: exact at any pass width, see playground.models.batch_invariant); else the toy demo pair."""
     if asked := os.environ.get("PLAYGROUND_PRESET"):
         presets = all_presets()
         if asked in presets:

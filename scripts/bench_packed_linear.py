@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--draft", default="smollm2-feature-draft")
     args = parser.parse_args()
-    pair = session.load_pair("smollm2-135m-instruct", args.draft, "cpu")
+    pair = session.load_pair("smollm2-135m-instruct", args.draft, "cpu", dtype=torch.bfloat16)  # (float32 is the kernel's)
     state = packed_state(pair)
     if not state:
         sys.exit("nothing is packed here (packing needs a CPU with native bfloat16)")

@@ -280,7 +280,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="sampled answers per prompt, besides the greedy one")
     parser.add_argument("--gen-minutes", type=float, default=0, help="stop generating after this long (0: never)")
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
-                        help="the target's dtype while generating (bfloat16: the CPU default where it has bf16 dot products)")
+                        help="the target's dtype while generating (bfloat16: what the shipped drafts' generations used)")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="base")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--train-minutes", type=float, default=0, help="train as many epochs as fit (0: --epochs)")

@@ -1,6 +1,9 @@
 """halves: a float32 CPU model from a bfloat16 checkpoint loaded in bfloat16, its linear weights kept so for the row
 kernel and every other tensor widened: the same tensors, the same tokens as a float32 load, asking the memory it ends
 with instead of the float32 peak; checkpoints not wholly bfloat16 (float16, float32, mixed) loaded in float32."""
+import gc
+import json
+import pathlib
 import shutil
 
 import pytest
@@ -9,7 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from playground import session
 from playground.errors import PlaygroundError
-from playground.models import halves, loading, placement, row_layers, row_products
+from playground.models import batch_invariant, halves, loading, placement, row_layers, row_products
 from tests import tiny
 
 pytestmark = pytest.mark.skipif(not row_products.wanted() or not shutil.which("cc"),
@@ -101,12 +104,49 @@ def test_one_tensor_in_another_dtype_is_enough_to_load_in_float32(tmp_path):
     name = next(iter(weights))
     save_file(weights | {name: weights[name].half()}, file, metadata={"format": "pt"})
     assert not halves.stored_in_bf16(path)
-    save_file(weights | {"step": torch.tensor(3)}, file, metadata={"format": "pt"})  # integers do not count
+    save_file(weights | {"step": torch.tensor(3)}, file, metadata={"format": "pt"})  # integer buffers do not count
     assert halves.stored_in_bf16(path)
+    save_file(weights | {"blocks": torch.zeros(4, dtype=torch.uint8)}, file, metadata={"format": "pt"})  # packed weights
+    assert not halves.stored_in_bf16(path)
+
+
+def test_a_bin_checkpoint_or_a_quantized_one_is_not_taken_for_bfloat16(tmp_path, big, monkeypatch):
+    """A float32 pytorch_model.bin whose config.json says bfloat16 (a local folder): loaded in float32, its values kept;
+    a config with quantization_config: never in halves."""
+    path = saved(tmp_path, dtype=torch.float32)
+    model = loading.AutoModelForCausalLM.from_pretrained(path)
+    bin_dir = tmp_path / "bin"
+    model.save_pretrained(bin_dir, safe_serialization=False)
+    config = json.loads((bin_dir / "config.json").read_text())
+    (bin_dir / "config.json").write_text(json.dumps(config | {"dtype": "bfloat16"}))  # it says so, wrongly
+    shutil.copy(path / "tokenizer.json", bin_dir)
+    shutil.copy(path / "tokenizer_config.json", bin_dir)
+    assert placement.stored_dtype(bin_dir) == "bfloat16" and not halves.stored_in_bf16(bin_dir)
+    loaded, _ = load(bin_dir, True, monkeypatch)
+    assert torch.equal(loaded.get_input_embeddings().weight, model.get_input_embeddings().weight)
+    quantized = saved(tmp_path, name="q")
+    config = json.loads((quantized / "config.json").read_text())
+    (quantized / "config.json").write_text(json.dumps(config | {"quantization_config": {"quant_method": "fp8"}}))
+    assert not halves.stored_in_bf16(quantized)
+
+
+def test_a_load_in_halves_keeps_no_view_of_the_file_and_says_so(tmp_path, big, monkeypatch):
+    """The linear weights are copied out of the checkpoint's mapping (its pages counted as free memory, a file rewritten
+    in place would end the process); the model says it loaded in halves (make_batch_invariant reads that, not the
+    dtype of its first parameter)."""
+    path = saved(tmp_path, "llama")
+    model, _ = load(path, True, monkeypatch)
+    gc.collect()
+    assert str(path / "model.safetensors") not in pathlib.Path("/proc/self/maps").read_text()
+    assert getattr(model, batch_invariant.LOADED_IN_HALVES)
+    whole, _ = load(path, False, monkeypatch)
+    assert not hasattr(whole, batch_invariant.LOADED_IN_HALVES)
 
 
 def test_before_the_download_config_json_says(tmp_path):
     (tmp_path / "config.json").write_text('{"torch_dtype": "bfloat16"}')
+    assert halves.stored_in_bf16(tmp_path)
+    (tmp_path / "model-00001-of-00004.safetensors").symlink_to(tmp_path / "pruned-blob")  # a dangling link: none yet
     assert halves.stored_in_bf16(tmp_path)
     (tmp_path / "config.json").write_text('{"dtype": "float16"}')
     assert not halves.stored_in_bf16(tmp_path)

@@ -86,7 +86,7 @@ def test_a_compiler_that_fails_leaves_the_packed_products(fresh_kernel, monkeypa
         assert row_products.kernel() is None
     assert not row_products.wanted() or "not built" in caplog.text
     layer = torch.nn.Linear(576, 192, bias=False)
-    assert not batch_invariant.row_kernel_serves(layer.weight, torch.float32)
+    assert not batch_invariant.row_kernel_serves(layer.weight, False)
     monkeypatch.delenv("CC")
     row_products.kernel.cache_clear()
     monkeypatch.setenv("PLAYGROUND_ROW_KERNEL", "0")
@@ -120,9 +120,9 @@ def test_a_float32_model_takes_the_kernel_or_the_packed_products(monkeypatch):
     else oneDNN's packed products; bfloat16 ones only in a float32 model (loaded in halves)."""
     layer = torch.nn.Linear(576, 192, bias=False)
     x = torch.randn(5, 576)
-    assert batch_invariant.row_kernel_serves(layer.weight, torch.float32) == can_build()
-    assert not batch_invariant.row_kernel_serves(layer.weight.bfloat16(), torch.bfloat16)
-    assert batch_invariant.row_kernel_serves(layer.weight.bfloat16(), torch.float32) == can_build()  # held (halves)
+    assert batch_invariant.row_kernel_serves(layer.weight, False) == can_build()
+    assert not batch_invariant.row_kernel_serves(layer.weight.bfloat16(), False)
+    assert batch_invariant.row_kernel_serves(layer.weight.bfloat16(), True) == can_build()  # held (halves)
     if can_build():
         with torch.inference_mode():
             alone = row_products.module_forward(layer, x)

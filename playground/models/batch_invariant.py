@@ -61,6 +61,7 @@ from playground.models.packed_linear import ATTR, linear, pack, packed_forward
 ATTENTION = "playground_eager"  # bfloat16 with AVX512-BF16 and oneDNN without AMX: eager attention (rows do not
 # depend on the query count there, placement.eager_rows_invariant), a tree's rows alone
 ROW_INVARIANT = "playground_row_invariant"  # float32, and bfloat16 elsewhere: the same, by explicit reductions (below)
+LOADED_IN_HALVES = "playground_loaded_in_halves"  # set on a float32 model whose linear weights loaded in bfloat16
 
 
 PROMPT_PASS = contextvars.ContextVar("playground_prompt_pass", default=False)  # see prompt_pass
@@ -378,10 +379,10 @@ def two_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return linear(rows, self.weight, self.bias, packed)[:1].reshape(*x.shape[:-1], -1)
 
 
-def row_kernel_serves(weight: torch.Tensor, model_dtype: torch.dtype) -> bool:
-    """Whether a linear layer's products go through row_products' kernel: float32 on a CPU where it was built (or held
-    in bfloat16 already, in a float32 model loaded in halves: playground.models.halves)."""
-    held = weight.dtype == torch.bfloat16 and model_dtype == torch.float32
+def row_kernel_serves(weight: torch.Tensor, in_halves: bool) -> bool:
+    """Whether a linear layer's products go through row_products' kernel: float32 on a CPU where it was built, or held
+    in bfloat16 already in a float32 model loaded in halves (in_halves: playground.models.halves)."""
+    held = weight.dtype == torch.bfloat16 and in_halves
     return (weight.dtype == torch.float32 or held) and weight.device.type == "cpu" and row_products.kernel() is not None
 
 
@@ -407,7 +408,7 @@ def make_batch_invariant(model: torch.nn.Module) -> torch.nn.Module:
     if attention not in (ATTENTION, ROW_INVARIANT):
         raise ValueError(f"load the model with attn_implementation='{ATTENTION}' or '{ROW_INVARIANT}' (it has {attention})")
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    rest = [m for m in linears if not row_kernel_serves(m.weight, model.dtype)]
+    rest = [m for m in linears if not row_kernel_serves(m.weight, getattr(model, LOADED_IN_HALVES, False))]
     exact_alone = {shape: one_row_is_a_row(module) for shape, module in _by_shape(rest).items()}
     for module in linears:
         if module not in rest:  # every pass, a run's first too (MKL's rows there differed on one

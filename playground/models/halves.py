@@ -11,6 +11,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from playground.models import placement, row_products
+from playground.models.batch_invariant import LOADED_IN_HALVES
 
 
 def loads_in_halves(path: pathlib.Path, device: torch.device, dtype: torch.dtype, need_bytes: int) -> bool:
@@ -21,31 +22,41 @@ def loads_in_halves(path: pathlib.Path, device: torch.device, dtype: torch.dtype
 
 
 def stored_in_bf16(path: pathlib.Path) -> bool:
-    """Whether every floating tensor of a safetensors checkpoint is bfloat16, read from the files' headers (before they
-    are downloaded: as config.json says)."""
-    files = sorted(path.glob("*.safetensors"))
-    if not files:
+    """Whether every floating tensor of a checkpoint is bfloat16, read from its safetensors files' headers: not where
+    one cannot be read, where it holds none or other weights files (.bin), nor a quantized checkpoint (integer weights
+    beside bfloat16 scales). Before the download (no weights file there yet), as config.json says."""
+    if "quantization_config" in placement.config_fields(path):
+        return False
+    present = [f for f in (*path.glob("*.safetensors"), *path.glob("*.bin")) if f.is_file()]  # (a pruned blob: none)
+    if not present:
         return placement.stored_dtype(path) == "bfloat16"
+    kinds = set()
     try:
-        kinds = set()
-        for file in files:
+        for file in present:
             with safe_open(file, "pt") as weights:
                 kinds.update(weights.get_slice(key).get_dtype() for key in weights.keys())
-    except (OSError, SafetensorError):
+    except (OSError, SafetensorError):  # (a .bin file too: not safetensors)
         return False  # loading says what is wrong
-    return not {k for k in kinds if k.startswith(("F", "BF"))} - {"BF16"}
+    return "BF16" in kinds and kinds <= STORED_AS_IS
+
+
+STORED_AS_IS = {"BF16", "I64", "I32", "BOOL"}  # bfloat16 weights and integer or boolean buffers (position ids...)
 
 
 def widen_all_but_linears(model: torch.nn.Module) -> None:
     """Every floating tensor of a model loaded in bfloat16 widened to float32 in place (a tied weight stays tied: the
-    tensor is replaced, not the Parameter), except linear layers' weights (make_batch_invariant gives their products
-    to the kernel). Widened one at a time: the peak is the bfloat16 model and one float32 tensor past the result."""
+    tensor is replaced, not the Parameter), linear layers' weights copied out of the checkpoint's mapped file (which
+    loading leaves them views of: its pages would be counted as free memory, and a file rewritten in place would end
+    the process) and kept in bfloat16 for the kernel (make_batch_invariant, told by LOADED_IN_HALVES). One tensor at a
+    time: the peak is the model loaded and one tensor past the result."""
     for module in model.modules():
         for name, tensor in [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]:
+            if not tensor.is_floating_point() or tensor.dtype == torch.float32:
+                continue
             linear_weight = isinstance(module, torch.nn.Linear) and name == "weight"
-            if tensor.is_floating_point() and tensor.dtype != torch.float32 and not linear_weight:
-                tensor.data = tensor.data.float()
+            tensor.data = tensor.data.clone() if linear_weight else tensor.data.float()
     model.config.dtype = torch.float32
+    setattr(model, LOADED_IN_HALVES, True)
 
 
 def halves_bytes(path: pathlib.Path) -> int | None:

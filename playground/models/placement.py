@@ -196,8 +196,14 @@ def _stored_dtype_bytes(path: pathlib.Path) -> int:
 
 def stored_dtype(path: pathlib.Path) -> str:
     """The dtype config.json says its weights are stored in ("bfloat16"...; "" where it says none)."""
+    cfg = config_fields(path)
+    return str(cfg.get("dtype") or cfg.get("torch_dtype") or "")
+
+
+def config_fields(path: pathlib.Path) -> dict:
+    """config.json's top-level fields ({} where it is missing, unreadable or not an object)."""
     try:
         cfg = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
-        return ""
-    return str(cfg.get("dtype") or cfg.get("torch_dtype") or "") if isinstance(cfg, dict) else ""
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
