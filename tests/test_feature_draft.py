@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from playground import cli, session
-from playground.models import loading as models, row_products
+from playground.models import loading as models, row_layers, row_products
 from playground.constraints import compile_constraint, from_user
 from playground.engine.cache import new_cache
 from playground.engine.proposers import DraftModelProposer
@@ -307,6 +307,7 @@ def test_a_float32_draft_takes_the_row_kernel_where_faster_and_stays_exact(tmp_p
     assert pair.draft.head_by_kernel == (row_products.kernel() is not None)
     assert linears and all(("forward" in m.__dict__ and m.forward.func is row_products.module_forward)
                            == pair.draft.head_by_kernel for m in linears)
+    assert [not row_layers.uninstalled(layer) for layer in pair.draft.model.layers] == [pair.draft.head_by_kernel]  # C
     ids, features = torch.tensor([5, 9, 2]), torch.randn(3, target.config.hidden_size)
     with torch.inference_mode():
         by_kernel = pair.draft.step(ids, features, new_cache(pair.draft.config))
@@ -314,4 +315,6 @@ def test_a_float32_draft_takes_the_row_kernel_where_faster_and_stays_exact(tmp_p
     assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(by_kernel, by_plain))
     prompt = tokenizer("def parse(text):\n").input_ids
     cfg = session.spec_config(k=3, max_new_tokens=30)
-    assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
+    alone = session.run(pair, prompt, cfg, speculative=False).token_ids
+    assert session.run(pair, prompt, cfg).token_ids == alone
+    assert session.run(pair, prompt, session.spec_config(max_new_tokens=30, tree=(2, 2, 1))).token_ids == alone
