@@ -108,12 +108,12 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
         need = placement.checkpoint_bytes(path, dtype)
     except OSError as exc:
         raise PlaygroundError(f"model '{model_id}' could not be loaded: {_os_reason(exc)}") from None
-    room = peak_bytes(path, device, dtype, need)
+    in_halves = halves.loads_in_halves(path, device, dtype, need)  # (float32 from bfloat16 files: no float32 peak)
+    room = peak_bytes(path, device, dtype, need, in_halves)
     refuse_past_free_memory(model_id, room, device, dtype, CACHE.held_bytes(device))  # before evicting anything
     CACHE.make_room(room, device)
     refuse_past_free_memory(model_id, room, device, dtype)
     report(progress, 0.9, f"loading {model_id} to {device}")
-    in_halves = halves.loads_in_halves(path, device, dtype, need)  # (float32 from bfloat16 files: no float32 peak)
     model, tokenizer = _from_pretrained(model_id, path, device, dtype, need, in_halves)
     loaded = (model, tokenizer, fastest_decode_threads(model))
     if getattr(model, "playground_batch_invariant", False):

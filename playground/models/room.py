@@ -104,13 +104,15 @@ def refuse_before_download(model_id: str, config_dir: pathlib.Path, device: torc
                               f"has {free / 2**30:.1f} GiB free: pick a smaller preset (e.g. smollm2 or demo)")
     dtype = dtype or placement.default_dtype(device, float32, halves.stored_in_bf16(config_dir))
     need = float32 * torch.finfo(dtype).bits // 32
-    refuse_past_free_memory(model_id, peak_bytes(config_dir, device, dtype, need), device, dtype, CACHE.held_bytes(device))
+    in_halves = halves.loads_in_halves(config_dir, device, dtype, need)
+    refuse_past_free_memory(model_id, peak_bytes(config_dir, device, dtype, need, in_halves), device, dtype,
+                            CACHE.held_bytes(device))
 
 
-def peak_bytes(path: pathlib.Path, device: torch.device, dtype: torch.dtype, need_bytes: int) -> int:
+def peak_bytes(path: pathlib.Path, device: torch.device, dtype: torch.dtype, need_bytes: int, in_halves: bool) -> int:
     """Memory a load takes at its peak: the weights in dtype (need_bytes) and their packed copy, or, loaded in halves
-    (see halves), what it ends with."""
-    if halves.loads_in_halves(path, device, dtype, need_bytes):
+    (halves.loads_in_halves), what it ends with."""
+    if in_halves:
         return halves.halves_bytes(path) or need_bytes
     return need_bytes + packed_bytes(path, device, dtype, need_bytes)
 
