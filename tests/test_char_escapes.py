@@ -68,6 +68,10 @@ def test_a_character_named_in_a_regex_is_that_character(pair, backend):
     constraint = session.constrain(pair, from_user(regex=regex, backend=backend))  # "can never be satisfied", a review)
     result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=12), constraint=constraint)
     assert re.fullmatch(regex, result.text) and result.valid and constraint.notes == (), (result.text, constraint.notes)
+    for regex, text in ((r"a{\N{DIGIT TWO}}", "a{2}"), (r"a{2\N{COMMA}3}", "a{2,3}")):  # Python reads a count as typed:
+        constraint = session.constrain(pair, from_user(regex=regex, backend=backend))  # these braces are themselves (both
+        result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=8), constraint=constraint)  # backends
+        assert (result.text, result.valid) == (text, True)  # wrote "aa" and "aaa", which the check refused)
     if backend == "xgrammar":  # a caret named first in a class is refused as the typed one is (xgrammar read it negated)
         with pytest.raises(PlaygroundError, match="an escaped caret as negated: put the \\^ later"):
             session.constrain(pair, from_user(regex=r"[\N{CIRCUMFLEX ACCENT}a]", backend=backend))

@@ -1196,8 +1196,9 @@ def test_xgrammar_refuses_what_it_reads_otherwise(tokenizer, pattern):
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
 def test_octal_and_nul_escapes_and_a_leading_bracket_mean_what_python_reads(tokenizer, backend):
-    """llguidance refused \\101 as a backreference (Python's octal A; a review), and x{,3} (Python's x{0,3})
-    as "expects a valid decimal" on both backends."""
+    """llguidance refused \\101 as a backreference (Python's octal A; a review), and x{,3} (Python's x{0,3}),
+    x{,} and a brace that starts no count (a{b}, a{}, a lone {) as "expects a valid decimal" or "Invalid
+    repetition count" on both backends."""
     eos = frozenset({tokenizer.eos_token_id})
     read = lambda pattern: compile_constraint(from_user(regex=pattern, backend=backend), tokenizer, len(tokenizer), eos)  # noqa: E731
     assert allowed(read(r"a\x00b"), tokenizer, "a", "\x00")
@@ -1210,6 +1211,11 @@ def test_octal_and_nul_escapes_and_a_leading_bracket_mean_what_python_reads(toke
     at_most = read("yx{,2}[{,]")
     assert allowed(at_most, tokenizer, "y", "x") and allowed(at_most, tokenizer, "y", "{")
     assert not allowed(at_most, tokenizer, "yxx", "x") and not allowed(at_most, tokenizer, "y", "0")
+    any_count = read("x{,}y")
+    assert allowed(any_count, tokenizer, "", "y") and allowed(any_count, tokenizer, "xxxx", "x")
+    braces = read("a{b}c{}d{")  # (Python: the braces themselves)
+    assert allowed(braces, tokenizer, "a", "{") and allowed(braces, tokenizer, "a{b}c", "{")
+    assert allowed(braces, tokenizer, "a{b}c{}d", "{") and not allowed(braces, tokenizer, "a", "b")
 
 
 @pytest.mark.parametrize("pattern, words", [

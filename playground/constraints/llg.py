@@ -161,8 +161,8 @@ def _grammar(spec: ConstraintSpec) -> str:
 
 def llguidance_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words llguidance 1.9.1 reads the same
-    way: an octal escape (\\101, \\0; a back-reference to it, refused) -> \\x{41}; x{,3} (a missing number to
-    it) -> x{0,3}; a & or ~ that \\N{...} names in a class escaped (&& and ~~ there are its set operations)."""
+    way: an octal escape (\\101, \\0; a back-reference to it, refused) -> \\x{41}; a brace as Python
+    reads it (python_regex.brace_at); a & or ~ that \\N{...} names in a class escaped (&& and ~~ there are its set operations)."""
     return rewritten(pattern, _octal_as_hex, class_operators="&~")
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from re import _constants as sre, _parser as sre_parse  # Python's own reading of a pattern (3.11+)
 
 ANCHORED = "the whole output must match the pattern, so ^ and $ may stand only at its ends, where they change nothing"
-NO_LOWER_BOUND = re.compile(r"\{,(\d+)\}")  # x{,3}: Python's x{0,3}; a missing number to both backends
+COUNT = re.compile(r"\{(\d*)(,?)(\d*)\}")  # a '{' starts a count only where one is written so (Python's parser)
 NAMED = re.compile(r"\\N\{([^}]*)\}")  # \N{GREEK SMALL LETTER ALPHA}: Python's character by its name
 METACHARACTERS = frozenset("\\.^$*+?()[]{}|-")  # escaped where \N{...} names one (re.escape escaped a space too, and
 # xgrammar then noted an escape the user never typed)
@@ -22,10 +22,16 @@ def octal_at(pattern: str, i: int) -> str:
     return digits if digits.startswith("0") or (len(digits) == 3 and digits[0] in "0123") else ""
 
 
-def lower_bound_at(pattern: str, i: int) -> tuple[str, int] | None:
-    """x{,3} at pattern[i] (outside a class) -> ('{0,3}', where the pattern goes on); None where it is not."""
-    match = NO_LOWER_BOUND.match(pattern, i)
-    return (f"{{0,{match.group(1)}}}", match.end()) if match else None
+def brace_at(pattern: str, i: int) -> tuple[str, int]:
+    """The '{' at pattern[i] (outside a class) as Python reads it -> (its words, where the pattern goes on):
+    a count where its digits are written there ({,3} -> {0,3} and {,} -> {0,}: a missing number to both
+    backends), else the brace itself, escaped: in a{b}, a{} or a lone {, which both backends refused, and in
+    a{\\N{DIGIT TWO}}, where Python reads the braces as typed and both backends had read a count of two."""
+    count = COUNT.match(pattern, i)
+    if not count or count[0] == "{}":
+        return "\\{", i + 1
+    low, comma, high = count.groups()
+    return f"{{{low or 0}{comma}{high}}}", count.end()
 
 
 def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, int]],
@@ -34,7 +40,7 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
     """The pattern piece by piece as Python reads it, each piece in a backend's words: `escape(pattern, i,
     class_start)` -> (its words, where the pattern goes on) for a backslash at i (class_start: where the open
     class's members begin, None outside one); `member(c, first)` for a character in a class; `other(c)` for one
-    outside; x{,3} -> x{0,3} (a missing number to both backends). A class's opening [ or [^ is kept. \\N{NAME}
+    outside; a '{' as Python reads it (brace_at). A class's opening [ or [^ is kept. \\N{NAME}
     becomes its character, read on as if typed: escaped where a metacharacter, or in a class one of
     `class_operators` (llguidance's && and ~~ there are set operations)."""
     out, i, start = [], 0, None
@@ -56,9 +62,9 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
             out.append(pattern[i:start])
             i = start
             continue
-        elif bound := lower_bound_at(pattern, i):
-            out.append(bound[0])
-            i = bound[1]
+        elif c == "{":
+            words, i = brace_at(pattern, i)
+            out.append(words)
             continue
         else:
             out.append(other(c))

@@ -142,7 +142,7 @@ def python_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words xgrammar 0.2.8 reads the
     same way: its '.' also matches a newline (Python's does not) -> [^\\n]; its \\xHH reads on past two
     digits ('a\\x41b' became 'a' + U+041B) and it has no octal escapes -> \\u00HH; a ']' first in a
-    class -> \\]; x{,3} (a missing number to it) -> x{0,3}. What it reads otherwise and cannot be
+    class -> \\]; a brace as Python reads it (python_regex.brace_at). What it reads otherwise and cannot be
     rewritten is refused: \\A and \\Z (literal letters to it), \\D \\W \\S and \\d \\w \\s in a negated
     class (ASCII to it, Unicode to Python), and a class opening with an escaped caret (negated by it)."""
     return rewritten(pattern, lambda p, i, start: _escape(p, i, start is not None and p[start - 1] == "^", i == start),
