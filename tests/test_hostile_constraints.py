@@ -436,6 +436,23 @@ def test_checks_that_python_cannot_do_say_so(output, schema, says):
     assert valid is False and says in error, error
 
 
+FAR = "11240297840216307e850079165000075100526477865366473617166459021502536000032044117004216311965611002040099901000158823451046604170050025259"
+
+
+@pytest.mark.parametrize("output, schema, valid, says", [
+    (FAR, {"type": "number"}, True, None),  # (a demo model's, greedy: "could not be checked: InvalidOperation")
+    (FAR, {"maximum": 5}, False, "11240297840216307e85...170050025259 is greater than the maximum of 5"),
+    (FAR, {"multipleOf": 0.5}, False, "too large or too fine for multipleOf"),
+    ("-" + FAR, {"exclusiveMaximum": 0}, True, None),
+    ("1e-99999999999999999999", {"exclusiveMinimum": 0}, True, None),  # (far below every float, above zero)
+    ("1e-99999999999999999999", {"maximum": 0}, False, "greater than the maximum of 0"),
+    ("0e00616616611116611111666666666666666666", {"type": "integer", "multipleOf": 3}, True, None),  # zero: exact
+])
+def test_a_number_past_decimals_reach_is_checked_on_its_side_of_zero(output, schema, valid, says):
+    ok, error = validate_json(output, schema)
+    assert ok is valid and (error is None if says is None else says in error), error
+
+
 @pytest.mark.parametrize("pattern, says", [
     ("((a{1000}){1000}){1000}", "written out is 1000000000"),  # the `regex` module compiled it to 23 GB
     ("b(((a{1000}){1000}){1000}){0}", "written out is 1000000001"),  # matches "b" alone, compiled whole

@@ -11,6 +11,7 @@ format "regex"), so the whole JSON check runs in a bounded worker (playground.co
 import contextvars
 import functools
 import json
+import math
 import re
 from decimal import Decimal
 from time import monotonic  # (a module's own name for it: a test replacing time.monotonic froze the test server's event loop)
@@ -88,7 +89,8 @@ def _multiple_of(validator, step, instance, schema):
     """Exact arithmetic on the numbers as written (read as Decimal): 19.99 is a multiple of 0.01 (floats:
     1998.9999...), 0.30000000000000001 is not one of 0.1 (as a float it was 0.3)."""
     if validator.is_type(instance, "number") and validator.is_type(step, "number") and step > 0:
-        if any(isinstance(n, Decimal) and abs(n.as_tuple().exponent) > MAX_EXPONENT for n in (instance, step)):
+        if isinstance(instance, FarNumber) or any(isinstance(n, Decimal) and abs(n.as_tuple().exponent) > MAX_EXPONENT
+                                                  for n in (instance, step)):
             yield ValidationError(f"{str(instance)[:80]} is too large or too fine for multipleOf to be checked")
         elif Fraction(instance) % Fraction(step):  # (Fraction of a Decimal: 10**|exponent| at most, bounded above)
             yield ValidationError(f"{str(instance)[:80]} is not a multiple of {step}")
@@ -107,6 +109,33 @@ INT_DIGITS = 4_000  # int() reads these; longer ones are LongInteger
 
 def _integer(text: str):
     return int(text) if len(text) <= INT_DIGITS else LongInteger(text)
+
+
+class FarNumber(float):
+    """A number whose exponent is past Decimal's reach (10**18 and more: 112...e850079...259, a demo model's,
+    was "could not be checked: InvalidOperation"), read as the float nearest it on its side of zero: inf, or
+    the smallest float above zero (5e-324), signed; right against 0 and every bound a float reaches, too
+    large or too fine for multipleOf, quoted as written."""
+    def __new__(cls, text: str):
+        near = float(text) or math.copysign(5e-324, float(text))  # (a zero mantissa is no FarNumber: below)
+        far = super().__new__(cls, near)
+        far.text = text
+        return far
+
+    def __repr__(self) -> str:
+        return self.text if len(self.text) <= 40 else f"{self.text[:20]}...{self.text[-12:]}"
+
+
+def _fraction(text: str) -> Decimal | float:
+    """A JSON number with a fraction or an exponent, as written (Decimal) where Decimal reaches it."""
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        mantissa = MANTISSA.match(text)[0]
+        return Decimal(mantissa) if not mantissa.strip("-0.") else FarNumber(text)  # (0 times 10**anything is 0)
+
+
+MANTISSA = re.compile(r"-?[\d.]+")
 
 
 def _integer_as_written(types, zero_fraction: bool):
@@ -179,7 +208,7 @@ def validate_json(text: str, schema) -> tuple[bool, str | None]:
 
 def _validate_json(text: str, schema) -> tuple[bool, str | None]:
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Decimal, parse_int=_integer)  # strict: raw control
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=_fraction, parse_int=_integer)  # strict: raw control
         # characters in strings are errors; numbers as written (as floats 1e16 + 0.5 was a whole number, and
         # 0.99999999999999999 was 1.0, past an exclusiveMaximum of 1)
     except json.JSONDecodeError as exc:
