@@ -977,17 +977,36 @@ def test_an_inner_id_of_a_bare_hash_is_an_empty_anchor_in_drafts_6_and_7(tokeniz
         from_user(schema=json.dumps({**schema, "$schema": "https://json-schema.org/draft/2020-12/schema"}))
 
 
-def test_xgrammar_says_where_an_enum_has_no_value_its_node_allows(tokenizer):
+def test_xgrammar_leaves_out_or_names_an_enum_with_no_value_its_node_allows(tokenizer):
     """Every value of `{"enum": ["X", "Y"], "type": "object"}` is refused by its own type: xgrammar
     cannot be told "no value" (it refuses an empty enum and `false`), so it wrote "X" there, and
-    said nothing of it (JSONSchemaBench o31055); llguidance never writes the property."""
+    said nothing of it (JSONSchemaBench o31055). Where JSON Schema never takes the node (a property not
+    required, an anyOf branch) it is left out, as llguidance does; a required one is refused before."""
     schema = {"type": "object", "properties": {"b": {"enum": ["X", "Y"], "type": "object"}, "c": {"type": "integer"}},
               "additionalProperties": False}
-    assert any("an enum whose every value its node's other keywords refuse" in note
-               for note in compiled(tokenizer, schema, "xgrammar").notes)
-    assert not allowed(compiled(tokenizer, schema, "llguidance"), tokenizer, '{"', "b")
+    for backend in ("xgrammar", "llguidance"):
+        constraint = compiled(tokenizer, schema, backend)
+        assert not allowed(constraint, tokenizer, '{"', "b") and allowed(constraint, tokenizer, '{"', "c"), backend
+    assert not compiled(tokenizer, schema, "xgrammar").notes
+    with pytest.raises(PlaygroundError, match="the required property 'b' can have no value"):
+        compiled(tokenizer, {**schema, "required": ["b"]}, "xgrammar")
     schema["properties"]["b"]["type"] = "string"
     assert not compiled(tokenizer, schema, "xgrammar").notes
+
+
+def test_xgrammar_writes_a_const_only_where_its_node_allows_it(tokenizer):
+    """A const was written whatever else its node said (`{"type": "null", "const": 1}` wrote 1, and an anyOf
+    branch `{"type": "string", "const": 1}` wrote 1 where only null was valid; a fuzzing review): it is read
+    as an enum of one, filtered by the rest of its node."""
+    constraint = compiled(tokenizer, {"anyOf": [{"type": "string", "const": 1}, {"type": "null"}]}, "xgrammar")
+    assert allowed(constraint, tokenizer, "", "n") and not allowed(constraint, tokenizer, "", "1") and not constraint.notes
+    schema = {"type": "object", "properties": {"a": {"type": "null", "const": 1}, "c": {"type": "integer"}}}
+    constraint = compiled(tokenizer, schema, "xgrammar")
+    assert not allowed(constraint, tokenizer, '{"', "a") and allowed(constraint, tokenizer, '{"', "c")
+    with pytest.raises(PlaygroundError, match="the required property 'a' can have no value"):
+        compiled(tokenizer, {**schema, "required": ["a"]}, "xgrammar")
+    constraint = compiled(tokenizer, {"type": "integer", "const": 1, "minimum": 0}, "xgrammar")
+    assert allowed(constraint, tokenizer, "", "1") and not allowed(constraint, tokenizer, "", "2") and not constraint.notes
 
 
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])

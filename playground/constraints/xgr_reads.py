@@ -10,7 +10,7 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
   (dropping a ^ or $ at either end); beside properties, a name a pattern matches could take
   additionalProperties' schema instead.
 - a required name missing from properties was not required (`{}` passed).
-- an enum's values are written whatever else the node says: they are filtered by the rest.
+- an enum's values, and a const, are written whatever else the node says: they are filtered by the rest.
 - a $ref naming an anchor (`#name`) was any value ("URI should either be '#' or start with '#/'"):
   it names the anchored node by its JSON pointer.
 - a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string.
@@ -45,7 +45,7 @@ PUSHED_DOWN = "x-playground-pushed-down"  # a node whose keywords sit in each of
 BESIDE_CHOICE = "keywords beside anyOf, oneOf or allOf"  # where they could not be merged into the branches
 NAMED_TWICE = "a name in properties that a patternProperties pattern matches"  # xgrammar: either schema, not both
 NO_ENUM_VALUE = "x-playground-no-enum-value"  # an enum none of whose values the rest of its node allows
-ENUM_REFUSED = "an enum whose every value its node's other keywords refuse"  # (xgrammar has no way to say "no value")
+ENUM_REFUSED = "an enum or const whose every value its node's other keywords refuse"  # (xgrammar has no way to say "no value")
 MERGE_DEPTH = 8  # branches of branches pushed down in one node
 PUSH_ROUNDS = 3
 
@@ -72,6 +72,8 @@ def as_xgrammar_reads(schema):
                 _read_as_meant(node, needs, patterns_read)
             except (TypeError, AttributeError, ValueError):  # not a schema: a $ref into a non-keyword place
                 pass  # brought it here; xgrammar refuses it or reads it as before
+    for node in read_nodes(schema):  # (parents come first: their branches are marked by now)
+        _no_value_left_out(node)
     _pointers_as_read(schema, patterns_read)  # last: the steps above follow $refs as JSON Schema writes them
     return schema
 
@@ -165,13 +167,11 @@ def _read_as_meant(node: dict, needs: Needs, patterns_read: dict) -> None:
             node.setdefault("items", {})
         if "unevaluatedProperties" not in node:
             node.setdefault("additionalProperties", {})
+    if "const" in node and "enum" not in node and set(node) - NOT_CONSTRAINTS - {"const"}:
+        node["enum"] = [node.pop("const")]  # (xgrammar wrote a const beside `"type": "null"` too: an enum of one)
     if isinstance(node.get("enum"), list) and set(node) - NOT_CONSTRAINTS - {"enum"}:
         node["enum"] = _enum_held(node)
-    if node.get("additionalProperties", False) is False and not node.get("patternProperties") and False in (
-            node.get("properties") or {}).values():  # a name no value may take: additionalProperties refuses it
-        node["properties"] = {name: sub for name, sub in node["properties"].items() if sub is not False}
-        node["additionalProperties"] = False  # (where absent: as xgrammar's strict mode reads it, fewer names
-        # written, none wrong; its compile without strict mode would have let the name removed through)
+    _false_properties_left_out(node)
     for name, (held, _) in zip(node.get("required", []), needs.names(node)):
         if name not in node.get("properties", {}):  # held: its patternProperties entries
             extra = node.get("additionalProperties", node.get("unevaluatedProperties", True))
@@ -187,6 +187,33 @@ def _read_as_meant(node: dict, needs: Needs, patterns_read: dict) -> None:
         patterns_read[id(node["patternProperties"])] = read
         node["additionalProperties"] = False  # xgrammar let a name a pattern matches take this schema
         # instead (beside properties; without them it drops it): fewer names, none wrong
+
+
+def _false_properties_left_out(node: dict) -> None:
+    if node.get("additionalProperties", False) is False and not node.get("patternProperties") and False in (
+            node.get("properties") or {}).values():  # a name no value may take: additionalProperties refuses it
+        node["properties"] = {name: sub for name, sub in node["properties"].items() if sub is not False}
+        node["additionalProperties"] = False  # (where absent: as xgrammar's strict mode reads it, fewer names
+        # written, none wrong; its compile without strict mode would have let the name removed through)
+
+
+def _no_value_left_out(node: dict) -> None:
+    """An anyOf or oneOf branch, or a property not required, whose enum or const its node refuses left out
+    (JSON Schema never takes it; xgrammar would write the value: `{"anyOf": [{"type": "string", "const":
+    1}, {"type": "null"}]}` wrote 1, a fuzzing review); a required one, or every branch, is left noted."""
+    for key in ("anyOf", "oneOf"):
+        branches = node.get(key)
+        if isinstance(branches, list) and not all(map(_no_value, branches)):
+            node[key] = [branch for branch in branches if not _no_value(branch)]
+    required = node.get("required", [])
+    if isinstance(node.get("properties"), dict) and isinstance(required, list):
+        node["properties"] = {name: False if _no_value(sub) and name not in required else sub
+                              for name, sub in node["properties"].items()}
+        _false_properties_left_out(node)
+
+
+def _no_value(node) -> bool:
+    return isinstance(node, dict) and bool(node.get(NO_ENUM_VALUE))
 
 
 def _enum_held(node: dict) -> list:
