@@ -473,6 +473,19 @@ def test_patterns_that_grow_when_written_out_are_refused(pattern, says):
     assert from_user(regex="(x{3,}){1000}|" + "y{1000}" * 5) is not None  # 9,000 written out: allowed
 
 
+@pytest.mark.parametrize("pattern, says", [
+    ("a?+", "a possessive repetition"), ("(?:ab){1,2}+", "a possessive repetition"),  # llguidance: (a?)+, "aaaa"
+    ("x(a*+a)", "a possessive repetition"),  # (matches nothing in Python; llguidance wrote "xaa")
+    ("(?i)a[^\\s\\S]?", "the output's checker (the `regex` module) fails to read (AttributeError"),  # (mid-run, before)
+])
+def test_patterns_the_engines_or_the_checker_read_otherwise_are_refused_by_name(pattern, says):
+    """A fuzzing review: possessive repetitions were misread by llguidance (an output the check refused),
+    and one class under (?i) broke the `regex` module's compile in the middle of a run."""
+    for given in ({"regex": pattern}, {"schema": json.dumps({"type": "string", "pattern": pattern})}):
+        with pytest.raises(PlaygroundError, match=re.escape(says)):
+            from_user(**given)
+
+
 GROWN = "the size of the grammar with its counted repetitions written out"
 
 

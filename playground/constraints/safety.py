@@ -316,6 +316,24 @@ def check_pattern(pattern: str, what: str = "the regex") -> None:
         except (re.error, RecursionError, OverflowError) as exc:
             raise PlaygroundError(f"{what} is not a valid regular expression: {exc}{unicode_class_hint(pattern)}") from None
     at_most(written_out(pattern, what), MAX_PATTERN_SIZE, f"the size of {what} with its counted repetitions written out")
+    possessive_refused(sre_parse.parse(pattern), what)
+    try:
+        compiled_pattern(pattern)  # (bounded above; the output's checker: `(?i)[^\s\S]` failed there alone, an
+    except Exception as exc:  # noqa: BLE001 - AttributeError in the middle of a run, from the `regex` module)
+        raise PlaygroundError(f"{what} is one the output's checker (the `regex` module) fails to read "
+                              f"({type(exc).__name__}: {str(exc)[:120]}): write it another way") from None
+
+
+def possessive_refused(parsed: sre_parse.SubPattern, what: str) -> None:
+    """A possessive repetition (Python 3.11's a*+, a?+, a{1,3}+) refused by name: llguidance read `a?+` as
+    `(a?)+` and wrote "aaaa" (a fuzzing review), xgrammar refused "two consecutive repetition modifiers"."""
+    stack = [parsed]
+    while stack:
+        for op, av in stack.pop():
+            if op is sre.POSSESSIVE_REPEAT:
+                raise PlaygroundError(f"{what} has a possessive repetition (*+, ++, ?+ or {{m,n}}+), which neither "
+                                      "constraint engine reads as Python does: write an ordinary repetition")
+            stack.extend(nested(av))
 
 
 def written_out(pattern: str, what: str) -> int:
