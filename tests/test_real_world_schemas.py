@@ -1627,3 +1627,26 @@ def test_a_grammar_cut_short_under_llguidance_says_it_may_never_end_there(tokeni
             .validate("abc", [], complete=False)[1] for backend in BACKENDS}
     assert "it cannot end under llguidance" in said["llguidance"] and "llguidance" not in said["xgrammar"]
     assert said["xgrammar"] == "truncated: max new tokens ran out before the structure was complete"
+
+
+@pytest.mark.parametrize("schema, written", [
+    ({"const": 0.1}, "0.1"), ({"const": 1e-7}, "1e-07"), ({"const": {"a": 0.3, "b": [1.1], "c\"0.30000000000000004": 2.5}},
+                                                            '{"a":0.3,"b":[1.1],"c\\"0.30000000000000004":2.5}'),
+    ({"enum": [3.14159]}, "3.14159"), ({"type": "array", "items": {"enum": [0.2]}, "minItems": 1, "maxItems": 1}, "[0.2]"),
+])
+def test_xgrammar_writes_a_fraction_of_a_const_as_written(schema, written):
+    """xgrammar 0.2.8 forced {"const": 0.1} as 0.10000000000000001 (its %.17g), which the check refused every
+    time (a fuzzing review): its literals' numbers are written the shortest way back to the same float (a
+    JSON string in the literal left as it is)."""
+    from playground import session
+    pair = session.load_pair("demo-target", "demo-draft", "cpu")
+    constraint = session.constrain(pair, from_user(schema=json.dumps(schema), backend="xgrammar"))
+    result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=80),
+                         constraint=constraint)
+    assert (result.text, result.valid) == (written, True), result.validation_error
+
+
+def test_xgrammar_names_a_pattern_beside_a_format_as_unenforced(tokenizer):
+    """It drops the pattern (a uuid that must start with 0 was written "d12fd297-..."; a fuzzing review)."""
+    schema = {"type": "string", "format": "uuid", "pattern": "^0"}
+    assert any("pattern together with format" in note for note in compiled(tokenizer, schema, "xgrammar").notes)

@@ -202,7 +202,7 @@ def _json_grammar(schema, no_value_refs: bool = False) -> tuple[str, list[str]]:
             raise
         grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
                                                strict_mode=False)
-    ebnf = _fixed_width_escapes(str(grammar).replace(BOUNDED_CHAR, JSON_CHAR))
+    ebnf = _shortest_fractions(_fixed_width_escapes(str(grammar).replace(BOUNDED_CHAR, JSON_CHAR)))
     return ebnf, unenforced_note(names + _inexact_formats(nodes)) + _as_floats(schema)
 
 
@@ -214,6 +214,50 @@ def _fixed_width_escapes(ebnf: str) -> str:
     name, a pattern) as \xHH, and its reader reads \x on past two digits: "café2" was forced as "caf" + U+0E92,
     "Größe" as "Grö" + U+0DFE (a review) -> \u00HH, which it reads as four digits."""
     return HEX_ESCAPE.sub(lambda m: m[0] if m[1] == "\\" else "\\u00" + m[2], ebnf)
+
+
+LITERAL_OR_CLASS = re.compile(r'"((?:[^"\\]|\\.)*)"|\[(?:[^\]\\]|\\.)*\]', re.DOTALL)  # EBNF: a string or a class
+LONG_FRACTION = re.compile(r"\d[.e]?\d{15}")  # 17 significant digits, the way xgrammar writes a fraction
+JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+EBNF_ESCAPE = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.DOTALL)
+
+
+def _shortest_fractions(ebnf: str) -> str:
+    """xgrammar 0.2.8 writes a fraction in a const or an enum with 17 digits: {"const": 0.1} was forced as
+    0.10000000000000001, refused by the check every time (a fuzzing review) -> each JSON number of a literal
+    (outside the JSON strings in it) written as Python writes that float: the shortest that reads back to it."""
+    return LITERAL_OR_CLASS.sub(lambda m: m[0] if m[1] is None or not LONG_FRACTION.search(m[1])
+                                else f'"{_literal_fractions(m[1])}"', ebnf)
+
+
+def _literal_fractions(body: str) -> str:
+    """An EBNF literal's body (its escapes as written) with its JSON numbers shortened; a JSON string's
+    quote in it is written \\", a backslash \\\\."""
+    out, i, in_string = [], 0, False
+    while i < len(body):
+        if escape := EBNF_ESCAPE.match(body, i):  # (a quote: a JSON string's edge, unless the JSON escapes it)
+            in_string = not in_string if escape[0] == '\\"' and not _escaped_in_json(out) else in_string
+            out.append(escape[0])
+            i = escape.end()
+        elif not in_string and (number := JSON_NUMBER.match(body, i)):
+            text = number[0]
+            short = repr(float(text)) if set(text) & set(".eE") else text
+            out.append(short if len(short) < len(text) and float(short) == float(text) else text)
+            i = number.end()
+        else:
+            out.append(body[i])
+            i += 1
+    return "".join(out)
+
+
+def _escaped_in_json(out: list[str]) -> bool:
+    """Whether a quote written next follows an odd run of the JSON's own backslashes (\\\\ each)."""
+    run = 0
+    for piece in reversed(out):
+        if piece != "\\\\":
+            break
+        run += 1
+    return run % 2 == 1
 
 
 def _as_floats(schema) -> list[str]:
@@ -304,7 +348,8 @@ AN_EDGE_ANCHOR = re.compile(r"^Regex parsing warning at position \d+: '[$^]' sho
 
 
 def _inexact_formats(nodes: list[dict]) -> list[str]:
-    """xgrammar drops minLength/maxLength on a string that also has a format or a pattern, writes any string for a
+    """xgrammar drops minLength/maxLength on a string that also has a format or a pattern, a pattern beside a
+    format, writes any string for a
     format not its own (WRITTEN_FORMATS), its ipv4 format lets
     leading zeros through (JSON Schema's ipv4 does not), its date and date-time read any day 01-31
     in any month (2025-04-31), and its time and date-time a 60th second at any minute (12:00:60)."""
@@ -315,6 +360,8 @@ def _inexact_formats(nodes: list[dict]) -> list[str]:
         for beside in ("format", "pattern"):
             if beside in sub and {"minLength", "maxLength"} & set(sub):
                 found.append(f"minLength/maxLength together with {beside}")
+        if "format" in sub and "pattern" in sub:  # (it wrote "d12fd297-..." for a uuid that must start with 0)
+            found.append("pattern together with format")
     return sorted(set(found))
 
 
