@@ -1650,3 +1650,10 @@ def test_xgrammar_names_a_pattern_beside_a_format_as_unenforced(tokenizer):
     """It drops the pattern (a uuid that must start with 0 was written "d12fd297-..."; a fuzzing review)."""
     schema = {"type": "string", "format": "uuid", "pattern": "^0"}
     assert any("pattern together with format" in note for note in compiled(tokenizer, schema, "xgrammar").notes)
+
+
+def test_xgrammar_applies_property_names_to_the_names_listed_in_properties(tokenizer):
+    """It wrote {"x": null} beside `"propertyNames": {"enum": ["a"]}` (a fuzzing review): x is left out."""
+    schema = {"type": "object", "properties": {"x": {"type": "null"}, "a": {"type": "null"}}, "propertyNames": {"enum": ["a"]}}
+    constraint = compiled(tokenizer, schema, "xgrammar")
+    assert not allowed(constraint, tokenizer, '{"', "x") and allowed(constraint, tokenizer, '{"', "a")

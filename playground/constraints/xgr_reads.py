@@ -13,7 +13,8 @@ JSONSchemaBench and is shown with a mask test in tests/test_real_world_schemas.p
 - an enum's values, and a const, are written whatever else the node says: they are filtered by the rest.
 - a $ref naming an anchor (`#name`) was any value ("URI should either be '#' or start with '#/'"):
   it names the anchored node by its JSON pointer.
-- a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string.
+- a propertyNames schema naming no type let a name be any value (`{false: null}`): it is a string; it
+  was not applied to the names in properties: those it refuses are left out.
 - a property whose schema is false (a field removed) made xgrammar refuse the whole schema ("Schema
   'false' cannot accept any value"): beside additionalProperties false or none, it is left out of
   properties (and no other name is written, as xgrammar's strict mode does).
@@ -172,6 +173,7 @@ def _read_as_meant(node: dict, needs: Needs, patterns_read: dict) -> None:
     if isinstance(node.get("enum"), list) and set(node) - NOT_CONSTRAINTS - {"enum"}:
         node["enum"] = _enum_held(node)
     _false_properties_left_out(node)
+    _names_refused_left_out(node)
     for name, (held, _) in zip(node.get("required", []), needs.names(node)):
         if name not in node.get("properties", {}):  # held: its patternProperties entries
             extra = node.get("additionalProperties", node.get("unevaluatedProperties", True))
@@ -195,6 +197,22 @@ def _false_properties_left_out(node: dict) -> None:
         node["properties"] = {name: sub for name, sub in node["properties"].items() if sub is not False}
         node["additionalProperties"] = False  # (where absent: as xgrammar's strict mode reads it, fewer names
         # written, none wrong; its compile without strict mode would have let the name removed through)
+
+
+def _names_refused_left_out(node: dict) -> None:
+    """xgrammar applies propertyNames only to names outside properties (`"properties": {"x": ...}` beside
+    `"propertyNames": {"enum": ["a"]}` wrote {"x": null}; a fuzzing review): a listed name it refuses is
+    left out of properties, where propertyNames holds it (a required one stays: the check refuses it)."""
+    names, rule = node.get("properties"), node.get("propertyNames")
+    if not isinstance(names, dict) or not isinstance(rule, dict) or '"$ref"' in json.dumps(rule):
+        return
+    try:
+        validator = checker(rule, Draft202012Validator)
+        refused = {name for name in names if not validator.is_valid(name) and name not in node.get("required", [])}
+    except Exception:  # noqa: BLE001 - a rule the checker cannot read (or a pattern past its time): as it was
+        return
+    if refused:
+        node["properties"] = {name: sub for name, sub in names.items() if name not in refused}
 
 
 def _no_value_left_out(node: dict) -> None:
