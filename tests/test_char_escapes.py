@@ -92,3 +92,14 @@ def test_an_output_xgrammar_wrote_past_the_last_character_is_invalid(pair, monke
     result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=8),
                          constraint=constraint)
     assert result.valid is False and "not UTF-8" in result.validation_error
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_what_python_reads_plainly_runs_on_both_backends(pair, backend):
+    """A fuzzing review: llguidance read [&&] and [~~] as set operations ("can never be satisfied"), \\< and \\>
+    as word boundaries, refused a class's \\b (a backspace to Python); both refused a comment (?#...)."""
+    prompt = session.encode_prompt(pair, "x")
+    for regex, text in ((r"[&&]", "&"), (r"[~~]a", "~a"), (r"\<a\>", "<a>"), (r"[\b]", "\b"), (r"(?#a note)ab", "ab")):
+        constraint = session.constrain(pair, from_user(regex=regex, backend=backend))
+        result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
+        assert (result.text, result.valid) == (text, True), regex

@@ -162,13 +162,20 @@ def _grammar(spec: ConstraintSpec) -> str:
 def llguidance_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words llguidance 1.9.1 reads the same
     way: an octal escape (\\101, \\0; a back-reference to it, refused) -> \\x{41}; a brace as Python
-    reads it (python_regex.brace_at); a & or ~ that \\N{...} names in a class escaped (&& and ~~ there are its set operations)."""
-    return rewritten(pattern, _octal_as_hex, class_operators="&~")
+    reads it (python_regex.brace_at); a & or ~ in a class escaped (&& and ~~ there are its set operations:
+    [&&] was "can never be satisfied"); \\< \\> and a class's \\b as Python reads them (_escape)."""
+    return rewritten(pattern, _escape, member=lambda c, first: "\\" + c if c in "&~" else c, class_operators="&~")
 
 
-def _octal_as_hex(pattern: str, i: int, _class_start: int | None) -> tuple[str, int]:
-    octal = octal_at(pattern, i)
-    return (f"\\x{{{int(octal, 8):x}}}", i + 1 + len(octal)) if octal else (pattern[i:i + 2], i + 2)
+def _escape(pattern: str, i: int, class_start: int | None) -> tuple[str, int]:
+    """The escape at pattern[i] in llguidance's words: an octal one in hex; \\< and \\> the characters (its word
+    boundaries); \\b in a class a backspace (it refused it there)."""
+    if octal := octal_at(pattern, i):
+        return f"\\x{{{int(octal, 8):x}}}", i + 1 + len(octal)
+    letter = pattern[i + 1]
+    if letter in "<>":
+        return letter, i + 2
+    return ("\\x08" if letter == "b" and class_start is not None else pattern[i:i + 2]), i + 2
 
 
 PADDED = re.compile(r"\\(?:u(0[0-9a-fA-F]{3})|U(0[0-9a-fA-F]{7}))|\\.", re.DOTALL)  # (an escaped backslash: itself)

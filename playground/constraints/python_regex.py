@@ -40,7 +40,7 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
     """The pattern piece by piece as Python reads it, each piece in a backend's words: `escape(pattern, i,
     class_start)` -> (its words, where the pattern goes on) for a backslash at i (class_start: where the open
     class's members begin, None outside one); `member(c, first)` for a character in a class; `other(c)` for one
-    outside; a '{' as Python reads it (brace_at). A class's opening [ or [^ is kept. \\N{NAME}
+    outside; a '{' as Python reads it (brace_at); a comment (?#...) left out. A class's opening [ or [^ is kept. \\N{NAME}
     becomes its character, read on as if typed: escaped where a metacharacter, or in a class one of
     `class_operators` (llguidance's && and ~~ there are set operations)."""
     out, i, start = [], 0, None
@@ -57,6 +57,9 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
         if start is not None:
             out.append(member(c, i == start))
             start = None if c == "]" and i != start else start  # (a ']' first in a class is itself)
+        elif pattern.startswith("(?#", i):  # a comment, to its first ')' (both backends refused it as a group)
+            i = pattern.index(")", i) + 1
+            continue
         elif c == "[":
             start = i + 2 if pattern.startswith("[^", i) else i + 1
             out.append(pattern[i:start])
