@@ -143,6 +143,16 @@ def test_schemas_without_a_finite_instance_are_refused(schema):
             from_user(schema=json.dumps(schema), backend=backend)
 
 
+def test_an_array_shorter_than_it_must_be_is_refused_in_its_words_not_as_recursion():
+    """`items: false` after one prefixItem and minItems 2 was "make the recursion optional" (a fuzzing review)."""
+    schema = {"type": "array", "prefixItems": [{"type": "null"}], "items": False, "minItems": 2}
+    for backend in ("llguidance", "xgrammar"):
+        with pytest.raises(PlaygroundError, match="an array asks for at least 2 items .minItems. where items is false "
+                                                  "after its 1 prefixItems") as refused:
+            from_user(schema=json.dumps(schema), backend=backend)
+        assert "recursion" not in str(refused.value)
+
+
 def test_optional_recursion_is_allowed():
     tree = {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array",
             "items": {"$ref": "#"}}}, "required": ["value"]}

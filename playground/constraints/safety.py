@@ -206,7 +206,7 @@ def _finite_given(node: dict, known: set[int], needs: "Needs") -> bool:
 
 def _no_instance_reason(schema, nodes: list[dict]) -> str:
     """Why no value can be written: a required name no entry allows (the common slip), or one given the
-    schema false, else recursion."""
+    schema false, an array that may hold fewer items than it needs (it was called recursion), else recursion."""
     needs = Needs(schema)
     for node in nodes:
         refused = [name for name, (held, _) in zip(node.get("required", []), needs.names(node))
@@ -221,6 +221,11 @@ def _no_instance_reason(schema, nodes: list[dict]) -> str:
             return (f"no value can satisfy this schema: the required property {forbidden[0][:60]!r} is not allowed "
                     "where it is required (additionalProperties is false and neither properties nor "
                     "patternProperties names it); add it to properties or drop it from required")
+        prefix = node.get("prefixItems", [])
+        if node.get("items", True) is False and isinstance(prefix, list) and node.get("minItems", 0) > len(prefix):
+            need = node["minItems"]
+            return (f"no value can satisfy this schema: an array asks for at least {need} item{'s' * (need != 1)} (minItems) "
+                    f"where items is false after its {len(prefix)} prefixItems; lower minItems or allow more items")
     return ("this schema has no finite instance: a required property (or a minimum of items) refers back to a "
             "schema that contains it, so the output could never end; make the recursion optional")
 
