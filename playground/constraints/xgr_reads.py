@@ -223,8 +223,9 @@ def _no_value_left_out(node: dict) -> None:
         branches = node.get(key)
         if isinstance(branches, list) and not all(map(_no_value, branches)):
             node[key] = [branch for branch in branches if not _no_value(branch)]
-    required = node.get("required", [])
-    if isinstance(node.get("properties"), dict) and isinstance(required, list):
+    required, extra = node.get("required", []), node.get("additionalProperties", False)
+    if isinstance(node.get("properties"), dict) and isinstance(required, list) and extra is False and not node.get(
+            "patternProperties"):  # (elsewhere the name would fall to another schema: left, noted)
         node["properties"] = {name: False if _no_value(sub) and name not in required else sub
                               for name, sub in node["properties"].items()}
         _false_properties_left_out(node)
