@@ -350,11 +350,14 @@ def test_a_share_link_says_what_it_holds_unlike_the_output_shown():
 
 def test_a_schema_left_under_another_kind_is_named_as_one():
     """Switching the kind keeps the editor's text: a schema read as a regex was refused with llguidance's
-    "repetition operator missing expression" alone (a walk-through); a text that is no schema gets no hint."""
+    "repetition operator missing expression" alone (a walk-through; it is a regex of literal braces to Python,
+    so now a note says it matches only itself); a text that is no schema gets no hint."""
     schema = '{"type": "object", "properties": {"name": {"type": "string"}}}'
-    for kind in ("regex", "grammar"):
-        told = html.unescape(page_inputs.check_constraint(kind, schema))
-        assert "field-error" in told and told.endswith("; this text is a JSON schema: set Constraint to JSON schema</div>")
+    told = html.unescape(page_inputs.check_constraint("grammar", schema))
+    assert "field-error" in told and told.endswith("; this text is a JSON schema: set Constraint to JSON schema</div>")
+    told = html.unescape(page_inputs.check_constraint("regex", schema))  # (a regex to Python, its braces themselves)
+    assert told.endswith('<div class="constraint-note">this text is a JSON schema: as a regex it matches only this very '
+                         'text; set Constraint to JSON schema</div>'), told
     assert "JSON schema: set" not in html.unescape(page_inputs.check_constraint("regex", "[a-z]+ {"))
     assert "JSON schema: set" not in html.unescape(page_inputs.check_constraint("regex", "{" * 5000 + "}" * 5000))
 

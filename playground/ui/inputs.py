@@ -568,6 +568,9 @@ def check_constraint(kind: str, text: str, backend: str = BACKENDS[0], compiled:
             return _not_checked(compiled)
         except PlaygroundError as exc:
             return _refused(exc, _schema_under(kind, text))
+    if kind == "regex" and _schema_under(kind, text):  # (Python reads its braces as themselves: it is a regex)
+        notes = ["this text is a JSON schema: as a regex it matches only this very text; set Constraint to JSON schema",
+                 *notes]
     notes = _edge_spaces(text) * (kind == "regex") + notes
     return CONSTRAINT_OK + "".join(f'<div class="constraint-note">{html.escape(without_bidi_controls(note))}</div>' for note in notes)
 
