@@ -103,3 +103,13 @@ def test_what_python_reads_plainly_runs_on_both_backends(pair, backend):
         constraint = session.constrain(pair, from_user(regex=regex, backend=backend))
         result = session.run(pair, prompt, session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
         assert (result.text, result.valid) == (text, True), regex
+
+
+def test_the_turkic_i_under_ignore_case_is_one_letter_in_a_negated_class(pair):
+    """Python's (?i) reads i, I, İ and ı as one letter, llguidance as two pairs: (?i)[^a-z] wrote İ, which the
+    check refused (a fuzzing review). A negated class holding any of them refuses all four; a last '-' stays itself."""
+    from playground.constraints.llg import llguidance_meaning
+    assert llguidance_meaning("(?i)[^a-z]") == "(?i)[^a-ziIİı]" and llguidance_meaning("(?i)[^i-]") == "(?i)[^iiIİı-]"
+    assert llguidance_meaning("[^a-z]") == "[^a-z]" and llguidance_meaning("(?i)[^b]") == "(?i)[^b]"
+    with pytest.raises(PlaygroundError, match="can never be satisfied"):  # (İ was the one it wrote)
+        session.constrain(pair, from_user(regex="(?i)[^\\x00-\\u012f\\u0131-\\U0010ffff]", backend="llguidance"))

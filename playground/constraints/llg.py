@@ -163,8 +163,26 @@ def llguidance_meaning(pattern: str) -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words llguidance 1.9.1 reads the same
     way: an octal escape (\\101, \\0; a back-reference to it, refused) -> \\x{41}; a brace as Python
     reads it (python_regex.brace_at); a & or ~ in a class escaped (&& and ~~ there are its set operations:
-    [&&] was "can never be satisfied"); \\< \\> and a class's \\b as Python reads them (_escape)."""
-    return rewritten(pattern, _escape, member=lambda c, first: "\\" + c if c in "&~" else c, class_operators="&~")
+    [&&] was "can never be satisfied"); \\< \\> and a class's \\b as Python reads them (_escape); İ and ı
+    under (?i) in a negated class (_turkic_i)."""
+    return rewritten(pattern, _escape, member=lambda c, first: "\\" + c if c in "&~" else c, class_operators="&~",
+                     class_end=_turkic_i if IGNORING_CASE.search(pattern) else lambda written: "")
+
+
+IGNORING_CASE = re.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*[:)]")  # (?i), (?mi), (?i:...)
+TURKIC_I = "iIİı"  # one letter to Python's (?i) (İ lowers to i, ı is cased as i), two pairs to llguidance's
+
+
+def _turkic_i(written: str) -> str:
+    """Under (?i), a negated class that holds any of i, I, İ, ı refuses all four to Python, two to llguidance
+    ((?i)[^a-z] wrote İ, which the check refused; a fuzzing review) -> the four added to it."""
+    if not written.startswith("[^"):
+        return ""
+    try:
+        held = re.compile("[" + written[2:])
+    except re.error:
+        return ""
+    return TURKIC_I if any(held.fullmatch(letter) for letter in TURKIC_I) else ""
 
 
 def _escape(pattern: str, i: int, class_start: int | None) -> tuple[str, int]:

@@ -36,14 +36,15 @@ def brace_at(pattern: str, i: int) -> tuple[str, int]:
 
 def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, int]],
               member: Callable[[str, bool], str] = lambda c, first: c, other: Callable[[str], str] = lambda c: c,
-              class_operators: str = "") -> str:
+              class_operators: str = "", class_end: Callable[[str], str] = lambda written: "") -> str:
     """The pattern piece by piece as Python reads it, each piece in a backend's words: `escape(pattern, i,
     class_start)` -> (its words, where the pattern goes on) for a backslash at i (class_start: where the open
     class's members begin, None outside one); `member(c, first)` for a character in a class; `other(c)` for one
     outside; a '{' as Python reads it (brace_at); a comment (?#...) left out. A class's opening [ or [^ is kept. \\N{NAME}
     becomes its character, read on as if typed: escaped where a metacharacter, or in a class one of
-    `class_operators` (llguidance's && and ~~ there are set operations)."""
-    out, i, start = [], 0, None
+    `class_operators` (llguidance's && and ~~ there are set operations). `class_end(written)` -> members added
+    before a class's closing ], given the class as written."""
+    out, i, start, opened = [], 0, None, 0
     while i < len(pattern):
         c = pattern[i]
         if (named := NAMED.match(pattern, i)) and (char := _named(named[1])):  # (no backend reads it: llguidance said
@@ -55,13 +56,16 @@ def rewritten(pattern: str, escape: Callable[[str, int, int | None], tuple[str, 
             out.append(words)
             continue
         if start is not None:
+            closing = c == "]" and i != start  # (a ']' first in a class is itself)
+            if closing and (extra := class_end(pattern[opened:i + 1])):
+                out.insert(len(out) - (out[-1] == "-"), extra)  # (before a last '-', which stays itself)
             out.append(member(c, i == start))
-            start = None if c == "]" and i != start else start  # (a ']' first in a class is itself)
+            start = None if closing else start
         elif pattern.startswith("(?#", i):  # a comment, to its first ')' (both backends refused it as a group)
             i = pattern.index(")", i) + 1
             continue
         elif c == "[":
-            start = i + 2 if pattern.startswith("[^", i) else i + 1
+            opened, start = i, i + 2 if pattern.startswith("[^", i) else i + 1
             out.append(pattern[i:start])
             i = start
             continue
