@@ -233,10 +233,11 @@ def _shortest_fractions(ebnf: str) -> str:
 def _literal_fractions(body: str) -> str:
     """An EBNF literal's body (its escapes as written) with its JSON numbers shortened; a JSON string's
     quote in it is written \\", a backslash \\\\."""
-    out, i, in_string = [], 0, False
+    out, i, in_string, escaping = [], 0, False, False  # escaping: after one of the JSON's own backslashes (\\)
     while i < len(body):
         if escape := EBNF_ESCAPE.match(body, i):  # (a quote: a JSON string's edge, unless the JSON escapes it)
-            in_string = not in_string if escape[0] == '\\"' and not _escaped_in_json(out) else in_string
+            in_string = not in_string if escape[0] == '\\"' and not escaping else in_string
+            escaping = escape[0] == "\\\\" and not escaping
             out.append(escape[0])
             i = escape.end()
         elif not in_string and (number := JSON_NUMBER.match(body, i)):
@@ -246,18 +247,8 @@ def _literal_fractions(body: str) -> str:
             i = number.end()
         else:
             out.append(body[i])
-            i += 1
+            escaping, i = False, i + 1
     return "".join(out)
-
-
-def _escaped_in_json(out: list[str]) -> bool:
-    """Whether a quote written next follows an odd run of the JSON's own backslashes (\\\\ each)."""
-    run = 0
-    for piece in reversed(out):
-        if piece != "\\\\":
-            break
-        run += 1
-    return run % 2 == 1
 
 
 def _as_floats(schema) -> list[str]:

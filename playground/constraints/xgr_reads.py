@@ -204,15 +204,9 @@ def _names_refused_left_out(node: dict) -> None:
     `"propertyNames": {"enum": ["a"]}` wrote {"x": null}; a fuzzing review): a listed name it refuses is
     left out of properties, where propertyNames holds it (a required one stays: the check refuses it)."""
     names, rule = node.get("properties"), node.get("propertyNames")
-    if not isinstance(names, dict) or not isinstance(rule, dict) or '"$ref"' in json.dumps(rule):
+    if not isinstance(names, dict) or not isinstance(rule, dict) or (held := _held(list(names), rule)) is None:
         return
-    try:
-        validator = checker(rule, Draft202012Validator)
-        refused = {name for name in names if not validator.is_valid(name) and name not in node.get("required", [])}
-    except Exception:  # noqa: BLE001 - a rule the checker cannot read (or a pattern past its time): as it was
-        return
-    if refused:
-        node["properties"] = {name: sub for name, sub in names.items() if name not in refused}
+    node["properties"] = {name: sub for name, sub in names.items() if name in held or name in node.get("required", [])}
 
 
 def _no_value_left_out(node: dict) -> None:
@@ -241,16 +235,23 @@ def _enum_held(node: dict) -> list:
     where the rest names a $ref, or where none is left, marked NO_ENUM_VALUE: xgrammar refuses an
     empty enum and `false`, so it writes them and the check after the run refuses them)."""
     rest = {k: v for k, v in node.items() if k not in ("enum", "const") and not k.startswith("x-")}
-    if any(f'"{ref}"' in json.dumps(rest) for ref in ("$ref", "$dynamicRef", "$recursiveRef")):
-        return node["enum"]
-    try:
-        validator = checker(rest, Draft202012Validator)
-        held = [value for value in node["enum"] if validator.is_valid(value)]
-    except Exception:  # noqa: BLE001 - a rest the checker cannot read (or a pattern past its time): as it was
+    if (held := _held(node["enum"], rest)) is None:
         return node["enum"]
     if not held:
         node[NO_ENUM_VALUE] = True
     return held or node["enum"]
+
+
+def _held(values: list, schema: dict) -> list | None:
+    """The values the schema allows; None where it names a reference (not followed here) or the checker cannot
+    read it (or a pattern of it is past its time)."""
+    if any(f'"{ref}"' in json.dumps(schema) for ref in ("$ref", "$dynamicRef", "$recursiveRef")):
+        return None
+    try:
+        validator = checker(schema, Draft202012Validator)
+        return [value for value in values if validator.is_valid(value)]
+    except Exception:  # noqa: BLE001 - as it was, then
+        return None
 
 
 def _unmarked(schema):
