@@ -1009,6 +1009,40 @@ def test_xgrammar_writes_a_const_only_where_its_node_allows_it(tokenizer):
     assert allowed(constraint, tokenizer, "", "1") and not allowed(constraint, tokenizer, "", "2") and not constraint.notes
 
 
+NEVER = {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 1}  # (xgrammar: "Invalid range")
+
+
+@pytest.mark.parametrize("schema, prefix, allows, refuses", [
+    ({"type": "object", "properties": {"a": NEVER, "b": {"type": "integer"}}, "additionalProperties": False}, '{"', "b", "a"),
+    ({"anyOf": [{"type": "string", "minLength": 5, "maxLength": 2}, {"type": "integer"}]}, "", "1", '"'),
+    ({"oneOf": [NEVER, {"type": "string"}]}, "", '"', "1"),
+    ({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "maxItems": 1}, "[1", "]", ","),
+    ({"type": "array", "prefixItems": [{"type": "integer"}, NEVER, {"type": "string"}]}, "[1", "]", ","),
+    ({"type": "array", "items": NEVER}, "[", "]", "1"),
+    ({"type": "object", "additionalProperties": NEVER}, "{", "}", '"'),
+    ({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 1}}, "additionalProperties": False},
+     "{", "}", '"'),
+])
+def test_xgrammar_leaves_out_a_place_with_no_value_where_json_schema_never_takes_it(tokenizer, schema, prefix, allows,
+                                                                                     refuses):
+    """A place that may be left out whose schema has no value written in place made xgrammar refuse the
+    whole schema ("Invalid range: minimum greater than maximum", "maxItems is less than the number of
+    prefixItems") where llguidance wrote `{}`: it is left out, as llguidance leaves it."""
+    for backend in BACKENDS:
+        constraint = compiled(tokenizer, schema, backend)
+        assert allowed(constraint, tokenizer, prefix, allows) and not allowed(constraint, tokenizer, prefix, refuses), backend
+
+
+def test_a_place_with_no_value_that_cannot_be_left_out_for_xgrammar_is_still_refused_in_its_words(tokenizer):
+    """Beside additionalProperties (true by default), a property's name left out of properties would take
+    its schema instead: xgrammar's refusal stands, pointing to llguidance; a marker the user writes means nothing."""
+    schema = {"type": "object", "properties": {"a": NEVER}, "additionalProperties": True}
+    with pytest.raises(PlaygroundError, match=r"xgrammar cannot use this JSON schema: Invalid range.*llguidance backend reads it"):
+        compiled(tokenizer, schema, "xgrammar")
+    marked = {"anyOf": [{"type": "string", xgr_reads.NO_VALUE: True}, {"type": "integer"}]}
+    assert allowed(compiled(tokenizer, marked, "xgrammar"), tokenizer, "", '"')
+
+
 @pytest.mark.parametrize("backend", ["llguidance", "xgrammar"])
 def test_a_draft4_dollar_id_is_no_keyword_for_the_engines(tokenizer, backend):
     """Draft 4 names ids `id`: its checker reads `$ref`s beside a `"$id"` from the root, and llguidance
@@ -1064,9 +1098,13 @@ def test_a_node_with_no_value_named_only_where_it_may_be_left_out_leaves_the_sch
                 "properties": {"a": {"$ref": "#/$defs/g"}, "b": {"type": "integer"}}}
     constraint = compiled(tokenizer, optional, "llguidance")
     assert allowed(constraint, tokenizer, '{"', "b") and not allowed(constraint, tokenizer, '{"', "a")
-    # xgrammar refuses `false` there and writes such a node as it reads it (`{"a": {}}`): named in its notes
+    # xgrammar refuses `false` there and wrote such a node as it reads it (`{"a": {}}`, refused by the
+    # check after the run, with a note): the place is left out; where it cannot be, the note stays
     closed = {**optional, "$defs": {"g": {"type": "object", "required": ["x"], "additionalProperties": False}}}
-    assert any("a $ref to a schema no value satisfies" in note for note in compiled(tokenizer, closed, "xgrammar").notes)
+    constraint = compiled(tokenizer, closed, "xgrammar")
+    assert allowed(constraint, tokenizer, '{"', "b") and not allowed(constraint, tokenizer, '{"', "a") and not constraint.notes
+    open_names = {**closed, "additionalProperties": True}
+    assert any("a $ref to a schema no value satisfies" in note for note in compiled(tokenizer, open_names, "xgrammar").notes)
     chain = {"$defs": {f"d{i}": {"type": "object", "properties": {"x": {"$ref": f"#/$defs/d{i + 1}"}}, "required": ["x"]}
                        for i in range(40)}, "properties": {"a": {"$ref": "#/$defs/d0"}}, "required": ["a"]}
     chain["$defs"]["d40"] = never  # (past the 32 references made false: still refused, not let through)

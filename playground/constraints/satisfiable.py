@@ -38,6 +38,16 @@ def check_satisfiable(schema) -> tuple[str, ...]:
     return made_false
 
 
+def has_no_value(schema) -> bool:
+    """Whether llguidance finds no value satisfying the schema (unbounded here: the caller's worker bounds it)."""
+    return _unsatisfiable(schema)[0] is not None
+
+
+def no_value_refs(schema) -> tuple[str, ...]:
+    """The places of the references to a node with no value, in a satisfiable schema (unbounded here)."""
+    return _unsatisfiable(schema)[1]
+
+
 def _unsatisfiable(schema) -> tuple[str | None, tuple[str, ...]]:
     """(llguidance's reason why no value satisfies the schema or None, the places of the references
     to a node with no value, made false to ask it). llguidance compiles every node a $ref names, and

@@ -10,11 +10,13 @@ from types import SimpleNamespace
 import torch
 import xgrammar as xgr
 
-from playground.constraints import worker
+from playground.constraints import satisfiable, worker
 from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.schema_keywords import INT64, KEYWORD_NAMES, ONE_OF, literal_integers, unenforced_note
+from playground.constraints.xgr_no_value import no_value_places_left_out
 from playground.constraints.xgr_reads import (BESIDE_CHOICE, ENUM_REFUSED, NAMED_TWICE, NO_ENUM_VALUE, NOT_CONSTRAINTS,
-                                                 PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes)
+                                                 PUSHED_DOWN, as_xgrammar_reads, beside_choice, named_twice, read_nodes,
+                                                 unmarked)
 from playground.constraints.unwritable import without_false_patterns, without_past_int64
 from playground.constraints.spec import BYTE_END, BYTE_TOKENS, ConstraintSpec, Unreadable, parse_schema
 from playground.errors import PlaygroundError
@@ -184,26 +186,38 @@ def _json_grammar(schema, no_value_refs: bool = False) -> tuple[str, list[str]]:
     """no_value_refs: some $ref names a node no value satisfies, in a place that may be left out
     (xgrammar refuses `false` there, and writes such a node as it reads it)."""
     names = [NAMED_TWICE] if named_twice(schema) else []
-    names += [NO_VALUE_REF] if no_value_refs else []
     schema, refused = without_false_patterns(schema)  # (before the rewriting: the patterns as the user wrote them)
     names += refused
     schema = as_xgrammar_reads(schema)
     names += without_past_int64(schema)  # (after the merging: a bound merged into an integer's node)
+    if no_value_refs and no_value_places_left_out(schema):
+        no_value_refs = bool(satisfiable.no_value_refs(unmarked(json.loads(json.dumps(schema)))))  # (one where it
+        # could not be left out; a marker beside a $ref changes how llguidance reads it)
+    names += [NO_VALUE_REF] if no_value_refs else []
+    try:
+        grammar = _schema_grammar(schema)
+    except RuntimeError:  # a place with no value that may be left out: JSON Schema leaves it, xgrammar refuses
+        if not no_value_places_left_out(schema):
+            raise
+        grammar = _schema_grammar(schema)
     nodes = read_nodes(schema)
     for node in nodes:  # (a pushed-down node's keywords are read in its branches)
         names += [BESIDE_CHOICE] if beside_choice(node) else []
         names += [ENUM_REFUSED] if node.get(NO_ENUM_VALUE) else []
         names += [] if node.get(PUSHED_DOWN) else [BESIDE_REF if k == "$ref" else k for k, v in node.items()
                                                    if _unenforced(k, v, node)]
+    ebnf = _shortest_fractions(_fixed_width_escapes(str(grammar).replace(BOUNDED_CHAR, JSON_CHAR)))
+    return ebnf, unenforced_note(names + _inexact_formats(nodes)) + _as_floats(schema)
+
+
+def _schema_grammar(schema) -> xgr.Grammar:
     try:
-        grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS)
+        return xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS)
     except RuntimeError as exc:  # strict mode (no properties or items beyond those named) left too few
         if "not allowed" not in str(exc) and "aren't allowed" not in str(exc):
             raise
-        grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
-                                               strict_mode=False)
-    ebnf = _shortest_fractions(_fixed_width_escapes(str(grammar).replace(BOUNDED_CHAR, JSON_CHAR)))
-    return ebnf, unenforced_note(names + _inexact_formats(nodes)) + _as_floats(schema)
+        return xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS,
+                                            strict_mode=False)
 
 
 HEX_ESCAPE = re.compile(r"\\(\\|x([0-9A-Fa-f]{2}))")  # an escaped backslash (skipped whole), or \xHH

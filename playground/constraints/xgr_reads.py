@@ -46,6 +46,7 @@ PUSHED_DOWN = "x-playground-pushed-down"  # a node whose keywords sit in each of
 BESIDE_CHOICE = "keywords beside anyOf, oneOf or allOf"  # where they could not be merged into the branches
 NAMED_TWICE = "a name in properties that a patternProperties pattern matches"  # xgrammar: either schema, not both
 NO_ENUM_VALUE = "x-playground-no-enum-value"  # an enum none of whose values the rest of its node allows
+NO_VALUE = "x-playground-no-value"  # a node no value satisfies (xgr_no_value.py)
 ENUM_REFUSED = "an enum or const whose every value its node's other keywords refuse"  # (xgrammar has no way to say "no value")
 MERGE_DEPTH = 8  # branches of branches pushed down in one node
 PUSH_ROUNDS = 3
@@ -53,7 +54,7 @@ PUSH_ROUNDS = 3
 
 def as_xgrammar_reads(schema):
     """The schema rewritten for xgrammar (a copy; the original keeps its meaning for the check after the run)."""
-    schema = _unmarked(json.loads(json.dumps(schema)))  # (a marker the user wrote means nothing)
+    schema = unmarked(json.loads(json.dumps(schema)))  # (a marker the user wrote means nothing)
     _anchors_as_pointers(schema)
     _names_as_strings(schema)
     text = json.dumps(schema)
@@ -74,7 +75,7 @@ def as_xgrammar_reads(schema):
             except (TypeError, AttributeError, ValueError):  # not a schema: a $ref into a non-keyword place
                 pass  # brought it here; xgrammar refuses it or reads it as before
     for node in read_nodes(schema):  # (parents come first: their branches are marked by now)
-        _no_value_left_out(node)
+        no_value_left_out(node)
     _pointers_as_read(schema, patterns_read)  # last: the steps above follow $refs as JSON Schema writes them
     return schema
 
@@ -209,10 +210,11 @@ def _names_refused_left_out(node: dict) -> None:
     node["properties"] = {name: sub for name, sub in names.items() if name in held or name in node.get("required", [])}
 
 
-def _no_value_left_out(node: dict) -> None:
-    """An anyOf or oneOf branch, or a property not required, whose enum or const its node refuses left out
-    (JSON Schema never takes it; xgrammar would write the value: `{"anyOf": [{"type": "string", "const":
-    1}, {"type": "null"}]}` wrote 1, a fuzzing review); a required one, or every branch, is left noted."""
+def no_value_left_out(node: dict) -> None:
+    """An anyOf or oneOf branch, or a property not required, whose enum or const its node refuses, or that
+    has no value at all (xgr_no_value.py), left out (JSON Schema never takes it; xgrammar would write the
+    value: `{"anyOf": [{"type": "string", "const": 1}, {"type": "null"}]}` wrote 1, a fuzzing review; or
+    refuse the schema); a required one, or every branch, is left noted."""
     for key in ("anyOf", "oneOf"):
         branches = node.get(key)
         if isinstance(branches, list) and not all(map(_no_value, branches)):
@@ -226,7 +228,7 @@ def _no_value_left_out(node: dict) -> None:
 
 
 def _no_value(node) -> bool:
-    return isinstance(node, dict) and bool(node.get(NO_ENUM_VALUE))
+    return isinstance(node, dict) and bool(node.get(NO_ENUM_VALUE) or node.get(NO_VALUE))
 
 
 def _enum_held(node: dict) -> list:
@@ -254,13 +256,14 @@ def _held(values: list, schema: dict) -> list | None:
         return None
 
 
-def _unmarked(schema):
+def unmarked(schema):
     """The schema with every marker key taken out, wherever it is (a $ref can lead anywhere)."""
     stack = [schema]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):
-            value.pop(PUSHED_DOWN, None)
+            for marker in (PUSHED_DOWN, NO_ENUM_VALUE, NO_VALUE):
+                value.pop(marker, None)
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
