@@ -114,6 +114,9 @@ def test_preset_switch_and_url_restore():
     assert "prompt holds U\\+FFFD" in values[-1]  # text with one opens on it) said (Markdown-escaped)
     with pytest.raises(Exception, match="its percent-escapes at 'prompt=' are not UTF-8"):
         page_api._base_settings("", "?preset=demo&prompt=%C4%E3%BA%C3")
+    for surrogate in ("\udc80", "\ud800"):  # written in the link itself (JSON's escape), not escaped: said as one
+        with pytest.raises(Exception, match=re.escape(f"it holds a lone surrogate (\\u{ord(surrogate):04x}) at character 9")):
+            page_api._base_settings("", f"prompt=x{surrogate}")
     # a U+FFFD of the prompt's own, in a link the app made, was refused as one of those (a review)
     assert page_api._base_settings("", "?preset=demo&prompt=mojibake+%EF%BF%BD+here").prompt == "mojibake \ufffd here"
 
@@ -777,6 +780,7 @@ def test_a_slider_emptied_or_past_its_range_names_itself(client):
                                (k, float("nan"), "Draft length k takes a finite number from 1 to 16, not nan"),
                                (page_inputs.SETTING_NAMES.index("prompt"), ["a"], "Prompt takes text, not list"),
                                (seed, 2**60, "Seed takes a number from 0 to 9007199254740992, not 1152921504606846976"),
+                               (seed, 1.5, "Seed takes a whole number, not 1.5"),  # (rounded to 2, unsaid)
                                (seed, float("nan"), "Seed takes a finite number, not nan")):  # (a script's: the
         sent = list(values)  # log had a traceback of each; raw HTTP, as gradio_client sends no NaN)
         sent[index] = value
@@ -1612,6 +1616,27 @@ def test_a_link_pairing_models_that_cannot_draft_for_each_other_says_so_on_openi
     for name in page_inputs.PRESETS:
         assert from_query({"preset": name}, False)[1] == []
     assert from_query({"preset": "demo", "draft": "ngram"}, False)[1] == []
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"target": "smollm2-draft", "draft": "demo-draft"}, "cannot draft for target 'smollm2-draft'"),
+    ({"target": "demo-target", "draft": "smollm2-feature-draft"}, "a feature draft reads the hidden states"),
+    ({"draft": "ngram", "policy": "confidence"}, "ignored policy='confidence'"),
+])
+def test_share_link_refuses_a_link_that_would_open_with_a_notice(changes, said):
+    """Share link made, in silence, links that opened with a notice and that /generate refused (a pair Run
+    refuses, a feature draft of another target, a policy prompt lookup cannot use; an API review)."""
+    sent = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), **changes)
+    with pytest.raises(gr.Error, match=re.escape(said)):
+        page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(sent))
+
+
+def test_share_link_refuses_compiled_passes_a_host_turned_off(monkeypatch):
+    sent = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), compile=True)
+    assert "compile=true" in page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(sent))
+    monkeypatch.setenv("PLAYGROUND_COMPILED_PASSES", "0")
+    with pytest.raises(gr.Error, match="this host runs eager passes"):
+        page_inputs.make_share_link(None, *page_inputs.inputs_from_settings(sent))
 
 
 def test_a_share_link_carries_the_tree():

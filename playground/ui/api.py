@@ -95,7 +95,11 @@ def _run_settings(a: dict) -> Settings:
 
 def _utf8_pairs(query: str) -> list[tuple[str, str]]:
     """A link's query as (key, value) pairs, refused where its escapes are not UTF-8 (another encoding's: GBK's 你好):
-    read with U+FFFD in their place, a link the app made from a prompt holding a U+FFFD was refused as one."""
+    read with U+FFFD in their place, a link the app made from a prompt holding a U+FFFD was refused as one. A lone
+    surrogate written in the link itself is said as one (it was taken for an escape's byte; an API review)."""
+    if (at := next((i for i, c in enumerate(query) if "\ud800" <= c <= "\udfff"), None)) is not None:
+        raise PlaygroundError(f"the link is refused, nothing run: it holds a lone surrogate (\\u{ord(query[at]):04x}) at "
+                              f"character {at + 1} of its query, which is not a character")
     pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, errors="surrogateescape")
     for key, value in pairs:
         if (at := next((i for i, c in enumerate(key + "=" + value) if "\udc80" <= c <= "\udcff"), None)) is not None:

@@ -6,9 +6,9 @@
   prompt, a schema as typed: past the page's own limit, so the page's message says what is too
   long), checked where a body is longer than that. Three refused 7 MiB values a session, in three
   calls, held 2.6 GiB over 128 sessions (twice what limits.py said).
-  A call past VALUE_CHARS has a whole number for its fn_index (Gradio also reads "43" and 43.0,
-  whose calls were checked against no function's bounds), and its JSON holds at most MAX_CONTAINERS
-  objects and arrays outside strings (8 MiB of `[{}, {}, ...]` became 600 MB of Python objects in
+  A call's fn_index is a whole number (Gradio also reads "43" and 43.0, whose calls were checked
+  against no function's bounds: odd_fn_index), and a call past VALUE_CHARS holds in its JSON at most
+  MAX_CONTAINERS objects and arrays outside strings (8 MiB of `[{}, {}, ...]` became 600 MB of Python objects in
   Gradio's parses) and MAX_ITEMS values (8 MiB of numbers held the interpreter lock 1.3 s a call).
   A call's session_hash is at most 128 visible ASCII characters (SESSION_HASH; Gradio's page sends
   11, gradio_client a UUID's 36): Gradio keeps it as the key of every session's state, and
@@ -144,10 +144,9 @@ def _refusal(text: str, blocks, path: str) -> tuple[tuple[int, str] | None, obje
         return (403, f"a file in a call's data is not taken: {NO_FILES}"), named, None
     except (ValueError, RecursionError):
         return (400, unreadable(text)) if JSON_ROUTES.search(path) else None, named, None
-    fn_index = call.get("fn_index") if isinstance(call, dict) else None
-    if fn_index is not None and (type(fn_index) is not int):  # Gradio reads "43" and 43.0 as 43 too
-        return (400, "fn_index must be a whole number"), named, None
-    fn = _function(blocks, fn_index, path)
+    if odd := odd_fn_index(call, path):
+        return odd, named, None
+    fn = _function(blocks, _fn_index(call), path)
     return overlong_value(call, fn) or _field_refusal(call, fn, path), fn, _session(call)
 
 
@@ -158,8 +157,18 @@ def _session(call) -> str | None:
 
 def _field_refusal(call, fn, path: str) -> tuple[int, str] | None:
     """The checks of a parsed call, short or long, past its values' bounds."""
-    return (odd_session(call) or not_finite(call, path) or private_by_name(call, fn, path) or misnamed_input(call, fn, path)
-            or unknown_function(call, fn, path) or miscounted_values(call, fn, path))
+    return (odd_fn_index(call, path) or odd_session(call) or not_finite(call, path) or private_by_name(call, fn, path)
+            or misnamed_input(call, fn, path) or unknown_function(call, fn, path) or miscounted_values(call, fn, path))
+
+
+def odd_fn_index(call, path: str) -> tuple[int, str] | None:
+    """(400, why) for an fn_index that is no JSON integer where Gradio reads it (the queue's join, /run/):
+    it reads "94" and 94.0 as 94 too, past every check here, which knows the function by a whole number
+    alone ("1000" was a 500 and a traceback, "94" Gradio's own error listing its components' reprs; an API review)."""
+    fn_index = call.get("fn_index") if isinstance(call, dict) else None
+    if fn_index is None or type(fn_index) is int or CALLED.search(path):
+        return None
+    return 400, "fn_index must be a whole number (a JSON integer); /gradio_api/info lists the endpoints"
 
 
 def private_by_name(call, fn, path: str) -> tuple[int, str] | None:
@@ -231,20 +240,30 @@ def overlong_value(call, fn) -> tuple[int, str] | None:
     if not isinstance(call, dict):
         return None
     data = call.get("data")
+    by_name = dict(zip(fn.input_parameter_names, fn.inputs)) if fn else {}
     if isinstance(data, list):
-        values = zip(fn.inputs if fn else [None] * len(data), data)
+        values = zip(fn.input_parameter_names if fn else [None] * len(data), fn.inputs if fn else [None] * len(data), data)
     elif data is None:  # the inputs by name: no bound applied to them before
-        by_name = dict(zip(fn.input_parameter_names, fn.inputs)) if fn else {}
-        values = ((by_name.get(name), value) for name, value in call.items())
+        values = ((name, by_name.get(name), value) for name, value in call.items())
     else:
         return None
-    for component, value in values:
+    for parameter, component, value in values:
         size = len(value) if isinstance(value, str) else len(json.dumps(value))
+        bounded = getattr(component, "_id", None) in _value_chars
         most, limit, name = _value_chars.get(getattr(component, "_id", None), (VALUE_CHARS, VALUE_CHARS, None))
-        if size > most:
-            name = name or getattr(component, "label", None) or "a value"
-            return 413, f"{name[:60]} is {size} characters, more than this host allows ({limit})"
+        if size > most:  # (an input not bound has a shorter limit of its own, the function's to say)
+            said = "allows" if bounded else "reads in one value"
+            return 413, f"{name or _input_name(parameter, component)} is {size} characters, more than this host {said} ({limit})"
     return None
+
+
+def _input_name(parameter: str | None, component) -> str:
+    """An input as a caller names it: its parameter's name (the label was cut mid-phrase: "Schema, pattern
+    or grammar (Tab writes spaces here; Esc, the is ..."; an API review), else its label's first words."""
+    if component is not None and parameter:
+        return ascii(parameter[:40])
+    label = getattr(component, "label", None)
+    return label.split(" (")[0][:60] if label else "a value"
 
 
 def misnamed_input(call, fn, path: str) -> tuple[int, str] | None:

@@ -176,8 +176,8 @@ def _named_choices(own):
     box, in the server's log on one line: a wrong choice or a NaN seed sent by a script was "Value: x
     is not in the list of choices: [...]" or "cannot convert float NaN to integer" with no name, each
     with a full traceback in the log (a cheap way to fill it); a number past its box's bounds is refused
-    with them (the page's seed: up to 2^53, which a browser's number holds exactly). Set on the class,
-    as for sliders."""
+    with them (the page's seed: up to 2^53, which a browser's number holds exactly), and a fraction where
+    it takes whole numbers (precision 0). Set on the class, as for sliders."""
     def preprocess(self, payload):
         if isinstance(payload, float) and not math.isfinite(payload):
             raise popup(f"{self.label} takes a finite number, not {payload}")
@@ -185,6 +185,9 @@ def _named_choices(own):
         if isinstance(payload, (int, float)) and None not in (low, high) and not low <= payload <= high:
             raise popup(f"{self.label} takes a number from {low:.16g} to {high:.16g}, not {payload}",
                         title="Out of range")  # (Gradio's words: "Seed: Value 12345678901234567 is greater than ...")
+        if getattr(self, "precision", None) == 0 and isinstance(payload, float) and not payload.is_integer():
+            raise popup(f"{self.label} takes a whole number, not {payload}")  # (Gradio rounded it: seed 1.5 ran as 2
+            # where /generate refused it, and 0.4 left a link unsaid; an API review)
         if isinstance(self, gr.CheckboxGroup) and payload is not None and not isinstance(payload, list):
             raise popup(f"{self.label} takes a list of names, not {str(payload)[:40]!r}")  # (a
             # string was read letter by letter: "Value: 'd' is not in the list of choices")

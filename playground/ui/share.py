@@ -213,6 +213,16 @@ def from_query(params: dict[str, str], allow_custom: bool, drafts: list[str] | N
     return _check_compile(_check_tree(_check_policy(settings, notices), notices), notices), notices
 
 
+def opening_notices(settings: Settings) -> list[str]:
+    """What a link of these settings would be told on opening, across its settings (from_query's checks: a
+    draft that cannot draft for its target, a policy or tree its way of drafting cannot use, compiled passes
+    on a host that runs eager ones): Share link made such links in silence (an API review)."""
+    notices = []
+    _check_pair(settings, all_presets(), notices)
+    _check_compile(_check_tree(_check_policy(settings, notices), notices), notices)
+    return notices
+
+
 def _check_compile(settings: Settings, notices: list[str]) -> Settings:
     """Compiled passes asked by a link where the host turned them off: dropped with a notice (the box is
     locked off, and a run would be eager anyway)."""
@@ -308,6 +318,8 @@ def share_url(base_url: str, settings: Settings, extra: dict[str, str] | None = 
         except UnicodeEncodeError as exc:
             raise PlaygroundError(f"{what} hold text that is not valid UTF-8 (a lone surrogate at character "
                                   f"{exc.start}): it cannot go into a link") from None
+    if told := opening_notices(settings):  # (made in silence, a link Run refuses or that opens on other settings)
+        raise PlaygroundError(f"this link would not open on these settings: {told[0]}")
     url = base_url.split("?")[0] + "?" + "&".join(q for q in parts if q)
     if len(url) > MAX_LINK_CHARS:
         raise PlaygroundError(f"this link would be {len(url)} characters long, more than servers accept "
