@@ -45,10 +45,15 @@ DIRECTIVES = {"import", "ignore", "declare", "override", "extend", "llguidance"}
 ITEMS = ("name", "string", "regex", "klass")
 
 
+def grammar_rules(text: str, gbnf: bool) -> dict[str, list[tuple[str, str]]]:
+    """The grammar's rules, read loosely: name -> its body's tokens, (kind, text) each."""
+    return _rules(_tokens(text, gbnf), gbnf)
+
+
 def check_grammar_size(text: str, gbnf: bool) -> None:
     """Refuses a grammar whose written-out size is past MAX_GRAMMAR_SIZE, or any of whose counts is
     past MAX_REPEAT_COUNT."""
-    rules = _rules(_tokens(text, gbnf), gbnf)
+    rules = grammar_rules(text, gbnf)
     sizes: dict[str, int] = {}
     on_path: set[str] = set()
 
