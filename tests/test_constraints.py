@@ -890,3 +890,64 @@ def test_the_backends_offered_are_the_backends_built():
     from playground.config import BACKENDS as OFFERED
     from playground.constraints.reading import BACKEND_CLASSES
     assert tuple(BACKEND_CLASSES) == OFFERED == tuple(BACKENDS)
+
+
+@pytest.mark.parametrize("grammar, said", [
+    ('\ufeffroot ::= "a"', "the grammar holds a byte-order mark (U+FEFF): delete it (line 1, column 1)"),
+    ('root ::= x\u202e\nx\u202e ::= "a"', "the grammar holds U+202E, outside a string, class or regex, where the grammar's "
+                                           "syntax is ASCII (line 1, column 11)"),
+    ('root ::= "yes"\0 | "no"', "the grammar holds a NUL (U+0000), where xgrammar stops reading the grammar"),
+    ('start: xé\nxé: "a"', "U+00E9 'é', outside a string"),
+])
+def test_a_grammar_character_a_backend_misreads_is_refused_where_it_stands(grammar, said):
+    """A byte-order mark or a bidi control in a name made xgrammar raise UnicodeDecodeError (its message cut inside
+    the character), said as "compiling this constraint failed" under both backends (llguidance's own refusal lost);
+    xgrammar stopped reading at a NUL, "no" never allowed (a fuzzing review)."""
+    for backend in BACKENDS:
+        with pytest.raises(PlaygroundError, match=re.escape(said)):
+            from_user(grammar=grammar, backend=backend)
+    read_constraint(from_user(grammar='root ::= "é" [ü-ÿ]+  # café', backend="xgrammar"))  # (in literals and comments: any)
+
+
+def test_a_refusal_says_the_other_backend_reads_it_without_calling_a_note_a_gap():
+    """'reads it without enforcing all of it' was said where the other backend's one note was that the grammar accepts
+    an empty output (a fuzzing review)."""
+    with pytest.raises(PlaygroundError) as refused:
+        read_constraint(from_user(grammar='start: A\nA: ~"a"', backend="xgrammar"))
+    assert "(the llguidance backend reads it: pick it as the constraint backend; note: this grammar accepts an empty output" \
+        in str(refused.value) and "without enforcing" not in str(refused.value)
+
+
+@pytest.mark.parametrize("grammar", ['root ::= "\\x41b"', 'root ::= [\\x41] "b"', 'start: /\\x41b/', 'start: /[\\x41]b/'])
+def test_a_grammars_hex_escape_takes_two_digits_under_both_backends(grammar):
+    """xgrammar read \\x on past two digits in a GBNF string or class and a Lark regex: "\\x41b" wrote U+041B, called
+    valid (its check replays the output on the same backend; a fuzzing review)."""
+    pair = session.load_pair("demo-target", "demo-draft", "cpu")
+    for backend in BACKENDS:
+        result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=8),
+                             constraint=session.constrain(pair, from_user(grammar=grammar, backend=backend)))
+        assert (result.text, result.valid) == ("Ab", True), backend
+
+
+@pytest.mark.parametrize("grammar, said", [
+    ("start: /[\\^a]{3}/", "xgrammar reads a class opening with an escaped caret as negated"),
+    ("start: /x\\Z/", "xgrammar reads \\Z as the letter itself"),
+    ("start: /\\D/", "xgrammar reads \\D with ASCII classes"),
+    ("start: /[^\\d]/", "xgrammar reads \\d with ASCII classes"),
+])
+def test_a_lark_regex_xgrammar_reads_otherwise_is_refused_as_a_regex_constraint_is(grammar, said):
+    """A Lark regex terminal is Python's re: xgrammar wrote "fff" for /[\\^a]{3}/ and "xZ" for /x\\Z/, each called
+    valid, and let \\D take ٤ (a fuzzing review); a regex constraint's own refusals now hold in a grammar."""
+    with pytest.raises(PlaygroundError, match=re.escape(said)):
+        read_constraint(from_user(grammar=grammar, backend="xgrammar"))
+    assert any("as ASCII" in note for note in read_constraint(from_user(grammar="start: /[a-c]\\d/", backend="xgrammar")))
+
+
+def test_a_grammar_naming_the_end_token_is_met_by_the_output_that_writes_it():
+    """`start: "a" <[0]>` (0 the demo model's end): the model wrote "a" and the end, as asked, and the check,
+    replaying the output without its end tokens, called it no match (a fuzzing review)."""
+    pair = session.load_pair("demo-target", "demo-draft", "cpu")
+    end = pair.tokenizer.eos_token_id
+    constraint = session.constrain(pair, from_user(grammar=f'start: "a" <[{end}]>', backend="llguidance"))
+    result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
+    assert (result.text, result.valid, result.validation_error) == ("a", True, None)

@@ -501,20 +501,22 @@ GROWN = "the size of the grammar with its counted repetitions written out"
 
 @pytest.mark.parametrize("grammar, says", [
     ('root ::= "ab"{4000000}', "a repetition count in the grammar is 4000000"),  # 25 characters
-    ('root ::= x{1000}\nx ::= "ab"{1000}', f"{GROWN} (each count times what it repeats, through the rules it names) is 1000000"),
-    ('root ::= y{10}\ny ::= (x | "c"){100}\nx ::= "ab"{1000} # a comment {5}', f"{GROWN} (each count times what it repeats, through the rules it names) is 1001000"),
-    ('start: x ~ 1000\nx: "ab" ~ 200..1000', f"{GROWN} (each count times what it repeats, through the rules it names) is 1000000"),
+    ('root ::= x{1000}\nx ::= "ab"{1000}', f"{GROWN} (each count times what it repeats, through the rules it names) is 2000000"),
+    ('root ::= y{10}\ny ::= (x | "c"){100}\nx ::= "ab"{1000} # a comment {5}', f"{GROWN} (each count times what it repeats, through the rules it names) is 2001000"),
+    ('start: x ~ 1000\nx: "ab" ~ 200..1000', f"{GROWN} (each count times what it repeats, through the rules it names) is 2000000"),
     ('start: x{2,}\n?x.2: /[0-9]{1000}/ ~ 100', f"{GROWN} (each count times what it repeats, through the rules it names) is 300000"),
     ('start: /a{1001}/', "a repetition count in a regex in the grammar is 1001"),
     ("root ::= " + "(" * 5000 + '"a"' + ")" * 5000, "nests its rules or groups too deeply to be sized here"),
     # read as the backends read them (a review of the first reading found each of these passing at 10^6):
-    ('start: "a" # don\'t\n | b~1000\nb: c~1000 # it\'s\nc: "ab"', "is 1000001"),  # Lark's # comments
-    ('start: "a" # :)\n | b~1000\nb: c~1000\nc: "ab"', "is 1000001"),  # (a stray bracket ended the rule)
-    ('start: x~1000\nx[max_tokens=9]: y~1000\ny: "ab"', "is 1000000"),  # llguidance's rule attributes
-    ('start: %json {"type":"integer"} b~1000\nb: c~1000\nc: "ab"', "is 100"),  # %json is no directive
-    ('root ::= a.b{1000}\na.b ::= c{1000}\nc ::= "ab"', "is 1000000"),  # a GBNF name with a dot
+    ('start: "a" # don\'t\n | b~1000\nb: c~1000 # it\'s\nc: "ab"', "is 2000001"),  # Lark's # comments
+    ('start: "a" # :)\n | b~1000\nb: c~1000\nc: "ab"', "is 2000001"),  # (a stray bracket ended the rule)
+    ('start: x~1000\nx[max_tokens=9]: y~1000\ny: "ab"', "is 2000000"),  # llguidance's rule attributes
+    ('start: %json {"type":"integer"} b~1000\nb: c~1000\nc: "ab"', "is 2000012"),  # %json is no directive
+    ('root ::= a.b{1000}\na.b ::= c{1000}\nc ::= "ab"', "is 2000000"),  # a GBNF name with a dot
     ('start: /(?<x>(ab{1000}){1000})/', "is 1001003"),  # a regex Python cannot parse, read loosely
     ('root ::= Regex("((ab){1000}){1000}")', "is 2000000"),  # xgrammar's regex in EBNF
+    ('root ::= "' + "abcdefghij" * 100 + '"{1000}', "is 1000000"),  # a string counts its characters (it counted 1:
+    ('start: /((ab{ 100 }){ 100 }){ 100 }/x', "uses verbose mode"),  # a run took 8.5 s), a regex its x flag (a fuzzing review)
 ])
 def test_grammars_that_grow_when_written_out_are_refused(grammar, says):
     """A grammar's counts were not bounded at all: xgrammar took `root ::= "ab"{4000000}` (or a rule of

@@ -89,12 +89,14 @@ class Constraint:
 
     def _matches_grammar(self, token_ids: list[int]) -> tuple[bool, str | None]:
         """The output replayed on a new matcher, bounded as a run's (an ambiguous grammar's tokens cost more
-        and more to consume)."""
-        matcher = MeteredMatcher(self.backend.matcher(self.compiled))
+        and more to consume): without its end tokens, else with them, where the grammar names one (`start: "a"
+        <[0]>`, 0 the model's end: "a" and the end were called no match; a fuzzing review)."""
         body = [t for t in token_ids if t not in self.eos_ids]
         try:
-            if all(matcher.consume(t) for t in body) and matcher.accepting():
-                return True, None
+            for replay in [body] + ([token_ids] if body != token_ids else []):
+                matcher = MeteredMatcher(self.backend.matcher(self.compiled))
+                if all(matcher.consume(t) for t in replay) and matcher.accepting():
+                    return True, None
         except TooCostly as exc:
             return False, f"could not be checked: {exc}"
         return False, "the output does not match the grammar"

@@ -4,9 +4,9 @@ before a backend reads it. xgrammar takes `root ::= "ab"{4000000}` (25 character
 the server 4-6 GB larger (a red-team pass; llguidance refused them, "Too many items"). A regex
 terminal's size is its own (safety.written_out), so `/a{1000}/` counts 1,000.
 
-The size: every string, character class, regex and rule reference counts its own size once; a group
-or an item followed by a count {n}, {n,m}, {n,} or Lark's ~ n..m counts that many times (the most it
-allows; an open one its minimum and one more, as a regex's); a rule counts the sum of its body, each
+The size: every string counts its characters, every character class, regex and rule reference its
+own size once; a group or an item followed by a count {n}, {n,m}, {n,} or Lark's ~ n..m counts that
+many times (the most it allows; an open one its minimum and one more, as a regex's); a rule counts the sum of its body, each
 rule once however often it is named (a rule on its own path, recursion, counts 1: it is not written
 out). Both dialects are read by their tokens alone (GBNF: `name ::=`, [...] a class, `.` any
 character; Lark: `name:` or `name[attributes]:`, [...] an optional group, /.../ a regex, // and #
@@ -68,9 +68,11 @@ def check_grammar_size(text: str, gbnf: bool) -> None:
     def item_size(kind: str, value: str) -> int:
         if kind == "name":
             return rule_size(value)
-        if kind == "regex":
-            return _regex_size(value[1:value.rindex("/")])
-        return 1
+        if kind == "regex":  # (its x flag: verbose, `b{ 100 }` a count; without it, text)
+            end = value.rindex("/")
+            return _regex_size(("(?x)" if "x" in value[end:] else "") + value[1:end])
+        return max(len(value.rstrip("i")) - 2, 1) if kind == "string" else 1  # (its characters, about: "<1,000 of
+        # them>"{1000} counted 1,000, and a 16-token run of it took 8.5 s; a fuzzing review)
 
     try:
         largest = max(rules, key=rule_size, default=None)  # each rule holds what it names

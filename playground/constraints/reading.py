@@ -92,9 +92,16 @@ def _other_backend_said(exc: Unreadable, spec: ConstraintSpec) -> PlaygroundErro
         return PlaygroundError(f"{exc} (the {other} backend reads it, but {why})")
     except PlaygroundError:
         return PlaygroundError(f"{exc} (the {other} backend cannot read it either)")
-    if notes:  # e.g. xgrammar drops a look-ahead it cannot follow: not the same constraint
+    if _gaps(notes):  # e.g. xgrammar drops a look-ahead it cannot follow: not the same constraint
         return PlaygroundError(f"{exc} (the {other} backend reads it without enforcing all of it: {'; '.join(notes)})")
-    return PlaygroundError(f"{exc} (the {other} backend reads it: pick it as the constraint backend)")
+    noted = f"; note: {'; '.join(notes)}" if notes else ""
+    return PlaygroundError(f"{exc} (the {other} backend reads it: pick it as the constraint backend{noted})")
+
+
+def _gaps(notes: list[str]) -> list[str]:
+    """The notes on what a backend does not enforce (that it accepts an empty output is no such thing: the
+    refusal said "reads it without enforcing all of it" of it alone; a fuzzing review)."""
+    return [note for note in notes if EMPTY_OUTPUT not in note]
 
 
 def with_lazy_backend(exc: PlaygroundError, spec: ConstraintSpec) -> PlaygroundError:
@@ -107,7 +114,7 @@ def with_lazy_backend(exc: PlaygroundError, spec: ConstraintSpec) -> PlaygroundE
         notes = worker.bounded(_reading, dataclasses.replace(spec, backend="llguidance"), seconds=READ_SECONDS, task=READING)
     except PlaygroundError:
         return exc
-    enforced = f" without enforcing all of it ({'; '.join(notes)})" if notes else ""
+    enforced = (" without enforcing all of it" if _gaps(notes) else "") + (f" ({'; '.join(notes)})" if notes else "")
     return type(exc)(f"{exc} (the llguidance backend reads it{enforced}, and builds each mask as the output is "
                      "written, not all before: pick it as the constraint backend)")
 
@@ -157,6 +164,9 @@ def _pattern_at_fault(spec: ConstraintSpec, refusal: str) -> str:
     return ""
 
 
+EMPTY_OUTPUT = "accepts an empty output (an empty alternative, or only optional parts)"
+
+
 def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> list[str]:
     """A constraint that allows no first token can never be met, or is met by the empty output alone
     (a run would write nothing and call it valid: `x{0}`) -> a note where the empty output is one of its
@@ -172,8 +182,7 @@ def _check_satisfiable(backend, compiled, spec: ConstraintSpec, vocab: int) -> l
         raise Unsatisfiable(f"this {spec.named} allows only the empty output: the model would write nothing")
     if not guide.accepting():
         return []
-    return [f"this {spec.named} accepts an empty output (an empty alternative, or only optional parts): the model may "
-            "end at once"]
+    return [f"this {spec.named} {EMPTY_OUTPUT}: the model may end at once"]
 
 
 class Unsatisfiable(PlaygroundError):

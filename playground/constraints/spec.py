@@ -11,6 +11,7 @@ from playground import strict_json
 from playground.constraints import drafts, worker
 from playground.constraints.embedded_json import embedded_schemas
 from playground.constraints.char_escapes import check_escapes
+from playground.constraints.grammar_chars import check_grammar_characters
 from playground.constraints.grammar_ends import check_rules_end
 from playground.constraints.grammar_size import check_grammar_size
 from playground.constraints.python_regex import ANCHORED, misplaced_anchor
@@ -72,6 +73,7 @@ class ConstraintSpec:
         if self.kind != "json":  # (a schema's patterns: its metaschema's check refuses these)
             check_escapes(self.text, self.kind)
         if self.kind == "grammar":
+            check_grammar_characters(self.text, self.gbnf)
             check_grammar_size(self.text, self.gbnf)
             check_rules_end(self.text, self.gbnf)
             _check_embedded_schemas(self.text)

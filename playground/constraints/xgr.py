@@ -11,6 +11,7 @@ import torch
 import xgrammar as xgr
 
 from playground.constraints import satisfiable, worker
+from playground.constraints.grammar_size import TOKENS
 from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.schema_keywords import INT64, KEYWORD_NAMES, ONE_OF, literal_integers, unenforced_note
 from playground.constraints.xgr_no_value import no_value_places_left_out
@@ -124,6 +125,9 @@ def _converted(spec: ConstraintSpec, make) -> tuple:
             made = make(read, text)
     except RuntimeError as exc:
         raise _refusal(spec, exc) from None
+    except UnicodeDecodeError:  # (its message cut inside a character it did not expect: grammar_chars refuses those known)
+        raise Unreadable(f"xgrammar cannot use this {spec.named}: it stopped at a character outside ASCII where it did "
+                         "not expect one") from None
     return made, notes + _warned(log)  # the log is complete only once the block is left
 
 
@@ -133,23 +137,40 @@ def _source(spec: ConstraintSpec) -> tuple[str, str, list[str]]:
         return "ebnf", *_json_grammar(spec.engine_schema, bool(parse_schema(spec.text).no_value_refs))
     if spec.kind == "regex":
         return "regex", python_meaning(spec.text), [ASCII_CLASSES] if SHORT_CLASS.search(spec.text) else []
-    return ("ebnf" if spec.gbnf else "lark"), spec.text, []  # Lark through xgrammar's own reader, as vLLM's
+    if spec.gbnf:  # (its strings' and classes' \xHH read on past two digits: "\x41b" wrote U+041B; a fuzzing review)
+        return "ebnf", _fixed_width_escapes(spec.text), []
+    return "lark", *_lark_regexes_as_python_reads(spec.text)  # Lark through xgrammar's own reader, as vLLM's
+
+
+def _lark_regexes_as_python_reads(text: str) -> tuple[str, list[str]]:
+    """A Lark grammar with each /regex/ terminal in words xgrammar reads as Lark (Python's re) does, as a regex
+    constraint's are (python_meaning; its '.' is Python's already, and the s flag's): it wrote U+041B for /\x41b/,
+    "fff" for /[\^a]{3}/, "xZ" for /x\Z/, each called valid (a fuzzing review). -> (the text, notes)."""
+    out, at, notes = [], 0, []
+    for m in TOKENS[False].finditer(text):
+        if m.lastgroup == "regex":
+            end = m.group().rindex("/")
+            body = m.group()[1:end]
+            out += [text[at:m.start()], "/", python_meaning(body, dot="."), m.group()[end:]]
+            at = m.end()
+            notes += [ASCII_CLASSES] if SHORT_CLASS.search(body) and not notes else []
+    return "".join(out) + text[at:], notes
 
 
 def _refusal(spec: ConstraintSpec, exc: RuntimeError) -> Unreadable:
     return Unreadable(f"xgrammar cannot use this {spec.named}: {_clean(exc)}")
 
 
-def python_meaning(pattern: str) -> str:
+def python_meaning(pattern: str, dot: str = "[^\\n]") -> str:
     """A regex as the output's checker (Python's syntax) reads it, in words xgrammar 0.2.8 reads the
-    same way: its '.' also matches a newline (Python's does not) -> [^\\n]; its \\xHH reads on past two
+    same way: its '.' also matches a newline (Python's does not) -> `dot` (a Lark regex's is Python's); its \\xHH reads on past two
     digits ('a\\x41b' became 'a' + U+041B) and it has no octal escapes -> \\u00HH; a ']' first in a
     class -> \\]; a brace as Python reads it (python_regex.brace_at). What it reads otherwise and cannot be
     rewritten is refused: \\A and \\Z (literal letters to it), \\D \\W \\S and \\d \\w \\s in a negated
     class (ASCII to it, Unicode to Python), and a class opening with an escaped caret (negated by it)."""
     return rewritten(pattern, lambda p, i, start: _escape(p, i, start is not None and p[start - 1] == "^", i == start),
                      member=lambda c, first: "\\]" if c == "]" and first else c,  # (a ']' first in a class is itself)
-                     other=lambda c: "[^\\n]" if c == "." else c)
+                     other=lambda c: dot if c == "." else c)
 
 
 def _escape(pattern: str, i: int, negated_class: bool, first_in_class: bool) -> tuple[str, int]:
