@@ -2,7 +2,11 @@
 shape, greedy and sampled), speculative greedy equal to constrained target-only greedy, the matcher
 rolled back exactly, sampling exact relative to the masked target distribution, clean errors."""
 import json
+import os
+import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -651,7 +655,7 @@ def test_a_dead_end_is_left_behind_with_the_abandoned_copy(tokenizer):
     from playground.constraints.llg import LLGuidanceBackend
     (a,), (b,) = tokenizer("a").input_ids, tokenizer("b").input_ids
     backend = LLGuidanceBackend(tokenizer, len(tokenizer), stop_ids(tokenizer))
-    grammar, _ = backend.compile(ConstraintSpec("grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n'))
+    grammar, _ = backend.compile(ConstraintSpec("grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\x00-\\U0010ffff]/\n'))
     words = (len(tokenizer) + 31) // 32
 
     def mask(matcher):
@@ -726,7 +730,7 @@ def test_a_guess_into_a_lark_dead_end_is_only_rejected(tokenizer, setting, backe
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=21, eos_id=tokenizer.eos_token_id)
     draft = tiny.prefer_tokens(tiny.perturbed_copy(target, noise=0.3, seed=22), [a], 8.0)
     pair = tiny.make_pair(tiny.prefer_tokens(target, [b], 8.0), draft, tokenizer)
-    constraint = constrained(pair, "grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n',
+    constraint = constrained(pair, "grammar", 'start: item+ "."\nitem: "b" | "a" NOTHING\nNOTHING: /[^\\x00-\\U0010ffff]/\n',
                              backend)
     prompt, cfg = tokenizer("x = ").input_ids, session.spec_config(max_new_tokens=12, **setting)
     speculative = session.run(pair, prompt, cfg, constraint=constraint)
@@ -742,7 +746,7 @@ def test_a_target_writing_into_a_lark_dead_end_stops_both_runs(tokenizer, backen
     target = tiny.tiny_model("qwen2", vocab=len(tokenizer), seed=21, eos_id=tokenizer.eos_token_id)
     draft = tiny.perturbed_copy(target, noise=0.3, seed=22)
     pair = tiny.make_pair(tiny.prefer_tokens(target, [a], 8.0), tiny.prefer_tokens(draft, [a], 8.0), tokenizer)
-    constraint = constrained(pair, "grammar", 'start: "b" | "a" NOTHING\nNOTHING: /[^\\s\\S]/\n', backend)
+    constraint = constrained(pair, "grammar", 'start: "b" | "a" NOTHING\nNOTHING: /[^\\x00-\\U0010ffff]/\n', backend)
     for speculative in (True, False):
         with pytest.raises(PlaygroundError, match="no output can match this constraint from here"):
             session.run(pair, tokenizer("x = ").input_ids, session.spec_config(k=3, max_new_tokens=8),
@@ -862,6 +866,9 @@ def test_a_schema_that_is_not_json_is_told_where_once():
     ('start: [r] "b"\nr: "a" r', "r", ""),
     ('start: "a" (r "b")\nr: "a" r', "r", " (nor can 'start', which need it)"),
     ('root ::= r\nr ::= s\ns ::= r', "s", " (nor can 'root', 'r', which need it)"),
+    ('start: "y" r | "y" "z"\nr: "a" r\n?s: "q"', "r", ""),  # (Lark's ?rule, not r's last item made optional)
+    ('start: "y" r{01} | "z"\nr: "a" r', "r", ""),  # (a count of 01 is one; a second fuzzing review)
+    ('start: "y" r ~ 01 | "z"\nr: "a" r', "r", ""),
 ])
 def test_a_grammar_with_a_rule_no_finite_text_completes_is_refused_before_the_run(grammar, rule, needing):
     """root ::= "a" root: llguidance gave up at run time in its own words ("Too many items (limit 50000;
@@ -874,7 +881,8 @@ def test_a_grammar_with_a_rule_no_finite_text_completes_is_refused_before_the_ru
 
 @pytest.mark.parametrize("grammar", ['root ::= a\na ::= a a | "x"', 'root ::= "a" root | "b"', 'root ::= "a" | b?\nb ::= "b"',
                                      'start: r{0,3} "b"\nr: "a" r | "c"', 'start: WORD\n%import common.WORD',
-                                     '?start: value\n?value: object | "x"\nobject: "{" [value ("," value)*] "}"'])
+                                     '?start: value\n?value: object | "x"\nobject: "{" [value ("," value)*] "}"',
+                                     'start: list\nlist: item -> list | item "," list\nitem: "x"'])  # (an alias names no rule)
 def test_a_grammar_whose_rules_each_can_end_is_not_refused_for_it(grammar):
     assert from_user(grammar=grammar).kind == "grammar"
 
@@ -931,9 +939,12 @@ def test_a_grammars_hex_escape_takes_two_digits_under_both_backends(grammar):
 
 @pytest.mark.parametrize("grammar, said", [
     ("start: /[\\^a]{3}/", "xgrammar reads a class opening with an escaped caret as negated"),
-    ("start: /x\\Z/", "xgrammar reads \\Z as the letter itself"),
+    ("start: /x\\Z/", "holds an anchor (^, $, \\A or \\Z), which xgrammar drops"),  # (it read \\Z as the letter: "xZ")
     ("start: /\\D/", "xgrammar reads \\D with ASCII classes"),
     ("start: /[^\\d]/", "xgrammar reads \\d with ASCII classes"),
+    ("start: /[\\p{L}]+/", "is not one Python's re reads (bad escape \\p"),  # (it wrote "p}}}", valid)
+    ("start: /\\x{e9}/", "is not one Python's re reads (incomplete escape"),
+    ("start: /a$b/", "holds an anchor (^, $, \\A or \\Z), which xgrammar drops"),  # (it wrote "ab", valid)
 ])
 def test_a_lark_regex_xgrammar_reads_otherwise_is_refused_as_a_regex_constraint_is(grammar, said):
     """A Lark regex terminal is Python's re: xgrammar wrote "fff" for /[\\^a]{3}/ and "xZ" for /x\\Z/, each called
@@ -951,3 +962,33 @@ def test_a_grammar_naming_the_end_token_is_met_by_the_output_that_writes_it():
     constraint = session.constrain(pair, from_user(grammar=f'start: "a" <[{end}]>', backend="llguidance"))
     result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=8), constraint=constraint)
     assert (result.text, result.valid, result.validation_error) == ("a", True, None)
+
+
+FORCED_FOREVER = [("regex", "b|a+[^\\x00-\\U0010ffff]"), ("schema", '{"type": "string", "pattern": "^(b|a+[^\\\\s\\\\S])$"}'),
+                  ("grammar", 'start: "y" r | "y" "z"\nr: "a" r | <|endoftext|>')]
+
+
+@pytest.mark.parametrize("kind, text", FORCED_FOREVER)
+def test_xgrammars_forced_text_is_found_within_a_bound(kind, text):
+    """After "a", each of these forces "a" for ever: xgrammar's own search for the forced text never returned,
+    growing to 15 GB in 45 s, then std::bad_alloc out of the run (a fuzzing review; a schema's pattern and a grammar
+    whose loop ends only at a token no byte spells pass every check). Found over bytes, FORCED_BYTES at most: the run
+    writes its tokens and ends, unfinished. Run in a child held to 3 GB, so that a search without bound fails alone."""
+    script = f"""
+import resource, torch
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+torch.set_num_threads(1)
+from playground import session
+from playground.constraints import from_user
+pair = session.load_pair("demo-target", "demo-draft", "cpu")
+constraint = session.constrain(pair, from_user(**{{{kind!r}: {text!r}}}, backend="xgrammar"))
+for seed in range(3):
+    result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=12, temperature=1.0,
+                         seed=seed), constraint=constraint)
+    print(repr(result.text), result.valid)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(pathlib.Path(__file__).parent.parent)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and any("aaaa" in line and line.endswith("False") for line in lines), lines

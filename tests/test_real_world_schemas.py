@@ -113,12 +113,12 @@ def test_the_servers_second_xgrammar_compile_yields_the_cpu_and_a_compile_in_pro
         return compile_once(*args)
     monkeypatch.setattr(xgr, "_compiled", watched)
     schema = {"type": "object", "properties": {"yielding": {"type": "integer"}}}
-    compiled(tokenizer, schema, "xgrammar")
-    assert niceness == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + worker.CHILD_NICENESS)]  # the child's is its own
+    compiled(tokenizer, schema, "xgrammar")  # (twice: over the tokens, and over bytes for the text it forces)
+    assert niceness == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + worker.CHILD_NICENESS)] * 2  # the child's is its own
     monkeypatch.setattr(worker, "FORKS", False)
     niceness.clear()
     constraint = compiled(tokenizer, {**schema, "title": "in-process"}, "xgrammar")
-    assert len(niceness) == 1 and constraint.guide(1).next_mask().any()
+    assert len(niceness) == 2 and constraint.guide(1).next_mask().any()
 
 
 def test_work_yielding_in_the_server_raises_in_its_caller():

@@ -2,15 +2,19 @@
 enforce, so those are named here in the constraint's notes (the output is checked against them
 after the run); its bounded strings can emit raw control characters (xgrammar issue 800), which the
 grammar text is patched to exclude."""
+import functools
 import json
+import operator
 import re
 from dataclasses import dataclass
+from re import _constants as sre, _parser as sre_parse  # Python's own reading of a pattern (3.11+)
 from types import SimpleNamespace
 
 import torch
 import xgrammar as xgr
 
 from playground.constraints import satisfiable, worker
+from playground.constraints.guide import single_token
 from playground.constraints.grammar_size import TOKENS
 from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.schema_keywords import INT64, KEYWORD_NAMES, ONE_OF, literal_integers, unenforced_note
@@ -33,6 +37,7 @@ WRITTEN_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "
 # other format (idn-email, iri, regex, an unknown one) it writes as any string, with no word (a review: idn-email wrote 🌱🌱🌱)
 INEXACT_FORMATS = {"ipv4", "date", "date-time", "time"}  # leading zeros; a day the month lacks (2025-02-30); a 60th second at any minute
 SEPARATORS = (", ", ": ")
+FORCED_BYTES = 256  # forced text found at most: its first token is what a mask takes (guide.py), tokenized in context
 SHORT_CLASS = re.compile(r"(?<!\\)(?:\\\\)*\\[dws]")  # an unescaped \d, \w or \s
 ASCII_CLASSES = (r"xgrammar reads \d, \w and \s as ASCII (llguidance and the check after the run as Unicode): under it "
                  "they never write 你, é or ٤")
@@ -59,7 +64,7 @@ class XGrammarBackend:
 
     def compile(self, spec: ConstraintSpec) -> tuple["Compiled", list[str]]:
         """-> (the compiled grammar, notes on what it does not enforce)."""
-        return _converted(spec, lambda read, text: Compiled((read, text), _compiled(self.info, read, text)))
+        return _converted(spec, lambda read, text: _made(self.info, read, text))
 
     @staticmethod
     def read(spec: ConstraintSpec) -> list[str]:
@@ -87,7 +92,7 @@ class XGrammarBackend:
         if isinstance(payload, Compiled):
             return payload
         try:
-            return Compiled(payload, worker.yielding(_compiled, self.info, *payload))
+            return worker.yielding(_made, self.info, *payload)
         except (RuntimeError, MemoryError) as exc:  # (never seen: the worker compiled the same text)
             raise PlaygroundError(f"compiling this constraint again in the server failed: {type(exc).__name__} "
                                  f"{_clean(exc)[:300]}") from None
@@ -95,16 +100,43 @@ class XGrammarBackend:
     @staticmethod
     def size(compiled: "Compiled") -> int:
         """Bytes it holds, about."""
-        return compiled.compiled.memory_size_bytes + len(compiled.source[1])
+        over_bytes = compiled.over_bytes.memory_size_bytes if compiled.over_bytes is not None else 0
+        return compiled.compiled.memory_size_bytes + over_bytes + len(compiled.source[1])
 
     def matcher(self, compiled: "Compiled") -> "XGrammarMatcher":
-        return XGrammarMatcher(xgr.GrammarMatcher(compiled.compiled), self.tokenizer)
+        over_bytes = xgr.GrammarMatcher(compiled.over_bytes) if compiled.over_bytes is not None else None
+        return XGrammarMatcher(xgr.GrammarMatcher(compiled.compiled), self.tokenizer, over_bytes, self._token_bytes())
+
+    def _token_bytes(self) -> list[bytes]:
+        """Each token's bytes, as xgrammar reads them (its decoded vocabulary; read once: 150k tokens)."""
+        if getattr(self, "token_bytes", None) is None:
+            self.token_bytes = self.info.decoded_vocab
+        return self.token_bytes
 
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
     source: tuple[str, str]  # how xgrammar read it (a key of READERS) and the text it read
     compiled: xgr.CompiledGrammar
+    over_bytes: xgr.CompiledGrammar | None  # the same over spec.BYTE_TOKENS, for the text it forces (XGrammarMatcher);
+    # None for a grammar naming a model's tokens, which no byte spells
+
+
+def _made(info: xgr.TokenizerInfo, read: str, text: str) -> Compiled:
+    return Compiled((read, text), _compiled(info, read, text), _over_bytes(read, text))
+
+
+def _over_bytes(read: str, text: str) -> xgr.CompiledGrammar | None:
+    """The grammar over the 256 bytes (10 ms and 0.5 MB for a 17 KB schema's grammar); None where it names tokens."""
+    try:
+        return _compiled(_byte_info(), read, text)
+    except RuntimeError:
+        return None
+
+
+@functools.cache
+def _byte_info() -> xgr.TokenizerInfo:
+    return xgr.TokenizerInfo(BYTE_TOKENS, stop_token_ids=[BYTE_END])
 
 
 READERS = {"ebnf": xgr.Grammar.from_ebnf, "lark": xgr.Grammar.from_lark, "regex": xgr.Grammar.from_regex}
@@ -151,6 +183,7 @@ def _lark_regexes_as_python_reads(text: str) -> tuple[str, list[str]]:
         if m.lastgroup == "regex":
             end = m.group().rindex("/")
             body = m.group()[1:end]
+            _check_python_reads(body, m.group()[end + 1:])
             out += [text[at:m.start()], "/", python_meaning(body, dot="."), m.group()[end:]]
             at = m.end()
             notes += [ASCII_CLASSES] if SHORT_CLASS.search(body) and not notes else []
@@ -159,6 +192,31 @@ def _lark_regexes_as_python_reads(text: str) -> tuple[str, list[str]]:
 
 def _refusal(spec: ConstraintSpec, exc: RuntimeError) -> Unreadable:
     return Unreadable(f"xgrammar cannot use this {spec.named}: {_clean(exc)}")
+
+
+EDGES = (sre.AT_BEGINNING, sre.AT_END, sre.AT_BEGINNING_STRING, sre.AT_END_STRING)
+LARK_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": re.UNICODE, "l": 0}
+
+
+def _check_python_reads(body: str, flags: str) -> None:
+    """A Lark regex Python's re (Lark's) cannot read, or with an edge's anchor (^ $, which xgrammar drops), refused:
+    xgrammar read /[\\p{L}]+/ as p and braces, /\\x{e9}/ as "x{e9}", /a$b/ as "ab", each called valid (a fuzzing review)."""
+    try:
+        parsed = sre_parse.parse(body, functools.reduce(operator.or_, (LARK_FLAGS[f] for f in flags if f in LARK_FLAGS), 0))
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise PlaygroundError(f"a regex of the grammar, /{body[:40]}/, is not one Python's re reads ({exc}): xgrammar reads "
+                              "a Lark regex as Python's, and would write something else; use llguidance, or write it so") from None
+    if _anchored(parsed):
+        raise PlaygroundError(f"a regex of the grammar, /{body[:40]}/, holds an anchor (^, $, \\A or \\Z), which "
+                              "xgrammar drops or reads as a letter (a terminal matches where the grammar puts it): leave it out, "
+                              "or use llguidance")
+
+
+def _anchored(value) -> bool:
+    """Whether a parsed regex holds an anchor of an edge (^, $, \\A, \\Z) anywhere."""
+    if isinstance(value, sre_parse.SubPattern):
+        return any(op is sre.AT and av in EDGES or _anchored(av) for op, av in value)
+    return isinstance(value, (list, tuple)) and any(map(_anchored, value))
 
 
 def python_meaning(pattern: str, dot: str = "[^\\n]") -> str:
@@ -300,35 +358,72 @@ def _bytes_of(text: str, add_special_tokens: bool = False) -> SimpleNamespace:
 
 
 class XGrammarMatcher:
-    def __init__(self, matcher: xgr.GrammarMatcher, tokenizer):
+    """xgrammar's matcher, and the same grammar's over bytes (`over_bytes`, fed each consumed token's bytes) to find
+    the text it forces, FORCED_BYTES at most: xgrammar's own search (find_jump_forward_string) follows a forced
+    character for ever where nothing ends it (`root ::= "y" r | "y" "z"` with `r ::= "a" r`, the regex
+    `b|a+[^\\x00-\\U0010ffff]`, a schema's pattern `^(b|a+[^\\s\\S])$`: 15 GB in 45 s, then std::bad_alloc; a
+    fuzzing review)."""
+
+    def __init__(self, matcher: xgr.GrammarMatcher, tokenizer, over_bytes: xgr.GrammarMatcher | None = None,
+                 token_bytes: list[bytes] | None = None, lengths: list[int] | None = None):
         self.m, self.tokenizer = matcher, tokenizer
+        self.over_bytes, self.token_bytes = over_bytes, token_bytes
+        self.lengths = lengths or []  # each consumed token's bytes, as many (over_bytes' rollback)
 
     def fill_bitmask(self, row: torch.Tensor) -> None:
         self.m.fill_next_token_bitmask(row[None])
 
     def consume(self, token: int) -> bool:
-        return self.m.accept_token(token)
+        if not self.m.accept_token(token):
+            return False
+        if self.over_bytes is not None:
+            spelled = self.token_bytes[token] if token < len(self.token_bytes) else b""
+            if all(self.over_bytes.accept_token(byte) for byte in spelled):
+                self.lengths.append(len(spelled))
+            else:  # (never seen: out of step with the tokens; nothing is forced from here)
+                self.over_bytes = None
+        return True
 
     def fork(self) -> "XGrammarMatcher":
         """A copy of the state to look ahead with (unique_keys)."""
-        return XGrammarMatcher(self.m.fork(), self.tokenizer)
+        over_bytes = self.over_bytes.fork() if self.over_bytes is not None else None
+        return XGrammarMatcher(self.m.fork(), self.tokenizer, over_bytes, self.token_bytes, list(self.lengths))
 
     def rollback(self, n: int) -> None:
         if n:
             self.m.rollback(n)
+            if self.over_bytes is not None:
+                self.over_bytes.rollback(sum(self.lengths[-n:]))
+                del self.lengths[-n:]
 
     def forced_tokens(self) -> list[int]:
-        """The jump-forward string, tokenized, without its last token (which could merge with what
-        follows); none where the grammar refuses its first token: a text tokenized alone can start
-        otherwise than in context (a SentencePiece tokenizer writes '▁"name"' for '"name"')."""
-        try:
-            text = self.m.find_jump_forward_string()
-        except UnicodeDecodeError:  # a forced prefix ending inside a character ([😀-🙏]): nothing forced
-            return []
+        """The forced text, tokenized, without its last token (which could merge with what follows); none
+        where the grammar refuses its first token: a text tokenized alone can start otherwise than in context
+        (a SentencePiece tokenizer writes '▁"name"' for '"name"')."""
+        text = self._forced_text()
         if not text:
             return []
         ids = self.tokenizer(text, add_special_tokens=False).input_ids[:-1]
         return ids if ids and self._allows(ids[0]) else []
+
+    def _forced_text(self) -> str:
+        """The bytes the grammar forces from here, one at a time (one byte allowed, and no end), at most
+        FORCED_BYTES, cut to whole characters (a forced prefix can end inside one: [😀-🙏])."""
+        if self.over_bytes is None:
+            return ""
+        probe, row, forced = self.over_bytes.fork(), torch.empty((1, (BYTE_END + 32) // 32), dtype=torch.int32), bytearray()
+        while len(forced) < FORCED_BYTES and not probe.is_completed():
+            probe.fill_next_token_bitmask(row)
+            byte = single_token(row[0])
+            if byte is None or byte == BYTE_END or not probe.accept_token(byte):
+                break
+            forced.append(byte)
+        for end in range(len(forced), max(len(forced) - 4, 0), -1):  # (a character is at most 4 bytes)
+            try:
+                return forced[:end].decode()
+            except UnicodeDecodeError:
+                continue
+        return ""
 
     def _allows(self, token: int) -> bool:
         if not self.m.accept_token(token):
