@@ -33,8 +33,11 @@ def cmd_generate(args) -> int:
     cfg = session.config_of(settings)
     _check_samples(args.num_samples, cfg.seed)
     prompt_ids = _given_prompt_ids(args, settings)
-    spec = session.constraint_spec(settings)
+    if prompt_ids is None:  # all before loading (a prompt one character too long was said after the models' load,
+        session.check_prompt_text(settings.prompt, settings.system)  # a download of GB on a GPU preset; a CLI review)
+    spec = session.read_settings_constraint(settings)  # (a grammar's missing rule, too, as export says it)
     preset, target, draft = resolve_models(args)
+    session.check_draft_name(draft)
     if preset is not None and preset.gpu and not args.target and session.resolve_device(args.device).type == "cpu":
         print(f"note: the preset {preset.name} is made for a GPU; on this CPU it runs very slowly (and its weights, "
               "if not cached, are a download of several GB)", file=sys.stderr)  # (a CLI review: said after the download)
@@ -249,6 +252,8 @@ def _bench_values(args) -> tuple[list[int], list[float]]:
 def _bench_folder(args) -> pathlib.Path | None:
     """--out's folder, writable and holding no files of anything but a bench, or None."""
     from playground.measure import report
+    if args.out is not None and not args.out.strip():  # ('' wrote nothing, unsaid; a CLI review)
+        raise PlaygroundError("--out is empty: name a folder, or leave the flag out")
     out_dir = writable_dir(args.out) if args.out else None
     if out_dir and (theirs := report.others_files(out_dir)):
         raise PlaygroundError(f"--out: {args.out[:80]} holds {', '.join(theirs)}, which no bench wrote there (no "
@@ -305,11 +310,14 @@ def _benched_line(run: dict) -> str:
 
 def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
-    from playground.session import check_prompt_text, read_settings_constraint
+    from playground.session import check_draft_name, check_prompt_text, check_tree_drafter, read_settings_constraint
     settings = _settings(args)
     _check_prompt(args, settings, "give --prompt")  # (an empty one was exported, exit 0)
     check_prompt_text(settings.prompt, settings.system)  # as generate refuses them (lone surrogates were exported)
     spec = read_settings_constraint(settings)  # an export of what would run
+    check_draft_name(settings.draft)  # (an empty or nested cascade, and a tree over prompt lookup, were exported;
+    if tree_fields(settings.tree)["tree"]:  # generate refused them; a CLI review)
+        check_tree_drafter(settings.draft)
     exported = export_setting(settings)
     for note in unused_by_export(args, spec):
         print(note, file=sys.stderr)
@@ -342,6 +350,8 @@ def _settings(args):
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
                             think_budget=flag_or_preset(args.think_budget, preset, "think_budget", 0))
     session.config_of(s)  # checked before anything loads
+    if s.think_budget < 0:  # (-3 ran, "not used", where no constraint was given; refused with one)
+        raise PlaygroundError(f"--think-budget: the thinking budget must be a whole number of tokens >= 0, got {s.think_budget}")
     return s
 
 
@@ -445,11 +455,13 @@ def stdin_prompt() -> str:
     last line end is dropped: what `echo`, a heredoc and an editor add (it was sent, and the demo pair
     continued a line no one had begun); a blank line typed before it stays."""
     said_to_type("the prompt")
-    text = _stdin_text(MAX_PROMPT_CHARS + 1)
+    text = _stdin_text(MAX_PROMPT_CHARS + 2)
+    text = text.removesuffix("\n") if len(text) <= MAX_PROMPT_CHARS + 1 else text  # (a prompt of the bound and its
+    # line end was refused, where typed it ran; a CLI review)
     if len(text) > MAX_PROMPT_CHARS:  # (only so much is read: its length was said as the bound plus one)
         raise PlaygroundError(f"the prompt from standard input is longer than this host allows ({MAX_PROMPT_CHARS} "
                               "characters, PLAYGROUND_MAX_PROMPT_CHARS)")
-    return text.removesuffix("\n")
+    return text
 
 
 def _stdin_text(most_chars: int) -> str:

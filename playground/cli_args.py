@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sampling_args(gen)
     add_constraint_args(gen)
     gen.add_argument("--baseline", action="store_true", help="also decode with the target alone and compare")
-    gen.add_argument("--num-samples", type=int, default=1, help="N runs seeded seed..seed+N-1")
+    gen.add_argument("--num-samples", type=parse_whole, default=1, help="N runs seeded seed..seed+N-1")
     gen.add_argument("--json", action="store_true", help="print one JSON object")
     bench = commands.add_parser("bench", help="this engine vs target-only and transformers, side by side",
                                 description="Every k and temperature against the target alone and transformers' "
@@ -59,10 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--prompts", help="a JSON list of prompts (the text, or a .json file), or a text file with "
                                          "one prompt per line (\\n for a newline), or - for standard input; default: the held-out prompts of "
                                          "the demo pair or of SmolLM2 (for a pair with its target), else the preset's")
-    bench.add_argument("--num-prompts", type=int, default=8, help="prompts measured for each row (default 8)")
-    bench.add_argument("--max-new-tokens", type=int, default=96, help="tokens each run writes (default 96)")
-    bench.add_argument("--repeat", type=int, default=3, help="interleaved repeats of each row (default 3)")
-    bench.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    bench.add_argument("--num-prompts", type=parse_whole, default=8, help="prompts measured for each row (default 8)")
+    bench.add_argument("--max-new-tokens", type=parse_whole, default=96, help="tokens each run writes (default 96)")
+    bench.add_argument("--repeat", type=parse_whole, default=3, help="interleaved repeats of each row (default 3)")
+    bench.add_argument("--seed", type=parse_whole, default=0, help="sampling seed (default 0)")
     bench.add_argument("--raw", action="store_true", help="no chat template")
     bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
     bench.add_argument("--out", help="directory for rows.json, table.md and charts")
@@ -121,12 +121,12 @@ def confidence_of(args) -> float:
 
 
 def add_sampling_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=int, help=f"draft tokens per round (1..{MAX_K}; default: the preset's, e.g. 4 for demo)")
+    p.add_argument("--k", type=parse_whole, help=f"draft tokens per round (1..{MAX_K}; default: the preset's, e.g. 4 for demo)")
     p.add_argument("--temperature", type=parse_decimal, help="0 for greedy (default: the preset's)")
     p.add_argument("--top-p", type=parse_decimal, help="nucleus sampling, above 0 up to 1 (default: the preset's)")
-    p.add_argument("--top-k", type=int, help="sample among the k likeliest tokens, 0 for all (default: the preset's)")
-    p.add_argument("--seed", type=int, help="sampling seed (default 0)")  # (None: told from a seed given, cli_notes)
-    p.add_argument("--max-new-tokens", type=int, help="tokens to write at most (default: the preset's)")
+    p.add_argument("--top-k", type=parse_whole, help="sample among the k likeliest tokens, 0 for all (default: the preset's)")
+    p.add_argument("--seed", type=parse_whole, help="sampling seed (default 0)")  # (None: told from a seed given, cli_notes)
+    p.add_argument("--max-new-tokens", type=parse_whole, help="tokens to write at most (default: the preset's)")
     p.add_argument("--policy", default="fixed", help="draft length: fixed, schedule (+2/-1, pausing where one guess "
                    "does not pay) or confidence (k = ceiling; each round pays one draft pass, guesses or none: no "
                    "faster than the target alone where the draft is mostly unsure)")
@@ -146,7 +146,7 @@ def add_constraint_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--constraint-backend", default=BACKENDS[0], choices=BACKENDS,
                    help=f"the constraint engine (default: {BACKENDS[0]})")
     p.add_argument("--schema-in-prompt", action="store_true", help="append the schema to the prompt")
-    p.add_argument("--think-budget", type=int, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
+    p.add_argument("--think-budget", type=parse_whole, help="reasoning models (Qwen3, DeepSeek-R1): think first, at most N "
                    "tokens (then </think> is forced); the constraint applies after </think>. 0: from the first token")
 
 
@@ -249,6 +249,9 @@ def resolve_models(args):
     --target alone would take the default preset's draft (a feature draft of another model, say):
     it names its --preset or --draft."""
     from playground.presets import default_preset_name, get_preset
+    for flag in ("preset", "target", "draft"):  # ('' read as not given: the default ran, unsaid; a CLI review)
+        if getattr(args, flag, None) is not None and not getattr(args, flag).strip():
+            raise PlaygroundError(f"--{flag} is empty: name one, or leave the flag out")
     if args.target and not (args.draft or args.preset or os.environ.get("PLAYGROUND_PRESET")):
         raise PlaygroundError("--target needs a --draft (a model, 'ngram' for prompt lookup, 'ngram+<model>' for a cascade) "
                               "or a --preset whose draft and settings it takes")
@@ -340,6 +343,14 @@ def parse_policies(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(f"one of {', '.join(BENCH_POLICIES)}, or both comma-separated (the fixed k "
                                          f"is the engine row), not {text[:40]!r}")
     return names
+
+
+def parse_whole(text: str) -> int:
+    """'3', '-1' in ASCII digits, as typed.whole reads them: int() read '٣' as 3 and '1_0' as 10 (a CLI review)."""
+    try:
+        return whole(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is {exc}") from None
 
 
 def parse_decimal(text: str) -> float:

@@ -355,7 +355,7 @@ for argv in (["--help"], ["generate", "--help"], ["bench", "--help"], ["export",
         except SystemExit as exc:  # help
             code = exc.code
     assert code == (2 if argv[-1] == "x" else 0), (argv, code)
-    assert ("--preset" in out.getvalue() or argv[0] == "--help") if code == 0 else "invalid int value" in err.getvalue()
+    assert ("--preset" in out.getvalue() or argv[0] == "--help") if code == 0 else "is not a whole number in ASCII digits" in err.getvalue()
     assert "torch" not in sys.modules and "transformers" not in sys.modules, argv
 print("ok")
 """

@@ -992,3 +992,14 @@ for seed in range(3):
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert len(lines) == 3 and any("aaaa" in line and line.endswith("False") for line in lines), lines
+
+
+def test_a_gbnf_strings_escaped_brackets_are_read_as_llama_cpp_reads_them():
+    """llama.cpp's parse_char reads \\[ and \\] in a string; both backends refused the grammar ("lexer error", "Invalid
+    escape sequence"; a fuzzing review). A class's escapes, and an escaped backslash before a bracket, stay as written."""
+    pair = session.load_pair("demo-target", "demo-draft", "cpu")
+    for grammar, text in (('root ::= "\\[" [n] "\\]"', "[n]"), ('root ::= "a\\\\" [\\[] "b"', "a\\[b")):
+        for backend in BACKENDS:
+            result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=8),
+                                 constraint=session.constrain(pair, from_user(grammar=grammar, backend=backend)))
+            assert (result.text, result.valid) == (text, True), (grammar, backend)

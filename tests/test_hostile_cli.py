@@ -73,6 +73,47 @@ def test_numbers_are_read_alike_everywhere(capsys, saved_pair):
 
 
 
+@pytest.mark.parametrize("flag, value", [("--k", "\u0663"), ("--num-samples", "1_0"), ("--max-new-tokens", " 8"), ("--seed", "+\u0664")])
+def test_a_whole_number_flag_is_read_in_ascii_digits_as_every_number_is(capsys, saved_pair, flag, value):
+    """int() read --k ٣ as 3 and --num-samples 1_0 as 10 (a CLI review): every whole-number flag reads as typed.whole does."""
+    assert f"argument {flag}: {value!r} is not a whole number in ASCII digits" in one_line_error(capsys, *gen(saved_pair, flag, value))
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["export", "--preset", "", "--prompt", "hi"], "--preset is empty"),
+    (["export", "--target", "x", "--draft", "", "--prompt", "hi"], "--draft is empty"),
+    (["generate", "--preset", "demo", "--target", "", "--prompt", "hi"], "--target is empty"),
+    (["bench", "--preset", "demo", "--out", ""], "--out is empty"),
+    (["export", "--target", "x", "--draft", "ngram+", "--prompt", "hi"], "the draft 'ngram+' is no cascade"),
+    (["generate", "--preset", "demo", "--draft", "ngram+ngram+demo-draft", "--prompt", "hi"], "the draft 'ngram+ngram+demo-draft' is no cascade"),
+    (["export", "--preset", "demo-cascade", "--tree", "2,2", "--prompt", "hi"], "a token tree is drafted by a draft model"),
+    (["generate", "--preset", "demo", "--think-budget", "-3"], "--think-budget: the thinking budget must be a whole number of tokens >= 0, got -3"),
+])
+def test_a_setting_generate_refuses_is_refused_at_once_everywhere(capsys, argv, said):
+    """An empty name ran the default in silence; export exported an empty or nested cascade and a tree over one, which
+    generate refused after loading (a CLI review)."""
+    assert said in one_line_error(capsys, *argv)
+
+
+def test_generate_checks_the_prompt_and_the_grammar_before_loading_a_model(capsys):
+    """A prompt one character too long, or a grammar naming no rule, was said after loading the pair (on a GPU preset,
+    a download of GB first); export said it at once (a CLI review). A model that cannot be found shows which came first."""
+    missing = ["generate", "--target", "/nonexistent/model", "--draft", "ngram"]
+    assert "the prompt's length (characters) is 20001" in one_line_error(capsys, *missing, "--prompt", "a" * 20001)
+    assert "Rule 'r' not found" in one_line_error(capsys, *missing, "--prompt", "hi", "--grammar", 'root ::= "a" r')
+    assert "the system prompt is not valid UTF-8" in one_line_error(capsys, *missing, "--prompt", "hi", "--system", "\udcff")
+
+
+def test_a_prompt_of_the_bound_from_standard_input_is_taken_with_its_line_end(monkeypatch, capsys):
+    """20,000 characters and the line end `--prompt -` drops were refused, where typed they ran (a CLI review)."""
+    import io
+    from playground.limits import MAX_PROMPT_CHARS
+    for text, code in (("a" * MAX_PROMPT_CHARS + "\n", 0), ("a" * (MAX_PROMPT_CHARS + 1) + "\n", 2)):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        assert main(["export", "--preset", "demo", "--prompt", "-"]) == code
+        capsys.readouterr()
+
+
 def test_a_number_too_small_to_tell_from_0_is_refused_not_run_greedy(capsys, saved_pair):
     """float('1e-400') is 0.0: a temperature asked to sample ran greedy, from the CLI, a link or a sweep."""
     from playground.measure.sweeps import parse_values

@@ -6,6 +6,7 @@ own converted text, and pointed at xgrammar. (A pair, `\\ud83d\\ude00`, is one c
 string under both backends, and in a GBNF string under llguidance: left to them.)"""
 import re
 
+from playground.constraints.grammar_size import TOKENS
 from playground.errors import PlaygroundError
 
 # an escape whose backslash is not itself escaped (an even run of backslashes before it)
@@ -30,3 +31,18 @@ def check_escapes(text: str, named: str) -> None:
         if (point in HIGH or point in LOW) and i not in paired:
             raise PlaygroundError(f"the {named}'s escape \\{written} is half of a UTF-16 surrogate pair, not a character "
                                   "standing alone (write the character itself)")
+
+
+BRACKET_ESCAPE = re.compile(r"\\([\\\[\]])")  # in a GBNF string: an escaped backslash (kept whole), \[ or \]
+
+
+def gbnf_bracket_escapes(gbnf: str, written) -> str:
+    """A GBNF grammar with each string's \\[ and \\] (llama.cpp's parse_char reads them; both backends refused
+    the grammar: "lexer error", "Invalid escape sequence"; a fuzzing review) in a backend's words,
+    `written(code)`: a class's stay as they are (both read those)."""
+    out, at = [], 0
+    for m in TOKENS[True].finditer(gbnf):
+        if m.lastgroup == "string" and "\\" in m.group():
+            out += [gbnf[at:m.start()], BRACKET_ESCAPE.sub(lambda e: e[0] if e[1] == "\\" else written(ord(e[1])), m.group())]
+            at = m.end()
+    return "".join(out) + gbnf[at:]

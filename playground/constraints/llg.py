@@ -10,6 +10,7 @@ import torch
 
 from playground.constraints.guide import DEAD_END
 from playground.constraints.property_names import names_as_patterns
+from playground.constraints.char_escapes import gbnf_bracket_escapes
 from playground.constraints.python_regex import ANCHORED, octal_at, rewritten
 from playground.constraints.satisfiable import made_false_at
 from playground.constraints.schema_keywords import INT64, ONE_OF, keywords, literal_integers, unenforced_note
@@ -154,7 +155,7 @@ def _grammar(spec: ConstraintSpec) -> str:
     if not spec.gbnf:
         return llguidance.LLMatcher.grammar_from_lark(spec.text)
     try:  # GBNF (llama.cpp's) converted to Lark, a text with a "start:" line kept as Lark: as vLLM and SGLang read it
-        return llguidance.grammar_from("grammar", _unpadded_escapes(spec.text))
+        return llguidance.grammar_from("grammar", _unpadded_escapes(gbnf_bracket_escapes(spec.text, lambda code: f"\\x{code:02x}")))
     except ValueError as exc:  # GBNF the converter cannot read
         raise Unreadable(f"llguidance cannot use this grammar: {_clean(str(exc))}") from None
 

@@ -15,6 +15,7 @@ import xgrammar as xgr
 
 from playground.constraints import satisfiable, worker
 from playground.constraints.guide import single_token
+from playground.constraints.char_escapes import gbnf_bracket_escapes
 from playground.constraints.grammar_size import TOKENS
 from playground.constraints.python_regex import octal_at, rewritten
 from playground.constraints.schema_keywords import INT64, KEYWORD_NAMES, ONE_OF, literal_integers, unenforced_note
@@ -170,7 +171,7 @@ def _source(spec: ConstraintSpec) -> tuple[str, str, list[str]]:
     if spec.kind == "regex":
         return "regex", python_meaning(spec.text), [ASCII_CLASSES] if SHORT_CLASS.search(spec.text) else []
     if spec.gbnf:  # (its strings' and classes' \xHH read on past two digits: "\x41b" wrote U+041B; a fuzzing review)
-        return "ebnf", _fixed_width_escapes(spec.text), []
+        return "ebnf", _fixed_width_escapes(gbnf_bracket_escapes(spec.text, lambda code: f"\\u{code:04x}")), []
     return "lark", *_lark_regexes_as_python_reads(spec.text)  # Lark through xgrammar's own reader, as vLLM's
 
 

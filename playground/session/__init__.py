@@ -10,7 +10,7 @@ from playground.constraints import Constraint, ConstraintSpec, compile_constrain
 from playground.constraints.guide import Guide
 from playground.constraints.worker import TooSlow
 from playground.detok import dangling, output_text, whole_characters, with_text
-from playground.draft_ids import uses_lookup
+from playground.draft_ids import draft_model, is_cascade, uses_lookup
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.tree import TreeProposer
 from playground.engine.tree_dynamic import DynamicTreeProposer
@@ -173,6 +173,15 @@ def config_with_tree(s) -> SpecConfig:
     settings (Run's check, and a link's as it opens: ui.share)."""
     check_tree_drafter(s.draft)
     return config_of(s)
+
+
+def check_draft_name(draft_id: str) -> None:
+    """A cascade names one draft model after 'ngram+': an empty one, or a cascade in it ('ngram+ngram+x'), refused
+    before any model loads (generate looked for a model 'ngram+x'; export exported it; a CLI review)."""
+    model = draft_model(draft_id) if draft_id is not None else None
+    if model is not None and is_cascade(draft_id) and (not model.strip() or uses_lookup(model)):
+        raise PlaygroundError(f"the draft {draft_id[:60]!r} is no cascade: write 'ngram+' then one draft model, as "
+                              "ngram+Qwen/Qwen2.5-0.5B-Instruct")
 
 
 def check_tree_drafter(draft_id: str) -> None:
