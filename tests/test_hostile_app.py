@@ -1039,7 +1039,9 @@ def _one_address_held_to_its_share(app_url, monkeypatch, gate):
         time.sleep(0.05)
     with pytest.raises(QueueError):
         refused.result(timeout=1)
-    for route, index in (("queue/join", fn["generate"]), ("queue/join", str(fn["generate"])), ("call/generate", None),
+    status, text = _join(app_url, str(fn["generate"]), list(args) + ["", "", "", -1], "203.0.113.7")  # (Gradio reads
+    assert status == 400 and "fn_index must be a whole number" in text, (status, text)  # "94" as 94: refused first)
+    for route, index in (("queue/join", fn["generate"]), ("call/generate", None),
                          ("call/v2/generate", None), ("queue/join", None), ("call/generate", fn["export"])):  # any run's
         # join, by any route; a function not named counts as a run; /call/ runs what its route names, whatever
         # fn_index its body forges (a function not known: 404, test_a_call_naming_no_function_or_session_is_a_404)

@@ -166,7 +166,8 @@ def odd_fn_index(call, path: str) -> tuple[int, str] | None:
     it reads "94" and 94.0 as 94 too, past every check here, which knows the function by a whole number
     alone ("1000" was a 500 and a traceback, "94" Gradio's own error listing its components' reprs; an API review)."""
     fn_index = call.get("fn_index") if isinstance(call, dict) else None
-    if fn_index is None or type(fn_index) is int or CALLED.search(path):
+    if fn_index is None or type(fn_index) is int or CALLED.search(path) or isinstance(fn_index, float) and not math.isfinite(
+            fn_index):  # (NaN and 1e400: not_finite's, which says why)
         return None
     return 400, "fn_index must be a whole number (a JSON integer); /gradio_api/info lists the endpoints"
 
