@@ -1003,3 +1003,30 @@ def test_a_gbnf_strings_escaped_brackets_are_read_as_llama_cpp_reads_them():
             result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=8),
                                  constraint=session.constrain(pair, from_user(grammar=grammar, backend=backend)))
             assert (result.text, result.valid) == (text, True), (grammar, backend)
+    from playground.constraints.char_escapes import gbnf_bracket_escapes  # (xgrammar's Regex("..."): a regex's own)
+    assert gbnf_bracket_escapes('root ::= Regex("\\[x\\]") "\\["', "<{}>".format) == 'root ::= Regex("\\[x\\]") "<91>"'
+
+
+def test_a_grammar_naming_tokens_forces_nothing_over_bytes_under_xgrammar(tokenizer):
+    """<[66]> compiled over bytes was the byte "B": after token 66 the over-bytes matcher forced what follows "B" in
+    another alternative, and "cccccc" could never be written (a review). A grammar naming tokens has no such matcher."""
+    from playground.constraints import xgr
+    b = tokenizer("b", add_special_tokens=False).input_ids[0]
+    grammar = f'start: <[{b}]> ("bbbbbb" | "cccccc") | "R" "bbbbbb"'
+    compiled = xgr.XGrammarBackend(tokenizer, len(tokenizer), frozenset({tokenizer.eos_token_id})).compile(
+        ConstraintSpec("grammar", grammar, "xgrammar"))[0]
+    assert compiled.over_bytes is None and xgr.XGrammarBackend(tokenizer, len(tokenizer), frozenset()).matcher(
+        compiled).forced_tokens() == []
+
+
+@pytest.mark.parametrize("grammar", ['start: "a" <｜end▁of▁sentence｜>',  # (a token's own name, DeepSeek's)
+                                     'root ::= a\na ::= "x" a\na ::= "y"'])  # (a rule written twice: two alternatives)
+def test_a_grammar_the_new_checks_misread_is_read(grammar):
+    """Both were refused by the checks of a fuzzing review's fixes (a second review): a token's name is not the grammar's
+    syntax, and a GBNF rule defined twice is not one sequence of both."""
+    assert from_user(grammar=grammar).kind == "grammar"
+
+
+def test_a_deeply_nested_lark_regex_is_read_for_anchors_without_recursion():
+    """500 nested groups ran past Python's recursion: "maximum recursion depth exceeded" (a review)."""
+    read_constraint(from_user(grammar="start: /" + "(" * 400 + "a" + ")" * 400 + "/", backend="xgrammar"))

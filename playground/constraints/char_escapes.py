@@ -40,9 +40,12 @@ def gbnf_bracket_escapes(gbnf: str, written) -> str:
     """A GBNF grammar with each string's \\[ and \\] (llama.cpp's parse_char reads them; both backends refused
     the grammar: "lexer error", "Invalid escape sequence"; a fuzzing review) in a backend's words,
     `written(code)`: a class's stay as they are (both read those)."""
-    out, at = [], 0
+    out, at, before = [], 0, []
     for m in TOKENS[True].finditer(gbnf):
-        if m.lastgroup == "string" and "\\" in m.group():
+        if m.lastgroup in ("space", "comment"):
+            continue
+        in_regex, before = before[-2:] == ["Regex", "("], before[-1:] + [m.group()]  # (xgrammar's Regex("\\[x\\]"):
+        if m.lastgroup == "string" and "\\" in m.group() and not in_regex:  # a regex's escapes, its own)
             out += [gbnf[at:m.start()], BRACKET_ESCAPE.sub(lambda e: e[0] if e[1] == "\\" else written(ord(e[1])), m.group())]
             at = m.end()
     return "".join(out) + gbnf[at:]

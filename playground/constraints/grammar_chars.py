@@ -3,7 +3,7 @@ backends (a name is letters, digits, _ and -). A byte-order mark before `root ::
 one) or a bidi control in a rule's name made xgrammar raise UnicodeDecodeError (its message cut inside
 the character), refused as "compiling this constraint failed" under both backends; and xgrammar stopped
 reading at a NUL, anywhere (`root ::= "yes"<NUL> | "no"` allowed "yes" alone, unsaid; a fuzzing review)."""
-from playground.constraints.grammar_size import TOKENS
+from playground.constraints.grammar_size import TOKEN_REFERENCE, TOKENS
 from playground.errors import PlaygroundError
 
 LITERALS = ("string", "klass", "regex", "comment")  # where any character may stand
@@ -14,8 +14,10 @@ def check_grammar_characters(text: str, gbnf: bool) -> None:
     """Refuses a NUL anywhere, and a character outside ALLOWED outside the grammar's literals, naming it."""
     if "\0" in text:
         _refuse(text, text.index("\0"), "a NUL (U+0000), where xgrammar stops reading the grammar; write it as \\x00")
+    named = [m.span() for m in TOKEN_REFERENCE.finditer(text)]  # (a token's own name: DeepSeek's <｜end▁of▁sentence｜>)
     for m in TOKENS[gbnf].finditer(text):
-        if m.lastgroup not in LITERALS and (odd := next((i for i, c in enumerate(m.group()) if c not in ALLOWED), None)) is not None:
+        if m.lastgroup not in LITERALS and (odd := next((i for i, c in enumerate(m.group()) if c not in ALLOWED and not any(
+                start <= m.start() + i < end for start, end in named)), None)) is not None:
             at = m.start() + odd
             what = "a byte-order mark (U+FEFF): delete it" if text[at] == "\ufeff" else \
                 f"{_named(text[at])}, outside a string, class or regex, where the grammar's syntax is ASCII"

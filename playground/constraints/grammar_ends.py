@@ -82,10 +82,10 @@ def _may_be_none(count: str) -> bool:
 
 def _reached(rules: dict, start: str) -> list[str]:
     """The rules the start rule names, through the rules they name, the start first."""
-    seen, todo = [start], [start]
+    seen, todo = {start: None}, [start]  # (a dict: the order found, and a quick look-up)
     while todo:
         for kind, value in rules[todo.pop()]:
             if kind == "name" and value in rules and value not in seen:
-                seen.append(value)
+                seen[value] = None
                 todo.append(value)
-    return seen
+    return list(seen)

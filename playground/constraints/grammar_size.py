@@ -40,6 +40,7 @@ REGEX_TOKENS = re.compile(r"""(?P<klass>\[\^?\]?(?:\\.|[^\]\\])*\])
 | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\})
 | (?P<string>\\[pPkgNxuU]\{[^}]*\}|\\.|[^()|*+?{\[])
 | (?P<other>.)""", re.X | re.S)  # a regex read as a grammar's body: each character an item
+TOKEN_REFERENCE = re.compile(r"<\[|<[^\s<>\"']+>")  # a Lark grammar's token: <[id]>, <|special|>, <name>
 OPEN, CLOSE = {"(", "["}, {")", "]"}
 DIRECTIVES = {"import", "ignore", "declare", "override", "extend", "llguidance"}  # Lark's: end a rule's body
 ITEMS = ("name", "string", "regex", "klass")
@@ -126,7 +127,7 @@ def _rules(tokens: list[tuple[str, str]], gbnf: bool) -> dict[str, list[tuple[st
             body = body[:next((j for j, (_, v) in enumerate(body[:-1]) if v == "%" and body[j + 1][1] in DIRECTIVES),
                               len(body))]
         name = tokens[start][1] if gbnf else tokens[start][1].split(".")[0]  # Lark's priority: name.2
-        rules.setdefault(name, []).extend(body)
+        rules[name] = rules[name] + [("other", "|")] + body if name in rules else body  # (once more: another alternative)
     return rules
 
 

@@ -75,7 +75,7 @@ class Guide:
         out: list[int] = []
         while len(out) < budget and not self.ended:
             self._fill(self.bitmask[0])
-            token = single_token(self.bitmask[0])
+            token = _single(self.bitmask[0])
             if token is None:
                 if not self.bitmask[0].any() and not self.matcher.accepting():  # the committed state, where the
                     raise NoWayOn()  # target writes next (a draft's dead end is only refused, as any rejected guess)
@@ -104,7 +104,7 @@ class Guide:
         row = self.bitmask[self.rows]
         if not (self.rows == 0 and self.first_row_ready):
             self._fill(row)
-        self.alone[self.rows] = single_token(row) is not None
+        self.alone[self.rows] = _single(row) is not None
         self.first_row_ready = False
         self.rows += 1
         return row
@@ -178,7 +178,7 @@ class Guide:
                 dead.add(tuple(path))
             self.matcher.rollback(len(body))
         self.first_row_ready, self.dead_paths = False, dead
-        self.paths_alone = [single_token(row) is not None for row in out]  # each path's mask allowed one token
+        self.paths_alone = [_single(row) is not None for row in out]  # each path's mask allowed one token
         return out
 
     def allowed_path(self, tokens: list[int]) -> list[int]:
@@ -245,7 +245,7 @@ def _bit(j: int) -> int:
     return (1 << j) - (1 << 32) if j == 31 else 1 << j
 
 
-def single_token(row: torch.Tensor) -> int | None:
+def _single(row: torch.Tensor) -> int | None:
     """The token a mask row allows, if it allows exactly one."""
     words = row.nonzero().flatten()
     if len(words) != 1:

@@ -6,12 +6,12 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import re
 import threading
 from collections import OrderedDict
 
 from playground import strict_json
 from playground.constraints import worker
+from playground.constraints.grammar_size import TOKEN_REFERENCE
 from playground.constraints.guide import Guide, NoWayOn, allows_besides
 from playground.constraints.llg import LLGuidanceBackend
 from playground.constraints.schema_keywords import patterns
@@ -22,7 +22,6 @@ from playground.errors import PlaygroundError
 BACKEND_CLASSES = {"llguidance": LLGuidanceBackend, "xgrammar": XGrammarBackend}
 READING = ("checking this constraint as typed", "Run checks it in full")
 MAX_PATTERNS_READ = 256  # a refused schema's patterns read one by one to name the one at fault
-TOKEN_REFERENCE = re.compile(r"<\[|<[^\s<>\"']+>")  # a Lark grammar's token: <[id]>, <|special|>, <name>
 READ_SECONDS = 3.0  # the check as typed (on every edit); Run's compile has COMPILE_SECONDS
 
 
