@@ -300,7 +300,8 @@ def pointer_cleared(where: str) -> str:
 # above Stop can still grow as the run starts (the constraint's check arriving: 61 px on a phone, the scroll had
 # ended 61 px short of its place, or stopped half-way): for PIN_MS, each time Stop moves down the page, or the
 # scroll stops with Stop elsewhere than the top, it is scrolled there again, until the reader scrolls, taps or types.
-PIN_MS = 5000
+PIN_MS = 15000  # (5 s ran out on a busy machine before the run's first tokens gave the page the height below Stop that
+# the scroll needs: the page stayed where the scroll could reach, Stop half-way down; the test's phone, under load)
 RUN_CLICKED_JS = """() => { window.pointerCleared = {}; window.streamFollows = true;
   for (const held of HELD_BLOCKS) held.style.minHeight = held.offsetHeight + 'px';  // (page_style.PAGE_JS)
   const stream = document.getElementById('token-stream'), stop = document.getElementById('stop-button');
