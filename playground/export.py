@@ -244,7 +244,9 @@ def _sglang_command(s, kind, draft, constraint, notes) -> str:
                  "--speculative-num-draft-tokens", str(tokens)]  # tokens count the root: k + 1 for a chain
     elif kind == "ngram":
         args += ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.k + 1),
-                 "--speculative-ngram-max-bfs-breadth", "1"]  # breadth 1 per match: near a chain of k
+                 "--speculative-ngram-max-bfs-breadth", "1",  # breadth 1 per match: near a chain of k
+                 "--speculative-ngram-min-match-window-size", str(LOOKUP_MIN),  # (SGLang's default
+                 "--speculative-ngram-max-match-window-size", str(LOOKUP_MAX)]  # matches up to 12 tokens)
         notes.append("SGLang's NGRAM drafts from a cache of all the tokens the server has seen (every "
                      "request), not only this prompt and output; matches of different lengths can still branch into a "
                      "small tree (breadth 1 is per match).")

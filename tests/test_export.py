@@ -148,7 +148,9 @@ def test_prompt_lookup_and_reasoning_flags():
         "method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
     from playground.engine.proposers import PromptLookupProposer
     assert PromptLookupProposer().max_ngram == 3  # the drafter the export describes is the one measured
-    assert sglang_options(ngram)["speculative_num_draft_tokens"] == "9"
+    assert sglang_options(ngram)["speculative_num_draft_tokens"] == "9"  # its match window the engine's, 3 down to 1
+    assert (sglang_options(ngram)["speculative_ngram_min_match_window_size"],  # (SGLang's default went to 12)
+            sglang_options(ngram)["speculative_ngram_max_match_window_size"]) == ("1", "3")
     assert "prompt_lookup_num_tokens=8" in ngram.transformers_code
     for name, vllm_name, sglang_name in (("qwen3-8b", "qwen3", "qwen3"), ("deepseek-r1-distill-7b", "deepseek_r1", "deepseek-r1")):
         e = export_setting(settings(name))
