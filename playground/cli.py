@@ -402,6 +402,12 @@ def format_text(out: dict) -> str:
         told = "" if m["speedup"] is None else (f" over the target alone ({m['interval']}; {m['blocks']} interleaved "
                                                 f"measurement{'s' * (m['blocks'] > 1)})")
         lines.append(f"-- speedup: {said(m['speedup'], m['low'], m['high'], m['side'])}{told}" + (f"; {same}" if same else ""))
+        if m["spec_tokens_per_s"] and m["base_tokens_per_s"]:  # (the ratio's own rates: the first line's is the run's alone)
+            over = "over the interleaved measurements" if m["blocks"] > 1 else "side by side"
+            lines.append(f"-- speculation {m['spec_tokens_per_s']:.1f} tok/s against the target alone's "
+                         f"{m['base_tokens_per_s']:.1f} {over}" + (f"; {m['other_lengths']}" if m["other_lengths"] else ""))
+        if m["caveat"]:
+            lines.append(f"-- note: the speedup is {m['caveat']}")
         if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
             about = f"; about {m['estimate']:.2f}x" if m["estimate"] > 0 else ""  # (a Stop before a token: "0.00x")
             lines.append(f"-- no single number: {m['reason']}{about}")

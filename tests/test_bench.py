@@ -279,7 +279,7 @@ def _efficiency_row(slower: float, prompt_pass: float = 0.0):
     base = bench.Sample(ids=[1] * 30, seconds=prompt_pass + slower * 30 * 0.010, target_passes=31, proposed=0,
                         accepted=0, rounds=base_rounds)
     result = types.SimpleNamespace(spec_tokens_per_s=1.0, base_tokens_per_s=1.0, speedup=1.9, estimate=1.9, low=1.8, high=2.0,
-                                   blocks=1, reason="", side="faster", other_lengths="")
+                                   blocks=1, reason="", side="faster", other_lengths="", caveat="")
     return bench._row("engine", session.spec_config(k=2), result, [(spec, base)], costs)
 
 

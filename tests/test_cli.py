@@ -10,6 +10,7 @@ import pytest
 
 from playground.cli import format_text, main
 from playground.events import KINDS
+from playground.measure.speedup import ONE_MEASUREMENT
 from playground.errors import PlaygroundError
 from tests import tiny
 
@@ -67,23 +68,35 @@ def test_the_text_report_says_what_ran_and_why_a_speedup_is_not_one_number(capsy
     assert err.rstrip().endswith("; prompt given as token ids (3 tokens)")  # not the preset's prompt, unused
     report = json.loads(run_cli(capsys, "--target", str(target), "--draft", str(draft), "--prompt", "def f(x):",
                                 "--max-new-tokens", "9", "--baseline", "--json")[1])
-    report["speedup_measure"] |= {"speedup": None, "estimate": 1.15, "side": "", "reason": "the ratio ranged 0.96-1.33x"}
-    lines = format_text(report).splitlines()
-    assert lines[-2].startswith("-- speedup: cannot tell") and "(" not in lines[-2] and "1.15" not in lines[-2]
-    assert report["identical_to_baseline"] and lines[-2].endswith("; its text identical to the target alone's")  # the page's words
-    differs = format_text(report | {"token_ids": report["token_ids"][:2] + [-1]}).splitlines()[-2]
+    measured = report["speedup_measure"]
+    rates = f"-- speculation {measured['spec_tokens_per_s']:.1f} tok/s against the target alone's {measured['base_tokens_per_s']:.1f} "
+    assert said_line(report, "-- speculation ").startswith(rates)  # the ratio's own rates (the first line's tok/s: the run's)
+    report["speedup_measure"] |= {"speedup": None, "estimate": 1.15, "side": "", "reason": "the ratio ranged 0.96-1.33x",
+                                  "caveat": ""}
+    said = said_line(report, "-- speedup: ")
+    assert said.startswith("-- speedup: cannot tell") and "(" not in said and "1.15" not in said
+    assert report["identical_to_baseline"] and said.endswith("; its text identical to the target alone's")  # the page's words
+    differs = said_line(report | {"token_ids": report["token_ids"][:2] + [-1]}, "-- speedup: ")
     assert differs.endswith("; its text differs from the target alone's from token 3")
-    assert lines[-1] == "-- no single number: the ratio ranged 0.96-1.33x; about 1.15x"  # (not always noise: too few
-    report["speedup_measure"]["estimate"] = 0.0  # tokens; a Stop before a token read "about 0.00x"; a review)
-    assert format_text(report).splitlines()[-1] == "-- no single number: the ratio ranged 0.96-1.33x"
+    assert said_line(report, "-- no single number") == "-- no single number: the ratio ranged 0.96-1.33x; about 1.15x"  # (not
+    report["speedup_measure"]["estimate"] = 0.0  # always noise: too few tokens; a Stop before a token read "about 0.00x"; a review)
+    assert said_line(report, "-- no single number") == "-- no single number: the ratio ranged 0.96-1.33x"
     report["speedup_measure"]["estimate"] = 1.15
     report["speedup_measure"] |= {"side": "faster", "low": 1.16, "high": 2.79}  # all of it above 1x: the range, no number
-    assert format_text(report).splitlines()[-2].startswith("-- speedup: faster, 1.16-2.79x")
+    assert said_line(report, "-- speedup: ").startswith("-- speedup: faster, 1.16-2.79x")
     report["speedup_measure"] |= {"speedup": 1.04, "low": 0.98, "high": 1.09}  # told, and its interval holds 1x
-    assert format_text(report).splitlines()[-1].startswith("-- speedup: no clear difference, 1.04x (0.98-1.09x) over the target alone")
+    assert said_line(report, "-- speedup: ").startswith("-- speedup: no clear difference, 1.04x (0.98-1.09x) over the target alone")
+    assert not said_line(report, "-- note: the speedup is")  # (several measurements: nothing more to say)
+    report["speedup_measure"] |= {"blocks": 1, "caveat": ONE_MEASUREMENT}  # one: its interval is its rounds' (a review:
+    assert said_line(report, "-- note: the speedup is") == f"-- note: the speedup is {ONE_MEASUREMENT}"  # 8 runs, 1.04-1.35x)
     assert report["baseline"]["form"] == ""  # plain one-token passes (a small float32 model): nothing more to say
     report["baseline"]["form"] = "the target alone runs exact"  # (session.baseline_form: how, where slower than plain)
     assert format_text(report).splitlines()[-1] == "-- baseline: the target alone runs exact"
+
+
+def said_line(report: dict, start: str) -> str:
+    """The text report's line that starts so ('' where none)."""
+    return next((line for line in format_text(report).splitlines() if line.startswith(start)), "")
 
 
 def test_the_ran_with_line_names_the_tree_and_the_policy():

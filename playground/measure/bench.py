@@ -42,6 +42,7 @@ from playground.models.row_products import float32_copy_bytes
 from playground.models.loading import Pair
 from playground.measure.pass_costs import log_costs, measure_pass_costs
 from playground.measure.report import row_line
+from playground.measure.speedup import ONE_MEASUREMENT as ONE_BLOCK
 from playground.measure.speedup import Block, Timed, drawn, interleave, least_blocks, measure, timed
 
 METHODS = ("target", "engine", "hf-target", "hf-assisted", "hf-prompt-lookup", "engine-prompt-lookup")
@@ -253,9 +254,7 @@ def _block(method: str, pairs: dict, prompts: list[list[int]], cfg: SpecConfig, 
     return block
 
 
-ONE_MEASUREMENT = ("from one interleaved measurement: its interval says how its rounds varied, not how runs differ (a "
-                   "review's two identical benches under load gave 1.05x and 1.27x, their intervals apart); --repeat "
-                   "2 or more measures that")
+ONE_MEASUREMENT = f"{ONE_BLOCK}; --repeat 2 or more measures that"
 UNMEASURED = {"baseline_tokens_per_s": None, "efficiency": None, "alone_efficiency": None, "identical": None,
               "tree": None, "confidence": None}  # every row has every key (a row's JSON lacked what its method does not measure)
 
@@ -265,7 +264,7 @@ def _row(method: str, cfg: SpecConfig, result, samples: list[tuple[Sample, Sampl
     mine = [m for m, _ in samples]
     tokens = sum(len(s.ids) for s in mine)
     proposed = sum(s.proposed for s in mine)
-    one = ONE_MEASUREMENT if result.blocks == 1 and result.speedup is not None else ""
+    one = ONE_MEASUREMENT if result.caveat else ""
     row = {**UNMEASURED, "method": method, "k": cfg.k, "temperature": cfg.sampling.temperature,
            "tokens_per_s": result.spec_tokens_per_s, "baseline_tokens_per_s": result.base_tokens_per_s,
            "speedup": result.speedup, "speedup_estimate": result.estimate, "speedup_range": [result.low, result.high],

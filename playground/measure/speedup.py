@@ -54,6 +54,8 @@ MIN_WHOLE_RUNS = 6  # a side timed as whole runs (bench's transformers rows: one
 # the range of 6 runs' ratios holds their median 97% of the time (1 - 2 / 2^6); 2 runs gave 0.96-1.09x,
 # 1.06-1.08x and 1.08-1.11x for one setting
 RESAMPLES = 400
+ONE_MEASUREMENT = ("from one interleaved measurement: its interval says how its rounds varied, not how runs differ (a "
+                   "review's two identical benches under load gave 1.05x and 1.27x, their intervals apart)")
 SLACK = 1.2  # on the bound (see above)
 
 
@@ -126,6 +128,11 @@ class Speedup:
                 + ", its top cut at the most its passes allow" * self.top_cut)
 
     @property
+    def caveat(self) -> str:
+        """ONE_MEASUREMENT where a number is told from one block (a row or a report beside it says so), else ''."""
+        return ONE_MEASUREMENT if self.blocks == 1 and self.speedup is not None else ""
+
+    @property
     def noisy(self) -> bool:
         return self.speedup is None
 
@@ -141,10 +148,11 @@ class Speedup:
 
     def as_dict(self) -> dict:
         """For JSON (the download, /generate, the CLI): its fields, `other_lengths` (why its two tokens/s
-        do not divide to it, or ''), which a caller dividing them would otherwise not be told, and `interval`
-        (what low-high is, in words); not `more`, measuring's own step."""
+        do not divide to it, or ''), which a caller dividing them would otherwise not be told, `interval`
+        (what low-high is, in words) and `caveat` (a number from one measurement, or ''); not `more`,
+        measuring's own step."""
         return ({key: value for key, value in asdict(self).items() if key != "more"}
-                | {"other_lengths": self.other_lengths, "interval": self.interval})
+                | {"other_lengths": self.other_lengths, "interval": self.interval, "caveat": self.caveat})
 
 
 def estimate(blocks: list[Block]) -> Speedup:

@@ -118,7 +118,7 @@ def _row(cfg: SpecConfig, result, n_prompts: int) -> dict:
             "tokens_per_target_pass": stats["tokens_per_target_pass"],
             "tokens_per_s": sp.spec_tokens_per_s, "baseline_tokens_per_s": sp.base_tokens_per_s,
             "speedup": sp.speedup, "speedup_low": sp.low, "speedup_high": sp.high, "speedup_estimate": sp.estimate,
-            "verdict": sp.verdict, "measurements": sp.blocks, "note": "; ".join(filter(None, (_note(sp), _drift(differ, len(runs)), sp.other_lengths))),
+            "verdict": sp.verdict, "measurements": sp.blocks, "note": "; ".join(filter(None, (_note(sp), _drift(differ, len(runs)), sp.other_lengths, sp.caveat))),
             "prompts": n_prompts, "tokens": stats["generated_tokens"]}
 
 
