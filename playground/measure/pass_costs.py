@@ -1,5 +1,5 @@
-"""What one model pass costs: the mean seconds of a draft pass and the median of a target verify pass per
-width, at a realistic context, measured the way decoding alternates the two models. bench uses
+"""What one model pass costs: the seconds of a draft pass (the median over bursts of a burst's mean) and
+the median of a target verify pass per width, at a realistic context, measured the way decoding alternates the two models. bench uses
 them to tell how much of a run's time is model passes (its efficiency column)."""
 import statistics
 import time
@@ -15,7 +15,9 @@ from playground.models.loading import Pair
 @torch.inference_mode()
 def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, burst: int = 4,
                        compiled: bool = False) -> dict:
-    """Mean seconds of one draft pass (1 token) and median of a target verify pass per width, at a
+    """Seconds of one draft pass (1 token: the median over bursts of a burst's mean, its first pass after
+    a verify pass counted as in a round; a plain mean let a load spike tilt bench's efficiency column
+    against the median verify passes) and the median of a target verify pass per width, at a
     realistic context length, with the same runners (and thread settings) the engine uses. The
     passes alternate as in decoding: each verify pass follows a burst of draft passes and each
     burst follows a verify pass, so neither model finds its weights in a cache the other has just
@@ -41,10 +43,10 @@ def measure_pass_costs(pair: Pair, context: int, widths: range, reps: int = 30, 
     for _ in range(reps):
         for w in widths:
             if draft is not None:
-                drafting += [timed_pass(draft, 1) for _ in range(burst)]
+                drafting.append(statistics.mean(timed_pass(draft, 1) for _ in range(burst)))
             verify[w].append(timed_pass(target, w))
     return {"verify": {w: statistics.median(t) for w, t in verify.items()},
-            "draft": statistics.mean(drafting) if drafting else 0.0}
+            "draft": statistics.median(drafting) if drafting else 0.0}
 
 
 def cost_runners(pair: Pair, capacity: int, widths: range, compiled: bool):
