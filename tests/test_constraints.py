@@ -295,7 +295,7 @@ def test_jump_forward_emits_forced_tokens(pair, tokenizer, backend):
     assert result.stats["mean_accepted_per_round"] == pytest.approx(result.stats["accepted"] / len(verified))
     from playground.ui import render
     card = render.metrics(result.stats, 4)
-    assert f"{len(forced)} of the tokens forced by the constraint" in card and "(forced tokens not counted)" in card
+    assert f"; {len(forced)} tokens forced" in card and "(forced tokens not counted)" in card
     assert '"debug": ' in "".join(t.text for t in forced) or '"debug"' in "".join(t.text for t in forced)
 
 

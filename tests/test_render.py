@@ -34,7 +34,7 @@ def test_the_theory_card_is_shown_only_for_draft_models():
     from playground.metrics import summarize
     from playground.ui.render import metrics
     stats = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)])
-    assert "theory" in metrics(stats, 2) and "theory" not in metrics(stats, 2, theory=False)
+    assert "<small>theory</small>" in metrics(stats, 2) and "<small>theory</small>" not in metrics(stats, 2, theory=False)
     # its measured figure is a round's (the passes card beside it counts the prompt pass too)
     assert "measured 2.00 a round, the prompt pass not counted" in metrics(stats, 2)
     # compared: its tokens/s are its own time's (a newcomer watched 130 s of a run whose card said 50 s)
@@ -68,7 +68,7 @@ def test_an_adaptive_policys_cards_say_k_is_a_ceiling_and_how_little_was_drafted
     stats = summarize([guessed] + [unsure] * 3)
     assert stats["rounds_without_guesses"] == 3
     shown = metrics(stats, 8, policy="confidence")
-    assert "of at most k = 8 (the confidence policy); 3 rounds drafted nothing" in shown and ": 1 of 1</small>" in shown
+    assert "of at most k = 8 (the confidence policy); 3 rounds drafted nothing" in shown and ">1 of 1 guesses kept" in shown
     assert "of k = 8</small>" in metrics(summarize([guessed] * 2), 8)  # fixed k: as before
 
 
@@ -99,8 +99,8 @@ def test_the_acceptance_card_names_alpha_beside_its_rate():
     chain = Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(REJECTED, 3, "c"), TokenEvent(CORRECTED, 2, "b")], 3, 1, 1, 3,
                   0.0, 0.0, 0.01, k=3)  # one kept, one refused, the third never judged
     shown = metrics(summarize([chain] * 2), 3)
-    assert "<b>0.33</b><small>accepted / proposed draft tokens" in shown
-    assert "of the guesses judged, α = 0.50 were kept): 2 of 6" in shown
+    assert "<b>0.33</b><small>2 of 6 guesses kept; α = 0.50</small>" in shown  # (how each is counted in its fold:)
+    assert "accepted / proposed draft tokens" in shown and "α: of the guesses the target judged, the share it kept" in shown
 
 
 def test_the_verdict_carries_what_the_engine_did_not_enforce():
@@ -193,8 +193,9 @@ def test_a_noisy_speedup_wholly_above_one_is_shown_as_faster_with_its_range():
     """Four measurements of 1.41-2.29x under load: "cannot tell" read as "no evidence it is faster"."""
     from playground.measure.speedup import Speedup
     faster = Speedup(None, 1.75, 1.41, 2.29, 4, "the ratio ranged 1.41-2.29x over 4 interleaved measurements", side="faster")
-    name, value, detail = render._speedup_card(faster, "its text identical to the target alone's")
+    name, value, detail, more = render._speedup_card(faster, "its text identical to the target alone's")
     assert value == "faster, 1.41-2.29x" and detail.startswith("too noisy for one number") and "about 1.75x" in detail
+    assert more.startswith("the ratio ranged 1.41-2.29x")  # why, in its fold
     either = Speedup(None, 1.1, 0.8, 1.4, 4, "the ratio ranged 0.80-1.40x over 4 interleaved measurements")
     assert render._speedup_card(either, "sampled")[1] == "cannot tell"
 
@@ -210,15 +211,18 @@ def test_a_told_speedup_whose_interval_holds_one_is_no_clear_difference():
     assert render._speedup_card(Speedup(1.2, 1.2, 1.05, 1.3, 2), "sampled")[1] == "1.20x"
     assert render._speedup_card(Speedup(0.8, 0.8, 0.7, 0.95, 2), "sampled")[1] == "0.80x"
     once = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "its text identical to the target alone's")
-    assert once[1] == "1.20x" and once[2].startswith("one interleaved measurement (its interval: how its rounds "  # its
-                                                     "varied; a run under other load can differ beyond it), 1.15-1.25x")  # rounds'
+    assert once[1] == "1.20x" and once[2] == "1.15-1.25x (95% interval), one interleaved measurement; its text identical to the target alone&#x27;s"
+    assert once[3].startswith("from one interleaved measurement: its interval is how its rounds varied; a run under other "
+                              "load can differ beyond it")  # its rounds'
     from playground.metrics import summarize
     stats = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)])
     exact = render.metrics(stats, 4, Speedup(1.2, 1.2, 1.1, 1.3, 2), "sampled", baseline="the target alone runs <exact>")
-    assert "1.10-1.30x (95% interval, widened to each measurement&#x27;s own ratio); sampled; the target alone runs &lt;exact&gt;" in exact
-    drawn = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "sampled")[2]  # (a sampled run cut to one draw)
-    assert drawn.startswith("one interleaved measurement (its interval: how its rounds varied; another draw or a run "
-                            "under other load can differ beyond it)")
+    assert ("1.10-1.30x (95% interval), 2 interleaved measurements; sampled; "
+            "the target alone runs &lt;exact&gt;</small>") in exact  # on the card's line, not in its fold (a review)
+    assert "the 95% interval, widened to each measurement&#x27;s own ratio" in exact
+    drawn = render._speedup_card(Speedup(1.2, 1.2, 1.15, 1.25, 1), "sampled")[3]  # (a sampled run cut to one draw)
+    assert drawn.startswith("from one interleaved measurement: its interval is how its rounds varied; another draw or a run "
+                            "under other load can differ beyond it")
 
 
 def test_a_sweep_row_too_noisy_to_tell_shows_its_estimate_and_whole_ks():
@@ -331,13 +335,13 @@ def test_the_speedup_card_shows_the_rates_it_divides():
     """The page showed 34.8 tok/s (wall time) and 1.78x with neither engine-timed rate behind it."""
     from playground.measure.speedup import Speedup
     told = Speedup(1.78, 1.78, 1.59, 1.95, 2, spec_tokens_per_s=37.9, base_tokens_per_s=21.35)
-    detail = render._speedup_card(told, "its text identical to the target alone's")[2]
+    detail = render._speedup_card(told, "its text identical to the target alone's")[3]
     assert "speculation 37.9 tokens/s against the target alone&#x27;s 21.4 over the interleaved measurements" in detail
-    assert "tokens/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[2]  # rates unknown: none shown
+    assert "tokens/s" not in render._speedup_card(Speedup(1.5, 1.5, 1.4, 1.6, 1), "sampled")[3]  # rates unknown: none shown
     assert "ended before speculation" not in html_text.unescape(detail)  # 37.9 / 21.35 is the 1.78x
     sampled = Speedup(1.33, 1.33, 1.2, 1.45, 1, spec_tokens_per_s=50.0, base_tokens_per_s=9.1)  # the target alone's text shorter
     assert "the target alone&#x27;s texts ended before speculation&#x27;s, so the speedup costs it at speculation&#x27;s length" in (
-        render._speedup_card(sampled, "sampled")[2])
+        render._speedup_card(sampled, "sampled")[3])
 
 
 def test_an_experiment_says_how_long_a_point_takes_once_one_is_measured(monkeypatch):
@@ -406,9 +410,10 @@ def test_the_metrics_say_what_a_tree_counts_and_nothing_before_a_round():
     one = summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 6, 1, 1, 2, 0.0, 0.0, 0.01)])
     assert "1 pass, prompt pass included" in metrics(one, 4)
     assert "accepted / verified tree nodes" in metrics(one, "the tree 2,2", theory=False) and "draft tokens" in metrics(one, 4)
+    assert "1 of 6 tree nodes kept" in metrics(one, "the tree 2,2", theory=False)
     forced = summarize([Round(1, [TokenEvent(FORCED, 3, "{")] * 5, 0, 0, 0, 0, 0.0, 0.0, 0.01)])
     shown = metrics(forced, 4)  # an output the constraint forced whole: no guess was ever judged
-    assert "<b>n/a</b><small>accepted / proposed draft tokens: nothing was drafted" in shown and "theory" not in shown
+    assert "<b>n/a</b><small>nothing was drafted</small>" in shown and "<small>theory</small>" not in shown
     assert forced["acceptance_rate"] is None and forced["token_acceptance"] is None  # no rate of no guess (it read 0.0)
     single = summarize([Round(1, [TokenEvent(FORCED, 3, "{")], 0, 0, 0, 0, 0.0, 0.0, 0.01)])
     assert "1 token in 0.01 s" in metrics(single, 4) and "5 tokens in 0.01 s" in shown  # ("1 tokens" before)
@@ -570,3 +575,30 @@ def test_a_bidi_control_in_a_token_or_a_message_reorders_nothing_after_it():
     drawn = tree_view([Round(1, [TokenEvent(REJECTED, 1, "\u202ex", 0.1, 0.2), TokenEvent(CORRECTED, 2, "y")], 1, 0, 1, 1,
                              0.0, 0.0, 0.0, k=1)])
     assert "\u202e" not in drawn and "⟨RLO⟩x" in drawn, drawn
+
+
+def test_each_card_says_one_line_and_folds_how_it_is_counted():
+    """A newcomer's review: the captions ran to 90 words (the speedup's), 1.5 phone screens of them; and a structured
+    run's 3.88 tokens a pass sat beside "about 0.89x" with nothing to reconcile them (the target alone writes forced
+    tokens without a pass too)."""
+    import re as regex
+    from playground.measure.speedup import Speedup
+    from playground.metrics import summarize
+    from playground.ui.render import metrics
+    forced = [TokenEvent(FORCED, 3, "{")] * 3
+    stats = summarize([Round(1, forced + [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01,
+                             k=2)])
+    told = Speedup(1.2, 1.2, 1.1, 1.3, 1, spec_tokens_per_s=30.0, base_tokens_per_s=25.0)
+    shown = metrics(stats, 2, told, "its text identical to the target alone's", interleaved=True, alone_per_pass=1.25)
+    lines = dict(regex.findall(r"<small>([^<]*)</small><b>[^<]*</b><small>([^<]*)</small>", shown))
+    assert set(lines) == {"acceptance rate", "accepted per round", "tokens per target pass", "theory", "tokens/s", "speedup"}
+    assert all(len(line.split()) <= 16 for name, line in lines.items() if name != "speedup"), lines
+    assert len(lines["speedup"].split()) <= 16 and "30.0 tokens/s" not in lines["speedup"]  # its rates in its fold
+    assert lines["tokens per target pass"] == "1 pass, prompt pass included; 3 tokens forced; the target alone 1.25"
+    folds = regex.findall(r'<details class="metric-more" data-card="([^"]+)"><summary>how it is counted</summary>', shown)
+    assert folds == ["acceptance rate", "tokens per target pass", "theory", "tokens/s", "speedup"]
+    assert "speculation takes 4.00x fewer passes than it" in shown  # 5 tokens a pass / 1.25
+    assert "speculation 30.0 tokens/s against the target alone&#x27;s 25.0 side by side" in shown
+    plain = metrics(summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)]),
+                    2, alone_per_pass=0.98)
+    assert "the target alone" not in plain  # nothing forced: its 0.98 says nothing the speedup does not

@@ -45,9 +45,9 @@ def baseline_form(pair: Pair, cfg: SpecConfig, events: list) -> str:
                 "tokens are speculation's (0.94-0.96x the speed of one-token passes on an H200, BENCHMARKS.md)")
     ratio = getattr(pair.target, "playground_plain_ratio", None)
     if getattr(pair.target, "playground_batch_invariant", False) and ratio and ratio > PLAIN_FASTER:
-        return (f"the target alone runs exact, as verification does: its one-token passes take the products whose "
-                f"rows a verify pass shares, so that its greedy tokens are speculation's; plain one-row products (unpacked, "
-                f"as transformers runs them), whose tokens can differ, ran {ratio:.2f}x faster on this machine (timed at load)")
+        return (f"the target alone runs exact, as verification does, so that its greedy tokens are speculation's; "
+                f"plain decoding (one-row products, as transformers runs them), whose tokens can differ, ran {ratio:.2f}x "
+                "faster on this machine (timed at load)")
     return ""
 
 

@@ -55,6 +55,8 @@ CSS = """
 .metric-wide { flex-basis: 100%; }
 .metric b { display: block; font-size: 20px; }
 .metric small { color: var(--body-text-color-subdued); }
+.metric-more summary { font-size: 12px; color: var(--body-text-color-subdued); cursor: pointer; }
+.metric-more[open] summary { margin-bottom: 2px; }
 #share-link:has(textarea:placeholder-shown), #experiment-share-link:has(textarea:placeholder-shown) { display: none; }  /* a link no longer true is gone, box and all */
 .badge { display: inline-block; padding: 3px 10px; border-radius: 12px; font-weight: 600; }
 .badge-ok { background: #16a34a22; color: #15803d; } .badge-bad { background: #dc262622; color: #b91c1c; }
@@ -186,6 +188,18 @@ PAGE_JS = """() => {
     const box = streamBlock.querySelector('.tokstream');
     if (box && window.streamFollows && box.scrollHeight > box.clientHeight) box.scrollTop = box.scrollHeight;
   }).observe(streamBlock, {childList: true, subtree: true, characterData: true});
+  // A metric's fold stays as the reader left it while the run draws its cards again (each update is new HTML)
+  window.openCards = new Set();
+  document.addEventListener('toggle', (event) => {
+    const fold = event.target;
+    if (!fold.matches || !fold.matches('.metric-more')) return;
+    if (fold.open) window.openCards.add(fold.dataset.card); else window.openCards.delete(fold.dataset.card);
+  }, true);
+  const metricsBlock = document.getElementById('metrics-box');
+  if (metricsBlock) new MutationObserver(() => {
+    for (const fold of metricsBlock.querySelectorAll('.metric-more:not([open])'))
+      if (window.openCards.has(fold.dataset.card)) fold.open = true;
+  }).observe(metricsBlock, {childList: true, subtree: true});
   document.addEventListener('focusin', (event) => {
     const mark = markOf(event.target);
     if (mark) show(mark);

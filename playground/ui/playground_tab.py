@@ -94,7 +94,8 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False) -> dict:
     verdict = final and snap.phase != "stopped"  # its badge carries the constraint's notes
     note = "; ".join(filter(None, [snap.note, *(() if verdict else snap.constraint_notes)]))
     metric = render.metrics(stats, drafting(snap.settings), live.speedup(snap), same, note=note, policy=snap.settings.policy,
-                            theory=chain_theory(snap.settings), interleaved=snap.settings.compare, baseline=snap.baseline_form)
+                            theory=chain_theory(snap.settings), interleaved=snap.settings.compare, baseline=snap.baseline_form,
+                            alone_per_pass=snap.baseline.stats["tokens_per_target_pass"] if snap.baseline else None)
     if not final:  # the output box grows with the stream; the rest waits for the end
         return dict(cleared() if first else {}, stream=stream, metrics=metric, text=render.committed_text(snap.events))
     download = _download(snap)

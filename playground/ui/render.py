@@ -150,51 +150,89 @@ def spoken_blank(text: str) -> str:
 
 
 def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same: str = "sampled",
-            note: str = "", theory: bool = True, policy: str = "fixed", interleaved: bool = False, baseline: str = "") -> str:
+            note: str = "", theory: bool = True, policy: str = "fixed", interleaved: bool = False, baseline: str = "",
+            alone_per_pass: float | None = None) -> str:
     """speedup: the comparison's playground.measure.speedup.Speedup (None before it is over); same:
     metrics.identity_note of the two outputs; policy: an adaptive one makes k a ceiling; interleaved:
     the target alone ran between this run's rounds (its time is not this run's); baseline: how the target alone
-    ran where slower than plain decoding (session.baseline_form), said under the speedup.
+    ran where slower than plain decoding (session.baseline_form), said under the speedup; alone_per_pass: the
+    target alone's tokens per pass (forced tokens cost it no pass either).
     theory: show the expected tokens per round, whose formula assumes a draft model's per-token
-    acceptance (prompt lookup's guesses are not drawn that way)."""
+    acceptance (prompt lookup's guesses are not drawn that way).
+    Each card: its name, its figure, a line under it, and how it is counted in a fold of its own (a review: the
+    captions ran to 90 words, 1.5 phone screens of them)."""
     if not stats:
         return '<div class="metrics"></div>'
     alpha, drafted = stats["token_acceptance"], stats["proposed"] > 0  # nothing drafted: no rate to give
-    cards = [
-        ("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", _rate_detail(k, drafted, alpha)
-         + (f": {stats['accepted']} of {stats['proposed']}" if drafted else "")),
-        ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a", _per_round_detail(stats, k, policy)),
-        ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}" if stats["generated_tokens"] else "n/a",
-         ("" if stats["generated_tokens"] else "no token written: ")
-         + f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
-         + (f"; {stats['forced']} of the tokens forced by the constraint"
-            if stats["forced"] else "")),
-        ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"
-         + (" of its own (the target alone's turns, taken between its rounds, not counted)" if interleaved else "")),
-    ]
+    cards = [("acceptance rate", f"{stats['acceptance_rate']:.2f}" if drafted else "n/a", *_rate_lines(stats, k)),
+             ("accepted per round", f"{stats['mean_accepted_per_round']:.2f}" if drafted else "n/a",
+              _per_round_detail(stats, k, policy), ""),
+             ("tokens per target pass", f"{stats['tokens_per_target_pass']:.2f}" if stats["generated_tokens"] else "n/a",
+              *_pass_lines(stats, alone_per_pass)),
+             ("tokens/s", f"{stats['tokens_per_s']:.1f}", f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s",
+              "its own time: the target alone's turns, taken between its rounds, not counted" if interleaved else "")]
     if theory and drafted:  # nothing measured before a draft's first guess
-        at_k = stats["theory_tokens_per_round"]
-        fewer = "the last draft fewer, within max new tokens; an adaptive policy or a lookup, fewer than k" + (
-            "; a forced token is no guess" if stats["forced"] else "")
-        short = f" (each round at the guesses it drafted: {fewer})" if (
-            round(at_k, 2) != round(expected_tokens_per_round(alpha, k), 2)) else ""
-        cards.insert(3, ("theory", f"{at_k:.2f}",
-                         f"tokens per round, (1 - α^(k+1)) / (1 - α){short}, if each guess were kept independently with "
-                         f"probability α = {alpha:.2f} (of the guesses the target judged, the share it kept); measured "
-                         f"{stats['tokens_per_round']:.2f} a round" + (" (forced tokens not counted)" if stats["forced"] else "")
-                         + ", the prompt pass not counted"))
+        cards.insert(3, ("theory", f"{stats['theory_tokens_per_round']:.2f}", *_theory_lines(stats, k, alpha)))
     if speedup is not None:
-        name, value, detail = _speedup_card(speedup, same)
-        cards.append((name, value, detail + (f"; {html.escape(baseline)}" if baseline else "")))
-    said = [f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"] + [f"{name} {value}" for name, value, _ in cards
-                                                                               if name in ("acceptance rate", "speedup")]
-    wide = lambda name: " metric-wide" if name == "speedup" else ""  # noqa: E731  (its reasons: a row of their own)
-    body = "".join(f'<div class="metric{wide(name)}" role="listitem"><small>{name}</small><b>{value}</b><small>{detail}</small></div>'
-                   for name, value, detail in cards)  # (a list: a screen reader read the cards as one run-on paragraph)
+        name, value, short, more = _speedup_card(speedup, same)
+        cards.append((name, value, short + (f"; {html.escape(baseline)}" if baseline else ""), more))
+    said = [f"{counted(stats['generated_tokens'])} in {stats['wall_s']:.2f} s"] + [f"{card[0]} {card[1]}" for card in cards
+                                                                               if card[0] in ("acceptance rate", "speedup")]
+    body = "".join(_card(*card) for card in cards)  # (a list: a screen reader read the cards as one run-on paragraph)
     if note:
         body += f'<div class="metric metric-wide" role="listitem"><small>{html.escape(note)}</small></div>'
     return (f'<div class="metrics" id="metrics" role="list" aria-label="Run metrics" '
             f'data-said="{html.escape("; ".join(said))}">{body}</div>')
+
+
+def _card(name: str, value: str, short: str, more: str) -> str:
+    """A metric's card: the speedup's a row of its own; `more` (HTML) folded under "how it is counted"
+    (page_style.PAGE_JS keeps a fold open as the card is drawn again)."""
+    wide = " metric-wide" if name == "speedup" else ""
+    fold = (f'<details class="metric-more" data-card="{name}"><summary>how it is counted</summary><small>{more}</small></details>'
+            if more else "")
+    return f'<div class="metric{wide}" role="listitem"><small>{name}</small><b>{value}</b><small>{short}</small>{fold}</div>'
+
+
+def _rate_lines(stats: dict, k: int | str) -> tuple[str, str]:
+    """The acceptance card's line (kept of proposed, and a chain's α beside it: the theory card's and the
+    calculator's, "0.36" and "0.57" read as two acceptances that disagree) and how it is counted."""
+    if not stats["proposed"]:
+        return "nothing was drafted", ""
+    kept = f"{stats['accepted']} of {stats['proposed']}"
+    if not isinstance(k, int):
+        return (f"{kept} tree nodes kept", "accepted / verified tree nodes (every node of a tree counts, one branch at "
+                "most is kept)")
+    return (f"{kept} guesses kept; α = {stats['token_acceptance']:.2f}",
+            "accepted / proposed draft tokens (the guesses after a rejection count as not kept); α: of the guesses the "
+            "target judged, the share it kept, what the theory card and the speedup calculator take")
+
+
+def _pass_lines(stats: dict, alone_per_pass: float | None) -> tuple[str, str]:
+    """The passes card's line and fold: with forced tokens, the target alone's own figure beside it (a review:
+    3.88 tokens a pass beside "about 0.89x", the target alone writing forced tokens without a pass too)."""
+    passes = f"{stats['target_passes']} pass{'es' * (stats['target_passes'] != 1)}, prompt pass included"
+    line = ("" if stats["generated_tokens"] else "no token written: ") + passes + (
+        f"; {stats['forced']} tokens forced" if stats["forced"] else "")
+    if not (stats["forced"] and alone_per_pass and stats["generated_tokens"]):
+        return line, ""
+    return (line + f"; the target alone {alone_per_pass:.2f}",
+            f"a forced token is the only one the constraint allows: neither side runs a pass for it, so the target alone "
+            f"writes {alone_per_pass:.2f} tokens a pass too, and speculation takes "
+            f"{stats['tokens_per_target_pass'] / alone_per_pass:.2f}x fewer passes than it")
+
+
+def _theory_lines(stats: dict, k: int | str, alpha: float) -> tuple[str, str]:
+    """The theory card's line (the expectation beside what was measured) and its formula."""
+    at_k, measured = stats["theory_tokens_per_round"], stats["tokens_per_round"]
+    fewer = "the last draft fewer, within max new tokens; an adaptive policy or a lookup, fewer than k" + (
+        "; a forced token is no guess" if stats["forced"] else "")
+    short = f" (each round at the guesses it drafted: {fewer})" if (
+        round(at_k, 2) != round(expected_tokens_per_round(alpha, k), 2)) else ""
+    return (f"tokens a round expected at α = {alpha:.2f}; measured {measured:.2f}",
+            f"tokens per round, (1 - α^(k+1)) / (1 - α){short}, if each guess were kept independently with "
+            f"probability α (of the guesses the target judged, the share it kept); measured {measured:.2f} a round"
+            + (" (forced tokens not counted)" if stats["forced"] else "") + ", the prompt pass not counted")
 
 
 def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
@@ -209,40 +247,34 @@ def _per_round_detail(stats: dict, k: int | str, policy: str) -> str:
         f"; {lookup_level(stats)}" if stats.get("looked_up") else "")
 
 
-def _rate_detail(k: int | str, drafted: bool, alpha: float | None) -> str:
-    """What the acceptance rate divides: a chain's drafts, or a tree's nodes (k names the tree); a chain's
-    α beside it (the theory card's: two acceptances, 0.36 and 0.57, read as a contradiction)."""
-    if isinstance(k, int):
-        counted, more = "accepted / proposed draft tokens", drafted and (" (the guesses after a rejection count as not "
-                                                                         f"kept; of the guesses judged, α = {alpha:.2f} were kept)")
-    else:
-        counted, more = "accepted / verified tree nodes (every node of a tree counts, one branch at most is kept)", ""
-    return counted + (more if drafted else ": nothing was drafted")
-
-
-def _speedup_card(m, same: str) -> tuple[str, str, str]:
-    """The ratio with its interval (playground.measure.speedup.Speedup), or why it cannot be told."""
+def _speedup_card(m, same: str) -> tuple[str, str, str, str]:
+    """(name, the ratio or the verdict, its line: interval and identity, how it was measured: its HTML escaped)
+    of a playground.measure.speedup.Speedup, or why it cannot be told."""
     beyond = "another draw or a run under other load" if same == "sampled" else "a run under other load"  # (a sampled
     blocks = (f"{m.blocks} interleaved measurements" if m.blocks > 1 else  # run measures two draws, one where cut short)
-              f"one interleaved measurement (its interval: how its rounds varied; {beyond} can "
-              "differ beyond it)")  # (as bench says it: two identical runs under load gave 1.05x and 1.27x, their intervals apart)
+              "one interleaved measurement")
     over = "over the interleaved measurements" if m.blocks > 1 else "side by side"
-    rates = (f"; speculation {m.spec_tokens_per_s:.1f} tokens/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
-             "(tokens/s above is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
-    if rates and m.other_lengths:  # (sampled texts of other lengths)
-        rates += f"; {m.other_lengths}"
+    more = (f"speculation {m.spec_tokens_per_s:.1f} tokens/s against the target alone's {m.base_tokens_per_s:.1f} {over} "
+            "(the tokens/s card is this run's alone)" if m.spec_tokens_per_s and m.base_tokens_per_s else "")
+    if more and m.other_lengths:  # (sampled texts of other lengths)
+        more += f"; {m.other_lengths}"
+    measured = (f"from one interleaved measurement: its interval is how its rounds varied; {beyond} can differ beyond "
+                "it" if m.blocks == 1 else "the 95% interval, widened to each measurement's own ratio")  # (as bench says:
+    more = "; ".join(filter(None, (measured, more)))  # two identical runs under load gave 1.05x and 1.27x, intervals apart)
+    interval = "95% interval" + ", its top cut at the most its passes allow" * m.top_cut
     about = (f"; about {m.estimate:.2f}x" if m.estimate > 0 else "") + (f" ({same})" if same else "")  # (a Stop before
     # either run wrote a token said "about 0.00x")
     if m.noisy and m.verdict != "cannot tell":  # too wide for one number, but every measurement on one side of 1x
-        return ("speedup", f"{m.verdict}, {m.low:.2f}-{m.high:.2f}x", html.escape(f"too noisy for one number: {m.reason}{about}{rates}"))
+        return "speedup", f"{m.verdict}, {m.low:.2f}-{m.high:.2f}x", html.escape(f"too noisy for one number{about}"), html.escape(
+            f"{m.reason}; {more}" if more else m.reason)
     if m.noisy:
-        return "speedup", "cannot tell", html.escape(f"{m.reason}{about}{rates}")
+        return "speedup", "cannot tell", html.escape(f"{m.reason}{about}"), html.escape(more)
     if m.verdict == "no clear difference":  # a number alone ("1.06x") read as faster
         return ("speedup", "no clear difference",
                 html.escape(f"{m.speedup:.2f}x, but its {m.interval}, {m.low:.2f}-{m.high:.2f}x, holds 1x: as fast as "
-                            f"the target alone within the noise ({blocks}); {same}{rates}"))
-    return ("speedup", f"{m.speedup:.2f}x",
-            html.escape(f"{blocks}, {m.low:.2f}-{m.high:.2f}x ({m.interval}); {same}{rates}"))
+                            f"the target alone within the noise ({blocks}); {same}"), html.escape(more))
+    return ("speedup", f"{m.speedup:.2f}x", html.escape(f"{m.low:.2f}-{m.high:.2f}x ({interval}), {blocks}; {same}"),
+            html.escape(more))
 
 
 def warning(message: str) -> str:
