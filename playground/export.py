@@ -55,6 +55,7 @@ class Export:
     transformers_code: str  # a Python snippet: one `model.generate(...)` call
     notes: dict  # engine ("vllm", "sglang", "transformers") -> sentences on what it cannot express
     endpoint: str  # "/v1/chat/completions" (chat) or "/v1/completions"
+    alone: str = ""  # where a draft was named but no engine can load it: that the commands serve the target alone
 
 
 def export_setting(s: Any) -> Export:
@@ -67,7 +68,17 @@ def export_setting(s: Any) -> Export:
     return Export(_vllm_command(s, kind, draft, constraint, notes["vllm"]), _request(s, constraint, "vllm"),
                   _sglang_command(s, kind, draft, constraint, notes["sglang"]), _request(s, constraint, "sglang"),
                   _transformers(s, kind, draft, notes["transformers"]), notes,
-                  "/v1/chat/completions" if _chat(s) else "/v1/completions")
+                  "/v1/chat/completions" if _chat(s) else "/v1/completions", _alone(s, kind))
+
+
+def _alone(s, kind: str) -> str:
+    """One line ahead of the notes where the draft is the playground's own (a newcomer's review: the default preset's
+    export served the target alone, said only in the notes below a promise of serving at scale)."""
+    if kind not in ("feature", "reduced"):
+        return ""
+    return (f"Nothing speculative to export: the draft {draft_model(s.draft)} runs only in this playground, so each engine "
+            "below runs the target alone (the notes say why). A draft that is a whole model sharing the target's "
+            "vocabulary exports speculation: the preset smollm2-1.7b, say.")
 
 
 TOKEN_LIKE = re.compile(r"<\|[^|\s<>]{1,40}\|>|<｜[^｜\s<>]{1,40}｜>|</?s>")  # as chat templates spell theirs
@@ -470,11 +481,12 @@ def _option_lines(argv: list[str], lead: int) -> str:
 
 
 def format_export(e: Export) -> str:
-    """Markdown: each engine's launch command, its request as curl, the generate call, the notes."""
+    """Markdown: that it serves the target alone where it does, each engine's launch command, its request as curl,
+    the generate call, the notes."""
     def bullets(notes: list[str]) -> list[str]:
         return ["", "Not carried over, or different:", *(f"- {n}" for n in notes), ""] if notes else [""]
 
-    parts = []
+    parts = [f"> {e.alone}", ""] if e.alone else []
     for engine, title in (("vllm", "vLLM"), ("sglang", "SGLang")):
         parts += [f"### {title}", "```bash", shell_block(e, engine).rstrip("\n"), "```", *bullets(e.notes[engine])]
     parts += ["### transformers", "```python", e.transformers_code.rstrip("\n"), "```", *bullets(e.notes["transformers"])]

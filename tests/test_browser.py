@@ -59,7 +59,7 @@ def test_share_link_run_chart_and_stop(page, app_url):
 
     page.click("#run-button")
     expect(page.locator("#token-stream .tok-accepted").first).to_be_visible(timeout=60_000)
-    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
+    expect(page.locator("#metrics").get_by_text("speedup", exact=True)).to_be_visible(timeout=60_000)
     rejected = page.locator("#token-stream .tok-rejected").first
     rejected.click()  # a tap shows what a hover would (a phone has no hover)
     expect(page.locator("#token-tip")).to_be_visible()
@@ -96,7 +96,7 @@ def test_share_link_run_chart_and_stop(page, app_url):
     page.locator("#max-tokens input[type=number]").press("Enter")
     page.get_by_role("tab", name="Text").click()
     page.click("#run-button")
-    expect(page.locator("#metrics").get_by_text("speedup")).to_have_count(0, timeout=30_000)  # cleared
+    expect(page.locator("#metrics").get_by_text("speedup", exact=True)).to_have_count(0, timeout=30_000)  # cleared
     page.wait_for_function("document.querySelectorAll('#token-stream .tok').length > 20", timeout=60_000)
     expect(page.locator("#run-button")).to_be_disabled()  # each button enabled only when it can act
     expect(page.locator("#stop-button")).to_be_enabled()
@@ -318,6 +318,25 @@ def test_run_while_the_speedup_is_measured_again_starts_the_next_run(page, app_u
     assert token_count(page) >= 24 and error_labels(page) == 0
 
 
+def test_a_metric_fold_opened_mid_run_stays_open_as_the_cards_are_drawn_again(page, app_url):
+    """Each card says one line and folds how it is counted (a newcomer's review: the captions ran to 90 words, 1.5
+    phone screens); the run draws its cards again with every update, which would shut a fold the reader opened."""
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=160")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
+    page.click("#run-button")
+    fold = page.locator('#metrics .metric-more[data-card="acceptance rate"]')
+    expect(fold.locator("summary")).to_be_visible(timeout=60_000)
+    expect(fold.get_by_text("accepted / proposed draft tokens")).to_be_hidden()  # folded
+    fold.locator("summary").click()
+    expect(fold.get_by_text("accepted / proposed draft tokens")).to_be_visible()
+    expect(page.locator("#stop-button")).to_be_disabled(timeout=120_000)  # drawn again many times since
+    expect(page.locator("#metrics").get_by_text("speedup", exact=True)).to_be_visible(timeout=60_000)
+    expect(page.locator('#metrics .metric-more[data-card="acceptance rate"]')).to_have_attribute("open", "")
+    expect(page.locator('#metrics .metric-more[data-card="speedup"]')).not_to_have_attribute("open", "")  # the rest shut
+    page.locator('#metrics .metric-more[data-card="acceptance rate"] summary').click()  # shut by the reader: shut
+    expect(page.locator('#metrics .metric-more[data-card="acceptance rate"]')).not_to_have_attribute("open", "")
+
+
 def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=16")
     expect(page.locator("#stop-button")).to_be_disabled(timeout=30_000)
@@ -327,7 +346,7 @@ def test_a_refused_run_shows_one_message_next_to_its_cause(page, app_url):
     expect(page.locator("#share-link textarea")).to_have_value(re.compile("max_new_tokens=16"), timeout=30_000)
     expect(page.locator("#share-note")).to_be_hidden()  # no run's output to differ from
     page.click("#run-button")
-    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)  # the run is over
+    expect(page.locator("#metrics").get_by_text("speedup", exact=True)).to_be_visible(timeout=60_000)  # the run is over
     expect(page.locator("#run-button")).to_be_enabled()
     expect(page.locator("#shown-note")).to_be_hidden()  # the output is of the settings on the page
     text = page.locator("#output-text textarea").input_value()
@@ -428,7 +447,7 @@ def test_a_run_past_the_addresss_share_says_why(page, app_url, monkeypatch):
         gate.set()
     assert other_tab.result(timeout=120)["stats"]["generated_tokens"] > 0
     page.click("#run-button")  # its turn now
-    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
+    expect(page.locator("#metrics").get_by_text("speedup", exact=True)).to_be_visible(timeout=60_000)
 
 
 def test_a_run_that_fails_part_way_shows_its_own_output_not_a_refused_runs(page, app_url, costly_part_way):
@@ -450,7 +469,7 @@ def test_the_race_tab_replays_the_comparison(page, app_url):
     page.goto(f"{app_url}?preset=demo&max_new_tokens=48")
     expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
     page.click("#run-button")
-    expect(page.locator("#metrics").get_by_text("speedup")).to_be_visible(timeout=60_000)
+    expect(page.locator("#metrics").get_by_text("speedup", exact=True)).to_be_visible(timeout=60_000)
     page.get_by_role("tab", name="Race").click()  # drawn as the runs ended, then replayed: wait for the replay's
     page.wait_for_function("""document.querySelectorAll('#race .race-lane[data-finished=true]').length === 2
         && document.querySelector('#race small')?.textContent.includes('replayed')""", timeout=30_000)  # end
@@ -846,7 +865,7 @@ def test_the_tree_tab_draws_each_rounds_drafts(page, app_url, tree, nodes):
     expect(k_slider).to_be_disabled() if tree else expect(k_slider).to_be_enabled()  # a tree sets the drafts
     assert ("unused: the token tree sets each round's drafts" in page.locator("#k-slider").inner_text()) == bool(tree)
     page.click("#run-button")
-    expect(page.locator("#metrics").get_by_text("tokens per target pass")).to_be_visible(timeout=60_000)
+    expect(page.locator("#metrics").get_by_text("tokens per target pass", exact=True)).to_be_visible(timeout=60_000)
     expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
     page.get_by_role("tab", name="Tree").click()
     first = page.locator("#tree-view .tround").first
@@ -895,7 +914,7 @@ def test_the_run_downloads_as_json(page, app_url):
     expect(page.locator("#download-run")).to_be_disabled()  # nothing to download yet (a click did nothing)
     expect(page.locator("#download-run")).to_have_text("Download run (JSON): ready when a run ends")  # said why
     page.click("#run-button")
-    expect(page.locator("#metrics").get_by_text("tokens per target pass")).to_be_visible(timeout=60_000)
+    expect(page.locator("#metrics").get_by_text("tokens per target pass", exact=True)).to_be_visible(timeout=60_000)
     expect(page.locator("#stop-button")).to_be_disabled(timeout=60_000)  # the run is over (Run acts once the
     # text is whole, while the speedup is measured again; the download comes at the end)
     expect(page.locator("#download-run")).to_be_enabled(timeout=30_000)

@@ -123,6 +123,14 @@ def test_notes_name_what_engines_cannot_express():
     assert reduced.notes == export_setting(settings("smollm2-token-draft")).notes
     demo = export_setting(settings("demo")).notes
     assert all("toy pair" in " ".join(demo[k]) for k in demo)
+    # said first where nothing speculative carries over (a newcomer's review: the default preset's export served the
+    # target alone, said only in the notes under a promise of serving at scale)
+    alone = export_setting(settings("smollm2"))
+    assert alone.alone.startswith("Nothing speculative to export: the draft smollm2-feature-draft runs only in this playground")
+    assert format_export(alone).startswith(f"> {alone.alone}\n\n### vLLM")
+    assert "the draft smollm2-draft runs only" in reduced.alone and export_setting(settings("demo")).alone == ""
+    assert export_setting(settings("smollm2-1.7b")).alone == "" and "--speculative-config" in export_setting(
+        settings("smollm2-1.7b")).vllm_command  # the pair the line names does export speculation
     for policy in ("schedule", "confidence"):
         notes = export_setting(settings("qwen2.5-7b", policy=policy)).notes
         assert policy in " ".join(notes["vllm"]) and policy in " ".join(notes["sglang"])

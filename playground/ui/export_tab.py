@@ -37,7 +37,8 @@ def export_view(*values) -> list[str]:
         return [render.error(f"this export is {size:,} characters, more than the page shows ({MAX_EXPORT_CHARS:,}): each "
                              "engine's request holds the schema and the prompt again (escaped for JSON, a character "
                              "outside ASCII as up to 12); `python -m playground export` writes it whole", "export"), "", "", ""]
-    return [not_the_preset(s) + notes_html(e.notes), *boxes]
+    alone = f'<p class="export-preset-note" id="export-alone">{html.escape(e.alone)}</p>' if e.alone else ""
+    return [not_the_preset(s) + alone + notes_html(e.notes), *boxes]
 
 
 def not_the_preset(s) -> str:

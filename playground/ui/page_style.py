@@ -188,12 +188,15 @@ PAGE_JS = """() => {
     const box = streamBlock.querySelector('.tokstream');
     if (box && window.streamFollows && box.scrollHeight > box.clientHeight) box.scrollTop = box.scrollHeight;
   }).observe(streamBlock, {childList: true, subtree: true, characterData: true});
-  // A metric's fold stays as the reader left it while the run draws its cards again (each update is new HTML)
+  // A metric's fold stays as the reader left it while the run draws its cards again (each update is new HTML). Read
+  // from the click (a key's too), not from 'toggle', which comes a task later: by then a redraw had often replaced
+  // the fold, its event lost with it
   window.openCards = new Set();
-  document.addEventListener('toggle', (event) => {
-    const fold = event.target;
-    if (!fold.matches || !fold.matches('.metric-more')) return;
-    if (fold.open) window.openCards.add(fold.dataset.card); else window.openCards.delete(fold.dataset.card);
+  document.addEventListener('click', (event) => {
+    const summary = event.target.closest ? event.target.closest('.metric-more > summary') : null;
+    if (!summary) return;
+    const fold = summary.parentElement;  // (its state before this click: the click opens a shut one)
+    if (fold.open) window.openCards.delete(fold.dataset.card); else window.openCards.add(fold.dataset.card);
   }, true);
   const metricsBlock = document.getElementById('metrics-box');
   if (metricsBlock) new MutationObserver(() => {
