@@ -163,38 +163,42 @@ def _part(stats: dict, part: str) -> float:
 
 @described
 def sweep_chart(rows: list[dict], x: str) -> go.Figure:
-    """Speedup and acceptance against the swept setting (k or temperature); best speedup marked."""
+    """Speedup and tokens per pass against the swept setting (k or temperature), best speedup marked; under
+    them, on a panel of their own over the same x, the acceptance rate and α (0 to 1): on a second axis of one
+    panel an acceptance of 0.13 sat on a speedup of 0.92 and on the 1x line (a newcomer's review)."""
     rows = sorted(rows, key=lambda r: r[x])  # (values typed 3,1,2 drew a zigzag)
     xs = [r[x] for r in rows]
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.64, 0.36], vertical_spacing=0.07)
+    top, bottom = dict(row=1, col=1), dict(row=2, col=1)
     if any(r["speedup"] is not None for r in rows):  # (its legend named an interval no point had)
         fig.add_trace(go.Scatter(x=xs, y=[r["speedup"] for r in rows], mode="lines+markers", name="speedup (95% interval)",
-                                 line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), secondary_y=False)
+                                 line=dict(color=COLOURS["bonus"]), error_y=_interval(rows)), **top)
     fig.add_trace(go.Scatter(x=xs, y=[r["acceptance_rate"] for r in rows], mode="lines+markers", name=ACCEPTANCE,
-                             line=dict(dash="dot", color=COLOURS["accepted"])), secondary_y=True)  # (blue as the speedup's
+                             line=dict(dash="dot", color=COLOURS["accepted"])), **bottom)  # (blue as the speedup's
     # by default). And α, the calculator's: over k the rate falls by construction, α need not (a maths review)
     fig.add_trace(go.Scatter(x=xs, y=[r["token_acceptance"] for r in rows], mode="lines+markers", name=ALPHA,
-                             line=dict(color=COLOURS["accepted"]), marker=dict(symbol="triangle-up", size=7)),
-                  secondary_y=True)
+                             line=dict(color=COLOURS["accepted"]), marker=dict(symbol="triangle-up", size=7)), **bottom)
     fig.add_trace(go.Scatter(x=xs, y=[r["tokens_per_target_pass"] for r in rows], mode="lines+markers",
                              name="tokens per pass", line=dict(dash="dash", color=PASS_COLOUR),
-                             marker=dict(symbol="diamond", size=6)), secondary_y=False)
+                             marker=dict(symbol="diamond", size=6)), **top)
     untold = _untold(rows)
     for group, name, colour in _noisy_groups(untold):  # too noisy to tell: its interval, not a point of the line
         fig.add_trace(go.Scatter(x=[r[x] for r in group], y=[r["speedup_estimate"] for r in group], mode="markers",
                                  name=name, marker=dict(color=colour, symbol="circle-open", size=10),
-                                 error_y=_range(group)), secondary_y=False)
+                                 error_y=_range(group)), **top)
     if best := clear_best(rows):
         fig.add_trace(go.Scatter(x=[best[x]], y=[best["speedup"]], mode="markers", name=f"best {x} measured = {best[x]}",
-                                 marker=dict(size=16, symbol="star", color="#f59e0b")), secondary_y=False)
+                                 marker=dict(size=16, symbol="star", color="#f59e0b")), **top)
     elif (told := [r for r in rows if r["speedup"] is not None]) and len(told + untold) > 1:
         fig.add_annotation(text="no clear best: the intervals overlap", showarrow=False, xref="paper", yref="paper",
                            x=0.5, y=1.0, yanchor="bottom", font=dict(color="#6b7280"))
-    target_alone_line(fig, secondary_y=False)
-    two_axes(fig, "speedup / tokens per pass", "acceptance rate, α")
+    target_alone_line(fig, **top)
+    fig.update_yaxes(title_text="speedup, tokens a pass", title_font_color=UNDERLINES[BONUS][0], **top)
+    fig.update_yaxes(title_text="acceptance", title_font_color=UNDERLINES[ACCEPTED][0], range=[0, 1.05], **bottom)
+    fig.update_xaxes(title_text=x, **bottom)
     if x == "k":
         fig.update_xaxes(dtick=1)  # whole draft lengths, no 1.5
-    return fig.update_layout(title=f"Sweep over {x}", xaxis_title=x, **LAYOUT)
+    return fig.update_layout(title=f"Sweep over {x}", **(LAYOUT | {"height": 520}))
 
 
 def clear_best(rows: list[dict]) -> dict | None:
