@@ -1109,6 +1109,12 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         assert note["y"] + note["height"] < page.locator("#prompt-box").bounding_box()["y"]
         assert run["y"] + run["height"] < 844 < page.locator("#target-box").bounding_box()["y"]  # Run on the first screen
         assert preset["width"] > 300  # the whole width, as the prompt's
+        jump = page.locator("#settings-jump")  # the way to the settings below the output (they were 1,900 px down, unsaid)
+        assert note["y"] + note["height"] <= jump.bounding_box()["y"] < page.locator("#prompt-box").bounding_box()["y"]
+        jump.click()
+        page.wait_for_function("() => Math.abs(document.getElementById('target-box').getBoundingClientRect().top) < 40")
+        assert "#" not in page.url  # (the address a user copies stays the link's)
+        page.evaluate("scrollTo(0, 0)")
         page.locator("#preset-box input").click()
         page.get_by_role("option", name="demo-json").click()  # the picker works where it now sits
         expect(page.locator("#prompt-box textarea")).to_have_value(re.compile("metadata"), timeout=30_000)
@@ -1138,6 +1144,7 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         page.set_viewport_size({"width": 1400, "height": 1600})
     run = page.locator("#run-button").bounding_box()
     assert page.locator("#preset-box").bounding_box()["x"] < run["x"]  # wide: the settings stay on the left
+    expect(page.locator("#settings-jump")).to_be_hidden()  # beside them: no link to them
 
 
 # A mark's contrast against what is under it (WCAG 2.1's 1.4.11, non-text: 3:1), its colour laid over its own tint

@@ -102,6 +102,7 @@ def add_settings_column():
         reader_heading("Settings")
         ui.preset = gr.Dropdown(preset_choices(), value=DEFAULT.preset, label="Preset", elem_id="preset-box")
         ui.note = gr.Markdown(preset_note(DEFAULT.preset), elem_id="preset-note")
+        gr.HTML(page_style.SETTINGS_JUMP)  # a phone's way to the settings it shows under the output
         ui.model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
         ui.target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model", elem_id="target-box",
                                 allow_custom_value=custom_models_allowed())

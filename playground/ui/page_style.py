@@ -36,6 +36,8 @@ CSS = """
 .thinking summary { color: var(--block-label-text-color); cursor: pointer; font-style: italic; }
 .stream-placeholder { color: var(--block-label-text-color); }
 #page-head { position: absolute; }  /* the page's style and skip link take no room (a 36 px band topped each page) */
+#settings-column > :has(#settings-jump) { display: none; }  /* a phone's alone (below) */
+.settings-jump { font-size: 13px; }
 .skip-link { position: absolute; left: -9999px; }  /* shown where the keyboard's first Tab lands */
 .skip-link:focus { left: 8px; top: 8px; z-index: 1000; padding: 6px 10px; border-radius: 6px;
                    background: var(--background-fill-primary); outline: 2px solid var(--color-accent); }
@@ -106,7 +108,8 @@ CSS = """
    settings stacked above the prompt and Run 6 screens down) */
   #settings-column { display: contents; }
   #settings-column > * { order: 1; width: 100%; }
-  #settings-column > :is(:has(#preset-box), #preset-note, :has(#preset-note)) { order: -1; }
+  #settings-column > :is(:has(#preset-box), #preset-note, :has(#preset-note), :has(#settings-jump)) { order: -1; }
+  #settings-column > :has(#settings-jump) { display: block; }
   h1 { font-size: 20px !important; line-height: 1.25 !important; }  /* its three lines at 34 px pushed Run off the
      first screen once the preset's note joined the picker */
   #intro p { font-size: 14px !important; line-height: 1.45 !important; }
@@ -161,6 +164,10 @@ PAGE_JS = """() => {
   const markOf = (node) => node && node.closest ? node.closest(MARKS) : null;
   document.addEventListener('click', (event) => {
     show(markOf(event.target));
+    if (event.target.closest && event.target.closest('.settings-jump')) {  // (the link's own jump wrote #target-box
+      event.preventDefault();  // into the page's address, which a copied address then carried; the box is not
+      document.getElementById('target-box').scrollIntoView({block: 'start'});  // focused: a phone's keyboard would
+    }  // cover what the reader came to see)
     if (event.target.closest && event.target.closest('.skip-link')) {  // (the link's own jump would not focus the box)
       event.preventDefault();
       const box = document.querySelector('#prompt-box textarea');
@@ -318,6 +325,10 @@ PAGE_JS = """() => {
 
 # The page's first Tab stop: to the prompt (Run two stops after it, past the structured output's section; it was
 # the 22nd stop from the top).
+# On a phone the settings sit under the output (Run on the first screen): a link under the preset's note goes to them
+# (a newcomer's review: k and the temperature were 1,900 px down, after the output, with nothing to say so)
+SETTINGS_JUMP = ('<a class="settings-jump" id="settings-jump" href="#target-box">Models, k and sampling: below the '
+                 'output ↓</a>')
 SKIP_LINK = '<a class="skip-link" href="#prompt-box">Skip to the prompt and Run</a>'
 
 
