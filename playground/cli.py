@@ -186,9 +186,12 @@ def cmd_bench(args) -> int:
     from playground.measure import report
     from playground.measure.machine import machine, machine_line
     preset, target, draft = resolve_models(args)
+    seed_given, args.seed = args.seed is not None, args.seed or 0
     ks, temperatures = _bench_values(args)  # every setting is checked before anything loads
     if args.confidence is not None and "confidence" not in args.policy:
         _log(f"note: {CONFIDENCE_UNUSED}")
+    if seed_given and not any(temperatures):  # (said by generate, not by bench; a CLI review)
+        _log("note: --seed is not used: every --temperature is 0 (greedy), which draws nothing")
     for flag, why in rows_bench_cannot_measure(args, draft).items():
         _log(f"note: {why}")
         setattr(args, flag, {"tree": "", "policy": (), "compile": None}[flag])  # (machine.json: what was measured)
@@ -196,6 +199,8 @@ def cmd_bench(args) -> int:
     texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     chat = flag_or_preset(None, preset, "chat", True) and not args.raw
+    if args.raw and not getattr(pair.tokenizer, "chat_template", None):
+        _log(f"note: --raw is not used: {target} has no chat template, so its prompts are sent as written anyway")
     prompts = [session.encode_prompt(pair, t, chat) for t in texts]
     for i, ids in enumerate(prompts, 1):  # (a long prompt was refused once the costs were measured, 20 s on)
         try:

@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--num-prompts", type=parse_whole, default=8, help="prompts measured for each row (default 8)")
     bench.add_argument("--max-new-tokens", type=parse_whole, default=96, help="tokens each run writes (default 96)")
     bench.add_argument("--repeat", type=parse_whole, default=3, help="interleaved repeats of each row (default 3)")
-    bench.add_argument("--seed", type=parse_whole, default=0, help="sampling seed (default 0)")
+    bench.add_argument("--seed", type=parse_whole, help="sampling seed (default 0)")  # (None: told from a seed given)
     bench.add_argument("--raw", action="store_true", help="no chat template")
     bench.add_argument("--json", action="store_true", help="print one JSON list of rows")
     bench.add_argument("--out", help="directory for rows.json, table.md and charts")

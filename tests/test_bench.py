@@ -355,3 +355,22 @@ def test_cli_bench_policy_row_and_what_it_cannot_measure(capsys, saved_pair, tmp
     assert "confidence must be above 0 and below 1" in capsys.readouterr().err
     assert main([*args, "--draft", str(draft), "--policy", "fixed"]) == 2  # (the engine row is the fixed k's)
     assert "one of schedule, confidence, or both comma-separated" in capsys.readouterr().err
+
+
+def test_bench_says_a_seed_and_raw_it_does_not_use(saved_pair, monkeypatch, capsys):
+    """generate said them; bench took --seed under greedy rows and --raw for a model without a chat template in
+    silence (a CLI review)."""
+    seeds = []
+
+    def measured(pairs, prompts, ks, temperatures, repeat, max_new_tokens, seed, *args, **kwargs):
+        seeds.append(seed)
+        return [NOISY_ROW]
+    monkeypatch.setattr(bench, "run_bench", measured)
+    target, draft = saved_pair
+    models = ["bench", "--target", str(target), "--draft", str(draft), "--k", "2", "--num-prompts", "1"]
+    assert main(models + ["--seed", "3", "--raw"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --seed is not used: every --temperature is 0 (greedy), which draws nothing" in err
+    assert f"note: --raw is not used: {target} has no chat template, so its prompts are sent as written anyway" in err
+    assert main(models + ["--temperature", "0,0.7", "--seed", "3"]) == 0 and "is not used" not in capsys.readouterr().err
+    assert main(models) == 0 and seeds == [3, 3, 0]  # (no seed given: 0, as before)
