@@ -1805,3 +1805,16 @@ def test_the_page_sends_gradio_no_telemetry_unless_the_host_asks():
     said = subprocess.run([sys.executable, "-c", "from playground.ui import page; print(page.demo.analytics_enabled)"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert said.stdout.strip().splitlines()[-1] == "False", said.stderr[-2000:]
+
+
+def test_a_host_allowing_any_model_refuses_a_draft_that_is_no_cascade():
+    """generate and export refused an empty or nested cascade before loading; Run, Share link, the Export tab and
+    /generate checked only the host's model list, which a host allowing any model (PLAYGROUND_ALLOW_CUSTOM_MODELS=1)
+    lets past (a structure review)."""
+    from playground.presets import Settings, get_preset
+    from playground.ui import live
+    demo = Settings.from_preset(get_preset("demo"))
+    for draft in ("ngram+", "ngram+ngram+demo-draft", "ngram+ngram"):
+        with pytest.raises(PlaygroundError, match="is no cascade: write 'ngram\\+' then one draft model"):
+            live.checked_config(dataclasses.replace(demo, draft=draft), allow_custom=True)
+    live.checked_config(dataclasses.replace(demo, draft="ngram+demo-draft"), allow_custom=True)  # a cascade: taken

@@ -62,6 +62,7 @@ def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
         if not allow and model not in known:
             raise PlaygroundError(f"{role} '{model}' is not one of this host's preset models "
                                   "(set PLAYGROUND_ALLOW_CUSTOM_MODELS=1 to allow any)")
+    session.check_draft_name(settings.draft)  # (the CLI's check: a host allowing any model took 'ngram+ngram+x')
 
 
 def prepare(settings: Settings, progress: Callable[[float, str], None] | None = None,
