@@ -23,8 +23,7 @@ from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END, STOPPED
 from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
-from playground.measure.report import said
-from playground.metrics import comparison_json, counted, identity_note, lookup_level
+from playground.metrics import comparison_json, counted, identity_note, lookup_level, speedup_said
 
 
 def cmd_generate(args) -> int:
@@ -406,7 +405,7 @@ def format_text(out: dict) -> str:
         m = out["speedup_measure"]
         told = "" if m["speedup"] is None else (f" over the target alone ({m['interval']}; {m['blocks']} interleaved "
                                                 f"measurement{'s' * (m['blocks'] > 1)})")
-        lines.append(f"-- speedup: {said(m['speedup'], m['low'], m['high'], m['side'])}{told}" + (f"; {same}" if same else ""))
+        lines.append(f"-- speedup: {speedup_said(m['speedup'], m['low'], m['high'], m['side'])}{told}" + (f"; {same}" if same else ""))
         if m["spec_tokens_per_s"] and m["base_tokens_per_s"]:  # (the ratio's own rates: the first line's is the run's alone)
             over = "over the interleaved measurements" if m["blocks"] > 1 else "side by side"
             lines.append(f"-- speculation {m['spec_tokens_per_s']:.1f} tok/s against the target alone's "

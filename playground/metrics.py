@@ -202,3 +202,15 @@ def speedup_verdict(speedup: float | None, low: float, high: float, side: str = 
     if speedup is None:
         return side or "cannot tell"
     return "no clear difference" if low <= 1.0 <= high else "faster" if low > 1.0 else "slower"
+
+
+def speedup_said(speedup: float | None, low: float, high: float, side: str = "") -> str:
+    """A speedup (playground.measure.speedup's) in the words every text view uses (the page's card
+    lays the same verdict out in parts): "1.32x (1.19-1.43x)"; "no clear difference, 1.04x
+    (0.98-1.09x)" where a told interval holds 1x; too noisy for one number, "faster, 1.16-2.79x"
+    where all of it lies on one side of 1x (Speedup.side), else "cannot tell"."""
+    verdict = speedup_verdict(speedup, low, high, side)
+    if speedup is None:
+        return verdict if verdict == "cannot tell" else f"{verdict}, {low:.2f}-{high:.2f}x"
+    told = f"{speedup:.2f}x ({low:.2f}-{high:.2f}x)"
+    return f"{verdict}, {told}" if verdict == "no clear difference" else told

@@ -4,7 +4,7 @@ import json
 import os
 import pathlib
 
-from playground.metrics import speedup_verdict
+from playground.metrics import speedup_said
 
 
 def label(row: dict) -> str:
@@ -21,24 +21,12 @@ def k_cell(row: dict) -> str:
     return "-" if row["method"] in ("target", "hf-target") or row.get("tree") else str(row["k"])
 
 
-def said(speedup: float | None, low: float, high: float, side: str = "") -> str:
-    """A speedup (playground.measure.speedup's) in the words every text view uses (the page's card
-    lays the same verdict out in parts): "1.32x (1.19-1.43x)"; "no clear difference, 1.04x
-    (0.98-1.09x)" where a told interval holds 1x; too noisy for one number, "faster, 1.16-2.79x"
-    where all of it lies on one side of 1x (Speedup.side), else "cannot tell"."""
-    verdict = speedup_verdict(speedup, low, high, side)
-    if speedup is None:
-        return verdict if verdict == "cannot tell" else f"{verdict}, {low:.2f}-{high:.2f}x"
-    told = f"{speedup:.2f}x ({low:.2f}-{high:.2f}x)"
-    return f"{verdict}, {told}" if verdict == "no clear difference" else told
-
-
 def verdict(row: dict) -> str:
-    """A row's speedup in said's words (the row's note says why one is too noisy)."""
+    """A row's speedup in metrics.speedup_said's words (the row's note says why one is too noisy)."""
     if row["method"] == "target":
         return "1.00x (the baseline)"
     one = ", one measurement" if row.get("measurements") == 1 and row["speedup"] is not None else ""
-    return said(row["speedup"], *row["speedup_range"], row.get("side", "")) + one
+    return speedup_said(row["speedup"], *row["speedup_range"], row.get("side", "")) + one
 
 
 LOAD_CHANGED = 1.1  # an efficiency past it: the row's passes ran faster than the target alone's beside it (load changed)

@@ -5,8 +5,7 @@ import math
 
 import gradio as gr
 
-from playground.measure import report
-from playground.metrics import expected_speedup, expected_tokens_per_round
+from playground.metrics import expected_speedup, expected_tokens_per_round, speedup_said
 from playground.ui import plots, render
 from playground.ui.experiment_link import CALCULATOR_RANGES
 from playground.ui.share import RANGES
@@ -66,7 +65,7 @@ def _last_run(history: list) -> str:
         return later
     last = runs[-1]
     c = "" if last.get("cost_ratio") is None else f", c {last['cost_ratio']:.3f}"
-    shown = _noisy(last) if not last.get("speedup") else report.said(  # ("no clear difference, 1.04x (0.97-1.12x)"
+    shown = _noisy(last) if not last.get("speedup") else speedup_said(  # ("no clear difference, 1.04x (0.97-1.12x)"
         last["speedup"], last["speedup_low"], last["speedup_high"])    # as its card said: a bare 1.04x read as faster)
     which = "Your last compared run" if not later else "Your last compared run the formula describes"
     pair = f", {last['pair']}" if last.get("pair") else ""
