@@ -18,7 +18,7 @@ import warnings
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags, flag_or_preset,
                                   parse_prompt_ids, read_prompts, resolve_models, said_to_type, writable_dir)
 from playground.cli_notes import CONFIDENCE_UNUSED, rows_bench_cannot_measure, unused_by_export, unused_flags
-from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, no_room_to_answer, tree_fields, tree_text
+from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END, STOPPED
@@ -47,10 +47,8 @@ def cmd_generate(args) -> int:
     if prompt_ids is None:
         prompt_ids = session.prompt_ids_of(pair, settings, settings.prompt)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
-    for short in (no_room_to_answer(spec.think_budget if spec is not None else 0, cfg.max_new_tokens),
-                  session.answers_inside_thinking(pair, prompt_ids, constraint), session.lookup_unused(pair, constraint)):
-        if short:
-            print(f"note: {short}", file=sys.stderr)
+    for short in session.run_notes(pair, prompt_ids, cfg, constraint):
+        print(f"note: {short}", file=sys.stderr)
     with _ctrl_c_ends_the_run() as stopped:
         out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint, stopped)
     shown = None if args.prompt_ids else settings.prompt

@@ -5,7 +5,8 @@ playground.session.choice."""
 import contextlib
 from collections.abc import Iterator
 
-from playground.config import CONSTRAINT_FIELDS, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, SamplingParams, SpecConfig, tree_fields
+from playground.config import (CONSTRAINT_FIELDS, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, SamplingParams, SpecConfig, no_room_to_answer,
+                               tree_fields)
 from playground.constraints import Constraint, ConstraintSpec, compile_constraint, from_user, read_constraint
 from playground.constraints.guide import Guide
 from playground.constraints.worker import TooSlow
@@ -34,10 +35,10 @@ from playground.session.prompt import (check_prompt_ids, check_prompt_text, enco
 from playground.session.thinking import free_thinking, opens_thinking
 
 __all__ = [  # what the callers (CLI, UI, measure, scripts) use
-    "answers_inside_thinking", "baseline_form", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
+    "baseline_form", "check_draft_name", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
     "compile_fallback", "compile_graphs", "config_of", "config_with_tree", "constrain", "constraint_spec",
-    "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair", "lookup_unused",
-    "new_guide", "precision", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run",
+    "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair",
+    "new_guide", "precision", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "run_notes",
     "spec_config", "static_or_eager", "unread_prompt_parts"]
 
 
@@ -127,6 +128,15 @@ def answers_inside_thinking(pair: Pair, prompt_ids: list[int], constraint: Const
     return ("the chat template opens <think> before the answer whatever it is asked (DeepSeek-R1's does): with no "
             "thinking budget the constraint starts inside the model's thinking, which is never closed; give it a "
             "thinking budget")
+
+
+def run_notes(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, constraint: Constraint | None) -> list[str]:
+    """What a run about to start will not do as asked, said before it (the page beside its metrics, the CLI on
+    stderr): a thinking budget that leaves no room to answer, an answer that would start inside the thinking, a
+    cascade drafting without its lookup."""
+    budget = constraint.spec.think_budget if constraint is not None else 0
+    return [note for note in (no_room_to_answer(budget, cfg.max_new_tokens), answers_inside_thinking(pair, prompt_ids, constraint),
+                              lookup_unused(pair, constraint)) if note]
 
 
 def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from playground import session
-from playground.config import no_room_to_answer, tree_fields
+from playground.config import tree_fields
 from playground import stopping
 from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on, for_log
@@ -165,9 +165,7 @@ def _run(settings: Settings, pair, ids, cfg, constraint, should_stop, note: str,
     with something to show)."""
     snap = Snapshot("speculative", settings, eos_ids=session.ending_ids(pair, constraint),
                     note="; ".join(filter(None, [note, session.compile_fallback(pair, cfg, prompt_len=len(ids)),
-                                                 no_room_to_answer(settings.think_budget if constraint else 0, cfg.max_new_tokens),
-                                                 session.answers_inside_thinking(pair, ids, constraint),
-                                                 session.lookup_unused(pair, constraint),
+                                                 *session.run_notes(pair, ids, cfg, constraint),
                                                  session.unread_prompt_parts(pair, settings.chat, settings.system)])),
                     constraint_notes=tuple(constraint.notes) if constraint else ())
     spec = _Stream(pair, ids, cfg, constraint, True, snap.events)
