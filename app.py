@@ -17,6 +17,8 @@ try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the imp
     WARM_UP = wanted()
 except PlaygroundError as exc:
     sys.exit(f"error: {exc}")
+for unknown in host.unknown_switches():  # (a misspelt name was ignored without a word)
+    print(f"warning: {unknown}", file=sys.stderr)
 
 if host.on_zero_gpu():  # ZeroGPU: weights load at start-up, moved to the GPU per call
     host.weights_at_start(DEFAULT.target, DEFAULT.draft)

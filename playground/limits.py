@@ -20,6 +20,29 @@ def env_flag(name: str, default: bool) -> bool:
         raise PlaygroundError(f"environment variable {name} must be 1 or 0 (or true/false, yes/no, on/off), got {raw[:40]!r}") from None
 
 
+SWITCHES = frozenset({  # every PLAYGROUND_* variable the code reads (tests/test_readme.py holds it to the code and the README)
+    "ALLOW_CUSTOM_MODELS", "CACHE", "COMPILED_PASSES", "COMPILE_MIB", "COMPILE_SECONDS", "CONCURRENCY",
+    "CONSTRAINT_RUN_SECONDS", "CONSTRAINT_STEP_MS", "CPU_DTYPE", "DECODE_THREADS", "DEVICE_RUNS_PER_CLIENT",
+    "EXPERIMENT_SECONDS", "EXPERIMENT_SHARE_SECONDS", "FOLD_GQA", "FUSED_LAYERS", "FUSE_PROJECTIONS", "GPU_SECONDS",
+    "GQA_ATTENTION", "MAX_EXPERIMENT_TOKENS", "MAX_GRAMMAR_CHARS", "MAX_NEW_TOKENS", "MAX_PROMPT_CHARS", "MAX_REPEAT",
+    "MAX_REQUEST_MIB", "MAX_SAMPLES", "MAX_SCHEMA_CHARS", "MAX_SWEEP_PROMPTS", "MAX_SWEEP_VALUES", "MAX_SYSTEM_CHARS",
+    "OPEN_IN_ALL", "OPEN_PER_CLIENT", "PDL", "PRESET", "PRESETS", "PROXY_HOPS", "QUEUE_SIZE", "QUICK_PER_LANE",
+    "REGIONAL_COMPILE", "ROW_KERNEL", "ROW_LAYERS", "RUN_SECONDS", "RUN_SHARE_SECONDS", "SESSIONS_KEPT", "WARM_UP"})
+
+
+def unknown_switches(environ=os.environ) -> list[str]:
+    """A line for each PLAYGROUND_* variable set that no code reads, with the name it is closest to: a misspelt one
+    was ignored without a word (CONCURENCY=2, one R short, served one run at a time; a misspelt COMPILED_PASSES=0 would
+    let each visitor's run compile for a minute on a CPU Space; a host review)."""
+    import difflib
+    lines = []
+    for name in sorted(n for n in environ if n.startswith("PLAYGROUND_") and n[11:] not in SWITCHES):
+        close = difflib.get_close_matches(name[11:], sorted(SWITCHES), n=1)  # (the shared prefix made all names close)
+        lines.append(f"environment variable {name[:60]} is no setting of this app, so it is ignored"
+                     + (f" (did you mean PLAYGROUND_{close[0]}?)" if close else " (README.md lists them)"))
+    return lines
+
+
 def compile_refused() -> bool:
     """Whether the host turned compiled passes off (PLAYGROUND_COMPILED_PASSES=0): every run is eager, whatever a
     visitor, a link, an API call or the CLI asks. On a public CPU Space a visitor's compile of a new k or

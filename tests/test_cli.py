@@ -316,7 +316,10 @@ def test_a_bad_size_in_the_environment_is_one_line():
     ("PLAYGROUND_ROW_LAYERS=maybe", "PLAYGROUND_ROW_LAYERS must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
     # loaded, these two passed the start: the warm-up logged a traceback and the page was served, a docs review)
     ("PLAYGROUND_COMPILED_PASSES=never", "PLAYGROUND_COMPILED_PASSES must be 1 or 0 (or true/false, yes/no, on/off), got 'never'"),
-    ("PLAYGROUND_MAX_NEW_TOKENS=-1", "PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'")])  # was a traceback
+    ("PLAYGROUND_MAX_NEW_TOKENS=-1", "PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'"),  # was a traceback
+    ("PLAYGROUND_CACHE=/dev/null/x", "PLAYGROUND_CACHE: cannot write into /dev/null/x: Not a directory (converted models "
+                                     "and built kernels are kept there: name a writable folder in PLAYGROUND_CACHE)")])
+# (the cache: served, then every visitor's run of the default pair failed naming the server's path; a host review)
 def test_the_app_refuses_a_bad_host_setting_in_one_line_before_serving(setting, said):
     name, value = setting.split("=")
     env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_SERVER_PORT="7949", **{name: value})
@@ -347,11 +350,14 @@ def test_a_mistyped_preset_in_the_environment_is_refused_by_the_cli(capsys, monk
 
 
 def test_the_apps_help_says_where_its_settings_are_and_serves_nothing():
-    """`python app.py --help` started the server on port 7860 (a red-team pass)."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PLAYGROUND_WARM_UP="0")
+    """`python app.py --help` started the server on port 7860 (a red-team pass). A misspelt setting is warned of as
+    the app starts (it was ignored without a word; a host review)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PLAYGROUND_WARM_UP="0", PLAYGROUND_CONCURENCY="2")
     proc = subprocess.run([sys.executable, "app.py", "--help"], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "Its settings are environment variables" in proc.stdout, proc.stderr[-2000:]
     assert "Running on" not in proc.stdout + proc.stderr
+    assert ("warning: environment variable PLAYGROUND_CONCURENCY is no setting of this app, so it is ignored (did you "
+            "mean PLAYGROUND_CONCURRENCY?)") in proc.stderr.splitlines()
 
 
 def test_help_and_a_mistyped_flag_answer_before_torch_is_imported():

@@ -134,3 +134,18 @@ def test_the_cpu_space_recipe_offers_the_presets_a_cpu_runs():
     from playground.presets import all_presets
     named = set(re.search(r"`PLAYGROUND_PRESETS=([\w.,-]+)`", README).group(1).split(","))
     assert named == {p.name for p in all_presets().values() if p.offline}
+
+
+def test_every_host_setting_the_code_reads_is_known_and_in_the_readme():
+    """A misspelt PLAYGROUND_* variable was ignored without a word (a host review): the app warns of a name it does
+    not read, which needs the list of those it reads to be whole; the README's table lists them all."""
+    from playground.limits import SWITCHES, unknown_switches
+    root = pathlib.Path(__file__).resolve().parent.parent
+    code = {name for path in [root / "app.py", *(root / "playground").rglob("*.py")]
+            for name in re.findall(r"PLAYGROUND_([A-Z0-9_]+)", path.read_text())}
+    assert code == SWITCHES
+    assert set(re.findall(r"PLAYGROUND_([A-Z0-9_]+)", README)) == SWITCHES
+    assert unknown_switches({"PLAYGROUND_CONCURENCY": "2", "PLAYGROUND_CONCURRENCY": "2", "HOME": "/root"}) == [
+        "environment variable PLAYGROUND_CONCURENCY is no setting of this app, so it is ignored (did you mean "
+        "PLAYGROUND_CONCURRENCY?)"]
+    assert unknown_switches({"PLAYGROUND_ZZZ": "1"})[0].endswith("so it is ignored (README.md lists them)")

@@ -41,6 +41,23 @@ def cache_root() -> pathlib.Path:
     return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "playground"
 
 
+def check_cache() -> None:
+    """The cache folder made and written into once at start (PlaygroundError where it cannot be): an unusable
+    PLAYGROUND_CACHE (/data/... on a Space without persistent storage) passed the start, then failed every visitor's
+    run of the default pair with the server's path in its message, and the row kernel quietly dropped out (a host
+    review)."""
+    root = cache_root()
+    named = "environment variable PLAYGROUND_CACHE" if os.environ.get("PLAYGROUND_CACHE") else "the cache folder"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise PlaygroundError(f"{named}: cannot write into {str(root)[:120]}: {exc.strerror or exc} (converted models "
+                              "and built kernels are kept there: name a writable folder in PLAYGROUND_CACHE)") from None
+
+
 def gguf_path(model: PackagedModel) -> pathlib.Path | None:
     """The GGUF file inside the installed package, without importing it (its __init__ needs `llm`)."""
     try:

@@ -11,20 +11,22 @@ from playground.models.decode_threads import host_choice as decode_threads_asked
 from playground.models.fused_projections import fuses_on
 from playground.models.loading import custom_models_allowed, is_way_of_drafting
 from playground.models.locate import hub_resolves
-from playground.limits import compile_refused
+from playground.limits import compile_refused, unknown_switches
+from playground.models.packaged import check_cache
 from playground.models.placement import cpu_dtype_asked, on_zero_gpu
 from playground.models.row_layers import asked as row_layers_asked
 from playground.models.row_products import asked as row_kernel_asked
 
-__all__ = ["check_settings", "compile_refused", "custom_models_allowed", "hub_resolves", "is_way_of_drafting", "on_zero_gpu",
+__all__ = ["check_settings", "compile_refused", "unknown_switches", "custom_models_allowed", "hub_resolves", "is_way_of_drafting", "on_zero_gpu",
            "weights_at_start"]
 
 
 def check_settings() -> None:
     """Each PLAYGROUND_* setting read now, a bad one raising PlaygroundError (it was said first to a
-    visitor's run, or as a traceback in the log): the CPU dtype, compiled passes refused, the fused layers asked for, the
+    visitor's run, or as a traceback in the log): the cache folder (written into), the CPU dtype, compiled passes refused, the fused layers asked for, the
     CPU's decode threads, row kernel and row layers, and the GPU's flags read as a GPU model loads or compiles (PLAYGROUND_FOLD_GQA,
     _FUSE_PROJECTIONS, _REGIONAL_COMPILE). The rest are read as their modules load (playground.limits, the page's)."""
+    check_cache()
     cpu_dtype_asked()
     compile_refused()
     decode_threads_asked()  # (read as a model loads: PLAYGROUND_DECODE_THREADS=bogus passed the start, a docs review)
