@@ -622,3 +622,13 @@ def test_a_presets_name_given_as_a_model_is_said_to_be_one(monkeypatch):
     assert "hf download" not in str(refused.value)
     with pytest.raises(PlaygroundError, match="no model named: give a model's hub id or directory"):
         locate.locate("")
+
+
+def test_the_offline_refusal_names_smollm2_only_where_it_loads(monkeypatch):
+    """"demo and smollm2 run offline" was said on a host without SmolLM2's package or a cached copy (a CPU Space,
+    where the package needs --no-deps; a host review), sending the reader to a pair refused in turn."""
+    from playground.models import locate
+    told = locate._not_cached("acme/absent")
+    assert ("(demo and smollm2 run offline)" in told) == locate.here("smollm2-135m-instruct")
+    monkeypatch.setattr(locate, "here", lambda model_id: False)
+    assert "(the demo presets run offline)" in locate._not_cached("acme/absent")

@@ -137,8 +137,9 @@ def _not_cached(model_id: str) -> str:
         return (f"model '{model_id}' is not here, and the hub cannot be reached to look for it (no network, or "
                 f"HF_HUB_OFFLINE=1); a preset's name goes to --preset (the page's Preset), not to a model: the models "
                 f"here offline are {', '.join(ALIASES)} and SmolLM2's smollm2-135m-instruct where its package is installed")
+    offline = "demo and smollm2 run offline" if here("smollm2-135m-instruct") else "the demo presets run offline"
     return (f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
-            "HF_HUB_OFFLINE=1): pick a preset whose models are here (demo and smollm2 run offline), or whoever "
+            f"HF_HUB_OFFLINE=1): pick a preset whose models are here ({offline}), or whoever "
             f"runs this host pre-downloads it where there is network: `hf download {model_id}`")
 
 
