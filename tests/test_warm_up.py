@@ -40,11 +40,19 @@ def test_a_run_after_the_warm_up_compiles_nothing(caplog, monkeypatch):
     assert made and pair.programs == made and not told  # nothing made again, nothing to wait for
 
 
-def test_a_failing_warm_up_is_logged_and_the_page_starts(caplog):
+def test_a_failing_warm_up_is_logged_and_the_page_starts(caplog, monkeypatch):
+    """A refusal (a model not here, not allowed) is one line, as a run says it (a host review: a 20-line traceback
+    told nothing more); anything else keeps its traceback."""
     settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), target="no/such-model")
     with caplog.at_level(logging.INFO, logger="playground.warm_up"):
         assert warm_up.warm_up(settings) is None
-    assert any("warming up failed" in r.getMessage() and "no/such-model" in r.exc_text for r in caplog.records)
+    refused = [r for r in caplog.records if r.getMessage().startswith("warming up refused: ")]
+    assert len(refused) == 1 and "no/such-model" in refused[0].getMessage() and not refused[0].exc_text
+    caplog.clear()
+    monkeypatch.setattr(warm_up, "prepare", lambda *args: 1 / 0)
+    with caplog.at_level(logging.INFO, logger="playground.warm_up"):
+        assert warm_up.warm_up(Settings.from_preset(page_inputs.PRESETS["demo"])) is None
+    assert any("warming up failed" in r.getMessage() and "ZeroDivisionError" in r.exc_text for r in caplog.records)
 
 
 def test_every_host_but_zero_gpu_warms_up_unless_told_not_to(monkeypatch):

@@ -11,6 +11,7 @@ ZeroGPU loads the default pair as app.py is imported instead (its GPU is lent pe
 import logging
 import time
 
+from playground.errors import PlaygroundError
 from playground.limits import env_flag
 from playground.session.host import on_zero_gpu
 from playground.presets import Settings
@@ -32,6 +33,9 @@ def warm_up(settings: Settings) -> float | None:
     log.info("warming up: %s with %s, before the page is served", settings.target, settings.draft)
     try:
         on_engine(prepare, settings, lambda fraction, message: log.info("warming up: %s", message))
+    except PlaygroundError as exc:  # a refusal, said as a run would say it (its 20-line traceback told nothing more)
+        log.warning("warming up refused: %s; the page starts anyway", exc)
+        return None
     except Exception:  # noqa: BLE001 (whatever it is, the page must still start; a run reports it)
         log.exception("warming up failed; the page starts anyway and the first run will say why")
         return None
