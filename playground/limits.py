@@ -156,10 +156,10 @@ QUEUED_PER_CLIENT = max(DEVICE_RUNS_PER_CLIENT, QUEUE_SIZE // 4)
 # at a time, and a check or an export may take its 3 s ceiling: 8 from one address held another visitor's check 24 s.
 # A page holds at most 3 in one (tests/test_hostile_app counts them: an "always_last" event 2, one running and the
 # newest waiting; the export's lane and the thinking budget's take another event each).
-QUICK_PER_LANE = max(2, _env_int("PLAYGROUND_QUICK_PER_LANE", 3))
+QUICK_PER_LANE = _env_int("PLAYGROUND_QUICK_PER_LANE", 3, least=2)  # (1 was taken as 2 without a word; a host review)
 # Requests one address may have open at once (a stream lasts as long as its caller keeps it: 20,000
 # idle heartbeat streams from one address took every file the server may open; a page holds a few).
-OPEN_PER_CLIENT = max(8, _env_int("PLAYGROUND_OPEN_PER_CLIENT", 256))
+OPEN_PER_CLIENT = _env_int("PLAYGROUND_OPEN_PER_CLIENT", 256, least=8)  # (4 was taken as 8 without a word)
 # Requests open at once from every address together: an address is the peer's or, behind a proxy of this
 # host, the first of X-Forwarded-For, which a caller may forge where the proxy passes on what it was sent
 # (a red-team pass: 13,227 idle streams under rotated forged addresses, of a 20,000-file limit, and a

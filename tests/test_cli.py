@@ -317,6 +317,7 @@ def test_a_bad_size_in_the_environment_is_one_line():
     # loaded, these two passed the start: the warm-up logged a traceback and the page was served, a docs review)
     ("PLAYGROUND_COMPILED_PASSES=never", "PLAYGROUND_COMPILED_PASSES must be 1 or 0 (or true/false, yes/no, on/off), got 'never'"),
     ("PLAYGROUND_MAX_NEW_TOKENS=-1", "PLAYGROUND_MAX_NEW_TOKENS must be 1 or more, got '-1'"),  # was a traceback
+    ("PLAYGROUND_OPEN_PER_CLIENT=4", "PLAYGROUND_OPEN_PER_CLIENT must be 8 or more, got '4'"),  # (taken as 8, unsaid)
     ("PLAYGROUND_CACHE=/dev/null/x", "PLAYGROUND_CACHE: cannot write into /dev/null/x: Not a directory (converted models "
                                      "and built kernels are kept there: name a writable folder in PLAYGROUND_CACHE)")])
 # (the cache: served, then every visitor's run of the default pair failed naming the server's path; a host review)
