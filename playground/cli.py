@@ -18,7 +18,7 @@ import warnings
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags, flag_or_preset,
                                   parse_prompt_ids, read_prompts, resolve_models, said_to_type, writable_dir)
 from playground.cli_notes import CONFIDENCE_UNUSED, rows_bench_cannot_measure, unused_by_export, unused_flags
-from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, tree_fields, tree_text
+from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, SpecConfig, tree_fields, tree_text
 from playground.draft_ids import NGRAM
 from playground.errors import PlaygroundError
 from playground.events import OPEN_END, STOPPED
@@ -183,7 +183,8 @@ def cmd_bench(args) -> int:
     from playground.measure import report
     from playground.measure.machine import machine, machine_line
     preset, target, draft = resolve_models(args)
-    seed_given, args.seed = args.seed is not None, args.seed or 0
+    seed_given = args.seed is not None
+    args.seed = args.seed if seed_given else SpecConfig().seed  # (None: told from a seed given; the engine's default)
     ks, temperatures = _bench_values(args)  # every setting is checked before anything loads
     if args.confidence is not None and "confidence" not in args.policy:
         _log(f"note: {CONFIDENCE_UNUSED}")
