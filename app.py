@@ -12,7 +12,7 @@ try:  # a host's setting refused (PLAYGROUND_*): one line naming it, not the imp
     from playground.ui.inputs import DEFAULT
     from playground.ui.page import demo
     from playground.ui.serving import launch_options, queue_options
-    from playground.ui.warm_up import wanted, warm_up
+    from playground.ui.warm_up import wanted, warm_up, weights_on_zero_gpu
     host.check_settings()
     WARM_UP = wanted()
 except PlaygroundError as exc:
@@ -20,8 +20,8 @@ except PlaygroundError as exc:
 for unknown in host.unknown_switches():  # (a misspelt name was ignored without a word)
     print(f"warning: {unknown}", file=sys.stderr)
 
-if host.on_zero_gpu():  # ZeroGPU: weights load at start-up, moved to the GPU per call
-    host.weights_at_start(DEFAULT.target, DEFAULT.draft)
+if host.on_zero_gpu():  # ZeroGPU: weights load at start-up, moved to the GPU per call (a failure logged: the page starts)
+    weights_on_zero_gpu(DEFAULT)
 
 if __name__ == "__main__":
     if {"-h", "--help"} & set(sys.argv[1:]):

@@ -55,6 +55,26 @@ def test_a_failing_warm_up_is_logged_and_the_page_starts(caplog, monkeypatch):
     assert any("warming up failed" in r.getMessage() and "ZeroDivisionError" in r.exc_text for r in caplog.records)
 
 
+def test_zero_gpu_weights_that_fail_to_load_are_logged_and_the_page_starts(caplog, monkeypatch):
+    """ZeroGPU loads the default pair's weights as app.py starts: a model the host cannot have stopped app.py with a
+    traceback (the Space down for every other preset); now as the warm-up says it, and the app goes on."""
+    settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), target="no/such-model")
+    with caplog.at_level(logging.INFO, logger="playground.warm_up"):
+        assert warm_up.weights_on_zero_gpu(settings) is None
+    refused = [r for r in caplog.records if r.getMessage().startswith("loading the default pair refused: ")]
+    assert len(refused) == 1 and "no/such-model" in refused[0].getMessage() and not refused[0].exc_text
+    caplog.clear()
+    monkeypatch.setattr(warm_up, "weights_at_start", lambda *args: 1 / 0)
+    with caplog.at_level(logging.INFO, logger="playground.warm_up"):
+        assert warm_up.weights_on_zero_gpu(settings) is None
+    assert any("loading the default pair failed" in r.getMessage() and "ZeroDivisionError" in r.exc_text for r in caplog.records)
+    monkeypatch.undo()
+    monkeypatch.setattr(loading, "PAIRS", {})
+    demo = Settings.from_preset(page_inputs.PRESETS["demo"])
+    assert warm_up.weights_on_zero_gpu(demo) is not None  # the real load, on the CPU
+    assert (demo.target, demo.draft) in {key[:2] for key in loading.PAIRS}
+
+
 def test_every_host_but_zero_gpu_warms_up_unless_told_not_to(monkeypatch):
     """A CPU host too: the first visitor's Run waited 30 s while SmolLM2 was converted on a fresh
     machine. ZeroGPU loads the default pair as app.py is imported."""

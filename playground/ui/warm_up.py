@@ -7,13 +7,14 @@ process). A GPU's static caches hold GPU_CAPACITY positions whatever the prompt,
 compile nothing. A failure is logged and the page starts anyway: the run that meets it says why.
 The loading goes on an engine thread, where runs go (playground.ui.pacing: a thread that multiplies
 keeps a team of OpenMP workers, and a second team slows every run's products).
-ZeroGPU loads the default pair as app.py is imported instead (its GPU is lent per call)."""
+ZeroGPU loads the default pair's weights on the CPU as app.py is imported instead (its GPU is lent per call:
+weights_on_zero_gpu), a failure logged there too."""
 import logging
 import time
 
 from playground.errors import PlaygroundError
 from playground.limits import env_flag
-from playground.session.host import on_zero_gpu
+from playground.session.host import on_zero_gpu, weights_at_start
 from playground.presets import Settings
 from playground.ui.live import prepare
 from playground.ui.pacing import on_engine
@@ -29,16 +30,30 @@ def wanted() -> bool:
 def warm_up(settings: Settings) -> float | None:
     """Load (and compile, where runs compile) what a run of these settings needs -> seconds taken,
     None if it failed."""
-    started = time.perf_counter()
     log.info("warming up: %s with %s, before the page is served", settings.target, settings.draft)
+    return _timed("warming up", lambda: on_engine(prepare, settings, lambda fraction, message: log.info("warming up: %s", message)))
+
+
+def weights_on_zero_gpu(settings: Settings) -> float | None:
+    """ZeroGPU: the default pair's weights loaded on the CPU as the app starts (each call moves them to its lent GPU)
+    -> seconds taken, None if it failed: logged, and the page starts anyway (a model the hub refused stopped app.py
+    with a traceback, the Space down for every other preset)."""
+    log.info("loading %s with %s on the CPU, before the page is served (ZeroGPU)", settings.target, settings.draft)
+    return _timed("loading the default pair", lambda: weights_at_start(settings.target, settings.draft))
+
+
+def _timed(what: str, work) -> float | None:
+    """work() -> seconds it took, or None where it failed: a refusal in one line, said as a run would say it (its
+    20-line traceback told nothing more); anything else with its traceback. The page must start either way."""
+    started = time.perf_counter()
     try:
-        on_engine(prepare, settings, lambda fraction, message: log.info("warming up: %s", message))
-    except PlaygroundError as exc:  # a refusal, said as a run would say it (its 20-line traceback told nothing more)
-        log.warning("warming up refused: %s; the page starts anyway", exc)
+        work()
+    except PlaygroundError as exc:
+        log.warning("%s refused: %s; the page starts anyway", what, exc)
         return None
     except Exception:  # noqa: BLE001 (whatever it is, the page must still start; a run reports it)
-        log.exception("warming up failed; the page starts anyway and the first run will say why")
+        log.exception("%s failed; the page starts anyway and the first run will say why", what)
         return None
     took = time.perf_counter() - started
-    log.info("warmed up in %.0f s", took)
+    log.info("%s took %.0f s", what, took)
     return took
