@@ -62,7 +62,7 @@ class Preset:
     @property
     def here(self) -> bool:
         """Whether both models load without the hub: shipped, packaged, a directory or in the hub's local cache."""
-        return all(map(locate.here, self._models))
+        return all(map(model_here, self._models))
 
     @property
     def offline(self) -> bool:
@@ -71,6 +71,12 @@ class Preset:
 
 
 FIELDS = {f.name for f in dataclasses.fields(Preset)}
+
+
+def model_here(model_id: str) -> bool:
+    """Whether a target or draft (prompt lookup, a cascade: its draft model) loads without the hub."""
+    model = draft_model(model_id)
+    return model is None or locate.here(model)
 
 
 @dataclass(slots=True)

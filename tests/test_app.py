@@ -160,8 +160,9 @@ def test_a_host_without_a_gpu_marks_the_gpu_presets_before_one_is_picked(monkeyp
 
 
 def test_a_host_without_the_hub_marks_the_presets_whose_models_are_not_here(monkeypatch, tmp_path):
-    """Offline, qwen2.5-1.5b and smollm2-1.7b looked runnable until Run refused them (a newcomer's review). A
-    model in the hub's local cache (config and safetensors weights) counts as here."""
+    """Offline, qwen2.5-1.5b and smollm2-1.7b looked runnable until Run refused them (a newcomer's review), and so
+    did any model picked by hand in the Target and Draft lists. A model in the hub's local cache (config and
+    safetensors weights) counts as here."""
     monkeypatch.setattr(page_inputs, "gpu_host", lambda: True)
     monkeypatch.setattr(page_inputs, "hub_resolves", lambda: False)
     import huggingface_hub.constants
@@ -182,8 +183,16 @@ def test_a_host_without_the_hub_marks_the_presets_whose_models_are_not_here(monk
             assert not preset.here  # the draft missing
         (snapshot / "model.safetensors").write_bytes(b"")
     assert preset.here and dict((n, lab) for lab, n in page_inputs.preset_choices())["qwen2.5-1.5b"] == "qwen2.5-1.5b"
+    drafts = dict((n, lab) for lab, n in page_inputs.model_choices(page_inputs.DRAFTS))  # the model lists say it too
+    assert list(drafts) == page_inputs.DRAFTS  # (the values: what links and the API name)
+    assert drafts[preset.draft] == preset.draft and drafts["demo-draft"] == "demo-draft" and drafts["ngram"] == "ngram"
+    assert drafts["Qwen/Qwen3-0.6B"] == "Qwen/Qwen3-0.6B (not downloaded)"
+    assert drafts["ngram+Qwen/Qwen2.5-0.5B-Instruct"] == "ngram+Qwen/Qwen2.5-0.5B-Instruct"  # the cascade's draft is here
+    targets = dict((n, lab) for lab, n in page_inputs.model_choices(page_inputs.TARGETS))
+    assert targets["Qwen/Qwen3-8B"] == "Qwen/Qwen3-8B (not downloaded)" and targets[preset.target] == preset.target
     monkeypatch.setattr(page_inputs, "hub_resolves", lambda: True)
     assert not any("not downloaded" in label for label, _ in page_inputs.preset_choices())  # online: no marks
+    assert not any("not downloaded" in label for label, _ in page_inputs.model_choices(page_inputs.DRAFTS))
 
 
 def test_experiments_use_their_own_prompts_and_explain_what_they_cannot_do():

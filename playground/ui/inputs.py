@@ -23,7 +23,8 @@ from playground.metrics import counted
 from playground.draft_ids import NGRAM, draft_model, uses_lookup
 from playground.session import check_prompt_text
 from playground.session.host import custom_models_allowed, hub_resolves, is_way_of_drafting
-from playground.presets import CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host
+from playground.presets import (CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host,
+                                model_here)
 from playground.ui import render
 from playground.ui.experiment_link import TAB, experiment_from_query
 from playground.ui.live import checked_settings
@@ -337,6 +338,13 @@ def preset_choices() -> list[tuple[str, str]]:
         marks = ["needs a GPU"] * (preset.gpu and not gpu) + ["not downloaded"] * (cut_off and not preset.here)
         return f"{name} ({'; '.join(marks)})" if marks else name
     return [(label(name, preset), name) for name, preset in PRESETS.items()]
+
+
+def model_choices(models: list[str]) -> list[tuple[str, str]]:
+    """The Target or Draft list as (label, model): without the hub, the models not here say so, as the Preset list's
+    do (a model picked by hand was refused by Run alone)."""
+    cut_off = not hub_resolves()
+    return [(f"{m} (not downloaded)" if cut_off and not model_here(m) else m, m) for m in models]
 
 
 def apply_preset(name: str, prompt: str = "", system: str = "", kind: str = "none", constraint: str = ""):

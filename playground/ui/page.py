@@ -29,7 +29,7 @@ from playground.ui.export_tab import export_view
 from playground.ui.files import DOWNLOAD_TTL_S, SWEEP_S
 from playground.ui.inputs import (CONSTRAINT_KINDS, DEFAULT, EXAMPLE_CONSTRAINTS, DRAFTS, PRESETS, TARGETS, apply_preset, load_example,
                                   check_constraint, constraint_editor, draft_for, example_settings, inputs_from_settings, make_share_link, named_inputs, share_note, shown_note,
-                                  k_with_tree, preset_choices, preset_note, think_budget_shown, restore_from_url,
+                                  k_with_tree, model_choices, preset_choices, preset_note, think_budget_shown, restore_from_url,
                                   apply_preset_chosen)
 from playground.ui.playground_tab import (DOWNLOAD_LATER, IDLE, REDUCED_MOTION_JS, RUN_CLICKED_JS, WAITS_FOR_EXPERIMENT_JS, after_run, click_when_settled, focus_moved_to,
                                           RACE_WAITS, RUN_CHECK_JS, RUN_WAITS_JS, message_cleared, pointer_cleared, remember_run, replay_race, run,
@@ -104,9 +104,9 @@ def add_settings_column():
         ui.note = gr.Markdown(preset_note(DEFAULT.preset), elem_id="preset-note")
         gr.HTML(page_style.SETTINGS_JUMP)  # a phone's way to the settings it shows under the output
         ui.model_msg = gr.HTML()  # above the model boxes: below them it would split their panel
-        ui.target = gr.Dropdown(TARGETS, value=DEFAULT.target, label="Target model", elem_id="target-box",
+        ui.target = gr.Dropdown(model_choices(TARGETS), value=DEFAULT.target, label="Target model", elem_id="target-box",
                                 allow_custom_value=custom_models_allowed())
-        ui.draft = gr.Dropdown(DRAFTS, value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
+        ui.draft = gr.Dropdown(model_choices(DRAFTS), value=DEFAULT.draft, label="Draft ('ngram' = prompt lookup, 'ngram+model' = cascade)",
                                elem_id="draft-box", allow_custom_value=custom_models_allowed())
         ui.k = gr.Slider(*RANGES["k"], value=DEFAULT.k, step=1, label="Draft length k", elem_id="k-slider")
         ui.policy = gr.Radio(list(POLICIES), value=DEFAULT.policy, label="Draft length policy",
