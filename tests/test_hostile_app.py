@@ -405,6 +405,12 @@ def test_calls_that_slipped_past_the_bounds_are_refused(app_url):
     with pytest.raises(urllib.error.HTTPError) as refused:  # idle, each held the CPU polling every 50 ms
         urllib.request.urlopen(app_url + "gradio_api/dev/reload", timeout=30)
     assert refused.value.code == 403
+    from playground.ui import page  # no component has server functions: Gradio's route for them answered a
+    assert not any(c.server_fns for c in page.demo.blocks.values() if hasattr(c, "server_fns"))  # made-up call
+    for path in ("/gradio_api/component_server", "/gradio_api/component_server/"):  # with 500 and a traceback
+        status, text = post(app_url, path, json.dumps({"session_hash": "s1", "component_id": 99999, "fn_name": "x",
+                                                       "data": None}).encode())
+        assert status == 403 and "no component on this page has server functions" in text, (path, status, text)
     assert page_answers_quickly(app_url)
 
 

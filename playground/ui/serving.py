@@ -54,7 +54,9 @@ REFUSED_ROUTES = ("/upload", "/process_recording")  # (a path's ending) Gradio's
 NOT_SERVED = {  # (a path's ending) Gradio's routes this page does not serve -> why
     "/deep_link": "deep links are not made here: the page's Share link carries every setting",  # saves a session's values
     "/dev/reload": "Gradio's reload mode is off here",  # its stream, served without reload mode: each idle
-}  # connection polled every 50 ms, forever (2,000 of them held the server's CPU at 99%)
+    # connection polled every 50 ms, forever (2,000 of them held the server's CPU at 99%)
+    "/component_server": "no component on this page has server functions",  # (a made-up call answered 500 and
+}  # logged a 4 KB traceback: 20 a minute took every slot of calls' log limit; a hostile-input review)
 DEEP_LINK_PARAM = "deep_link"  # the query parameter that draws them in a page
 FETCHING_ROUTE = re.compile(r"/file[=/]https?://", re.IGNORECASE)  # Gradio's file route given a URL: it fetched
 # the URL and streamed it back (a public proxy, with no time or size bound); the page's files are local paths
