@@ -29,14 +29,11 @@ from playground.metrics import comparison_json, counted, identity_note, lookup_l
 def cmd_generate(args) -> int:
     from playground import session
     settings = _settings(args)
-    cfg = session.config_of(settings)
-    _check_samples(args.num_samples, cfg.seed)
     prompt_ids = _given_prompt_ids(args, settings)
-    if prompt_ids is None:  # all before loading (a prompt one character too long was said after the models' load,
-        session.check_prompt_text(settings.prompt, settings.system)  # a download of GB on a GPU preset; a CLI review)
-    spec = session.read_settings_constraint(settings)  # (a grammar's missing rule, too, as export says it)
+    cfg, spec = session.checked_run(settings, prompt=prompt_ids is None)  # all before loading, as export checks it (a
+    # prompt one character too long, a token tree over prompt lookup were said after a download of GB; CLI reviews)
+    _check_samples(args.num_samples, cfg.seed)
     preset, target, draft = resolve_models(args)
-    session.check_draft_name(draft)
     if preset is not None and preset.gpu and not args.target and session.resolve_device(args.device).type == "cpu":
         print(f"note: the preset {preset.name} is made for a GPU; on this CPU it runs very slowly (and its weights, "
               "if not cached, are a download of several GB)", file=sys.stderr)  # (a CLI review: said after the download)
@@ -313,14 +310,11 @@ def _benched_line(run: dict) -> str:
 
 def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
-    from playground.session import check_draft_name, check_prompt_text, check_tree_drafter, read_settings_constraint
+    from playground.session import checked_run
     settings = _settings(args)
     _check_prompt(args, settings, "give --prompt")  # (an empty one was exported, exit 0)
-    check_prompt_text(settings.prompt, settings.system)  # as generate refuses them (lone surrogates were exported)
-    spec = read_settings_constraint(settings)  # an export of what would run
-    check_draft_name(settings.draft)  # (an empty or nested cascade, and a tree over prompt lookup, were exported;
-    if tree_fields(settings.tree)["tree"]:  # generate refused them; a CLI review)
-        check_tree_drafter(settings.draft)
+    _, spec = checked_run(settings)  # an export of what would run, refused as generate refuses it (lone surrogates,
+    # an empty or nested cascade were exported)
     exported = export_setting(settings)
     for note in unused_by_export(args, spec):
         print(note, file=sys.stderr)
@@ -338,8 +332,8 @@ def _check_prompt(args, settings, give: str) -> None:
 
 
 def _settings(args):
-    """The page's Settings for the flags: the preset's, each flag given overriding it (loads nothing)."""
-    from playground import session
+    """The page's Settings for the flags: the preset's, each flag given overriding it (loads nothing; checked by
+    session.checked_run)."""
     from playground.presets import Settings, chosen_constraint
     preset, target, draft = resolve_models(args)
     base = Settings.from_preset(preset) if preset else Settings(preset="", chat=True)
@@ -352,7 +346,6 @@ def _settings(args):
                             schema_in_prompt=args.schema_in_prompt or base.schema_in_prompt, compile=compiles(args),
                             chat=base.chat and not args.raw, **{k: v for k, v in flags.items() if v is not None},
                             think_budget=flag_or_preset(args.think_budget, preset, "think_budget", 0))
-    session.config_of(s)  # checked before anything loads
     if s.think_budget < 0:  # (-3 ran, "not used", where no constraint was given; refused with one)
         raise PlaygroundError(f"--think-budget: the thinking budget must be a whole number of tokens >= 0, got {s.think_budget}")
     return s

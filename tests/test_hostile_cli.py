@@ -96,12 +96,16 @@ def test_a_setting_generate_refuses_is_refused_at_once_everywhere(capsys, argv, 
 
 
 def test_generate_checks_the_prompt_and_the_grammar_before_loading_a_model(capsys):
-    """A prompt one character too long, or a grammar naming no rule, was said after loading the pair (on a GPU preset,
-    a download of GB first); export said it at once (a CLI review). A model that cannot be found shows which came first."""
+    """A prompt one character too long, a grammar naming no rule, or a token tree over prompt lookup, was said after
+    loading the pair (on a GPU preset, a download of GB first); export said it at once (a CLI review). A model that cannot be found shows which came first."""
     missing = ["generate", "--target", "/nonexistent/model", "--draft", "ngram"]
     assert "the prompt's length (characters) is 20001" in one_line_error(capsys, *missing, "--prompt", "a" * 20001)
     assert "Rule 'r' not found" in one_line_error(capsys, *missing, "--prompt", "hi", "--grammar", 'root ::= "a" r')
     assert "the system prompt is not valid UTF-8" in one_line_error(capsys, *missing, "--prompt", "hi", "--system", "\udcff")
+    # (a token tree over prompt lookup: generate loaded the models first, export refused it at once; session.checks)
+    assert "a token tree is drafted by a draft model" in one_line_error(capsys, *missing, "--prompt", "hi", "--tree", "2,2")
+    assert "a token tree is drafted by a draft model" in one_line_error(capsys, *missing[:-1], "ngram+x", "--prompt", "hi",
+                                                                        "--tree", "2,2")
 
 
 def test_a_prompt_of_the_bound_from_standard_input_is_taken_with_its_line_end(monkeypatch, capsys):

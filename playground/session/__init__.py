@@ -1,17 +1,15 @@
 """One run, between the callers (CLI, UI, benchmarks) and the engine: its pair, configuration and
-constraint, runners and proposers, result collection (its prompt: playground.session.prompt). Callers never build engine objects themselves (but measure.pass_costs,
+constraint, runners and proposers, result collection (its prompt: playground.session.prompt; what a run's
+settings are refused for before anything loads: playground.session.checks). Callers never build engine objects themselves (but measure.pass_costs,
 which times a runner's passes); which runners a run gets and their compilation live in
 playground.session.choice."""
-import contextlib
 from collections.abc import Iterator
 
-from playground.config import (CONSTRAINT_FIELDS, DEFAULT_K, DEFAULT_MAX_NEW_TOKENS, SamplingParams, SpecConfig, no_room_to_answer,
-                               tree_fields)
-from playground.constraints import Constraint, ConstraintSpec, compile_constraint, from_user, read_constraint
+from playground.config import SpecConfig, no_room_to_answer
+from playground.constraints import Constraint, ConstraintSpec, compile_constraint
 from playground.constraints.guide import Guide
-from playground.constraints.worker import TooSlow
 from playground.detok import dangling, output_text, whole_characters, with_text
-from playground.draft_ids import draft_model, is_cascade, uses_lookup
+from playground.draft_ids import uses_lookup
 from playground.engine.proposers import CascadeProposer, DraftModelProposer, PromptLookupProposer
 from playground.engine.tree import TreeProposer
 from playground.engine.tree_dynamic import DynamicTreeProposer
@@ -30,12 +28,14 @@ from playground.models.loading import Pair
 from playground.models.placement import precision, resolve_device
 from playground.session.choice import (baseline_form, compile_fallback, compile_graphs, eager_runners, fused_proposer, fuses,
                                        runners, static_or_eager)
+from playground.session.checks import (check_draft_name, check_tree_drafter, checked_config, checked_run, config_of,
+                                       config_with_tree, constraint_spec, read_settings_constraint, spec_config)
 from playground.session.prompt import (check_prompt_ids, check_prompt_text, encode_prompt, prompt_ids_of,
                                        unread_prompt_parts)
 from playground.session.thinking import free_thinking, opens_thinking
 
 __all__ = [  # what the callers (CLI, UI, measure, scripts) use
-    "baseline_form", "check_draft_name", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
+    "baseline_form", "check_draft_name", "checked_config", "checked_run", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
     "compile_fallback", "compile_graphs", "config_of", "config_with_tree", "constrain", "constraint_spec",
     "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair",
     "new_guide", "precision", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "run_notes",
@@ -65,45 +65,6 @@ def _change_in_place(pair: Pair) -> None:
             fuse_projections(model)
     for model in fused_models(pair.target, pair.draft):  # PLAYGROUND_FUSED_LAYERS (off by default)
         fuse_model(model)
-
-
-def spec_config(k: int = DEFAULT_K, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-                max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, policy: str = "fixed", confidence: float = 0.5,
-                compile: bool = False, tree: tuple[int, ...] = (), tree_budget: int = 0,
-                tree_lookup: int = 0) -> SpecConfig:
-    """A run's validated SpecConfig (raises PlaygroundError naming the bad value); `config_of` makes one
-    from a page's, link's or CLI's Settings. With an adaptive `policy` ("schedule" or "confidence"),
-    k is the most the draft proposes in a round; `compile`
-    runs the draft and verify passes compiled on static caches; `tree` (children per node at each
-    depth) drafts a static token tree instead of a chain, a dynamic one of `tree_budget` nodes when > 0,
-    with up to `tree_lookup` prompt-lookup tokens grafted on each round's tree when > 0."""
-    return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed, policy=policy, confidence=confidence,
-                      compile=compile, tree=tuple(tree), tree_budget=tree_budget, tree_lookup=tree_lookup, sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))
-
-
-def config_of(s, with_tree: bool = True) -> SpecConfig:
-    """A Settings' (playground.presets) run configuration, validated; with_tree=False: its chain settings
-    alone (the page blames a bad tree on the tree's box)."""
-    return spec_config(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
-                       max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, compile=s.compile,
-                       **(tree_fields(s.tree) if with_tree else {}))
-
-
-def constraint_spec(s) -> ConstraintSpec | None:
-    """A Settings' constraint as a checked ConstraintSpec (constraints.from_user), or None."""
-    return from_user(**{name: getattr(s, name) for name in CONSTRAINT_FIELDS}, backend=s.backend,
-                     think_budget=s.think_budget)
-
-
-def read_settings_constraint(s) -> ConstraintSpec | None:
-    """constraint_spec, read as a run reads it and as its backend does (no tokenizer: nothing loads), so an
-    export refuses what Run and generate refuse (a look-around regex was exported without a word); past the
-    reading's bound (TooSlow) it passes: a run compiles it in full."""
-    spec = constraint_spec(s)
-    if spec is not None:
-        with contextlib.suppress(TooSlow):
-            read_constraint(spec)
-    return spec
 
 
 def constrain(pair: Pair, spec: ConstraintSpec | None) -> Constraint | None:
@@ -176,28 +137,6 @@ def check_tree(pair: Pair, target: ModelRunner, draft: ModelRunner | None) -> No
 def reads_features(draft_id: str) -> bool:
     """Whether this draft is a feature draft (it reads the target's hidden states, not tokens)."""
     return not uses_lookup(draft_id) and loading.is_way_of_drafting(draft_id)
-
-
-def config_with_tree(s) -> SpecConfig:
-    """config_of(s), its token tree checked with what it needs of the draft (a draft model) and of the
-    settings (Run's check, and a link's as it opens: ui.share)."""
-    check_tree_drafter(s.draft)
-    return config_of(s)
-
-
-def check_draft_name(draft_id: str) -> None:
-    """A cascade names one draft model after 'ngram+': an empty one, or a cascade in it ('ngram+ngram+x'), refused
-    before any model loads (generate looked for a model 'ngram+x'; export exported it; a CLI review)."""
-    model = draft_model(draft_id) if draft_id is not None else None
-    if model is not None and is_cascade(draft_id) and (not model.strip() or uses_lookup(model)):
-        raise PlaygroundError(f"the draft {draft_id[:60]!r} is no cascade: write 'ngram+' then one draft model, as "
-                              "ngram+Qwen/Qwen2.5-0.5B-Instruct")
-
-
-def check_tree_drafter(draft_id: str) -> None:
-    """A token tree is drafted by a draft model: refused for prompt lookup or a cascade before any model loads."""
-    if uses_lookup(draft_id):
-        raise PlaygroundError("a token tree is drafted by a draft model (not prompt lookup or a cascade, for now)")
 
 
 def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, cfg: SpecConfig):

@@ -8,7 +8,6 @@ from playground.constraints.reading import READ_SECONDS
 from playground.errors import PlaygroundError
 from playground.export import export_setting, shell_block
 from playground.limits import MAX_EXPORT_CHARS
-from playground.session import check_prompt_text, read_settings_constraint
 from playground.ui import render
 from playground.ui.inputs import PRESETS, settings_to_run
 from playground.ui.live import checked_config
@@ -24,9 +23,8 @@ def export_view(*values) -> list[str]:
     try:
         s = settings_to_run(*values)  # (a kind picked, its box empty: Run refuses it, the export ran unconstrained)
         with worker.ceiling(READ_SECONDS):  # (its lanes are every visitor's: slow schemas held them 15 s each)
-            checked_config(s)  # Run's checks: a tree of 50 children, a seed past 2^64, were exported
-            check_prompt_text(s.prompt, s.system)  # (an empty prompt too)
-            read_settings_constraint(s)  # the constraint read as Run reads it
+            checked_config(s, prompt=True, read=True)  # Run's checks: a tree of 50 children, a seed past 2^64, an
+            # empty prompt were exported; the constraint read as Run reads it
         e = export_setting(s)
     except worker.OverCeiling as exc:
         return [render.error(f"{exc}: a Run reads it with more time, and the export shows after it", "export"), "", "", ""]

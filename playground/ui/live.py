@@ -13,9 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from playground import session
-from playground.config import tree_fields
 from playground import stopping
-from playground.constraints.spec import check_backend
 from playground.errors import PlaygroundError, blamed_on, for_log
 from playground.events import Round, RunResult, committed_ids, round_json
 from playground.metrics import comparison_json, summarize
@@ -62,15 +60,12 @@ def check_models(settings: Settings, allow_custom: bool | None = None) -> None:
         if not allow and model not in known:
             raise PlaygroundError(f"{role} '{model}' is not one of this host's preset models "
                                   "(set PLAYGROUND_ALLOW_CUSTOM_MODELS=1 to allow any)")
-    session.check_draft_name(settings.draft)  # (the CLI's check: a host allowing any model took 'ngram+ngram+x')
 
 
 def prepare(settings: Settings, progress: Callable[[float, str], None] | None = None,
             allow_custom: bool | None = None):
     """Check everything cheap first, then load: -> (pair, prompt ids, config, constraint)."""
-    cfg, spec = checked_config(settings, allow_custom)
-    with blamed_on("prompt"):  # (empty, too long, not UTF-8: said before the models load, as the export says it)
-        session.check_prompt_text(settings.prompt, settings.system)
+    cfg, spec = checked_config(settings, allow_custom, prompt=True)  # (the prompt before the models load too)
     pair, constraint = load(settings, spec, progress)
     with blamed_on("prompt"):
         ids = session.prompt_ids_of(pair, settings, settings.prompt)
@@ -79,26 +74,20 @@ def prepare(settings: Settings, progress: Callable[[float, str], None] | None = 
     return pair, ids, cfg, constraint
 
 
-def checked_config(settings: Settings, allow_custom: bool | None = None):
-    """The cheap checks (models allowed, settings in range, constraint well formed), nothing
-    loaded: -> (config, constraint spec or None)."""
-    cfg = checked_settings(settings, allow_custom)
-    with blamed_on("constraint"):
-        check_backend(settings.backend)  # with no constraint too: an API caller's text is echoed
-        return cfg, session.constraint_spec(settings)
+def checked_config(settings: Settings, allow_custom: bool | None = None, prompt: bool = False, read: bool = False):
+    """The host's models, then a run's checks (session.checked_run; `read`: the constraint read as its backend
+    reads it, for what shows it without compiling it), nothing loaded -> (config, constraint spec or None)."""
+    with blamed_on("model"):
+        check_models(settings, allow_custom)
+    return session.checked_run(settings, prompt=prompt, read=read)
 
 
 def checked_settings(settings: Settings, allow_custom: bool | None = None):
-    """Run's checks before the constraint's (Share link's too: a link Run would refuse is said when
-    made): the models allowed, the settings in range, the tree and what it needs -> the config."""
+    """Run's checks before the constraint's (a link's as it is made: one Run would refuse is said then): the host's
+    models, then session.checked_config -> the config."""
     with blamed_on("model"):
         check_models(settings, allow_custom)
-    with blamed_on("settings"):
-        cfg = session.config_of(settings, with_tree=False)
-    with blamed_on("tree"):  # the tree, and what it needs of the settings above and of the draft
-        if tree_fields(settings.tree)["tree"]:
-            cfg = session.config_with_tree(settings)
-    return cfg
+    return session.checked_config(settings)
 
 
 def load(settings: Settings, spec, progress=None):
