@@ -39,28 +39,46 @@ def cmd_generate(args) -> int:
               "if not cached, are a download of several GB)", file=sys.stderr)  # (a CLI review: said after the download)
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     constraint = session.constrain(pair, spec)
-    for note in unused_flags(args, spec, settings.chat, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft):
-        print(note, file=sys.stderr)
+    notes = unused_flags(args, spec, settings.chat, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft)
     if prompt_ids is None:
         prompt_ids = session.prompt_ids_of(pair, settings, settings.prompt)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
-    for short in session.run_notes(pair, prompt_ids, cfg, constraint):
-        print(f"note: {short}", file=sys.stderr)
-    with _ctrl_c_ends_the_run() as stopped:
-        out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint, stopped)
+    notes += session.run_notes(pair, prompt_ids, cfg, constraint)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     shown = None if args.prompt_ids else settings.prompt
-    if args.json:
-        print(json.dumps(out))
-    else:  # the text alone on stdout (`generate > answer.txt` kept the report's lines in it too; a CLI review)
-        print(written(out), flush=True)
-        print(format_text(out) + "\n" + ran_with(target, draft, cfg, shown, prompt_ids), file=sys.stderr)
+    with _ctrl_c_ends_the_run() as stopped:  # (the output too: a Ctrl-C as the run ended lost its report)
+        out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint, stopped)
+        cut = stopped.is_set()
+        out = {"settings": ran_settings(settings, args.baseline, shown), **out, "note": "; ".join(notes)}  # (as the
+        # page's download: a stored JSON said neither the models, k nor the constraint; a scripting review)
+        _print_generated(out, args.json, ran_with(target, draft, cfg, shown, prompt_ids))
     if stopped.is_set():
-        print("interrupted: the output is what came before Ctrl-C", file=sys.stderr)
+        print("interrupted: the output is what came before Ctrl-C" if cut else
+              "interrupted as the run ended: the output above is whole", file=sys.stderr)
         return 130  # (as a shell reports SIGINT)
     if broken := invalid_outputs(out):  # (a script reading the text as JSON was told 0, as for a valid one)
         print(f"invalid: {broken}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_generated(out: dict, as_json: bool, ran: str) -> None:
+    """The JSON, or the text alone on stdout (`generate > answer.txt` kept the report's lines in it too; a CLI review)
+    and the report on stderr, also where stdout's reader went away (`| head -1`: BrokenPipeError, main's 141)."""
+    if as_json:
+        print(json.dumps(out))
+        return
+    try:
+        print(written(out), flush=True)
+    finally:  # (it was lost after a whole run)
+        print(format_text(out) + "\n" + ran, file=sys.stderr)
+
+
+def ran_settings(settings, baseline: bool, prompt: str | None) -> dict:
+    """The settings as the page's download says them: `compare` whether the target alone ran beside, `prompt` None
+    where it was given as token ids."""
+    return settings.as_dict() | {"compare": baseline, "prompt": prompt}
 
 
 def _check_samples(num_samples: int, seed: int) -> None:
@@ -313,10 +331,10 @@ def cmd_export(args) -> int:
     from playground.session import checked_run
     settings = _settings(args)
     _check_prompt(args, settings, "give --prompt")  # (an empty one was exported, exit 0)
-    _, spec = checked_run(settings)  # an export of what would run, refused as generate refuses it (lone surrogates,
+    cfg, spec = checked_run(settings)  # an export of what would run, refused as generate refuses it (lone surrogates,
     # an empty or nested cascade were exported)
     exported = export_setting(settings)
-    for note in unused_by_export(args, spec):
+    for note in unused_by_export(args, spec, cfg):
         print(note, file=sys.stderr)
     if not settings.preset and exported.endpoint.endswith("/chat/completions"):  # nothing loaded: not known
         print("note: models named without a --preset are exported with their chat template, as generate applies it "
@@ -483,6 +501,9 @@ def _stdin_text(most_chars: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.stdout is None:  # (`>&-`: the run went on, its text lost, then a traceback and status 1; a scripting review)
+        print("error: standard output is closed: nowhere to write", file=sys.stderr)
+        return 2
     if hasattr(sys.stdout, "reconfigure"):  # a standard output that cannot write every character (cp1252 on Windows,
         sys.stdout.reconfigure(errors="backslashreplace")  # redirected) wrote a traceback after the whole run
     try:

@@ -8,11 +8,10 @@ CONFIDENCE_UNUSED = "--confidence is not used: it is --policy confidence's thres
 
 
 def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, draft: str) -> list[str]:
-    """-> one line each ('note: --system is not used: ...'). `spec` the run's ConstraintSpec or None,
-    `chat` whether the run asks for the chat template, `has_template` whether the tokenizer has one,
-    `cfg` the run's SpecConfig, `draft` its draft's id."""
-    notes = _sampling_unused(args, cfg, draft) + _system_unused(args, chat, has_template, target) + _unused_by_any_run(args, spec)
-    return [f"note: {n}" for n in notes]
+    """-> one each ('--system is not used: ...': generate prints each after 'note: ' and puts them in its JSON's
+    `note`). `spec` the run's ConstraintSpec or None, `chat` whether the run asks for the chat template,
+    `has_template` whether the tokenizer has one, `cfg` the run's SpecConfig, `draft` its draft's id."""
+    return _sampling_unused(args, cfg, draft) + _system_unused(args, chat, has_template, target) + _unused_by_any_run(args, spec)
 
 
 def rows_bench_cannot_measure(args, draft: str) -> dict[str, str]:
@@ -32,13 +31,14 @@ def rows_bench_cannot_measure(args, draft: str) -> dict[str, str]:
     return why
 
 
-def unused_by_export(args, spec) -> list[str]:
-    """What `export` was given but writes nowhere: the flags that place and compile a run here, and those
-    no run would use (as generate says them); a system prompt it does not send is said in the export's own notes."""
+def unused_by_export(args, spec, cfg) -> list[str]:
+    """What `export` was given but no run would use (as generate says them: a greedy run's sampling flags were exported
+    in silence, a scripting review), or it writes nowhere: the flags that place and compile a run here; a system prompt
+    it does not send is said in the export's own notes."""
     given = [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]
     notes = [f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
              "commands, and vLLM, SGLang and transformers pick their own device and compilation"] if given else []
-    return [f"note: {n}" for n in notes + _unused_by_any_run(args, spec)]  # (an unsent system prompt: the export's own notes)
+    return [f"note: {n}" for n in notes + _greedy_unused(args, cfg) + _unused_by_any_run(args, spec)]
 
 
 def _unused_by_any_run(args, spec) -> list[str]:
@@ -70,12 +70,8 @@ def _system_unused(args, chat: bool, has_template: bool, target: str) -> list[st
 def _sampling_unused(args, cfg, draft: str) -> list[str]:
     """Sampling flags a greedy run never reads, a sampled schedule run's seed that may not repeat it, and
     the confidence policy under prompt lookup."""
-    notes = []
+    notes = _greedy_unused(args, cfg)
     if cfg.sampling.greedy:
-        if given := [flag for flag, value in (("--top-p", args.top_p), ("--top-k", args.top_k), ("--seed", args.seed))
-                     if value is not None]:
-            notes.append(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not used: the run is greedy "
-                         "(temperature 0), which draws nothing")
         if args.num_samples > 1:
             notes.append(f"--num-samples {args.num_samples} under greedy decoding writes the same text each time "
                          "(give --temperature above 0 for samples that differ)")
@@ -86,6 +82,15 @@ def _sampling_unused(args, cfg, draft: str) -> list[str]:
     if confidence_unused(cfg.policy, draft):
         notes.append(f"--policy confidence is not used: {NO_PROBABILITIES}; they are drafted as under fixed (k the most)")
     return notes
+
+
+def _greedy_unused(args, cfg) -> list[str]:
+    """The sampling flags a greedy run never reads."""
+    given = [flag for flag, value in (("--top-p", args.top_p), ("--top-k", args.top_k), ("--seed", args.seed)) if value is not None]
+    if not (cfg.sampling.greedy and given):
+        return []
+    return [f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not used: the run is greedy (temperature 0), which "
+            "draws nothing"]
 
 
 def _no_system(args, chat: bool, has_template: bool, target: str) -> str:

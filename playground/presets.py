@@ -107,6 +107,10 @@ class Settings:
     tree: str = ""  # a token tree: children per depth ("1,2,1,1"), "/N" dynamic, "+N" a lookup branch; "" a chain of k
     think_budget: int = 0  # reasoning models: think first (at most this many tokens), the constraint after </think>
 
+    def as_dict(self) -> dict:
+        """Every setting by name: the `settings` of the page's download, the web API's snapshots and generate's JSON."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
     @classmethod
     def from_preset(cls, preset: Preset) -> "Settings":
         """The preset's own values for every setting it names (the fields both classes have)."""

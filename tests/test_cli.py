@@ -41,6 +41,11 @@ def test_json_report_with_baseline(capsys, saved_pair):
     assert report["baseline"]["stats"]["generated_tokens"] == 17 and report["baseline"]["stats"]["proposed"] == 0
     # the run's keys are the page's download's (built apart, the CLI's had no rounds, its reasoning keys only when set)
     assert {"rounds", "reasoning_tokens", "answer", "open_end", "constraint_notes"} <= set(report)
+    from playground.presets import Settings  # and what ran, as the download says it (a stored JSON said neither the
+    ran = report["settings"]  # models, k nor the constraint; a scripting review)
+    assert set(ran) == set(Settings().as_dict()) and report["note"] == ""
+    assert (ran["target"], ran["draft"], ran["k"], ran["max_new_tokens"], ran["prompt"], ran["compare"], ran["regex"]) == (
+        str(target), str(draft), 3, 17, "def f(x):", True, "")
     assert len(report["rounds"]) == report["stats"]["rounds"] and sum(len(r["tokens"]) for r in report["rounds"]) >= 17
     assert {t["kind"] for r in report["rounds"] for t in r["tokens"]} <= set(KINDS)
     measured = report["speedup_measure"]  # a number, or none with the reason (a loaded machine: too noisy)
@@ -278,6 +283,18 @@ def test_a_reader_that_goes_away_ends_it_quietly(command):
     proc.stdout.close()  # read nothing
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
+    if command[0] == "generate":  # its report still said (it was lost after a whole run; a scripting review)
+        assert "-- demo-target with demo-draft, k 4, greedy, at most 8 new tokens" in err, err
+
+
+def test_a_closed_standard_output_is_refused_before_the_run():
+    """`generate ... >&-` ran, lost its text, then printed a traceback with status 1 (kept for an invalid output)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    for command in (["generate", "--preset", "demo", "--max-new-tokens", "8"], ["export", "--preset", "demo", "--json"]):
+        proc = subprocess.run([sys.executable, "-m", "playground", *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, env=env, timeout=300, preexec_fn=lambda: os.close(1))
+        assert proc.returncode == 2 and proc.stderr.splitlines() == ["error: standard output is closed: nowhere to write"], \
+            proc.stderr[-2000:]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full (a device every write to fails)")
@@ -512,6 +529,10 @@ def test_flags_a_run_never_reads_are_said(capsys):
     # pass to time): a seeded run repeats (3 runs of one seed, one text; a review)
     assert main(["export", "--preset", "demo", "--device", "tpu", "--no-compile"]) == 0
     assert "note: --device and --compile are not used: export writes the engines' commands" in capsys.readouterr().err
+    assert main(["export", "--preset", "demo", "--seed", "3", "--top-p", "0.5"]) == 0  # (in silence; a scripting review)
+    assert "note: --top-p, --seed are not used: the run is greedy (temperature 0)" in capsys.readouterr().err
+    assert main(["export", "--preset", "demo", "--seed", "3", "--top-p", "0.5", "--temperature", "0.5"]) == 0
+    assert "note:" not in capsys.readouterr().err
     assert main(["export", "--preset", "demo", "--raw", "--system", "be brief", "--think-budget", "5"]) == 0
     said = capsys.readouterr()  # (export wrote neither anywhere and said nothing)
     assert "note: --think-budget is not used: it bounds a reasoning model's thinking before a constraint" in said.err
@@ -627,6 +648,27 @@ def test_ctrl_c_prints_what_came(capsys, monkeypatch, flags, cut_at):
     else:
         assert run["finish_reason"] != "stopped" and run["speedup_measure"]["blocks"] >= 1
     assert len(run.get("samples", [None])) == 1  # (no sample after the cut one)
+
+
+def test_ctrl_c_as_the_output_is_written_lets_it_be_written_whole(capsys, monkeypatch):
+    """Ctrl-C as a whole run's text was printed lost its report ("interrupted (Ctrl-C)" alone; a scripting review):
+    the output is written whole, and the status says Ctrl-C came."""
+    import signal
+    from playground import cli
+    real = cli.written
+
+    def ctrl_c_while_written(out):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(out)
+    monkeypatch.setattr(cli, "written", ctrl_c_while_written)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        code = main(["generate", "--preset", "demo", "--max-new-tokens", "8"])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    out, err = capsys.readouterr()
+    assert code == 130 and out.strip() and "-- demo-target with demo-draft, k 4" in err, err
+    assert err.strip().endswith("interrupted as the run ended: the output above is whole"), err
 
 
 def test_ctrl_c_before_a_sampled_runs_second_draw_keeps_the_first_estimate(capsys, monkeypatch):

@@ -293,7 +293,7 @@ def run_to_dict(snap: Snapshot, rounds_from: int = 0, with_settings: bool = True
     the text, token ids and stats so far. `rounds`: the rounds from `rounds_from` on (a stream's snapshot
     carries those new since the last; each one resent made a 2,000-token run's stream 22 MB); `settings`
     left out where not `with_settings` (a stream's snapshots between its first and its last)."""
-    out = {"settings": {k: getattr(snap.settings, k) for k in snap.settings.__slots__}} if with_settings else {}
+    out = {"settings": snap.settings.as_dict()} if with_settings else {}
     out["phase"] = snap.phase
     rounds = [e for e in snap.events if isinstance(e, Round)]
     if snap.result is not None:
