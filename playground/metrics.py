@@ -29,15 +29,15 @@ def summarize(events: list) -> dict:
         "accepted": accepted,
         "acceptance_rate": _rate(accepted, proposed),  # null where nothing was drafted (0.0 read as every
         "token_acceptance": _rate(accepted, accepted + rejections),  # guess refused; the page said n/a)
-        "mean_accepted_per_round": _ratio(accepted, len(verified)),
+        "mean_accepted_per_round": _per_round(accepted, verified),
         "rounds_without_guesses": sum(not r.guesses for r in verified),  # a lookup with no match, a paused or unsure draft
         "looked_up": sum(r.looked_up for r in rounds),  # a cascade's: prompt lookup's guesses the draft model checked,
         "lookup_kept": sum(r.lookup_kept for r in rounds),  # and those it kept (0 and 0 for any other way of drafting)
         "tokens_per_target_pass": _ratio(generated, target_passes),
-        "tokens_per_round": _ratio(generated - forced, len(verified)),  # what verification wrote: the theory's measure
-        "theory_tokens_per_round": None if any(e.tree for e in prefills + verified) else _ratio(
+        "tokens_per_round": _per_round(generated - forced, verified),  # what verification wrote: the theory's measure
+        "theory_tokens_per_round": None if any(e.tree for e in prefills + verified) else _per_round(
             sum(expected_tokens_per_round(_ratio(accepted, accepted + rejections), r.guesses) for r in verified),
-            len(verified)),  # a chain's, each round at the guesses it drafted (the last ones draft fewer, within
+            verified),  # a chain's, each round at the guesses it drafted (the last ones draft fewer, within
         # the token budget: at k=5 and 32 tokens, 5.33 of 6.00 even at α = 1; a confidence stop or a lookup that
         # finds nothing drafts fewer than k: at k = 8, 21 guesses over 43 rounds read 8.21 against 1.49); a tree's
         # has no such formula
@@ -182,6 +182,12 @@ def identity_note(spec_ids: list[int], base_ids: list[int] | None, greedy: bool,
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
+
+
+def _per_round(total: float, verified: list) -> float | None:
+    """A mean over the verified rounds, None where there was none (every token forced: 0.0 read as rounds that
+    wrote nothing; a scripting review)."""
+    return total / len(verified) if verified else None
 
 
 def _rate(kept: int, judged: int) -> float | None:

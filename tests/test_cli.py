@@ -298,14 +298,16 @@ def test_a_closed_standard_output_is_refused_before_the_run():
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full (a device every write to fails)")
-def test_an_output_the_machine_cannot_write_is_one_line():
+def test_an_output_the_machine_cannot_write_is_one_error_line():
     """`> /dev/full` (a full disk) printed a traceback, status 1; a run at max new tokens 1 was also told its
-    (absent) thinking budget left no room for an answer."""
+    (absent) thinking budget left no room for an answer. The report is still said above the error."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "playground", "generate", "--preset", "demo", "--max-new-tokens", "1"],
                               stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
-    assert proc.returncode == 2 and proc.stderr.splitlines() == ["error: No space left on device"], proc.stderr
+    said = proc.stderr.splitlines()  # the report first: it is written where the text could not be
+    assert proc.returncode == 2 and said[-1] == "error: No space left on device" and "Traceback" not in proc.stderr, said
+    assert said[-2].startswith("-- demo-target with demo-draft") and not any("thinking budget" in line for line in said)
 
 
 def test_a_bad_size_in_the_environment_is_one_line():
