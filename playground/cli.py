@@ -227,13 +227,13 @@ def cmd_bench(args) -> int:
         if earlier := _written(lambda: report.clear_earlier(out_dir), out_dir):
             _log(f"note: {out_dir} held an earlier bench's {', '.join(earlier)}: removed (this bench's files replace them)")
         _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
-    rows = _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title)
+    rows = _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title, ran_on)
     if out_dir:
         ran_on["load_average_after"] = machine()["load_average"]  # (a load that came during the bench: said)
         _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
         for path in _written(lambda: report.write_outputs(rows, out_dir, title, _log), out_dir):
             _log(f"wrote {path}")
-    print(json.dumps(rows) if args.json else report.markdown_table(rows))
+    print(_bench_table(rows, args.json))
     return 0
 
 
@@ -283,26 +283,39 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C, said already where it struck (what a bench kept)."""
 
 
-def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str) -> list[dict]:
-    """The bench's rows, each one written to --out as it is measured; on Ctrl-C, said what was kept."""
+def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str, ran_on: dict) -> list[dict]:
+    """The bench's rows, each one written to --out as it is measured; on Ctrl-C, the rows measured whole printed as
+    at the end, said what --out kept, and machine.json marked `interrupted` (it read as a finished bench's; a
+    scripting review)."""
     from playground.measure import bench, report
-    written: list[dict] = []  # the rows in --out so far
+    from playground.measure.machine import machine
+    written: list[dict] = []  # the rows measured whole so far (in --out too)
 
     def on_row(rows: list[dict]) -> None:
-        _written(lambda: report.write_rows(rows, out_dir, title), out_dir)
+        if out_dir:
+            _written(lambda: report.write_rows(rows, out_dir, title), out_dir)
         written[:] = rows
     try:
         return bench.run_bench({"draft": pair, "ngram": bench.ngram_pair(pair)}, prompts, ks, temperatures, args.repeat,
                                args.max_new_tokens, args.seed, _log, compiled=bool(args.compile),
-                               on_row=on_row if out_dir else None, tree=args.tree,  # text: its row's label
+                               on_row=on_row, tree=args.tree,  # text: its row's label
                                policies=args.policy, confidence=confidence_of(args))
     except KeyboardInterrupt:  # (said only "interrupted": whether anything was kept, and where, was a guess)
-        if out_dir:
-            kept = (f"{counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} and table.md"
-                    if written else f"no row was measured whole: {out_dir} holds machine.json alone")
-            print(f"interrupted: {kept}; no chart", file=sys.stderr)
-            raise Interrupted from None  # (said: not again as "error: interrupted", a CLI review)
-        raise
+        if written:
+            print(_bench_table(written, args.json))
+        if not out_dir:
+            raise
+        ran_on |= {"interrupted": True, "load_average_after": machine()["load_average"]}
+        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
+        kept = (f"{counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} and table.md"
+                if written else f"no row was measured whole: {out_dir} holds machine.json alone")
+        print(f"interrupted: {kept}; no chart", file=sys.stderr)
+        raise Interrupted from None  # (said: not again as "error: interrupted", a CLI review)
+
+
+def _bench_table(rows: list[dict], as_json: bool) -> str:
+    from playground.measure import report
+    return json.dumps(rows) if as_json else report.markdown_table(rows)
 
 
 def _benched(args, pair, ks: list[int], temperatures: list[float], prompts: list[list[int]]) -> dict:
