@@ -253,6 +253,11 @@ def _sglang_command(s, kind, draft, constraint, notes) -> str:
         args += ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft,
                  "--speculative-num-steps", str(steps), "--speculative-eagle-topk", str(topk),
                  "--speculative-num-draft-tokens", str(tokens)]  # tokens count the root: k + 1 for a chain
+        if widths := _widths(s, draft):
+            notes.append(f"The target's logits are {widths[0]:,} wide, the draft's {widths[1]:,} (one tokenizer, padded "
+                         "apart): STANDALONE needs one vocabulary, and releases with pull request 23838 (merged in April "
+                         "2026) compare the two models' vocab_size as the server starts and refuse this pair (releases "
+                         "before it did not check). Pair the target with a draft of its width, or serve it with vLLM.")
     elif kind == "ngram":
         args += ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.k + 1),
                  "--speculative-ngram-max-bfs-breadth", "1",  # breadth 1 per match: near a chain of k
