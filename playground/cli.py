@@ -166,9 +166,10 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
                 break
             runs.append(session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint,
                                     should_stop=stop.is_set))
-        out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids,
-                           "finish_reason": run.finish_reason, "valid": run.valid,
-                           "validation_error": run.validation_error, "open_end": run.open_end} for i, run in enumerate(runs)]
+        out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids, "stats": run.stats,
+                           "finish_reason": run.finish_reason, "valid": run.valid,  # (stats: each draw's acceptance,
+                           "validation_error": run.validation_error, "open_end": run.open_end}  # what a sampling study
+                          for i, run in enumerate(runs)]  # reads; the first's alone was given, a scripting review)
     return out
 
 

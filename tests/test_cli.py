@@ -176,6 +176,8 @@ def test_samples_are_seeded_runs(capsys, saved_pair):
     assert samples[0]["text"] == report["text"]
     second = json.loads(run_cli(capsys, *args, "--seed", "4")[1])
     assert samples[1]["token_ids"] == second["token_ids"] and samples[1]["text"] == second["text"]
+    assert samples[0]["stats"] == report["stats"] and samples[1]["stats"]["proposed"] == second["stats"]["proposed"]  # each
+    assert samples[1]["stats"]["accepted"] == second["stats"]["accepted"]  # draw's acceptance (a scripting review)
     code, text, _ = run_cli(capsys, *args[:-1], "--seed", "3", "--num-samples", "3")  # as text: every sample, not the first
     assert code == 0 and text.count("-- sample with seed ") == 3 and text.startswith("-- sample with seed 3:\n")
 
