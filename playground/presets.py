@@ -250,10 +250,15 @@ def hosted_presets() -> set[str] | None:
 def get_preset(name: str) -> Preset:
     presets = all_presets()
     if name not in presets:
-        close = difflib.get_close_matches(name, presets, n=1)
-        meant = f"; did you mean '{close[0]}'?" if close else ""
-        raise PlaygroundError(f"unknown preset '{name[:40]}'{meant} (available: {', '.join(sorted(presets))})")
+        raise unknown_preset(name, presets)
     return presets[name]
+
+
+def unknown_preset(name: str, names) -> PlaygroundError:
+    """A preset not among `names`, in one set of words for the CLI and the web API: the closest name, then all."""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    meant = f"; did you mean '{close[0]}'?" if close else ""
+    return PlaygroundError(f"unknown preset '{name[:40]}'{meant} (available: {', '.join(sorted(names))})")
 
 
 def gpu_host() -> bool:

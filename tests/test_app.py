@@ -119,6 +119,12 @@ def test_preset_switch_and_url_restore():
             page_api._base_settings("", f"prompt=x{surrogate}")
     # a U+FFFD of the prompt's own, in a link the app made, was refused as one of those (a review)
     assert page_api._base_settings("", "?preset=demo&prompt=mojibake+%EF%BF%BD+here").prompt == "mojibake \ufffd here"
+    from playground.presets import get_preset  # an unknown preset in the CLI's words (their order and the close name
+    with pytest.raises(PlaygroundError) as cli_words:  # differed; a scripting review)
+        get_preset("demoo")
+    with pytest.raises(PlaygroundError, match=re.escape(str(cli_words.value))):
+        page_api._base_settings("demoo", "")
+    assert "did you mean 'demo'?" in str(cli_words.value)
 
 
 def test_a_preset_picked_keeps_what_the_user_typed_and_says_so():

@@ -7,7 +7,7 @@ from playground.config import runnable_temperature
 from playground.errors import PlaygroundError, shown
 from playground.limits import at_most
 from playground.session.host import custom_models_allowed
-from playground.presets import Settings, chosen_constraint
+from playground.presets import Settings, chosen_constraint, unknown_preset
 from playground.ui import live
 from playground.ui.experiment_link import experiment_from_query
 from playground.ui.gpu import on_gpu
@@ -116,7 +116,7 @@ def _base_settings(preset: str, link: str) -> Settings:
     if not link:
         name = preset or DEFAULT.preset
         if name not in PRESETS:
-            raise PlaygroundError(f"unknown preset '{name[:40]}'; available: {', '.join(PRESETS)}")
+            raise unknown_preset(name, PRESETS)  # (in the CLI's words: their order and the close name differed)
         return Settings.from_preset(PRESETS[name])
     at_most(len(link), MAX_LINK_CHARS, "the length of the link (characters)")
     head, asked, _ = link.partition("?")  # a page's address, or its query alone (whose values may hold a '?')
