@@ -1231,9 +1231,9 @@ def test_the_address_is_the_peers_unless_the_peer_is_a_proxy_of_this_host():
 
 
 def test_a_flood_of_new_sessions_pushes_out_its_own_not_a_visitors(app_url, monkeypatch):
-    """Any call naming a new session_hash makes a session (a component's server route answering 404 too);
-    past SESSIONS_KEPT Gradio forgot the oldest: 130 such calls from one address, in 1.7 s, pushed out
-    every visitor reading their results (a red-team pass). Now the address holding the most loses first."""
+    """Any call naming a new session_hash makes a session (a component's server route answering 404 too, before
+    that route was refused); past SESSIONS_KEPT Gradio forgot the oldest: 130 such calls from one address, in 1.7 s,
+    pushed out every visitor reading their results (a red-team pass). Now the address holding the most loses first."""
     import app
     import http.client
     from playground.ui.sessions import FairStateHolder
@@ -1245,10 +1245,11 @@ def test_a_flood_of_new_sessions_pushes_out_its_own_not_a_visitors(app_url, monk
     url = urllib.parse.urlsplit(app_url)
     flood = [f"flood-{uuid.uuid4().hex}" for _ in range(holder.capacity + 32)]  # (more than every session held:
     # the oldest of all forgotten would have taken the visitor's, whatever the earlier tests left)
+    notice = notice_function()  # a quick call of the page's
     for session in flood:
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-        body = json.dumps({"session_hash": session, "component_id": 1, "fn_name": "x", "data": None})
-        conn.request("POST", "/gradio_api/component_server/", body=body,
+        body = json.dumps({"session_hash": session, "fn_index": notice, "data": ["x"]})
+        conn.request("POST", "/gradio_api/run/predict", body=body,
                      headers={"Content-Type": "application/json", "X-Forwarded-For": "203.0.113.66"})
         conn.getresponse().read()
         conn.close()
