@@ -1495,17 +1495,23 @@ def test_a_cancelled_runs_work_counts_in_its_addresss_share_until_it_ends_and_qu
 
 
 def test_gradio_is_changed_only_by_building_the_page_and_in_one_place():
-    """Three modules changed Gradio as a side effect of being imported. Now importing them changes
-    nothing; building the page installs every patch (playground.ui.gradio_patches), once."""
+    """Four modules changed Gradio as a side effect of being imported (the boxes' refusals as inputs was). Now importing
+    them changes nothing; building the page installs every patch (playground.ui.gradio_patches), once."""
     import subprocess
     import sys
     check = """
-import logging, gradio.queueing, gradio.routes
-before = (gradio.queueing.Queue.send_message, gradio.routes.StateHolder, gradio.routes.traceback)
-from playground.ui import leftovers, serving, sessions
-assert (gradio.queueing.Queue.send_message, gradio.routes.StateHolder, gradio.routes.traceback) == before
+import logging, gradio as gr, gradio.queueing, gradio.routes
+before = (gradio.queueing.Queue.send_message, gradio.routes.StateHolder, gradio.routes.traceback, gr.Slider.preprocess,
+          gr.Dropdown.preprocess, gr.Textbox.preprocess)
+from playground.ui import box_refusals, inputs, leftovers, serving, sessions
+assert (gradio.queueing.Queue.send_message, gradio.routes.StateHolder, gradio.routes.traceback, gr.Slider.preprocess,
+        gr.Dropdown.preprocess, gr.Textbox.preprocess) == before
 from playground.ui import gradio_patches, page
 gradio_patches.install()
+assert gr.Slider.preprocess.named and gr.Dropdown.preprocess.named and gr.Textbox.preprocess.named
+slider = gr.Slider.preprocess
+gradio_patches.install()
+assert gr.Slider.preprocess is slider  # (once)
 assert gradio.queueing.Queue.send_message is leftovers.send_message and gradio.routes.StateHolder is sessions.FairStateHolder
 assert gradio.routes.traceback is gradio.queueing.traceback is serving.QUIET_TRACEBACKS
 assert logging.getLogger("uvicorn.error").filters.count(serving.QUIET_TRACEBACKS) == 1

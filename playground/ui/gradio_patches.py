@@ -5,7 +5,8 @@ patch's own module says why):
 - the traceback module of Gradio's routes and queue, and a filter on uvicorn's error log
   (playground.ui.serving.QUIET_TRACEBACKS): at most 20 tracebacks a minute in the log;
 - gradio.utils.diff (playground.ui.stream_diff): the edits a streamed output is sent as, replayed right;
-- Blocks.process_api (playground.ui.inputs): the request known while the components read a call's inputs.
+- Blocks.process_api (playground.ui.box_refusals): the request known while the components read a call's inputs;
+- the preprocess of sliders, lists, numbers and text boxes (playground.ui.box_refusals): refusals in the box's words.
 Importing those modules changes nothing; install() does, and doing it again changes nothing more."""
 import logging
 
@@ -15,7 +16,7 @@ import gradio.route_utils
 import gradio.routes
 import gradio.utils
 
-from playground.ui import inputs, leftovers, serving, sessions, stream_diff
+from playground.ui import box_refusals, leftovers, serving, sessions, stream_diff
 
 
 def install() -> None:
@@ -25,4 +26,5 @@ def install() -> None:
     logging.getLogger("uvicorn.error").addFilter(serving.QUIET_TRACEBACKS)  # (a filter already there is not added again)
     gradio.utils.diff = stream_diff.diff  # (Blocks calls it as utils.diff)
     if not getattr(gradio.blocks.Blocks.process_api, "knows_its_request", False):
-        gradio.blocks.Blocks.process_api = inputs.process_api_knowing_its_request(gradio.blocks.Blocks.process_api)
+        gradio.blocks.Blocks.process_api = box_refusals.process_api_knowing_its_request(gradio.blocks.Blocks.process_api)
+    box_refusals.install()

@@ -1,7 +1,5 @@
 """The page's inputs: Settings <-> component values (typed, for API callers too), presets and
 share links applied to them, the constraint box's checks as the user types."""
-import contextvars
-import functools
 import html
 import inspect
 import json
@@ -11,7 +9,6 @@ import os
 import re
 
 import gradio as gr
-from gradio.context import LocalContext
 
 from playground.config import BACKENDS
 from playground.constraints import from_user, read_constraint, worker
@@ -26,6 +23,7 @@ from playground.session.host import custom_models_allowed, hub_resolves, is_way_
 from playground.presets import (CONSTRAINT_FIELDS, Settings, all_presets, constraint_of, default_preset, drafts_for, family, gpu_host,
                                 model_here)
 from playground.ui import render
+from playground.ui.box_refusals import popup
 from playground.ui.experiment_link import TAB, experiment_from_query
 from playground.ui.live import checked_settings
 from playground.ui.share import changed_since, from_query, last_of_each, share_url
@@ -142,94 +140,6 @@ def settings_to_run(*values) -> Settings:
     return settings_from_inputs(*values)
 
 
-def _named_refusals(own):
-    """gr.Slider.preprocess, its refusals naming the slider: an emptied box was "Could not preprocess
-    input component at index 3 (a `slider` component) ... TypeError", a typed 100 "Value 100 is
-    greater than maximum value 16." (the box then takes the nearest value it allows, and the message says
-    so: a run then used it after an "Error"). Set on the class:
-    Gradio remakes a component from its constructor's arguments for a session once a callback updates
-    it (k's label, the thinking budget), and writes a .pyi beside the module of any subclass."""
-    def preprocess(self, payload):
-        span = f"from {self.minimum:g} to {self.maximum:g}"
-        if payload is None:
-            raise popup(f"{self.label} is empty: type a number {span} (the page's box turns it into {self.minimum:g} "
-                        "when you leave it)", title="Not a number")
-        if not isinstance(payload, (int, float)):  # a string from a script: Gradio's TypeError, with a traceback
-            raise popup(f"{self.label} takes a number {span}, not {str(payload)[:40]!r}")
-        if not math.isfinite(payload):  # (NaN from a script was said to be what the box "turns it into")
-            raise popup(f"{self.label} takes a finite number {span}, not {payload}")
-        if not self.minimum <= payload <= self.maximum:  # the box sends what was typed, then takes the nearest
-            # number in range once left (Gradio's Slider): a run after "Error" for a typed 40 used 16, unsaid
-            nearest = min(max(payload, self.minimum), self.maximum)
-            raise popup(f"{self.label} takes a number {span}, not {payload:g} (the page's box turns it into "
-                        f"{nearest:g} when you leave it)", title="Out of range")
-        return own(self, payload)
-    preprocess.named = True
-    return preprocess
-
-
-MAX_CHOICES_SAID = 12  # a refused choice's message names the box's first choices, this many at most (Gradio's
-# words had named none: "Preset: Value: nope is not in the list of choices", an API review)
-
-
-def _named_choices(own):
-    """gr.Dropdown's (gr.Radio's, gr.CheckboxGroup's, gr.Number's) preprocess, its refusals naming the
-    box, in the server's log on one line: a wrong choice or a NaN seed sent by a script was "Value: x
-    is not in the list of choices: [...]" or "cannot convert float NaN to integer" with no name, each
-    with a full traceback in the log (a cheap way to fill it); a number past its box's bounds is refused
-    with them (the page's seed: up to 2^53, which a browser's number holds exactly), and a fraction where
-    it takes whole numbers (precision 0). Set on the class, as for sliders."""
-    def preprocess(self, payload):
-        if isinstance(payload, float) and not math.isfinite(payload):
-            raise popup(f"{self.label} takes a finite number, not {payload}")
-        low, high = getattr(self, "minimum", None), getattr(self, "maximum", None)
-        if isinstance(payload, (int, float)) and None not in (low, high) and not low <= payload <= high:
-            raise popup(f"{self.label} takes a number from {low:.16g} to {high:.16g}, not {payload}",
-                        title="Out of range")  # (Gradio's words: "Seed: Value 12345678901234567 is greater than ...")
-        if getattr(self, "precision", None) == 0 and isinstance(payload, float) and not payload.is_integer():
-            raise popup(f"{self.label} takes a whole number, not {payload}")  # (Gradio rounded it: seed 1.5 ran as 2
-            # where /generate refused it, and 0.4 left a link unsaid; an API review)
-        if isinstance(self, gr.CheckboxGroup) and payload is not None and not isinstance(payload, list):
-            raise popup(f"{self.label} takes a list of names, not {str(payload)[:40]!r}")  # (a
-            # string was read letter by letter: "Value: 'd' is not in the list of choices")
-        try:
-            return own(self, payload)
-        except gr.Error as exc:  # (a few choices named: "Value: 'outlines' (type: <class 'str'>) is not in the list")
-            chosen = [c[1] if isinstance(c, (tuple, list)) else c for c in getattr(self, "choices", None) or ()]
-            if not chosen:
-                raise popup(f"{self.label}: {exc.message[:300]}") from None
-            more = f" and {len(chosen) - MAX_CHOICES_SAID} more" if len(chosen) > MAX_CHOICES_SAID else ""
-            named = f"{', '.join(map(str, chosen[:MAX_CHOICES_SAID]))}{more}"
-            if isinstance(payload, list):  # a CheckboxGroup's: the first name it does not have (the list was quoted)
-                unknown = next((item for item in payload if item not in chosen), payload)
-                raise popup(f"{self.label} takes names among {named}, not {str(unknown)[:40]!r}") from None
-            raise popup(f"{self.label} takes one of {named}, not {str(payload)[:40]!r}") from None
-        except (ValueError, TypeError, OverflowError):
-            raise popup(f"{self.label} cannot take {str(payload)[:40]!r}") from None
-    preprocess.named = True
-    return preprocess
-
-
-def _text_only(own):
-    """gr.Textbox.preprocess, refusing what is not text: it passed on str() of any JSON value a script sent, so
-    Compare drafts measured a list of prompts as the prompt "['a']" and every text check passed (a review)."""
-    def preprocess(self, payload):
-        if payload is not None and not isinstance(payload, str):
-            raise popup(f"{self.label or 'a text box'} takes text, not {type(payload).__name__}: {str(payload)[:40]!r}")
-        return own(self, payload)
-    preprocess.named = True
-    return preprocess
-
-
-if not getattr(gr.Textbox.preprocess, "named", False):
-    gr.Textbox.preprocess = _text_only(gr.Textbox.preprocess)
-if not getattr(gr.Slider.preprocess, "named", False):
-    gr.Slider.preprocess = _named_refusals(gr.Slider.preprocess)
-for _choosing in (gr.Dropdown, gr.Radio, gr.CheckboxGroup, gr.Number):
-    if not getattr(_choosing.preprocess, "named", False):
-        _choosing.preprocess = _named_choices(_choosing.preprocess)
-
-
 TEXT_PLACES = {"target": "model", "draft": "model", "prompt": "prompt", "constraint": "constraint", "tree": "tree"}
 
 
@@ -246,43 +156,6 @@ def user_error(exc: PlaygroundError, stays: bool = False, page: bool = True) -> 
     stays: the popup stays until closed (Gradio's fades after 10 s), for a long message far from its button."""
     log.info("refused: %s", for_log(exc))
     return popup(str(exc), duration=None if stays else 10) if page else gr.Error(str(exc), print_exception=False)
-
-
-def popup(message: str, **options) -> gr.Error:
-    """An error for the page's popup, which reads its message as HTML: escaped, so what the user typed
-    (quoted in the message) shows as typed (`<a href=...>` in Values was a live link there). An API
-    caller reads it as text: as written (it got `tree='2,&lt;b&gt;'` for what it sent, an API review)."""
-    text = html.escape(message, quote=False) if _for_a_page() else message
-    return gr.Error(text, print_exception=False, **options)
-
-
-def _for_a_page() -> bool:
-    """Whether the call being answered may be a page's: not one of gradio_client's (it says
-    `x-gradio-user: api`, or mcp for Gradio's MCP server) nor a /call/ route's (the API's alone).
-    Outside a call (a test, the CLI): True, escaped."""
-    request = ANSWERING.get(None) or LocalContext.request.get(None)
-    if request is None:
-        return True
-    headers, url = getattr(request, "headers", None) or {}, str(getattr(request, "url", ""))
-    return headers.get("x-gradio-user") not in ("api", "mcp") and "/gradio_api/call/" not in url
-
-
-ANSWERING = contextvars.ContextVar("playground_answering", default=None)  # the request a call's inputs come with
-
-
-def process_api_knowing_its_request(process_api):
-    """Blocks.process_api, with the request it answers known while the components read its inputs: Gradio sets
-    LocalContext.request only around the function, so a box's refusal (k='<b>&' sent to /export) reached an API
-    caller escaped as for a page (an API review). Installed by gradio_patches."""
-    @functools.wraps(process_api)
-    async def answering(self, *args, request=None, **kwargs):
-        token = ANSWERING.set(request if not isinstance(request, list) else None)  # (a batch: several requests)
-        try:
-            return await process_api(self, *args, request=request, **kwargs)
-        finally:
-            ANSWERING.reset(token)
-    answering.knows_its_request = True
-    return answering
 
 
 def typed(name: str, value, kind: type):
