@@ -39,7 +39,7 @@ def cmd_generate(args) -> int:
               "if not cached, are a download of several GB)", file=sys.stderr)  # (a CLI review: said after the download)
     pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
     constraint = session.constrain(pair, spec)
-    notes = unused_flags(args, spec, settings.chat, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft)
+    notes = unused_flags(args, settings, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft)
     if prompt_ids is None:
         prompt_ids = session.prompt_ids_of(pair, settings, settings.prompt)
     session.check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
@@ -345,10 +345,10 @@ def cmd_export(args) -> int:
     from playground.session import checked_run
     settings = _settings(args)
     _check_prompt(args, settings, "give --prompt")  # (an empty one was exported, exit 0)
-    cfg, spec = checked_run(settings)  # an export of what would run, refused as generate refuses it (lone surrogates,
+    checked_run(settings)  # an export of what would run, refused as generate refuses it (lone surrogates,
     # an empty or nested cascade were exported)
     exported = export_setting(settings)
-    for note in unused_by_export(args, spec, cfg):
+    for note in unused_by_export(args, settings):
         print(note, file=sys.stderr)
     if not settings.preset and exported.endpoint.endswith("/chat/completions"):  # nothing loaded: not known
         print("note: models named without a --preset are exported with their chat template, as generate applies it "

@@ -1,17 +1,22 @@
 """What `generate` (and `export`) was given but will not use, or will not do, said on stderr before it runs: a
 flag accepted in silence reads as a flag that worked (a newcomer's pass: --system on a run without a chat
 template took effect nowhere and said nothing; a seed under the schedule policy does not repeat a run)."""
+from playground.config import BACKENDS
 from playground.draft_ids import NGRAM, NO_PROBABILITIES, confidence_unused, uses_lookup
 from playground.limits import compile_refused
+from playground.unread import ONLY_CONFIDENCE, said, unread
 
-CONFIDENCE_UNUSED = "--confidence is not used: it is --policy confidence's threshold"  # (generate's and bench's)
+CONFIDENCE_UNUSED = f"--confidence is not used: {ONLY_CONFIDENCE}"  # (generate's and bench's)
+FLAGS = {"top_p": "--top-p", "top_k": "--top-k", "seed": "--seed", "think_budget": "--think-budget",
+         "backend": "--constraint-backend", "schema_in_prompt": "--schema-in-prompt", "k": "--k", "confidence": "--confidence"}
 
 
-def unused_flags(args, spec, chat: bool, has_template: bool, target: str, cfg, draft: str) -> list[str]:
+def unused_flags(args, settings, has_template: bool, target: str, cfg, draft: str) -> list[str]:
     """-> one each ('--system is not used: ...': generate prints each after 'note: ' and puts them in its JSON's
-    `note`). `spec` the run's ConstraintSpec or None, `chat` whether the run asks for the chat template,
-    `has_template` whether the tokenizer has one, `cfg` the run's SpecConfig, `draft` its draft's id."""
-    return _sampling_unused(args, cfg, draft) + _system_unused(args, chat, has_template, target) + _unused_by_any_run(args, spec)
+    `note`). `settings` the run's Settings, `has_template` whether the tokenizer has a chat template, `cfg` the
+    run's SpecConfig, `draft` its draft's id."""
+    return (_unread_flags(args, settings) + _sampling_unused(args, cfg, draft)
+            + _system_unused(args, settings.chat, has_template, target) + _unused_beside_prompt_ids(args))
 
 
 def rows_bench_cannot_measure(args, draft: str) -> dict[str, str]:
@@ -31,34 +36,36 @@ def rows_bench_cannot_measure(args, draft: str) -> dict[str, str]:
     return why
 
 
-def unused_by_export(args, spec, cfg) -> list[str]:
+def unused_by_export(args, settings) -> list[str]:
     """What `export` was given but no run would use (as generate says them: a greedy run's sampling flags were exported
     in silence, a scripting review), or it writes nowhere: the flags that place and compile a run here; a system prompt
     it does not send is said in the export's own notes."""
     given = [flag for flag, unused in (("--device", args.device != "auto"), ("--compile", args.compile is not None)) if unused]
     notes = [f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} not used: export writes the engines' "
              "commands, and vLLM, SGLang and transformers pick their own device and compilation"] if given else []
-    return [f"note: {n}" for n in notes + _greedy_unused(args, cfg) + _unused_by_any_run(args, spec)]
+    return [f"note: {n}" for n in notes + _unread_flags(args, settings)]
 
 
-def _unused_by_any_run(args, spec) -> list[str]:
-    """Flags that only mean something beside another, given without it."""
-    given_ids = getattr(args, "prompt_ids", None) is not None
+def _unread_flags(args, settings) -> list[str]:
+    """The flags given that the run will not read (playground.unread's rules, said in the flags' names)."""
+    given = {"top_p": args.top_p is not None, "top_k": args.top_k is not None, "seed": args.seed is not None,
+             "think_budget": args.think_budget is not None, "backend": args.constraint_backend != BACKENDS[0],
+             "schema_in_prompt": args.schema_in_prompt and not _ids_given(args), "k": args.k is not None,
+             "confidence": args.confidence is not None}
+    return said(unread(settings, given.__getitem__), FLAGS)
+
+
+def _ids_given(args) -> bool:
+    return getattr(args, "prompt_ids", None) is not None  # (export has no --prompt-ids)
+
+
+def _unused_beside_prompt_ids(args) -> list[str]:
+    """Flags that shape a prompt's text, beside a prompt given as token ids."""
     notes = []
-    if args.schema_in_prompt and (given_ids or spec is None or spec.kind != "json"):
-        notes.append("--schema-in-prompt is not used: " + ("--prompt-ids are sent as given" if given_ids else
-                                                           "it appends a --schema to the prompt, and this run has none"))
-    if given_ids and getattr(args, "raw", False):  # (said nothing: a CLI review)
+    if _ids_given(args) and args.schema_in_prompt:
+        notes.append("--schema-in-prompt is not used: --prompt-ids are sent as given")
+    if _ids_given(args) and args.raw:  # (said nothing: a CLI review)
         notes.append("--raw is not used: --prompt-ids are sent as given, with no chat template to leave out")
-    if args.think_budget and spec is None:  # under one, a model without </think> is refused (constraints.reasoning)
-        notes.append("--think-budget is not used: it bounds a reasoning model's thinking before a constraint "
-                     "(--schema, --regex or --grammar); without one the model thinks as long as it likes")
-    if args.k is not None and args.tree:
-        notes.append("--k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length")
-    if args.confidence is not None and args.policy != "confidence":
-        notes.append(CONFIDENCE_UNUSED)
-    if args.constraint_backend != "llguidance" and spec is None:
-        notes.append("--constraint-backend is not used: this run has no --schema, --regex or --grammar")
     return notes
 
 
@@ -68,9 +75,9 @@ def _system_unused(args, chat: bool, has_template: bool, target: str) -> list[st
 
 
 def _sampling_unused(args, cfg, draft: str) -> list[str]:
-    """Sampling flags a greedy run never reads, a sampled schedule run's seed that may not repeat it, and
-    the confidence policy under prompt lookup."""
-    notes = _greedy_unused(args, cfg)
+    """Samples a greedy run writes alike, a sampled schedule run's seed that may not repeat it, and the
+    confidence policy under prompt lookup."""
+    notes = []
     if cfg.sampling.greedy:
         if args.num_samples > 1:
             notes.append(f"--num-samples {args.num_samples} under greedy decoding writes the same text each time "
@@ -84,18 +91,9 @@ def _sampling_unused(args, cfg, draft: str) -> list[str]:
     return notes
 
 
-def _greedy_unused(args, cfg) -> list[str]:
-    """The sampling flags a greedy run never reads."""
-    given = [flag for flag, value in (("--top-p", args.top_p), ("--top-k", args.top_k), ("--seed", args.seed)) if value is not None]
-    if not (cfg.sampling.greedy and given):
-        return []
-    return [f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not used: the run is greedy (temperature 0), which "
-            "draws nothing"]
-
-
 def _no_system(args, chat: bool, has_template: bool, target: str) -> str:
     """Why the system prompt reaches no model ('' when it does)."""
-    if getattr(args, "prompt_ids", None) is not None:  # (export has no --prompt-ids)
+    if _ids_given(args):
         return "--prompt-ids are sent as given"
     if args.raw:
         return "--raw sends the prompt without the chat template"

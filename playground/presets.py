@@ -1,6 +1,7 @@
 """Presets: one small TOML file per pair in presets/, read and validated here; the default preset of this
 host; Settings, every setting of a run as the page, a share link, the CLI and the export see it (a preset's
-values, a link's or the flags'), with the constraint it carries and the settings it leaves unused."""
+values, a link's or the flags'), with the constraint it carries and the policy its run uses (the settings it leaves
+unread: playground.unread)."""
 import dataclasses
 import difflib
 import logging
@@ -132,29 +133,6 @@ def policy_as_run(s: "Settings") -> tuple["Settings", str]:
         return s, ""
     note = f"the confidence policy is not used: {NO_PROBABILITIES} (it drafts as under fixed)"
     return dataclasses.replace(s, policy="fixed"), note
-
-
-def unused_settings(s: "Settings") -> str:
-    """Settings a run never reads, where they differ from its preset's ('' where none does): top-p, top-k
-    and the seed of a greedy run; the thinking budget and the backend without a constraint; the schema in the
-    prompt without a schema. A link setting them opened and ran without a word, passed them on and exported
-    them (the CLI says its flags so: cli_notes). A preset's own stay unsaid (qwen3-8b's budget is for a schema)."""
-    preset = all_presets().get(s.preset)
-    base = Settings.from_preset(preset) if preset else Settings()
-    kind = (constraint_of(s) or ("", ""))[0]
-    unused = {"is greedy (temperature 0), which draws nothing": ("top-p", "top-k", "seed") if s.temperature == 0 else (),
-              "has no schema, regex or grammar": ("thinking budget", "constraint backend") if not kind else (),
-              "has no schema": ("schema shown in the prompt",) if kind != "schema" else ()}
-    said = []
-    for why, names in unused.items():
-        if changed := [name for name in names if getattr(s, UNUSED_FIELDS[name]) != getattr(base, UNUSED_FIELDS[name])]:
-            listed = ", ".join(changed[:-1]) + " and " * (len(changed) > 1) + changed[-1]
-            said.append(f"the {listed} {'is' if len(changed) == 1 else 'are'} not used: the run {why}")
-    return "; ".join(said)
-
-
-UNUSED_FIELDS = {"top-p": "top_p", "top-k": "top_k", "seed": "seed", "thinking budget": "think_budget",
-                 "constraint backend": "backend", "schema shown in the prompt": "schema_in_prompt"}
 
 
 def chosen_constraint(given: dict[str, str], base) -> dict[str, str]:

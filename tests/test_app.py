@@ -738,21 +738,26 @@ def test_api_says_what_of_the_request_no_model_read(client):
                                  "&backend=xgrammar&schema_in_prompt=true", api_name="/generate")
     assert unread["text"] == plain["text"] and unread["note"] == (  # (a link's; the CLI says its flags so: a review)
         "the top-p, top-k and seed are not used: the run is greedy (temperature 0), which draws nothing; the thinking "
-        "budget and constraint backend are not used: the run has no schema, regex or grammar; the schema shown in "
-        "the prompt is not used: the run has no schema")
+        "budget is not used: it ends a reasoning model's thinking before a schema, regex or grammar, and the run has "
+        "none (the model thinks as long as it likes); the constraint backend is not used: the run has no schema, regex "
+        "or grammar; the schema shown in the prompt is not used: the run has no schema to show")
 
 
 def test_settings_a_run_never_reads_are_said_where_they_are_not_its_presets():
     """A preset's own stay unsaid: qwen3-8b's thinking budget waits for a schema, its top-p for a temperature."""
-    from playground.presets import unused_settings
+    from playground.unread import unused_settings
     qwen3 = Settings.from_preset(page_inputs.PRESETS["qwen3-8b"])
     assert unused_settings(qwen3) == "" and unused_settings(dataclasses.replace(qwen3, temperature=0.0)) == ""
     demo = Settings.from_preset(page_inputs.PRESETS["demo"])
     assert unused_settings(dataclasses.replace(demo, seed=3, temperature=0.7)) == ""
     assert unused_settings(dataclasses.replace(demo, seed=3, regex="[a-z]+", schema_in_prompt=True)) == (
         "the seed is not used: the run is greedy (temperature 0), which draws nothing; the schema shown in the prompt "
-        "is not used: the run has no schema")
+        "is not used: the run has no schema to show")
     assert unused_settings(dataclasses.replace(demo, schema="{}", schema_in_prompt=True, think_budget=5)) == ""
+    assert unused_settings(dataclasses.replace(demo, k=7, tree="2,2", confidence=0.8)) == (  # (the CLI's rules too)
+        "the draft length k is not used: a token tree drafts the shape it names; k is a chain's length; the confidence "
+        "threshold is not used: only the confidence policy reads it")
+    assert unused_settings(dataclasses.replace(demo, k=7, policy="confidence", confidence=0.8)) == ""
 
 
 def test_api_constrained_run_is_valid_json(client):

@@ -347,7 +347,7 @@ def test_cli_bench_policy_row_and_what_it_cannot_measure(capsys, saved_pair, tmp
     assert "engine-schedule" not in {r["method"] for r in json.loads(out)}
     said = "note: --policy schedule adds no row: a policy sets a draft model's length, and this bench drafts by prompt lookup alone"
     assert said in err and err.index(said) < err.index("measuring pass costs")  # (before loading: the name says it)
-    assert "note: --confidence is not used: it is --policy confidence's threshold" in err
+    assert "note: --confidence is not used: only the confidence policy reads it" in err
     assert main([*args, "--draft", "ngram", "--tree", "2,1", "--compile", "--json", "--out", str(tmp_path / "ngram")]) == 0
     out, err = capsys.readouterr()
     assert not {"engine-tree", "engine-compiled"} & {r["method"] for r in json.loads(out)}

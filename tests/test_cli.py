@@ -413,11 +413,11 @@ def test_flags_the_run_does_not_use_are_said(capsys, saved_pair):
                              "--confidence", "0.7")
     assert code == 0 and len(json.loads(out)["token_ids"]) == 3  # stdout stays one JSON object
     assert err.splitlines() == [
-        f"note: --system is not used: {target}'s tokenizer has no chat template",
-        "note: --schema-in-prompt is not used: it appends a --schema to the prompt, and this run has none",
-        "note: --think-budget is not used: it bounds a reasoning model's thinking before a constraint (--schema, "
-        "--regex or --grammar); without one the model thinks as long as it likes",
-        "note: --confidence is not used: it is --policy confidence's threshold"]
+        "note: --think-budget is not used: it ends a reasoning model's thinking before a schema, regex or grammar, and "
+        "the run has none (the model thinks as long as it likes)",
+        "note: --schema-in-prompt is not used: the run has no schema to show",
+        "note: --confidence is not used: only the confidence policy reads it",
+        f"note: --system is not used: {target}'s tokenizer has no chat template"]
     code, _, err = run_cli(capsys, *base, "--policy", "confidence", "--confidence", "0.7", "--schema-in-prompt",
                            "--schema", '{"type": "integer"}')
     assert code == 0 and err == ""  # used: said nothing
@@ -427,7 +427,7 @@ def test_flags_the_run_does_not_use_are_said(capsys, saved_pair):
     code, _, err = run_cli(capsys, *base[:4], "--prompt-ids", "5,6", *base[6:], "--raw")
     assert code == 0 and err == "note: --raw is not used: --prompt-ids are sent as given, with no chat template to leave out\n"
     code, _, err = run_cli(capsys, *base, "--tree", "2,1", "--k", "5")  # (said nothing: a CLI review)
-    assert code == 0 and err == "note: --k is not used: a token tree (--tree) drafts the shape it names; k is a chain's length\n"
+    assert code == 0 and err == "note: --k is not used: a token tree drafts the shape it names; k is a chain's length\n"
 
 
 def test_a_trees_acceptance_is_said_per_node_and_has_no_chain_theory(capsys, saved_pair):
@@ -516,13 +516,13 @@ def test_flags_a_run_never_reads_are_said(capsys):
     base = ["--preset", "demo", "--max-new-tokens", "4"]
     assert main(["generate", *base, "--top-p", "0.5", "--top-k", "3", "--seed", "9", "--num-samples", "2"]) == 0
     err = capsys.readouterr().err
-    assert "note: --top-p, --top-k, --seed are not used: the run is greedy (temperature 0)" in err
+    assert "note: --top-p, --top-k and --seed are not used: the run is greedy (temperature 0)" in err
     assert "note: --num-samples 2 under greedy decoding writes the same text each time" in err
     assert main(["generate", *base, "--draft", "ngram", "--policy", "confidence", "--constraint-backend", "xgrammar"]) == 0
     out, err = capsys.readouterr()
     assert "note: --policy confidence is not used: prompt lookup's guesses have no probabilities" in err
     assert ", k 4, greedy," in err and "confidence policy" not in err  # the line under the text: what ran (a review)
-    assert "note: --constraint-backend is not used: this run has no --schema, --regex or --grammar" in err
+    assert "note: --constraint-backend is not used: the run has no schema, regex or grammar" in err
     assert main(["generate", *base, "--temperature", "0.7", "--seed", "3", "--top-k", "5"]) == 0
     assert "note:" not in capsys.readouterr().err  # sampled: each one read
     assert main(["generate", *base, "--temperature", "0.7", "--seed", "3", "--policy", "schedule"]) == 0
@@ -534,12 +534,12 @@ def test_flags_a_run_never_reads_are_said(capsys):
     assert main(["export", "--preset", "demo", "--device", "tpu", "--no-compile"]) == 0
     assert "note: --device and --compile are not used: export writes the engines' commands" in capsys.readouterr().err
     assert main(["export", "--preset", "demo", "--seed", "3", "--top-p", "0.5"]) == 0  # (in silence; a scripting review)
-    assert "note: --top-p, --seed are not used: the run is greedy (temperature 0)" in capsys.readouterr().err
+    assert "note: --top-p and --seed are not used: the run is greedy (temperature 0)" in capsys.readouterr().err
     assert main(["export", "--preset", "demo", "--seed", "3", "--top-p", "0.5", "--temperature", "0.5"]) == 0
     assert "note:" not in capsys.readouterr().err
     assert main(["export", "--preset", "demo", "--raw", "--system", "be brief", "--think-budget", "5"]) == 0
     said = capsys.readouterr()  # (export wrote neither anywhere and said nothing)
-    assert "note: --think-budget is not used: it bounds a reasoning model's thinking before a constraint" in said.err
+    assert "note: --think-budget is not used: it ends a reasoning model's thinking before a schema, regex or grammar" in said.err
     assert "--system" not in said.err  # said with the engines' notes, as the page's export says it:
     assert "- The system prompt is not sent: the playground gives it to the model only through a chat template" in said.out
     assert main(["export", "--preset", "qwen3-8b", "--system", "be brief", "--think-budget", "5", "--regex", "[ab]"]) == 0

@@ -18,7 +18,8 @@ from playground.errors import PlaygroundError, blamed_on, for_log
 from playground.events import Round, RunResult, committed_ids, round_json
 from playground.metrics import comparison_json, summarize
 from playground.session.host import custom_models_allowed
-from playground.presets import Settings, all_presets, hosted_models, policy_as_run, unused_settings
+from playground.presets import Settings, all_presets, hosted_models, policy_as_run
+from playground.unread import unused_settings
 from playground.limits import RUN_SECONDS, RUN_SHARE_SECONDS
 from playground.ui.pacing import paced
 from playground.ui.turn import Turn, waiting
