@@ -2,28 +2,28 @@
 
 Bad input exits with status 2 and one line `error: ...` on stderr, before any model work when the
 input alone shows the mistake; an output that does not meet its constraint (INVALID: cut short, or
-a keyword checked only after the run) is printed in full and exits with status 1. The session (torch, transformers: seconds to import) is imported by the
-commands, so --help and a mistyped flag answer at once."""
+a keyword checked only after the run) is printed in full and exits with status 1. The session (torch, transformers:
+seconds to import) is imported by the commands, so --help and a mistyped flag answer at once. generate and export are
+here; bench is cli_bench's, generate's report cli_report's."""
 import codecs
 import contextlib
 import dataclasses
 import json
 import os
-import pathlib
 import signal
 import sys
 import threading
 import warnings
 
 from playground.cli_args import (STDIN_NAMES, build_parser, compiles, confidence_of, constraint_flags, flag_or_preset,
-                                  parse_prompt_ids, read_prompts, resolve_models, said_to_type, writable_dir)
-from playground.cli_notes import CONFIDENCE_UNUSED, rows_bench_cannot_measure, unused_by_export, unused_flags
-from playground.config import BUDGET_RAN_OUT, MAX_SEED, THINK_END, SpecConfig, tree_fields, tree_text
-from playground.draft_ids import NGRAM
+                                  parse_prompt_ids, resolve_models, said_to_type)
+from playground.cli_bench import Interrupted, cmd_bench
+from playground.cli_notes import unused_by_export, unused_flags
+from playground.cli_report import format_text, invalid_outputs, progress_printer, ran_with, written
+from playground.config import MAX_SEED
 from playground.errors import PlaygroundError
-from playground.events import OPEN_END, STOPPED
-from playground.limits import MAX_PROMPT_CHARS, MAX_REPEAT, MAX_SAMPLES, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
-from playground.metrics import comparison_json, counted, identity_note, lookup_level, speedup_said
+from playground.limits import MAX_PROMPT_CHARS, MAX_SAMPLES, at_most
+from playground.metrics import comparison_json
 
 
 def cmd_generate(args) -> int:
@@ -37,7 +37,7 @@ def cmd_generate(args) -> int:
     if preset is not None and preset.gpu and not args.target and session.resolve_device(args.device).type == "cpu":
         print(f"note: the preset {preset.name} is made for a GPU; on this CPU it runs very slowly (and its weights, "
               "if not cached, are a download of several GB)", file=sys.stderr)  # (a CLI review: said after the download)
-    pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
+    pair = session.load_pair(target, draft, args.device, progress=progress_printer())
     constraint = session.constrain(pair, spec)
     notes = unused_flags(args, settings, bool(getattr(pair.tokenizer, "chat_template", None)), target, cfg, draft)
     if prompt_ids is None:
@@ -100,38 +100,6 @@ def _given_prompt_ids(args, settings) -> list[int] | None:
     return prompt_ids
 
 
-def invalid_outputs(out: dict) -> str:
-    """'' when every output meets its constraint (or there is none); else which did not, and why."""
-    samples = out.get("samples") or [{"seed": None, **out}]
-    broken = [s for s in samples if s["valid"] is False]
-    if not broken:
-        return ""
-    seeds = [str(s["seed"]) for s in broken]
-    which = ("the output does" if len(samples) == 1 else f"the sample with seed {seeds[0]} does" if len(seeds) == 1
-             else f"the samples with seeds {', '.join(seeds[:-1])} and {seeds[-1]} do")
-    return f"{which} not meet the constraint (" + broken[0]["validation_error"] + ")"
-
-
-def ran_with(target: str, draft: str, cfg, prompt: str | None, prompt_ids: list[int]) -> str:
-    """The line that says what produced the text above it (the text alone began mid-code, from nowhere);
-    prompt None: given as token ids."""
-    t = cfg.sampling.temperature
-    sampling = "greedy" if t == 0 else f"temperature {t:g}, seed {cfg.seed}"
-    shown = "given as token ids" if prompt is None else repr(prompt if len(prompt) <= 60 else prompt[:59] + "…")
-    return (f"-- {target} with {draft}, {_drafting(cfg, draft)}, {sampling}, at most {counted(cfg.max_new_tokens, 'new token')}; "
-            f"prompt {shown} ({counted(len(prompt_ids))})")
-
-
-def _drafting(cfg, draft: str = "") -> str:
-    """'token tree 2,2,2/5+3' (its k unused), or 'k 4' and a policy other than fixed (not the confidence
-    policy under prompt lookup, which drafts as under fixed: cli_notes said so before the run)."""
-    if cfg.tree:
-        return f"token tree {tree_text(cfg)}"
-    if cfg.policy == "fixed" or (cfg.policy == "confidence" and draft == NGRAM):
-        return f"k {cfg.k}"
-    return f"k {cfg.k}, {cfg.policy} policy" + (f" at {cfg.confidence:g}" if cfg.policy == "confidence" else "")
-
-
 def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None,
                     stop: threading.Event | None = None) -> dict:
     """The run (with `baseline`, beside the target alone, measured), as JSON. Once `stop` is set (Ctrl-C:
@@ -140,7 +108,7 @@ def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, con
     from playground import session
     from playground.measure.speedup import engine_block, least_blocks, measure
     stop = stop or threading.Event()
-    compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, _progress_printer(), constrained=constraint is not None)
+    compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, progress_printer(), constrained=constraint is not None)
     if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
         make = engine_block(pair, [prompt_ids], cfg, constraint, should_stop=stop.is_set, whole_base=True)  # (its
         first = make()  # text in the JSON)
@@ -194,152 +162,6 @@ def _ctrl_c_ends_the_run():
         signal.signal(signal.SIGINT, previous)
 
 
-def cmd_bench(args) -> int:
-    from playground import session
-    from playground.measure import report
-    from playground.measure.machine import machine, machine_line
-    preset, target, draft = resolve_models(args)
-    seed_given = args.seed is not None
-    args.seed = args.seed if seed_given else SpecConfig().seed  # (None: told from a seed given; the engine's default)
-    ks, temperatures = _bench_values(args)  # every setting is checked before anything loads
-    if args.confidence is not None and "confidence" not in args.policy:
-        _log(f"note: {CONFIDENCE_UNUSED}")
-    if seed_given and not any(temperatures):  # (said by generate, not by bench; a CLI review)
-        _log("note: --seed is not used: every --temperature is 0 (greedy), which draws nothing")
-    for flag, why in rows_bench_cannot_measure(args, draft).items():
-        _log(f"note: {why}")
-        setattr(args, flag, {"tree": "", "policy": (), "compile": None}[flag])  # (machine.json: what was measured)
-    out_dir = _bench_folder(args)
-    texts = read_prompts(args.prompts, preset, target)[: args.num_prompts]
-    pair = session.load_pair(target, draft, args.device, progress=_progress_printer())
-    chat = flag_or_preset(None, preset, "chat", True) and not args.raw
-    if args.raw and not getattr(pair.tokenizer, "chat_template", None):
-        _log(f"note: --raw is not used: {target} has no chat template, so its prompts are sent as written anyway")
-    prompts = [session.encode_prompt(pair, t, chat) for t in texts]
-    for i, ids in enumerate(prompts, 1):  # (a long prompt was refused once the costs were measured, 20 s on)
-        try:
-            session.check_prompt_ids(pair, ids, args.max_new_tokens)
-        except PlaygroundError as exc:
-            raise PlaygroundError(f"--prompts: prompt {i}: {exc}") from None
-    ran_on = machine(next(pair.target.parameters()).device) | {"run": _benched(args, pair, ks, temperatures, prompts)}
-    _log(f"machine: {machine_line(ran_on)}")
-    title = f"{_benched_line(ran_on['run'])}\n\nMeasured on {machine_line(ran_on)}"
-    if out_dir:
-        if earlier := _written(lambda: report.clear_earlier(out_dir), out_dir):
-            _log(f"note: {out_dir} held an earlier bench's {', '.join(earlier)}: removed (this bench's files replace them)")
-        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
-    rows = _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title, ran_on)
-    if out_dir:
-        ran_on["load_average_after"] = machine()["load_average"]  # (a load that came during the bench: said)
-        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
-        for path in _written(lambda: report.write_outputs(rows, out_dir, title, _log), out_dir):
-            _log(f"wrote {path}")
-    print(_bench_table(rows, args.json))
-    return 0
-
-
-def _log(line: str) -> None:
-    """A bench's progress, on standard error: the table or JSON alone on standard output (`bench > table.md`
-    took the log too)."""
-    print(line, file=sys.stderr)
-
-
-def _bench_values(args) -> tuple[list[int], list[float]]:
-    """--k and --temperature's values, each combination and the other counts checked (PlaygroundError)."""
-    from playground import session
-    from playground.measure.sweeps import parse_values
-    try:
-        ks, temperatures = parse_values(args.k, int), parse_values(args.temperature, float)
-    except ValueError as exc:
-        raise PlaygroundError(f"--k / --temperature: {exc}") from None
-    for k in ks:
-        for t in temperatures:
-            session.spec_config(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                                **tree_fields(args.tree))
-            for policy in args.policy:  # (its own row: a tree's row keeps the fixed policy)
-                session.spec_config(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                                    policy=policy, confidence=confidence_of(args))
-    at_most(len(ks) * len(temperatures), MAX_SWEEP_VALUES, "the number of --k x --temperature combinations",
-            " (PLAYGROUND_MAX_SWEEP_VALUES)")
-    if args.repeat < 1 or args.num_prompts < 1:
-        raise PlaygroundError("--repeat and --num-prompts must be >= 1")
-    at_most(args.repeat, MAX_REPEAT, "--repeat", " (PLAYGROUND_MAX_REPEAT)")
-    at_most(args.num_prompts, MAX_SWEEP_PROMPTS, "--num-prompts", " (PLAYGROUND_MAX_SWEEP_PROMPTS)")
-    return ks, temperatures
-
-
-def _bench_folder(args) -> pathlib.Path | None:
-    """--out's folder, writable and holding no files of anything but a bench, or None."""
-    from playground.measure import report
-    if args.out is not None and not args.out.strip():  # ('' wrote nothing, unsaid; a CLI review)
-        raise PlaygroundError("--out is empty: name a folder, or leave the flag out")
-    out_dir = writable_dir(args.out) if args.out else None
-    if out_dir and (theirs := report.others_files(out_dir)):
-        raise PlaygroundError(f"--out: {args.out[:80]} holds {', '.join(theirs)}, which no bench wrote there (no "
-                              "machine.json of one beside them) and this bench would replace: name another folder")
-    return out_dir
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, said already where it struck (what a bench kept)."""
-
-
-def _bench_rows(args, pair, prompts, ks, temperatures, out_dir, title: str, ran_on: dict) -> list[dict]:
-    """The bench's rows, each one written to --out as it is measured; on Ctrl-C, the rows measured whole printed as
-    at the end, said what --out kept, and machine.json marked `interrupted` (it read as a finished bench's; a
-    scripting review)."""
-    from playground.measure import bench, report
-    from playground.measure.machine import machine
-    written: list[dict] = []  # the rows measured whole so far (in --out too)
-
-    def on_row(rows: list[dict]) -> None:
-        if out_dir:
-            _written(lambda: report.write_rows(rows, out_dir, title), out_dir)
-        written[:] = rows
-    try:
-        return bench.run_bench({"draft": pair, "ngram": bench.ngram_pair(pair)}, prompts, ks, temperatures, args.repeat,
-                               args.max_new_tokens, args.seed, _log, compiled=bool(args.compile),
-                               on_row=on_row, tree=args.tree,  # text: its row's label
-                               policies=args.policy, confidence=confidence_of(args))
-    except KeyboardInterrupt:  # (said only "interrupted": whether anything was kept, and where, was a guess)
-        if written:
-            print(_bench_table(written, args.json))
-        if not out_dir:
-            raise
-        ran_on |= {"interrupted": True, "load_average_after": machine()["load_average"]}
-        _written(lambda: report.write_machine(ran_on, out_dir), out_dir)
-        kept = (f"{counted(len(written), 'row')} measured whole kept in {out_dir / 'rows.json'} and table.md"
-                if written else f"no row was measured whole: {out_dir} holds machine.json alone")
-        print(f"interrupted: {kept}; no chart", file=sys.stderr)
-        raise Interrupted from None  # (said: not again as "error: interrupted", a CLI review)
-
-
-def _bench_table(rows: list[dict], as_json: bool) -> str:
-    from playground.measure import report
-    return json.dumps(rows) if as_json else report.markdown_table(rows)
-
-
-def _benched(args, pair, ks: list[int], temperatures: list[float], prompts: list[list[int]]) -> dict:
-    """What a bench measured (machine.json's `run`, the table's title): rows.json named neither the models
-    nor the precision they ran in (a CPU's bf16 flags and PLAYGROUND_CPU_DTYPE choose it, and whether float32 weights
-    are held in bf16) nor the settings."""
-    from playground import session
-
-    def dtype(model) -> str | None:
-        return None if model is None else session.precision(model)
-    return {"target": pair.target_id, "draft": pair.draft_id, "target_dtype": dtype(pair.target),
-            "draft_dtype": dtype(pair.draft), "k": ks, "temperatures": temperatures, "prompts": len(prompts),
-            "max_new_tokens": args.max_new_tokens, "repeat": args.repeat, "seed": args.seed,
-            "compile": bool(args.compile), "tree": args.tree, "policies": list(args.policy),
-            "confidence": confidence_of(args) if "confidence" in args.policy else None}
-
-
-def _benched_line(run: dict) -> str:
-    draft = run["draft"] + (f" ({run['draft_dtype']})" if run["draft_dtype"] else "")
-    return (f"{run['target']} ({run['target_dtype']}) + {draft}: {counted(run['prompts'], 'prompt')}, at most "
-            f"{counted(run['max_new_tokens'], 'new token')}, seed {run['seed']}")
-
-
 def cmd_export(args) -> int:
     from playground.export import export_setting, format_export
     from playground.session import checked_run
@@ -383,95 +205,8 @@ def _settings(args):
     return s
 
 
-def _written(write, out_dir: pathlib.Path):
-    try:
-        return write()
-    except OSError as exc:
-        raise PlaygroundError(f"--out: cannot write into {out_dir}: {exc.strerror or exc}") from None
-
-
 def _reseeded(cfg, seed):
     return dataclasses.replace(cfg, seed=seed)
-
-
-def format_text(out: dict) -> str:
-    """The report generate writes on stderr after the text: its figures, the constraint's verdict, the speedup."""
-    s = out["stats"]
-    acceptance = f"{s['acceptance_rate']:.2f}" if s["proposed"] else "n/a (nothing was drafted)"
-    if s["proposed"] and s["theory_tokens_per_round"] is None:  # (a tree's rounds: every node counts)
-        acceptance += " of the tree's nodes"
-    elif s["proposed"] and s["token_acceptance"] is not None:  # the calculator's α beside it (a maths review: 0.38 read as α)
-        acceptance += f" (per-token α {s['token_acceptance']:.2f}: of the guesses judged, the share kept)"
-    lines = [f"-- {counted(s['generated_tokens'])} in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tok/s; the prompt pass "
-             f"{s['prompt_s']:.2f} s of it, then {s['decode_tokens_per_s']:.1f} tok/s), "
-             f"acceptance {acceptance}, {s['tokens_per_target_pass']:.2f} tokens per target pass"]
-    if s.get("looked_up"):  # a cascade
-        lines.append(f"-- {lookup_level(s)}")
-    if "compile_s" in out:
-        lines.append(f"-- compiled passes: {out['compile_s']:.1f} s compiling before the run (not in its time)"
-                     + (f"; {out['compile_note']}" if out.get("compile_note") else ""))
-    still = out.get("reasoning_tokens") == s["generated_tokens"] and THINK_END not in out["text"]  # (cut while thinking)
-    if out.get("reasoning_tokens") is not None and out["valid"] is not None and not still:
-        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}{_budget_spent(out)}; the answer after </think> is what the "
-                     f"constraint judged: {out['answer']}")
-    elif out.get("reasoning_tokens") is not None:  # (no constraint: the answer is the text's end, above; or none yet, said
-        lines.append(f"-- thought for {counted(out['reasoning_tokens'])}" + (  # so: it read as thinking ended, with an
-            "" if not still else f": still thinking when it ended, no {THINK_END} yet"  # empty answer; a review)
-            + " (raise max new tokens)" * (out["finish_reason"] == "length")))
-    if out["valid"] is not None:
-        samples = out.get("samples", [])  # (several: each verdict names its seed, the first's too)
-        lines.append(validity(out) if len(samples) < 2 else f"-- sample with seed {samples[0]['seed']}: {validity(out).removeprefix('-- ')}")
-        lines += [f"-- note: {note}" for note in out.get("constraint_notes", [])]
-    if "speedup_measure" in out:
-        greedy = "identical_to_baseline" in out  # (a sampled run's text is not compared)
-        cut = STOPPED in (out["finish_reason"], out["baseline"]["finish_reason"])  # (a prefix: the same so far)
-        same = identity_note(out["token_ids"], out["baseline"]["token_ids"], greedy, cut) if greedy else ""
-        m = out["speedup_measure"]
-        told = "" if m["speedup"] is None else (f" over the target alone ({m['interval']}; {m['blocks']} interleaved "
-                                                f"measurement{'s' * (m['blocks'] > 1)})")
-        lines.append(f"-- speedup: {speedup_said(m['speedup'], m['low'], m['high'], m['side'])}{told}" + (f"; {same}" if same else ""))
-        if m["spec_tokens_per_s"] and m["base_tokens_per_s"]:  # (the ratio's own rates: the first line's is the run's alone)
-            over = "over the interleaved measurements" if m["blocks"] > 1 else "side by side"
-            lines.append(f"-- speculation {m['spec_tokens_per_s']:.1f} tok/s against the target alone's "
-                         f"{m['base_tokens_per_s']:.1f} {over}" + (f"; {m['other_lengths']}" if m["other_lengths"] else ""))
-        if m["caveat"]:
-            lines.append(f"-- note: the speedup is {m['caveat']}")
-        if m["speedup"] is None:  # why, on a line of its own (in brackets inside the verdict's it read as a riddle)
-            about = f"; about {m['estimate']:.2f}x" if m["estimate"] > 0 else ""  # (a Stop before a token: "0.00x")
-            lines.append(f"-- no single number: {m['reason']}{about}")
-        if out["baseline"].get("form"):  # (slower than plain decoding, so that its tokens are speculation's)
-            lines.append(f"-- baseline: {out['baseline']['form']}")
-    for sample in out.get("samples", [])[1:]:  # (the first is the run above, its verdict the report's own)
-        if sample["valid"] is not None:
-            lines.append(f"-- sample with seed {sample['seed']}: {validity(sample).removeprefix('-- ')}")
-    return "\n".join(lines)
-
-
-def written(out: dict) -> str:
-    """What generate writes on stdout: the text; with --num-samples, each sample's after a line naming its seed."""
-    samples = out.get("samples", [])
-    if len(samples) < 2:
-        return out["text"]
-    return "\n\n".join(f"-- sample with seed {sample['seed']}:\n{sample['text']}" for sample in samples)
-
-
-def _budget_spent(out: dict) -> str:
-    """' (the thinking budget ran out: </think> forced)' where it did, else '' (a review: a thinking run cut by
-    its budget read as one that ended by itself; read from the marker's kind, forced, it missed a marker
-    on the target's own row, that round's bonus)."""
-    return f" ({BUDGET_RAN_OUT})" if out.get("thinking_cut") else ""
-
-
-def validity(out: dict) -> str:
-    return (f"-- valid as far as it goes: {OPEN_END}" if out["valid"] and out["open_end"] else "-- valid" if out["valid"]
-            else f"-- INVALID: {out['validation_error']}")
-
-
-def _progress_printer():
-    """Loading progress on stderr for people at a terminal; silent for scripts (stderr holds errors, notes and the report)."""
-    if not sys.stderr.isatty():
-        return None
-    return lambda fraction, message: print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 
 
 def _quiet_libraries() -> None:

@@ -3,20 +3,24 @@ metrics (a link's and the web API's `note` too) and generate's and export's `not
 says only what its user set: the page the settings that differ from the preset's, the CLI the flags given
 (a setting taken in silence reads as one that worked; reviews of both found them saying different rules)."""
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from playground.presets import Settings, all_presets, constraint_of
+from playground.config import CONSTRAINT_FIELDS
+
+if TYPE_CHECKING:  # (presets imports torch: the CLI's --help answers without it)
+    from playground.presets import Settings
 
 
 @dataclass(frozen=True)
 class Unread:
     fields: tuple[str, ...]  # Settings' names
     why: str  # said after "not used: "
-    when: Callable[[Settings], bool]  # the run will not read them
+    when: Callable[["Settings"], bool]  # the run will not read them
 
 
-def _kind(s: Settings) -> str:
-    return (constraint_of(s) or ("", ""))[0]
+def _kind(s: "Settings") -> str:
+    """The run's constraint field ('schema', 'regex', 'grammar'), '' for none (as presets.constraint_of)."""
+    return next((name for name in CONSTRAINT_FIELDS if getattr(s, name).strip()), "")
 
 
 ONLY_CONFIDENCE = "only the confidence policy reads it"
@@ -35,7 +39,7 @@ PAGE_NAMES = {"top_p": "top-p", "top_k": "top-k", "seed": "seed", "think_budget"
               "confidence": "confidence threshold"}
 
 
-def unread(s: Settings, set_by_user: Callable[[str], bool]) -> list[tuple[list[str], str]]:
+def unread(s: "Settings", set_by_user: Callable[[str], bool]) -> list[tuple[list[str], str]]:
     """-> (fields, why) per rule, in RULES' order, over the fields the user set that the run will not read
     (Settings' names: each place says them in its own words, `said`)."""
     found = []
@@ -55,10 +59,11 @@ def listed(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " and " * (len(words) > 1) + words[-1]
 
 
-def unused_settings(s: Settings) -> str:
+def unused_settings(s: "Settings") -> str:
     """The page's words ('' where none): the settings a run never reads, where they differ from its preset's. A
     link setting them opened and ran without a word, passed them on and exported them. A preset's own stay
     unsaid (qwen3-8b's thinking budget waits for a schema, its top-p for a temperature)."""
+    from playground.presets import Settings, all_presets
     preset = all_presets().get(s.preset)
     base = Settings.from_preset(preset) if preset else Settings()
     return "; ".join(said(unread(s, lambda f: getattr(s, f) != getattr(base, f)), PAGE_NAMES, "the "))

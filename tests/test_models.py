@@ -60,7 +60,7 @@ def test_a_runs_defaults_agree_wherever_they_are_written():
         assert len(set(found.values())) == 1 and len(found) >= 3, (name, found)
     bench = build_parser().parse_args(["bench"])
     assert float(bench.temperature) == engine["temperature"] and bench.seed is None  # (None: the engine's seed, unless
-    # given, which bench tells apart to say a seed its greedy rows never draw with: cli.cmd_bench)
+    # given, which bench tells apart to say a seed its greedy rows never draw with: cli_bench.cmd_bench)
     assert confidence_of(bench) == confidence_of(build_parser().parse_args(["generate"])) == engine["confidence"]
     assert GREEDY.greedy and GREEDY == SamplingParams(temperature=0.0)  # greedy, whatever the default becomes
 

@@ -429,7 +429,7 @@ def test_a_forced_draft_the_target_never_kept_is_no_guess_either(think_tokenizer
 
 
 def test_a_thinking_that_ends_by_itself_is_not_said_cut_by_its_budget(think_tokenizer):
-    from playground.cli import _budget_spent
+    from playground.cli_report import _budget_spent
     tok = think_tokenizer
     ended = {}
     for bias in (-5.0, 8.0):  # </think> forced by the budget; written by the model itself
