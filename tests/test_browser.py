@@ -1157,10 +1157,13 @@ LOW_MARK_CONTRAST_JS = """() => {
   const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
   const page = document.querySelector('.dark') ? [11, 15, 25, 1] : [255, 255, 255, 1];
   const low = [], seen = new Set();
-  for (const tok of document.querySelectorAll('#token-stream .tok, .legend .key i')) {  // (a swatch: its className)
+  for (const tok of document.querySelectorAll('#token-stream .tok, .legend .key .tok')) {  // (the legend's: its className)
     const kind = tok.dataset.kind || tok.className; if (seen.has(kind)) continue; seen.add(kind);
-    const style = getComputedStyle(tok), o = Number(style.opacity);
-    const tint = rgba(style.backgroundColor), line = rgba(style.borderBottomColor);
+    const style = getComputedStyle(tok), o = Number(style.opacity);  // the mark: its underline, else its strike
+    const struck = style.borderBottomStyle === 'none';
+    if (struck && !(style.textDecorationLine.includes('line-through') && parseFloat(style.textDecorationThickness) >= 2)) {
+      low.push(`${kind}: no underline and no 2 px strike`); continue; }
+    const tint = rgba(style.backgroundColor), line = rgba(struck ? style.textDecorationColor : style.borderBottomColor);
     const bg = over([tint[0], tint[1], tint[2], tint[3] * o], page), mark = over([line[0], line[1], line[2], line[3] * o], page);
     const [a, b] = [lum(mark), lum(bg)], ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
     if (ratio < 3) low.push(`${kind}: ${ratio.toFixed(2)}:1`); }
@@ -1183,6 +1186,11 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     expect(page.locator(".skip-link")).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.locator("#prompt-box textarea")).to_be_focused()
+    ring = "() => getComputedStyle(document.activeElement).outlineStyle"  # (Gradio's `outline: none !important` won on
+    assert page.evaluate(ring) == "solid"  # text boxes, and its dropdowns' inputs have no type: 1.8:1 borders; a review)
+    page.locator("#preset-box input").focus()
+    assert page.evaluate(ring) == "solid"
+    page.locator("#prompt-box textarea").focus()
     page.keyboard.press("Tab")  # the structured output's section, then Run
     page.keyboard.press("Tab")
     expect(page.locator("#run-button")).to_be_focused()
@@ -1192,12 +1200,17 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     assert page.locator("#token-tip").get_attribute("aria-hidden") == "true"  # (a status line: each token said twice)
     low, kinds = page.evaluate(LOW_MARK_CONTRAST_JS)
     assert not low and "rejected" in kinds and "accepted" in kinds, (low, kinds)
-    assert {f"swatch-{kind}" for kind in KINDS} <= set(kinds), kinds  # the legend's too: in dark mode it kept the
-    unlike = page.evaluate("""() => [...document.querySelectorAll('.legend .key i')].filter(i => {  // light shades,
-        const tok = document.querySelector(`#token-stream .tok-${i.className.replace('swatch-', '')}`);  // 2.2-2.7:1, and
-        return tok && getComputedStyle(tok).borderBottomColor !== getComputedStyle(i).borderBottomColor;  // matched no
-      }).map(i => i.className)""")  # token of its kind (a visual review)
+    assert {f"tok tok-{kind}" for kind in KINDS} <= set(kinds), kinds  # the legend's too: in dark mode it kept the
+    unlike = page.evaluate("""() => [...document.querySelectorAll('.legend .key .tok')].filter(i => {  // light shades,
+        const tok = document.querySelector(`#token-stream .${i.className.split(' ')[1]}`);  // 2.2-2.7:1, and matched
+        if (!tok) return false;  // no token of its kind (a visual review); a 12 px swatch showed no strike (an
+        const [a, b] = [tok, i].map(e => { const s = getComputedStyle(e);  // accessibility review)
+          return [s.borderBottomStyle, s.borderBottomColor, s.textDecorationLine, s.backgroundColor].join(); });
+        return a !== b; }).map(i => i.className)""")
     assert unlike == [], unlike
+    styles = page.evaluate("""() => [...document.querySelectorAll('.legend .key .tok')].map(e => {
+        const s = getComputedStyle(e); return s.borderBottomStyle + (s.textDecorationLine.includes('line-through') ? '+struck' : ''); })""")
+    assert len(set(styles)) == len(KINDS), styles  # told apart without colour, each by its own mark
     expect(page.locator("#run-said")).to_have_text(re.compile(r"^Run over: 48 tokens in [\d.]+ s; acceptance rate [\d.]+; "
                                                               r"speedup "), timeout=10_000)
     page.get_by_role("tab", name="Charts", exact=True).click()  # each chart named by what it shows (plots.described)
@@ -1210,6 +1223,11 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     page.keyboard.press("Tab")  # the policy's checked radio ('fixed')
     ring = page.evaluate("() => { const e = document.activeElement; return [e.type, e.checked, getComputedStyle(e).outlineStyle]; }")
     assert ring == ["radio", True, "solid"], ring
+    expect(page.locator("#token-stream")).to_have_accessible_description(re.compile("refused; the Text tab below has"))
+    expect(page.get_by_role("group", name="Draft length policy")).to_have_accessible_description(
+        re.compile("^fixed: k guesses every round"))  # (a bare group: "fixed, radio button" of which setting?)
+    expect(page.locator('#metrics .metric-more[data-card="acceptance rate"] summary')).to_have_accessible_name(
+        "how it is counted (acceptance rate)")  # (five folds of one name)
     page.evaluate("""() => { const s = document.createElement('span'); s.className = 'spinner'; s.id = 'a-spinner';
                              document.body.appendChild(s); }""")
     assert page.evaluate("getComputedStyle(document.getElementById('a-spinner')).animationName") == "none"

@@ -595,7 +595,7 @@ def test_each_card_says_one_line_and_folds_how_it_is_counted():
     assert all(len(line.split()) <= 16 for name, line in lines.items() if name != "speedup"), lines
     assert len(lines["speedup"].split()) <= 16 and "30.0 tokens/s" not in lines["speedup"]  # its rates in its fold
     assert lines["tokens per target pass"] == "1 pass, prompt pass included; 3 tokens forced; the target alone 1.25"
-    folds = regex.findall(r'<details class="metric-more" data-card="([^"]+)"><summary>how it is counted</summary>', shown)
+    folds = regex.findall(r'<details class="metric-more" data-card="([^"]+)"><summary>how it is counted<span class="sr-only"> \(\1\)</span></summary>', shown)
     assert folds == ["acceptance rate", "tokens per target pass", "theory", "tokens/s", "speedup"]
     assert "speculation takes 4.00x fewer passes than it" in shown  # 5 tokens a pass / 1.25
     assert "speculation 30.0 tokens/s against the target alone&#x27;s 25.0 side by side" in shown

@@ -41,7 +41,7 @@ from playground.ui.tree_view import CSS as TREE_CSS, tree_view
 TABLE_HEIGHT = 1000  # px: a sweep's rows with their notes wrapped (at Gradio's 500, a 3-value sweep showed 2 rows)
 ABOUT = """
 **How to read the stream.** A *draft* model guesses `k` tokens; the *target* checks all of them in one
-forward pass. Green tokens (underlined) are guesses the target kept, red struck-through ones it refused and
+forward pass. Green tokens (underlined) are guesses the target kept, red struck-through ones (no underline) it refused and
 those after a refusal, never judged (none of them part of the text), orange (double underline) is the target's own token where it refused, blue (dotted)
 the target's own token after every guess was kept (or in a round with no guess, such as prompt lookup finding
 no match), grey (dashed) a token the constraint forces. Hover a token with a mouse, tap it, or Tab to the stream

@@ -18,16 +18,16 @@ CSS = """
    hid them: `__init__` read "  init  "; a visual review) */
 .tokstream, #output-text textarea, #baseline-text textarea, #prompt-box textarea { unicode-bidi: plaintext; }  /* each
    paragraph in the direction of its first letter: Arabic's full stop was drawn at its right, its start */
-""" + "".join(f".tok-{k}, .legend .swatch-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
-               f".dark :is(.tok-{k}, .legend .swatch-{k}) {{ border-bottom-color: {DARK_UNDERLINES[k]}; }}\n"
+""" + "".join(f".tok-{k} {{ background: {COLOURS[k]}26; border-bottom: 3px {style} {shade}; }} "
+               f".dark .tok-{k} {{ border-bottom-color: {DARK_UNDERLINES[k]}; }}\n"
                for k, (shade, style) in UNDERLINES.items()) + """
-.legend .key i { height: 9px !important; }  /* each kind's underline under its swatch, drawn as its tokens' */
-.tok-rejected { text-decoration: line-through; opacity: 0.75; }  /* in the text's colour: its red (never drawn,
-   Gradio's .prose rule won) would stand 2.9:1 dimmed */
+.tok-rejected { text-decoration: line-through 2px; opacity: 0.75; }  /* in the text's colour: its red (never drawn,
+   Gradio's .prose rule won) would stand 2.9:1 dimmed; 2 px, seen on a comma */
 .tok-rejected::before { content: "" / " refused: "; }  /* said by a screen reader, not shown (it read refused
    drafts as part of the text); spaced, and closed, from the tokens beside it ("returnrefused: self" ran together,
    an accessibility review) */
 .tok-rejected::after { content: "" / "; "; }
+.legend .tok-rejected::before, .legend .tok-rejected::after { content: none; }  /* the legend's word is its name */
 .tok:focus-visible, .round-sep:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
 .tok-eos { font-size: 11px; }  /* in the text's colour, as a token with no text's mark: the labels' grey on a
    token's tint stood 4.0:1 */
@@ -50,7 +50,6 @@ CSS = """
              vertical-align: middle; }
 .round-sep.stopped { border-left: 2px solid #f59e0b; }
 .legend span.key { display: inline-block; margin-right: 14px; font-size: 13px; }
-.legend i { display: inline-block; width: 12px; height: 12px; border-radius: 3px; margin-right: 4px; vertical-align: -1px; }
 .metrics { display: flex; flex-wrap: wrap; gap: 8px; align-items: flex-start; }  /* each card its own height (the
    theory card's 9 lines made every card of its row as tall, "accepted per round" 80% empty; a visual review) */
 .metric { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px; flex: 1 1 130px; }
@@ -127,8 +126,10 @@ CSS = """
    the dark page: drawn dark, each colour's hue kept (its lightness turned, as the page's own dark colours are) */
 /* Text boxes show the focus as buttons do (a 1 px border turning light blue, 1.8:1, was all; an accessibility review),
    and a chart's toolbar is drawn whole while a button of it has the focus (it sat at 0.22 opacity) */
-.gradio-container :is(textarea, input[type=text], input[type=number]):focus-visible,
-.gradio-container .cm-editor.cm-focused { outline: 2px solid var(--color-accent); outline-offset: 1px; }
+.gradio-container :is(textarea, input:not([type]), input[type=text], input[type=number]):focus-visible,
+.gradio-container .cm-editor.cm-focused { outline: 2px solid var(--color-accent) !important; outline-offset: 1px; }
+/* (!important and typeless inputs: Gradio's `outline: none !important` won on text boxes, and its dropdowns'
+   inputs have no type; a box with the focus showed a 1.8:1 border, 1.4:1 in dark mode, an accessibility review) */
 .js-plotly-plot .modebar:focus-within { opacity: 1 !important; }
 #output-text textarea, #baseline-text textarea { font-family: ui-monospace, SFMono-Regular, Menlo, monospace;
                                                  font-size: 13px; }
@@ -245,6 +246,7 @@ PAGE_JS = """() => {
     if (stop.disabled && metrics && metrics.dataset.said && !refused)  // refused Run re-said the last run's figures)
       said.textContent = ['Run over: ' + metrics.dataset.said, badge && badge.textContent.trim()].filter(Boolean).join('. ');
   }).observe(stop, {attributes: true, attributeFilter: ['disabled']});
+  let groups = 0;  // the radio and checkbox groups named so far (each label's id)
   const describe = () => {  // the constraint editor and the prompt point at what is said about them (Gradio names
     const editor = document.querySelector('#constraint-editor .cm-content');  // its editor "Code input container")
     const named = 'Constraint (in it, Tab indents; Escape then Tab leaves it)';  // (Gradio's own label was kept:
@@ -262,6 +264,14 @@ PAGE_JS = """() => {
         chart.setAttribute('role', 'img');
         chart.setAttribute('aria-label', summary);
       }
+    }
+    for (const group of document.querySelectorAll('fieldset:not([aria-labelledby])')) {  // a radio's or checkbox's
+      const label = group.querySelector('[data-testid="block-info"]'), info = group.querySelector('.info-text');  // group
+      if (!label) continue;  // was named by nothing ("fixed, radio button": of which setting? an accessibility review)
+      groups += 1;
+      label.id = label.id || `group-label-${groups}`;
+      group.setAttribute('aria-labelledby', label.id);
+      if (info) { info.id = info.id || `group-info-${groups}`; group.setAttribute('aria-describedby', info.id); }
     }
     const prompt = document.querySelector('#prompt-box textarea');
     if (prompt && document.getElementById('prompt-error')) prompt.setAttribute('aria-describedby', 'prompt-error');

@@ -13,8 +13,10 @@ from playground.metrics import counted, expected_tokens_per_round, lookup_level
 COLOURS = {ACCEPTED: "#16a34a", REJECTED: "#dc2626", CORRECTED: "#ea580c", BONUS: "#2563eb", FORCED: "#6b7280"}
 # Each kind's underline in a shade of its colour that stands 3:1 against its own tint on white (the colours'
 # own: 2.8:1 for accepted; kept in dark mode, where they do), and in a style of its own: colour alone told
-# accepted from corrected to no one with deuteranopia (both olive there)
-UNDERLINES = {ACCEPTED: ("#15803d", "solid"), REJECTED: ("#b91c1c", "solid"), CORRECTED: ("#c2410c", "double"),
+# accepted from corrected to no one with deuteranopia (both olive there), and a refused draft has none, struck
+# through instead (its solid one and a thin strike told it from a kept one, under deuteranopia the same olive
+# tint, on a one-character token hardly at all; an accessibility review)
+UNDERLINES = {ACCEPTED: ("#15803d", "solid"), REJECTED: ("#b91c1c", "none"), CORRECTED: ("#c2410c", "double"),
               BONUS: ("#1d4ed8", "dotted"), FORCED: ("#4b5563", "dashed")}
 DARK_UNDERLINES = COLOURS | {REJECTED: "#f87171"}  # (a refused token's red, dimmed with it, stood 2.5:1 on dark)
 MEANING = {
@@ -26,12 +28,17 @@ MEANING = {
 }
 
 
+# What a screen reader is told on reaching the stream: read through, it says a refused draft's every token (32 in a
+# 128-token run; an accessibility review)
+READ_ALOUD = "Drafts the target refused are read after the word refused; the Text tab below has the output alone."
+
+
 def legend() -> str:
     """One Tab stop (its first entry), arrow keys from entry to entry (page_style.PAGE_JS): its seven stops lay between
     Run and the tokens."""
-    keys = "".join(f'<span class="key" tabindex="{0 if i == 0 else -1}" title="{MEANING[k]}"><i class="swatch-{k}"></i>{k}</span>'
-                   for i, k in enumerate(KINDS))  # (each swatch drawn as its kind's tokens, by page_style.CSS: in dark
-    # mode too, where its light-mode shades inline stood 2.2-2.7:1 and matched no token; a visual review)
+    keys = "".join(f'<span class="key" tabindex="{0 if i == 0 else -1}" title="{MEANING[k]}"><span class="tok tok-{k}">{k}</span></span>'
+                   for i, k in enumerate(KINDS))  # (each kind's name drawn as its tokens are, by page_style.CSS, dark
+    # mode too: a 12 px swatch showed neither a refused draft's strike nor a dotted underline; an accessibility review)
     rounds = ('<span class="key" tabindex="-1" title="a dotted line separates rounds; an amber one marks a round whose drafting '
               'stopped early (adaptive length, EOS, no lookup match): hover, tap or focus it for why">'
               '<span class="round-sep"></span> round &nbsp;<span class="round-sep stopped"></span> stopped early</span>')
@@ -62,7 +69,7 @@ def token_stream(events: list, eos_ids=frozenset(), reasoning: int | None = None
     body = _thinking(thought, reasoning, not answer and closed != THINK_END, judged, cut) + "".join(answer)
     body = body or '<span class="stream-placeholder">tokens appear here, coloured by what happened to them</span>'
     return (f'<div class="tokstream" id="token-stream" role="region" aria-label="Token stream (arrow keys: each '
-            f'token\'s details)" tabindex="0">{body}</div>')
+            f'token\'s details)" aria-description="{READ_ALOUD}" tabindex="0">{body}</div>')
 
 
 def _thinking(parts: list[str], tokens: int | None, still: bool, judged: bool, cut: bool) -> str:
@@ -186,10 +193,11 @@ def metrics(stats: dict | None, k: int | str, speedup: dict | None = None, same:
 
 
 def _card(name: str, value: str, short: str, more: str) -> str:
-    """A metric's card: the speedup's a row of its own; `more` (HTML) folded under "how it is counted"
-    (page_style.PAGE_JS keeps a fold open as the card is drawn again)."""
+    """A metric's card: the speedup's a row of its own; `more` (HTML) folded under "how it is counted", said to a
+    screen reader with the card's name (five folds of one name; an accessibility review) (page_style.PAGE_JS keeps a
+    fold open as the card is drawn again)."""
     wide = " metric-wide" if name == "speedup" else ""
-    fold = (f'<details class="metric-more" data-card="{name}"><summary>how it is counted</summary><small>{more}</small></details>'
+    fold = (f'<details class="metric-more" data-card="{name}"><summary>how it is counted<span class="sr-only"> ({name})</span></summary><small>{more}</small></details>'
             if more else "")
     return f'<div class="metric{wide}" role="listitem"><small>{name}</small><b>{value}</b><small>{short}</small>{fold}</div>'
 
