@@ -100,6 +100,7 @@ def test_share_link_run_chart_and_stop(page, app_url):
     page.wait_for_function("document.querySelectorAll('#token-stream .tok').length > 20", timeout=60_000)
     expect(page.locator("#run-button")).to_be_disabled()  # each button enabled only when it can act
     expect(page.locator("#stop-button")).to_be_enabled()
+    page.evaluate(SAID_LOG_JS)
     page.click("#stop-button")
     expect(page.locator("#stopped-badge")).to_contain_text("stopped after", timeout=30_000)
     stopped_at = token_count(page)
@@ -110,6 +111,9 @@ def test_share_link_run_chart_and_stop(page, app_url):
     expect(page.locator("#stop-button")).to_be_disabled()
     assert error_labels(page) == 0  # no red "Error" labels
     expect(page.locator("#run-said")).to_contain_text("stopped after")  # the verdict, said to a screen reader
+    page.wait_for_timeout(1000)  # once, with the run's figures (said alone, then again 120 ms on; an accessibility review)
+    said = page.evaluate("window.saidLog.filter(s => s.includes('stopped after'))")
+    assert len(said) == 1 and said[0].startswith("Run over: "), said
     page.screenshot(path=str(ARTIFACTS / "browser-stopped.png"), full_page=True)
 
 
@@ -1214,9 +1218,11 @@ def test_a_screen_reader_hears_a_runs_end_and_each_tokens_mark_stands_3_to_1(pag
     expect(page.locator("#run-said")).to_have_text(re.compile(r"^Run over: 48 tokens in [\d.]+ s; acceptance rate [\d.]+; "
                                                               r"speedup "), timeout=10_000)
     page.get_by_role("tab", name="Charts", exact=True).click()  # each chart named by what it shows (plots.described)
-    expect(page.locator("#hist-plot .js-plotly-plot")).to_have_attribute("aria-label", re.compile(
+    expect(page.locator("#hist-plot svg.main-svg").first).to_have_attribute("aria-label", re.compile(
         r"^Accepted draft tokens per round \(rounds by accepted in the round\)\. values: 0: \d+, 1: \d+"), timeout=15_000)
-    expect(page.locator("#hist-plot .js-plotly-plot")).to_have_attribute("role", "img")
+    expect(page.locator("#hist-plot svg.main-svg").first).to_have_attribute("role", "img")
+    expect(page.get_by_role("button", name="Download plot as a PNG").first).to_be_attached()  # (under an image's role
+    # the toolbar's buttons were hidden from a screen reader while Tab reached them)
     page.click("#share-button")
     expect(page.locator("#run-said")).to_have_text("Share link ready, below the button, with a copy button", timeout=30_000)
     page.locator("#k-slider input[type=range]").focus()

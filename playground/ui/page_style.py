@@ -236,8 +236,10 @@ PAGE_JS = """() => {
   said.setAttribute('role', 'status');  // always drawn: the badge's own box is hidden while empty, and a live
   document.body.appendChild(said);  // region shown as it fills is not reliably read
   const badge = document.getElementById('run-badge');
-  if (badge) new MutationObserver(() => { const text = badge.textContent.trim(); if (text) said.textContent = text; })
-    .observe(badge, {childList: true, subtree: true, characterData: true});
+  if (badge) new MutationObserver(() => {  // said unless "Run over" says it with the run's figures within the next 0.4 s
+    const text = badge.textContent.trim();  // (a Stop was said twice 120 ms apart, the second cutting the first off)
+    if (text) setTimeout(() => { if (!said.textContent.includes(text)) said.textContent = text; }, 400);
+  }).observe(badge, {childList: true, subtree: true, characterData: true});
   const stop = document.getElementById('stop-button');  // a run and its measuring over: what it came to, said once
   if (stop) new MutationObserver(() => {  // (only "common.complete", Gradio's own, was said at a run's end)
     if (stop.disabled) for (const held of HELD_BLOCKS) held.style.minHeight = '';  // (held from Run: RUN_CLICKED_JS)
@@ -258,12 +260,16 @@ PAGE_JS = """() => {
       const box = document.querySelector(input);
       if (box) box.setAttribute('aria-invalid', document.getElementById(message) ? 'true' : 'false');
     }
-    for (const chart of document.querySelectorAll('.js-plotly-plot')) {  // named by what it shows (plots.described)
-      const summary = chart._fullLayout && chart._fullLayout.meta && chart._fullLayout.meta.summary;
-      if (summary && chart.getAttribute('aria-label') !== summary) {
-        chart.setAttribute('role', 'img');
-        chart.setAttribute('aria-label', summary);
+    for (const chart of document.querySelectorAll('.js-plotly-plot')) {  // named by what it shows (plots.described):
+      const summary = chart._fullLayout && chart._fullLayout.meta && chart._fullLayout.meta.summary;  // its drawing,
+      const [drawn, ...layers] = chart.querySelectorAll('svg.main-svg');  // not the chart's box, whose toolbar's
+      if (summary && drawn && drawn.getAttribute('aria-label') !== summary) {  // buttons an image's role hid while
+        drawn.setAttribute('role', 'img');  // Tab still reached them (an accessibility review); its other layers'
+        drawn.setAttribute('aria-label', summary);  // labels are the drawing's again
+        for (const layer of layers) layer.setAttribute('aria-hidden', 'true');
       }
+      for (const tool of chart.querySelectorAll('.modebar-btn[data-title]:not([aria-label])'))  // (an icon alone:
+        tool.setAttribute('aria-label', tool.dataset.title);  // "button", of no name)
     }
     for (const group of document.querySelectorAll('fieldset:not([aria-labelledby])')) {  // a radio's or checkbox's
       const label = group.querySelector('[data-testid="block-info"]'), info = group.querySelector('.info-text');  // group
