@@ -1266,6 +1266,24 @@ SAID_LOG_JS = """() => { window.saidLog = []; window.liveLog = [];
     new MutationObserver(() => window.liveLog.push(live.textContent.trim())).observe(live, {childList: true, subtree: true, characterData: true}); }"""
 
 
+def test_a_screen_reader_hears_each_step_of_a_runs_loading(page, app_url):
+    """An accessibility review: a Run's loading showed Gradio's bar, read only where the reader went to it (seconds of
+    silence after Run on a pair not yet loaded); each step is said as it begins, its percent not."""
+    import torch
+    from playground.models.room import CACHE
+    CACHE.make_room(1 << 62, torch.device("cpu"))  # (every model let go: the demo pair loads again)
+    page.goto(f"{app_url}?preset=demo&max_new_tokens=8&compare=false")
+    expect(page.locator("#run-button")).to_be_enabled(timeout=60_000)
+    page.evaluate(SAID_LOG_JS)
+    page.click("#run-button")
+    page.wait_for_function("window.saidLog.some(s => s.startsWith('Run over: '))", timeout=60_000)
+    said = page.evaluate("window.saidLog")
+    steps = said[:said.index(next(s for s in said if s.startswith("Run over: ")))]
+    every = ["loading demo-target to cpu", "demo-target ready", "loading demo-draft to cpu", "demo-draft ready"]
+    assert steps[0] == every[0] and steps == [s for s in every if s in steps], said  # in order (one shown a moment
+    # alone may never be drawn: Gradio sends the newest)
+
+
 def test_a_keyboard_and_a_screen_reader_reach_the_settings_outputs_and_charts(page, app_url):
     """An accessibility review: Tab out of a model box fell to the page's body (the dropdown's list took a stop of its
     own, then closed); the output boxes were unnamed and disabled (Tab passed them by), seven copy buttons all "Copy";

@@ -240,6 +240,13 @@ PAGE_JS = """() => {
     const text = badge.textContent.trim();  // (a Stop was said twice 120 ms apart, the second cutting the first off)
     if (text) setTimeout(() => { if (!said.textContent.includes(text)) said.textContent = text; }, 400);
   }).observe(badge, {childList: true, subtree: true, characterData: true});
+  let loading = '';  // a run's loading, said as each step begins (Gradio's bar is read only where the reader goes to
+  if (streamBlock) new MutationObserver(() => {  // it: seconds of silence after Run; an accessibility review)
+    const level = streamBlock.querySelector('.progress-level-inner');
+    const step = level ? level.textContent.trim().replace(/ - [\d.]+%$/, '') : '';  // (its percent: not said)
+    if (step && step !== loading) said.textContent = step;
+    loading = step;
+  }).observe(streamBlock, {childList: true, subtree: true, characterData: true});
   const stop = document.getElementById('stop-button');  // a run and its measuring over: what it came to, said once
   if (stop) new MutationObserver(() => {  // (only "common.complete", Gradio's own, was said at a run's end)
     if (stop.disabled) for (const held of HELD_BLOCKS) held.style.minHeight = '';  // (held from Run: RUN_CLICKED_JS)
