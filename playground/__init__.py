@@ -22,3 +22,7 @@ def __getattr__(name: str):
         from playground import session
         return getattr(session, name)
     raise AttributeError(f"module 'playground' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:  # (the lazy names above were missing from dir() and so from completion; a review)
+    return sorted(set(globals()) | set(__all__))

@@ -23,11 +23,11 @@ from playground.cli_report import format_text, invalid_outputs, progress_printer
 from playground.config import MAX_SEED
 from playground.errors import PlaygroundError
 from playground.limits import MAX_PROMPT_CHARS, MAX_SAMPLES, at_most
-from playground.metrics import comparison_json
 
 
 def cmd_generate(args) -> int:
     from playground import session
+    from playground.measure.compared import compared_run
     settings = _settings(args)
     prompt_ids = _given_prompt_ids(args, settings)
     cfg, spec = session.checked_run(settings, prompt=prompt_ids is None)  # all before loading, as export checks it (a
@@ -48,7 +48,8 @@ def cmd_generate(args) -> int:
         print(f"note: {note}", file=sys.stderr)
     shown = None if args.prompt_ids else settings.prompt
     with _ctrl_c_ends_the_run() as stopped:  # (the output too: a Ctrl-C as the run ended lost its report)
-        out = generate_report(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint, stopped)
+        out = compared_run(pair, prompt_ids, cfg, args.baseline, args.num_samples, constraint, stopped,
+                           progress_printer())
         cut = stopped.is_set()
         out = {"settings": ran_settings(settings, args.baseline, shown), **out, "note": "; ".join(notes)}  # (as the
         # page's download: a stored JSON said neither the models, k nor the constraint; a scripting review)
@@ -98,47 +99,6 @@ def _given_prompt_ids(args, settings) -> list[int] | None:
     if prompt_ids is None:
         _check_prompt(args, settings, "give --prompt or --prompt-ids")
     return prompt_ids
-
-
-def generate_report(pair, prompt_ids, cfg, baseline: bool, num_samples: int, constraint=None,
-                    stop: threading.Event | None = None) -> dict:
-    """The run (with `baseline`, beside the target alone, measured), as JSON. Once `stop` is set (Ctrl-C:
-    _ctrl_c_ends_the_run) the run ends at its next round with what came, the measurement with the
-    estimate before the block it cut short, and no further sample starts."""
-    from playground import session
-    from playground.measure.speedup import engine_block, least_blocks, measure
-    stop = stop or threading.Event()
-    compile_s = session.compile_graphs(pair, len(prompt_ids), cfg, progress_printer(), constrained=constraint is not None)
-    if baseline:  # the target alone interleaved beside the run, measured by playground.measure.speedup
-        make = engine_block(pair, [prompt_ids], cfg, constraint, should_stop=stop.is_set, whole_base=True)  # (its
-        first = make()  # text in the JSON)
-        if not first.spec_runs:  # Ctrl-C in the warm-up: nothing written yet
-            raise KeyboardInterrupt
-        events = first.spec_runs[0]
-        result = session.collect(pair, events, constraint=constraint, guide=first.guides[0], prompt_ids=prompt_ids)
-    else:
-        result = session.run(pair, prompt_ids, cfg, constraint=constraint, should_stop=stop.is_set)
-    out = result.as_json()
-    if cfg.compile:
-        out["compile_s"] = compile_s
-        out["compile_note"] = session.compile_fallback(pair, cfg, prompt_len=len(prompt_ids))
-    if baseline:
-        base = session.collect(pair, first.base_runs[0], prompt_ids=prompt_ids)
-        measured = measure(make, [first], least_blocks(cfg), should_stop=stop.is_set)  # (Ctrl-C: the estimate before the block it cut)
-        out |= comparison_json(result, base, measured, cfg.sampling.greedy,  # as the page's download
-                               form=session.baseline_form(pair, cfg, first.base_runs[0]))
-    if num_samples > 1:  # the first is the run above; each its seed, text and tokens
-        runs = [result]
-        for i in range(1, num_samples):
-            if stop.is_set():
-                break
-            runs.append(session.run(pair, prompt_ids, _reseeded(cfg, cfg.seed + i), constraint=constraint,
-                                    should_stop=stop.is_set))
-        out["samples"] = [{"seed": cfg.seed + i, "text": run.text, "token_ids": run.token_ids, "stats": run.stats,
-                           "finish_reason": run.finish_reason, "valid": run.valid,  # (stats: each draw's acceptance,
-                           "validation_error": run.validation_error, "open_end": run.open_end}  # what a sampling study
-                          for i, run in enumerate(runs)]  # reads; the first's alone was given, a scripting review)
-    return out
 
 
 @contextlib.contextmanager
@@ -203,10 +163,6 @@ def _settings(args):
     if s.think_budget < 0:  # (-3 ran, "not used", where no constraint was given; refused with one)
         raise PlaygroundError(f"--think-budget: the thinking budget must be a whole number of tokens >= 0, got {s.think_budget}")
     return s
-
-
-def _reseeded(cfg, seed):
-    return dataclasses.replace(cfg, seed=seed)
 
 
 def _quiet_libraries() -> None:

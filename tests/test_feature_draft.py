@@ -6,7 +6,8 @@ import weakref
 import pytest
 import torch
 
-from playground import cli, session
+from playground import cli_report, session
+from playground.measure.compared import compared_run
 from playground.models import loading as models, row_layers, row_products
 from playground.constraints import compile_constraint, from_user
 from playground.engine.cache import new_cache
@@ -165,8 +166,8 @@ def test_loads_from_a_directory_and_stays_eager_under_compile(tmp_path, tokenize
     cfg = session.spec_config(k=3, max_new_tokens=20, compile=True)
     assert not any(isinstance(r, StaticRunner) for r in session.choice.runners(pair, len(prompt), cfg))
     assert session.run(pair, prompt, cfg).token_ids == session.run(pair, prompt, cfg, speculative=False).token_ids
-    out = cli.generate_report(pair, prompt, cfg, baseline=False, num_samples=1)  # the user is told, not left guessing
-    assert "feature draft" in out["compile_note"] and "feature draft" in cli.format_text(out)
+    out = compared_run(pair, prompt, cfg, baseline=False)  # the user is told, not left guessing
+    assert "feature draft" in out["compile_note"] and "feature draft" in cli_report.format_text(out)
     alone = session.choice.runners(pair, len(prompt), cfg, speculative=False)[0]  # the comparison: eager against eager
     assert not isinstance(alone, StaticRunner) and session.compile_fallback(pair, cfg, speculative=False)
 

@@ -58,6 +58,15 @@ def test_the_readme_python_snippet_runs():
     assert str(printed[3][0]).startswith("k must be between 1 and 16")
 
 
+def test_the_readme_library_snippet_runs():
+    snippet = next(block for block in fenced("python") if "compared_run" in block)
+    printed = []
+    exec(compile(snippet, "README.md", "exec"), {"print": lambda *a: printed.append(a)})
+    identical, same_as_alone, speedup, low = printed[0]
+    assert identical is True and same_as_alone is True and low > 0 and (speedup is None or speedup >= low)
+    assert printed[1] == (True,)  # the streamed constrained run, judged
+
+
 def test_the_readme_curl_example_runs(app_url):
     """A newcomer's pass: the natural plain-HTTP call (some inputs) failed with Gradio's 'didn't receive
     enough input values', and the README showed none; its example runs here as written, on the test's port."""

@@ -30,15 +30,15 @@ from playground.session.choice import (baseline_form, compile_fallback, compile_
                                        runners, static_or_eager)
 from playground.session.checks import (check_draft_name, check_tree_drafter, checked_config, checked_run, config_of,
                                        config_with_tree, constraint_spec, read_settings_constraint, spec_config)
-from playground.session.prompt import (check_prompt_ids, check_prompt_text, encode_prompt, prompt_ids_of,
+from playground.session.prompt import (as_token_ids, check_prompt_ids, check_prompt_text, encode_prompt, prompt_ids_of,
                                        unread_prompt_parts)
 from playground.session.thinking import free_thinking, opens_thinking
 
-__all__ = [  # what the callers (CLI, UI, measure, scripts) use
-    "baseline_form", "check_draft_name", "checked_config", "checked_run", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
+__all__ = [  # what the callers (CLI, UI, measure, scripts, a library's) use
+    "answers_inside_thinking", "as_token_ids", "baseline_form", "check_draft_name", "checked_config", "checked_run", "check_prompt_ids", "check_prompt_text", "check_tree_drafter", "collect",
     "compile_fallback", "compile_graphs", "config_of", "config_with_tree", "constrain", "constraint_spec",
     "eager_runners", "encode_prompt", "ending_ids", "free_thinking", "generate", "load_pair",
-    "new_guide", "precision", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "run_notes",
+    "lookup_unused", "new_guide", "precision", "prompt_ids_of", "read_settings_constraint", "reads_features", "resolve_device", "run", "run_notes",
     "spec_config", "static_or_eager", "unread_prompt_parts"]
 
 
@@ -46,7 +46,13 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype=None, p
     """Load (or reuse) both models (playground.models.loading.load_pair). On a GPU, grouped-query
     models attend folded (playground.engine.attention) from their first pass on, eager or compiled:
     a run beside another never sees its model's attention change midway; their projections are
-    joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not)."""
+    joined there too (playground.models.fused_projections; PLAYGROUND_FUSE_PROJECTIONS=0: not). `draft_id` a draft
+    model, "ngram" (prompt lookup) or "ngram+<model>" (a cascade); the target alone runs from any pair, with
+    run's or generate's speculative=False."""
+    if not isinstance(target_id, str) or not isinstance(draft_id, str):  # (None, a model object: an AttributeError)
+        raise PlaygroundError("load_pair takes two names (hub ids, directories or the shipped names: demo-target, "
+                              "demo-draft...), the draft's may be 'ngram'; for the target alone, load any pair and "
+                              "run it with speculative=False")
     pair = loading.load_pair(target_id, draft_id, device, dtype, progress)
     if not pair.prepared:  # two runs given the same new pair must not change its models at once
         with loading.one_at_a_time(progress, f"preparing {target_id} for this device"):
@@ -68,7 +74,10 @@ def _change_in_place(pair: Pair) -> None:
 
 
 def constrain(pair: Pair, spec: ConstraintSpec | None) -> Constraint | None:
-    """Compile a checked constraint for the pair's tokenizer (cached)."""
+    """Compile a checked constraint for the pair's tokenizer (cached); `spec` from playground.constraints.from_user."""
+    if spec is not None and not isinstance(spec, ConstraintSpec):  # (a regex's text: an AttributeError)
+        raise PlaygroundError("constrain takes a ConstraintSpec: playground.constraints.from_user(schema=..., regex=... "
+                              "or grammar=...)")
     return compile_constraint(spec, pair.tokenizer, pair.vocab, pair.eos_ids) if spec is not None else None
 
 
@@ -102,9 +111,12 @@ def run_notes(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, constraint: Co
 
 def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
              guide: Guide | None = None) -> Iterator[Prefill | Round]:
-    """Stream the events of one run: speculative with the pair's draft, or target-only; `guide`
-    (from Constraint.guide) keeps every token inside the constraint. With cfg.compile, graphs not
+    """Stream the events of one run: speculative with the pair's draft, or the target alone (speculative=False: one
+    token a pass, greedy the same tokens as speculation's); `guide` (new_guide's, one per run: pass it to collect
+    too, for the result's validity) keeps every token inside the constraint. With cfg.compile, graphs not
     compiled yet are compiled here, before the run's clock starts (see compile_graphs)."""
+    prompt_ids = as_token_ids(prompt_ids)
+    _check_run_args(pair, cfg, guide)
     check_prompt_ids(pair, prompt_ids, cfg.max_new_tokens)
     fused = fuses(pair, cfg, speculative, guide is None, len(prompt_ids))
     target, draft = runners(pair, len(prompt_ids), cfg, speculative, fused)
@@ -117,6 +129,22 @@ def generate(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bo
     proposer = fused_proposer(pair, cfg, target, draft) if fused else _proposer(pair, speculative, draft, cfg)
     return with_text(speculate(target, proposer, prompt_ids, cfg, ending_ids(pair, guide), guide), pair.tokenizer,
                      prompt_ids)
+
+
+def _check_run_args(pair: Pair, cfg, guide=None, constraint=None) -> None:
+    """A library caller's run arguments of the right kind (a dict for cfg, a Constraint for guide, a ConstraintSpec
+    for constraint: AttributeErrors from the engine), made for this pair's tokenizer (another's: a size mismatch
+    mid-run; a review)."""
+    if not isinstance(cfg, SpecConfig):
+        raise PlaygroundError(f"cfg must be a SpecConfig (session.spec_config(k=4, ...)), got {type(cfg).__name__}")
+    if isinstance(guide, Constraint):
+        raise PlaygroundError("generate takes the constraint's guide: session.new_guide(constraint, cfg), one per run")
+    if constraint is not None and not isinstance(constraint, Constraint):
+        raise PlaygroundError("run takes a constraint compiled for the pair: session.constrain(pair, spec)")
+    for made in (guide, constraint):
+        if made is not None and made.vocab != pair.vocab:
+            raise PlaygroundError(f"this constraint was compiled for another tokenizer ({made.vocab} tokens, this "
+                                  f"pair's {pair.vocab}): compile it for this pair, session.constrain(pair, spec)")
 
 
 def ending_ids(pair: Pair, constrained=None) -> frozenset[int]:
@@ -154,7 +182,9 @@ def _proposer(pair: Pair, speculative: bool, draft: ModelRunner | None, cfg: Spe
 def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = True,
         constraint: Constraint | None = None, should_stop=lambda: False) -> RunResult:
     """Run to the end (or the first round after `should_stop()`: finish_reason 'stopped') and collect
-    tokens, text, stats and (constrained) validity."""
+    tokens, text, stats and (constrained) validity; speculative=False: the target alone (see generate)."""
+    prompt_ids = as_token_ids(prompt_ids)
+    _check_run_args(pair, cfg, constraint=constraint)
     guide = new_guide(constraint, cfg)
     compile_graphs(pair, len(prompt_ids), cfg, speculative=speculative, constrained=constraint is not None)  # never in its time
     events = []
@@ -166,6 +196,8 @@ def run(pair: Pair, prompt_ids: list[int], cfg: SpecConfig, speculative: bool = 
 
 
 def new_guide(constraint: Constraint | None, cfg: SpecConfig) -> Guide | None:
+    """A run's guide through its constraint (its state as the run writes; None without one): for generate's
+    `guide` and then collect's, which judges the output with it."""
     return constraint.guide(cfg.k + 2) if constraint is not None else None
 
 

@@ -41,14 +41,18 @@ def checked_config(s) -> SpecConfig:
 
 def spec_config(k: int = DEFAULT_K, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, policy: str = "fixed", confidence: float = 0.5,
-                compile: bool = False, tree: tuple[int, ...] = (), tree_budget: int = 0,
+                compile: bool = False, tree: tuple[int, ...] | str = (), tree_budget: int = 0,
                 tree_lookup: int = 0) -> SpecConfig:
     """A run's validated SpecConfig (raises PlaygroundError naming the bad value); `config_of` makes one
     from a page's, link's or CLI's Settings. With an adaptive `policy` ("schedule" or "confidence"),
     k is the most the draft proposes in a round; `compile`
     runs the draft and verify passes compiled on static caches; `tree` (children per node at each
     depth) drafts a static token tree instead of a chain, a dynamic one of `tree_budget` nodes when > 0,
-    with up to `tree_lookup` prompt-lookup tokens grafted on each round's tree when > 0."""
+    with up to `tree_lookup` prompt-lookup tokens grafted on each round's tree when > 0; or `tree` the CLI's and the
+    page's text, '2,2,2/5+3', which sets all three (a library caller's '2,2' was read as the tuple ('2', ',', '2'))."""
+    if isinstance(tree, str):
+        fields = tree_fields(tree)
+        tree, tree_budget, tree_lookup = fields["tree"], fields["tree_budget"], fields["tree_lookup"]
     return SpecConfig(k=k, max_new_tokens=max_new_tokens, seed=seed, policy=policy, confidence=confidence,
                       compile=compile, tree=tuple(tree), tree_budget=tree_budget, tree_lookup=tree_lookup,
                       sampling=SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k))

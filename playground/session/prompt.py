@@ -1,6 +1,8 @@
 """A run's prompt: its text checked (length, UTF-8), encoded as its settings ask (chat template, system
 prompt, the schema shown, thinking), its ids checked against the pair, and what of a request the model never
 reads."""
+import operator
+
 from playground.config import CONSTRAINT_FIELDS, SCHEMA_HINT, thinks
 from playground.errors import PlaygroundError
 from playground.limits import MAX_PROMPT_CHARS, MAX_SYSTEM_CHARS, at_most
@@ -51,6 +53,19 @@ def check_utf8(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise PlaygroundError(f"{what} is not valid UTF-8 (at character {exc.start})") from None
+
+
+def as_token_ids(ids) -> list[int]:
+    """A library caller's prompt ids as a list of ints: a list or tuple of them, a 1-D tensor or array (each raised a
+    TypeError, a RuntimeError or a ValueError from deep in a run; a review); text refused, saying how to encode it."""
+    if isinstance(ids, (str, bytes)):
+        raise PlaygroundError("the prompt ids are token ids, not text: encode text with session.encode_prompt(pair, text)")
+    ids = ids.tolist() if hasattr(ids, "tolist") else ids
+    try:
+        return [operator.index(i) for i in ids]
+    except TypeError:
+        raise PlaygroundError(f"the prompt ids must be a sequence of whole numbers (one prompt's token ids), "
+                              f"got {type(ids).__name__} {str(ids)[:60]}") from None
 
 
 def check_prompt_ids(pair: Pair, ids: list[int], max_new_tokens: int = 0) -> list[int]:
