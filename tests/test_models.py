@@ -339,6 +339,29 @@ def test_tokenizer_mismatch_names_both(saved_pair, tmp_path):
     assert str(target) in str(err.value) and str(other) in str(err.value)
 
 
+def test_a_hub_draft_of_another_tokenizer_is_refused_before_its_weights_come(saved_pair, tmp_path, monkeypatch):
+    """A review: the draft's weights (gigabytes for a hub id) were downloaded and loaded before its tokenizer was
+    compared. Its small files come first; the hub is this test's stand-in, a folder of another tokenizer's files."""
+    import huggingface_hub
+    target, _ = saved_pair
+    tok = tiny.byte_bpe_tokenizer(vocab_size=300)
+    small = tmp_path / "small"
+    tok.save_pretrained(small)  # (config and tokenizer: no weights)
+    asked = []
+
+    def hub(model_id, allow_patterns=None, local_files_only=False, **kwargs):
+        asked.append((model_id, allow_patterns, local_files_only))
+        if local_files_only:
+            raise huggingface_hub.errors.LocalEntryNotFoundError("not cached")
+        assert "*.safetensors" not in allow_patterns, "the weights were asked for"
+        return str(small)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", hub)
+    monkeypatch.setattr(locate, "hub_resolves", lambda: True)
+    with pytest.raises(PlaygroundError, match=re.escape(f"tokenizers differ: draft 'someone/other-draft' ({len(tok)} tokens)")):
+        models.load_pair(str(target), "someone/other-draft", "cpu")
+    assert asked[-1][0] == "someone/other-draft" and not asked[-1][2]
+
+
 def test_out_of_memory_suggests_a_smaller_preset(saved_pair, monkeypatch):
     """A real OOM needs a GPU; the mapping of the exception to the message is what is checked."""
     target, _ = saved_pair

@@ -21,7 +21,7 @@ from playground.models import halves, placement
 from playground.models.decode_threads import fastest_decode_threads
 from playground.models.batch_invariant import make_batch_invariant, time_plain_ratio
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
-from playground.models.locate import ALIASES, Progress, locate, report, sub_progress
+from playground.models.locate import ALIASES, Progress, files_before_weights, locate, report, sub_progress
 from playground.models.packed_linear import pack_linears
 from playground.models.room import CACHE, packs, peak_bytes, refuse_before_download, refuse_past_free_memory
 
@@ -258,6 +258,8 @@ def load_pair(target_id: str, draft_id: str, device: str = "auto", dtype: torch.
                                   "guesses do not have: use it without 'ngram+'")
         draft, draft_threads = load_feature_model(draft_model_id, feature_dir, target, target_id, len(tokenizer))
     elif draft_id != NGRAM:
+        if (small := files_before_weights(draft_model_id)) is not None:  # its tokenizer before its weights
+            check_same_tokenizer(tokenizer, _tokenizer_in(small), target_id, draft_model_id)
         draft, draft_tokenizer, draft_threads = load_model(draft_model_id, dev, dtype, sub_progress(progress, 0.5, 1.0))
         check_same_tokenizer(tokenizer, draft_tokenizer, target_id, draft_model_id)
     key = (target_id, draft_id, str(dev), str(dtype))
@@ -331,8 +333,16 @@ def context_length(model) -> int:
     return getattr(model.config.get_text_config(), "max_position_embeddings", None) or 2**31
 
 
+def _tokenizer_in(folder: pathlib.Path):
+    """The tokenizer in a hub model's small files, or None where they hold none it reads (its load says why)."""
+    try:
+        return AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def check_same_tokenizer(target_tok, draft_tok, target_id: str, draft_id: str) -> None:
-    if target_tok.get_vocab() != draft_tok.get_vocab():
+    if draft_tok is not None and target_tok.get_vocab() != draft_tok.get_vocab():
         raise PlaygroundError(
             f"tokenizers differ: draft '{draft_id}' ({len(draft_tok)} tokens) does not share the tokenizer of "
             f"target '{target_id}' ({len(target_tok)} tokens); pick a draft from the target's family")

@@ -92,6 +92,19 @@ def _download(model_id: str, progress: Progress | None, before_download: Check |
     return found
 
 
+def files_before_weights(model_id: str) -> pathlib.Path | None:
+    """A hub model not here yet: the folder of its small files (config, tokenizer, template), fetched into the hub's
+    cache first, so a draft that cannot pair is refused before its weights come (gigabytes; a review); None for a
+    model here (shipped, packaged, a directory, cached), or where the hub cannot be reached or will not give them."""
+    if model_id in ALIASES or model_id in packaged.PACKAGED or here(model_id) or not hub_resolves():
+        return None
+    from huggingface_hub import snapshot_download
+    try:
+        return pathlib.Path(snapshot_download(model_id, allow_patterns=[p for p in WEIGHT_FILES if p != "*.safetensors"]))
+    except (OSError, ValueError):  # (the hub's errors are OSErrors; a bad id a ValueError): the weights' download says
+        return None
+
+
 def installed(model_id: str) -> bool:
     """Whether the model ships here, or is packaged with its package installed (or converted once)."""
     return model_id in ALIASES or (model_id in packaged.PACKAGED and packaged.available_offline(model_id))
