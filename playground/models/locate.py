@@ -148,7 +148,8 @@ def hub_resolves() -> bool:
 def _not_cached(model_id: str) -> str:
     if "/" not in model_id:  # (`--target demo --draft demo` was told to pick demo, and to `hf download demo`)
         return (f"model '{model_id}' is not here, and the hub cannot be reached to look for it (no network, or "
-                f"HF_HUB_OFFLINE=1); a preset's name goes to --preset (the page's Preset), not to a model: the models "
+                f"HF_HUB_OFFLINE=1); a preset's name goes to --preset (the page's Preset; in Python, presets.get_preset(name) names its "
+                f"models), not to a model: the models "
                 f"here offline are {', '.join(ALIASES)} and SmolLM2's smollm2-135m-instruct where its package is installed")
     offline = "demo and smollm2 run offline" if here("smollm2-135m-instruct") else "the demo presets run offline"
     return (f"model '{model_id}' is not in the local cache and the hub cannot be reached (no network, or "
