@@ -1797,6 +1797,7 @@ def test_the_confidence_policy_under_prompt_lookup_runs_as_fixed_and_says_so():
     metrics = html.unescape(final[slot("metrics")])
     assert report["settings"]["policy"] == "fixed" and "the confidence policy)" not in metrics
     assert "the confidence policy is not used: prompt lookup's guesses have no probabilities to be unsure of" in metrics
+    assert "confidence threshold" not in metrics  # (its own note as well, once the policy was read as the run's)
     settings = Settings.from_preset(page_inputs.PRESETS["demo"])
     settings.draft, settings.policy = "ngram", "confidence"
     assert experiments_tab.measured_with(settings)["policy"] == "fixed"

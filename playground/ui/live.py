@@ -129,8 +129,9 @@ def live_run(settings: Settings, progress=None, allow_custom: bool | None = None
     on the device (playground.ui.turn), its loads counted: past RUN_SECONDS, or past RUN_SHARE_SECONDS while
     another run waits for the device, it ends as a Stop ends it once it has written a round, and says why
     (`stopped_why`)."""
+    unread = unused_settings(settings)  # (as asked: a threshold under the confidence policy the run cannot use is its)
     settings, unused_policy = policy_as_run(settings)  # (its notes said beside the metrics)
-    unused = "; ".join(filter(None, (unused_policy, unused_settings(settings))))
+    unused = "; ".join(filter(None, (unused_policy, unread)))
 
     def run(stop=None) -> Iterator[Snapshot]:
         stopped = should_stop if stop is None else (lambda: stop.is_set() or should_stop())
