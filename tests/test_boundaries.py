@@ -103,7 +103,7 @@ def test_the_page_reaches_the_engine_and_the_models_only_through_the_session():
 
 def test_the_cli_and_the_export_do_not_import_the_page():
     """The CLI is the page's peer, and the export is pure text: what they share lives below the UI."""
-    for name in ("cli.py", "cli_args.py", "__main__.py", "export.py"):
+    for name in ("cli.py", "cli_args.py", "cli_bench.py", "cli_notes.py", "cli_report.py", "__main__.py", "export.py"):
         bad = [m for m in imported_modules(PACKAGE / name) if room(m) == "ui"]
         assert not bad, f"{name} imports {bad}"
 
@@ -111,7 +111,7 @@ def test_the_cli_and_the_export_do_not_import_the_page():
 def test_the_shared_modules_import_no_room():
     """playground/*.py beside the rooms (config, events, metrics, limits, typed, ...) are what every
     room shares: none imports a room (presets reads models' names and places, and the CLI is a caller)."""
-    callers = {"__init__.py", "__main__.py", "cli.py", "cli_args.py", "presets.py"}
+    callers = {"__init__.py", "__main__.py", "cli.py", "cli_args.py", "cli_bench.py", "presets.py"}
     for path in PACKAGE.glob("*.py"):
         if path.name not in callers:
             bad = sorted(m for m in imported_modules(path) if room(m))
