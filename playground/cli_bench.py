@@ -8,7 +8,7 @@ import sys
 from playground.cli_args import confidence_of, flag_or_preset, read_prompts, resolve_models, writable_dir
 from playground.cli_notes import CONFIDENCE_UNUSED, rows_bench_cannot_measure
 from playground.cli_report import progress_printer
-from playground.config import SpecConfig, tree_fields
+from playground.config import SpecConfig
 from playground.errors import PlaygroundError
 from playground.limits import MAX_REPEAT, MAX_SWEEP_PROMPTS, MAX_SWEEP_VALUES, at_most
 from playground.metrics import counted
@@ -75,7 +75,7 @@ def _bench_values(args) -> tuple[list[int], list[float]]:
     for k in ks:
         for t in temperatures:
             session.spec_config(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
-                                **tree_fields(args.tree))
+                                tree=args.tree)
             for policy in args.policy:  # (its own row: a tree's row keeps the fixed policy)
                 session.spec_config(k=k, temperature=t, max_new_tokens=args.max_new_tokens, seed=args.seed,
                                     policy=policy, confidence=confidence_of(args))

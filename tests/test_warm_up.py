@@ -40,34 +40,22 @@ def test_a_run_after_the_warm_up_compiles_nothing(caplog, monkeypatch):
     assert made and pair.programs == made and not told  # nothing made again, nothing to wait for
 
 
-def test_a_failing_warm_up_is_logged_and_the_page_starts(caplog, monkeypatch):
-    """A refusal (a model not here, not allowed) is one line, as a run says it (a host review: a 20-line traceback
-    told nothing more); anything else keeps its traceback."""
+@pytest.mark.parametrize("start, made_by, said", [
+    ("warm_up", "prepare", "warming up"),  # (a host review: a 20-line traceback told nothing more)
+    ("weights_on_zero_gpu", "weights_at_start", "loading the default pair"),  # (ZeroGPU loads the default pair's
+])  # weights as app.py starts: a model the host cannot have stopped app.py with a traceback, the Space down for every preset)
+def test_a_failing_start_is_logged_and_the_page_starts(caplog, monkeypatch, start, made_by, said):
+    """A refusal (a model not here, not allowed) is one line, as a run says it; anything else keeps its traceback."""
     settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), target="no/such-model")
     with caplog.at_level(logging.INFO, logger="playground.warm_up"):
-        assert warm_up.warm_up(settings) is None
-    refused = [r for r in caplog.records if r.getMessage().startswith("warming up refused: ")]
+        assert getattr(warm_up, start)(settings) is None
+    refused = [r for r in caplog.records if r.getMessage().startswith(f"{said} refused: ")]
     assert len(refused) == 1 and "no/such-model" in refused[0].getMessage() and not refused[0].exc_text
     caplog.clear()
-    monkeypatch.setattr(warm_up, "prepare", lambda *args: 1 / 0)
+    monkeypatch.setattr(warm_up, made_by, lambda *args: 1 / 0)
     with caplog.at_level(logging.INFO, logger="playground.warm_up"):
-        assert warm_up.warm_up(Settings.from_preset(page_inputs.PRESETS["demo"])) is None
-    assert any("warming up failed" in r.getMessage() and "ZeroDivisionError" in r.exc_text for r in caplog.records)
-
-
-def test_zero_gpu_weights_that_fail_to_load_are_logged_and_the_page_starts(caplog, monkeypatch):
-    """ZeroGPU loads the default pair's weights as app.py starts: a model the host cannot have stopped app.py with a
-    traceback (the Space down for every other preset); now as the warm-up says it, and the app goes on."""
-    settings = dataclasses.replace(Settings.from_preset(page_inputs.PRESETS["demo"]), target="no/such-model")
-    with caplog.at_level(logging.INFO, logger="playground.warm_up"):
-        assert warm_up.weights_on_zero_gpu(settings) is None
-    refused = [r for r in caplog.records if r.getMessage().startswith("loading the default pair refused: ")]
-    assert len(refused) == 1 and "no/such-model" in refused[0].getMessage() and not refused[0].exc_text
-    caplog.clear()
-    monkeypatch.setattr(warm_up, "weights_at_start", lambda *args: 1 / 0)
-    with caplog.at_level(logging.INFO, logger="playground.warm_up"):
-        assert warm_up.weights_on_zero_gpu(settings) is None
-    assert any("loading the default pair failed" in r.getMessage() and "ZeroDivisionError" in r.exc_text for r in caplog.records)
+        assert getattr(warm_up, start)(Settings.from_preset(page_inputs.PRESETS["demo"])) is None
+    assert any(f"{said} failed" in r.getMessage() and "ZeroDivisionError" in r.exc_text for r in caplog.records)
     monkeypatch.undo()
     monkeypatch.setattr(loading, "PAIRS", {})
     demo = Settings.from_preset(page_inputs.PRESETS["demo"])

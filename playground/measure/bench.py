@@ -31,7 +31,7 @@ import time
 import torch
 
 from playground import session
-from playground.config import SpecConfig, tree_fields, tree_text
+from playground.config import SpecConfig, tree_text
 from playground.events import Round, committed_ids
 from playground.metrics import first_tokens, summarize
 from playground.draft_ids import NGRAM
@@ -342,7 +342,7 @@ def run_bench(pairs: dict, prompts: list[list[int]], ks: list[int], temperatures
     settings = [(t, k) for t in temperatures for k in ks]
     for i, (temperature, k) in enumerate(settings):
         cfg = session.spec_config(k=k, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed,
-                                  confidence=confidence, **tree_fields(tree))
+                                  confidence=confidence, tree=tree)
         log(f"setting {i + 1} of {len(settings)}: k={k}, T={temperature} ({len(prompts)} prompt{'s' * (len(prompts) > 1)}, >= {repeat} "
             f"measurement{'s' * (repeat > 1)} per method)")
         methods = available_methods(pair, cfg, log, compiled, max(map(len, prompts)), policies)

@@ -63,7 +63,7 @@ def config_of(s, with_tree: bool = True) -> SpecConfig:
     tree on the tree's box)."""
     return spec_config(k=s.k, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=s.seed,
                        max_new_tokens=s.max_new_tokens, policy=s.policy, confidence=s.confidence, compile=s.compile,
-                       **(tree_fields(s.tree) if with_tree else {}))
+                       tree=s.tree if with_tree else ())
 
 
 def config_with_tree(s) -> SpecConfig:
