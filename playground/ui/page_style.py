@@ -236,10 +236,13 @@ PAGE_JS = """() => {
   said.setAttribute('role', 'status');  // always drawn: the badge's own box is hidden while empty, and a live
   document.body.appendChild(said);  // region shown as it fills is not reliably read
   const badge = document.getElementById('run-badge');
-  if (badge) new MutationObserver(() => {  // said unless "Run over" says it with the run's figures within the next 0.4 s
-    const text = badge.textContent.trim();  // (a Stop was said twice 120 ms apart, the second cutting the first off)
-    if (text) setTimeout(() => { if (!said.textContent.includes(text)) said.textContent = text; }, 400);
-  }).observe(badge, {childList: true, subtree: true, characterData: true});
+  const sayBadge = (text, tries) => {  // said unless "Run over" says it with the run's figures, as Stop is disabled
+    if (said.textContent.includes(text)) return;  // (a Stop was said twice 120 ms apart, the second cutting the first
+    const stop = document.getElementById('stop-button');  // off; a fixed 0.4 s wait for Stop's round trip shrank
+    if (stop && !stop.disabled && tries) setTimeout(() => sayBadge(text, tries - 1), 400);  // to 0.2 s spare under load)
+    else said.textContent = text; };
+  if (badge) new MutationObserver(() => { const text = badge.textContent.trim(); if (text) setTimeout(() => sayBadge(text, 10), 400); })
+    .observe(badge, {childList: true, subtree: true, characterData: true});
   let loading = '';  // a run's loading, said as each step begins (Gradio's bar is read only where the reader goes to
   if (streamBlock) new MutationObserver(() => {  // it: seconds of silence after Run; an accessibility review)
     const level = streamBlock.querySelector('.progress-level-inner');
