@@ -21,6 +21,15 @@ from playground.engine.static import StaticRunner
 from tests.test_engine_greedy import hf_greedy
 
 
+@pytest.fixture
+def let_go():
+    """The models loaded and the row kernel built under a test's own settings (SMALL_MODEL, PLAYGROUND_CACHE) let
+    go as it ends, failed or not: left behind, one failure failed the worker's next tests too."""
+    yield
+    models.CACHE.entries.clear()
+    row_products.kernel.cache_clear()
+
+
 def test_cpu_dtype_follows_size_native_bf16_and_the_kernel(monkeypatch):
     """float32 on a CPU, bfloat16 past SMALL_MODEL where the CPU has it natively and the kernel would not hold the
     weights in bfloat16 (a checkpoint in another dtype, or no kernel built)."""
@@ -259,7 +268,7 @@ def test_small_float32_models_are_left_alone(saved_pair):
 
 
 @pytest.mark.parametrize("kernel", ["row kernel", "packed"])
-def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch, tmp_path, kernel):
+def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch, tmp_path, kernel, let_go):
     """float32 models past SMALL_MODEL (SmolLM2 on CPUs without bf16 dot products): the row kernel's products
     (row_products; oneDNN's packed ones where it cannot be built, or PLAYGROUND_ROW_KERNEL=0) and the row-invariant
     attention, so a pass of any width gives bitwise the logits of one-token passes, and greedy speculation is the
@@ -291,15 +300,13 @@ def test_big_float32_cpu_models_decode_exactly(saved_pair, monkeypatch, tmp_path
     alone = session.run(pair, prompt, session.spec_config(k=2, max_new_tokens=40), speculative=False).token_ids
     for k in (1, 3):
         assert session.run(pair, prompt, session.spec_config(k=k, max_new_tokens=40)).token_ids == alone
-    models.CACHE.entries.clear()
-    row_products.kernel.cache_clear()
 
 
 @pytest.mark.skipif(not row_products.wanted() or not shutil.which("cc"), reason="the row kernel is built on Linux "
                     "x86-64 with AVX2, FMA and a C compiler only")
 @pytest.mark.parametrize("tied", [False, True])
 def test_float32_weights_that_are_bfloat16_values_are_held_in_bfloat16_and_decode_the_same(
-        tmp_path, tokenizer, target, noisy_draft, monkeypatch, tied):
+        tmp_path, tokenizer, target, noisy_draft, monkeypatch, tied, let_go):
     """A bfloat16 checkpoint loaded in float32 (SmolLM2's cached conversion, Qwen's files) on a CPU without bfloat16:
     its linear layers are held in bfloat16 (half the bytes a pass reads), the kernel widening each weight back
     exactly, so every logit is bitwise what the float32 weights gave, a wide pass's rows are one-token passes' and
@@ -374,8 +381,6 @@ def test_float32_weights_that_are_bfloat16_values_are_held_in_bfloat16_and_decod
     monkeypatch.setattr(bench, "free_memory", lambda device: row_products.float32_copy_bytes(pair.target))
     assert not [m for m in bench.available_methods(pair, session.spec_config(k=2), said.append) if m.startswith("hf-")]
     assert said and said[0].startswith("(no transformers rows: they run on float32 weights")
-    models.CACHE.entries.clear()
-    row_products.kernel.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

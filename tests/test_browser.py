@@ -295,6 +295,8 @@ def test_every_text_reads_at_4_5_to_1(page, app_url, theme):
     for tab in ("Experiments", "Playground", "Race", "Tree", "JSON", "Export", "Charts", "Text"):
         page.get_by_role("tab", name=tab, exact=True).click()
         page.wait_for_timeout(300)
+        page.wait_for_function("!document.querySelector('.pending')", timeout=30_000)  # (a tab's call to the server
+        # still out under load: Gradio fades the boxes it will fill to 0.2, and the scan would read them faded)
         low += [f"{tab}: {said}" for said in page.evaluate(LOW_CONTRAST_JS, "body")]
     assert not low, "\n".join(sorted(set(low)))
 
@@ -643,7 +645,7 @@ def test_a_sweep_clicked_during_a_run_says_it_waits_and_stopped_then_measures_no
     page.get_by_role("button", name="Run sweep").click()
     expect(page.locator("#experiment-waits")).to_be_visible()
     expect(page.locator("#experiment-waits")).to_contain_text("starts once the run on the Playground tab")
-    page.wait_for_function(f"({OPACITY_JS})('#experiment-waits') === 1", timeout=3_000)  # not faded as Gradio fades a
+    page.wait_for_function(f"({OPACITY_JS})('#experiment-waits') === 1", timeout=15_000)  # not faded as Gradio fades a
     # queued event's box (read at once, a loaded suite met 0.2 once: the style not yet recomputed for :has)
     page.locator("#sweep-stop").click()
     page.get_by_role("tab", name="Playground").click()
@@ -1109,12 +1111,13 @@ def test_a_phone_shows_the_preset_prompt_and_run_before_the_settings(page, app_u
         expect(page.locator("#run-button")).to_be_enabled(timeout=30_000)
         run, preset = page.locator("#run-button").bounding_box(), page.locator("#preset-box").bounding_box()
         note = page.locator("#preset-note").bounding_box()
-        assert preset["y"] + preset["height"] <= note["y"]  # the picker first, what the preset is under it
+        assert preset["y"] + preset["height"] <= note["y"] + 0.5  # the picker first, what the preset is under it
+        # (touching boxes: their fractional sums may differ by a rounding; Stop's scroll rested at -0.125 px once)
         assert note["y"] + note["height"] < page.locator("#prompt-box").bounding_box()["y"]
         assert run["y"] + run["height"] < 844 < page.locator("#target-box").bounding_box()["y"]  # Run on the first screen
         assert preset["width"] > 300  # the whole width, as the prompt's
         jump = page.locator("#settings-jump")  # the way to the settings below the output (they were 1,900 px down, unsaid)
-        assert note["y"] + note["height"] <= jump.bounding_box()["y"] < page.locator("#prompt-box").bounding_box()["y"]
+        assert note["y"] + note["height"] <= jump.bounding_box()["y"] + 0.5 < page.locator("#prompt-box").bounding_box()["y"]
         jump.click()
         page.wait_for_function("() => Math.abs(document.getElementById('target-box').getBoundingClientRect().top) < 40")
         assert "#" not in page.url  # (the address a user copies stays the link's)
