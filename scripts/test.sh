@@ -21,5 +21,5 @@ workers=${PYTEST_WORKERS:-$(python3 -c 'import os, re
 meminfo = open("/proc/meminfo").read()
 free = int(re.search(r"MemAvailable:\s+(\d+) kB", meminfo).group(1)) * 1024
 print(max(1, min(len(os.sched_getaffinity(0)), 4, free // 5_000_000_000)))')}
-echo "scripts/test.sh: $workers pytest worker(s) on $(nproc) core(s), $(awk '/MemAvailable/ {printf "%.1f", $2 / 1048576}' /proc/meminfo) GB free"
+echo "scripts/test.sh: $workers pytest worker(s) on $(nproc) core(s), $(awk '/MemAvailable/ {printf "%.1f", $2 * 1024 / 1e9}' /proc/meminfo) GB free"
 exec python3 -m pytest -q -n "$workers" --dist loadfile "$@"
