@@ -864,6 +864,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--cold-child", action="store_true", help="run by the `whole` and `regional` sections "
                         "(their parent timed attention)")
     args = parser.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)  # (a new folder named by --out: its first log was a FileNotFoundError)
     import platform
     import transformers
     device = "cpu" if args.rehearse else "cuda"
