@@ -154,6 +154,23 @@ def test_acceptance_rule_first_token_is_exact():
     assert chi_square_p({(t,): counts[t].item() for t in range(6)}, expected, n) > P_MIN
 
 
+def test_a_draw_follows_its_row_and_never_takes_a_forbidden_token():
+    """sampling.draw races the row against Exp(1) noise made on a CPU as -log(U) (torch's multinomial took
+    five times as long): each token at its probability, a zero one never, the noise never 0 (a 0 would
+    make its token win whatever its probability)."""
+    from playground.engine.sampling import draw, exponential_noise_
+    gen = torch.Generator().manual_seed(1)
+    noise = exponential_noise_(torch.empty(200_000), gen)
+    assert noise.min() > 0 and abs(noise.mean() - 1) < 0.01 and abs(noise.var() - 1) < 0.03  # Exp(1): mean and var 1
+    probs = torch.tensor([[0.5, 0.0, 0.25, 0.125, 0.0, 0.125]])
+    n = 20000
+    tokens = torch.stack([draw(probs, probs.log(), SamplingParams(**CASES["plain"]), gen) for _ in range(n)]).flatten()
+    counts = torch.bincount(tokens, minlength=6)
+    assert counts[1] == counts[4] == 0
+    expected = {(t,): probs[0, t].item() for t in (0, 2, 3, 5)}
+    assert chi_square_p({(t,): counts[t].item() for t in (0, 2, 3, 5)}, expected, n) > P_MIN
+
+
 def test_seeded_runs_reproduce(small):
     tok, target, draft = small
     pair = tiny.make_pair(target, draft, tok, eos_ids=[])

@@ -32,7 +32,7 @@ import torch
 from playground.config import GREEDY, SamplingParams
 from playground.engine.graphs import program
 from playground.engine.proposers import Proposal
-from playground.engine.sampling import race_draw, softmax_at, warp
+from playground.engine.sampling import exponential_noise_, race_draw, softmax_at, warp
 from playground.engine.schedule import MAX_PAUSE
 from playground.engine.verdict import Verdict, read_report
 from playground.engine.verify import accept_sampled, verify_greedy
@@ -104,9 +104,9 @@ class Programs:
 
     def draw_noise(self, generator: torch.Generator) -> None:
         with torch.inference_mode():
-            self.draft_race.exponential_(generator=generator)
+            exponential_noise_(self.draft_race, generator)
             self.u.uniform_(generator=generator)
-            self.race.exponential_(generator=generator)
+            exponential_noise_(self.race, generator)
 
     def drafting(self, kp: int):
         if kp not in self._drafting:

@@ -47,7 +47,17 @@ def draw(probs: torch.Tensor, logits: torch.Tensor, params: SamplingParams,
     """One token per row: argmax of the logits when greedy, else a seeded draw. [n, V] -> [n]."""
     if params.greedy:
         return logits.argmax(dim=-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return race_draw(probs, exponential_noise_(torch.empty_like(probs, dtype=torch.float32), generator))
+
+
+def exponential_noise_(t: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """Fill t with Exp(1) noise, i.i.d., in place -> t. On a CPU as -log(U), U uniform on [0, 1): torch's
+    exponential_ (and multinomial, which draws through it) took 0.94 ms for a row of 49,152 there, this 0.19
+    (one thread, the 2-core EPYC). U = 0 gives +inf, a token that cannot win the race (odds 2**-24 each);
+    -log1p(-U) would give 0 instead, a token that always wins (0.3% of draws over 49,152 tokens)."""
+    if t.device.type != "cpu":  # one kernel there, and as fast
+        return t.exponential_(generator=generator)
+    return t.uniform_(generator=generator).log_().neg_()
 
 
 def make_generator(seed: int, device: torch.device | str) -> torch.Generator:

@@ -23,7 +23,7 @@ import torch
 from playground.config import depths
 from playground.engine.proposers import DraftModelProposer, Proposal
 from playground.engine.runner import ModelRunner
-from playground.engine.sampling import mask_logits, warp
+from playground.engine.sampling import exponential_noise_, mask_logits, warp
 
 @dataclass(slots=True)
 class TreeProposal:
@@ -169,7 +169,7 @@ def draw_children(q: torch.Tensor, width: int, ctx) -> list[int]:
     width = min(width, int((q > 0).sum()))
     if ctx.sampling.greedy:
         return q.topk(width).indices.tolist()
-    race = torch.empty_like(q).exponential_(generator=ctx.generator)
+    race = exponential_noise_(torch.empty_like(q), ctx.generator)
     return (q / race).topk(width).indices.tolist()
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from playground.engine.sampling import race_draw
+from playground.engine.sampling import exponential_noise_, race_draw
 from playground.engine.tree import TreeProposal
 
 
@@ -62,7 +62,7 @@ def walk_sampled(tree: TreeProposal, p: torch.Tensor, generator: torch.Generator
                 path.append(child)
                 node = child
                 continue
-        race = torch.empty_like(target).exponential_(generator=generator)
+        race = exponential_noise_(torch.empty_like(target), generator)
         return TreeVerdict(path, int(race_draw(target, race)), rejected)
 
 

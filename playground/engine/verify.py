@@ -11,7 +11,7 @@ proposed: a verify pass of fixed width k+1 then serves every shorter proposal (t
 playground.engine.fused, drafts k' <= k tokens into a graph made for k)."""
 import torch
 
-from playground.engine.sampling import race_draw
+from playground.engine.sampling import exponential_noise_, race_draw
 
 
 def verify_greedy(target_logits: torch.Tensor, draft_tokens: torch.Tensor, limit=None):
@@ -26,7 +26,7 @@ def verify_sampled(p: torch.Tensor, q: torch.Tensor | None, draft_tokens: torch.
     """p [k+1, V], q [k, V] or None, draft_tokens [k] -> (n accepted, next token); draws its noise
     from `generator` (see accept_sampled)."""
     u = torch.rand(draft_tokens.shape[0], device=p.device, generator=generator)
-    race = torch.empty(p.shape[-1], device=p.device).exponential_(generator=generator)
+    race = exponential_noise_(torch.empty(p.shape[-1], device=p.device), generator)
     return accept_sampled(p, q, draft_tokens, u, race)
 
 
