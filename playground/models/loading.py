@@ -23,7 +23,8 @@ from playground.models.batch_invariant import make_batch_invariant, time_plain_r
 from playground.models.feature_draft import VOCAB_MAP_FILE, FeatureDraft, is_feature_draft, load_feature_draft
 from playground.models.locate import ALIASES, Progress, files_before_weights, locate, report, sub_progress
 from playground.models.packed_linear import pack_linears
-from playground.models.room import CACHE, packs, peak_bytes, refuse_before_download, refuse_past_free_memory
+from playground.models.room import (CACHE, packs, peak_bytes, refuse_before_download, refuse_past_free_memory,
+                                   return_freed_heap)
 
 WAIT_REPORT_S = 1.0  # how often a load waiting for another says so again
 LOADING = threading.Lock()  # one model loads at a time (load_model), and one pair's models change in place
@@ -119,6 +120,7 @@ def _load_model(model_id: str, key: tuple, device: torch.device, dtype: torch.dt
     if getattr(model, "playground_batch_invariant", False):
         time_plain_ratio(model, loaded[2])  # what exactness costs, on the threads it decodes with
     CACHE.put(key, loaded)
+    return_freed_heap()  # the load's own garbage: files read, float32 widened from halves, packed copies
     report(progress, 1.0, f"{model_id} ready")
     return loaded
 

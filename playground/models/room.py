@@ -3,6 +3,7 @@ tokenizer) pairs that evicts while memory runs short; a hub model sized from its
 its weights come (disk, and memory on a CPU); a CPU model refused where it would meet the OOM
 killer. Sizes count the packed copy of a CPU model's linear weights (playground.models.packed_linear)."""
 import collections
+import ctypes
 import gc
 import pathlib
 import threading
@@ -64,6 +65,20 @@ class ModelCache:
             forget(model)
         del model
         gc.collect()
+        return_freed_heap()
+
+
+def return_freed_heap() -> bool:
+    """Give the pages the C heap has freed back to the system (glibc's malloc_trim) -> whether it could.
+    A model's load and its eviction free hundreds of MB of host heap that glibc otherwise keeps: a soak of
+    the server, the offline pairs evicting each other, saw its memory rise from 1,369 to 1,741 MB over 60
+    loads, 1,212 MB after one trim; make_room reads free memory, so kept heap also made it evict more."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):  # not glibc (musl, macOS): nothing to do
+        return False
+    trim(0)
+    return True
 
 
 CACHE = ModelCache()
