@@ -2173,3 +2173,31 @@ def test_the_sweeps_axis_resets_its_values_in_the_browser():
     axis = next(b for b in demo.blocks.values() if getattr(b, "label", None) == "Sweep")
     resets = [fn for fn in demo.fns.values() if values in fn.outputs and (axis._id, "input") in fn.targets]
     assert len(resets) == 1 and resets[0].fn is None and "1,2,3,4,6,8" in resets[0].js  # no server call
+
+
+def test_the_stream_is_sent_as_its_new_tokens_while_a_run_goes_on(app_url):
+    """The page's Run, joined as the page joins it: while the run goes on each update of the token stream is
+    sent as the spans new since the last (Gradio's append; the value leaves its box open, the browser closes
+    it), not whole: a 2,000-token run's updates came to 13 MB, 1.1 MB each at its end (a streaming review)."""
+    import uuid
+    from tests.test_hostile_app import _join
+    from playground.ui import page
+    settings = Settings.from_preset(page_inputs.PRESETS["demo"])
+    settings.max_new_tokens, settings.compare = 1000, False  # (some 15 s here: updates come at most twice a second)
+    index = next(i for i, fn in page.demo.fns.items() if fn.api_name == "run")
+    address = f"198.51.100.{uuid.uuid4().int % 200 + 20}"
+    status, _ = _join(app_url, index, page_inputs.inputs_from_settings(settings), address)
+    assert status == 200
+    at, edits, final = playground_tab.RUN_SLOTS.index("stream"), [], None
+    with urllib.request.urlopen(f"{app_url}gradio_api/queue/data?session_hash=s-{address}", timeout=300) as answer:
+        for line in answer:
+            message = json.loads(line[5:]) if line.startswith(b"data:") else {}
+            if message.get("msg") == "process_generating" and (sent := message["output"]["data"][at]):
+                edits.append(sent)
+            elif message.get("msg") == "process_completed":
+                final = message["output"]["data"][at]
+                break
+    assert final is not None and final.count('class="tok ') > 200 and final.endswith("</div>"), str(final)[-300:]
+    later = [edit for sent in edits[2:] for edit in sent]  # (the first: the last run's box cleared, then its spans)
+    assert len(later) >= 3 and all(action == "append" for action, _, _ in later), [e[:2] for e in later]
+    assert sum(len(json.dumps(sent)) for sent in edits) < 2 * len(json.dumps(final))  # each span sent about once

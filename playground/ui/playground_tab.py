@@ -97,7 +97,8 @@ def _view(snap: live.Snapshot, final: bool, first: bool = False) -> dict:
                             theory=chain_theory(snap.settings), interleaved=snap.settings.compare, baseline=snap.baseline_form,
                             alone_per_pass=snap.baseline.stats["tokens_per_target_pass"] if snap.baseline else None)
     if not final:  # the output box grows with the stream; the rest waits for the end
-        return dict(cleared() if first else {}, stream=stream, metrics=metric, text=render.committed_text(snap.events))
+        return dict(cleared() if first else {}, stream=render.open_ended(stream), metrics=metric,
+                    text=render.committed_text(snap.events))
     download = _download(snap)
     shown = _results(snap, stats)
     shown["badge"] += "" if download else render.warning("the download file could not be written (is the server's disk "
