@@ -602,3 +602,29 @@ def test_each_card_says_one_line_and_folds_how_it_is_counted():
     plain = metrics(summarize([Round(1, [TokenEvent(ACCEPTED, 1, "a"), TokenEvent(CORRECTED, 2, "b")], 2, 1, 1, 2, 0.0, 0.0, 0.01)]),
                     2, alone_per_pass=0.98)
     assert "the target alone" not in plain  # nothing forced: its 0.98 says nothing the speedup does not
+
+
+def _a_run(seed: int, rounds: int) -> list:
+    import random
+    pick = random.Random(seed)
+    made = []
+    for i in range(1, rounds + 1):
+        kept = [TokenEvent(ACCEPTED, pick.randrange(50), pick.choice(["a", " b", "<c>", "\n", ""])) for _ in range(pick.randrange(4))]
+        refused = [TokenEvent(REJECTED, 7, "x")] * pick.randrange(2)
+        last = TokenEvent(pick.choice([CORRECTED, BONUS]), 9, pick.choice(["z", "&", ""]))
+        made.append(Round(i, kept + refused + [last], len(kept) + len(refused), len(kept), 1, 3, 0.0, 0.0, 0.0, k=3,
+                          stop_reason=pick.choice(["", "draft unsure"])))
+    return made
+
+
+def test_a_streams_spans_drawn_as_its_rounds_come_are_the_ones_drawn_whole():
+    """token_stream draws only the rounds new since a run's last update (memoized by its first round): each update of
+    two runs streamed at once is what drawing it whole from nothing makes, EOS marks after the ids change too."""
+    one, two = _a_run(1, 40), _a_run(2, 30)
+    for n in (1, 2, 5, 6, 17, 30, 30, 40):
+        for run, eos in ((one, frozenset()), (two, frozenset({9}))):
+            shown = token_stream(run[:n], eos)
+            render._DRAWN.clear()
+            assert shown == token_stream(run[:n], eos)
+    assert token_stream(one[:3], frozenset({9})) != token_stream(one[:3])  # the same rounds, other EOS ids: drawn again
+    assert token_stream(one[:3]) == token_stream([one[0], *_a_run(1, 3)[1:]])  # (equal rounds, not the same ones)
