@@ -982,16 +982,18 @@ from playground import session
 from playground.constraints import from_user
 pair = session.load_pair("demo-target", "demo-draft", "cpu")
 constraint = session.constrain(pair, from_user(**{{{kind!r}: {text!r}}}, backend="xgrammar"))
-for seed in range(3):
+for seed in range(12):  # sampled until a run takes the branch forced for ever
     result = session.run(pair, session.encode_prompt(pair, "x"), session.spec_config(k=3, max_new_tokens=12, temperature=1.0,
                          seed=seed), constraint=constraint)
     print(repr(result.text), result.valid)
+    if "aaaa" in result.text:
+        break
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(pathlib.Path(__file__).parent.parent)})
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
-    assert len(lines) == 3 and any("aaaa" in line and line.endswith("False") for line in lines), lines
+    assert any("aaaa" in line and line.endswith("False") for line in lines), lines
 
 
 def test_a_gbnf_strings_escaped_brackets_are_read_as_llama_cpp_reads_them():
