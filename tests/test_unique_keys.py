@@ -118,12 +118,23 @@ def repeating_pair(tokenizer):
     return tiny.make_pair(*models, tokenizer)
 
 
+def grammar_alone_repeats(pair, prompt, constraint) -> bool:
+    """Whether the constraint's grammar alone (no name tables) lets a sampled run write a name twice: seeds tried
+    until one does, at most 12."""
+    grammar_alone = dataclasses.replace(constraint, name_tables=None)
+    for seed in range(1, 13):
+        cfg = session.spec_config(k=4, temperature=1.0, seed=seed, max_new_tokens=160)
+        if "appears twice" in (session.run(pair, prompt, cfg, constraint=grammar_alone).validation_error or ""):
+            return True
+    return False
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_model_that_repeats_names_never_writes_one_twice(repeating_pair, tokenizer, backend):
     pair = repeating_pair
     constraint = session.constrain(pair, ConstraintSpec("json", json.dumps(FREE_NAMES), backend))
     prompt = tokenizer("x = ", add_special_tokens=False).input_ids
-    repeated, valid = 0, 0
+    valid = 0
     for temperature, seed in ((0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3)):
         cfg = session.spec_config(k=4, temperature=temperature, seed=seed, max_new_tokens=160)
         speculative = session.run(pair, prompt, cfg, constraint=constraint)
@@ -133,13 +144,7 @@ def test_a_model_that_repeats_names_never_writes_one_twice(repeating_pair, token
             valid += result.valid and len(json.loads(result.text)) > 1
         if temperature == 0:  # greedy: the same tokens (sampled runs share a law, not their tokens)
             assert speculative.token_ids == alone.token_ids
-    grammar_alone = dataclasses.replace(constraint, name_tables=None)
-    for seed in range(1, 13):  # sampled until the grammar alone writes a name twice
-        cfg = session.spec_config(k=4, temperature=1.0, seed=seed, max_new_tokens=160)
-        if "appears twice" in (session.run(pair, prompt, cfg, constraint=grammar_alone).validation_error or ""):
-            repeated += 1
-            break
-    assert repeated, "the grammar alone never repeated a name: nothing was kept from it"
+    assert grammar_alone_repeats(pair, prompt, constraint), "the grammar alone never repeated a name: nothing was kept from it"
     assert valid, "no whole object of several names was written"
 
 
@@ -189,7 +194,7 @@ def test_a_model_that_repeats_names_writes_each_of_few_once(repeating_pair, toke
     pair = repeating_pair
     constraint = session.constrain(pair, ConstraintSpec("json", json.dumps(FEW_NAMES), backend))
     prompt = tokenizer("x = ", add_special_tokens=False).input_ids
-    repeated, names = 0, set()
+    names = set()
     for temperature, seed in ((0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3), (1.0, 4)):
         cfg = session.spec_config(k=4, temperature=temperature, seed=seed, max_new_tokens=60)
         speculative = session.run(pair, prompt, cfg, constraint=constraint)
@@ -199,13 +204,7 @@ def test_a_model_that_repeats_names_writes_each_of_few_once(repeating_pair, toke
             names.update(json.loads(result.text) if result.valid else ())
         if temperature == 0:  # greedy: the same tokens (sampled runs share a law, not their tokens)
             assert speculative.token_ids == alone.token_ids
-    grammar_alone = dataclasses.replace(constraint, name_tables=None)
-    for seed in range(1, 13):  # sampled until the grammar alone writes a name twice
-        cfg = session.spec_config(k=4, temperature=1.0, seed=seed, max_new_tokens=160)
-        if "appears twice" in (session.run(pair, prompt, cfg, constraint=grammar_alone).validation_error or ""):
-            repeated += 1
-            break
-    assert repeated, "the grammar alone never repeated a name: nothing was kept from it"
+    assert grammar_alone_repeats(pair, prompt, constraint), "the grammar alone never repeated a name: nothing was kept from it"
     assert len(names) > 1, names
 
 
