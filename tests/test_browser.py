@@ -12,7 +12,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from playground.events import KINDS
 from playground.presets import Settings, all_presets
-from playground.ui import playground_tab, race, share
+from playground.ui import playground_tab, race, render, share
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -179,8 +179,11 @@ def test_the_stream_follows_its_tokens_unless_the_reader_scrolled_up(page, app_u
     held = page.evaluate("""() => [document.getElementById('stream'), document.getElementById('metrics-box')]
         .map(block => block.style.minHeight)""")  # (a 600-token run: seconds to go)
     assert all(re.fullmatch(r"\d+(\.\d+)?px", height) for height in held), held
+    page.wait_for_function("document.querySelectorAll('#token-stream .tok').length > 0", timeout=60_000)
+    page.evaluate("document.querySelector('#token-stream .tok').setAttribute('data-kept', '')")
     expect(page.locator("#stop-button")).to_be_disabled(timeout=180_000)
     box = page.locator("#stream .tokstream")
+    assert box.locator(".tok").first.get_attribute("data-kept") == ""  # its new tokens appended, none drawn again
     top, height, full = box.evaluate(STREAM_AT)
     assert full > height + 100 and top + height >= full - 2, (top, height, full)  # at its newest tokens
     assert page.evaluate("""() => [document.getElementById('stream'), document.getElementById('metrics-box')]
@@ -196,6 +199,36 @@ def test_the_stream_follows_its_tokens_unless_the_reader_scrolled_up(page, app_u
     page.evaluate("() => new Promise(done => requestAnimationFrame(() => done()))")
     top, height, full = box.evaluate(STREAM_AT)
     assert top + height >= full - 2, (top, height, full)
+
+
+def test_the_streams_box_holds_each_update_as_if_parsed_whole(page):
+    """render.STREAM_JS parses only the new spans of an update that starts with the one before (a run's stream, drawn
+    open while it goes on) and any other whole: after each update (the placeholder, a run's rounds as they come,
+    escapes and line ends among them, its closed end, then a thinking run) the box holds what that update
+    parsed whole makes, and a token drawn before the end stays the node it was (an attribute set on it survives)."""
+    from tests.test_render import _a_run
+    run, thinking = _a_run(3, 40), _a_run(4, 12)
+    updates = ([render.token_stream([])] + [render.open_ended(render.token_stream(run[:n])) for n in (1, 2, 5, 20, 39)]
+               + [render.token_stream(run)] + [render.open_ended(render.token_stream(thinking[:n], reasoning=9)) for n in (2, 6, 12)])
+    sheet = page.context.browser.new_page()
+    try:
+        sheet.set_content('<div id="host"></div>')
+        sheet.evaluate("""js => { window.props = {value: ''}; window.drawers = [];
+            new Function('element', 'props', 'watch', js)(document.getElementById('host'), window.props,
+                                                        (name, draw) => window.drawers.push(draw)); }""", render.STREAM_JS)
+        kept = []
+        for i, value in enumerate(updates):
+            assert sheet.evaluate("""value => { window.props.value = value; window.drawers.forEach(draw => draw());
+                const whole = document.createElement('div'); whole.innerHTML = value;
+                const host = document.getElementById('host').cloneNode(true);
+                host.querySelectorAll('[data-kept]').forEach(e => e.removeAttribute('data-kept'));
+                return host.innerHTML === whole.innerHTML; }""", value), i
+            kept.append(sheet.evaluate("document.querySelectorAll('#host [data-kept]').length"))
+            sheet.evaluate("document.querySelector('#host .tok')?.setAttribute('data-kept', '')")
+    finally:
+        sheet.close()
+    assert kept == [0, 0, 1, 1, 1, 1, 1, 0, 0, 1], kept  # (whole: after the placeholder, the other run, and while the
+    # thinking fold's summary changes; its answer appended once the fold is closed)
 
 
 def test_leaving_the_preset_unchosen_keeps_the_settings(page, app_url):

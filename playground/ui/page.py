@@ -188,7 +188,7 @@ def add_run_controls_and_stream():
     with gr.Accordion("How to read this", open=False):  # beside the colours, where a newcomer looks
         gr.Markdown(ABOUT)
     ui.shown_note_box = gr.HTML(elem_id="shown-note")  # the output below is of other settings: which
-    ui.stream = gr.HTML(render.token_stream([]), elem_id="stream")
+    ui.stream = gr.HTML(render.token_stream([]), elem_id="stream", html_template="", js_on_load=render.STREAM_JS)
     ui.metrics_html = gr.HTML(render.metrics(None, DEFAULT.k), elem_id="metrics-box")
     ui.badge = gr.HTML(elem_id="run-badge")
 
