@@ -131,7 +131,7 @@ def open_ended(stream: str) -> str:
 # The stream's box draws an update that starts with the one before by parsing its new spans alone, into the box the
 # browser left open; any other update whole. Gradio's HTML component parsed each update whole and walked every node
 # against the page's: 123-174 ms for 6,200 spans against 28-37 for appending 300, a 150-250 ms freeze every 1.5-2 s
-# of a long run (a streaming review). Gradio draws `html_template` (here the empty box, unchanged) and calls this
+# of a long run (a streaming review). Gradio draws `html_template` (here empty, so nothing of it changes) and calls this
 # with the box as `element`, its value in `props`, `watch` run after each update.
 STREAM_JS = """
 let drawn = null;
